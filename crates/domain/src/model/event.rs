@@ -1,0 +1,153 @@
+use std::{fmt, str::FromStr};
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use super::{EventId, OrganizationId, UserId};
+
+macro_rules! event_types {
+    ($($variant:ident => $name:literal, $category:ident, $subscribable:literal, $description:literal;)*) => {
+        /// Every event type Gatehouse knows: the sixteen that endpoints subscribe to, and the
+        /// five more the spec names as emitted.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum EventType {
+            $($variant,)*
+        }
+
+        impl EventType {
+            pub const ALL: &'static [EventType] = &[$(Self::$variant,)*];
+
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $name,)*
+                }
+            }
+
+            pub const fn category(self) -> EventCategory {
+                match self {
+                    $(Self::$variant => EventCategory::$category,)*
+                }
+            }
+
+            /// Whether the spec's subscription catalog lists it.
+            pub const fn in_catalog(self) -> bool {
+                match self {
+                    $(Self::$variant => $subscribable,)*
+                }
+            }
+
+            pub const fn description(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $description,)*
+                }
+            }
+        }
+    };
+}
+
+event_types! {
+    UserCreated => "user.created", User, true, "A user account was registered.";
+    UserUpdated => "user.updated", User, true, "A user changed their profile.";
+    UserDeleted => "user.deleted", User, true, "A user deleted their account.";
+    OrganizationCreated => "organization.created", Organization, true, "An organization was created.";
+    OrganizationUpdated => "organization.updated", Organization, true, "An organization's name, slug, settings, policies, branding or SSO changed.";
+    MemberInvited => "member.invited", Member, true, "Someone was invited to join the organization.";
+    MemberJoined => "member.joined", Member, true, "An invitation was accepted.";
+    MemberRemoved => "member.removed", Member, true, "A member was removed or left.";
+    ApplicationCreated => "application.created", Application, true, "An application was registered.";
+    ApplicationUpdated => "application.updated", Application, true, "An application was changed.";
+    ApplicationDeleted => "application.deleted", Application, true, "An application was deleted.";
+    AuthLogin => "auth.login", Auth, true, "A user logged in.";
+    AuthLogout => "auth.logout", Auth, true, "A user logged out.";
+    AuthPasswordChanged => "auth.password_changed", Auth, true, "A user changed their password.";
+    BillingSubscriptionCreated => "billing.subscription.created", Billing, true, "A subscription was created.";
+    BillingInvoicePaid => "billing.invoice.paid", Billing, true, "An invoice was paid.";
+    AuthMfaEnabled => "auth.mfa_enabled", Auth, false, "A user enabled multi-factor authentication.";
+    MemberRoleChanged => "member.role_changed", Member, false, "A member's role changed.";
+    BillingSubscriptionUpdated => "billing.subscription.updated", Billing, false, "The organization's plan changed.";
+    BillingSubscriptionCancelled => "billing.subscription.cancelled", Billing, false, "A subscription was cancelled.";
+    BillingInvoiceOverdue => "billing.invoice.overdue", Billing, false, "An invoice is overdue.";
+}
+
+/// The groups of the event catalog.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EventCategory {
+    User,
+    Organization,
+    Member,
+    Application,
+    Auth,
+    Billing,
+}
+
+impl EventCategory {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Organization => "organization",
+            Self::Member => "member",
+            Self::Application => "application",
+            Self::Auth => "auth",
+            Self::Billing => "billing",
+        }
+    }
+}
+
+impl FromStr for EventType {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|event| event.as_str() == s)
+            .ok_or(())
+    }
+}
+
+impl fmt::Display for EventType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for EventType {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// An event recorded in the outbox in the same transaction as the change that caused it.
+///
+/// An event concerns an organization (`organization.*`, `member.*`, ...) or a user (`user.*`,
+/// `auth.*`: delivered to every organization the user belongs to).
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewEvent {
+    pub id: EventId,
+    pub event_type: EventType,
+    pub organization_id: Option<OrganizationId>,
+    pub user_id: Option<UserId>,
+    pub data: serde_json::Value,
+    pub occurred_at: DateTime<Utc>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalog_has_the_sixteen_subscribable_types_and_five_more() {
+        let subscribable = EventType::ALL.iter().filter(|e| e.in_catalog()).count();
+        assert_eq!(subscribable, 16);
+        assert_eq!(EventType::ALL.len(), 21);
+    }
+
+    #[test]
+    fn names_round_trip_and_categories_match_their_prefix() {
+        for event in EventType::ALL {
+            assert_eq!(event.as_str().parse::<EventType>(), Ok(*event));
+            assert!(event.as_str().starts_with(event.category().as_str()));
+        }
+        assert!("user.exploded".parse::<EventType>().is_err());
+    }
+}

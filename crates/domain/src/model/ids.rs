@@ -1,0 +1,56 @@
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+macro_rules! uuid_id {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(Uuid);
+
+        impl $name {
+            pub const fn from_uuid(id: Uuid) -> Self {
+                Self(id)
+            }
+
+            pub const fn as_uuid(&self) -> Uuid {
+                self.0
+            }
+        }
+
+        impl From<Uuid> for $name {
+            fn from(id: Uuid) -> Self {
+                Self(id)
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.fmt(f)
+            }
+        }
+    };
+}
+
+uuid_id!(
+    /// A user account.
+    UserId
+);
+uuid_id!(
+    /// An organization (personal workspace or team).
+    OrganizationId
+);
+uuid_id!(
+    /// A login session: the thing a refresh token and its access tokens belong to.
+    SessionId
+);
+uuid_id!(
+    /// An API key (the id, not the secret).
+    ApiKeyId
+);
+uuid_id!(
+    /// An event in the outbox.
+    EventId
+);

@@ -1,0 +1,300 @@
+use std::{fmt, str::FromStr};
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use super::{OrganizationId, UserId};
+
+/// An organization's display name: 2 to 100 characters once trimmed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct OrganizationName(String);
+
+impl OrganizationName {
+    pub const MIN_CHARS: usize = 2;
+    pub const MAX_CHARS: usize = 100;
+
+    pub fn parse(raw: &str) -> Result<Self, &'static str> {
+        let trimmed = raw.trim();
+        let chars = trimmed.chars().count();
+        if chars < Self::MIN_CHARS {
+            return Err("must be at least 2 characters");
+        }
+        if chars > Self::MAX_CHARS {
+            return Err("must be at most 100 characters");
+        }
+        if trimmed.chars().any(char::is_control) {
+            return Err("must not contain control characters");
+        }
+        Ok(Self(trimmed.to_owned()))
+    }
+
+    /// A name for a user's personal workspace, built from what they are called. Always valid.
+    pub fn personal_workspace_of(full_name: &str) -> Self {
+        let owner: String = full_name.trim().chars().take(Self::MAX_CHARS - 12).collect();
+        let name = if owner.is_empty() {
+            "Personal workspace".to_owned()
+        } else {
+            format!("{owner}'s workspace")
+        };
+        Self(name)
+    }
+}
+
+impl AsRef<str> for OrganizationName {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A URL-friendly, unique organization handle: lowercase `a-z`, `0-9` and single inner hyphens,
+/// 2 to 64 characters.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(transparent)]
+pub struct Slug(String);
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SlugError {
+    #[error("must be 2 to 64 characters")]
+    Length,
+    #[error("may contain only lowercase letters, digits and single hyphens, and may not start or end with a hyphen")]
+    Characters,
+}
+
+impl Slug {
+    pub const MIN_LEN: usize = 2;
+    pub const MAX_LEN: usize = 64;
+
+    pub fn parse(raw: &str) -> Result<Self, SlugError> {
+        if raw.len() < Self::MIN_LEN || raw.len() > Self::MAX_LEN {
+            return Err(SlugError::Length);
+        }
+        let allowed = raw
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        if !allowed || raw.starts_with('-') || raw.ends_with('-') || raw.contains("--") {
+            return Err(SlugError::Characters);
+        }
+        Ok(Self(raw.to_owned()))
+    }
+
+    /// Derives a slug from a name: ASCII letters and digits kept and lowercased, everything else
+    /// folded into single hyphens. A name with too little to keep gets `org`.
+    pub fn generate_from(name: &str) -> Self {
+        let mut slug = String::with_capacity(name.len());
+        for c in name.chars() {
+            if c.is_ascii_alphanumeric() {
+                slug.push(c.to_ascii_lowercase());
+            } else if !slug.is_empty() && !slug.ends_with('-') {
+                slug.push('-');
+            }
+        }
+        // Leave room for a "-NNN" suffix when the slug is taken.
+        slug.truncate(Self::MAX_LEN - 8);
+        let slug = slug.trim_end_matches('-');
+        if slug.len() < Self::MIN_LEN {
+            return Self("org".to_owned());
+        }
+        Self(slug.to_owned())
+    }
+
+    /// The `n`-th candidate when this generated slug is taken: `base`, `base-2`, `base-3`, ...
+    pub fn candidate(&self, n: u32) -> Self {
+        if n <= 1 {
+            self.clone()
+        } else {
+            Self(format!("{}-{n}", self.0))
+        }
+    }
+}
+
+impl AsRef<str> for Slug {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// `personal` (created with the account, only its owner) or `team`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OrganizationType {
+    Personal,
+    Team,
+}
+
+impl OrganizationType {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Personal => "personal",
+            Self::Team => "team",
+        }
+    }
+}
+
+impl FromStr for OrganizationType {
+    type Err = &'static str;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "personal" => Ok(Self::Personal),
+            "team" => Ok(Self::Team),
+            _ => Err("must be one of: personal, team"),
+        }
+    }
+}
+
+/// The plan an organization is on; sold elsewhere, set by an operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Plan {
+    Free,
+    Starter,
+    Pro,
+    Business,
+    Enterprise,
+}
+
+impl Plan {
+    pub const ALL: [Plan; 5] = [
+        Self::Free,
+        Self::Starter,
+        Self::Pro,
+        Self::Business,
+        Self::Enterprise,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Free => "free",
+            Self::Starter => "starter",
+            Self::Pro => "pro",
+            Self::Business => "business",
+            Self::Enterprise => "enterprise",
+        }
+    }
+}
+
+impl FromStr for Plan {
+    type Err = &'static str;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|plan| plan.as_str() == s)
+            .ok_or("must be one of: free, starter, pro, business, enterprise")
+    }
+}
+
+impl fmt::Display for Plan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A member's role in an organization.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Owner,
+    Admin,
+    Member,
+    Viewer,
+}
+
+impl Role {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Owner => "owner",
+            Self::Admin => "admin",
+            Self::Member => "member",
+            Self::Viewer => "viewer",
+        }
+    }
+}
+
+impl FromStr for Role {
+    type Err = &'static str;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "owner" => Ok(Self::Owner),
+            "admin" => Ok(Self::Admin),
+            "member" => Ok(Self::Member),
+            "viewer" => Ok(Self::Viewer),
+            _ => Err("must be one of: owner, admin, member, viewer"),
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An organization about to be created. `slug` is the first candidate: when it was generated
+/// (`slug_generated`), the store takes the first free one of [`Slug::candidate`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewOrganization {
+    pub id: OrganizationId,
+    pub name: OrganizationName,
+    pub slug: Slug,
+    pub slug_generated: bool,
+    pub kind: OrganizationType,
+    pub plan: Plan,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A user's active membership in a live organization.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Membership {
+    pub organization_id: OrganizationId,
+    pub user_id: UserId,
+    pub role: Role,
+    pub plan: Plan,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_follow_the_documented_rules() {
+        for ok in ["ab", "acme", "acme-corp", "a1-b2-c3", &"a".repeat(64)] {
+            assert!(Slug::parse(ok).is_ok(), "{ok}");
+        }
+        assert_eq!(Slug::parse("a"), Err(SlugError::Length));
+        assert_eq!(Slug::parse(&"a".repeat(65)), Err(SlugError::Length));
+        for bad in ["Acme", "-acme", "acme-", "ac--me", "ac me", "acmé", "ac_me"] {
+            assert_eq!(Slug::parse(bad), Err(SlugError::Characters), "{bad}");
+        }
+    }
+
+    #[test]
+    fn generated_slugs_are_valid_and_suffixed_when_taken() {
+        let slug = Slug::generate_from("  Acme Corp. — Research & Development!! ");
+        assert_eq!(slug.as_ref(), "acme-corp-research-development");
+        assert_eq!(slug.candidate(1).as_ref(), "acme-corp-research-development");
+        assert_eq!(slug.candidate(3).as_ref(), "acme-corp-research-development-3");
+        assert_eq!(Slug::generate_from("日本").as_ref(), "org");
+        let long = Slug::generate_from(&"x".repeat(300));
+        assert!(Slug::parse(long.candidate(999).as_ref()).is_ok());
+    }
+
+    #[test]
+    fn organization_names_are_bounded() {
+        assert!(OrganizationName::parse(" A ").is_err());
+        assert!(OrganizationName::parse("Ab").is_ok());
+        assert!(OrganizationName::parse(&"é".repeat(100)).is_ok());
+        assert!(OrganizationName::parse(&"é".repeat(101)).is_err());
+        let personal = OrganizationName::personal_workspace_of(&"z".repeat(500));
+        assert!(OrganizationName::parse(personal.as_ref()).is_ok());
+    }
+
+    #[test]
+    fn plans_and_roles_round_trip() {
+        for plan in Plan::ALL {
+            assert_eq!(plan.as_str().parse::<Plan>(), Ok(plan));
+        }
+        assert!(Plan::Business > Plan::Pro);
+        assert_eq!("viewer".parse::<Role>(), Ok(Role::Viewer));
+        assert!("root".parse::<Role>().is_err());
+    }
+}

@@ -1,0 +1,278 @@
+//! The ports: everything the use cases need from the outside world, as traits.
+//!
+//! Adapters live elsewhere: `gatehouse-store` implements the store ports on PostgreSQL and
+//! SQLite, `gatehouse-server` the clock, randomness, password hashing and token signing.
+//! Every store method that writes is one transaction: it commits everything it was given,
+//! the outbox events included, or nothing.
+//!
+//! Ports are object safe (`async_trait`) because the backend is picked at run time from
+//! `GATEHOUSE_DATABASE_URL`; the services hold them as `Arc<dyn Port>`.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use uuid::Uuid;
+
+use crate::model::{
+    ApiKey, ApiKeyId, Email, Membership, NewApiKey, NewEvent, NewOrganization, NewPassword,
+    NewSession, NewUser, OrganizationId, PasswordHash, SecretToken, Session, SessionId,
+    TokenHash, TokenKind, User, UserCredentials, UserId,
+};
+
+/// The source of an unexpected failure, kept for the log.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// How a store operation can fail.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database cannot be reached or the pool is exhausted: worth retrying (HTTP 503).
+    #[error("the store is unavailable")]
+    Unavailable(#[source] BoxError),
+    /// A uniqueness rule was violated by a concurrent or repeated write. Each method's docs say
+    /// which rule can be violated, so the caller knows what the conflict means.
+    #[error("a uniqueness rule was violated")]
+    Conflict,
+    /// Anything else: a bug or a corrupt row.
+    #[error("the store failed")]
+    Failed(#[source] BoxError),
+}
+
+/// A user's account as registration creates it: the user, their personal workspace and the
+/// owner membership, with the events that announce them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewAccount {
+    pub user: NewUser,
+    pub workspace: NewOrganization,
+    pub events: Vec<NewEvent>,
+}
+
+/// Users and their credentials.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait AccountStore: Send + Sync + 'static {
+    /// Creates the user, the personal workspace (taking the first free slug candidate), the
+    /// owner membership and the events, in one transaction.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] when the email belongs to another user.
+    async fn create_account(&self, account: NewAccount) -> Result<(), StoreError>;
+
+    /// The user with this (normalised) email and their password hash.
+    async fn credentials_by_email(
+        &self,
+        email: &Email,
+    ) -> Result<Option<UserCredentials>, StoreError>;
+
+    /// The user with this id and their password hash.
+    async fn credentials_by_id(&self, id: UserId) -> Result<Option<UserCredentials>, StoreError>;
+
+    /// Saves a changed profile (name) with its event. Returns false when the user is gone.
+    async fn update_user(&self, user: User, event: NewEvent) -> Result<bool, StoreError>;
+
+    /// Replaces the password hash, ends every session of the user but `keep`, and records the
+    /// event, in one transaction.
+    async fn change_password(
+        &self,
+        user_id: UserId,
+        hash: PasswordHash,
+        keep: Option<SessionId>,
+        at: DateTime<Utc>,
+        event: NewEvent,
+    ) -> Result<(), StoreError>;
+}
+
+/// Login sessions.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait SessionStore: Send + Sync + 'static {
+    /// Stores a new session and its `auth.login` event.
+    async fn create_session(&self, session: NewSession, event: NewEvent)
+        -> Result<(), StoreError>;
+
+    /// The session whose refresh token has this hash, if it is neither revoked nor expired at
+    /// `now`; marks it used at `now`.
+    async fn use_refresh_token(
+        &self,
+        hash: &TokenHash,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Session>, StoreError>;
+
+    /// Whether the session is neither revoked nor expired at `now`: one indexed read, done on
+    /// every authenticated request so that a logout takes effect at once on every replica.
+    async fn is_live(&self, id: SessionId, now: DateTime<Utc>) -> Result<bool, StoreError>;
+
+    /// Revokes the session and records the event. Returns false when it was not live.
+    async fn end_session(
+        &self,
+        id: SessionId,
+        at: DateTime<Utc>,
+        event: NewEvent,
+    ) -> Result<bool, StoreError>;
+}
+
+/// API keys.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait ApiKeyStore: Send + Sync + 'static {
+    async fn create_api_key(&self, key: NewApiKey) -> Result<ApiKey, StoreError>;
+
+    /// The keys a user created, newest first.
+    async fn api_keys_of(&self, user_id: UserId) -> Result<Vec<ApiKey>, StoreError>;
+
+    /// Deletes one of the user's keys. Returns false when the user has no such key.
+    async fn delete_api_key(&self, user_id: UserId, id: ApiKeyId) -> Result<bool, StoreError>;
+
+    /// The key with this hash, when its organization is live; marks it used at `now`.
+    async fn use_api_key(
+        &self,
+        hash: &TokenHash,
+        now: DateTime<Utc>,
+    ) -> Result<Option<ApiKey>, StoreError>;
+}
+
+/// Who belongs where, with which role.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait MembershipStore: Send + Sync + 'static {
+    /// The user's active membership in the organization, when the organization is live.
+    async fn membership(
+        &self,
+        user_id: UserId,
+        organization_id: OrganizationId,
+    ) -> Result<Option<Membership>, StoreError>;
+}
+
+/// A token-signing key pair at rest: the private key encrypted by the server's secret key.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StoredSigningKey {
+    pub kid: String,
+    /// The encrypted private key; only the signer adapter can open it.
+    pub private_key_sealed: Vec<u8>,
+    /// The public key, DER (PKCS#1), for the key set.
+    pub public_key_der: Vec<u8>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl std::fmt::Debug for StoredSigningKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoredSigningKey")
+            .field("kid", &self.kid)
+            .field("created_at", &self.created_at)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Token-signing keys, shared by every replica through the store.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait SigningKeyStore: Send + Sync + 'static {
+    /// Every stored key, newest first.
+    async fn signing_keys(&self) -> Result<Vec<StoredSigningKey>, StoreError>;
+
+    async fn add_signing_key(&self, key: StoredSigningKey) -> Result<(), StoreError>;
+}
+
+/// The store's liveness, for `/readyz`.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait HealthStore: Send + Sync + 'static {
+    /// One round trip to the database.
+    async fn ping(&self) -> Result<(), StoreError>;
+}
+
+/// The time.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait Clock: Send + Sync + 'static {
+    fn now(&self) -> DateTime<Utc>;
+}
+
+/// Identifiers and secrets from a cryptographically secure source.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait Random: Send + Sync + 'static {
+    /// A fresh, time-ordered id.
+    fn uuid(&self) -> Uuid;
+    /// A fresh 256-bit secret with the kind's prefix.
+    fn secret(&self, kind: TokenKind) -> SecretToken;
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("password hashing failed")]
+pub struct HashError(#[source] pub BoxError);
+
+/// Password hashing (argon2id). Implementations do the work off the async workers.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait PasswordHasher: Send + Sync + 'static {
+    async fn hash(&self, password: NewPassword) -> Result<PasswordHash, HashError>;
+
+    /// Whether `presented` matches `hash`. With no hash (unknown user) it still does the work of
+    /// one verification and answers false, so that timing does not tell whether an account
+    /// exists.
+    async fn verify(
+        &self,
+        presented: String,
+        hash: Option<PasswordHash>,
+    ) -> Result<bool, HashError>;
+}
+
+/// The claims of an access token.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct AccessClaims {
+    pub iss: String,
+    pub sub: UserId,
+    pub aud: String,
+    pub iat: i64,
+    pub nbf: i64,
+    pub exp: i64,
+    pub jti: Uuid,
+    pub sid: SessionId,
+    pub email: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    /// Malformed, badly signed, expired, not yet valid, or for another issuer or audience.
+    #[error("the token is not valid")]
+    Invalid,
+    #[error("token signing failed")]
+    Failed(#[source] BoxError),
+}
+
+/// One public key of the JSON Web Key Set.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PublicJwk {
+    pub kty: &'static str,
+    #[serde(rename = "use")]
+    pub use_: &'static str,
+    pub alg: &'static str,
+    pub kid: String,
+    pub n: String,
+    pub e: String,
+}
+
+/// Issues and checks access tokens (RS256 JWTs).
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait TokenSigner: Send + Sync + 'static {
+    async fn sign(&self, claims: &AccessClaims) -> Result<String, TokenError>;
+    /// Checks signature, `iss`, `aud`, `exp` and `nbf`, and returns the claims.
+    async fn verify(&self, token: &str) -> Result<AccessClaims, TokenError>;
+    /// The public keys that verify tokens still in circulation.
+    async fn public_keys(&self) -> Result<Vec<PublicJwk>, TokenError>;
+}
+
+/// Every port, as the services take them.
+#[derive(Clone)]
+pub struct Ports {
+    pub accounts: Arc<dyn AccountStore>,
+    pub sessions: Arc<dyn SessionStore>,
+    pub api_keys: Arc<dyn ApiKeyStore>,
+    pub memberships: Arc<dyn MembershipStore>,
+    pub health: Arc<dyn HealthStore>,
+    pub clock: Arc<dyn Clock>,
+    pub random: Arc<dyn Random>,
+    pub hasher: Arc<dyn PasswordHasher>,
+    pub signer: Arc<dyn TokenSigner>,
+}

@@ -1,0 +1,122 @@
+//! Who is calling, and what they may reach.
+
+use chrono::{DateTime, Utc};
+
+use crate::{
+    model::{ApiKeyId, Membership, OrganizationId, SessionId, TokenHash, UserId},
+    ports::{Ports, StoreError, TokenError},
+};
+
+/// An authenticated caller.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Principal {
+    /// A user with a Bearer access token of a live session.
+    User {
+        user_id: UserId,
+        session_id: SessionId,
+    },
+    /// An API key: acts as its creator, inside its one organization.
+    ApiKey {
+        key_id: ApiKeyId,
+        user_id: UserId,
+        organization_id: OrganizationId,
+    },
+}
+
+impl Principal {
+    /// The user the principal acts as.
+    pub fn user_id(&self) -> UserId {
+        match self {
+            Self::User { user_id, .. } | Self::ApiKey { user_id, .. } => *user_id,
+        }
+    }
+
+    pub fn session_id(&self) -> Option<SessionId> {
+        match self {
+            Self::User { session_id, .. } => Some(*session_id),
+            Self::ApiKey { .. } => None,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AuthenticateError {
+    /// Bad signature, expired, revoked, unknown key, wrong organization: all one answer.
+    #[error("{0}")]
+    Invalid(&'static str),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("credentials could not be checked")]
+    Internal(#[source] TokenError),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum OrgAccessError {
+    /// Not a member, or no such live organization: indistinguishable on purpose.
+    #[error("organization not found")]
+    NotFound,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl Ports {
+    /// Authenticates a Bearer access token: a valid signature and claims, and a live session.
+    pub async fn authenticate_bearer(&self, token: &str) -> Result<Principal, AuthenticateError> {
+        let claims = self.signer.verify(token).await.map_err(|e| match e {
+            TokenError::Invalid => AuthenticateError::Invalid("invalid or expired access token"),
+            failed @ TokenError::Failed(_) => AuthenticateError::Internal(failed),
+        })?;
+        if !self.sessions.is_live(claims.sid, self.clock.now()).await? {
+            return Err(AuthenticateError::Invalid("the session has ended"));
+        }
+        Ok(Principal::User {
+            user_id: claims.sub,
+            session_id: claims.sid,
+        })
+    }
+
+    /// Authenticates an API key sent with the organization it belongs to.
+    pub async fn authenticate_api_key(
+        &self,
+        key: &str,
+        organization_id: OrganizationId,
+    ) -> Result<Principal, AuthenticateError> {
+        let now: DateTime<Utc> = self.clock.now();
+        let api_key = self
+            .api_keys
+            .use_api_key(&TokenHash::of(key), now)
+            .await?
+            .ok_or(AuthenticateError::Invalid("invalid API key"))?;
+        if api_key.organization_id != organization_id {
+            return Err(AuthenticateError::Invalid(
+                "the API key does not belong to the organization in X-Organization-ID",
+            ));
+        }
+        Ok(Principal::ApiKey {
+            key_id: api_key.id,
+            user_id: api_key.user_id,
+            organization_id,
+        })
+    }
+
+    /// The principal's membership in an organization; outsiders get `NotFound`.
+    pub async fn membership_of(
+        &self,
+        principal: &Principal,
+        organization_id: OrganizationId,
+    ) -> Result<Membership, OrgAccessError> {
+        if let Principal::ApiKey {
+            organization_id: own,
+            ..
+        } = principal
+        {
+            if *own != organization_id {
+                return Err(OrgAccessError::NotFound);
+            }
+        }
+        self.memberships
+            .membership(principal.user_id(), organization_id)
+            .await?
+            .ok_or(OrgAccessError::NotFound)
+    }
+}
