@@ -1,1 +1,76 @@
-//! placeholder
+//! Gatehouse's HTTP surface on actix-web.
+//!
+//! Handlers parse requests into domain types, call one use case, and shape the response. They
+//! never see the store: data flows api -> domain -> ports <- adapters. Errors become HTTP in one
+//! place, [`error`].
+
+pub mod error;
+pub mod extract;
+mod middleware;
+pub mod openapi;
+pub mod routes;
+mod state;
+
+use actix_web::{http::StatusCode, web, HttpResponse};
+
+pub use state::AppState;
+
+use crate::{error::ApiError, extract::MAX_BODY_BYTES, routes::*};
+
+/// Registers every route, the body limit and the JSON fallbacks for unknown paths.
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
+        .app_data(
+            web::PathConfig::default()
+                .error_handler(|err, _| ApiError::NotFound(format!("not found: {err}")).into()),
+        )
+        .route("/livez", web::get().to(health::livez))
+        .route("/readyz", web::get().to(health::readyz))
+        .service(resource("/.well-known/jwks.json").route(web::get().to(auth::jwks)))
+        .service(
+            web::scope("/api/v1")
+                .service(resource("/auth/register").route(web::post().to(auth::register)))
+                .service(resource("/auth/login").route(web::post().to(auth::login)))
+                .service(resource("/auth/refresh").route(web::post().to(auth::refresh)))
+                .service(resource("/auth/logout").route(web::post().to(auth::logout)))
+                .service(resource("/auth/password").route(web::post().to(auth::change_password)))
+                .service(
+                    resource("/users/me")
+                        .route(web::get().to(users::me))
+                        .route(web::patch().to(users::update_me)),
+                )
+                .service(
+                    resource("/api-keys")
+                        .route(web::get().to(api_keys::list))
+                        .route(web::post().to(api_keys::create)),
+                )
+                .service(resource("/api-keys/{id}").route(web::delete().to(api_keys::delete)))
+                .service(resource("/health").route(web::get().to(health::health)))
+                .service(resource("/openapi.json").route(web::get().to(openapi_json))),
+        )
+        .default_service(web::to(not_found));
+}
+
+pub use middleware::{json_errors, request_id};
+
+/// A resource that answers an unsupported method with a JSON `405`.
+fn resource(path: &str) -> actix_web::Resource {
+    web::resource(path).default_service(web::to(method_not_allowed))
+}
+
+async fn not_found() -> Result<HttpResponse, ApiError> {
+    Err(ApiError::NotFound("no such route".into()))
+}
+
+async fn method_not_allowed() -> HttpResponse {
+    HttpResponse::build(StatusCode::METHOD_NOT_ALLOWED).json(error::ErrorBody {
+        detail: "method not allowed".into(),
+    })
+}
+
+async fn openapi_json() -> Result<HttpResponse, ApiError> {
+    let document = openapi::document().map_err(|e| ApiError::Internal(Box::new(e)))?;
+    Ok(HttpResponse::Ok()
+        .content_type("application/json")
+        .body(document))
+}

@@ -17,8 +17,8 @@ use uuid::Uuid;
 
 use crate::model::{
     ApiKey, ApiKeyId, Email, Membership, NewApiKey, NewEvent, NewOrganization, NewPassword,
-    NewSession, NewUser, OrganizationId, PasswordHash, SecretToken, Session, SessionId,
-    TokenHash, TokenKind, User, UserCredentials, UserId,
+    NewSession, NewUser, OrganizationId, PasswordHash, SecretToken, Session, SessionId, TokenHash,
+    TokenKind, User, UserCredentials, UserId,
 };
 
 /// The source of an unexpected failure, kept for the log.
@@ -88,8 +88,7 @@ pub trait AccountStore: Send + Sync + 'static {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 pub trait SessionStore: Send + Sync + 'static {
     /// Stores a new session and its `auth.login` event.
-    async fn create_session(&self, session: NewSession, event: NewEvent)
-        -> Result<(), StoreError>;
+    async fn create_session(&self, session: NewSession, event: NewEvent) -> Result<(), StoreError>;
 
     /// The session whose refresh token has this hash, if it is neither revoked nor expired at
     /// `now`; marks it used at `now`.

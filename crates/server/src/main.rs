@@ -1,1 +1,101 @@
-fn main() {}
+//! `gatehouse`: serve (the default), migrate, print the OpenAPI document, rotate signing keys.
+
+use std::{io::Write, path::PathBuf, process::ExitCode};
+
+use clap::{Parser, Subcommand};
+use gatehouse_server::{
+    adapters::{rotate_signing_key, SystemClock},
+    app::open_store,
+    secret_key, telemetry, Application, Config,
+};
+
+#[derive(Parser)]
+#[command(
+    name = "gatehouse",
+    version,
+    about = "Identity, organization and webhook service"
+)]
+struct Cli {
+    /// A TOML file of settings; `GATEHOUSE_*` environment variables override it.
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the HTTP server (runs pending migrations first). The default.
+    Serve,
+    /// Run pending database migrations and exit.
+    Migrate,
+    /// Print the OpenAPI document.
+    Openapi,
+    /// Manage token-signing keys.
+    Keys {
+        #[command(subcommand)]
+        action: KeysCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum KeysCommand {
+    /// Add a new active signing key; older keys stay published until their tokens expire.
+    Rotate,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    telemetry::init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            tracing::error!(%error, "cannot start the async runtime");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            tracing::error!("{error:#}");
+            let _ = writeln!(std::io::stderr(), "gatehouse: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let command = cli.command.unwrap_or(Command::Serve);
+    if let Command::Openapi = command {
+        let document = gatehouse_api::openapi::document()?;
+        writeln!(std::io::stdout(), "{document}")?;
+        return Ok(());
+    }
+    let config = Config::load(cli.config.as_deref())?;
+    match command {
+        Command::Serve => {
+            Application::build(config)
+                .await?
+                .run_until_stopped()
+                .await?;
+        }
+        Command::Migrate => {
+            let applied = gatehouse_store::migrate(&config.database_url).await?;
+            tracing::info!(count = applied.len(), ?applied, "migrations applied");
+        }
+        Command::Keys {
+            action: KeysCommand::Rotate,
+        } => {
+            let secret = secret_key::resolve(&config)?;
+            let store = open_store(&config).await?;
+            let kid =
+                rotate_signing_key(store.as_ref(), &secret.secret_box(), &SystemClock).await?;
+            writeln!(std::io::stdout(), "new signing key: {kid}")?;
+        }
+        Command::Openapi => {}
+    }
+    Ok(())
+}

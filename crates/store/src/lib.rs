@@ -1,1 +1,167 @@
-//! placeholder
+//! Gatehouse's store: diesel + diesel-async adapters of the domain's store ports, for
+//! PostgreSQL (production, many replicas) and SQLite (the embedded default).
+//!
+//! Each query is written once, in [`queries`](self) (a module compiled twice: into [`pg`] and
+//! into [`sqlite`], each against its own `schema`). Only what must differ, differs: the schema's
+//! column types, connection set-up, and how a write transaction begins (`BEGIN IMMEDIATE` on
+//! SQLite, so that concurrent writers queue on `busy_timeout` instead of failing).
+//!
+//! [`open`] picks the backend from the URL, runs the embedded migrations and returns one
+//! [`Store`] that implements every store port.
+#![expect(
+    clippy::duplicate_mod,
+    reason = "the shared queries module is compiled once per backend, on purpose"
+)]
+
+use std::{future::Future, sync::Arc};
+
+use gatehouse_domain::ports::{
+    AccountStore, ApiKeyStore, BoxError, HealthStore, MembershipStore, SessionStore,
+    SigningKeyStore, StoreError,
+};
+
+mod pg;
+mod sqlite;
+mod types;
+
+/// Every store port, implemented by both backends.
+pub trait Store:
+    AccountStore + SessionStore + ApiKeyStore + MembershipStore + SigningKeyStore + HealthStore
+{
+    /// The backend's name, for logs: `postgres` or `sqlite`.
+    fn backend(&self) -> Backend;
+}
+
+/// Which database a URL names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Postgres,
+    Sqlite,
+}
+
+impl Backend {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Postgres => "postgres",
+            Self::Sqlite => "sqlite",
+        }
+    }
+}
+
+/// Why the store could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("unsupported database URL {0:?}: use postgres://... or sqlite://path.db")]
+    UnsupportedUrl(String),
+    #[error("cannot connect to the database")]
+    Connect(#[source] BoxError),
+    #[error("running migrations failed")]
+    Migrate(#[source] BoxError),
+}
+
+/// Pool and start-up options.
+#[derive(Clone, Debug)]
+pub struct StoreOptions {
+    pub max_connections: usize,
+    /// Run pending migrations when opening (what `gatehouse serve` does).
+    pub migrate: bool,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self {
+            max_connections: 16,
+            migrate: true,
+        }
+    }
+}
+
+/// Opens the database the URL names: `postgres://...` / `postgresql://...`, or `sqlite://file.db`
+/// (relative) / `sqlite:///abs/path.db`. Runs pending migrations when `options.migrate`.
+pub async fn open(url: &str, options: &StoreOptions) -> Result<Arc<dyn Store>, OpenError> {
+    match backend_of(url)? {
+        Backend::Postgres => Ok(Arc::new(pg::DbStore::open(url, options).await?)),
+        Backend::Sqlite => Ok(Arc::new(sqlite::DbStore::open(url, options).await?)),
+    }
+}
+
+/// Runs every pending migration and returns their names.
+pub async fn migrate(url: &str) -> Result<Vec<String>, OpenError> {
+    match backend_of(url)? {
+        Backend::Postgres => pg::DbStore::run_migrations(url).await,
+        Backend::Sqlite => sqlite::DbStore::run_migrations(url).await,
+    }
+}
+
+/// Reverts every migration (for the migration round-trip test and for operators).
+pub async fn revert_all(url: &str) -> Result<Vec<String>, OpenError> {
+    match backend_of(url)? {
+        Backend::Postgres => pg::DbStore::revert_migrations(url).await,
+        Backend::Sqlite => sqlite::DbStore::revert_migrations(url).await,
+    }
+}
+
+pub fn backend_of(url: &str) -> Result<Backend, OpenError> {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        Ok(Backend::Postgres)
+    } else if url.starts_with("sqlite://") {
+        Ok(Backend::Sqlite)
+    } else {
+        Err(OpenError::UnsupportedUrl(redact_url(url)))
+    }
+}
+
+/// The URL without its password, for messages.
+pub fn redact_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) if parsed.password().is_some() => {
+            // Setting a password only fails on URLs that cannot have one.
+            let _ = parsed.set_password(Some("****"));
+            parsed.to_string()
+        }
+        _ => url.to_owned(),
+    }
+}
+
+/// Maps a diesel error to the port's error.
+pub(crate) fn db_error(error: diesel::result::Error) -> StoreError {
+    use diesel::result::{DatabaseErrorKind, Error};
+    match error {
+        Error::DatabaseError(DatabaseErrorKind::UniqueViolation, _) => StoreError::Conflict,
+        Error::DatabaseError(DatabaseErrorKind::ClosedConnection, _) => {
+            StoreError::Unavailable(Box::new(error))
+        }
+        other => StoreError::Failed(Box::new(other)),
+    }
+}
+
+/// Whether the error violates the named unique constraint (PostgreSQL reports the name;
+/// SQLite serialises writers, so the races this tells apart cannot happen there).
+pub(crate) fn violates(error: &diesel::result::Error, constraint: &str) -> bool {
+    matches!(
+        error,
+        diesel::result::Error::DatabaseError(diesel::result::DatabaseErrorKind::UniqueViolation, info)
+            if info.constraint_name() == Some(constraint)
+    )
+}
+
+pub(crate) fn pool_error<E: std::error::Error + Send + Sync + 'static>(error: E) -> StoreError {
+    StoreError::Unavailable(Box::new(error))
+}
+
+pub(crate) fn corrupt(what: &'static str) -> StoreError {
+    StoreError::Failed(format!("corrupt row: {what}").into())
+}
+
+/// Runs a store operation to completion on its own task, whatever happens to the request that
+/// asked for it: a client that hangs up can never leave a transaction half-open on a pooled
+/// connection.
+pub(crate) async fn detached<T, F>(operation: F) -> Result<T, StoreError>
+where
+    F: Future<Output = Result<T, StoreError>> + Send + 'static,
+    T: Send + 'static,
+{
+    tokio::spawn(operation)
+        .await
+        .map_err(|e| StoreError::Failed(Box::new(e)))?
+}

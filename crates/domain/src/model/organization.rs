@@ -31,7 +31,11 @@ impl OrganizationName {
 
     /// A name for a user's personal workspace, built from what they are called. Always valid.
     pub fn personal_workspace_of(full_name: &str) -> Self {
-        let owner: String = full_name.trim().chars().take(Self::MAX_CHARS - 12).collect();
+        let owner: String = full_name
+            .trim()
+            .chars()
+            .take(Self::MAX_CHARS - 12)
+            .collect();
         let name = if owner.is_empty() {
             "Personal workspace".to_owned()
         } else {
@@ -272,7 +276,10 @@ mod tests {
         let slug = Slug::generate_from("  Acme Corp. — Research & Development!! ");
         assert_eq!(slug.as_ref(), "acme-corp-research-development");
         assert_eq!(slug.candidate(1).as_ref(), "acme-corp-research-development");
-        assert_eq!(slug.candidate(3).as_ref(), "acme-corp-research-development-3");
+        assert_eq!(
+            slug.candidate(3).as_ref(),
+            "acme-corp-research-development-3"
+        );
         assert_eq!(Slug::generate_from("日本").as_ref(), "org");
         let long = Slug::generate_from(&"x".repeat(300));
         assert!(Slug::parse(long.candidate(999).as_ref()).is_ok());

@@ -103,9 +103,18 @@ mod tests {
     fn bounds() {
         assert_eq!(PageRequest::new(None, None), Ok(PageRequest::default()));
         assert_eq!(PageRequest::new(Some(0), None), Err(PageRequestError::Page));
-        assert_eq!(PageRequest::new(None, Some(0)), Err(PageRequestError::PageSize));
-        assert_eq!(PageRequest::new(None, Some(101)), Err(PageRequestError::PageSize));
-        assert_eq!(PageRequest::new(Some(3), Some(100)).map(|p| p.offset()), Ok(200));
+        assert_eq!(
+            PageRequest::new(None, Some(0)),
+            Err(PageRequestError::PageSize)
+        );
+        assert_eq!(
+            PageRequest::new(None, Some(101)),
+            Err(PageRequestError::PageSize)
+        );
+        assert_eq!(
+            PageRequest::new(Some(3), Some(100)).map(|p| p.offset()),
+            Ok(200)
+        );
     }
 
     #[test]

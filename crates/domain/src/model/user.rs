@@ -77,7 +77,10 @@ mod tests {
     fn full_names_are_trimmed_and_bounded() {
         assert_eq!(FullName::parse("  Ada  ").unwrap().as_ref(), "Ada");
         assert_eq!(FullName::parse("   "), Err(FullNameError::Empty));
-        assert_eq!(FullName::parse(&"a".repeat(201)), Err(FullNameError::TooLong));
+        assert_eq!(
+            FullName::parse(&"a".repeat(201)),
+            Err(FullNameError::TooLong)
+        );
         assert_eq!(FullName::parse("a\u{0}b"), Err(FullNameError::Control));
     }
 }

@@ -180,7 +180,13 @@ impl AuthService {
         let password = NewPassword::parse(password, &PasswordPolicy::default())
             .map_err(RegisterError::WeakPassword)?;
         // Refuse a taken email before paying for a hash; the unique index settles races.
-        if self.ports.accounts.credentials_by_email(&email).await?.is_some() {
+        if self
+            .ports
+            .accounts
+            .credentials_by_email(&email)
+            .await?
+            .is_some()
+        {
             return Err(RegisterError::EmailTaken);
         }
         let password_hash = self
@@ -224,7 +230,14 @@ impl AuthService {
             "updated_at": now,
         });
         let events = vec![
-            event(&self.ports, now, EventType::UserCreated, None, Some(user.id), user_data),
+            event(
+                &self.ports,
+                now,
+                EventType::UserCreated,
+                None,
+                Some(user.id),
+                user_data,
+            ),
             event(
                 &self.ports,
                 now,
@@ -381,7 +394,12 @@ impl AuthService {
         if !matches {
             return Err(ChangePasswordError::WrongPassword);
         }
-        let hash = self.ports.hasher.hash(new_password).await.map_err(internal)?;
+        let hash = self
+            .ports
+            .hasher
+            .hash(new_password)
+            .await
+            .map_err(internal)?;
         let now = self.ports.clock.now();
         // Through an API key no session is current: every session ends.
         let keep = principal.session_id();
@@ -447,7 +465,12 @@ impl AuthService {
             Some(user.id),
             data,
         );
-        if !self.ports.accounts.update_user(user.clone(), updated).await? {
+        if !self
+            .ports
+            .accounts
+            .update_user(user.clone(), updated)
+            .await?
+        {
             return Err(UpdateProfileError::UserGone);
         }
         Ok(user)

@@ -1,0 +1,247 @@
+//! The one place where domain errors become HTTP statuses and `{detail}` bodies.
+//!
+//! Every error body is JSON with `detail`: a string, or for field validation a list of
+//! `{loc, msg, type}` whose `loc` starts with `body`, `query`, `path` or `header`.
+//! A 5xx body is generic; its cause goes to the log, once, here.
+
+use actix_web::{
+    http::{header, StatusCode},
+    HttpResponse, ResponseError,
+};
+use gatehouse_domain::{
+    ports::StoreError,
+    service::{
+        AuthenticateError, ChangePasswordError, CreateApiKeyError, DeleteApiKeyError, LoginError,
+        OrgAccessError, RefreshError, RegisterError, UpdateProfileError,
+    },
+};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// One field-level validation error.
+#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
+pub struct FieldError {
+    /// Where: `["body", "email"]`, `["query", "page"]`, `["header", "X-Organization-ID"]`.
+    #[schema(value_type = Vec<String>)]
+    pub loc: Vec<serde_json::Value>,
+    pub msg: String,
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+}
+
+impl FieldError {
+    pub fn new(loc: &[&str], msg: impl Into<String>, kind: &'static str) -> Self {
+        Self {
+            loc: loc.iter().map(|part| (*part).into()).collect(),
+            msg: msg.into(),
+            kind,
+        }
+    }
+
+    pub fn missing(location: &str, field: &str) -> Self {
+        Self::new(&[location, field], "field required", "missing")
+    }
+
+    pub fn invalid(location: &str, field: &str, msg: impl Into<String>) -> Self {
+        Self::new(&[location, field], msg, "value_error")
+    }
+}
+
+/// `{"detail": "..."}`, the body of every error but field validation.
+#[derive(Serialize, ToSchema)]
+pub struct ErrorBody {
+    pub detail: String,
+}
+
+/// `{"detail": [{loc, msg, type}, ...]}`.
+#[derive(Serialize, ToSchema)]
+pub struct ValidationErrorBody {
+    pub detail: Vec<FieldError>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("{0}")]
+    Unauthorized(String),
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    Unprocessable(String),
+    #[error("validation failed")]
+    Validation(Vec<FieldError>),
+    #[error("request body is larger than {0} bytes")]
+    PayloadTooLarge(usize),
+    #[error("the service is temporarily unavailable")]
+    Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error("internal error")]
+    Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl ApiError {
+    pub fn field(error: FieldError) -> Self {
+        Self::Validation(vec![error])
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            Self::Forbidden(_) => StatusCode::FORBIDDEN,
+            Self::NotFound(_) => StatusCode::NOT_FOUND,
+            Self::Conflict(_) => StatusCode::CONFLICT,
+            Self::Unprocessable(_) | Self::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let mut response = HttpResponse::build(self.status_code());
+        match self {
+            Self::Validation(errors) => response.json(ValidationErrorBody {
+                detail: errors.clone(),
+            }),
+            Self::Unauthorized(detail) => response
+                .insert_header((header::WWW_AUTHENTICATE, "Bearer"))
+                .json(ErrorBody {
+                    detail: detail.clone(),
+                }),
+            Self::Unavailable(cause) => {
+                tracing::warn!(error = %cause, cause = ?cause.source(), "store unavailable");
+                response
+                    .insert_header((header::RETRY_AFTER, "1"))
+                    .json(ErrorBody {
+                        detail: self.to_string(),
+                    })
+            }
+            Self::Internal(cause) => {
+                tracing::error!(error = %cause, cause = ?cause.source(), "request failed");
+                response.json(ErrorBody {
+                    detail: self.to_string(),
+                })
+            }
+            other => response.json(ErrorBody {
+                detail: other.to_string(),
+            }),
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Unavailable(_) => Self::Unavailable(Box::new(error)),
+            StoreError::Conflict => Self::Conflict("the resource already exists".into()),
+            StoreError::Failed(_) => Self::Internal(Box::new(error)),
+        }
+    }
+}
+
+impl From<RegisterError> for ApiError {
+    fn from(error: RegisterError) -> Self {
+        match error {
+            RegisterError::EmailTaken => Self::Conflict(error.to_string()),
+            RegisterError::WeakPassword(reason) => Self::field(FieldError::invalid(
+                "body",
+                "password",
+                format!("password {reason}"),
+            )),
+            RegisterError::Store(e) => e.into(),
+            RegisterError::Internal(_) => Self::Internal(Box::new(error)),
+        }
+    }
+}
+
+impl From<LoginError> for ApiError {
+    fn from(error: LoginError) -> Self {
+        match error {
+            LoginError::InvalidCredentials => Self::Unauthorized(error.to_string()),
+            LoginError::Store(e) => e.into(),
+            LoginError::Internal(_) => Self::Internal(Box::new(error)),
+        }
+    }
+}
+
+impl From<RefreshError> for ApiError {
+    fn from(error: RefreshError) -> Self {
+        match error {
+            RefreshError::InvalidToken => Self::Unauthorized(error.to_string()),
+            RefreshError::Store(e) => e.into(),
+            RefreshError::Internal(_) => Self::Internal(Box::new(error)),
+        }
+    }
+}
+
+impl From<ChangePasswordError> for ApiError {
+    fn from(error: ChangePasswordError) -> Self {
+        match error {
+            ChangePasswordError::WrongPassword => Self::field(FieldError::invalid(
+                "body",
+                "current_password",
+                error.to_string(),
+            )),
+            ChangePasswordError::WeakPassword(_) | ChangePasswordError::Unchanged => Self::field(
+                FieldError::invalid("body", "new_password", error.to_string()),
+            ),
+            ChangePasswordError::UserGone => Self::Unauthorized(error.to_string()),
+            ChangePasswordError::Store(e) => e.into(),
+            ChangePasswordError::Internal(_) => Self::Internal(Box::new(error)),
+        }
+    }
+}
+
+impl From<UpdateProfileError> for ApiError {
+    fn from(error: UpdateProfileError) -> Self {
+        match error {
+            UpdateProfileError::UserGone => Self::Unauthorized(error.to_string()),
+            UpdateProfileError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<AuthenticateError> for ApiError {
+    fn from(error: AuthenticateError) -> Self {
+        match error {
+            AuthenticateError::Invalid(detail) => Self::Unauthorized(detail.to_owned()),
+            AuthenticateError::Store(e) => e.into(),
+            AuthenticateError::Internal(_) => Self::Internal(Box::new(error)),
+        }
+    }
+}
+
+impl From<OrgAccessError> for ApiError {
+    fn from(error: OrgAccessError) -> Self {
+        match error {
+            OrgAccessError::NotFound => Self::NotFound(error.to_string()),
+            OrgAccessError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<CreateApiKeyError> for ApiError {
+    fn from(error: CreateApiKeyError) -> Self {
+        match error {
+            CreateApiKeyError::NotAUser => Self::Forbidden(error.to_string()),
+            CreateApiKeyError::Organization(e) => e.into(),
+            CreateApiKeyError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<DeleteApiKeyError> for ApiError {
+    fn from(error: DeleteApiKeyError) -> Self {
+        match error {
+            DeleteApiKeyError::NotFound => Self::NotFound(error.to_string()),
+            DeleteApiKeyError::Store(e) => e.into(),
+        }
+    }
+}

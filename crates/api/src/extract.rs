@@ -1,0 +1,233 @@
+//! Extractors: the JSON body, the credentials, and the organization context.
+
+use std::{future::Future, pin::Pin};
+
+use actix_web::{dev::Payload, web, FromRequest, HttpRequest};
+use gatehouse_domain::{
+    model::{Membership, OrganizationId},
+    service::Principal,
+};
+use serde::de::DeserializeOwned;
+use uuid::Uuid;
+
+use crate::{
+    error::{ApiError, FieldError},
+    state::AppState,
+};
+
+/// Largest JSON body accepted.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// A JSON object body deserialised into `T`.
+///
+/// Not JSON, or JSON that is not an object: `400`. A field of the wrong type: `422` with
+/// `loc = ["body", <path>...]`. Request types make their fields `Option` so that a missing
+/// field is reported by the handler's parse step, with its name, rather than by serde.
+pub struct ValidJson<T>(pub T);
+
+impl<T: DeserializeOwned + 'static> FromRequest for ValidJson<T> {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let bytes = web::Bytes::from_request(req, payload);
+        Box::pin(async move {
+            let bytes = bytes
+                .await
+                .map_err(|_| ApiError::PayloadTooLarge(MAX_BODY_BYTES))?;
+            parse_body(&bytes).map(ValidJson)
+        })
+    }
+}
+
+pub(crate) fn parse_body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let value: serde_json::Value = serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::BadRequest(format!("request body is not valid JSON: {e}")))?;
+    if !value.is_object() {
+        return Err(ApiError::BadRequest(
+            "request body must be a JSON object".into(),
+        ));
+    }
+    serde_path_to_error::deserialize(value).map_err(|error| {
+        let mut loc: Vec<serde_json::Value> = vec!["body".into()];
+        for segment in error.path().iter() {
+            match segment {
+                serde_path_to_error::Segment::Seq { index } => loc.push((*index).into()),
+                serde_path_to_error::Segment::Map { key } => loc.push(key.as_str().into()),
+                serde_path_to_error::Segment::Enum { variant } => {
+                    loc.push(variant.as_str().into());
+                }
+                serde_path_to_error::Segment::Unknown => {}
+            }
+        }
+        ApiError::Validation(vec![FieldError {
+            loc,
+            msg: error.inner().to_string(),
+            kind: "type_error",
+        }])
+    })
+}
+
+/// Collects field errors while a request is parsed into domain types, so that one response
+/// reports every bad field.
+#[derive(Default)]
+pub struct Fields {
+    errors: Vec<FieldError>,
+}
+
+impl Fields {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A required body field, parsed.
+    pub fn required<R, T, E: std::fmt::Display>(
+        &mut self,
+        name: &str,
+        raw: Option<R>,
+        parse: impl FnOnce(R) -> Result<T, E>,
+    ) -> Option<T> {
+        match raw {
+            None => {
+                self.errors.push(FieldError::missing("body", name));
+                None
+            }
+            Some(raw) => self.optional(name, Some(raw), parse).flatten(),
+        }
+    }
+
+    /// An optional body field, parsed when present: `Some(None)` when absent.
+    pub fn optional<R, T, E: std::fmt::Display>(
+        &mut self,
+        name: &str,
+        raw: Option<R>,
+        parse: impl FnOnce(R) -> Result<T, E>,
+    ) -> Option<Option<T>> {
+        match raw.map(parse) {
+            None => Some(None),
+            Some(Ok(value)) => Some(Some(value)),
+            Some(Err(e)) => {
+                self.errors
+                    .push(FieldError::invalid("body", name, format!("{name} {e}")));
+                None
+            }
+        }
+    }
+
+    /// `Ok(value)` when no field failed, else the list-shaped `422`.
+    pub fn finish<T>(self, value: impl FnOnce() -> Option<T>) -> Result<T, ApiError> {
+        if !self.errors.is_empty() {
+            return Err(ApiError::Validation(self.errors));
+        }
+        value().ok_or_else(|| ApiError::Validation(Vec::new()))
+    }
+}
+
+/// An authenticated caller: `Authorization: Bearer <access token>`, or `X-API-Key` with
+/// `X-Organization-ID`.
+pub struct Authenticated(pub Principal);
+
+pub const API_KEY_HEADER: &str = "X-API-Key";
+pub const ORGANIZATION_HEADER: &str = "X-Organization-ID";
+
+fn state(req: &HttpRequest) -> Result<web::Data<AppState>, ApiError> {
+    req.app_data::<web::Data<AppState>>()
+        .cloned()
+        .ok_or_else(|| ApiError::Internal("application state is not configured".into()))
+}
+
+/// The organization named by `X-Organization-ID`, if the header is present.
+fn organization_header(req: &HttpRequest) -> Result<Option<OrganizationId>, ApiError> {
+    let Some(value) = req.headers().get(ORGANIZATION_HEADER) else {
+        return Ok(None);
+    };
+    value
+        .to_str()
+        .ok()
+        .and_then(|v| Uuid::parse_str(v.trim()).ok())
+        .map(|id| Some(OrganizationId::from_uuid(id)))
+        .ok_or_else(|| {
+            ApiError::field(FieldError::invalid(
+                "header",
+                ORGANIZATION_HEADER,
+                "X-Organization-ID must be an organization id (UUID)",
+            ))
+        })
+}
+
+fn missing_organization_header() -> ApiError {
+    ApiError::field(FieldError::missing("header", ORGANIZATION_HEADER))
+}
+
+async fn authenticate(req: &HttpRequest) -> Result<Principal, ApiError> {
+    let state = state(req)?;
+    if let Some(authorization) = req.headers().get(actix_web::http::header::AUTHORIZATION) {
+        let token = authorization
+            .to_str()
+            .ok()
+            .and_then(|v| {
+                v.strip_prefix("Bearer ")
+                    .or_else(|| v.strip_prefix("bearer "))
+            })
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| {
+                ApiError::Unauthorized("Authorization must be 'Bearer <access token>'".into())
+            })?;
+        return Ok(state.ports.authenticate_bearer(token).await?);
+    }
+    if let Some(key) = req.headers().get(API_KEY_HEADER) {
+        let key = key
+            .to_str()
+            .map_err(|_| ApiError::Unauthorized("invalid API key".into()))?;
+        let organization = organization_header(req)?.ok_or_else(missing_organization_header)?;
+        return Ok(state
+            .ports
+            .authenticate_api_key(key.trim(), organization)
+            .await?);
+    }
+    Err(ApiError::Unauthorized(
+        "missing credentials: send 'Authorization: Bearer <token>' or X-API-Key with X-Organization-ID"
+            .into(),
+    ))
+}
+
+impl FromRequest for Authenticated {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        Box::pin(async move { authenticate(&req).await.map(Authenticated) })
+    }
+}
+
+/// An authenticated caller inside the organization named by `X-Organization-ID`, with their
+/// membership. Someone who is not a member gets `404`: the organization's existence is not
+/// revealed.
+pub struct HeaderOrganization {
+    pub principal: Principal,
+    pub membership: Membership,
+}
+
+impl FromRequest for HeaderOrganization {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        Box::pin(async move {
+            let principal = authenticate(&req).await?;
+            let organization =
+                organization_header(&req)?.ok_or_else(missing_organization_header)?;
+            let membership = state(&req)?
+                .ports
+                .membership_of(&principal, organization)
+                .await?;
+            Ok(Self {
+                principal,
+                membership,
+            })
+        })
+    }
+}

@@ -1,0 +1,74 @@
+//! The OpenAPI 3 document, generated from the route annotations.
+
+use utoipa::{
+    openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme},
+    Modify, OpenApi,
+};
+
+use crate::{
+    error::{ErrorBody, FieldError, ValidationErrorBody},
+    routes::{api_keys, auth, health, users},
+};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Gatehouse",
+        description = "Identity, organization and webhook service. Every error body is JSON with `detail`.",
+    ),
+    paths(
+        auth::register,
+        auth::login,
+        auth::refresh,
+        auth::logout,
+        auth::change_password,
+        auth::jwks,
+        users::me,
+        users::update_me,
+        api_keys::create,
+        api_keys::list,
+        api_keys::delete,
+        health::livez,
+        health::readyz,
+        health::health,
+    ),
+    components(schemas(ErrorBody, ValidationErrorBody, FieldError)),
+    modifiers(&SecuritySchemes),
+    tags(
+        (name = "auth", description = "Registration, login, tokens"),
+        (name = "users", description = "The caller's profile"),
+        (name = "api-keys", description = "Keys for server-to-server calls"),
+        (name = "health", description = "Liveness, readiness, credential checks"),
+    )
+)]
+pub struct ApiDoc;
+
+struct SecuritySchemes;
+
+impl Modify for SecuritySchemes {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .build(),
+            ),
+        );
+        components.add_security_scheme(
+            "api_key",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("X-API-Key"))),
+        );
+        components.add_security_scheme(
+            "organization",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("X-Organization-ID"))),
+        );
+    }
+}
+
+/// The document as pretty JSON.
+pub fn document() -> Result<String, serde_json::Error> {
+    ApiDoc::openapi().to_pretty_json()
+}

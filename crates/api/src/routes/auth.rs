@@ -1,0 +1,223 @@
+//! `/api/v1/auth/*` and the key set.
+
+use std::convert::Infallible;
+
+use actix_web::{web, HttpResponse};
+use gatehouse_domain::model::{Email, FullName};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::{
+    error::{ApiError, ErrorBody, ValidationErrorBody},
+    extract::{Authenticated, Fields, ValidJson},
+    state::AppState,
+};
+
+#[derive(Deserialize, ToSchema)]
+pub struct RegisterRequest {
+    #[schema(example = "ada@example.com")]
+    email: Option<String>,
+    #[schema(
+        example = "correct horse battery staple",
+        min_length = 8,
+        max_length = 128
+    )]
+    password: Option<String>,
+    #[schema(example = "Ada Lovelace")]
+    full_name: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct RegisterResponse {
+    user_id: uuid::Uuid,
+    email: String,
+    /// The personal workspace created for the user.
+    organization_id: uuid::Uuid,
+}
+
+fn keep(s: String) -> Result<String, Infallible> {
+    Ok(s)
+}
+
+/// Registers a user and creates their personal workspace.
+#[utoipa::path(
+    post, path = "/api/v1/auth/register", tag = "auth",
+    request_body = RegisterRequest,
+    responses(
+        (status = 201, body = RegisterResponse),
+        (status = 400, body = ErrorBody, description = "Body is not a JSON object"),
+        (status = 409, body = ErrorBody, description = "Email already registered"),
+        (status = 422, body = ValidationErrorBody),
+    )
+)]
+pub async fn register(
+    state: web::Data<AppState>,
+    ValidJson(body): ValidJson<RegisterRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let mut fields = Fields::new();
+    let email = fields.required("email", body.email, |s| Email::parse(&s));
+    let password = fields.required("password", body.password, keep);
+    let full_name = fields.required("full_name", body.full_name, |s| FullName::parse(&s));
+    let (email, password, full_name) = fields.finish(|| Some((email?, password?, full_name?)))?;
+    let registered = state.auth.register(email, &password, full_name).await?;
+    Ok(HttpResponse::Created().json(RegisterResponse {
+        user_id: registered.user_id.as_uuid(),
+        email: registered.email.as_ref().to_owned(),
+        organization_id: registered.organization_id.as_uuid(),
+    }))
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct LoginRequest {
+    email: Option<String>,
+    password: Option<String>,
+}
+
+/// The login response. `refresh_token` is absent from the refresh response.
+#[derive(Serialize, ToSchema)]
+pub struct TokenResponse {
+    /// RS256 JWT; verify it with the keys at `/.well-known/jwks.json`.
+    access_token: String,
+    #[schema(example = "Bearer")]
+    token_type: &'static str,
+    #[schema(example = 3600)]
+    expires_in: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    refresh_token: Option<String>,
+}
+
+/// Logs in with email and password.
+#[utoipa::path(
+    post, path = "/api/v1/auth/login", tag = "auth",
+    request_body = LoginRequest,
+    responses(
+        (status = 200, body = TokenResponse),
+        (status = 401, body = ErrorBody, description = "Unknown email or wrong password"),
+        (status = 422, body = ValidationErrorBody),
+    )
+)]
+pub async fn login(
+    state: web::Data<AppState>,
+    ValidJson(body): ValidJson<LoginRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let mut fields = Fields::new();
+    let email = fields.required("email", body.email, keep);
+    let password = fields.required("password", body.password, keep);
+    let (email, password) = fields.finish(|| Some((email?, password?)))?;
+    let pair = state.auth.login(&email, password).await?;
+    Ok(HttpResponse::Ok()
+        .insert_header(("Cache-Control", "no-store"))
+        .json(TokenResponse {
+            access_token: pair.access.access_token,
+            token_type: pair.access.token_type,
+            expires_in: pair.access.expires_in,
+            refresh_token: Some(pair.refresh_token.expose().to_owned()),
+        }))
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct RefreshRequest {
+    refresh_token: Option<String>,
+}
+
+/// A new access token for a live session.
+#[utoipa::path(
+    post, path = "/api/v1/auth/refresh", tag = "auth",
+    request_body = RefreshRequest,
+    responses(
+        (status = 200, body = TokenResponse),
+        (status = 401, body = ErrorBody, description = "Refresh token invalid, expired or revoked"),
+        (status = 422, body = ValidationErrorBody),
+    )
+)]
+pub async fn refresh(
+    state: web::Data<AppState>,
+    ValidJson(body): ValidJson<RefreshRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let mut fields = Fields::new();
+    let token = fields.required("refresh_token", body.refresh_token, keep);
+    let token = fields.finish(|| token)?;
+    let access = state.auth.refresh(&token).await?;
+    Ok(HttpResponse::Ok()
+        .insert_header(("Cache-Control", "no-store"))
+        .json(TokenResponse {
+            access_token: access.access_token,
+            token_type: access.token_type,
+            expires_in: access.expires_in,
+            refresh_token: None,
+        }))
+}
+
+/// Ends the session: its refresh token and access tokens stop working at once.
+#[utoipa::path(
+    post, path = "/api/v1/auth/logout", tag = "auth",
+    security(("bearer" = [])),
+    responses(
+        (status = 204, description = "Session ended"),
+        (status = 401, body = ErrorBody),
+    )
+)]
+pub async fn logout(
+    state: web::Data<AppState>,
+    Authenticated(principal): Authenticated,
+) -> Result<HttpResponse, ApiError> {
+    state.auth.logout(&principal).await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct ChangePasswordRequest {
+    current_password: Option<String>,
+    new_password: Option<String>,
+}
+
+/// Changes the caller's password; every other session of the user ends.
+#[utoipa::path(
+    post, path = "/api/v1/auth/password", tag = "auth",
+    security(("bearer" = [])),
+    request_body = ChangePasswordRequest,
+    responses(
+        (status = 204, description = "Password changed"),
+        (status = 401, body = ErrorBody),
+        (status = 422, body = ValidationErrorBody, description = "Wrong current password or weak new one"),
+    )
+)]
+pub async fn change_password(
+    state: web::Data<AppState>,
+    Authenticated(principal): Authenticated,
+    ValidJson(body): ValidJson<ChangePasswordRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let mut fields = Fields::new();
+    let current = fields.required("current_password", body.current_password, keep);
+    let new = fields.required("new_password", body.new_password, keep);
+    let (current, new) = fields.finish(|| Some((current?, new?)))?;
+    state
+        .auth
+        .change_password(&principal, current, &new)
+        .await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+/// The JSON Web Key Set.
+#[derive(Serialize, ToSchema)]
+pub struct Jwks {
+    #[schema(value_type = Vec<Object>)]
+    keys: Vec<gatehouse_domain::ports::PublicJwk>,
+}
+
+/// The public keys that verify access tokens (RS256), by `kid`.
+#[utoipa::path(
+    get, path = "/.well-known/jwks.json", tag = "auth",
+    responses((status = 200, body = Jwks))
+)]
+pub async fn jwks(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let keys = state
+        .ports
+        .signer
+        .public_keys()
+        .await
+        .map_err(|e| ApiError::Internal(Box::new(e)))?;
+    Ok(HttpResponse::Ok()
+        .insert_header(("Cache-Control", "public, max-age=300"))
+        .json(Jwks { keys }))
+}

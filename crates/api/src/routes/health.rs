@@ -1,0 +1,64 @@
+//! Health: `/livez`, `/readyz` and the credential check `/api/v1/health`.
+
+use actix_web::{web, HttpResponse};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::{
+    error::{ApiError, ErrorBody},
+    extract::HeaderOrganization,
+    state::AppState,
+};
+
+#[derive(Serialize, ToSchema)]
+pub struct Status {
+    #[schema(example = "ok")]
+    status: &'static str,
+}
+
+/// The process is up.
+#[utoipa::path(get, path = "/livez", tag = "health", responses((status = 200, body = Status)))]
+pub async fn livez() -> HttpResponse {
+    HttpResponse::Ok().json(Status { status: "ok" })
+}
+
+/// The process can reach its store: one round trip, never cached.
+#[utoipa::path(
+    get, path = "/readyz", tag = "health",
+    responses((status = 200, body = Status), (status = 503, body = ErrorBody))
+)]
+pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    state
+        .ports
+        .health
+        .ping()
+        .await
+        .map_err(|e| ApiError::Unavailable(Box::new(e)))?;
+    Ok(HttpResponse::Ok()
+        .insert_header(("Cache-Control", "no-store"))
+        .json(Status { status: "ok" }))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct CredentialHealth {
+    #[schema(example = "ok")]
+    status: &'static str,
+    organization_id: uuid::Uuid,
+}
+
+/// Tests credentials: an API key (or Bearer token) with `X-Organization-ID`.
+#[utoipa::path(
+    get, path = "/api/v1/health", tag = "health",
+    security(("api_key" = [], "organization" = []), ("bearer" = [], "organization" = [])),
+    responses(
+        (status = 200, body = CredentialHealth),
+        (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "Not a member of the organization"),
+    )
+)]
+pub async fn health(context: HeaderOrganization) -> HttpResponse {
+    HttpResponse::Ok().json(CredentialHealth {
+        status: "ok",
+        organization_id: context.membership.organization_id.as_uuid(),
+    })
+}

@@ -1,0 +1,87 @@
+//! `/api/v1/users/me`.
+
+use actix_web::{web, HttpResponse};
+use chrono::{DateTime, Utc};
+use gatehouse_domain::{
+    model::{FullName, User},
+    service::ProfileChange,
+};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::{
+    error::{ApiError, ErrorBody, ValidationErrorBody},
+    extract::{Authenticated, Fields, ValidJson},
+    state::AppState,
+};
+
+#[derive(Serialize, ToSchema)]
+pub struct UserResponse {
+    id: uuid::Uuid,
+    email: String,
+    full_name: String,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+impl From<User> for UserResponse {
+    fn from(user: User) -> Self {
+        Self {
+            id: user.id.as_uuid(),
+            email: user.email.as_ref().to_owned(),
+            full_name: user.full_name.as_ref().to_owned(),
+            created_at: user.created_at,
+            updated_at: user.updated_at,
+        }
+    }
+}
+
+/// The caller's profile.
+#[utoipa::path(
+    get, path = "/api/v1/users/me", tag = "users",
+    security(("bearer" = []), ("api_key" = [])),
+    responses((status = 200, body = UserResponse), (status = 401, body = ErrorBody))
+)]
+pub async fn me(
+    state: web::Data<AppState>,
+    Authenticated(principal): Authenticated,
+) -> Result<HttpResponse, ApiError> {
+    let user = state
+        .auth
+        .me(&principal)
+        .await?
+        .ok_or_else(|| ApiError::Unauthorized("the user no longer exists".into()))?;
+    Ok(HttpResponse::Ok().json(UserResponse::from(user)))
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct UpdateMeRequest {
+    full_name: Option<String>,
+}
+
+/// Changes the caller's profile; only the fields sent change. Emits `user.updated`.
+#[utoipa::path(
+    patch, path = "/api/v1/users/me", tag = "users",
+    security(("bearer" = []), ("api_key" = [])),
+    request_body = UpdateMeRequest,
+    responses(
+        (status = 200, body = UserResponse),
+        (status = 401, body = ErrorBody),
+        (status = 422, body = ValidationErrorBody),
+    )
+)]
+pub async fn update_me(
+    state: web::Data<AppState>,
+    Authenticated(principal): Authenticated,
+    ValidJson(body): ValidJson<UpdateMeRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let mut fields = Fields::new();
+    let full_name = fields.optional("full_name", body.full_name, |s| FullName::parse(&s));
+    let change = fields.finish(|| {
+        Some(ProfileChange {
+            full_name: full_name?,
+        })
+    })?;
+    let user = state.auth.update_me(&principal, change).await?;
+    Ok(HttpResponse::Ok().json(UserResponse::from(user)))
+}

@@ -1,0 +1,125 @@
+//! Wiring: configuration in, a running HTTP server out. `main` and the tests both start
+//! Gatehouse through [`Application::build`].
+
+use std::{net::SocketAddr, sync::Arc, time::Duration};
+
+use actix_web::{dev::Server, middleware::from_fn, web, App, HttpServer};
+use gatehouse_api::{configure, json_errors, request_id, AppState};
+use gatehouse_domain::{ports::Ports, service::AuthSettings};
+use gatehouse_store::{Store, StoreOptions};
+use tokio::task::JoinHandle;
+
+use crate::{
+    adapters::{Argon2Hasher, KeyRing, OsRandom, SystemClock},
+    config::Config,
+    secret_key,
+};
+
+/// How often a server re-reads the signing keys, to pick up a rotation done elsewhere.
+const KEY_RELOAD_INTERVAL: Duration = Duration::from_secs(60);
+
+/// A built, bound, not yet running server.
+pub struct Application {
+    server: Server,
+    address: SocketAddr,
+    public_url: String,
+    background: Vec<JoinHandle<()>>,
+}
+
+/// The store and the key ring, opened as `serve` and the CLI commands need them.
+pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
+    let options = StoreOptions {
+        max_connections: config.db_pool_size,
+        migrate: true,
+    };
+    Ok(gatehouse_store::open(&config.database_url, &options).await?)
+}
+
+impl Application {
+    pub async fn build(config: Config) -> anyhow::Result<Self> {
+        let secret = secret_key::resolve(&config)?;
+        let store = open_store(&config).await?;
+        let listener = std::net::TcpListener::bind(config.bind)?;
+        let address = listener.local_addr()?;
+        let public_url = config.public_url_for(address);
+        let settings = AuthSettings::new(public_url.clone());
+
+        let clock = Arc::new(SystemClock);
+        let keys = Arc::new(
+            KeyRing::load_or_create(
+                store.clone(),
+                secret.secret_box(),
+                clock.clone(),
+                public_url.clone(),
+                settings.access_token_ttl,
+            )
+            .await?,
+        );
+        let ports = Ports {
+            accounts: store.clone(),
+            sessions: store.clone(),
+            api_keys: store.clone(),
+            memberships: store.clone(),
+            health: store.clone(),
+            clock,
+            random: Arc::new(OsRandom),
+            hasher: Arc::new(Argon2Hasher::owasp()?),
+            signer: keys.clone(),
+        };
+        let state = web::Data::new(AppState::new(ports, settings));
+        let server = HttpServer::new(move || {
+            App::new()
+                .app_data(state.clone())
+                .wrap(from_fn(json_errors))
+                .wrap(from_fn(request_id))
+                .configure(configure)
+        })
+        .listen(listener)?
+        .run();
+
+        let reload = tokio::spawn(async move {
+            let mut every = tokio::time::interval(KEY_RELOAD_INTERVAL);
+            every.tick().await;
+            loop {
+                every.tick().await;
+                if let Err(error) = keys.reload().await {
+                    tracing::warn!(%error, "reloading signing keys failed; keeping the current ones");
+                }
+            }
+        });
+        tracing::info!(
+            %address,
+            %public_url,
+            backend = store.backend().as_str(),
+            "gatehouse is listening"
+        );
+        Ok(Self {
+            server,
+            address,
+            public_url,
+            background: vec![reload],
+        })
+    }
+
+    /// The address actually bound (the port is the OS's pick when configured as 0).
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    pub fn port(&self) -> u16 {
+        self.address.port()
+    }
+
+    pub fn public_url(&self) -> &str {
+        &self.public_url
+    }
+
+    /// Serves until the process is told to stop (SIGINT, SIGTERM), then drains.
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        let result = self.server.await;
+        for task in self.background {
+            task.abort();
+        }
+        result
+    }
+}

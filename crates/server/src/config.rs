@@ -1,0 +1,239 @@
+//! Typed configuration: defaults, then an optional TOML file (`--config`), then `GATEHOUSE_*`
+//! environment variables. Validated when loaded; passed explicitly, never global.
+
+use std::{
+    net::SocketAddr,
+    path::{Path, PathBuf},
+};
+
+use serde::Deserialize;
+
+/// The configuration a server runs with.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// `GATEHOUSE_BIND`: the address to listen on.
+    pub bind: SocketAddr,
+    /// `GATEHOUSE_DATABASE_URL`: `sqlite://file.db`, `sqlite:///abs/path.db` or `postgres://...`.
+    pub database_url: String,
+    /// `GATEHOUSE_PUBLIC_URL`: the service's `{base_url}`; `http://{bind}` when unset.
+    pub public_url: Option<String>,
+    /// `GATEHOUSE_SECRET_KEY`: 32 bytes, base64. Required with PostgreSQL; with SQLite, generated
+    /// into a key file beside the database when unset.
+    pub secret_key: Option<SecretKeySetting>,
+    /// `GATEHOUSE_DB_POOL_SIZE`: connections in the pool.
+    pub db_pool_size: usize,
+}
+
+/// The secret key as configured (still base64): `Debug` hides it.
+#[derive(Clone, Deserialize)]
+#[serde(transparent)]
+pub struct SecretKeySetting(pub String);
+
+impl std::fmt::Debug for SecretKeySetting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SecretKeySetting(<redacted>)")
+    }
+}
+
+/// One layer of settings: every field optional, later layers win.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Layer {
+    bind: Option<String>,
+    database_url: Option<String>,
+    public_url: Option<String>,
+    secret_key: Option<SecretKeySetting>,
+    db_pool_size: Option<String>,
+}
+
+impl Layer {
+    fn from_env(vars: impl Fn(&str) -> Option<String>) -> Self {
+        Self {
+            bind: vars("GATEHOUSE_BIND"),
+            database_url: vars("GATEHOUSE_DATABASE_URL"),
+            public_url: vars("GATEHOUSE_PUBLIC_URL"),
+            secret_key: vars("GATEHOUSE_SECRET_KEY").map(SecretKeySetting),
+            db_pool_size: vars("GATEHOUSE_DB_POOL_SIZE"),
+        }
+    }
+
+    fn over(self, base: Layer) -> Layer {
+        Layer {
+            bind: self.bind.or(base.bind),
+            database_url: self.database_url.or(base.database_url),
+            public_url: self.public_url.or(base.public_url),
+            secret_key: self.secret_key.or(base.secret_key),
+            db_pool_size: self.db_pool_size.or(base.db_pool_size),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read the configuration file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the configuration file {path} is not valid: {source}")]
+    Parse {
+        path: PathBuf,
+        source: Box<toml::de::Error>,
+    },
+    #[error("{name} is not valid: {reason}")]
+    Invalid { name: &'static str, reason: String },
+}
+
+pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
+pub const DEFAULT_DATABASE_URL: &str = "sqlite://gatehouse.db";
+
+impl Config {
+    /// Loads defaults, then the file (if any), then the process environment.
+    pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
+        Self::load_from(file, |name| std::env::var(name).ok())
+    }
+
+    /// As [`Config::load`], with the environment given (for tests).
+    pub fn load_from(
+        file: Option<&Path>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let file_layer = match file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                    path: path.to_owned(),
+                    source,
+                })?;
+                toml::from_str(&text).map_err(|source| ConfigError::Parse {
+                    path: path.to_owned(),
+                    source: Box::new(source),
+                })?
+            }
+            None => Layer::default(),
+        };
+        Self::from_layer(Layer::from_env(env).over(file_layer))
+    }
+
+    fn from_layer(layer: Layer) -> Result<Self, ConfigError> {
+        let bind_raw = layer.bind.unwrap_or_else(|| DEFAULT_BIND.to_owned());
+        let bind = bind_raw
+            .parse::<SocketAddr>()
+            .map_err(|e| ConfigError::Invalid {
+                name: "GATEHOUSE_BIND",
+                reason: format!("{bind_raw:?}: {e} (expected host:port, such as 127.0.0.1:8080)"),
+            })?;
+        let database_url = layer
+            .database_url
+            .unwrap_or_else(|| DEFAULT_DATABASE_URL.to_owned());
+        gatehouse_store::backend_of(&database_url).map_err(|e| ConfigError::Invalid {
+            name: "GATEHOUSE_DATABASE_URL",
+            reason: e.to_string(),
+        })?;
+        let public_url = layer
+            .public_url
+            .map(|raw| {
+                let trimmed = raw.trim_end_matches('/').to_owned();
+                match url::Url::parse(&trimmed) {
+                    Ok(url) if matches!(url.scheme(), "http" | "https") => Ok(trimmed),
+                    _ => Err(ConfigError::Invalid {
+                        name: "GATEHOUSE_PUBLIC_URL",
+                        reason: format!("{raw:?} is not an http(s) URL"),
+                    }),
+                }
+            })
+            .transpose()?;
+        let db_pool_size = match layer.db_pool_size {
+            None => 16,
+            Some(raw) => raw
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=1000).contains(n))
+                .ok_or_else(|| ConfigError::Invalid {
+                    name: "GATEHOUSE_DB_POOL_SIZE",
+                    reason: format!("{raw:?} is not a number from 1 to 1000"),
+                })?,
+        };
+        Ok(Self {
+            bind,
+            database_url,
+            public_url,
+            secret_key: layer.secret_key,
+            db_pool_size,
+        })
+    }
+
+    /// The public URL, defaulting to `http://{address actually bound}`.
+    pub fn public_url_for(&self, bound: SocketAddr) -> String {
+        self.public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{bound}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |name| map.get(name).cloned()
+    }
+
+    #[test]
+    fn defaults_match_the_documented_ones() {
+        let config = Config::load_from(None, env(&[])).unwrap();
+        assert_eq!(config.bind.to_string(), "127.0.0.1:8080");
+        assert_eq!(config.database_url, "sqlite://gatehouse.db");
+        assert_eq!(config.public_url_for(config.bind), "http://127.0.0.1:8080");
+    }
+
+    #[test]
+    fn environment_wins_over_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gatehouse.toml");
+        std::fs::write(
+            &path,
+            "bind = \"0.0.0.0:9000\"\npublic_url = \"https://id.example.com/\"\n",
+        )
+        .unwrap();
+        let config =
+            Config::load_from(Some(&path), env(&[("GATEHOUSE_BIND", "127.0.0.1:7000")])).unwrap();
+        assert_eq!(config.bind.to_string(), "127.0.0.1:7000");
+        assert_eq!(config.public_url.as_deref(), Some("https://id.example.com"));
+    }
+
+    #[test]
+    fn bad_values_name_their_variable() {
+        for (name, value) in [
+            ("GATEHOUSE_BIND", "nowhere"),
+            ("GATEHOUSE_DATABASE_URL", "mysql://x"),
+            ("GATEHOUSE_PUBLIC_URL", "ftp://x"),
+            ("GATEHOUSE_DB_POOL_SIZE", "0"),
+        ] {
+            let error = Config::load_from(None, env(&[(name, value)])).unwrap_err();
+            assert!(error.to_string().contains(name), "{error}");
+        }
+    }
+
+    #[test]
+    fn unknown_file_keys_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gatehouse.toml");
+        std::fs::write(&path, "bnid = \"x\"\n").unwrap();
+        assert!(matches!(
+            Config::load_from(Some(&path), env(&[])),
+            Err(ConfigError::Parse { .. })
+        ));
+    }
+
+    #[test]
+    fn the_secret_key_never_shows_in_debug() {
+        let config = Config::load_from(None, env(&[("GATEHOUSE_SECRET_KEY", "c2VjcmV0")])).unwrap();
+        assert!(!format!("{config:?}").contains("c2VjcmV0"));
+    }
+}

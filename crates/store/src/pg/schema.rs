@@ -1,0 +1,99 @@
+//! The PostgreSQL schema, as the migrations in `migrations/postgres` leave it.
+
+diesel::table! {
+    users (id) {
+        id -> Uuid,
+        email -> Text,
+        full_name -> Text,
+        password_hash -> Text,
+        password_changed_at -> Timestamptz,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    organizations (id) {
+        id -> Uuid,
+        name -> Text,
+        slug -> Text,
+        kind -> Text,
+        plan -> Text,
+        default_role -> Text,
+        allow_member_invite -> Bool,
+        is_active -> Bool,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+        deleted_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    memberships (organization_id, user_id) {
+        organization_id -> Uuid,
+        user_id -> Uuid,
+        role -> Text,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    sessions (id) {
+        id -> Uuid,
+        user_id -> Uuid,
+        refresh_token_hash -> Text,
+        created_at -> Timestamptz,
+        expires_at -> Timestamptz,
+        last_used_at -> Timestamptz,
+        revoked_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    api_keys (id) {
+        id -> Uuid,
+        name -> Text,
+        prefix -> Text,
+        key_hash -> Text,
+        organization_id -> Uuid,
+        user_id -> Uuid,
+        created_at -> Timestamptz,
+        last_used_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    signing_keys (kid) {
+        kid -> Text,
+        private_key_sealed -> Binary,
+        public_key_der -> Binary,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    events (id) {
+        id -> Uuid,
+        event_type -> Text,
+        organization_id -> Nullable<Uuid>,
+        user_id -> Nullable<Uuid>,
+        data -> Jsonb,
+        occurred_at -> Timestamptz,
+        dispatched_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::joinable!(memberships -> organizations (organization_id));
+diesel::joinable!(memberships -> users (user_id));
+diesel::joinable!(sessions -> users (user_id));
+diesel::joinable!(api_keys -> organizations (organization_id));
+diesel::allow_tables_to_appear_in_same_query!(
+    users,
+    organizations,
+    memberships,
+    sessions,
+    api_keys,
+    signing_keys,
+    events
+);

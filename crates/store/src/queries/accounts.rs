@@ -1,0 +1,245 @@
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+use gatehouse_domain::{
+    model::{Email, NewEvent, PasswordHash, Role, SessionId, Slug, User, UserCredentials, UserId},
+    ports::{AccountStore, NewAccount, StoreError},
+};
+
+use super::{
+    super::{
+        schema::{memberships, organizations, sessions, users},
+        Conn, DbStore,
+    },
+    rows::{record_events, NewMembershipRow, NewOrganizationRow, NewUserRow, UserRow},
+};
+use crate::{db_error, detached, types::DbUuid, violates};
+
+/// How many times registration retries when a concurrent one took the same generated slug.
+const SLUG_RACE_RETRIES: usize = 3;
+
+enum CreateError {
+    EmailTaken,
+    Db(diesel::result::Error),
+}
+
+impl From<diesel::result::Error> for CreateError {
+    fn from(e: diesel::result::Error) -> Self {
+        Self::Db(e)
+    }
+}
+
+/// The first free slug among the candidates of `base` (`base`, `base-2`, ...).
+pub(super) async fn free_slug(conn: &mut Conn, base: &Slug) -> QueryResult<Slug> {
+    let pattern = format!("{}-%", base.as_ref());
+    let taken: Vec<String> = organizations::table
+        .select(organizations::slug)
+        .filter(
+            organizations::slug
+                .eq(base.as_ref())
+                .or(organizations::slug.like(pattern)),
+        )
+        .load(conn)
+        .await?;
+    let mut n = 1;
+    loop {
+        let candidate = base.candidate(n);
+        if !taken.iter().any(|t| t == candidate.as_ref()) {
+            return Ok(candidate);
+        }
+        n += 1;
+    }
+}
+
+async fn insert_account(conn: &mut Conn, account: &NewAccount) -> Result<(), CreateError> {
+    let user = &account.user;
+    let email_taken: i64 = users::table
+        .filter(users::email.eq(user.email.as_ref()))
+        .count()
+        .get_result(conn)
+        .await?;
+    if email_taken > 0 {
+        return Err(CreateError::EmailTaken);
+    }
+    diesel::insert_into(users::table)
+        .values(NewUserRow {
+            id: DbUuid(user.id.as_uuid()),
+            email: user.email.as_ref(),
+            full_name: user.full_name.as_ref(),
+            password_hash: user.password_hash.as_phc(),
+            password_changed_at: user.created_at,
+            created_at: user.created_at,
+            updated_at: user.created_at,
+        })
+        .execute(conn)
+        .await?;
+    let org = &account.workspace;
+    let slug = if org.slug_generated {
+        free_slug(conn, &org.slug).await?
+    } else {
+        org.slug.clone()
+    };
+    diesel::insert_into(organizations::table)
+        .values(NewOrganizationRow {
+            id: DbUuid(org.id.as_uuid()),
+            name: org.name.as_ref(),
+            slug: slug.as_ref(),
+            kind: org.kind.as_str(),
+            plan: org.plan.as_str(),
+            created_at: org.created_at,
+            updated_at: org.created_at,
+        })
+        .execute(conn)
+        .await?;
+    diesel::insert_into(memberships::table)
+        .values(NewMembershipRow {
+            organization_id: DbUuid(org.id.as_uuid()),
+            user_id: DbUuid(user.id.as_uuid()),
+            role: Role::Owner.as_str(),
+            created_at: org.created_at,
+            updated_at: org.created_at,
+        })
+        .execute(conn)
+        .await?;
+    let mut events = account.events.clone();
+    // The event shows the slug the workspace actually got.
+    for event in &mut events {
+        if event.organization_id == Some(org.id) {
+            if let Some(data) = event.data.as_object_mut() {
+                data.insert("slug".into(), slug.as_ref().into());
+            }
+        }
+    }
+    record_events(conn, events).await?;
+    Ok(())
+}
+
+/// How a user is looked up.
+enum UserKey<'a> {
+    Email(&'a str),
+    Id(DbUuid),
+}
+
+async fn credentials(
+    conn: &mut Conn,
+    key: UserKey<'_>,
+) -> Result<Option<UserCredentials>, StoreError> {
+    let query = users::table.select(UserRow::as_select()).into_boxed();
+    let query = match key {
+        UserKey::Email(email) => query.filter(users::email.eq(email)),
+        UserKey::Id(id) => query.filter(users::id.eq(id)),
+    };
+    query
+        .first(conn)
+        .await
+        .optional()
+        .map_err(db_error)?
+        .map(UserRow::into_credentials)
+        .transpose()
+}
+
+#[async_trait]
+impl AccountStore for DbStore {
+    async fn create_account(&self, account: NewAccount) -> Result<(), StoreError> {
+        let pool = self.pool.clone();
+        detached(async move {
+            let mut conn = pool.get().await.map_err(crate::pool_error)?;
+            let mut attempt = 0;
+            loop {
+                attempt += 1;
+                let result = write_tx!(&mut *conn, async |conn: &mut Conn| {
+                    insert_account(conn, &account).await
+                })
+                .await;
+                match result {
+                    Ok(()) => return Ok(()),
+                    Err(CreateError::EmailTaken) => return Err(StoreError::Conflict),
+                    Err(CreateError::Db(e))
+                        if violates(&e, "organizations_slug_key")
+                            && attempt < SLUG_RACE_RETRIES =>
+                    {
+                        continue
+                    }
+                    Err(CreateError::Db(e)) => return Err(db_error(e)),
+                }
+            }
+        })
+        .await
+    }
+
+    async fn credentials_by_email(
+        &self,
+        email: &Email,
+    ) -> Result<Option<UserCredentials>, StoreError> {
+        let mut conn = self.conn().await?;
+        credentials(&mut conn, UserKey::Email(email.as_ref())).await
+    }
+
+    async fn credentials_by_id(&self, id: UserId) -> Result<Option<UserCredentials>, StoreError> {
+        let mut conn = self.conn().await?;
+        credentials(&mut conn, UserKey::Id(DbUuid(id.as_uuid()))).await
+    }
+
+    async fn update_user(&self, user: User, event: NewEvent) -> Result<bool, StoreError> {
+        let pool = self.pool.clone();
+        detached(async move {
+            let mut conn = pool.get().await.map_err(crate::pool_error)?;
+            write_tx!(&mut *conn, async |conn: &mut Conn| {
+                let updated = diesel::update(users::table.find(DbUuid(user.id.as_uuid())))
+                    .set((
+                        users::full_name.eq(user.full_name.as_ref()),
+                        users::updated_at.eq(user.updated_at),
+                    ))
+                    .execute(conn)
+                    .await?;
+                if updated == 1 {
+                    record_events(conn, vec![event]).await?;
+                }
+                Ok::<_, diesel::result::Error>(updated == 1)
+            })
+            .await
+            .map_err(db_error)
+        })
+        .await
+    }
+
+    async fn change_password(
+        &self,
+        user_id: UserId,
+        hash: PasswordHash,
+        keep: Option<SessionId>,
+        at: DateTime<Utc>,
+        event: NewEvent,
+    ) -> Result<(), StoreError> {
+        let pool = self.pool.clone();
+        detached(async move {
+            let mut conn = pool.get().await.map_err(crate::pool_error)?;
+            write_tx!(&mut *conn, async |conn: &mut Conn| {
+                let user = DbUuid(user_id.as_uuid());
+                diesel::update(users::table.find(user))
+                    .set((
+                        users::password_hash.eq(hash.as_phc()),
+                        users::password_changed_at.eq(at),
+                        users::updated_at.eq(at),
+                    ))
+                    .execute(conn)
+                    .await?;
+                // No session to keep: the nil id matches none.
+                let keep = DbUuid(keep.map_or(uuid::Uuid::nil(), |id| id.as_uuid()));
+                let others = sessions::table
+                    .filter(sessions::user_id.eq(user))
+                    .filter(sessions::revoked_at.is_null())
+                    .filter(sessions::id.ne(keep));
+                diesel::update(others)
+                    .set(sessions::revoked_at.eq(at))
+                    .execute(conn)
+                    .await?;
+                record_events(conn, vec![event]).await
+            })
+            .await
+            .map_err(db_error)
+        })
+        .await
+    }
+}

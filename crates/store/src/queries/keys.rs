@@ -1,0 +1,43 @@
+use async_trait::async_trait;
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+use gatehouse_domain::ports::{SigningKeyStore, StoreError, StoredSigningKey};
+
+use super::{
+    super::{schema::signing_keys, Conn, DbStore},
+    rows::SigningKeyRow,
+};
+use crate::{db_error, detached};
+
+#[async_trait]
+impl SigningKeyStore for DbStore {
+    async fn signing_keys(&self) -> Result<Vec<StoredSigningKey>, StoreError> {
+        let mut conn = self.conn().await?;
+        Ok(signing_keys::table
+            .order(signing_keys::created_at.desc())
+            .select(SigningKeyRow::as_select())
+            .load(&mut *conn)
+            .await
+            .map_err(db_error)?
+            .into_iter()
+            .map(StoredSigningKey::from)
+            .collect())
+    }
+
+    async fn add_signing_key(&self, key: StoredSigningKey) -> Result<(), StoreError> {
+        let pool = self.pool.clone();
+        detached(async move {
+            let mut conn = pool.get().await.map_err(crate::pool_error)?;
+            write_tx!(&mut *conn, async |conn: &mut Conn| {
+                diesel::insert_into(signing_keys::table)
+                    .values(SigningKeyRow::from(key))
+                    .execute(conn)
+                    .await
+            })
+            .await
+            .map(drop)
+            .map_err(db_error)
+        })
+        .await
+    }
+}

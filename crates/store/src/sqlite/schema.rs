@@ -1,0 +1,100 @@
+//! The SQLite schema, as the migrations in `migrations/sqlite` leave it.
+//! Ids are text UUIDs, timestamps text, JSON text: the shared queries see the same Rust types.
+
+diesel::table! {
+    users (id) {
+        id -> Text,
+        email -> Text,
+        full_name -> Text,
+        password_hash -> Text,
+        password_changed_at -> TimestamptzSqlite,
+        created_at -> TimestamptzSqlite,
+        updated_at -> TimestamptzSqlite,
+    }
+}
+
+diesel::table! {
+    organizations (id) {
+        id -> Text,
+        name -> Text,
+        slug -> Text,
+        kind -> Text,
+        plan -> Text,
+        default_role -> Text,
+        allow_member_invite -> Bool,
+        is_active -> Bool,
+        created_at -> TimestamptzSqlite,
+        updated_at -> TimestamptzSqlite,
+        deleted_at -> Nullable<TimestamptzSqlite>,
+    }
+}
+
+diesel::table! {
+    memberships (organization_id, user_id) {
+        organization_id -> Text,
+        user_id -> Text,
+        role -> Text,
+        created_at -> TimestamptzSqlite,
+        updated_at -> TimestamptzSqlite,
+    }
+}
+
+diesel::table! {
+    sessions (id) {
+        id -> Text,
+        user_id -> Text,
+        refresh_token_hash -> Text,
+        created_at -> TimestamptzSqlite,
+        expires_at -> TimestamptzSqlite,
+        last_used_at -> TimestamptzSqlite,
+        revoked_at -> Nullable<TimestamptzSqlite>,
+    }
+}
+
+diesel::table! {
+    api_keys (id) {
+        id -> Text,
+        name -> Text,
+        prefix -> Text,
+        key_hash -> Text,
+        organization_id -> Text,
+        user_id -> Text,
+        created_at -> TimestamptzSqlite,
+        last_used_at -> Nullable<TimestamptzSqlite>,
+    }
+}
+
+diesel::table! {
+    signing_keys (kid) {
+        kid -> Text,
+        private_key_sealed -> Binary,
+        public_key_der -> Binary,
+        created_at -> TimestamptzSqlite,
+    }
+}
+
+diesel::table! {
+    events (id) {
+        id -> Text,
+        event_type -> Text,
+        organization_id -> Nullable<Text>,
+        user_id -> Nullable<Text>,
+        data -> Json,
+        occurred_at -> TimestamptzSqlite,
+        dispatched_at -> Nullable<TimestamptzSqlite>,
+    }
+}
+
+diesel::joinable!(memberships -> organizations (organization_id));
+diesel::joinable!(memberships -> users (user_id));
+diesel::joinable!(sessions -> users (user_id));
+diesel::joinable!(api_keys -> organizations (organization_id));
+diesel::allow_tables_to_appear_in_same_query!(
+    users,
+    organizations,
+    memberships,
+    sessions,
+    api_keys,
+    signing_keys,
+    events
+);

@@ -1,0 +1,46 @@
+//! Rust types that map to different SQL types on the two backends, so that the shared queries
+//! compile against both schemas.
+
+use diesel::{
+    deserialize::{self, FromSql, FromSqlRow},
+    expression::AsExpression,
+    pg::{Pg, PgValue},
+    serialize::{self, IsNull, Output, ToSql},
+    sql_types,
+    sqlite::Sqlite,
+};
+use uuid::Uuid;
+
+/// A UUID: native `uuid` on PostgreSQL, its hyphenated text form on SQLite.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, AsExpression, FromSqlRow)]
+#[diesel(sql_type = sql_types::Uuid)]
+#[diesel(sql_type = sql_types::Text)]
+pub struct DbUuid(pub Uuid);
+
+impl ToSql<sql_types::Uuid, Pg> for DbUuid {
+    fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, Pg>) -> serialize::Result {
+        <Uuid as ToSql<sql_types::Uuid, Pg>>::to_sql(&self.0, out)
+    }
+}
+
+impl FromSql<sql_types::Uuid, Pg> for DbUuid {
+    fn from_sql(value: PgValue<'_>) -> deserialize::Result<Self> {
+        <Uuid as FromSql<sql_types::Uuid, Pg>>::from_sql(value).map(Self)
+    }
+}
+
+impl ToSql<sql_types::Text, Sqlite> for DbUuid {
+    fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, Sqlite>) -> serialize::Result {
+        out.set_value(self.0.hyphenated().to_string());
+        Ok(IsNull::No)
+    }
+}
+
+impl FromSql<sql_types::Text, Sqlite> for DbUuid {
+    fn from_sql(
+        value: <Sqlite as diesel::backend::Backend>::RawValue<'_>,
+    ) -> deserialize::Result<Self> {
+        let text = <String as FromSql<sql_types::Text, Sqlite>>::from_sql(value)?;
+        Ok(Self(Uuid::parse_str(&text)?))
+    }
+}
