@@ -1,0 +1,107 @@
+//! API keys: created once, shown once, acting inside their organization.
+
+use crate::helpers::{detail_of, json_of, loc, locs_of, on_both_backends};
+
+on_both_backends! {
+    async fn an_api_key_authenticates_with_its_organization(app: TestApp) {
+        let user = app.logged_in("kim@example.com").await;
+        let created = json_of(
+            app.create_api_key(&user.access_token, "deploys", &user.organization_id).await,
+            201,
+        )
+        .await;
+        let key = created["key"].as_str().unwrap().to_owned();
+        assert!(key.starts_with("ghk_"));
+        assert_eq!(created["prefix"], &key[..12]);
+        assert_eq!(created["organization_id"], user.organization_id.as_str());
+
+        let health = json_of(app.health_with_key(&key, &user.organization_id).await, 200).await;
+        assert_eq!(health["status"], "ok");
+        assert_eq!(health["organization_id"], user.organization_id.as_str());
+
+        // The key acts as its creator.
+        let me = app
+            .client
+            .get(app.url("/api/v1/users/me"))
+            .header("X-API-Key", &key)
+            .header("X-Organization-ID", &user.organization_id)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(json_of(me, 200).await["email"], "kim@example.com");
+
+        // Listed without the secret.
+        let listed = json_of(
+            app.client
+                .get(app.url("/api/v1/api-keys"))
+                .bearer_auth(&user.access_token)
+                .send()
+                .await
+                .unwrap(),
+            200,
+        )
+        .await;
+        assert_eq!(listed.as_array().unwrap().len(), 1);
+        assert!(!listed.to_string().contains(&key));
+
+        let id = created["id"].as_str().unwrap();
+        let deleted = app
+            .client
+            .delete(app.url(&format!("/api/v1/api-keys/{id}")))
+            .bearer_auth(&user.access_token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(deleted.status(), 204);
+        detail_of(app.health_with_key(&key, &user.organization_id).await, 401).await;
+    }
+
+    async fn an_api_key_is_refused_outside_its_organization(app: TestApp) {
+        let owner = app.logged_in("lee@example.com").await;
+        let other = app.logged_in("max@example.com").await;
+        let created = json_of(
+            app.create_api_key(&owner.access_token, "ci", &owner.organization_id).await,
+            201,
+        )
+        .await;
+        let key = created["key"].as_str().unwrap();
+        detail_of(app.health_with_key(key, &other.organization_id).await, 401).await;
+        detail_of(app.health_with_key("ghk_unknown", &owner.organization_id).await, 401).await;
+        let without_org = app
+            .client
+            .get(app.url("/api/v1/health"))
+            .header("X-API-Key", key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(locs_of(without_org).await, vec![loc(&["header", "X-Organization-ID"])]);
+        detail_of(app.client.get(app.url("/api/v1/health")).send().await.unwrap(), 401).await;
+    }
+
+    async fn keys_are_only_made_for_ones_own_organizations(app: TestApp) {
+        let owner = app.logged_in("ann@example.com").await;
+        let stranger = app.logged_in("bob@example.com").await;
+        detail_of(
+            app.create_api_key(&stranger.access_token, "sneaky", &owner.organization_id).await,
+            404,
+        )
+        .await;
+        let locs = locs_of(app.create_api_key(&owner.access_token, "", "not-a-uuid").await).await;
+        assert_eq!(locs, vec![loc(&["body", "name"]), loc(&["body", "organization_id"])]);
+        // Someone else's key cannot be deleted, and does not exist for them.
+        let created = json_of(
+            app.create_api_key(&owner.access_token, "mine", &owner.organization_id).await,
+            201,
+        )
+        .await;
+        let id = created["id"].as_str().unwrap();
+        let response = app
+            .client
+            .delete(app.url(&format!("/api/v1/api-keys/{id}")))
+            .bearer_auth(&stranger.access_token)
+            .send()
+            .await
+            .unwrap();
+        detail_of(response, 404).await;
+    }
+}

@@ -1,0 +1,44 @@
+//! Liveness, readiness, request ids, the OpenAPI document.
+
+use crate::helpers::{json_of, on_both_backends};
+
+on_both_backends! {
+    async fn the_probes_answer(app: TestApp) {
+        json_of(app.client.get(app.url("/livez")).send().await.unwrap(), 200).await;
+        json_of(app.client.get(app.url("/readyz")).send().await.unwrap(), 200).await;
+    }
+
+    async fn every_response_carries_a_request_id(app: TestApp) {
+        let generated = app.client.get(app.url("/livez")).send().await.unwrap();
+        assert!(generated.headers().contains_key("x-request-id"));
+        let echoed = app
+            .client
+            .get(app.url("/api/v1/nothing"))
+            .header("X-Request-ID", "trace-123")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(echoed.headers()["x-request-id"], "trace-123");
+    }
+
+    async fn the_openapi_document_covers_every_route(app: TestApp) {
+        let document = json_of(app.client.get(app.url("/api/v1/openapi.json")).send().await.unwrap(), 200).await;
+        assert!(document["openapi"].as_str().unwrap().starts_with("3."));
+        for path in [
+            "/api/v1/auth/register",
+            "/api/v1/auth/login",
+            "/api/v1/auth/refresh",
+            "/api/v1/auth/logout",
+            "/api/v1/auth/password",
+            "/.well-known/jwks.json",
+            "/api/v1/users/me",
+            "/api/v1/api-keys",
+            "/api/v1/api-keys/{id}",
+            "/api/v1/health",
+            "/livez",
+            "/readyz",
+        ] {
+            assert!(document["paths"].get(path).is_some(), "{path} is not documented");
+        }
+    }
+}

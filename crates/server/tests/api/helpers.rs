@@ -1,0 +1,256 @@
+//! One running Gatehouse per test, with a helper per endpoint.
+
+use std::collections::HashMap;
+
+use gatehouse_server::{Application, Config};
+use gatehouse_testkit::TestDatabase;
+use reqwest::{Response, StatusCode};
+use serde_json::{json, Value};
+
+/// Runs the test body once against each backend: `<name>::sqlite` and `<name>::postgres`.
+macro_rules! on_both_backends {
+    ($(async fn $name:ident($app:ident: TestApp) $body:block)*) => {
+        $(
+            mod $name {
+                #[allow(unused_imports)]
+                use super::*;
+
+                async fn body($app: $crate::helpers::TestApp) $body
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn sqlite() {
+                    body($crate::helpers::TestApp::spawn($crate::helpers::Backend::Sqlite).await).await
+                }
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn postgres() {
+                    body($crate::helpers::TestApp::spawn($crate::helpers::Backend::Postgres).await).await
+                }
+            }
+        )*
+    };
+}
+pub(crate) use on_both_backends;
+
+#[derive(Clone, Copy, Debug)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+enum Database {
+    Sqlite(#[allow(dead_code)] tempfile::TempDir),
+    Postgres(#[allow(dead_code)] TestDatabase),
+}
+
+pub struct TestApp {
+    pub base: String,
+    pub client: reqwest::Client,
+    _database: Database,
+}
+
+/// A registered user with a live session.
+pub struct LoggedIn {
+    pub organization_id: String,
+    pub email: String,
+    pub access_token: String,
+}
+
+pub const PASSWORD: &str = "correct horse battery";
+
+impl TestApp {
+    pub async fn spawn(backend: Backend) -> Self {
+        let (database, url) = match backend {
+            Backend::Sqlite => {
+                let dir = tempfile::tempdir().unwrap();
+                let url = gatehouse_testkit::sqlite_url(&dir);
+                (Database::Sqlite(dir), url)
+            }
+            Backend::Postgres => {
+                let db = TestDatabase::create().await;
+                let url = db.url().to_owned();
+                (Database::Postgres(db), url)
+            }
+        };
+        let mut env = HashMap::new();
+        env.insert("GATEHOUSE_BIND", "127.0.0.1:0".to_owned());
+        env.insert("GATEHOUSE_DATABASE_URL", url);
+        env.insert(
+            "GATEHOUSE_SECRET_KEY",
+            "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=".to_owned(),
+        );
+        env.insert("GATEHOUSE_DB_POOL_SIZE", "4".to_owned());
+        let config = Config::load_from(None, |name| env.get(name).cloned()).unwrap();
+        let app = Application::build(config).await.unwrap();
+        let base = format!("http://{}", app.address());
+        tokio::spawn(app.run_until_stopped());
+        Self {
+            base,
+            client: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap(),
+            _database: database,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    pub async fn post_json(&self, path: &str, body: &Value) -> Response {
+        self.client
+            .post(self.url(path))
+            .json(body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn post_raw(&self, path: &str, body: &'static str) -> Response {
+        self.client
+            .post(self.url(path))
+            .header("Content-Type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn register(&self, email: &str, password: &str, full_name: &str) -> Response {
+        self.post_json(
+            "/api/v1/auth/register",
+            &json!({ "email": email, "password": password, "full_name": full_name }),
+        )
+        .await
+    }
+
+    pub async fn login(&self, email: &str, password: &str) -> Response {
+        self.post_json(
+            "/api/v1/auth/login",
+            &json!({ "email": email, "password": password }),
+        )
+        .await
+    }
+
+    pub async fn refresh(&self, refresh_token: &str) -> Response {
+        self.post_json(
+            "/api/v1/auth/refresh",
+            &json!({ "refresh_token": refresh_token }),
+        )
+        .await
+    }
+
+    pub async fn logout(&self, access_token: &str) -> Response {
+        self.client
+            .post(self.url("/api/v1/auth/logout"))
+            .bearer_auth(access_token)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn me(&self, access_token: &str) -> Response {
+        self.client
+            .get(self.url("/api/v1/users/me"))
+            .bearer_auth(access_token)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn change_password(&self, access_token: &str, current: &str, new: &str) -> Response {
+        self.client
+            .post(self.url("/api/v1/auth/password"))
+            .bearer_auth(access_token)
+            .json(&json!({ "current_password": current, "new_password": new }))
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn create_api_key(
+        &self,
+        access_token: &str,
+        name: &str,
+        organization_id: &str,
+    ) -> Response {
+        self.client
+            .post(self.url("/api/v1/api-keys"))
+            .bearer_auth(access_token)
+            .json(&json!({ "name": name, "organization_id": organization_id }))
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn health_with_key(&self, key: &str, organization_id: &str) -> Response {
+        self.client
+            .get(self.url("/api/v1/health"))
+            .header("X-API-Key", key)
+            .header("X-Organization-ID", organization_id)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// Registers `email` and logs in.
+    pub async fn logged_in(&self, email: &str) -> LoggedIn {
+        let registered = json_of(self.register(email, PASSWORD, "Test User").await, 201).await;
+        let tokens = json_of(self.login(email, PASSWORD).await, 200).await;
+        LoggedIn {
+            organization_id: registered["organization_id"].as_str().unwrap().to_owned(),
+            email: email.to_owned(),
+            access_token: tokens["access_token"].as_str().unwrap().to_owned(),
+        }
+    }
+}
+
+/// Asserts the status and returns the JSON body.
+pub async fn json_of(response: Response, status: u16) -> Value {
+    let actual = response.status();
+    let text = response.text().await.unwrap();
+    assert_eq!(
+        actual,
+        StatusCode::from_u16(status).unwrap(),
+        "unexpected status; body: {text}"
+    );
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("body is not JSON ({e}): {text}"))
+}
+
+/// Asserts an error response: the status, and a `detail` string.
+pub async fn detail_of(response: Response, status: u16) -> String {
+    let body = json_of(response, status).await;
+    body["detail"]
+        .as_str()
+        .unwrap_or_else(|| panic!("detail is not a string: {body}"))
+        .to_owned()
+}
+
+/// Asserts a list-shaped 422 and returns the `loc`s it names.
+pub async fn locs_of(response: Response) -> Vec<Vec<String>> {
+    let body = json_of(response, 422).await;
+    let detail = body["detail"]
+        .as_array()
+        .unwrap_or_else(|| panic!("detail is not a list: {body}"));
+    detail
+        .iter()
+        .map(|error| {
+            assert!(error["msg"].is_string(), "{error}");
+            assert!(error["type"].is_string(), "{error}");
+            error["loc"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|part| match part {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+                .collect()
+        })
+        .collect()
+}
+
+pub fn loc(parts: &[&str]) -> Vec<String> {
+    parts.iter().map(|p| (*p).to_owned()).collect()
+}

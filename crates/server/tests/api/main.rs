@@ -1,0 +1,9 @@
+//! API tests: the real server on 127.0.0.1:0, on SQLite and on PostgreSQL, spoken to over HTTP.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod helpers;
+
+mod accounts;
+mod api_keys;
+mod errors;
+mod health;

@@ -1,0 +1,219 @@
+//! The `gatehouse` binary as an operator runs it: serve, migrate, openapi, keys rotate; and
+//! what its logs never contain.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::{
+    io::{BufRead, BufReader},
+    process::{Child, Command, Stdio},
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use serde_json::{json, Value};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_gatehouse");
+
+fn gatehouse(dir: &tempfile::TempDir) -> Command {
+    let mut command = Command::new(BINARY);
+    command
+        .current_dir(dir.path())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("GATEHOUSE_BIND", "127.0.0.1:0")
+        .env("GATEHOUSE_LOG_FORMAT", "json")
+        .env("GATEHOUSE_LOG", "debug")
+        // Fixed, so that tokens issued before a restart on another port keep their issuer.
+        .env("GATEHOUSE_PUBLIC_URL", "http://gatehouse.test");
+    command
+}
+
+/// A served binary, its address, and every log line it wrote.
+struct Served {
+    child: Child,
+    base: String,
+    logs: Arc<Mutex<Vec<String>>>,
+}
+
+impl Served {
+    fn start(dir: &tempfile::TempDir) -> Self {
+        let mut child = gatehouse(dir)
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let logs = Arc::new(Mutex::new(Vec::new()));
+        let (address_tx, address_rx) = std::sync::mpsc::channel();
+        let sink = logs.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Ok(entry) = serde_json::from_str::<Value>(&line) {
+                    if let Some(address) = entry["fields"]["address"].as_str() {
+                        let _ = address_tx.send(address.to_owned());
+                    }
+                }
+                sink.lock().unwrap().push(line);
+            }
+        });
+        let address = address_rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("the server did not start: {:?}", logs.lock().unwrap()));
+        Self {
+            child,
+            base: format!("http://{address}"),
+            logs,
+        }
+    }
+
+    fn stop(mut self) -> Vec<String> {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        std::thread::sleep(Duration::from_millis(100));
+        self.logs.lock().unwrap().clone()
+    }
+}
+
+async fn post(client: &reqwest::Client, url: String, body: Value) -> Value {
+    let response = client.post(url).json(&body).send().await.unwrap();
+    assert!(response.status().is_success(), "{}", response.status());
+    response.json().await.unwrap()
+}
+
+#[tokio::test]
+async fn the_logs_never_contain_a_password_or_a_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = Served::start(&dir);
+    let client = reqwest::Client::new();
+    let password = "hunter2-very-secret";
+    post(
+        &client,
+        format!("{}/api/v1/auth/register", served.base),
+        json!({ "email": "log@example.com", "password": password, "full_name": "Log" }),
+    )
+    .await;
+    let tokens = post(
+        &client,
+        format!("{}/api/v1/auth/login", served.base),
+        json!({ "email": "log@example.com", "password": password }),
+    )
+    .await;
+    let access = tokens["access_token"].as_str().unwrap();
+    let refresh = tokens["refresh_token"].as_str().unwrap();
+    // A failed login logs too; the attempted password must not show.
+    let failed = client
+        .post(format!("{}/api/v1/auth/login", served.base))
+        .json(&json!({ "email": "log@example.com", "password": "wrong-guess-secret" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(failed.status(), 401);
+    let logs = served.stop().join("\n");
+    assert!(logs.contains("request finished"), "no access log: {logs}");
+    for secret in [password, "wrong-guess-secret", access, refresh] {
+        assert!(!logs.contains(secret), "a secret leaked into the logs");
+    }
+    let key_file = std::fs::read_to_string(dir.path().join("gatehouse.db.key")).unwrap();
+    assert!(!logs.contains(key_file.trim()));
+}
+
+#[tokio::test]
+async fn rotated_keys_sign_new_tokens_and_old_tokens_still_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = Served::start(&dir);
+    let client = reqwest::Client::new();
+    post(
+        &client,
+        format!("{}/api/v1/auth/register", served.base),
+        json!({ "email": "rot@example.com", "password": "rotate me please", "full_name": "Rot" }),
+    )
+    .await;
+    let before = post(
+        &client,
+        format!("{}/api/v1/auth/login", served.base),
+        json!({ "email": "rot@example.com", "password": "rotate me please" }),
+    )
+    .await;
+    served.stop();
+
+    let output = gatehouse(&dir).args(["keys", "rotate"]).output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let new_kid = stdout
+        .trim()
+        .strip_prefix("new signing key: ")
+        .unwrap()
+        .to_owned();
+
+    let served = Served::start(&dir);
+    let jwks: Value = client
+        .get(format!("{}/.well-known/jwks.json", served.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let kids: Vec<&str> = jwks["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["kid"].as_str().unwrap())
+        .collect();
+    assert_eq!(kids.len(), 2, "{jwks}");
+    assert!(kids.contains(&new_kid.as_str()));
+
+    let old_access = before["access_token"].as_str().unwrap();
+    let me = client
+        .get(format!("{}/api/v1/users/me", served.base))
+        .bearer_auth(old_access)
+        .send()
+        .await
+        .unwrap();
+    let status = me.status();
+    assert_eq!(status, 200, "{}", me.text().await.unwrap());
+    let after = post(
+        &client,
+        format!("{}/api/v1/auth/login", served.base),
+        json!({ "email": "rot@example.com", "password": "rotate me please" }),
+    )
+    .await;
+    let header = jsonwebtoken::decode_header(after["access_token"].as_str().unwrap()).unwrap();
+    assert_eq!(header.kid.as_deref(), Some(new_kid.as_str()));
+    served.stop();
+}
+
+#[test]
+fn openapi_prints_the_document() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = gatehouse(&dir).arg("openapi").output().unwrap();
+    assert!(output.status.success());
+    let document: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(document["paths"]["/api/v1/auth/login"].is_object());
+}
+
+#[test]
+fn migrate_prepares_a_fresh_database_and_is_idempotent() {
+    let dir = tempfile::tempdir().unwrap();
+    for _ in 0..2 {
+        let output = gatehouse(&dir).arg("migrate").output().unwrap();
+        assert!(output.status.success(), "{output:?}");
+    }
+    assert!(dir.path().join("gatehouse.db").exists());
+}
+
+#[test]
+fn a_bad_setting_is_named_and_the_exit_code_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = gatehouse(&dir)
+        .env("GATEHOUSE_BIND", "not-an-address")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("GATEHOUSE_BIND"));
+    let output = gatehouse(&dir)
+        .env("GATEHOUSE_DATABASE_URL", "postgres://127.0.0.1:1/none")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("GATEHOUSE_SECRET_KEY"));
+}

@@ -1,0 +1,26 @@
+# Gatehouse developer recipes. `just --list` shows them.
+
+# Serve on the embedded SQLite default (gatehouse.db in this folder).
+run:
+    cargo run --release
+
+# Everything CI runs: fmt check, clippy, the domain purity check, all tests.
+ci:
+    bash .ci/run
+
+test:
+    cargo test --workspace
+
+fmt:
+    cargo fmt --all
+
+lint:
+    cargo clippy --workspace --all-targets -- -D warnings
+
+# Licences and advisories (needs `cargo install cargo-deny`).
+deny:
+    cargo deny check
+
+# Print the OpenAPI document.
+openapi:
+    cargo run --quiet -- openapi
