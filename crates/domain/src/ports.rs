@@ -262,6 +262,61 @@ pub trait TokenSigner: Send + Sync + 'static {
     async fn public_keys(&self) -> Result<Vec<PublicJwk>, TokenError>;
 }
 
+/// The outcome of counting one request against a rate limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RateDecision {
+    /// Whether the request is within the limit.
+    pub allowed: bool,
+    /// Requests allowed per window.
+    pub limit: u32,
+    /// Requests left in the current window after this one (0 when refused).
+    pub remaining: u32,
+    /// When the current window ends and the count starts again.
+    pub reset_at: DateTime<Utc>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("the rate limiter is unavailable")]
+pub struct RateLimitError(#[source] pub BoxError);
+
+/// Request counters in fixed one-minute windows, per key (a principal or a client address).
+/// In-process by default; shared by every replica when backed by Redis.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait RateLimiter: Send + Sync + 'static {
+    /// Counts one request for `key` in the window that contains `now`, allowing `limit` per
+    /// window. A refused request is not counted against later windows.
+    ///
+    /// # Errors
+    /// [`RateLimitError`] when the counters cannot be reached; callers let the request through.
+    async fn hit(
+        &self,
+        key: &str,
+        limit: u32,
+        now: DateTime<Utc>,
+    ) -> Result<RateDecision, RateLimitError>;
+}
+
+/// An email about to be sent.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mail {
+    pub to: Email,
+    pub subject: String,
+    /// The plain-text body.
+    pub text: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("sending mail failed")]
+pub struct MailError(#[source] pub BoxError);
+
+/// Outgoing email: SMTP, a mail directory, or the log.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait Mailer: Send + Sync + 'static {
+    async fn send(&self, mail: Mail) -> Result<(), MailError>;
+}
+
 /// Every port, as the services take them.
 #[derive(Clone)]
 pub struct Ports {
