@@ -11,8 +11,9 @@ use actix_web::{
 use gatehouse_domain::{
     ports::StoreError,
     service::{
-        AuthenticateError, ChangePasswordError, CreateApiKeyError, DeleteApiKeyError, LoginError,
-        OrgAccessError, RefreshError, RegisterError, UpdateProfileError,
+        AuthenticateError, ChangePasswordError, CreateApiKeyError, DeleteApiKeyError, Forbidden,
+        LoginError, MemberError, OrgAccessError, OrganizationError, RefreshError, RegisterError,
+        UpdateProfileError,
     },
 };
 use serde::Serialize;
@@ -30,9 +31,15 @@ pub struct FieldError {
 }
 
 impl FieldError {
+    /// `loc` from its parts; a dotted field name (`settings.default_role`) becomes one part per
+    /// segment.
     pub fn new(loc: &[&str], msg: impl Into<String>, kind: &'static str) -> Self {
         Self {
-            loc: loc.iter().map(|part| (*part).into()).collect(),
+            loc: loc
+                .iter()
+                .flat_map(|part| part.split('.'))
+                .map(serde_json::Value::from)
+                .collect(),
             msg: msg.into(),
             kind,
         }
@@ -241,7 +248,47 @@ impl From<DeleteApiKeyError> for ApiError {
     fn from(error: DeleteApiKeyError) -> Self {
         match error {
             DeleteApiKeyError::NotFound => Self::NotFound(error.to_string()),
+            DeleteApiKeyError::NotAUser => Self::Forbidden(error.to_string()),
             DeleteApiKeyError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<Forbidden> for ApiError {
+    fn from(error: Forbidden) -> Self {
+        Self::Forbidden(error.to_string())
+    }
+}
+
+impl From<OrganizationError> for ApiError {
+    fn from(error: OrganizationError) -> Self {
+        match error {
+            OrganizationError::Forbidden(e) => e.into(),
+            OrganizationError::NotFound => Self::NotFound(error.to_string()),
+            OrganizationError::SlugTaken => Self::Conflict(error.to_string()),
+            OrganizationError::PersonalWorkspace => Self::Unprocessable(error.to_string()),
+            OrganizationError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<MemberError> for ApiError {
+    fn from(error: MemberError) -> Self {
+        match error {
+            MemberError::Forbidden(e) => e.into(),
+            MemberError::MemberInviteRole | MemberError::NotTheInvitee | MemberError::NotAUser => {
+                Self::Forbidden(error.to_string())
+            }
+            MemberError::OrganizationNotFound
+            | MemberError::NotFound
+            | MemberError::InvitationNotFound => Self::NotFound(error.to_string()),
+            MemberError::Unprocessable(_) | MemberError::Expired => {
+                Self::Unprocessable(error.to_string())
+            }
+            MemberError::AlreadyMember(_)
+            | MemberError::AlreadyInvited(_)
+            | MemberError::OwnsTeams => Self::Conflict(error.to_string()),
+            MemberError::Store(e) => e.into(),
         }
     }
 }

@@ -2,10 +2,10 @@
 
 use std::{future::Future, pin::Pin};
 
-use actix_web::{dev::Payload, web, FromRequest, HttpRequest};
+use actix_web::{dev::Payload, web, FromRequest, HttpMessage, HttpRequest};
 use gatehouse_domain::{
-    model::{Membership, OrganizationId},
-    service::Principal,
+    model::OrganizationId,
+    service::{Actor, Principal},
 };
 use serde::de::DeserializeOwned;
 use uuid::Uuid;
@@ -130,7 +130,7 @@ pub struct Authenticated(pub Principal);
 pub const API_KEY_HEADER: &str = "X-API-Key";
 pub const ORGANIZATION_HEADER: &str = "X-Organization-ID";
 
-fn state(req: &HttpRequest) -> Result<web::Data<AppState>, ApiError> {
+pub(crate) fn state(req: &HttpRequest) -> Result<web::Data<AppState>, ApiError> {
     req.app_data::<web::Data<AppState>>()
         .cloned()
         .ok_or_else(|| ApiError::Internal("application state is not configured".into()))
@@ -159,7 +159,16 @@ fn missing_organization_header() -> ApiError {
     ApiError::field(FieldError::missing("header", ORGANIZATION_HEADER))
 }
 
+/// The principal the rate-limit middleware already authenticated, or a fresh check.
 async fn authenticate(req: &HttpRequest) -> Result<Principal, ApiError> {
+    if let Some(principal) = req.extensions().get::<Principal>() {
+        return Ok(principal.clone());
+    }
+    authenticate_credentials(req).await
+}
+
+/// Checks the request's credentials: a Bearer token, or an API key with its organization.
+pub(crate) async fn authenticate_credentials(req: &HttpRequest) -> Result<Principal, ApiError> {
     let state = state(req)?;
     if let Some(authorization) = req.headers().get(actix_web::http::header::AUTHORIZATION) {
         let token = authorization
@@ -202,13 +211,9 @@ impl FromRequest for Authenticated {
     }
 }
 
-/// An authenticated caller inside the organization named by `X-Organization-ID`, with their
-/// membership. Someone who is not a member gets `404`: the organization's existence is not
-/// revealed.
-pub struct HeaderOrganization {
-    pub principal: Principal,
-    pub membership: Membership,
-}
+/// An authenticated caller inside the organization named by `X-Organization-ID`. Someone who is
+/// not a member gets `404`: the organization's existence is not revealed.
+pub struct HeaderOrganization(pub Actor);
 
 impl FromRequest for HeaderOrganization {
     type Error = ApiError;
@@ -217,17 +222,65 @@ impl FromRequest for HeaderOrganization {
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let req = req.clone();
         Box::pin(async move {
+            // Credentials first: a caller without them gets 401 whatever the headers say.
             let principal = authenticate(&req).await?;
             let organization =
                 organization_header(&req)?.ok_or_else(missing_organization_header)?;
-            let membership = state(&req)?
-                .ports
-                .membership_of(&principal, organization)
-                .await?;
-            Ok(Self {
-                principal,
-                membership,
-            })
+            actor_in(&req, principal, organization).await.map(Self)
         })
     }
+}
+
+/// An authenticated caller inside the organization of the path
+/// (`/api/v1/organizations/{id}/...`). Not a member, not a UUID, or no such live organization:
+/// `404`.
+pub struct PathOrganization(pub Actor);
+
+impl FromRequest for PathOrganization {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        Box::pin(async move {
+            let principal = authenticate(&req).await?;
+            let organization = req
+                .match_info()
+                .get("id")
+                .and_then(|id| Uuid::parse_str(id).ok())
+                .map(OrganizationId::from_uuid)
+                .ok_or_else(|| ApiError::NotFound("organization not found".into()))?;
+            actor_in(&req, principal, organization).await.map(Self)
+        })
+    }
+}
+
+/// The principal inside the organization: the actor the rate-limit middleware already resolved,
+/// or a fresh membership check.
+async fn actor_in(
+    req: &HttpRequest,
+    principal: Principal,
+    organization: OrganizationId,
+) -> Result<Actor, ApiError> {
+    let cached = req
+        .extensions()
+        .get::<Actor>()
+        .filter(|actor| actor.organization_id() == organization && actor.principal == principal)
+        .cloned();
+    match cached {
+        Some(actor) => Ok(actor),
+        None => Ok(state(req)?.ports.actor(principal, organization).await?),
+    }
+}
+
+/// The organization a request is about, read from its path or `X-Organization-ID` before
+/// routing (for the rate limit's plan). `None` when it names none or not a valid one.
+pub(crate) fn organization_in_context(req: &HttpRequest) -> Option<OrganizationId> {
+    let from_path = req
+        .path()
+        .strip_prefix("/api/v1/organizations/")
+        .and_then(|rest| rest.split('/').next())
+        .and_then(|id| Uuid::parse_str(id).ok())
+        .map(OrganizationId::from_uuid);
+    from_path.or_else(|| organization_header(req).ok().flatten())
 }

@@ -8,6 +8,7 @@ pub mod error;
 pub mod extract;
 mod middleware;
 pub mod openapi;
+mod query;
 pub mod routes;
 mod state;
 
@@ -37,8 +38,43 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .service(
                     resource("/users/me")
                         .route(web::get().to(users::me))
-                        .route(web::patch().to(users::update_me)),
+                        .route(web::patch().to(users::update_me))
+                        .route(web::delete().to(users::delete_me)),
                 )
+                .service(
+                    resource("/organizations")
+                        .route(web::get().to(organizations::list))
+                        .route(web::post().to(organizations::create)),
+                )
+                .service(
+                    resource("/organizations/{id}")
+                        .route(web::get().to(organizations::get))
+                        .route(web::patch().to(organizations::update))
+                        .route(web::delete().to(organizations::delete)),
+                )
+                .service(
+                    resource("/organizations/{id}/members")
+                        .route(web::get().to(members::list))
+                        .route(web::post().to(members::invite)),
+                )
+                .service(
+                    resource("/organizations/{id}/members/{user_id}")
+                        .route(web::patch().to(members::change_role))
+                        .route(web::delete().to(members::remove)),
+                )
+                .service(
+                    resource("/organizations/{id}/invitations/{invitation_id}")
+                        .route(web::delete().to(members::revoke_invitation)),
+                )
+                .service(resource("/invitations").route(web::get().to(members::my_invitations)))
+                .service(
+                    resource("/invitations/accept").route(web::post().to(members::accept_by_token)),
+                )
+                .service(
+                    resource("/invitations/{invitation_id}/accept")
+                        .route(web::post().to(members::accept_by_id)),
+                )
+                .service(resource("/iam/users").route(web::get().to(members::iam_users)))
                 .service(
                     resource("/api-keys")
                         .route(web::get().to(api_keys::list))
@@ -51,7 +87,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .default_service(web::to(not_found));
 }
 
-pub use middleware::{json_errors, request_id};
+pub use middleware::{json_errors, rate_limit, request_id};
 
 /// A resource that answers an unsupported method with a JSON `405`.
 fn resource(path: &str) -> actix_web::Resource {

@@ -93,3 +93,113 @@ mod json_errors_impl {
         Ok(ServiceResponse::new(req, replaced).map_into_right_body())
     }
 }
+
+pub use rate_limit_impl::rate_limit;
+
+mod rate_limit_impl {
+    use std::net::{IpAddr, Ipv4Addr};
+
+    use actix_web::{
+        body::{EitherBody, MessageBody},
+        dev::{ServiceRequest, ServiceResponse},
+        http::{
+            header::{self, HeaderMap, HeaderName, HeaderValue},
+            StatusCode,
+        },
+        middleware::Next,
+        Error, HttpMessage, HttpResponse,
+    };
+    use gatehouse_domain::{ports::RateDecision, service::Caller};
+
+    use crate::{
+        error::ErrorBody,
+        extract::{authenticate_credentials, organization_in_context, state, API_KEY_HEADER},
+    };
+
+    /// Probes are not counted: an orchestrator must always reach them.
+    const UNCOUNTED: [&str; 2] = ["/livez", "/readyz"];
+
+    fn set_headers(headers: &mut HeaderMap, decision: &RateDecision) {
+        for (name, value) in [
+            ("x-ratelimit-limit", decision.limit.to_string()),
+            ("x-ratelimit-remaining", decision.remaining.to_string()),
+            (
+                "x-ratelimit-reset",
+                decision.reset_at.timestamp().to_string(),
+            ),
+        ] {
+            if let Ok(value) = HeaderValue::from_str(&value) {
+                headers.insert(HeaderName::from_static(name), value);
+            }
+        }
+    }
+
+    /// Counts every request against its caller's per-plan budget, refuses it with `429` and
+    /// `Retry-After` when spent, and puts the `X-RateLimit-*` headers on every response. The
+    /// principal (and the organization membership) it authenticates is left in the request's
+    /// extensions for the extractors, so credentials are checked once.
+    pub async fn rate_limit(
+        req: ServiceRequest,
+        next: Next<impl MessageBody + 'static>,
+    ) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, Error> {
+        let Ok(app) = state(req.request()) else {
+            return Ok(next.call(req).await?.map_into_left_body());
+        };
+        if UNCOUNTED.contains(&req.path()) {
+            return Ok(next.call(req).await?.map_into_left_body());
+        }
+        let ip = req
+            .peer_addr()
+            .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |addr| addr.ip());
+        let has_credentials = req.headers().contains_key(header::AUTHORIZATION)
+            || req.headers().contains_key(API_KEY_HEADER);
+        let caller = match has_credentials {
+            false => Caller::Anonymous(ip),
+            true => match authenticate_credentials(req.request()).await {
+                // The extractor answers the 401; the attempt counts against the address.
+                Err(_) => Caller::Anonymous(ip),
+                Ok(principal) => {
+                    req.extensions_mut().insert(principal.clone());
+                    let mut organization_plan = None;
+                    if let Some(organization) = organization_in_context(req.request()) {
+                        if let Ok(actor) = app.ports.actor(principal.clone(), organization).await {
+                            organization_plan = Some(actor.membership.plan);
+                            req.extensions_mut().insert(actor);
+                        }
+                    }
+                    Caller::Principal {
+                        principal,
+                        organization_plan,
+                    }
+                }
+            },
+        };
+        let decision = match app.rate_limits.check(&caller).await {
+            Ok(decision) => Some(decision),
+            Err(error) => {
+                // Fail open: an unreachable counter store must not take the service down.
+                tracing::warn!(%error, "rate limit not checked");
+                None
+            }
+        };
+        if let Some(decision) = decision.filter(|d| !d.allowed) {
+            let now = app.ports.clock.now();
+            let retry_after = (decision.reset_at - now).num_seconds().max(1);
+            let mut response = HttpResponse::build(StatusCode::TOO_MANY_REQUESTS)
+                .insert_header((header::RETRY_AFTER, retry_after.to_string()))
+                .json(ErrorBody {
+                    detail: format!(
+                        "rate limit exceeded: {} requests per minute; retry in {retry_after} s",
+                        decision.limit
+                    ),
+                });
+            set_headers(response.headers_mut(), &decision);
+            return Ok(req.into_response(response).map_into_right_body());
+        }
+        let mut response = next.call(req).await?;
+        if let Some(decision) = decision {
+            set_headers(response.headers_mut(), &decision);
+        }
+        Ok(response.map_into_left_body())
+    }
+}

@@ -7,7 +7,7 @@ use utoipa::{
 
 use crate::{
     error::{ErrorBody, FieldError, ValidationErrorBody},
-    routes::{api_keys, auth, health, users},
+    routes::{api_keys, auth, health, members, organizations, users},
 };
 
 #[derive(OpenApi)]
@@ -25,6 +25,21 @@ use crate::{
         auth::jwks,
         users::me,
         users::update_me,
+        users::delete_me,
+        organizations::list,
+        organizations::create,
+        organizations::get,
+        organizations::update,
+        organizations::delete,
+        members::list,
+        members::invite,
+        members::change_role,
+        members::remove,
+        members::revoke_invitation,
+        members::my_invitations,
+        members::accept_by_id,
+        members::accept_by_token,
+        members::iam_users,
         api_keys::create,
         api_keys::list,
         api_keys::delete,
@@ -37,6 +52,9 @@ use crate::{
     tags(
         (name = "auth", description = "Registration, login, tokens"),
         (name = "users", description = "The caller's profile"),
+        (name = "organizations", description = "Organizations the caller belongs to"),
+        (name = "members", description = "Members, invitations, roles"),
+        (name = "invitations", description = "Invitations addressed to the caller"),
         (name = "api-keys", description = "Keys for server-to-server calls"),
         (name = "health", description = "Liveness, readiness, credential checks"),
     )

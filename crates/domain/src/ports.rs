@@ -16,9 +16,11 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::model::{
-    ApiKey, ApiKeyId, Email, Membership, NewApiKey, NewEvent, NewOrganization, NewPassword,
-    NewSession, NewUser, OrganizationId, PasswordHash, SecretToken, Session, SessionId, TokenHash,
-    TokenKind, User, UserCredentials, UserId,
+    ApiKey, ApiKeyId, Email, Invitation, InvitationId, Member, MemberFilter, Membership, NewApiKey,
+    NewEvent, NewInvitation, NewOrganization, NewPassword, NewSession, NewUser, Organization,
+    OrganizationChange, OrganizationFilter, OrganizationId, Page, PageRequest, PasswordHash, Plan,
+    Role, SecretToken, Session, SessionId, Slug, TokenHash, TokenKind, User, UserCredentials,
+    UserId,
 };
 
 /// The source of an unexpected failure, kept for the log.
@@ -141,6 +143,182 @@ pub trait MembershipStore: Send + Sync + 'static {
         user_id: UserId,
         organization_id: OrganizationId,
     ) -> Result<Option<Membership>, StoreError>;
+
+    /// The highest plan among the user's live organizations (what sizes the rate limit of a
+    /// request made outside any organization).
+    async fn highest_plan(&self, user_id: UserId) -> Result<Option<Plan>, StoreError>;
+}
+
+/// Organizations.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait OrganizationStore: Send + Sync + 'static {
+    /// The first of `base`'s candidates (`base`, `base-2`, ...) that no organization uses.
+    async fn first_free_slug(&self, base: &Slug) -> Result<Slug, StoreError>;
+
+    /// Creates the organization with `owner` as its owner, and records the events.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] when the slug is taken.
+    async fn create_organization(
+        &self,
+        organization: NewOrganization,
+        owner: UserId,
+        events: Vec<NewEvent>,
+    ) -> Result<(), StoreError>;
+
+    /// The live organizations the user is an active member of, filtered, newest first.
+    async fn organizations_of(
+        &self,
+        user_id: UserId,
+        filter: OrganizationFilter,
+        page: PageRequest,
+    ) -> Result<Page<Organization>, StoreError>;
+
+    /// A live organization, with its counts.
+    async fn organization(&self, id: OrganizationId) -> Result<Option<Organization>, StoreError>;
+
+    /// Saves the changed fields and records the event. Returns false when the organization is
+    /// not live.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] when the new slug is taken.
+    async fn update_organization(
+        &self,
+        id: OrganizationId,
+        change: OrganizationChange,
+        at: DateTime<Utc>,
+        event: NewEvent,
+    ) -> Result<bool, StoreError>;
+
+    /// Soft-deletes: `is_active = false`, `deleted_at = at`. Its members lose access at once.
+    /// Returns false when it was not live.
+    async fn delete_organization(
+        &self,
+        id: OrganizationId,
+        at: DateTime<Utc>,
+        event: NewEvent,
+    ) -> Result<bool, StoreError>;
+
+    /// Removes for good the organizations soft-deleted before `deleted_before`, with everything
+    /// that belongs to them. Returns how many went.
+    async fn purge_organizations(&self, deleted_before: DateTime<Utc>) -> Result<u64, StoreError>;
+
+    /// Sets the plan of a live organization and records the event. Returns false when it is not
+    /// live.
+    async fn set_plan(
+        &self,
+        id: OrganizationId,
+        plan: Plan,
+        at: DateTime<Utc>,
+        event: NewEvent,
+    ) -> Result<bool, StoreError>;
+}
+
+/// Members and invitations.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait MemberStore: Send + Sync + 'static {
+    /// Active members first (by join time), then pending invitations that have not expired at
+    /// `now` (by invitation time), filtered and paginated.
+    async fn members(
+        &self,
+        organization_id: OrganizationId,
+        filter: MemberFilter,
+        page: PageRequest,
+        now: DateTime<Utc>,
+    ) -> Result<Page<Member>, StoreError>;
+
+    /// An active member.
+    async fn member(
+        &self,
+        organization_id: OrganizationId,
+        user_id: UserId,
+    ) -> Result<Option<Member>, StoreError>;
+
+    /// Whether someone with this email is an active member.
+    async fn is_member_email(
+        &self,
+        organization_id: OrganizationId,
+        email: &Email,
+    ) -> Result<bool, StoreError>;
+
+    /// Stores the invitation and its event. An earlier invitation of the same email that has
+    /// expired at `invitation.invited_at` is closed first.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] when a live invitation for the email exists.
+    async fn create_invitation(
+        &self,
+        invitation: NewInvitation,
+        event: NewEvent,
+    ) -> Result<(), StoreError>;
+
+    /// The pending (not accepted, not revoked) invitation, even if expired.
+    async fn invitation(&self, id: InvitationId) -> Result<Option<Invitation>, StoreError>;
+
+    /// The pending invitation whose token has this hash, even if expired.
+    async fn invitation_by_token(&self, hash: &TokenHash)
+        -> Result<Option<Invitation>, StoreError>;
+
+    /// Pending invitations addressed to the email that have not expired at `now`, in live
+    /// organizations.
+    async fn invitations_for(
+        &self,
+        email: &Email,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Invitation>, StoreError>;
+
+    /// Turns the invitation into an active membership of `user_id`, and records the event.
+    /// Returns false when the invitation is no longer pending.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] when the user is already a member.
+    async fn accept_invitation(
+        &self,
+        id: InvitationId,
+        user_id: UserId,
+        at: DateTime<Utc>,
+        event: NewEvent,
+    ) -> Result<bool, StoreError>;
+
+    /// Revokes a pending invitation of the organization. Returns false when there is none.
+    async fn revoke_invitation(
+        &self,
+        organization_id: OrganizationId,
+        id: InvitationId,
+        at: DateTime<Utc>,
+    ) -> Result<bool, StoreError>;
+
+    /// Changes an active member's role and records the event. Returns false when not a member.
+    async fn change_role(
+        &self,
+        organization_id: OrganizationId,
+        user_id: UserId,
+        role: Role,
+        at: DateTime<Utc>,
+        event: NewEvent,
+    ) -> Result<bool, StoreError>;
+
+    /// Ends an active membership (the user's API keys for the organization go with it) and
+    /// records the event. Returns false when not a member.
+    async fn remove_member(
+        &self,
+        organization_id: OrganizationId,
+        user_id: UserId,
+        event: NewEvent,
+    ) -> Result<bool, StoreError>;
+
+    /// Live team organizations the user owns that have other active members.
+    async fn owned_teams_with_members(
+        &self,
+        user_id: UserId,
+    ) -> Result<Vec<OrganizationId>, StoreError>;
+
+    /// Deletes the user, the organizations they own (personal workspaces, and teams where they
+    /// are the only member) and their memberships, and records the events (recorded first, so
+    /// that they still reach the user's organizations).
+    async fn delete_user(&self, user_id: UserId, events: Vec<NewEvent>) -> Result<(), StoreError>;
 }
 
 /// A token-signing key pair at rest: the private key encrypted by the server's secret key.
@@ -324,9 +502,13 @@ pub struct Ports {
     pub sessions: Arc<dyn SessionStore>,
     pub api_keys: Arc<dyn ApiKeyStore>,
     pub memberships: Arc<dyn MembershipStore>,
+    pub organizations: Arc<dyn OrganizationStore>,
+    pub members: Arc<dyn MemberStore>,
     pub health: Arc<dyn HealthStore>,
     pub clock: Arc<dyn Clock>,
     pub random: Arc<dyn Random>,
     pub hasher: Arc<dyn PasswordHasher>,
     pub signer: Arc<dyn TokenSigner>,
+    pub mailer: Arc<dyn Mailer>,
+    pub rate_limiter: Arc<dyn RateLimiter>,
 }

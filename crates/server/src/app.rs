@@ -4,13 +4,19 @@
 use std::{net::SocketAddr, sync::Arc, time::Duration};
 
 use actix_web::{dev::Server, middleware::from_fn, web, App, HttpServer};
-use gatehouse_api::{configure, json_errors, request_id, AppState};
-use gatehouse_domain::{ports::Ports, service::AuthSettings};
+use gatehouse_api::{configure, json_errors, rate_limit, request_id, AppState};
+use gatehouse_domain::{
+    ports::{Ports, RateLimiter, TokenSigner},
+    service::AuthSettings,
+};
 use gatehouse_store::{Store, StoreOptions};
 use tokio::task::JoinHandle;
 
 use crate::{
-    adapters::{Argon2Hasher, KeyRing, OsRandom, SystemClock},
+    adapters::{
+        mailer_from_settings, Argon2Hasher, KeyRing, MemoryRateLimiter, OsRandom, RedisRateLimiter,
+        SystemClock,
+    },
     config::Config,
     secret_key,
 };
@@ -26,13 +32,54 @@ pub struct Application {
     background: Vec<JoinHandle<()>>,
 }
 
-/// The store and the key ring, opened as `serve` and the CLI commands need them.
+/// How often deleted organizations past their retention are purged.
+const PURGE_INTERVAL: Duration = Duration::from_secs(3600);
+
+/// The store, opened as `serve` and the CLI commands need it.
 pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
     let options = StoreOptions {
         max_connections: config.db_pool_size,
         migrate: true,
     };
     Ok(gatehouse_store::open(&config.database_url, &options).await?)
+}
+
+/// Every port, wired to its adapter.
+pub async fn ports(
+    store: Arc<dyn Store>,
+    config: &Config,
+    clock: Arc<SystemClock>,
+    signer: Arc<dyn TokenSigner>,
+) -> anyhow::Result<Ports> {
+    let rate_limiter: Arc<dyn RateLimiter> = match &config.redis_url {
+        Some(url) => Arc::new(RedisRateLimiter::connect(&url.0).await?),
+        None => Arc::new(MemoryRateLimiter::default()),
+    };
+    if config.smtp_url.is_none() && config.mail_dir.is_none() {
+        tracing::warn!(
+            "no GATEHOUSE_SMTP_URL or GATEHOUSE_MAIL_DIR: mail (invitation links included) goes to the log"
+        );
+    }
+    let mailer = mailer_from_settings(
+        config.smtp_url.as_ref().map(|u| u.0.as_str()),
+        config.mail_dir.as_deref(),
+        &config.mail_from,
+    )?;
+    Ok(Ports {
+        accounts: store.clone(),
+        sessions: store.clone(),
+        api_keys: store.clone(),
+        memberships: store.clone(),
+        organizations: store.clone(),
+        members: store.clone(),
+        health: store,
+        clock,
+        random: Arc::new(OsRandom),
+        hasher: Arc::new(Argon2Hasher::owasp()?),
+        signer,
+        mailer,
+        rate_limiter,
+    })
 }
 
 impl Application {
@@ -55,21 +102,13 @@ impl Application {
             )
             .await?,
         );
-        let ports = Ports {
-            accounts: store.clone(),
-            sessions: store.clone(),
-            api_keys: store.clone(),
-            memberships: store.clone(),
-            health: store.clone(),
-            clock,
-            random: Arc::new(OsRandom),
-            hasher: Arc::new(Argon2Hasher::owasp()?),
-            signer: keys.clone(),
-        };
-        let state = web::Data::new(AppState::new(ports, settings));
+        let ports = ports(store.clone(), &config, clock, keys.clone()).await?;
+        let state = web::Data::new(AppState::new(ports, settings, config.rate_limits));
+        let purge_organizations = state.organizations.clone();
         let server = HttpServer::new(move || {
             App::new()
                 .app_data(state.clone())
+                .wrap(from_fn(rate_limit))
                 .wrap(from_fn(json_errors))
                 .wrap(from_fn(request_id))
                 .configure(configure)
@@ -87,6 +126,17 @@ impl Application {
                 }
             }
         });
+        let purge = tokio::spawn(async move {
+            let mut every = tokio::time::interval(PURGE_INTERVAL);
+            loop {
+                every.tick().await;
+                match purge_organizations.purge_deleted().await {
+                    Ok(0) => {}
+                    Ok(count) => tracing::info!(count, "purged deleted organizations"),
+                    Err(error) => tracing::warn!(%error, "purging deleted organizations failed"),
+                }
+            }
+        });
         tracing::info!(
             %address,
             %public_url,
@@ -97,7 +147,7 @@ impl Application {
             server,
             address,
             public_url,
-            background: vec![reload],
+            background: vec![reload, purge],
         })
     }
 

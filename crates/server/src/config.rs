@@ -6,6 +6,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
+use gatehouse_domain::model::RateLimits;
 use serde::Deserialize;
 
 /// The configuration a server runs with.
@@ -22,6 +23,27 @@ pub struct Config {
     pub secret_key: Option<SecretKeySetting>,
     /// `GATEHOUSE_DB_POOL_SIZE`: connections in the pool.
     pub db_pool_size: usize,
+    /// `GATEHOUSE_RATE_LIMITS`: requests per minute per plan.
+    pub rate_limits: RateLimits,
+    /// `GATEHOUSE_REDIS_URL`: share rate-limit counters between replicas through Redis.
+    pub redis_url: Option<SecretUrl>,
+    /// `GATEHOUSE_SMTP_URL`: send mail over SMTP (`smtp://user:pass@host:587?tls=required`).
+    pub smtp_url: Option<SecretUrl>,
+    /// `GATEHOUSE_MAIL_DIR`: write each mail as an `.eml` file here (development, tests).
+    pub mail_dir: Option<PathBuf>,
+    /// `GATEHOUSE_MAIL_FROM`: the sender of Gatehouse's mail.
+    pub mail_from: String,
+}
+
+/// A URL that may hold a password: `Debug` shows it without.
+#[derive(Clone, Deserialize)]
+#[serde(transparent)]
+pub struct SecretUrl(pub String);
+
+impl std::fmt::Debug for SecretUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&gatehouse_store::redact_url(&self.0))
+    }
 }
 
 /// The secret key as configured (still base64): `Debug` hides it.
@@ -44,6 +66,11 @@ struct Layer {
     public_url: Option<String>,
     secret_key: Option<SecretKeySetting>,
     db_pool_size: Option<String>,
+    rate_limits: Option<String>,
+    redis_url: Option<SecretUrl>,
+    smtp_url: Option<SecretUrl>,
+    mail_dir: Option<PathBuf>,
+    mail_from: Option<String>,
 }
 
 impl Layer {
@@ -54,6 +81,11 @@ impl Layer {
             public_url: vars("GATEHOUSE_PUBLIC_URL"),
             secret_key: vars("GATEHOUSE_SECRET_KEY").map(SecretKeySetting),
             db_pool_size: vars("GATEHOUSE_DB_POOL_SIZE"),
+            rate_limits: vars("GATEHOUSE_RATE_LIMITS"),
+            redis_url: vars("GATEHOUSE_REDIS_URL").map(SecretUrl),
+            smtp_url: vars("GATEHOUSE_SMTP_URL").map(SecretUrl),
+            mail_dir: vars("GATEHOUSE_MAIL_DIR").map(PathBuf::from),
+            mail_from: vars("GATEHOUSE_MAIL_FROM"),
         }
     }
 
@@ -64,6 +96,11 @@ impl Layer {
             public_url: self.public_url.or(base.public_url),
             secret_key: self.secret_key.or(base.secret_key),
             db_pool_size: self.db_pool_size.or(base.db_pool_size),
+            rate_limits: self.rate_limits.or(base.rate_limits),
+            redis_url: self.redis_url.or(base.redis_url),
+            smtp_url: self.smtp_url.or(base.smtp_url),
+            mail_dir: self.mail_dir.or(base.mail_dir),
+            mail_from: self.mail_from.or(base.mail_from),
         }
     }
 }
@@ -86,6 +123,7 @@ pub enum ConfigError {
 
 pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://gatehouse.db";
+pub const DEFAULT_MAIL_FROM: &str = "Gatehouse <no-reply@localhost>";
 
 impl Config {
     /// Loads defaults, then the file (if any), then the process environment.
@@ -153,12 +191,26 @@ impl Config {
                     reason: format!("{raw:?} is not a number from 1 to 1000"),
                 })?,
         };
+        let rate_limits = match layer.rate_limits {
+            None => RateLimits::default(),
+            Some(raw) => raw.parse().map_err(|reason| ConfigError::Invalid {
+                name: "GATEHOUSE_RATE_LIMITS",
+                reason,
+            })?,
+        };
         Ok(Self {
             bind,
             database_url,
             public_url,
             secret_key: layer.secret_key,
             db_pool_size,
+            rate_limits,
+            redis_url: layer.redis_url.filter(|u| !u.0.is_empty()),
+            smtp_url: layer.smtp_url.filter(|u| !u.0.is_empty()),
+            mail_dir: layer.mail_dir.filter(|d| !d.as_os_str().is_empty()),
+            mail_from: layer
+                .mail_from
+                .unwrap_or_else(|| DEFAULT_MAIL_FROM.to_owned()),
         })
     }
 
@@ -173,6 +225,8 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
+
+    use gatehouse_domain::model::Plan;
 
     use super::*;
 
@@ -214,10 +268,33 @@ mod tests {
             ("GATEHOUSE_DATABASE_URL", "mysql://x"),
             ("GATEHOUSE_PUBLIC_URL", "ftp://x"),
             ("GATEHOUSE_DB_POOL_SIZE", "0"),
+            ("GATEHOUSE_RATE_LIMITS", "free=lots"),
         ] {
             let error = Config::load_from(None, env(&[(name, value)])).unwrap_err();
             assert!(error.to_string().contains(name), "{error}");
         }
+    }
+
+    #[test]
+    fn rate_limits_default_to_the_documented_ones() {
+        let config = Config::load_from(None, env(&[])).unwrap();
+        assert_eq!(config.rate_limits.per_minute(Plan::Free), 60);
+        assert_eq!(config.rate_limits.per_minute(Plan::Business), 1000);
+        let config = Config::load_from(None, env(&[("GATEHOUSE_RATE_LIMITS", "free=5")])).unwrap();
+        assert_eq!(config.rate_limits.per_minute(Plan::Free), 5);
+    }
+
+    #[test]
+    fn urls_with_passwords_are_redacted_in_debug() {
+        let config = Config::load_from(
+            None,
+            env(&[(
+                "GATEHOUSE_SMTP_URL",
+                "smtp://user:hunter2@mail.example.com:587",
+            )]),
+        )
+        .unwrap();
+        assert!(!format!("{config:?}").contains("hunter2"));
     }
 
     #[test]

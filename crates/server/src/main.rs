@@ -3,9 +3,13 @@
 use std::{io::Write, path::PathBuf, process::ExitCode};
 
 use clap::{Parser, Subcommand};
+use gatehouse_domain::{
+    model::{OrganizationId, Plan},
+    service::{AuthSettings, OrganizationService},
+};
 use gatehouse_server::{
-    adapters::{rotate_signing_key, SystemClock},
-    app::open_store,
+    adapters::{rotate_signing_key, KeyRing, SystemClock},
+    app::{open_store, ports},
     secret_key, telemetry, Application, Config,
 };
 
@@ -35,6 +39,23 @@ enum Command {
     Keys {
         #[command(subcommand)]
         action: KeysCommand,
+    },
+    /// Operator actions on organizations.
+    Orgs {
+        #[command(subcommand)]
+        action: OrgsCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum OrgsCommand {
+    /// Put an organization on a plan (plans are sold elsewhere); emits
+    /// billing.subscription.updated.
+    SetPlan {
+        /// The organization's id.
+        organization_id: uuid::Uuid,
+        /// free, starter, pro, business or enterprise.
+        plan: String,
     },
 }
 
@@ -94,6 +115,41 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let kid =
                 rotate_signing_key(store.as_ref(), &secret.secret_box(), &SystemClock).await?;
             writeln!(std::io::stdout(), "new signing key: {kid}")?;
+        }
+        Command::Orgs {
+            action:
+                OrgsCommand::SetPlan {
+                    organization_id,
+                    plan,
+                },
+        } => {
+            let plan: Plan = plan
+                .parse()
+                .map_err(|e| anyhow::anyhow!("plan {plan:?} {e}"))?;
+            let secret = secret_key::resolve(&config)?;
+            let store = open_store(&config).await?;
+            let keys = std::sync::Arc::new(
+                KeyRing::load_or_create(
+                    store.clone(),
+                    secret.secret_box(),
+                    std::sync::Arc::new(SystemClock),
+                    config.public_url_for(config.bind),
+                    AuthSettings::new(String::new()).access_token_ttl,
+                )
+                .await?,
+            );
+            let ports = ports(store, &config, std::sync::Arc::new(SystemClock), keys).await?;
+            let organization = OrganizationService::new(ports)
+                .set_plan(OrganizationId::from_uuid(organization_id), plan)
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            writeln!(
+                std::io::stdout(),
+                "{} ({}) is now on the {} plan",
+                organization.name.as_ref(),
+                organization.id,
+                organization.plan
+            )?;
         }
         Command::Openapi => {}
     }

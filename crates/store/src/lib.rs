@@ -16,17 +16,25 @@
 use std::{future::Future, sync::Arc};
 
 use gatehouse_domain::ports::{
-    AccountStore, ApiKeyStore, BoxError, HealthStore, MembershipStore, SessionStore,
-    SigningKeyStore, StoreError,
+    AccountStore, ApiKeyStore, BoxError, HealthStore, MemberStore, MembershipStore,
+    OrganizationStore, SessionStore, SigningKeyStore, StoreError,
 };
 
+mod listing;
 mod pg;
 mod sqlite;
 mod types;
 
 /// Every store port, implemented by both backends.
 pub trait Store:
-    AccountStore + SessionStore + ApiKeyStore + MembershipStore + SigningKeyStore + HealthStore
+    AccountStore
+    + SessionStore
+    + ApiKeyStore
+    + MembershipStore
+    + OrganizationStore
+    + MemberStore
+    + SigningKeyStore
+    + HealthStore
 {
     /// The backend's name, for logs: `postgres` or `sqlite`.
     fn backend(&self) -> Backend;

@@ -56,9 +56,9 @@ pub struct CredentialHealth {
         (status = 404, body = ErrorBody, description = "Not a member of the organization"),
     )
 )]
-pub async fn health(context: HeaderOrganization) -> HttpResponse {
+pub async fn health(HeaderOrganization(actor): HeaderOrganization) -> HttpResponse {
     HttpResponse::Ok().json(CredentialHealth {
         status: "ok",
-        organization_id: context.membership.organization_id.as_uuid(),
+        organization_id: actor.organization_id().as_uuid(),
     })
 }

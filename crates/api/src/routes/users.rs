@@ -85,3 +85,22 @@ pub async fn update_me(
     let user = state.auth.update_me(&principal, change).await?;
     Ok(HttpResponse::Ok().json(UserResponse::from(user)))
 }
+
+/// Deletes the caller's account, personal workspace and memberships. Refused (409) while the
+/// caller owns a team that has other members. Emits `user.deleted`.
+#[utoipa::path(
+    delete, path = "/api/v1/users/me", tag = "users",
+    security(("bearer" = [])),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 401, body = ErrorBody),
+        (status = 409, body = ErrorBody, description = "Owns a team with other members"),
+    )
+)]
+pub async fn delete_me(
+    state: web::Data<AppState>,
+    Authenticated(principal): Authenticated,
+) -> Result<HttpResponse, ApiError> {
+    state.members.delete_me(&principal).await?;
+    Ok(HttpResponse::NoContent().finish())
+}

@@ -54,3 +54,7 @@ uuid_id!(
     /// An event in the outbox.
     EventId
 );
+uuid_id!(
+    /// An invitation to join an organization.
+    InvitationId
+);

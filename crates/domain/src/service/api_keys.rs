@@ -31,7 +31,7 @@ impl std::fmt::Debug for CreatedApiKey {
 
 #[derive(Debug, thiserror::Error)]
 pub enum CreateApiKeyError {
-    #[error("API keys cannot create API keys")]
+    #[error("API keys cannot manage API keys: use a user's access token")]
     NotAUser,
     #[error(transparent)]
     Organization(#[from] OrgAccessError),
@@ -41,6 +41,8 @@ pub enum CreateApiKeyError {
 
 #[derive(Debug, thiserror::Error)]
 pub enum DeleteApiKeyError {
+    #[error("API keys cannot manage API keys: use a user's access token")]
+    NotAUser,
     #[error("API key not found")]
     NotFound,
     #[error(transparent)]
@@ -92,9 +94,13 @@ impl ApiKeyService {
         })
     }
 
-    /// The caller's keys, without secrets.
-    pub async fn list(&self, principal: &Principal) -> Result<Vec<ApiKey>, StoreError> {
-        self.ports.api_keys.api_keys_of(principal.user_id()).await
+    /// The caller's keys, without secrets. Keys are managed by their user: an API key cannot
+    /// list or delete keys (it would reach its creator's keys of other organizations).
+    pub async fn list(&self, principal: &Principal) -> Result<Vec<ApiKey>, CreateApiKeyError> {
+        if matches!(principal, Principal::ApiKey { .. }) {
+            return Err(CreateApiKeyError::NotAUser);
+        }
+        Ok(self.ports.api_keys.api_keys_of(principal.user_id()).await?)
     }
 
     pub async fn delete(
@@ -102,6 +108,9 @@ impl ApiKeyService {
         principal: &Principal,
         id: ApiKeyId,
     ) -> Result<(), DeleteApiKeyError> {
+        if matches!(principal, Principal::ApiKey { .. }) {
+            return Err(DeleteApiKeyError::NotAUser);
+        }
         if self
             .ports
             .api_keys

@@ -382,9 +382,7 @@ impl AuthService {
         let new_password = NewPassword::parse(new_password, &PasswordPolicy::default())
             .map_err(ChangePasswordError::WeakPassword)?;
         let internal = |e| ChangePasswordError::Internal(Box::new(e));
-        if new_password.expose() == current_password {
-            return Err(ChangePasswordError::Unchanged);
-        }
+        let unchanged = new_password.expose() == current_password;
         let matches = self
             .ports
             .hasher
@@ -393,6 +391,9 @@ impl AuthService {
             .map_err(internal)?;
         if !matches {
             return Err(ChangePasswordError::WrongPassword);
+        }
+        if unchanged {
+            return Err(ChangePasswordError::Unchanged);
         }
         let hash = self
             .ports

@@ -1,15 +1,26 @@
 //! The use cases, written against the ports.
 
+mod access;
 mod api_keys;
 mod auth;
+mod members;
+mod organizations;
+mod payloads;
 mod principal;
+mod rate_limit;
 
+pub use access::{Actor, Forbidden};
 pub use api_keys::{ApiKeyService, CreateApiKeyError, CreatedApiKey, DeleteApiKeyError};
 pub use auth::{
     AccessToken, AuthService, AuthSettings, ChangePasswordError, LoginError, ProfileChange,
     RefreshError, RegisterError, Registered, TokenPair, UpdateProfileError,
 };
+pub use members::{MemberError, MemberService, Removed, RoleChanged};
+pub use organizations::{
+    DeletedOrganization, OrganizationError, OrganizationService, RETENTION_DAYS,
+};
 pub use principal::{AuthenticateError, OrgAccessError, Principal};
+pub use rate_limit::{Caller, RateLimitCheckError, RateLimitService};
 
 use chrono::{DateTime, Utc};
 
@@ -36,3 +47,6 @@ pub(crate) fn event(
         occurred_at: at,
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Utc};
 
+use super::Actor;
 use crate::{
     model::{ApiKeyId, Membership, OrganizationId, SessionId, TokenHash, UserId},
     ports::{Ports, StoreError, TokenError},
@@ -96,6 +97,19 @@ impl Ports {
             key_id: api_key.id,
             user_id: api_key.user_id,
             organization_id,
+        })
+    }
+
+    /// The principal acting inside an organization; outsiders get `NotFound`.
+    pub async fn actor(
+        &self,
+        principal: Principal,
+        organization_id: OrganizationId,
+    ) -> Result<Actor, OrgAccessError> {
+        let membership = self.membership_of(&principal, organization_id).await?;
+        Ok(Actor {
+            principal,
+            membership,
         })
     }
 

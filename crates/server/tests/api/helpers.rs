@@ -46,11 +46,22 @@ enum Database {
 pub struct TestApp {
     pub base: String,
     pub client: reqwest::Client,
-    _database: Database,
+    /// Where the server writes its mail.
+    pub mail_dir: tempfile::TempDir,
+    env: HashMap<&'static str, String>,
+    _database: std::sync::Arc<Database>,
+}
+
+/// Settings a test changes from the defaults.
+#[derive(Default)]
+pub struct Options {
+    pub rate_limits: Option<&'static str>,
+    pub redis_url: Option<String>,
 }
 
 /// A registered user with a live session.
 pub struct LoggedIn {
+    pub user_id: String,
     pub organization_id: String,
     pub email: String,
     pub access_token: String,
@@ -60,6 +71,10 @@ pub const PASSWORD: &str = "correct horse battery";
 
 impl TestApp {
     pub async fn spawn(backend: Backend) -> Self {
+        Self::spawn_with(backend, Options::default()).await
+    }
+
+    pub async fn spawn_with(backend: Backend, options: Options) -> Self {
         let (database, url) = match backend {
             Backend::Sqlite => {
                 let dir = tempfile::tempdir().unwrap();
@@ -80,6 +95,26 @@ impl TestApp {
             "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=".to_owned(),
         );
         env.insert("GATEHOUSE_DB_POOL_SIZE", "4".to_owned());
+        // Generous by default, so that only the rate-limit tests meet the limit.
+        env.insert(
+            "GATEHOUSE_RATE_LIMITS",
+            options.rate_limits.unwrap_or("free=100000").to_owned(),
+        );
+        if let Some(redis) = options.redis_url {
+            env.insert("GATEHOUSE_REDIS_URL", redis);
+        }
+        Self::start(env, std::sync::Arc::new(database)).await
+    }
+
+    async fn start(
+        mut env: HashMap<&'static str, String>,
+        database: std::sync::Arc<Database>,
+    ) -> Self {
+        let mail_dir = tempfile::tempdir().unwrap();
+        env.insert(
+            "GATEHOUSE_MAIL_DIR",
+            mail_dir.path().to_str().unwrap().to_owned(),
+        );
         let config = Config::load_from(None, |name| env.get(name).cloned()).unwrap();
         let app = Application::build(config).await.unwrap();
         let base = format!("http://{}", app.address());
@@ -90,8 +125,140 @@ impl TestApp {
                 .redirect(reqwest::redirect::Policy::none())
                 .build()
                 .unwrap(),
+            mail_dir,
+            env,
             _database: database,
         }
+    }
+
+    /// A second server on the same database: another replica.
+    pub async fn replica(&self) -> Self {
+        let mut env = self.env.clone();
+        // Replicas serve one public URL: tokens issued by one are valid at the other.
+        env.insert("GATEHOUSE_PUBLIC_URL", self.base.clone());
+        Self::start(env, self._database.clone()).await
+    }
+
+    /// The mails written so far, oldest first, as raw text.
+    pub fn mails(&self) -> Vec<String> {
+        let mut paths: Vec<_> = std::fs::read_dir(self.mail_dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.extension().is_some_and(|e| e == "eml"))
+            .collect();
+        paths.sort();
+        paths
+            .into_iter()
+            .map(|path| std::fs::read_to_string(path).unwrap())
+            .collect()
+    }
+
+    /// The invitation token in the newest mail to `email`.
+    pub fn invitation_token_for(&self, email: &str) -> String {
+        let mail = self
+            .mails()
+            .into_iter()
+            .rev()
+            .find(|mail| mail.contains(email))
+            .unwrap_or_else(|| panic!("no mail to {email}"));
+        let unfolded = mail.replace("=\r\n", "").replace("=\n", "");
+        let start = unfolded
+            .find("/invitations/")
+            .unwrap_or_else(|| panic!("no invitation link in: {mail}"))
+            + "/invitations/".len();
+        unfolded[start..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+            .collect()
+    }
+
+    pub async fn get_as(&self, token: &str, path: &str) -> Response {
+        self.client
+            .get(self.url(path))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn send_as(
+        &self,
+        method: reqwest::Method,
+        token: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> Response {
+        let mut request = self
+            .client
+            .request(method, self.url(path))
+            .bearer_auth(token);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        request.send().await.unwrap()
+    }
+
+    /// Creates a team organization as the caller; returns its JSON.
+    pub async fn create_team(&self, token: &str, name: &str) -> Value {
+        json_of(
+            self.send_as(
+                reqwest::Method::POST,
+                token,
+                "/api/v1/organizations",
+                Some(json!({ "name": name })),
+            )
+            .await,
+            201,
+        )
+        .await
+    }
+
+    /// Invites `email` into the organization as `role`, as the caller.
+    pub async fn invite(
+        &self,
+        token: &str,
+        organization_id: &str,
+        email: &str,
+        role: &str,
+    ) -> Response {
+        self.send_as(
+            reqwest::Method::POST,
+            token,
+            &format!("/api/v1/organizations/{organization_id}/members"),
+            Some(json!({ "email": email, "role": role })),
+        )
+        .await
+    }
+
+    /// Registers and logs in `email`, then makes them a member of the organization with `role`
+    /// through a real invitation sent by `inviter_token`.
+    pub async fn member_of(
+        &self,
+        inviter_token: &str,
+        organization_id: &str,
+        email: &str,
+        role: &str,
+    ) -> LoggedIn {
+        let user = self.logged_in(email).await;
+        json_of(
+            self.invite(inviter_token, organization_id, email, role)
+                .await,
+            201,
+        )
+        .await;
+        let token = self.invitation_token_for(email);
+        json_of(
+            self.send_as(
+                reqwest::Method::POST,
+                &user.access_token,
+                "/api/v1/invitations/accept",
+                Some(json!({ "token": token })),
+            )
+            .await,
+            200,
+        )
+        .await;
+        user
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -199,6 +366,7 @@ impl TestApp {
         let registered = json_of(self.register(email, PASSWORD, "Test User").await, 201).await;
         let tokens = json_of(self.login(email, PASSWORD).await, 200).await;
         LoggedIn {
+            user_id: registered["user_id"].as_str().unwrap().to_owned(),
             organization_id: registered["organization_id"].as_str().unwrap().to_owned(),
             email: email.to_owned(),
             access_token: tokens["access_token"].as_str().unwrap().to_owned(),

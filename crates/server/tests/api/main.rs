@@ -7,3 +7,7 @@ mod accounts;
 mod api_keys;
 mod errors;
 mod health;
+mod members;
+mod organizations;
+mod permissions;
+mod rate_limits;

@@ -11,10 +11,6 @@ use crate::{Backend, OpenError, StoreOptions};
 
 pub(crate) mod schema;
 
-#[expect(
-    dead_code,
-    reason = "named by check_for_backend, which the lint does not see"
-)]
 pub(crate) type Db = diesel::pg::Pg;
 pub(crate) type Conn = AsyncPgConnection;
 type DbPool = Pool<Conn>;

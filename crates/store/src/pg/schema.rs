@@ -35,6 +35,8 @@ diesel::table! {
         role -> Text,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        invited_by -> Nullable<Uuid>,
+        invited_at -> Nullable<Timestamptz>,
     }
 }
 
@@ -84,7 +86,35 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    invitations (id) {
+        id -> Uuid,
+        organization_id -> Uuid,
+        email -> Text,
+        role -> Text,
+        token_hash -> Text,
+        invited_by -> Uuid,
+        invited_at -> Timestamptz,
+        expires_at -> Timestamptz,
+        accepted_at -> Nullable<Timestamptz>,
+        revoked_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    applications (id) {
+        id -> Uuid,
+        organization_id -> Uuid,
+        name -> Text,
+        is_active -> Bool,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
 diesel::joinable!(memberships -> organizations (organization_id));
+diesel::joinable!(invitations -> organizations (organization_id));
+diesel::joinable!(applications -> organizations (organization_id));
 diesel::joinable!(memberships -> users (user_id));
 diesel::joinable!(sessions -> users (user_id));
 diesel::joinable!(api_keys -> organizations (organization_id));
@@ -95,5 +125,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     sessions,
     api_keys,
     signing_keys,
-    events
+    events,
+    invitations,
+    applications
 );

@@ -3,21 +3,19 @@ use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
-    model::{Email, NewEvent, PasswordHash, Role, SessionId, Slug, User, UserCredentials, UserId},
+    model::{Email, NewEvent, PasswordHash, SessionId, User, UserCredentials, UserId},
     ports::{AccountStore, NewAccount, StoreError},
 };
 
 use super::{
     super::{
-        schema::{memberships, organizations, sessions, users},
+        schema::{sessions, users},
         Conn, DbStore,
     },
-    rows::{record_events, NewMembershipRow, NewOrganizationRow, NewUserRow, UserRow},
+    organizations::{insert_organization, stamp_slug, SLUG_RACE_RETRIES},
+    rows::{record_events, NewUserRow, UserRow},
 };
 use crate::{db_error, detached, types::DbUuid, violates};
-
-/// How many times registration retries when a concurrent one took the same generated slug.
-const SLUG_RACE_RETRIES: usize = 3;
 
 enum CreateError {
     EmailTaken,
@@ -27,28 +25,6 @@ enum CreateError {
 impl From<diesel::result::Error> for CreateError {
     fn from(e: diesel::result::Error) -> Self {
         Self::Db(e)
-    }
-}
-
-/// The first free slug among the candidates of `base` (`base`, `base-2`, ...).
-pub(super) async fn free_slug(conn: &mut Conn, base: &Slug) -> QueryResult<Slug> {
-    let pattern = format!("{}-%", base.as_ref());
-    let taken: Vec<String> = organizations::table
-        .select(organizations::slug)
-        .filter(
-            organizations::slug
-                .eq(base.as_ref())
-                .or(organizations::slug.like(pattern)),
-        )
-        .load(conn)
-        .await?;
-    let mut n = 1;
-    loop {
-        let candidate = base.candidate(n);
-        if !taken.iter().any(|t| t == candidate.as_ref()) {
-            return Ok(candidate);
-        }
-        n += 1;
     }
 }
 
@@ -75,42 +51,10 @@ async fn insert_account(conn: &mut Conn, account: &NewAccount) -> Result<(), Cre
         .execute(conn)
         .await?;
     let org = &account.workspace;
-    let slug = if org.slug_generated {
-        free_slug(conn, &org.slug).await?
-    } else {
-        org.slug.clone()
-    };
-    diesel::insert_into(organizations::table)
-        .values(NewOrganizationRow {
-            id: DbUuid(org.id.as_uuid()),
-            name: org.name.as_ref(),
-            slug: slug.as_ref(),
-            kind: org.kind.as_str(),
-            plan: org.plan.as_str(),
-            created_at: org.created_at,
-            updated_at: org.created_at,
-        })
-        .execute(conn)
-        .await?;
-    diesel::insert_into(memberships::table)
-        .values(NewMembershipRow {
-            organization_id: DbUuid(org.id.as_uuid()),
-            user_id: DbUuid(user.id.as_uuid()),
-            role: Role::Owner.as_str(),
-            created_at: org.created_at,
-            updated_at: org.created_at,
-        })
-        .execute(conn)
-        .await?;
+    let slug = insert_organization(conn, org, DbUuid(user.id.as_uuid())).await?;
     let mut events = account.events.clone();
     // The event shows the slug the workspace actually got.
-    for event in &mut events {
-        if event.organization_id == Some(org.id) {
-            if let Some(data) = event.data.as_object_mut() {
-                data.insert("slug".into(), slug.as_ref().into());
-            }
-        }
-    }
+    stamp_slug(&mut events, org.id, &slug);
     record_events(conn, events).await?;
     Ok(())
 }

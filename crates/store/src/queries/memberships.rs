@@ -2,7 +2,7 @@ use async_trait::async_trait;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
-    model::{Membership, OrganizationId, UserId},
+    model::{Membership, OrganizationId, Plan, UserId},
     ports::{MembershipStore, StoreError},
 };
 
@@ -13,7 +13,7 @@ use super::{
     },
     rows::MembershipRow,
 };
-use crate::{db_error, types::DbUuid};
+use crate::{corrupt, db_error, types::DbUuid};
 
 #[async_trait]
 impl MembershipStore for DbStore {
@@ -40,5 +40,25 @@ impl MembershipStore for DbStore {
             .map_err(db_error)?
             .map(MembershipRow::into_domain)
             .transpose()
+    }
+
+    async fn highest_plan(&self, user_id: UserId) -> Result<Option<Plan>, StoreError> {
+        let mut conn = self.conn().await?;
+        let plans: Vec<String> = memberships::table
+            .inner_join(organizations::table)
+            .filter(memberships::user_id.eq(DbUuid(user_id.as_uuid())))
+            .filter(organizations::is_active.eq(true))
+            .select(organizations::plan)
+            .distinct()
+            .load(&mut *conn)
+            .await
+            .map_err(db_error)?;
+        plans
+            .iter()
+            .map(|plan| {
+                plan.parse::<Plan>()
+                    .map_err(|_| corrupt("organizations.plan"))
+            })
+            .try_fold(None, |best: Option<Plan>, plan| Ok(best.max(Some(plan?))))
     }
 }

@@ -6,7 +6,9 @@
 mod accounts;
 mod api_keys;
 mod keys;
+mod members;
 mod memberships;
+mod organizations;
 mod rows;
 mod sessions;
 
@@ -15,7 +17,11 @@ use diesel_async::RunQueryDsl;
 use gatehouse_domain::ports::{HealthStore, StoreError};
 
 use super::DbStore;
-use crate::{db_error, pool_error, Backend, Store};
+use crate::{
+    db_error,
+    listing::{contains_pattern, lower},
+    pool_error, Backend, Store,
+};
 
 impl DbStore {
     /// A pooled connection, or `Unavailable`.

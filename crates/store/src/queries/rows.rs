@@ -5,14 +5,17 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{
-        ApiKey, ApiKeyName, Email, FullName, Membership, NewEvent, PasswordHash, Session, User,
-        UserCredentials,
+        ApiKey, ApiKeyName, DefaultRole, Email, FullName, Invitation, Member, MemberStatus,
+        Membership, NewEvent, Organization, OrganizationName, OrganizationSettings, PasswordHash,
+        Session, Slug, User, UserCredentials,
     },
     ports::{StoreError, StoredSigningKey},
 };
 
 use super::super::{
-    schema::{api_keys, events, memberships, organizations, sessions, signing_keys, users},
+    schema::{
+        api_keys, events, invitations, memberships, organizations, sessions, signing_keys, users,
+    },
     Db,
 };
 use crate::{corrupt, types::DbUuid};
@@ -68,6 +71,53 @@ pub(super) struct NewOrganizationRow<'a> {
     pub updated_at: DateTime<Utc>,
 }
 
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = organizations, check_for_backend(Db))]
+pub(super) struct OrganizationRow {
+    pub id: DbUuid,
+    pub name: String,
+    pub slug: String,
+    pub kind: String,
+    pub plan: String,
+    pub default_role: String,
+    pub allow_member_invite: bool,
+    pub is_active: bool,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl OrganizationRow {
+    pub fn into_domain(
+        self,
+        member_count: u64,
+        application_count: u64,
+    ) -> Result<Organization, StoreError> {
+        Ok(Organization {
+            id: self.id.0.into(),
+            name: OrganizationName::parse(&self.name).map_err(|_| corrupt("organizations.name"))?,
+            slug: Slug::parse(&self.slug).map_err(|_| corrupt("organizations.slug"))?,
+            kind: self
+                .kind
+                .parse()
+                .map_err(|_| corrupt("organizations.kind"))?,
+            plan: self
+                .plan
+                .parse()
+                .map_err(|_| corrupt("organizations.plan"))?,
+            is_active: self.is_active,
+            settings: OrganizationSettings {
+                default_role: DefaultRole::parse(&self.default_role)
+                    .map_err(|_| corrupt("organizations.default_role"))?,
+                allow_member_invite: self.allow_member_invite,
+            },
+            member_count,
+            application_count,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        })
+    }
+}
+
 #[derive(Insertable)]
 #[diesel(table_name = memberships)]
 pub(super) struct NewMembershipRow<'a> {
@@ -76,6 +126,115 @@ pub(super) struct NewMembershipRow<'a> {
     pub role: &'a str,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    pub invited_by: Option<DbUuid>,
+    pub invited_at: Option<DateTime<Utc>>,
+}
+
+/// An active member: a membership joined with its user.
+#[derive(Queryable)]
+pub(super) struct MemberRow {
+    pub organization_id: DbUuid,
+    pub user_id: DbUuid,
+    pub email: String,
+    pub full_name: String,
+    pub role: String,
+    pub invited_by: Option<DbUuid>,
+    pub invited_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl MemberRow {
+    pub fn into_domain(self) -> Result<Member, StoreError> {
+        Ok(Member {
+            organization_id: self.organization_id.0.into(),
+            user_id: Some(self.user_id.0.into()),
+            email: Email::parse(&self.email).map_err(|_| corrupt("users.email"))?,
+            full_name: Some(
+                FullName::parse(&self.full_name).map_err(|_| corrupt("users.full_name"))?,
+            ),
+            role: self.role.parse().map_err(|_| corrupt("memberships.role"))?,
+            status: MemberStatus::Active,
+            invitation_id: None,
+            invited_at: self.invited_at,
+            invited_by: self.invited_by.map(|id| id.0.into()),
+            accepted_at: Some(self.created_at),
+            joined_at: self.created_at,
+        })
+    }
+}
+
+/// A pending invitation as the members list shows it.
+#[derive(Queryable)]
+pub(super) struct InvitedMemberRow {
+    pub id: DbUuid,
+    pub organization_id: DbUuid,
+    pub email: String,
+    pub role: String,
+    pub invited_by: DbUuid,
+    pub invited_at: DateTime<Utc>,
+}
+
+impl InvitedMemberRow {
+    pub fn into_domain(self) -> Result<Member, StoreError> {
+        Ok(Member {
+            organization_id: self.organization_id.0.into(),
+            user_id: None,
+            email: Email::parse(&self.email).map_err(|_| corrupt("invitations.email"))?,
+            full_name: None,
+            role: self.role.parse().map_err(|_| corrupt("invitations.role"))?,
+            status: MemberStatus::Pending,
+            invitation_id: Some(self.id.0.into()),
+            invited_at: Some(self.invited_at),
+            invited_by: Some(self.invited_by.0.into()),
+            accepted_at: None,
+            joined_at: self.invited_at,
+        })
+    }
+}
+
+#[derive(Insertable)]
+#[diesel(table_name = invitations)]
+pub(super) struct NewInvitationRow<'a> {
+    pub id: DbUuid,
+    pub organization_id: DbUuid,
+    pub email: &'a str,
+    pub role: &'a str,
+    pub token_hash: &'a str,
+    pub invited_by: DbUuid,
+    pub invited_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// A pending invitation joined with its organization.
+#[derive(Queryable)]
+pub(super) struct InvitationRow {
+    pub id: DbUuid,
+    pub organization_id: DbUuid,
+    pub organization_name: String,
+    pub organization_slug: String,
+    pub email: String,
+    pub role: String,
+    pub invited_by: DbUuid,
+    pub invited_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+}
+
+impl InvitationRow {
+    pub fn into_domain(self) -> Result<Invitation, StoreError> {
+        Ok(Invitation {
+            id: self.id.0.into(),
+            organization_id: self.organization_id.0.into(),
+            organization_name: OrganizationName::parse(&self.organization_name)
+                .map_err(|_| corrupt("organizations.name"))?,
+            organization_slug: Slug::parse(&self.organization_slug)
+                .map_err(|_| corrupt("organizations.slug"))?,
+            email: Email::parse(&self.email).map_err(|_| corrupt("invitations.email"))?,
+            role: self.role.parse().map_err(|_| corrupt("invitations.role"))?,
+            invited_by: self.invited_by.0.into(),
+            invited_at: self.invited_at,
+            expires_at: self.expires_at,
+        })
+    }
 }
 
 #[derive(Queryable)]

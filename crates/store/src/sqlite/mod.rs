@@ -17,10 +17,6 @@ use crate::{Backend, OpenError, StoreOptions};
 
 pub(crate) mod schema;
 
-#[expect(
-    dead_code,
-    reason = "named by check_for_backend, which the lint does not see"
-)]
 pub(crate) type Db = diesel::sqlite::Sqlite;
 pub(crate) type Conn = SyncConnectionWrapper<SqliteConnection>;
 type DbPool = Pool<Conn>;

@@ -36,6 +36,8 @@ diesel::table! {
         role -> Text,
         created_at -> TimestamptzSqlite,
         updated_at -> TimestamptzSqlite,
+        invited_by -> Nullable<Text>,
+        invited_at -> Nullable<TimestamptzSqlite>,
     }
 }
 
@@ -85,7 +87,35 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    invitations (id) {
+        id -> Text,
+        organization_id -> Text,
+        email -> Text,
+        role -> Text,
+        token_hash -> Text,
+        invited_by -> Text,
+        invited_at -> TimestamptzSqlite,
+        expires_at -> TimestamptzSqlite,
+        accepted_at -> Nullable<TimestamptzSqlite>,
+        revoked_at -> Nullable<TimestamptzSqlite>,
+    }
+}
+
+diesel::table! {
+    applications (id) {
+        id -> Text,
+        organization_id -> Text,
+        name -> Text,
+        is_active -> Bool,
+        created_at -> TimestamptzSqlite,
+        updated_at -> TimestamptzSqlite,
+    }
+}
+
 diesel::joinable!(memberships -> organizations (organization_id));
+diesel::joinable!(invitations -> organizations (organization_id));
+diesel::joinable!(applications -> organizations (organization_id));
 diesel::joinable!(memberships -> users (user_id));
 diesel::joinable!(sessions -> users (user_id));
 diesel::joinable!(api_keys -> organizations (organization_id));
@@ -96,5 +126,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     sessions,
     api_keys,
     signing_keys,
-    events
+    events,
+    invitations,
+    applications
 );

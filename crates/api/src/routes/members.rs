@@ -1,0 +1,389 @@
+//! `/api/v1/organizations/{id}/members`, invitations, and `/api/v1/iam/users`.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use chrono::{DateTime, Utc};
+use gatehouse_domain::model::{
+    Email, Invitation, InvitationId, Member, MemberFilter, Role, UserId,
+};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::organizations::PageResponse;
+use crate::{
+    error::{ApiError, ErrorBody, ValidationErrorBody},
+    extract::{Authenticated, Fields, HeaderOrganization, PathOrganization, ValidJson},
+    query::Query,
+    state::AppState,
+};
+
+#[derive(Serialize, ToSchema)]
+pub struct MemberResponse {
+    /// Null while the invitation is pending.
+    user_id: Option<Uuid>,
+    email: String,
+    full_name: Option<String>,
+    #[schema(example = "member")]
+    role: &'static str,
+    #[schema(example = "active")]
+    status: &'static str,
+    invitation_id: Option<Uuid>,
+    invited_at: Option<DateTime<Utc>>,
+    invited_by: Option<Uuid>,
+    accepted_at: Option<DateTime<Utc>>,
+}
+
+impl From<Member> for MemberResponse {
+    fn from(member: Member) -> Self {
+        Self {
+            user_id: member.user_id.map(|id| id.as_uuid()),
+            email: member.email.as_ref().to_owned(),
+            full_name: member.full_name.map(|n| n.as_ref().to_owned()),
+            role: member.role.as_str(),
+            status: member.status.as_str(),
+            invitation_id: member.invitation_id.map(|id| id.as_uuid()),
+            invited_at: member.invited_at,
+            invited_by: member.invited_by.map(|id| id.as_uuid()),
+            accepted_at: member.accepted_at,
+        }
+    }
+}
+
+fn parse_user_id(raw: &str) -> Result<UserId, ApiError> {
+    Uuid::parse_str(raw)
+        .map(UserId::from_uuid)
+        .map_err(|_| ApiError::NotFound("member not found".into()))
+}
+
+/// Members and pending invitations.
+#[utoipa::path(
+    get, path = "/api/v1/organizations/{id}/members", tag = "members",
+    security(("bearer" = []), ("api_key" = [])),
+    params(
+        ("id" = Uuid, Path),
+        ("page" = Option<u32>, Query), ("page_size" = Option<u32>, Query),
+        ("role" = Option<String>, Query), ("search" = Option<String>, Query),
+    ),
+    responses(
+        (status = 200, body = PageResponse<MemberResponse>),
+        (status = 404, body = ErrorBody),
+        (status = 422, body = ValidationErrorBody),
+    )
+)]
+pub async fn list(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    PathOrganization(actor): PathOrganization,
+) -> Result<HttpResponse, ApiError> {
+    let query = Query::of(&req)?;
+    let page = query.page()?;
+    let filter = MemberFilter {
+        role: query.parse("role", |raw| raw.parse::<Role>())?,
+        search: query.search(),
+        active_only: false,
+    };
+    let members = state.members.list(&actor, filter, page).await?;
+    Ok(HttpResponse::Ok().json(PageResponse::from_page(members, MemberResponse::from)))
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct InviteRequest {
+    #[schema(example = "grace@example.com")]
+    email: Option<String>,
+    #[schema(example = "member")]
+    role: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct InvitedResponse {
+    email: String,
+    role: &'static str,
+    #[schema(example = "pending")]
+    status: &'static str,
+    invitation_id: Option<Uuid>,
+    invited_at: Option<DateTime<Utc>>,
+    invited_by: Option<Uuid>,
+}
+
+/// Invites someone by email; the invitation is mailed with a one-time link.
+#[utoipa::path(
+    post, path = "/api/v1/organizations/{id}/members", tag = "members",
+    security(("bearer" = []), ("api_key" = [])),
+    params(("id" = Uuid, Path)),
+    request_body = InviteRequest,
+    responses(
+        (status = 201, body = InvitedResponse),
+        (status = 403, body = ErrorBody, description = "Missing organization.members.create"),
+        (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody, description = "Already a member or already invited"),
+        (status = 422, body = ValidationErrorBody, description = "Bad field, owner role, or a personal workspace"),
+    )
+)]
+pub async fn invite(
+    state: web::Data<AppState>,
+    PathOrganization(actor): PathOrganization,
+    ValidJson(body): ValidJson<InviteRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let mut fields = Fields::new();
+    let email = fields.required("email", body.email, |s| Email::parse(&s));
+    let role = fields.required("role", body.role, |s| s.parse::<Role>());
+    let (email, role) = fields.finish(|| Some((email?, role?)))?;
+    let member = state.members.invite(&actor, email, role).await?;
+    Ok(HttpResponse::Created().json(InvitedResponse {
+        email: member.email.as_ref().to_owned(),
+        role: member.role.as_str(),
+        status: member.status.as_str(),
+        invitation_id: member.invitation_id.map(|id| id.as_uuid()),
+        invited_at: member.invited_at,
+        invited_by: member.invited_by.map(|id| id.as_uuid()),
+    }))
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct ChangeRoleRequest {
+    #[schema(example = "admin")]
+    role: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct RoleChangedResponse {
+    user_id: Uuid,
+    email: String,
+    role: &'static str,
+    updated_at: DateTime<Utc>,
+}
+
+/// Changes a member's role (not to or from owner).
+#[utoipa::path(
+    patch, path = "/api/v1/organizations/{id}/members/{user_id}", tag = "members",
+    security(("bearer" = []), ("api_key" = [])),
+    params(("id" = Uuid, Path), ("user_id" = Uuid, Path)),
+    request_body = ChangeRoleRequest,
+    responses(
+        (status = 200, body = RoleChangedResponse),
+        (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 422, body = ValidationErrorBody),
+    )
+)]
+pub async fn change_role(
+    state: web::Data<AppState>,
+    PathOrganization(actor): PathOrganization,
+    path: web::Path<(String, String)>,
+    ValidJson(body): ValidJson<ChangeRoleRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let user_id = parse_user_id(&path.1)?;
+    let mut fields = Fields::new();
+    let role = fields.required("role", body.role, |s| s.parse::<Role>());
+    let role = fields.finish(|| role)?;
+    let changed = state.members.change_role(&actor, user_id, role).await?;
+    Ok(HttpResponse::Ok().json(RoleChangedResponse {
+        user_id: user_id.as_uuid(),
+        email: changed.member.email.as_ref().to_owned(),
+        role: changed.member.role.as_str(),
+        updated_at: changed.updated_at,
+    }))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct RemovedResponse {
+    user_id: Uuid,
+    removed_at: DateTime<Utc>,
+}
+
+/// Removes a member, or leaves when it is the caller. The owner cannot be removed.
+#[utoipa::path(
+    delete, path = "/api/v1/organizations/{id}/members/{user_id}", tag = "members",
+    security(("bearer" = []), ("api_key" = [])),
+    params(("id" = Uuid, Path), ("user_id" = Uuid, Path)),
+    responses(
+        (status = 200, body = RemovedResponse),
+        (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 422, body = ErrorBody, description = "The owner"),
+    )
+)]
+pub async fn remove(
+    state: web::Data<AppState>,
+    PathOrganization(actor): PathOrganization,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let user_id = parse_user_id(&path.1)?;
+    let removed = state.members.remove(&actor, user_id).await?;
+    Ok(HttpResponse::Ok().json(RemovedResponse {
+        user_id: removed.user_id.as_uuid(),
+        removed_at: removed.removed_at,
+    }))
+}
+
+/// Revokes a pending invitation.
+#[utoipa::path(
+    delete, path = "/api/v1/organizations/{id}/invitations/{invitation_id}", tag = "members",
+    security(("bearer" = []), ("api_key" = [])),
+    params(("id" = Uuid, Path), ("invitation_id" = Uuid, Path)),
+    responses(
+        (status = 204, description = "Revoked"),
+        (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+    )
+)]
+pub async fn revoke_invitation(
+    state: web::Data<AppState>,
+    PathOrganization(actor): PathOrganization,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let id = Uuid::parse_str(&path.1)
+        .map(InvitationId::from_uuid)
+        .map_err(|_| ApiError::NotFound("invitation not found".into()))?;
+    state.members.revoke_invitation(&actor, id).await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct InvitationOrganization {
+    id: Uuid,
+    name: String,
+    slug: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct InvitationResponse {
+    id: Uuid,
+    organization: InvitationOrganization,
+    email: String,
+    role: &'static str,
+    invited_by: Uuid,
+    invited_at: DateTime<Utc>,
+    expires_at: DateTime<Utc>,
+}
+
+impl From<Invitation> for InvitationResponse {
+    fn from(invitation: Invitation) -> Self {
+        Self {
+            id: invitation.id.as_uuid(),
+            organization: InvitationOrganization {
+                id: invitation.organization_id.as_uuid(),
+                name: invitation.organization_name.as_ref().to_owned(),
+                slug: invitation.organization_slug.as_ref().to_owned(),
+            },
+            email: invitation.email.as_ref().to_owned(),
+            role: invitation.role.as_str(),
+            invited_by: invitation.invited_by.as_uuid(),
+            invited_at: invitation.invited_at,
+            expires_at: invitation.expires_at,
+        }
+    }
+}
+
+/// The open invitations addressed to the caller's email.
+#[utoipa::path(
+    get, path = "/api/v1/invitations", tag = "invitations",
+    security(("bearer" = [])),
+    responses((status = 200, body = Vec<InvitationResponse>), (status = 401, body = ErrorBody))
+)]
+pub async fn my_invitations(
+    state: web::Data<AppState>,
+    Authenticated(principal): Authenticated,
+) -> Result<HttpResponse, ApiError> {
+    let invitations = state.members.my_invitations(&principal).await?;
+    Ok(HttpResponse::Ok().json(
+        invitations
+            .into_iter()
+            .map(InvitationResponse::from)
+            .collect::<Vec<_>>(),
+    ))
+}
+
+/// Accepts an invitation addressed to the caller's email.
+#[utoipa::path(
+    post, path = "/api/v1/invitations/{invitation_id}/accept", tag = "invitations",
+    security(("bearer" = [])),
+    params(("invitation_id" = Uuid, Path)),
+    responses(
+        (status = 200, body = MemberResponse),
+        (status = 403, body = ErrorBody, description = "Sent to another email"),
+        (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody, description = "Already a member"),
+        (status = 422, body = ErrorBody, description = "Expired"),
+    )
+)]
+pub async fn accept_by_id(
+    state: web::Data<AppState>,
+    Authenticated(principal): Authenticated,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let id = Uuid::parse_str(&path)
+        .map(InvitationId::from_uuid)
+        .map_err(|_| ApiError::NotFound("invitation not found".into()))?;
+    let member = state.members.accept_by_id(&principal, id).await?;
+    Ok(HttpResponse::Ok().json(MemberResponse::from(member)))
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct AcceptByTokenRequest {
+    /// The token of the invitation link.
+    token: Option<String>,
+}
+
+/// Accepts an invitation by the token of its link.
+#[utoipa::path(
+    post, path = "/api/v1/invitations/accept", tag = "invitations",
+    security(("bearer" = [])),
+    request_body = AcceptByTokenRequest,
+    responses(
+        (status = 200, body = MemberResponse),
+        (status = 403, body = ErrorBody, description = "Sent to another email"),
+        (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody, description = "Already a member"),
+        (status = 422, body = ValidationErrorBody),
+    )
+)]
+pub async fn accept_by_token(
+    state: web::Data<AppState>,
+    Authenticated(principal): Authenticated,
+    ValidJson(body): ValidJson<AcceptByTokenRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let mut fields = Fields::new();
+    let token = fields.required("token", body.token, Ok::<_, std::convert::Infallible>);
+    let token = fields.finish(|| token)?;
+    let member = state.members.accept_by_token(&principal, &token).await?;
+    Ok(HttpResponse::Ok().json(MemberResponse::from(member)))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct IamUserResponse {
+    id: Uuid,
+    email: String,
+    full_name: Option<String>,
+    role: &'static str,
+    joined_at: DateTime<Utc>,
+}
+
+/// The organization's users (`X-Organization-ID`).
+#[utoipa::path(
+    get, path = "/api/v1/iam/users", tag = "members",
+    security(("bearer" = [], "organization" = []), ("api_key" = [], "organization" = [])),
+    params(("page" = Option<u32>, Query), ("page_size" = Option<u32>, Query)),
+    responses(
+        (status = 200, body = PageResponse<IamUserResponse>),
+        (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+    )
+)]
+pub async fn iam_users(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    HeaderOrganization(actor): HeaderOrganization,
+) -> Result<HttpResponse, ApiError> {
+    let page = Query::of(&req)?.page()?;
+    let users = state.members.users(&actor, page).await?;
+    Ok(
+        HttpResponse::Ok().json(PageResponse::from_page(users, |member| IamUserResponse {
+            id: member.user_id.map(|id| id.as_uuid()).unwrap_or_default(),
+            email: member.email.as_ref().to_owned(),
+            full_name: member.full_name.map(|n| n.as_ref().to_owned()),
+            role: member.role.as_str(),
+            joined_at: member.joined_at,
+        })),
+    )
+}

@@ -1,0 +1,152 @@
+//! The permission table: what each role may do inside an organization. One place, one table.
+
+use std::fmt;
+
+use super::Role;
+
+/// A dotted permission, as `403` bodies name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Permission {
+    OrganizationRead,
+    OrganizationUpdate,
+    OrganizationDelete,
+    MembersRead,
+    MembersCreate,
+    MembersUpdate,
+    MembersDelete,
+    ApplicationsRead,
+    ApplicationsManage,
+    WebhooksManage,
+    PoliciesManage,
+    BrandingManage,
+    SsoManage,
+}
+
+impl Permission {
+    pub const ALL: [Permission; 13] = [
+        Self::OrganizationRead,
+        Self::OrganizationUpdate,
+        Self::OrganizationDelete,
+        Self::MembersRead,
+        Self::MembersCreate,
+        Self::MembersUpdate,
+        Self::MembersDelete,
+        Self::ApplicationsRead,
+        Self::ApplicationsManage,
+        Self::WebhooksManage,
+        Self::PoliciesManage,
+        Self::BrandingManage,
+        Self::SsoManage,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::OrganizationRead => "organization.read",
+            Self::OrganizationUpdate => "organization.update",
+            Self::OrganizationDelete => "organization.delete",
+            Self::MembersRead => "organization.members.read",
+            Self::MembersCreate => "organization.members.create",
+            Self::MembersUpdate => "organization.members.update",
+            Self::MembersDelete => "organization.members.delete",
+            Self::ApplicationsRead => "applications.read",
+            Self::ApplicationsManage => "applications.manage",
+            Self::WebhooksManage => "webhooks.manage",
+            Self::PoliciesManage => "policies.manage",
+            Self::BrandingManage => "branding.manage",
+            Self::SsoManage => "sso.manage",
+        }
+    }
+}
+
+impl fmt::Display for Permission {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+use Permission::*;
+
+/// The spec's role table. Owner: full control, deleting the organization. Admin: members,
+/// applications, settings, policies, webhooks, branding, SSO. Member: read the organization and
+/// its members, use applications. Viewer: read-only.
+///
+/// Inviting by a plain member when the organization allows it is a rule of the invitation use
+/// case (`settings.allow_member_invite`), not of this table.
+const TABLE: &[(Role, &[Permission])] = &[
+    (Role::Owner, &Permission::ALL),
+    (
+        Role::Admin,
+        &[
+            OrganizationRead,
+            OrganizationUpdate,
+            MembersRead,
+            MembersCreate,
+            MembersUpdate,
+            MembersDelete,
+            ApplicationsRead,
+            ApplicationsManage,
+            WebhooksManage,
+            PoliciesManage,
+            BrandingManage,
+            SsoManage,
+        ],
+    ),
+    (
+        Role::Member,
+        &[OrganizationRead, MembersRead, ApplicationsRead],
+    ),
+    (
+        Role::Viewer,
+        &[OrganizationRead, MembersRead, ApplicationsRead],
+    ),
+];
+
+impl Role {
+    /// Whether the role grants the permission.
+    pub fn grants(self, permission: Permission) -> bool {
+        TABLE
+            .iter()
+            .find(|(role, _)| *role == self)
+            .is_some_and(|(_, granted)| granted.contains(&permission))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_owner_may_do_everything() {
+        assert!(Permission::ALL.iter().all(|p| Role::Owner.grants(*p)));
+    }
+
+    #[test]
+    fn only_the_owner_deletes_the_organization() {
+        for role in [Role::Admin, Role::Member, Role::Viewer] {
+            assert!(!role.grants(OrganizationDelete), "{role}");
+        }
+    }
+
+    #[test]
+    fn admins_manage_members_and_settings_but_members_and_viewers_only_read() {
+        for p in [
+            MembersCreate,
+            MembersUpdate,
+            MembersDelete,
+            OrganizationUpdate,
+            WebhooksManage,
+        ] {
+            assert!(Role::Admin.grants(p));
+            assert!(!Role::Member.grants(p));
+            assert!(!Role::Viewer.grants(p));
+        }
+        for role in [Role::Member, Role::Viewer] {
+            assert!(role.grants(OrganizationRead) && role.grants(MembersRead));
+        }
+    }
+
+    #[test]
+    fn names_are_dotted_paths() {
+        assert_eq!(MembersCreate.to_string(), "organization.members.create");
+    }
+}

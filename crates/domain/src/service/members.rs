@@ -1,0 +1,478 @@
+//! Members and invitations: list, invite, accept, change roles, remove, leave; the IAM user
+//! list; deleting one's own account.
+
+use chrono::{DateTime, Utc};
+use serde_json::json;
+
+use super::{event, payloads, Actor, Forbidden, Principal};
+use crate::{
+    model::{
+        Email, EventType, InvitableRole, Invitation, InvitationId, Member, MemberFilter,
+        MemberStatus, NewInvitation, OrganizationType, Page, PageRequest, Permission, Role,
+        TokenHash, TokenKind, UserId,
+    },
+    ports::{Mail, Ports, StoreError},
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum MemberError {
+    #[error(transparent)]
+    Forbidden(#[from] Forbidden),
+    #[error("members may invite only as member or viewer")]
+    MemberInviteRole,
+    #[error("organization not found")]
+    OrganizationNotFound,
+    #[error("member not found")]
+    NotFound,
+    #[error("invitation not found")]
+    InvitationNotFound,
+    #[error("{0}")]
+    Unprocessable(&'static str),
+    #[error("{0} is already a member")]
+    AlreadyMember(Email),
+    #[error("{0} is already invited")]
+    AlreadyInvited(Email),
+    #[error("the invitation was sent to another email address")]
+    NotTheInvitee,
+    #[error("API keys cannot accept invitations")]
+    NotAUser,
+    #[error("the invitation has expired")]
+    Expired,
+    #[error("you own team organizations that have other members: transfer or delete them first")]
+    OwnsTeams,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// A role change's result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RoleChanged {
+    pub member: Member,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A removal's result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Removed {
+    pub user_id: UserId,
+    pub removed_at: DateTime<Utc>,
+}
+
+#[derive(Clone)]
+pub struct MemberService {
+    ports: Ports,
+    public_url: String,
+}
+
+impl MemberService {
+    pub fn new(ports: Ports, public_url: String) -> Self {
+        Self { ports, public_url }
+    }
+
+    /// Members and pending invitations.
+    pub async fn list(
+        &self,
+        actor: &Actor,
+        filter: MemberFilter,
+        page: PageRequest,
+    ) -> Result<Page<Member>, MemberError> {
+        actor.require(Permission::MembersRead)?;
+        let now = self.ports.clock.now();
+        Ok(self
+            .ports
+            .members
+            .members(actor.organization_id(), filter, page, now)
+            .await?)
+    }
+
+    /// Invites someone by email: a pending member, an invitation mailed with a one-time link,
+    /// and `member.invited`.
+    pub async fn invite(
+        &self,
+        actor: &Actor,
+        email: Email,
+        role: Role,
+    ) -> Result<Member, MemberError> {
+        let organization = self
+            .ports
+            .organizations
+            .organization(actor.organization_id())
+            .await?
+            .ok_or(MemberError::OrganizationNotFound)?;
+        if organization.kind == OrganizationType::Personal {
+            return Err(MemberError::Unprocessable(
+                "a personal workspace has only its owner: invite people into a team",
+            ));
+        }
+        let role = InvitableRole::new(role).ok_or(MemberError::Unprocessable(
+            "owner cannot be invited: an organization has one owner",
+        ))?;
+        if actor.require(Permission::MembersCreate).is_err() {
+            let member_may_invite =
+                actor.membership.role == Role::Member && organization.settings.allow_member_invite;
+            if !member_may_invite {
+                return Err(Forbidden(Permission::MembersCreate).into());
+            }
+            if !matches!(role.role(), Role::Member | Role::Viewer) {
+                return Err(MemberError::MemberInviteRole);
+            }
+        }
+        if self
+            .ports
+            .members
+            .is_member_email(organization.id, &email)
+            .await?
+        {
+            return Err(MemberError::AlreadyMember(email));
+        }
+        let now = self.ports.clock.now();
+        let token = self.ports.random.secret(TokenKind::Invitation);
+        let invitation = NewInvitation {
+            id: self.ports.random.uuid().into(),
+            organization_id: organization.id,
+            email: email.clone(),
+            role,
+            token_hash: token.hash(),
+            invited_by: actor.user_id(),
+            invited_at: now,
+            expires_at: NewInvitation::expiry(now),
+        };
+        let member = Member {
+            organization_id: organization.id,
+            user_id: None,
+            email: email.clone(),
+            full_name: None,
+            role: role.role(),
+            status: MemberStatus::Pending,
+            invitation_id: Some(invitation.id),
+            invited_at: Some(now),
+            invited_by: Some(actor.user_id()),
+            accepted_at: None,
+            joined_at: now,
+        };
+        let invited = event(
+            &self.ports,
+            now,
+            EventType::MemberInvited,
+            Some(organization.id),
+            Some(actor.user_id()),
+            payloads::member(&member),
+        );
+        match self
+            .ports
+            .members
+            .create_invitation(invitation, invited)
+            .await
+        {
+            Ok(()) => {}
+            Err(StoreError::Conflict) => return Err(MemberError::AlreadyInvited(email)),
+            Err(e) => return Err(e.into()),
+        }
+
+        let inviter = self
+            .ports
+            .accounts
+            .credentials_by_id(actor.user_id())
+            .await
+            .ok()
+            .flatten()
+            .map_or_else(
+                || "Someone".to_owned(),
+                |c| c.user.full_name.as_ref().to_owned(),
+            );
+        let link = format!("{}/invitations/{}", self.public_url, token.expose());
+        let mail = Mail {
+            to: email,
+            subject: format!(
+                "{inviter} invited you to {} on Gatehouse",
+                organization.name.as_ref()
+            ),
+            text: format!(
+                "{inviter} invited you to join {org} as {role}.\n\n\
+                 Accept the invitation: {link}\n\n\
+                 If you have no account yet, sign up with this email address first; the \
+                 invitation then waits for you. It expires in 7 days.\n",
+                org = organization.name.as_ref(),
+                role = role.role(),
+            ),
+        };
+        // The invitation stands whether or not the mail goes out: the invitee also finds it
+        // under GET /api/v1/invitations once signed in.
+        if let Err(error) = self.ports.mailer.send(mail).await {
+            tracing::warn!(%error, organization.id = %organization.id, "the invitation mail could not be sent");
+        }
+        Ok(member)
+    }
+
+    /// The open invitations addressed to the caller's email.
+    pub async fn my_invitations(
+        &self,
+        principal: &Principal,
+    ) -> Result<Vec<Invitation>, MemberError> {
+        let email = self.email_of(principal).await?;
+        let now = self.ports.clock.now();
+        Ok(self.ports.members.invitations_for(&email, now).await?)
+    }
+
+    /// Accepts an invitation by its id.
+    pub async fn accept_by_id(
+        &self,
+        principal: &Principal,
+        id: InvitationId,
+    ) -> Result<Member, MemberError> {
+        let invitation = self.ports.members.invitation(id).await?;
+        self.accept(principal, invitation).await
+    }
+
+    /// Accepts an invitation by the token of its link.
+    pub async fn accept_by_token(
+        &self,
+        principal: &Principal,
+        token: &str,
+    ) -> Result<Member, MemberError> {
+        let invitation = self
+            .ports
+            .members
+            .invitation_by_token(&TokenHash::of(token))
+            .await?;
+        self.accept(principal, invitation).await
+    }
+
+    async fn accept(
+        &self,
+        principal: &Principal,
+        invitation: Option<Invitation>,
+    ) -> Result<Member, MemberError> {
+        if matches!(principal, Principal::ApiKey { .. }) {
+            return Err(MemberError::NotAUser);
+        }
+        let invitation = invitation.ok_or(MemberError::InvitationNotFound)?;
+        let user = self
+            .ports
+            .accounts
+            .credentials_by_id(principal.user_id())
+            .await?
+            .ok_or(MemberError::NotAUser)?
+            .user;
+        if user.email != invitation.email {
+            return Err(MemberError::NotTheInvitee);
+        }
+        let now = self.ports.clock.now();
+        if invitation.is_expired(now) {
+            return Err(MemberError::Expired);
+        }
+        let member = Member {
+            organization_id: invitation.organization_id,
+            user_id: Some(user.id),
+            email: user.email.clone(),
+            full_name: Some(user.full_name.clone()),
+            role: invitation.role,
+            status: MemberStatus::Active,
+            invitation_id: Some(invitation.id),
+            invited_at: Some(invitation.invited_at),
+            invited_by: Some(invitation.invited_by),
+            accepted_at: Some(now),
+            joined_at: now,
+        };
+        let joined = event(
+            &self.ports,
+            now,
+            EventType::MemberJoined,
+            Some(invitation.organization_id),
+            Some(user.id),
+            payloads::member(&member),
+        );
+        match self
+            .ports
+            .members
+            .accept_invitation(invitation.id, user.id, now, joined)
+            .await
+        {
+            Ok(true) => Ok(member),
+            Ok(false) => Err(MemberError::InvitationNotFound),
+            Err(StoreError::Conflict) => Err(MemberError::AlreadyMember(user.email)),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Revokes a pending invitation.
+    pub async fn revoke_invitation(
+        &self,
+        actor: &Actor,
+        id: InvitationId,
+    ) -> Result<(), MemberError> {
+        actor.require(Permission::MembersDelete)?;
+        let now = self.ports.clock.now();
+        if self
+            .ports
+            .members
+            .revoke_invitation(actor.organization_id(), id, now)
+            .await?
+        {
+            Ok(())
+        } else {
+            Err(MemberError::InvitationNotFound)
+        }
+    }
+
+    /// Changes a member's role. Ownership moves only through a transfer, so `owner` is neither
+    /// given nor taken here.
+    pub async fn change_role(
+        &self,
+        actor: &Actor,
+        user_id: UserId,
+        role: Role,
+    ) -> Result<RoleChanged, MemberError> {
+        actor.require(Permission::MembersUpdate)?;
+        let mut member = self
+            .ports
+            .members
+            .member(actor.organization_id(), user_id)
+            .await?
+            .ok_or(MemberError::NotFound)?;
+        if role == Role::Owner {
+            return Err(MemberError::Unprocessable(
+                "the owner role cannot be given: an organization has one owner",
+            ));
+        }
+        if member.role == Role::Owner {
+            return Err(MemberError::Unprocessable(
+                "the owner's role cannot be changed",
+            ));
+        }
+        let now = self.ports.clock.now();
+        let previous = member.role;
+        member.role = role;
+        let mut data = payloads::member(&member);
+        data["previous_role"] = json!(previous);
+        let changed = event(
+            &self.ports,
+            now,
+            EventType::MemberRoleChanged,
+            Some(actor.organization_id()),
+            Some(actor.user_id()),
+            data,
+        );
+        if !self
+            .ports
+            .members
+            .change_role(actor.organization_id(), user_id, role, now, changed)
+            .await?
+        {
+            return Err(MemberError::NotFound);
+        }
+        Ok(RoleChanged {
+            member,
+            updated_at: now,
+        })
+    }
+
+    /// Removes a member; a member may also remove themselves (leave). The owner stays.
+    pub async fn remove(&self, actor: &Actor, user_id: UserId) -> Result<Removed, MemberError> {
+        let leaving = user_id == actor.user_id();
+        if !leaving {
+            actor.require(Permission::MembersDelete)?;
+        }
+        let member = self
+            .ports
+            .members
+            .member(actor.organization_id(), user_id)
+            .await?
+            .ok_or(MemberError::NotFound)?;
+        if member.role == Role::Owner {
+            return Err(MemberError::Unprocessable(
+                "the owner cannot be removed: transfer ownership or delete the organization",
+            ));
+        }
+        let now = self.ports.clock.now();
+        let mut data = payloads::member(&member);
+        data["removed_at"] = json!(now);
+        data["left"] = json!(leaving);
+        let removed = event(
+            &self.ports,
+            now,
+            EventType::MemberRemoved,
+            Some(actor.organization_id()),
+            Some(actor.user_id()),
+            data,
+        );
+        if !self
+            .ports
+            .members
+            .remove_member(actor.organization_id(), user_id, removed)
+            .await?
+        {
+            return Err(MemberError::NotFound);
+        }
+        Ok(Removed {
+            user_id,
+            removed_at: now,
+        })
+    }
+
+    /// The organization's users (active members), for `GET /api/v1/iam/users`.
+    pub async fn users(
+        &self,
+        actor: &Actor,
+        page: PageRequest,
+    ) -> Result<Page<Member>, MemberError> {
+        self.list(
+            actor,
+            MemberFilter {
+                active_only: true,
+                ..MemberFilter::default()
+            },
+            page,
+        )
+        .await
+    }
+
+    /// Deletes the caller's account, personal workspace and memberships; refused while they
+    /// own a team with other members.
+    pub async fn delete_me(&self, principal: &Principal) -> Result<(), MemberError> {
+        if matches!(principal, Principal::ApiKey { .. }) {
+            return Err(MemberError::NotAUser);
+        }
+        let user = self
+            .ports
+            .accounts
+            .credentials_by_id(principal.user_id())
+            .await?
+            .ok_or(MemberError::NotAUser)?
+            .user;
+        if !self
+            .ports
+            .members
+            .owned_teams_with_members(user.id)
+            .await?
+            .is_empty()
+        {
+            return Err(MemberError::OwnsTeams);
+        }
+        let now = self.ports.clock.now();
+        let deleted = event(
+            &self.ports,
+            now,
+            EventType::UserDeleted,
+            None,
+            Some(user.id),
+            payloads::user(&user),
+        );
+        self.ports
+            .members
+            .delete_user(user.id, vec![deleted])
+            .await?;
+        Ok(())
+    }
+
+    async fn email_of(&self, principal: &Principal) -> Result<Email, MemberError> {
+        Ok(self
+            .ports
+            .accounts
+            .credentials_by_id(principal.user_id())
+            .await?
+            .ok_or(MemberError::NotAUser)?
+            .user
+            .email)
+    }
+}

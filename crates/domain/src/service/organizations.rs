@@ -1,0 +1,294 @@
+//! Organizations: list, create, read, change, delete, and the operator's plan change.
+
+use chrono::{DateTime, Utc};
+use serde_json::json;
+
+use super::{event, payloads, Actor, Forbidden, Principal};
+use crate::{
+    model::{
+        EventType, NewOrganization, Organization, OrganizationChange, OrganizationFilter,
+        OrganizationId, OrganizationName, OrganizationSettings, OrganizationType, Page,
+        PageRequest, Permission, Plan, Slug,
+    },
+    ports::{Ports, StoreError},
+};
+
+/// How many times creation retries when a concurrent request took the same generated slug.
+const SLUG_RETRIES: usize = 3;
+
+#[derive(Debug, thiserror::Error)]
+pub enum OrganizationError {
+    #[error(transparent)]
+    Forbidden(#[from] Forbidden),
+    #[error("organization not found")]
+    NotFound,
+    #[error("the slug is already taken")]
+    SlugTaken,
+    #[error("a personal workspace cannot be deleted")]
+    PersonalWorkspace,
+    #[error(transparent)]
+    Store(StoreError),
+}
+
+impl From<StoreError> for OrganizationError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Conflict => Self::SlugTaken,
+            other => Self::Store(other),
+        }
+    }
+}
+
+/// A soft-deleted organization.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeletedOrganization {
+    pub id: OrganizationId,
+    pub deleted_at: DateTime<Utc>,
+}
+
+#[derive(Clone)]
+pub struct OrganizationService {
+    ports: Ports,
+}
+
+impl OrganizationService {
+    pub fn new(ports: Ports) -> Self {
+        Self { ports }
+    }
+
+    /// The caller's live organizations.
+    pub async fn list(
+        &self,
+        principal: &Principal,
+        filter: OrganizationFilter,
+        page: PageRequest,
+    ) -> Result<Page<Organization>, StoreError> {
+        if let Principal::ApiKey {
+            organization_id, ..
+        } = principal
+        {
+            // An API key sees only its own organization.
+            let own = self
+                .ports
+                .organizations
+                .organization(*organization_id)
+                .await?;
+            let items: Vec<Organization> = own
+                .into_iter()
+                .filter(|org| filter.kind.is_none_or(|kind| kind == org.kind))
+                .filter(|org| {
+                    filter.search.as_ref().is_none_or(|s| {
+                        org.name.as_ref().to_lowercase().contains(&s.to_lowercase())
+                    })
+                })
+                .collect();
+            let total = items.len() as u64;
+            let items = if page.page() == 1 { items } else { Vec::new() };
+            return Ok(Page::new(items, total, page));
+        }
+        self.ports
+            .organizations
+            .organizations_of(principal.user_id(), filter, page)
+            .await
+    }
+
+    /// Creates an organization owned by the caller.
+    pub async fn create(
+        &self,
+        principal: &Principal,
+        name: OrganizationName,
+        slug: Option<Slug>,
+        kind: OrganizationType,
+    ) -> Result<Organization, OrganizationError> {
+        let owner = principal.user_id();
+        let generated = slug.is_none();
+        let base = slug.unwrap_or_else(|| Slug::generate_from(name.as_ref()));
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let slug = if generated {
+                self.ports.organizations.first_free_slug(&base).await?
+            } else {
+                base.clone()
+            };
+            let now = self.ports.clock.now();
+            let organization = Organization {
+                id: self.ports.random.uuid().into(),
+                name: name.clone(),
+                slug,
+                kind,
+                plan: Plan::Free,
+                is_active: true,
+                settings: OrganizationSettings::default(),
+                member_count: 1,
+                application_count: 0,
+                created_at: now,
+                updated_at: now,
+            };
+            let created = event(
+                &self.ports,
+                now,
+                EventType::OrganizationCreated,
+                Some(organization.id),
+                Some(owner),
+                payloads::organization(&organization),
+            );
+            let new = NewOrganization {
+                id: organization.id,
+                name: organization.name.clone(),
+                slug: organization.slug.clone(),
+                slug_generated: false,
+                kind,
+                plan: Plan::Free,
+                created_at: now,
+            };
+            match self
+                .ports
+                .organizations
+                .create_organization(new, owner, vec![created])
+                .await
+            {
+                Ok(()) => return Ok(organization),
+                // Someone took the generated slug between the check and the insert: next one.
+                Err(StoreError::Conflict) if generated && attempt < SLUG_RETRIES => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// The organization, with settings and counts.
+    pub async fn get(&self, actor: &Actor) -> Result<Organization, OrganizationError> {
+        actor.require(Permission::OrganizationRead)?;
+        self.ports
+            .organizations
+            .organization(actor.organization_id())
+            .await?
+            .ok_or(OrganizationError::NotFound)
+    }
+
+    /// Changes the fields given; records `organization.updated` with the list of what changed.
+    pub async fn update(
+        &self,
+        actor: &Actor,
+        change: OrganizationChange,
+    ) -> Result<Organization, OrganizationError> {
+        actor.require(Permission::OrganizationUpdate)?;
+        let mut organization = self
+            .ports
+            .organizations
+            .organization(actor.organization_id())
+            .await?
+            .ok_or(OrganizationError::NotFound)?;
+        let changed = change.apply_to(&mut organization);
+        if changed.is_empty() {
+            return Ok(organization);
+        }
+        let now = self.ports.clock.now();
+        organization.updated_at = now;
+        let mut data = payloads::organization(&organization);
+        data["changed"] = json!(changed);
+        let updated = event(
+            &self.ports,
+            now,
+            EventType::OrganizationUpdated,
+            Some(organization.id),
+            Some(actor.user_id()),
+            data,
+        );
+        if !self
+            .ports
+            .organizations
+            .update_organization(organization.id, change, now, updated)
+            .await?
+        {
+            return Err(OrganizationError::NotFound);
+        }
+        Ok(organization)
+    }
+
+    /// Soft-deletes the organization (owner only). Its members lose access at once; it is
+    /// removed for good after the retention period.
+    pub async fn delete(&self, actor: &Actor) -> Result<DeletedOrganization, OrganizationError> {
+        actor.require(Permission::OrganizationDelete)?;
+        let mut organization = self
+            .ports
+            .organizations
+            .organization(actor.organization_id())
+            .await?
+            .ok_or(OrganizationError::NotFound)?;
+        if organization.kind == OrganizationType::Personal {
+            return Err(OrganizationError::PersonalWorkspace);
+        }
+        let now = self.ports.clock.now();
+        organization.is_active = false;
+        organization.updated_at = now;
+        let mut data = payloads::organization(&organization);
+        data["changed"] = json!(["is_active"]);
+        data["deleted_at"] = json!(now);
+        let deleted = event(
+            &self.ports,
+            now,
+            EventType::OrganizationUpdated,
+            Some(organization.id),
+            Some(actor.user_id()),
+            data,
+        );
+        if !self
+            .ports
+            .organizations
+            .delete_organization(organization.id, now, deleted)
+            .await?
+        {
+            return Err(OrganizationError::NotFound);
+        }
+        Ok(DeletedOrganization {
+            id: organization.id,
+            deleted_at: now,
+        })
+    }
+
+    /// The operator's plan change (`gatehouse orgs set-plan`): records
+    /// `billing.subscription.updated`.
+    pub async fn set_plan(
+        &self,
+        id: OrganizationId,
+        plan: Plan,
+    ) -> Result<Organization, OrganizationError> {
+        let mut organization = self
+            .ports
+            .organizations
+            .organization(id)
+            .await?
+            .ok_or(OrganizationError::NotFound)?;
+        let now = self.ports.clock.now();
+        let previous = organization.plan;
+        organization.plan = plan;
+        organization.updated_at = now;
+        let changed = event(
+            &self.ports,
+            now,
+            EventType::BillingSubscriptionUpdated,
+            Some(id),
+            None,
+            json!({ "organization_id": id, "plan": plan, "previous_plan": previous }),
+        );
+        if !self
+            .ports
+            .organizations
+            .set_plan(id, plan, now, changed)
+            .await?
+        {
+            return Err(OrganizationError::NotFound);
+        }
+        Ok(organization)
+    }
+
+    /// Removes for good the organizations deleted more than the retention period ago.
+    pub async fn purge_deleted(&self) -> Result<u64, StoreError> {
+        let cutoff = self.ports.clock.now() - chrono::Duration::days(RETENTION_DAYS);
+        self.ports.organizations.purge_organizations(cutoff).await
+    }
+}
+
+/// How long a deleted organization's data is kept.
+pub const RETENTION_DAYS: i64 = 30;

@@ -1,0 +1,75 @@
+//! Per-plan rate limits: counted per principal (user or API key), or per client address when
+//! anonymous; sized by the plan of the organization in context, else the principal's highest
+//! plan, else `free`.
+
+use std::net::IpAddr;
+
+use super::Principal;
+use crate::{
+    model::{Plan, RateLimits},
+    ports::{Ports, RateDecision, RateLimitError, StoreError},
+};
+
+/// Who a request is counted against.
+#[derive(Clone, Debug)]
+pub enum Caller {
+    Anonymous(IpAddr),
+    Principal {
+        principal: Principal,
+        /// The plan of the organization the request is about, when it names one the
+        /// principal belongs to.
+        organization_plan: Option<Plan>,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RateLimitCheckError {
+    #[error(transparent)]
+    Limiter(#[from] RateLimitError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+#[derive(Clone)]
+pub struct RateLimitService {
+    ports: Ports,
+    limits: RateLimits,
+}
+
+impl RateLimitService {
+    pub fn new(ports: Ports, limits: RateLimits) -> Self {
+        Self { ports, limits }
+    }
+
+    /// Counts one request.
+    pub async fn check(&self, caller: &Caller) -> Result<RateDecision, RateLimitCheckError> {
+        let (key, plan) = match caller {
+            Caller::Anonymous(ip) => (format!("ip:{ip}"), Plan::Free),
+            Caller::Principal {
+                principal,
+                organization_plan,
+            } => {
+                let key = match principal {
+                    Principal::User { user_id, .. } => format!("user:{user_id}"),
+                    Principal::ApiKey { key_id, .. } => format!("key:{key_id}"),
+                };
+                let plan = match organization_plan {
+                    Some(plan) => *plan,
+                    None => self
+                        .ports
+                        .memberships
+                        .highest_plan(principal.user_id())
+                        .await?
+                        .unwrap_or(Plan::Free),
+                };
+                (key, plan)
+            }
+        };
+        let limit = self.limits.per_minute(plan);
+        Ok(self
+            .ports
+            .rate_limiter
+            .hit(&key, limit, self.ports.clock.now())
+            .await?)
+    }
+}

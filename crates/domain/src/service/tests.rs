@@ -1,0 +1,1152 @@
+//! The use cases against mocked ports: each test states one rule.
+//!
+//! A mock with no expectation panics when called, so a port a test does not set up is also a
+//! port the use case must not touch; `never()` says so out loud where it is the rule.
+//!
+//! The ports are `#[async_trait]` traits mocked after `async_trait` has run, so an async method's
+//! mock returns a boxed future: [`ready`] makes one.
+
+use std::{
+    future::Future,
+    pin::Pin,
+    sync::{Arc, Mutex},
+};
+
+use chrono::{DateTime, Duration, TimeZone, Utc};
+use futures::executor::block_on;
+use uuid::Uuid;
+
+use super::{
+    ApiKeyService, AuthService, AuthSettings, AuthenticateError, ChangePasswordError,
+    CreateApiKeyError, LoginError, OrgAccessError, Principal, RefreshError, RegisterError,
+};
+use crate::{
+    model::{
+        ApiKey, ApiKeyId, ApiKeyName, Email, EventType, FullName, Membership, NewApiKey, NewEvent,
+        NewSession, OrganizationId, OrganizationType, PasswordError, PasswordHash, Plan, Role,
+        SecretToken, Session, SessionId, TokenHash, TokenKind, User, UserCredentials, UserId,
+    },
+    ports::{
+        AccessClaims, MockAccountStore, MockApiKeyStore, MockClock, MockHealthStore, MockMailer,
+        MockMemberStore, MockMembershipStore, MockOrganizationStore, MockPasswordHasher,
+        MockRandom, MockRateLimiter, MockSessionStore, MockTokenSigner, NewAccount, Ports,
+        StoreError, TokenError,
+    },
+};
+
+// ---------------------------------------------------------------------------------------------
+// Fixtures
+// ---------------------------------------------------------------------------------------------
+
+const ADA: UserId = UserId::from_uuid(Uuid::from_u128(0xada));
+const ADA_SESSION: SessionId = SessionId::from_uuid(Uuid::from_u128(0x5e55_1011));
+const ACME: OrganizationId = OrganizationId::from_uuid(Uuid::from_u128(0xac3e));
+const GLOBEX: OrganizationId = OrganizationId::from_uuid(Uuid::from_u128(0x610b_e800));
+const CI_KEY: ApiKeyId = ApiKeyId::from_uuid(Uuid::from_u128(0xc1_4e7));
+
+const ADA_EMAIL: &str = "ada@example.com";
+const ADA_PASSWORD: &str = "correct horse battery staple";
+const ADA_HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$YWRhc2FsdA$YWRhaGFzaA";
+const NEW_PASSWORD: &str = "a much longer new passphrase";
+const NEW_HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$bmV3c2FsdA$bmV3aGFzaA";
+const ISSUER: &str = "https://id.example.com";
+const SIGNED: &str = "header.claims.signature";
+/// The 43 random characters every fake secret gets after its kind's prefix.
+const SECRET_BODY: &str = "Zq3xV9mK2pL7wR4tY8uN1bH6gF5dS0aJcEiOoUkMnBv";
+
+/// The time every test runs at.
+fn now() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2024, 5, 1, 12, 0, 0).unwrap()
+}
+
+/// What `Random::secret` hands out for a kind.
+fn secret_of(kind: TokenKind) -> String {
+    format!("{}{SECRET_BODY}", kind.prefix())
+}
+
+fn email(raw: &str) -> Email {
+    Email::parse(raw).unwrap()
+}
+
+fn full_name(raw: &str) -> FullName {
+    FullName::parse(raw).unwrap()
+}
+
+fn hash(phc: &str) -> PasswordHash {
+    PasswordHash::from_phc(phc.to_owned())
+}
+
+fn ada() -> User {
+    User {
+        id: ADA,
+        email: email(ADA_EMAIL),
+        full_name: full_name("Ada Lovelace"),
+        created_at: now() - Duration::days(100),
+        updated_at: now() - Duration::days(10),
+    }
+}
+
+fn ada_credentials() -> UserCredentials {
+    UserCredentials {
+        user: ada(),
+        password_hash: hash(ADA_HASH),
+    }
+}
+
+/// Ada with a Bearer token of her session.
+fn ada_in_session() -> Principal {
+    Principal::User {
+        user_id: ADA,
+        session_id: ADA_SESSION,
+    }
+}
+
+/// Ada's API key for Acme.
+fn ada_key_for_acme() -> Principal {
+    Principal::ApiKey {
+        key_id: CI_KEY,
+        user_id: ADA,
+        organization_id: ACME,
+    }
+}
+
+fn ada_in_acme() -> Membership {
+    Membership {
+        organization_id: ACME,
+        user_id: ADA,
+        role: Role::Admin,
+        plan: Plan::Pro,
+    }
+}
+
+fn ada_session() -> Session {
+    Session {
+        id: ADA_SESSION,
+        user_id: ADA,
+        created_at: now() - Duration::days(3),
+        expires_at: now() + Duration::days(27),
+        last_used_at: now() - Duration::hours(1),
+    }
+}
+
+fn claims_of_ada() -> AccessClaims {
+    AccessClaims {
+        iss: ISSUER.to_owned(),
+        sub: ADA,
+        aud: AuthSettings::AUDIENCE.to_owned(),
+        iat: now().timestamp() - 60,
+        nbf: now().timestamp() - 60,
+        exp: now().timestamp() + 3540,
+        jti: Uuid::from_u128(0x7),
+        sid: ADA_SESSION,
+        email: ADA_EMAIL.to_owned(),
+    }
+}
+
+fn settings() -> AuthSettings {
+    AuthSettings::new(ISSUER.to_owned())
+}
+
+/// A mocked async method's return value.
+type Fut<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+fn ready<T: Send + 'static>(value: T) -> Fut<T> {
+    Box::pin(std::future::ready(value))
+}
+
+/// Keeps what a mock was called with, for the test to look at afterwards.
+struct Seen<T>(Arc<Mutex<Vec<T>>>);
+
+impl<T> Clone for Seen<T> {
+    fn clone(&self) -> Self {
+        Self(Arc::clone(&self.0))
+    }
+}
+
+impl<T> Seen<T> {
+    fn new() -> Self {
+        Self(Arc::new(Mutex::new(Vec::new())))
+    }
+
+    fn record(&self, value: T) {
+        self.0.lock().unwrap().push(value);
+    }
+
+    /// The one value recorded.
+    fn only(&self) -> T {
+        let mut seen = self.0.lock().unwrap();
+        assert_eq!(seen.len(), 1, "expected exactly one call");
+        seen.remove(0)
+    }
+}
+
+/// Every port, mocked. The clock is stopped at [`now`], ids count up from
+/// `f0000000-…-0001`, and secrets are [`secret_of`] their kind; everything else has no
+/// expectations until a test sets them.
+struct Mocks {
+    accounts: MockAccountStore,
+    sessions: MockSessionStore,
+    api_keys: MockApiKeyStore,
+    memberships: MockMembershipStore,
+    organizations: MockOrganizationStore,
+    members: MockMemberStore,
+    health: MockHealthStore,
+    clock: MockClock,
+    random: MockRandom,
+    hasher: MockPasswordHasher,
+    signer: MockTokenSigner,
+    mailer: MockMailer,
+    rate_limiter: MockRateLimiter,
+}
+
+impl Mocks {
+    fn new() -> Self {
+        let mut clock = MockClock::new();
+        clock.expect_now().return_const(now());
+        let mut random = MockRandom::new();
+        let mut issued: u128 = 0;
+        random.expect_uuid().returning(move || {
+            issued += 1;
+            Uuid::from_u128((0xf000_0000 << 96) | issued)
+        });
+        random
+            .expect_secret()
+            .returning(|kind| SecretToken::new(secret_of(kind)));
+        Self {
+            accounts: MockAccountStore::new(),
+            sessions: MockSessionStore::new(),
+            api_keys: MockApiKeyStore::new(),
+            memberships: MockMembershipStore::new(),
+            organizations: MockOrganizationStore::new(),
+            members: MockMemberStore::new(),
+            health: MockHealthStore::new(),
+            clock,
+            random,
+            hasher: MockPasswordHasher::new(),
+            signer: MockTokenSigner::new(),
+            mailer: MockMailer::new(),
+            rate_limiter: MockRateLimiter::new(),
+        }
+    }
+
+    fn ports(self) -> Ports {
+        Ports {
+            accounts: Arc::new(self.accounts),
+            sessions: Arc::new(self.sessions),
+            api_keys: Arc::new(self.api_keys),
+            memberships: Arc::new(self.memberships),
+            organizations: Arc::new(self.organizations),
+            members: Arc::new(self.members),
+            health: Arc::new(self.health),
+            clock: Arc::new(self.clock),
+            random: Arc::new(self.random),
+            hasher: Arc::new(self.hasher),
+            signer: Arc::new(self.signer),
+            mailer: Arc::new(self.mailer),
+            rate_limiter: Arc::new(self.rate_limiter),
+        }
+    }
+
+    fn auth(self) -> AuthService {
+        AuthService::new(self.ports(), settings())
+    }
+
+    fn api_key_service(self) -> ApiKeyService {
+        ApiKeyService::new(self.ports())
+    }
+
+    // Common set-ups, named for what they make true.
+
+    fn email_is_free(&mut self) {
+        self.accounts
+            .expect_credentials_by_email()
+            .returning(|_| ready(Ok(None)));
+    }
+
+    fn ada_is_registered(&mut self) {
+        self.accounts
+            .expect_credentials_by_email()
+            .withf(|email| email.as_ref() == ADA_EMAIL)
+            .returning(|_| ready(Ok(Some(ada_credentials()))));
+        self.accounts
+            .expect_credentials_by_id()
+            .withf(|id| *id == ADA)
+            .returning(|_| ready(Ok(Some(ada_credentials()))));
+    }
+
+    fn hashing_gives(&mut self, phc: &'static str) {
+        self.hasher
+            .expect_hash()
+            .times(1)
+            .returning(move |_| ready(Ok(hash(phc))));
+    }
+
+    /// The password check answers `matches`, once, for a password checked against Ada's hash.
+    fn password_check_says(&mut self, matches: bool) {
+        self.hasher
+            .expect_verify()
+            .withf(|_, stored| stored.as_ref().map(PasswordHash::as_phc) == Some(ADA_HASH))
+            .times(1)
+            .returning(move |_, _| ready(Ok(matches)));
+    }
+
+    /// Signs anything as [`SIGNED`] and keeps the claims.
+    fn signer_signs(&mut self) -> Seen<AccessClaims> {
+        let signed = Seen::new();
+        let seen = signed.clone();
+        self.signer.expect_sign().times(1).returning(move |claims| {
+            seen.record(claims.clone());
+            ready(Ok(SIGNED.to_owned()))
+        });
+        signed
+    }
+
+    fn ada_is_in_acme(&mut self) {
+        self.memberships
+            .expect_membership()
+            .withf(|user, org| *user == ADA && *org == ACME)
+            .returning(|_, _| ready(Ok(Some(ada_in_acme()))));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// register
+// ---------------------------------------------------------------------------------------------
+
+fn register(mocks: Mocks, password: &str) -> Result<super::Registered, RegisterError> {
+    block_on(
+        mocks
+            .auth()
+            .register(email(ADA_EMAIL), password, full_name("Ada Lovelace")),
+    )
+}
+
+#[test]
+fn register_refuses_a_weak_password_without_hashing_it() {
+    let mut mocks = Mocks::new();
+    mocks.hasher.expect_hash().times(0);
+    mocks.accounts.expect_credentials_by_email().never();
+    mocks.accounts.expect_create_account().never();
+
+    let result = register(mocks, "short");
+
+    assert!(matches!(
+        result,
+        Err(RegisterError::WeakPassword(PasswordError::TooShort(8)))
+    ));
+}
+
+#[test]
+fn register_refuses_a_taken_email_without_hashing() {
+    let mut mocks = Mocks::new();
+    mocks.ada_is_registered();
+    mocks.hasher.expect_hash().times(0);
+    mocks.accounts.expect_create_account().never();
+
+    assert!(matches!(
+        register(mocks, ADA_PASSWORD),
+        Err(RegisterError::EmailTaken)
+    ));
+}
+
+#[test]
+fn register_losing_the_race_for_an_email_is_email_taken() {
+    let mut mocks = Mocks::new();
+    mocks.email_is_free();
+    mocks.hashing_gives(ADA_HASH);
+    mocks
+        .accounts
+        .expect_create_account()
+        .times(1)
+        .returning(|_| ready(Err(StoreError::Conflict)));
+
+    assert!(matches!(
+        register(mocks, ADA_PASSWORD),
+        Err(RegisterError::EmailTaken)
+    ));
+}
+
+#[test]
+fn register_hashes_the_password_it_was_given() {
+    let mut mocks = Mocks::new();
+    mocks.email_is_free();
+    mocks
+        .hasher
+        .expect_hash()
+        .withf(|password| password.expose() == ADA_PASSWORD)
+        .times(1)
+        .returning(|_| ready(Ok(hash(ADA_HASH))));
+    mocks
+        .accounts
+        .expect_create_account()
+        .withf(|account| account.user.password_hash.as_phc() == ADA_HASH)
+        .times(1)
+        .returning(|_| ready(Ok(())));
+
+    register(mocks, ADA_PASSWORD).unwrap();
+}
+
+#[test]
+fn register_creates_the_user_with_a_free_personal_workspace_and_announces_both() {
+    let mut mocks = Mocks::new();
+    mocks.email_is_free();
+    mocks.hashing_gives(ADA_HASH);
+    let created = Seen::<NewAccount>::new();
+    let seen = created.clone();
+    mocks
+        .accounts
+        .expect_create_account()
+        .times(1)
+        .returning(move |account| {
+            seen.record(account);
+            ready(Ok(()))
+        });
+
+    let registered = register(mocks, ADA_PASSWORD).unwrap();
+    let NewAccount {
+        user,
+        workspace,
+        events,
+    } = created.only();
+
+    assert_eq!(registered.user_id, user.id);
+    assert_eq!(registered.organization_id, workspace.id);
+    assert_eq!(registered.email.as_ref(), ADA_EMAIL);
+    assert_eq!(user.email.as_ref(), ADA_EMAIL);
+    assert_eq!(user.created_at, now());
+
+    assert_eq!(workspace.kind, OrganizationType::Personal);
+    assert_eq!(workspace.plan, Plan::Free);
+    assert!(workspace.slug_generated);
+    assert_eq!(workspace.name.as_ref(), "Ada Lovelace's workspace");
+    assert_eq!(workspace.slug.as_ref(), "ada-lovelace-s-workspace");
+    assert_eq!(workspace.created_at, now());
+
+    let kinds: Vec<EventType> = events.iter().map(|e| e.event_type).collect();
+    assert_eq!(
+        kinds,
+        [EventType::UserCreated, EventType::OrganizationCreated]
+    );
+    let (user_created, org_created) = (&events[0], &events[1]);
+
+    assert_eq!(user_created.user_id, Some(user.id));
+    assert_eq!(user_created.organization_id, None);
+    assert_eq!(user_created.occurred_at, now());
+    let data = &user_created.data;
+    assert_eq!(data["id"], serde_json::json!(user.id));
+    assert_eq!(data["email"], ADA_EMAIL);
+    assert_eq!(data["full_name"], "Ada Lovelace");
+    assert_eq!(data["created_at"], serde_json::json!(now()));
+
+    assert_eq!(org_created.organization_id, Some(workspace.id));
+    assert_eq!(org_created.user_id, Some(user.id));
+    assert_eq!(org_created.data["id"], serde_json::json!(workspace.id));
+    assert_eq!(org_created.data["type"], "personal");
+    assert_eq!(org_created.data["plan"], "free");
+
+    assert_ne!(
+        user_created.id, org_created.id,
+        "every event has its own id"
+    );
+}
+
+#[test]
+fn register_events_carry_no_password_or_hash() {
+    let mut mocks = Mocks::new();
+    mocks.email_is_free();
+    mocks.hashing_gives(ADA_HASH);
+    let created = Seen::<NewAccount>::new();
+    let seen = created.clone();
+    mocks
+        .accounts
+        .expect_create_account()
+        .returning(move |account| {
+            seen.record(account);
+            ready(Ok(()))
+        });
+
+    register(mocks, ADA_PASSWORD).unwrap();
+
+    for event in created.only().events {
+        let json = event.data.to_string();
+        assert!(!json.contains(ADA_HASH), "{json}");
+        assert!(!json.contains("argon2"), "{json}");
+        assert!(!json.contains(ADA_PASSWORD), "{json}");
+        assert!(!json.contains("password"), "{json}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// login
+// ---------------------------------------------------------------------------------------------
+
+fn login(mocks: Mocks, email: &str, password: &str) -> Result<super::TokenPair, LoginError> {
+    block_on(mocks.auth().login(email, password.to_owned()))
+}
+
+#[test]
+fn login_with_an_unknown_email_still_verifies_once_and_says_invalid_credentials() {
+    let mut mocks = Mocks::new();
+    mocks.email_is_free();
+    mocks
+        .hasher
+        .expect_verify()
+        .withf(|presented, stored| presented == ADA_PASSWORD && stored.is_none())
+        .times(1)
+        .returning(|_, _| ready(Ok(false)));
+    mocks.sessions.expect_create_session().never();
+
+    assert!(matches!(
+        login(mocks, "nobody@example.com", ADA_PASSWORD),
+        Err(LoginError::InvalidCredentials)
+    ));
+}
+
+#[test]
+fn login_with_an_unparseable_email_still_verifies_once_and_says_invalid_credentials() {
+    let mut mocks = Mocks::new();
+    mocks.accounts.expect_credentials_by_email().never();
+    mocks
+        .hasher
+        .expect_verify()
+        .withf(|_, stored| stored.is_none())
+        .times(1)
+        .returning(|_, _| ready(Ok(false)));
+    mocks.sessions.expect_create_session().never();
+
+    assert!(matches!(
+        login(mocks, "not an email", ADA_PASSWORD),
+        Err(LoginError::InvalidCredentials)
+    ));
+}
+
+#[test]
+fn login_with_a_wrong_password_opens_no_session() {
+    let mut mocks = Mocks::new();
+    mocks.ada_is_registered();
+    mocks.password_check_says(false);
+    mocks.sessions.expect_create_session().never();
+    mocks.signer.expect_sign().never();
+
+    assert!(matches!(
+        login(mocks, ADA_EMAIL, "wrong password"),
+        Err(LoginError::InvalidCredentials)
+    ));
+}
+
+#[test]
+fn login_normalises_the_email_before_looking_it_up() {
+    let mut mocks = Mocks::new();
+    mocks.ada_is_registered();
+    mocks.password_check_says(false);
+
+    assert!(matches!(
+        login(mocks, "  Ada@Example.COM ", "wrong password"),
+        Err(LoginError::InvalidCredentials)
+    ));
+}
+
+#[test]
+fn login_opens_a_thirty_day_session_known_only_by_the_refresh_token_hash() {
+    let mut mocks = Mocks::new();
+    mocks.ada_is_registered();
+    mocks.password_check_says(true);
+    let created = Seen::<(NewSession, NewEvent)>::new();
+    let seen = created.clone();
+    mocks
+        .sessions
+        .expect_create_session()
+        .times(1)
+        .returning(move |session, event| {
+            seen.record((session, event));
+            ready(Ok(()))
+        });
+    let signed = mocks.signer_signs();
+
+    let pair = login(mocks, ADA_EMAIL, ADA_PASSWORD).unwrap();
+    let (session, login_event) = created.only();
+
+    assert_eq!(pair.refresh_token.expose(), secret_of(TokenKind::Refresh));
+    assert_eq!(
+        session.refresh_token_hash,
+        TokenHash::of(pair.refresh_token.expose())
+    );
+    assert_eq!(session.user_id, ADA);
+    assert_eq!(session.created_at, now());
+    assert_eq!(session.expires_at, now() + Duration::days(30));
+
+    assert_eq!(login_event.event_type, EventType::AuthLogin);
+    assert_eq!(login_event.user_id, Some(ADA));
+    assert_eq!(login_event.organization_id, None);
+    assert_eq!(login_event.occurred_at, now());
+    assert_eq!(
+        login_event.data["session_id"],
+        serde_json::json!(session.id)
+    );
+
+    let claims = signed.only();
+    assert_eq!(claims.sid, session.id);
+    assert_eq!(pair.access.access_token, SIGNED);
+}
+
+#[test]
+fn login_signs_an_hour_long_access_token_for_the_user_and_session() {
+    let mut mocks = Mocks::new();
+    mocks.ada_is_registered();
+    mocks.password_check_says(true);
+    let created = Seen::<NewSession>::new();
+    let seen = created.clone();
+    mocks
+        .sessions
+        .expect_create_session()
+        .returning(move |session, _| {
+            seen.record(session);
+            ready(Ok(()))
+        });
+    let signed = mocks.signer_signs();
+
+    let pair = login(mocks, ADA_EMAIL, ADA_PASSWORD).unwrap();
+    let session = created.only();
+    let claims = signed.only();
+
+    assert_eq!(claims.iss, ISSUER);
+    assert_eq!(claims.aud, "gatehouse");
+    assert_eq!(claims.sub, ADA);
+    assert_eq!(claims.sid, session.id);
+    assert_eq!(claims.email, ADA_EMAIL);
+    assert_eq!(claims.iat, now().timestamp());
+    assert_eq!(claims.nbf, now().timestamp());
+    assert_eq!(claims.exp, now().timestamp() + 3600);
+    assert_eq!(pair.access.token_type, "Bearer");
+    assert_eq!(pair.access.expires_in, 3600);
+}
+
+#[test]
+fn login_responses_do_not_debug_print_their_tokens() {
+    let mut mocks = Mocks::new();
+    mocks.ada_is_registered();
+    mocks.password_check_says(true);
+    mocks
+        .sessions
+        .expect_create_session()
+        .returning(|_, _| ready(Ok(())));
+    mocks.signer_signs();
+
+    let pair = login(mocks, ADA_EMAIL, ADA_PASSWORD).unwrap();
+    let debug = format!("{pair:?} {:?}", pair.access);
+
+    assert!(!debug.contains(SECRET_BODY), "{debug}");
+    assert!(!debug.contains(SIGNED), "{debug}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// refresh
+// ---------------------------------------------------------------------------------------------
+
+const REFRESH_TOKEN: &str = "ghr_Zq3xV9mK2pL7wR4tY8uN1bH6gF5dS0aJcEiOoUkMnBv";
+
+#[test]
+fn refresh_with_an_unknown_expired_or_revoked_token_is_invalid() {
+    let mut mocks = Mocks::new();
+    mocks
+        .sessions
+        .expect_use_refresh_token()
+        .withf(|hash, at| *hash == TokenHash::of(REFRESH_TOKEN) && *at == now())
+        .times(1)
+        .returning(|_, _| ready(Ok(None)));
+    mocks.accounts.expect_credentials_by_id().never();
+    mocks.signer.expect_sign().never();
+
+    let result = block_on(mocks.auth().refresh(REFRESH_TOKEN));
+
+    assert!(matches!(result, Err(RefreshError::InvalidToken)));
+}
+
+#[test]
+fn refresh_of_a_live_session_signs_a_new_access_token_for_the_same_session() {
+    let mut mocks = Mocks::new();
+    mocks
+        .sessions
+        .expect_use_refresh_token()
+        .withf(|hash, _| *hash == TokenHash::of(REFRESH_TOKEN))
+        .returning(|_, _| ready(Ok(Some(ada_session()))));
+    mocks.ada_is_registered();
+    let signed = mocks.signer_signs();
+
+    let access = block_on(mocks.auth().refresh(REFRESH_TOKEN)).unwrap();
+    let claims = signed.only();
+
+    assert_eq!(claims.sid, ADA_SESSION);
+    assert_eq!(claims.sub, ADA);
+    assert_eq!(claims.exp, now().timestamp() + 3600);
+    assert_eq!(access.access_token, SIGNED);
+    assert_eq!(access.expires_in, 3600);
+}
+
+#[test]
+fn refresh_for_a_user_who_is_gone_is_invalid() {
+    let mut mocks = Mocks::new();
+    mocks
+        .sessions
+        .expect_use_refresh_token()
+        .returning(|_, _| ready(Ok(Some(ada_session()))));
+    mocks
+        .accounts
+        .expect_credentials_by_id()
+        .returning(|_| ready(Ok(None)));
+    mocks.signer.expect_sign().never();
+
+    let result = block_on(mocks.auth().refresh(REFRESH_TOKEN));
+
+    assert!(matches!(result, Err(RefreshError::InvalidToken)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// logout
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn logout_ends_the_callers_session_and_announces_it() {
+    let mut mocks = Mocks::new();
+    mocks
+        .sessions
+        .expect_end_session()
+        .withf(|id, at, event| {
+            *id == ADA_SESSION
+                && *at == now()
+                && event.event_type == EventType::AuthLogout
+                && event.user_id == Some(ADA)
+                && event.organization_id.is_none()
+                && event.data["session_id"] == serde_json::json!(ADA_SESSION)
+        })
+        .times(1)
+        .returning(|_, _, _| ready(Ok(true)));
+
+    block_on(mocks.auth().logout(&ada_in_session())).unwrap();
+}
+
+#[test]
+fn logout_with_an_api_key_does_nothing() {
+    let mut mocks = Mocks::new();
+    mocks.sessions.expect_end_session().never();
+
+    block_on(mocks.auth().logout(&ada_key_for_acme())).unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// change_password
+// ---------------------------------------------------------------------------------------------
+
+fn change_password(
+    mocks: Mocks,
+    principal: &Principal,
+    current: &str,
+    new: &str,
+) -> Result<(), ChangePasswordError> {
+    block_on(
+        mocks
+            .auth()
+            .change_password(principal, current.to_owned(), new),
+    )
+}
+
+#[test]
+fn change_password_with_a_wrong_current_password_writes_nothing() {
+    let mut mocks = Mocks::new();
+    mocks.ada_is_registered();
+    mocks.password_check_says(false);
+    mocks.hasher.expect_hash().never();
+    mocks.accounts.expect_change_password().never();
+
+    assert!(matches!(
+        change_password(mocks, &ada_in_session(), "not my password", NEW_PASSWORD),
+        Err(ChangePasswordError::WrongPassword)
+    ));
+}
+
+#[test]
+fn change_password_to_the_same_password_is_refused() {
+    let mut mocks = Mocks::new();
+    mocks.ada_is_registered();
+    // The current password is checked first, so the answer reveals nothing without it.
+    mocks.password_check_says(true);
+    mocks.hasher.expect_hash().never();
+    mocks.accounts.expect_change_password().never();
+
+    assert!(matches!(
+        change_password(mocks, &ada_in_session(), ADA_PASSWORD, ADA_PASSWORD),
+        Err(ChangePasswordError::Unchanged)
+    ));
+}
+
+#[test]
+fn change_password_to_a_weak_password_is_refused() {
+    let mut mocks = Mocks::new();
+    mocks.ada_is_registered();
+    mocks.hasher.expect_hash().never();
+    mocks.accounts.expect_change_password().never();
+
+    assert!(matches!(
+        change_password(mocks, &ada_in_session(), ADA_PASSWORD, "short"),
+        Err(ChangePasswordError::WeakPassword(PasswordError::TooShort(
+            8
+        )))
+    ));
+}
+
+#[test]
+fn change_password_for_a_user_who_is_gone_fails() {
+    let mut mocks = Mocks::new();
+    mocks
+        .accounts
+        .expect_credentials_by_id()
+        .returning(|_| ready(Ok(None)));
+    mocks.accounts.expect_change_password().never();
+
+    assert!(matches!(
+        change_password(mocks, &ada_in_session(), ADA_PASSWORD, NEW_PASSWORD),
+        Err(ChangePasswordError::UserGone)
+    ));
+}
+
+#[test]
+fn change_password_stores_the_new_hash_and_keeps_only_the_current_session() {
+    let mut mocks = Mocks::new();
+    mocks.ada_is_registered();
+    mocks.password_check_says(true);
+    mocks
+        .hasher
+        .expect_hash()
+        .withf(|password| password.expose() == NEW_PASSWORD)
+        .times(1)
+        .returning(|_| ready(Ok(hash(NEW_HASH))));
+    mocks
+        .accounts
+        .expect_change_password()
+        .withf(|user, new_hash, keep, at, event| {
+            *user == ADA
+                && new_hash.as_phc() == NEW_HASH
+                && *keep == Some(ADA_SESSION)
+                && *at == now()
+                && event.event_type == EventType::AuthPasswordChanged
+                && event.user_id == Some(ADA)
+                && !event.data.to_string().contains("argon2")
+        })
+        .times(1)
+        .returning(|_, _, _, _, _| ready(Ok(())));
+
+    change_password(mocks, &ada_in_session(), ADA_PASSWORD, NEW_PASSWORD).unwrap();
+}
+
+#[test]
+fn change_password_through_an_api_key_ends_every_session() {
+    let mut mocks = Mocks::new();
+    mocks.ada_is_registered();
+    mocks.password_check_says(true);
+    mocks.hashing_gives(NEW_HASH);
+    mocks
+        .accounts
+        .expect_change_password()
+        .withf(|_, _, keep, _, _| keep.is_none())
+        .times(1)
+        .returning(|_, _, _, _, _| ready(Ok(())));
+
+    change_password(mocks, &ada_key_for_acme(), ADA_PASSWORD, NEW_PASSWORD).unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// authenticate_bearer
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn a_bearer_token_the_signer_rejects_is_invalid_without_a_session_lookup() {
+    let mut mocks = Mocks::new();
+    mocks
+        .signer
+        .expect_verify()
+        .returning(|_| ready(Err(TokenError::Invalid)));
+    mocks.sessions.expect_is_live().never();
+
+    let result = block_on(mocks.ports().authenticate_bearer("forged"));
+
+    assert!(matches!(result, Err(AuthenticateError::Invalid(_))));
+}
+
+#[test]
+fn a_signer_failure_is_internal_not_invalid() {
+    let mut mocks = Mocks::new();
+    mocks
+        .signer
+        .expect_verify()
+        .returning(|_| ready(Err(TokenError::Failed("no keys loaded".into()))));
+
+    let result = block_on(mocks.ports().authenticate_bearer(SIGNED));
+
+    assert!(matches!(result, Err(AuthenticateError::Internal(_))));
+}
+
+#[test]
+fn a_valid_bearer_token_of_an_ended_session_is_invalid() {
+    let mut mocks = Mocks::new();
+    mocks
+        .signer
+        .expect_verify()
+        .returning(|_| ready(Ok(claims_of_ada())));
+    mocks
+        .sessions
+        .expect_is_live()
+        .withf(|id, at| *id == ADA_SESSION && *at == now())
+        .times(1)
+        .returning(|_, _| ready(Ok(false)));
+
+    let result = block_on(mocks.ports().authenticate_bearer(SIGNED));
+
+    assert!(matches!(result, Err(AuthenticateError::Invalid(_))));
+}
+
+#[test]
+fn a_valid_bearer_token_of_a_live_session_is_its_user() {
+    let mut mocks = Mocks::new();
+    mocks
+        .signer
+        .expect_verify()
+        .withf(|token| token == SIGNED)
+        .returning(|_| ready(Ok(claims_of_ada())));
+    mocks
+        .sessions
+        .expect_is_live()
+        .withf(|id, _| *id == ADA_SESSION)
+        .times(1)
+        .returning(|_, _| ready(Ok(true)));
+
+    let principal = block_on(mocks.ports().authenticate_bearer(SIGNED)).unwrap();
+
+    assert_eq!(principal, ada_in_session());
+}
+
+// ---------------------------------------------------------------------------------------------
+// authenticate_api_key
+// ---------------------------------------------------------------------------------------------
+
+fn ada_acme_api_key() -> ApiKey {
+    ApiKey {
+        id: CI_KEY,
+        name: ApiKeyName::parse("CI deploys").unwrap(),
+        prefix: secret_of(TokenKind::ApiKey).chars().take(12).collect(),
+        organization_id: ACME,
+        user_id: ADA,
+        created_at: now() - Duration::days(5),
+        last_used_at: None,
+    }
+}
+
+#[test]
+fn an_unknown_api_key_is_invalid() {
+    let key = secret_of(TokenKind::ApiKey);
+    let mut mocks = Mocks::new();
+    mocks
+        .api_keys
+        .expect_use_api_key()
+        .withf(move |hash, at| *hash == TokenHash::of(&key) && *at == now())
+        .times(1)
+        .returning(|_, _| ready(Ok(None)));
+
+    let result = block_on(
+        mocks
+            .ports()
+            .authenticate_api_key(&secret_of(TokenKind::ApiKey), ACME),
+    );
+
+    assert!(matches!(result, Err(AuthenticateError::Invalid(_))));
+}
+
+#[test]
+fn an_api_key_sent_with_another_organization_is_invalid() {
+    let mut mocks = Mocks::new();
+    mocks
+        .api_keys
+        .expect_use_api_key()
+        .returning(|_, _| ready(Ok(Some(ada_acme_api_key()))));
+
+    let result = block_on(
+        mocks
+            .ports()
+            .authenticate_api_key(&secret_of(TokenKind::ApiKey), GLOBEX),
+    );
+
+    assert!(matches!(result, Err(AuthenticateError::Invalid(_))));
+}
+
+#[test]
+fn an_api_key_sent_with_its_organization_acts_as_its_creator_there() {
+    let mut mocks = Mocks::new();
+    mocks
+        .api_keys
+        .expect_use_api_key()
+        .returning(|_, _| ready(Ok(Some(ada_acme_api_key()))));
+
+    let principal = block_on(
+        mocks
+            .ports()
+            .authenticate_api_key(&secret_of(TokenKind::ApiKey), ACME),
+    )
+    .unwrap();
+
+    assert_eq!(principal, ada_key_for_acme());
+}
+
+// ---------------------------------------------------------------------------------------------
+// membership_of
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn an_api_key_asking_for_another_organization_finds_nothing_without_asking_the_store() {
+    let mut mocks = Mocks::new();
+    mocks.memberships.expect_membership().never();
+
+    let result = block_on(mocks.ports().membership_of(&ada_key_for_acme(), GLOBEX));
+
+    assert!(matches!(result, Err(OrgAccessError::NotFound)));
+}
+
+#[test]
+fn an_api_key_in_its_own_organization_has_its_creators_membership() {
+    let mut mocks = Mocks::new();
+    mocks.ada_is_in_acme();
+
+    let membership = block_on(mocks.ports().membership_of(&ada_key_for_acme(), ACME)).unwrap();
+
+    assert_eq!(membership, ada_in_acme());
+}
+
+#[test]
+fn a_user_who_is_not_a_member_finds_nothing() {
+    let mut mocks = Mocks::new();
+    mocks
+        .memberships
+        .expect_membership()
+        .withf(|user, org| *user == ADA && *org == GLOBEX)
+        .times(1)
+        .returning(|_, _| ready(Ok(None)));
+
+    let result = block_on(mocks.ports().membership_of(&ada_in_session(), GLOBEX));
+
+    assert!(matches!(result, Err(OrgAccessError::NotFound)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// ApiKeyService::create
+// ---------------------------------------------------------------------------------------------
+
+fn create_key(
+    mocks: Mocks,
+    principal: &Principal,
+    organization: OrganizationId,
+) -> Result<super::CreatedApiKey, CreateApiKeyError> {
+    let name = ApiKeyName::parse("CI deploys").unwrap();
+    block_on(
+        mocks
+            .api_key_service()
+            .create(principal, name, organization),
+    )
+}
+
+/// The store saves the key as given and hands it back, keeping what it got.
+fn store_saves_api_keys(mocks: &mut Mocks) -> Seen<NewApiKey> {
+    let stored = Seen::new();
+    let seen = stored.clone();
+    mocks
+        .api_keys
+        .expect_create_api_key()
+        .times(1)
+        .returning(move |new: NewApiKey| {
+            seen.record(new.clone());
+            ready(Ok(ApiKey {
+                id: new.id,
+                name: new.name,
+                prefix: new.prefix,
+                organization_id: new.organization_id,
+                user_id: new.user_id,
+                created_at: new.created_at,
+                last_used_at: None,
+            }))
+        });
+    stored
+}
+
+#[test]
+fn an_api_key_cannot_create_api_keys() {
+    let mut mocks = Mocks::new();
+    mocks.memberships.expect_membership().never();
+    mocks.api_keys.expect_create_api_key().never();
+
+    assert!(matches!(
+        create_key(mocks, &ada_key_for_acme(), ACME),
+        Err(CreateApiKeyError::NotAUser)
+    ));
+}
+
+#[test]
+fn an_api_key_for_an_organization_the_user_is_not_in_is_not_found() {
+    let mut mocks = Mocks::new();
+    mocks
+        .memberships
+        .expect_membership()
+        .returning(|_, _| ready(Ok(None)));
+    mocks.api_keys.expect_create_api_key().never();
+
+    assert!(matches!(
+        create_key(mocks, &ada_in_session(), GLOBEX),
+        Err(CreateApiKeyError::Organization(OrgAccessError::NotFound))
+    ));
+}
+
+#[test]
+fn a_created_api_key_is_stored_only_as_its_hash_and_shown_once() {
+    let mut mocks = Mocks::new();
+    mocks.ada_is_in_acme();
+    let stored = store_saves_api_keys(&mut mocks);
+
+    let created = create_key(mocks, &ada_in_session(), ACME).unwrap();
+    let new = stored.only();
+
+    assert_eq!(created.key, secret_of(TokenKind::ApiKey));
+    assert!(created.key.starts_with("ghk_"));
+    assert_eq!(new.key_hash, TokenHash::of(&created.key));
+    assert!(
+        !format!("{new:?}").contains(&created.key),
+        "the store gets no field holding the key"
+    );
+    assert_eq!(new.organization_id, ACME);
+    assert_eq!(new.user_id, ADA);
+    assert_eq!(new.created_at, now());
+    assert_eq!(created.id, new.id);
+    assert_eq!(created.organization_id, ACME);
+}
+
+#[test]
+fn a_created_api_key_is_told_apart_by_its_first_twelve_characters() {
+    let mut mocks = Mocks::new();
+    mocks.ada_is_in_acme();
+    let stored = store_saves_api_keys(&mut mocks);
+
+    let created = create_key(mocks, &ada_in_session(), ACME).unwrap();
+    let first_twelve: String = created.key.chars().take(12).collect();
+
+    assert_eq!(created.prefix, first_twelve);
+    assert_eq!(stored.only().prefix, first_twelve);
+    assert_eq!(created.prefix, "ghk_Zq3xV9mK");
+}
+
+#[test]
+fn a_created_api_key_does_not_debug_print_the_key() {
+    let mut mocks = Mocks::new();
+    mocks.ada_is_in_acme();
+    store_saves_api_keys(&mut mocks);
+
+    let created = create_key(mocks, &ada_in_session(), ACME).unwrap();
+    let debug = format!("{created:?}");
+
+    assert!(!debug.contains(&created.key), "{debug}");
+    assert!(!debug.contains(SECRET_BODY), "{debug}");
+}

@@ -1,0 +1,147 @@
+//! Every organization route, walked by every kind of caller: the status each gets, and that no
+//! answer to an outsider carries the organization's data.
+
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::helpers::{json_of, on_both_backends, TestApp};
+
+/// How a caller authenticates.
+#[derive(Clone)]
+enum Credential {
+    Bearer(String),
+    ApiKey { key: String, organization: String },
+    Nothing,
+}
+
+/// One route call of the walk: what, how, and the status expected.
+type Check<'a> = (&'a str, Method, String, Option<Value>, Option<&'a str>, u16);
+
+struct Caller {
+    name: &'static str,
+    credential: Credential,
+}
+
+async fn call(
+    app: &TestApp,
+    caller: &Caller,
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+    organization_header: Option<&str>,
+) -> (StatusCode, String) {
+    let mut request = app.client.request(method, app.url(path));
+    match &caller.credential {
+        Credential::Bearer(token) => request = request.bearer_auth(token),
+        Credential::ApiKey { key, organization } => {
+            request = request.header("X-API-Key", key).header(
+                "X-Organization-ID",
+                organization_header.unwrap_or(organization),
+            );
+        }
+        Credential::Nothing => {}
+    }
+    if let (Some(org), Credential::Bearer(_)) = (organization_header, &caller.credential) {
+        request = request.header("X-Organization-ID", org);
+    }
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    let body: Value = serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}"));
+    if !status.is_success() {
+        assert!(
+            body["detail"].is_string() || body["detail"].is_array(),
+            "{text}"
+        );
+    }
+    (status, text)
+}
+
+on_both_backends! {
+    async fn every_route_answers_every_kind_of_caller_as_the_role_table_says(app: TestApp) {
+        let owner = app.logged_in("perm-owner@example.com").await;
+        let team = app.create_team(&owner.access_token, "Secret Project Falcon").await;
+        let org = team["id"].as_str().unwrap().to_owned();
+        let admin = app.member_of(&owner.access_token, &org, "perm-admin@example.com", "admin").await;
+        let member = app.member_of(&owner.access_token, &org, "perm-member@example.com", "member").await;
+        let viewer = app.member_of(&owner.access_token, &org, "perm-viewer@example.com", "viewer").await;
+        let outsider = app.logged_in("perm-outsider@example.com").await;
+        let owner_key = json_of(app.create_api_key(&owner.access_token, "owner key", &org).await, 201).await;
+        let outsider_key =
+            json_of(app.create_api_key(&outsider.access_token, "other key", &outsider.organization_id).await, 201).await;
+
+        let callers = [
+            Caller { name: "owner", credential: Credential::Bearer(owner.access_token.clone()) },
+            Caller { name: "admin", credential: Credential::Bearer(admin.access_token.clone()) },
+            Caller { name: "member", credential: Credential::Bearer(member.access_token.clone()) },
+            Caller { name: "viewer", credential: Credential::Bearer(viewer.access_token.clone()) },
+            Caller { name: "owner's API key", credential: Credential::ApiKey {
+                key: owner_key["key"].as_str().unwrap().to_owned(), organization: org.clone() } },
+            Caller { name: "user of another organization", credential: Credential::Bearer(outsider.access_token.clone()) },
+            Caller { name: "API key of another organization", credential: Credential::ApiKey {
+                key: outsider_key["key"].as_str().unwrap().to_owned(), organization: outsider.organization_id.clone() } },
+            Caller { name: "no credentials", credential: Credential::Nothing },
+        ];
+
+        // The members each caller may remove or re-role, so that a permitted call really
+        // succeeds: one target per caller.
+        let mut targets = Vec::new();
+        for (i, _) in callers.iter().enumerate() {
+            let target = app
+                .member_of(&owner.access_token, &org, &format!("perm-target{i}@example.com"), "viewer")
+                .await;
+            targets.push(target.user_id);
+        }
+
+        //              owner admin member viewer key  outsider other-key nothing
+        let read = [200, 200, 200, 200, 200, 404, 404, 401];
+        let manage = [200, 200, 403, 403, 200, 404, 404, 401];
+        let invite = [201, 201, 403, 403, 201, 404, 404, 401];
+        let revoke_missing = [404, 404, 403, 403, 404, 404, 404, 401];
+        // With a header naming this organization, another organization's key is refused as a
+        // credential (401), not as a stranger (404).
+        let iam = [200, 200, 200, 200, 200, 404, 401, 401];
+
+        for (i, caller) in callers.iter().enumerate() {
+            let org_path = format!("/api/v1/organizations/{org}");
+            let target_path = format!("{org_path}/members/{}", targets[i]);
+            let checks: Vec<Check> = vec![
+                ("read the organization", Method::GET, org_path.clone(), None, None, read[i]),
+                ("list members", Method::GET, format!("{org_path}/members"), None, None, read[i]),
+                ("update the organization", Method::PATCH, org_path.clone(),
+                    Some(json!({ "settings": { "allow_member_invite": false } })), None, manage[i]),
+                ("invite", Method::POST, format!("{org_path}/members"),
+                    Some(json!({ "email": format!("perm-invitee{i}@example.com"), "role": "viewer" })), None, invite[i]),
+                ("change a role", Method::PATCH, target_path.clone(), Some(json!({ "role": "member" })), None, manage[i]),
+                ("remove a member", Method::DELETE, target_path.clone(), None, None, manage[i]),
+                ("revoke an unknown invitation", Method::DELETE,
+                    format!("{org_path}/invitations/{}", uuid::Uuid::now_v7()), None, None, revoke_missing[i]),
+                ("list IAM users", Method::GET, "/api/v1/iam/users".to_owned(), None, Some(org.as_str()), iam[i]),
+                ("delete the organization", Method::DELETE, org_path.clone(), None, None,
+                    // Only the owner may; it is tried last below.
+                    match i { 0 | 4 => 0, 5 | 6 => 404, 7 => 401, _ => 403 }),
+            ];
+            for (what, method, path, body, header, expected) in checks {
+                if expected == 0 {
+                    continue;
+                }
+                let (status, text) = call(&app, caller, method, &path, body, header).await;
+                assert_eq!(status.as_u16(), expected, "{} may {what}? got {text}", caller.name);
+                if matches!(i, 5..=7) {
+                    assert!(!text.contains("Falcon") && !text.contains("perm-"),
+                        "{} saw the organization's data: {text}", caller.name);
+                }
+            }
+        }
+
+        let (status, _) = call(&app, &callers[0], Method::DELETE, &format!("/api/v1/organizations/{org}"), None, None).await;
+        assert_eq!(status, 200);
+        for caller in &callers[..4] {
+            let (status, _) = call(&app, caller, Method::GET, &format!("/api/v1/organizations/{org}"), None, None).await;
+            assert_eq!(status, 404, "{} still sees a deleted organization", caller.name);
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! Per-plan rate limits: headers on every response, 429 with Retry-After past the budget, and
+//! one budget shared by replicas through Redis.
+
+use crate::helpers::{detail_of, json_of, Backend, Options, TestApp};
+
+fn header(response: &reqwest::Response, name: &str) -> Option<i64> {
+    response.headers().get(name)?.to_str().ok()?.parse().ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_beyond_the_plan_gets_429_with_retry_after() {
+    let app = TestApp::spawn_with(
+        Backend::Sqlite,
+        Options {
+            rate_limits: Some("free=5"),
+            ..Options::default()
+        },
+    )
+    .await;
+    let mut statuses = Vec::new();
+    for _ in 0..6 {
+        let response = app
+            .client
+            .get(app.url("/api/v1/nothing-here"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(header(&response, "x-ratelimit-limit"), Some(5));
+        assert!(
+            header(&response, "x-ratelimit-reset").unwrap() > chrono::Utc::now().timestamp() - 1
+        );
+        statuses.push((
+            response.status().as_u16(),
+            header(&response, "x-ratelimit-remaining"),
+        ));
+        if response.status() == 429 {
+            let retry_after = header(&response, "retry-after").expect("Retry-After");
+            assert!((1..=60).contains(&retry_after));
+            let detail = detail_of(response, 429).await;
+            assert!(detail.contains("rate limit"), "{detail}");
+        }
+    }
+    assert_eq!(
+        statuses,
+        vec![
+            (404, Some(4)),
+            (404, Some(3)),
+            (404, Some(2)),
+            (404, Some(1)),
+            (404, Some(0)),
+            (429, Some(0))
+        ]
+    );
+    // The probes are never limited.
+    json_of(app.client.get(app.url("/livez")).send().await.unwrap(), 200).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_principal_has_its_own_budget_sized_by_its_plan() {
+    let app = TestApp::spawn_with(
+        Backend::Sqlite,
+        Options {
+            rate_limits: Some("free=4"),
+            ..Options::default()
+        },
+    )
+    .await;
+    // Registration and login spend the anonymous budget of this address...
+    let user = app.logged_in("budget@example.com").await;
+    // ...while the user's requests count against the user.
+    let response = app.me(&user.access_token).await;
+    assert_eq!(header(&response, "x-ratelimit-remaining"), Some(3));
+    for _ in 0..3 {
+        json_of(app.me(&user.access_token).await, 200).await;
+    }
+    detail_of(app.me(&user.access_token).await, 429).await;
+}
+
+fn redis_url() -> String {
+    std::env::var("GATEHOUSE_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_on_one_redis_share_one_budget() {
+    let options = Options {
+        rate_limits: Some("free=6"),
+        redis_url: Some(redis_url()),
+    };
+    let first = TestApp::spawn_with(Backend::Postgres, options).await;
+    let second = first.replica().await;
+    let user = first
+        .logged_in(&format!("shared-{}@example.com", uuid::Uuid::now_v7()))
+        .await;
+    for app in [&first, &second, &first, &second, &first, &second] {
+        json_of(app.me(&user.access_token).await, 200).await;
+    }
+    detail_of(first.me(&user.access_token).await, 429).await;
+    detail_of(second.me(&user.access_token).await, 429).await;
+}

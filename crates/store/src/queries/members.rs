@@ -1,0 +1,545 @@
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use diesel::{
+    dsl::{InnerJoin, IntoBoxed},
+    prelude::*,
+};
+use diesel_async::RunQueryDsl;
+use gatehouse_domain::{
+    model::{
+        Email, Invitation, InvitationId, Member, MemberFilter, NewEvent, NewInvitation,
+        OrganizationId, OrganizationType, Page, PageRequest, Role, TokenHash, UserId,
+    },
+    ports::{MemberStore, StoreError},
+};
+
+use super::{
+    super::{
+        schema::{api_keys, invitations, memberships, organizations, users},
+        Conn, Db, DbStore,
+    },
+    contains_pattern, lower,
+    rows::{
+        record_events, InvitationRow, InvitedMemberRow, MemberRow, NewInvitationRow,
+        NewMembershipRow,
+    },
+};
+use crate::{db_error, detached, listing::split_page, types::DbUuid};
+
+/// What a [`MemberRow`] is read from.
+const MEMBER_COLUMNS: (
+    memberships::organization_id,
+    memberships::user_id,
+    users::email,
+    users::full_name,
+    memberships::role,
+    memberships::invited_by,
+    memberships::invited_at,
+    memberships::created_at,
+) = (
+    memberships::organization_id,
+    memberships::user_id,
+    users::email,
+    users::full_name,
+    memberships::role,
+    memberships::invited_by,
+    memberships::invited_at,
+    memberships::created_at,
+);
+
+/// What an [`InvitedMemberRow`] is read from.
+const INVITED_MEMBER_COLUMNS: (
+    invitations::id,
+    invitations::organization_id,
+    invitations::email,
+    invitations::role,
+    invitations::invited_by,
+    invitations::invited_at,
+) = (
+    invitations::id,
+    invitations::organization_id,
+    invitations::email,
+    invitations::role,
+    invitations::invited_by,
+    invitations::invited_at,
+);
+
+/// What an [`InvitationRow`] is read from.
+const INVITATION_COLUMNS: (
+    invitations::id,
+    invitations::organization_id,
+    organizations::name,
+    organizations::slug,
+    invitations::email,
+    invitations::role,
+    invitations::invited_by,
+    invitations::invited_at,
+    invitations::expires_at,
+) = (
+    invitations::id,
+    invitations::organization_id,
+    organizations::name,
+    organizations::slug,
+    invitations::email,
+    invitations::role,
+    invitations::invited_by,
+    invitations::invited_at,
+    invitations::expires_at,
+);
+
+type MembersQuery = IntoBoxed<'static, InnerJoin<memberships::table, users::table>, Db>;
+type InvitationsQuery = IntoBoxed<'static, InnerJoin<invitations::table, organizations::table>, Db>;
+
+/// The organization's active members, filtered.
+fn active_members(org: DbUuid, filter: &MemberFilter) -> MembersQuery {
+    let mut query = memberships::table
+        .inner_join(users::table)
+        .filter(memberships::organization_id.eq(org))
+        .into_boxed();
+    if let Some(role) = filter.role {
+        query = query.filter(memberships::role.eq(role.as_str()));
+    }
+    if let Some(search) = &filter.search {
+        let pattern = contains_pattern(search);
+        query = query.filter(
+            lower(users::email)
+                .like(lower(pattern.clone()))
+                .escape('\\')
+                .or(lower(users::full_name).like(lower(pattern)).escape('\\')),
+        );
+    }
+    query
+}
+
+/// The organization's pending invitations that have not expired at `now`, filtered.
+fn invited_members(
+    org: DbUuid,
+    filter: &MemberFilter,
+    now: DateTime<Utc>,
+) -> invitations::BoxedQuery<'static, Db> {
+    let mut query = invitations::table
+        .filter(invitations::organization_id.eq(org))
+        .filter(invitations::accepted_at.is_null())
+        .filter(invitations::revoked_at.is_null())
+        .filter(invitations::expires_at.gt(now))
+        .into_boxed();
+    if let Some(role) = filter.role {
+        query = query.filter(invitations::role.eq(role.as_str()));
+    }
+    if let Some(search) = &filter.search {
+        query = query.filter(
+            lower(invitations::email)
+                .like(lower(contains_pattern(search)))
+                .escape('\\'),
+        );
+    }
+    query
+}
+
+/// Pending (neither accepted nor revoked, maybe expired) invitations of live organizations.
+fn pending_invitations() -> InvitationsQuery {
+    invitations::table
+        .inner_join(organizations::table)
+        .filter(invitations::accepted_at.is_null())
+        .filter(invitations::revoked_at.is_null())
+        .filter(organizations::is_active.eq(true))
+        .into_boxed()
+}
+
+async fn load_invitation(
+    conn: &mut Conn,
+    query: InvitationsQuery,
+) -> Result<Option<Invitation>, StoreError> {
+    query
+        .select(INVITATION_COLUMNS)
+        .first::<InvitationRow>(conn)
+        .await
+        .optional()
+        .map_err(db_error)?
+        .map(InvitationRow::into_domain)
+        .transpose()
+}
+
+#[async_trait]
+impl MemberStore for DbStore {
+    async fn members(
+        &self,
+        organization_id: OrganizationId,
+        filter: MemberFilter,
+        page: PageRequest,
+        now: DateTime<Utc>,
+    ) -> Result<Page<Member>, StoreError> {
+        let mut conn = self.conn().await?;
+        let org = DbUuid(organization_id.as_uuid());
+        let active_total: i64 = active_members(org, &filter)
+            .count()
+            .get_result(&mut *conn)
+            .await
+            .map_err(db_error)?;
+        let invited_total: i64 = if filter.active_only {
+            0
+        } else {
+            invited_members(org, &filter, now)
+                .count()
+                .get_result(&mut *conn)
+                .await
+                .map_err(db_error)?
+        };
+        let (active, invited) = split_page(page.offset(), page.limit(), active_total);
+        let mut items = Vec::new();
+        if let Some(slice) = active {
+            let rows: Vec<MemberRow> = active_members(org, &filter)
+                .select(MEMBER_COLUMNS)
+                .order((memberships::created_at.asc(), memberships::user_id.asc()))
+                .offset(slice.offset)
+                .limit(slice.limit)
+                .load(&mut *conn)
+                .await
+                .map_err(db_error)?;
+            for row in rows {
+                items.push(row.into_domain()?);
+            }
+        }
+        if let Some(slice) = invited.filter(|slice| slice.offset < invited_total) {
+            let rows: Vec<InvitedMemberRow> = invited_members(org, &filter, now)
+                .select(INVITED_MEMBER_COLUMNS)
+                .order((invitations::invited_at.asc(), invitations::id.asc()))
+                .offset(slice.offset)
+                .limit(slice.limit)
+                .load(&mut *conn)
+                .await
+                .map_err(db_error)?;
+            for row in rows {
+                items.push(row.into_domain()?);
+            }
+        }
+        let total = active_total.unsigned_abs() + invited_total.unsigned_abs();
+        Ok(Page::new(items, total, page))
+    }
+
+    async fn member(
+        &self,
+        organization_id: OrganizationId,
+        user_id: UserId,
+    ) -> Result<Option<Member>, StoreError> {
+        let mut conn = self.conn().await?;
+        active_members(DbUuid(organization_id.as_uuid()), &MemberFilter::default())
+            .filter(memberships::user_id.eq(DbUuid(user_id.as_uuid())))
+            .select(MEMBER_COLUMNS)
+            .first::<MemberRow>(&mut *conn)
+            .await
+            .optional()
+            .map_err(db_error)?
+            .map(MemberRow::into_domain)
+            .transpose()
+    }
+
+    async fn is_member_email(
+        &self,
+        organization_id: OrganizationId,
+        email: &Email,
+    ) -> Result<bool, StoreError> {
+        let mut conn = self.conn().await?;
+        let members: i64 = memberships::table
+            .inner_join(users::table)
+            .filter(memberships::organization_id.eq(DbUuid(organization_id.as_uuid())))
+            .filter(users::email.eq(email.as_ref()))
+            .count()
+            .get_result(&mut *conn)
+            .await
+            .map_err(db_error)?;
+        Ok(members > 0)
+    }
+
+    async fn create_invitation(
+        &self,
+        invitation: NewInvitation,
+        event: NewEvent,
+    ) -> Result<(), StoreError> {
+        let pool = self.pool.clone();
+        detached(async move {
+            let mut conn = pool.get().await.map_err(crate::pool_error)?;
+            write_tx!(&mut *conn, async |conn: &mut Conn| {
+                let org = DbUuid(invitation.organization_id.as_uuid());
+                // An expired invitation still holds the one open slot of its email: close it.
+                let expired = invitations::table
+                    .filter(invitations::organization_id.eq(org))
+                    .filter(invitations::email.eq(invitation.email.as_ref()))
+                    .filter(invitations::accepted_at.is_null())
+                    .filter(invitations::revoked_at.is_null())
+                    .filter(invitations::expires_at.le(invitation.invited_at));
+                diesel::update(expired)
+                    .set(invitations::revoked_at.eq(Some(invitation.invited_at)))
+                    .execute(conn)
+                    .await?;
+                // A live one makes `invitations_one_open_idx` refuse this: a conflict.
+                diesel::insert_into(invitations::table)
+                    .values(NewInvitationRow {
+                        id: DbUuid(invitation.id.as_uuid()),
+                        organization_id: org,
+                        email: invitation.email.as_ref(),
+                        role: invitation.role.role().as_str(),
+                        token_hash: invitation.token_hash.as_hex(),
+                        invited_by: DbUuid(invitation.invited_by.as_uuid()),
+                        invited_at: invitation.invited_at,
+                        expires_at: invitation.expires_at,
+                    })
+                    .execute(conn)
+                    .await?;
+                record_events(conn, vec![event]).await
+            })
+            .await
+            .map_err(db_error)
+        })
+        .await
+    }
+
+    async fn invitation(&self, id: InvitationId) -> Result<Option<Invitation>, StoreError> {
+        let mut conn = self.conn().await?;
+        let query = pending_invitations().filter(invitations::id.eq(DbUuid(id.as_uuid())));
+        load_invitation(&mut conn, query).await
+    }
+
+    async fn invitation_by_token(
+        &self,
+        hash: &TokenHash,
+    ) -> Result<Option<Invitation>, StoreError> {
+        let mut conn = self.conn().await?;
+        let query =
+            pending_invitations().filter(invitations::token_hash.eq(hash.as_hex().to_owned()));
+        load_invitation(&mut conn, query).await
+    }
+
+    async fn invitations_for(
+        &self,
+        email: &Email,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Invitation>, StoreError> {
+        let mut conn = self.conn().await?;
+        pending_invitations()
+            .filter(invitations::email.eq(email.as_ref().to_owned()))
+            .filter(invitations::expires_at.gt(now))
+            .select(INVITATION_COLUMNS)
+            .order((invitations::invited_at.desc(), invitations::id.desc()))
+            .load::<InvitationRow>(&mut *conn)
+            .await
+            .map_err(db_error)?
+            .into_iter()
+            .map(InvitationRow::into_domain)
+            .collect()
+    }
+
+    async fn accept_invitation(
+        &self,
+        id: InvitationId,
+        user_id: UserId,
+        at: DateTime<Utc>,
+        event: NewEvent,
+    ) -> Result<bool, StoreError> {
+        let pool = self.pool.clone();
+        detached(async move {
+            let mut conn = pool.get().await.map_err(crate::pool_error)?;
+            write_tx!(&mut *conn, async |conn: &mut Conn| {
+                let live = organizations::table
+                    .filter(organizations::is_active.eq(true))
+                    .select(organizations::id);
+                let pending = invitations::table
+                    .filter(invitations::id.eq(DbUuid(id.as_uuid())))
+                    .filter(invitations::accepted_at.is_null())
+                    .filter(invitations::revoked_at.is_null())
+                    .filter(invitations::organization_id.eq_any(live));
+                let accepted: Option<(DbUuid, String, DbUuid, DateTime<Utc>)> =
+                    diesel::update(pending)
+                        .set(invitations::accepted_at.eq(Some(at)))
+                        .returning((
+                            invitations::organization_id,
+                            invitations::role,
+                            invitations::invited_by,
+                            invitations::invited_at,
+                        ))
+                        .get_result(conn)
+                        .await
+                        .optional()?;
+                let Some((org, role, invited_by, invited_at)) = accepted else {
+                    return Ok(false);
+                };
+                // Already a member: the primary key refuses, and the acceptance rolls back.
+                diesel::insert_into(memberships::table)
+                    .values(NewMembershipRow {
+                        organization_id: org,
+                        user_id: DbUuid(user_id.as_uuid()),
+                        role: &role,
+                        created_at: at,
+                        updated_at: at,
+                        invited_by: Some(invited_by),
+                        invited_at: Some(invited_at),
+                    })
+                    .execute(conn)
+                    .await?;
+                record_events(conn, vec![event]).await?;
+                Ok::<_, diesel::result::Error>(true)
+            })
+            .await
+            .map_err(db_error)
+        })
+        .await
+    }
+
+    async fn revoke_invitation(
+        &self,
+        organization_id: OrganizationId,
+        id: InvitationId,
+        at: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let pool = self.pool.clone();
+        detached(async move {
+            let mut conn = pool.get().await.map_err(crate::pool_error)?;
+            write_tx!(&mut *conn, async |conn: &mut Conn| {
+                let pending = invitations::table
+                    .filter(invitations::id.eq(DbUuid(id.as_uuid())))
+                    .filter(invitations::organization_id.eq(DbUuid(organization_id.as_uuid())))
+                    .filter(invitations::accepted_at.is_null())
+                    .filter(invitations::revoked_at.is_null());
+                diesel::update(pending)
+                    .set(invitations::revoked_at.eq(Some(at)))
+                    .execute(conn)
+                    .await
+            })
+            .await
+            .map(|revoked| revoked == 1)
+            .map_err(db_error)
+        })
+        .await
+    }
+
+    async fn change_role(
+        &self,
+        organization_id: OrganizationId,
+        user_id: UserId,
+        role: Role,
+        at: DateTime<Utc>,
+        event: NewEvent,
+    ) -> Result<bool, StoreError> {
+        let pool = self.pool.clone();
+        detached(async move {
+            let mut conn = pool.get().await.map_err(crate::pool_error)?;
+            write_tx!(&mut *conn, async |conn: &mut Conn| {
+                let membership = memberships::table
+                    .filter(memberships::organization_id.eq(DbUuid(organization_id.as_uuid())))
+                    .filter(memberships::user_id.eq(DbUuid(user_id.as_uuid())));
+                let updated = diesel::update(membership)
+                    .set((
+                        memberships::role.eq(role.as_str()),
+                        memberships::updated_at.eq(at),
+                    ))
+                    .execute(conn)
+                    .await?;
+                if updated == 1 {
+                    record_events(conn, vec![event]).await?;
+                }
+                Ok::<_, diesel::result::Error>(updated == 1)
+            })
+            .await
+            .map_err(db_error)
+        })
+        .await
+    }
+
+    async fn remove_member(
+        &self,
+        organization_id: OrganizationId,
+        user_id: UserId,
+        event: NewEvent,
+    ) -> Result<bool, StoreError> {
+        let pool = self.pool.clone();
+        detached(async move {
+            let mut conn = pool.get().await.map_err(crate::pool_error)?;
+            write_tx!(&mut *conn, async |conn: &mut Conn| {
+                let (org, user) = (DbUuid(organization_id.as_uuid()), DbUuid(user_id.as_uuid()));
+                let membership = memberships::table
+                    .filter(memberships::organization_id.eq(org))
+                    .filter(memberships::user_id.eq(user));
+                let removed = diesel::delete(membership).execute(conn).await?;
+                if removed == 1 {
+                    let keys = api_keys::table
+                        .filter(api_keys::organization_id.eq(org))
+                        .filter(api_keys::user_id.eq(user));
+                    diesel::delete(keys).execute(conn).await?;
+                    record_events(conn, vec![event]).await?;
+                }
+                Ok::<_, diesel::result::Error>(removed == 1)
+            })
+            .await
+            .map_err(db_error)
+        })
+        .await
+    }
+
+    async fn owned_teams_with_members(
+        &self,
+        user_id: UserId,
+    ) -> Result<Vec<OrganizationId>, StoreError> {
+        let mut conn = self.conn().await?;
+        let user = DbUuid(user_id.as_uuid());
+        let owned = memberships::table
+            .filter(memberships::user_id.eq(user))
+            .filter(memberships::role.eq(Role::Owner.as_str()))
+            .select(memberships::organization_id);
+        let with_others = memberships::table
+            .filter(memberships::user_id.ne(user))
+            .select(memberships::organization_id);
+        let ids: Vec<DbUuid> = organizations::table
+            .filter(organizations::is_active.eq(true))
+            .filter(organizations::kind.eq(OrganizationType::Team.as_str()))
+            .filter(organizations::id.eq_any(owned))
+            .filter(organizations::id.eq_any(with_others))
+            .select(organizations::id)
+            .order((organizations::created_at.asc(), organizations::id.asc()))
+            .load(&mut *conn)
+            .await
+            .map_err(db_error)?;
+        Ok(ids.into_iter().map(|id| id.0.into()).collect())
+    }
+
+    async fn delete_user(&self, user_id: UserId, events: Vec<NewEvent>) -> Result<(), StoreError> {
+        let pool = self.pool.clone();
+        detached(async move {
+            let mut conn = pool.get().await.map_err(crate::pool_error)?;
+            write_tx!(&mut *conn, async |conn: &mut Conn| {
+                // First, while the memberships still say where the events should go.
+                record_events(conn, events).await?;
+                let user = DbUuid(user_id.as_uuid());
+                let owned = memberships::table
+                    .filter(memberships::user_id.eq(user))
+                    .filter(memberships::role.eq(Role::Owner.as_str()))
+                    .select(memberships::organization_id);
+                let with_others = memberships::table
+                    .filter(memberships::user_id.ne(user))
+                    .select(memberships::organization_id);
+                // Their personal workspaces, and the teams nobody else belongs to.
+                let going: Vec<DbUuid> = organizations::table
+                    .filter(organizations::id.eq_any(owned))
+                    .filter(
+                        organizations::kind
+                            .eq(OrganizationType::Personal.as_str())
+                            .or(organizations::id.ne_all(with_others)),
+                    )
+                    .select(organizations::id)
+                    .load(conn)
+                    .await?;
+                // Memberships, invitations, API keys and applications go by cascade.
+                diesel::delete(organizations::table.filter(organizations::id.eq_any(&going)))
+                    .execute(conn)
+                    .await?;
+                // And with the user, their other memberships, sessions and API keys.
+                diesel::delete(users::table.find(user))
+                    .execute(conn)
+                    .await?;
+                Ok::<_, diesel::result::Error>(())
+            })
+            .await
+            .map_err(db_error)
+        })
+        .await
+    }
+}

@@ -1,0 +1,1427 @@
+//! The organization and member store contract, run on PostgreSQL and on SQLite.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, SubsecRound, Utc};
+use diesel::{sql_types::BigInt, QueryableByName};
+use gatehouse_domain::{
+    model::{
+        ApiKeyName, DefaultRole, Email, EventId, EventType, FullName, InvitableRole, InvitationId,
+        MemberFilter, MemberStatus, NewApiKey, NewEvent, NewInvitation, NewOrganization, NewUser,
+        OrganizationChange, OrganizationFilter, OrganizationId, OrganizationName, OrganizationType,
+        PageRequest, PasswordHash, Plan, Role, Slug, TokenHash, UserId,
+    },
+    ports::{NewAccount, StoreError},
+};
+use gatehouse_store::{Backend, Store, StoreOptions};
+use gatehouse_testkit::TestDatabase;
+use serde_json::json;
+use uuid::Uuid;
+
+/// Runs each contract once per backend, as `<postgres name>` and `<sqlite name>`.
+macro_rules! on_both_backends {
+    ($($contract:ident => $postgres:ident, $sqlite:ident;)*) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $postgres() {
+                $contract(Db::postgres().await).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $sqlite() {
+                $contract(Db::sqlite().await).await;
+            }
+        )*
+    };
+}
+
+on_both_backends! {
+    slugs_are_unique => slugs_are_unique_postgres, slugs_are_unique_sqlite;
+    organizations_of_pages_and_filters =>
+        organizations_of_pages_and_filters_postgres, organizations_of_pages_and_filters_sqlite;
+    organization_counts => organization_counts_postgres, organization_counts_sqlite;
+    updates_change_only_given_fields =>
+        updates_change_only_given_fields_postgres, updates_change_only_given_fields_sqlite;
+    deleted_organizations_disappear_and_purge =>
+        deleted_organizations_disappear_and_purge_postgres,
+        deleted_organizations_disappear_and_purge_sqlite;
+    set_plan_changes_live_organizations =>
+        set_plan_changes_live_organizations_postgres, set_plan_changes_live_organizations_sqlite;
+    members_page_across_members_and_invitations =>
+        members_page_across_members_and_invitations_postgres,
+        members_page_across_members_and_invitations_sqlite;
+    members_filters => members_filters_postgres, members_filters_sqlite;
+    invitations_lifecycle => invitations_lifecycle_postgres, invitations_lifecycle_sqlite;
+    accepting_invitations => accepting_invitations_postgres, accepting_invitations_sqlite;
+    roles_and_removal => roles_and_removal_postgres, roles_and_removal_sqlite;
+    deleting_users => deleting_users_postgres, deleting_users_sqlite;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Set-up
+
+/// A store on a fresh database, and what keeps that database alive.
+struct Db {
+    store: Arc<dyn Store>,
+    url: String,
+    _postgres: Option<TestDatabase>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Db {
+    async fn postgres() -> Self {
+        let database = TestDatabase::create().await;
+        let url = database.url().to_owned();
+        Self {
+            store: open(&url).await,
+            url,
+            _postgres: Some(database),
+            _dir: None,
+        }
+    }
+
+    async fn sqlite() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let url = gatehouse_testkit::sqlite_url(&dir);
+        Self {
+            store: open(&url).await,
+            url,
+            _postgres: None,
+            _dir: Some(dir),
+        }
+    }
+
+    /// Runs a statement that returns one `n` column.
+    async fn count(&self, sql: &str) -> i64 {
+        #[derive(QueryableByName)]
+        struct Count {
+            #[diesel(sql_type = BigInt)]
+            n: i64,
+        }
+        let query = diesel::sql_query(sql);
+        let row: Count = match gatehouse_store::backend_of(&self.url).unwrap() {
+            Backend::Postgres => {
+                use diesel_async::{AsyncConnection, RunQueryDsl};
+                let mut conn = diesel_async::AsyncPgConnection::establish(&self.url)
+                    .await
+                    .unwrap();
+                query.get_result(&mut conn).await.unwrap()
+            }
+            Backend::Sqlite => {
+                use diesel::{Connection, RunQueryDsl};
+                let path = self.url.trim_start_matches("sqlite://");
+                let mut conn = diesel::SqliteConnection::establish(path).unwrap();
+                query.get_result(&mut conn).unwrap()
+            }
+        };
+        row.n
+    }
+
+    /// Runs a statement.
+    async fn execute(&self, sql: &str) {
+        let query = diesel::sql_query(sql);
+        match gatehouse_store::backend_of(&self.url).unwrap() {
+            Backend::Postgres => {
+                use diesel_async::{AsyncConnection, RunQueryDsl};
+                let mut conn = diesel_async::AsyncPgConnection::establish(&self.url)
+                    .await
+                    .unwrap();
+                query.execute(&mut conn).await.unwrap();
+            }
+            Backend::Sqlite => {
+                use diesel::{Connection, RunQueryDsl};
+                let path = self.url.trim_start_matches("sqlite://");
+                let mut conn = diesel::SqliteConnection::establish(path).unwrap();
+                query.execute(&mut conn).unwrap();
+            }
+        }
+    }
+
+    /// How many events of the type the outbox holds.
+    async fn events(&self, event_type: EventType) -> i64 {
+        self.count(&format!(
+            "SELECT count(*) AS n FROM events WHERE event_type = '{event_type}'"
+        ))
+        .await
+    }
+
+    /// How many rows of `table` belong to the organization.
+    async fn rows_of(&self, table: &str, org: OrganizationId) -> i64 {
+        self.count(&format!(
+            "SELECT count(*) AS n FROM {table} WHERE organization_id = '{org}'"
+        ))
+        .await
+    }
+
+    async fn add_application(&self, org: OrganizationId, active: bool) {
+        let at = "2026-01-01 00:00:00+00:00";
+        self.execute(&format!(
+            "INSERT INTO applications (id, organization_id, name, is_active, created_at, updated_at) \
+             VALUES ('{}', '{org}', 'App', {active}, '{at}', '{at}')",
+            Uuid::now_v7()
+        ))
+        .await;
+    }
+
+    /// Registers a user (with their personal workspace).
+    async fn user(&self, email: &str, name: &str, at: DateTime<Utc>) -> User {
+        let id = UserId::from_uuid(Uuid::now_v7());
+        let workspace = OrganizationId::from_uuid(Uuid::now_v7());
+        self.store
+            .create_account(NewAccount {
+                user: NewUser {
+                    id,
+                    email: Email::parse(email).unwrap(),
+                    full_name: FullName::parse(name).unwrap(),
+                    password_hash: PasswordHash::from_phc("$argon2id$fake".into()),
+                    created_at: at,
+                },
+                workspace: NewOrganization {
+                    id: workspace,
+                    name: OrganizationName::personal_workspace_of(name),
+                    slug: Slug::generate_from(name),
+                    slug_generated: true,
+                    kind: OrganizationType::Personal,
+                    plan: Plan::Free,
+                    created_at: at,
+                },
+                events: vec![event(EventType::UserCreated, None, Some(id), at)],
+            })
+            .await
+            .unwrap();
+        User {
+            id,
+            email: Email::parse(email).unwrap(),
+            workspace,
+        }
+    }
+
+    /// Creates an organization with the slug given.
+    async fn create_org(
+        &self,
+        owner: UserId,
+        name: &str,
+        slug: &str,
+        kind: OrganizationType,
+        at: DateTime<Utc>,
+    ) -> Result<OrganizationId, StoreError> {
+        let id = OrganizationId::from_uuid(Uuid::now_v7());
+        self.store
+            .create_organization(
+                NewOrganization {
+                    id,
+                    name: OrganizationName::parse(name).unwrap(),
+                    slug: Slug::parse(slug).unwrap(),
+                    slug_generated: false,
+                    kind,
+                    plan: Plan::Free,
+                    created_at: at,
+                },
+                owner,
+                vec![event(
+                    EventType::OrganizationCreated,
+                    Some(id),
+                    Some(owner),
+                    at,
+                )],
+            )
+            .await
+            .map(|()| id)
+    }
+
+    async fn team(
+        &self,
+        owner: UserId,
+        name: &str,
+        slug: &str,
+        at: DateTime<Utc>,
+    ) -> OrganizationId {
+        self.create_org(owner, name, slug, OrganizationType::Team, at)
+            .await
+            .unwrap()
+    }
+
+    /// Invites the email, to expire a week after `at`.
+    async fn invite(
+        &self,
+        org: OrganizationId,
+        email: &str,
+        role: Role,
+        by: UserId,
+        at: DateTime<Utc>,
+    ) -> Result<(InvitationId, TokenHash), StoreError> {
+        let id = InvitationId::from_uuid(Uuid::now_v7());
+        let token_hash = TokenHash::of(&Uuid::new_v4().to_string());
+        self.store
+            .create_invitation(
+                NewInvitation {
+                    id,
+                    organization_id: org,
+                    email: Email::parse(email).unwrap(),
+                    role: InvitableRole::new(role).unwrap(),
+                    token_hash: token_hash.clone(),
+                    invited_by: by,
+                    invited_at: at,
+                    expires_at: NewInvitation::expiry(at),
+                },
+                event(EventType::MemberInvited, Some(org), Some(by), at),
+            )
+            .await
+            .map(|()| (id, token_hash))
+    }
+
+    async fn accept(
+        &self,
+        invitation: InvitationId,
+        user: UserId,
+        org: OrganizationId,
+        at: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        self.store
+            .accept_invitation(
+                invitation,
+                user,
+                at,
+                event(EventType::MemberJoined, Some(org), Some(user), at),
+            )
+            .await
+    }
+
+    /// Invites the user and has them accept.
+    async fn join(
+        &self,
+        org: OrganizationId,
+        user: &User,
+        role: Role,
+        by: UserId,
+        at: DateTime<Utc>,
+    ) {
+        let (invitation, _) = self
+            .invite(org, user.email.as_ref(), role, by, at)
+            .await
+            .unwrap();
+        assert!(self.accept(invitation, user.id, org, at).await.unwrap());
+    }
+
+    async fn member_ids(
+        &self,
+        org: OrganizationId,
+        filter: MemberFilter,
+        page: PageRequest,
+        now: DateTime<Utc>,
+    ) -> (Vec<String>, u64) {
+        let page = self.store.members(org, filter, page, now).await.unwrap();
+        let emails = page
+            .items
+            .iter()
+            .map(|m| m.email.as_ref().to_owned())
+            .collect();
+        (emails, page.total)
+    }
+}
+
+async fn open(url: &str) -> Arc<dyn Store> {
+    gatehouse_store::open(url, &StoreOptions::default())
+        .await
+        .unwrap()
+}
+
+struct User {
+    id: UserId,
+    email: Email,
+    workspace: OrganizationId,
+}
+
+/// Now, at the precision both backends keep.
+fn now() -> DateTime<Utc> {
+    Utc::now().trunc_subsecs(6)
+}
+
+fn event(
+    event_type: EventType,
+    organization_id: Option<OrganizationId>,
+    user_id: Option<UserId>,
+    at: DateTime<Utc>,
+) -> NewEvent {
+    NewEvent {
+        id: EventId::from_uuid(Uuid::now_v7()),
+        event_type,
+        organization_id,
+        user_id,
+        data: json!({}),
+        occurred_at: at,
+    }
+}
+
+fn page(page: i64, size: i64) -> PageRequest {
+    PageRequest::new(Some(page), Some(size)).unwrap()
+}
+
+fn search(text: &str) -> OrganizationFilter {
+    OrganizationFilter {
+        kind: None,
+        search: Some(text.to_owned()),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Organizations
+
+async fn slugs_are_unique(db: Db) {
+    let t0 = now();
+    let alice = db.user("alice@example.com", "Alice", t0).await;
+    let acme = db.team(alice.id, "Acme", "acme", t0).await;
+    let again = db
+        .create_org(alice.id, "Acme again", "acme", OrganizationType::Team, t0)
+        .await;
+    assert!(matches!(again, Err(StoreError::Conflict)), "{again:?}");
+    assert_eq!(db.events(EventType::OrganizationCreated).await, 1);
+
+    let base = Slug::parse("acme").unwrap();
+    assert_eq!(
+        db.store.first_free_slug(&base).await.unwrap().as_ref(),
+        "acme-2"
+    );
+    db.team(alice.id, "Acme 2", "acme-2", t0).await;
+    assert_eq!(
+        db.store.first_free_slug(&base).await.unwrap().as_ref(),
+        "acme-3"
+    );
+    let fresh = Slug::parse("fresh").unwrap();
+    assert_eq!(db.store.first_free_slug(&fresh).await.unwrap(), fresh);
+
+    // A generated slug takes the first free candidate.
+    let generated = OrganizationId::from_uuid(Uuid::now_v7());
+    db.store
+        .create_organization(
+            NewOrganization {
+                id: generated,
+                name: OrganizationName::parse("Acme").unwrap(),
+                slug: base.clone(),
+                slug_generated: true,
+                kind: OrganizationType::Team,
+                plan: Plan::Free,
+                created_at: t0,
+            },
+            alice.id,
+            vec![],
+        )
+        .await
+        .unwrap();
+    let org = db.store.organization(generated).await.unwrap().unwrap();
+    assert_eq!(org.slug.as_ref(), "acme-3");
+
+    let org = db.store.organization(acme).await.unwrap().unwrap();
+    assert_eq!(org.slug.as_ref(), "acme");
+    assert_eq!(org.name.as_ref(), "Acme");
+    assert_eq!(org.kind, OrganizationType::Team);
+    assert_eq!(org.plan, Plan::Free);
+    assert!(org.is_active);
+    assert_eq!(org.settings.default_role, DefaultRole::Member);
+    assert!(!org.settings.allow_member_invite);
+    assert_eq!((org.created_at, org.updated_at), (t0, t0));
+    let owner = db.store.member(acme, alice.id).await.unwrap().unwrap();
+    assert_eq!(owner.role, Role::Owner);
+}
+
+async fn organizations_of_pages_and_filters(db: Db) {
+    let t0 = now();
+    let alice = db.user("alice@example.com", "Alice", t0).await;
+    let bob = db.user("bob@example.com", "Bob", t0).await;
+    let alpha = db
+        .team(alice.id, "Alpha Team", "alpha", t0 + Duration::seconds(1))
+        .await;
+    let beta = db
+        .team(alice.id, "Beta TEAM", "beta", t0 + Duration::seconds(2))
+        .await;
+    let gamma = db
+        .team(
+            alice.id,
+            "Gamma 100%_sure",
+            "gamma",
+            t0 + Duration::seconds(3),
+        )
+        .await;
+    let bobs = db
+        .team(
+            bob.id,
+            "Alpha Other Team",
+            "alpha-other",
+            t0 + Duration::seconds(4),
+        )
+        .await;
+
+    let ids = |page: &gatehouse_domain::model::Page<gatehouse_domain::model::Organization>| {
+        page.items.iter().map(|org| org.id).collect::<Vec<_>>()
+    };
+    let first = db
+        .store
+        .organizations_of(alice.id, OrganizationFilter::default(), page(1, 2))
+        .await
+        .unwrap();
+    assert_eq!(ids(&first), [gamma, beta]);
+    assert_eq!(first.total, 4);
+    assert!(first.has_next && !first.has_prev);
+    let second = db
+        .store
+        .organizations_of(alice.id, OrganizationFilter::default(), page(2, 2))
+        .await
+        .unwrap();
+    assert_eq!(ids(&second), [alpha, alice.workspace]);
+    assert!(!second.has_next && second.has_prev);
+    assert!(!ids(&first).contains(&bobs) && !ids(&second).contains(&bobs));
+
+    let teams = OrganizationFilter {
+        kind: Some(OrganizationType::Team),
+        search: None,
+    };
+    let listed = db
+        .store
+        .organizations_of(alice.id, teams, page(1, 20))
+        .await
+        .unwrap();
+    assert_eq!(ids(&listed), [gamma, beta, alpha]);
+    assert_eq!(listed.total, 3);
+    let personal = OrganizationFilter {
+        kind: Some(OrganizationType::Personal),
+        search: None,
+    };
+    let listed = db
+        .store
+        .organizations_of(alice.id, personal, page(1, 20))
+        .await
+        .unwrap();
+    assert_eq!(ids(&listed), [alice.workspace]);
+
+    let listed = db
+        .store
+        .organizations_of(alice.id, search("tEaM"), page(1, 20))
+        .await
+        .unwrap();
+    assert_eq!(ids(&listed), [beta, alpha]);
+    assert_eq!(listed.total, 2);
+    let listed = db
+        .store
+        .organizations_of(alice.id, search("team"), page(2, 1))
+        .await
+        .unwrap();
+    assert_eq!((ids(&listed), listed.total), (vec![alpha], 2));
+    // Wildcards stand for themselves.
+    let listed = db
+        .store
+        .organizations_of(alice.id, search("0%_S"), page(1, 20))
+        .await
+        .unwrap();
+    assert_eq!(ids(&listed), [gamma]);
+    let listed = db
+        .store
+        .organizations_of(alice.id, search("%"), page(1, 20))
+        .await
+        .unwrap();
+    assert_eq!(ids(&listed), [gamma]);
+    let listed = db
+        .store
+        .organizations_of(alice.id, search("_"), page(1, 20))
+        .await
+        .unwrap();
+    assert_eq!(ids(&listed), [gamma]);
+    let listed = db
+        .store
+        .organizations_of(alice.id, search("nothing"), page(1, 20))
+        .await
+        .unwrap();
+    assert!(listed.items.is_empty() && listed.total == 0);
+
+    // Bob sees his own, and Alpha once he joins it.
+    db.join(
+        alpha,
+        &bob,
+        Role::Member,
+        alice.id,
+        t0 + Duration::seconds(5),
+    )
+    .await;
+    let listed = db
+        .store
+        .organizations_of(bob.id, OrganizationFilter::default(), page(1, 20))
+        .await
+        .unwrap();
+    assert_eq!(ids(&listed), [bobs, alpha, bob.workspace]);
+    assert_eq!(listed.items[1].member_count, 2);
+}
+
+async fn organization_counts(db: Db) {
+    let t0 = now();
+    let alice = db.user("alice@example.com", "Alice", t0).await;
+    let bob = db.user("bob@example.com", "Bob", t0).await;
+    let acme = db
+        .team(alice.id, "Acme", "acme", t0 + Duration::seconds(1))
+        .await;
+    let org = db.store.organization(acme).await.unwrap().unwrap();
+    assert_eq!((org.member_count, org.application_count), (1, 0));
+
+    db.join(acme, &bob, Role::Viewer, alice.id, t0).await;
+    // A pending invitation is not a member.
+    db.invite(acme, "carol@example.com", Role::Member, alice.id, t0)
+        .await
+        .unwrap();
+    db.add_application(acme, true).await;
+    db.add_application(acme, false).await;
+    db.add_application(alice.workspace, true).await;
+    let org = db.store.organization(acme).await.unwrap().unwrap();
+    assert_eq!((org.member_count, org.application_count), (2, 2));
+    let listed = db
+        .store
+        .organizations_of(alice.id, OrganizationFilter::default(), page(1, 20))
+        .await
+        .unwrap();
+    let counts: Vec<_> = listed
+        .items
+        .iter()
+        .map(|org| (org.id, org.member_count, org.application_count))
+        .collect();
+    assert_eq!(counts, [(acme, 2, 2), (alice.workspace, 1, 1)]);
+    assert!(db
+        .store
+        .organization(OrganizationId::from_uuid(Uuid::now_v7()))
+        .await
+        .unwrap()
+        .is_none());
+}
+
+async fn updates_change_only_given_fields(db: Db) {
+    let t0 = now();
+    let alice = db.user("alice@example.com", "Alice", t0).await;
+    let acme = db.team(alice.id, "Acme", "acme", t0).await;
+    db.team(alice.id, "Other", "other", t0).await;
+    let before = db.store.organization(acme).await.unwrap().unwrap();
+    let update = |change: OrganizationChange, at| {
+        let store = db.store.clone();
+        async move {
+            store
+                .update_organization(
+                    acme,
+                    change,
+                    at,
+                    event(EventType::OrganizationUpdated, Some(acme), None, at),
+                )
+                .await
+        }
+    };
+
+    let t1 = t0 + Duration::seconds(1);
+    let renamed = OrganizationChange {
+        name: Some(OrganizationName::parse("Acme Corp").unwrap()),
+        ..OrganizationChange::default()
+    };
+    assert!(update(renamed, t1).await.unwrap());
+    let after = db.store.organization(acme).await.unwrap().unwrap();
+    assert_eq!(after.name.as_ref(), "Acme Corp");
+    assert_eq!(after.slug, before.slug);
+    assert_eq!(after.settings, before.settings);
+    assert_eq!(after.updated_at, t1);
+    assert_eq!(after.created_at, t0);
+
+    let t2 = t0 + Duration::seconds(2);
+    let settings = OrganizationChange {
+        default_role: Some(DefaultRole::Viewer),
+        allow_member_invite: Some(true),
+        slug: Some(Slug::parse("acme-corp").unwrap()),
+        ..OrganizationChange::default()
+    };
+    assert!(update(settings, t2).await.unwrap());
+    let after = db.store.organization(acme).await.unwrap().unwrap();
+    assert_eq!(after.name.as_ref(), "Acme Corp");
+    assert_eq!(after.slug.as_ref(), "acme-corp");
+    assert_eq!(after.settings.default_role, DefaultRole::Viewer);
+    assert!(after.settings.allow_member_invite);
+    assert_eq!(db.events(EventType::OrganizationUpdated).await, 2);
+
+    let taken = OrganizationChange {
+        slug: Some(Slug::parse("other").unwrap()),
+        ..OrganizationChange::default()
+    };
+    let result = update(taken, t2).await;
+    assert!(matches!(result, Err(StoreError::Conflict)), "{result:?}");
+    assert_eq!(db.events(EventType::OrganizationUpdated).await, 2);
+    assert_eq!(
+        db.store
+            .organization(acme)
+            .await
+            .unwrap()
+            .unwrap()
+            .slug
+            .as_ref(),
+        "acme-corp"
+    );
+
+    // An organization that is not live is not updated, and no event is recorded.
+    let gone = OrganizationId::from_uuid(Uuid::now_v7());
+    let result = db
+        .store
+        .update_organization(
+            gone,
+            OrganizationChange::default(),
+            t2,
+            event(EventType::OrganizationUpdated, Some(gone), None, t2),
+        )
+        .await;
+    assert!(!result.unwrap());
+    assert_eq!(db.events(EventType::OrganizationUpdated).await, 2);
+}
+
+async fn deleted_organizations_disappear_and_purge(db: Db) {
+    let t0 = now();
+    let alice = db.user("alice@example.com", "Alice", t0).await;
+    let bob = db.user("bob@example.com", "Bob", t0).await;
+    let acme = db.team(alice.id, "Acme", "acme", t0).await;
+    db.join(acme, &bob, Role::Member, alice.id, t0).await;
+    db.invite(acme, "carol@example.com", Role::Member, alice.id, t0)
+        .await
+        .unwrap();
+    db.add_application(acme, true).await;
+    let t1 = t0 + Duration::seconds(10);
+    let delete = |at| {
+        let store = db.store.clone();
+        async move {
+            store
+                .delete_organization(
+                    acme,
+                    at,
+                    event(EventType::OrganizationUpdated, Some(acme), None, at),
+                )
+                .await
+                .unwrap()
+        }
+    };
+    assert!(delete(t1).await);
+    assert!(!delete(t1).await);
+    assert_eq!(db.events(EventType::OrganizationUpdated).await, 1);
+
+    assert!(db.store.organization(acme).await.unwrap().is_none());
+    assert!(db.store.membership(alice.id, acme).await.unwrap().is_none());
+    assert!(db.store.membership(bob.id, acme).await.unwrap().is_none());
+    let listed = db
+        .store
+        .organizations_of(alice.id, OrganizationFilter::default(), page(1, 20))
+        .await
+        .unwrap();
+    assert_eq!(
+        listed.items.iter().map(|o| o.id).collect::<Vec<_>>(),
+        [alice.workspace]
+    );
+    assert_eq!(listed.total, 1);
+    let carol = Email::parse("carol@example.com").unwrap();
+    assert!(db
+        .store
+        .invitations_for(&carol, t1)
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        db.count(&format!(
+            "SELECT count(*) AS n FROM applications WHERE organization_id = '{acme}' AND is_active = true"
+        ))
+        .await,
+        0
+    );
+    let renamed = OrganizationChange {
+        name: Some(OrganizationName::parse("Zombie").unwrap()),
+        ..OrganizationChange::default()
+    };
+    let updated = db
+        .store
+        .update_organization(
+            acme,
+            renamed,
+            t1,
+            event(EventType::OrganizationUpdated, Some(acme), None, t1),
+        )
+        .await
+        .unwrap();
+    assert!(!updated);
+    // The slug stays taken until the purge.
+    let taken = db
+        .create_org(alice.id, "Acme", "acme", OrganizationType::Team, t1)
+        .await;
+    assert!(matches!(taken, Err(StoreError::Conflict)), "{taken:?}");
+
+    assert_eq!(db.store.purge_organizations(t1).await.unwrap(), 0);
+    assert_eq!(
+        db.store
+            .purge_organizations(t1 + Duration::seconds(1))
+            .await
+            .unwrap(),
+        1
+    );
+    for table in ["memberships", "invitations", "applications"] {
+        assert_eq!(db.rows_of(table, acme).await, 0, "{table}");
+    }
+    assert_eq!(
+        db.count(&format!(
+            "SELECT count(*) AS n FROM organizations WHERE id = '{acme}'"
+        ))
+        .await,
+        0
+    );
+    // Live organizations stay.
+    assert!(db
+        .store
+        .organization(alice.workspace)
+        .await
+        .unwrap()
+        .is_some());
+    assert!(db
+        .store
+        .organization(bob.workspace)
+        .await
+        .unwrap()
+        .is_some());
+    db.create_org(alice.id, "Acme", "acme", OrganizationType::Team, t1)
+        .await
+        .unwrap();
+}
+
+async fn set_plan_changes_live_organizations(db: Db) {
+    let t0 = now();
+    let alice = db.user("alice@example.com", "Alice", t0).await;
+    let acme = db.team(alice.id, "Acme", "acme", t0).await;
+    let t1 = t0 + Duration::seconds(1);
+    let set = |org, plan| {
+        let store = db.store.clone();
+        async move {
+            store
+                .set_plan(
+                    org,
+                    plan,
+                    t1,
+                    event(EventType::BillingSubscriptionUpdated, Some(org), None, t1),
+                )
+                .await
+                .unwrap()
+        }
+    };
+    assert!(set(acme, Plan::Business).await);
+    let org = db.store.organization(acme).await.unwrap().unwrap();
+    assert_eq!((org.plan, org.updated_at), (Plan::Business, t1));
+    assert_eq!(
+        db.store.highest_plan(alice.id).await.unwrap(),
+        Some(Plan::Business)
+    );
+    assert!(!set(OrganizationId::from_uuid(Uuid::now_v7()), Plan::Pro).await);
+    assert_eq!(db.events(EventType::BillingSubscriptionUpdated).await, 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Members
+
+async fn members_page_across_members_and_invitations(db: Db) {
+    let t0 = now();
+    let at = |s| t0 + Duration::seconds(s);
+    let alice = db.user("alice@example.com", "Alice", t0).await;
+    let bob = db.user("bob@example.com", "Bob", t0).await;
+    let carol = db.user("carol@example.com", "Carol", t0).await;
+    let acme = db.team(alice.id, "Acme", "acme", at(1)).await;
+    let (bob_invitation, _) = db
+        .invite(acme, "bob@example.com", Role::Viewer, alice.id, at(2))
+        .await
+        .unwrap();
+    assert!(db
+        .accept(bob_invitation, bob.id, acme, at(3))
+        .await
+        .unwrap());
+    db.join(acme, &carol, Role::Admin, alice.id, at(4)).await;
+    let (dave, _) = db
+        .invite(acme, "dave@example.com", Role::Member, bob.id, at(5))
+        .await
+        .unwrap();
+    db.invite(acme, "erin@example.com", Role::Viewer, alice.id, at(6))
+        .await
+        .unwrap();
+    // Neither an expired nor a revoked invitation is listed.
+    db.invite(
+        acme,
+        "old@example.com",
+        Role::Member,
+        alice.id,
+        at(0) - Duration::days(8),
+    )
+    .await
+    .unwrap();
+    let (revoked, _) = db
+        .invite(acme, "gone@example.com", Role::Member, alice.id, at(7))
+        .await
+        .unwrap();
+    assert!(db
+        .store
+        .revoke_invitation(acme, revoked, at(8))
+        .await
+        .unwrap());
+    // Nor members of other organizations.
+    db.invite(
+        bob.workspace,
+        "frank@example.com",
+        Role::Member,
+        bob.id,
+        at(9),
+    )
+    .await
+    .unwrap();
+
+    let now = at(10);
+    let all = MemberFilter::default();
+    let first = db
+        .store
+        .members(acme, all.clone(), page(1, 2), now)
+        .await
+        .unwrap();
+    let second = db
+        .store
+        .members(acme, all.clone(), page(2, 2), now)
+        .await
+        .unwrap();
+    let third = db
+        .store
+        .members(acme, all.clone(), page(3, 2), now)
+        .await
+        .unwrap();
+    let fourth = db
+        .store
+        .members(acme, all.clone(), page(4, 2), now)
+        .await
+        .unwrap();
+    let emails = |page: &gatehouse_domain::model::Page<gatehouse_domain::model::Member>| {
+        page.items
+            .iter()
+            .map(|m| m.email.as_ref().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(emails(&first), ["alice@example.com", "bob@example.com"]);
+    assert_eq!(emails(&second), ["carol@example.com", "dave@example.com"]);
+    assert_eq!(emails(&third), ["erin@example.com"]);
+    assert!(fourth.items.is_empty());
+    for page in [&first, &second, &third, &fourth] {
+        assert_eq!(page.total, 5);
+    }
+    assert!(first.has_next && second.has_next && !third.has_next);
+
+    let owner = &first.items[0];
+    assert_eq!(owner.user_id, Some(alice.id));
+    assert_eq!(owner.role, Role::Owner);
+    assert_eq!(owner.status, MemberStatus::Active);
+    assert_eq!(owner.full_name.as_ref().map(AsRef::as_ref), Some("Alice"));
+    assert_eq!((owner.invited_at, owner.invited_by), (None, None));
+    assert_eq!((owner.accepted_at, owner.joined_at), (Some(at(1)), at(1)));
+    let joined = &first.items[1];
+    assert_eq!(joined.user_id, Some(bob.id));
+    assert_eq!(joined.role, Role::Viewer);
+    assert_eq!(joined.status, MemberStatus::Active);
+    assert_eq!(joined.invitation_id, None);
+    assert_eq!(
+        (joined.invited_at, joined.invited_by),
+        (Some(at(2)), Some(alice.id))
+    );
+    assert_eq!((joined.accepted_at, joined.joined_at), (Some(at(3)), at(3)));
+    let pending = &second.items[1];
+    assert_eq!(pending.organization_id, acme);
+    assert_eq!((pending.user_id, pending.full_name.as_ref()), (None, None));
+    assert_eq!(pending.role, Role::Member);
+    assert_eq!(pending.status, MemberStatus::Pending);
+    assert_eq!(pending.invitation_id, Some(dave));
+    assert_eq!(
+        (pending.invited_at, pending.invited_by),
+        (Some(at(5)), Some(bob.id))
+    );
+    assert_eq!((pending.accepted_at, pending.joined_at), (None, at(5)));
+
+    // A page size that spans both sources at once.
+    let (everyone, total) = db.member_ids(acme, all.clone(), page(1, 20), now).await;
+    assert_eq!(total, 5);
+    assert_eq!(everyone.len(), 5);
+    // Invitations that expire by `now` are left out.
+    let (later, total) = db
+        .member_ids(acme, all, page(1, 20), at(6) + Duration::days(7))
+        .await;
+    assert_eq!((later.len(), total), (3, 3));
+
+    let active_only = MemberFilter {
+        active_only: true,
+        ..MemberFilter::default()
+    };
+    let (active, total) = db
+        .member_ids(acme, active_only.clone(), page(2, 2), now)
+        .await;
+    assert_eq!((active, total), (vec!["carol@example.com".to_owned()], 3));
+    let (active, total) = db.member_ids(acme, active_only, page(3, 2), now).await;
+    assert_eq!((active.len(), total), (0, 3));
+}
+
+async fn members_filters(db: Db) {
+    let t0 = now();
+    let at = |s| t0 + Duration::seconds(s);
+    let alice = db.user("alice@example.com", "Alice Smith", t0).await;
+    let bob = db.user("bob@example.com", "Bob Jones", t0).await;
+    let carol = db.user("carol@jones.example", "Carol", t0).await;
+    let acme = db.team(alice.id, "Acme", "acme", at(1)).await;
+    db.join(acme, &bob, Role::Viewer, alice.id, at(2)).await;
+    db.join(acme, &carol, Role::Member, alice.id, at(3)).await;
+    db.invite(acme, "dave@example.com", Role::Viewer, alice.id, at(4))
+        .await
+        .unwrap();
+    db.invite(acme, "erin.jones@example.com", Role::Admin, alice.id, at(5))
+        .await
+        .unwrap();
+    let now = at(6);
+
+    let viewers = MemberFilter {
+        role: Some(Role::Viewer),
+        ..MemberFilter::default()
+    };
+    let (listed, total) = db.member_ids(acme, viewers, page(1, 20), now).await;
+    assert_eq!(
+        (listed, total),
+        (
+            vec!["bob@example.com".to_owned(), "dave@example.com".to_owned()],
+            2
+        )
+    );
+
+    // Names and emails of members, emails of invitations; case does not matter.
+    let jones = MemberFilter {
+        search: Some("JONES".to_owned()),
+        ..MemberFilter::default()
+    };
+    let (listed, total) = db.member_ids(acme, jones.clone(), page(1, 20), now).await;
+    assert_eq!(
+        listed,
+        [
+            "bob@example.com",
+            "carol@jones.example",
+            "erin.jones@example.com"
+        ]
+    );
+    assert_eq!(total, 3);
+    let (listed, total) = db.member_ids(acme, jones.clone(), page(2, 2), now).await;
+    assert_eq!(
+        (listed, total),
+        (vec!["erin.jones@example.com".to_owned()], 3)
+    );
+    let active_jones = MemberFilter {
+        active_only: true,
+        ..jones
+    };
+    let (listed, total) = db.member_ids(acme, active_jones, page(1, 20), now).await;
+    assert_eq!((listed.len(), total), (2, 2));
+    let smith_viewers = MemberFilter {
+        role: Some(Role::Viewer),
+        search: Some("smith".to_owned()),
+        active_only: false,
+    };
+    let (listed, total) = db.member_ids(acme, smith_viewers, page(1, 20), now).await;
+    assert_eq!((listed.len(), total), (0, 0));
+    let wildcard = MemberFilter {
+        search: Some("_".to_owned()),
+        ..MemberFilter::default()
+    };
+    let (listed, total) = db.member_ids(acme, wildcard, page(1, 20), now).await;
+    assert_eq!((listed.len(), total), (0, 0));
+
+    let member = db.store.member(acme, carol.id).await.unwrap().unwrap();
+    assert_eq!(member.role, Role::Member);
+    assert_eq!(member.email.as_ref(), "carol@jones.example");
+    assert!(db
+        .store
+        .member(bob.workspace, carol.id)
+        .await
+        .unwrap()
+        .is_none());
+    let email = |e: &str| Email::parse(e).unwrap();
+    assert!(db
+        .store
+        .is_member_email(acme, &email("bob@example.com"))
+        .await
+        .unwrap());
+    assert!(!db
+        .store
+        .is_member_email(acme, &email("dave@example.com"))
+        .await
+        .unwrap());
+    assert!(!db
+        .store
+        .is_member_email(bob.workspace, &email("carol@jones.example"))
+        .await
+        .unwrap());
+}
+
+async fn invitations_lifecycle(db: Db) {
+    let t0 = now();
+    let alice = db.user("alice@example.com", "Alice", t0).await;
+    let acme = db.team(alice.id, "Acme Corp", "acme", t0).await;
+    let beta = db.team(alice.id, "Beta", "beta", t0).await;
+    let gamma = db.team(alice.id, "Gamma", "gamma", t0).await;
+    let dead = db.team(alice.id, "Dead", "dead", t0).await;
+
+    let (first, token) = db
+        .invite(acme, "dave@example.com", Role::Admin, alice.id, t0)
+        .await
+        .unwrap();
+    assert_eq!(db.events(EventType::MemberInvited).await, 1);
+    let invitation = db.store.invitation(first).await.unwrap().unwrap();
+    assert_eq!(invitation.id, first);
+    assert_eq!(invitation.organization_id, acme);
+    assert_eq!(invitation.organization_name.as_ref(), "Acme Corp");
+    assert_eq!(invitation.organization_slug.as_ref(), "acme");
+    assert_eq!(invitation.email.as_ref(), "dave@example.com");
+    assert_eq!(invitation.role, Role::Admin);
+    assert_eq!(invitation.invited_by, alice.id);
+    assert_eq!(
+        (invitation.invited_at, invitation.expires_at),
+        (t0, NewInvitation::expiry(t0))
+    );
+    assert_eq!(
+        db.store.invitation_by_token(&token).await.unwrap(),
+        Some(invitation.clone())
+    );
+    assert!(db
+        .store
+        .invitation_by_token(&TokenHash::of("other"))
+        .await
+        .unwrap()
+        .is_none());
+
+    // One open invitation per email and organization.
+    let t1 = t0 + Duration::seconds(1);
+    let duplicate = db
+        .invite(acme, "dave@example.com", Role::Member, alice.id, t1)
+        .await;
+    assert!(
+        matches!(duplicate, Err(StoreError::Conflict)),
+        "{duplicate:?}"
+    );
+    assert_eq!(db.events(EventType::MemberInvited).await, 1);
+    db.invite(beta, "dave@example.com", Role::Member, alice.id, t1)
+        .await
+        .unwrap();
+
+    // An expired one is closed and replaced; it is still found (as expired) until then.
+    let long_ago = t0 - Duration::days(8);
+    let (expired, _) = db
+        .invite(gamma, "dave@example.com", Role::Member, alice.id, long_ago)
+        .await
+        .unwrap();
+    let found = db.store.invitation(expired).await.unwrap().unwrap();
+    assert!(found.is_expired(t0));
+    let replaced_at = t0 + Duration::seconds(2);
+    let (replacement, _) = db
+        .invite(
+            gamma,
+            "dave@example.com",
+            Role::Viewer,
+            alice.id,
+            replaced_at,
+        )
+        .await
+        .unwrap();
+    assert!(db.store.invitation(expired).await.unwrap().is_none());
+    assert!(db.store.invitation(replacement).await.unwrap().is_some());
+
+    // Not listed: revoked, expired, or in an organization that is gone.
+    let t2 = t0 + Duration::seconds(3);
+    let (in_dead, _) = db
+        .invite(dead, "dave@example.com", Role::Member, alice.id, t2)
+        .await
+        .unwrap();
+    db.store
+        .delete_organization(
+            dead,
+            t2,
+            event(EventType::OrganizationUpdated, Some(dead), None, t2),
+        )
+        .await
+        .unwrap();
+    assert!(db.store.invitation(in_dead).await.unwrap().is_none());
+    let dave = Email::parse("dave@example.com").unwrap();
+    let listed: Vec<_> = db
+        .store
+        .invitations_for(&dave, t2)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|i| i.organization_id)
+        .collect();
+    assert_eq!(listed, [gamma, beta, acme]);
+
+    let beta_invitation = db.store.invitations_for(&dave, t2).await.unwrap()[1].id;
+    assert!(!db
+        .store
+        .revoke_invitation(acme, beta_invitation, t2)
+        .await
+        .unwrap());
+    assert!(db
+        .store
+        .revoke_invitation(beta, beta_invitation, t2)
+        .await
+        .unwrap());
+    assert!(!db
+        .store
+        .revoke_invitation(beta, beta_invitation, t2)
+        .await
+        .unwrap());
+    assert!(db
+        .store
+        .invitation(beta_invitation)
+        .await
+        .unwrap()
+        .is_none());
+    let listed: Vec<_> = db
+        .store
+        .invitations_for(&dave, t2)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|i| i.organization_id)
+        .collect();
+    assert_eq!(listed, [gamma, acme]);
+    // A revoked invitation no longer blocks a new one.
+    db.invite(beta, "dave@example.com", Role::Member, alice.id, t2)
+        .await
+        .unwrap();
+
+    // Expiry is checked against `now`.
+    let later = NewInvitation::expiry(t0);
+    let listed: Vec<_> = db
+        .store
+        .invitations_for(&dave, later)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|i| i.organization_id)
+        .collect();
+    assert_eq!(listed, [beta, gamma]);
+    let other = Email::parse("nobody@example.com").unwrap();
+    assert!(db
+        .store
+        .invitations_for(&other, t2)
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+async fn accepting_invitations(db: Db) {
+    let t0 = now();
+    let alice = db.user("alice@example.com", "Alice", t0).await;
+    let bob = db.user("bob@example.com", "Bob", t0).await;
+    let acme = db.team(alice.id, "Acme", "acme", t0).await;
+
+    let (invitation, _) = db
+        .invite(acme, "bob@example.com", Role::Admin, alice.id, t0)
+        .await
+        .unwrap();
+    let t1 = t0 + Duration::seconds(1);
+    assert!(db.accept(invitation, bob.id, acme, t1).await.unwrap());
+    let member = db.store.member(acme, bob.id).await.unwrap().unwrap();
+    assert_eq!(member.role, Role::Admin);
+    assert_eq!(member.status, MemberStatus::Active);
+    assert_eq!(member.accepted_at, Some(t1));
+    assert_eq!(member.joined_at, t1);
+    assert_eq!(
+        (member.invited_at, member.invited_by),
+        (Some(t0), Some(alice.id))
+    );
+    let membership = db.store.membership(bob.id, acme).await.unwrap().unwrap();
+    assert_eq!(membership.role, Role::Admin);
+    assert!(db.store.invitation(invitation).await.unwrap().is_none());
+    assert_eq!(db.events(EventType::MemberJoined).await, 1);
+
+    // Accepted once only.
+    assert!(!db.accept(invitation, bob.id, acme, t1).await.unwrap());
+    assert!(!db
+        .accept(InvitationId::from_uuid(Uuid::now_v7()), bob.id, acme, t1)
+        .await
+        .unwrap());
+    assert_eq!(db.events(EventType::MemberJoined).await, 1);
+
+    // Someone who already belongs cannot accept: nothing changes.
+    let (again, _) = db
+        .invite(acme, "someone@example.com", Role::Viewer, alice.id, t1)
+        .await
+        .unwrap();
+    let result = db.accept(again, bob.id, acme, t1).await;
+    assert!(matches!(result, Err(StoreError::Conflict)), "{result:?}");
+    assert!(db.store.invitation(again).await.unwrap().is_some());
+    assert_eq!(
+        db.store.member(acme, bob.id).await.unwrap().unwrap().role,
+        Role::Admin
+    );
+    assert_eq!(db.events(EventType::MemberJoined).await, 1);
+
+    // A revoked invitation cannot be accepted.
+    assert!(db.store.revoke_invitation(acme, again, t1).await.unwrap());
+    let carol = db.user("carol@example.com", "Carol", t0).await;
+    assert!(!db.accept(again, carol.id, acme, t1).await.unwrap());
+    assert!(db.store.member(acme, carol.id).await.unwrap().is_none());
+}
+
+async fn roles_and_removal(db: Db) {
+    let t0 = now();
+    let alice = db.user("alice@example.com", "Alice", t0).await;
+    let bob = db.user("bob@example.com", "Bob", t0).await;
+    let acme = db.team(alice.id, "Acme", "acme", t0).await;
+    db.join(acme, &bob, Role::Member, alice.id, t0).await;
+
+    let t1 = t0 + Duration::seconds(1);
+    let change = |user, role| {
+        let store = db.store.clone();
+        async move {
+            store
+                .change_role(
+                    acme,
+                    user,
+                    role,
+                    t1,
+                    event(EventType::MemberRoleChanged, Some(acme), None, t1),
+                )
+                .await
+                .unwrap()
+        }
+    };
+    assert!(change(bob.id, Role::Admin).await);
+    assert_eq!(
+        db.store.member(acme, bob.id).await.unwrap().unwrap().role,
+        Role::Admin
+    );
+    let outsider = db.user("carol@example.com", "Carol", t0).await;
+    assert!(!change(outsider.id, Role::Admin).await);
+    assert_eq!(db.events(EventType::MemberRoleChanged).await, 1);
+
+    let key = |org| NewApiKey {
+        id: Uuid::now_v7().into(),
+        name: ApiKeyName::parse("ci").unwrap(),
+        prefix: "gh_abcd".to_owned(),
+        key_hash: TokenHash::of(&Uuid::new_v4().to_string()),
+        organization_id: org,
+        user_id: bob.id,
+        created_at: t0,
+    };
+    db.store.create_api_key(key(acme)).await.unwrap();
+    let kept = db.store.create_api_key(key(bob.workspace)).await.unwrap();
+
+    let remove = |user| {
+        let store = db.store.clone();
+        async move {
+            store
+                .remove_member(
+                    acme,
+                    user,
+                    event(EventType::MemberRemoved, Some(acme), Some(user), t1),
+                )
+                .await
+                .unwrap()
+        }
+    };
+    assert!(remove(bob.id).await);
+    assert!(db.store.member(acme, bob.id).await.unwrap().is_none());
+    assert!(db.store.membership(bob.id, acme).await.unwrap().is_none());
+    assert_eq!(db.store.api_keys_of(bob.id).await.unwrap(), [kept]);
+    assert!(!remove(bob.id).await);
+    assert_eq!(db.events(EventType::MemberRemoved).await, 1);
+    let org = db.store.organization(acme).await.unwrap().unwrap();
+    assert_eq!(org.member_count, 1);
+}
+
+async fn deleting_users(db: Db) {
+    let t0 = now();
+    let alice = db.user("alice@example.com", "Alice", t0).await;
+    let bob = db.user("bob@example.com", "Bob", t0).await;
+    let shared = db.team(alice.id, "Shared", "shared", t0).await;
+    let alone = db.team(alice.id, "Alone", "alone", t0).await;
+    let bobs_team = db.team(bob.id, "Bobs", "bobs", t0).await;
+    db.join(shared, &bob, Role::Member, alice.id, t0).await;
+    db.join(bobs_team, &alice, Role::Admin, bob.id, t0).await;
+
+    assert_eq!(
+        db.store.owned_teams_with_members(alice.id).await.unwrap(),
+        [shared]
+    );
+    assert_eq!(
+        db.store.owned_teams_with_members(bob.id).await.unwrap(),
+        [bobs_team]
+    );
+    // Teams that are gone do not count.
+    db.store
+        .delete_organization(
+            bobs_team,
+            t0,
+            event(EventType::OrganizationUpdated, Some(bobs_team), None, t0),
+        )
+        .await
+        .unwrap();
+    assert!(db
+        .store
+        .owned_teams_with_members(bob.id)
+        .await
+        .unwrap()
+        .is_empty());
+
+    let deleted = event(EventType::UserDeleted, None, Some(bob.id), t0);
+    db.store.delete_user(bob.id, vec![deleted]).await.unwrap();
+    assert_eq!(db.events(EventType::UserDeleted).await, 1);
+    assert!(db.store.credentials_by_id(bob.id).await.unwrap().is_none());
+    assert!(db
+        .store
+        .organization(bob.workspace)
+        .await
+        .unwrap()
+        .is_none());
+    assert_eq!(
+        db.count(&format!(
+            "SELECT count(*) AS n FROM organizations WHERE id = '{}'",
+            bob.workspace
+        ))
+        .await,
+        0
+    );
+    assert_eq!(
+        db.count(&format!(
+            "SELECT count(*) AS n FROM memberships WHERE user_id = '{}'",
+            bob.id
+        ))
+        .await,
+        0
+    );
+    // The team Bob merely belonged to stays, without him.
+    let team = db.store.organization(shared).await.unwrap().unwrap();
+    assert_eq!(team.member_count, 1);
+    assert!(db
+        .store
+        .owned_teams_with_members(alice.id)
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(db
+        .store
+        .credentials_by_id(alice.id)
+        .await
+        .unwrap()
+        .is_some());
+
+    // Alice owns only teams nobody else belongs to now: they go with her.
+    db.store.delete_user(alice.id, vec![]).await.unwrap();
+    assert!(db
+        .store
+        .credentials_by_id(alice.id)
+        .await
+        .unwrap()
+        .is_none());
+    for org in [alice.workspace, shared, alone] {
+        assert_eq!(
+            db.count(&format!(
+                "SELECT count(*) AS n FROM organizations WHERE id = '{org}'"
+            ))
+            .await,
+            0
+        );
+    }
+    assert_eq!(db.count("SELECT count(*) AS n FROM memberships").await, 0);
+}
