@@ -217,3 +217,73 @@ fn a_bad_setting_is_named_and_the_exit_code_says_so() {
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("GATEHOUSE_SECRET_KEY"));
 }
+
+#[tokio::test]
+async fn set_plan_moves_an_organization_to_another_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = Served::start(&dir);
+    let client = reqwest::Client::new();
+    post(
+        &client,
+        format!("{}/api/v1/auth/register", served.base),
+        json!({ "email": "plan@example.com", "password": "plans are sold elsewhere", "full_name": "Plan" }),
+    )
+    .await;
+    let tokens = post(
+        &client,
+        format!("{}/api/v1/auth/login", served.base),
+        json!({ "email": "plan@example.com", "password": "plans are sold elsewhere" }),
+    )
+    .await;
+    let access = tokens["access_token"].as_str().unwrap();
+    let team: Value = client
+        .post(format!("{}/api/v1/organizations", served.base))
+        .bearer_auth(access)
+        .json(&json!({ "name": "Upgraders" }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = team["id"].as_str().unwrap();
+
+    let output = gatehouse(&dir)
+        .args(["orgs", "set-plan", id, "business"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("business"));
+    let detail: Value = client
+        .get(format!("{}/api/v1/organizations/{id}", served.base))
+        .bearer_auth(access)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(detail["plan"], "business");
+    // The business budget now sizes requests about this organization.
+    let response = client
+        .get(format!("{}/api/v1/organizations/{id}", served.base))
+        .bearer_auth(access)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["x-ratelimit-limit"], "1000");
+
+    let bad_plan = gatehouse(&dir)
+        .args(["orgs", "set-plan", id, "platinum"])
+        .output()
+        .unwrap();
+    assert!(!bad_plan.status.success());
+    assert!(String::from_utf8_lossy(&bad_plan.stderr).contains("platinum"));
+    let unknown = gatehouse(&dir)
+        .args(["orgs", "set-plan", &uuid::Uuid::now_v7().to_string(), "pro"])
+        .output()
+        .unwrap();
+    assert!(!unknown.status.success());
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("not found"));
+    served.stop();
+}
