@@ -13,7 +13,7 @@ use gatehouse_domain::{
     service::{
         AuthenticateError, ChangePasswordError, CreateApiKeyError, DeleteApiKeyError, Forbidden,
         LoginError, MemberError, OrgAccessError, OrganizationError, RefreshError, RegisterError,
-        UpdateProfileError,
+        UpdateProfileError, WebhookError,
     },
 };
 use serde::Serialize;
@@ -289,6 +289,23 @@ impl From<MemberError> for ApiError {
             | MemberError::AlreadyInvited(_)
             | MemberError::OwnsTeams => Self::Conflict(error.to_string()),
             MemberError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<WebhookError> for ApiError {
+    fn from(error: WebhookError) -> Self {
+        match error {
+            WebhookError::Forbidden(e) => e.into(),
+            WebhookError::EndpointNotFound | WebhookError::DeliveryNotFound => {
+                Self::NotFound(error.to_string())
+            }
+            WebhookError::AlreadyPending => Self::Conflict(error.to_string()),
+            WebhookError::NoEvents => {
+                Self::field(FieldError::invalid("body", "events", error.to_string()))
+            }
+            WebhookError::Cipher(_) => Self::Internal(Box::new(error)),
+            WebhookError::Store(e) => e.into(),
         }
     }
 }

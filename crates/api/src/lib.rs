@@ -76,6 +76,26 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 )
                 .service(resource("/iam/users").route(web::get().to(members::iam_users)))
                 .service(
+                    resource("/webhooks/endpoints")
+                        .route(web::get().to(webhooks::list))
+                        .route(web::post().to(webhooks::create)),
+                )
+                .service(
+                    resource("/webhooks/endpoints/{id}")
+                        .route(web::get().to(webhooks::get))
+                        .route(web::patch().to(webhooks::update))
+                        .route(web::delete().to(webhooks::delete)),
+                )
+                .service(
+                    resource("/webhooks/endpoints/{id}/deliveries")
+                        .route(web::get().to(webhooks::deliveries)),
+                )
+                .service(resource("/webhooks/events").route(web::get().to(webhooks::events)))
+                .service(
+                    resource("/webhooks/deliveries/{id}/retry")
+                        .route(web::post().to(webhooks::retry)),
+                )
+                .service(
                     resource("/api-keys")
                         .route(web::get().to(api_keys::list))
                         .route(web::post().to(api_keys::create)),

@@ -7,7 +7,7 @@ use utoipa::{
 
 use crate::{
     error::{ErrorBody, FieldError, ValidationErrorBody},
-    routes::{api_keys, auth, health, members, organizations, users},
+    routes::{api_keys, auth, health, members, organizations, users, webhooks},
 };
 
 #[derive(OpenApi)]
@@ -40,6 +40,14 @@ use crate::{
         members::accept_by_id,
         members::accept_by_token,
         members::iam_users,
+        webhooks::create,
+        webhooks::list,
+        webhooks::get,
+        webhooks::update,
+        webhooks::delete,
+        webhooks::events,
+        webhooks::deliveries,
+        webhooks::retry,
         api_keys::create,
         api_keys::list,
         api_keys::delete,
@@ -55,6 +63,7 @@ use crate::{
         (name = "organizations", description = "Organizations the caller belongs to"),
         (name = "members", description = "Members, invitations, roles"),
         (name = "invitations", description = "Invitations addressed to the caller"),
+        (name = "webhooks", description = "Endpoints, signed deliveries, the delivery log"),
         (name = "api-keys", description = "Keys for server-to-server calls"),
         (name = "health", description = "Liveness, readiness, credential checks"),
     )

@@ -3,7 +3,7 @@ use gatehouse_domain::{
     ports::Ports,
     service::{
         ApiKeyService, AuthService, AuthSettings, MemberService, OrganizationService,
-        RateLimitService,
+        RateLimitService, WebhookService,
     },
 };
 
@@ -16,6 +16,7 @@ pub struct AppState {
     pub organizations: OrganizationService,
     pub members: MemberService,
     pub rate_limits: RateLimitService,
+    pub webhooks: WebhookService,
 }
 
 impl AppState {
@@ -26,6 +27,7 @@ impl AppState {
             api_keys: ApiKeyService::new(ports.clone()),
             organizations: OrganizationService::new(ports.clone()),
             rate_limits: RateLimitService::new(ports.clone(), limits),
+            webhooks: WebhookService::new(ports.clone()),
             ports,
         }
     }

@@ -5,9 +5,10 @@ use std::{net::SocketAddr, sync::Arc, time::Duration};
 
 use actix_web::{dev::Server, middleware::from_fn, web, App, HttpServer};
 use gatehouse_api::{configure, json_errors, rate_limit, request_id, AppState};
+use gatehouse_delivery::{HttpsSender, SenderConfig};
 use gatehouse_domain::{
     ports::{Ports, RateLimiter, TokenSigner},
-    service::AuthSettings,
+    service::{AuthSettings, DeliveryEngine, DeliverySettings},
 };
 use gatehouse_store::{Store, StoreOptions};
 use tokio::task::JoinHandle;
@@ -15,10 +16,11 @@ use tokio::task::JoinHandle;
 use crate::{
     adapters::{
         mailer_from_settings, Argon2Hasher, KeyRing, MemoryRateLimiter, OsRandom, RedisRateLimiter,
-        SystemClock,
+        SecretBox, SystemClock,
     },
     config::Config,
     secret_key,
+    worker::{self, WorkerSettings},
 };
 
 /// How often a server re-reads the signing keys, to pick up a rotation done elsewhere.
@@ -50,7 +52,14 @@ pub async fn ports(
     config: &Config,
     clock: Arc<SystemClock>,
     signer: Arc<dyn TokenSigner>,
+    cipher: SecretBox,
 ) -> anyhow::Result<Ports> {
+    let sender = HttpsSender::new(SenderConfig {
+        timeout: config.webhook_timeout,
+        ca_file: config.webhook_ca_file.clone(),
+        allow_private_targets: config.webhook_allow_private_targets,
+        ..SenderConfig::default()
+    })?;
     let rate_limiter: Arc<dyn RateLimiter> = match &config.redis_url {
         Some(url) => Arc::new(RedisRateLimiter::connect(&url.0).await?),
         None => Arc::new(MemoryRateLimiter::default()),
@@ -72,6 +81,7 @@ pub async fn ports(
         memberships: store.clone(),
         organizations: store.clone(),
         members: store.clone(),
+        webhooks: store.clone(),
         health: store,
         clock,
         random: Arc::new(OsRandom),
@@ -79,6 +89,8 @@ pub async fn ports(
         signer,
         mailer,
         rate_limiter,
+        cipher: Arc::new(cipher),
+        sender: Arc::new(sender),
     })
 }
 
@@ -102,7 +114,21 @@ impl Application {
             )
             .await?,
         );
-        let ports = ports(store.clone(), &config, clock, keys.clone()).await?;
+        let ports = ports(
+            store.clone(),
+            &config,
+            clock,
+            keys.clone(),
+            secret.secret_box(),
+        )
+        .await?;
+        let engine = DeliveryEngine::new(
+            ports.clone(),
+            DeliverySettings {
+                schedule: config.webhook_retry_schedule.clone(),
+                ..DeliverySettings::default()
+            },
+        );
         let state = web::Data::new(AppState::new(ports, settings, config.rate_limits));
         let purge_organizations = state.organizations.clone();
         let server = HttpServer::new(move || {
@@ -147,7 +173,14 @@ impl Application {
             server,
             address,
             public_url,
-            background: vec![reload, purge],
+            background: {
+                let mut tasks = vec![reload, purge];
+                tasks.extend(worker::spawn(
+                    engine,
+                    WorkerSettings::for_timeout(config.webhook_timeout),
+                ));
+                tasks
+            },
         })
     }
 

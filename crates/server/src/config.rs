@@ -6,7 +6,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use gatehouse_domain::model::RateLimits;
+use gatehouse_domain::model::{RateLimits, RetrySchedule};
 use serde::Deserialize;
 
 /// The configuration a server runs with.
@@ -33,6 +33,14 @@ pub struct Config {
     pub mail_dir: Option<PathBuf>,
     /// `GATEHOUSE_MAIL_FROM`: the sender of Gatehouse's mail.
     pub mail_from: String,
+    /// `GATEHOUSE_WEBHOOK_RETRY_SCHEDULE`: seconds before each automatic retry.
+    pub webhook_retry_schedule: RetrySchedule,
+    /// `GATEHOUSE_WEBHOOK_TIMEOUT_SECS`: the limit on one delivery attempt.
+    pub webhook_timeout: std::time::Duration,
+    /// `GATEHOUSE_WEBHOOK_CA_FILE`: extra trusted root certificates (PEM) for deliveries.
+    pub webhook_ca_file: Option<PathBuf>,
+    /// `GATEHOUSE_WEBHOOK_ALLOW_PRIVATE_TARGETS`: allow loopback, private and link-local targets.
+    pub webhook_allow_private_targets: bool,
 }
 
 /// A URL that may hold a password: `Debug` shows it without.
@@ -71,6 +79,10 @@ struct Layer {
     smtp_url: Option<SecretUrl>,
     mail_dir: Option<PathBuf>,
     mail_from: Option<String>,
+    webhook_retry_schedule: Option<String>,
+    webhook_timeout_secs: Option<String>,
+    webhook_ca_file: Option<PathBuf>,
+    webhook_allow_private_targets: Option<String>,
 }
 
 impl Layer {
@@ -86,6 +98,10 @@ impl Layer {
             smtp_url: vars("GATEHOUSE_SMTP_URL").map(SecretUrl),
             mail_dir: vars("GATEHOUSE_MAIL_DIR").map(PathBuf::from),
             mail_from: vars("GATEHOUSE_MAIL_FROM"),
+            webhook_retry_schedule: vars("GATEHOUSE_WEBHOOK_RETRY_SCHEDULE"),
+            webhook_timeout_secs: vars("GATEHOUSE_WEBHOOK_TIMEOUT_SECS"),
+            webhook_ca_file: vars("GATEHOUSE_WEBHOOK_CA_FILE").map(PathBuf::from),
+            webhook_allow_private_targets: vars("GATEHOUSE_WEBHOOK_ALLOW_PRIVATE_TARGETS"),
         }
     }
 
@@ -101,6 +117,12 @@ impl Layer {
             smtp_url: self.smtp_url.or(base.smtp_url),
             mail_dir: self.mail_dir.or(base.mail_dir),
             mail_from: self.mail_from.or(base.mail_from),
+            webhook_retry_schedule: self.webhook_retry_schedule.or(base.webhook_retry_schedule),
+            webhook_timeout_secs: self.webhook_timeout_secs.or(base.webhook_timeout_secs),
+            webhook_ca_file: self.webhook_ca_file.or(base.webhook_ca_file),
+            webhook_allow_private_targets: self
+                .webhook_allow_private_targets
+                .or(base.webhook_allow_private_targets),
         }
     }
 }
@@ -198,7 +220,40 @@ impl Config {
                 reason,
             })?,
         };
+        let webhook_retry_schedule = match layer.webhook_retry_schedule {
+            None => RetrySchedule::default(),
+            Some(raw) => raw.parse().map_err(|reason| ConfigError::Invalid {
+                name: "GATEHOUSE_WEBHOOK_RETRY_SCHEDULE",
+                reason,
+            })?,
+        };
+        let webhook_timeout = match layer.webhook_timeout_secs {
+            None => std::time::Duration::from_secs(10),
+            Some(raw) => raw
+                .parse::<f64>()
+                .ok()
+                .filter(|s| *s > 0.0 && *s <= 300.0)
+                .map(std::time::Duration::from_secs_f64)
+                .ok_or_else(|| ConfigError::Invalid {
+                    name: "GATEHOUSE_WEBHOOK_TIMEOUT_SECS",
+                    reason: format!("{raw:?} is not a number of seconds from 0 to 300"),
+                })?,
+        };
+        let webhook_allow_private_targets = match layer.webhook_allow_private_targets.as_deref() {
+            None | Some("false" | "0" | "") => false,
+            Some("true" | "1") => true,
+            Some(other) => {
+                return Err(ConfigError::Invalid {
+                    name: "GATEHOUSE_WEBHOOK_ALLOW_PRIVATE_TARGETS",
+                    reason: format!("{other:?} is not true or false"),
+                })
+            }
+        };
         Ok(Self {
+            webhook_retry_schedule,
+            webhook_timeout,
+            webhook_ca_file: layer.webhook_ca_file.filter(|p| !p.as_os_str().is_empty()),
+            webhook_allow_private_targets,
             bind,
             database_url,
             public_url,
@@ -269,6 +324,9 @@ mod tests {
             ("GATEHOUSE_PUBLIC_URL", "ftp://x"),
             ("GATEHOUSE_DB_POOL_SIZE", "0"),
             ("GATEHOUSE_RATE_LIMITS", "free=lots"),
+            ("GATEHOUSE_WEBHOOK_RETRY_SCHEDULE", "1,2"),
+            ("GATEHOUSE_WEBHOOK_TIMEOUT_SECS", "forever"),
+            ("GATEHOUSE_WEBHOOK_ALLOW_PRIVATE_TARGETS", "maybe"),
         ] {
             let error = Config::load_from(None, env(&[(name, value)])).unwrap_err();
             assert!(error.to_string().contains(name), "{error}");

@@ -5,6 +5,7 @@ pub mod app;
 pub mod config;
 pub mod secret_key;
 pub mod telemetry;
+pub mod worker;
 
 pub use app::Application;
 pub use config::Config;

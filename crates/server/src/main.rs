@@ -138,7 +138,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 )
                 .await?,
             );
-            let ports = ports(store, &config, std::sync::Arc::new(SystemClock), keys).await?;
+            let ports = ports(
+                store,
+                &config,
+                std::sync::Arc::new(SystemClock),
+                keys,
+                secret.secret_box(),
+            )
+            .await?;
             let organization = OrganizationService::new(ports)
                 .set_plan(OrganizationId::from_uuid(organization_id), plan)
                 .await

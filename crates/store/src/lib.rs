@@ -3,8 +3,9 @@
 //!
 //! Each query is written once, in [`queries`](self) (a module compiled twice: into [`pg`] and
 //! into [`sqlite`], each against its own `schema`). Only what must differ, differs: the schema's
-//! column types, connection set-up, and how a write transaction begins (`BEGIN IMMEDIATE` on
-//! SQLite, so that concurrent writers queue on `busy_timeout` instead of failing).
+//! column types, connection set-up, how a write transaction begins (`BEGIN IMMEDIATE` on
+//! SQLite, so that concurrent writers queue on `busy_timeout` instead of failing), and how due
+//! webhook deliveries are picked for a lease (`FOR UPDATE SKIP LOCKED` on PostgreSQL).
 //!
 //! [`open`] picks the backend from the URL, runs the embedded migrations and returns one
 //! [`Store`] that implements every store port.
@@ -17,8 +18,31 @@ use std::{future::Future, sync::Arc};
 
 use gatehouse_domain::ports::{
     AccountStore, ApiKeyStore, BoxError, HealthStore, MemberStore, MembershipStore,
-    OrganizationStore, SessionStore, SigningKeyStore, StoreError,
+    OrganizationStore, SessionStore, SigningKeyStore, StoreError, WebhookStore,
 };
+
+/// The deliveries due at `$now` that may be leased, oldest due first, up to `$limit`: their
+/// next attempt is due, no lease holds them, they are not finished, their endpoint is active and
+/// not among the `$busy` ones. Expands, in a backend module, to a select of their ids that the
+/// backend then runs its own way (PostgreSQL locks the rows it picks, skipping locked ones).
+macro_rules! due_deliveries {
+    ($now:expr, $limit:expr, $busy:expr) => {{
+        use schema::{webhook_deliveries as d, webhook_endpoints as e};
+        let active = e::table.filter(e::is_active.eq(true)).select(e::id);
+        d::table
+            .filter(d::next_attempt_at.le($now))
+            .filter(d::leased_until.is_null().or(d::leased_until.lt($now)))
+            .filter(d::status.eq_any([
+                gatehouse_domain::model::DeliveryStatus::Pending.as_str(),
+                gatehouse_domain::model::DeliveryStatus::Failed.as_str(),
+            ]))
+            .filter(d::endpoint_id.eq_any(active))
+            .filter(d::endpoint_id.ne_all($busy))
+            .order((d::next_attempt_at.asc(), d::id.asc()))
+            .limit($limit)
+            .select(d::id)
+    }};
+}
 
 mod listing;
 mod pg;
@@ -35,6 +59,7 @@ pub trait Store:
     + MemberStore
     + SigningKeyStore
     + HealthStore
+    + WebhookStore
 {
     /// The backend's name, for logs: `postgres` or `sqlite`.
     fn backend(&self) -> Backend;

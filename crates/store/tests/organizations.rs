@@ -1366,7 +1366,20 @@ async fn deleting_users(db: Db) {
 
     let deleted = event(EventType::UserDeleted, None, Some(bob.id), t0);
     db.store.delete_user(bob.id, vec![deleted]).await.unwrap();
-    assert_eq!(db.events(EventType::UserDeleted).await, 1);
+    // Recorded before anything went: one row per live organization Bob belonged to (his
+    // workspace and the team he was a member of; not his soft-deleted team).
+    assert_eq!(db.events(EventType::UserDeleted).await, 2);
+    for org in [bob.workspace, shared] {
+        assert_eq!(
+            db.count(&format!(
+                "SELECT count(*) AS n FROM events WHERE event_type = '{}' \
+                 AND organization_id = '{org}'",
+                EventType::UserDeleted
+            ))
+            .await,
+            1
+        );
+    }
     assert!(db.store.credentials_by_id(bob.id).await.unwrap().is_none());
     assert!(db
         .store

@@ -4,3 +4,4 @@ pub mod health;
 pub mod members;
 pub mod organizations;
 pub mod users;
+pub mod webhooks;

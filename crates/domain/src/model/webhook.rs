@@ -190,7 +190,7 @@ impl RetrySchedule {
         if attempt >= Self::MAX_ATTEMPTS {
             return None;
         }
-        let delay = self.delays.get(attempt as usize - 1)?;
+        let delay = self.delays.get((attempt as usize).checked_sub(1)?)?;
         chrono::Duration::from_std(*delay)
             .ok()
             .map(|delay| failed_at + delay)

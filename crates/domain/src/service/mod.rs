@@ -8,6 +8,7 @@ mod organizations;
 mod payloads;
 mod principal;
 mod rate_limit;
+mod webhooks;
 
 pub use access::{Actor, Forbidden};
 pub use api_keys::{ApiKeyService, CreateApiKeyError, CreatedApiKey, DeleteApiKeyError};
@@ -21,6 +22,10 @@ pub use organizations::{
 };
 pub use principal::{AuthenticateError, OrgAccessError, Principal};
 pub use rate_limit::{Caller, RateLimitCheckError, RateLimitService};
+pub use webhooks::{
+    AttemptOutcome, CreatedEndpoint, DeliveryEngine, DeliverySettings, EndpointUpdate,
+    SecretRuleError, SigningSecret, WebhookError, WebhookService, DISABLE_AFTER_FAILURES,
+};
 
 use chrono::{DateTime, Utc};
 
@@ -50,3 +55,5 @@ pub(crate) fn event(
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod webhook_tests;

@@ -29,8 +29,8 @@ use crate::{
     ports::{
         AccessClaims, MockAccountStore, MockApiKeyStore, MockClock, MockHealthStore, MockMailer,
         MockMemberStore, MockMembershipStore, MockOrganizationStore, MockPasswordHasher,
-        MockRandom, MockRateLimiter, MockSessionStore, MockTokenSigner, NewAccount, Ports,
-        StoreError, TokenError,
+        MockRandom, MockRateLimiter, MockSecretCipher, MockSessionStore, MockTokenSigner,
+        MockWebhookSender, MockWebhookStore, NewAccount, Ports, StoreError, TokenError,
     },
 };
 
@@ -38,9 +38,9 @@ use crate::{
 // Fixtures
 // ---------------------------------------------------------------------------------------------
 
-const ADA: UserId = UserId::from_uuid(Uuid::from_u128(0xada));
-const ADA_SESSION: SessionId = SessionId::from_uuid(Uuid::from_u128(0x5e55_1011));
-const ACME: OrganizationId = OrganizationId::from_uuid(Uuid::from_u128(0xac3e));
+pub(super) const ADA: UserId = UserId::from_uuid(Uuid::from_u128(0xada));
+pub(super) const ADA_SESSION: SessionId = SessionId::from_uuid(Uuid::from_u128(0x5e55_1011));
+pub(super) const ACME: OrganizationId = OrganizationId::from_uuid(Uuid::from_u128(0xac3e));
 const GLOBEX: OrganizationId = OrganizationId::from_uuid(Uuid::from_u128(0x610b_e800));
 const CI_KEY: ApiKeyId = ApiKeyId::from_uuid(Uuid::from_u128(0xc1_4e7));
 
@@ -55,16 +55,16 @@ const SIGNED: &str = "header.claims.signature";
 const SECRET_BODY: &str = "Zq3xV9mK2pL7wR4tY8uN1bH6gF5dS0aJcEiOoUkMnBv";
 
 /// The time every test runs at.
-fn now() -> DateTime<Utc> {
+pub(super) fn now() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2024, 5, 1, 12, 0, 0).unwrap()
 }
 
 /// What `Random::secret` hands out for a kind.
-fn secret_of(kind: TokenKind) -> String {
+pub(super) fn secret_of(kind: TokenKind) -> String {
     format!("{}{SECRET_BODY}", kind.prefix())
 }
 
-fn email(raw: &str) -> Email {
+pub(super) fn email(raw: &str) -> Email {
     Email::parse(raw).unwrap()
 }
 
@@ -150,12 +150,12 @@ fn settings() -> AuthSettings {
 /// A mocked async method's return value.
 type Fut<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
-fn ready<T: Send + 'static>(value: T) -> Fut<T> {
+pub(super) fn ready<T: Send + 'static>(value: T) -> Fut<T> {
     Box::pin(std::future::ready(value))
 }
 
 /// Keeps what a mock was called with, for the test to look at afterwards.
-struct Seen<T>(Arc<Mutex<Vec<T>>>);
+pub(super) struct Seen<T>(Arc<Mutex<Vec<T>>>);
 
 impl<T> Clone for Seen<T> {
     fn clone(&self) -> Self {
@@ -164,16 +164,16 @@ impl<T> Clone for Seen<T> {
 }
 
 impl<T> Seen<T> {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         Self(Arc::new(Mutex::new(Vec::new())))
     }
 
-    fn record(&self, value: T) {
+    pub(super) fn record(&self, value: T) {
         self.0.lock().unwrap().push(value);
     }
 
     /// The one value recorded.
-    fn only(&self) -> T {
+    pub(super) fn only(&self) -> T {
         let mut seen = self.0.lock().unwrap();
         assert_eq!(seen.len(), 1, "expected exactly one call");
         seen.remove(0)
@@ -183,24 +183,27 @@ impl<T> Seen<T> {
 /// Every port, mocked. The clock is stopped at [`now`], ids count up from
 /// `f0000000-…-0001`, and secrets are [`secret_of`] their kind; everything else has no
 /// expectations until a test sets them.
-struct Mocks {
-    accounts: MockAccountStore,
-    sessions: MockSessionStore,
-    api_keys: MockApiKeyStore,
-    memberships: MockMembershipStore,
-    organizations: MockOrganizationStore,
-    members: MockMemberStore,
-    health: MockHealthStore,
-    clock: MockClock,
-    random: MockRandom,
-    hasher: MockPasswordHasher,
-    signer: MockTokenSigner,
-    mailer: MockMailer,
-    rate_limiter: MockRateLimiter,
+pub(super) struct Mocks {
+    pub(super) accounts: MockAccountStore,
+    pub(super) sessions: MockSessionStore,
+    pub(super) api_keys: MockApiKeyStore,
+    pub(super) memberships: MockMembershipStore,
+    pub(super) organizations: MockOrganizationStore,
+    pub(super) members: MockMemberStore,
+    pub(super) health: MockHealthStore,
+    pub(super) clock: MockClock,
+    pub(super) random: MockRandom,
+    pub(super) hasher: MockPasswordHasher,
+    pub(super) signer: MockTokenSigner,
+    pub(super) mailer: MockMailer,
+    pub(super) rate_limiter: MockRateLimiter,
+    pub(super) webhooks: MockWebhookStore,
+    pub(super) cipher: MockSecretCipher,
+    pub(super) sender: MockWebhookSender,
 }
 
 impl Mocks {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         let mut clock = MockClock::new();
         clock.expect_now().return_const(now());
         let mut random = MockRandom::new();
@@ -226,10 +229,13 @@ impl Mocks {
             signer: MockTokenSigner::new(),
             mailer: MockMailer::new(),
             rate_limiter: MockRateLimiter::new(),
+            webhooks: MockWebhookStore::new(),
+            cipher: MockSecretCipher::new(),
+            sender: MockWebhookSender::new(),
         }
     }
 
-    fn ports(self) -> Ports {
+    pub(super) fn ports(self) -> Ports {
         Ports {
             accounts: Arc::new(self.accounts),
             sessions: Arc::new(self.sessions),
@@ -244,6 +250,9 @@ impl Mocks {
             signer: Arc::new(self.signer),
             mailer: Arc::new(self.mailer),
             rate_limiter: Arc::new(self.rate_limiter),
+            webhooks: Arc::new(self.webhooks),
+            cipher: Arc::new(self.cipher),
+            sender: Arc::new(self.sender),
         }
     }
 

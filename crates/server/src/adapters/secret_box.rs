@@ -89,6 +89,26 @@ impl fmt::Debug for SecretBox {
     }
 }
 
+impl gatehouse_domain::ports::SecretCipher for SecretBox {
+    fn seal(
+        &self,
+        plaintext: &[u8],
+        context: &[u8],
+    ) -> Result<Vec<u8>, gatehouse_domain::ports::CipherError> {
+        SecretBox::seal(self, plaintext, context)
+            .map_err(|e| gatehouse_domain::ports::CipherError(Box::new(e)))
+    }
+
+    fn open(
+        &self,
+        sealed: &[u8],
+        context: &[u8],
+    ) -> Result<Vec<u8>, gatehouse_domain::ports::CipherError> {
+        SecretBox::open(self, sealed, context)
+            .map_err(|e| gatehouse_domain::ports::CipherError(Box::new(e)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -57,6 +57,10 @@ pub struct TestApp {
 pub struct Options {
     pub rate_limits: Option<&'static str>,
     pub redis_url: Option<String>,
+    /// Seconds between delivery attempts (`GATEHOUSE_WEBHOOK_RETRY_SCHEDULE`).
+    pub retry_schedule: Option<&'static str>,
+    /// Trust this CA and allow loopback targets: for a test receiver.
+    pub webhook_ca_file: Option<std::path::PathBuf>,
 }
 
 /// A registered user with a live session.
@@ -102,6 +106,14 @@ impl TestApp {
         );
         if let Some(redis) = options.redis_url {
             env.insert("GATEHOUSE_REDIS_URL", redis);
+        }
+        if let Some(schedule) = options.retry_schedule {
+            env.insert("GATEHOUSE_WEBHOOK_RETRY_SCHEDULE", schedule.to_owned());
+        }
+        if let Some(ca) = options.webhook_ca_file {
+            env.insert("GATEHOUSE_WEBHOOK_CA_FILE", ca.to_str().unwrap().to_owned());
+            env.insert("GATEHOUSE_WEBHOOK_ALLOW_PRIVATE_TARGETS", "true".to_owned());
+            env.insert("GATEHOUSE_WEBHOOK_TIMEOUT_SECS", "2".to_owned());
         }
         Self::start(env, std::sync::Arc::new(database)).await
     }
@@ -179,6 +191,26 @@ impl TestApp {
             .send()
             .await
             .unwrap()
+    }
+
+    /// A request as `token` inside the organization (`X-Organization-ID`).
+    pub async fn in_org(
+        &self,
+        method: reqwest::Method,
+        token: &str,
+        organization_id: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> Response {
+        let mut request = self
+            .client
+            .request(method, self.url(path))
+            .bearer_auth(token)
+            .header("X-Organization-ID", organization_id);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        request.send().await.unwrap()
     }
 
     pub async fn send_as(

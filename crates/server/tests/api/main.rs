@@ -11,3 +11,4 @@ mod members;
 mod organizations;
 mod permissions;
 mod rate_limits;
+mod webhooks;

@@ -85,6 +85,7 @@ async fn two_servers_on_one_redis_share_one_budget() {
     let options = Options {
         rate_limits: Some("free=6"),
         redis_url: Some(redis_url()),
+        ..Options::default()
     };
     let first = TestApp::spawn_with(Backend::Postgres, options).await;
     let second = first.replica().await;

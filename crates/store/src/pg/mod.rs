@@ -1,13 +1,15 @@
 //! The PostgreSQL backend: `AsyncPgConnection` pooled by deadpool.
 
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
 use diesel_async::{
     async_connection_wrapper::AsyncConnectionWrapper,
     pooled_connection::{deadpool::Pool, AsyncDieselConnectionManager, ManagerConfig},
-    AsyncConnection, AsyncPgConnection,
+    AsyncConnection, AsyncPgConnection, RunQueryDsl,
 };
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 
-use crate::{Backend, OpenError, StoreOptions};
+use crate::{types::DbUuid, Backend, OpenError, StoreOptions};
 
 pub(crate) mod schema;
 
@@ -27,6 +29,22 @@ macro_rules! write_tx {
 
 #[path = "../queries/mod.rs"]
 mod queries;
+
+/// Picks the deliveries to lease (see `due_deliveries!`) and locks them for the caller's
+/// transaction; rows another transaction has locked are skipped, not waited for, so that
+/// concurrent leasers in any process never pick the same delivery.
+pub(crate) async fn lease_ids(
+    conn: &mut Conn,
+    now: DateTime<Utc>,
+    limit: i64,
+    busy: &[DbUuid],
+) -> QueryResult<Vec<DbUuid>> {
+    due_deliveries!(now, limit, busy)
+        .for_update()
+        .skip_locked()
+        .load(conn)
+        .await
+}
 
 /// The PostgreSQL store.
 #[derive(Clone)]

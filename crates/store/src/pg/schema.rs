@@ -112,12 +112,51 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    webhook_endpoints (id) {
+        id -> Uuid,
+        organization_id -> Uuid,
+        url -> Text,
+        description -> Text,
+        events -> Array<Text>,
+        secret_sealed -> Binary,
+        is_active -> Bool,
+        consecutive_failures -> Integer,
+        last_delivery_at -> Nullable<Timestamptz>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    webhook_deliveries (id) {
+        id -> Uuid,
+        endpoint_id -> Uuid,
+        organization_id -> Uuid,
+        event_id -> Uuid,
+        event_type -> Text,
+        payload -> Text,
+        status -> Text,
+        attempt -> Integer,
+        next_attempt_at -> Nullable<Timestamptz>,
+        leased_until -> Nullable<Timestamptz>,
+        lease -> Nullable<Uuid>,
+        http_status -> Nullable<Integer>,
+        response_body -> Nullable<Text>,
+        duration_ms -> Nullable<BigInt>,
+        delivered_at -> Nullable<Timestamptz>,
+        created_at -> Timestamptz,
+    }
+}
+
 diesel::joinable!(memberships -> organizations (organization_id));
 diesel::joinable!(invitations -> organizations (organization_id));
 diesel::joinable!(applications -> organizations (organization_id));
 diesel::joinable!(memberships -> users (user_id));
 diesel::joinable!(sessions -> users (user_id));
 diesel::joinable!(api_keys -> organizations (organization_id));
+diesel::joinable!(webhook_endpoints -> organizations (organization_id));
+diesel::joinable!(webhook_deliveries -> webhook_endpoints (endpoint_id));
 diesel::allow_tables_to_appear_in_same_query!(
     users,
     organizations,
@@ -127,5 +166,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     signing_keys,
     events,
     invitations,
-    applications
+    applications,
+    webhook_endpoints,
+    webhook_deliveries
 );

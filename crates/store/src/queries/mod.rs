@@ -11,6 +11,7 @@ mod memberships;
 mod organizations;
 mod rows;
 mod sessions;
+mod webhooks;
 
 use async_trait::async_trait;
 use diesel_async::RunQueryDsl;

@@ -5,20 +5,27 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{
-        ApiKey, ApiKeyName, DefaultRole, Email, FullName, Invitation, Member, MemberStatus,
-        Membership, NewEvent, Organization, OrganizationName, OrganizationSettings, PasswordHash,
-        Session, Slug, User, UserCredentials,
+        ApiKey, ApiKeyName, DefaultRole, Delivery, DeliveryId, DeliveryStatus, Email, EndpointId,
+        EventType, FullName, Invitation, Member, MemberStatus, Membership, NewEvent, Organization,
+        OrganizationName, OrganizationSettings, PasswordHash, Session, Slug, User, UserCredentials,
+        WebhookEndpoint, WebhookUrl,
     },
-    ports::{StoreError, StoredSigningKey},
+    ports::{LeasedDelivery, PendingEvent, StoreError, StoredSigningKey},
 };
 
 use super::super::{
     schema::{
         api_keys, events, invitations, memberships, organizations, sessions, signing_keys, users,
+        webhook_deliveries, webhook_endpoints,
     },
     Db,
 };
-use crate::{corrupt, types::DbUuid};
+use uuid::Uuid;
+
+use crate::{
+    corrupt,
+    types::{DbStrings, DbUuid},
+};
 
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = users, check_for_backend(Db))]
@@ -385,20 +392,266 @@ impl From<NewEvent> for NewEventRow {
     }
 }
 
+/// An outbox event not yet dispatched.
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = events, check_for_backend(Db))]
+pub(super) struct EventRow {
+    pub id: DbUuid,
+    pub event_type: String,
+    pub organization_id: Option<DbUuid>,
+    pub data: serde_json::Value,
+    pub occurred_at: DateTime<Utc>,
+}
+
+impl EventRow {
+    pub fn into_domain(self) -> Result<PendingEvent, StoreError> {
+        Ok(PendingEvent {
+            id: self.id.0.into(),
+            event_type: self
+                .event_type
+                .parse()
+                .map_err(|()| corrupt("events.event_type"))?,
+            organization_id: self.organization_id.map(|id| id.0.into()),
+            data: self.data,
+            occurred_at: self.occurred_at,
+        })
+    }
+}
+
+/// Event types as the endpoints' `events` column holds them.
+pub(super) fn event_strings(events: &[EventType]) -> DbStrings {
+    DbStrings(events.iter().map(|e| e.as_str().to_owned()).collect())
+}
+
+/// The event types of an endpoints' `events` column.
+pub(super) fn event_types(strings: &DbStrings) -> Result<Vec<EventType>, StoreError> {
+    strings
+        .0
+        .iter()
+        .map(|s| s.parse().map_err(|()| corrupt("webhook_endpoints.events")))
+        .collect()
+}
+
+#[derive(Insertable)]
+#[diesel(table_name = webhook_endpoints)]
+pub(super) struct NewEndpointRow<'a> {
+    pub id: DbUuid,
+    pub organization_id: DbUuid,
+    pub url: &'a str,
+    pub description: &'a str,
+    pub events: DbStrings,
+    pub secret_sealed: &'a [u8],
+    pub is_active: bool,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = webhook_endpoints, check_for_backend(Db))]
+pub(super) struct EndpointRow {
+    pub id: DbUuid,
+    pub organization_id: DbUuid,
+    pub url: String,
+    pub description: String,
+    pub events: DbStrings,
+    pub is_active: bool,
+    pub last_delivery_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl EndpointRow {
+    pub fn into_domain(self) -> Result<WebhookEndpoint, StoreError> {
+        Ok(WebhookEndpoint {
+            id: EndpointId::from_uuid(self.id.0),
+            organization_id: self.organization_id.0.into(),
+            url: WebhookUrl::parse(&self.url).map_err(|_| corrupt("webhook_endpoints.url"))?,
+            description: self.description,
+            events: event_types(&self.events)?,
+            is_active: self.is_active,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        })
+    }
+}
+
+#[derive(Insertable)]
+#[diesel(table_name = webhook_deliveries)]
+pub(super) struct NewDeliveryRow<'a> {
+    pub id: DbUuid,
+    pub endpoint_id: DbUuid,
+    pub organization_id: DbUuid,
+    pub event_id: DbUuid,
+    pub event_type: &'a str,
+    pub payload: &'a str,
+    pub status: &'static str,
+    pub attempt: i32,
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+}
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = webhook_deliveries, check_for_backend(Db))]
+pub(super) struct DeliveryRow {
+    pub id: DbUuid,
+    pub endpoint_id: DbUuid,
+    pub organization_id: DbUuid,
+    pub event_id: DbUuid,
+    pub event_type: String,
+    pub payload: String,
+    pub status: String,
+    pub attempt: i32,
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    pub http_status: Option<i32>,
+    pub response_body: Option<String>,
+    pub duration_ms: Option<i64>,
+    pub delivered_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl DeliveryRow {
+    pub fn into_domain(self) -> Result<Delivery, StoreError> {
+        let status: DeliveryStatus = self
+            .status
+            .parse()
+            .map_err(|_| corrupt("webhook_deliveries.status"))?;
+        Ok(Delivery {
+            id: DeliveryId::from_uuid(self.id.0),
+            webhook_id: EndpointId::from_uuid(self.endpoint_id.0),
+            organization_id: self.organization_id.0.into(),
+            event_id: self.event_id.0.into(),
+            event: self
+                .event_type
+                .parse()
+                .map_err(|()| corrupt("webhook_deliveries.event_type"))?,
+            status,
+            attempt: u32::try_from(self.attempt)
+                .map_err(|_| corrupt("webhook_deliveries.attempt"))?,
+            http_status: self
+                .http_status
+                .map(u16::try_from)
+                .transpose()
+                .map_err(|_| corrupt("webhook_deliveries.http_status"))?,
+            // What was sent; a body that is not JSON (never written so) shows as none.
+            request_body: serde_json::from_str(&self.payload).ok(),
+            response_body: self.response_body,
+            duration_ms: self
+                .duration_ms
+                .map(u64::try_from)
+                .transpose()
+                .map_err(|_| corrupt("webhook_deliveries.duration_ms"))?,
+            delivered_at: self.delivered_at,
+            // Only a failed delivery waits for a retry; a pending one is due now.
+            next_retry_at: match status {
+                DeliveryStatus::Failed => self.next_attempt_at,
+                DeliveryStatus::Pending | DeliveryStatus::Success => None,
+            },
+            created_at: self.created_at,
+        })
+    }
+}
+
+/// A leased delivery joined with its endpoint.
+#[derive(Queryable)]
+pub(super) struct LeasedRow {
+    pub id: DbUuid,
+    pub endpoint_id: DbUuid,
+    pub organization_id: DbUuid,
+    pub url: String,
+    pub secret_sealed: Vec<u8>,
+    pub event_type: String,
+    pub payload: String,
+    pub status: String,
+    pub attempt: i32,
+    pub lease: Option<DbUuid>,
+}
+
+impl LeasedRow {
+    pub fn into_domain(self) -> Result<LeasedDelivery, StoreError> {
+        let status: DeliveryStatus = self
+            .status
+            .parse()
+            .map_err(|_| corrupt("webhook_deliveries.status"))?;
+        let last =
+            u32::try_from(self.attempt).map_err(|_| corrupt("webhook_deliveries.attempt"))?;
+        Ok(LeasedDelivery {
+            id: DeliveryId::from_uuid(self.id.0),
+            endpoint_id: EndpointId::from_uuid(self.endpoint_id.0),
+            organization_id: self.organization_id.0.into(),
+            url: WebhookUrl::parse(&self.url).map_err(|_| corrupt("webhook_endpoints.url"))?,
+            secret_sealed: self.secret_sealed,
+            event: self
+                .event_type
+                .parse()
+                .map_err(|()| corrupt("webhook_deliveries.event_type"))?,
+            payload: self.payload,
+            // A pending delivery's attempt is the one to make; a failed one's, the one made.
+            attempt: match status {
+                DeliveryStatus::Failed => last + 1,
+                DeliveryStatus::Pending | DeliveryStatus::Success => last,
+            },
+            lease: self.lease.ok_or(corrupt("webhook_deliveries.lease"))?.0,
+        })
+    }
+}
+
 /// Records events in the outbox, inside the caller's transaction.
+///
+/// An event of a user (no organization, a user) goes to every live organization the user is a
+/// member of at this moment: one row each, the first keeping the event's id, so that it still
+/// reaches them after the user has left or been deleted. A user who belongs to no organization
+/// gets one row without an organization, kept and delivered nowhere.
 pub(super) async fn record_events(
     conn: &mut super::super::Conn,
     events: Vec<NewEvent>,
 ) -> QueryResult<()> {
-    if events.is_empty() {
-        return Ok(());
-    }
-    let rows: Vec<NewEventRow> = events.into_iter().map(NewEventRow::from).collect();
-    for row in rows {
-        diesel::insert_into(events::table)
-            .values(row)
-            .execute(conn)
-            .await?;
+    for event in events {
+        let row = NewEventRow::from(event);
+        let organizations = match (row.organization_id, row.user_id) {
+            (None, Some(user)) => {
+                let theirs = organizations_of_user(conn, user).await?;
+                if theirs.is_empty() {
+                    vec![None]
+                } else {
+                    theirs.into_iter().map(Some).collect()
+                }
+            }
+            (organization, _) => vec![organization],
+        };
+        for (i, organization_id) in organizations.into_iter().enumerate() {
+            let id = if i == 0 {
+                row.id
+            } else {
+                DbUuid(Uuid::now_v7())
+            };
+            diesel::insert_into(events::table)
+                .values(NewEventRow {
+                    id,
+                    organization_id,
+                    data: row.data.clone(),
+                    ..row
+                })
+                .execute(conn)
+                .await?;
+        }
     }
     Ok(())
+}
+
+/// The live organizations the user is a member of, oldest membership first.
+async fn organizations_of_user(
+    conn: &mut super::super::Conn,
+    user: DbUuid,
+) -> QueryResult<Vec<DbUuid>> {
+    memberships::table
+        .inner_join(organizations::table)
+        .filter(memberships::user_id.eq(user))
+        .filter(organizations::is_active.eq(true))
+        .select(memberships::organization_id)
+        .order((
+            memberships::created_at.asc(),
+            memberships::organization_id.asc(),
+        ))
+        .load(conn)
+        .await
 }

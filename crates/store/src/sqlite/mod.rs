@@ -3,7 +3,8 @@
 //! write transaction `BEGIN IMMEDIATE`: a deferred transaction that later wants to write fails
 //! with "database is locked" under concurrency instead of waiting its turn.
 
-use diesel::{sqlite::SqliteConnection, ConnectionError};
+use chrono::{DateTime, Utc};
+use diesel::{prelude::*, sqlite::SqliteConnection, ConnectionError};
 use diesel_async::{
     async_connection_wrapper::AsyncConnectionWrapper,
     pooled_connection::{deadpool::Pool, AsyncDieselConnectionManager, ManagerConfig},
@@ -13,7 +14,7 @@ use diesel_async::{
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 use futures_util::FutureExt;
 
-use crate::{Backend, OpenError, StoreOptions};
+use crate::{types::DbUuid, Backend, OpenError, StoreOptions};
 
 pub(crate) mod schema;
 
@@ -35,6 +36,17 @@ macro_rules! write_tx {
 
 #[path = "../queries/mod.rs"]
 mod queries;
+
+/// Picks the deliveries to lease (see `due_deliveries!`). The caller's `BEGIN IMMEDIATE`
+/// transaction holds the database's write lock: no other leaser reads until it has written.
+pub(crate) async fn lease_ids(
+    conn: &mut Conn,
+    now: DateTime<Utc>,
+    limit: i64,
+    busy: &[DbUuid],
+) -> QueryResult<Vec<DbUuid>> {
+    due_deliveries!(now, limit, busy).load(conn).await
+}
 
 /// Pragmas set on every new connection.
 const CONNECTION_PRAGMAS: &[&str] = &[

@@ -113,12 +113,52 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    webhook_endpoints (id) {
+        id -> Text,
+        organization_id -> Text,
+        url -> Text,
+        description -> Text,
+        // A JSON array of event types.
+        events -> Text,
+        secret_sealed -> Binary,
+        is_active -> Bool,
+        consecutive_failures -> Integer,
+        last_delivery_at -> Nullable<TimestamptzSqlite>,
+        created_at -> TimestamptzSqlite,
+        updated_at -> TimestamptzSqlite,
+    }
+}
+
+diesel::table! {
+    webhook_deliveries (id) {
+        id -> Text,
+        endpoint_id -> Text,
+        organization_id -> Text,
+        event_id -> Text,
+        event_type -> Text,
+        payload -> Text,
+        status -> Text,
+        attempt -> Integer,
+        next_attempt_at -> Nullable<TimestamptzSqlite>,
+        leased_until -> Nullable<TimestamptzSqlite>,
+        lease -> Nullable<Text>,
+        http_status -> Nullable<Integer>,
+        response_body -> Nullable<Text>,
+        duration_ms -> Nullable<BigInt>,
+        delivered_at -> Nullable<TimestamptzSqlite>,
+        created_at -> TimestamptzSqlite,
+    }
+}
+
 diesel::joinable!(memberships -> organizations (organization_id));
 diesel::joinable!(invitations -> organizations (organization_id));
 diesel::joinable!(applications -> organizations (organization_id));
 diesel::joinable!(memberships -> users (user_id));
 diesel::joinable!(sessions -> users (user_id));
 diesel::joinable!(api_keys -> organizations (organization_id));
+diesel::joinable!(webhook_endpoints -> organizations (organization_id));
+diesel::joinable!(webhook_deliveries -> webhook_endpoints (endpoint_id));
 diesel::allow_tables_to_appear_in_same_query!(
     users,
     organizations,
@@ -128,5 +168,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     signing_keys,
     events,
     invitations,
-    applications
+    applications,
+    webhook_endpoints,
+    webhook_deliveries
 );

@@ -1,0 +1,461 @@
+//! `/api/v1/webhooks/*`: endpoints, the event catalog, the delivery log, manual retries.
+//! The organization comes from `X-Organization-ID`.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use chrono::{DateTime, Utc};
+use gatehouse_domain::{
+    model::{
+        Delivery, DeliveryId, DeliveryStatus, EndpointId, EventType, RetrySchedule,
+        WebhookEndpoint, WebhookUrl, WebhookUrlError,
+    },
+    ports::{DeliveryFilter, EndpointDetail},
+    service::{EndpointUpdate, SigningSecret},
+};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::organizations::PageResponse;
+use crate::{
+    error::{ApiError, ErrorBody, FieldError, ValidationErrorBody},
+    extract::{Fields, HeaderOrganization, ValidJson},
+    query::Query,
+    state::AppState,
+};
+
+#[derive(Serialize, ToSchema)]
+pub struct EndpointResponse {
+    #[schema(example = "ep_01939f1e8f5a7b2c9d4e6f8a0b1c2d3e")]
+    id: String,
+    url: String,
+    description: String,
+    #[schema(example = json!(["member.invited", "member.joined"]))]
+    events: Vec<&'static str>,
+    is_active: bool,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+impl From<WebhookEndpoint> for EndpointResponse {
+    fn from(endpoint: WebhookEndpoint) -> Self {
+        Self {
+            id: endpoint.id.to_string(),
+            url: endpoint.url.as_ref().to_owned(),
+            description: endpoint.description,
+            events: endpoint.events.iter().map(|e| e.as_str()).collect(),
+            is_active: endpoint.is_active,
+            created_at: endpoint.created_at,
+            updated_at: endpoint.updated_at,
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct CreatedEndpointResponse {
+    #[serde(flatten)]
+    endpoint: EndpointResponse,
+    /// Shown this once: it signs every delivery. Lost? Rotate it with PATCH `secret`.
+    signing_secret: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct DeliveryStatsResponse {
+    total: u64,
+    successful: u64,
+    failed: u64,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct EndpointDetailResponse {
+    #[serde(flatten)]
+    endpoint: EndpointResponse,
+    last_delivery_at: Option<DateTime<Utc>>,
+    delivery_stats: DeliveryStatsResponse,
+}
+
+impl From<EndpointDetail> for EndpointDetailResponse {
+    fn from(detail: EndpointDetail) -> Self {
+        Self {
+            endpoint: detail.endpoint.into(),
+            last_delivery_at: detail.last_delivery_at,
+            delivery_stats: DeliveryStatsResponse {
+                total: detail.stats.total,
+                successful: detail.stats.successful,
+                failed: detail.stats.failed,
+            },
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct DeliveryResponse {
+    #[schema(example = "dlv_01939f1e8f5a7b2c9d4e6f8a0b1c2d3e")]
+    id: String,
+    webhook_id: String,
+    event: &'static str,
+    #[schema(example = "failed")]
+    status: &'static str,
+    http_status: Option<u16>,
+    attempt: u32,
+    #[schema(example = 5)]
+    max_attempts: u32,
+    #[schema(value_type = Object)]
+    request_body: Option<serde_json::Value>,
+    response_body: Option<String>,
+    duration_ms: Option<u64>,
+    delivered_at: Option<DateTime<Utc>>,
+    next_retry_at: Option<DateTime<Utc>>,
+}
+
+impl From<Delivery> for DeliveryResponse {
+    fn from(delivery: Delivery) -> Self {
+        Self {
+            id: delivery.id.to_string(),
+            webhook_id: delivery.webhook_id.to_string(),
+            event: delivery.event.as_str(),
+            status: delivery.status.as_str(),
+            http_status: delivery.http_status,
+            attempt: delivery.attempt,
+            max_attempts: RetrySchedule::MAX_ATTEMPTS,
+            request_body: delivery.request_body,
+            response_body: delivery.response_body,
+            duration_ms: delivery.duration_ms,
+            delivered_at: delivery.delivered_at,
+            next_retry_at: delivery.next_retry_at,
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct EventTypeResponse {
+    #[serde(rename = "type")]
+    #[schema(example = "member.joined")]
+    kind: &'static str,
+    #[schema(example = "member")]
+    category: &'static str,
+    description: &'static str,
+}
+
+fn endpoint_id(raw: &str) -> Result<EndpointId, ApiError> {
+    raw.parse()
+        .map_err(|()| ApiError::NotFound("webhook endpoint not found".into()))
+}
+
+/// `https` only: a plain `http` URL is the spec's `400`; anything else malformed is a `422`.
+fn webhook_url(raw: String) -> Result<WebhookUrl, ApiError> {
+    WebhookUrl::parse(&raw).map_err(|e| match e {
+        WebhookUrlError::NotHttps => {
+            ApiError::BadRequest("url must use https: plain http endpoints are refused".into())
+        }
+        other => ApiError::field(FieldError::invalid("body", "url", format!("url {other}"))),
+    })
+}
+
+/// Event types by name; an unknown one is a `422` naming its index.
+fn event_types(raw: Vec<String>) -> Result<Vec<EventType>, ApiError> {
+    let mut errors = Vec::new();
+    let mut events = Vec::new();
+    for (i, name) in raw.iter().enumerate() {
+        match name.parse::<EventType>() {
+            Ok(event) => events.push(event),
+            Err(()) => errors.push(FieldError {
+                loc: vec!["body".into(), "events".into(), i.into()],
+                msg: format!("unknown event type {name:?}: see GET /api/v1/webhooks/events"),
+                kind: "value_error",
+            }),
+        }
+    }
+    if errors.is_empty() {
+        Ok(events)
+    } else {
+        Err(ApiError::Validation(errors))
+    }
+}
+
+fn description(raw: String) -> Result<String, &'static str> {
+    let trimmed = raw.trim();
+    if trimmed.chars().count() > 500 {
+        return Err("must be at most 500 characters");
+    }
+    Ok(trimmed.to_owned())
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct CreateEndpointRequest {
+    #[schema(example = "https://hooks.example.com/gatehouse")]
+    url: Option<String>,
+    #[schema(example = json!(["member.invited", "member.joined"]))]
+    events: Option<Vec<String>>,
+    description: Option<String>,
+    /// A signing secret of your own (24 to 128 printable characters); generated when omitted.
+    secret: Option<String>,
+}
+
+/// Registers an endpoint. The response carries `signing_secret`, shown this once.
+#[utoipa::path(
+    post, path = "/api/v1/webhooks/endpoints", tag = "webhooks",
+    security(("bearer" = [], "organization" = []), ("api_key" = [], "organization" = [])),
+    request_body = CreateEndpointRequest,
+    responses(
+        (status = 201, body = CreatedEndpointResponse),
+        (status = 400, body = ErrorBody, description = "URL is not https"),
+        (status = 403, body = ErrorBody, description = "Missing webhooks.manage"),
+        (status = 422, body = ValidationErrorBody, description = "Unknown event type or bad field"),
+    )
+)]
+pub async fn create(
+    state: web::Data<AppState>,
+    HeaderOrganization(actor): HeaderOrganization,
+    ValidJson(body): ValidJson<CreateEndpointRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let url = body.url.map(webhook_url).transpose()?;
+    let events = body.events.map(event_types).transpose()?;
+    let mut fields = Fields::new();
+    let url = fields.required("url", url, Ok::<_, std::convert::Infallible>);
+    let events = fields.required("events", events, |events| {
+        if events.is_empty() {
+            Err("must name at least one event type")
+        } else {
+            Ok(events)
+        }
+    });
+    let description = fields.optional("description", body.description, description);
+    let secret = fields.optional("secret", body.secret, |s| SigningSecret::parse(&s));
+    let (url, events, description, secret) =
+        fields.finish(|| Some((url?, events?, description?, secret?)))?;
+    let created = state
+        .webhooks
+        .create(&actor, url, events, description.unwrap_or_default(), secret)
+        .await?;
+    Ok(HttpResponse::Created()
+        .insert_header(("Cache-Control", "no-store"))
+        .json(CreatedEndpointResponse {
+            endpoint: created.endpoint.into(),
+            signing_secret: created.signing_secret.expose().to_owned(),
+        }))
+}
+
+/// The organization's endpoints.
+#[utoipa::path(
+    get, path = "/api/v1/webhooks/endpoints", tag = "webhooks",
+    security(("bearer" = [], "organization" = []), ("api_key" = [], "organization" = [])),
+    params(
+        ("page" = Option<u32>, Query), ("page_size" = Option<u32>, Query),
+        ("is_active" = Option<bool>, Query),
+    ),
+    responses(
+        (status = 200, body = PageResponse<EndpointResponse>),
+        (status = 403, body = ErrorBody),
+        (status = 422, body = ValidationErrorBody),
+    )
+)]
+pub async fn list(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    HeaderOrganization(actor): HeaderOrganization,
+) -> Result<HttpResponse, ApiError> {
+    let query = Query::of(&req)?;
+    let page = query.page()?;
+    let is_active = query.parse("is_active", |raw| match raw {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err("must be true or false"),
+    })?;
+    let endpoints = state.webhooks.list(&actor, is_active, page).await?;
+    Ok(HttpResponse::Ok().json(PageResponse::from_page(endpoints, EndpointResponse::from)))
+}
+
+/// One endpoint, with when it last received a delivery and its delivery counts. No secret.
+#[utoipa::path(
+    get, path = "/api/v1/webhooks/endpoints/{id}", tag = "webhooks",
+    security(("bearer" = [], "organization" = []), ("api_key" = [], "organization" = [])),
+    params(("id" = String, Path)),
+    responses(
+        (status = 200, body = EndpointDetailResponse),
+        (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+    )
+)]
+pub async fn get(
+    state: web::Data<AppState>,
+    HeaderOrganization(actor): HeaderOrganization,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let detail = state.webhooks.get(&actor, endpoint_id(&path)?).await?;
+    Ok(HttpResponse::Ok().json(EndpointDetailResponse::from(detail)))
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct UpdateEndpointRequest {
+    url: Option<String>,
+    /// Replaces the list.
+    events: Option<Vec<String>>,
+    description: Option<String>,
+    /// Rotates the signing secret to this one.
+    secret: Option<String>,
+    is_active: Option<bool>,
+}
+
+/// Changes the fields sent. `secret` rotates the signing secret; `is_active` turns the endpoint
+/// off or back on.
+#[utoipa::path(
+    patch, path = "/api/v1/webhooks/endpoints/{id}", tag = "webhooks",
+    security(("bearer" = [], "organization" = []), ("api_key" = [], "organization" = [])),
+    params(("id" = String, Path)),
+    request_body = UpdateEndpointRequest,
+    responses(
+        (status = 200, body = EndpointResponse),
+        (status = 400, body = ErrorBody, description = "URL is not https"),
+        (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 422, body = ValidationErrorBody),
+    )
+)]
+pub async fn update(
+    state: web::Data<AppState>,
+    HeaderOrganization(actor): HeaderOrganization,
+    path: web::Path<String>,
+    ValidJson(body): ValidJson<UpdateEndpointRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let id = endpoint_id(&path)?;
+    let url = body.url.map(webhook_url).transpose()?;
+    let events = body.events.map(event_types).transpose()?;
+    let mut fields = Fields::new();
+    let events = fields.optional("events", events, |events| {
+        if events.is_empty() {
+            Err("must name at least one event type")
+        } else {
+            Ok(events)
+        }
+    });
+    let description = fields.optional("description", body.description, description);
+    let secret = fields.optional("secret", body.secret, |s| SigningSecret::parse(&s));
+    let update = fields.finish(|| {
+        Some(EndpointUpdate {
+            url,
+            description: description?,
+            events: events?,
+            secret: secret?,
+            is_active: body.is_active,
+        })
+    })?;
+    let endpoint = state.webhooks.update(&actor, id, update).await?;
+    Ok(HttpResponse::Ok().json(EndpointResponse::from(endpoint)))
+}
+
+/// Removes the endpoint; deliveries still pending for it are cancelled.
+#[utoipa::path(
+    delete, path = "/api/v1/webhooks/endpoints/{id}", tag = "webhooks",
+    security(("bearer" = [], "organization" = []), ("api_key" = [], "organization" = [])),
+    params(("id" = String, Path)),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+    )
+)]
+pub async fn delete(
+    state: web::Data<AppState>,
+    HeaderOrganization(actor): HeaderOrganization,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    state.webhooks.delete(&actor, endpoint_id(&path)?).await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+/// Every event type an endpoint can subscribe to.
+#[utoipa::path(
+    get, path = "/api/v1/webhooks/events", tag = "webhooks",
+    security(("bearer" = [], "organization" = []), ("api_key" = [], "organization" = [])),
+    responses((status = 200, body = Vec<EventTypeResponse>), (status = 401, body = ErrorBody))
+)]
+pub async fn events(HeaderOrganization(_actor): HeaderOrganization) -> HttpResponse {
+    HttpResponse::Ok().json(
+        EventType::ALL
+            .iter()
+            .map(|event| EventTypeResponse {
+                kind: event.as_str(),
+                category: event.category().as_str(),
+                description: event.description(),
+            })
+            .collect::<Vec<_>>(),
+    )
+}
+
+/// The endpoint's delivery log, newest first.
+#[utoipa::path(
+    get, path = "/api/v1/webhooks/endpoints/{id}/deliveries", tag = "webhooks",
+    security(("bearer" = [], "organization" = []), ("api_key" = [], "organization" = [])),
+    params(
+        ("id" = String, Path),
+        ("page" = Option<u32>, Query), ("page_size" = Option<u32>, Query),
+        ("status" = Option<String>, Query, description = "success, failed or pending"),
+        ("event" = Option<String>, Query, description = "an event type"),
+    ),
+    responses(
+        (status = 200, body = PageResponse<DeliveryResponse>),
+        (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 422, body = ValidationErrorBody),
+    )
+)]
+pub async fn deliveries(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    HeaderOrganization(actor): HeaderOrganization,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let id = endpoint_id(&path)?;
+    let query = Query::of(&req)?;
+    let page = query.page()?;
+    let filter = DeliveryFilter {
+        status: query.parse("status", |raw| raw.parse::<DeliveryStatus>())?,
+        event: query.parse("event", |raw| {
+            raw.parse::<EventType>()
+                .map_err(|()| "is not a known event type")
+        })?,
+    };
+    let deliveries = state.webhooks.deliveries(&actor, id, filter, page).await?;
+    Ok(HttpResponse::Ok().json(PageResponse::from_page(deliveries, DeliveryResponse::from)))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct RetryResponse {
+    id: String,
+    #[schema(example = "pending")]
+    status: &'static str,
+    attempt: u32,
+    max_attempts: u32,
+    next_retry_at: Option<DateTime<Utc>>,
+    queued_at: DateTime<Utc>,
+}
+
+/// Sends a failed delivery again now, as a new attempt.
+#[utoipa::path(
+    post, path = "/api/v1/webhooks/deliveries/{id}/retry", tag = "webhooks",
+    security(("bearer" = [], "organization" = []), ("api_key" = [], "organization" = [])),
+    params(("id" = String, Path)),
+    responses(
+        (status = 200, body = RetryResponse),
+        (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody, description = "Already pending"),
+    )
+)]
+pub async fn retry(
+    state: web::Data<AppState>,
+    HeaderOrganization(actor): HeaderOrganization,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let id: DeliveryId = path
+        .parse()
+        .map_err(|()| ApiError::NotFound("delivery not found".into()))?;
+    let delivery = state.webhooks.retry(&actor, id).await?;
+    Ok(HttpResponse::Ok().json(RetryResponse {
+        id: delivery.id.to_string(),
+        status: delivery.status.as_str(),
+        attempt: delivery.attempt,
+        max_attempts: RetrySchedule::MAX_ATTEMPTS,
+        next_retry_at: None,
+        queued_at: state.ports.clock.now(),
+    }))
+}

@@ -1,0 +1,480 @@
+//! Webhooks: the endpoint use cases behind the API, and the delivery engine the workers run.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde_json::json;
+
+use super::{Actor, Forbidden};
+use crate::{
+    model::{
+        signature, Delivery, DeliveryId, EndpointId, EventType, MemberFilter, Page, PageRequest,
+        Permission, RetrySchedule, Role, TokenKind, WebhookEndpoint, WebhookUrl,
+    },
+    ports::{
+        AttemptRecord, CipherError, DeliveryFilter, EndpointChange, EndpointDetail, LeasedDelivery,
+        Mail, NewDelivery, NewEndpoint, Ports, RetryOutcome, StoreError, WebhookRequest,
+        WebhookResponse,
+    },
+};
+
+/// Consecutive failed attempts to one endpoint after which it is deactivated.
+pub const DISABLE_AFTER_FAILURES: u32 = 5;
+
+/// What the API says of a signing secret someone chose.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("must be 24 to 128 printable characters without spaces")]
+pub struct SecretRuleError;
+
+/// A signing secret: generated (`whsec_` and 256 random bits) or chosen by the customer.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SigningSecret(String);
+
+impl SigningSecret {
+    pub fn parse(raw: &str) -> Result<Self, SecretRuleError> {
+        let ok =
+            (24..=128).contains(&raw.chars().count()) && raw.chars().all(|c| c.is_ascii_graphic());
+        ok.then(|| Self(raw.to_owned())).ok_or(SecretRuleError)
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for SigningSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SigningSecret(<redacted>)")
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WebhookError {
+    #[error(transparent)]
+    Forbidden(#[from] Forbidden),
+    #[error("webhook endpoint not found")]
+    EndpointNotFound,
+    #[error("delivery not found")]
+    DeliveryNotFound,
+    #[error("the delivery is already pending")]
+    AlreadyPending,
+    #[error("events must name at least one event type")]
+    NoEvents,
+    #[error(transparent)]
+    Cipher(#[from] CipherError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// An endpoint just created, with the secret shown this once.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CreatedEndpoint {
+    pub endpoint: WebhookEndpoint,
+    pub signing_secret: SigningSecret,
+}
+
+/// The fields of an endpoint update; `None` leaves a field.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EndpointUpdate {
+    pub url: Option<WebhookUrl>,
+    pub description: Option<String>,
+    pub events: Option<Vec<EventType>>,
+    pub secret: Option<SigningSecret>,
+    pub is_active: Option<bool>,
+}
+
+/// The endpoint use cases; every one needs `webhooks.manage`, and reaches only the actor's
+/// organization.
+#[derive(Clone)]
+pub struct WebhookService {
+    ports: Ports,
+}
+
+/// The context a sealed secret is bound to: its endpoint.
+fn secret_context(id: EndpointId) -> [u8; 16] {
+    *id.as_uuid().as_bytes()
+}
+
+impl WebhookService {
+    pub fn new(ports: Ports) -> Self {
+        Self { ports }
+    }
+
+    fn seal(&self, id: EndpointId, secret: &SigningSecret) -> Result<Vec<u8>, CipherError> {
+        self.ports
+            .cipher
+            .seal(secret.expose().as_bytes(), &secret_context(id))
+    }
+
+    pub async fn create(
+        &self,
+        actor: &Actor,
+        url: WebhookUrl,
+        events: Vec<EventType>,
+        description: String,
+        secret: Option<SigningSecret>,
+    ) -> Result<CreatedEndpoint, WebhookError> {
+        actor.require(Permission::WebhooksManage)?;
+        let events = dedup(events).ok_or(WebhookError::NoEvents)?;
+        let secret = secret.unwrap_or_else(|| {
+            SigningSecret(
+                self.ports
+                    .random
+                    .secret(TokenKind::WebhookSecret)
+                    .expose()
+                    .to_owned(),
+            )
+        });
+        let now = self.ports.clock.now();
+        let endpoint = WebhookEndpoint {
+            id: EndpointId::from_uuid(self.ports.random.uuid()),
+            organization_id: actor.organization_id(),
+            url,
+            description,
+            events,
+            is_active: true,
+            created_at: now,
+            updated_at: now,
+        };
+        let secret_sealed = self.seal(endpoint.id, &secret)?;
+        self.ports
+            .webhooks
+            .create_endpoint(NewEndpoint {
+                endpoint: endpoint.clone(),
+                secret_sealed,
+            })
+            .await?;
+        Ok(CreatedEndpoint {
+            endpoint,
+            signing_secret: secret,
+        })
+    }
+
+    pub async fn list(
+        &self,
+        actor: &Actor,
+        is_active: Option<bool>,
+        page: PageRequest,
+    ) -> Result<Page<WebhookEndpoint>, WebhookError> {
+        actor.require(Permission::WebhooksManage)?;
+        Ok(self
+            .ports
+            .webhooks
+            .endpoints(actor.organization_id(), is_active, page)
+            .await?)
+    }
+
+    pub async fn get(&self, actor: &Actor, id: EndpointId) -> Result<EndpointDetail, WebhookError> {
+        actor.require(Permission::WebhooksManage)?;
+        self.ports
+            .webhooks
+            .endpoint(actor.organization_id(), id)
+            .await?
+            .ok_or(WebhookError::EndpointNotFound)
+    }
+
+    pub async fn update(
+        &self,
+        actor: &Actor,
+        id: EndpointId,
+        update: EndpointUpdate,
+    ) -> Result<WebhookEndpoint, WebhookError> {
+        actor.require(Permission::WebhooksManage)?;
+        let events = match update.events {
+            Some(events) => Some(dedup(events).ok_or(WebhookError::NoEvents)?),
+            None => None,
+        };
+        let secret_sealed = match &update.secret {
+            Some(secret) => Some(self.seal(id, secret)?),
+            None => None,
+        };
+        let change = EndpointChange {
+            url: update.url,
+            description: update.description,
+            events,
+            secret_sealed,
+            is_active: update.is_active,
+        };
+        self.ports
+            .webhooks
+            .update_endpoint(actor.organization_id(), id, change, self.ports.clock.now())
+            .await?
+            .ok_or(WebhookError::EndpointNotFound)
+    }
+
+    /// Removes the endpoint; what was pending for it is never sent.
+    pub async fn delete(&self, actor: &Actor, id: EndpointId) -> Result<(), WebhookError> {
+        actor.require(Permission::WebhooksManage)?;
+        if self
+            .ports
+            .webhooks
+            .delete_endpoint(actor.organization_id(), id)
+            .await?
+        {
+            Ok(())
+        } else {
+            Err(WebhookError::EndpointNotFound)
+        }
+    }
+
+    pub async fn deliveries(
+        &self,
+        actor: &Actor,
+        endpoint: EndpointId,
+        filter: DeliveryFilter,
+        page: PageRequest,
+    ) -> Result<Page<Delivery>, WebhookError> {
+        actor.require(Permission::WebhooksManage)?;
+        self.ports
+            .webhooks
+            .deliveries(actor.organization_id(), endpoint, filter, page)
+            .await?
+            .ok_or(WebhookError::EndpointNotFound)
+    }
+
+    /// Re-queues a failed (or delivered) delivery at once, as a new attempt.
+    pub async fn retry(&self, actor: &Actor, id: DeliveryId) -> Result<Delivery, WebhookError> {
+        actor.require(Permission::WebhooksManage)?;
+        match self
+            .ports
+            .webhooks
+            .retry_delivery(actor.organization_id(), id, self.ports.clock.now())
+            .await?
+        {
+            RetryOutcome::Queued(delivery) => Ok(delivery),
+            RetryOutcome::AlreadyPending => Err(WebhookError::AlreadyPending),
+            RetryOutcome::NotFound => Err(WebhookError::DeliveryNotFound),
+        }
+    }
+}
+
+/// Event types in the order given, each once; `None` when empty.
+fn dedup(events: Vec<EventType>) -> Option<Vec<EventType>> {
+    let mut unique = Vec::with_capacity(events.len());
+    for event in events {
+        if !unique.contains(&event) {
+            unique.push(event);
+        }
+    }
+    (!unique.is_empty()).then_some(unique)
+}
+
+/// How the delivery engine behaves.
+#[derive(Clone, Debug)]
+pub struct DeliverySettings {
+    pub schedule: RetrySchedule,
+    pub disable_after_failures: u32,
+}
+
+impl Default for DeliverySettings {
+    fn default() -> Self {
+        Self {
+            schedule: RetrySchedule::default(),
+            disable_after_failures: DISABLE_AFTER_FAILURES,
+        }
+    }
+}
+
+/// What one attempt came to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AttemptOutcome {
+    Delivered,
+    /// Failed; retried at the time given, or never again.
+    Failed {
+        retry_at: Option<DateTime<Utc>>,
+    },
+    /// The lease was lost (another worker, or the endpoint is gone): nothing was recorded.
+    Abandoned,
+}
+
+/// Turns outbox events into deliveries and makes delivery attempts. The workers that drive it
+/// (how many, how often) live in the server.
+#[derive(Clone)]
+pub struct DeliveryEngine {
+    ports: Ports,
+    settings: Arc<DeliverySettings>,
+}
+
+impl DeliveryEngine {
+    pub fn new(ports: Ports, settings: DeliverySettings) -> Self {
+        Self {
+            ports,
+            settings: Arc::new(settings),
+        }
+    }
+
+    pub fn ports(&self) -> &Ports {
+        &self.ports
+    }
+
+    /// Dispatches up to `limit` outbox events: one delivery per active endpoint of the event's
+    /// organization subscribed to its type. Returns how many events were dispatched.
+    pub async fn dispatch(&self, limit: i64) -> Result<usize, StoreError> {
+        let events = self.ports.webhooks.pending_events(limit).await?;
+        let count = events.len();
+        for event in events {
+            let endpoints = match event.organization_id {
+                Some(organization) => {
+                    self.ports
+                        .webhooks
+                        .subscribed_endpoints(organization, event.event_type)
+                        .await?
+                }
+                None => Vec::new(),
+            };
+            let deliveries = endpoints
+                .into_iter()
+                .map(|endpoint_id| {
+                    let id = DeliveryId::from_uuid(self.ports.random.uuid());
+                    let payload = json!({
+                        "event": event.event_type,
+                        "timestamp": event.occurred_at,
+                        "data": event.data,
+                        "webhook_id": endpoint_id,
+                        "delivery_id": id,
+                    });
+                    NewDelivery {
+                        id,
+                        endpoint_id,
+                        payload: payload.to_string(),
+                    }
+                })
+                .collect();
+            self.ports
+                .webhooks
+                .dispatch_event(event.id, deliveries, self.ports.clock.now())
+                .await?;
+        }
+        Ok(count)
+    }
+
+    /// The signed request for an attempt made at `now`.
+    pub fn request_for(
+        &self,
+        delivery: &LeasedDelivery,
+        now: DateTime<Utc>,
+    ) -> Result<WebhookRequest, CipherError> {
+        let secret = self.ports.cipher.open(
+            &delivery.secret_sealed,
+            &secret_context(delivery.endpoint_id),
+        )?;
+        let timestamp = now.timestamp();
+        let body = delivery.payload.as_bytes().to_vec();
+        Ok(WebhookRequest {
+            url: delivery.url.clone(),
+            headers: vec![
+                ("Content-Type", "application/json".to_owned()),
+                ("User-Agent", "Service-Webhooks/1.0".to_owned()),
+                ("X-Service-Event", delivery.event.as_str().to_owned()),
+                ("X-Service-Delivery-ID", delivery.id.to_string()),
+                ("X-Service-Timestamp", timestamp.to_string()),
+                ("X-Service-Signature", signature(&secret, timestamp, &body)),
+            ],
+            body,
+        })
+    }
+
+    /// Makes one attempt of a leased delivery and records it: on failure the next attempt is
+    /// scheduled, or the delivery fails for good; five failures in a row deactivate the
+    /// endpoint and its organization's owner is told by mail.
+    pub async fn attempt(&self, delivery: LeasedDelivery) -> Result<AttemptOutcome, StoreError> {
+        let started = self.ports.clock.now();
+        let response = match self.request_for(&delivery, started) {
+            Ok(request) => self.ports.sender.send(request).await,
+            Err(error) => WebhookResponse::Failed {
+                error: format!("the signing secret could not be opened: {error}"),
+                duration_ms: 0,
+            },
+        };
+        let finished = self.ports.clock.now();
+        let (succeeded, http_status, response_body, duration_ms) = match response {
+            WebhookResponse::Answered {
+                status,
+                body,
+                duration_ms,
+            } => (
+                (200..300).contains(&status),
+                Some(status),
+                Some(body),
+                duration_ms,
+            ),
+            WebhookResponse::Failed { error, duration_ms } => {
+                (false, None, Some(error), duration_ms)
+            }
+        };
+        let next_attempt_at = if succeeded {
+            None
+        } else {
+            self.settings
+                .schedule
+                .next_after(delivery.attempt, finished)
+        };
+        let record = AttemptRecord {
+            delivery_id: delivery.id,
+            endpoint_id: delivery.endpoint_id,
+            lease: delivery.lease,
+            attempt: delivery.attempt,
+            succeeded,
+            http_status,
+            response_body,
+            duration_ms,
+            attempted_at: started,
+            next_attempt_at,
+            disable_after_failures: self.settings.disable_after_failures,
+        };
+        let Some(effects) = self.ports.webhooks.record_attempt(record).await? else {
+            return Ok(AttemptOutcome::Abandoned);
+        };
+        if effects.endpoint_disabled {
+            self.tell_owner_endpoint_disabled(&delivery).await;
+        }
+        Ok(if succeeded {
+            AttemptOutcome::Delivered
+        } else {
+            AttemptOutcome::Failed {
+                retry_at: next_attempt_at,
+            }
+        })
+    }
+
+    async fn tell_owner_endpoint_disabled(&self, delivery: &LeasedDelivery) {
+        let owners = self
+            .ports
+            .members
+            .members(
+                delivery.organization_id,
+                MemberFilter {
+                    role: Some(Role::Owner),
+                    search: None,
+                    active_only: true,
+                },
+                PageRequest::default(),
+                self.ports.clock.now(),
+            )
+            .await;
+        let owner = match owners {
+            Ok(page) => page.items.into_iter().next(),
+            Err(error) => {
+                tracing::warn!(%error, "cannot find the owner to tell of a disabled endpoint");
+                None
+            }
+        };
+        let Some(owner) = owner else { return };
+        let mail = Mail {
+            to: owner.email,
+            subject: "A webhook endpoint was disabled after repeated failures".to_owned(),
+            text: format!(
+                "The webhook endpoint {id} ({url}) failed {n} deliveries in a row and has been \
+                 disabled: no events are sent to it now.\n\nFix the receiver, then turn the \
+                 endpoint back on (PATCH /api/v1/webhooks/endpoints/{id} with \
+                 {{\"is_active\": true}}) and retry the failed deliveries.\n",
+                id = delivery.endpoint_id,
+                url = delivery.url.as_ref(),
+                n = self.settings.disable_after_failures,
+            ),
+        };
+        if let Err(error) = self.ports.mailer.send(mail).await {
+            tracing::warn!(%error, endpoint.id = %delivery.endpoint_id, "the disabled-endpoint mail could not be sent");
+        }
+    }
+}

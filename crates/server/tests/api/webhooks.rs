@@ -1,0 +1,383 @@
+//! Webhooks end to end: endpoints, signed deliveries to a real HTTPS receiver, retries on
+//! schedule, deactivation after five failures, the delivery log, manual retries.
+
+use std::time::Duration;
+
+use gatehouse_delivery::test_receiver::{ReceivedRequest, TestReceiver};
+use hmac::{Hmac, Mac};
+use reqwest::Method;
+use serde_json::{json, Value};
+use sha2::Sha256;
+
+use crate::helpers::{
+    detail_of, json_of, loc, locs_of, on_both_backends, Backend, Options, TestApp,
+};
+
+/// The receiver's check, written from the spec: HMAC-SHA256 over "{timestamp}.{body}", hex,
+/// `sha256=` prefix, and a timestamp within 300 s.
+fn verify_signature(request: &ReceivedRequest, secret: &str) {
+    let timestamp = request
+        .header("x-service-timestamp")
+        .expect("X-Service-Timestamp");
+    let signature = request
+        .header("x-service-signature")
+        .expect("X-Service-Signature");
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+    mac.update(format!("{timestamp}.").as_bytes());
+    mac.update(&request.body);
+    let expected = format!("sha256={}", hex::encode(mac.finalize().into_bytes()));
+    assert_eq!(signature, expected, "the signature does not verify");
+    let age = chrono::Utc::now().timestamp() - timestamp.parse::<i64>().unwrap();
+    assert!(age.abs() <= 300, "timestamp {age} s off");
+}
+
+async fn app_with_receiver(backend: Backend) -> (TestApp, TestReceiver) {
+    let receiver = TestReceiver::start().await;
+    let app = TestApp::spawn_with(
+        backend,
+        Options {
+            retry_schedule: Some("1,1,1,1"),
+            webhook_ca_file: Some(receiver.ca_pem_path().to_owned()),
+            ..Options::default()
+        },
+    )
+    .await;
+    (app, receiver)
+}
+
+async fn create_endpoint(app: &TestApp, token: &str, org: &str, url: &str, events: Value) -> Value {
+    json_of(
+        app.in_org(
+            Method::POST,
+            token,
+            org,
+            "/api/v1/webhooks/endpoints",
+            Some(json!({ "url": url, "events": events, "description": "test receiver" })),
+        )
+        .await,
+        201,
+    )
+    .await
+}
+
+async fn wait_until<F: Fn(&Value) -> bool>(
+    app: &TestApp,
+    token: &str,
+    org: &str,
+    path: &str,
+    done: F,
+) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let body = json_of(app.in_org(Method::GET, token, org, path, None).await, 200).await;
+        if done(&body) {
+            return body;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "gave up waiting: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The `sid` claim of an access token (read, not verified: the server issued it).
+fn session_of(token: &str) -> Value {
+    use base64::Engine;
+    let claims = token.split('.').nth(1).unwrap();
+    let claims = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(claims)
+        .unwrap();
+    serde_json::from_slice::<Value>(&claims).unwrap()["sid"].clone()
+}
+
+macro_rules! with_receiver {
+    ($(async fn $name:ident($app:ident, $receiver:ident) $body:block)*) => {
+        $(
+            mod $name {
+                use super::*;
+
+                async fn body($app: TestApp, $receiver: TestReceiver) $body
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn sqlite() {
+                    let (app, receiver) = app_with_receiver(Backend::Sqlite).await;
+                    body(app, receiver).await
+                }
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn postgres() {
+                    let (app, receiver) = app_with_receiver(Backend::Postgres).await;
+                    body(app, receiver).await
+                }
+            }
+        )*
+    };
+}
+
+on_both_backends! {
+    async fn endpoints_are_checked_and_managed(app: TestApp) {
+        let owner = app.logged_in("hooks@example.com").await;
+        let org = owner.organization_id.clone();
+        let token = owner.access_token.clone();
+        let path = "/api/v1/webhooks/endpoints";
+        detail_of(
+            app.in_org(Method::POST, &token, &org, path,
+                Some(json!({ "url": "http://hooks.example.com/in", "events": ["user.created"] }))).await,
+            400,
+        )
+        .await;
+        let locs = locs_of(
+            app.in_org(Method::POST, &token, &org, path,
+                Some(json!({ "url": "https://hooks.example.com/in", "events": ["user.created", "user.exploded"] }))).await,
+        )
+        .await;
+        assert_eq!(locs, vec![vec!["body".to_owned(), "events".to_owned(), "1".to_owned()]]);
+        let locs = locs_of(app.in_org(Method::POST, &token, &org, path, Some(json!({}))).await).await;
+        assert_eq!(locs, vec![loc(&["body", "url"]), loc(&["body", "events"])]);
+
+        let created = create_endpoint(&app, &token, &org, "https://hooks.example.com/in", json!(["member.joined", "user.updated"])).await;
+        let id = created["id"].as_str().unwrap().to_owned();
+        assert!(id.starts_with("ep_"));
+        let secret = created["signing_secret"].as_str().unwrap().to_owned();
+        assert!(secret.starts_with("whsec_"));
+        assert_eq!(created["is_active"], true);
+
+        let detail = json_of(app.in_org(Method::GET, &token, &org, &format!("{path}/{id}"), None).await, 200).await;
+        assert!(detail.get("signing_secret").is_none() && !detail.to_string().contains(&secret));
+        assert_eq!(detail["delivery_stats"], json!({ "total": 0, "successful": 0, "failed": 0 }));
+        assert_eq!(detail["last_delivery_at"], Value::Null);
+
+        let listed = json_of(app.in_org(Method::GET, &token, &org, &format!("{path}?is_active=true"), None).await, 200).await;
+        assert_eq!(listed["total"], 1);
+        assert!(!listed.to_string().contains(&secret));
+
+        let patched = json_of(
+            app.in_org(Method::PATCH, &token, &org, &format!("{path}/{id}"),
+                Some(json!({ "events": ["member.removed"], "is_active": false, "secret": "a-custom-secret-of-enough-length" }))).await,
+            200,
+        )
+        .await;
+        assert_eq!(patched["events"], json!(["member.removed"]));
+        assert_eq!(patched["is_active"], false);
+        assert!(!patched.to_string().contains("a-custom-secret"));
+
+        let catalog = json_of(app.in_org(Method::GET, &token, &org, "/api/v1/webhooks/events", None).await, 200).await;
+        let catalog = catalog.as_array().unwrap();
+        assert_eq!(catalog.len(), 21);
+        assert!(catalog.iter().any(|e| e["type"] == "member.joined" && e["category"] == "member"));
+
+        // Another organization's member cannot see it.
+        let stranger = app.logged_in("stranger-hooks@example.com").await;
+        detail_of(app.in_org(Method::GET, &stranger.access_token, &stranger.organization_id, &format!("{path}/{id}"), None).await, 404).await;
+
+        assert_eq!(app.in_org(Method::DELETE, &token, &org, &format!("{path}/{id}"), None).await.status(), 204);
+        detail_of(app.in_org(Method::DELETE, &token, &org, &format!("{path}/{id}"), None).await, 404).await;
+    }
+
+    async fn only_owners_and_admins_manage_webhooks(app: TestApp) {
+        let owner = app.logged_in("hookowner@example.com").await;
+        let team = app.create_team(&owner.access_token, "Hook Team").await;
+        let org = team["id"].as_str().unwrap();
+        let member = app.member_of(&owner.access_token, org, "hookmember@example.com", "member").await;
+        let detail = detail_of(
+            app.in_org(Method::POST, &member.access_token, org, "/api/v1/webhooks/endpoints",
+                Some(json!({ "url": "https://hooks.example.com/x", "events": ["user.created"] }))).await,
+            403,
+        )
+        .await;
+        assert!(detail.contains("webhooks.manage"), "{detail}");
+        json_of(app.in_org(Method::GET, &member.access_token, org, "/api/v1/webhooks/events", None).await, 200).await;
+    }
+}
+
+with_receiver! {
+    async fn a_change_arrives_signed(app, receiver) {
+        let owner = app.logged_in("signed@example.com").await;
+        let team = app.create_team(&owner.access_token, "Signed Team").await;
+        let org = team["id"].as_str().unwrap();
+        let endpoint = create_endpoint(&app, &owner.access_token, org, &receiver.url("/hooks"), json!(["member.invited"])).await;
+        let secret = endpoint["signing_secret"].as_str().unwrap();
+        json_of(app.invite(&owner.access_token, org, "newbie@example.com", "viewer").await, 201).await;
+
+        let requests = receiver.wait_for(1, Duration::from_secs(15)).await;
+        let request = &requests[0];
+        assert_eq!(request.method, "POST");
+        assert_eq!(request.path, "/hooks");
+        assert_eq!(request.header("content-type"), Some("application/json"));
+        assert_eq!(request.header("user-agent"), Some("Service-Webhooks/1.0"));
+        assert_eq!(request.header("x-service-event"), Some("member.invited"));
+        verify_signature(request, secret);
+        let payload: Value = serde_json::from_slice(&request.body).unwrap();
+        assert_eq!(payload["event"], "member.invited");
+        assert_eq!(payload["webhook_id"], endpoint["id"]);
+        assert_eq!(payload["delivery_id"], request.header("x-service-delivery-id").unwrap());
+        assert_eq!(payload["data"]["email"], "newbie@example.com");
+        assert_eq!(payload["data"]["organization_id"], org);
+        assert!(payload["timestamp"].is_string());
+
+        let id = endpoint["id"].as_str().unwrap();
+        let log = wait_until(&app, &owner.access_token, org, &format!("/api/v1/webhooks/endpoints/{id}/deliveries"),
+            |log| log["items"][0]["status"] == "success").await;
+        let delivery = &log["items"][0];
+        assert_eq!(delivery["http_status"], 200);
+        assert_eq!(delivery["attempt"], 1);
+        assert_eq!(delivery["max_attempts"], 5);
+        assert_eq!(delivery["event"], "member.invited");
+        assert_eq!(delivery["request_body"], payload);
+        assert!(delivery["delivered_at"].is_string());
+        let detail = json_of(app.in_org(Method::GET, &owner.access_token, org, &format!("/api/v1/webhooks/endpoints/{id}"), None).await, 200).await;
+        assert_eq!(detail["delivery_stats"]["successful"], 1);
+        assert!(detail["last_delivery_at"].is_string());
+        // Not subscribed, not sent.
+        assert_eq!(receiver.requests().iter().filter(|r| r.header("x-service-event") != Some("member.invited")).count(), 0);
+    }
+
+    async fn failures_retry_on_schedule_then_disable_the_endpoint_and_tell_the_owner(app, receiver) {
+        let owner = app.logged_in("failing@example.com").await;
+        let org = owner.organization_id.clone();
+        let endpoint = create_endpoint(&app, &owner.access_token, &org, &receiver.url("/down"), json!(["user.updated"])).await;
+        let id = endpoint["id"].as_str().unwrap().to_owned();
+        receiver.respond_with(500);
+        json_of(
+            app.send_as(Method::PATCH, &owner.access_token, "/api/v1/users/me", Some(json!({ "full_name": "Failing Fiona" }))).await,
+            200,
+        )
+        .await;
+
+        receiver.wait_for(1, Duration::from_secs(15)).await;
+        let first_seen = std::time::Instant::now();
+        let requests = receiver.wait_for(5, Duration::from_secs(30)).await;
+        let took = first_seen.elapsed();
+        assert_eq!(requests.len(), 5);
+        let ids: Vec<_> = requests.iter().map(|r| r.header("x-service-delivery-id").unwrap().to_owned()).collect();
+        assert!(ids.iter().all(|d| d == &ids[0]), "one delivery, five attempts: {ids:?}");
+        // The schedule is one second between attempts: four gaps.
+        assert!(took >= Duration::from_millis(3500) && took < Duration::from_secs(15), "{took:?}");
+
+        let log = wait_until(&app, &owner.access_token, &org, &format!("/api/v1/webhooks/endpoints/{id}/deliveries"),
+            |log| log["items"][0]["attempt"] == 5 && log["items"][0]["next_retry_at"].is_null() && log["items"][0]["status"] == "failed").await;
+        let delivery = &log["items"][0];
+        assert_eq!(delivery["http_status"], 500);
+        let delivery_id = delivery["id"].as_str().unwrap().to_owned();
+
+        let detail = wait_until(&app, &owner.access_token, &org, &format!("/api/v1/webhooks/endpoints/{id}"),
+            |d| d["is_active"] == false).await;
+        assert_eq!(detail["delivery_stats"]["failed"], 1);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while !app.mails().iter().any(|m| m.contains("failing@example.com") && m.contains(&id)) {
+            assert!(tokio::time::Instant::now() < deadline, "the owner was not told: {:?}", app.mails());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+
+        // Back on, the receiver fixed: a manual retry goes out at once as attempt 6.
+        receiver.respond_with(200);
+        json_of(app.in_org(Method::PATCH, &owner.access_token, &org, &format!("/api/v1/webhooks/endpoints/{id}"),
+            Some(json!({ "is_active": true }))).await, 200).await;
+        let retry_path = format!("/api/v1/webhooks/deliveries/{delivery_id}/retry");
+        let retried = json_of(app.in_org(Method::POST, &owner.access_token, &org, &retry_path, None).await, 200).await;
+        assert_eq!(retried["status"], "pending");
+        assert_eq!(retried["attempt"], 6);
+        assert_eq!(retried["max_attempts"], 5);
+        assert_eq!(retried["next_retry_at"], Value::Null);
+        assert!(retried["queued_at"].is_string());
+        let second = app.in_org(Method::POST, &owner.access_token, &org, &retry_path, None).await;
+        detail_of(second, 409).await;
+        let requests = receiver.wait_for(6, Duration::from_secs(10)).await;
+        assert_eq!(requests[5].header("x-service-delivery-id").unwrap(), delivery_id);
+        wait_until(&app, &owner.access_token, &org, &format!("/api/v1/webhooks/endpoints/{id}/deliveries?status=success"),
+            |log| log["total"] == 1).await;
+
+        // Another organization cannot retry it.
+        let stranger = app.logged_in("not-failing@example.com").await;
+        detail_of(app.in_org(Method::POST, &stranger.access_token, &stranger.organization_id, &retry_path, None).await, 404).await;
+    }
+
+    async fn a_users_events_reach_every_organization_they_belong_to(app, receiver) {
+        let owner = app.logged_in("fanout-owner@example.com").await;
+        let team = app.create_team(&owner.access_token, "Fanout Team").await;
+        let team_id = team["id"].as_str().unwrap();
+        let member = app.member_of(&owner.access_token, team_id, "fanout@example.com", "member").await;
+        create_endpoint(&app, &owner.access_token, team_id, &receiver.url("/team"), json!(["auth.login"])).await;
+        create_endpoint(&app, &member.access_token, &member.organization_id, &receiver.url("/personal"), json!(["auth.login"])).await;
+        let tokens = json_of(app.login("fanout@example.com", crate::helpers::PASSWORD).await, 200).await;
+        let session = session_of(tokens["access_token"].as_str().unwrap());
+        // This login reaches both organizations (earlier ones may arrive too: they were
+        // recorded before the endpoints existed and dispatched after).
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+        loop {
+            let mut paths: Vec<String> = receiver
+                .requests()
+                .iter()
+                .filter(|r| serde_json::from_slice::<Value>(&r.body).unwrap()["data"]["session_id"] == session)
+                .map(|r| r.path.clone())
+                .collect();
+            paths.sort();
+            if paths == ["/personal", "/team"] {
+                break;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "the login reached {paths:?}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn deleting_an_endpoint_cancels_what_is_pending(app, receiver) {
+        let owner = app.logged_in("cancel@example.com").await;
+        let org = owner.organization_id.clone();
+        let endpoint = create_endpoint(&app, &owner.access_token, &org, &receiver.url("/cancel"), json!(["user.updated"])).await;
+        let id = endpoint["id"].as_str().unwrap();
+        receiver.respond_with(503);
+        json_of(app.send_as(Method::PATCH, &owner.access_token, "/api/v1/users/me", Some(json!({ "full_name": "Cancel Me" }))).await, 200).await;
+        receiver.wait_for(1, Duration::from_secs(15)).await;
+        assert_eq!(app.in_org(Method::DELETE, &owner.access_token, &org, &format!("/api/v1/webhooks/endpoints/{id}"), None).await.status(), 204);
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        assert_eq!(receiver.requests().len(), 1, "nothing is sent after the endpoint is deleted");
+    }
+}
+
+/// Two replicas on one PostgreSQL share the work of a burst: every delivery goes out once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_on_one_postgres_send_each_delivery_once() {
+    let (first, receiver) = app_with_receiver(Backend::Postgres).await;
+    let second = first.replica().await;
+    let owner = first.logged_in("burst@example.com").await;
+    let org = owner.organization_id.clone();
+    create_endpoint(
+        &first,
+        &owner.access_token,
+        &org,
+        &receiver.url("/burst"),
+        json!(["user.updated"]),
+    )
+    .await;
+    for i in 0..60 {
+        let app = if i % 2 == 0 { &first } else { &second };
+        json_of(
+            app.send_as(
+                Method::PATCH,
+                &owner.access_token,
+                "/api/v1/users/me",
+                Some(json!({ "full_name": format!("Burst {i}") })),
+            )
+            .await,
+            200,
+        )
+        .await;
+    }
+    let requests = receiver.wait_for(60, Duration::from_secs(30)).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let requests = if receiver.requests().len() > requests.len() {
+        receiver.requests()
+    } else {
+        requests
+    };
+    let mut ids: Vec<_> = requests
+        .iter()
+        .map(|r| r.header("x-service-delivery-id").unwrap().to_owned())
+        .collect();
+    ids.sort();
+    let total = ids.len();
+    ids.dedup();
+    assert_eq!(total, 60, "every delivery once, none twice");
+    assert_eq!(ids.len(), 60);
+}

@@ -1,0 +1,87 @@
+//! Runs the `gatehouse` binary as an operator would, and reads its JSON logs.
+// Each test binary that includes this uses part of it.
+#![allow(dead_code)]
+
+use std::{
+    io::{BufRead, BufReader},
+    process::{Child, Command, Stdio},
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use serde_json::Value;
+
+pub const BINARY: &str = env!("CARGO_BIN_EXE_gatehouse");
+
+pub fn gatehouse(dir: &tempfile::TempDir) -> Command {
+    let mut command = Command::new(BINARY);
+    command
+        .current_dir(dir.path())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("GATEHOUSE_BIND", "127.0.0.1:0")
+        .env("GATEHOUSE_LOG_FORMAT", "json")
+        .env("GATEHOUSE_LOG", "debug")
+        // Fixed, so that tokens issued before a restart on another port keep their issuer.
+        .env("GATEHOUSE_PUBLIC_URL", "http://gatehouse.test");
+    command
+}
+
+/// A served binary, its address, and every log line it wrote.
+pub struct Served {
+    child: Child,
+    pub base: String,
+    logs: Arc<Mutex<Vec<String>>>,
+}
+
+impl Served {
+    pub fn start(dir: &tempfile::TempDir) -> Self {
+        Self::start_with(gatehouse(dir))
+    }
+
+    /// Starts the command (made with [`gatehouse`], plus settings).
+    pub fn start_with(mut command: Command) -> Self {
+        let mut child = command
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let logs = Arc::new(Mutex::new(Vec::new()));
+        let (address_tx, address_rx) = std::sync::mpsc::channel();
+        let sink = logs.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Ok(entry) = serde_json::from_str::<Value>(&line) {
+                    if let Some(address) = entry["fields"]["address"].as_str() {
+                        let _ = address_tx.send(address.to_owned());
+                    }
+                }
+                sink.lock().unwrap().push(line);
+            }
+        });
+        let address = address_rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("the server did not start: {:?}", logs.lock().unwrap()));
+        Self {
+            child,
+            base: format!("http://{address}"),
+            logs,
+        }
+    }
+
+    pub fn stop(mut self) -> Vec<String> {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        std::thread::sleep(Duration::from_millis(100));
+        self.logs.lock().unwrap().clone()
+    }
+}
+
+impl Served {
+    /// Kills the process at once (SIGKILL): no draining, no clean-up.
+    pub fn kill_hard(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,673 @@
+//! Webhook endpoints, their deliveries, and the outbox's dispatch.
+//!
+//! A delivery's state (see the migration): `pending` is queued now-ish (new, or retried by
+//! hand) and `attempt` is the attempt to make; `failed` with `next_attempt_at` waits for an
+//! automatic retry and `attempt` is the attempt made (the next is `attempt + 1`); `failed`
+//! without is failed for good; `success`. A lease (`lease`, `leased_until`) makes a delivery
+//! one worker's until the attempt is recorded or the lease expires.
+
+use std::collections::HashSet;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+use gatehouse_domain::{
+    model::{
+        Delivery, DeliveryId, DeliveryStats, DeliveryStatus, EndpointId, EventId, EventType,
+        OrganizationId, Page, PageRequest, WebhookEndpoint,
+    },
+    ports::{
+        AttemptEffects, AttemptRecord, DeliveryFilter, EndpointChange, EndpointDetail,
+        LeasedDelivery, NewDelivery, NewEndpoint, PendingEvent, RetryOutcome, StoreError,
+        WebhookStore,
+    },
+};
+use uuid::Uuid;
+
+use super::{
+    super::{
+        schema::{events, webhook_deliveries, webhook_endpoints},
+        Conn, Db, DbStore,
+    },
+    rows::{
+        event_strings, DeliveryRow, EndpointRow, EventRow, LeasedRow, NewDeliveryRow,
+        NewEndpointRow,
+    },
+};
+use crate::{
+    db_error, detached, pool_error,
+    types::{DbStrings, DbUuid},
+};
+
+/// What a [`LeasedRow`] is read from.
+const LEASED_COLUMNS: (
+    webhook_deliveries::id,
+    webhook_deliveries::endpoint_id,
+    webhook_deliveries::organization_id,
+    webhook_endpoints::url,
+    webhook_endpoints::secret_sealed,
+    webhook_deliveries::event_type,
+    webhook_deliveries::payload,
+    webhook_deliveries::status,
+    webhook_deliveries::attempt,
+    webhook_deliveries::lease,
+) = (
+    webhook_deliveries::id,
+    webhook_deliveries::endpoint_id,
+    webhook_deliveries::organization_id,
+    webhook_endpoints::url,
+    webhook_endpoints::secret_sealed,
+    webhook_deliveries::event_type,
+    webhook_deliveries::payload,
+    webhook_deliveries::status,
+    webhook_deliveries::attempt,
+    webhook_deliveries::lease,
+);
+
+/// The organization's endpoints, optionally only the active (or inactive) ones.
+fn endpoints_of(
+    org: DbUuid,
+    is_active: Option<bool>,
+) -> webhook_endpoints::BoxedQuery<'static, Db> {
+    let mut query = webhook_endpoints::table
+        .filter(webhook_endpoints::organization_id.eq(org))
+        .into_boxed();
+    if let Some(active) = is_active {
+        query = query.filter(webhook_endpoints::is_active.eq(active));
+    }
+    query
+}
+
+/// The endpoint's deliveries (the organization's, doubly scoped), filtered.
+fn deliveries_of(
+    org: DbUuid,
+    endpoint: DbUuid,
+    filter: &DeliveryFilter,
+) -> webhook_deliveries::BoxedQuery<'static, Db> {
+    let mut query = webhook_deliveries::table
+        .filter(webhook_deliveries::organization_id.eq(org))
+        .filter(webhook_deliveries::endpoint_id.eq(endpoint))
+        .into_boxed();
+    if let Some(status) = filter.status {
+        query = query.filter(webhook_deliveries::status.eq(status.as_str()));
+    }
+    if let Some(event) = filter.event {
+        query = query.filter(webhook_deliveries::event_type.eq(event.as_str()));
+    }
+    query
+}
+
+/// The delivery counts of an endpoint: one grouped query.
+async fn stats_of(conn: &mut Conn, endpoint: DbUuid) -> QueryResult<DeliveryStats> {
+    let counts: Vec<(String, i64)> = webhook_deliveries::table
+        .filter(webhook_deliveries::endpoint_id.eq(endpoint))
+        .group_by(webhook_deliveries::status)
+        .select((webhook_deliveries::status, diesel::dsl::count_star()))
+        .load(conn)
+        .await?;
+    let mut stats = DeliveryStats::default();
+    for (status, n) in counts {
+        let n = n.unsigned_abs();
+        stats.total += n;
+        if status == DeliveryStatus::Success.as_str() {
+            stats.successful += n;
+        } else if status == DeliveryStatus::Failed.as_str() {
+            stats.failed += n;
+        }
+    }
+    Ok(stats)
+}
+
+/// The columns an endpoint change may touch; `None` leaves a column alone.
+#[derive(AsChangeset)]
+#[diesel(table_name = webhook_endpoints)]
+struct EndpointChangeset<'a> {
+    url: Option<&'a str>,
+    description: Option<&'a str>,
+    events: Option<DbStrings>,
+    secret_sealed: Option<&'a [u8]>,
+    is_active: Option<bool>,
+    updated_at: DateTime<Utc>,
+}
+
+/// What a manual retry found, before mapping rows to the domain.
+enum Retried {
+    NotFound,
+    AlreadyPending,
+    Queued(Box<DeliveryRow>),
+}
+
+#[async_trait]
+impl WebhookStore for DbStore {
+    async fn create_endpoint(&self, new: NewEndpoint) -> Result<(), StoreError> {
+        let pool = self.pool.clone();
+        detached(async move {
+            let mut conn = pool.get().await.map_err(pool_error)?;
+            let endpoint = &new.endpoint;
+            write_tx!(&mut *conn, async |conn: &mut Conn| {
+                diesel::insert_into(webhook_endpoints::table)
+                    .values(NewEndpointRow {
+                        id: DbUuid(endpoint.id.as_uuid()),
+                        organization_id: DbUuid(endpoint.organization_id.as_uuid()),
+                        url: endpoint.url.as_ref(),
+                        description: &endpoint.description,
+                        events: event_strings(&endpoint.events),
+                        secret_sealed: &new.secret_sealed,
+                        is_active: endpoint.is_active,
+                        created_at: endpoint.created_at,
+                        updated_at: endpoint.updated_at,
+                    })
+                    .execute(conn)
+                    .await
+            })
+            .await
+            .map(drop)
+            .map_err(db_error)
+        })
+        .await
+    }
+
+    async fn endpoints(
+        &self,
+        organization_id: OrganizationId,
+        is_active: Option<bool>,
+        page: PageRequest,
+    ) -> Result<Page<WebhookEndpoint>, StoreError> {
+        let mut conn = self.conn().await?;
+        let org = DbUuid(organization_id.as_uuid());
+        let total: i64 = endpoints_of(org, is_active)
+            .count()
+            .get_result(&mut *conn)
+            .await
+            .map_err(db_error)?;
+        let rows: Vec<EndpointRow> = endpoints_of(org, is_active)
+            .select(EndpointRow::as_select())
+            .order((
+                webhook_endpoints::created_at.desc(),
+                webhook_endpoints::id.desc(),
+            ))
+            .limit(page.limit())
+            .offset(page.offset())
+            .load(&mut *conn)
+            .await
+            .map_err(db_error)?;
+        let items = rows
+            .into_iter()
+            .map(EndpointRow::into_domain)
+            .collect::<Result<_, _>>()?;
+        Ok(Page::new(items, total.unsigned_abs(), page))
+    }
+
+    async fn endpoint(
+        &self,
+        organization_id: OrganizationId,
+        id: EndpointId,
+    ) -> Result<Option<EndpointDetail>, StoreError> {
+        let mut conn = self.conn().await?;
+        let endpoint = DbUuid(id.as_uuid());
+        let row: Option<EndpointRow> = endpoints_of(DbUuid(organization_id.as_uuid()), None)
+            .filter(webhook_endpoints::id.eq(endpoint))
+            .select(EndpointRow::as_select())
+            .first(&mut *conn)
+            .await
+            .optional()
+            .map_err(db_error)?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let stats = stats_of(&mut conn, endpoint).await.map_err(db_error)?;
+        let last_delivery_at = row.last_delivery_at;
+        Ok(Some(EndpointDetail {
+            endpoint: row.into_domain()?,
+            last_delivery_at,
+            stats,
+        }))
+    }
+
+    async fn update_endpoint(
+        &self,
+        organization_id: OrganizationId,
+        id: EndpointId,
+        change: EndpointChange,
+        at: DateTime<Utc>,
+    ) -> Result<Option<WebhookEndpoint>, StoreError> {
+        let pool = self.pool.clone();
+        detached(async move {
+            let mut conn = pool.get().await.map_err(pool_error)?;
+            let row = write_tx!(&mut *conn, async |conn: &mut Conn| {
+                let theirs = webhook_endpoints::table
+                    .filter(webhook_endpoints::id.eq(DbUuid(id.as_uuid())))
+                    .filter(
+                        webhook_endpoints::organization_id.eq(DbUuid(organization_id.as_uuid())),
+                    );
+                if change.is_active == Some(true) {
+                    // Turned back on: its run of failures starts again.
+                    diesel::update(theirs.filter(webhook_endpoints::is_active.eq(false)))
+                        .set(webhook_endpoints::consecutive_failures.eq(0))
+                        .execute(conn)
+                        .await?;
+                }
+                diesel::update(theirs)
+                    .set(EndpointChangeset {
+                        url: change.url.as_ref().map(AsRef::as_ref),
+                        description: change.description.as_deref(),
+                        events: change.events.as_deref().map(event_strings),
+                        secret_sealed: change.secret_sealed.as_deref(),
+                        is_active: change.is_active,
+                        updated_at: at,
+                    })
+                    .returning(EndpointRow::as_returning())
+                    .get_result(conn)
+                    .await
+                    .optional()
+            })
+            .await
+            .map_err(db_error)?;
+            row.map(EndpointRow::into_domain).transpose()
+        })
+        .await
+    }
+
+    async fn delete_endpoint(
+        &self,
+        organization_id: OrganizationId,
+        id: EndpointId,
+    ) -> Result<bool, StoreError> {
+        let pool = self.pool.clone();
+        detached(async move {
+            let mut conn = pool.get().await.map_err(pool_error)?;
+            write_tx!(&mut *conn, async |conn: &mut Conn| {
+                // Its deliveries go by cascade.
+                let theirs = webhook_endpoints::table
+                    .filter(webhook_endpoints::id.eq(DbUuid(id.as_uuid())))
+                    .filter(
+                        webhook_endpoints::organization_id.eq(DbUuid(organization_id.as_uuid())),
+                    );
+                diesel::delete(theirs).execute(conn).await
+            })
+            .await
+            .map(|deleted| deleted == 1)
+            .map_err(db_error)
+        })
+        .await
+    }
+
+    async fn deliveries(
+        &self,
+        organization_id: OrganizationId,
+        endpoint_id: EndpointId,
+        filter: DeliveryFilter,
+        page: PageRequest,
+    ) -> Result<Option<Page<Delivery>>, StoreError> {
+        let mut conn = self.conn().await?;
+        let (org, endpoint) = (
+            DbUuid(organization_id.as_uuid()),
+            DbUuid(endpoint_id.as_uuid()),
+        );
+        let exists: Option<DbUuid> = endpoints_of(org, None)
+            .filter(webhook_endpoints::id.eq(endpoint))
+            .select(webhook_endpoints::id)
+            .first(&mut *conn)
+            .await
+            .optional()
+            .map_err(db_error)?;
+        if exists.is_none() {
+            return Ok(None);
+        }
+        let total: i64 = deliveries_of(org, endpoint, &filter)
+            .count()
+            .get_result(&mut *conn)
+            .await
+            .map_err(db_error)?;
+        let rows: Vec<DeliveryRow> = deliveries_of(org, endpoint, &filter)
+            .select(DeliveryRow::as_select())
+            .order((
+                webhook_deliveries::created_at.desc(),
+                webhook_deliveries::id.desc(),
+            ))
+            .limit(page.limit())
+            .offset(page.offset())
+            .load(&mut *conn)
+            .await
+            .map_err(db_error)?;
+        let items = rows
+            .into_iter()
+            .map(DeliveryRow::into_domain)
+            .collect::<Result<_, _>>()?;
+        Ok(Some(Page::new(items, total.unsigned_abs(), page)))
+    }
+
+    async fn retry_delivery(
+        &self,
+        organization_id: OrganizationId,
+        id: DeliveryId,
+        at: DateTime<Utc>,
+    ) -> Result<RetryOutcome, StoreError> {
+        let pool = self.pool.clone();
+        detached(async move {
+            let mut conn = pool.get().await.map_err(pool_error)?;
+            let retried = write_tx!(&mut *conn, async |conn: &mut Conn| {
+                let theirs = webhook_deliveries::table
+                    .filter(webhook_deliveries::id.eq(DbUuid(id.as_uuid())))
+                    .filter(
+                        webhook_deliveries::organization_id.eq(DbUuid(organization_id.as_uuid())),
+                    );
+                // One conditional update, so that concurrent retries queue one attempt.
+                let queued: Option<DeliveryRow> = diesel::update(
+                    theirs.filter(webhook_deliveries::status.ne(DeliveryStatus::Pending.as_str())),
+                )
+                .set((
+                    webhook_deliveries::status.eq(DeliveryStatus::Pending.as_str()),
+                    webhook_deliveries::attempt.eq(webhook_deliveries::attempt + 1),
+                    webhook_deliveries::next_attempt_at.eq(Some(at)),
+                    webhook_deliveries::lease.eq(None::<DbUuid>),
+                    webhook_deliveries::leased_until.eq(None::<DateTime<Utc>>),
+                ))
+                .returning(DeliveryRow::as_returning())
+                .get_result(conn)
+                .await
+                .optional()?;
+                if let Some(row) = queued {
+                    return Ok(Retried::Queued(Box::new(row)));
+                }
+                let exists: Option<DbUuid> = theirs
+                    .select(webhook_deliveries::id)
+                    .first(conn)
+                    .await
+                    .optional()?;
+                Ok::<_, diesel::result::Error>(if exists.is_some() {
+                    Retried::AlreadyPending
+                } else {
+                    Retried::NotFound
+                })
+            })
+            .await
+            .map_err(db_error)?;
+            Ok(match retried {
+                Retried::NotFound => RetryOutcome::NotFound,
+                Retried::AlreadyPending => RetryOutcome::AlreadyPending,
+                Retried::Queued(row) => RetryOutcome::Queued(row.into_domain()?),
+            })
+        })
+        .await
+    }
+
+    async fn pending_events(&self, limit: i64) -> Result<Vec<PendingEvent>, StoreError> {
+        let mut conn = self.conn().await?;
+        events::table
+            .filter(events::dispatched_at.is_null())
+            .order((events::occurred_at.asc(), events::id.asc()))
+            .limit(limit)
+            .select(EventRow::as_select())
+            .load::<EventRow>(&mut *conn)
+            .await
+            .map_err(db_error)?
+            .into_iter()
+            .map(EventRow::into_domain)
+            .collect()
+    }
+
+    async fn subscribed_endpoints(
+        &self,
+        organization_id: OrganizationId,
+        event: EventType,
+    ) -> Result<Vec<EndpointId>, StoreError> {
+        let mut conn = self.conn().await?;
+        // An organization has few endpoints: filtering them here reads the same on both
+        // backends (a `text[]` on one, a JSON array on the other).
+        let active: Vec<(DbUuid, DbStrings)> =
+            endpoints_of(DbUuid(organization_id.as_uuid()), Some(true))
+                .select((webhook_endpoints::id, webhook_endpoints::events))
+                .order((
+                    webhook_endpoints::created_at.asc(),
+                    webhook_endpoints::id.asc(),
+                ))
+                .load(&mut *conn)
+                .await
+                .map_err(db_error)?;
+        Ok(active
+            .into_iter()
+            .filter(|(_, events)| events.0.iter().any(|e| e == event.as_str()))
+            .map(|(id, _)| EndpointId::from_uuid(id.0))
+            .collect())
+    }
+
+    async fn dispatch_event(
+        &self,
+        event_id: EventId,
+        deliveries: Vec<NewDelivery>,
+        at: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let pool = self.pool.clone();
+        detached(async move {
+            let mut conn = pool.get().await.map_err(pool_error)?;
+            write_tx!(&mut *conn, async |conn: &mut Conn| {
+                let event = DbUuid(event_id.as_uuid());
+                let found: Option<(String, Option<DbUuid>)> = events::table
+                    .find(event)
+                    .select((events::event_type, events::organization_id))
+                    .first(conn)
+                    .await
+                    .optional()?;
+                let Some((event_type, Some(org))) = found else {
+                    // No such event, or one for no organization: nothing to deliver.
+                    diesel::update(events::table.find(event))
+                        .filter(events::dispatched_at.is_null())
+                        .set(events::dispatched_at.eq(Some(at)))
+                        .execute(conn)
+                        .await?;
+                    return Ok(());
+                };
+                // Only the event's organization's endpoints that still exist.
+                let wanted: Vec<DbUuid> = deliveries
+                    .iter()
+                    .map(|d| DbUuid(d.endpoint_id.as_uuid()))
+                    .collect();
+                let theirs: HashSet<DbUuid> = webhook_endpoints::table
+                    .filter(webhook_endpoints::id.eq_any(&wanted))
+                    .filter(webhook_endpoints::organization_id.eq(org))
+                    .select(webhook_endpoints::id)
+                    .load::<DbUuid>(conn)
+                    .await?
+                    .into_iter()
+                    .collect();
+                for delivery in &deliveries {
+                    let endpoint = DbUuid(delivery.endpoint_id.as_uuid());
+                    if !theirs.contains(&endpoint) {
+                        continue;
+                    }
+                    diesel::insert_into(webhook_deliveries::table)
+                        .values(NewDeliveryRow {
+                            id: DbUuid(delivery.id.as_uuid()),
+                            endpoint_id: endpoint,
+                            organization_id: org,
+                            event_id: event,
+                            event_type: &event_type,
+                            payload: &delivery.payload,
+                            status: DeliveryStatus::Pending.as_str(),
+                            attempt: 1,
+                            next_attempt_at: Some(at),
+                            created_at: at,
+                        })
+                        .on_conflict((
+                            webhook_deliveries::event_id,
+                            webhook_deliveries::endpoint_id,
+                        ))
+                        .do_nothing()
+                        .execute(conn)
+                        .await?;
+                }
+                diesel::update(events::table.find(event))
+                    .filter(events::dispatched_at.is_null())
+                    .set(events::dispatched_at.eq(Some(at)))
+                    .execute(conn)
+                    .await?;
+                Ok::<_, diesel::result::Error>(())
+            })
+            .await
+            .map_err(db_error)
+        })
+        .await
+    }
+
+    async fn lease_deliveries(
+        &self,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+        limit: i64,
+        busy: Vec<EndpointId>,
+    ) -> Result<Vec<LeasedDelivery>, StoreError> {
+        if limit <= 0 {
+            return Ok(Vec::new());
+        }
+        let pool = self.pool.clone();
+        detached(async move {
+            let mut conn = pool.get().await.map_err(pool_error)?;
+            let busy: Vec<DbUuid> = busy.iter().map(|id| DbUuid(id.as_uuid())).collect();
+            let rows = write_tx!(&mut *conn, async |conn: &mut Conn| {
+                // Locked against other leasers until this transaction ends (the backend's part).
+                let ids = super::super::lease_ids(conn, now, limit, &busy).await?;
+                if ids.is_empty() {
+                    return Ok(Vec::new());
+                }
+                for id in &ids {
+                    diesel::update(webhook_deliveries::table.find(*id))
+                        .set((
+                            webhook_deliveries::lease.eq(Some(DbUuid(Uuid::new_v4()))),
+                            webhook_deliveries::leased_until.eq(Some(lease_until)),
+                        ))
+                        .execute(conn)
+                        .await?;
+                }
+                webhook_deliveries::table
+                    .inner_join(webhook_endpoints::table)
+                    .filter(webhook_deliveries::id.eq_any(&ids))
+                    .order((
+                        webhook_deliveries::next_attempt_at.asc(),
+                        webhook_deliveries::id.asc(),
+                    ))
+                    .select(LEASED_COLUMNS)
+                    .load::<LeasedRow>(conn)
+                    .await
+            })
+            .await
+            .map_err(db_error)?;
+            rows.into_iter().map(LeasedRow::into_domain).collect()
+        })
+        .await
+    }
+
+    async fn release_deliveries(&self, leases: Vec<(DeliveryId, Uuid)>) -> Result<(), StoreError> {
+        if leases.is_empty() {
+            return Ok(());
+        }
+        let pool = self.pool.clone();
+        detached(async move {
+            let mut conn = pool.get().await.map_err(pool_error)?;
+            write_tx!(&mut *conn, async |conn: &mut Conn| {
+                for (id, lease) in &leases {
+                    // Still due (it was when leased): the next lease call takes it.
+                    let held = webhook_deliveries::table
+                        .filter(webhook_deliveries::id.eq(DbUuid(id.as_uuid())))
+                        .filter(webhook_deliveries::lease.eq(Some(DbUuid(*lease))));
+                    diesel::update(held)
+                        .set((
+                            webhook_deliveries::lease.eq(None::<DbUuid>),
+                            webhook_deliveries::leased_until.eq(None::<DateTime<Utc>>),
+                        ))
+                        .execute(conn)
+                        .await?;
+                }
+                Ok::<_, diesel::result::Error>(())
+            })
+            .await
+            .map_err(db_error)
+        })
+        .await
+    }
+
+    async fn record_attempt(
+        &self,
+        record: AttemptRecord,
+    ) -> Result<Option<AttemptEffects>, StoreError> {
+        let pool = self.pool.clone();
+        detached(async move {
+            let mut conn = pool.get().await.map_err(pool_error)?;
+            write_tx!(&mut *conn, async |conn: &mut Conn| {
+                let held = webhook_deliveries::table
+                    .filter(webhook_deliveries::id.eq(DbUuid(record.delivery_id.as_uuid())))
+                    .filter(webhook_deliveries::lease.eq(Some(DbUuid(record.lease))));
+                let (status, next_attempt_at) = if record.succeeded {
+                    (DeliveryStatus::Success, None)
+                } else {
+                    (DeliveryStatus::Failed, record.next_attempt_at)
+                };
+                let at = record.attempted_at;
+                let endpoint: Option<DbUuid> = diesel::update(held)
+                    .set((
+                        webhook_deliveries::status.eq(status.as_str()),
+                        webhook_deliveries::attempt
+                            .eq(i32::try_from(record.attempt).unwrap_or(i32::MAX)),
+                        webhook_deliveries::http_status.eq(record.http_status.map(i32::from)),
+                        webhook_deliveries::response_body.eq(record.response_body.as_deref()),
+                        webhook_deliveries::duration_ms
+                            .eq(Some(i64::try_from(record.duration_ms).unwrap_or(i64::MAX))),
+                        webhook_deliveries::delivered_at.eq(Some(at)),
+                        webhook_deliveries::next_attempt_at.eq(next_attempt_at),
+                        webhook_deliveries::lease.eq(None::<DbUuid>),
+                        webhook_deliveries::leased_until.eq(None::<DateTime<Utc>>),
+                    ))
+                    .returning(webhook_deliveries::endpoint_id)
+                    .get_result(conn)
+                    .await
+                    .optional()?;
+                // The lease was lost, or the endpoint (and with it the delivery) deleted.
+                let Some(endpoint) = endpoint else {
+                    return Ok(None);
+                };
+                let this = webhook_endpoints::table.find(endpoint);
+                if record.succeeded {
+                    diesel::update(this)
+                        .set((
+                            webhook_endpoints::consecutive_failures.eq(0),
+                            webhook_endpoints::last_delivery_at.eq(Some(at)),
+                        ))
+                        .execute(conn)
+                        .await?;
+                    return Ok(Some(AttemptEffects {
+                        endpoint_disabled: false,
+                    }));
+                }
+                // The row lock this takes orders concurrent attempts at the same endpoint.
+                let failures: i32 = diesel::update(this)
+                    .set((
+                        webhook_endpoints::consecutive_failures
+                            .eq(webhook_endpoints::consecutive_failures + 1),
+                        webhook_endpoints::last_delivery_at.eq(Some(at)),
+                    ))
+                    .returning(webhook_endpoints::consecutive_failures)
+                    .get_result(conn)
+                    .await?;
+                let endpoint_disabled =
+                    if i64::from(failures) >= i64::from(record.disable_after_failures) {
+                        let disabled =
+                            diesel::update(this.filter(webhook_endpoints::is_active.eq(true)))
+                                .set((
+                                    webhook_endpoints::is_active.eq(false),
+                                    webhook_endpoints::updated_at.eq(at),
+                                ))
+                                .execute(conn)
+                                .await?;
+                        disabled == 1
+                    } else {
+                        false
+                    };
+                Ok::<_, diesel::result::Error>(Some(AttemptEffects { endpoint_disabled }))
+            })
+            .await
+            .map_err(db_error)
+        })
+        .await
+    }
+}
