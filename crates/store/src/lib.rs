@@ -45,6 +45,20 @@ macro_rules! due_deliveries {
 }
 
 mod listing;
+/// Runs the body, `async |conn: &mut Conn| -> Result<T, diesel::result::Error>`, in one write
+/// transaction (the backend's `write_tx!`) on a pooled connection, on its own task (see
+/// [`detached`]), and maps the error to the port's.
+macro_rules! in_write_tx {
+    ($store:expr, $body:expr) => {{
+        let pool = $store.pool.clone();
+        $crate::detached(async move {
+            let mut conn = pool.get().await.map_err($crate::pool_error)?;
+            write_tx!(&mut *conn, $body).await.map_err($crate::db_error)
+        })
+        .await
+    }};
+}
+
 mod pg;
 mod sqlite;
 mod types;

@@ -126,26 +126,19 @@ impl AccountStore for DbStore {
     }
 
     async fn update_user(&self, user: User, event: NewEvent) -> Result<bool, StoreError> {
-        let pool = self.pool.clone();
-        detached(async move {
-            let mut conn = pool.get().await.map_err(crate::pool_error)?;
-            write_tx!(&mut *conn, async |conn: &mut Conn| {
-                let updated = diesel::update(users::table.find(DbUuid(user.id.as_uuid())))
-                    .set((
-                        users::full_name.eq(user.full_name.as_ref()),
-                        users::updated_at.eq(user.updated_at),
-                    ))
-                    .execute(conn)
-                    .await?;
-                if updated == 1 {
-                    record_events(conn, vec![event]).await?;
-                }
-                Ok::<_, diesel::result::Error>(updated == 1)
-            })
-            .await
-            .map_err(db_error)
+        in_write_tx!(self, async |conn: &mut Conn| {
+            let updated = diesel::update(users::table.find(DbUuid(user.id.as_uuid())))
+                .set((
+                    users::full_name.eq(user.full_name.as_ref()),
+                    users::updated_at.eq(user.updated_at),
+                ))
+                .execute(conn)
+                .await?;
+            if updated == 1 {
+                record_events(conn, vec![event]).await?;
+            }
+            Ok::<_, diesel::result::Error>(updated == 1)
         })
-        .await
     }
 
     async fn change_password(
@@ -156,34 +149,27 @@ impl AccountStore for DbStore {
         at: DateTime<Utc>,
         event: NewEvent,
     ) -> Result<(), StoreError> {
-        let pool = self.pool.clone();
-        detached(async move {
-            let mut conn = pool.get().await.map_err(crate::pool_error)?;
-            write_tx!(&mut *conn, async |conn: &mut Conn| {
-                let user = DbUuid(user_id.as_uuid());
-                diesel::update(users::table.find(user))
-                    .set((
-                        users::password_hash.eq(hash.as_phc()),
-                        users::password_changed_at.eq(at),
-                        users::updated_at.eq(at),
-                    ))
-                    .execute(conn)
-                    .await?;
-                // No session to keep: the nil id matches none.
-                let keep = DbUuid(keep.map_or(uuid::Uuid::nil(), |id| id.as_uuid()));
-                let others = sessions::table
-                    .filter(sessions::user_id.eq(user))
-                    .filter(sessions::revoked_at.is_null())
-                    .filter(sessions::id.ne(keep));
-                diesel::update(others)
-                    .set(sessions::revoked_at.eq(at))
-                    .execute(conn)
-                    .await?;
-                record_events(conn, vec![event]).await
-            })
-            .await
-            .map_err(db_error)
+        in_write_tx!(self, async |conn: &mut Conn| {
+            let user = DbUuid(user_id.as_uuid());
+            diesel::update(users::table.find(user))
+                .set((
+                    users::password_hash.eq(hash.as_phc()),
+                    users::password_changed_at.eq(at),
+                    users::updated_at.eq(at),
+                ))
+                .execute(conn)
+                .await?;
+            // No session to keep: the nil id matches none.
+            let keep = DbUuid(keep.map_or(uuid::Uuid::nil(), |id| id.as_uuid()));
+            let others = sessions::table
+                .filter(sessions::user_id.eq(user))
+                .filter(sessions::revoked_at.is_null())
+                .filter(sessions::id.ne(keep));
+            diesel::update(others)
+                .set(sessions::revoked_at.eq(at))
+                .execute(conn)
+                .await?;
+            record_events(conn, vec![event]).await
         })
-        .await
     }
 }

@@ -59,20 +59,13 @@ impl ApiKeyStore for DbStore {
     }
 
     async fn delete_api_key(&self, user_id: UserId, id: ApiKeyId) -> Result<bool, StoreError> {
-        let pool = self.pool.clone();
-        detached(async move {
-            let mut conn = pool.get().await.map_err(crate::pool_error)?;
-            write_tx!(&mut *conn, async |conn: &mut Conn| {
-                let own = api_keys::table
-                    .filter(api_keys::id.eq(DbUuid(id.as_uuid())))
-                    .filter(api_keys::user_id.eq(DbUuid(user_id.as_uuid())));
-                diesel::delete(own).execute(conn).await
-            })
-            .await
-            .map(|deleted| deleted == 1)
-            .map_err(db_error)
+        in_write_tx!(self, async |conn: &mut Conn| {
+            let own = api_keys::table
+                .filter(api_keys::id.eq(DbUuid(id.as_uuid())))
+                .filter(api_keys::user_id.eq(DbUuid(user_id.as_uuid())));
+            diesel::delete(own).execute(conn).await
         })
-        .await
+        .map(|deleted| deleted == 1)
     }
 
     async fn use_api_key(

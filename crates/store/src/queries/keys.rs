@@ -7,7 +7,7 @@ use super::{
     super::{schema::signing_keys, Conn, DbStore},
     rows::SigningKeyRow,
 };
-use crate::{db_error, detached};
+use crate::db_error;
 
 #[async_trait]
 impl SigningKeyStore for DbStore {
@@ -25,19 +25,12 @@ impl SigningKeyStore for DbStore {
     }
 
     async fn add_signing_key(&self, key: StoredSigningKey) -> Result<(), StoreError> {
-        let pool = self.pool.clone();
-        detached(async move {
-            let mut conn = pool.get().await.map_err(crate::pool_error)?;
-            write_tx!(&mut *conn, async |conn: &mut Conn| {
-                diesel::insert_into(signing_keys::table)
-                    .values(SigningKeyRow::from(key))
-                    .execute(conn)
-                    .await
-            })
-            .await
-            .map(drop)
-            .map_err(db_error)
+        in_write_tx!(self, async |conn: &mut Conn| {
+            diesel::insert_into(signing_keys::table)
+                .values(SigningKeyRow::from(key))
+                .execute(conn)
+                .await
         })
-        .await
+        .map(drop)
     }
 }

@@ -24,7 +24,7 @@ use super::{
         NewMembershipRow,
     },
 };
-use crate::{db_error, detached, listing::split_page, types::DbUuid};
+use crate::{db_error, listing::split_page, types::DbUuid};
 
 /// What a [`MemberRow`] is read from.
 const MEMBER_COLUMNS: (
@@ -256,42 +256,35 @@ impl MemberStore for DbStore {
         invitation: NewInvitation,
         event: NewEvent,
     ) -> Result<(), StoreError> {
-        let pool = self.pool.clone();
-        detached(async move {
-            let mut conn = pool.get().await.map_err(crate::pool_error)?;
-            write_tx!(&mut *conn, async |conn: &mut Conn| {
-                let org = DbUuid(invitation.organization_id.as_uuid());
-                // An expired invitation still holds the one open slot of its email: close it.
-                let expired = invitations::table
-                    .filter(invitations::organization_id.eq(org))
-                    .filter(invitations::email.eq(invitation.email.as_ref()))
-                    .filter(invitations::accepted_at.is_null())
-                    .filter(invitations::revoked_at.is_null())
-                    .filter(invitations::expires_at.le(invitation.invited_at));
-                diesel::update(expired)
-                    .set(invitations::revoked_at.eq(Some(invitation.invited_at)))
-                    .execute(conn)
-                    .await?;
-                // A live one makes `invitations_one_open_idx` refuse this: a conflict.
-                diesel::insert_into(invitations::table)
-                    .values(NewInvitationRow {
-                        id: DbUuid(invitation.id.as_uuid()),
-                        organization_id: org,
-                        email: invitation.email.as_ref(),
-                        role: invitation.role.role().as_str(),
-                        token_hash: invitation.token_hash.as_hex(),
-                        invited_by: DbUuid(invitation.invited_by.as_uuid()),
-                        invited_at: invitation.invited_at,
-                        expires_at: invitation.expires_at,
-                    })
-                    .execute(conn)
-                    .await?;
-                record_events(conn, vec![event]).await
-            })
-            .await
-            .map_err(db_error)
+        in_write_tx!(self, async |conn: &mut Conn| {
+            let org = DbUuid(invitation.organization_id.as_uuid());
+            // An expired invitation still holds the one open slot of its email: close it.
+            let expired = invitations::table
+                .filter(invitations::organization_id.eq(org))
+                .filter(invitations::email.eq(invitation.email.as_ref()))
+                .filter(invitations::accepted_at.is_null())
+                .filter(invitations::revoked_at.is_null())
+                .filter(invitations::expires_at.le(invitation.invited_at));
+            diesel::update(expired)
+                .set(invitations::revoked_at.eq(Some(invitation.invited_at)))
+                .execute(conn)
+                .await?;
+            // A live one makes `invitations_one_open_idx` refuse this: a conflict.
+            diesel::insert_into(invitations::table)
+                .values(NewInvitationRow {
+                    id: DbUuid(invitation.id.as_uuid()),
+                    organization_id: org,
+                    email: invitation.email.as_ref(),
+                    role: invitation.role.role().as_str(),
+                    token_hash: invitation.token_hash.as_hex(),
+                    invited_by: DbUuid(invitation.invited_by.as_uuid()),
+                    invited_at: invitation.invited_at,
+                    expires_at: invitation.expires_at,
+                })
+                .execute(conn)
+                .await?;
+            record_events(conn, vec![event]).await
         })
-        .await
     }
 
     async fn invitation(&self, id: InvitationId) -> Result<Option<Invitation>, StoreError> {
@@ -336,53 +329,45 @@ impl MemberStore for DbStore {
         at: DateTime<Utc>,
         event: NewEvent,
     ) -> Result<bool, StoreError> {
-        let pool = self.pool.clone();
-        detached(async move {
-            let mut conn = pool.get().await.map_err(crate::pool_error)?;
-            write_tx!(&mut *conn, async |conn: &mut Conn| {
-                let live = organizations::table
-                    .filter(organizations::is_active.eq(true))
-                    .select(organizations::id);
-                let pending = invitations::table
-                    .filter(invitations::id.eq(DbUuid(id.as_uuid())))
-                    .filter(invitations::accepted_at.is_null())
-                    .filter(invitations::revoked_at.is_null())
-                    .filter(invitations::organization_id.eq_any(live));
-                let accepted: Option<(DbUuid, String, DbUuid, DateTime<Utc>)> =
-                    diesel::update(pending)
-                        .set(invitations::accepted_at.eq(Some(at)))
-                        .returning((
-                            invitations::organization_id,
-                            invitations::role,
-                            invitations::invited_by,
-                            invitations::invited_at,
-                        ))
-                        .get_result(conn)
-                        .await
-                        .optional()?;
-                let Some((org, role, invited_by, invited_at)) = accepted else {
-                    return Ok(false);
-                };
-                // Already a member: the primary key refuses, and the acceptance rolls back.
-                diesel::insert_into(memberships::table)
-                    .values(NewMembershipRow {
-                        organization_id: org,
-                        user_id: DbUuid(user_id.as_uuid()),
-                        role: &role,
-                        created_at: at,
-                        updated_at: at,
-                        invited_by: Some(invited_by),
-                        invited_at: Some(invited_at),
-                    })
-                    .execute(conn)
-                    .await?;
-                record_events(conn, vec![event]).await?;
-                Ok::<_, diesel::result::Error>(true)
-            })
-            .await
-            .map_err(db_error)
+        in_write_tx!(self, async |conn: &mut Conn| {
+            let live = organizations::table
+                .filter(organizations::is_active.eq(true))
+                .select(organizations::id);
+            let pending = invitations::table
+                .filter(invitations::id.eq(DbUuid(id.as_uuid())))
+                .filter(invitations::accepted_at.is_null())
+                .filter(invitations::revoked_at.is_null())
+                .filter(invitations::organization_id.eq_any(live));
+            let accepted: Option<(DbUuid, String, DbUuid, DateTime<Utc>)> = diesel::update(pending)
+                .set(invitations::accepted_at.eq(Some(at)))
+                .returning((
+                    invitations::organization_id,
+                    invitations::role,
+                    invitations::invited_by,
+                    invitations::invited_at,
+                ))
+                .get_result(conn)
+                .await
+                .optional()?;
+            let Some((org, role, invited_by, invited_at)) = accepted else {
+                return Ok(false);
+            };
+            // Already a member: the primary key refuses, and the acceptance rolls back.
+            diesel::insert_into(memberships::table)
+                .values(NewMembershipRow {
+                    organization_id: org,
+                    user_id: DbUuid(user_id.as_uuid()),
+                    role: &role,
+                    created_at: at,
+                    updated_at: at,
+                    invited_by: Some(invited_by),
+                    invited_at: Some(invited_at),
+                })
+                .execute(conn)
+                .await?;
+            record_events(conn, vec![event]).await?;
+            Ok::<_, diesel::result::Error>(true)
         })
-        .await
     }
 
     async fn revoke_invitation(
@@ -391,25 +376,18 @@ impl MemberStore for DbStore {
         id: InvitationId,
         at: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
-        let pool = self.pool.clone();
-        detached(async move {
-            let mut conn = pool.get().await.map_err(crate::pool_error)?;
-            write_tx!(&mut *conn, async |conn: &mut Conn| {
-                let pending = invitations::table
-                    .filter(invitations::id.eq(DbUuid(id.as_uuid())))
-                    .filter(invitations::organization_id.eq(DbUuid(organization_id.as_uuid())))
-                    .filter(invitations::accepted_at.is_null())
-                    .filter(invitations::revoked_at.is_null());
-                diesel::update(pending)
-                    .set(invitations::revoked_at.eq(Some(at)))
-                    .execute(conn)
-                    .await
-            })
-            .await
-            .map(|revoked| revoked == 1)
-            .map_err(db_error)
+        in_write_tx!(self, async |conn: &mut Conn| {
+            let pending = invitations::table
+                .filter(invitations::id.eq(DbUuid(id.as_uuid())))
+                .filter(invitations::organization_id.eq(DbUuid(organization_id.as_uuid())))
+                .filter(invitations::accepted_at.is_null())
+                .filter(invitations::revoked_at.is_null());
+            diesel::update(pending)
+                .set(invitations::revoked_at.eq(Some(at)))
+                .execute(conn)
+                .await
         })
-        .await
+        .map(|revoked| revoked == 1)
     }
 
     async fn change_role(
@@ -420,29 +398,22 @@ impl MemberStore for DbStore {
         at: DateTime<Utc>,
         event: NewEvent,
     ) -> Result<bool, StoreError> {
-        let pool = self.pool.clone();
-        detached(async move {
-            let mut conn = pool.get().await.map_err(crate::pool_error)?;
-            write_tx!(&mut *conn, async |conn: &mut Conn| {
-                let membership = memberships::table
-                    .filter(memberships::organization_id.eq(DbUuid(organization_id.as_uuid())))
-                    .filter(memberships::user_id.eq(DbUuid(user_id.as_uuid())));
-                let updated = diesel::update(membership)
-                    .set((
-                        memberships::role.eq(role.as_str()),
-                        memberships::updated_at.eq(at),
-                    ))
-                    .execute(conn)
-                    .await?;
-                if updated == 1 {
-                    record_events(conn, vec![event]).await?;
-                }
-                Ok::<_, diesel::result::Error>(updated == 1)
-            })
-            .await
-            .map_err(db_error)
+        in_write_tx!(self, async |conn: &mut Conn| {
+            let membership = memberships::table
+                .filter(memberships::organization_id.eq(DbUuid(organization_id.as_uuid())))
+                .filter(memberships::user_id.eq(DbUuid(user_id.as_uuid())));
+            let updated = diesel::update(membership)
+                .set((
+                    memberships::role.eq(role.as_str()),
+                    memberships::updated_at.eq(at),
+                ))
+                .execute(conn)
+                .await?;
+            if updated == 1 {
+                record_events(conn, vec![event]).await?;
+            }
+            Ok::<_, diesel::result::Error>(updated == 1)
         })
-        .await
     }
 
     async fn remove_member(
@@ -451,28 +422,21 @@ impl MemberStore for DbStore {
         user_id: UserId,
         event: NewEvent,
     ) -> Result<bool, StoreError> {
-        let pool = self.pool.clone();
-        detached(async move {
-            let mut conn = pool.get().await.map_err(crate::pool_error)?;
-            write_tx!(&mut *conn, async |conn: &mut Conn| {
-                let (org, user) = (DbUuid(organization_id.as_uuid()), DbUuid(user_id.as_uuid()));
-                let membership = memberships::table
-                    .filter(memberships::organization_id.eq(org))
-                    .filter(memberships::user_id.eq(user));
-                let removed = diesel::delete(membership).execute(conn).await?;
-                if removed == 1 {
-                    let keys = api_keys::table
-                        .filter(api_keys::organization_id.eq(org))
-                        .filter(api_keys::user_id.eq(user));
-                    diesel::delete(keys).execute(conn).await?;
-                    record_events(conn, vec![event]).await?;
-                }
-                Ok::<_, diesel::result::Error>(removed == 1)
-            })
-            .await
-            .map_err(db_error)
+        in_write_tx!(self, async |conn: &mut Conn| {
+            let (org, user) = (DbUuid(organization_id.as_uuid()), DbUuid(user_id.as_uuid()));
+            let membership = memberships::table
+                .filter(memberships::organization_id.eq(org))
+                .filter(memberships::user_id.eq(user));
+            let removed = diesel::delete(membership).execute(conn).await?;
+            if removed == 1 {
+                let keys = api_keys::table
+                    .filter(api_keys::organization_id.eq(org))
+                    .filter(api_keys::user_id.eq(user));
+                diesel::delete(keys).execute(conn).await?;
+                record_events(conn, vec![event]).await?;
+            }
+            Ok::<_, diesel::result::Error>(removed == 1)
         })
-        .await
     }
 
     async fn owned_teams_with_members(
@@ -502,44 +466,37 @@ impl MemberStore for DbStore {
     }
 
     async fn delete_user(&self, user_id: UserId, events: Vec<NewEvent>) -> Result<(), StoreError> {
-        let pool = self.pool.clone();
-        detached(async move {
-            let mut conn = pool.get().await.map_err(crate::pool_error)?;
-            write_tx!(&mut *conn, async |conn: &mut Conn| {
-                // First, while the memberships still say where the events should go.
-                record_events(conn, events).await?;
-                let user = DbUuid(user_id.as_uuid());
-                let owned = memberships::table
-                    .filter(memberships::user_id.eq(user))
-                    .filter(memberships::role.eq(Role::Owner.as_str()))
-                    .select(memberships::organization_id);
-                let with_others = memberships::table
-                    .filter(memberships::user_id.ne(user))
-                    .select(memberships::organization_id);
-                // Their personal workspaces, and the teams nobody else belongs to.
-                let going: Vec<DbUuid> = organizations::table
-                    .filter(organizations::id.eq_any(owned))
-                    .filter(
-                        organizations::kind
-                            .eq(OrganizationType::Personal.as_str())
-                            .or(organizations::id.ne_all(with_others)),
-                    )
-                    .select(organizations::id)
-                    .load(conn)
-                    .await?;
-                // Memberships, invitations, API keys and applications go by cascade.
-                diesel::delete(organizations::table.filter(organizations::id.eq_any(&going)))
-                    .execute(conn)
-                    .await?;
-                // And with the user, their other memberships, sessions and API keys.
-                diesel::delete(users::table.find(user))
-                    .execute(conn)
-                    .await?;
-                Ok::<_, diesel::result::Error>(())
-            })
-            .await
-            .map_err(db_error)
+        in_write_tx!(self, async |conn: &mut Conn| {
+            // First, while the memberships still say where the events should go.
+            record_events(conn, events).await?;
+            let user = DbUuid(user_id.as_uuid());
+            let owned = memberships::table
+                .filter(memberships::user_id.eq(user))
+                .filter(memberships::role.eq(Role::Owner.as_str()))
+                .select(memberships::organization_id);
+            let with_others = memberships::table
+                .filter(memberships::user_id.ne(user))
+                .select(memberships::organization_id);
+            // Their personal workspaces, and the teams nobody else belongs to.
+            let going: Vec<DbUuid> = organizations::table
+                .filter(organizations::id.eq_any(owned))
+                .filter(
+                    organizations::kind
+                        .eq(OrganizationType::Personal.as_str())
+                        .or(organizations::id.ne_all(with_others)),
+                )
+                .select(organizations::id)
+                .load(conn)
+                .await?;
+            // Memberships, invitations, API keys and applications go by cascade.
+            diesel::delete(organizations::table.filter(organizations::id.eq_any(&going)))
+                .execute(conn)
+                .await?;
+            // And with the user, their other memberships, sessions and API keys.
+            diesel::delete(users::table.find(user))
+                .execute(conn)
+                .await?;
+            Ok::<_, diesel::result::Error>(())
         })
-        .await
     }
 }

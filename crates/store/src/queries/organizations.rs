@@ -279,32 +279,25 @@ impl OrganizationStore for DbStore {
         at: DateTime<Utc>,
         event: NewEvent,
     ) -> Result<bool, StoreError> {
-        let pool = self.pool.clone();
-        detached(async move {
-            let mut conn = pool.get().await.map_err(crate::pool_error)?;
-            write_tx!(&mut *conn, async |conn: &mut Conn| {
-                let live = organizations::table
-                    .filter(organizations::id.eq(DbUuid(id.as_uuid())))
-                    .filter(organizations::is_active.eq(true));
-                let updated = diesel::update(live)
-                    .set(OrganizationChangeset {
-                        name: change.name.as_ref().map(AsRef::as_ref),
-                        slug: change.slug.as_ref().map(AsRef::as_ref),
-                        default_role: change.default_role.map(|role| role.role().as_str()),
-                        allow_member_invite: change.allow_member_invite,
-                        updated_at: at,
-                    })
-                    .execute(conn)
-                    .await?;
-                if updated == 1 {
-                    record_events(conn, vec![event]).await?;
-                }
-                Ok::<_, diesel::result::Error>(updated == 1)
-            })
-            .await
-            .map_err(db_error)
+        in_write_tx!(self, async |conn: &mut Conn| {
+            let live = organizations::table
+                .filter(organizations::id.eq(DbUuid(id.as_uuid())))
+                .filter(organizations::is_active.eq(true));
+            let updated = diesel::update(live)
+                .set(OrganizationChangeset {
+                    name: change.name.as_ref().map(AsRef::as_ref),
+                    slug: change.slug.as_ref().map(AsRef::as_ref),
+                    default_role: change.default_role.map(|role| role.role().as_str()),
+                    allow_member_invite: change.allow_member_invite,
+                    updated_at: at,
+                })
+                .execute(conn)
+                .await?;
+            if updated == 1 {
+                record_events(conn, vec![event]).await?;
+            }
+            Ok::<_, diesel::result::Error>(updated == 1)
         })
-        .await
     }
 
     async fn delete_organization(
@@ -313,59 +306,45 @@ impl OrganizationStore for DbStore {
         at: DateTime<Utc>,
         event: NewEvent,
     ) -> Result<bool, StoreError> {
-        let pool = self.pool.clone();
-        detached(async move {
-            let mut conn = pool.get().await.map_err(crate::pool_error)?;
-            write_tx!(&mut *conn, async |conn: &mut Conn| {
-                let org = DbUuid(id.as_uuid());
-                let live = organizations::table
-                    .filter(organizations::id.eq(org))
-                    .filter(organizations::is_active.eq(true));
-                let deleted = diesel::update(live)
+        in_write_tx!(self, async |conn: &mut Conn| {
+            let org = DbUuid(id.as_uuid());
+            let live = organizations::table
+                .filter(organizations::id.eq(org))
+                .filter(organizations::is_active.eq(true));
+            let deleted = diesel::update(live)
+                .set((
+                    organizations::is_active.eq(false),
+                    organizations::deleted_at.eq(Some(at)),
+                    organizations::updated_at.eq(at),
+                ))
+                .execute(conn)
+                .await?;
+            if deleted == 1 {
+                let apps = applications::table
+                    .filter(applications::organization_id.eq(org))
+                    .filter(applications::is_active.eq(true));
+                diesel::update(apps)
                     .set((
-                        organizations::is_active.eq(false),
-                        organizations::deleted_at.eq(Some(at)),
-                        organizations::updated_at.eq(at),
+                        applications::is_active.eq(false),
+                        applications::updated_at.eq(at),
                     ))
                     .execute(conn)
                     .await?;
-                if deleted == 1 {
-                    let apps = applications::table
-                        .filter(applications::organization_id.eq(org))
-                        .filter(applications::is_active.eq(true));
-                    diesel::update(apps)
-                        .set((
-                            applications::is_active.eq(false),
-                            applications::updated_at.eq(at),
-                        ))
-                        .execute(conn)
-                        .await?;
-                    record_events(conn, vec![event]).await?;
-                }
-                Ok::<_, diesel::result::Error>(deleted == 1)
-            })
-            .await
-            .map_err(db_error)
+                record_events(conn, vec![event]).await?;
+            }
+            Ok::<_, diesel::result::Error>(deleted == 1)
         })
-        .await
     }
 
     async fn purge_organizations(&self, deleted_before: DateTime<Utc>) -> Result<u64, StoreError> {
-        let pool = self.pool.clone();
-        detached(async move {
-            let mut conn = pool.get().await.map_err(crate::pool_error)?;
-            write_tx!(&mut *conn, async |conn: &mut Conn| {
-                // Memberships, invitations, API keys and applications go by cascade.
-                let gone = organizations::table
-                    .filter(organizations::is_active.eq(false))
-                    .filter(organizations::deleted_at.lt(deleted_before));
-                diesel::delete(gone).execute(conn).await
-            })
-            .await
-            .map(|purged| purged as u64)
-            .map_err(db_error)
+        in_write_tx!(self, async |conn: &mut Conn| {
+            // Memberships, invitations, API keys and applications go by cascade.
+            let gone = organizations::table
+                .filter(organizations::is_active.eq(false))
+                .filter(organizations::deleted_at.lt(deleted_before));
+            diesel::delete(gone).execute(conn).await
         })
-        .await
+        .map(|purged| purged as u64)
     }
 
     async fn set_plan(
@@ -375,28 +354,21 @@ impl OrganizationStore for DbStore {
         at: DateTime<Utc>,
         event: NewEvent,
     ) -> Result<bool, StoreError> {
-        let pool = self.pool.clone();
-        detached(async move {
-            let mut conn = pool.get().await.map_err(crate::pool_error)?;
-            write_tx!(&mut *conn, async |conn: &mut Conn| {
-                let live = organizations::table
-                    .filter(organizations::id.eq(DbUuid(id.as_uuid())))
-                    .filter(organizations::is_active.eq(true));
-                let updated = diesel::update(live)
-                    .set((
-                        organizations::plan.eq(plan.as_str()),
-                        organizations::updated_at.eq(at),
-                    ))
-                    .execute(conn)
-                    .await?;
-                if updated == 1 {
-                    record_events(conn, vec![event]).await?;
-                }
-                Ok::<_, diesel::result::Error>(updated == 1)
-            })
-            .await
-            .map_err(db_error)
+        in_write_tx!(self, async |conn: &mut Conn| {
+            let live = organizations::table
+                .filter(organizations::id.eq(DbUuid(id.as_uuid())))
+                .filter(organizations::is_active.eq(true));
+            let updated = diesel::update(live)
+                .set((
+                    organizations::plan.eq(plan.as_str()),
+                    organizations::updated_at.eq(at),
+                ))
+                .execute(conn)
+                .await?;
+            if updated == 1 {
+                record_events(conn, vec![event]).await?;
+            }
+            Ok::<_, diesel::result::Error>(updated == 1)
         })
-        .await
     }
 }

@@ -11,32 +11,25 @@ use super::{
     super::{schema::sessions, Conn, DbStore},
     rows::{record_events, NewSessionRow, SessionRow},
 };
-use crate::{db_error, detached, types::DbUuid};
+use crate::{db_error, types::DbUuid};
 
 #[async_trait]
 impl SessionStore for DbStore {
     async fn create_session(&self, session: NewSession, event: NewEvent) -> Result<(), StoreError> {
-        let pool = self.pool.clone();
-        detached(async move {
-            let mut conn = pool.get().await.map_err(crate::pool_error)?;
-            write_tx!(&mut *conn, async |conn: &mut Conn| {
-                diesel::insert_into(sessions::table)
-                    .values(NewSessionRow {
-                        id: DbUuid(session.id.as_uuid()),
-                        user_id: DbUuid(session.user_id.as_uuid()),
-                        refresh_token_hash: session.refresh_token_hash.as_hex(),
-                        created_at: session.created_at,
-                        expires_at: session.expires_at,
-                        last_used_at: session.created_at,
-                    })
-                    .execute(conn)
-                    .await?;
-                record_events(conn, vec![event]).await
-            })
-            .await
-            .map_err(db_error)
+        in_write_tx!(self, async |conn: &mut Conn| {
+            diesel::insert_into(sessions::table)
+                .values(NewSessionRow {
+                    id: DbUuid(session.id.as_uuid()),
+                    user_id: DbUuid(session.user_id.as_uuid()),
+                    refresh_token_hash: session.refresh_token_hash.as_hex(),
+                    created_at: session.created_at,
+                    expires_at: session.expires_at,
+                    last_used_at: session.created_at,
+                })
+                .execute(conn)
+                .await?;
+            record_events(conn, vec![event]).await
         })
-        .await
     }
 
     async fn use_refresh_token(
@@ -44,27 +37,20 @@ impl SessionStore for DbStore {
         hash: &TokenHash,
         now: DateTime<Utc>,
     ) -> Result<Option<Session>, StoreError> {
-        let pool = self.pool.clone();
         let hash = hash.as_hex().to_owned();
-        detached(async move {
-            let mut conn = pool.get().await.map_err(crate::pool_error)?;
-            write_tx!(&mut *conn, async |conn: &mut Conn| {
-                let live = sessions::table
-                    .filter(sessions::refresh_token_hash.eq(&hash))
-                    .filter(sessions::revoked_at.is_null())
-                    .filter(sessions::expires_at.gt(now));
-                diesel::update(live)
-                    .set(sessions::last_used_at.eq(now))
-                    .returning(SessionRow::as_returning())
-                    .get_result(conn)
-                    .await
-                    .optional()
-            })
-            .await
-            .map(|row| row.map(Session::from))
-            .map_err(db_error)
+        in_write_tx!(self, async |conn: &mut Conn| {
+            let live = sessions::table
+                .filter(sessions::refresh_token_hash.eq(&hash))
+                .filter(sessions::revoked_at.is_null())
+                .filter(sessions::expires_at.gt(now));
+            diesel::update(live)
+                .set(sessions::last_used_at.eq(now))
+                .returning(SessionRow::as_returning())
+                .get_result(conn)
+                .await
+                .optional()
         })
-        .await
+        .map(|row| row.map(Session::from))
     }
 
     async fn is_live(&self, id: SessionId, now: DateTime<Utc>) -> Result<bool, StoreError> {
@@ -86,25 +72,18 @@ impl SessionStore for DbStore {
         at: DateTime<Utc>,
         event: NewEvent,
     ) -> Result<bool, StoreError> {
-        let pool = self.pool.clone();
-        detached(async move {
-            let mut conn = pool.get().await.map_err(crate::pool_error)?;
-            write_tx!(&mut *conn, async |conn: &mut Conn| {
-                let live = sessions::table
-                    .filter(sessions::id.eq(DbUuid(id.as_uuid())))
-                    .filter(sessions::revoked_at.is_null());
-                let ended = diesel::update(live)
-                    .set(sessions::revoked_at.eq(at))
-                    .execute(conn)
-                    .await?;
-                if ended == 1 {
-                    record_events(conn, vec![event]).await?;
-                }
-                Ok::<_, diesel::result::Error>(ended == 1)
-            })
-            .await
-            .map_err(db_error)
+        in_write_tx!(self, async |conn: &mut Conn| {
+            let live = sessions::table
+                .filter(sessions::id.eq(DbUuid(id.as_uuid())))
+                .filter(sessions::revoked_at.is_null());
+            let ended = diesel::update(live)
+                .set(sessions::revoked_at.eq(at))
+                .execute(conn)
+                .await?;
+            if ended == 1 {
+                record_events(conn, vec![event]).await?;
+            }
+            Ok::<_, diesel::result::Error>(ended == 1)
         })
-        .await
     }
 }

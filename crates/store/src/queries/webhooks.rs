@@ -141,31 +141,24 @@ enum Retried {
 #[async_trait]
 impl WebhookStore for DbStore {
     async fn create_endpoint(&self, new: NewEndpoint) -> Result<(), StoreError> {
-        let pool = self.pool.clone();
-        detached(async move {
-            let mut conn = pool.get().await.map_err(pool_error)?;
+        in_write_tx!(self, async |conn: &mut Conn| {
             let endpoint = &new.endpoint;
-            write_tx!(&mut *conn, async |conn: &mut Conn| {
-                diesel::insert_into(webhook_endpoints::table)
-                    .values(NewEndpointRow {
-                        id: DbUuid(endpoint.id.as_uuid()),
-                        organization_id: DbUuid(endpoint.organization_id.as_uuid()),
-                        url: endpoint.url.as_ref(),
-                        description: &endpoint.description,
-                        events: event_strings(&endpoint.events),
-                        secret_sealed: &new.secret_sealed,
-                        is_active: endpoint.is_active,
-                        created_at: endpoint.created_at,
-                        updated_at: endpoint.updated_at,
-                    })
-                    .execute(conn)
-                    .await
-            })
-            .await
-            .map(drop)
-            .map_err(db_error)
+            diesel::insert_into(webhook_endpoints::table)
+                .values(NewEndpointRow {
+                    id: DbUuid(endpoint.id.as_uuid()),
+                    organization_id: DbUuid(endpoint.organization_id.as_uuid()),
+                    url: endpoint.url.as_ref(),
+                    description: &endpoint.description,
+                    events: event_strings(&endpoint.events),
+                    secret_sealed: &new.secret_sealed,
+                    is_active: endpoint.is_active,
+                    created_at: endpoint.created_at,
+                    updated_at: endpoint.updated_at,
+                })
+                .execute(conn)
+                .await
         })
-        .await
+        .map(drop)
     }
 
     async fn endpoints(
@@ -274,23 +267,14 @@ impl WebhookStore for DbStore {
         organization_id: OrganizationId,
         id: EndpointId,
     ) -> Result<bool, StoreError> {
-        let pool = self.pool.clone();
-        detached(async move {
-            let mut conn = pool.get().await.map_err(pool_error)?;
-            write_tx!(&mut *conn, async |conn: &mut Conn| {
-                // Its deliveries go by cascade.
-                let theirs = webhook_endpoints::table
-                    .filter(webhook_endpoints::id.eq(DbUuid(id.as_uuid())))
-                    .filter(
-                        webhook_endpoints::organization_id.eq(DbUuid(organization_id.as_uuid())),
-                    );
-                diesel::delete(theirs).execute(conn).await
-            })
-            .await
-            .map(|deleted| deleted == 1)
-            .map_err(db_error)
+        in_write_tx!(self, async |conn: &mut Conn| {
+            // Its deliveries go by cascade.
+            let theirs = webhook_endpoints::table
+                .filter(webhook_endpoints::id.eq(DbUuid(id.as_uuid())))
+                .filter(webhook_endpoints::organization_id.eq(DbUuid(organization_id.as_uuid())));
+            diesel::delete(theirs).execute(conn).await
         })
-        .await
+        .map(|deleted| deleted == 1)
     }
 
     async fn deliveries(
@@ -439,76 +423,69 @@ impl WebhookStore for DbStore {
         deliveries: Vec<NewDelivery>,
         at: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        let pool = self.pool.clone();
-        detached(async move {
-            let mut conn = pool.get().await.map_err(pool_error)?;
-            write_tx!(&mut *conn, async |conn: &mut Conn| {
-                let event = DbUuid(event_id.as_uuid());
-                let found: Option<(String, Option<DbUuid>)> = events::table
-                    .find(event)
-                    .select((events::event_type, events::organization_id))
-                    .first(conn)
-                    .await
-                    .optional()?;
-                let Some((event_type, Some(org))) = found else {
-                    // No such event, or one for no organization: nothing to deliver.
-                    diesel::update(events::table.find(event))
-                        .filter(events::dispatched_at.is_null())
-                        .set(events::dispatched_at.eq(Some(at)))
-                        .execute(conn)
-                        .await?;
-                    return Ok(());
-                };
-                // Only the event's organization's endpoints that still exist.
-                let wanted: Vec<DbUuid> = deliveries
-                    .iter()
-                    .map(|d| DbUuid(d.endpoint_id.as_uuid()))
-                    .collect();
-                let theirs: HashSet<DbUuid> = webhook_endpoints::table
-                    .filter(webhook_endpoints::id.eq_any(&wanted))
-                    .filter(webhook_endpoints::organization_id.eq(org))
-                    .select(webhook_endpoints::id)
-                    .load::<DbUuid>(conn)
-                    .await?
-                    .into_iter()
-                    .collect();
-                for delivery in &deliveries {
-                    let endpoint = DbUuid(delivery.endpoint_id.as_uuid());
-                    if !theirs.contains(&endpoint) {
-                        continue;
-                    }
-                    diesel::insert_into(webhook_deliveries::table)
-                        .values(NewDeliveryRow {
-                            id: DbUuid(delivery.id.as_uuid()),
-                            endpoint_id: endpoint,
-                            organization_id: org,
-                            event_id: event,
-                            event_type: &event_type,
-                            payload: &delivery.payload,
-                            status: DeliveryStatus::Pending.as_str(),
-                            attempt: 1,
-                            next_attempt_at: Some(at),
-                            created_at: at,
-                        })
-                        .on_conflict((
-                            webhook_deliveries::event_id,
-                            webhook_deliveries::endpoint_id,
-                        ))
-                        .do_nothing()
-                        .execute(conn)
-                        .await?;
-                }
+        in_write_tx!(self, async |conn: &mut Conn| {
+            let event = DbUuid(event_id.as_uuid());
+            let found: Option<(String, Option<DbUuid>)> = events::table
+                .find(event)
+                .select((events::event_type, events::organization_id))
+                .first(conn)
+                .await
+                .optional()?;
+            let Some((event_type, Some(org))) = found else {
+                // No such event, or one for no organization: nothing to deliver.
                 diesel::update(events::table.find(event))
                     .filter(events::dispatched_at.is_null())
                     .set(events::dispatched_at.eq(Some(at)))
                     .execute(conn)
                     .await?;
-                Ok::<_, diesel::result::Error>(())
-            })
-            .await
-            .map_err(db_error)
+                return Ok(());
+            };
+            // Only the event's organization's endpoints that still exist.
+            let wanted: Vec<DbUuid> = deliveries
+                .iter()
+                .map(|d| DbUuid(d.endpoint_id.as_uuid()))
+                .collect();
+            let theirs: HashSet<DbUuid> = webhook_endpoints::table
+                .filter(webhook_endpoints::id.eq_any(&wanted))
+                .filter(webhook_endpoints::organization_id.eq(org))
+                .select(webhook_endpoints::id)
+                .load::<DbUuid>(conn)
+                .await?
+                .into_iter()
+                .collect();
+            for delivery in &deliveries {
+                let endpoint = DbUuid(delivery.endpoint_id.as_uuid());
+                if !theirs.contains(&endpoint) {
+                    continue;
+                }
+                diesel::insert_into(webhook_deliveries::table)
+                    .values(NewDeliveryRow {
+                        id: DbUuid(delivery.id.as_uuid()),
+                        endpoint_id: endpoint,
+                        organization_id: org,
+                        event_id: event,
+                        event_type: &event_type,
+                        payload: &delivery.payload,
+                        status: DeliveryStatus::Pending.as_str(),
+                        attempt: 1,
+                        next_attempt_at: Some(at),
+                        created_at: at,
+                    })
+                    .on_conflict((
+                        webhook_deliveries::event_id,
+                        webhook_deliveries::endpoint_id,
+                    ))
+                    .do_nothing()
+                    .execute(conn)
+                    .await?;
+            }
+            diesel::update(events::table.find(event))
+                .filter(events::dispatched_at.is_null())
+                .set(events::dispatched_at.eq(Some(at)))
+                .execute(conn)
+                .await?;
+            Ok::<_, diesel::result::Error>(())
         })
-        .await
     }
 
     async fn lease_deliveries(
@@ -562,112 +539,98 @@ impl WebhookStore for DbStore {
         if leases.is_empty() {
             return Ok(());
         }
-        let pool = self.pool.clone();
-        detached(async move {
-            let mut conn = pool.get().await.map_err(pool_error)?;
-            write_tx!(&mut *conn, async |conn: &mut Conn| {
-                for (id, lease) in &leases {
-                    // Still due (it was when leased): the next lease call takes it.
-                    let held = webhook_deliveries::table
-                        .filter(webhook_deliveries::id.eq(DbUuid(id.as_uuid())))
-                        .filter(webhook_deliveries::lease.eq(Some(DbUuid(*lease))));
-                    diesel::update(held)
-                        .set((
-                            webhook_deliveries::lease.eq(None::<DbUuid>),
-                            webhook_deliveries::leased_until.eq(None::<DateTime<Utc>>),
-                        ))
-                        .execute(conn)
-                        .await?;
-                }
-                Ok::<_, diesel::result::Error>(())
-            })
-            .await
-            .map_err(db_error)
+        in_write_tx!(self, async |conn: &mut Conn| {
+            for (id, lease) in &leases {
+                // Still due (it was when leased): the next lease call takes it.
+                let held = webhook_deliveries::table
+                    .filter(webhook_deliveries::id.eq(DbUuid(id.as_uuid())))
+                    .filter(webhook_deliveries::lease.eq(Some(DbUuid(*lease))));
+                diesel::update(held)
+                    .set((
+                        webhook_deliveries::lease.eq(None::<DbUuid>),
+                        webhook_deliveries::leased_until.eq(None::<DateTime<Utc>>),
+                    ))
+                    .execute(conn)
+                    .await?;
+            }
+            Ok::<_, diesel::result::Error>(())
         })
-        .await
     }
 
     async fn record_attempt(
         &self,
         record: AttemptRecord,
     ) -> Result<Option<AttemptEffects>, StoreError> {
-        let pool = self.pool.clone();
-        detached(async move {
-            let mut conn = pool.get().await.map_err(pool_error)?;
-            write_tx!(&mut *conn, async |conn: &mut Conn| {
-                let held = webhook_deliveries::table
-                    .filter(webhook_deliveries::id.eq(DbUuid(record.delivery_id.as_uuid())))
-                    .filter(webhook_deliveries::lease.eq(Some(DbUuid(record.lease))));
-                let (status, next_attempt_at) = if record.succeeded {
-                    (DeliveryStatus::Success, None)
-                } else {
-                    (DeliveryStatus::Failed, record.next_attempt_at)
-                };
-                let at = record.attempted_at;
-                let endpoint: Option<DbUuid> = diesel::update(held)
+        in_write_tx!(self, async |conn: &mut Conn| {
+            let held = webhook_deliveries::table
+                .filter(webhook_deliveries::id.eq(DbUuid(record.delivery_id.as_uuid())))
+                .filter(webhook_deliveries::lease.eq(Some(DbUuid(record.lease))));
+            let (status, next_attempt_at) = if record.succeeded {
+                (DeliveryStatus::Success, None)
+            } else {
+                (DeliveryStatus::Failed, record.next_attempt_at)
+            };
+            let at = record.attempted_at;
+            let endpoint: Option<DbUuid> = diesel::update(held)
+                .set((
+                    webhook_deliveries::status.eq(status.as_str()),
+                    webhook_deliveries::attempt
+                        .eq(i32::try_from(record.attempt).unwrap_or(i32::MAX)),
+                    webhook_deliveries::http_status.eq(record.http_status.map(i32::from)),
+                    webhook_deliveries::response_body.eq(record.response_body.as_deref()),
+                    webhook_deliveries::duration_ms
+                        .eq(Some(i64::try_from(record.duration_ms).unwrap_or(i64::MAX))),
+                    webhook_deliveries::delivered_at.eq(Some(at)),
+                    webhook_deliveries::next_attempt_at.eq(next_attempt_at),
+                    webhook_deliveries::lease.eq(None::<DbUuid>),
+                    webhook_deliveries::leased_until.eq(None::<DateTime<Utc>>),
+                ))
+                .returning(webhook_deliveries::endpoint_id)
+                .get_result(conn)
+                .await
+                .optional()?;
+            // The lease was lost, or the endpoint (and with it the delivery) deleted.
+            let Some(endpoint) = endpoint else {
+                return Ok(None);
+            };
+            let this = webhook_endpoints::table.find(endpoint);
+            if record.succeeded {
+                diesel::update(this)
                     .set((
-                        webhook_deliveries::status.eq(status.as_str()),
-                        webhook_deliveries::attempt
-                            .eq(i32::try_from(record.attempt).unwrap_or(i32::MAX)),
-                        webhook_deliveries::http_status.eq(record.http_status.map(i32::from)),
-                        webhook_deliveries::response_body.eq(record.response_body.as_deref()),
-                        webhook_deliveries::duration_ms
-                            .eq(Some(i64::try_from(record.duration_ms).unwrap_or(i64::MAX))),
-                        webhook_deliveries::delivered_at.eq(Some(at)),
-                        webhook_deliveries::next_attempt_at.eq(next_attempt_at),
-                        webhook_deliveries::lease.eq(None::<DbUuid>),
-                        webhook_deliveries::leased_until.eq(None::<DateTime<Utc>>),
-                    ))
-                    .returning(webhook_deliveries::endpoint_id)
-                    .get_result(conn)
-                    .await
-                    .optional()?;
-                // The lease was lost, or the endpoint (and with it the delivery) deleted.
-                let Some(endpoint) = endpoint else {
-                    return Ok(None);
-                };
-                let this = webhook_endpoints::table.find(endpoint);
-                if record.succeeded {
-                    diesel::update(this)
-                        .set((
-                            webhook_endpoints::consecutive_failures.eq(0),
-                            webhook_endpoints::last_delivery_at.eq(Some(at)),
-                        ))
-                        .execute(conn)
-                        .await?;
-                    return Ok(Some(AttemptEffects {
-                        endpoint_disabled: false,
-                    }));
-                }
-                // The row lock this takes orders concurrent attempts at the same endpoint.
-                let failures: i32 = diesel::update(this)
-                    .set((
-                        webhook_endpoints::consecutive_failures
-                            .eq(webhook_endpoints::consecutive_failures + 1),
+                        webhook_endpoints::consecutive_failures.eq(0),
                         webhook_endpoints::last_delivery_at.eq(Some(at)),
                     ))
-                    .returning(webhook_endpoints::consecutive_failures)
-                    .get_result(conn)
+                    .execute(conn)
                     .await?;
-                let endpoint_disabled =
-                    if i64::from(failures) >= i64::from(record.disable_after_failures) {
-                        let disabled =
-                            diesel::update(this.filter(webhook_endpoints::is_active.eq(true)))
-                                .set((
-                                    webhook_endpoints::is_active.eq(false),
-                                    webhook_endpoints::updated_at.eq(at),
-                                ))
-                                .execute(conn)
-                                .await?;
-                        disabled == 1
-                    } else {
-                        false
-                    };
-                Ok::<_, diesel::result::Error>(Some(AttemptEffects { endpoint_disabled }))
-            })
-            .await
-            .map_err(db_error)
+                return Ok(Some(AttemptEffects {
+                    endpoint_disabled: false,
+                }));
+            }
+            // The row lock this takes orders concurrent attempts at the same endpoint.
+            let failures: i32 = diesel::update(this)
+                .set((
+                    webhook_endpoints::consecutive_failures
+                        .eq(webhook_endpoints::consecutive_failures + 1),
+                    webhook_endpoints::last_delivery_at.eq(Some(at)),
+                ))
+                .returning(webhook_endpoints::consecutive_failures)
+                .get_result(conn)
+                .await?;
+            let endpoint_disabled = if i64::from(failures)
+                >= i64::from(record.disable_after_failures)
+            {
+                let disabled = diesel::update(this.filter(webhook_endpoints::is_active.eq(true)))
+                    .set((
+                        webhook_endpoints::is_active.eq(false),
+                        webhook_endpoints::updated_at.eq(at),
+                    ))
+                    .execute(conn)
+                    .await?;
+                disabled == 1
+            } else {
+                false
+            };
+            Ok::<_, diesel::result::Error>(Some(AttemptEffects { endpoint_disabled }))
         })
-        .await
     }
 }
