@@ -42,3 +42,28 @@ on_both_backends! {
         }
     }
 }
+
+/// A store that cannot be reached is a 503 with `Retry-After`, never a 500.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_store_is_a_503() {
+    let app = crate::helpers::TestApp::spawn(crate::helpers::Backend::Postgres).await;
+    let user = app.logged_in("outage@example.com").await;
+    json_of(
+        app.client.get(app.url("/readyz")).send().await.unwrap(),
+        200,
+    )
+    .await;
+    app.lose_the_database().await;
+    for response in [
+        app.client.get(app.url("/readyz")).send().await.unwrap(),
+        app.login("outage@example.com", crate::helpers::PASSWORD)
+            .await,
+        app.me(&user.access_token).await,
+    ] {
+        assert!(response.headers().contains_key("retry-after"));
+        let body = json_of(response, 503).await;
+        assert!(body["detail"].is_string());
+    }
+    // Liveness does not depend on the store.
+    json_of(app.client.get(app.url("/livez")).send().await.unwrap(), 200).await;
+}

@@ -151,6 +151,21 @@ impl TestApp {
         Self::start(env, self._database.clone()).await
     }
 
+    /// Takes the PostgreSQL database away under the running server (the store goes down).
+    pub async fn lose_the_database(&self) {
+        let Database::Postgres(db) = self._database.as_ref() else {
+            panic!("only a PostgreSQL test app can lose its database");
+        };
+        let (client, connection) = tokio_postgres::connect(db.admin_url(), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        client
+            .batch_execute(&format!("DROP DATABASE \"{}\" WITH (FORCE)", db.name()))
+            .await
+            .unwrap();
+    }
+
     /// The mails written so far, oldest first, as raw text.
     pub fn mails(&self) -> Vec<String> {
         let mut paths: Vec<_> = std::fs::read_dir(self.mail_dir.path())
