@@ -148,6 +148,40 @@ pub async fn revert_all(url: &str) -> Result<Vec<String>, OpenError> {
     }
 }
 
+/// Which way migrations go.
+#[derive(Clone, Copy)]
+pub(crate) enum Direction {
+    Up,
+    DownAll,
+}
+
+/// Runs the embedded migrations over an async connection, with diesel's sync harness on a
+/// blocking thread (it blocks on the connection). Returns the versions applied or reverted.
+pub(crate) async fn migrate_with<C>(
+    conn: C,
+    migrations: diesel_migrations::EmbeddedMigrations,
+    direction: Direction,
+) -> Result<Vec<String>, OpenError>
+where
+    C: diesel_async::AsyncConnection + Send + 'static,
+    diesel_async::async_connection_wrapper::AsyncConnectionWrapper<C>:
+        diesel_migrations::MigrationHarness<C::Backend> + Send,
+{
+    use diesel_migrations::MigrationHarness;
+    let mut wrapper =
+        diesel_async::async_connection_wrapper::AsyncConnectionWrapper::<C>::from(conn);
+    tokio::task::spawn_blocking(move || {
+        let done = match direction {
+            Direction::Up => wrapper.run_pending_migrations(migrations),
+            Direction::DownAll => wrapper.revert_all_migrations(migrations),
+        };
+        done.map(|versions| versions.iter().map(ToString::to_string).collect())
+            .map_err(OpenError::Migrate)
+    })
+    .await
+    .map_err(|e| OpenError::Migrate(Box::new(e)))?
+}
+
 pub fn backend_of(url: &str) -> Result<Backend, OpenError> {
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         Ok(Backend::Postgres)

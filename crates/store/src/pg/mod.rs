@@ -3,13 +3,12 @@
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::{
-    async_connection_wrapper::AsyncConnectionWrapper,
     pooled_connection::{deadpool::Pool, AsyncDieselConnectionManager, ManagerConfig},
     AsyncConnection, AsyncPgConnection, RunQueryDsl,
 };
-use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
+use diesel_migrations::{embed_migrations, EmbeddedMigrations};
 
-use crate::{types::DbUuid, Backend, OpenError, StoreOptions};
+use crate::{migrate_with, types::DbUuid, Backend, Direction, OpenError, StoreOptions};
 
 pub(crate) mod schema;
 
@@ -79,28 +78,10 @@ impl DbStore {
     }
 
     pub(crate) async fn run_migrations(url: &str) -> Result<Vec<String>, OpenError> {
-        let conn = Self::connect(url).await?;
-        let mut wrapper: AsyncConnectionWrapper<Conn> = AsyncConnectionWrapper::from(conn);
-        tokio::task::spawn_blocking(move || {
-            wrapper
-                .run_pending_migrations(MIGRATIONS)
-                .map(|done| done.iter().map(ToString::to_string).collect())
-                .map_err(OpenError::Migrate)
-        })
-        .await
-        .map_err(|e| OpenError::Migrate(Box::new(e)))?
+        migrate_with(Self::connect(url).await?, MIGRATIONS, Direction::Up).await
     }
 
     pub(crate) async fn revert_migrations(url: &str) -> Result<Vec<String>, OpenError> {
-        let conn = Self::connect(url).await?;
-        let mut wrapper: AsyncConnectionWrapper<Conn> = AsyncConnectionWrapper::from(conn);
-        tokio::task::spawn_blocking(move || {
-            wrapper
-                .revert_all_migrations(MIGRATIONS)
-                .map(|done| done.iter().map(ToString::to_string).collect())
-                .map_err(OpenError::Migrate)
-        })
-        .await
-        .map_err(|e| OpenError::Migrate(Box::new(e)))?
+        migrate_with(Self::connect(url).await?, MIGRATIONS, Direction::DownAll).await
     }
 }

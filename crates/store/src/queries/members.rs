@@ -160,6 +160,24 @@ async fn load_invitation(
         .transpose()
 }
 
+/// The organizations the user owns.
+#[diesel::dsl::auto_type]
+fn owned_by(user: DbUuid) -> _ {
+    let owner: &'static str = Role::Owner.as_str();
+    memberships::table
+        .filter(memberships::user_id.eq(user))
+        .filter(memberships::role.eq(owner))
+        .select(memberships::organization_id)
+}
+
+/// The organizations someone other than the user belongs to.
+#[diesel::dsl::auto_type]
+fn with_members_besides(user: DbUuid) -> _ {
+    memberships::table
+        .filter(memberships::user_id.ne(user))
+        .select(memberships::organization_id)
+}
+
 #[async_trait]
 impl MemberStore for DbStore {
     async fn members(
@@ -445,18 +463,11 @@ impl MemberStore for DbStore {
     ) -> Result<Vec<OrganizationId>, StoreError> {
         let mut conn = self.conn().await?;
         let user = DbUuid(user_id.as_uuid());
-        let owned = memberships::table
-            .filter(memberships::user_id.eq(user))
-            .filter(memberships::role.eq(Role::Owner.as_str()))
-            .select(memberships::organization_id);
-        let with_others = memberships::table
-            .filter(memberships::user_id.ne(user))
-            .select(memberships::organization_id);
         let ids: Vec<DbUuid> = organizations::table
             .filter(organizations::is_active.eq(true))
             .filter(organizations::kind.eq(OrganizationType::Team.as_str()))
-            .filter(organizations::id.eq_any(owned))
-            .filter(organizations::id.eq_any(with_others))
+            .filter(organizations::id.eq_any(owned_by(user)))
+            .filter(organizations::id.eq_any(with_members_besides(user)))
             .select(organizations::id)
             .order((organizations::created_at.asc(), organizations::id.asc()))
             .load(&mut *conn)
@@ -470,20 +481,13 @@ impl MemberStore for DbStore {
             // First, while the memberships still say where the events should go.
             record_events(conn, events).await?;
             let user = DbUuid(user_id.as_uuid());
-            let owned = memberships::table
-                .filter(memberships::user_id.eq(user))
-                .filter(memberships::role.eq(Role::Owner.as_str()))
-                .select(memberships::organization_id);
-            let with_others = memberships::table
-                .filter(memberships::user_id.ne(user))
-                .select(memberships::organization_id);
             // Their personal workspaces, and the teams nobody else belongs to.
             let going: Vec<DbUuid> = organizations::table
-                .filter(organizations::id.eq_any(owned))
+                .filter(organizations::id.eq_any(owned_by(user)))
                 .filter(
                     organizations::kind
                         .eq(OrganizationType::Personal.as_str())
-                        .or(organizations::id.ne_all(with_others)),
+                        .or(organizations::id.ne_all(with_members_besides(user))),
                 )
                 .select(organizations::id)
                 .load(conn)

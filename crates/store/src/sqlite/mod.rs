@@ -6,15 +6,14 @@
 use chrono::{DateTime, Utc};
 use diesel::{prelude::*, sqlite::SqliteConnection, ConnectionError};
 use diesel_async::{
-    async_connection_wrapper::AsyncConnectionWrapper,
     pooled_connection::{deadpool::Pool, AsyncDieselConnectionManager, ManagerConfig},
     sync_connection_wrapper::SyncConnectionWrapper,
     AsyncConnection, RunQueryDsl,
 };
-use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
+use diesel_migrations::{embed_migrations, EmbeddedMigrations};
 use futures_util::FutureExt;
 
-use crate::{types::DbUuid, Backend, OpenError, StoreOptions};
+use crate::{migrate_with, types::DbUuid, Backend, Direction, OpenError, StoreOptions};
 
 pub(crate) mod schema;
 
@@ -112,32 +111,24 @@ impl DbStore {
     }
 
     pub(crate) async fn run_migrations(url: &str) -> Result<Vec<String>, OpenError> {
-        let conn = establish(url)
-            .await
-            .map_err(|e| OpenError::Connect(Box::new(e)))?;
-        let mut wrapper: AsyncConnectionWrapper<Conn> = AsyncConnectionWrapper::from(conn);
-        tokio::task::spawn_blocking(move || {
-            wrapper
-                .run_pending_migrations(MIGRATIONS)
-                .map(|done| done.iter().map(ToString::to_string).collect())
-                .map_err(OpenError::Migrate)
-        })
+        migrate_with(
+            establish(url)
+                .await
+                .map_err(|e| OpenError::Connect(Box::new(e)))?,
+            MIGRATIONS,
+            Direction::Up,
+        )
         .await
-        .map_err(|e| OpenError::Migrate(Box::new(e)))?
     }
 
     pub(crate) async fn revert_migrations(url: &str) -> Result<Vec<String>, OpenError> {
-        let conn = establish(url)
-            .await
-            .map_err(|e| OpenError::Connect(Box::new(e)))?;
-        let mut wrapper: AsyncConnectionWrapper<Conn> = AsyncConnectionWrapper::from(conn);
-        tokio::task::spawn_blocking(move || {
-            wrapper
-                .revert_all_migrations(MIGRATIONS)
-                .map(|done| done.iter().map(ToString::to_string).collect())
-                .map_err(OpenError::Migrate)
-        })
+        migrate_with(
+            establish(url)
+                .await
+                .map_err(|e| OpenError::Connect(Box::new(e)))?,
+            MIGRATIONS,
+            Direction::DownAll,
+        )
         .await
-        .map_err(|e| OpenError::Migrate(Box::new(e)))?
     }
 }
