@@ -4,12 +4,12 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 use serde_json::json;
 
-use super::{event, Principal};
+use super::{event, payloads, Principal};
 use crate::{
     model::{
         Email, EventType, FullName, NewOrganization, NewPassword, NewSession, NewUser,
-        OrganizationId, OrganizationName, OrganizationType, PasswordError, PasswordPolicy, Plan,
-        SecretToken, Slug, TokenHash, TokenKind, User, UserId,
+        Organization, OrganizationId, OrganizationName, OrganizationSettings, OrganizationType,
+        PasswordError, PasswordPolicy, Plan, SecretToken, Slug, TokenHash, TokenKind, User, UserId,
     },
     ports::{AccessClaims, BoxError, NewAccount, Ports, StoreError, TokenError},
 };
@@ -213,21 +213,25 @@ impl AuthService {
             plan: Plan::Free,
             created_at: now,
         };
-        let user_data = json!({
-            "id": user.id,
-            "email": user.email,
-            "full_name": user.full_name,
-            "created_at": now,
+        let user_data = payloads::user(&User {
+            id: user.id,
+            email: user.email.clone(),
+            full_name: user.full_name.clone(),
+            created_at: now,
+            updated_at: now,
         });
-        let org_data = json!({
-            "id": workspace.id,
-            "name": workspace.name,
-            "slug": workspace.slug,
-            "type": workspace.kind,
-            "plan": workspace.plan,
-            "is_active": true,
-            "created_at": now,
-            "updated_at": now,
+        let org_data = payloads::organization(&Organization {
+            id: workspace.id,
+            name: workspace.name.clone(),
+            slug: workspace.slug.clone(),
+            kind: workspace.kind,
+            plan: workspace.plan,
+            is_active: true,
+            settings: OrganizationSettings::default(),
+            member_count: 1,
+            application_count: 0,
+            created_at: now,
+            updated_at: now,
         });
         let events = vec![
             event(
@@ -451,12 +455,7 @@ impl AuthService {
         }
         let now = self.ports.clock.now();
         user.updated_at = now;
-        let mut data = json!({
-            "id": user.id,
-            "email": user.email,
-            "full_name": user.full_name,
-            "created_at": user.created_at,
-        });
+        let mut data = payloads::user(&user);
         data["changed"] = json!(changed);
         let updated = event(
             &self.ports,
