@@ -13,7 +13,7 @@ use gatehouse_domain::{
     service::{
         AuthenticateError, ChangePasswordError, CreateApiKeyError, DeleteApiKeyError, Forbidden,
         LoginError, MemberError, OrgAccessError, OrganizationError, RefreshError, RegisterError,
-        UpdateProfileError, WebhookError,
+        SettingsError, UpdateProfileError, WebhookError,
     },
 };
 use serde::Serialize;
@@ -38,7 +38,11 @@ impl FieldError {
             loc: loc
                 .iter()
                 .flat_map(|part| part.split('.'))
-                .map(serde_json::Value::from)
+                .map(|segment| match segment.parse::<u64>() {
+                    // A list index stays a number: ["body", "allowed_ips", 2].
+                    Ok(index) => serde_json::Value::from(index),
+                    Err(_) => serde_json::Value::from(segment),
+                })
                 .collect(),
             msg: msg.into(),
             kind,
@@ -172,6 +176,7 @@ impl From<LoginError> for ApiError {
     fn from(error: LoginError) -> Self {
         match error {
             LoginError::InvalidCredentials => Self::Unauthorized(error.to_string()),
+            LoginError::PasswordExpired => Self::Forbidden(error.to_string()),
             LoginError::Store(e) => e.into(),
             LoginError::Internal(_) => Self::Internal(Box::new(error)),
         }
@@ -181,7 +186,10 @@ impl From<LoginError> for ApiError {
 impl From<RefreshError> for ApiError {
     fn from(error: RefreshError) -> Self {
         match error {
-            RefreshError::InvalidToken => Self::Unauthorized(error.to_string()),
+            RefreshError::InvalidToken | RefreshError::Idle(_) | RefreshError::TooOld(_) => {
+                Self::Unauthorized(error.to_string())
+            }
+            RefreshError::PasswordExpired => Self::Forbidden(error.to_string()),
             RefreshError::Store(e) => e.into(),
             RefreshError::Internal(_) => Self::Internal(Box::new(error)),
         }
@@ -196,9 +204,14 @@ impl From<ChangePasswordError> for ApiError {
                 "current_password",
                 error.to_string(),
             )),
-            ChangePasswordError::WeakPassword(_) | ChangePasswordError::Unchanged => Self::field(
-                FieldError::invalid("body", "new_password", error.to_string()),
-            ),
+            ChangePasswordError::WeakPassword(_)
+            | ChangePasswordError::Unchanged
+            | ChangePasswordError::Reused(_) => Self::field(FieldError::invalid(
+                "body",
+                "new_password",
+                error.to_string(),
+            )),
+            ChangePasswordError::InvalidCredentials => Self::Unauthorized(error.to_string()),
             ChangePasswordError::UserGone => Self::Unauthorized(error.to_string()),
             ChangePasswordError::Store(e) => e.into(),
             ChangePasswordError::Internal(_) => Self::Internal(Box::new(error)),
@@ -229,6 +242,7 @@ impl From<OrgAccessError> for ApiError {
     fn from(error: OrgAccessError) -> Self {
         match error {
             OrgAccessError::NotFound => Self::NotFound(error.to_string()),
+            OrgAccessError::AddressNotAllowed(_) => Self::Forbidden(error.to_string()),
             OrgAccessError::Store(e) => e.into(),
         }
     }
@@ -306,6 +320,25 @@ impl From<WebhookError> for ApiError {
             }
             WebhookError::Cipher(_) => Self::Internal(Box::new(error)),
             WebhookError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<SettingsError> for ApiError {
+    fn from(error: SettingsError) -> Self {
+        match error {
+            SettingsError::Forbidden(e) => e.into(),
+            SettingsError::PlanRequired { .. } => Self::Forbidden(error.to_string()),
+            SettingsError::NotFound | SettingsError::NotConfigured => {
+                Self::NotFound(error.to_string())
+            }
+            SettingsError::LockOut(_) => Self::field(FieldError::invalid(
+                "body",
+                "ip_allowlist.allowed_ips",
+                error.to_string(),
+            )),
+            SettingsError::AlreadyConfigured => Self::Conflict(error.to_string()),
+            SettingsError::Store(e) => e.into(),
         }
     }
 }

@@ -4,7 +4,7 @@ use std::{future::Future, pin::Pin};
 
 use actix_web::{dev::Payload, web, FromRequest, HttpMessage, HttpRequest};
 use gatehouse_domain::{
-    model::OrganizationId,
+    model::{ClientAddress, OrganizationId},
     service::{Actor, Principal},
 };
 use serde::de::DeserializeOwned;
@@ -112,6 +112,38 @@ impl Fields {
                 None
             }
         }
+    }
+
+    /// A list field, each item parsed: a bad item is reported at `name.<index>`. `None` (with
+    /// the error recorded) when the list is missing or any item is bad.
+    pub fn each<R, T, E: std::fmt::Display>(
+        &mut self,
+        name: &str,
+        raw: Option<Vec<R>>,
+        mut parse: impl FnMut(R) -> Result<T, E>,
+    ) -> Option<Vec<T>> {
+        let Some(raw) = raw else {
+            self.errors.push(FieldError::missing("body", name));
+            return None;
+        };
+        let before = self.errors.len();
+        let mut items = Vec::with_capacity(raw.len());
+        for (index, item) in raw.into_iter().enumerate() {
+            match parse(item) {
+                Ok(item) => items.push(item),
+                Err(e) => self.errors.push(FieldError::invalid(
+                    "body",
+                    &format!("{name}.{index}"),
+                    format!("{name}[{index}] {e}"),
+                )),
+            }
+        }
+        (self.errors.len() == before).then_some(items)
+    }
+
+    /// Records an error found after the fields parsed (a rule across fields).
+    pub fn invalid(&mut self, name: &str, msg: impl Into<String>) {
+        self.errors.push(FieldError::invalid("body", name, msg));
     }
 
     /// `Ok(value)` when no field failed, else the list-shaped `422`.
@@ -255,9 +287,36 @@ impl FromRequest for PathOrganization {
     }
 }
 
+/// Where the request comes from: the socket's peer, or what `X-Forwarded-For` says when the peer
+/// is one of `GATEHOUSE_TRUSTED_PROXIES` (see [`ClientAddress::resolve`]).
+pub fn client_address(req: &HttpRequest) -> ClientAddress {
+    let peer = req
+        .peer_addr()
+        .map_or(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), |a| {
+            a.ip()
+        });
+    let Some(trusted) = req
+        .app_data::<web::Data<AppState>>()
+        .map(|state| state.trusted_proxies.clone())
+        .filter(|trusted| !trusted.is_empty())
+    else {
+        return ClientAddress(peer.to_canonical());
+    };
+    let header_lines: Vec<&str> = req
+        .headers()
+        .get_all("x-forwarded-for")
+        .filter_map(|value| value.to_str().ok())
+        .collect();
+    let hops: Vec<&str> = header_lines
+        .iter()
+        .flat_map(|line| line.split(','))
+        .collect();
+    ClientAddress::resolve(peer, &hops, &trusted)
+}
+
 /// The principal inside the organization: the actor the rate-limit middleware already resolved,
 /// or a fresh membership check.
-async fn actor_in(
+pub(crate) async fn actor_in(
     req: &HttpRequest,
     principal: Principal,
     organization: OrganizationId,
@@ -269,7 +328,10 @@ async fn actor_in(
         .cloned();
     match cached {
         Some(actor) => Ok(actor),
-        None => Ok(state(req)?.ports.actor(principal, organization).await?),
+        None => Ok(state(req)?
+            .ports
+            .actor(principal, organization, client_address(req))
+            .await?),
     }
 }
 

@@ -36,6 +36,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .service(resource("/auth/logout").route(web::post().to(auth::logout)))
                 .service(resource("/auth/password").route(web::post().to(auth::change_password)))
                 .service(
+                    resource("/auth/password/renew").route(web::post().to(auth::renew_password)),
+                )
+                .service(
                     resource("/users/me")
                         .route(web::get().to(users::me))
                         .route(web::patch().to(users::update_me))
@@ -51,6 +54,22 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                         .route(web::get().to(organizations::get))
                         .route(web::patch().to(organizations::update))
                         .route(web::delete().to(organizations::delete)),
+                )
+                .service(
+                    resource("/organizations/{id}/policies")
+                        .route(web::get().to(policies::get_policies))
+                        .route(web::put().to(policies::put_policies)),
+                )
+                .service(
+                    resource("/organizations/{id}/branding")
+                        .route(web::get().to(policies::get_branding))
+                        .route(web::put().to(policies::put_branding)),
+                )
+                .service(resource("/sso/configurations").route(web::post().to(sso::create)))
+                .service(
+                    resource("/sso/configurations/{id}")
+                        .route(web::get().to(sso::get))
+                        .route(web::put().to(sso::update)),
                 )
                 .service(
                     resource("/organizations/{id}/members")

@@ -97,8 +97,6 @@ mod json_errors_impl {
 pub use rate_limit_impl::rate_limit;
 
 mod rate_limit_impl {
-    use std::net::{IpAddr, Ipv4Addr};
-
     use actix_web::{
         body::{EitherBody, MessageBody},
         dev::{ServiceRequest, ServiceResponse},
@@ -113,7 +111,10 @@ mod rate_limit_impl {
 
     use crate::{
         error::ErrorBody,
-        extract::{authenticate_credentials, organization_in_context, state, API_KEY_HEADER},
+        extract::{
+            authenticate_credentials, client_address, organization_in_context, state,
+            API_KEY_HEADER,
+        },
     };
 
     /// Probes are not counted: an orchestrator must always reach them.
@@ -148,9 +149,8 @@ mod rate_limit_impl {
         if UNCOUNTED.contains(&req.path()) {
             return Ok(next.call(req).await?.map_into_left_body());
         }
-        let ip = req
-            .peer_addr()
-            .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |addr| addr.ip());
+        let client = client_address(req.request());
+        let ip = client.0;
         let has_credentials = req.headers().contains_key(header::AUTHORIZATION)
             || req.headers().contains_key(API_KEY_HEADER);
         let caller = match has_credentials {
@@ -162,7 +162,11 @@ mod rate_limit_impl {
                     req.extensions_mut().insert(principal.clone());
                     let mut organization_plan = None;
                     if let Some(organization) = organization_in_context(req.request()) {
-                        if let Ok(actor) = app.ports.actor(principal.clone(), organization).await {
+                        if let Ok(actor) = app
+                            .ports
+                            .actor(principal.clone(), organization, client)
+                            .await
+                        {
                             organization_plan = Some(actor.membership.plan);
                             req.extensions_mut().insert(actor);
                         }

@@ -7,7 +7,7 @@ use utoipa::{
 
 use crate::{
     error::{ErrorBody, FieldError, ValidationErrorBody},
-    routes::{api_keys, auth, health, members, organizations, users, webhooks},
+    routes::{api_keys, auth, health, members, organizations, policies, sso, users, webhooks},
 };
 
 #[derive(OpenApi)]
@@ -22,6 +22,7 @@ use crate::{
         auth::refresh,
         auth::logout,
         auth::change_password,
+        auth::renew_password,
         auth::jwks,
         users::me,
         users::update_me,
@@ -31,6 +32,13 @@ use crate::{
         organizations::get,
         organizations::update,
         organizations::delete,
+        policies::get_policies,
+        policies::put_policies,
+        policies::get_branding,
+        policies::put_branding,
+        sso::create,
+        sso::get,
+        sso::update,
         members::list,
         members::invite,
         members::change_role,
@@ -62,6 +70,8 @@ use crate::{
         (name = "users", description = "The caller's profile"),
         (name = "organizations", description = "Organizations the caller belongs to"),
         (name = "members", description = "Members, invitations, roles"),
+        (name = "policies", description = "Policies and branding (business and enterprise plans)"),
+        (name = "sso", description = "SAML single sign-on configuration (business and enterprise plans)"),
         (name = "invitations", description = "Invitations addressed to the caller"),
         (name = "webhooks", description = "Endpoints, signed deliveries, the delivery log"),
         (name = "api-keys", description = "Keys for server-to-server calls"),

@@ -1,9 +1,9 @@
 use gatehouse_domain::{
-    model::RateLimits,
+    model::{IpRange, RateLimits},
     ports::Ports,
     service::{
-        ApiKeyService, AuthService, AuthSettings, MemberService, OrganizationService,
-        RateLimitService, WebhookService,
+        ApiKeyService, AuthService, AuthSettings, BrandingService, MemberService,
+        OrganizationService, PolicyService, RateLimitService, SsoService, WebhookService,
     },
 };
 
@@ -17,11 +17,25 @@ pub struct AppState {
     pub members: MemberService,
     pub rate_limits: RateLimitService,
     pub webhooks: WebhookService,
+    pub policies: PolicyService,
+    pub branding: BrandingService,
+    pub sso: SsoService,
+    /// `GATEHOUSE_TRUSTED_PROXIES`: peers whose `X-Forwarded-For` is believed.
+    pub trusted_proxies: Vec<IpRange>,
 }
 
 impl AppState {
-    pub fn new(ports: Ports, settings: AuthSettings, limits: RateLimits) -> Self {
+    pub fn new(
+        ports: Ports,
+        settings: AuthSettings,
+        limits: RateLimits,
+        trusted_proxies: Vec<IpRange>,
+    ) -> Self {
         Self {
+            policies: PolicyService::new(ports.clone()),
+            branding: BrandingService::new(ports.clone()),
+            sso: SsoService::new(ports.clone(), settings.issuer.clone()),
+            trusted_proxies,
             members: MemberService::new(ports.clone(), settings.issuer.clone()),
             auth: AuthService::new(ports.clone(), settings),
             api_keys: ApiKeyService::new(ports.clone()),

@@ -16,12 +16,13 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::model::{
-    ApiKey, ApiKeyId, Delivery, DeliveryId, DeliveryStats, DeliveryStatus, Email, EndpointId,
-    EventId, EventType, Invitation, InvitationId, Member, MemberFilter, Membership, NewApiKey,
-    NewEvent, NewInvitation, NewOrganization, NewPassword, NewSession, NewUser, Organization,
-    OrganizationChange, OrganizationFilter, OrganizationId, Page, PageRequest, PasswordHash, Plan,
-    Role, SecretToken, Session, SessionId, Slug, TokenHash, TokenKind, User, UserCredentials,
-    UserId, WebhookEndpoint, WebhookUrl,
+    ApiKey, ApiKeyId, Branding, Delivery, DeliveryId, DeliveryStats, DeliveryStatus, Email,
+    EndpointId, EventId, EventType, Invitation, InvitationId, Member, MemberFilter, Membership,
+    NewApiKey, NewEvent, NewInvitation, NewOrganization, NewPassword, NewSession, NewUser,
+    Organization, OrganizationChange, OrganizationFilter, OrganizationId, OrganizationPolicies,
+    Page, PageRequest, PasswordHash, Plan, Role, SecretToken, Session, SessionId, Slug,
+    SsoConfiguration, TokenHash, TokenKind, User, UserCredentials, UserId, WebhookEndpoint,
+    WebhookUrl,
 };
 
 /// The source of an unexpected failure, kept for the log.
@@ -74,8 +75,17 @@ pub trait AccountStore: Send + Sync + 'static {
     /// Saves a changed profile (name) with its event. Returns false when the user is gone.
     async fn update_user(&self, user: User, event: NewEvent) -> Result<bool, StoreError>;
 
-    /// Replaces the password hash, ends every session of the user but `keep`, and records the
-    /// event, in one transaction.
+    /// The hashes of the user's previous passwords (not the current one), newest first, at most
+    /// `limit`.
+    async fn previous_password_hashes(
+        &self,
+        user_id: UserId,
+        limit: u32,
+    ) -> Result<Vec<PasswordHash>, StoreError>;
+
+    /// Replaces the password hash (the old one joins the user's password history, which keeps
+    /// the 24 newest), ends every session of the user but `keep`, and records the event, in one
+    /// transaction.
     async fn change_password(
         &self,
         user_id: UserId,
@@ -90,16 +100,26 @@ pub trait AccountStore: Send + Sync + 'static {
 #[async_trait]
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 pub trait SessionStore: Send + Sync + 'static {
-    /// Stores a new session and its `auth.login` event.
-    async fn create_session(&self, session: NewSession, event: NewEvent) -> Result<(), StoreError>;
+    /// Stores a new session and its `auth.login` event. With `keep_at_most`, the user's oldest
+    /// live sessions are revoked in the same transaction until at most that many remain live,
+    /// the new one included.
+    async fn create_session(
+        &self,
+        session: NewSession,
+        event: NewEvent,
+        keep_at_most: Option<u32>,
+    ) -> Result<(), StoreError>;
 
     /// The session whose refresh token has this hash, if it is neither revoked nor expired at
-    /// `now`; marks it used at `now`.
-    async fn use_refresh_token(
+    /// `now`, as it stands (its `last_used_at` unchanged).
+    async fn session_by_refresh_token(
         &self,
         hash: &TokenHash,
         now: DateTime<Utc>,
     ) -> Result<Option<Session>, StoreError>;
+
+    /// Marks a live session used at `now`. Returns false when it is no longer live.
+    async fn touch_session(&self, id: SessionId, now: DateTime<Utc>) -> Result<bool, StoreError>;
 
     /// Whether the session is neither revoked nor expired at `now`: one indexed read, done on
     /// every authenticated request so that a logout takes effect at once on every replica.
@@ -212,6 +232,100 @@ pub trait OrganizationStore: Send + Sync + 'static {
         id: OrganizationId,
         plan: Plan,
         at: DateTime<Utc>,
+        event: NewEvent,
+    ) -> Result<bool, StoreError>;
+}
+
+/// An organization's saved policies and when they were saved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SavedPolicies {
+    pub policies: OrganizationPolicies,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// An organization's plan and its saved policies (`None` when it never saved any): what
+/// [`crate::model::EffectivePolicies::of`] folds.
+pub type PlanPolicies = (Plan, Option<OrganizationPolicies>);
+
+/// Organization policies.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait PolicyStore: Send + Sync + 'static {
+    /// The organization's saved policies, `None` when it never saved any.
+    async fn policies(&self, id: OrganizationId) -> Result<Option<SavedPolicies>, StoreError>;
+
+    /// Replaces the policies of a live organization and records the event. Returns false when
+    /// the organization is not live.
+    async fn save_policies(
+        &self,
+        id: OrganizationId,
+        policies: OrganizationPolicies,
+        at: DateTime<Utc>,
+        event: NewEvent,
+    ) -> Result<bool, StoreError>;
+
+    /// The plans and policies of the live organizations the user is an active member of.
+    async fn policies_of_member(&self, user_id: UserId) -> Result<Vec<PlanPolicies>, StoreError>;
+
+    /// The plans and policies of the live organizations holding a pending invitation for the
+    /// email that has not expired at `now`.
+    async fn policies_of_invitee(
+        &self,
+        email: &Email,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<PlanPolicies>, StoreError>;
+}
+
+/// An organization's saved branding and when it was saved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SavedBranding {
+    pub branding: Branding,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// White-label branding.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait BrandingStore: Send + Sync + 'static {
+    /// The organization's saved branding, `None` when it never saved any.
+    async fn branding(&self, id: OrganizationId) -> Result<Option<SavedBranding>, StoreError>;
+
+    /// Replaces the branding of a live organization and records the event. Returns false when
+    /// the organization is not live.
+    async fn save_branding(
+        &self,
+        id: OrganizationId,
+        branding: Branding,
+        at: DateTime<Utc>,
+        event: NewEvent,
+    ) -> Result<bool, StoreError>;
+}
+
+/// SAML single sign-on configurations, one per organization.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait SsoStore: Send + Sync + 'static {
+    async fn sso_configuration(
+        &self,
+        id: OrganizationId,
+    ) -> Result<Option<SsoConfiguration>, StoreError>;
+
+    /// Stores the configuration of a live organization and records the event. Returns false
+    /// when the organization is not live.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] when the organization has a configuration already.
+    async fn create_sso_configuration(
+        &self,
+        configuration: SsoConfiguration,
+        event: NewEvent,
+    ) -> Result<bool, StoreError>;
+
+    /// Replaces the organization's configuration and records the event. Returns false when it
+    /// has none or is not live.
+    async fn update_sso_configuration(
+        &self,
+        configuration: SsoConfiguration,
         event: NewEvent,
     ) -> Result<bool, StoreError>;
 }
@@ -789,6 +903,9 @@ pub struct Ports {
     pub memberships: Arc<dyn MembershipStore>,
     pub organizations: Arc<dyn OrganizationStore>,
     pub members: Arc<dyn MemberStore>,
+    pub policies: Arc<dyn PolicyStore>,
+    pub branding: Arc<dyn BrandingStore>,
+    pub sso: Arc<dyn SsoStore>,
     pub health: Arc<dyn HealthStore>,
     pub clock: Arc<dyn Clock>,
     pub random: Arc<dyn Random>,

@@ -7,8 +7,9 @@ use actix_web::{dev::Server, middleware::from_fn, web, App, HttpServer};
 use gatehouse_api::{configure, json_errors, rate_limit, request_id, AppState};
 use gatehouse_delivery::{HttpsSender, SenderConfig};
 use gatehouse_domain::{
+    model::{Organization, OrganizationId, Plan},
     ports::{Ports, RateLimiter, TokenSigner},
-    service::{AuthSettings, DeliveryEngine, DeliverySettings},
+    service::{AuthSettings, DeliveryEngine, DeliverySettings, OrganizationService},
 };
 use gatehouse_store::{Store, StoreOptions};
 use tokio::task::JoinHandle;
@@ -81,6 +82,9 @@ pub async fn ports(
         memberships: store.clone(),
         organizations: store.clone(),
         members: store.clone(),
+        policies: store.clone(),
+        branding: store.clone(),
+        sso: store.clone(),
         webhooks: store.clone(),
         health: store,
         clock,
@@ -92,6 +96,38 @@ pub async fn ports(
         cipher: Arc::new(cipher),
         sender: Arc::new(sender),
     })
+}
+
+/// `gatehouse orgs set-plan`: moves a live organization to another plan, as an operator does.
+pub async fn set_plan(
+    config: &Config,
+    id: OrganizationId,
+    plan: Plan,
+) -> anyhow::Result<Organization> {
+    let secret = secret_key::resolve(config)?;
+    let store = open_store(config).await?;
+    let keys = Arc::new(
+        KeyRing::load_or_create(
+            store.clone(),
+            secret.secret_box(),
+            Arc::new(SystemClock),
+            config.public_url_for(config.bind),
+            AuthSettings::new(String::new()).access_token_ttl,
+        )
+        .await?,
+    );
+    let ports = ports(
+        store,
+        config,
+        Arc::new(SystemClock),
+        keys,
+        secret.secret_box(),
+    )
+    .await?;
+    OrganizationService::new(ports)
+        .set_plan(id, plan)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 impl Application {
@@ -129,7 +165,12 @@ impl Application {
                 ..DeliverySettings::default()
             },
         );
-        let state = web::Data::new(AppState::new(ports, settings, config.rate_limits));
+        let state = web::Data::new(AppState::new(
+            ports,
+            settings,
+            config.rate_limits,
+            config.trusted_proxies.clone(),
+        ));
         let purge_organizations = state.organizations.clone();
         let server = HttpServer::new(move || {
             App::new()

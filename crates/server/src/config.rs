@@ -6,7 +6,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use gatehouse_domain::model::{RateLimits, RetrySchedule};
+use gatehouse_domain::model::{IpRange, RateLimits, RetrySchedule};
 use serde::Deserialize;
 
 /// The configuration a server runs with.
@@ -41,6 +41,8 @@ pub struct Config {
     pub webhook_ca_file: Option<PathBuf>,
     /// `GATEHOUSE_WEBHOOK_ALLOW_PRIVATE_TARGETS`: allow loopback, private and link-local targets.
     pub webhook_allow_private_targets: bool,
+    /// `GATEHOUSE_TRUSTED_PROXIES`: addresses or CIDR ranges whose `X-Forwarded-For` is believed.
+    pub trusted_proxies: Vec<IpRange>,
 }
 
 /// A URL that may hold a password: `Debug` shows it without.
@@ -75,6 +77,7 @@ struct Layer {
     secret_key: Option<SecretKeySetting>,
     db_pool_size: Option<String>,
     rate_limits: Option<String>,
+    trusted_proxies: Option<String>,
     redis_url: Option<SecretUrl>,
     smtp_url: Option<SecretUrl>,
     mail_dir: Option<PathBuf>,
@@ -94,6 +97,7 @@ impl Layer {
             secret_key: vars("GATEHOUSE_SECRET_KEY").map(SecretKeySetting),
             db_pool_size: vars("GATEHOUSE_DB_POOL_SIZE"),
             rate_limits: vars("GATEHOUSE_RATE_LIMITS"),
+            trusted_proxies: vars("GATEHOUSE_TRUSTED_PROXIES"),
             redis_url: vars("GATEHOUSE_REDIS_URL").map(SecretUrl),
             smtp_url: vars("GATEHOUSE_SMTP_URL").map(SecretUrl),
             mail_dir: vars("GATEHOUSE_MAIL_DIR").map(PathBuf::from),
@@ -113,6 +117,7 @@ impl Layer {
             secret_key: self.secret_key.or(base.secret_key),
             db_pool_size: self.db_pool_size.or(base.db_pool_size),
             rate_limits: self.rate_limits.or(base.rate_limits),
+            trusted_proxies: self.trusted_proxies.or(base.trusted_proxies),
             redis_url: self.redis_url.or(base.redis_url),
             smtp_url: self.smtp_url.or(base.smtp_url),
             mail_dir: self.mail_dir.or(base.mail_dir),
@@ -220,6 +225,20 @@ impl Config {
                 reason,
             })?,
         };
+        let trusted_proxies = layer
+            .trusted_proxies
+            .as_deref()
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .filter(|entry| !entry.is_empty())
+            .map(|entry| {
+                IpRange::parse(entry).map_err(|e| ConfigError::Invalid {
+                    name: "GATEHOUSE_TRUSTED_PROXIES",
+                    reason: format!("{entry:?} {e}"),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let webhook_retry_schedule = match layer.webhook_retry_schedule {
             None => RetrySchedule::default(),
             Some(raw) => raw.parse().map_err(|reason| ConfigError::Invalid {
@@ -250,6 +269,7 @@ impl Config {
             }
         };
         Ok(Self {
+            trusted_proxies,
             webhook_retry_schedule,
             webhook_timeout,
             webhook_ca_file: layer.webhook_ca_file.filter(|p| !p.as_os_str().is_empty()),
@@ -317,6 +337,23 @@ mod tests {
     }
 
     #[test]
+    fn trusted_proxies_are_a_comma_separated_list_of_ranges() {
+        let config = Config::load_from(None, env(&[])).unwrap();
+        assert!(config.trusted_proxies.is_empty());
+        let config = Config::load_from(
+            None,
+            env(&[("GATEHOUSE_TRUSTED_PROXIES", "10.0.0.0/8, 127.0.0.1 ,")]),
+        )
+        .unwrap();
+        let shown: Vec<String> = config
+            .trusted_proxies
+            .iter()
+            .map(|r| r.to_string())
+            .collect();
+        assert_eq!(shown, ["10.0.0.0/8", "127.0.0.1"]);
+    }
+
+    #[test]
     fn bad_values_name_their_variable() {
         for (name, value) in [
             ("GATEHOUSE_BIND", "nowhere"),
@@ -327,6 +364,7 @@ mod tests {
             ("GATEHOUSE_WEBHOOK_RETRY_SCHEDULE", "1,2"),
             ("GATEHOUSE_WEBHOOK_TIMEOUT_SECS", "forever"),
             ("GATEHOUSE_WEBHOOK_ALLOW_PRIVATE_TARGETS", "maybe"),
+            ("GATEHOUSE_TRUSTED_PROXIES", "10.0.0.0/8, proxy.internal"),
         ] {
             let error = Config::load_from(None, env(&[(name, value)])).unwrap_err();
             assert!(error.to_string().contains(name), "{error}");

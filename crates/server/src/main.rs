@@ -3,13 +3,10 @@
 use std::{io::Write, path::PathBuf, process::ExitCode};
 
 use clap::{Parser, Subcommand};
-use gatehouse_domain::{
-    model::{OrganizationId, Plan},
-    service::{AuthSettings, OrganizationService},
-};
+use gatehouse_domain::model::{OrganizationId, Plan};
 use gatehouse_server::{
-    adapters::{rotate_signing_key, KeyRing, SystemClock},
-    app::{open_store, ports},
+    adapters::{rotate_signing_key, SystemClock},
+    app::{open_store, set_plan},
     secret_key, telemetry, Application, Config,
 };
 
@@ -126,30 +123,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let plan: Plan = plan
                 .parse()
                 .map_err(|e| anyhow::anyhow!("plan {plan:?} {e}"))?;
-            let secret = secret_key::resolve(&config)?;
-            let store = open_store(&config).await?;
-            let keys = std::sync::Arc::new(
-                KeyRing::load_or_create(
-                    store.clone(),
-                    secret.secret_box(),
-                    std::sync::Arc::new(SystemClock),
-                    config.public_url_for(config.bind),
-                    AuthSettings::new(String::new()).access_token_ttl,
-                )
-                .await?,
-            );
-            let ports = ports(
-                store,
-                &config,
-                std::sync::Arc::new(SystemClock),
-                keys,
-                secret.secret_box(),
-            )
-            .await?;
-            let organization = OrganizationService::new(ports)
-                .set_plan(OrganizationId::from_uuid(organization_id), plan)
-                .await
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let organization =
+                set_plan(&config, OrganizationId::from_uuid(organization_id), plan).await?;
             writeln!(
                 std::io::stdout(),
                 "{} ({}) is now on the {} plan",

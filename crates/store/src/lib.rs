@@ -17,8 +17,9 @@
 use std::{future::Future, sync::Arc};
 
 use gatehouse_domain::ports::{
-    AccountStore, ApiKeyStore, BoxError, HealthStore, MemberStore, MembershipStore,
-    OrganizationStore, SessionStore, SigningKeyStore, StoreError, WebhookStore,
+    AccountStore, ApiKeyStore, BoxError, BrandingStore, HealthStore, MemberStore, MembershipStore,
+    OrganizationStore, PolicyStore, SessionStore, SigningKeyStore, SsoStore, StoreError,
+    WebhookStore,
 };
 
 /// The deliveries due at `$now` that may be leased, oldest due first, up to `$limit`: their
@@ -71,6 +72,9 @@ pub trait Store:
     + MembershipStore
     + OrganizationStore
     + MemberStore
+    + PolicyStore
+    + BrandingStore
+    + SsoStore
     + SigningKeyStore
     + HealthStore
     + WebhookStore

@@ -256,12 +256,12 @@ on_both_backends! {
 // ---------------------------------------------------------------------------------------------
 
 on_both_backends! {
-    async fn a_refresh_token_finds_its_live_session_and_marks_it_used(db: Db) {
+    async fn a_refresh_token_finds_its_live_session_and_a_touch_marks_it_used(db: Db) {
         let ada = db.registered("ada@example.com").await;
         let created = now();
         let (new, hash) = session(ada, created, Duration::days(30));
         db.store
-            .create_session(new.clone(), event(EventType::AuthLogin, None, Some(ada)))
+            .create_session(new.clone(), event(EventType::AuthLogin, None, Some(ada)), None)
             .await
             .unwrap();
         assert_eq!(db.count("SELECT COUNT(*) AS n FROM events").await, 3);
@@ -270,7 +270,7 @@ on_both_backends! {
         let used_at = created + Duration::minutes(10);
         let found = db
             .store
-            .use_refresh_token(&hash, used_at)
+            .session_by_refresh_token(&hash, used_at)
             .await
             .unwrap()
             .expect("the session is live");
@@ -278,14 +278,15 @@ on_both_backends! {
         assert_eq!(found.user_id, ada);
         assert_eq!(found.created_at, created);
         assert_eq!(found.expires_at, new.expires_at);
+        // Finding it changes nothing: the idle check needs the last use before this one.
+        assert_eq!(found.last_used_at, created);
+
+        assert!(db.store.touch_session(new.id, used_at).await.unwrap());
+        let found = db.store.session_by_refresh_token(&hash, used_at).await.unwrap().unwrap();
         assert_eq!(found.last_used_at, used_at);
 
-        let used_again = used_at + Duration::minutes(1);
-        let found = db.store.use_refresh_token(&hash, used_again).await.unwrap().unwrap();
-        assert_eq!(found.last_used_at, used_again);
-
         let (_, unknown) = session(ada, created, Duration::days(30));
-        assert!(db.store.use_refresh_token(&unknown, used_at).await.unwrap().is_none());
+        assert!(db.store.session_by_refresh_token(&unknown, used_at).await.unwrap().is_none());
     }
 
     async fn an_expired_session_cannot_be_refreshed(db: Db) {
@@ -293,7 +294,7 @@ on_both_backends! {
         let created = now();
         let (new, hash) = session(ada, created, Duration::hours(1));
         db.store
-            .create_session(new.clone(), event(EventType::AuthLogin, None, Some(ada)))
+            .create_session(new.clone(), event(EventType::AuthLogin, None, Some(ada)), None)
             .await
             .unwrap();
 
@@ -303,11 +304,11 @@ on_both_backends! {
 
         let past = new.expires_at + Duration::seconds(1);
         assert!(!db.store.is_live(new.id, past).await.unwrap());
-        assert!(db.store.use_refresh_token(&hash, past).await.unwrap().is_none());
-        assert!(db.store.use_refresh_token(&hash, new.expires_at).await.unwrap().is_none());
+        assert!(db.store.session_by_refresh_token(&hash, past).await.unwrap().is_none());
+        assert!(db.store.session_by_refresh_token(&hash, new.expires_at).await.unwrap().is_none());
 
         // Still usable before it expires: the failed attempts changed nothing.
-        let found = db.store.use_refresh_token(&hash, just_before).await.unwrap();
+        let found = db.store.session_by_refresh_token(&hash, just_before).await.unwrap();
         assert_eq!(found.map(|s| s.id), Some(new.id));
     }
 
@@ -316,7 +317,7 @@ on_both_backends! {
         let created = now();
         let (new, hash) = session(ada, created, Duration::days(30));
         db.store
-            .create_session(new.clone(), event(EventType::AuthLogin, None, Some(ada)))
+            .create_session(new.clone(), event(EventType::AuthLogin, None, Some(ada)), None)
             .await
             .unwrap();
         let events = db.count("SELECT COUNT(*) AS n FROM events").await;
@@ -331,7 +332,7 @@ on_both_backends! {
         assert_eq!(db.count("SELECT COUNT(*) AS n FROM events").await, events + 1);
 
         assert!(!db.store.is_live(new.id, ended_at).await.unwrap());
-        assert!(db.store.use_refresh_token(&hash, ended_at).await.unwrap().is_none());
+        assert!(db.store.session_by_refresh_token(&hash, ended_at).await.unwrap().is_none());
 
         let again = db
             .store
@@ -351,13 +352,13 @@ on_both_backends! {
         let created = now();
         let (first, _) = session(ada, created, Duration::days(1));
         let login = event(EventType::AuthLogin, None, Some(ada));
-        db.store.create_session(first, login.clone()).await.unwrap();
+        db.store.create_session(first, login.clone(), None).await.unwrap();
 
         // The event's id is taken, so the event cannot be recorded: neither can the session.
         let (second, hash) = session(ada, created, Duration::days(1));
-        assert!(db.store.create_session(second.clone(), login).await.is_err());
+        assert!(db.store.create_session(second.clone(), login, None).await.is_err());
         assert!(!db.store.is_live(second.id, created).await.unwrap());
-        assert!(db.store.use_refresh_token(&hash, created).await.unwrap().is_none());
+        assert!(db.store.session_by_refresh_token(&hash, created).await.unwrap().is_none());
         assert_eq!(db.count("SELECT COUNT(*) AS n FROM sessions").await, 1);
     }
 
@@ -369,7 +370,7 @@ on_both_backends! {
         for user in [ada, ada, ada, bob] {
             let (new, hash) = session(user, created, Duration::days(30));
             db.store
-                .create_session(new.clone(), event(EventType::AuthLogin, None, Some(user)))
+                .create_session(new.clone(), event(EventType::AuthLogin, None, Some(user)), None)
                 .await
                 .unwrap();
             sessions.push((new, hash));
@@ -403,8 +404,8 @@ on_both_backends! {
         assert!(!live(1).await);
         assert!(!live(2).await);
         assert!(live(3).await, "another user's session is not touched");
-        assert!(db.store.use_refresh_token(&sessions[1].1, changed_at).await.unwrap().is_none());
-        assert!(db.store.use_refresh_token(&sessions[0].1, changed_at).await.unwrap().is_some());
+        assert!(db.store.session_by_refresh_token(&sessions[1].1, changed_at).await.unwrap().is_none());
+        assert!(db.store.session_by_refresh_token(&sessions[0].1, changed_at).await.unwrap().is_some());
 
         // Without a session to keep, every session of the user ends.
         db.store
@@ -418,7 +419,7 @@ on_both_backends! {
             .await
             .unwrap();
         assert!(!live(0).await, "keep = None ends them all");
-        assert!(db.store.use_refresh_token(&sessions[0].1, changed_at).await.unwrap().is_none());
+        assert!(db.store.session_by_refresh_token(&sessions[0].1, changed_at).await.unwrap().is_none());
         assert!(live(3).await);
     }
 }

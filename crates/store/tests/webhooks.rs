@@ -370,7 +370,7 @@ on_both_backends! {
         let shared = team(&db, ada, "ada-team").await;
         let login = event(EventType::AuthLogin, None, Some(ada));
         let (new, _) = session(ada, now(), Duration::days(1));
-        db.store.create_session(new, login.clone()).await.unwrap();
+        db.store.create_session(new, login.clone(), None).await.unwrap();
         assert_eq!(
             event_organizations(&db, EventType::AuthLogin).await,
             sorted(&[workspace, shared])
@@ -397,7 +397,7 @@ on_both_backends! {
         assert!(db.store.delete_organization(bobs, now(), gone).await.unwrap());
         let (new, _) = session(bob, now(), Duration::days(1));
         let login = event(EventType::AuthLogin, None, Some(bob));
-        db.store.create_session(new, login.clone()).await.unwrap();
+        db.store.create_session(new, login.clone(), None).await.unwrap();
         assert_eq!(
             event_organizations(&db, EventType::AuthLogin).await.len(),
             3,

@@ -198,6 +198,38 @@ pub async fn change_password(
     Ok(HttpResponse::NoContent().finish())
 }
 
+#[derive(Deserialize, ToSchema)]
+pub struct RenewPasswordRequest {
+    email: Option<String>,
+    current_password: Option<String>,
+    new_password: Option<String>,
+}
+
+/// Sets a new password with email and current password, for someone whose password expired
+/// under an organization's policy (login and refresh answer `403` until then). Every session of
+/// the user ends; log in again with the new password.
+#[utoipa::path(
+    post, path = "/api/v1/auth/password/renew", tag = "auth",
+    request_body = RenewPasswordRequest,
+    responses(
+        (status = 204, description = "Password changed"),
+        (status = 401, body = ErrorBody, description = "Unknown email or wrong password"),
+        (status = 422, body = ValidationErrorBody, description = "The new password breaks a policy"),
+    )
+)]
+pub async fn renew_password(
+    state: web::Data<AppState>,
+    ValidJson(body): ValidJson<RenewPasswordRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let mut fields = Fields::new();
+    let email = fields.required("email", body.email, keep);
+    let current = fields.required("current_password", body.current_password, keep);
+    let new = fields.required("new_password", body.new_password, keep);
+    let (email, current, new) = fields.finish(|| Some((email?, current?, new?)))?;
+    state.auth.renew_password(&email, current, &new).await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
 /// The JSON Web Key Set.
 #[derive(Serialize, ToSchema)]
 pub struct Jwks {

@@ -3,5 +3,7 @@ pub mod auth;
 pub mod health;
 pub mod members;
 pub mod organizations;
+pub mod policies;
+pub mod sso;
 pub mod users;
 pub mod webhooks;

@@ -1,22 +1,31 @@
 //! Value types and records of the domain.
 
 mod api_key;
+mod branding;
 mod email;
 mod event;
 mod ids;
 mod member;
+mod network;
 mod org;
 mod organization;
 mod page;
 mod password;
 mod permission;
+mod policy;
 mod rate_limit;
 mod secret;
 mod session;
+mod sso;
 mod user;
 mod webhook;
 
 pub use api_key::{ApiKey, ApiKeyName, NewApiKey};
+pub use branding::{
+    AssetUrl, AssetUrlError, Branding, BrandingChange, CustomLogin, CustomLoginChange,
+    EmailBranding, EmailBrandingChange, FooterText, HexColor, HexColorError, LoginSubtitle,
+    LoginTitle, SenderName, TextError,
+};
 pub use email::{Email, EmailError};
 pub use event::{EventCategory, EventType, NewEvent};
 pub use ids::{ApiKeyId, EventId, InvitationId, OrganizationId, SessionId, UserId};
@@ -24,6 +33,7 @@ pub use member::{
     InvitableRole, Invitation, Member, MemberFilter, MemberStatus, NewInvitation,
     INVITATION_TTL_DAYS,
 };
+pub use network::{ClientAddress, IpRange, IpRangeError};
 pub use org::{
     DefaultRole, Organization, OrganizationChange, OrganizationFilter, OrganizationSettings,
 };
@@ -33,9 +43,19 @@ pub use organization::{
 pub use page::{Page, PageRequest, PageRequestError};
 pub use password::{NewPassword, PasswordError, PasswordHash, PasswordPolicy};
 pub use permission::Permission;
+pub use policy::{
+    Bounded, ConcurrentSessions, EffectivePolicies, Feature, GraceHours, IdleMinutes, IpAllowlist,
+    IpAllowlistError, MaxAgeDays, MfaMethod, MfaPolicy, MfaPolicyError, MinLength,
+    OrganizationPolicies, OutOfBounds, ReuseCount, SessionHours, SessionPolicy,
+};
 pub use rate_limit::RateLimits;
 pub use secret::{SecretToken, TokenHash, TokenKind};
 pub use session::{NewSession, Session};
+pub use sso::{
+    sp_acs_url, sp_entity_id, CertificateError, DomainWhitelist, EmailDomain, EmailDomainError,
+    HttpsUrl, HttpsUrlError, IdpCertificate, IdpEntityId, ProvisionRole, ProvisionRoleError,
+    SsoChange, SsoConfiguration, SsoProvider, SsoProviderError,
+};
 pub use user::{FullName, FullNameError, NewUser, User, UserCredentials};
 pub use webhook::{
     signature, Delivery, DeliveryId, DeliveryStats, DeliveryStatus, EndpointId, RetrySchedule,

@@ -1,24 +1,64 @@
 use std::fmt;
 
-/// The rules a new password must meet. The spec's organization policies (Business plan) tighten
-/// these; without one, the defaults below apply (NIST 800-63B: length over composition).
-#[derive(Clone, Debug, PartialEq, Eq)]
+use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::{MaxAgeDays, MinLength, ReuseCount};
+
+/// The rules a new password must meet: an organization's `password_policy` (Business plan), or
+/// without one the defaults below (NIST 800-63B: length over composition).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PasswordPolicy {
-    pub min_length: usize,
+    pub min_length: MinLength,
     pub require_uppercase: bool,
     pub require_lowercase: bool,
     pub require_numbers: bool,
     pub require_special_chars: bool,
+    /// Days after which a password must be changed; 0 disables.
+    pub max_age_days: MaxAgeDays,
+    /// How many previous passwords may not be chosen again.
+    pub prevent_reuse_count: ReuseCount,
 }
 
 impl Default for PasswordPolicy {
     fn default() -> Self {
         Self {
-            min_length: 8,
+            min_length: MinLength::MIN,
             require_uppercase: false,
             require_lowercase: false,
             require_numbers: false,
             require_special_chars: false,
+            max_age_days: MaxAgeDays::MIN,
+            prevent_reuse_count: ReuseCount::MIN,
+        }
+    }
+}
+
+impl PasswordPolicy {
+    /// The policy that meets both: the longer minimum, every composition rule of either, the
+    /// shorter maximum age (0 counting as none), the longer history.
+    pub fn strictest(&self, other: &Self) -> Self {
+        let max_age_days = match (self.max_age_days.get(), other.max_age_days.get()) {
+            (0, _) => other.max_age_days,
+            (_, 0) => self.max_age_days,
+            _ => self.max_age_days.min(other.max_age_days),
+        };
+        Self {
+            min_length: self.min_length.max(other.min_length),
+            require_uppercase: self.require_uppercase || other.require_uppercase,
+            require_lowercase: self.require_lowercase || other.require_lowercase,
+            require_numbers: self.require_numbers || other.require_numbers,
+            require_special_chars: self.require_special_chars || other.require_special_chars,
+            max_age_days,
+            prevent_reuse_count: self.prevent_reuse_count.max(other.prevent_reuse_count),
+        }
+    }
+
+    /// Whether a password set at `changed_at` is too old at `now`.
+    pub fn is_expired(&self, changed_at: DateTime<Utc>, now: DateTime<Utc>) -> bool {
+        match self.max_age_days.get() {
+            0 => false,
+            days => now - changed_at >= Duration::days(i64::from(days)),
         }
     }
 }
@@ -52,8 +92,9 @@ impl NewPassword {
 
     pub fn parse(raw: &str, policy: &PasswordPolicy) -> Result<Self, PasswordError> {
         let chars = raw.chars().count();
-        if chars < policy.min_length {
-            return Err(PasswordError::TooShort(policy.min_length));
+        let min_length = policy.min_length.get() as usize;
+        if chars < min_length {
+            return Err(PasswordError::TooShort(min_length));
         }
         if chars > Self::MAX_CHARS {
             return Err(PasswordError::TooLong);
@@ -105,6 +146,7 @@ impl fmt::Debug for PasswordHash {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -125,11 +167,12 @@ mod tests {
     #[test]
     fn composition_rules_apply_when_asked() {
         let policy = PasswordPolicy {
-            min_length: 10,
+            min_length: MinLength::parse(10).unwrap(),
             require_uppercase: true,
             require_lowercase: true,
             require_numbers: true,
             require_special_chars: true,
+            ..PasswordPolicy::default()
         };
         let check = |raw: &str| NewPassword::parse(raw, &policy).err();
         assert_eq!(check("abcdefghij"), Some(PasswordError::NoUppercase));
@@ -137,6 +180,18 @@ mod tests {
         assert_eq!(check("ABCDEfghij"), Some(PasswordError::NoDigit));
         assert_eq!(check("ABCDEfghi1"), Some(PasswordError::NoSpecial));
         assert_eq!(check("ABCDEfgh1!"), None);
+    }
+
+    #[test]
+    fn passwords_expire_after_max_age_days_unless_zero() {
+        let changed = DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let mut policy = PasswordPolicy::default();
+        assert!(!policy.is_expired(changed, changed + Duration::days(10_000)));
+        policy.max_age_days = MaxAgeDays::parse(90).unwrap();
+        assert!(!policy.is_expired(changed, changed + Duration::days(89)));
+        assert!(policy.is_expired(changed, changed + Duration::days(90)));
     }
 
     #[test]

@@ -57,6 +57,7 @@ pub struct User {
 pub struct UserCredentials {
     pub user: User,
     pub password_hash: PasswordHash,
+    pub password_changed_at: DateTime<Utc>,
 }
 
 /// A user about to be created.

@@ -7,9 +7,10 @@ use serde_json::json;
 use super::{event, payloads, Principal};
 use crate::{
     model::{
-        Email, EventType, FullName, NewOrganization, NewPassword, NewSession, NewUser,
-        Organization, OrganizationId, OrganizationName, OrganizationSettings, OrganizationType,
-        PasswordError, PasswordPolicy, Plan, SecretToken, Slug, TokenHash, TokenKind, User, UserId,
+        EffectivePolicies, Email, EventType, FullName, NewOrganization, NewPassword, NewSession,
+        NewUser, Organization, OrganizationId, OrganizationName, OrganizationSettings,
+        OrganizationType, PasswordError, PasswordPolicy, Plan, SecretToken, SessionId, Slug,
+        TokenHash, TokenKind, User, UserCredentials, UserId,
     },
     ports::{AccessClaims, BoxError, NewAccount, Ports, StoreError, TokenError},
 };
@@ -95,6 +96,9 @@ pub enum LoginError {
     /// Unknown email or wrong password: deliberately the same error.
     #[error("invalid email or password")]
     InvalidCredentials,
+    /// The password is right but older than an organization's `max_age_days`.
+    #[error("{}", PASSWORD_EXPIRED)]
+    PasswordExpired,
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("login failed")]
@@ -105,20 +109,37 @@ pub enum LoginError {
 pub enum RefreshError {
     #[error("the refresh token is invalid, expired or revoked")]
     InvalidToken,
+    /// Not refreshed within the idle timeout of the user's session policy.
+    #[error("the session timed out after {0} minutes without a refresh; log in again")]
+    Idle(u32),
+    /// Older than the maximum session duration of the user's session policy.
+    #[error("the session reached its maximum duration of {0} hours; log in again")]
+    TooOld(u32),
+    #[error("{}", PASSWORD_EXPIRED)]
+    PasswordExpired,
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("refresh failed")]
     Internal(#[source] BoxError),
 }
 
+/// What a refused login or refresh says when the password has expired.
+pub const PASSWORD_EXPIRED: &str = "the password has expired under your organization's \
+    password policy; choose a new one with POST /api/v1/auth/password/renew";
+
 #[derive(Debug, thiserror::Error)]
 pub enum ChangePasswordError {
     #[error("current password is incorrect")]
     WrongPassword,
+    /// Renewing by email and password: the pair does not match.
+    #[error("invalid email or password")]
+    InvalidCredentials,
     #[error("new password {0}")]
     WeakPassword(#[source] PasswordError),
     #[error("new password must differ from the current one")]
     Unchanged,
+    #[error("new password must differ from your last {0} passwords")]
+    Reused(u32),
     #[error("the user no longer exists")]
     UserGone,
     #[error(transparent)]
@@ -177,7 +198,8 @@ impl AuthService {
         password: &str,
         full_name: FullName,
     ) -> Result<Registered, RegisterError> {
-        let password = NewPassword::parse(password, &PasswordPolicy::default())
+        // Every policy is at least as strict as the default: refuse what fails it first.
+        NewPassword::parse(password, &PasswordPolicy::default())
             .map_err(RegisterError::WeakPassword)?;
         // Refuse a taken email before paying for a hash; the unique index settles races.
         if self
@@ -189,13 +211,18 @@ impl AuthService {
         {
             return Err(RegisterError::EmailTaken);
         }
+        // Someone invited into organizations with policies meets them from the start.
+        let now = self.ports.clock.now();
+        let invited_by = self.ports.policies.policies_of_invitee(&email, now).await?;
+        let policy = fold(&invited_by).password;
+        let password =
+            NewPassword::parse(password, &policy).map_err(RegisterError::WeakPassword)?;
         let password_hash = self
             .ports
             .hasher
             .hash(password)
             .await
             .map_err(|e| RegisterError::Internal(Box::new(e)))?;
-        let now = self.ports.clock.now();
         let user = NewUser {
             id: self.ports.random.uuid().into(),
             email,
@@ -286,19 +313,31 @@ impl AuthService {
             .verify(password, hash)
             .await
             .map_err(|e| LoginError::Internal(Box::new(e)))?;
-        let user = match credentials {
-            Some(credentials) if matches => credentials.user,
+        let credentials = match credentials {
+            Some(credentials) if matches => credentials,
             _ => return Err(LoginError::InvalidCredentials),
         };
-
         let now = self.ports.clock.now();
+        let policies = self.policies_of(credentials.user.id).await?;
+        if policies
+            .password
+            .is_expired(credentials.password_changed_at, now)
+        {
+            return Err(LoginError::PasswordExpired);
+        }
+        let user = credentials.user;
+
         let refresh_token = self.ports.random.secret(TokenKind::Refresh);
+        let mut expires_at = now + self.settings.refresh_token_ttl;
+        if let Some(session) = &policies.session {
+            expires_at = expires_at.min(now + session.max_duration());
+        }
         let session = NewSession {
             id: self.ports.random.uuid().into(),
             user_id: user.id,
             refresh_token_hash: refresh_token.hash(),
             created_at: now,
-            expires_at: now + self.settings.refresh_token_ttl,
+            expires_at,
         };
         let login_event = event(
             &self.ports,
@@ -309,11 +348,17 @@ impl AuthService {
             json!({ "user_id": user.id, "session_id": session.id }),
         );
         let session_id = session.id;
+        let keep_at_most = policies
+            .session
+            .map(|policy| policy.max_concurrent_sessions.get());
         self.ports
             .sessions
-            .create_session(session, login_event)
+            .create_session(session, login_event, keep_at_most)
             .await?;
-        let access = self.issue_access_token(&user, session_id, now).await?;
+        let not_after = access_token_bound(&policies, now, expires_at);
+        let access = self
+            .issue_access_token(&user, session_id, now, not_after)
+            .await?;
         Ok(TokenPair {
             access,
             refresh_token,
@@ -321,23 +366,51 @@ impl AuthService {
     }
 
     /// A new access token for a live session. The refresh token itself is not rotated (spec).
+    /// The user's session policy is checked as it stands now: a session idle for longer than the
+    /// idle timeout, or older than the maximum duration, is refused.
     pub async fn refresh(&self, refresh_token: &str) -> Result<AccessToken, RefreshError> {
         let now = self.ports.clock.now();
         let hash = TokenHash::of(refresh_token);
         let session = self
             .ports
             .sessions
-            .use_refresh_token(&hash, now)
+            .session_by_refresh_token(&hash, now)
             .await?
             .ok_or(RefreshError::InvalidToken)?;
-        let user = self
+        let credentials = self
             .ports
             .accounts
             .credentials_by_id(session.user_id)
             .await?
-            .ok_or(RefreshError::InvalidToken)?
-            .user;
-        Ok(self.issue_access_token(&user, session.id, now).await?)
+            .ok_or(RefreshError::InvalidToken)?;
+        let policies = self.policies_of(session.user_id).await?;
+        if let Some(policy) = &policies.session {
+            if now - session.last_used_at >= policy.idle_timeout() {
+                return Err(RefreshError::Idle(policy.idle_timeout_minutes.get()));
+            }
+            if now - session.created_at >= policy.max_duration() {
+                return Err(RefreshError::TooOld(
+                    policy.max_session_duration_hours.get(),
+                ));
+            }
+        }
+        if policies
+            .password
+            .is_expired(credentials.password_changed_at, now)
+        {
+            return Err(RefreshError::PasswordExpired);
+        }
+        if !self.ports.sessions.touch_session(session.id, now).await? {
+            return Err(RefreshError::InvalidToken);
+        }
+        let mut ends_at = session.expires_at;
+        if let Some(policy) = &policies.session {
+            ends_at = ends_at.min(session.created_at + policy.max_duration());
+        }
+        let not_after = access_token_bound(&policies, now, ends_at);
+        Ok(self
+            .issue_access_token(&credentials.user, session.id, now, not_after)
+            .await?)
     }
 
     /// Ends the caller's session: its refresh token and every access token it issued stop
@@ -376,15 +449,65 @@ impl AuthService {
         current_password: String,
         new_password: &str,
     ) -> Result<(), ChangePasswordError> {
-        let user_id = principal.user_id();
         let credentials = self
             .ports
             .accounts
-            .credentials_by_id(user_id)
+            .credentials_by_id(principal.user_id())
             .await?
             .ok_or(ChangePasswordError::UserGone)?;
-        let new_password = NewPassword::parse(new_password, &PasswordPolicy::default())
-            .map_err(ChangePasswordError::WeakPassword)?;
+        // Through an API key no session is current: every session ends.
+        self.set_password(
+            credentials,
+            current_password,
+            new_password,
+            principal.session_id(),
+        )
+        .await
+    }
+
+    /// Sets a new password for someone who cannot get a token because theirs has expired:
+    /// authenticated by email and current password, it ends every session of the user.
+    pub async fn renew_password(
+        &self,
+        email: &str,
+        current_password: String,
+        new_password: &str,
+    ) -> Result<(), ChangePasswordError> {
+        let credentials = match Email::parse(email) {
+            Ok(email) => self.ports.accounts.credentials_by_email(&email).await?,
+            Err(_) => None,
+        };
+        let Some(credentials) = credentials else {
+            // The same work as a wrong password, so that timing does not reveal the account.
+            self.ports
+                .hasher
+                .verify(current_password, None)
+                .await
+                .map_err(|e| ChangePasswordError::Internal(Box::new(e)))?;
+            return Err(ChangePasswordError::InvalidCredentials);
+        };
+        match self
+            .set_password(credentials, current_password, new_password, None)
+            .await
+        {
+            Err(ChangePasswordError::WrongPassword) => Err(ChangePasswordError::InvalidCredentials),
+            other => other,
+        }
+    }
+
+    /// Checks the current password and the policies of every organization the user belongs to
+    /// (the strictest of them), then stores the new hash, ending every session but `keep`.
+    async fn set_password(
+        &self,
+        credentials: UserCredentials,
+        current_password: String,
+        new_password: &str,
+        keep: Option<SessionId>,
+    ) -> Result<(), ChangePasswordError> {
+        let user_id = credentials.user.id;
+        let policy = self.policies_of(user_id).await?.password;
+        let new_password =
+            NewPassword::parse(new_password, &policy).map_err(ChangePasswordError::WeakPassword)?;
         let internal = |e| ChangePasswordError::Internal(Box::new(e));
         let unchanged = new_password.expose() == current_password;
         let matches = self
@@ -399,6 +522,25 @@ impl AuthService {
         if unchanged {
             return Err(ChangePasswordError::Unchanged);
         }
+        let remembered = policy.prevent_reuse_count.get();
+        if remembered > 0 {
+            let previous = self
+                .ports
+                .accounts
+                .previous_password_hashes(user_id, remembered)
+                .await?;
+            for hash in previous {
+                let reused = self
+                    .ports
+                    .hasher
+                    .verify(new_password.expose().to_owned(), Some(hash))
+                    .await
+                    .map_err(internal)?;
+                if reused {
+                    return Err(ChangePasswordError::Reused(remembered));
+                }
+            }
+        }
         let hash = self
             .ports
             .hasher
@@ -406,21 +548,26 @@ impl AuthService {
             .await
             .map_err(internal)?;
         let now = self.ports.clock.now();
-        // Through an API key no session is current: every session ends.
-        let keep = principal.session_id();
         let changed = event(
             &self.ports,
             now,
             EventType::AuthPasswordChanged,
             None,
             Some(user_id),
-            json!({ "user_id": user_id, "session_id": principal.session_id() }),
+            json!({ "user_id": user_id, "session_id": keep }),
         );
         self.ports
             .accounts
             .change_password(user_id, hash, keep, now, changed)
             .await?;
         Ok(())
+    }
+
+    /// What the user's organizations demand of them together.
+    async fn policies_of(&self, user_id: UserId) -> Result<EffectivePolicies, StoreError> {
+        Ok(fold(
+            &self.ports.policies.policies_of_member(user_id).await?,
+        ))
     }
 
     /// The caller's profile.
@@ -476,20 +623,23 @@ impl AuthService {
         Ok(user)
     }
 
+    /// An access token for the session, expiring after the configured lifetime or at
+    /// `not_after`, whichever comes first.
     async fn issue_access_token(
         &self,
         user: &User,
-        session_id: crate::model::SessionId,
+        session_id: SessionId,
         now: DateTime<Utc>,
+        not_after: DateTime<Utc>,
     ) -> Result<AccessToken, TokenError> {
-        let ttl = self.settings.access_token_ttl;
+        let expires_at = (now + self.settings.access_token_ttl).min(not_after);
         let claims = AccessClaims {
             iss: self.settings.issuer.clone(),
             sub: user.id,
             aud: AuthSettings::AUDIENCE.to_owned(),
             iat: now.timestamp(),
             nbf: now.timestamp(),
-            exp: (now + ttl).timestamp(),
+            exp: expires_at.timestamp(),
             jti: self.ports.random.uuid(),
             sid: session_id,
             email: user.email.as_ref().to_owned(),
@@ -497,7 +647,29 @@ impl AuthService {
         Ok(AccessToken {
             access_token: self.ports.signer.sign(&claims).await?,
             token_type: "Bearer",
-            expires_in: ttl.num_seconds(),
+            expires_in: (expires_at - now).num_seconds(),
         })
+    }
+}
+
+fn fold(organizations: &[crate::ports::PlanPolicies]) -> EffectivePolicies {
+    EffectivePolicies::of(
+        organizations
+            .iter()
+            .map(|(plan, policies)| (*plan, policies.as_ref())),
+    )
+}
+
+/// When an access token must expire at the latest: with the session (`session_ends`), and,
+/// under a session policy, within the idle timeout, so that a client idle for longer holds no
+/// working token and its next refresh is refused.
+fn access_token_bound(
+    policies: &EffectivePolicies,
+    now: DateTime<Utc>,
+    session_ends: DateTime<Utc>,
+) -> DateTime<Utc> {
+    match &policies.session {
+        Some(policy) => session_ends.min(now + policy.idle_timeout()),
+        None => session_ends,
     }
 }

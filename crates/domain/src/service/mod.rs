@@ -6,8 +6,10 @@ mod auth;
 mod members;
 mod organizations;
 mod payloads;
+mod policies;
 mod principal;
 mod rate_limit;
+mod sso;
 mod webhooks;
 
 pub use access::{Actor, Forbidden};
@@ -20,8 +22,10 @@ pub use members::{MemberError, MemberService, Removed, RoleChanged};
 pub use organizations::{
     DeletedOrganization, OrganizationError, OrganizationService, RETENTION_DAYS,
 };
+pub use policies::{BrandingService, BrandingView, PolicyService, PolicyView, SettingsError};
 pub use principal::{AuthenticateError, OrgAccessError, Principal};
 pub use rate_limit::{Caller, RateLimitCheckError, RateLimitService};
+pub use sso::{NewSsoConfiguration, SsoService, SsoView};
 pub use webhooks::{
     AttemptOutcome, CreatedEndpoint, DeliveryEngine, DeliverySettings, EndpointUpdate,
     SecretRuleError, SigningSecret, WebhookError, WebhookService, DISABLE_AFTER_FAILURES,
@@ -53,6 +57,8 @@ pub(crate) fn event(
     }
 }
 
+#[cfg(test)]
+mod policy_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -4,7 +4,9 @@ use chrono::{DateTime, Utc};
 
 use super::Actor;
 use crate::{
-    model::{ApiKeyId, Membership, OrganizationId, SessionId, TokenHash, UserId},
+    model::{
+        ApiKeyId, ClientAddress, Feature, Membership, OrganizationId, SessionId, TokenHash, UserId,
+    },
     ports::{Ports, StoreError, TokenError},
 };
 
@@ -56,6 +58,9 @@ pub enum OrgAccessError {
     /// Not a member, or no such live organization: indistinguishable on purpose.
     #[error("organization not found")]
     NotFound,
+    /// The organization's IP allowlist does not hold the request's address.
+    #[error("requests from {0} are not allowed by the organization's IP allowlist")]
+    AddressNotAllowed(ClientAddress),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -100,13 +105,23 @@ impl Ports {
         })
     }
 
-    /// The principal acting inside an organization; outsiders get `NotFound`.
+    /// The principal acting inside an organization, from the client's address; outsiders get
+    /// `NotFound`, members outside an enforced IP allowlist `AddressNotAllowed`.
     pub async fn actor(
         &self,
         principal: Principal,
         organization_id: OrganizationId,
+        client: ClientAddress,
     ) -> Result<Actor, OrgAccessError> {
         let membership = self.membership_of(&principal, organization_id).await?;
+        // Policies bind only while the plan includes them; a downgrade stops enforcing.
+        if membership.plan.includes(Feature::Policies) {
+            if let Some(saved) = self.policies.policies(organization_id).await? {
+                if !saved.policies.ip_allowlist.permits(client.0) {
+                    return Err(OrgAccessError::AddressNotAllowed(client));
+                }
+            }
+        }
         Ok(Actor {
             principal,
             membership,

@@ -27,10 +27,11 @@ use crate::{
         SecretToken, Session, SessionId, TokenHash, TokenKind, User, UserCredentials, UserId,
     },
     ports::{
-        AccessClaims, MockAccountStore, MockApiKeyStore, MockClock, MockHealthStore, MockMailer,
-        MockMemberStore, MockMembershipStore, MockOrganizationStore, MockPasswordHasher,
-        MockRandom, MockRateLimiter, MockSecretCipher, MockSessionStore, MockTokenSigner,
-        MockWebhookSender, MockWebhookStore, NewAccount, Ports, StoreError, TokenError,
+        AccessClaims, MockAccountStore, MockApiKeyStore, MockBrandingStore, MockClock,
+        MockHealthStore, MockMailer, MockMemberStore, MockMembershipStore, MockOrganizationStore,
+        MockPasswordHasher, MockPolicyStore, MockRandom, MockRateLimiter, MockSecretCipher,
+        MockSessionStore, MockSsoStore, MockTokenSigner, MockWebhookSender, MockWebhookStore,
+        NewAccount, PlanPolicies, Ports, StoreError, TokenError,
     },
 };
 
@@ -44,13 +45,13 @@ pub(super) const ACME: OrganizationId = OrganizationId::from_uuid(Uuid::from_u12
 const GLOBEX: OrganizationId = OrganizationId::from_uuid(Uuid::from_u128(0x610b_e800));
 const CI_KEY: ApiKeyId = ApiKeyId::from_uuid(Uuid::from_u128(0xc1_4e7));
 
-const ADA_EMAIL: &str = "ada@example.com";
-const ADA_PASSWORD: &str = "correct horse battery staple";
-const ADA_HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$YWRhc2FsdA$YWRhaGFzaA";
-const NEW_PASSWORD: &str = "a much longer new passphrase";
-const NEW_HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$bmV3c2FsdA$bmV3aGFzaA";
+pub(super) const ADA_EMAIL: &str = "ada@example.com";
+pub(super) const ADA_PASSWORD: &str = "correct horse battery staple";
+pub(super) const ADA_HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$YWRhc2FsdA$YWRhaGFzaA";
+pub(super) const NEW_PASSWORD: &str = "a much longer new passphrase";
+pub(super) const NEW_HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$bmV3c2FsdA$bmV3aGFzaA";
 const ISSUER: &str = "https://id.example.com";
-const SIGNED: &str = "header.claims.signature";
+pub(super) const SIGNED: &str = "header.claims.signature";
 /// The 43 random characters every fake secret gets after its kind's prefix.
 const SECRET_BODY: &str = "Zq3xV9mK2pL7wR4tY8uN1bH6gF5dS0aJcEiOoUkMnBv";
 
@@ -68,11 +69,11 @@ pub(super) fn email(raw: &str) -> Email {
     Email::parse(raw).unwrap()
 }
 
-fn full_name(raw: &str) -> FullName {
+pub(super) fn full_name(raw: &str) -> FullName {
     FullName::parse(raw).unwrap()
 }
 
-fn hash(phc: &str) -> PasswordHash {
+pub(super) fn hash(phc: &str) -> PasswordHash {
     PasswordHash::from_phc(phc.to_owned())
 }
 
@@ -86,15 +87,16 @@ fn ada() -> User {
     }
 }
 
-fn ada_credentials() -> UserCredentials {
+pub(super) fn ada_credentials() -> UserCredentials {
     UserCredentials {
         user: ada(),
         password_hash: hash(ADA_HASH),
+        password_changed_at: now() - Duration::days(40),
     }
 }
 
 /// Ada with a Bearer token of her session.
-fn ada_in_session() -> Principal {
+pub(super) fn ada_in_session() -> Principal {
     Principal::User {
         user_id: ADA,
         session_id: ADA_SESSION,
@@ -102,7 +104,7 @@ fn ada_in_session() -> Principal {
 }
 
 /// Ada's API key for Acme.
-fn ada_key_for_acme() -> Principal {
+pub(super) fn ada_key_for_acme() -> Principal {
     Principal::ApiKey {
         key_id: CI_KEY,
         user_id: ADA,
@@ -110,7 +112,7 @@ fn ada_key_for_acme() -> Principal {
     }
 }
 
-fn ada_in_acme() -> Membership {
+pub(super) fn ada_in_acme() -> Membership {
     Membership {
         organization_id: ACME,
         user_id: ADA,
@@ -119,7 +121,7 @@ fn ada_in_acme() -> Membership {
     }
 }
 
-fn ada_session() -> Session {
+pub(super) fn ada_session() -> Session {
     Session {
         id: ADA_SESSION,
         user_id: ADA,
@@ -190,6 +192,9 @@ pub(super) struct Mocks {
     pub(super) memberships: MockMembershipStore,
     pub(super) organizations: MockOrganizationStore,
     pub(super) members: MockMemberStore,
+    pub(super) policies: MockPolicyStore,
+    pub(super) branding: MockBrandingStore,
+    pub(super) sso: MockSsoStore,
     pub(super) health: MockHealthStore,
     pub(super) clock: MockClock,
     pub(super) random: MockRandom,
@@ -222,6 +227,9 @@ impl Mocks {
             memberships: MockMembershipStore::new(),
             organizations: MockOrganizationStore::new(),
             members: MockMemberStore::new(),
+            policies: no_policies(),
+            branding: MockBrandingStore::new(),
+            sso: MockSsoStore::new(),
             health: MockHealthStore::new(),
             clock,
             random,
@@ -243,6 +251,9 @@ impl Mocks {
             memberships: Arc::new(self.memberships),
             organizations: Arc::new(self.organizations),
             members: Arc::new(self.members),
+            policies: Arc::new(self.policies),
+            branding: Arc::new(self.branding),
+            sso: Arc::new(self.sso),
             health: Arc::new(self.health),
             clock: Arc::new(self.clock),
             random: Arc::new(self.random),
@@ -256,7 +267,22 @@ impl Mocks {
         }
     }
 
-    fn auth(self) -> AuthService {
+    /// Ada belongs to (and, registering, is invited by) organizations with these plans and
+    /// policies; no organization has an IP allowlist.
+    pub(super) fn policies_are(&mut self, organizations: Vec<PlanPolicies>) {
+        let mut policies = MockPolicyStore::new();
+        let of_member = organizations.clone();
+        policies
+            .expect_policies_of_member()
+            .returning(move |_| ready(Ok(of_member.clone())));
+        policies
+            .expect_policies_of_invitee()
+            .returning(move |_, _| ready(Ok(organizations.clone())));
+        policies.expect_policies().returning(|_| ready(Ok(None)));
+        self.policies = policies;
+    }
+
+    pub(super) fn auth(self) -> AuthService {
         AuthService::new(self.ports(), settings())
     }
 
@@ -266,13 +292,13 @@ impl Mocks {
 
     // Common set-ups, named for what they make true.
 
-    fn email_is_free(&mut self) {
+    pub(super) fn email_is_free(&mut self) {
         self.accounts
             .expect_credentials_by_email()
             .returning(|_| ready(Ok(None)));
     }
 
-    fn ada_is_registered(&mut self) {
+    pub(super) fn ada_is_registered(&mut self) {
         self.accounts
             .expect_credentials_by_email()
             .withf(|email| email.as_ref() == ADA_EMAIL)
@@ -283,7 +309,7 @@ impl Mocks {
             .returning(|_| ready(Ok(Some(ada_credentials()))));
     }
 
-    fn hashing_gives(&mut self, phc: &'static str) {
+    pub(super) fn hashing_gives(&mut self, phc: &'static str) {
         self.hasher
             .expect_hash()
             .times(1)
@@ -291,7 +317,7 @@ impl Mocks {
     }
 
     /// The password check answers `matches`, once, for a password checked against Ada's hash.
-    fn password_check_says(&mut self, matches: bool) {
+    pub(super) fn password_check_says(&mut self, matches: bool) {
         self.hasher
             .expect_verify()
             .withf(|_, stored| stored.as_ref().map(PasswordHash::as_phc) == Some(ADA_HASH))
@@ -300,7 +326,7 @@ impl Mocks {
     }
 
     /// Signs anything as [`SIGNED`] and keeps the claims.
-    fn signer_signs(&mut self) -> Seen<AccessClaims> {
+    pub(super) fn signer_signs(&mut self) -> Seen<AccessClaims> {
         let signed = Seen::new();
         let seen = signed.clone();
         self.signer.expect_sign().times(1).returning(move |claims| {
@@ -310,12 +336,25 @@ impl Mocks {
         signed
     }
 
-    fn ada_is_in_acme(&mut self) {
+    pub(super) fn ada_is_in_acme(&mut self) {
         self.memberships
             .expect_membership()
             .withf(|user, org| *user == ADA && *org == ACME)
             .returning(|_, _| ready(Ok(Some(ada_in_acme()))));
     }
+}
+
+/// No organization with policies anywhere.
+fn no_policies() -> MockPolicyStore {
+    let mut policies = MockPolicyStore::new();
+    policies
+        .expect_policies_of_member()
+        .returning(|_| ready(Ok(Vec::new())));
+    policies
+        .expect_policies_of_invitee()
+        .returning(|_, _| ready(Ok(Vec::new())));
+    policies.expect_policies().returning(|_| ready(Ok(None)));
+    policies
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -566,7 +605,7 @@ fn login_opens_a_thirty_day_session_known_only_by_the_refresh_token_hash() {
         .sessions
         .expect_create_session()
         .times(1)
-        .returning(move |session, event| {
+        .returning(move |session, event, _| {
             seen.record((session, event));
             ready(Ok(()))
         });
@@ -608,7 +647,7 @@ fn login_signs_an_hour_long_access_token_for_the_user_and_session() {
     mocks
         .sessions
         .expect_create_session()
-        .returning(move |session, _| {
+        .returning(move |session, _, _| {
             seen.record(session);
             ready(Ok(()))
         });
@@ -638,7 +677,7 @@ fn login_responses_do_not_debug_print_their_tokens() {
     mocks
         .sessions
         .expect_create_session()
-        .returning(|_, _| ready(Ok(())));
+        .returning(|_, _, _| ready(Ok(())));
     mocks.signer_signs();
 
     let pair = login(mocks, ADA_EMAIL, ADA_PASSWORD).unwrap();
@@ -652,17 +691,18 @@ fn login_responses_do_not_debug_print_their_tokens() {
 // refresh
 // ---------------------------------------------------------------------------------------------
 
-const REFRESH_TOKEN: &str = "ghr_Zq3xV9mK2pL7wR4tY8uN1bH6gF5dS0aJcEiOoUkMnBv";
+pub(super) const REFRESH_TOKEN: &str = "ghr_Zq3xV9mK2pL7wR4tY8uN1bH6gF5dS0aJcEiOoUkMnBv";
 
 #[test]
 fn refresh_with_an_unknown_expired_or_revoked_token_is_invalid() {
     let mut mocks = Mocks::new();
     mocks
         .sessions
-        .expect_use_refresh_token()
+        .expect_session_by_refresh_token()
         .withf(|hash, at| *hash == TokenHash::of(REFRESH_TOKEN) && *at == now())
         .times(1)
         .returning(|_, _| ready(Ok(None)));
+    mocks.sessions.expect_touch_session().never();
     mocks.accounts.expect_credentials_by_id().never();
     mocks.signer.expect_sign().never();
 
@@ -676,9 +716,15 @@ fn refresh_of_a_live_session_signs_a_new_access_token_for_the_same_session() {
     let mut mocks = Mocks::new();
     mocks
         .sessions
-        .expect_use_refresh_token()
+        .expect_session_by_refresh_token()
         .withf(|hash, _| *hash == TokenHash::of(REFRESH_TOKEN))
         .returning(|_, _| ready(Ok(Some(ada_session()))));
+    mocks
+        .sessions
+        .expect_touch_session()
+        .withf(|id, at| *id == ADA_SESSION && *at == now())
+        .times(1)
+        .returning(|_, _| ready(Ok(true)));
     mocks.ada_is_registered();
     let signed = mocks.signer_signs();
 
@@ -697,8 +743,9 @@ fn refresh_for_a_user_who_is_gone_is_invalid() {
     let mut mocks = Mocks::new();
     mocks
         .sessions
-        .expect_use_refresh_token()
+        .expect_session_by_refresh_token()
         .returning(|_, _| ready(Ok(Some(ada_session()))));
+    mocks.sessions.expect_touch_session().never();
     mocks
         .accounts
         .expect_credentials_by_id()

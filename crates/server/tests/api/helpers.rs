@@ -61,6 +61,8 @@ pub struct Options {
     pub retry_schedule: Option<&'static str>,
     /// Trust this CA and allow loopback targets: for a test receiver.
     pub webhook_ca_file: Option<std::path::PathBuf>,
+    /// `GATEHOUSE_TRUSTED_PROXIES`.
+    pub trusted_proxies: Option<&'static str>,
 }
 
 /// A registered user with a live session.
@@ -107,6 +109,9 @@ impl TestApp {
         if let Some(redis) = options.redis_url {
             env.insert("GATEHOUSE_REDIS_URL", redis);
         }
+        if let Some(proxies) = options.trusted_proxies {
+            env.insert("GATEHOUSE_TRUSTED_PROXIES", proxies.to_owned());
+        }
         if let Some(schedule) = options.retry_schedule {
             env.insert("GATEHOUSE_WEBHOOK_RETRY_SCHEDULE", schedule.to_owned());
         }
@@ -149,6 +154,72 @@ impl TestApp {
         // Replicas serve one public URL: tokens issued by one are valid at the other.
         env.insert("GATEHOUSE_PUBLIC_URL", self.base.clone());
         Self::start(env, self._database.clone()).await
+    }
+
+    /// Moves an organization to another plan, as the operator's `gatehouse orgs set-plan` does.
+    pub async fn set_plan(&self, organization_id: &str, plan: &str) {
+        let config = Config::load_from(None, |name| self.env.get(name).cloned()).unwrap();
+        gatehouse_server::app::set_plan(
+            &config,
+            gatehouse_domain::model::OrganizationId::from_uuid(organization_id.parse().unwrap()),
+            plan.parse().unwrap(),
+        )
+        .await
+        .unwrap();
+    }
+
+    /// Time passes for one timestamp column: every row's `column` of `table` moves `by` into
+    /// the past, as if it had been written that long ago. The server's clock is the real one,
+    /// so this is how a test waits out an idle timeout or a password's maximum age.
+    pub async fn rewind(&self, table: &str, column: &str, by: chrono::Duration) {
+        let url = &self.env["GATEHOUSE_DATABASE_URL"];
+        if url.starts_with("postgres") {
+            let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+                .await
+                .unwrap();
+            tokio::spawn(connection);
+            let seconds = by.num_seconds();
+            client
+                .execute(
+                    &format!(
+                        "UPDATE {table} SET {column} = {column} - make_interval(secs => {seconds})"
+                    ),
+                    &[],
+                )
+                .await
+                .unwrap();
+        } else {
+            use diesel::{sql_types, Connection, RunQueryDsl};
+            #[derive(diesel::QueryableByName)]
+            struct Row {
+                #[diesel(sql_type = sql_types::BigInt)]
+                rowid: i64,
+                #[diesel(sql_type = sql_types::TimestamptzSqlite)]
+                at: chrono::DateTime<chrono::Utc>,
+            }
+            let path = url.trim_start_matches("sqlite://").to_owned();
+            let (table, column) = (table.to_owned(), column.to_owned());
+            tokio::task::spawn_blocking(move || {
+                let mut conn = diesel::SqliteConnection::establish(&path).unwrap();
+                // The running server writes too: wait for its transactions instead of failing.
+                diesel::sql_query("PRAGMA busy_timeout = 10000")
+                    .execute(&mut conn)
+                    .unwrap();
+                let rows: Vec<Row> =
+                    diesel::sql_query(format!("SELECT rowid, {column} AS at FROM {table}"))
+                        .load(&mut conn)
+                        .unwrap();
+                for row in rows {
+                    diesel::sql_query(format!("UPDATE {table} SET {column} = ? WHERE rowid = ?"))
+                        .bind::<sql_types::TimestamptzSqlite, _>(row.at - by)
+                        .bind::<sql_types::BigInt, _>(row.rowid)
+                        .execute(&mut conn)
+                        .unwrap();
+                }
+            })
+            .await
+            .unwrap();
+        }
     }
 
     /// Takes the PostgreSQL database away under the running server (the store goes down).

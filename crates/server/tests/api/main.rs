@@ -10,5 +10,6 @@ mod health;
 mod members;
 mod organizations;
 mod permissions;
+mod policies;
 mod rate_limits;
 mod webhooks;

@@ -9,13 +9,16 @@ use gatehouse_domain::{
 
 use super::{
     super::{
-        schema::{sessions, users},
+        schema::{password_history, sessions, users},
         Conn, DbStore,
     },
     organizations::{insert_organization, stamp_slug, SLUG_RACE_RETRIES},
     rows::{record_events, NewUserRow, UserRow},
 };
 use crate::{db_error, detached, types::DbUuid, violates};
+
+/// Previous passwords kept per user: the most a password policy can ask to remember.
+const PASSWORD_HISTORY_KEPT: i64 = 24;
 
 enum CreateError {
     EmailTaken,
@@ -141,6 +144,26 @@ impl AccountStore for DbStore {
         })
     }
 
+    async fn previous_password_hashes(
+        &self,
+        user_id: UserId,
+        limit: u32,
+    ) -> Result<Vec<PasswordHash>, StoreError> {
+        let mut conn = self.conn().await?;
+        let hashes: Vec<String> = password_history::table
+            .filter(password_history::user_id.eq(DbUuid(user_id.as_uuid())))
+            .order((
+                password_history::retired_at.desc(),
+                password_history::id.desc(),
+            ))
+            .limit(i64::from(limit))
+            .select(password_history::password_hash)
+            .load(&mut *conn)
+            .await
+            .map_err(db_error)?;
+        Ok(hashes.into_iter().map(PasswordHash::from_phc).collect())
+    }
+
     async fn change_password(
         &self,
         user_id: UserId,
@@ -151,6 +174,40 @@ impl AccountStore for DbStore {
     ) -> Result<(), StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             let user = DbUuid(user_id.as_uuid());
+            let retired: Option<String> = users::table
+                .find(user)
+                .select(users::password_hash)
+                .first(conn)
+                .await
+                .optional()?;
+            if let Some(retired) = retired {
+                diesel::insert_into(password_history::table)
+                    .values((
+                        password_history::user_id.eq(user),
+                        password_history::password_hash.eq(retired),
+                        password_history::retired_at.eq(at),
+                    ))
+                    .execute(conn)
+                    .await?;
+                let forgotten: Vec<i64> = password_history::table
+                    .filter(password_history::user_id.eq(user))
+                    .order((
+                        password_history::retired_at.desc(),
+                        password_history::id.desc(),
+                    ))
+                    .offset(PASSWORD_HISTORY_KEPT)
+                    .limit(i64::MAX)
+                    .select(password_history::id)
+                    .load(conn)
+                    .await?;
+                if !forgotten.is_empty() {
+                    diesel::delete(
+                        password_history::table.filter(password_history::id.eq_any(forgotten)),
+                    )
+                    .execute(conn)
+                    .await?;
+                }
+            }
             diesel::update(users::table.find(user))
                 .set((
                     users::password_hash.eq(hash.as_phc()),

@@ -5,10 +5,12 @@
 
 mod accounts;
 mod api_keys;
+mod branding_sso;
 mod keys;
 mod members;
 mod memberships;
 mod organizations;
+mod policies;
 mod rows;
 mod sessions;
 mod webhooks;

@@ -34,6 +34,7 @@ pub(super) struct UserRow {
     pub email: String,
     pub full_name: String,
     pub password_hash: String,
+    pub password_changed_at: DateTime<Utc>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -50,6 +51,7 @@ impl UserRow {
                 updated_at: self.updated_at,
             },
             password_hash: PasswordHash::from_phc(self.password_hash),
+            password_changed_at: self.password_changed_at,
         })
     }
 }

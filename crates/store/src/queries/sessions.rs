@@ -15,7 +15,12 @@ use crate::{db_error, types::DbUuid};
 
 #[async_trait]
 impl SessionStore for DbStore {
-    async fn create_session(&self, session: NewSession, event: NewEvent) -> Result<(), StoreError> {
+    async fn create_session(
+        &self,
+        session: NewSession,
+        event: NewEvent,
+        keep_at_most: Option<u32>,
+    ) -> Result<(), StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             diesel::insert_into(sessions::table)
                 .values(NewSessionRow {
@@ -28,29 +33,60 @@ impl SessionStore for DbStore {
                 })
                 .execute(conn)
                 .await?;
+            if let Some(limit) = keep_at_most {
+                // The oldest live sessions beyond the limit end now, the new one counted.
+                let now = session.created_at;
+                let ended: Vec<DbUuid> = sessions::table
+                    .filter(sessions::user_id.eq(DbUuid(session.user_id.as_uuid())))
+                    .filter(sessions::revoked_at.is_null())
+                    .filter(sessions::expires_at.gt(now))
+                    .order((sessions::created_at.desc(), sessions::id.desc()))
+                    .offset(i64::from(limit))
+                    .limit(i64::MAX)
+                    .select(sessions::id)
+                    .load(conn)
+                    .await?;
+                if !ended.is_empty() {
+                    diesel::update(sessions::table.filter(sessions::id.eq_any(ended)))
+                        .set(sessions::revoked_at.eq(now))
+                        .execute(conn)
+                        .await?;
+                }
+            }
             record_events(conn, vec![event]).await
         })
     }
 
-    async fn use_refresh_token(
+    async fn session_by_refresh_token(
         &self,
         hash: &TokenHash,
         now: DateTime<Utc>,
     ) -> Result<Option<Session>, StoreError> {
-        let hash = hash.as_hex().to_owned();
+        let mut conn = self.conn().await?;
+        sessions::table
+            .filter(sessions::refresh_token_hash.eq(hash.as_hex()))
+            .filter(sessions::revoked_at.is_null())
+            .filter(sessions::expires_at.gt(now))
+            .select(SessionRow::as_select())
+            .first(&mut *conn)
+            .await
+            .optional()
+            .map_err(db_error)
+            .map(|row| row.map(Session::from))
+    }
+
+    async fn touch_session(&self, id: SessionId, now: DateTime<Utc>) -> Result<bool, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             let live = sessions::table
-                .filter(sessions::refresh_token_hash.eq(&hash))
+                .filter(sessions::id.eq(DbUuid(id.as_uuid())))
                 .filter(sessions::revoked_at.is_null())
                 .filter(sessions::expires_at.gt(now));
             diesel::update(live)
                 .set(sessions::last_used_at.eq(now))
-                .returning(SessionRow::as_returning())
-                .get_result(conn)
+                .execute(conn)
                 .await
-                .optional()
+                .map(|touched| touched == 1)
         })
-        .map(|row| row.map(Session::from))
     }
 
     async fn is_live(&self, id: SessionId, now: DateTime<Utc>) -> Result<bool, StoreError> {

@@ -151,6 +151,47 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    organization_policies (organization_id) {
+        organization_id -> Text,
+        document -> Json,
+        updated_at -> TimestamptzSqlite,
+    }
+}
+
+diesel::table! {
+    organization_branding (organization_id) {
+        organization_id -> Text,
+        document -> Json,
+        updated_at -> TimestamptzSqlite,
+    }
+}
+
+diesel::table! {
+    sso_configurations (organization_id) {
+        organization_id -> Text,
+        provider -> Text,
+        idp_entity_id -> Text,
+        idp_sso_url -> Text,
+        idp_certificate -> Text,
+        domain_whitelist -> Text,
+        auto_provision -> Bool,
+        default_role -> Text,
+        is_active -> Bool,
+        created_at -> TimestamptzSqlite,
+        updated_at -> TimestamptzSqlite,
+    }
+}
+
+diesel::table! {
+    password_history (id) {
+        id -> BigInt,
+        user_id -> Text,
+        password_hash -> Text,
+        retired_at -> TimestamptzSqlite,
+    }
+}
+
 diesel::joinable!(memberships -> organizations (organization_id));
 diesel::joinable!(invitations -> organizations (organization_id));
 diesel::joinable!(applications -> organizations (organization_id));
@@ -159,6 +200,10 @@ diesel::joinable!(sessions -> users (user_id));
 diesel::joinable!(api_keys -> organizations (organization_id));
 diesel::joinable!(webhook_endpoints -> organizations (organization_id));
 diesel::joinable!(webhook_deliveries -> webhook_endpoints (endpoint_id));
+diesel::joinable!(organization_policies -> organizations (organization_id));
+diesel::joinable!(organization_branding -> organizations (organization_id));
+diesel::joinable!(sso_configurations -> organizations (organization_id));
+diesel::joinable!(password_history -> users (user_id));
 diesel::allow_tables_to_appear_in_same_query!(
     users,
     organizations,
@@ -170,5 +215,9 @@ diesel::allow_tables_to_appear_in_same_query!(
     invitations,
     applications,
     webhook_endpoints,
-    webhook_deliveries
+    webhook_deliveries,
+    organization_policies,
+    organization_branding,
+    sso_configurations,
+    password_history
 );

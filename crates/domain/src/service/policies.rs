@@ -1,0 +1,268 @@
+//! Business-plan configuration of an organization: its policies, and the rules every section of
+//! it shares (the permission, the plan, the `organization.updated` event).
+
+use chrono::{DateTime, Utc};
+use serde_json::json;
+
+use super::{event, payloads, Actor, Forbidden};
+use crate::{
+    model::{
+        Branding, BrandingChange, ClientAddress, EventType, Feature, NewEvent, Organization,
+        OrganizationId, OrganizationPolicies, Permission, Plan,
+    },
+    ports::{Ports, StoreError},
+};
+
+/// Why a Business-plan configuration could not be read or saved.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error(transparent)]
+    Forbidden(#[from] Forbidden),
+    #[error(
+        "{} need the {} plan; this organization is on the {plan} plan",
+        feature.as_str(),
+        plans_from(feature.minimum_plan())
+    )]
+    PlanRequired { feature: Feature, plan: Plan },
+    #[error("organization not found")]
+    NotFound,
+    /// Saving an enabled allowlist that does not hold the caller's own address.
+    #[error(
+        "the allowlist does not include your current address {0}; saving it would lock you out"
+    )]
+    LockOut(ClientAddress),
+    /// A second SSO configuration for one organization.
+    #[error("the organization already has an SSO configuration; change it with PUT")]
+    AlreadyConfigured,
+    /// No SSO configuration to read or change.
+    #[error("the organization has no SSO configuration")]
+    NotConfigured,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// `business or enterprise`, `enterprise`: the plans from `minimum` up.
+fn plans_from(minimum: Plan) -> String {
+    let names: Vec<&str> = Plan::ALL
+        .into_iter()
+        .filter(|plan| *plan >= minimum)
+        .map(Plan::as_str)
+        .collect();
+    names.join(" or ")
+}
+
+/// The checks every Business-plan section makes before anything else: the actor's permission,
+/// then the organization's plan.
+pub(crate) fn require_feature(
+    actor: &Actor,
+    permission: Permission,
+    feature: Feature,
+) -> Result<(), SettingsError> {
+    actor.require(permission)?;
+    let plan = actor.membership.plan;
+    if !plan.includes(feature) {
+        return Err(SettingsError::PlanRequired { feature, plan });
+    }
+    Ok(())
+}
+
+/// The live organization of the actor, for the event and for defaults' timestamps.
+pub(crate) async fn organization_of(
+    ports: &Ports,
+    actor: &Actor,
+) -> Result<Organization, SettingsError> {
+    ports
+        .organizations
+        .organization(actor.organization_id())
+        .await?
+        .ok_or(SettingsError::NotFound)
+}
+
+/// `organization.updated` naming what changed (`policies.session_policy`, `branding.logo_url`,
+/// `sso`, ...).
+pub(crate) fn updated_event(
+    ports: &Ports,
+    actor: &Actor,
+    organization: &Organization,
+    changed: &[String],
+    at: DateTime<Utc>,
+) -> NewEvent {
+    let mut data = payloads::organization(organization);
+    data["changed"] = json!(changed);
+    event(
+        ports,
+        at,
+        EventType::OrganizationUpdated,
+        Some(organization.id),
+        Some(actor.user_id()),
+        data,
+    )
+}
+
+/// An organization's policies as they apply, and since when.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PolicyView {
+    pub organization_id: OrganizationId,
+    pub policies: OrganizationPolicies,
+    /// When they were last saved; for the defaults, when the organization was created.
+    pub updated_at: DateTime<Utc>,
+}
+
+#[derive(Clone)]
+pub struct PolicyService {
+    ports: Ports,
+}
+
+impl PolicyService {
+    pub fn new(ports: Ports) -> Self {
+        Self { ports }
+    }
+
+    /// Whether the actor may read and change the policies: the permission, then the plan.
+    pub fn authorize(actor: &Actor) -> Result<(), SettingsError> {
+        require_feature(actor, Permission::PoliciesManage, Feature::Policies)
+    }
+
+    /// The organization's policies, or the defaults when it never saved any.
+    pub async fn policies(&self, actor: &Actor) -> Result<PolicyView, SettingsError> {
+        Self::authorize(actor)?;
+        let organization_id = actor.organization_id();
+        match self.ports.policies.policies(organization_id).await? {
+            Some(saved) => Ok(PolicyView {
+                organization_id,
+                policies: saved.policies,
+                updated_at: saved.updated_at,
+            }),
+            None => Ok(PolicyView {
+                organization_id,
+                policies: OrganizationPolicies::default(),
+                updated_at: organization_of(&self.ports, actor).await?.created_at,
+            }),
+        }
+    }
+
+    /// Replaces the organization's policies. An enabled allowlist must hold the address the
+    /// caller saves it from.
+    pub async fn replace(
+        &self,
+        actor: &Actor,
+        policies: OrganizationPolicies,
+        client: ClientAddress,
+    ) -> Result<PolicyView, SettingsError> {
+        Self::authorize(actor)?;
+        if !policies.ip_allowlist.permits(client.0) {
+            return Err(SettingsError::LockOut(client));
+        }
+        let current = self.policies(actor).await?;
+        let old = &current.policies;
+        let changed: Vec<String> = [
+            (
+                "password_policy",
+                old.password_policy != policies.password_policy,
+            ),
+            ("mfa_policy", old.mfa_policy != policies.mfa_policy),
+            (
+                "session_policy",
+                old.session_policy != policies.session_policy,
+            ),
+            ("ip_allowlist", old.ip_allowlist != policies.ip_allowlist),
+        ]
+        .into_iter()
+        .filter(|(_, changed)| *changed)
+        .map(|(section, _)| format!("policies.{section}"))
+        .collect();
+        if changed.is_empty() {
+            return Ok(current);
+        }
+        let organization = organization_of(&self.ports, actor).await?;
+        let now = self.ports.clock.now();
+        let updated = updated_event(&self.ports, actor, &organization, &changed, now);
+        if !self
+            .ports
+            .policies
+            .save_policies(organization.id, policies.clone(), now, updated)
+            .await?
+        {
+            return Err(SettingsError::NotFound);
+        }
+        Ok(PolicyView {
+            organization_id: organization.id,
+            policies,
+            updated_at: now,
+        })
+    }
+}
+
+/// An organization's branding as it applies, and since when.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BrandingView {
+    pub organization_id: OrganizationId,
+    pub branding: Branding,
+    /// When it was last saved; for the defaults, when the organization was created.
+    pub updated_at: DateTime<Utc>,
+}
+
+#[derive(Clone)]
+pub struct BrandingService {
+    ports: Ports,
+}
+
+impl BrandingService {
+    pub fn new(ports: Ports) -> Self {
+        Self { ports }
+    }
+
+    /// Whether the actor may read and change the branding: the permission, then the plan.
+    pub fn authorize(actor: &Actor) -> Result<(), SettingsError> {
+        require_feature(actor, Permission::BrandingManage, Feature::Branding)
+    }
+
+    /// The organization's branding, or the default look when it never saved any.
+    pub async fn branding(&self, actor: &Actor) -> Result<BrandingView, SettingsError> {
+        Self::authorize(actor)?;
+        let organization_id = actor.organization_id();
+        match self.ports.branding.branding(organization_id).await? {
+            Some(saved) => Ok(BrandingView {
+                organization_id,
+                branding: saved.branding,
+                updated_at: saved.updated_at,
+            }),
+            None => Ok(BrandingView {
+                organization_id,
+                branding: Branding::default(),
+                updated_at: organization_of(&self.ports, actor).await?.created_at,
+            }),
+        }
+    }
+
+    /// Changes the fields the request names; `null` removes an optional image or address.
+    pub async fn update(
+        &self,
+        actor: &Actor,
+        change: BrandingChange,
+    ) -> Result<BrandingView, SettingsError> {
+        let mut view = self.branding(actor).await?;
+        let changed: Vec<String> = view
+            .branding
+            .apply(change)
+            .into_iter()
+            .map(|field| format!("branding.{field}"))
+            .collect();
+        if changed.is_empty() {
+            return Ok(view);
+        }
+        let organization = organization_of(&self.ports, actor).await?;
+        let now = self.ports.clock.now();
+        let updated = updated_event(&self.ports, actor, &organization, &changed, now);
+        if !self
+            .ports
+            .branding
+            .save_branding(organization.id, view.branding.clone(), now, updated)
+            .await?
+        {
+            return Err(SettingsError::NotFound);
+        }
+        view.updated_at = now;
+        Ok(view)
+    }
+}

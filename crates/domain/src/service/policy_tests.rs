@@ -1,0 +1,542 @@
+//! Organization policies against mocked ports: what each policy does to registration, login,
+//! refresh, password changes and requests in the organization's context.
+
+use std::net::IpAddr;
+
+use chrono::Duration;
+use futures::executor::block_on;
+
+use super::{
+    tests::{
+        ada_credentials, ada_in_acme, ada_in_session, ada_session, email, full_name, hash, now,
+        ready, Mocks, Seen, ACME, ADA, ADA_EMAIL, ADA_PASSWORD, ADA_SESSION, NEW_PASSWORD,
+        REFRESH_TOKEN,
+    },
+    Actor, ChangePasswordError, LoginError, OrgAccessError, PolicyService, RefreshError,
+    RegisterError, SettingsError,
+};
+use crate::{
+    model::{
+        ClientAddress, ConcurrentSessions, IdleMinutes, IpAllowlist, IpRange, MaxAgeDays,
+        MinLength, NewSession, Organization, OrganizationName, OrganizationPolicies,
+        OrganizationSettings, OrganizationType, PasswordError, Permission, Plan, ReuseCount, Role,
+        SessionHours, Slug,
+    },
+    ports::SavedPolicies,
+};
+
+fn policies(edit: impl FnOnce(&mut OrganizationPolicies)) -> OrganizationPolicies {
+    let mut policies = OrganizationPolicies::default();
+    edit(&mut policies);
+    policies
+}
+
+fn address(raw: &str) -> ClientAddress {
+    ClientAddress(raw.parse::<IpAddr>().unwrap())
+}
+
+fn office_only() -> IpAllowlist {
+    IpAllowlist::new(true, vec![IpRange::parse("192.0.2.0/24").unwrap()]).unwrap()
+}
+
+fn acme(plan: Plan) -> Organization {
+    Organization {
+        id: ACME,
+        name: OrganizationName::parse("Acme").unwrap(),
+        slug: Slug::parse("acme").unwrap(),
+        kind: OrganizationType::Team,
+        plan,
+        is_active: true,
+        settings: OrganizationSettings::default(),
+        member_count: 2,
+        application_count: 0,
+        created_at: now() - Duration::days(300),
+        updated_at: now() - Duration::days(3),
+    }
+}
+
+fn ada_acting_in_acme(role: Role, plan: Plan) -> Actor {
+    let mut membership = ada_in_acme();
+    membership.role = role;
+    membership.plan = plan;
+    Actor {
+        principal: ada_in_session(),
+        membership,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// password policy
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn registering_into_an_invitation_meets_the_inviting_organizations_password_policy() {
+    let mut mocks = Mocks::new();
+    mocks.email_is_free();
+    mocks.policies_are(vec![(
+        Plan::Business,
+        Some(policies(|p| {
+            p.password_policy.min_length = MinLength::parse(20).unwrap();
+        })),
+    )]);
+    mocks.hasher.expect_hash().never();
+
+    let result = block_on(mocks.auth().register(
+        email(ADA_EMAIL),
+        "twelve chars",
+        full_name("Ada Lovelace"),
+    ));
+
+    assert!(matches!(
+        result,
+        Err(RegisterError::WeakPassword(PasswordError::TooShort(20)))
+    ));
+}
+
+#[test]
+fn a_password_change_meets_the_strictest_policy_of_the_users_organizations() {
+    let mut mocks = Mocks::new();
+    mocks.ada_is_registered();
+    mocks.policies_are(vec![
+        (
+            Plan::Business,
+            Some(policies(|p| p.password_policy.require_numbers = true)),
+        ),
+        (
+            Plan::Enterprise,
+            Some(policies(|p| p.password_policy.require_uppercase = true)),
+        ),
+    ]);
+    mocks.accounts.expect_change_password().never();
+
+    let result = block_on(mocks.auth().change_password(
+        &ada_in_session(),
+        ADA_PASSWORD.to_owned(),
+        "Has Uppercase But No Digit",
+    ));
+
+    assert!(matches!(
+        result,
+        Err(ChangePasswordError::WeakPassword(PasswordError::NoDigit))
+    ));
+}
+
+#[test]
+fn a_remembered_previous_password_cannot_be_chosen_again() {
+    let mut mocks = Mocks::new();
+    mocks.ada_is_registered();
+    mocks.policies_are(vec![(
+        Plan::Business,
+        Some(policies(|p| {
+            p.password_policy.prevent_reuse_count = ReuseCount::parse(3).unwrap();
+        })),
+    )]);
+    mocks.password_check_says(true);
+    mocks
+        .accounts
+        .expect_previous_password_hashes()
+        .withf(|user, limit| *user == ADA && *limit == 3)
+        .returning(|_, _| ready(Ok(vec![hash("$old-1"), hash("$old-2")])));
+    mocks
+        .hasher
+        .expect_verify()
+        .withf(|presented, stored| {
+            presented == NEW_PASSWORD && stored.as_ref().map(|h| h.as_phc()) == Some("$old-1")
+        })
+        .returning(|_, _| ready(Ok(false)));
+    mocks
+        .hasher
+        .expect_verify()
+        .withf(|presented, stored| {
+            presented == NEW_PASSWORD && stored.as_ref().map(|h| h.as_phc()) == Some("$old-2")
+        })
+        .returning(|_, _| ready(Ok(true)));
+    mocks.hasher.expect_hash().never();
+    mocks.accounts.expect_change_password().never();
+
+    let result = block_on(mocks.auth().change_password(
+        &ada_in_session(),
+        ADA_PASSWORD.to_owned(),
+        NEW_PASSWORD,
+    ));
+
+    assert!(matches!(result, Err(ChangePasswordError::Reused(3))));
+}
+
+#[test]
+fn login_with_a_password_older_than_max_age_is_refused_before_a_session_opens() {
+    let mut mocks = Mocks::new();
+    mocks.ada_is_registered(); // her password was set 40 days ago
+    mocks.password_check_says(true);
+    mocks.policies_are(vec![(
+        Plan::Business,
+        Some(policies(|p| {
+            p.password_policy.max_age_days = MaxAgeDays::parse(30).unwrap();
+        })),
+    )]);
+    mocks.sessions.expect_create_session().never();
+
+    let result = block_on(mocks.auth().login(ADA_EMAIL, ADA_PASSWORD.to_owned()));
+
+    assert!(matches!(result, Err(LoginError::PasswordExpired)));
+}
+
+#[test]
+fn an_expired_password_is_renewed_with_email_and_current_password_ending_every_session() {
+    let mut mocks = Mocks::new();
+    mocks.ada_is_registered();
+    mocks.policies_are(vec![(
+        Plan::Business,
+        Some(policies(|p| {
+            p.password_policy.max_age_days = MaxAgeDays::parse(30).unwrap();
+        })),
+    )]);
+    mocks.password_check_says(true);
+    mocks.hashing_gives("$new");
+    mocks
+        .accounts
+        .expect_change_password()
+        .withf(|user, new_hash, keep, _, _| {
+            *user == ADA && new_hash.as_phc() == "$new" && keep.is_none()
+        })
+        .times(1)
+        .returning(|_, _, _, _, _| ready(Ok(())));
+
+    block_on(
+        mocks
+            .auth()
+            .renew_password(ADA_EMAIL, ADA_PASSWORD.to_owned(), NEW_PASSWORD),
+    )
+    .unwrap();
+}
+
+#[test]
+fn renewing_with_a_wrong_password_says_only_that_the_credentials_are_invalid() {
+    let mut mocks = Mocks::new();
+    mocks.ada_is_registered();
+    mocks.password_check_says(false);
+    mocks.accounts.expect_change_password().never();
+
+    let result = block_on(mocks.auth().renew_password(
+        ADA_EMAIL,
+        "not my password".to_owned(),
+        NEW_PASSWORD,
+    ));
+
+    assert!(matches!(
+        result,
+        Err(ChangePasswordError::InvalidCredentials)
+    ));
+}
+
+// ---------------------------------------------------------------------------------------------
+// session policy
+// ---------------------------------------------------------------------------------------------
+
+fn tight_sessions() -> OrganizationPolicies {
+    policies(|p| {
+        p.session_policy.max_session_duration_hours = SessionHours::parse(8).unwrap();
+        p.session_policy.idle_timeout_minutes = IdleMinutes::parse(15).unwrap();
+        p.session_policy.max_concurrent_sessions = ConcurrentSessions::parse(2).unwrap();
+    })
+}
+
+#[test]
+fn login_under_a_session_policy_bounds_the_session_the_token_and_the_session_count() {
+    let mut mocks = Mocks::new();
+    mocks.ada_is_registered();
+    mocks.password_check_says(true);
+    mocks.policies_are(vec![(Plan::Business, Some(tight_sessions()))]);
+    let created = Seen::<(NewSession, Option<u32>)>::new();
+    let seen = created.clone();
+    mocks
+        .sessions
+        .expect_create_session()
+        .times(1)
+        .returning(move |session, _, keep| {
+            seen.record((session, keep));
+            ready(Ok(()))
+        });
+    let signed = mocks.signer_signs();
+
+    let pair = block_on(mocks.auth().login(ADA_EMAIL, ADA_PASSWORD.to_owned())).unwrap();
+    let (session, keep_at_most) = created.only();
+
+    assert_eq!(session.expires_at, now() + Duration::hours(8));
+    assert_eq!(keep_at_most, Some(2));
+    // The access token lasts no longer than the idle window.
+    assert_eq!(
+        signed.only().exp,
+        (now() + Duration::minutes(15)).timestamp()
+    );
+    assert_eq!(pair.access.expires_in, 15 * 60);
+}
+
+#[test]
+fn policies_of_an_organization_whose_plan_lapsed_are_not_enforced() {
+    let mut mocks = Mocks::new();
+    mocks.ada_is_registered();
+    mocks.password_check_says(true);
+    mocks.policies_are(vec![(Plan::Pro, Some(tight_sessions()))]);
+    mocks
+        .sessions
+        .expect_create_session()
+        .withf(|session, _, keep| {
+            session.expires_at == now() + Duration::days(30) && keep.is_none()
+        })
+        .times(1)
+        .returning(|_, _, _| ready(Ok(())));
+    mocks.signer_signs();
+
+    let pair = block_on(mocks.auth().login(ADA_EMAIL, ADA_PASSWORD.to_owned())).unwrap();
+
+    assert_eq!(pair.access.expires_in, 3600);
+}
+
+fn refresh_with(mocks: Mocks) -> Result<super::AccessToken, RefreshError> {
+    block_on(mocks.auth().refresh(REFRESH_TOKEN))
+}
+
+#[test]
+fn a_refresh_after_the_idle_timeout_fails() {
+    let mut mocks = Mocks::new();
+    // Ada's session was last used an hour ago; the policy allows 15 minutes.
+    mocks
+        .sessions
+        .expect_session_by_refresh_token()
+        .returning(|_, _| ready(Ok(Some(ada_session()))));
+    mocks.sessions.expect_touch_session().never();
+    mocks.ada_is_registered();
+    mocks.policies_are(vec![(Plan::Business, Some(tight_sessions()))]);
+    mocks.signer.expect_sign().never();
+
+    assert!(matches!(refresh_with(mocks), Err(RefreshError::Idle(15))));
+}
+
+#[test]
+fn a_refresh_past_the_maximum_session_duration_fails() {
+    let mut mocks = Mocks::new();
+    let mut session = ada_session(); // opened three days ago
+    session.last_used_at = now() - Duration::minutes(1);
+    mocks
+        .sessions
+        .expect_session_by_refresh_token()
+        .returning(move |_, _| ready(Ok(Some(session.clone()))));
+    mocks.sessions.expect_touch_session().never();
+    mocks.ada_is_registered();
+    mocks.policies_are(vec![(Plan::Business, Some(tight_sessions()))]);
+
+    assert!(matches!(refresh_with(mocks), Err(RefreshError::TooOld(8))));
+}
+
+#[test]
+fn a_refresh_within_the_policy_gets_a_token_bounded_by_the_idle_window() {
+    let mut mocks = Mocks::new();
+    let mut session = ada_session();
+    session.created_at = now() - Duration::hours(1);
+    session.last_used_at = now() - Duration::minutes(10);
+    mocks
+        .sessions
+        .expect_session_by_refresh_token()
+        .returning(move |_, _| ready(Ok(Some(session.clone()))));
+    mocks
+        .sessions
+        .expect_touch_session()
+        .withf(|id, at| *id == ADA_SESSION && *at == now())
+        .times(1)
+        .returning(|_, _| ready(Ok(true)));
+    mocks.ada_is_registered();
+    mocks.policies_are(vec![(Plan::Business, Some(tight_sessions()))]);
+    mocks.signer_signs();
+
+    let access = refresh_with(mocks).unwrap();
+
+    assert_eq!(access.expires_in, 15 * 60);
+}
+
+#[test]
+fn a_refresh_with_an_expired_password_fails() {
+    let mut mocks = Mocks::new();
+    mocks
+        .sessions
+        .expect_session_by_refresh_token()
+        .returning(|_, _| ready(Ok(Some(ada_session()))));
+    mocks.sessions.expect_touch_session().never();
+    mocks.ada_is_registered();
+    mocks.policies_are(vec![(
+        Plan::Enterprise,
+        Some(policies(|p| {
+            p.password_policy.max_age_days = MaxAgeDays::parse(7).unwrap();
+        })),
+    )]);
+
+    assert!(matches!(
+        refresh_with(mocks),
+        Err(RefreshError::PasswordExpired)
+    ));
+    // The fixture's password really is older than that.
+    assert!(ada_credentials().password_changed_at < now() - Duration::days(7));
+}
+
+// ---------------------------------------------------------------------------------------------
+// IP allowlist
+// ---------------------------------------------------------------------------------------------
+
+fn allowlisted_acme(mocks: &mut Mocks, plan: Plan) {
+    mocks
+        .memberships
+        .expect_membership()
+        .returning(move |_, _| {
+            let mut membership = ada_in_acme();
+            membership.plan = plan;
+            ready(Ok(Some(membership)))
+        });
+    let saved = SavedPolicies {
+        policies: policies(|p| p.ip_allowlist = office_only()),
+        updated_at: now(),
+    };
+    mocks
+        .policies
+        .expect_policies()
+        .withf(|org| *org == ACME)
+        .returning(move |_| ready(Ok(Some(saved.clone()))));
+}
+
+#[test]
+fn a_request_from_outside_the_allowlist_is_refused_and_one_from_inside_admitted() {
+    let mut mocks = Mocks::new();
+    mocks.policies = crate::ports::MockPolicyStore::new();
+    allowlisted_acme(&mut mocks, Plan::Business);
+    let ports = mocks.ports();
+
+    let outside = block_on(ports.actor(ada_in_session(), ACME, address("198.51.100.7")));
+    assert!(matches!(
+        outside,
+        Err(OrgAccessError::AddressNotAllowed(a)) if a == address("198.51.100.7")
+    ));
+    let inside = block_on(ports.actor(ada_in_session(), ACME, address("192.0.2.44"))).unwrap();
+    assert_eq!(inside.organization_id(), ACME);
+}
+
+#[test]
+fn the_allowlist_of_a_downgraded_organization_is_not_enforced() {
+    let mut mocks = Mocks::new();
+    mocks.policies = crate::ports::MockPolicyStore::new();
+    allowlisted_acme(&mut mocks, Plan::Pro);
+    mocks.policies.checkpoint();
+    mocks.policies.expect_policies().never();
+    let ports = mocks.ports();
+
+    assert!(block_on(ports.actor(ada_in_session(), ACME, address("198.51.100.7"))).is_ok());
+}
+
+// ---------------------------------------------------------------------------------------------
+// the policies endpoints' use cases
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn policies_need_the_business_plan_and_say_so() {
+    let mocks = Mocks::new();
+    let service = PolicyService::new(mocks.ports());
+
+    let error =
+        block_on(service.policies(&ada_acting_in_acme(Role::Owner, Plan::Pro))).unwrap_err();
+
+    assert!(matches!(
+        error,
+        SettingsError::PlanRequired {
+            plan: Plan::Pro,
+            ..
+        }
+    ));
+    assert_eq!(
+        error.to_string(),
+        "policies need the business or enterprise plan; this organization is on the pro plan"
+    );
+}
+
+#[test]
+fn policies_are_for_owners_and_admins() {
+    let mocks = Mocks::new();
+    let service = PolicyService::new(mocks.ports());
+
+    let error =
+        block_on(service.policies(&ada_acting_in_acme(Role::Member, Plan::Business))).unwrap_err();
+
+    assert!(matches!(
+        error,
+        SettingsError::Forbidden(f) if f.0 == Permission::PoliciesManage
+    ));
+}
+
+#[test]
+fn an_organization_that_never_saved_policies_has_the_defaults_since_its_creation() {
+    let mut mocks = Mocks::new();
+    mocks
+        .organizations
+        .expect_organization()
+        .returning(|_| ready(Ok(Some(acme(Plan::Business)))));
+    let service = PolicyService::new(mocks.ports());
+
+    let view =
+        block_on(service.policies(&ada_acting_in_acme(Role::Admin, Plan::Business))).unwrap();
+
+    assert_eq!(view.policies, OrganizationPolicies::default());
+    assert_eq!(view.updated_at, acme(Plan::Business).created_at);
+}
+
+#[test]
+fn saving_an_allowlist_without_your_own_address_is_refused_as_a_lockout() {
+    let mut mocks = Mocks::new();
+    mocks.policies.expect_save_policies().never();
+    let service = PolicyService::new(mocks.ports());
+
+    let result = block_on(service.replace(
+        &ada_acting_in_acme(Role::Owner, Plan::Business),
+        policies(|p| p.ip_allowlist = office_only()),
+        address("198.51.100.7"),
+    ));
+
+    assert!(matches!(result, Err(SettingsError::LockOut(_))));
+}
+
+#[test]
+fn saving_policies_records_organization_updated_naming_the_changed_sections() {
+    let mut mocks = Mocks::new();
+    mocks
+        .organizations
+        .expect_organization()
+        .returning(|_| ready(Ok(Some(acme(Plan::Business)))));
+    let saved = Seen::new();
+    let seen = saved.clone();
+    mocks
+        .policies
+        .expect_save_policies()
+        .times(1)
+        .returning(move |org, policies, at, event| {
+            seen.record((org, policies, at, event));
+            ready(Ok(true))
+        });
+    let service = PolicyService::new(mocks.ports());
+    let new = policies(|p| {
+        p.ip_allowlist = office_only();
+        p.session_policy = tight_sessions().session_policy;
+    });
+
+    let view = block_on(service.replace(
+        &ada_acting_in_acme(Role::Admin, Plan::Business),
+        new.clone(),
+        address("192.0.2.1"),
+    ))
+    .unwrap();
+    let (org, policies, at, event) = saved.only();
+
+    assert_eq!((org, &policies, at), (ACME, &new, now()));
+    assert_eq!(view.policies, new);
+    assert_eq!(
+        event.data["changed"],
+        serde_json::json!(["policies.session_policy", "policies.ip_allowlist"])
+    );
+    assert_eq!(event.organization_id, Some(ACME));
+    assert_eq!(event.user_id, Some(ADA));
+}

@@ -1,0 +1,137 @@
+//! SAML single sign-on configuration (Business and Enterprise plans). The service generates the
+//! service-provider addresses the identity provider is configured with; the certificate is
+//! checked when it arrives and never shown again.
+
+use chrono::{DateTime, Utc};
+
+use super::{
+    policies::{organization_of, require_feature, updated_event},
+    Actor, SettingsError,
+};
+use crate::{
+    model::{
+        sp_acs_url, sp_entity_id, DomainWhitelist, Feature, HttpsUrl, IdpCertificate, IdpEntityId,
+        Permission, ProvisionRole, SsoChange, SsoConfiguration, SsoProvider,
+    },
+    ports::{Ports, StoreError},
+};
+
+/// What `POST /sso/configurations` asks for, parsed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewSsoConfiguration {
+    pub provider: SsoProvider,
+    pub idp_entity_id: IdpEntityId,
+    pub idp_sso_url: HttpsUrl,
+    pub idp_certificate: IdpCertificate,
+    pub domain_whitelist: DomainWhitelist,
+    pub auto_provision: bool,
+    pub default_role: ProvisionRole,
+}
+
+/// A configuration with the addresses the identity provider needs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SsoView {
+    pub configuration: SsoConfiguration,
+    pub sp_entity_id: String,
+    pub sp_acs_url: String,
+}
+
+#[derive(Clone)]
+pub struct SsoService {
+    ports: Ports,
+    /// The service's public URL, the base of the service-provider addresses.
+    public_url: String,
+}
+
+impl SsoService {
+    pub fn new(ports: Ports, public_url: String) -> Self {
+        Self { ports, public_url }
+    }
+
+    fn view(&self, configuration: SsoConfiguration) -> SsoView {
+        let id = configuration.organization_id;
+        SsoView {
+            sp_entity_id: sp_entity_id(&self.public_url, id),
+            sp_acs_url: sp_acs_url(&self.public_url, id),
+            configuration,
+        }
+    }
+
+    /// Whether the actor may read and change SSO: the permission, then the plan.
+    pub fn authorize(actor: &Actor) -> Result<(), SettingsError> {
+        require_feature(actor, Permission::SsoManage, Feature::Sso)
+    }
+
+    /// Configures SSO for the actor's organization; a second configuration is refused.
+    pub async fn create(
+        &self,
+        actor: &Actor,
+        new: NewSsoConfiguration,
+    ) -> Result<SsoView, SettingsError> {
+        Self::authorize(actor)?;
+        let organization = organization_of(&self.ports, actor).await?;
+        let now = self.ports.clock.now();
+        let configuration = SsoConfiguration {
+            organization_id: organization.id,
+            provider: new.provider,
+            idp_entity_id: new.idp_entity_id,
+            idp_sso_url: new.idp_sso_url,
+            idp_certificate: new.idp_certificate,
+            domain_whitelist: new.domain_whitelist,
+            auto_provision: new.auto_provision,
+            default_role: new.default_role,
+            is_active: true,
+            created_at: now,
+            updated_at: now,
+        };
+        let event = updated_event(&self.ports, actor, &organization, &["sso".to_owned()], now);
+        match self
+            .ports
+            .sso
+            .create_sso_configuration(configuration.clone(), event)
+            .await
+        {
+            Ok(true) => Ok(self.view(configuration)),
+            Ok(false) => Err(SettingsError::NotFound),
+            Err(StoreError::Conflict) => Err(SettingsError::AlreadyConfigured),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    pub async fn configuration(&self, actor: &Actor) -> Result<SsoView, SettingsError> {
+        Self::authorize(actor)?;
+        self.ports
+            .sso
+            .sso_configuration(actor.organization_id())
+            .await?
+            .map(|configuration| self.view(configuration))
+            .ok_or(SettingsError::NotConfigured)
+    }
+
+    /// Changes the fields the request names.
+    pub async fn update(&self, actor: &Actor, change: SsoChange) -> Result<SsoView, SettingsError> {
+        let mut view = self.configuration(actor).await?;
+        let changed: Vec<String> = view
+            .configuration
+            .apply(change)
+            .into_iter()
+            .map(|field| format!("sso.{field}"))
+            .collect();
+        if changed.is_empty() {
+            return Ok(view);
+        }
+        let organization = organization_of(&self.ports, actor).await?;
+        let now: DateTime<Utc> = self.ports.clock.now();
+        view.configuration.updated_at = now;
+        let event = updated_event(&self.ports, actor, &organization, &changed, now);
+        if !self
+            .ports
+            .sso
+            .update_sso_configuration(view.configuration.clone(), event)
+            .await?
+        {
+            return Err(SettingsError::NotConfigured);
+        }
+        Ok(view)
+    }
+}

@@ -1,0 +1,160 @@
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+use gatehouse_domain::{
+    model::{Email, NewEvent, OrganizationId, OrganizationPolicies, Plan, UserId},
+    ports::{PlanPolicies, PolicyStore, SavedPolicies, StoreError},
+};
+
+use super::{
+    super::{
+        schema::{invitations, memberships, organization_policies, organizations},
+        Conn, DbStore,
+    },
+    rows::record_events,
+};
+use crate::{corrupt, db_error, types::DbUuid};
+
+/// An organization's one JSON document in `$table` (`organization_policies`,
+/// `organization_branding`): read as `Option<(document, updated_at)>`.
+macro_rules! read_document {
+    ($store:expr, $table:ident, $id:expr) => {{
+        let mut conn = $store.conn().await?;
+        $table::table
+            .find(DbUuid($id.as_uuid()))
+            .select(($table::document, $table::updated_at))
+            .first::<(serde_json::Value, DateTime<Utc>)>(&mut *conn)
+            .await
+            .optional()
+            .map_err(db_error)
+    }};
+}
+
+/// Replaces the document of a live organization and records the event, in one transaction:
+/// `Ok(false)` when the organization is not live.
+macro_rules! save_document {
+    ($store:expr, $table:ident, $id:expr, $value:expr, $at:expr, $event:expr) => {{
+        let doc = serde_json::to_value(&$value).map_err(|e| StoreError::Failed(Box::new(e)))?;
+        let (id, at, event) = (DbUuid($id.as_uuid()), $at, $event);
+        in_write_tx!($store, async |conn: &mut Conn| {
+            if !is_live(conn, id).await? {
+                return Ok(false);
+            }
+            diesel::insert_into($table::table)
+                .values((
+                    $table::organization_id.eq(id),
+                    $table::document.eq(&doc),
+                    $table::updated_at.eq(at),
+                ))
+                .on_conflict($table::organization_id)
+                .do_update()
+                .set(($table::document.eq(&doc), $table::updated_at.eq(at)))
+                .execute(conn)
+                .await?;
+            record_events(conn, vec![event]).await?;
+            Ok::<_, diesel::result::Error>(true)
+        })
+    }};
+}
+pub(super) use {read_document, save_document};
+
+/// A stored document back into the domain type, through its parsers.
+pub(super) fn document<T: serde::de::DeserializeOwned>(
+    value: serde_json::Value,
+    what: &'static str,
+) -> Result<T, StoreError> {
+    serde_json::from_value(value).map_err(|_| corrupt(what))
+}
+
+/// Whether the organization is live: configuration is saved only for live organizations.
+pub(super) async fn is_live(conn: &mut Conn, id: DbUuid) -> QueryResult<bool> {
+    let live: i64 = organizations::table
+        .filter(organizations::id.eq(id))
+        .filter(organizations::is_active.eq(true))
+        .count()
+        .get_result(conn)
+        .await?;
+    Ok(live > 0)
+}
+
+/// The plans and saved policies of the live organizations among `$organization_ids` (a
+/// subquery of ids).
+macro_rules! plan_policies_of {
+    ($store:expr, $organization_ids:expr) => {{
+        let mut conn = $store.conn().await?;
+        let rows: Vec<(String, Option<serde_json::Value>)> = organizations::table
+            .left_join(organization_policies::table)
+            .filter(organizations::id.eq_any($organization_ids))
+            .filter(organizations::is_active.eq(true))
+            .select((
+                organizations::plan,
+                organization_policies::document.nullable(),
+            ))
+            .load(&mut *conn)
+            .await
+            .map_err(db_error)?;
+        rows.into_iter()
+            .map(|(plan, policies)| {
+                let plan = plan
+                    .parse::<Plan>()
+                    .map_err(|_| corrupt("organizations.plan"))?;
+                let policies = policies
+                    .map(|doc| {
+                        document::<OrganizationPolicies>(doc, "organization_policies.document")
+                    })
+                    .transpose()?;
+                Ok((plan, policies))
+            })
+            .collect()
+    }};
+}
+
+#[async_trait]
+impl PolicyStore for DbStore {
+    async fn policies(&self, id: OrganizationId) -> Result<Option<SavedPolicies>, StoreError> {
+        read_document!(self, organization_policies, id)?
+            .map(|(doc, updated_at)| {
+                Ok(SavedPolicies {
+                    policies: document(doc, "organization_policies.document")?,
+                    updated_at,
+                })
+            })
+            .transpose()
+    }
+
+    async fn save_policies(
+        &self,
+        id: OrganizationId,
+        policies: OrganizationPolicies,
+        at: DateTime<Utc>,
+        event: NewEvent,
+    ) -> Result<bool, StoreError> {
+        save_document!(self, organization_policies, id, policies, at, event)
+    }
+
+    async fn policies_of_member(&self, user_id: UserId) -> Result<Vec<PlanPolicies>, StoreError> {
+        plan_policies_of!(
+            self,
+            memberships::table
+                .filter(memberships::user_id.eq(DbUuid(user_id.as_uuid())))
+                .select(memberships::organization_id)
+        )
+    }
+
+    async fn policies_of_invitee(
+        &self,
+        email: &Email,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<PlanPolicies>, StoreError> {
+        plan_policies_of!(
+            self,
+            invitations::table
+                .filter(invitations::email.eq(email.as_ref()))
+                .filter(invitations::accepted_at.is_null())
+                .filter(invitations::revoked_at.is_null())
+                .filter(invitations::expires_at.gt(now))
+                .select(invitations::organization_id)
+        )
+    }
+}
