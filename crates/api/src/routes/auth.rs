@@ -93,6 +93,7 @@ pub struct TokenResponse {
     responses(
         (status = 200, body = TokenResponse),
         (status = 401, body = ErrorBody, description = "Unknown email or wrong password"),
+        (status = 403, body = ErrorBody, description = "The password expired under an organization's policy: renew it"),
         (status = 422, body = ValidationErrorBody),
     )
 )]
@@ -126,7 +127,8 @@ pub struct RefreshRequest {
     request_body = RefreshRequest,
     responses(
         (status = 200, body = TokenResponse),
-        (status = 401, body = ErrorBody, description = "Refresh token invalid, expired or revoked"),
+        (status = 401, body = ErrorBody, description = "Refresh token invalid, expired or revoked, or the session idle or older than its policy allows"),
+        (status = 403, body = ErrorBody, description = "The password expired under an organization's policy: renew it"),
         (status = 422, body = ValidationErrorBody),
     )
 )]
