@@ -381,3 +381,53 @@ async fn two_servers_on_one_postgres_send_each_delivery_once() {
     assert_eq!(total, 60, "every delivery once, none twice");
     assert_eq!(ids.len(), 60);
 }
+
+/// Saving policies, branding and SSO announces `organization.updated` naming what changed.
+async fn business_configuration_changes_are_announced(backend: Backend) {
+    let (app, receiver) = app_with_receiver(backend).await;
+    let owner = app.logged_in("owen@example.com").await;
+    let team = app.create_team(&owner.access_token, "Acme").await;
+    let org = team["id"].as_str().unwrap();
+    app.set_plan(org, "business").await;
+    create_endpoint(
+        &app,
+        &owner.access_token,
+        org,
+        &receiver.url("/business"),
+        json!(["organization.updated"]),
+    )
+    .await;
+
+    let path = format!("/api/v1/organizations/{org}/branding");
+    let body = json!({ "primary_color": "#123456", "custom_login": { "title": "Acme" } });
+    let response = app
+        .send_as(Method::PUT, &owner.access_token, &path, Some(body))
+        .await;
+    json_of(response, 200).await;
+    let requests = receiver.wait_for(1, Duration::from_secs(15)).await;
+    let event: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    assert_eq!(event["event"], "organization.updated");
+    assert_eq!(event["data"]["id"], org);
+    assert_eq!(
+        event["data"]["changed"],
+        json!(["branding.primary_color", "branding.custom_login.title"])
+    );
+    // Saving the same again changes nothing and announces nothing.
+    let body = json!({ "primary_color": "#123456" });
+    let response = app
+        .send_as(Method::PUT, &owner.access_token, &path, Some(body))
+        .await;
+    json_of(response, 200).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(receiver.requests().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn business_configuration_changes_are_announced_sqlite() {
+    business_configuration_changes_are_announced(Backend::Sqlite).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn business_configuration_changes_are_announced_postgres() {
+    business_configuration_changes_are_announced(Backend::Postgres).await
+}
