@@ -39,6 +39,7 @@ use crate::{
         sso::create,
         sso::get,
         sso::update,
+        sso::metadata,
         members::list,
         members::invite,
         members::change_role,

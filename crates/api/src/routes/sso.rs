@@ -288,3 +288,54 @@ pub async fn update(
     let view = state.sso.update(&actor, change).await?;
     Ok(HttpResponse::Ok().json(SsoResponse::from(view)))
 }
+
+/// Escapes text for an XML attribute value.
+fn xml_attribute(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('"', "&quot;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// The service provider's SAML metadata for an organization's active SSO configuration: what
+/// an identity provider imports from `sp_entity_id`. Public, as SAML metadata is; `404` when
+/// the organization has no active configuration or its plan no longer includes SSO.
+#[utoipa::path(
+    get, path = "/sso/saml/{org_id}/metadata", tag = "sso",
+    params(("org_id" = Uuid, Path)),
+    responses(
+        (status = 200, content_type = "application/samlmetadata+xml", body = String),
+        (status = 404, body = ErrorBody),
+    )
+)]
+pub async fn metadata(
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let not_found = || ApiError::NotFound("no SSO configuration here".into());
+    let organization = Uuid::parse_str(&path.into_inner()).map_err(|_| not_found())?;
+    let view = state
+        .sso
+        .published(OrganizationId::from_uuid(organization))
+        .await
+        .map_err(|e| match e {
+            gatehouse_domain::service::SettingsError::Store(e) => ApiError::from(e),
+            _ => not_found(),
+        })?;
+    let xml = format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<md:EntityDescriptor xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata" entityID="{entity}">
+  <md:SPSSODescriptor AuthnRequestsSigned="false" WantAssertionsSigned="true" protocolSupportEnumeration="urn:oasis:names:tc:SAML:2.0:protocol">
+    <md:NameIDFormat>urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress</md:NameIDFormat>
+    <md:AssertionConsumerService Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST" Location="{acs}" index="0" isDefault="true"/>
+  </md:SPSSODescriptor>
+</md:EntityDescriptor>
+"#,
+        entity = xml_attribute(&view.sp_entity_id),
+        acs = xml_attribute(&view.sp_acs_url),
+    );
+    Ok(HttpResponse::Ok()
+        .content_type("application/samlmetadata+xml")
+        .insert_header(("Cache-Control", "public, max-age=300"))
+        .body(xml))
+}

@@ -11,7 +11,7 @@ use super::{
 use crate::{
     model::{
         sp_acs_url, sp_entity_id, DomainWhitelist, Feature, HttpsUrl, IdpCertificate, IdpEntityId,
-        Permission, ProvisionRole, SsoChange, SsoConfiguration, SsoProvider,
+        OrganizationId, Permission, ProvisionRole, SsoChange, SsoConfiguration, SsoProvider,
     },
     ports::{Ports, StoreError},
 };
@@ -55,6 +55,28 @@ impl SsoService {
             sp_acs_url: sp_acs_url(&self.public_url, id),
             configuration,
         }
+    }
+
+    /// The configuration an identity provider may read without credentials (the service
+    /// provider's metadata): only an active one of an organization whose plan includes SSO.
+    pub async fn published(
+        &self,
+        organization_id: OrganizationId,
+    ) -> Result<SsoView, SettingsError> {
+        let organization = self
+            .ports
+            .organizations
+            .organization(organization_id)
+            .await?
+            .filter(|org| org.plan.includes(Feature::Sso))
+            .ok_or(SettingsError::NotConfigured)?;
+        self.ports
+            .sso
+            .sso_configuration(organization.id)
+            .await?
+            .filter(|configuration| configuration.is_active)
+            .map(|configuration| self.view(configuration))
+            .ok_or(SettingsError::NotConfigured)
     }
 
     /// Whether the actor may read and change SSO: the permission, then the plan.

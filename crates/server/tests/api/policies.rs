@@ -395,6 +395,26 @@ on_both_backends! {
         }))).await).await;
         assert_eq!(locs, vec![loc(&["body", "idp_certificate"])]);
         assert_eq!(json_of(app.get_as(&token, &path).await, 200).await, changed, "nothing was saved");
+
+        // The identity provider imports the service provider's metadata from sp_entity_id,
+        // without credentials.
+        let metadata = app.client.get(created["sp_entity_id"].as_str().unwrap()).send().await.unwrap();
+        assert_eq!(metadata.status(), 200);
+        assert_eq!(metadata.headers()["content-type"], "application/samlmetadata+xml");
+        let xml = metadata.text().await.unwrap();
+        assert!(xml.contains(&format!("entityID=\"{}\"", created["sp_entity_id"].as_str().unwrap())), "{xml}");
+        assert!(xml.contains(&format!("Location=\"{}\"", created["sp_acs_url"].as_str().unwrap())), "{xml}");
+        assert!(!xml.contains("BEGIN CERTIFICATE"));
+        // Switched off, or with the plan gone, there is nothing to import.
+        json_of(app.send_as(Method::PUT, &token, &path, Some(json!({ "is_active": false }))).await, 200).await;
+        let metadata = app.client.get(created["sp_entity_id"].as_str().unwrap()).send().await.unwrap();
+        assert_eq!(metadata.status(), 404);
+        json_of(app.send_as(Method::PUT, &token, &path, Some(json!({ "is_active": true }))).await, 200).await;
+        app.set_plan(&org, "pro").await;
+        let metadata = app.client.get(created["sp_entity_id"].as_str().unwrap()).send().await.unwrap();
+        assert_eq!(metadata.status(), 404);
+        let unknown = app.client.get(app.url("/sso/saml/not-a-uuid/metadata")).send().await.unwrap();
+        assert_eq!(unknown.status(), 404);
     }
 
     async fn sso_requests_are_checked_before_anything_is_stored(app: TestApp) {
