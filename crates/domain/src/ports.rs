@@ -597,6 +597,23 @@ pub struct Mail {
     pub subject: String,
     /// The plain-text body.
     pub text: String,
+    /// The sender's display name in place of the configured one (an organization's branding);
+    /// the sending address stays the configured one.
+    pub sender_name: Option<String>,
+    pub reply_to: Option<Email>,
+}
+
+impl Mail {
+    /// A mail from the service as configured.
+    pub fn new(to: Email, subject: String, text: String) -> Self {
+        Self {
+            to,
+            subject,
+            text,
+            sender_name: None,
+            reply_to: None,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -202,11 +202,11 @@ fn body_text(message: &serde_json::Value) -> String {
 }
 
 fn mail(to: &str, subject: &str, text: &str) -> Mail {
-    Mail {
-        to: Email::parse(to).unwrap(),
-        subject: subject.to_owned(),
-        text: text.to_owned(),
-    }
+    Mail::new(
+        Email::parse(to).unwrap(),
+        subject.to_owned(),
+        text.to_owned(),
+    )
 }
 
 #[tokio::test]

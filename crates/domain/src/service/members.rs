@@ -7,9 +7,9 @@ use serde_json::json;
 use super::{event, payloads, Actor, Forbidden, Principal};
 use crate::{
     model::{
-        Email, EventType, InvitableRole, Invitation, InvitationId, Member, MemberFilter,
-        MemberStatus, NewInvitation, OrganizationType, Page, PageRequest, Permission, Role,
-        TokenHash, TokenKind, UserId,
+        Email, EventType, Feature, InvitableRole, Invitation, InvitationId, Member, MemberFilter,
+        MemberStatus, NewInvitation, Organization, OrganizationType, Page, PageRequest, Permission,
+        Role, TokenHash, TokenKind, UserId,
     },
     ports::{Mail, Ports, StoreError},
 };
@@ -181,13 +181,13 @@ impl MemberService {
                 |c| c.user.full_name.as_ref().to_owned(),
             );
         let link = format!("{}/invitations/{}", self.public_url, token.expose());
-        let mail = Mail {
-            to: email,
-            subject: format!(
+        let mut mail = Mail::new(
+            email,
+            format!(
                 "{inviter} invited you to {} on Gatehouse",
                 organization.name.as_ref()
             ),
-            text: format!(
+            format!(
                 "{inviter} invited you to join {org} as {role}.\n\n\
                  Accept the invitation: {link}\n\n\
                  If you have no account yet, sign up with this email address first; the \
@@ -195,13 +195,37 @@ impl MemberService {
                 org = organization.name.as_ref(),
                 role = role.role(),
             ),
-        };
+        );
+        self.brand(&mut mail, &organization).await;
         // The invitation stands whether or not the mail goes out: the invitee also finds it
         // under GET /api/v1/invitations once signed in.
         if let Err(error) = self.ports.mailer.send(mail).await {
             tracing::warn!(%error, organization.id = %organization.id, "the invitation mail could not be sent");
         }
         Ok(member)
+    }
+
+    /// Puts the organization's email branding (sender name, reply-to, footer) on its mail, while
+    /// its plan includes branding. Branding that cannot be read leaves the mail plain.
+    async fn brand(&self, mail: &mut Mail, organization: &Organization) {
+        if !organization.plan.includes(Feature::Branding) {
+            return;
+        }
+        let saved = match self.ports.branding.branding(organization.id).await {
+            Ok(Some(saved)) => saved,
+            Ok(None) => return,
+            Err(error) => {
+                tracing::warn!(%error, organization.id = %organization.id, "branding not read; mail sent plain");
+                return;
+            }
+        };
+        let email = saved.branding.email_branding;
+        mail.sender_name = Some(email.from_name.as_str().to_owned());
+        mail.reply_to = email.reply_to;
+        let footer = email.footer_text.as_str();
+        if !footer.is_empty() {
+            mail.text = format!("{}\n-- \n{footer}\n", mail.text);
+        }
     }
 
     /// The open invitations addressed to the caller's email.

@@ -460,10 +460,10 @@ impl DeliveryEngine {
             }
         };
         let Some(owner) = owner else { return };
-        let mail = Mail {
-            to: owner.email,
-            subject: "A webhook endpoint was disabled after repeated failures".to_owned(),
-            text: format!(
+        let mail = Mail::new(
+            owner.email,
+            "A webhook endpoint was disabled after repeated failures".to_owned(),
+            format!(
                 "The webhook endpoint {id} ({url}) failed {n} deliveries in a row and has been \
                  disabled: no events are sent to it now.\n\nFix the receiver, then turn the \
                  endpoint back on (PATCH /api/v1/webhooks/endpoints/{id} with \
@@ -472,7 +472,7 @@ impl DeliveryEngine {
                 url = delivery.url.as_ref(),
                 n = self.settings.disable_after_failures,
             ),
-        };
+        );
         if let Err(error) = self.ports.mailer.send(mail).await {
             tracing::warn!(%error, endpoint.id = %delivery.endpoint_id, "the disabled-endpoint mail could not be sent");
         }

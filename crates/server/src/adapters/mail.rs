@@ -96,8 +96,21 @@ fn build_message(from: &Mailbox, mail: &Mail, form: BodyForm) -> Result<Message,
         .parse::<Mailbox>()
         .map_err(|error| MailError(Box::new(error)))?;
     let message_id = format!("<{}@{}>", Uuid::new_v4(), from.email.domain());
-    let builder = Message::builder()
-        .from(from.clone())
+    // A branded sender keeps the configured address: only the display name changes.
+    let from = match &mail.sender_name {
+        Some(name) => Mailbox::new(Some(name.clone()), from.email.clone()),
+        None => from.clone(),
+    };
+    let mut builder = Message::builder();
+    if let Some(reply_to) = &mail.reply_to {
+        let reply_to = reply_to
+            .as_ref()
+            .parse::<Mailbox>()
+            .map_err(|error| MailError(Box::new(error)))?;
+        builder = builder.reply_to(reply_to);
+    }
+    let builder = builder
+        .from(from)
         .to(to)
         .subject(mail.subject.as_str())
         .date_now()
@@ -333,11 +346,11 @@ mod tests {
     const FROM: &str = "Gatehouse <no-reply@gatehouse.test>";
 
     fn mail(subject: &str, text: &str) -> Mail {
-        Mail {
-            to: Email::parse("zoe@example.com").unwrap(),
-            subject: subject.to_owned(),
-            text: text.to_owned(),
-        }
+        Mail::new(
+            Email::parse("zoe@example.com").unwrap(),
+            subject.to_owned(),
+            text.to_owned(),
+        )
     }
 
     /// The `.eml` files in a directory, oldest first.

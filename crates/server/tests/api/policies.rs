@@ -334,6 +334,16 @@ on_both_backends! {
             assert!(locs.contains(&expected), "{expected:?} not in {locs:?}");
         }
         assert_eq!(json_of(app.get_as(&token, &path).await, 200).await, changed, "nothing was saved");
+
+        // The team's invitation mails carry its email branding.
+        json_of(app.send_as(Method::PUT, &token, &path, Some(json!({
+            "email_branding": { "footer_text": "Acme Inc., 1 Main St." },
+        }))).await, 200).await;
+        json_of(app.invite(&token, &org, "carla@example.com", "member").await, 201).await;
+        let mail = app.mails().into_iter().find(|m| m.contains("carla@example.com")).expect("an invitation mail");
+        assert!(mail.contains("From: \"Acme Security\" <no-reply@"), "{mail}");
+        assert!(mail.contains("Reply-To: help@acme.test"), "{mail}");
+        assert!(mail.contains("Acme Inc., 1 Main St."), "{mail}");
     }
 
     async fn sso_is_configured_once_changed_and_never_shows_the_certificate(app: TestApp) {
