@@ -21,6 +21,10 @@ lint:
 deny:
     cargo deny check
 
+# Benchmarks against their physical limits (needs wrk): `just bench`, `just bench --backend sqlite`.
+bench *args:
+    cargo bench -p gatehouse-server --bench load -- {{args}}
+
 # Print the OpenAPI document.
 openapi:
     cargo run --quiet -- openapi

@@ -74,6 +74,8 @@ pub struct ReceivedRequest {
     /// Which TCP connection carried it, counted from 1 in the order accepted: requests that
     /// share a number shared a (kept-alive) connection.
     pub connection: usize,
+    /// When its body had been read in full.
+    pub received_at: std::time::SystemTime,
 }
 
 impl ReceivedRequest {
@@ -374,6 +376,7 @@ async fn answer(
         .await
         .map(|collected| collected.to_bytes().to_vec())
         .unwrap_or_default();
+    let received_at = std::time::SystemTime::now();
     let received = ReceivedRequest {
         method: parts.method.to_string(),
         path: parts
@@ -392,6 +395,7 @@ async fn answer(
             .collect(),
         body,
         connection,
+        received_at,
     };
     {
         let mut requests = lock(&shared.requests);

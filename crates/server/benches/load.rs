@@ -1,0 +1,1241 @@
+//! `just bench`: each hot path of the real `gatehouse` binary, measured next to its physical
+//! limit on the same machine in the same run.
+//!
+//! ```text
+//! cargo bench -p gatehouse-server --bench load -- [--backend sqlite|postgres|both]
+//!                                                 [--duration SECS] [--out FILE]
+//! ```
+//!
+//! For each backend a fresh server runs on 127.0.0.1 (a temporary SQLite file, or a fresh
+//! PostgreSQL database from `gatehouse-testkit`). The service is loaded by `wrk` only; the limits
+//! are computed in this process:
+//!
+//! 1. password logins/s against argon2id hashes/s (m=19456, t=2, p=1) on 2 × cores threads;
+//! 2. refreshes/s against RS256 (2048-bit) signatures/s on `cores` threads;
+//! 3. authenticated reads against `GET /readyz` of the same server;
+//! 4. webhook fan-out (10 endpoints × 1,000 changes) into a local HTTPS receiver, against what
+//!    a plain hyper client gets from the same kind of receiver;
+//! 5. resident memory and time to ready, against the targets.
+//!
+//! The phases run in the order 3, 1, 2, 4 (so that row 3's memory peak is not what row 1's
+//! hashes left behind); the notes under each table give the resident memory after every phase,
+//! deliveries that arrived twice, and whatever the server logged at WARN or above.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+
+use std::{
+    fmt::Write as _,
+    fs,
+    io::{Read as _, Write as _},
+    net::{SocketAddr, TcpListener, TcpStream},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::{
+        atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
+        Arc,
+    },
+    thread::JoinHandle,
+    time::{Duration, Instant, SystemTime},
+};
+
+use chrono::{DateTime, Utc};
+use gatehouse_delivery::test_receiver::{ReceivedRequest, TestReceiver};
+use gatehouse_testkit::TestDatabase;
+use serde_json::{json, Value};
+use tokio::runtime::Runtime;
+
+const BINARY: &str = env!("CARGO_BIN_EXE_gatehouse");
+const EMAIL: &str = "bench@example.com";
+const PASSWORD: &str = "correct horse battery staple";
+const SECRET_KEY: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
+/// So high that the limiter never refuses.
+const RATE_LIMITS: &str =
+    "free=100000000,starter=100000000,pro=100000000,business=100000000,enterprise=100000000";
+/// How long each in-process limit is measured.
+const LIMIT_SECS: f64 = 3.0;
+const READ_CONNECTIONS: usize = 64;
+const ENDPOINTS: usize = 10;
+const CHANGES: usize = 1_000;
+/// Concurrent `PATCH /users/me` while seeding the fan-out (not the measured load).
+const PATCH_CONCURRENCY: usize = 16;
+const FANOUT_TIMEOUT: Duration = Duration::from_secs(120);
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+const RSS_TARGET: &str = "< 60 MB";
+const READY_TARGET: &str = "< 300 ms";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Sqlite => "sqlite",
+            Self::Postgres => "postgres",
+        }
+    }
+}
+
+struct Options {
+    backends: Vec<Backend>,
+    duration: u64,
+    out: Option<PathBuf>,
+}
+
+/// One line of a table.
+struct Row {
+    name: String,
+    measured: String,
+    limit: String,
+    ratio: String,
+}
+
+impl Row {
+    fn new(
+        name: impl Into<String>,
+        measured: impl Into<String>,
+        limit: impl Into<String>,
+        ratio: impl Into<String>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            measured: measured.into(),
+            limit: limit.into(),
+            ratio: ratio.into(),
+        }
+    }
+}
+
+fn main() {
+    let options = parse_args();
+    if find_on_path("wrk").is_none() {
+        eprintln!("install wrk: apt-get install wrk");
+        std::process::exit(1);
+    }
+    let started = Instant::now();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut report = header(&options);
+    print!("{report}");
+    for &backend in &options.backends {
+        let section = run_backend(&runtime, backend, options.duration);
+        print!("{section}");
+        report.push_str(&section);
+    }
+    let footer = format!(
+        "\nTotal wall time: {:.0} s\n",
+        started.elapsed().as_secs_f64()
+    );
+    print!("{footer}");
+    report.push_str(&footer);
+    if let Some(out) = &options.out {
+        fs::write(out, &report).unwrap_or_else(|e| panic!("cannot write {}: {e}", out.display()));
+        eprintln!("wrote {}", out.display());
+    }
+}
+
+fn parse_args() -> Options {
+    let usage = "usage: load [--backend sqlite|postgres|both] [--duration SECS] [--out FILE]";
+    let mut options = Options {
+        backends: vec![Backend::Sqlite, Backend::Postgres],
+        duration: 10,
+        out: None,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((flag, value)) => (flag.to_owned(), Some(value.to_owned())),
+            None => (arg.clone(), None),
+        };
+        let mut value = || {
+            inline.clone().or_else(|| args.next()).unwrap_or_else(|| {
+                eprintln!("{flag} needs a value\n{usage}");
+                std::process::exit(2)
+            })
+        };
+        match flag.as_str() {
+            // `cargo bench` passes this to every bench binary.
+            "--bench" => {}
+            "--backend" => {
+                options.backends = match value().as_str() {
+                    "sqlite" => vec![Backend::Sqlite],
+                    "postgres" => vec![Backend::Postgres],
+                    "both" => vec![Backend::Sqlite, Backend::Postgres],
+                    other => {
+                        eprintln!("unknown backend {other:?}\n{usage}");
+                        std::process::exit(2)
+                    }
+                }
+            }
+            "--duration" => {
+                options.duration = value()
+                    .parse()
+                    .ok()
+                    .filter(|secs| *secs > 0)
+                    .unwrap_or_else(|| {
+                        eprintln!("--duration takes a whole number of seconds\n{usage}");
+                        std::process::exit(2)
+                    });
+            }
+            "--out" => options.out = Some(PathBuf::from(value())),
+            "-h" | "--help" => {
+                println!("{usage}");
+                std::process::exit(0)
+            }
+            other => {
+                eprintln!("unknown argument {other:?}\n{usage}");
+                std::process::exit(2)
+            }
+        }
+    }
+    options
+}
+
+fn find_on_path(program: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(program))
+        .find(|path| path.is_file())
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+fn header(options: &Options) -> String {
+    let memory = meminfo_kb("MemTotal").map_or_else(
+        || "unknown".to_owned(),
+        |kb| format!("{:.1} GiB", kb as f64 / 1024.0 / 1024.0),
+    );
+    let backends: Vec<_> = options.backends.iter().map(|b| b.name()).collect();
+    format!(
+        "# Gatehouse load benchmark\n\n\
+         - date: {} UTC\n\
+         - machine: {} cores, {memory} RAM\n\
+         - backend: {}\n\
+         - wrk: {} s per row; in-process limits: {LIMIT_SECS:.0} s each\n\
+         - everything (server, wrk, database, receiver, limits) shares this machine\n",
+        Utc::now().format("%Y-%m-%d %H:%M:%S"),
+        cores(),
+        backends.join(", "),
+        options.duration,
+    )
+}
+
+fn meminfo_kb(field: &str) -> Option<u64> {
+    proc_field_kb(Path::new("/proc/meminfo"), field)
+}
+
+/// A `Name:   1234 kB` line of a `/proc` file, in kB.
+fn proc_field_kb(path: &Path, field: &str) -> Option<u64> {
+    let text = fs::read_to_string(path).ok()?;
+    text.lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+// ---------------------------------------------------------------------------------------------
+// One backend
+// ---------------------------------------------------------------------------------------------
+
+fn run_backend(runtime: &Runtime, backend: Backend, duration: u64) -> String {
+    let name = backend.name();
+    eprintln!("\n[{name}] preparing");
+    let work = tempfile::tempdir().unwrap();
+    // The receiver must exist before the server starts: the server trusts its CA.
+    let receiver = runtime.block_on(TestReceiver::start());
+    // PostgreSQL's database is dropped after the server; SQLite's file goes with `work`.
+    let (database, url) = match backend {
+        Backend::Sqlite => (None, gatehouse_testkit::sqlite_url(&work)),
+        Backend::Postgres => {
+            let db = runtime.block_on(TestDatabase::create());
+            let url = db.url().to_owned();
+            (Some(db), url)
+        }
+    };
+    let env = server_env(&url, work.path(), receiver.ca_pem_path());
+
+    let mut rows = Vec::new();
+    let mut notes = Vec::new();
+
+    // Row 5 (start-up): on the fresh database (migrations, first signing key), then again on
+    // the database as it was left.
+    let (first, fresh_ms) = Server::start(&env, &work.path().join("server-first.log"));
+    drop(first);
+    let (server, existing_ms) = Server::start(&env, &work.path().join("server.log"));
+    eprintln!("[{name}] ready in {fresh_ms:.0} ms (fresh) / {existing_ms:.0} ms (existing)");
+
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let seed = runtime.block_on(seed_data(&client, &server.base, &receiver));
+    std::thread::sleep(Duration::from_secs(1));
+    let idle_kb = server.rss_kb();
+
+    let bench = Bench {
+        base: server.base.clone(),
+        scripts: work.path().to_owned(),
+        duration,
+        name,
+    };
+    // Row 3 runs first, so that its memory peak is the read path's own and not what the
+    // argon2id hashes of row 1 leave behind (the memory note shows both).
+    let sampler = RssSampler::start(server.pid);
+    let reads = row_reads(&bench, &seed);
+    let reads_peak_kb = sampler.stop();
+    let mut after = vec![("reads", server.rss_kb())];
+    let sampler = RssSampler::start(server.pid);
+    let logins = row_logins(&bench);
+    let logins_peak_kb = sampler.stop();
+    after.push(("logins", server.rss_kb()));
+    let refreshes = row_refreshes(&bench, &seed);
+    after.push(("refreshes", server.rss_kb()));
+    let sampler = RssSampler::start(server.pid);
+    let (fanout, fanout_notes) = row_fanout(runtime, &client, &server.base, &seed, receiver);
+    let fanout_peak_kb = sampler.stop();
+    after.push(("fan-out", server.rss_kb()));
+
+    rows.extend([logins, refreshes, reads, fanout]);
+    rows.push(Row::new(
+        "Resident memory, idle (after seeding)",
+        mb(idle_kb),
+        RSS_TARGET,
+        "—",
+    ));
+    rows.push(Row::new(
+        "Resident memory, peak during row 3 (100 ms samples)",
+        mb(reads_peak_kb),
+        RSS_TARGET,
+        "—",
+    ));
+    rows.push(Row::new(
+        "Start → /readyz 200, fresh database (migrations, first key)",
+        format!("{fresh_ms:.0} ms"),
+        READY_TARGET,
+        "—",
+    ));
+    rows.push(Row::new(
+        "Start → /readyz 200, existing database",
+        format!("{existing_ms:.0} ms"),
+        READY_TARGET,
+        "—",
+    ));
+    notes.extend(fanout_notes);
+    let after: Vec<_> = after
+        .iter()
+        .map(|(phase, kb)| format!("{phase} {}", mb(*kb)))
+        .collect();
+    notes.push(format!(
+        "phases ran in the order reads, logins, refreshes, fan-out; resident memory after each: \
+         {}; peak during logins {}, during fan-out {}",
+        after.join(", "),
+        mb(logins_peak_kb),
+        mb(fanout_peak_kb),
+    ));
+    notes.extend(server_log_notes(&work.path().join("server.log")));
+
+    drop(server);
+    drop(database);
+    render(name, &rows, &notes)
+}
+
+fn server_env(database_url: &str, work: &Path, ca_file: &Path) -> Vec<(&'static str, String)> {
+    vec![
+        ("GATEHOUSE_DATABASE_URL", database_url.to_owned()),
+        ("GATEHOUSE_SECRET_KEY", SECRET_KEY.to_owned()),
+        ("GATEHOUSE_RATE_LIMITS", RATE_LIMITS.to_owned()),
+        ("GATEHOUSE_WEBHOOK_CA_FILE", ca_file.display().to_string()),
+        ("GATEHOUSE_WEBHOOK_ALLOW_PRIVATE_TARGETS", "true".to_owned()),
+        ("GATEHOUSE_MAIL_DIR", work.display().to_string()),
+        ("GATEHOUSE_LOG", "warn".to_owned()),
+        ("GATEHOUSE_LOG_FORMAT", "json".to_owned()),
+    ]
+}
+
+fn render(backend: &str, rows: &[Row], notes: &[String]) -> String {
+    let mut out = format!(
+        "\n## {backend}\n\n| row | measured | limit (same run) | ratio |\n|---|---|---|---|\n"
+    );
+    for row in rows {
+        writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            row.name, row.measured, row.limit, row.ratio
+        )
+        .unwrap();
+    }
+    if !notes.is_empty() {
+        out.push('\n');
+        for note in notes {
+            writeln!(out, "- {note}").unwrap();
+        }
+    }
+    out
+}
+
+/// What the server logged at WARN or above during the run: each message once, with a count.
+fn server_log_notes(log: &Path) -> Vec<String> {
+    let text = fs::read_to_string(log).unwrap_or_default();
+    let mut seen: Vec<(String, usize)> = Vec::new();
+    for line in text.lines() {
+        let entry: Value = serde_json::from_str(line).unwrap_or_else(|_| {
+            json!({
+                "level": "?", "fields": { "message": line }
+            })
+        });
+        let level = entry["level"].as_str().unwrap_or("?");
+        if !matches!(level, "WARN" | "ERROR" | "?") {
+            continue;
+        }
+        let fields = &entry["fields"];
+        let mut message = format!("{level} {}", fields["message"].as_str().unwrap_or(""));
+        if let Some(error) = fields["error"].as_str() {
+            write!(message, " (error: {error})").unwrap();
+        }
+        match seen.iter_mut().find(|(m, _)| *m == message) {
+            Some((_, count)) => *count += 1,
+            None => seen.push((message, 1)),
+        }
+    }
+    seen.into_iter()
+        .map(|(message, count)| format!("server log, {count}×: `{message}`"))
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The server process
+// ---------------------------------------------------------------------------------------------
+
+/// A running `gatehouse`; killed when dropped (panics included).
+struct Server {
+    child: Child,
+    pid: u32,
+    base: String,
+}
+
+impl Server {
+    /// Starts the binary on a free port and waits for `/readyz` to answer 200. Returns the
+    /// server and the milliseconds from spawn to that answer.
+    fn start(env: &[(&'static str, String)], log: &Path) -> (Self, f64) {
+        let addr = free_address();
+        let mut command = Command::new(BINARY);
+        command
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("GATEHOUSE_BIND", addr.to_string())
+            .envs(env.iter().map(|(k, v)| (*k, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(fs::File::create(log).unwrap());
+        let spawned = Instant::now();
+        let child = command.spawn().unwrap();
+        let mut server = Self {
+            pid: child.id(),
+            child,
+            base: format!("http://{addr}"),
+        };
+        loop {
+            if readyz_ok(addr) {
+                let ms = spawned.elapsed().as_secs_f64() * 1000.0;
+                return (server, ms);
+            }
+            if let Some(status) = server.child.try_wait().unwrap() {
+                panic!(
+                    "gatehouse exited ({status}) before it was ready:\n{}",
+                    tail(log)
+                );
+            }
+            if spawned.elapsed() > READY_TIMEOUT {
+                panic!(
+                    "gatehouse was not ready within {READY_TIMEOUT:?}:\n{}",
+                    tail(log)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    fn rss_kb(&self) -> u64 {
+        rss_kb(self.pid).unwrap_or(0)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A port nobody listens on: bound, read, released.
+fn free_address() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+/// One plain `GET /readyz` over a fresh connection: did it answer 200?
+fn readyz_ok(addr: SocketAddr) -> bool {
+    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(100)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    let request = b"GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    if stream.write_all(request).is_err() {
+        return false;
+    }
+    let mut head = [0_u8; 12];
+    stream.read_exact(&mut head).is_ok() && head.starts_with(b"HTTP/1.1 200")
+}
+
+fn tail(log: &Path) -> String {
+    let text = fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<_> = text.lines().collect();
+    lines[lines.len().saturating_sub(30)..].join("\n")
+}
+
+fn rss_kb(pid: u32) -> Option<u64> {
+    proc_field_kb(&PathBuf::from(format!("/proc/{pid}/status")), "VmRSS")
+}
+
+fn mb(kb: u64) -> String {
+    format!("{:.1} MB", kb as f64 * 1024.0 / 1e6)
+}
+
+/// Samples a process's VmRSS every 100 ms on a thread of its own; keeps the highest.
+struct RssSampler {
+    stop: Arc<AtomicBool>,
+    peak: Arc<AtomicU64>,
+    thread: JoinHandle<()>,
+}
+
+impl RssSampler {
+    fn start(pid: u32) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let peak = Arc::new(AtomicU64::new(0));
+        let thread = std::thread::spawn({
+            let (stop, peak) = (stop.clone(), peak.clone());
+            move || {
+                while !stop.load(Ordering::Relaxed) {
+                    if let Some(kb) = rss_kb(pid) {
+                        peak.fetch_max(kb, Ordering::Relaxed);
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+        });
+        Self { stop, peak, thread }
+    }
+
+    /// Stops sampling; the peak in kB.
+    fn stop(self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().unwrap();
+        self.peak.load(Ordering::Relaxed)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Seeding
+// ---------------------------------------------------------------------------------------------
+
+/// What the rows need: one user with a session, a team with webhook endpoints.
+struct Seed {
+    access_token: String,
+    refresh_token: String,
+    team_id: String,
+}
+
+async fn seed_data(client: &reqwest::Client, base: &str, receiver: &TestReceiver) -> Seed {
+    let registered = post_json(
+        client,
+        &format!("{base}/api/v1/auth/register"),
+        None,
+        &json!({ "email": EMAIL, "password": PASSWORD, "full_name": "Bench User" }),
+        201,
+    )
+    .await;
+    assert!(registered["user_id"].is_string(), "{registered}");
+    let tokens = post_json(
+        client,
+        &format!("{base}/api/v1/auth/login"),
+        None,
+        &json!({ "email": EMAIL, "password": PASSWORD }),
+        200,
+    )
+    .await;
+    let access_token = tokens["access_token"].as_str().unwrap().to_owned();
+    let refresh_token = tokens["refresh_token"].as_str().unwrap().to_owned();
+    let team = post_json(
+        client,
+        &format!("{base}/api/v1/organizations"),
+        Some((&access_token, None)),
+        &json!({ "name": "Bench Team" }),
+        201,
+    )
+    .await;
+    let team_id = team["id"].as_str().unwrap().to_owned();
+    for i in 0..ENDPOINTS {
+        post_json(
+            client,
+            &format!("{base}/api/v1/webhooks/endpoints"),
+            Some((&access_token, Some(&team_id))),
+            &json!({ "url": receiver.url(&format!("/hook/{i}")), "events": ["user.updated"] }),
+            201,
+        )
+        .await;
+    }
+    Seed {
+        access_token,
+        refresh_token,
+        team_id,
+    }
+}
+
+/// POSTs JSON (as a bearer, in an organization) and returns the JSON answer, which must have
+/// `status`.
+async fn post_json(
+    client: &reqwest::Client,
+    url: &str,
+    auth: Option<(&str, Option<&str>)>,
+    body: &Value,
+    status: u16,
+) -> Value {
+    let mut request = client.post(url).json(body);
+    if let Some((token, organization)) = auth {
+        request = request.bearer_auth(token);
+        if let Some(organization) = organization {
+            request = request.header("X-Organization-ID", organization);
+        }
+    }
+    let response = request.send().await.unwrap();
+    let actual = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    assert_eq!(actual, status, "POST {url}: {text}");
+    serde_json::from_str(&text).unwrap()
+}
+
+// ---------------------------------------------------------------------------------------------
+// wrk
+// ---------------------------------------------------------------------------------------------
+
+/// What the service rows need to run `wrk`.
+struct Bench {
+    base: String,
+    /// Where the Lua scripts go.
+    scripts: PathBuf,
+    duration: u64,
+    name: &'static str,
+}
+
+struct WrkResult {
+    requests_per_sec: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    /// Answers that were not 2xx/3xx, and socket errors: a healthy row has none.
+    errors: Vec<String>,
+}
+
+impl WrkResult {
+    /// `1,234/s · p50 1.2 ms · p99 3.4 ms`, and any errors.
+    fn summary(&self) -> String {
+        let mut text = format!(
+            "{}/s · p50 {} · p99 {}",
+            group(self.requests_per_sec),
+            ms(self.p50_ms),
+            ms(self.p99_ms)
+        );
+        if !self.errors.is_empty() {
+            write!(text, " (**{}**)", self.errors.join(", ")).unwrap();
+        }
+        text
+    }
+}
+
+/// A Lua script for `wrk`: the method, headers and body of every request.
+fn lua_script(
+    dir: &Path,
+    name: &str,
+    method: &str,
+    headers: &[(&str, &str)],
+    body: Option<&Value>,
+) -> PathBuf {
+    let mut lua = format!("wrk.method = \"{method}\"\n");
+    for (header, value) in headers {
+        writeln!(lua, "wrk.headers[\"{header}\"] = [==[{value}]==]").unwrap();
+    }
+    if let Some(body) = body {
+        lua.push_str("wrk.headers[\"Content-Type\"] = \"application/json\"\n");
+        writeln!(lua, "wrk.body = [==[{body}]==]").unwrap();
+    }
+    let path = dir.join(format!("{name}.lua"));
+    fs::write(&path, lua).unwrap();
+    path
+}
+
+fn wrk(bench: &Bench, path: &str, script: &Path, connections: usize) -> WrkResult {
+    let threads = cores().min(connections);
+    let url = format!("{}{path}", bench.base);
+    eprintln!(
+        "[{}] wrk -t{threads} -c{connections} -d{}s {url}",
+        bench.name, bench.duration
+    );
+    let output = Command::new("wrk")
+        .arg(format!("-t{threads}"))
+        .arg(format!("-c{connections}"))
+        .arg(format!("-d{}s", bench.duration))
+        .arg("--latency")
+        .arg("-s")
+        .arg(script)
+        .arg(&url)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "wrk failed: {text}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    parse_wrk(&text).unwrap_or_else(|| panic!("cannot read wrk's output:\n{text}"))
+}
+
+fn parse_wrk(text: &str) -> Option<WrkResult> {
+    let mut requests_per_sec = None;
+    let (mut p50_ms, mut p99_ms) = (None, None);
+    let mut errors = Vec::new();
+    for line in text.lines().map(str::trim) {
+        let mut words = line.split_whitespace();
+        match (words.next(), words.next()) {
+            (Some("Requests/sec:"), Some(value)) => requests_per_sec = value.parse().ok(),
+            (Some("50%"), Some(value)) => p50_ms = duration_ms(value),
+            (Some("99%"), Some(value)) => p99_ms = duration_ms(value),
+            _ if line.starts_with("Non-2xx or 3xx responses:") => {
+                errors.push(line.replace("Non-2xx or 3xx responses:", "non-2xx:"));
+            }
+            _ if line.starts_with("Socket errors:") => errors.push(line.to_owned()),
+            _ => {}
+        }
+    }
+    Some(WrkResult {
+        requests_per_sec: requests_per_sec?,
+        p50_ms: p50_ms?,
+        p99_ms: p99_ms?,
+        errors,
+    })
+}
+
+/// wrk's `812.00us`, `1.23ms`, `2.00s`, `1.00m` in milliseconds.
+fn duration_ms(value: &str) -> Option<f64> {
+    let split = value.find(|c: char| c.is_ascii_alphabetic())?;
+    let (number, unit) = value.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    let factor = match unit {
+        "us" => 0.001,
+        "ms" => 1.0,
+        "s" => 1000.0,
+        "m" => 60_000.0,
+        "h" => 3_600_000.0,
+        _ => return None,
+    };
+    Some(number * factor)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rows 1–3: the service under wrk, against limits measured here
+// ---------------------------------------------------------------------------------------------
+
+fn row_logins(bench: &Bench) -> Row {
+    let connections = 2 * cores();
+    eprintln!(
+        "[{}] argon2id limit: {connections} threads, {LIMIT_SECS:.0} s",
+        bench.name
+    );
+    let hashes = argon2_hashes_per_sec(connections, LIMIT_SECS);
+    let script = lua_script(
+        &bench.scripts,
+        "login",
+        "POST",
+        &[],
+        Some(&json!({ "email": EMAIL, "password": PASSWORD })),
+    );
+    let logins = wrk(bench, "/api/v1/auth/login", &script, connections);
+    Row::new(
+        format!("Password logins/s ({connections} conns, one user)"),
+        logins.summary(),
+        format!(
+            "{}/s argon2id hashes (m=19456 t=2 p=1, {connections} threads)",
+            group(hashes)
+        ),
+        ratio(logins.requests_per_sec, hashes),
+    )
+}
+
+fn row_refreshes(bench: &Bench, seed: &Seed) -> Row {
+    let connections = 2 * cores();
+    eprintln!(
+        "[{}] RS256 limit: {} threads, {LIMIT_SECS:.0} s",
+        bench.name,
+        cores()
+    );
+    let signatures = rs256_signatures_per_sec(cores(), LIMIT_SECS);
+    let script = lua_script(
+        &bench.scripts,
+        "refresh",
+        "POST",
+        &[],
+        Some(&json!({ "refresh_token": seed.refresh_token })),
+    );
+    let refreshes = wrk(bench, "/api/v1/auth/refresh", &script, connections);
+    Row::new(
+        format!("Refreshes/s ({connections} conns, one refresh token)"),
+        refreshes.summary(),
+        format!(
+            "{}/s RS256-2048 signatures ({} threads)",
+            group(signatures),
+            cores()
+        ),
+        ratio(refreshes.requests_per_sec, signatures),
+    )
+}
+
+fn row_reads(bench: &Bench, seed: &Seed) -> Row {
+    let bearer = format!("Bearer {}", seed.access_token);
+    let read = lua_script(
+        &bench.scripts,
+        "read",
+        "GET",
+        &[("Authorization", &bearer)],
+        None,
+    );
+    let path = format!("/api/v1/organizations/{}", seed.team_id);
+    let reads = wrk(bench, &path, &read, READ_CONNECTIONS);
+    let ready = lua_script(&bench.scripts, "readyz", "GET", &[], None);
+    let readyz = wrk(bench, "/readyz", &ready, READ_CONNECTIONS);
+    Row::new(
+        format!("Authenticated reads, GET /organizations/{{id}} ({READ_CONNECTIONS} conns)"),
+        reads.summary(),
+        format!("GET /readyz: {}", readyz.summary()),
+        ratio(reads.requests_per_sec, readyz.requests_per_sec),
+    )
+}
+
+/// argon2id hashes per second with the server's parameters, on `threads` threads.
+fn argon2_hashes_per_sec(threads: usize, secs: f64) -> f64 {
+    use argon2::{Algorithm, Argon2, Params, Version};
+    let params = Params::new(19_456, 2, 1, None).unwrap();
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs_f64(secs);
+    let hashes: u64 = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|i| {
+                let params = params.clone();
+                scope.spawn(move || {
+                    let argon2 = Argon2::new(Algorithm::Argon2id, Version::V0x13, params);
+                    let salt = [u8::try_from(i % 256).unwrap(); 16];
+                    let mut output = [0_u8; 32];
+                    let mut count = 0_u64;
+                    while Instant::now() < deadline {
+                        argon2
+                            .hash_password_into(PASSWORD.as_bytes(), &salt, &mut output)
+                            .unwrap();
+                        count += 1;
+                    }
+                    count
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).sum()
+    });
+    hashes as f64 / started.elapsed().as_secs_f64()
+}
+
+/// RS256 signatures per second over claims shaped like the service's, on `threads` threads.
+fn rs256_signatures_per_sec(threads: usize, secs: f64) -> f64 {
+    use jsonwebtoken::{Algorithm, EncodingKey, Header};
+    use rsa::pkcs1::{EncodeRsaPrivateKey as _, LineEnding};
+    let private = rsa::RsaPrivateKey::new(&mut rand::rngs::OsRng, 2048).unwrap();
+    let pem = private.to_pkcs1_pem(LineEnding::LF).unwrap();
+    let key = EncodingKey::from_rsa_pem(pem.as_bytes()).unwrap();
+    let mut header = Header::new(Algorithm::RS256);
+    header.kid = Some("0123456789abcdef".to_owned());
+    let (user, session) = (uuid::Uuid::now_v7(), uuid::Uuid::now_v7());
+
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs_f64(secs);
+    let signatures: u64 = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut count = 0_u64;
+                    while Instant::now() < deadline {
+                        let now = Utc::now().timestamp();
+                        let claims = json!({
+                            "iss": "http://127.0.0.1:8080",
+                            "sub": user,
+                            "aud": "gatehouse",
+                            "iat": now,
+                            "nbf": now,
+                            "exp": now + 3600,
+                            "jti": uuid::Uuid::new_v4(),
+                            "sid": session,
+                            "email": EMAIL,
+                        });
+                        jsonwebtoken::encode(&header, &claims, &key).unwrap();
+                        count += 1;
+                    }
+                    count
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).sum()
+    });
+    signatures as f64 / started.elapsed().as_secs_f64()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Row 4: webhook fan-out, against a plain hyper client into the same kind of receiver
+// ---------------------------------------------------------------------------------------------
+
+/// Deliveries per second and latency percentiles (ms).
+struct Throughput {
+    per_sec: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+}
+
+impl Throughput {
+    fn summary(&self, unit: &str) -> String {
+        format!(
+            "{}{unit}/s · p50 {} · p99 {}",
+            group(self.per_sec),
+            ms(self.p50_ms),
+            ms(self.p99_ms)
+        )
+    }
+}
+
+fn row_fanout(
+    runtime: &Runtime,
+    client: &reqwest::Client,
+    base: &str,
+    seed: &Seed,
+    receiver: TestReceiver,
+) -> (Row, Vec<String>) {
+    let expected = ENDPOINTS * CHANGES;
+    let mut notes = Vec::new();
+    eprintln!("[fan-out] {CHANGES} changes × {ENDPOINTS} endpoints");
+    let (service, sample) = runtime.block_on(async {
+        let (first_sent, patches_took, failed) =
+            make_changes(client, base, &seed.access_token).await;
+        notes.push(format!(
+            "the {} `PATCH /users/me` ({PATCH_CONCURRENCY} at a time) took {:.1} s ({}/s){}",
+            group(CHANGES as f64),
+            patches_took.as_secs_f64(),
+            group(CHANGES as f64 / patches_took.as_secs_f64()),
+            if failed > 0 {
+                format!(", **{failed} failed**")
+            } else {
+                String::new()
+            }
+        ));
+        let arrived = tokio::time::timeout(
+            FANOUT_TIMEOUT,
+            receiver.wait_for(expected, Duration::from_secs(24 * 3600)),
+        )
+        .await;
+        if arrived.is_ok() {
+            settle(&receiver).await;
+        }
+        let requests = receiver.requests();
+        let firsts = first_arrivals(&requests);
+        if firsts.len() != expected {
+            notes.push(format!(
+                "**the receiver got {} of {expected} deliveries** (waited up to {FANOUT_TIMEOUT:?})",
+                firsts.len()
+            ));
+        }
+        if requests.len() > firsts.len() {
+            notes.push(format!(
+                "**{} deliveries arrived more than once** (same `X-Service-Delivery-Id`); \
+                 counted once, at their first arrival",
+                requests.len() - firsts.len()
+            ));
+        }
+        let service = service_throughput(&firsts, first_sent);
+        let sample = requests.first().cloned();
+        (service, sample)
+    });
+    // The receiver holds every request in memory: let it go before the baseline.
+    drop(receiver);
+    let Some(sample) = sample else {
+        let row = Row::new(
+            format!(
+                "Webhook fan-out, {ENDPOINTS} endpoints × {} changes",
+                group(CHANGES as f64)
+            ),
+            "**no delivery arrived**",
+            "—",
+            "—",
+        );
+        return (row, notes);
+    };
+
+    eprintln!("[fan-out] baseline: plain hyper client, {ENDPOINTS} streams");
+    let baseline = runtime.block_on(async {
+        let receiver = TestReceiver::start().await;
+        plain_client_throughput(&receiver, &sample, expected, ENDPOINTS).await
+    });
+    let row = Row::new(
+        format!(
+            "Webhook fan-out, {ENDPOINTS} endpoints × {} changes (latency: commit → received)",
+            group(CHANGES as f64)
+        ),
+        service.summary(" deliveries"),
+        format!(
+            "plain hyper client, {ENDPOINTS} streams, same receiver: {} (request latency)",
+            baseline.summary(" POSTs")
+        ),
+        ratio(service.per_sec, baseline.per_sec),
+    );
+    (row, notes)
+}
+
+/// `CHANGES` renames of the user, `PATCH_CONCURRENCY` at a time. Returns when the first was
+/// sent, how long they all took, and how many did not answer 200.
+async fn make_changes(
+    client: &reqwest::Client,
+    base: &str,
+    access_token: &str,
+) -> (SystemTime, Duration, usize) {
+    let next = Arc::new(AtomicUsize::new(0));
+    let failed = Arc::new(AtomicUsize::new(0));
+    let url = format!("{base}/api/v1/users/me");
+    let first_sent = SystemTime::now();
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..PATCH_CONCURRENCY {
+        let (client, url, token) = (client.clone(), url.clone(), access_token.to_owned());
+        let (next, failed) = (next.clone(), failed.clone());
+        tasks.spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= CHANGES {
+                    break;
+                }
+                // Every name differs from the one before: each PATCH is a change.
+                let response = client
+                    .patch(&url)
+                    .bearer_auth(&token)
+                    .json(&json!({ "full_name": format!("Bench User {i}") }))
+                    .send()
+                    .await;
+                if !matches!(&response, Ok(r) if r.status() == 200) {
+                    failed.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        });
+    }
+    while let Some(joined) = tasks.join_next().await {
+        joined.unwrap();
+    }
+    (
+        first_sent,
+        started.elapsed(),
+        failed.load(Ordering::Relaxed),
+    )
+}
+
+/// Waits until nothing more has arrived for two seconds (late duplicates, stray events).
+async fn settle(receiver: &TestReceiver) {
+    loop {
+        let count = receiver.requests().len();
+        let more = tokio::time::timeout(
+            Duration::from_secs(2),
+            receiver.wait_for(count + 1, Duration::from_secs(24 * 3600)),
+        )
+        .await;
+        if more.is_err() {
+            return;
+        }
+    }
+}
+
+/// Each delivery once (by `X-Service-Delivery-Id`), at its first arrival.
+fn first_arrivals(requests: &[ReceivedRequest]) -> Vec<&ReceivedRequest> {
+    let mut seen = std::collections::HashSet::new();
+    requests
+        .iter()
+        .filter(|request| seen.insert(request.header("x-service-delivery-id").map(str::to_owned)))
+        .collect()
+}
+
+/// Deliveries/s from the first change sent to the last delivery received, and the latency of
+/// each delivery from its event's commit (the payload's `timestamp`) to its arrival.
+fn service_throughput(deliveries: &[&ReceivedRequest], first_sent: SystemTime) -> Throughput {
+    let last = deliveries
+        .iter()
+        .map(|r| r.received_at)
+        .max()
+        .unwrap_or(first_sent);
+    let span = last
+        .duration_since(first_sent)
+        .unwrap_or_default()
+        .as_secs_f64();
+    let mut latencies: Vec<f64> = deliveries
+        .iter()
+        .filter_map(|request| {
+            let payload: Value = serde_json::from_slice(&request.body).ok()?;
+            let committed = DateTime::parse_from_rfc3339(payload["timestamp"].as_str()?).ok()?;
+            let received = DateTime::<Utc>::from(request.received_at);
+            let micros = (received - committed.with_timezone(&Utc)).num_microseconds()?;
+            Some(micros as f64 / 1000.0)
+        })
+        .collect();
+    Throughput {
+        per_sec: if span > 0.0 {
+            deliveries.len() as f64 / span
+        } else {
+            0.0
+        },
+        p50_ms: percentile(&mut latencies, 0.50),
+        p99_ms: percentile(&mut latencies, 0.99),
+    }
+}
+
+/// `total` POSTs of `sample` (its body and `x-service-*`/content-type headers) into `receiver`
+/// over HTTPS with hyper and rustls, `streams` at a time: what the receiver can take.
+async fn plain_client_throughput(
+    receiver: &TestReceiver,
+    sample: &ReceivedRequest,
+    total: usize,
+    streams: usize,
+) -> Throughput {
+    use http_body_util::{BodyExt as _, Full};
+    use hyper::body::Bytes;
+    use hyper_util::{client::legacy::Client, rt::TokioExecutor};
+    use rustls::pki_types::{pem::PemObject as _, CertificateDer};
+
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(receiver.ca_pem().as_bytes()) {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_only()
+        .enable_http1()
+        .build();
+    let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new()).build(connector);
+
+    let body = Bytes::from(sample.body.clone());
+    let headers: Vec<(String, String)> = sample
+        .headers
+        .iter()
+        .filter(|(name, _)| name.starts_with("x-service-") || name == "content-type")
+        .cloned()
+        .collect();
+    let uri: hyper::Uri = receiver.url("/baseline").parse().unwrap();
+
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for stream in 0..streams {
+        let count = total / streams + usize::from(stream < total % streams);
+        let (client, body, headers, uri) =
+            (client.clone(), body.clone(), headers.clone(), uri.clone());
+        tasks.spawn(async move {
+            let mut latencies = Vec::with_capacity(count);
+            for _ in 0..count {
+                let mut request = hyper::Request::post(uri.clone());
+                for (name, value) in &headers {
+                    request = request.header(name, value);
+                }
+                let request = request.body(Full::new(body.clone())).unwrap();
+                let sent = Instant::now();
+                let response = client.request(request).await.unwrap();
+                assert_eq!(response.status(), 200);
+                response.into_body().collect().await.unwrap();
+                latencies.push(sent.elapsed().as_secs_f64() * 1000.0);
+            }
+            latencies
+        });
+    }
+    let mut latencies = Vec::with_capacity(total);
+    while let Some(joined) = tasks.join_next().await {
+        latencies.extend(joined.unwrap());
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    Throughput {
+        per_sec: total as f64 / elapsed,
+        p50_ms: percentile(&mut latencies, 0.50),
+        p99_ms: percentile(&mut latencies, 0.99),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Numbers
+// ---------------------------------------------------------------------------------------------
+
+/// The nearest-rank percentile (`p` in 0..=1); NaN for no values.
+fn percentile(values: &mut [f64], p: f64) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    values.sort_by(f64::total_cmp);
+    let rank = (p * values.len() as f64).ceil() as usize;
+    values[rank.clamp(1, values.len()) - 1]
+}
+
+/// measured ÷ limit, to two significant digits below 0.1.
+fn ratio(measured: f64, limit: f64) -> String {
+    if limit <= 0.0 {
+        return "—".to_owned();
+    }
+    let ratio = measured / limit;
+    if ratio >= 0.095 {
+        format!("{ratio:.2}")
+    } else if ratio >= 0.0095 {
+        format!("{ratio:.3}")
+    } else {
+        format!("{ratio:.4}")
+    }
+}
+
+/// A rate with thousands separators: `12,345`; one decimal below 100.
+fn group(value: f64) -> String {
+    if value < 100.0 {
+        return format!("{value:.1}");
+    }
+    let digits = format!("{value:.0}");
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Milliseconds, with precision that suits their size.
+fn ms(value: f64) -> String {
+    if value.is_nan() {
+        "n/a".to_owned()
+    } else if value < 10.0 {
+        format!("{value:.2} ms")
+    } else if value < 100.0 {
+        format!("{value:.1} ms")
+    } else {
+        format!("{value:.0} ms")
+    }
+}
