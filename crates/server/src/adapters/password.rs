@@ -1,22 +1,35 @@
-use std::fmt;
-
-use argon2::password_hash::{
-    PasswordHash as PhcHash, PasswordHasher as _, PasswordVerifier as _, SaltString,
+use std::{
+    fmt,
+    sync::{Arc, Mutex},
 };
-use argon2::{Algorithm, Argon2, Params, Version};
+
+use argon2::password_hash::{Output, ParamsString, PasswordHash as PhcHash, Salt, SaltString};
+use argon2::{Algorithm, Argon2, Block, Params, Version};
 use async_trait::async_trait;
 use gatehouse_domain::model::{NewPassword, PasswordHash};
 use gatehouse_domain::ports::{HashError, PasswordHasher};
 use rand::rngs::OsRng;
+use tokio::sync::Semaphore;
 
-/// argon2id password hashing. The work runs on tokio's blocking pool, which also bounds how many
-/// hashes run at once.
+/// argon2id password hashing.
+///
+/// At most one hash per core runs at a time (the rest wait, without holding a thread), each on
+/// tokio's blocking pool, and each in one of a few reused memory areas (19 MiB apiece with
+/// OWASP's parameters). Allocating that area afresh for every hash left the C allocator holding
+/// hundreds of megabytes after a burst of logins; reusing it bounds the hasher's memory to
+/// `cores × m_cost`.
 #[derive(Clone)]
 pub struct Argon2Hasher {
     argon2: Argon2<'static>,
     /// A hash of a throwaway password with the same parameters, verified against when the user
     /// is unknown so that the answer takes as long as for a known one.
     dummy: String,
+    permits: Arc<Semaphore>,
+    memory: Arc<Mutex<Vec<Vec<Block>>>>,
+}
+
+fn failed<E: std::error::Error + Send + Sync + 'static>(error: E) -> HashError {
+    HashError(Box::new(error))
 }
 
 impl Argon2Hasher {
@@ -29,12 +42,16 @@ impl Argon2Hasher {
     /// milliseconds): call it at startup, not on an async worker in the hot path.
     pub fn new(params: Params) -> Result<Self, HashError> {
         let argon2 = Argon2::new(Algorithm::Argon2id, Version::V0x13, params);
+        let workers = std::thread::available_parallelism().map_or(1, usize::from);
+        let mut hasher = Self {
+            argon2,
+            dummy: String::new(),
+            permits: Arc::new(Semaphore::new(workers)),
+            memory: Arc::new(Mutex::new(Vec::with_capacity(workers))),
+        };
         let salt = SaltString::generate(&mut OsRng);
-        let dummy = argon2
-            .hash_password(b"gatehouse-dummy-password", &salt)
-            .map_err(|e| HashError(Box::new(e)))?
-            .to_string();
-        Ok(Self { argon2, dummy })
+        hasher.dummy = hasher.hash_with(b"gatehouse-dummy-password", &salt)?;
+        Ok(hasher)
     }
 
     /// A hasher with OWASP's minimum parameters (m=19456 KiB, t=2, p=1).
@@ -45,8 +62,93 @@ impl Argon2Hasher {
             Self::OWASP_P_COST,
             None,
         )
-        .map_err(|e| HashError(Box::new(e)))?;
+        .map_err(failed)?;
         Self::new(params)
+    }
+
+    /// Runs argon2 with `argon2`'s parameters into `out`, in a reused memory area when one of the
+    /// right size is free.
+    fn compute(
+        &self,
+        argon2: &Argon2<'_>,
+        password: &[u8],
+        salt: &[u8],
+        out: &mut [u8],
+    ) -> Result<(), HashError> {
+        let blocks = argon2.params().block_count();
+        let reused = self
+            .memory
+            .lock()
+            .ok()
+            .and_then(|mut free| free.pop())
+            .filter(|area| area.len() == blocks);
+        let mut area = reused.unwrap_or_else(|| vec![Block::default(); blocks]);
+        let result = argon2
+            .hash_password_into_with_memory(password, salt, out, &mut area)
+            .map_err(failed);
+        if let Ok(mut free) = self.memory.lock() {
+            if free.len() < free.capacity() && area.len() == self.argon2.params().block_count() {
+                free.push(area);
+            }
+        }
+        result
+    }
+
+    /// The PHC string of `password` hashed with this hasher's parameters and `salt`.
+    fn hash_with(&self, password: &[u8], salt: &SaltString) -> Result<String, HashError> {
+        let salt = salt.as_salt();
+        let mut salt_bytes = [0u8; Salt::RECOMMENDED_LENGTH * 2];
+        let salt_bytes = salt.decode_b64(&mut salt_bytes).map_err(failed)?;
+        let mut out = [0u8; Params::DEFAULT_OUTPUT_LEN];
+        self.compute(&self.argon2, password, salt_bytes, &mut out)?;
+        let phc = PhcHash {
+            algorithm: Algorithm::Argon2id.ident(),
+            version: Some(Version::V0x13.into()),
+            params: ParamsString::try_from(self.argon2.params()).map_err(failed)?,
+            salt: Some(salt),
+            hash: Some(Output::new(&out).map_err(failed)?),
+        };
+        Ok(phc.to_string())
+    }
+
+    /// Whether `presented` matches the PHC string `phc` (with whatever argon2 parameters it
+    /// names); an unparsable hash is an error.
+    fn check(&self, presented: &str, phc: &str) -> Result<bool, HashError> {
+        let parsed = PhcHash::new(phc).map_err(failed)?;
+        let algorithm = Algorithm::try_from(parsed.algorithm).map_err(failed)?;
+        let version = parsed
+            .version
+            .map(Version::try_from)
+            .transpose()
+            .map_err(failed)?
+            .unwrap_or_default();
+        let params = Params::try_from(&parsed).map_err(failed)?;
+        let (Some(salt), Some(expected)) = (parsed.salt, parsed.hash) else {
+            return Err(failed(argon2::password_hash::Error::PhcStringField));
+        };
+        let mut salt_bytes = [0u8; 64];
+        let salt_bytes = salt.decode_b64(&mut salt_bytes).map_err(failed)?;
+        let mut out = vec![0u8; expected.len()];
+        let argon2 = Argon2::new(algorithm, version, params);
+        self.compute(&argon2, presented.as_bytes(), salt_bytes, &mut out)?;
+        // Output's equality is constant-time.
+        Ok(Output::new(&out).map_err(failed)? == expected)
+    }
+
+    /// Runs `work` on the blocking pool once a hashing slot is free.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Self) -> Result<T, HashError> + Send + 'static,
+    ) -> Result<T, HashError> {
+        let permit = self.permits.clone().acquire_owned().await.map_err(failed)?;
+        let hasher = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let result = work(&hasher);
+            drop(permit);
+            result
+        })
+        .await
+        .map_err(failed)?
     }
 }
 
@@ -58,35 +160,13 @@ impl fmt::Debug for Argon2Hasher {
     }
 }
 
-/// Runs `work` on the blocking pool.
-async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> Result<T, HashError> + Send + 'static,
-) -> Result<T, HashError> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|e| HashError(Box::new(e)))?
-}
-
-/// Whether `presented` matches the PHC string `phc`; an unparsable hash is an error.
-fn check(argon2: &Argon2<'_>, presented: &str, phc: &str) -> Result<bool, HashError> {
-    let parsed = PhcHash::new(phc).map_err(|e| HashError(Box::new(e)))?;
-    match argon2.verify_password(presented.as_bytes(), &parsed) {
-        Ok(()) => Ok(true),
-        Err(argon2::password_hash::Error::Password) => Ok(false),
-        Err(e) => Err(HashError(Box::new(e))),
-    }
-}
-
 #[async_trait]
 impl PasswordHasher for Argon2Hasher {
     async fn hash(&self, password: NewPassword) -> Result<PasswordHash, HashError> {
-        let argon2 = self.argon2.clone();
-        blocking(move || {
+        self.blocking(move |hasher| {
             let salt = SaltString::generate(&mut OsRng);
-            let phc = argon2
-                .hash_password(password.expose().as_bytes(), &salt)
-                .map_err(|e| HashError(Box::new(e)))?;
-            Ok(PasswordHash::from_phc(phc.to_string()))
+            let phc = hasher.hash_with(password.expose().as_bytes(), &salt)?;
+            Ok(PasswordHash::from_phc(phc))
         })
         .await
     }
@@ -96,14 +176,15 @@ impl PasswordHasher for Argon2Hasher {
         presented: String,
         hash: Option<PasswordHash>,
     ) -> Result<bool, HashError> {
-        let argon2 = self.argon2.clone();
         match hash {
-            Some(hash) => blocking(move || check(&argon2, &presented, hash.as_phc())).await,
+            Some(hash) => {
+                self.blocking(move |hasher| hasher.check(&presented, hash.as_phc()))
+                    .await
+            }
             None => {
-                let dummy = self.dummy.clone();
-                blocking(move || {
+                self.blocking(move |hasher| {
                     // Same work as for a real user; the outcome is irrelevant.
-                    let _ = check(&argon2, &presented, &dummy);
+                    let _ = hasher.check(&presented, &hasher.dummy);
                     Ok(false)
                 })
                 .await
@@ -151,6 +232,49 @@ mod tests {
         let hasher = Argon2Hasher::owasp().unwrap();
         let broken = PasswordHash::from_phc("not a phc string".into());
         assert!(hasher.verify("x".into(), Some(broken)).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn hashes_are_standard_phc_strings_that_the_argon2_crate_verifies() {
+        use argon2::password_hash::{PasswordHasher as _, PasswordVerifier as _};
+        let hasher = Argon2Hasher::owasp().unwrap();
+        let hash = hasher.hash(password("correct horse")).await.unwrap();
+        let parsed = PhcHash::new(hash.as_phc()).unwrap();
+        assert!(Argon2::default()
+            .verify_password(b"correct horse", &parsed)
+            .is_ok());
+        // And hashes made elsewhere, with other parameters, verify here.
+        let other = Argon2::new(
+            Algorithm::Argon2id,
+            Version::V0x13,
+            Params::new(8192, 3, 1, None).unwrap(),
+        )
+        .hash_password(b"old password", &SaltString::generate(&mut OsRng))
+        .unwrap()
+        .to_string();
+        let other = PasswordHash::from_phc(other);
+        assert!(hasher
+            .verify("old password".into(), Some(other.clone()))
+            .await
+            .unwrap());
+        assert!(!hasher.verify("nope".into(), Some(other)).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn many_hashes_at_once_all_finish_and_verify() {
+        let hasher = Argon2Hasher::owasp().unwrap();
+        let mut tasks = Vec::new();
+        for i in 0..8 {
+            let hasher = hasher.clone();
+            tasks.push(tokio::spawn(async move {
+                let raw = format!("password number {i}");
+                let hash = hasher.hash(password(&raw)).await.unwrap();
+                hasher.verify(raw, Some(hash)).await.unwrap()
+            }));
+        }
+        for task in tasks {
+            assert!(task.await.unwrap());
+        }
     }
 
     #[test]

@@ -3,7 +3,9 @@
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::{
-    pooled_connection::{deadpool::Pool, AsyncDieselConnectionManager, ManagerConfig},
+    pooled_connection::{
+        deadpool::Pool, AsyncDieselConnectionManager, ManagerConfig, RecyclingMethod,
+    },
     AsyncConnection, AsyncPgConnection, RunQueryDsl,
 };
 use diesel_migrations::{embed_migrations, EmbeddedMigrations};
@@ -45,6 +47,16 @@ pub(crate) async fn lease_ids(
         .await
 }
 
+/// Connections go back into use without a check query: the default (`Verified`) sends
+/// `SELECT 1` on every checkout, a second round trip for each query a request makes. A
+/// connection that broke is found out by the query that uses it (`503`, then replaced); see
+/// `docs/benchmarks.md` for what this changed.
+fn fast_recycling() -> ManagerConfig<Conn> {
+    let mut config = ManagerConfig::default();
+    config.recycling_method = RecyclingMethod::Fast;
+    config
+}
+
 /// The PostgreSQL store.
 #[derive(Clone)]
 pub(crate) struct DbStore {
@@ -56,8 +68,7 @@ impl DbStore {
         if options.migrate {
             Self::run_migrations(url).await?;
         }
-        let manager =
-            AsyncDieselConnectionManager::<Conn>::new_with_config(url, ManagerConfig::default());
+        let manager = AsyncDieselConnectionManager::<Conn>::new_with_config(url, fast_recycling());
         let pool = Pool::builder(manager)
             .max_size(options.max_connections)
             .build()

@@ -6,7 +6,9 @@
 use chrono::{DateTime, Utc};
 use diesel::{prelude::*, sqlite::SqliteConnection, ConnectionError};
 use diesel_async::{
-    pooled_connection::{deadpool::Pool, AsyncDieselConnectionManager, ManagerConfig},
+    pooled_connection::{
+        deadpool::Pool, AsyncDieselConnectionManager, ManagerConfig, RecyclingMethod,
+    },
     sync_connection_wrapper::SyncConnectionWrapper,
     AsyncConnection, RunQueryDsl,
 };
@@ -97,6 +99,8 @@ impl DbStore {
         }
         let mut config = ManagerConfig::default();
         config.custom_setup = Box::new(|url| establish(url).boxed());
+        // No check query on every checkout (see the PostgreSQL backend).
+        config.recycling_method = RecyclingMethod::Fast;
         let manager = AsyncDieselConnectionManager::<Conn>::new_with_config(url, config);
         let pool = Pool::builder(manager)
             .max_size(options.max_connections)
