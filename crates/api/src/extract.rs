@@ -68,6 +68,11 @@ pub(crate) fn parse_body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiErro
     })
 }
 
+/// The parse step of a field taken as it came (a string kept as it is, a section parsed later).
+pub fn as_is<T>(value: T) -> Result<T, std::convert::Infallible> {
+    Ok(value)
+}
+
 /// Collects field errors while a request is parsed into domain types, so that one response
 /// reports every bad field.
 #[derive(Default)]

@@ -1,7 +1,5 @@
 //! `/api/v1/auth/*` and the key set.
 
-use std::convert::Infallible;
-
 use actix_web::{web, HttpResponse};
 use gatehouse_domain::model::{Email, FullName};
 use serde::{Deserialize, Serialize};
@@ -9,7 +7,7 @@ use utoipa::ToSchema;
 
 use crate::{
     error::{ApiError, ErrorBody, ValidationErrorBody},
-    extract::{Authenticated, Fields, ValidJson},
+    extract::{as_is, Authenticated, Fields, ValidJson},
     state::AppState,
 };
 
@@ -35,10 +33,6 @@ pub struct RegisterResponse {
     organization_id: uuid::Uuid,
 }
 
-fn keep(s: String) -> Result<String, Infallible> {
-    Ok(s)
-}
-
 /// Registers a user and creates their personal workspace.
 #[utoipa::path(
     post, path = "/api/v1/auth/register", tag = "auth",
@@ -56,7 +50,7 @@ pub async fn register(
 ) -> Result<HttpResponse, ApiError> {
     let mut fields = Fields::new();
     let email = fields.required("email", body.email, |s| Email::parse(&s));
-    let password = fields.required("password", body.password, keep);
+    let password = fields.required("password", body.password, as_is);
     let full_name = fields.required("full_name", body.full_name, |s| FullName::parse(&s));
     let (email, password, full_name) = fields.finish(|| Some((email?, password?, full_name?)))?;
     let registered = state.auth.register(email, &password, full_name).await?;
@@ -102,8 +96,8 @@ pub async fn login(
     ValidJson(body): ValidJson<LoginRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let mut fields = Fields::new();
-    let email = fields.required("email", body.email, keep);
-    let password = fields.required("password", body.password, keep);
+    let email = fields.required("email", body.email, as_is);
+    let password = fields.required("password", body.password, as_is);
     let (email, password) = fields.finish(|| Some((email?, password?)))?;
     let pair = state.auth.login(&email, password).await?;
     Ok(HttpResponse::Ok()
@@ -137,7 +131,7 @@ pub async fn refresh(
     ValidJson(body): ValidJson<RefreshRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let mut fields = Fields::new();
-    let token = fields.required("refresh_token", body.refresh_token, keep);
+    let token = fields.required("refresh_token", body.refresh_token, as_is);
     let token = fields.finish(|| token)?;
     let access = state.auth.refresh(&token).await?;
     Ok(HttpResponse::Ok()
@@ -190,8 +184,8 @@ pub async fn change_password(
     ValidJson(body): ValidJson<ChangePasswordRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let mut fields = Fields::new();
-    let current = fields.required("current_password", body.current_password, keep);
-    let new = fields.required("new_password", body.new_password, keep);
+    let current = fields.required("current_password", body.current_password, as_is);
+    let new = fields.required("new_password", body.new_password, as_is);
     let (current, new) = fields.finish(|| Some((current?, new?)))?;
     state
         .auth
@@ -224,9 +218,9 @@ pub async fn renew_password(
     ValidJson(body): ValidJson<RenewPasswordRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let mut fields = Fields::new();
-    let email = fields.required("email", body.email, keep);
-    let current = fields.required("current_password", body.current_password, keep);
-    let new = fields.required("new_password", body.new_password, keep);
+    let email = fields.required("email", body.email, as_is);
+    let current = fields.required("current_password", body.current_password, as_is);
+    let new = fields.required("new_password", body.new_password, as_is);
     let (email, current, new) = fields.finish(|| Some((email?, current?, new?)))?;
     state.auth.renew_password(&email, current, &new).await?;
     Ok(HttpResponse::NoContent().finish())

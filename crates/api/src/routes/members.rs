@@ -12,7 +12,7 @@ use uuid::Uuid;
 use super::organizations::PageResponse;
 use crate::{
     error::{ApiError, ErrorBody, ValidationErrorBody},
-    extract::{Authenticated, Fields, HeaderOrganization, PathOrganization, ValidJson},
+    extract::{as_is, Authenticated, Fields, HeaderOrganization, PathOrganization, ValidJson},
     query::Query,
     state::AppState,
 };
@@ -344,7 +344,7 @@ pub async fn accept_by_token(
     ValidJson(body): ValidJson<AcceptByTokenRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let mut fields = Fields::new();
-    let token = fields.required("token", body.token, Ok::<_, std::convert::Infallible>);
+    let token = fields.required("token", body.token, as_is);
     let token = fields.finish(|| token)?;
     let member = state.members.accept_by_token(&principal, &token).await?;
     Ok(HttpResponse::Ok().json(MemberResponse::from(member)))

@@ -17,7 +17,7 @@ use uuid::Uuid;
 
 use crate::{
     error::{ApiError, ErrorBody, ValidationErrorBody},
-    extract::{client_address, Fields, PathOrganization, ValidJson},
+    extract::{as_is, client_address, Fields, PathOrganization, ValidJson},
     state::AppState,
 };
 
@@ -141,28 +141,32 @@ impl From<PolicyView> for PoliciesResponse {
     }
 }
 
-fn same<T>(value: T) -> Result<T, std::convert::Infallible> {
-    Ok(value)
-}
-
 /// Parses the whole request, reporting every bad field at its full path.
 fn parse_policies(body: PoliciesRequest) -> Result<OrganizationPolicies, ApiError> {
     let mut f = Fields::new();
-    let password = f.required("password_policy", body.password_policy, same);
-    let mfa = f.required("mfa_policy", body.mfa_policy, same);
-    let session = f.required("session_policy", body.session_policy, same);
-    let allowlist = f.required("ip_allowlist", body.ip_allowlist, same);
+    let password = f.required("password_policy", body.password_policy, as_is);
+    let mfa = f.required("mfa_policy", body.mfa_policy, as_is);
+    let session = f.required("session_policy", body.session_policy, as_is);
+    let allowlist = f.required("ip_allowlist", body.ip_allowlist, as_is);
 
     let password = password.and_then(|p| {
         let n = "password_policy";
         let min_length = f.required(&format!("{n}.min_length"), p.min_length, MinLength::parse);
-        let upper = f.required(&format!("{n}.require_uppercase"), p.require_uppercase, same);
-        let lower = f.required(&format!("{n}.require_lowercase"), p.require_lowercase, same);
-        let numbers = f.required(&format!("{n}.require_numbers"), p.require_numbers, same);
+        let upper = f.required(
+            &format!("{n}.require_uppercase"),
+            p.require_uppercase,
+            as_is,
+        );
+        let lower = f.required(
+            &format!("{n}.require_lowercase"),
+            p.require_lowercase,
+            as_is,
+        );
+        let numbers = f.required(&format!("{n}.require_numbers"), p.require_numbers, as_is);
         let special = f.required(
             &format!("{n}.require_special_chars"),
             p.require_special_chars,
-            same,
+            as_is,
         );
         let max_age = f.required(
             &format!("{n}.max_age_days"),
@@ -186,7 +190,7 @@ fn parse_policies(body: PoliciesRequest) -> Result<OrganizationPolicies, ApiErro
     });
 
     let mfa = mfa.and_then(|m| {
-        let required = f.required("mfa_policy.required", m.required, same);
+        let required = f.required("mfa_policy.required", m.required, as_is);
         let methods = f.each("mfa_policy.allowed_methods", m.allowed_methods, |raw| {
             MfaMethod::parse(&raw)
         });
@@ -232,7 +236,7 @@ fn parse_policies(body: PoliciesRequest) -> Result<OrganizationPolicies, ApiErro
     });
 
     let allowlist = allowlist.and_then(|a| {
-        let enabled = f.required("ip_allowlist.enabled", a.enabled, same);
+        let enabled = f.required("ip_allowlist.enabled", a.enabled, as_is);
         let ranges = f.each("ip_allowlist.allowed_ips", a.allowed_ips, |raw| {
             IpRange::parse(&raw)
         });

@@ -17,7 +17,7 @@ use utoipa::ToSchema;
 use super::organizations::PageResponse;
 use crate::{
     error::{ApiError, ErrorBody, FieldError, ValidationErrorBody},
-    extract::{Fields, HeaderOrganization, ValidJson},
+    extract::{as_is, Fields, HeaderOrganization, ValidJson},
     query::Query,
     state::AppState,
 };
@@ -210,7 +210,7 @@ pub async fn create(
     let url = body.url.map(webhook_url).transpose()?;
     let events = body.events.map(event_types).transpose()?;
     let mut fields = Fields::new();
-    let url = fields.required("url", url, Ok::<_, std::convert::Infallible>);
+    let url = fields.required("url", url, as_is);
     let events = fields.required("events", events, |events| {
         if events.is_empty() {
             Err("must name at least one event type")

@@ -25,7 +25,9 @@ pub struct Argon2Hasher {
     /// is unknown so that the answer takes as long as for a known one.
     dummy: String,
     permits: Arc<Semaphore>,
+    /// Working areas not in use: at most one per permit.
     memory: Arc<Mutex<Vec<Vec<Block>>>>,
+    workers: usize,
 }
 
 fn failed<E: std::error::Error + Send + Sync + 'static>(error: E) -> HashError {
@@ -48,6 +50,7 @@ impl Argon2Hasher {
             dummy: String::new(),
             permits: Arc::new(Semaphore::new(workers)),
             memory: Arc::new(Mutex::new(Vec::with_capacity(workers))),
+            workers,
         };
         let salt = SaltString::generate(&mut OsRng);
         hasher.dummy = hasher.hash_with(b"gatehouse-dummy-password", &salt)?;
@@ -87,7 +90,7 @@ impl Argon2Hasher {
             .hash_password_into_with_memory(password, salt, out, &mut area)
             .map_err(failed);
         if let Ok(mut free) = self.memory.lock() {
-            if free.len() < free.capacity() && area.len() == self.argon2.params().block_count() {
+            if free.len() < self.workers && area.len() == self.argon2.params().block_count() {
                 free.push(area);
             }
         }
