@@ -17,12 +17,12 @@ use uuid::Uuid;
 
 use crate::model::{
     ApiKey, ApiKeyId, Branding, Delivery, DeliveryId, DeliveryStats, DeliveryStatus, Email,
-    EndpointId, EventId, EventType, Invitation, InvitationId, Member, MemberFilter, Membership,
-    NewApiKey, NewEvent, NewInvitation, NewOrganization, NewPassword, NewSession, NewUser,
-    Organization, OrganizationChange, OrganizationFilter, OrganizationId, OrganizationPolicies,
-    Page, PageRequest, PasswordHash, Plan, Role, SecretToken, Session, SessionId, Slug,
-    SsoConfiguration, TokenHash, TokenKind, User, UserCredentials, UserId, WebhookEndpoint,
-    WebhookUrl,
+    EndpointId, EventId, EventType, Invitation, InvitationId, LeaseRoom, Member, MemberFilter,
+    Membership, NewApiKey, NewEvent, NewInvitation, NewOrganization, NewPassword, NewSession,
+    NewUser, Organization, OrganizationChange, OrganizationFilter, OrganizationId,
+    OrganizationPolicies, Page, PageRequest, PasswordHash, Plan, Role, SecretToken, Session,
+    SessionId, Slug, SsoConfiguration, TokenHash, TokenKind, User, UserCredentials, UserId,
+    WebhookEndpoint, WebhookUrl,
 };
 
 /// The source of an unexpected failure, kept for the log.
@@ -826,37 +826,55 @@ pub trait WebhookStore: Send + Sync + 'static {
         event: EventType,
     ) -> Result<Vec<EndpointId>, StoreError>;
 
-    /// Creates the event's deliveries (due at `at`) and marks it dispatched, in one
-    /// transaction. A delivery for an (event, endpoint) pair that exists already is skipped, so
-    /// a dispatch repeated after a crash never doubles deliveries.
+    /// Creates each event's deliveries (due at `at`) and marks it dispatched, all in one
+    /// transaction, in order. A delivery for an (event, endpoint) pair that exists already is
+    /// skipped, so a dispatch repeated after a crash never doubles deliveries.
+    async fn dispatch_events(
+        &self,
+        events: Vec<(EventId, Vec<NewDelivery>)>,
+        at: DateTime<Utc>,
+    ) -> Result<(), StoreError>;
+
+    /// [`Self::dispatch_events`] of one event.
     async fn dispatch_event(
         &self,
         event_id: EventId,
         deliveries: Vec<NewDelivery>,
         at: DateTime<Utc>,
-    ) -> Result<(), StoreError>;
+    ) -> Result<(), StoreError> {
+        self.dispatch_events(vec![(event_id, deliveries)], at).await
+    }
 
-    /// Leases up to `limit` due deliveries of active endpoints, oldest due first, skipping the
-    /// `busy` endpoints, until `lease_until`. A lease is exclusive: no other worker in any
-    /// process gets the same delivery until it expires or the attempt is recorded.
+    /// Leases due deliveries of active endpoints, oldest due first, as many as fit in `room`
+    /// (in all and at each endpoint), until `lease_until`. A lease is exclusive: no other
+    /// worker in any process gets the same delivery until it expires or the attempt is
+    /// recorded.
     async fn lease_deliveries(
         &self,
         now: DateTime<Utc>,
         lease_until: DateTime<Utc>,
-        limit: i64,
-        busy: Vec<EndpointId>,
+        room: LeaseRoom,
     ) -> Result<Vec<LeasedDelivery>, StoreError>;
 
     /// Gives leases back unused (their deliveries are due again at once). Leases that no
     /// longer hold are ignored.
     async fn release_deliveries(&self, leases: Vec<(DeliveryId, Uuid)>) -> Result<(), StoreError>;
 
-    /// Records an attempt if the lease still holds (`None` otherwise: the attempt was taken over
-    /// or the endpoint deleted), and updates the endpoint's run of failures.
+    /// Records attempts, in one transaction and in order: each if its lease still holds (`None`
+    /// in its place otherwise: the attempt was taken over or the endpoint deleted), updating
+    /// its endpoint's run of failures. One answer per record, in the records' order.
+    async fn record_attempts(
+        &self,
+        records: Vec<AttemptRecord>,
+    ) -> Result<Vec<Option<AttemptEffects>>, StoreError>;
+
+    /// [`Self::record_attempts`] of one record.
     async fn record_attempt(
         &self,
         record: AttemptRecord,
-    ) -> Result<Option<AttemptEffects>, StoreError>;
+    ) -> Result<Option<AttemptEffects>, StoreError> {
+        Ok(self.record_attempts(vec![record]).await?.pop().flatten())
+    }
 }
 
 /// Seals and opens secrets at rest (AES-256-GCM under the server's secret key).

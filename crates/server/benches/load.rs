@@ -4,7 +4,10 @@
 //! ```text
 //! cargo bench -p gatehouse-server --bench load -- [--backend sqlite|postgres|both]
 //!                                                 [--duration SECS] [--out FILE]
+//!                                                 [--only reads,logins,refreshes,fanout]
 //! ```
+//!
+//! `--only` runs some of the phases (all by default), to iterate on one row or to profile it.
 //!
 //! For each backend a fresh server runs on 127.0.0.1 (a temporary SQLite file, or a fresh
 //! PostgreSQL database from `gatehouse-testkit`). The service is loaded by `wrk` only; the limits
@@ -78,10 +81,33 @@ impl Backend {
     }
 }
 
+/// The measured phases, in the order they run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Reads,
+    Logins,
+    Refreshes,
+    Fanout,
+}
+
+impl Phase {
+    const ALL: [Self; 4] = [Self::Reads, Self::Logins, Self::Refreshes, Self::Fanout];
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Reads => "reads",
+            Self::Logins => "logins",
+            Self::Refreshes => "refreshes",
+            Self::Fanout => "fanout",
+        }
+    }
+}
+
 struct Options {
     backends: Vec<Backend>,
     duration: u64,
     out: Option<PathBuf>,
+    phases: Vec<Phase>,
 }
 
 /// One line of a table.
@@ -122,7 +148,7 @@ fn main() {
     let mut report = header(&options);
     print!("{report}");
     for &backend in &options.backends {
-        let section = run_backend(&runtime, backend, options.duration);
+        let section = run_backend(&runtime, backend, &options);
         print!("{section}");
         report.push_str(&section);
     }
@@ -139,11 +165,13 @@ fn main() {
 }
 
 fn parse_args() -> Options {
-    let usage = "usage: load [--backend sqlite|postgres|both] [--duration SECS] [--out FILE]";
+    let usage = "usage: load [--backend sqlite|postgres|both] [--duration SECS] [--out FILE] \
+                 [--only reads,logins,refreshes,fanout]";
     let mut options = Options {
         backends: vec![Backend::Sqlite, Backend::Postgres],
         duration: 10,
         out: None,
+        phases: Phase::ALL.to_vec(),
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -182,6 +210,22 @@ fn parse_args() -> Options {
                     });
             }
             "--out" => options.out = Some(PathBuf::from(value())),
+            "--only" => {
+                let wanted = value();
+                let mut phases = Vec::new();
+                for name in wanted.split(',').map(str::trim) {
+                    let Some(phase) = Phase::ALL.into_iter().find(|p| p.name() == name) else {
+                        eprintln!("unknown phase {name:?}\n{usage}");
+                        std::process::exit(2)
+                    };
+                    phases.push(phase);
+                }
+                // Always in the documented order.
+                options.phases = Phase::ALL
+                    .into_iter()
+                    .filter(|p| phases.contains(p))
+                    .collect();
+            }
             "-h" | "--help" => {
                 println!("{usage}");
                 std::process::exit(0)
@@ -244,7 +288,7 @@ fn proc_field_kb(path: &Path, field: &str) -> Option<u64> {
 // One backend
 // ---------------------------------------------------------------------------------------------
 
-fn run_backend(runtime: &Runtime, backend: Backend, duration: u64) -> String {
+fn run_backend(runtime: &Runtime, backend: Backend, options: &Options) -> String {
     let name = backend.name();
     eprintln!("\n[{name}] preparing");
     let work = tempfile::tempdir().unwrap();
@@ -269,7 +313,11 @@ fn run_backend(runtime: &Runtime, backend: Backend, duration: u64) -> String {
     let (first, fresh_ms) = Server::start(&env, &work.path().join("server-first.log"));
     drop(first);
     let (server, existing_ms) = Server::start(&env, &work.path().join("server.log"));
-    eprintln!("[{name}] ready in {fresh_ms:.0} ms (fresh) / {existing_ms:.0} ms (existing)");
+    eprintln!(
+        "[{name}] ready in {fresh_ms:.0} ms (fresh) / {existing_ms:.0} ms (existing); pid {} \
+         (to profile: perf record -g -p {})",
+        server.pid, server.pid
+    );
 
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
     let seed = runtime.block_on(seed_data(&client, &server.base, &receiver));
@@ -279,39 +327,55 @@ fn run_backend(runtime: &Runtime, backend: Backend, duration: u64) -> String {
     let bench = Bench {
         base: server.base.clone(),
         scripts: work.path().to_owned(),
-        duration,
+        duration: options.duration,
         name,
     };
     // Row 3 runs first, so that its memory peak is the read path's own and not what the
     // argon2id hashes of row 1 leave behind (the memory note shows both).
-    let sampler = RssSampler::start(server.pid);
-    let reads = row_reads(&bench, &seed);
-    let reads_peak_kb = sampler.stop();
-    let mut after = vec![("reads", server.rss_kb())];
-    let sampler = RssSampler::start(server.pid);
-    let logins = row_logins(&bench);
-    let logins_peak_kb = sampler.stop();
-    after.push(("logins", server.rss_kb()));
-    let refreshes = row_refreshes(&bench, &seed);
-    after.push(("refreshes", server.rss_kb()));
-    let sampler = RssSampler::start(server.pid);
-    let (fanout, fanout_notes) = row_fanout(runtime, &client, &server.base, &seed, receiver);
-    let fanout_peak_kb = sampler.stop();
-    after.push(("fan-out", server.rss_kb()));
-
-    rows.extend([logins, refreshes, reads, fanout]);
+    let mut after = Vec::new();
+    let mut peaks = Vec::new();
+    let mut reads_peak_kb = None;
+    let mut fanout_notes = Vec::new();
+    let mut receiver = Some(receiver);
+    for &phase in &options.phases {
+        let sampler = RssSampler::start(server.pid);
+        let row = match phase {
+            Phase::Reads => row_reads(&bench, &seed),
+            Phase::Logins => row_logins(&bench),
+            Phase::Refreshes => row_refreshes(&bench, &seed),
+            Phase::Fanout => {
+                let receiver = receiver.take().expect("the fan-out runs once");
+                let (row, notes) = row_fanout(runtime, &client, &server.base, &seed, receiver);
+                fanout_notes = notes;
+                row
+            }
+        };
+        let peak = sampler.stop();
+        if phase == Phase::Reads {
+            reads_peak_kb = Some(peak);
+        }
+        peaks.push(format!("{} {}", phase.name(), mb(peak)));
+        after.push(format!("{} {}", phase.name(), mb(server.rss_kb())));
+        rows.push((phase, row));
+    }
+    // Printed in the order of the issue's rows: 1 logins, 2 refreshes, 3 reads, 4 fan-out.
+    let order = [Phase::Logins, Phase::Refreshes, Phase::Reads, Phase::Fanout];
+    rows.sort_by_key(|(phase, _)| order.iter().position(|p| p == phase));
+    let mut rows: Vec<Row> = rows.into_iter().map(|(_, row)| row).collect();
     rows.push(Row::new(
         "Resident memory, idle (after seeding)",
         mb(idle_kb),
         RSS_TARGET,
         "—",
     ));
-    rows.push(Row::new(
-        "Resident memory, peak during row 3 (100 ms samples)",
-        mb(reads_peak_kb),
-        RSS_TARGET,
-        "—",
-    ));
+    if let Some(kb) = reads_peak_kb {
+        rows.push(Row::new(
+            "Resident memory, peak during row 3 (100 ms samples)",
+            mb(kb),
+            RSS_TARGET,
+            "—",
+        ));
+    }
     rows.push(Row::new(
         "Start → /readyz 200, fresh database (migrations, first key)",
         format!("{fresh_ms:.0} ms"),
@@ -325,16 +389,12 @@ fn run_backend(runtime: &Runtime, backend: Backend, duration: u64) -> String {
         "—",
     ));
     notes.extend(fanout_notes);
-    let after: Vec<_> = after
-        .iter()
-        .map(|(phase, kb)| format!("{phase} {}", mb(*kb)))
-        .collect();
+    let names: Vec<_> = options.phases.iter().map(|p| p.name()).collect();
     notes.push(format!(
-        "phases ran in the order reads, logins, refreshes, fan-out; resident memory after each: \
-         {}; peak during logins {}, during fan-out {}",
+        "phases ran in the order {}; resident memory after each: {}; peak during each: {}",
+        names.join(", "),
         after.join(", "),
-        mb(logins_peak_kb),
-        mb(fanout_peak_kb),
+        peaks.join(", "),
     ));
     notes.extend(server_log_notes(&work.path().join("server.log")));
 

@@ -1,6 +1,10 @@
 //! The background workers: the dispatcher turns outbox events into deliveries; the delivery
 //! loop leases due deliveries and attempts them, with bounded concurrency in all and per
 //! endpoint, so that one slow or dead endpoint never holds up the others.
+//!
+//! The delivery loop sleeps only when there is nothing to do. It wakes as soon as the
+//! dispatcher has made deliveries or an attempt has freed a slot; the poll interval is only the
+//! longest it waits for work that another process made due, or that a retry schedule did.
 
 use std::{
     collections::HashMap,
@@ -9,10 +13,14 @@ use std::{
 };
 
 use gatehouse_domain::{
-    model::EndpointId,
+    model::{DeliveryId, EndpointId, LeaseRoom},
+    ports::{AttemptRecord, LeasedDelivery, StoreError},
     service::{AttemptOutcome, DeliveryEngine},
 };
-use tokio::{sync::Semaphore, task::JoinHandle};
+use tokio::{
+    sync::{mpsc, Notify, OwnedSemaphorePermit, Semaphore},
+    task::JoinHandle,
+};
 
 /// How the workers run.
 #[derive(Clone, Debug)]
@@ -37,23 +45,29 @@ impl WorkerSettings {
             per_endpoint: 4,
             poll_interval: Duration::from_millis(100),
             lease: timeout + Duration::from_secs(30),
-            dispatch_batch: 500,
+            dispatch_batch: 100,
         }
     }
 }
 
 /// Starts the dispatcher and the delivery loop.
 pub fn spawn(engine: DeliveryEngine, settings: WorkerSettings) -> Vec<JoinHandle<()>> {
-    let dispatcher = tokio::spawn(dispatch_loop(engine.clone(), settings.clone()));
-    let deliverer = tokio::spawn(delivery_loop(engine, settings));
+    let work = Arc::new(Notify::new());
+    let dispatcher = tokio::spawn(dispatch_loop(
+        engine.clone(),
+        settings.clone(),
+        work.clone(),
+    ));
+    let deliverer = tokio::spawn(delivery_loop(engine, settings, work));
     vec![dispatcher, deliverer]
 }
 
-async fn dispatch_loop(engine: DeliveryEngine, settings: WorkerSettings) {
+/// `work` is told whenever deliveries may have become due in this process.
+async fn dispatch_loop(engine: DeliveryEngine, settings: WorkerSettings, work: Arc<Notify>) {
     loop {
         match engine.dispatch(settings.dispatch_batch).await {
             Ok(0) => tokio::time::sleep(settings.poll_interval).await,
-            Ok(_) => {}
+            Ok(_) => work.notify_one(),
             Err(error) => {
                 tracing::warn!(%error, "dispatching events failed; retrying");
                 tokio::time::sleep(Duration::from_secs(1)).await;
@@ -75,12 +89,13 @@ impl InFlight {
         self.map().get(&endpoint).copied().unwrap_or(0)
     }
 
-    fn busy(&self, limit: usize) -> Vec<EndpointId> {
+    /// What a lease can take on now, with `total` free slots.
+    fn room(&self, total: usize, per_endpoint: usize) -> LeaseRoom {
         self.map()
             .iter()
-            .filter(|(_, n)| **n >= limit)
-            .map(|(id, _)| *id)
-            .collect()
+            .fold(LeaseRoom::new(total, per_endpoint), |room, (id, n)| {
+                room.with_in_flight(*id, *n)
+            })
     }
 
     fn start(&self, endpoint: EndpointId) {
@@ -98,16 +113,48 @@ impl InFlight {
     }
 }
 
-async fn delivery_loop(engine: DeliveryEngine, settings: WorkerSettings) {
+/// One attempt's place in the worker: a concurrency permit and a count at its endpoint, both
+/// given back, and the delivery loop woken, when it is dropped (after the attempt is recorded,
+/// or if it could not be).
+struct Slot {
+    endpoint: EndpointId,
+    in_flight: Arc<InFlight>,
+    work: Arc<Notify>,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.in_flight.finish(self.endpoint);
+        self.work.notify_one();
+    }
+}
+
+/// A sent attempt on its way to be recorded.
+struct Sent {
+    delivery: LeasedDelivery,
+    record: AttemptRecord,
+    slot: Slot,
+}
+
+/// Waits for `work` (new deliveries, or a freed slot) or the poll interval, whichever first.
+async fn idle(work: &Notify, settings: &WorkerSettings) {
+    let _ = tokio::time::timeout(settings.poll_interval, work.notified()).await;
+}
+
+/// Attempts recorded in one transaction at most.
+const RECORD_BATCH: usize = 64;
+
+async fn delivery_loop(engine: DeliveryEngine, settings: WorkerSettings, work: Arc<Notify>) {
     let permits = Arc::new(Semaphore::new(settings.concurrency));
     let in_flight = Arc::new(InFlight::default());
+    let (sent, to_record) = mpsc::channel::<Sent>(settings.concurrency.max(1));
+    tokio::spawn(record_loop(engine.clone(), to_record));
     loop {
         let available = permits.available_permits();
         if available == 0 {
-            // Wait for one attempt to finish.
-            if let Ok(permit) = permits.clone().acquire_owned().await {
-                drop(permit);
-            }
+            // Every slot is taken: an attempt that is recorded tells `work`.
+            work.notified().await;
             continue;
         }
         let ports = engine.ports();
@@ -119,8 +166,7 @@ async fn delivery_loop(engine: DeliveryEngine, settings: WorkerSettings) {
             .lease_deliveries(
                 now,
                 lease_until,
-                available as i64,
-                in_flight.busy(settings.per_endpoint),
+                in_flight.room(available, settings.per_endpoint),
             )
             .await
         {
@@ -132,9 +178,11 @@ async fn delivery_loop(engine: DeliveryEngine, settings: WorkerSettings) {
             }
         };
         if leased.is_empty() {
-            tokio::time::sleep(settings.poll_interval).await;
+            // Nothing due, or only at endpoints already at their limit.
+            idle(&work, &settings).await;
             continue;
         }
+        // The lease took only what fits; this guards the limits should that ever change.
         let mut give_back = Vec::new();
         for delivery in leased {
             let endpoint = delivery.endpoint_id;
@@ -147,26 +195,24 @@ async fn delivery_loop(engine: DeliveryEngine, settings: WorkerSettings) {
                 continue;
             };
             in_flight.start(endpoint);
+            let slot = Slot {
+                endpoint,
+                in_flight: in_flight.clone(),
+                work: work.clone(),
+                _permit: permit,
+            };
             let engine = engine.clone();
-            let in_flight = in_flight.clone();
+            let sent = sent.clone();
             tokio::spawn(async move {
-                let id = delivery.id;
-                match engine.attempt(delivery).await {
-                    Ok(AttemptOutcome::Delivered) => {
-                        tracing::debug!(delivery.id = %id, "delivered");
-                    }
-                    Ok(AttemptOutcome::Failed { retry_at }) => {
-                        tracing::info!(delivery.id = %id, ?retry_at, "delivery attempt failed");
-                    }
-                    Ok(AttemptOutcome::Abandoned) => {
-                        tracing::info!(delivery.id = %id, "delivery lease lost; not recorded");
-                    }
-                    Err(error) => {
-                        tracing::warn!(delivery.id = %id, %error, "recording a delivery attempt failed; it will be retried when its lease expires");
-                    }
-                }
-                in_flight.finish(endpoint);
-                drop(permit);
+                let record = engine.send(&delivery).await;
+                // Should the recorder be gone, the slot is freed here and the lease expires.
+                let _ = sent
+                    .send(Sent {
+                        delivery,
+                        record,
+                        slot,
+                    })
+                    .await;
             });
         }
         if !give_back.is_empty() {
@@ -175,4 +221,51 @@ async fn delivery_loop(engine: DeliveryEngine, settings: WorkerSettings) {
             }
         }
     }
+}
+
+/// Records sent attempts, as many as are waiting (up to [`RECORD_BATCH`]) in one transaction:
+/// the store's write per attempt is the fan-out's bottleneck otherwise (`docs/benchmarks.md`).
+async fn record_loop(engine: DeliveryEngine, mut to_record: mpsc::Receiver<Sent>) {
+    let mut batch = Vec::with_capacity(RECORD_BATCH);
+    while to_record.recv_many(&mut batch, RECORD_BATCH).await > 0 {
+        let (attempts, slots): (Vec<_>, Vec<_>) = batch
+            .drain(..)
+            .map(|sent| ((sent.delivery, sent.record), sent.slot))
+            .unzip();
+        let ids: Vec<DeliveryId> = attempts.iter().map(|(d, _)| d.id).collect();
+        match engine.record(attempts.clone()).await {
+            Ok(outcomes) => log_outcomes(&ids, outcomes),
+            Err(error) if attempts.len() > 1 => {
+                // Record them one by one, so that one bad record costs only its own attempt.
+                tracing::warn!(%error, attempts = attempts.len(), "recording a batch of attempts failed; recording them one by one");
+                for attempt in attempts {
+                    let id = [attempt.0.id];
+                    match engine.record(vec![attempt]).await {
+                        Ok(outcomes) => log_outcomes(&id, outcomes),
+                        Err(error) => log_unrecorded(id[0], &error),
+                    }
+                }
+            }
+            Err(error) => ids.iter().for_each(|id| log_unrecorded(*id, &error)),
+        }
+        drop(slots);
+    }
+}
+
+fn log_outcomes(ids: &[DeliveryId], outcomes: Vec<AttemptOutcome>) {
+    for (id, outcome) in ids.iter().zip(outcomes) {
+        match outcome {
+            AttemptOutcome::Delivered => tracing::debug!(delivery.id = %id, "delivered"),
+            AttemptOutcome::Failed { retry_at } => {
+                tracing::info!(delivery.id = %id, ?retry_at, "delivery attempt failed");
+            }
+            AttemptOutcome::Abandoned => {
+                tracing::info!(delivery.id = %id, "delivery lease lost; not recorded");
+            }
+        }
+    }
+}
+
+fn log_unrecorded(id: DeliveryId, error: &StoreError) {
+    tracing::warn!(delivery.id = %id, %error, "recording a delivery attempt failed; it will be retried when its lease expires");
 }

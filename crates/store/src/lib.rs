@@ -41,17 +41,17 @@ macro_rules! due_deliveries {
             .filter(d::endpoint_id.ne_all($busy))
             .order((d::next_attempt_at.asc(), d::id.asc()))
             .limit($limit)
-            .select(d::id)
+            .select((d::id, d::endpoint_id))
     }};
 }
 
 mod listing;
 /// Runs the body, `async |conn: &mut Conn| -> Result<T, diesel::result::Error>`, in one write
-/// transaction (the backend's `write_tx!`) on a pooled connection, on its own task (see
-/// [`detached`]), and maps the error to the port's.
+/// transaction (the backend's `write_tx!`) on a connection of the store's `writer` pool, on its
+/// own task (see [`detached`]), and maps the error to the port's.
 macro_rules! in_write_tx {
     ($store:expr, $body:expr) => {{
-        let pool = $store.pool.clone();
+        let pool = $store.writer.clone();
         $crate::detached(async move {
             let mut conn = pool.get().await.map_err($crate::pool_error)?;
             write_tx!(&mut *conn, $body).await.map_err($crate::db_error)

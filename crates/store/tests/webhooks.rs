@@ -12,8 +12,8 @@ use chrono::{DateTime, Duration, Utc};
 use gatehouse_domain::{
     model::{
         Delivery, DeliveryId, DeliveryStats, DeliveryStatus, EndpointId, EventId, EventType,
-        NewEvent, NewOrganization, OrganizationId, OrganizationName, OrganizationType, PageRequest,
-        Plan, Slug, UserId, WebhookEndpoint, WebhookUrl,
+        LeaseRoom, NewEvent, NewOrganization, OrganizationId, OrganizationName, OrganizationType,
+        PageRequest, Plan, Slug, UserId, WebhookEndpoint, WebhookUrl,
     },
     ports::{
         AttemptEffects, AttemptRecord, DeliveryFilter, EndpointChange, LeasedDelivery, NewDelivery,
@@ -147,9 +147,13 @@ async fn delivery_at(
     dispatch(db, event, &[endpoint], at).await[0]
 }
 
+/// Leases up to 100 due deliveries, none at the `busy` endpoints.
 async fn lease(db: &Db, at: DateTime<Utc>, busy: &[EndpointId]) -> Vec<LeasedDelivery> {
+    let room = busy.iter().fold(LeaseRoom::new(100, 100), |room, id| {
+        room.with_in_flight(*id, 100)
+    });
     db.store
-        .lease_deliveries(at, at + Duration::minutes(1), 100, busy.to_vec())
+        .lease_deliveries(at, at + Duration::minutes(1), room)
         .await
         .unwrap()
 }
@@ -551,10 +555,35 @@ on_both_backends! {
         assert!(!ids(&due).contains(&d3));
         let limited = db
             .store
-            .lease_deliveries(t0 + Duration::hours(3), t0 + Duration::hours(4), 1, vec![])
+            .lease_deliveries(t0 + Duration::hours(3), t0 + Duration::hours(4), LeaseRoom::new(1, 100))
             .await
             .unwrap();
         assert_eq!(ids(&limited), [d2], "oldest due first, up to the limit");
+    }
+
+    async fn a_lease_takes_only_what_fits_at_each_endpoint(db: Db) {
+        let (_, org) = registered(&db, "ada@example.com").await;
+        let types = [EventType::OrganizationUpdated];
+        let (crowded, other) = (endpoint(&db, org, &types).await, endpoint(&db, org, &types).await);
+        let t0 = now();
+        // Three due at the crowded endpoint, then one at the other.
+        let mut crowded_due = Vec::new();
+        for minute in 0..3 {
+            crowded_due.push(delivery_at(&db, org, crowded, t0 + Duration::minutes(minute)).await);
+        }
+        let behind = delivery_at(&db, org, other, t0 + Duration::minutes(3)).await;
+
+        let at = t0 + Duration::hours(1);
+        let room = LeaseRoom::new(10, 2).with_in_flight(crowded, 1);
+        let leased = db.store.lease_deliveries(at, at + Duration::minutes(1), room).await.unwrap();
+        assert_eq!(ids(&leased), [crowded_due[0], behind], "one fits at the crowded endpoint");
+        assert_eq!(leased[0].lease, leased[1].lease, "one lease for the batch");
+
+        // What did not fit is still due, and nothing else is leased twice.
+        let rest = lease(&db, at, &[]).await;
+        assert_eq!(ids(&rest), crowded_due[1..]);
+        assert_eq!(db.store.record_attempt(attempt(&leased[1], true, at, None)).await.unwrap(), NOTHING);
+        assert_eq!(db.store.record_attempt(attempt(&leased[0], true, at, None)).await.unwrap(), NOTHING);
     }
 
     async fn attempts_are_recorded_under_their_lease(db: Db) {
@@ -665,6 +694,43 @@ on_both_backends! {
         // Turning an active endpoint on again changes nothing of its run.
         db.store.update_endpoint(org, hook, on, t).await.unwrap().unwrap();
         assert_eq!(consecutive_failures(&db, hook).await, 1);
+    }
+
+    async fn attempts_recorded_together_count_in_their_order(db: Db) {
+        let (_, org) = registered(&db, "ada@example.com").await;
+        let types = [EventType::OrganizationUpdated];
+        let (mixed, fine) = (endpoint(&db, org, &types).await, endpoint(&db, org, &types).await);
+        let t0 = now();
+        for minute in 0..3 {
+            delivery_at(&db, org, mixed, t0 + Duration::minutes(minute)).await;
+            delivery_at(&db, org, fine, t0 + Duration::minutes(minute)).await;
+        }
+        let at = t0 + Duration::hours(1);
+        let leased = lease(&db, at, &[]).await;
+        let at_mixed: Vec<_> = leased.iter().filter(|d| d.endpoint_id == mixed).collect();
+        let at_fine: Vec<_> = leased.iter().filter(|d| d.endpoint_id == fine).collect();
+        let mut lost = attempt(at_fine[2], true, at, None);
+        lost.lease = Uuid::new_v4();
+
+        let effects = db
+            .store
+            .record_attempts(vec![
+                attempt(at_mixed[0], true, at, None),
+                attempt(at_fine[0], true, at, None),
+                attempt(at_mixed[1], false, at, Some(at)),
+                lost,
+                attempt(at_fine[1], true, at + Duration::seconds(1), None),
+                attempt(at_mixed[2], false, at, Some(at)),
+            ])
+            .await
+            .unwrap();
+
+        assert_eq!(effects, [NOTHING, NOTHING, NOTHING, None, NOTHING, NOTHING], "one answer each, in order");
+        assert_eq!(consecutive_failures(&db, mixed).await, 2, "a success, then two failures");
+        assert_eq!(consecutive_failures(&db, fine).await, 0);
+        let detail = db.store.endpoint(org, fine).await.unwrap().unwrap();
+        assert_eq!(detail.last_delivery_at, Some(at + Duration::seconds(1)), "the latest attempt");
+        assert_eq!(delivery(&db, org, fine, at_fine[2].id).await.status, DeliveryStatus::Pending);
     }
 
     async fn deleting_an_endpoint_removes_its_deliveries(db: Db) {
@@ -847,7 +913,7 @@ on_both_backends! {
                     let mut leased = Vec::new();
                     loop {
                         let batch = store
-                            .lease_deliveries(at, at + Duration::minutes(5), 3, vec![])
+                            .lease_deliveries(at, at + Duration::minutes(5), LeaseRoom::new(3, 100))
                             .await
                             .unwrap();
                         if batch.is_empty() {

@@ -58,6 +58,6 @@ pub use sso::{
 };
 pub use user::{FullName, FullNameError, NewUser, User, UserCredentials};
 pub use webhook::{
-    signature, Delivery, DeliveryId, DeliveryStats, DeliveryStatus, EndpointId, RetrySchedule,
-    WebhookEndpoint, WebhookUrl, WebhookUrlError,
+    signature, Delivery, DeliveryId, DeliveryStats, DeliveryStatus, EndpointId, LeaseRoom,
+    RetrySchedule, WebhookEndpoint, WebhookUrl, WebhookUrlError,
 };

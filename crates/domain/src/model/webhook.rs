@@ -1,7 +1,7 @@
 //! Webhook endpoints and deliveries: the URL rules, the ids, the retry schedule, the delivery
 //! state machine and the signature.
 
-use std::{fmt, net::IpAddr, str::FromStr, time::Duration};
+use std::{collections::HashMap, fmt, net::IpAddr, str::FromStr, time::Duration};
 
 use chrono::{DateTime, Utc};
 use hmac::{Hmac, Mac};
@@ -281,9 +281,94 @@ pub struct Delivery {
     pub created_at: DateTime<Utc>,
 }
 
+/// What a delivery worker can take on at one lease: `total` attempts in all, and at each
+/// endpoint `per_endpoint` less the attempts it already has in flight there. Leasing only what
+/// fits means a worker never leases a delivery it must give back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaseRoom {
+    total: usize,
+    per_endpoint: usize,
+    in_flight: HashMap<EndpointId, usize>,
+}
+
+impl LeaseRoom {
+    pub fn new(total: usize, per_endpoint: usize) -> Self {
+        Self {
+            total,
+            per_endpoint,
+            in_flight: HashMap::new(),
+        }
+    }
+
+    /// `attempts` more are in flight at `endpoint`.
+    #[must_use]
+    pub fn with_in_flight(mut self, endpoint: EndpointId, attempts: usize) -> Self {
+        *self.in_flight.entry(endpoint).or_insert(0) += attempts;
+        self
+    }
+
+    pub fn total(&self) -> usize {
+        self.total
+    }
+
+    /// Endpoints with no room left: the lease need not look at their deliveries.
+    pub fn full(&self) -> Vec<EndpointId> {
+        self.in_flight
+            .iter()
+            .filter(|(_, n)| **n >= self.per_endpoint)
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    /// Of `candidates`, oldest due first, the ones that fit, in the same order.
+    pub fn pick<T>(&self, candidates: impl IntoIterator<Item = (T, EndpointId)>) -> Vec<T> {
+        let mut taken: HashMap<EndpointId, usize> = HashMap::new();
+        let mut picked = Vec::new();
+        for (item, endpoint) in candidates {
+            if picked.len() >= self.total {
+                break;
+            }
+            let busy = self.in_flight.get(&endpoint).copied().unwrap_or(0);
+            let taken = taken.entry(endpoint).or_insert(0);
+            if busy + *taken < self.per_endpoint {
+                *taken += 1;
+                picked.push(item);
+            }
+        }
+        picked
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lease_takes_only_what_fits_at_each_endpoint_and_in_all() {
+        let [a, b, c] = [1, 2, 3].map(|n| EndpointId::from_uuid(Uuid::from_u128(n)));
+        let room = LeaseRoom::new(5, 2)
+            .with_in_flight(a, 1)
+            .with_in_flight(c, 2);
+        assert_eq!(room.full(), [c]);
+        let candidates = [
+            (1, a),
+            (2, a),
+            (3, b),
+            (4, c),
+            (5, b),
+            (6, b),
+            (7, a),
+            (8, b),
+        ];
+        assert_eq!(
+            room.pick(candidates),
+            [1, 3, 5],
+            "a has room for one, b for two, c none"
+        );
+        let small = LeaseRoom::new(2, 4);
+        assert_eq!(small.pick(candidates), [1, 2], "never more than the total");
+        assert!(LeaseRoom::new(0, 4).pick(candidates).is_empty());
+    }
 
     #[test]
     fn only_https_urls_are_endpoints() {

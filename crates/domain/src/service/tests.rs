@@ -180,6 +180,11 @@ impl<T> Seen<T> {
         assert_eq!(seen.len(), 1, "expected exactly one call");
         seen.remove(0)
     }
+
+    /// Every value recorded, in order.
+    pub(super) fn all(&self) -> Vec<T> {
+        std::mem::take(&mut *self.0.lock().unwrap())
+    }
 }
 
 /// Every port, mocked. The clock is stopped at [`now`], ids count up from

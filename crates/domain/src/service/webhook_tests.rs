@@ -3,10 +3,7 @@
 //! Built on the fixtures of [`super::tests`]: the clock is stopped at [`now`], ids count up, and
 //! a port a test does not set up panics when touched.
 
-use std::{
-    fmt::Debug,
-    sync::{Arc, Mutex},
-};
+use std::fmt::Debug;
 
 use chrono::{DateTime, Duration, Utc};
 use futures::executor::block_on;
@@ -251,11 +248,12 @@ impl Mocks {
         let recorded = Seen::new();
         let seen = recorded.clone();
         self.webhooks
-            .expect_record_attempt()
+            .expect_record_attempts()
             .times(1)
-            .returning(move |record| {
-                seen.record(record);
-                ready(Ok(effects.clone()))
+            .returning(move |records| {
+                let answers = vec![effects.clone(); records.len()];
+                records.into_iter().for_each(|record| seen.record(record));
+                ready(Ok(answers))
             });
         recorded
     }
@@ -661,15 +659,18 @@ impl Mocks {
             .returning(move |_| ready(Ok(events.clone())));
     }
 
-    /// The store creates the deliveries of each event and marks it dispatched; keeps
-    /// (event, deliveries, at).
+    /// The store creates the deliveries of each event and marks it dispatched, in one call;
+    /// keeps (event, deliveries, at) of each.
     fn store_dispatches(&mut self) -> Seen<(EventId, Vec<NewDelivery>, DateTime<Utc>)> {
         let dispatched = Seen::new();
         let seen = dispatched.clone();
         self.webhooks
-            .expect_dispatch_event()
-            .returning(move |event, deliveries, at| {
-                seen.record((event, deliveries, at));
+            .expect_dispatch_events()
+            .times(1)
+            .returning(move |events, at| {
+                for (event, deliveries) in events {
+                    seen.record((event, deliveries, at));
+                }
                 ready(Ok(()))
             });
         dispatched
@@ -753,30 +754,26 @@ fn dispatch_marks_every_event_dispatched_and_returns_how_many_there_were() {
     mocks
         .webhooks
         .expect_subscribed_endpoints()
-        .times(2)
+        .times(1)
         .returning(|_, _| ready(Ok(Vec::new())));
-    let marked = Arc::new(Mutex::new(Vec::new()));
-    let seen = Arc::clone(&marked);
-    mocks
-        .webhooks
-        .expect_dispatch_event()
-        .times(3)
-        .returning(move |event, _, _| {
-            seen.lock().unwrap().push(event);
-            ready(Ok(()))
-        });
+    let dispatched = mocks.store_dispatches();
 
     let count = block_on(mocks.delivery_engine().dispatch(50)).unwrap();
 
     assert_eq!(count, 3);
-    assert_eq!(*marked.lock().unwrap(), events);
+    let marked: Vec<_> = dispatched
+        .all()
+        .into_iter()
+        .map(|(event, _, _)| event)
+        .collect();
+    assert_eq!(marked, events, "in one transaction, in order");
 }
 
 #[test]
 fn dispatch_of_an_empty_outbox_does_nothing() {
     let mut mocks = Mocks::new();
     mocks.outbox_holds(Vec::new());
-    mocks.webhooks.expect_dispatch_event().never();
+    mocks.webhooks.expect_dispatch_events().never();
 
     assert_eq!(block_on(mocks.delivery_engine().dispatch(50)).unwrap(), 0);
 }
@@ -1099,4 +1096,57 @@ fn a_disabled_endpoint_whose_owner_cannot_be_found_mails_nobody_and_still_record
     mocks.mailer.expect_send().never();
 
     assert_eq!(attempt(mocks, 5), AttemptOutcome::Failed { retry_at: None });
+}
+
+#[test]
+fn attempts_recorded_together_get_one_store_call_and_their_own_outcomes_in_order() {
+    let mut mocks = Mocks::new();
+    let recorded = Seen::<Vec<AttemptRecord>>::new();
+    let seen = recorded.clone();
+    mocks
+        .webhooks
+        .expect_record_attempts()
+        .times(1)
+        .returning(move |records| {
+            seen.record(records);
+            let kept = Some(AttemptEffects {
+                endpoint_disabled: false,
+            });
+            ready(Ok(vec![kept.clone(), kept, None]))
+        });
+    mocks.no_mail();
+    let engine = mocks.delivery_engine();
+    let record = |attempt: u32, succeeded: bool| AttemptRecord {
+        delivery_id: DELIVERY,
+        endpoint_id: HOOK,
+        lease: LEASE,
+        attempt,
+        succeeded,
+        http_status: Some(if succeeded { 200 } else { 500 }),
+        response_body: None,
+        duration_ms: 1,
+        attempted_at: now(),
+        next_attempt_at: (!succeeded).then(|| now() + Duration::minutes(5)),
+        disable_after_failures: 5,
+    };
+    let attempts = vec![
+        (leased(1), record(1, true)),
+        (leased(2), record(2, false)),
+        (leased(3), record(3, true)),
+    ];
+
+    let outcomes = block_on(engine.record(attempts.clone())).unwrap();
+
+    assert_eq!(
+        outcomes,
+        [
+            AttemptOutcome::Delivered,
+            AttemptOutcome::Failed {
+                retry_at: Some(now() + Duration::minutes(5))
+            },
+            AttemptOutcome::Abandoned,
+        ]
+    );
+    let records: Vec<_> = attempts.into_iter().map(|(_, record)| record).collect();
+    assert_eq!(recorded.only(), records);
 }

@@ -1,6 +1,9 @@
 //! Webhooks: the endpoint use cases behind the API, and the delivery engine the workers run.
 
-use std::sync::Arc;
+use std::{
+    collections::{hash_map::Entry, HashMap},
+    sync::Arc,
+};
 
 use chrono::{DateTime, Utc};
 use serde_json::json;
@@ -8,8 +11,8 @@ use serde_json::json;
 use super::{Actor, Forbidden};
 use crate::{
     model::{
-        signature, Delivery, DeliveryId, EndpointId, EventType, MemberFilter, Page, PageRequest,
-        Permission, RetrySchedule, Role, TokenKind, WebhookEndpoint, WebhookUrl,
+        signature, Delivery, DeliveryId, EndpointId, EventType, MemberFilter, OrganizationId, Page,
+        PageRequest, Permission, RetrySchedule, Role, TokenKind, WebhookEndpoint, WebhookUrl,
     },
     ports::{
         AttemptRecord, CipherError, DeliveryFilter, EndpointChange, EndpointDetail, LeasedDelivery,
@@ -307,19 +310,31 @@ impl DeliveryEngine {
         &self.ports
     }
 
-    /// Dispatches up to `limit` outbox events: one delivery per active endpoint of the event's
-    /// organization subscribed to its type. Returns how many events were dispatched.
+    /// Dispatches up to `limit` outbox events, in one store transaction: one delivery per
+    /// active endpoint of the event's organization subscribed to its type. Returns how many
+    /// events were dispatched.
     pub async fn dispatch(&self, limit: i64) -> Result<usize, StoreError> {
         let events = self.ports.webhooks.pending_events(limit).await?;
         let count = events.len();
+        if count == 0 {
+            return Ok(0);
+        }
+        // An organization's subscribers to a type are read once per batch.
+        let mut subscribers: HashMap<(OrganizationId, EventType), Vec<EndpointId>> = HashMap::new();
+        let mut dispatched = Vec::with_capacity(count);
         for event in events {
             let endpoints = match event.organization_id {
-                Some(organization) => {
-                    self.ports
-                        .webhooks
-                        .subscribed_endpoints(organization, event.event_type)
-                        .await?
-                }
+                Some(organization) => match subscribers.entry((organization, event.event_type)) {
+                    Entry::Occupied(known) => known.get().clone(),
+                    Entry::Vacant(unknown) => unknown
+                        .insert(
+                            self.ports
+                                .webhooks
+                                .subscribed_endpoints(organization, event.event_type)
+                                .await?,
+                        )
+                        .clone(),
+                },
                 None => Vec::new(),
             };
             let deliveries = endpoints
@@ -340,11 +355,12 @@ impl DeliveryEngine {
                     }
                 })
                 .collect();
-            self.ports
-                .webhooks
-                .dispatch_event(event.id, deliveries, self.ports.clock.now())
-                .await?;
+            dispatched.push((event.id, deliveries));
         }
+        self.ports
+            .webhooks
+            .dispatch_events(dispatched, self.ports.clock.now())
+            .await?;
         Ok(count)
     }
 
@@ -374,12 +390,22 @@ impl DeliveryEngine {
         })
     }
 
-    /// Makes one attempt of a leased delivery and records it: on failure the next attempt is
-    /// scheduled, or the delivery fails for good; five failures in a row deactivate the
-    /// endpoint and its organization's owner is told by mail.
+    /// Makes one attempt of a leased delivery and records it (see [`Self::send`] and
+    /// [`Self::record`], which the workers call apart to record attempts in batches).
     pub async fn attempt(&self, delivery: LeasedDelivery) -> Result<AttemptOutcome, StoreError> {
+        let record = self.send(&delivery).await;
+        let outcomes = self.record(vec![(delivery, record)]).await?;
+        Ok(outcomes
+            .into_iter()
+            .next()
+            .unwrap_or(AttemptOutcome::Abandoned))
+    }
+
+    /// Sends one attempt of a leased delivery and says what is to be recorded of it: on
+    /// failure when the next attempt is due, if there is one.
+    pub async fn send(&self, delivery: &LeasedDelivery) -> AttemptRecord {
         let started = self.ports.clock.now();
-        let response = match self.request_for(&delivery, started) {
+        let response = match self.request_for(delivery, started) {
             Ok(request) => self.ports.sender.send(request).await,
             Err(error) => WebhookResponse::Failed {
                 error: format!("the signing secret could not be opened: {error}"),
@@ -409,7 +435,7 @@ impl DeliveryEngine {
                 .schedule
                 .next_after(delivery.attempt, finished)
         };
-        let record = AttemptRecord {
+        AttemptRecord {
             delivery_id: delivery.id,
             endpoint_id: delivery.endpoint_id,
             lease: delivery.lease,
@@ -421,20 +447,36 @@ impl DeliveryEngine {
             attempted_at: started,
             next_attempt_at,
             disable_after_failures: self.settings.disable_after_failures,
-        };
-        let Some(effects) = self.ports.webhooks.record_attempt(record).await? else {
-            return Ok(AttemptOutcome::Abandoned);
-        };
-        if effects.endpoint_disabled {
-            self.tell_owner_endpoint_disabled(&delivery).await;
         }
-        Ok(if succeeded {
-            AttemptOutcome::Delivered
-        } else {
-            AttemptOutcome::Failed {
-                retry_at: next_attempt_at,
+    }
+
+    /// Records sent attempts in one transaction: a failure schedules the next attempt, or
+    /// fails the delivery for good; five failures in a row deactivate the endpoint and its
+    /// organization's owner is told by mail. One outcome per attempt, in order.
+    pub async fn record(
+        &self,
+        attempts: Vec<(LeasedDelivery, AttemptRecord)>,
+    ) -> Result<Vec<AttemptOutcome>, StoreError> {
+        let records = attempts.iter().map(|(_, record)| record.clone()).collect();
+        let effects = self.ports.webhooks.record_attempts(records).await?;
+        let mut outcomes = Vec::with_capacity(attempts.len());
+        for ((delivery, record), effects) in attempts.iter().zip(effects) {
+            let Some(effects) = effects else {
+                outcomes.push(AttemptOutcome::Abandoned);
+                continue;
+            };
+            if effects.endpoint_disabled {
+                self.tell_owner_endpoint_disabled(delivery).await;
             }
-        })
+            outcomes.push(if record.succeeded {
+                AttemptOutcome::Delivered
+            } else {
+                AttemptOutcome::Failed {
+                    retry_at: record.next_attempt_at,
+                }
+            });
+        }
+        Ok(outcomes)
     }
 
     async fn tell_owner_endpoint_disabled(&self, delivery: &LeasedDelivery) {

@@ -39,12 +39,30 @@ pub(crate) async fn lease_ids(
     now: DateTime<Utc>,
     limit: i64,
     busy: &[DbUuid],
-) -> QueryResult<Vec<DbUuid>> {
+) -> QueryResult<Vec<(DbUuid, DbUuid)>> {
     due_deliveries!(now, limit, busy)
         .for_update()
         .skip_locked()
         .load(conn)
         .await
+}
+
+/// Inserts new deliveries in one statement, skipping (event, endpoint) pairs that exist.
+pub(crate) async fn insert_deliveries(
+    conn: &mut Conn,
+    rows: Vec<queries::NewDeliveryRow<'_>>,
+) -> QueryResult<()> {
+    use schema::webhook_deliveries as d;
+    if rows.is_empty() {
+        return Ok(());
+    }
+    diesel::insert_into(d::table)
+        .values(rows)
+        .on_conflict((d::event_id, d::endpoint_id))
+        .do_nothing()
+        .execute(conn)
+        .await
+        .map(drop)
 }
 
 /// Connections go back into use without a check query: the default (`Verified`) sends
@@ -61,6 +79,8 @@ fn fast_recycling() -> ManagerConfig<Conn> {
 #[derive(Clone)]
 pub(crate) struct DbStore {
     pool: DbPool,
+    /// Write transactions: the same pool (PostgreSQL runs writers concurrently).
+    writer: DbPool,
 }
 
 impl DbStore {
@@ -79,7 +99,10 @@ impl DbStore {
                 .await
                 .map_err(|e| OpenError::Connect(Box::new(e)))?,
         );
-        Ok(Self { pool })
+        Ok(Self {
+            writer: pool.clone(),
+            pool,
+        })
     }
 
     async fn connect(url: &str) -> Result<Conn, OpenError> {

@@ -89,7 +89,7 @@ async fn credentials(
 #[async_trait]
 impl AccountStore for DbStore {
     async fn create_account(&self, account: NewAccount) -> Result<(), StoreError> {
-        let pool = self.pool.clone();
+        let pool = self.writer.clone();
         detached(async move {
             let mut conn = pool.get().await.map_err(crate::pool_error)?;
             let mut attempt = 0;

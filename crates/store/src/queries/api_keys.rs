@@ -19,7 +19,7 @@ use crate::{db_error, detached, types::DbUuid};
 #[async_trait]
 impl ApiKeyStore for DbStore {
     async fn create_api_key(&self, key: NewApiKey) -> Result<ApiKey, StoreError> {
-        let pool = self.pool.clone();
+        let pool = self.writer.clone();
         detached(async move {
             let mut conn = pool.get().await.map_err(crate::pool_error)?;
             let row = write_tx!(&mut *conn, async |conn: &mut Conn| {

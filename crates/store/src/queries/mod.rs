@@ -12,6 +12,7 @@ mod memberships;
 mod organizations;
 mod policies;
 mod rows;
+pub(super) use rows::NewDeliveryRow;
 mod sessions;
 mod webhooks;
 

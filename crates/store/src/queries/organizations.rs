@@ -203,7 +203,7 @@ impl OrganizationStore for DbStore {
         owner: UserId,
         events: Vec<NewEvent>,
     ) -> Result<(), StoreError> {
-        let pool = self.pool.clone();
+        let pool = self.writer.clone();
         detached(async move {
             let mut conn = pool.get().await.map_err(crate::pool_error)?;
             let mut attempt = 0;

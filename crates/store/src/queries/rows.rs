@@ -478,8 +478,8 @@ impl EndpointRow {
 }
 
 #[derive(Insertable)]
-#[diesel(table_name = webhook_deliveries)]
-pub(super) struct NewDeliveryRow<'a> {
+#[diesel(table_name = webhook_deliveries, treat_none_as_default_value = false)]
+pub(crate) struct NewDeliveryRow<'a> {
     pub id: DbUuid,
     pub endpoint_id: DbUuid,
     pub organization_id: DbUuid,

@@ -15,7 +15,7 @@ use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{
         Delivery, DeliveryId, DeliveryStats, DeliveryStatus, EndpointId, EventId, EventType,
-        OrganizationId, Page, PageRequest, WebhookEndpoint,
+        LeaseRoom, OrganizationId, Page, PageRequest, WebhookEndpoint,
     },
     ports::{
         AttemptEffects, AttemptRecord, DeliveryFilter, EndpointChange, EndpointDetail,
@@ -138,6 +138,8 @@ enum Retried {
     Queued(Box<DeliveryRow>),
 }
 
+/// The most due deliveries one lease looks at.
+const MAX_LEASE_SCAN: usize = 1_024;
 #[async_trait]
 impl WebhookStore for DbStore {
     async fn create_endpoint(&self, new: NewEndpoint) -> Result<(), StoreError> {
@@ -225,7 +227,7 @@ impl WebhookStore for DbStore {
         change: EndpointChange,
         at: DateTime<Utc>,
     ) -> Result<Option<WebhookEndpoint>, StoreError> {
-        let pool = self.pool.clone();
+        let pool = self.writer.clone();
         detached(async move {
             let mut conn = pool.get().await.map_err(pool_error)?;
             let row = write_tx!(&mut *conn, async |conn: &mut Conn| {
@@ -328,7 +330,7 @@ impl WebhookStore for DbStore {
         id: DeliveryId,
         at: DateTime<Utc>,
     ) -> Result<RetryOutcome, StoreError> {
-        let pool = self.pool.clone();
+        let pool = self.writer.clone();
         detached(async move {
             let mut conn = pool.get().await.map_err(pool_error)?;
             let retried = write_tx!(&mut *conn, async |conn: &mut Conn| {
@@ -417,73 +419,18 @@ impl WebhookStore for DbStore {
             .collect())
     }
 
-    async fn dispatch_event(
+    async fn dispatch_events(
         &self,
-        event_id: EventId,
-        deliveries: Vec<NewDelivery>,
+        events: Vec<(EventId, Vec<NewDelivery>)>,
         at: DateTime<Utc>,
     ) -> Result<(), StoreError> {
+        if events.is_empty() {
+            return Ok(());
+        }
         in_write_tx!(self, async |conn: &mut Conn| {
-            let event = DbUuid(event_id.as_uuid());
-            let found: Option<(String, Option<DbUuid>)> = events::table
-                .find(event)
-                .select((events::event_type, events::organization_id))
-                .first(conn)
-                .await
-                .optional()?;
-            let Some((event_type, Some(org))) = found else {
-                // No such event, or one for no organization: nothing to deliver.
-                diesel::update(events::table.find(event))
-                    .filter(events::dispatched_at.is_null())
-                    .set(events::dispatched_at.eq(Some(at)))
-                    .execute(conn)
-                    .await?;
-                return Ok(());
-            };
-            // Only the event's organization's endpoints that still exist.
-            let wanted: Vec<DbUuid> = deliveries
-                .iter()
-                .map(|d| DbUuid(d.endpoint_id.as_uuid()))
-                .collect();
-            let theirs: HashSet<DbUuid> = webhook_endpoints::table
-                .filter(webhook_endpoints::id.eq_any(&wanted))
-                .filter(webhook_endpoints::organization_id.eq(org))
-                .select(webhook_endpoints::id)
-                .load::<DbUuid>(conn)
-                .await?
-                .into_iter()
-                .collect();
-            for delivery in &deliveries {
-                let endpoint = DbUuid(delivery.endpoint_id.as_uuid());
-                if !theirs.contains(&endpoint) {
-                    continue;
-                }
-                diesel::insert_into(webhook_deliveries::table)
-                    .values(NewDeliveryRow {
-                        id: DbUuid(delivery.id.as_uuid()),
-                        endpoint_id: endpoint,
-                        organization_id: org,
-                        event_id: event,
-                        event_type: &event_type,
-                        payload: &delivery.payload,
-                        status: DeliveryStatus::Pending.as_str(),
-                        attempt: 1,
-                        next_attempt_at: Some(at),
-                        created_at: at,
-                    })
-                    .on_conflict((
-                        webhook_deliveries::event_id,
-                        webhook_deliveries::endpoint_id,
-                    ))
-                    .do_nothing()
-                    .execute(conn)
-                    .await?;
+            for (event_id, deliveries) in &events {
+                dispatch_one(conn, *event_id, deliveries, at).await?;
             }
-            diesel::update(events::table.find(event))
-                .filter(events::dispatched_at.is_null())
-                .set(events::dispatched_at.eq(Some(at)))
-                .execute(conn)
-                .await?;
             Ok::<_, diesel::result::Error>(())
         })
     }
@@ -492,31 +439,41 @@ impl WebhookStore for DbStore {
         &self,
         now: DateTime<Utc>,
         lease_until: DateTime<Utc>,
-        limit: i64,
-        busy: Vec<EndpointId>,
+        room: LeaseRoom,
     ) -> Result<Vec<LeasedDelivery>, StoreError> {
-        if limit <= 0 {
+        if room.total() == 0 {
             return Ok(Vec::new());
         }
-        let pool = self.pool.clone();
+        // Candidates beyond the total, so that deliveries of endpoints with room are found
+        // behind those of endpoints without.
+        let scan =
+            i64::try_from(room.total().saturating_mul(4).min(MAX_LEASE_SCAN)).unwrap_or(i64::MAX);
+        let pool = self.writer.clone();
         detached(async move {
             let mut conn = pool.get().await.map_err(pool_error)?;
-            let busy: Vec<DbUuid> = busy.iter().map(|id| DbUuid(id.as_uuid())).collect();
+            let full: Vec<DbUuid> = room.full().iter().map(|id| DbUuid(id.as_uuid())).collect();
             let rows = write_tx!(&mut *conn, async |conn: &mut Conn| {
                 // Locked against other leasers until this transaction ends (the backend's part).
-                let ids = super::super::lease_ids(conn, now, limit, &busy).await?;
+                let candidates = super::super::lease_ids(conn, now, scan, &full).await?;
+                let ids = room.pick(
+                    candidates
+                        .into_iter()
+                        .map(|(id, endpoint)| (id, EndpointId::from_uuid(endpoint.0))),
+                );
                 if ids.is_empty() {
                     return Ok(Vec::new());
                 }
-                for id in &ids {
-                    diesel::update(webhook_deliveries::table.find(*id))
-                        .set((
-                            webhook_deliveries::lease.eq(Some(DbUuid(Uuid::new_v4()))),
-                            webhook_deliveries::leased_until.eq(Some(lease_until)),
-                        ))
-                        .execute(conn)
-                        .await?;
-                }
+                // One lease for the batch: an attempt is recorded under its delivery's id and
+                // this lease together.
+                diesel::update(
+                    webhook_deliveries::table.filter(webhook_deliveries::id.eq_any(&ids)),
+                )
+                .set((
+                    webhook_deliveries::lease.eq(Some(DbUuid(Uuid::new_v4()))),
+                    webhook_deliveries::leased_until.eq(Some(lease_until)),
+                ))
+                .execute(conn)
+                .await?;
                 webhook_deliveries::table
                     .inner_join(webhook_endpoints::table)
                     .filter(webhook_deliveries::id.eq_any(&ids))
@@ -557,80 +514,198 @@ impl WebhookStore for DbStore {
         })
     }
 
-    async fn record_attempt(
+    async fn record_attempts(
         &self,
-        record: AttemptRecord,
-    ) -> Result<Option<AttemptEffects>, StoreError> {
+        records: Vec<AttemptRecord>,
+    ) -> Result<Vec<Option<AttemptEffects>>, StoreError> {
+        if records.is_empty() {
+            return Ok(Vec::new());
+        }
         in_write_tx!(self, async |conn: &mut Conn| {
-            let held = webhook_deliveries::table
-                .filter(webhook_deliveries::id.eq(DbUuid(record.delivery_id.as_uuid())))
-                .filter(webhook_deliveries::lease.eq(Some(DbUuid(record.lease))));
-            let (status, next_attempt_at) = if record.succeeded {
-                (DeliveryStatus::Success, None)
-            } else {
-                (DeliveryStatus::Failed, record.next_attempt_at)
-            };
-            let at = record.attempted_at;
-            let endpoint: Option<DbUuid> = diesel::update(held)
-                .set((
-                    webhook_deliveries::status.eq(status.as_str()),
-                    webhook_deliveries::attempt
-                        .eq(i32::try_from(record.attempt).unwrap_or(i32::MAX)),
-                    webhook_deliveries::http_status.eq(record.http_status.map(i32::from)),
-                    webhook_deliveries::response_body.eq(record.response_body.as_deref()),
-                    webhook_deliveries::duration_ms
-                        .eq(Some(i64::try_from(record.duration_ms).unwrap_or(i64::MAX))),
-                    webhook_deliveries::delivered_at.eq(Some(at)),
-                    webhook_deliveries::next_attempt_at.eq(next_attempt_at),
-                    webhook_deliveries::lease.eq(None::<DbUuid>),
-                    webhook_deliveries::leased_until.eq(None::<DateTime<Utc>>),
-                ))
-                .returning(webhook_deliveries::endpoint_id)
-                .get_result(conn)
-                .await
-                .optional()?;
-            // The lease was lost, or the endpoint (and with it the delivery) deleted.
-            let Some(endpoint) = endpoint else {
-                return Ok(None);
-            };
-            let this = webhook_endpoints::table.find(endpoint);
-            if record.succeeded {
-                diesel::update(this)
-                    .set((
-                        webhook_endpoints::consecutive_failures.eq(0),
-                        webhook_endpoints::last_delivery_at.eq(Some(at)),
-                    ))
-                    .execute(conn)
-                    .await?;
-                return Ok(Some(AttemptEffects {
-                    endpoint_disabled: false,
-                }));
+            // By endpoint, so that endpoint rows are locked in one order by every recorder in
+            // every process (two batches never wait on each other in a cycle); in record order
+            // within an endpoint, as its run of failures counts them.
+            let mut order: Vec<usize> = (0..records.len()).collect();
+            order.sort_by_key(|i| (records[*i].endpoint_id.as_uuid(), *i));
+            let mut effects = vec![None; records.len()];
+            for group in order.chunk_by(|a, b| records[*a].endpoint_id == records[*b].endpoint_id) {
+                let mut held = Vec::with_capacity(group.len());
+                for &i in group {
+                    if let Some(endpoint) = record_delivery(conn, &records[i]).await? {
+                        held.push((i, endpoint));
+                    }
+                }
+                let all_succeeded = held.iter().all(|(i, _)| records[*i].succeeded);
+                let latest = held.iter().map(|(i, _)| records[*i].attempted_at).max();
+                match (<[_]>::first(&held), latest) {
+                    (Some((_, endpoint)), Some(latest)) if all_succeeded => {
+                        // One update for the endpoint, however many attempts succeeded.
+                        end_run_of_failures(conn, *endpoint, latest).await?;
+                        for (i, _) in &held {
+                            effects[*i] = Some(AttemptEffects {
+                                endpoint_disabled: false,
+                            });
+                        }
+                    }
+                    _ => {
+                        for (i, endpoint) in &held {
+                            effects[*i] = Some(count_attempt(conn, *endpoint, &records[*i]).await?);
+                        }
+                    }
+                }
             }
-            // The row lock this takes orders concurrent attempts at the same endpoint.
-            let failures: i32 = diesel::update(this)
-                .set((
-                    webhook_endpoints::consecutive_failures
-                        .eq(webhook_endpoints::consecutive_failures + 1),
-                    webhook_endpoints::last_delivery_at.eq(Some(at)),
-                ))
-                .returning(webhook_endpoints::consecutive_failures)
-                .get_result(conn)
-                .await?;
-            let endpoint_disabled = if i64::from(failures)
-                >= i64::from(record.disable_after_failures)
-            {
-                let disabled = diesel::update(this.filter(webhook_endpoints::is_active.eq(true)))
-                    .set((
-                        webhook_endpoints::is_active.eq(false),
-                        webhook_endpoints::updated_at.eq(at),
-                    ))
-                    .execute(conn)
-                    .await?;
-                disabled == 1
-            } else {
-                false
-            };
-            Ok::<_, diesel::result::Error>(Some(AttemptEffects { endpoint_disabled }))
+            Ok::<_, diesel::result::Error>(effects)
         })
     }
+}
+
+/// Records an attempt on its delivery if the lease holds, inside the caller's transaction
+/// (see `record_attempts`): the delivery's endpoint, or `None` when the lease was lost or the
+/// endpoint (and with it the delivery) deleted.
+async fn record_delivery(conn: &mut Conn, record: &AttemptRecord) -> QueryResult<Option<DbUuid>> {
+    let held = webhook_deliveries::table
+        .filter(webhook_deliveries::id.eq(DbUuid(record.delivery_id.as_uuid())))
+        .filter(webhook_deliveries::lease.eq(Some(DbUuid(record.lease))));
+    let (status, next_attempt_at) = if record.succeeded {
+        (DeliveryStatus::Success, None)
+    } else {
+        (DeliveryStatus::Failed, record.next_attempt_at)
+    };
+    let at = record.attempted_at;
+    diesel::update(held)
+        .set((
+            webhook_deliveries::status.eq(status.as_str()),
+            webhook_deliveries::attempt.eq(i32::try_from(record.attempt).unwrap_or(i32::MAX)),
+            webhook_deliveries::http_status.eq(record.http_status.map(i32::from)),
+            webhook_deliveries::response_body.eq(record.response_body.as_deref()),
+            webhook_deliveries::duration_ms
+                .eq(Some(i64::try_from(record.duration_ms).unwrap_or(i64::MAX))),
+            webhook_deliveries::delivered_at.eq(Some(at)),
+            webhook_deliveries::next_attempt_at.eq(next_attempt_at),
+            webhook_deliveries::lease.eq(None::<DbUuid>),
+            webhook_deliveries::leased_until.eq(None::<DateTime<Utc>>),
+        ))
+        .returning(webhook_deliveries::endpoint_id)
+        .get_result(conn)
+        .await
+        .optional()
+}
+
+/// A successful attempt at `endpoint` at `at` (or several, the latest at `at`): its run of
+/// failures ends.
+async fn end_run_of_failures(
+    conn: &mut Conn,
+    endpoint: DbUuid,
+    at: DateTime<Utc>,
+) -> QueryResult<()> {
+    diesel::update(webhook_endpoints::table.find(endpoint))
+        .set((
+            webhook_endpoints::consecutive_failures.eq(0),
+            webhook_endpoints::last_delivery_at.eq(Some(at)),
+        ))
+        .execute(conn)
+        .await
+        .map(drop)
+}
+
+/// Counts one recorded attempt at its endpoint: a success ends the run of failures; a failure
+/// lengthens it, and the one that reaches `disable_after_failures` deactivates the endpoint.
+async fn count_attempt(
+    conn: &mut Conn,
+    endpoint: DbUuid,
+    record: &AttemptRecord,
+) -> QueryResult<AttemptEffects> {
+    let at = record.attempted_at;
+    if record.succeeded {
+        end_run_of_failures(conn, endpoint, at).await?;
+        return Ok(AttemptEffects {
+            endpoint_disabled: false,
+        });
+    }
+    let this = webhook_endpoints::table.find(endpoint);
+    // The row lock this takes orders concurrent attempts at the same endpoint.
+    let failures: i32 = diesel::update(this)
+        .set((
+            webhook_endpoints::consecutive_failures.eq(webhook_endpoints::consecutive_failures + 1),
+            webhook_endpoints::last_delivery_at.eq(Some(at)),
+        ))
+        .returning(webhook_endpoints::consecutive_failures)
+        .get_result(conn)
+        .await?;
+    let endpoint_disabled = if i64::from(failures) >= i64::from(record.disable_after_failures) {
+        let disabled = diesel::update(this.filter(webhook_endpoints::is_active.eq(true)))
+            .set((
+                webhook_endpoints::is_active.eq(false),
+                webhook_endpoints::updated_at.eq(at),
+            ))
+            .execute(conn)
+            .await?;
+        disabled == 1
+    } else {
+        false
+    };
+    Ok(AttemptEffects { endpoint_disabled })
+}
+
+/// Creates one event's deliveries and marks it dispatched, inside the caller's transaction
+/// (see `dispatch_events`).
+async fn dispatch_one(
+    conn: &mut Conn,
+    event_id: EventId,
+    deliveries: &[NewDelivery],
+    at: DateTime<Utc>,
+) -> QueryResult<()> {
+    let event = DbUuid(event_id.as_uuid());
+    let found: Option<(String, Option<DbUuid>)> = events::table
+        .find(event)
+        .select((events::event_type, events::organization_id))
+        .first(conn)
+        .await
+        .optional()?;
+    let Some((event_type, Some(org))) = found else {
+        // No such event, or one for no organization: nothing to deliver.
+        diesel::update(events::table.find(event))
+            .filter(events::dispatched_at.is_null())
+            .set(events::dispatched_at.eq(Some(at)))
+            .execute(conn)
+            .await?;
+        return Ok(());
+    };
+    // Only the event's organization's endpoints that still exist.
+    let wanted: Vec<DbUuid> = deliveries
+        .iter()
+        .map(|d| DbUuid(d.endpoint_id.as_uuid()))
+        .collect();
+    let theirs: HashSet<DbUuid> = webhook_endpoints::table
+        .filter(webhook_endpoints::id.eq_any(&wanted))
+        .filter(webhook_endpoints::organization_id.eq(org))
+        .select(webhook_endpoints::id)
+        .load::<DbUuid>(conn)
+        .await?
+        .into_iter()
+        .collect();
+    let rows: Vec<NewDeliveryRow<'_>> = deliveries
+        .iter()
+        .map(|delivery| (delivery, DbUuid(delivery.endpoint_id.as_uuid())))
+        .filter(|(_, endpoint)| theirs.contains(endpoint))
+        .map(|(delivery, endpoint)| NewDeliveryRow {
+            id: DbUuid(delivery.id.as_uuid()),
+            endpoint_id: endpoint,
+            organization_id: org,
+            event_id: event,
+            event_type: &event_type,
+            payload: &delivery.payload,
+            status: DeliveryStatus::Pending.as_str(),
+            attempt: 1,
+            next_attempt_at: Some(at),
+            created_at: at,
+        })
+        .collect();
+    super::super::insert_deliveries(conn, rows).await?;
+    diesel::update(events::table.find(event))
+        .filter(events::dispatched_at.is_null())
+        .set(events::dispatched_at.eq(Some(at)))
+        .execute(conn)
+        .await?;
+    Ok(())
 }

@@ -45,8 +45,26 @@ pub(crate) async fn lease_ids(
     now: DateTime<Utc>,
     limit: i64,
     busy: &[DbUuid],
-) -> QueryResult<Vec<DbUuid>> {
+) -> QueryResult<Vec<(DbUuid, DbUuid)>> {
     due_deliveries!(now, limit, busy).load(conn).await
+}
+
+/// Inserts new deliveries, skipping (event, endpoint) pairs that exist: a statement each, as
+/// diesel has no multi-row `INSERT ... ON CONFLICT` for SQLite (and no round trip to save).
+pub(crate) async fn insert_deliveries(
+    conn: &mut Conn,
+    rows: Vec<queries::NewDeliveryRow<'_>>,
+) -> QueryResult<()> {
+    use schema::webhook_deliveries as d;
+    for row in rows {
+        diesel::insert_into(d::table)
+            .values(row)
+            .on_conflict((d::event_id, d::endpoint_id))
+            .do_nothing()
+            .execute(conn)
+            .await?;
+    }
+    Ok(())
 }
 
 /// Pragmas set on every new connection.
@@ -59,7 +77,13 @@ const CONNECTION_PRAGMAS: &[&str] = &[
 /// The SQLite store.
 #[derive(Clone)]
 pub(crate) struct DbStore {
+    /// Reads: WAL readers run concurrently with each other and with the writer.
     pool: DbPool,
+    /// Write transactions: one connection. SQLite runs one writer at a time; with a pool of
+    /// writers, the losers of each race sleep in SQLite's busy handler (backing off up to
+    /// 100 ms a try, in no order) and under load some outwait `busy_timeout`. Here they queue
+    /// for the one connection instead, in order and without a thread asleep.
+    writer: DbPool,
 }
 
 /// `sqlite://gatehouse.db` -> `gatehouse.db`; `sqlite:///var/lib/g.db` -> `/var/lib/g.db`.
@@ -97,13 +121,19 @@ impl DbStore {
         if options.migrate {
             Self::run_migrations(url).await?;
         }
+        let pool = Self::pool(url, options.max_connections).await?;
+        let writer = Self::pool(url, 1).await?;
+        Ok(Self { pool, writer })
+    }
+
+    async fn pool(url: &str, size: usize) -> Result<DbPool, OpenError> {
         let mut config = ManagerConfig::default();
         config.custom_setup = Box::new(|url| establish(url).boxed());
         // No check query on every checkout (see the PostgreSQL backend).
         config.recycling_method = RecyclingMethod::Fast;
         let manager = AsyncDieselConnectionManager::<Conn>::new_with_config(url, config);
         let pool = Pool::builder(manager)
-            .max_size(options.max_connections)
+            .max_size(size)
             .build()
             .map_err(|e| OpenError::Connect(Box::new(e)))?;
         drop(
@@ -111,7 +141,7 @@ impl DbStore {
                 .await
                 .map_err(|e| OpenError::Connect(Box::new(e)))?,
         );
-        Ok(Self { pool })
+        Ok(pool)
     }
 
     pub(crate) async fn run_migrations(url: &str) -> Result<Vec<String>, OpenError> {
