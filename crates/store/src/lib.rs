@@ -24,8 +24,10 @@ use gatehouse_domain::ports::{
 
 /// The deliveries due at `$now` that may be leased, oldest due first, up to `$limit`: their
 /// next attempt is due, no lease holds them, they are not finished, their endpoint is active and
-/// not among the `$busy` ones. Expands, in a backend module, to a select of their ids that the
-/// backend then runs its own way (PostgreSQL locks the rows it picks, skipping locked ones).
+/// not among the `$busy` ones. Expands, in a backend module, to a select of their ids and
+/// endpoints that PostgreSQL runs locking the rows it picks, skipping locked ones. SQLite's
+/// `lease_ids` writes the same query out in SQL, to name the index it must use: keep the two
+/// alike.
 macro_rules! due_deliveries {
     ($now:expr, $limit:expr, $busy:expr) => {{
         use schema::{webhook_deliveries as d, webhook_endpoints as e};
