@@ -10,6 +10,9 @@ use diesel_async::{
 };
 use diesel_migrations::{embed_migrations, EmbeddedMigrations};
 
+use diesel::sql_types;
+use gatehouse_domain::ports::AttemptRecord;
+
 use crate::{migrate_with, types::DbUuid, Backend, Direction, OpenError, StoreOptions};
 
 pub(crate) mod schema;
@@ -63,6 +66,90 @@ pub(crate) async fn insert_deliveries(
         .execute(conn)
         .await
         .map(drop)
+}
+
+/// A recorded delivery and its endpoint.
+#[derive(QueryableByName)]
+struct Recorded {
+    #[diesel(sql_type = sql_types::Uuid)]
+    id: DbUuid,
+    #[diesel(sql_type = sql_types::Uuid)]
+    endpoint_id: DbUuid,
+}
+
+/// Records attempts on their deliveries if their leases hold, in one statement: the endpoint
+/// of each, or `None` (the lease was lost or the endpoint deleted). The same update as the
+/// shared `record_delivery`, set-based: a recorder's batch costs one round trip, not one each.
+pub(crate) async fn record_deliveries(
+    conn: &mut Conn,
+    records: &[AttemptRecord],
+) -> QueryResult<Vec<Option<DbUuid>>> {
+    use gatehouse_domain::model::DeliveryStatus;
+    use sql_types::{Array, BigInt, Integer, Nullable, Text, Timestamptz, Uuid};
+    if records.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<uuid::Uuid> = records.iter().map(|r| r.delivery_id.as_uuid()).collect();
+    let leases: Vec<uuid::Uuid> = records.iter().map(|r| r.lease).collect();
+    let statuses: Vec<&str> = records
+        .iter()
+        .map(|r| {
+            if r.succeeded {
+                DeliveryStatus::Success.as_str()
+            } else {
+                DeliveryStatus::Failed.as_str()
+            }
+        })
+        .collect();
+    let attempts: Vec<i32> = records
+        .iter()
+        .map(|r| i32::try_from(r.attempt).unwrap_or(i32::MAX))
+        .collect();
+    let http_statuses: Vec<Option<i32>> = records
+        .iter()
+        .map(|r| r.http_status.map(i32::from))
+        .collect();
+    let bodies: Vec<Option<&str>> = records.iter().map(|r| r.response_body.as_deref()).collect();
+    let durations: Vec<i64> = records
+        .iter()
+        .map(|r| i64::try_from(r.duration_ms).unwrap_or(i64::MAX))
+        .collect();
+    let attempted: Vec<DateTime<Utc>> = records.iter().map(|r| r.attempted_at).collect();
+    let next: Vec<Option<DateTime<Utc>>> = records
+        .iter()
+        .map(|r| if r.succeeded { None } else { r.next_attempt_at })
+        .collect();
+    let recorded: Vec<Recorded> = diesel::sql_query(
+        "UPDATE webhook_deliveries AS d SET \
+            status = v.status, attempt = v.attempt, http_status = v.http_status, \
+            response_body = v.response_body, duration_ms = v.duration_ms, \
+            delivered_at = v.attempted_at, next_attempt_at = v.next_attempt_at, \
+            lease = NULL, leased_until = NULL \
+         FROM unnest($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+            AS v(id, lease, status, attempt, http_status, response_body, duration_ms, \
+                 attempted_at, next_attempt_at) \
+         WHERE d.id = v.id AND d.lease = v.lease \
+         RETURNING d.id, d.endpoint_id",
+    )
+    .bind::<Array<Uuid>, _>(ids)
+    .bind::<Array<Uuid>, _>(leases)
+    .bind::<Array<Text>, _>(statuses)
+    .bind::<Array<Integer>, _>(attempts)
+    .bind::<Array<Nullable<Integer>>, _>(http_statuses)
+    .bind::<Array<Nullable<Text>>, _>(bodies)
+    .bind::<Array<BigInt>, _>(durations)
+    .bind::<Array<Timestamptz>, _>(attempted)
+    .bind::<Array<Nullable<Timestamptz>>, _>(next)
+    .load(conn)
+    .await?;
+    let by_id: std::collections::HashMap<uuid::Uuid, DbUuid> = recorded
+        .into_iter()
+        .map(|r| (r.id.0, r.endpoint_id))
+        .collect();
+    Ok(records
+        .iter()
+        .map(|r| by_id.get(&r.delivery_id.as_uuid()).copied())
+        .collect())
 }
 
 /// Connections go back into use without a check query: the default (`Verified`) sends

@@ -525,16 +525,15 @@ impl WebhookStore for DbStore {
             // By endpoint, so that endpoint rows are locked in one order by every recorder in
             // every process (two batches never wait on each other in a cycle); in record order
             // within an endpoint, as its run of failures counts them.
+            let endpoints = super::super::record_deliveries(conn, &records).await?;
             let mut order: Vec<usize> = (0..records.len()).collect();
             order.sort_by_key(|i| (records[*i].endpoint_id.as_uuid(), *i));
             let mut effects = vec![None; records.len()];
             for group in order.chunk_by(|a, b| records[*a].endpoint_id == records[*b].endpoint_id) {
-                let mut held = Vec::with_capacity(group.len());
-                for &i in group {
-                    if let Some(endpoint) = record_delivery(conn, &records[i]).await? {
-                        held.push((i, endpoint));
-                    }
-                }
+                let held: Vec<(usize, DbUuid)> = group
+                    .iter()
+                    .filter_map(|i| endpoints.get(*i).copied().flatten().map(|e| (*i, e)))
+                    .collect();
                 let all_succeeded = held.iter().all(|(i, _)| records[*i].succeeded);
                 let latest = held.iter().map(|(i, _)| records[*i].attempted_at).max();
                 match (<[_]>::first(&held), latest) {
@@ -557,38 +556,6 @@ impl WebhookStore for DbStore {
             Ok::<_, diesel::result::Error>(effects)
         })
     }
-}
-
-/// Records an attempt on its delivery if the lease holds, inside the caller's transaction
-/// (see `record_attempts`): the delivery's endpoint, or `None` when the lease was lost or the
-/// endpoint (and with it the delivery) deleted.
-async fn record_delivery(conn: &mut Conn, record: &AttemptRecord) -> QueryResult<Option<DbUuid>> {
-    let held = webhook_deliveries::table
-        .filter(webhook_deliveries::id.eq(DbUuid(record.delivery_id.as_uuid())))
-        .filter(webhook_deliveries::lease.eq(Some(DbUuid(record.lease))));
-    let (status, next_attempt_at) = if record.succeeded {
-        (DeliveryStatus::Success, None)
-    } else {
-        (DeliveryStatus::Failed, record.next_attempt_at)
-    };
-    let at = record.attempted_at;
-    diesel::update(held)
-        .set((
-            webhook_deliveries::status.eq(status.as_str()),
-            webhook_deliveries::attempt.eq(i32::try_from(record.attempt).unwrap_or(i32::MAX)),
-            webhook_deliveries::http_status.eq(record.http_status.map(i32::from)),
-            webhook_deliveries::response_body.eq(record.response_body.as_deref()),
-            webhook_deliveries::duration_ms
-                .eq(Some(i64::try_from(record.duration_ms).unwrap_or(i64::MAX))),
-            webhook_deliveries::delivered_at.eq(Some(at)),
-            webhook_deliveries::next_attempt_at.eq(next_attempt_at),
-            webhook_deliveries::lease.eq(None::<DbUuid>),
-            webhook_deliveries::leased_until.eq(None::<DateTime<Utc>>),
-        ))
-        .returning(webhook_deliveries::endpoint_id)
-        .get_result(conn)
-        .await
-        .optional()
 }
 
 /// A successful attempt at `endpoint` at `at` (or several, the latest at `at`): its run of

@@ -16,7 +16,7 @@ use diesel_migrations::{embed_migrations, EmbeddedMigrations};
 use futures_util::FutureExt;
 
 use diesel::sql_types::{BigInt, Text, TimestamptzSqlite};
-use gatehouse_domain::model::DeliveryStatus;
+use gatehouse_domain::{model::DeliveryStatus, ports::AttemptRecord};
 
 use crate::{migrate_with, types::DbUuid, Backend, Direction, OpenError, StoreOptions};
 
@@ -107,6 +107,52 @@ pub(crate) async fn insert_deliveries(
             .await?;
     }
     Ok(())
+}
+
+/// Records attempts on their deliveries if their leases hold: the endpoint of each, or `None`.
+/// A statement each (no round trip to save).
+pub(crate) async fn record_deliveries(
+    conn: &mut Conn,
+    records: &[AttemptRecord],
+) -> QueryResult<Vec<Option<DbUuid>>> {
+    let mut endpoints = Vec::with_capacity(records.len());
+    for record in records {
+        endpoints.push(record_delivery(conn, record).await?);
+    }
+    Ok(endpoints)
+}
+
+/// Records an attempt on its delivery if the lease holds (see `record_attempts`): the
+/// delivery's endpoint, or `None` when the lease was lost or the endpoint (and with it the
+/// delivery) deleted. PostgreSQL's `record_deliveries` makes the same update for a whole batch
+/// in one statement: keep the two alike.
+async fn record_delivery(conn: &mut Conn, record: &AttemptRecord) -> QueryResult<Option<DbUuid>> {
+    use schema::webhook_deliveries as d;
+    let held = d::table
+        .filter(d::id.eq(DbUuid(record.delivery_id.as_uuid())))
+        .filter(d::lease.eq(Some(DbUuid(record.lease))));
+    let (status, next_attempt_at) = if record.succeeded {
+        (DeliveryStatus::Success, None)
+    } else {
+        (DeliveryStatus::Failed, record.next_attempt_at)
+    };
+    let at = record.attempted_at;
+    diesel::update(held)
+        .set((
+            d::status.eq(status.as_str()),
+            d::attempt.eq(i32::try_from(record.attempt).unwrap_or(i32::MAX)),
+            d::http_status.eq(record.http_status.map(i32::from)),
+            d::response_body.eq(record.response_body.as_deref()),
+            d::duration_ms.eq(Some(i64::try_from(record.duration_ms).unwrap_or(i64::MAX))),
+            d::delivered_at.eq(Some(at)),
+            d::next_attempt_at.eq(next_attempt_at),
+            d::lease.eq(None::<DbUuid>),
+            d::leased_until.eq(None::<DateTime<Utc>>),
+        ))
+        .returning(d::endpoint_id)
+        .get_result(conn)
+        .await
+        .optional()
 }
 
 /// Pragmas set on every new connection.
