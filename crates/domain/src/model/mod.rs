@@ -7,6 +7,7 @@ mod event;
 mod ids;
 mod member;
 mod network;
+mod oauth;
 mod org;
 mod organization;
 mod page;
@@ -34,6 +35,10 @@ pub use member::{
     INVITATION_TTL_DAYS,
 };
 pub use network::{ClientAddress, IpRange, IpRangeError};
+pub use oauth::{
+    CodeChallenge, CodeVerifier, OAuthError, OAuthErrorCode, Scope, State,
+    AUTHORIZATION_CODE_SECONDS,
+};
 pub use org::{
     DefaultRole, Organization, OrganizationChange, OrganizationFilter, OrganizationSettings,
 };

@@ -1,0 +1,301 @@
+//! The OAuth 2.0 authorization-code flow with PKCE (RFC 6749, RFC 7636): the parts of a request,
+//! parsed, the RFC's error codes, and the proof-key check.
+
+use std::fmt;
+
+use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine as _};
+use sha2::{Digest, Sha256};
+
+/// How long an authorization code may be exchanged (RFC 6749 §4.1.2 recommends at most 10
+/// minutes; a code travels one redirect, so a minute is plenty).
+pub const AUTHORIZATION_CODE_SECONDS: i64 = 60;
+
+/// The error codes of RFC 6749 §4.1.2.1 (authorization) and §5.2 (token).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OAuthErrorCode {
+    InvalidRequest,
+    InvalidClient,
+    InvalidGrant,
+    UnauthorizedClient,
+    UnsupportedGrantType,
+    UnsupportedResponseType,
+    InvalidScope,
+    AccessDenied,
+    ServerError,
+    TemporarilyUnavailable,
+}
+
+impl OAuthErrorCode {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidRequest => "invalid_request",
+            Self::InvalidClient => "invalid_client",
+            Self::InvalidGrant => "invalid_grant",
+            Self::UnauthorizedClient => "unauthorized_client",
+            Self::UnsupportedGrantType => "unsupported_grant_type",
+            Self::UnsupportedResponseType => "unsupported_response_type",
+            Self::InvalidScope => "invalid_scope",
+            Self::AccessDenied => "access_denied",
+            Self::ServerError => "server_error",
+            Self::TemporarilyUnavailable => "temporarily_unavailable",
+        }
+    }
+}
+
+/// An RFC 6749 error: the code, and a sentence for the developer (`error_description`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}: {description}", code.as_str())]
+pub struct OAuthError {
+    pub code: OAuthErrorCode,
+    pub description: String,
+}
+
+impl OAuthError {
+    pub fn new(code: OAuthErrorCode, description: impl Into<String>) -> Self {
+        Self {
+            code,
+            description: description.into(),
+        }
+    }
+
+    pub fn invalid_request(description: impl Into<String>) -> Self {
+        Self::new(OAuthErrorCode::InvalidRequest, description)
+    }
+
+    pub fn invalid_grant(description: impl Into<String>) -> Self {
+        Self::new(OAuthErrorCode::InvalidGrant, description)
+    }
+}
+
+/// Unreserved characters (RFC 3986 §2.3), the alphabet of a code verifier.
+fn is_unreserved(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | '~')
+}
+
+/// A PKCE code verifier (RFC 7636 §4.1): 43 to 128 unreserved characters. `Debug` hides it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct CodeVerifier(String);
+
+impl CodeVerifier {
+    pub fn parse(raw: &str) -> Result<Self, OAuthError> {
+        let length = raw.chars().count();
+        if !(43..=128).contains(&length) || !raw.chars().all(is_unreserved) {
+            return Err(OAuthError::invalid_request(
+                "code_verifier must be 43 to 128 characters of A-Z, a-z, 0-9, '-', '.', '_', '~'",
+            ));
+        }
+        Ok(Self(raw.to_owned()))
+    }
+
+    /// Its S256 challenge: `BASE64URL(SHA256(verifier))`, unpadded.
+    pub fn challenge(&self) -> CodeChallenge {
+        CodeChallenge(URL_SAFE_NO_PAD.encode(Sha256::digest(self.0.as_bytes())))
+    }
+}
+
+impl fmt::Debug for CodeVerifier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("CodeVerifier(<redacted>)")
+    }
+}
+
+/// A PKCE code challenge with the `S256` method: the unpadded base64url of a SHA-256, 43
+/// characters. The `plain` method is refused: it protects nothing that the code does not.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CodeChallenge(String);
+
+impl CodeChallenge {
+    /// `method` is the request's `code_challenge_method`.
+    pub fn parse(challenge: Option<&str>, method: Option<&str>) -> Result<Self, OAuthError> {
+        let Some(challenge) = challenge.filter(|c| !c.is_empty()) else {
+            return Err(OAuthError::invalid_request(
+                "code_challenge is required (PKCE with S256)",
+            ));
+        };
+        match method {
+            Some("S256") => {}
+            Some("plain") | None => {
+                return Err(OAuthError::invalid_request(
+                    "code_challenge_method must be S256; plain is not accepted",
+                ))
+            }
+            Some(_) => {
+                return Err(OAuthError::invalid_request(
+                    "code_challenge_method must be S256",
+                ))
+            }
+        }
+        let decoded = URL_SAFE_NO_PAD.decode(challenge).ok();
+        if challenge.len() != 43 || decoded.map(|bytes| bytes.len()) != Some(32) {
+            return Err(OAuthError::invalid_request(
+                "code_challenge must be the unpadded base64url SHA-256 of the verifier (43 characters)",
+            ));
+        }
+        Ok(Self(challenge.to_owned()))
+    }
+
+    /// As stored.
+    pub fn from_stored(value: String) -> Self {
+        Self(value)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether `verifier` is the one this challenge was made from (compared in constant time).
+    pub fn is_met_by(&self, verifier: &CodeVerifier) -> bool {
+        let expected = verifier.challenge();
+        let (a, b) = (self.0.as_bytes(), expected.0.as_bytes());
+        a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    }
+}
+
+/// The most characters of a scope or a state Gatehouse takes.
+const MAX_PARAMETER_CHARS: usize = 1024;
+
+/// A scope (RFC 6749 §3.3): space-separated tokens of printable ASCII without `"` and `\`,
+/// each kept once, in the order given. May be empty (no scope asked for).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Scope(Vec<String>);
+
+impl Scope {
+    pub fn parse(raw: &str) -> Result<Self, OAuthError> {
+        if raw.chars().count() > MAX_PARAMETER_CHARS {
+            return Err(OAuthError::new(
+                OAuthErrorCode::InvalidScope,
+                format!("scope is longer than {MAX_PARAMETER_CHARS} characters"),
+            ));
+        }
+        let mut tokens: Vec<String> = Vec::new();
+        for token in raw.split(' ').filter(|t| !t.is_empty()) {
+            let printable = token
+                .chars()
+                .all(|c| matches!(c, '\u{21}' | '\u{23}'..='\u{5B}' | '\u{5D}'..='\u{7E}'));
+            if !printable {
+                return Err(OAuthError::new(
+                    OAuthErrorCode::InvalidScope,
+                    "scope tokens are printable ASCII without '\"' and '\\', separated by spaces",
+                ));
+            }
+            if !tokens.iter().any(|t| t == token) {
+                tokens.push(token.to_owned());
+            }
+        }
+        Ok(Self(tokens))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether every token of `other` is in this scope.
+    pub fn includes(&self, other: &Scope) -> bool {
+        other.0.iter().all(|token| self.0.contains(token))
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0.join(" "))
+    }
+}
+
+/// The client's `state`, returned unchanged; at most 1024 characters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct State(String);
+
+impl State {
+    pub fn parse(raw: &str) -> Result<Self, OAuthError> {
+        if raw.chars().count() > MAX_PARAMETER_CHARS {
+            return Err(OAuthError::invalid_request(format!(
+                "state is longer than {MAX_PARAMETER_CHARS} characters"
+            )));
+        }
+        Ok(Self(raw.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// RFC 7636 Appendix B.
+    const RFC_VERIFIER: &str = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
+    const RFC_CHALLENGE: &str = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
+
+    #[test]
+    fn the_rfc_7636_example_verifier_meets_its_challenge() {
+        let verifier = CodeVerifier::parse(RFC_VERIFIER).unwrap();
+        assert_eq!(verifier.challenge().as_str(), RFC_CHALLENGE);
+        let challenge = CodeChallenge::parse(Some(RFC_CHALLENGE), Some("S256")).unwrap();
+        assert!(challenge.is_met_by(&verifier));
+        let other = CodeVerifier::parse(&"a".repeat(43)).unwrap();
+        assert!(!challenge.is_met_by(&other));
+    }
+
+    #[test]
+    fn only_s256_challenges_of_the_right_shape_are_taken() {
+        let plain = CodeChallenge::parse(Some(RFC_CHALLENGE), Some("plain"));
+        assert_eq!(plain.unwrap_err().code, OAuthErrorCode::InvalidRequest);
+        assert!(
+            CodeChallenge::parse(Some(RFC_CHALLENGE), None).is_err(),
+            "plain by default"
+        );
+        assert!(CodeChallenge::parse(Some(RFC_CHALLENGE), Some("s256")).is_err());
+        assert!(CodeChallenge::parse(None, Some("S256")).is_err());
+        assert!(CodeChallenge::parse(Some(""), Some("S256")).is_err());
+        assert!(CodeChallenge::parse(Some(&RFC_CHALLENGE[1..]), Some("S256")).is_err());
+        assert!(CodeChallenge::parse(Some(&format!("{RFC_CHALLENGE}=")), Some("S256")).is_err());
+        assert!(CodeChallenge::parse(Some(&"+".repeat(43)), Some("S256")).is_err());
+    }
+
+    #[test]
+    fn verifiers_are_43_to_128_unreserved_characters_and_never_printed() {
+        assert!(CodeVerifier::parse(&"a".repeat(42)).is_err());
+        assert!(CodeVerifier::parse(&"a".repeat(43)).is_ok());
+        assert!(CodeVerifier::parse(&"~._-".repeat(32)).is_ok());
+        assert!(CodeVerifier::parse(&"a".repeat(129)).is_err());
+        assert!(CodeVerifier::parse(&format!("{}+", "a".repeat(43))).is_err());
+        let verifier = CodeVerifier::parse(RFC_VERIFIER).unwrap();
+        assert!(!format!("{verifier:?}").contains(RFC_VERIFIER));
+    }
+
+    #[test]
+    fn scopes_are_space_separated_printable_tokens_kept_once_in_order() {
+        let scope = Scope::parse("read:user  read:resources read:user").unwrap();
+        assert_eq!(scope.to_string(), "read:user read:resources");
+        assert!(Scope::parse("").unwrap().is_empty());
+        assert_eq!(
+            Scope::parse("read\"user").unwrap_err().code,
+            OAuthErrorCode::InvalidScope
+        );
+        assert!(Scope::parse("read\\user").is_err());
+        assert!(Scope::parse("café").is_err());
+        assert!(Scope::parse(&"a".repeat(1025)).is_err());
+        let wide = Scope::parse("a b c").unwrap();
+        assert!(wide.includes(&Scope::parse("c a").unwrap()));
+        assert!(!wide.includes(&Scope::parse("a d").unwrap()));
+    }
+
+    #[test]
+    fn states_are_returned_as_given_up_to_1024_characters() {
+        assert_eq!(State::parse("xyz 1/2").unwrap().as_str(), "xyz 1/2");
+        assert!(State::parse(&"s".repeat(1025)).is_err());
+    }
+
+    #[test]
+    fn error_codes_are_the_rfcs() {
+        assert_eq!(OAuthErrorCode::InvalidGrant.as_str(), "invalid_grant");
+        assert_eq!(
+            OAuthErrorCode::UnsupportedResponseType.as_str(),
+            "unsupported_response_type"
+        );
+        let error = OAuthError::invalid_request("x");
+        assert_eq!(error.to_string(), "invalid_request: x");
+    }
+}
