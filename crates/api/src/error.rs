@@ -11,9 +11,9 @@ use actix_web::{
 use gatehouse_domain::{
     ports::StoreError,
     service::{
-        AuthenticateError, ChangePasswordError, CreateApiKeyError, DeleteApiKeyError, Forbidden,
-        LoginError, MemberError, OrgAccessError, OrganizationError, RefreshError, RegisterError,
-        SettingsError, UpdateProfileError, WebhookError,
+        ApplicationError, AuthenticateError, ChangePasswordError, CreateApiKeyError,
+        DeleteApiKeyError, Forbidden, LoginError, MemberError, OrgAccessError, OrganizationError,
+        RefreshError, RegisterError, SettingsError, UpdateProfileError, WebhookError,
     },
 };
 use serde::Serialize;
@@ -320,6 +320,16 @@ impl From<WebhookError> for ApiError {
             }
             WebhookError::Cipher(_) => Self::Internal(Box::new(error)),
             WebhookError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<ApplicationError> for ApiError {
+    fn from(error: ApplicationError) -> Self {
+        match error {
+            ApplicationError::Forbidden(e) => e.into(),
+            ApplicationError::NotFound => Self::NotFound(error.to_string()),
+            ApplicationError::Store(e) => e.into(),
         }
     }
 }

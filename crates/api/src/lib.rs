@@ -57,6 +57,21 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                         .route(web::delete().to(organizations::delete)),
                 )
                 .service(
+                    resource("/organizations/{id}/applications")
+                        .route(web::get().to(applications::list))
+                        .route(web::post().to(applications::create)),
+                )
+                .service(
+                    resource("/organizations/{id}/applications/{app_id}")
+                        .route(web::get().to(applications::get))
+                        .route(web::patch().to(applications::update))
+                        .route(web::delete().to(applications::delete)),
+                )
+                .service(
+                    resource("/organizations/{id}/applications/{app_id}/secret")
+                        .route(web::post().to(applications::rotate_secret)),
+                )
+                .service(
                     resource("/organizations/{id}/policies")
                         .route(web::get().to(policies::get_policies))
                         .route(web::put().to(policies::put_policies)),

@@ -7,7 +7,10 @@ use utoipa::{
 
 use crate::{
     error::{ErrorBody, FieldError, ValidationErrorBody},
-    routes::{api_keys, auth, health, members, organizations, policies, sso, users, webhooks},
+    routes::{
+        api_keys, applications, auth, health, members, organizations, policies, sso, users,
+        webhooks,
+    },
 };
 
 #[derive(OpenApi)]
@@ -32,6 +35,12 @@ use crate::{
         organizations::get,
         organizations::update,
         organizations::delete,
+        applications::create,
+        applications::list,
+        applications::get,
+        applications::update,
+        applications::rotate_secret,
+        applications::delete,
         policies::get_policies,
         policies::put_policies,
         policies::get_branding,
@@ -71,6 +80,7 @@ use crate::{
         (name = "users", description = "The caller's profile"),
         (name = "organizations", description = "Organizations the caller belongs to"),
         (name = "members", description = "Members, invitations, roles"),
+        (name = "applications", description = "OAuth clients of an organization"),
         (name = "policies", description = "Policies and branding (business and enterprise plans)"),
         (name = "sso", description = "SAML single sign-on configuration (business and enterprise plans)"),
         (name = "invitations", description = "Invitations addressed to the caller"),

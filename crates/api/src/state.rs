@@ -2,8 +2,9 @@ use gatehouse_domain::{
     model::{IpRange, RateLimits},
     ports::Ports,
     service::{
-        ApiKeyService, AuthService, AuthSettings, BrandingService, MemberService,
-        OrganizationService, PolicyService, RateLimitService, SsoService, WebhookService,
+        ApiKeyService, ApplicationService, AuthService, AuthSettings, BrandingService,
+        MemberService, OrganizationService, PolicyService, RateLimitService, SsoService,
+        WebhookService,
     },
 };
 
@@ -13,6 +14,7 @@ pub struct AppState {
     pub ports: Ports,
     pub auth: AuthService,
     pub api_keys: ApiKeyService,
+    pub applications: ApplicationService,
     pub organizations: OrganizationService,
     pub members: MemberService,
     pub rate_limits: RateLimitService,
@@ -39,6 +41,7 @@ impl AppState {
             members: MemberService::new(ports.clone(), settings.issuer.clone()),
             auth: AuthService::new(ports.clone(), settings),
             api_keys: ApiKeyService::new(ports.clone()),
+            applications: ApplicationService::new(ports.clone()),
             organizations: OrganizationService::new(ports.clone()),
             rate_limits: RateLimitService::new(ports.clone(), limits),
             webhooks: WebhookService::new(ports.clone()),

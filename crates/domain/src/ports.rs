@@ -16,13 +16,13 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::model::{
-    ApiKey, ApiKeyId, Branding, Delivery, DeliveryId, DeliveryStats, DeliveryStatus, Email,
-    EndpointId, EventId, EventType, Invitation, InvitationId, LeaseRoom, Member, MemberFilter,
-    Membership, NewApiKey, NewEvent, NewInvitation, NewOrganization, NewPassword, NewSession,
-    NewUser, Organization, OrganizationChange, OrganizationFilter, OrganizationId,
-    OrganizationPolicies, Page, PageRequest, PasswordHash, Plan, Role, SecretToken, Session,
-    SessionId, Slug, SsoConfiguration, TokenHash, TokenKind, User, UserCredentials, UserId,
-    WebhookEndpoint, WebhookUrl,
+    ApiKey, ApiKeyId, Application, ApplicationId, Branding, ClientId, Delivery, DeliveryId,
+    DeliveryStats, DeliveryStatus, Email, EndpointId, EventId, EventType, Invitation, InvitationId,
+    LeaseRoom, Member, MemberFilter, Membership, NewApiKey, NewApplication, NewEvent,
+    NewInvitation, NewOrganization, NewPassword, NewSession, NewUser, Organization,
+    OrganizationChange, OrganizationFilter, OrganizationId, OrganizationPolicies, Page,
+    PageRequest, PasswordHash, Plan, Role, SecretToken, Session, SessionId, Slug, SsoConfiguration,
+    TokenHash, TokenKind, User, UserCredentials, UserId, WebhookEndpoint, WebhookUrl,
 };
 
 /// The source of an unexpected failure, kept for the log.
@@ -328,6 +328,62 @@ pub trait SsoStore: Send + Sync + 'static {
         configuration: SsoConfiguration,
         event: NewEvent,
     ) -> Result<bool, StoreError>;
+}
+
+/// Applications (OAuth clients). Every read and write of an organization's applications takes
+/// the organization id: tenancy is in the query.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait ApplicationStore: Send + Sync + 'static {
+    /// Stores the application of a live organization and records the event, in one
+    /// transaction. Returns false when the organization is not live.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] when the client id is taken (a collision of 128 random bits).
+    async fn create_application(
+        &self,
+        new: NewApplication,
+        event: NewEvent,
+    ) -> Result<bool, StoreError>;
+
+    /// The organization's applications, newest first.
+    async fn applications(
+        &self,
+        organization_id: OrganizationId,
+        page: PageRequest,
+    ) -> Result<Page<Application>, StoreError>;
+
+    async fn application(
+        &self,
+        organization_id: OrganizationId,
+        id: ApplicationId,
+    ) -> Result<Option<Application>, StoreError>;
+
+    /// Saves the application's name, redirect URIs, active flag and `updated_at` as given, and
+    /// the secret's hash when one is given, with the event, in one transaction. Returns false
+    /// when the organization has no such application.
+    async fn update_application(
+        &self,
+        application: Application,
+        secret_hash: Option<TokenHash>,
+        event: NewEvent,
+    ) -> Result<bool, StoreError>;
+
+    /// Deletes the application and records the event. Returns false when the organization has
+    /// no such application.
+    async fn delete_application(
+        &self,
+        organization_id: OrganizationId,
+        id: ApplicationId,
+        event: NewEvent,
+    ) -> Result<bool, StoreError>;
+
+    /// The application with this client id, in whichever organization, and its secret's hash:
+    /// for the OAuth flow, which the client id alone identifies.
+    async fn application_by_client_id(
+        &self,
+        client_id: &ClientId,
+    ) -> Result<Option<(Application, TokenHash)>, StoreError>;
 }
 
 /// Members and invitations.
@@ -941,6 +997,7 @@ pub struct Ports {
     pub policies: Arc<dyn PolicyStore>,
     pub branding: Arc<dyn BrandingStore>,
     pub sso: Arc<dyn SsoStore>,
+    pub applications: Arc<dyn ApplicationStore>,
     pub health: Arc<dyn HealthStore>,
     pub clock: Arc<dyn Clock>,
     pub random: Arc<dyn Random>,

@@ -85,6 +85,7 @@ pub async fn ports(
         policies: store.clone(),
         branding: store.clone(),
         sso: store.clone(),
+        applications: store.clone(),
         webhooks: store.clone(),
         health: store,
         clock,

@@ -17,9 +17,9 @@
 use std::{future::Future, sync::Arc};
 
 use gatehouse_domain::ports::{
-    AccountStore, ApiKeyStore, BoxError, BrandingStore, HealthStore, MemberStore, MembershipStore,
-    OrganizationStore, PolicyStore, SessionStore, SigningKeyStore, SsoStore, StoreError,
-    WebhookStore,
+    AccountStore, ApiKeyStore, ApplicationStore, BoxError, BrandingStore, HealthStore, MemberStore,
+    MembershipStore, OrganizationStore, PolicyStore, SessionStore, SigningKeyStore, SsoStore,
+    StoreError, WebhookStore,
 };
 
 /// The deliveries due at `$now` that may be leased, oldest due first, up to `$limit`: their
@@ -77,6 +77,7 @@ pub trait Store:
     + PolicyStore
     + BrandingStore
     + SsoStore
+    + ApplicationStore
     + SigningKeyStore
     + HealthStore
     + WebhookStore

@@ -1,4 +1,5 @@
 pub mod api_keys;
+pub mod applications;
 pub mod auth;
 pub mod health;
 pub mod members;

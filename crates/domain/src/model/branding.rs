@@ -192,6 +192,8 @@ macro_rules! string_conversions {
     };
 }
 
+pub(crate) use string_conversions;
+
 string_conversions!(HexColor, HexColorError);
 
 impl AsRef<str> for AssetUrl {

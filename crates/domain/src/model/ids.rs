@@ -58,3 +58,7 @@ uuid_id!(
     /// An invitation to join an organization.
     InvitationId
 );
+uuid_id!(
+    /// An application (an OAuth client) of an organization.
+    ApplicationId
+);

@@ -1,6 +1,7 @@
 //! Value types and records of the domain.
 
 mod api_key;
+mod application;
 mod branding;
 mod email;
 mod event;
@@ -22,6 +23,10 @@ mod user;
 mod webhook;
 
 pub use api_key::{ApiKey, ApiKeyName, NewApiKey};
+pub use application::{
+    client_secret_matches, Application, ApplicationChange, ApplicationName, ClientId,
+    NewApplication, RedirectUri, RedirectUriError, RedirectUris, RedirectUrisError,
+};
 pub use branding::{
     AssetUrl, AssetUrlError, Branding, BrandingChange, CustomLogin, CustomLoginChange,
     EmailBranding, EmailBrandingChange, FooterText, HexColor, HexColorError, LoginSubtitle,
@@ -29,7 +34,7 @@ pub use branding::{
 };
 pub use email::{Email, EmailError};
 pub use event::{EventCategory, EventType, NewEvent};
-pub use ids::{ApiKeyId, EventId, InvitationId, OrganizationId, SessionId, UserId};
+pub use ids::{ApiKeyId, ApplicationId, EventId, InvitationId, OrganizationId, SessionId, UserId};
 pub use member::{
     InvitableRole, Invitation, Member, MemberFilter, MemberStatus, NewInvitation,
     INVITATION_TTL_DAYS,

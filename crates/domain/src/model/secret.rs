@@ -10,6 +10,7 @@ pub enum TokenKind {
     ApiKey,
     Invitation,
     WebhookSecret,
+    ClientSecret,
 }
 
 impl TokenKind {
@@ -19,6 +20,7 @@ impl TokenKind {
             Self::ApiKey => "ghk_",
             Self::Invitation => "ghi_",
             Self::WebhookSecret => "whsec_",
+            Self::ClientSecret => "ghcs_",
         }
     }
 }

@@ -2,6 +2,7 @@
 
 mod access;
 mod api_keys;
+mod applications;
 mod auth;
 mod members;
 mod organizations;
@@ -14,6 +15,7 @@ mod webhooks;
 
 pub use access::{Actor, Forbidden};
 pub use api_keys::{ApiKeyService, CreateApiKeyError, CreatedApiKey, DeleteApiKeyError};
+pub use applications::{ApplicationError, ApplicationService, ApplicationWithSecret};
 pub use auth::{
     AccessToken, AuthService, AuthSettings, ChangePasswordError, LoginError, ProfileChange,
     RefreshError, RegisterError, Registered, TokenPair, UpdateProfileError,
@@ -57,6 +59,8 @@ pub(crate) fn event(
     }
 }
 
+#[cfg(test)]
+mod application_tests;
 #[cfg(test)]
 mod policy_tests;
 #[cfg(test)]

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use crate::model::{Member, Organization, User};
+use crate::model::{Application, Member, Organization, User};
 
 pub(crate) fn organization(org: &Organization) -> Value {
     json!({
@@ -41,5 +41,18 @@ pub(crate) fn user(user: &User) -> Value {
         "email": user.email,
         "full_name": user.full_name,
         "created_at": user.created_at,
+    })
+}
+
+pub(crate) fn application(app: &Application) -> Value {
+    json!({
+        "id": app.id,
+        "organization_id": app.organization_id,
+        "name": app.name,
+        "client_id": app.client_id,
+        "redirect_uris": app.redirect_uris,
+        "is_active": app.is_active,
+        "created_at": app.created_at,
+        "updated_at": app.updated_at,
     })
 }

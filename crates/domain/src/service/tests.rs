@@ -17,7 +17,7 @@ use futures::executor::block_on;
 use uuid::Uuid;
 
 use super::{
-    ApiKeyService, AuthService, AuthSettings, AuthenticateError, ChangePasswordError,
+    Actor, ApiKeyService, AuthService, AuthSettings, AuthenticateError, ChangePasswordError,
     CreateApiKeyError, LoginError, OrgAccessError, Principal, RefreshError, RegisterError,
 };
 use crate::{
@@ -27,11 +27,11 @@ use crate::{
         SecretToken, Session, SessionId, TokenHash, TokenKind, User, UserCredentials, UserId,
     },
     ports::{
-        AccessClaims, MockAccountStore, MockApiKeyStore, MockBrandingStore, MockClock,
-        MockHealthStore, MockMailer, MockMemberStore, MockMembershipStore, MockOrganizationStore,
-        MockPasswordHasher, MockPolicyStore, MockRandom, MockRateLimiter, MockSecretCipher,
-        MockSessionStore, MockSsoStore, MockTokenSigner, MockWebhookSender, MockWebhookStore,
-        NewAccount, PlanPolicies, Ports, StoreError, TokenError,
+        AccessClaims, MockAccountStore, MockApiKeyStore, MockApplicationStore, MockBrandingStore,
+        MockClock, MockHealthStore, MockMailer, MockMemberStore, MockMembershipStore,
+        MockOrganizationStore, MockPasswordHasher, MockPolicyStore, MockRandom, MockRateLimiter,
+        MockSecretCipher, MockSessionStore, MockSsoStore, MockTokenSigner, MockWebhookSender,
+        MockWebhookStore, NewAccount, PlanPolicies, Ports, StoreError, TokenError,
     },
 };
 
@@ -100,6 +100,19 @@ pub(super) fn ada_in_session() -> Principal {
     Principal::User {
         user_id: ADA,
         session_id: ADA_SESSION,
+    }
+}
+
+/// Ada acting in Acme, in her session, with `role`, Acme being on `plan`.
+pub(super) fn ada_acting(role: Role, plan: Plan) -> Actor {
+    Actor {
+        principal: ada_in_session(),
+        membership: Membership {
+            organization_id: ACME,
+            user_id: ADA,
+            role,
+            plan,
+        },
     }
 }
 
@@ -200,6 +213,7 @@ pub(super) struct Mocks {
     pub(super) policies: MockPolicyStore,
     pub(super) branding: MockBrandingStore,
     pub(super) sso: MockSsoStore,
+    pub(super) applications: MockApplicationStore,
     pub(super) health: MockHealthStore,
     pub(super) clock: MockClock,
     pub(super) random: MockRandom,
@@ -235,6 +249,7 @@ impl Mocks {
             policies: no_policies(),
             branding: MockBrandingStore::new(),
             sso: MockSsoStore::new(),
+            applications: MockApplicationStore::new(),
             health: MockHealthStore::new(),
             clock,
             random,
@@ -259,6 +274,7 @@ impl Mocks {
             policies: Arc::new(self.policies),
             branding: Arc::new(self.branding),
             sso: Arc::new(self.sso),
+            applications: Arc::new(self.applications),
             health: Arc::new(self.health),
             clock: Arc::new(self.clock),
             random: Arc::new(self.random),

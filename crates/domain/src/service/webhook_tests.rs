@@ -13,14 +13,14 @@ use sha2::Sha256;
 use uuid::Uuid;
 
 use super::{
-    tests::{email, now, ready, secret_of, Mocks, Seen, ACME, ADA, ADA_SESSION},
-    Actor, AttemptOutcome, DeliveryEngine, DeliverySettings, EndpointUpdate, Forbidden, Principal,
+    tests::{ada_acting, email, now, ready, secret_of, Mocks, Seen, ACME, ADA},
+    Actor, AttemptOutcome, DeliveryEngine, DeliverySettings, EndpointUpdate, Forbidden,
     SigningSecret, WebhookError, WebhookService, DISABLE_AFTER_FAILURES,
 };
 use crate::{
     model::{
         Delivery, DeliveryId, DeliveryStatus, EndpointId, EventId, EventType, Member, MemberStatus,
-        Membership, OrganizationId, Page, PageRequest, Permission, Plan, Role, TokenKind, UserId,
+        OrganizationId, Page, PageRequest, Permission, Plan, Role, TokenKind, UserId,
         WebhookEndpoint, WebhookUrl,
     },
     ports::{
@@ -62,18 +62,7 @@ fn url() -> WebhookUrl {
 
 /// Ada acting in Acme with `role`.
 fn ada_as(role: Role) -> Actor {
-    Actor {
-        principal: Principal::User {
-            user_id: ADA,
-            session_id: ADA_SESSION,
-        },
-        membership: Membership {
-            organization_id: ACME,
-            user_id: ADA,
-            role,
-            plan: Plan::Pro,
-        },
-    }
+    ada_acting(role, Plan::Pro)
 }
 
 fn admin() -> Actor {

@@ -109,6 +109,9 @@ diesel::table! {
         is_active -> Bool,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        client_id -> Text,
+        client_secret_hash -> Text,
+        redirect_uris -> Array<Text>,
     }
 }
 

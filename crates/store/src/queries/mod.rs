@@ -5,6 +5,7 @@
 
 mod accounts;
 mod api_keys;
+mod applications;
 mod branding_sso;
 mod keys;
 mod members;

@@ -110,6 +110,9 @@ diesel::table! {
         is_active -> Bool,
         created_at -> TimestamptzSqlite,
         updated_at -> TimestamptzSqlite,
+        client_id -> Text,
+        client_secret_hash -> Text,
+        redirect_uris -> Text,
     }
 }
 

@@ -1,0 +1,237 @@
+//! The application use cases against mocked ports: each test states one rule.
+
+use chrono::Duration;
+use futures::executor::block_on;
+use uuid::Uuid;
+
+use super::{
+    tests::{ada_acting, now, ready, secret_of, Mocks, Seen, ACME},
+    Actor, ApplicationError, ApplicationService,
+};
+use crate::model::{
+    Application, ApplicationChange, ApplicationId, ApplicationName, ClientId, EventType,
+    NewApplication, NewEvent, Permission, Plan, RedirectUri, RedirectUris, Role, TokenHash,
+    TokenKind,
+};
+
+const APP: ApplicationId = ApplicationId::from_uuid(Uuid::from_u128(0xa9_0001));
+
+fn ada_as(role: Role) -> Actor {
+    ada_acting(role, Plan::Enterprise)
+}
+
+fn uris(raw: &[&str]) -> RedirectUris {
+    RedirectUris::new(raw.iter().map(|u| RedirectUri::parse(u).unwrap()).collect()).unwrap()
+}
+
+fn billing() -> Application {
+    Application {
+        id: APP,
+        organization_id: ACME,
+        name: ApplicationName::parse("Billing").unwrap(),
+        client_id: ClientId::generate(Uuid::from_u128(7)),
+        redirect_uris: uris(&["https://billing.example.com/cb"]),
+        is_active: true,
+        created_at: now() - Duration::days(1),
+        updated_at: now() - Duration::days(1),
+    }
+}
+
+impl Mocks {
+    fn store_has(&mut self, app: Option<Application>) {
+        self.applications
+            .expect_application()
+            .withf(|organization, id| *organization == ACME && *id == APP)
+            .returning(move |_, _| ready(Ok(app.clone())));
+    }
+
+    fn store_updates(&mut self) -> Seen<(Application, Option<TokenHash>, NewEvent)> {
+        let seen = Seen::new();
+        let kept = seen.clone();
+        self.applications
+            .expect_update_application()
+            .times(1)
+            .returning(move |app, hash, event| {
+                kept.record((app, hash, event));
+                ready(Ok(true))
+            });
+        seen
+    }
+}
+
+#[test]
+fn creating_stores_the_secret_hashed_shows_it_once_and_records_the_event_without_it() {
+    let mut mocks = Mocks::new();
+    let stored = Seen::<(NewApplication, NewEvent)>::new();
+    let kept = stored.clone();
+    mocks
+        .applications
+        .expect_create_application()
+        .times(1)
+        .returning(move |new, event| {
+            kept.record((new, event));
+            ready(Ok(true))
+        });
+    let service = ApplicationService::new(mocks.ports());
+
+    let created = block_on(service.create(
+        &ada_as(Role::Admin),
+        ApplicationName::parse("Billing").unwrap(),
+        uris(&["https://billing.example.com/cb"]),
+    ))
+    .unwrap();
+
+    let secret = secret_of(TokenKind::ClientSecret);
+    assert_eq!(created.client_secret.expose(), secret);
+    assert!(secret.starts_with("ghcs_"));
+    let (new, event) = stored.only();
+    assert_eq!(new.application, created.application);
+    assert_eq!(new.secret_hash, TokenHash::of(&secret));
+    assert!(created.application.client_id.as_str().starts_with("ghc_"));
+    assert_eq!(created.application.organization_id, ACME);
+    assert!(created.application.is_active);
+    assert_eq!(event.event_type, EventType::ApplicationCreated);
+    assert_eq!(event.organization_id, Some(ACME));
+    assert_eq!(event.data["name"], "Billing");
+    assert_eq!(
+        event.data["client_id"],
+        created.application.client_id.as_str()
+    );
+    assert!(
+        !event.data.to_string().contains(&secret),
+        "no secret in the event"
+    );
+}
+
+#[test]
+fn members_and_viewers_may_read_but_not_change_applications() {
+    for role in [Role::Member, Role::Viewer] {
+        let mut mocks = Mocks::new();
+        mocks.store_has(Some(billing()));
+        mocks.applications.expect_create_application().never();
+        mocks.applications.expect_update_application().never();
+        mocks.applications.expect_delete_application().never();
+        let service = ApplicationService::new(mocks.ports());
+        let actor = ada_as(role);
+
+        assert_eq!(block_on(service.get(&actor, APP)).unwrap(), billing());
+        let refused = [
+            block_on(service.create(
+                &actor,
+                ApplicationName::parse("x").unwrap(),
+                uris(&["https://x.example.com"]),
+            ))
+            .map(|_| ()),
+            block_on(service.update(&actor, APP, ApplicationChange::default())).map(|_| ()),
+            block_on(service.rotate_secret(&actor, APP)).map(|_| ()),
+            block_on(service.delete(&actor, APP)),
+        ];
+        for result in refused {
+            match result {
+                Err(ApplicationError::Forbidden(forbidden)) => {
+                    assert_eq!(forbidden.0, Permission::ApplicationsManage, "{role:?}");
+                }
+                other => panic!("{role:?}: {other:?}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn an_update_saves_and_announces_only_what_changed() {
+    let mut mocks = Mocks::new();
+    mocks.store_has(Some(billing()));
+    let saved = mocks.store_updates();
+    let service = ApplicationService::new(mocks.ports());
+
+    let change = ApplicationChange {
+        name: Some(ApplicationName::parse("Billing").unwrap()),
+        redirect_uris: Some(uris(&["http://127.0.0.1:8000/cb"])),
+        is_active: Some(true),
+    };
+    let updated = block_on(service.update(&ada_as(Role::Owner), APP, change)).unwrap();
+
+    let (app, hash, event) = saved.only();
+    assert_eq!(app, updated);
+    assert_eq!(hash, None, "the secret is kept");
+    assert_eq!(updated.updated_at, now());
+    assert_eq!(event.event_type, EventType::ApplicationUpdated);
+    assert_eq!(event.data["changed"], serde_json::json!(["redirect_uris"]));
+}
+
+#[test]
+fn an_update_that_changes_nothing_saves_nothing() {
+    let mut mocks = Mocks::new();
+    mocks.store_has(Some(billing()));
+    mocks.applications.expect_update_application().never();
+    let service = ApplicationService::new(mocks.ports());
+
+    let same = ApplicationChange {
+        is_active: Some(true),
+        ..ApplicationChange::default()
+    };
+    assert_eq!(
+        block_on(service.update(&ada_as(Role::Admin), APP, same)).unwrap(),
+        billing()
+    );
+}
+
+#[test]
+fn rotating_replaces_the_secret_hash_and_announces_it_without_the_secret() {
+    let mut mocks = Mocks::new();
+    mocks.store_has(Some(billing()));
+    let saved = mocks.store_updates();
+    let service = ApplicationService::new(mocks.ports());
+
+    let rotated = block_on(service.rotate_secret(&ada_as(Role::Admin), APP)).unwrap();
+
+    let (_, hash, event) = saved.only();
+    assert_eq!(hash, Some(rotated.client_secret.hash()));
+    assert_eq!(event.data["changed"], serde_json::json!(["client_secret"]));
+    assert!(!event
+        .data
+        .to_string()
+        .contains(rotated.client_secret.expose()));
+}
+
+#[test]
+fn an_application_the_organization_does_not_have_is_not_found() {
+    let mut mocks = Mocks::new();
+    mocks.store_has(None);
+    mocks.applications.expect_delete_application().never();
+    let service = ApplicationService::new(mocks.ports());
+    let admin = ada_as(Role::Admin);
+
+    assert!(matches!(
+        block_on(service.get(&admin, APP)),
+        Err(ApplicationError::NotFound)
+    ));
+    assert!(matches!(
+        block_on(service.delete(&admin, APP)),
+        Err(ApplicationError::NotFound)
+    ));
+}
+
+#[test]
+fn deleting_records_the_application_as_it_stood() {
+    let mut mocks = Mocks::new();
+    mocks.store_has(Some(billing()));
+    let deleted = Seen::<NewEvent>::new();
+    let kept = deleted.clone();
+    mocks
+        .applications
+        .expect_delete_application()
+        .withf(|organization, id, _| *organization == ACME && *id == APP)
+        .times(1)
+        .returning(move |_, _, event| {
+            kept.record(event);
+            ready(Ok(true))
+        });
+    let service = ApplicationService::new(mocks.ports());
+
+    block_on(service.delete(&ada_as(Role::Admin), APP)).unwrap();
+
+    let event = deleted.only();
+    assert_eq!(event.event_type, EventType::ApplicationDeleted);
+    assert_eq!(event.data["id"], APP.to_string());
+}

@@ -1,0 +1,231 @@
+//! Applications: the OAuth clients of an organization. Reading needs `applications.read`
+//! (every role); registering, changing, rotating the secret and deleting need
+//! `applications.manage` (owner and admin). Every change records its `application.*` event in
+//! the same transaction.
+
+use chrono::{DateTime, Utc};
+use serde_json::json;
+
+use super::{event, payloads, Actor, Forbidden};
+use crate::{
+    model::{
+        Application, ApplicationChange, ApplicationId, ApplicationName, ClientId, EventType,
+        NewApplication, NewEvent, Page, PageRequest, Permission, RedirectUris, SecretToken,
+        TokenHash, TokenKind,
+    },
+    ports::{Ports, StoreError},
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApplicationError {
+    #[error(transparent)]
+    Forbidden(#[from] Forbidden),
+    #[error("application not found")]
+    NotFound,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// An application with its client secret, shown this once (on create and on rotation).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ApplicationWithSecret {
+    pub application: Application,
+    pub client_secret: SecretToken,
+}
+
+#[derive(Clone)]
+pub struct ApplicationService {
+    ports: Ports,
+}
+
+impl ApplicationService {
+    pub fn new(ports: Ports) -> Self {
+        Self { ports }
+    }
+
+    fn event(
+        &self,
+        actor: &Actor,
+        event_type: EventType,
+        app: &Application,
+        changed: Option<&[&str]>,
+        at: DateTime<Utc>,
+    ) -> NewEvent {
+        let mut data = payloads::application(app);
+        if let Some(changed) = changed {
+            data["changed"] = json!(changed);
+        }
+        event(
+            &self.ports,
+            at,
+            event_type,
+            Some(app.organization_id),
+            Some(actor.user_id()),
+            data,
+        )
+    }
+
+    pub async fn create(
+        &self,
+        actor: &Actor,
+        name: ApplicationName,
+        redirect_uris: RedirectUris,
+    ) -> Result<ApplicationWithSecret, ApplicationError> {
+        actor.require(Permission::ApplicationsManage)?;
+        let now = self.ports.clock.now();
+        let application = Application {
+            id: ApplicationId::from_uuid(self.ports.random.uuid()),
+            organization_id: actor.organization_id(),
+            name,
+            client_id: ClientId::generate(self.ports.random.uuid()),
+            redirect_uris,
+            is_active: true,
+            created_at: now,
+            updated_at: now,
+        };
+        let client_secret = self.ports.random.secret(TokenKind::ClientSecret);
+        let event = self.event(
+            actor,
+            EventType::ApplicationCreated,
+            &application,
+            None,
+            now,
+        );
+        let new = NewApplication {
+            application: application.clone(),
+            secret_hash: client_secret.hash(),
+        };
+        if !self
+            .ports
+            .applications
+            .create_application(new, event)
+            .await?
+        {
+            // The organization was deleted under the request.
+            return Err(ApplicationError::NotFound);
+        }
+        Ok(ApplicationWithSecret {
+            application,
+            client_secret,
+        })
+    }
+
+    pub async fn list(
+        &self,
+        actor: &Actor,
+        page: PageRequest,
+    ) -> Result<Page<Application>, ApplicationError> {
+        actor.require(Permission::ApplicationsRead)?;
+        Ok(self
+            .ports
+            .applications
+            .applications(actor.organization_id(), page)
+            .await?)
+    }
+
+    pub async fn get(
+        &self,
+        actor: &Actor,
+        id: ApplicationId,
+    ) -> Result<Application, ApplicationError> {
+        actor.require(Permission::ApplicationsRead)?;
+        self.ports
+            .applications
+            .application(actor.organization_id(), id)
+            .await?
+            .ok_or(ApplicationError::NotFound)
+    }
+
+    /// Applies the change; a change that changes nothing records no event.
+    pub async fn update(
+        &self,
+        actor: &Actor,
+        id: ApplicationId,
+        change: ApplicationChange,
+    ) -> Result<Application, ApplicationError> {
+        actor.require(Permission::ApplicationsManage)?;
+        let mut application = self.get(actor, id).await?;
+        let changed = application.apply(change);
+        if changed.is_empty() {
+            return Ok(application);
+        }
+        let now = self.ports.clock.now();
+        application.updated_at = now;
+        let event = self.event(
+            actor,
+            EventType::ApplicationUpdated,
+            &application,
+            Some(&changed),
+            now,
+        );
+        self.save(application, None, event).await
+    }
+
+    /// Replaces the client secret; the old one stops working at once.
+    pub async fn rotate_secret(
+        &self,
+        actor: &Actor,
+        id: ApplicationId,
+    ) -> Result<ApplicationWithSecret, ApplicationError> {
+        actor.require(Permission::ApplicationsManage)?;
+        let mut application = self.get(actor, id).await?;
+        let now = self.ports.clock.now();
+        application.updated_at = now;
+        let client_secret = self.ports.random.secret(TokenKind::ClientSecret);
+        let event = self.event(
+            actor,
+            EventType::ApplicationUpdated,
+            &application,
+            Some(&["client_secret"]),
+            now,
+        );
+        let application = self
+            .save(application, Some(client_secret.hash()), event)
+            .await?;
+        Ok(ApplicationWithSecret {
+            application,
+            client_secret,
+        })
+    }
+
+    async fn save(
+        &self,
+        application: Application,
+        secret_hash: Option<TokenHash>,
+        event: NewEvent,
+    ) -> Result<Application, ApplicationError> {
+        if self
+            .ports
+            .applications
+            .update_application(application.clone(), secret_hash, event)
+            .await?
+        {
+            Ok(application)
+        } else {
+            Err(ApplicationError::NotFound)
+        }
+    }
+
+    pub async fn delete(&self, actor: &Actor, id: ApplicationId) -> Result<(), ApplicationError> {
+        actor.require(Permission::ApplicationsManage)?;
+        let application = self.get(actor, id).await?;
+        let now = self.ports.clock.now();
+        let event = self.event(
+            actor,
+            EventType::ApplicationDeleted,
+            &application,
+            None,
+            now,
+        );
+        if self
+            .ports
+            .applications
+            .delete_application(actor.organization_id(), id, event)
+            .await?
+        {
+            Ok(())
+        } else {
+            Err(ApplicationError::NotFound)
+        }
+    }
+}
