@@ -5,6 +5,7 @@ mod helpers;
 
 mod accounts;
 mod api_keys;
+mod applications;
 mod errors;
 mod health;
 mod members;

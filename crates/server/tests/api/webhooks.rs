@@ -431,3 +431,102 @@ async fn business_configuration_changes_are_announced_sqlite() {
 async fn business_configuration_changes_are_announced_postgres() {
     business_configuration_changes_are_announced(Backend::Postgres).await
 }
+
+/// Registering, changing and deleting an application are announced, never with the secret.
+async fn application_changes_are_announced(backend: Backend) {
+    let (app, receiver) = app_with_receiver(backend).await;
+    let owner = app.logged_in("owen@example.com").await;
+    let team = app.create_team(&owner.access_token, "Acme").await;
+    let org = team["id"].as_str().unwrap();
+    create_endpoint(
+        &app,
+        &owner.access_token,
+        org,
+        &receiver.url("/apps"),
+        json!([
+            "application.created",
+            "application.updated",
+            "application.deleted"
+        ]),
+    )
+    .await;
+
+    let path = format!("/api/v1/organizations/{org}/applications");
+    let body = json!({ "name": "Billing", "redirect_uris": ["https://billing.example.com/cb"] });
+    let created = json_of(
+        app.send_as(Method::POST, &owner.access_token, &path, Some(body))
+            .await,
+        201,
+    )
+    .await;
+    let one = format!("{path}/{}", created["id"].as_str().unwrap());
+    let rename = json!({ "name": "Invoices" });
+    json_of(
+        app.send_as(Method::PATCH, &owner.access_token, &one, Some(rename))
+            .await,
+        200,
+    )
+    .await;
+    let rotated = json_of(
+        app.send_as(
+            Method::POST,
+            &owner.access_token,
+            &format!("{one}/secret"),
+            None,
+        )
+        .await,
+        200,
+    )
+    .await;
+    let deleted = app
+        .send_as(Method::DELETE, &owner.access_token, &one, None)
+        .await;
+    assert_eq!(deleted.status(), 204);
+
+    let requests = receiver.wait_for(4, Duration::from_secs(15)).await;
+    let mut events: Vec<Value> = requests
+        .iter()
+        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .collect();
+    events.sort_by_key(|e| {
+        e["timestamp"]
+            .as_str()
+            .unwrap()
+            .parse::<chrono::DateTime<chrono::Utc>>()
+            .unwrap()
+    });
+    let kinds: Vec<_> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "application.created",
+            "application.updated",
+            "application.updated",
+            "application.deleted"
+        ]
+    );
+    assert_eq!(events[0]["data"]["client_id"], created["client_id"]);
+    assert_eq!(events[1]["data"]["changed"], json!(["name"]));
+    assert_eq!(events[2]["data"]["changed"], json!(["client_secret"]));
+    assert_eq!(events[3]["data"]["name"], "Invoices");
+    for (event, request) in events.iter().zip(&requests) {
+        // Checked on every request, whatever the order.
+        let body = String::from_utf8_lossy(&request.body);
+        assert!(!body.contains(created["client_secret"].as_str().unwrap()));
+        assert!(!body.contains(rotated["client_secret"].as_str().unwrap()));
+        assert_eq!(event["data"]["organization_id"], org);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn application_changes_are_announced_sqlite() {
+    application_changes_are_announced(Backend::Sqlite).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn application_changes_are_announced_postgres() {
+    application_changes_are_announced(Backend::Postgres).await
+}
