@@ -18,11 +18,11 @@ use uuid::Uuid;
 use crate::model::{
     ApiKey, ApiKeyId, Application, ApplicationId, Branding, ClientId, Delivery, DeliveryId,
     DeliveryStats, DeliveryStatus, Email, EndpointId, EventId, EventType, Invitation, InvitationId,
-    LeaseRoom, Member, MemberFilter, Membership, NewApiKey, NewApplication, NewEvent,
-    NewInvitation, NewOrganization, NewPassword, NewSession, NewUser, Organization,
+    LeaseRoom, Member, MemberFilter, Membership, NewApiKey, NewApplication, NewAuthorizationCode,
+    NewEvent, NewInvitation, NewOrganization, NewPassword, NewSession, NewUser, Organization,
     OrganizationChange, OrganizationFilter, OrganizationId, OrganizationPolicies, Page,
     PageRequest, PasswordHash, Plan, Role, SecretToken, Session, SessionId, Slug, SsoConfiguration,
-    TokenHash, TokenKind, User, UserCredentials, UserId, WebhookEndpoint, WebhookUrl,
+    StoredCode, TokenHash, TokenKind, User, UserCredentials, UserId, WebhookEndpoint, WebhookUrl,
 };
 
 /// The source of an unexpected failure, kept for the log.
@@ -384,6 +384,28 @@ pub trait ApplicationStore: Send + Sync + 'static {
         &self,
         client_id: &ClientId,
     ) -> Result<Option<(Application, TokenHash)>, StoreError>;
+}
+
+/// Authorization codes of the OAuth flow.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait AuthorizationCodeStore: Send + Sync + 'static {
+    async fn save_authorization_code(&self, new: NewAuthorizationCode) -> Result<(), StoreError>;
+
+    async fn authorization_code(&self, hash: &TokenHash) -> Result<Option<StoredCode>, StoreError>;
+
+    /// Marks the code used at `at` by the session, and opens the session (recording its
+    /// event; `keep_at_most` as for [`SessionStore::create_session`]), in one transaction.
+    /// Returns false, writing nothing, when the code was used already (by a concurrent
+    /// exchange) or is gone.
+    async fn redeem_authorization_code(
+        &self,
+        hash: &TokenHash,
+        session: NewSession,
+        event: NewEvent,
+        keep_at_most: Option<u32>,
+        at: DateTime<Utc>,
+    ) -> Result<bool, StoreError>;
 }
 
 /// Members and invitations.
@@ -998,6 +1020,7 @@ pub struct Ports {
     pub branding: Arc<dyn BrandingStore>,
     pub sso: Arc<dyn SsoStore>,
     pub applications: Arc<dyn ApplicationStore>,
+    pub authorization_codes: Arc<dyn AuthorizationCodeStore>,
     pub health: Arc<dyn HealthStore>,
     pub clock: Arc<dyn Clock>,
     pub random: Arc<dyn Random>,

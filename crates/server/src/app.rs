@@ -86,6 +86,7 @@ pub async fn ports(
         branding: store.clone(),
         sso: store.clone(),
         applications: store.clone(),
+        authorization_codes: store.clone(),
         webhooks: store.clone(),
         health: store,
         clock,

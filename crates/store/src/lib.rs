@@ -17,9 +17,9 @@
 use std::{future::Future, sync::Arc};
 
 use gatehouse_domain::ports::{
-    AccountStore, ApiKeyStore, ApplicationStore, BoxError, BrandingStore, HealthStore, MemberStore,
-    MembershipStore, OrganizationStore, PolicyStore, SessionStore, SigningKeyStore, SsoStore,
-    StoreError, WebhookStore,
+    AccountStore, ApiKeyStore, ApplicationStore, AuthorizationCodeStore, BoxError, BrandingStore,
+    HealthStore, MemberStore, MembershipStore, OrganizationStore, PolicyStore, SessionStore,
+    SigningKeyStore, SsoStore, StoreError, WebhookStore,
 };
 
 /// The deliveries due at `$now` that may be leased, oldest due first, up to `$limit`: their
@@ -78,6 +78,7 @@ pub trait Store:
     + BrandingStore
     + SsoStore
     + ApplicationStore
+    + AuthorizationCodeStore
     + SigningKeyStore
     + HealthStore
     + WebhookStore

@@ -7,10 +7,11 @@ use chrono::{DateTime, Duration, SubsecRound, Utc};
 use diesel::{sql_types::BigInt, QueryableByName};
 use gatehouse_domain::{
     model::{
-        ApiKeyName, DefaultRole, Email, EventId, EventType, FullName, InvitableRole, InvitationId,
-        MemberFilter, MemberStatus, NewApiKey, NewEvent, NewInvitation, NewOrganization, NewUser,
+        ApiKeyName, Application, ApplicationId, ApplicationName, ClientId, DefaultRole, Email,
+        EventId, EventType, FullName, InvitableRole, InvitationId, MemberFilter, MemberStatus,
+        NewApiKey, NewApplication, NewEvent, NewInvitation, NewOrganization, NewUser,
         OrganizationChange, OrganizationFilter, OrganizationId, OrganizationName, OrganizationType,
-        PageRequest, PasswordHash, Plan, Role, Slug, TokenHash, UserId,
+        PageRequest, PasswordHash, Plan, RedirectUri, RedirectUris, Role, Slug, TokenHash, UserId,
     },
     ports::{NewAccount, StoreError},
 };
@@ -118,26 +119,6 @@ impl Db {
         row.n
     }
 
-    /// Runs a statement.
-    async fn execute(&self, sql: &str) {
-        let query = diesel::sql_query(sql);
-        match gatehouse_store::backend_of(&self.url).unwrap() {
-            Backend::Postgres => {
-                use diesel_async::{AsyncConnection, RunQueryDsl};
-                let mut conn = diesel_async::AsyncPgConnection::establish(&self.url)
-                    .await
-                    .unwrap();
-                query.execute(&mut conn).await.unwrap();
-            }
-            Backend::Sqlite => {
-                use diesel::{Connection, RunQueryDsl};
-                let path = self.url.trim_start_matches("sqlite://");
-                let mut conn = diesel::SqliteConnection::establish(path).unwrap();
-                query.execute(&mut conn).unwrap();
-            }
-        }
-    }
-
     /// How many events of the type the outbox holds.
     async fn events(&self, event_type: EventType) -> i64 {
         self.count(&format!(
@@ -155,13 +136,34 @@ impl Db {
     }
 
     async fn add_application(&self, org: OrganizationId, active: bool) {
-        let at = "2026-01-01 00:00:00+00:00";
-        self.execute(&format!(
-            "INSERT INTO applications (id, organization_id, name, is_active, created_at, updated_at) \
-             VALUES ('{}', '{org}', 'App', {active}, '{at}', '{at}')",
-            Uuid::now_v7()
-        ))
-        .await;
+        let at = Utc::now();
+        let application = Application {
+            id: ApplicationId::from_uuid(Uuid::now_v7()),
+            organization_id: org,
+            name: ApplicationName::parse("App").unwrap(),
+            client_id: ClientId::generate(Uuid::new_v4()),
+            redirect_uris: RedirectUris::new(vec![RedirectUri::parse(
+                "https://app.example.com/cb",
+            )
+            .unwrap()])
+            .unwrap(),
+            is_active: active,
+            created_at: at,
+            updated_at: at,
+        };
+        let new = NewApplication {
+            application,
+            secret_hash: TokenHash::of("ghcs_test"),
+        };
+        let created = NewEvent {
+            id: EventId::from(Uuid::now_v7()),
+            event_type: EventType::ApplicationCreated,
+            organization_id: Some(org),
+            user_id: None,
+            data: json!({}),
+            occurred_at: at,
+        };
+        assert!(self.store.create_application(new, created).await.unwrap());
     }
 
     /// Registers a user (with their personal workspace).

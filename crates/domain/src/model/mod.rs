@@ -41,8 +41,8 @@ pub use member::{
 };
 pub use network::{ClientAddress, IpRange, IpRangeError};
 pub use oauth::{
-    CodeChallenge, CodeVerifier, OAuthError, OAuthErrorCode, Scope, State,
-    AUTHORIZATION_CODE_SECONDS,
+    AuthorizationCode, CodeChallenge, CodeVerifier, NewAuthorizationCode, OAuthError,
+    OAuthErrorCode, Scope, State, StoredCode, AUTHORIZATION_CODE_SECONDS,
 };
 pub use org::{
     DefaultRole, Organization, OrganizationChange, OrganizationFilter, OrganizationSettings,
@@ -60,7 +60,7 @@ pub use policy::{
 };
 pub use rate_limit::RateLimits;
 pub use secret::{SecretToken, TokenHash, TokenKind};
-pub use session::{NewSession, Session};
+pub use session::{ClientGrant, NewSession, Session};
 pub use sso::{
     sp_acs_url, sp_entity_id, CertificateError, DomainWhitelist, EmailDomain, EmailDomainError,
     HttpsUrl, HttpsUrlError, IdpCertificate, IdpEntityId, ProvisionRole, ProvisionRoleError,

@@ -4,7 +4,10 @@
 use std::fmt;
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine as _};
+use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
+
+use super::{ApplicationId, RedirectUri, SessionId, TokenHash, UserId};
 
 /// How long an authorization code may be exchanged (RFC 6749 §4.1.2 recommends at most 10
 /// minutes; a code travels one redirect, so a minute is plenty).
@@ -160,6 +163,11 @@ const MAX_PARAMETER_CHARS: usize = 1024;
 pub struct Scope(Vec<String>);
 
 impl Scope {
+    /// The tokens, in order.
+    pub fn tokens(&self) -> &[String] {
+        &self.0
+    }
+
     pub fn parse(raw: &str) -> Result<Self, OAuthError> {
         if raw.chars().count() > MAX_PARAMETER_CHARS {
             return Err(OAuthError::new(
@@ -218,6 +226,35 @@ impl State {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+}
+
+/// What an authorization code stands for: who signed in, for which application, to be
+/// returned where, under which PKCE challenge and scope, until when. The code itself is known
+/// to the store only by its hash.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuthorizationCode {
+    pub application_id: ApplicationId,
+    pub user_id: UserId,
+    pub redirect_uri: RedirectUri,
+    pub challenge: CodeChallenge,
+    pub scope: Scope,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// A stored code, and whether (and by which session) it was used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredCode {
+    pub code: AuthorizationCode,
+    pub used_at: Option<DateTime<Utc>>,
+    pub session_id: Option<SessionId>,
+}
+
+/// A code and its hash, to store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewAuthorizationCode {
+    pub hash: TokenHash,
+    pub code: AuthorizationCode,
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 use chrono::{DateTime, Utc};
 
-use super::{SessionId, TokenHash, UserId};
+use super::{ApplicationId, ClientId, Scope, SessionId, TokenHash, UserId};
 
 /// A login session as created at login. The refresh token is known only by its hash.
 #[derive(Clone, Debug, PartialEq)]
@@ -10,6 +10,17 @@ pub struct NewSession {
     pub refresh_token_hash: TokenHash,
     pub created_at: DateTime<Utc>,
     pub expires_at: DateTime<Utc>,
+    /// Set when an OAuth token exchange opened the session for an application.
+    pub grant: Option<ClientGrant>,
+}
+
+/// What an application was granted: its refresh token works only for it, and its access tokens
+/// carry its `client_id` and the `scope`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientGrant {
+    pub application_id: ApplicationId,
+    pub client_id: ClientId,
+    pub scope: Scope,
 }
 
 /// A live session (not revoked, not expired) as the store returns it.
@@ -20,4 +31,5 @@ pub struct Session {
     pub created_at: DateTime<Utc>,
     pub expires_at: DateTime<Utc>,
     pub last_used_at: DateTime<Utc>,
+    pub grant: Option<ClientGrant>,
 }

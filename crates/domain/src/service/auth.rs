@@ -338,6 +338,7 @@ impl AuthService {
             refresh_token_hash: refresh_token.hash(),
             created_at: now,
             expires_at,
+            grant: None,
         };
         let login_event = event(
             &self.ports,

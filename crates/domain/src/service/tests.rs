@@ -27,11 +27,12 @@ use crate::{
         SecretToken, Session, SessionId, TokenHash, TokenKind, User, UserCredentials, UserId,
     },
     ports::{
-        AccessClaims, MockAccountStore, MockApiKeyStore, MockApplicationStore, MockBrandingStore,
-        MockClock, MockHealthStore, MockMailer, MockMemberStore, MockMembershipStore,
-        MockOrganizationStore, MockPasswordHasher, MockPolicyStore, MockRandom, MockRateLimiter,
-        MockSecretCipher, MockSessionStore, MockSsoStore, MockTokenSigner, MockWebhookSender,
-        MockWebhookStore, NewAccount, PlanPolicies, Ports, StoreError, TokenError,
+        AccessClaims, MockAccountStore, MockApiKeyStore, MockApplicationStore,
+        MockAuthorizationCodeStore, MockBrandingStore, MockClock, MockHealthStore, MockMailer,
+        MockMemberStore, MockMembershipStore, MockOrganizationStore, MockPasswordHasher,
+        MockPolicyStore, MockRandom, MockRateLimiter, MockSecretCipher, MockSessionStore,
+        MockSsoStore, MockTokenSigner, MockWebhookSender, MockWebhookStore, NewAccount,
+        PlanPolicies, Ports, StoreError, TokenError,
     },
 };
 
@@ -141,6 +142,7 @@ pub(super) fn ada_session() -> Session {
         created_at: now() - Duration::days(3),
         expires_at: now() + Duration::days(27),
         last_used_at: now() - Duration::hours(1),
+        grant: None,
     }
 }
 
@@ -214,6 +216,7 @@ pub(super) struct Mocks {
     pub(super) branding: MockBrandingStore,
     pub(super) sso: MockSsoStore,
     pub(super) applications: MockApplicationStore,
+    pub(super) authorization_codes: MockAuthorizationCodeStore,
     pub(super) health: MockHealthStore,
     pub(super) clock: MockClock,
     pub(super) random: MockRandom,
@@ -250,6 +253,7 @@ impl Mocks {
             branding: MockBrandingStore::new(),
             sso: MockSsoStore::new(),
             applications: MockApplicationStore::new(),
+            authorization_codes: MockAuthorizationCodeStore::new(),
             health: MockHealthStore::new(),
             clock,
             random,
@@ -275,6 +279,7 @@ impl Mocks {
             branding: Arc::new(self.branding),
             sso: Arc::new(self.sso),
             applications: Arc::new(self.applications),
+            authorization_codes: Arc::new(self.authorization_codes),
             health: Arc::new(self.health),
             clock: Arc::new(self.clock),
             random: Arc::new(self.random),

@@ -49,6 +49,24 @@ diesel::table! {
         expires_at -> Timestamptz,
         last_used_at -> Timestamptz,
         revoked_at -> Nullable<Timestamptz>,
+        application_id -> Nullable<Uuid>,
+        client_id -> Nullable<Text>,
+        scope -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    oauth_authorization_codes (code_hash) {
+        code_hash -> Text,
+        application_id -> Uuid,
+        user_id -> Uuid,
+        redirect_uri -> Text,
+        code_challenge -> Text,
+        scope -> Text,
+        created_at -> Timestamptz,
+        expires_at -> Timestamptz,
+        used_at -> Nullable<Timestamptz>,
+        session_id -> Nullable<Uuid>,
     }
 }
 
@@ -198,6 +216,7 @@ diesel::joinable!(invitations -> organizations (organization_id));
 diesel::joinable!(applications -> organizations (organization_id));
 diesel::joinable!(memberships -> users (user_id));
 diesel::joinable!(sessions -> users (user_id));
+diesel::joinable!(oauth_authorization_codes -> applications (application_id));
 diesel::joinable!(api_keys -> organizations (organization_id));
 diesel::joinable!(webhook_endpoints -> organizations (organization_id));
 diesel::joinable!(webhook_deliveries -> webhook_endpoints (endpoint_id));
@@ -220,5 +239,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     organization_policies,
     organization_branding,
     sso_configurations,
-    password_history
+    password_history,
+    oauth_authorization_codes
 );

@@ -10,6 +10,7 @@ mod branding_sso;
 mod keys;
 mod members;
 mod memberships;
+mod oauth;
 mod organizations;
 mod policies;
 mod rows;

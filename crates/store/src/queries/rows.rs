@@ -5,9 +5,10 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{
-        ApiKey, ApiKeyName, DefaultRole, Delivery, DeliveryId, DeliveryStatus, Email, EndpointId,
-        EventType, FullName, Invitation, Member, MemberStatus, Membership, NewEvent, Organization,
-        OrganizationName, OrganizationSettings, PasswordHash, Session, Slug, User, UserCredentials,
+        ApiKey, ApiKeyName, ApplicationId, ClientGrant, ClientId, DefaultRole, Delivery,
+        DeliveryId, DeliveryStatus, Email, EndpointId, EventType, FullName, Invitation, Member,
+        MemberStatus, Membership, NewEvent, NewSession, Organization, OrganizationName,
+        OrganizationSettings, PasswordHash, Scope, Session, Slug, User, UserCredentials,
         WebhookEndpoint, WebhookUrl,
     },
     ports::{LeasedDelivery, PendingEvent, StoreError, StoredSigningKey},
@@ -277,6 +278,26 @@ pub(super) struct NewSessionRow<'a> {
     pub created_at: DateTime<Utc>,
     pub expires_at: DateTime<Utc>,
     pub last_used_at: DateTime<Utc>,
+    pub application_id: Option<DbUuid>,
+    pub client_id: Option<&'a str>,
+    pub scope: Option<String>,
+}
+
+impl<'a> NewSessionRow<'a> {
+    pub fn of(session: &'a NewSession) -> Self {
+        let grant = session.grant.as_ref();
+        Self {
+            id: DbUuid(session.id.as_uuid()),
+            user_id: DbUuid(session.user_id.as_uuid()),
+            refresh_token_hash: session.refresh_token_hash.as_hex(),
+            created_at: session.created_at,
+            expires_at: session.expires_at,
+            last_used_at: session.created_at,
+            application_id: grant.map(|g| DbUuid(g.application_id.as_uuid())),
+            client_id: grant.map(|g| g.client_id.as_str()),
+            scope: grant.map(|g| g.scope.to_string()),
+        }
+    }
 }
 
 #[derive(Queryable, Selectable)]
@@ -287,17 +308,31 @@ pub(super) struct SessionRow {
     pub created_at: DateTime<Utc>,
     pub expires_at: DateTime<Utc>,
     pub last_used_at: DateTime<Utc>,
+    pub application_id: Option<DbUuid>,
+    pub client_id: Option<String>,
+    pub scope: Option<String>,
 }
 
-impl From<SessionRow> for Session {
-    fn from(row: SessionRow) -> Self {
-        Self {
-            id: row.id.0.into(),
-            user_id: row.user_id.0.into(),
-            created_at: row.created_at,
-            expires_at: row.expires_at,
-            last_used_at: row.last_used_at,
-        }
+impl SessionRow {
+    pub fn into_domain(self) -> Result<Session, StoreError> {
+        let grant = match (self.application_id, self.client_id, self.scope) {
+            (Some(application), Some(client_id), Some(scope)) => Some(ClientGrant {
+                application_id: ApplicationId::from_uuid(application.0),
+                client_id: ClientId::parse(&client_id)
+                    .ok_or_else(|| corrupt("sessions.client_id"))?,
+                scope: Scope::parse(&scope).map_err(|_| corrupt("sessions.scope"))?,
+            }),
+            (None, None, None) => None,
+            _ => return Err(corrupt("sessions.application_id")),
+        };
+        Ok(Session {
+            id: self.id.0.into(),
+            user_id: self.user_id.0.into(),
+            created_at: self.created_at,
+            expires_at: self.expires_at,
+            last_used_at: self.last_used_at,
+            grant,
+        })
     }
 }
 

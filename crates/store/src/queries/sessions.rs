@@ -22,37 +22,7 @@ impl SessionStore for DbStore {
         keep_at_most: Option<u32>,
     ) -> Result<(), StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
-            diesel::insert_into(sessions::table)
-                .values(NewSessionRow {
-                    id: DbUuid(session.id.as_uuid()),
-                    user_id: DbUuid(session.user_id.as_uuid()),
-                    refresh_token_hash: session.refresh_token_hash.as_hex(),
-                    created_at: session.created_at,
-                    expires_at: session.expires_at,
-                    last_used_at: session.created_at,
-                })
-                .execute(conn)
-                .await?;
-            if let Some(limit) = keep_at_most {
-                // The oldest live sessions beyond the limit end now, the new one counted.
-                let now = session.created_at;
-                let ended: Vec<DbUuid> = sessions::table
-                    .filter(sessions::user_id.eq(DbUuid(session.user_id.as_uuid())))
-                    .filter(sessions::revoked_at.is_null())
-                    .filter(sessions::expires_at.gt(now))
-                    .order((sessions::created_at.desc(), sessions::id.desc()))
-                    .offset(i64::from(limit))
-                    .limit(i64::MAX)
-                    .select(sessions::id)
-                    .load(conn)
-                    .await?;
-                if !ended.is_empty() {
-                    diesel::update(sessions::table.filter(sessions::id.eq_any(ended)))
-                        .set(sessions::revoked_at.eq(now))
-                        .execute(conn)
-                        .await?;
-                }
-            }
+            open_session(conn, &session, keep_at_most).await?;
             record_events(conn, vec![event]).await
         })
     }
@@ -71,8 +41,9 @@ impl SessionStore for DbStore {
             .first(&mut *conn)
             .await
             .optional()
-            .map_err(db_error)
-            .map(|row| row.map(Session::from))
+            .map_err(db_error)?
+            .map(SessionRow::into_domain)
+            .transpose()
     }
 
     async fn touch_session(&self, id: SessionId, now: DateTime<Utc>) -> Result<bool, StoreError> {
@@ -122,4 +93,38 @@ impl SessionStore for DbStore {
             Ok::<_, diesel::result::Error>(ended == 1)
         })
     }
+}
+
+/// Inserts the session inside the caller's transaction; with `keep_at_most`, the user's oldest
+/// live sessions beyond that many (the new one counted) end at its creation.
+pub(super) async fn open_session(
+    conn: &mut Conn,
+    session: &NewSession,
+    keep_at_most: Option<u32>,
+) -> QueryResult<()> {
+    diesel::insert_into(sessions::table)
+        .values(NewSessionRow::of(session))
+        .execute(conn)
+        .await?;
+    if let Some(limit) = keep_at_most {
+        // The oldest live sessions beyond the limit end now, the new one counted.
+        let now = session.created_at;
+        let ended: Vec<DbUuid> = sessions::table
+            .filter(sessions::user_id.eq(DbUuid(session.user_id.as_uuid())))
+            .filter(sessions::revoked_at.is_null())
+            .filter(sessions::expires_at.gt(now))
+            .order((sessions::created_at.desc(), sessions::id.desc()))
+            .offset(i64::from(limit))
+            .limit(i64::MAX)
+            .select(sessions::id)
+            .load(conn)
+            .await?;
+        if !ended.is_empty() {
+            diesel::update(sessions::table.filter(sessions::id.eq_any(ended)))
+                .set(sessions::revoked_at.eq(now))
+                .execute(conn)
+                .await?;
+        }
+    }
+    Ok(())
 }

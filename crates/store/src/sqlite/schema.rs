@@ -50,6 +50,24 @@ diesel::table! {
         expires_at -> TimestamptzSqlite,
         last_used_at -> TimestamptzSqlite,
         revoked_at -> Nullable<TimestamptzSqlite>,
+        application_id -> Nullable<Text>,
+        client_id -> Nullable<Text>,
+        scope -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    oauth_authorization_codes (code_hash) {
+        code_hash -> Text,
+        application_id -> Text,
+        user_id -> Text,
+        redirect_uri -> Text,
+        code_challenge -> Text,
+        scope -> Text,
+        created_at -> TimestamptzSqlite,
+        expires_at -> TimestamptzSqlite,
+        used_at -> Nullable<TimestamptzSqlite>,
+        session_id -> Nullable<Text>,
     }
 }
 
@@ -200,6 +218,7 @@ diesel::joinable!(invitations -> organizations (organization_id));
 diesel::joinable!(applications -> organizations (organization_id));
 diesel::joinable!(memberships -> users (user_id));
 diesel::joinable!(sessions -> users (user_id));
+diesel::joinable!(oauth_authorization_codes -> applications (application_id));
 diesel::joinable!(api_keys -> organizations (organization_id));
 diesel::joinable!(webhook_endpoints -> organizations (organization_id));
 diesel::joinable!(webhook_deliveries -> webhook_endpoints (endpoint_id));
@@ -222,5 +241,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     organization_policies,
     organization_branding,
     sso_configurations,
-    password_history
+    password_history,
+    oauth_authorization_codes
 );

@@ -287,6 +287,7 @@ pub fn session(
         refresh_token_hash: hash.clone(),
         created_at,
         expires_at: created_at + ttl,
+        grant: None,
     };
     (session, hash)
 }

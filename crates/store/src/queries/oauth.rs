@@ -1,0 +1,121 @@
+//! Authorization codes of the OAuth flow, kept as their SHA-256; redeeming one opens its
+//! session in the same transaction.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+use gatehouse_domain::{
+    model::{
+        ApplicationId, AuthorizationCode, CodeChallenge, NewAuthorizationCode, NewEvent,
+        NewSession, RedirectUri, Scope, StoredCode, TokenHash, UserId,
+    },
+    ports::{AuthorizationCodeStore, StoreError},
+};
+
+use super::{
+    super::{schema::oauth_authorization_codes as codes, Conn, Db, DbStore},
+    rows::record_events,
+    sessions::open_session,
+};
+use crate::{corrupt, db_error, types::DbUuid};
+
+#[derive(Queryable, Selectable, Insertable)]
+#[diesel(table_name = codes, check_for_backend(Db))]
+struct CodeRow {
+    code_hash: String,
+    application_id: DbUuid,
+    user_id: DbUuid,
+    redirect_uri: String,
+    code_challenge: String,
+    scope: String,
+    created_at: DateTime<Utc>,
+    expires_at: DateTime<Utc>,
+    used_at: Option<DateTime<Utc>>,
+    session_id: Option<DbUuid>,
+}
+
+impl CodeRow {
+    fn into_domain(self) -> Result<StoredCode, StoreError> {
+        Ok(StoredCode {
+            code: AuthorizationCode {
+                application_id: ApplicationId::from_uuid(self.application_id.0),
+                user_id: UserId::from_uuid(self.user_id.0),
+                redirect_uri: RedirectUri::parse(&self.redirect_uri)
+                    .map_err(|_| corrupt("oauth_authorization_codes.redirect_uri"))?,
+                challenge: CodeChallenge::from_stored(self.code_challenge),
+                scope: Scope::parse(&self.scope)
+                    .map_err(|_| corrupt("oauth_authorization_codes.scope"))?,
+                created_at: self.created_at,
+                expires_at: self.expires_at,
+            },
+            used_at: self.used_at,
+            session_id: self.session_id.map(|id| id.0.into()),
+        })
+    }
+}
+
+#[async_trait]
+impl AuthorizationCodeStore for DbStore {
+    async fn save_authorization_code(&self, new: NewAuthorizationCode) -> Result<(), StoreError> {
+        in_write_tx!(self, async |conn: &mut Conn| {
+            let code = &new.code;
+            diesel::insert_into(codes::table)
+                .values(CodeRow {
+                    code_hash: new.hash.as_hex().to_owned(),
+                    application_id: DbUuid(code.application_id.as_uuid()),
+                    user_id: DbUuid(code.user_id.as_uuid()),
+                    redirect_uri: code.redirect_uri.as_str().to_owned(),
+                    code_challenge: code.challenge.as_str().to_owned(),
+                    scope: code.scope.to_string(),
+                    created_at: code.created_at,
+                    expires_at: code.expires_at,
+                    used_at: None,
+                    session_id: None,
+                })
+                .execute(conn)
+                .await
+                .map(drop)
+        })
+    }
+
+    async fn authorization_code(&self, hash: &TokenHash) -> Result<Option<StoredCode>, StoreError> {
+        let mut conn = self.conn().await?;
+        codes::table
+            .find(hash.as_hex())
+            .select(CodeRow::as_select())
+            .first::<CodeRow>(&mut *conn)
+            .await
+            .optional()
+            .map_err(db_error)?
+            .map(CodeRow::into_domain)
+            .transpose()
+    }
+
+    async fn redeem_authorization_code(
+        &self,
+        hash: &TokenHash,
+        session: NewSession,
+        event: NewEvent,
+        keep_at_most: Option<u32>,
+        at: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let hash = hash.as_hex().to_owned();
+        in_write_tx!(self, async |conn: &mut Conn| {
+            // Only an unused code is taken; a concurrent exchange of the same code takes nothing.
+            let taken = diesel::update(codes::table.find(&hash).filter(codes::used_at.is_null()))
+                .set((
+                    codes::used_at.eq(Some(at)),
+                    codes::session_id.eq(Some(DbUuid(session.id.as_uuid()))),
+                ))
+                .execute(conn)
+                .await?;
+            if taken == 0 {
+                return Ok(false);
+            }
+            open_session(conn, &session, keep_at_most).await?;
+            record_events(conn, vec![event]).await?;
+            Ok::<_, diesel::result::Error>(true)
+        })
+    }
+}

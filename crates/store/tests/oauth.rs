@@ -1,0 +1,126 @@
+//! The OAuth store contract, run against both backends: authorization codes are kept by their
+//! hash, redeemed once together with the session they open, and go with their application.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[allow(dead_code)]
+mod support;
+
+use chrono::Duration;
+use gatehouse_domain::model::{
+    Application, ApplicationId, ApplicationName, AuthorizationCode, ClientGrant, ClientId,
+    CodeVerifier, EventType, NewApplication, NewAuthorizationCode, NewEvent, OrganizationId,
+    RedirectUri, RedirectUris, Scope, TokenHash, UserId,
+};
+use support::{account, event, now, on_both_backends, session, Db};
+use uuid::Uuid;
+
+async fn registered(db: &Db, email: &str) -> (UserId, OrganizationId) {
+    let new = account(email, "Someone");
+    let ids = (new.user.id, new.workspace.id);
+    db.store.create_account(new).await.unwrap();
+    ids
+}
+
+async fn application(db: &Db, org: OrganizationId) -> Application {
+    let app = Application {
+        id: ApplicationId::from_uuid(Uuid::now_v7()),
+        organization_id: org,
+        name: ApplicationName::parse("Billing").unwrap(),
+        client_id: ClientId::generate(Uuid::new_v4()),
+        redirect_uris: RedirectUris::new(vec![
+            RedirectUri::parse("https://app.example.com/cb").unwrap()
+        ])
+        .unwrap(),
+        is_active: true,
+        created_at: now(),
+        updated_at: now(),
+    };
+    let new = NewApplication {
+        application: app.clone(),
+        secret_hash: TokenHash::of("ghcs_x"),
+    };
+    assert!(db
+        .store
+        .create_application(new, event(EventType::ApplicationCreated, Some(org), None))
+        .await
+        .unwrap());
+    app
+}
+
+fn code_for(app: &Application, user: UserId) -> (TokenHash, AuthorizationCode) {
+    let verifier = CodeVerifier::parse(&"v".repeat(43)).unwrap();
+    let code = AuthorizationCode {
+        application_id: app.id,
+        user_id: user,
+        redirect_uri: RedirectUri::parse("https://app.example.com/cb").unwrap(),
+        challenge: verifier.challenge(),
+        scope: Scope::parse("read:user read:resources").unwrap(),
+        created_at: now(),
+        expires_at: now() + Duration::seconds(60),
+    };
+    (TokenHash::of(&format!("code-{}", Uuid::new_v4())), code)
+}
+
+fn login_event(user: UserId) -> NewEvent {
+    event(EventType::AuthLogin, None, Some(user))
+}
+
+on_both_backends! {
+    async fn a_code_is_kept_by_its_hash_and_redeemed_once_with_its_session(db: Db) {
+        let (ada, org) = registered(&db, "ada@example.com").await;
+        let app = application(&db, org).await;
+        let (hash, code) = code_for(&app, ada);
+        db.store.save_authorization_code(NewAuthorizationCode { hash: hash.clone(), code: code.clone() }).await.unwrap();
+        assert_eq!(db.store.authorization_code(&TokenHash::of("unknown")).await.unwrap(), None);
+        let stored = db.store.authorization_code(&hash).await.unwrap().unwrap();
+        assert_eq!((stored.code, stored.used_at, stored.session_id), (code.clone(), None, None));
+
+        let at = now() + Duration::seconds(5);
+        let (mut opened, refresh_hash) = session(ada, at, Duration::days(30));
+        let grant = ClientGrant { application_id: app.id, client_id: app.client_id.clone(), scope: code.scope.clone() };
+        opened.grant = Some(grant.clone());
+        assert!(db.store.redeem_authorization_code(&hash, opened.clone(), login_event(ada), None, at).await.unwrap());
+        let used = db.store.authorization_code(&hash).await.unwrap().unwrap();
+        assert_eq!((used.used_at, used.session_id), (Some(at), Some(opened.id)));
+        let live = db.store.session_by_refresh_token(&refresh_hash, at).await.unwrap().unwrap();
+        assert_eq!(live.id, opened.id);
+        assert_eq!(live.grant, Some(grant), "the session belongs to the application");
+
+        // Presented again: nothing is taken, no second session opens.
+        let (again, again_hash) = session(ada, at, Duration::days(30));
+        assert!(!db.store.redeem_authorization_code(&hash, again, login_event(ada), None, at).await.unwrap());
+        assert_eq!(db.store.session_by_refresh_token(&again_hash, at).await.unwrap(), None);
+        assert_eq!(db.store.authorization_code(&hash).await.unwrap().unwrap().session_id, Some(opened.id));
+        // A code that does not exist opens nothing either.
+        let (other, other_hash) = session(ada, at, Duration::days(30));
+        assert!(!db.store.redeem_authorization_code(&TokenHash::of("none"), other, login_event(ada), None, at).await.unwrap());
+        assert_eq!(db.store.session_by_refresh_token(&other_hash, at).await.unwrap(), None);
+    }
+
+    async fn a_password_login_session_has_no_grant(db: Db) {
+        let (ada, _) = registered(&db, "ada@example.com").await;
+        let (opened, hash) = session(ada, now(), Duration::days(30));
+        db.store.create_session(opened, login_event(ada), None).await.unwrap();
+        let live = db.store.session_by_refresh_token(&hash, now()).await.unwrap().unwrap();
+        assert_eq!(live.grant, None);
+    }
+
+    async fn deleting_the_application_ends_its_sessions_and_codes(db: Db) {
+        let (ada, org) = registered(&db, "ada@example.com").await;
+        let app = application(&db, org).await;
+        let (hash, code) = code_for(&app, ada);
+        db.store.save_authorization_code(NewAuthorizationCode { hash: hash.clone(), code: code.clone() }).await.unwrap();
+        let (mut opened, refresh_hash) = session(ada, now(), Duration::days(30));
+        opened.grant = Some(ClientGrant { application_id: app.id, client_id: app.client_id.clone(), scope: code.scope });
+        assert!(db.store.redeem_authorization_code(&hash, opened, login_event(ada), Some(10), now()).await.unwrap());
+        let (unused, _) = code_for(&app, ada);
+        let unused_code = unused.clone();
+        let (_, second) = code_for(&app, ada);
+        db.store.save_authorization_code(NewAuthorizationCode { hash: unused.clone(), code: second }).await.unwrap();
+
+        assert!(db.store.delete_application(org, app.id, event(EventType::ApplicationDeleted, Some(org), None)).await.unwrap());
+        assert_eq!(db.store.session_by_refresh_token(&refresh_hash, now()).await.unwrap(), None);
+        assert_eq!(db.store.authorization_code(&unused_code).await.unwrap(), None);
+        assert_eq!(db.store.authorization_code(&hash).await.unwrap(), None);
+    }
+}
