@@ -11,6 +11,7 @@ pub enum TokenKind {
     Invitation,
     WebhookSecret,
     ClientSecret,
+    AuthorizationCode,
 }
 
 impl TokenKind {
@@ -21,6 +22,7 @@ impl TokenKind {
             Self::Invitation => "ghi_",
             Self::WebhookSecret => "whsec_",
             Self::ClientSecret => "ghcs_",
+            Self::AuthorizationCode => "ghac_",
         }
     }
 }

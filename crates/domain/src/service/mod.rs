@@ -5,6 +5,7 @@ mod api_keys;
 mod applications;
 mod auth;
 mod members;
+mod oauth;
 mod organizations;
 mod payloads;
 mod policies;
@@ -21,6 +22,7 @@ pub use auth::{
     RefreshError, RegisterError, Registered, TokenPair, UpdateProfileError,
 };
 pub use members::{MemberError, MemberService, Removed, RoleChanged};
+pub use oauth::{Authorization, AuthorizeError, AuthorizeRequest, OAuthService};
 pub use organizations::{
     DeletedOrganization, OrganizationError, OrganizationService, RETENTION_DAYS,
 };
@@ -61,6 +63,8 @@ pub(crate) fn event(
 
 #[cfg(test)]
 mod application_tests;
+#[cfg(test)]
+mod oauth_tests;
 #[cfg(test)]
 mod policy_tests;
 #[cfg(test)]

@@ -8,8 +8,8 @@ use futures::executor::block_on;
 
 use super::{
     tests::{
-        ada_credentials, ada_in_acme, ada_in_session, ada_session, email, full_name, hash, now,
-        ready, Mocks, Seen, ACME, ADA, ADA_EMAIL, ADA_PASSWORD, ADA_SESSION, NEW_PASSWORD,
+        acme, ada_credentials, ada_in_acme, ada_in_session, ada_session, email, full_name, hash,
+        now, ready, Mocks, Seen, ACME, ADA, ADA_EMAIL, ADA_PASSWORD, ADA_SESSION, NEW_PASSWORD,
         REFRESH_TOKEN,
     },
     Actor, ChangePasswordError, LoginError, OrgAccessError, PolicyService, RefreshError,
@@ -18,9 +18,8 @@ use super::{
 use crate::{
     model::{
         ClientAddress, ConcurrentSessions, IdleMinutes, IpAllowlist, IpRange, MaxAgeDays,
-        MinLength, NewSession, Organization, OrganizationName, OrganizationPolicies,
-        OrganizationSettings, OrganizationType, PasswordError, Permission, Plan, ReuseCount, Role,
-        SessionHours, Slug,
+        MinLength, NewSession, OrganizationPolicies, PasswordError, Permission, Plan, ReuseCount,
+        Role, SessionHours,
     },
     ports::SavedPolicies,
 };
@@ -37,22 +36,6 @@ fn address(raw: &str) -> ClientAddress {
 
 fn office_only() -> IpAllowlist {
     IpAllowlist::new(true, vec![IpRange::parse("192.0.2.0/24").unwrap()]).unwrap()
-}
-
-fn acme(plan: Plan) -> Organization {
-    Organization {
-        id: ACME,
-        name: OrganizationName::parse("Acme").unwrap(),
-        slug: Slug::parse("acme").unwrap(),
-        kind: OrganizationType::Team,
-        plan,
-        is_active: true,
-        settings: OrganizationSettings::default(),
-        member_count: 2,
-        application_count: 0,
-        created_at: now() - Duration::days(300),
-        updated_at: now() - Duration::days(3),
-    }
 }
 
 fn ada_acting_in_acme(role: Role, plan: Plan) -> Actor {

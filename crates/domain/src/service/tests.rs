@@ -23,8 +23,9 @@ use super::{
 use crate::{
     model::{
         ApiKey, ApiKeyId, ApiKeyName, Email, EventType, FullName, Membership, NewApiKey, NewEvent,
-        NewSession, OrganizationId, OrganizationType, PasswordError, PasswordHash, Plan, Role,
-        SecretToken, Session, SessionId, TokenHash, TokenKind, User, UserCredentials, UserId,
+        NewSession, Organization, OrganizationId, OrganizationName, OrganizationSettings,
+        OrganizationType, PasswordError, PasswordHash, Plan, Role, SecretToken, Session, SessionId,
+        Slug, TokenHash, TokenKind, User, UserCredentials, UserId,
     },
     ports::{
         AccessClaims, MockAccountStore, MockApiKeyStore, MockApplicationStore,
@@ -123,6 +124,23 @@ pub(super) fn ada_key_for_acme() -> Principal {
         key_id: CI_KEY,
         user_id: ADA,
         organization_id: ACME,
+    }
+}
+
+/// Acme, a team on `plan`.
+pub(super) fn acme(plan: Plan) -> Organization {
+    Organization {
+        id: ACME,
+        name: OrganizationName::parse("Acme").unwrap(),
+        slug: Slug::parse("acme").unwrap(),
+        kind: OrganizationType::Team,
+        plan,
+        is_active: true,
+        settings: OrganizationSettings::default(),
+        member_count: 2,
+        application_count: 0,
+        created_at: now() - Duration::days(300),
+        updated_at: now() - Duration::days(3),
     }
 }
 

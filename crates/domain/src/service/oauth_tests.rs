@@ -1,0 +1,311 @@
+//! The authorization endpoint's decision against mocked ports: each test states one rule.
+
+use chrono::Duration;
+use futures::executor::block_on;
+use uuid::Uuid;
+
+use super::{
+    tests::{acme, ada_in_acme, now, ready, secret_of, Mocks, Seen, ACME, ADA},
+    Authorization, AuthorizeError, AuthorizeRequest, OAuthService,
+};
+use crate::model::{
+    Application, ApplicationId, ApplicationName, ClientId, CodeVerifier, NewAuthorizationCode,
+    OAuthErrorCode, Plan, RedirectUri, RedirectUris, TokenHash, TokenKind,
+};
+
+const CALLBACK: &str = "https://billing.example.com/cb";
+/// RFC 7636 Appendix B.
+const VERIFIER: &str = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
+const CHALLENGE: &str = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
+
+fn billing(uris: &[&str]) -> Application {
+    Application {
+        id: ApplicationId::from_uuid(Uuid::from_u128(0xa9)),
+        organization_id: ACME,
+        name: ApplicationName::parse("Billing").unwrap(),
+        client_id: ClientId::generate(Uuid::from_u128(0xc1)),
+        redirect_uris: RedirectUris::new(
+            uris.iter()
+                .map(|u| RedirectUri::parse(u).unwrap())
+                .collect(),
+        )
+        .unwrap(),
+        is_active: true,
+        created_at: now() - Duration::days(1),
+        updated_at: now() - Duration::days(1),
+    }
+}
+
+fn request() -> AuthorizeRequest {
+    AuthorizeRequest {
+        client_id: Some(billing(&[CALLBACK]).client_id.as_str().to_owned()),
+        redirect_uri: Some(CALLBACK.to_owned()),
+        response_type: Some("code".to_owned()),
+        scope: Some("read:user read:resources".to_owned()),
+        state: Some("xyz 1".to_owned()),
+        code_challenge: Some(CHALLENGE.to_owned()),
+        code_challenge_method: Some("S256".to_owned()),
+    }
+}
+
+impl Mocks {
+    fn application_is(&mut self, app: Option<Application>) {
+        self.applications
+            .expect_application_by_client_id()
+            .returning(move |_| ready(Ok(app.clone().map(|a| (a, TokenHash::of("s"))))));
+    }
+
+    fn acme_is_on(&mut self, plan: Plan) {
+        self.organizations
+            .expect_organization()
+            .returning(move |_| ready(Ok(Some(acme(plan)))));
+    }
+
+    fn ada_is_member(&mut self, member: bool) {
+        self.memberships
+            .expect_membership()
+            .withf(|user, org| *user == ADA && *org == ACME)
+            .returning(move |_, _| ready(Ok(member.then(ada_in_acme))));
+    }
+}
+
+fn authorize(
+    mocks: Mocks,
+    request: AuthorizeRequest,
+    signed_in: bool,
+) -> Result<Authorization, AuthorizeError> {
+    block_on(OAuthService::new(mocks.ports()).authorize(request, signed_in.then_some(ADA)))
+}
+
+fn not_redirected(result: Result<Authorization, AuthorizeError>) -> String {
+    match result {
+        Err(AuthorizeError::NotRedirectable(message)) => message,
+        other => panic!("expected an error page, got {other:?}"),
+    }
+}
+
+/// The redirect's code, error and state.
+fn redirected(result: Result<Authorization, AuthorizeError>) -> (String, Vec<(String, String)>) {
+    let redirect = match result {
+        Ok(Authorization::Granted { redirect })
+        | Err(AuthorizeError::Redirect { redirect, .. }) => redirect,
+        other => panic!("expected a redirect, got {other:?}"),
+    };
+    let url = url::Url::parse(&redirect).unwrap();
+    let base = format!(
+        "{}://{}{}",
+        url.scheme(),
+        url.host_str().unwrap(),
+        url.path()
+    );
+    (
+        base,
+        url.query_pairs()
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect(),
+    )
+}
+
+fn param<'a>(query: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    query
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+#[test]
+fn a_signed_in_member_gets_a_single_use_code_bound_to_client_uri_challenge_and_scope() {
+    let mut mocks = Mocks::new();
+    mocks.application_is(Some(billing(&[CALLBACK])));
+    mocks.acme_is_on(Plan::Enterprise);
+    mocks.ada_is_member(true);
+    let saved = Seen::<NewAuthorizationCode>::new();
+    let kept = saved.clone();
+    mocks
+        .authorization_codes
+        .expect_save_authorization_code()
+        .times(1)
+        .returning(move |new| {
+            kept.record(new);
+            ready(Ok(()))
+        });
+
+    let (base, query) = redirected(authorize(mocks, request(), true));
+
+    assert_eq!(base, CALLBACK);
+    let code = param(&query, "code").unwrap();
+    assert_eq!(code, secret_of(TokenKind::AuthorizationCode));
+    assert_eq!(param(&query, "state"), Some("xyz 1"));
+    let new = saved.only();
+    assert_eq!(new.hash, TokenHash::of(code), "kept by its hash only");
+    assert_eq!(new.code.application_id, billing(&[CALLBACK]).id);
+    assert_eq!(new.code.user_id, ADA);
+    assert_eq!(new.code.redirect_uri.as_str(), CALLBACK);
+    assert!(new
+        .code
+        .challenge
+        .is_met_by(&CodeVerifier::parse(VERIFIER).unwrap()));
+    assert_eq!(new.code.scope.to_string(), "read:user read:resources");
+    assert_eq!(
+        new.code.expires_at - new.code.created_at,
+        Duration::seconds(60)
+    );
+}
+
+#[test]
+fn nobody_signed_in_is_sent_to_sign_in_first() {
+    let mut mocks = Mocks::new();
+    mocks.application_is(Some(billing(&[CALLBACK])));
+    mocks.acme_is_on(Plan::Enterprise);
+    mocks
+        .authorization_codes
+        .expect_save_authorization_code()
+        .never();
+
+    match authorize(mocks, request(), false) {
+        Ok(Authorization::SignIn { application }) => assert_eq!(application.organization_id, ACME),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn an_unknown_inactive_or_malformed_client_gets_a_page_and_no_redirect() {
+    let mut inactive = billing(&[CALLBACK]);
+    inactive.is_active = false;
+    for app in [None, Some(inactive)] {
+        let mut mocks = Mocks::new();
+        mocks.application_is(app);
+        assert!(not_redirected(authorize(mocks, request(), true)).contains("client_id"));
+    }
+    let mut malformed = request();
+    malformed.client_id = Some("not-a-client".to_owned());
+    let mut mocks = Mocks::new();
+    mocks.applications.expect_application_by_client_id().never();
+    assert!(not_redirected(authorize(mocks, malformed, true)).contains("client_id"));
+}
+
+#[test]
+fn a_redirect_uri_that_differs_by_one_character_gets_a_page_and_no_redirect() {
+    for uri in [
+        "https://billing.example.com/cb/",
+        "https://billing.example.com/c",
+        "https://billing.example.com/cB",
+        "https://evil.example.com/cb",
+    ] {
+        let mut mocks = Mocks::new();
+        mocks.application_is(Some(billing(&[CALLBACK])));
+        let mut wrong = request();
+        wrong.redirect_uri = Some(uri.to_owned());
+        assert!(
+            not_redirected(authorize(mocks, wrong, true)).contains("redirect_uri"),
+            "{uri}"
+        );
+    }
+}
+
+#[test]
+fn without_a_redirect_uri_the_only_registered_one_is_used() {
+    let mut none = request();
+    none.redirect_uri = None;
+    let mut mocks = Mocks::new();
+    mocks.application_is(Some(billing(&[CALLBACK])));
+    mocks.acme_is_on(Plan::Enterprise);
+    assert!(matches!(
+        authorize(mocks, none.clone(), false),
+        Ok(Authorization::SignIn { .. })
+    ));
+
+    let mut mocks = Mocks::new();
+    mocks.application_is(Some(billing(&[
+        CALLBACK,
+        "https://billing.example.com/other",
+    ])));
+    assert!(not_redirected(authorize(mocks, none, false)).contains("redirect_uri"));
+}
+
+/// A change to a good request.
+type Edit = fn(&mut AuthorizeRequest);
+
+#[test]
+fn request_errors_go_back_to_the_client_with_the_rfc_code_and_the_state() {
+    let cases: Vec<(Edit, &str)> = vec![
+        (
+            |r| r.response_type = Some("token".into()),
+            "unsupported_response_type",
+        ),
+        (|r| r.response_type = None, "invalid_request"),
+        (
+            |r| r.code_challenge_method = Some("plain".into()),
+            "invalid_request",
+        ),
+        (|r| r.code_challenge_method = None, "invalid_request"),
+        (|r| r.code_challenge = None, "invalid_request"),
+        (
+            |r| r.code_challenge = Some("short".into()),
+            "invalid_request",
+        ),
+        (|r| r.scope = Some("read\"user".into()), "invalid_scope"),
+    ];
+    for (edit, expected) in cases {
+        let mut mocks = Mocks::new();
+        mocks.application_is(Some(billing(&[CALLBACK])));
+        mocks
+            .authorization_codes
+            .expect_save_authorization_code()
+            .never();
+        let mut bad = request();
+        edit(&mut bad);
+        let (base, query) = redirected(authorize(mocks, bad, true));
+        assert_eq!(base, CALLBACK);
+        assert_eq!(param(&query, "error"), Some(expected));
+        assert!(param(&query, "error_description").is_some());
+        assert_eq!(param(&query, "state"), Some("xyz 1"));
+        assert_eq!(param(&query, "code"), None);
+    }
+}
+
+#[test]
+fn below_the_enterprise_plan_or_outside_the_organization_access_is_denied() {
+    for plan in [Plan::Free, Plan::Pro, Plan::Business] {
+        let mut mocks = Mocks::new();
+        mocks.application_is(Some(billing(&[CALLBACK])));
+        mocks.acme_is_on(plan);
+        mocks
+            .authorization_codes
+            .expect_save_authorization_code()
+            .never();
+        let (_, query) = redirected(authorize(mocks, request(), true));
+        assert_eq!(param(&query, "error"), Some("access_denied"), "{plan:?}");
+        assert!(param(&query, "error_description")
+            .unwrap()
+            .contains("enterprise"));
+    }
+    let mut mocks = Mocks::new();
+    mocks.application_is(Some(billing(&[CALLBACK])));
+    mocks.acme_is_on(Plan::Enterprise);
+    mocks.ada_is_member(false);
+    mocks
+        .authorization_codes
+        .expect_save_authorization_code()
+        .never();
+    let (_, query) = redirected(authorize(mocks, request(), true));
+    assert_eq!(param(&query, "error"), Some("access_denied"));
+    assert_eq!(param(&query, "state"), Some("xyz 1"));
+}
+
+#[test]
+fn a_redirect_keeps_the_registered_uris_own_query() {
+    let with_query = "https://billing.example.com/cb?tenant=7";
+    let mut mocks = Mocks::new();
+    mocks.application_is(Some(billing(&[with_query])));
+    mocks.acme_is_on(Plan::Business);
+    let mut req = request();
+    req.redirect_uri = Some(with_query.to_owned());
+    let error = authorize(mocks, req, true);
+    assert!(
+        matches!(&error, Err(AuthorizeError::Redirect { error, .. }) if error.code == OAuthErrorCode::AccessDenied)
+    );
+    let (_, query) = redirected(error);
+    assert_eq!(param(&query, "tenant"), Some("7"));
+    assert_eq!(param(&query, "error"), Some("access_denied"));
+}
