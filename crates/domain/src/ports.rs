@@ -599,6 +599,12 @@ pub struct AccessClaims {
     pub jti: Uuid,
     pub sid: SessionId,
     pub email: String,
+    /// The application, for a token issued through the OAuth flow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// The scope granted to that application (space-separated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -133,7 +133,7 @@ pub async fn refresh(
     let mut fields = Fields::new();
     let token = fields.required("refresh_token", body.refresh_token, as_is);
     let token = fields.finish(|| token)?;
-    let access = state.auth.refresh(&token).await?;
+    let access = state.auth.refresh(&token, None).await?;
     Ok(HttpResponse::Ok()
         .insert_header(("Cache-Control", "no-store"))
         .json(TokenResponse {

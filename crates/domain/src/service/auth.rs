@@ -7,13 +7,23 @@ use serde_json::json;
 use super::{event, payloads, Principal};
 use crate::{
     model::{
-        EffectivePolicies, Email, EventType, FullName, NewOrganization, NewPassword, NewSession,
-        NewUser, Organization, OrganizationId, OrganizationName, OrganizationSettings,
-        OrganizationType, PasswordError, PasswordPolicy, Plan, SecretToken, SessionId, Slug,
-        TokenHash, TokenKind, User, UserCredentials, UserId,
+        ApplicationId, ClientGrant, EffectivePolicies, Email, EventType, FullName, NewEvent,
+        NewOrganization, NewPassword, NewSession, NewUser, Organization, OrganizationId,
+        OrganizationName, OrganizationSettings, OrganizationType, PasswordError, PasswordPolicy,
+        Plan, SecretToken, SessionId, Slug, TokenHash, TokenKind, User, UserCredentials, UserId,
     },
     ports::{AccessClaims, BoxError, NewAccount, Ports, StoreError, TokenError},
 };
+
+/// A session about to open (see [`AuthService::opening`]).
+pub(crate) struct Opening {
+    pub session: NewSession,
+    pub event: NewEvent,
+    pub keep_at_most: Option<u32>,
+    refresh_token: SecretToken,
+    policies: EffectivePolicies,
+    user: User,
+}
 
 /// Lifetimes and names that go into tokens.
 #[derive(Clone, Debug)]
@@ -325,8 +335,27 @@ impl AuthService {
         {
             return Err(LoginError::PasswordExpired);
         }
-        let user = credentials.user;
+        let opening = self.opening(credentials.user, policies, None, now);
+        self.ports
+            .sessions
+            .create_session(
+                opening.session.clone(),
+                opening.event.clone(),
+                opening.keep_at_most,
+            )
+            .await?;
+        Ok(self.tokens_for(opening).await?)
+    }
 
+    /// The session a sign-in opens for the user under their policies (and, through OAuth, for
+    /// an application): what the store records, in whichever transaction the caller opens it.
+    pub(crate) fn opening(
+        &self,
+        user: User,
+        policies: EffectivePolicies,
+        grant: Option<ClientGrant>,
+        now: DateTime<Utc>,
+    ) -> Opening {
         let refresh_token = self.ports.random.secret(TokenKind::Refresh);
         let mut expires_at = now + self.settings.refresh_token_ttl;
         if let Some(session) = &policies.session {
@@ -338,9 +367,9 @@ impl AuthService {
             refresh_token_hash: refresh_token.hash(),
             created_at: now,
             expires_at,
-            grant: None,
+            grant,
         };
-        let login_event = event(
+        let event = event(
             &self.ports,
             now,
             EventType::AuthLogin,
@@ -348,28 +377,48 @@ impl AuthService {
             Some(user.id),
             json!({ "user_id": user.id, "session_id": session.id }),
         );
-        let session_id = session.id;
         let keep_at_most = policies
             .session
             .map(|policy| policy.max_concurrent_sessions.get());
-        self.ports
-            .sessions
-            .create_session(session, login_event, keep_at_most)
-            .await?;
-        let not_after = access_token_bound(&policies, now, expires_at);
+        Opening {
+            session,
+            event,
+            keep_at_most,
+            refresh_token,
+            policies,
+            user,
+        }
+    }
+
+    /// The tokens of a session that opened.
+    pub(crate) async fn tokens_for(&self, opening: Opening) -> Result<TokenPair, TokenError> {
+        let now = opening.session.created_at;
+        let not_after = access_token_bound(&opening.policies, now, opening.session.expires_at);
         let access = self
-            .issue_access_token(&user, session_id, now, not_after)
+            .issue_access_token(
+                &opening.user,
+                opening.session.id,
+                opening.session.grant.as_ref(),
+                now,
+                not_after,
+            )
             .await?;
         Ok(TokenPair {
             access,
-            refresh_token,
+            refresh_token: opening.refresh_token,
         })
     }
 
     /// A new access token for a live session. The refresh token itself is not rotated (spec).
     /// The user's session policy is checked as it stands now: a session idle for longer than the
-    /// idle timeout, or older than the maximum duration, is refused.
-    pub async fn refresh(&self, refresh_token: &str) -> Result<AccessToken, RefreshError> {
+    /// idle timeout, or older than the maximum duration, is refused. `application` is the
+    /// client refreshing through OAuth: a session an application was granted refreshes only
+    /// for that application, and a password login's session only outside OAuth.
+    pub async fn refresh(
+        &self,
+        refresh_token: &str,
+        application: Option<ApplicationId>,
+    ) -> Result<AccessToken, RefreshError> {
         let now = self.ports.clock.now();
         let hash = TokenHash::of(refresh_token);
         let session = self
@@ -377,6 +426,7 @@ impl AuthService {
             .sessions
             .session_by_refresh_token(&hash, now)
             .await?
+            .filter(|session| session.grant.as_ref().map(|g| g.application_id) == application)
             .ok_or(RefreshError::InvalidToken)?;
         let credentials = self
             .ports
@@ -410,7 +460,13 @@ impl AuthService {
         }
         let not_after = access_token_bound(&policies, now, ends_at);
         Ok(self
-            .issue_access_token(&credentials.user, session.id, now, not_after)
+            .issue_access_token(
+                &credentials.user,
+                session.id,
+                session.grant.as_ref(),
+                now,
+                not_after,
+            )
             .await?)
     }
 
@@ -630,6 +686,7 @@ impl AuthService {
         &self,
         user: &User,
         session_id: SessionId,
+        grant: Option<&ClientGrant>,
         now: DateTime<Utc>,
         not_after: DateTime<Utc>,
     ) -> Result<AccessToken, TokenError> {
@@ -644,6 +701,8 @@ impl AuthService {
             jti: self.ports.random.uuid(),
             sid: session_id,
             email: user.email.as_ref().to_owned(),
+            client_id: grant.map(|g| g.client_id.as_str().to_owned()),
+            scope: grant.map(|g| g.scope.to_string()),
         };
         Ok(AccessToken {
             access_token: self.ports.signer.sign(&claims).await?,

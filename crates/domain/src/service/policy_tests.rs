@@ -277,7 +277,7 @@ fn policies_of_an_organization_whose_plan_lapsed_are_not_enforced() {
 }
 
 fn refresh_with(mocks: Mocks) -> Result<super::AccessToken, RefreshError> {
-    block_on(mocks.auth().refresh(REFRESH_TOKEN))
+    block_on(mocks.auth().refresh(REFRESH_TOKEN, None))
 }
 
 #[test]

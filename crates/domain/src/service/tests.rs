@@ -22,10 +22,11 @@ use super::{
 };
 use crate::{
     model::{
-        ApiKey, ApiKeyId, ApiKeyName, Email, EventType, FullName, Membership, NewApiKey, NewEvent,
-        NewSession, Organization, OrganizationId, OrganizationName, OrganizationSettings,
-        OrganizationType, PasswordError, PasswordHash, Plan, Role, SecretToken, Session, SessionId,
-        Slug, TokenHash, TokenKind, User, UserCredentials, UserId,
+        ApiKey, ApiKeyId, ApiKeyName, ApplicationId, ClientGrant, ClientId, Email, EventType,
+        FullName, Membership, NewApiKey, NewEvent, NewSession, Organization, OrganizationId,
+        OrganizationName, OrganizationSettings, OrganizationType, PasswordError, PasswordHash,
+        Plan, Role, Scope, SecretToken, Session, SessionId, Slug, TokenHash, TokenKind, User,
+        UserCredentials, UserId,
     },
     ports::{
         AccessClaims, MockAccountStore, MockApiKeyStore, MockApplicationStore,
@@ -175,6 +176,8 @@ fn claims_of_ada() -> AccessClaims {
         jti: Uuid::from_u128(0x7),
         sid: ADA_SESSION,
         email: ADA_EMAIL.to_owned(),
+        client_id: None,
+        scope: None,
     }
 }
 
@@ -750,7 +753,7 @@ fn refresh_with_an_unknown_expired_or_revoked_token_is_invalid() {
     mocks.accounts.expect_credentials_by_id().never();
     mocks.signer.expect_sign().never();
 
-    let result = block_on(mocks.auth().refresh(REFRESH_TOKEN));
+    let result = block_on(mocks.auth().refresh(REFRESH_TOKEN, None));
 
     assert!(matches!(result, Err(RefreshError::InvalidToken)));
 }
@@ -772,7 +775,7 @@ fn refresh_of_a_live_session_signs_a_new_access_token_for_the_same_session() {
     mocks.ada_is_registered();
     let signed = mocks.signer_signs();
 
-    let access = block_on(mocks.auth().refresh(REFRESH_TOKEN)).unwrap();
+    let access = block_on(mocks.auth().refresh(REFRESH_TOKEN, None)).unwrap();
     let claims = signed.only();
 
     assert_eq!(claims.sid, ADA_SESSION);
@@ -780,6 +783,66 @@ fn refresh_of_a_live_session_signs_a_new_access_token_for_the_same_session() {
     assert_eq!(claims.exp, now().timestamp() + 3600);
     assert_eq!(access.access_token, SIGNED);
     assert_eq!(access.expires_in, 3600);
+}
+
+/// Ada's session, granted to an application through OAuth.
+fn ada_session_granted_to(application: ApplicationId) -> Session {
+    Session {
+        grant: Some(ClientGrant {
+            application_id: application,
+            client_id: ClientId::generate(Uuid::from_u128(0xc1)),
+            scope: Scope::parse("read:user").unwrap(),
+        }),
+        ..ada_session()
+    }
+}
+
+#[test]
+fn a_session_granted_to_an_application_refreshes_only_for_it_with_its_client_id_and_scope() {
+    let billing = ApplicationId::from_uuid(Uuid::from_u128(0xa9));
+    let other = ApplicationId::from_uuid(Uuid::from_u128(0xa8));
+    for refused in [None, Some(other)] {
+        let mut mocks = Mocks::new();
+        mocks
+            .sessions
+            .expect_session_by_refresh_token()
+            .returning(move |_, _| ready(Ok(Some(ada_session_granted_to(billing)))));
+        mocks.sessions.expect_touch_session().never();
+        mocks.signer.expect_sign().never();
+        let result = block_on(mocks.auth().refresh(REFRESH_TOKEN, refused));
+        assert!(
+            matches!(result, Err(RefreshError::InvalidToken)),
+            "{refused:?}"
+        );
+    }
+    // A password login's session does not refresh through OAuth either.
+    let mut mocks = Mocks::new();
+    mocks
+        .sessions
+        .expect_session_by_refresh_token()
+        .returning(|_, _| ready(Ok(Some(ada_session()))));
+    mocks.signer.expect_sign().never();
+    let result = block_on(mocks.auth().refresh(REFRESH_TOKEN, Some(billing)));
+    assert!(matches!(result, Err(RefreshError::InvalidToken)));
+
+    let mut mocks = Mocks::new();
+    mocks
+        .sessions
+        .expect_session_by_refresh_token()
+        .returning(move |_, _| ready(Ok(Some(ada_session_granted_to(billing)))));
+    mocks
+        .sessions
+        .expect_touch_session()
+        .returning(|_, _| ready(Ok(true)));
+    mocks.ada_is_registered();
+    let signed = mocks.signer_signs();
+    block_on(mocks.auth().refresh(REFRESH_TOKEN, Some(billing))).unwrap();
+    let claims = signed.only();
+    assert_eq!(
+        claims.client_id.as_deref(),
+        Some("ghc_000000000000000000000000000000c1")
+    );
+    assert_eq!(claims.scope.as_deref(), Some("read:user"));
 }
 
 #[test]
@@ -796,7 +859,7 @@ fn refresh_for_a_user_who_is_gone_is_invalid() {
         .returning(|_| ready(Ok(None)));
     mocks.signer.expect_sign().never();
 
-    let result = block_on(mocks.auth().refresh(REFRESH_TOKEN));
+    let result = block_on(mocks.auth().refresh(REFRESH_TOKEN, None));
 
     assert!(matches!(result, Err(RefreshError::InvalidToken)));
 }

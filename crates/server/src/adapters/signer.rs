@@ -510,7 +510,36 @@ mod tests {
             jti: Uuid::now_v7(),
             sid: SessionId::from_uuid(Uuid::now_v7()),
             email: "ada@example.com".into(),
+            client_id: None,
+            scope: None,
         }
+    }
+
+    /// The token's payload, as JSON, without checking anything.
+    fn payload_of(token: &str) -> serde_json::Value {
+        use base64::Engine as _;
+        let payload = token.split('.').nth(1).unwrap();
+        let bytes = URL_SAFE_NO_PAD.decode(payload).unwrap();
+        serde_json::from_slice(&bytes).unwrap()
+    }
+
+    #[tokio::test]
+    async fn oauth_tokens_carry_client_id_and_scope_and_others_do_not() {
+        let store = Arc::new(MemStore::default());
+        let ring = ring(&store, &TestClock::new()).await;
+        let plain = ring.sign(&claims()).await.unwrap();
+        let payload = payload_of(&plain);
+        assert!(payload.get("client_id").is_none(), "{payload}");
+        assert!(payload.get("scope").is_none(), "{payload}");
+
+        let mut granted = claims();
+        granted.client_id = Some("ghc_00000000000000000000000000000abc".into());
+        granted.scope = Some("read:user read:resources".into());
+        let token = ring.sign(&granted).await.unwrap();
+        let payload = payload_of(&token);
+        assert_eq!(payload["client_id"], "ghc_00000000000000000000000000000abc");
+        assert_eq!(payload["scope"], "read:user read:resources");
+        assert_eq!(ring.verify(&token).await.unwrap(), granted);
     }
 
     fn kid_of_token(token: &str) -> String {
