@@ -621,7 +621,10 @@ impl AuthService {
     }
 
     /// What the user's organizations demand of them together.
-    async fn policies_of(&self, user_id: UserId) -> Result<EffectivePolicies, StoreError> {
+    pub(crate) async fn policies_of(
+        &self,
+        user_id: UserId,
+    ) -> Result<EffectivePolicies, StoreError> {
         Ok(fold(
             &self.ports.policies.policies_of_member(user_id).await?,
         ))

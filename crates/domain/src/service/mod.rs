@@ -22,7 +22,10 @@ pub use auth::{
     RefreshError, RegisterError, Registered, TokenPair, UpdateProfileError,
 };
 pub use members::{MemberError, MemberService, Removed, RoleChanged};
-pub use oauth::{Authorization, AuthorizeError, AuthorizeRequest, OAuthService};
+pub use oauth::{
+    Authorization, AuthorizeError, AuthorizeRequest, ClientCredentials, OAuthService, OAuthTokens,
+    TokenEndpointError, TokenGrant,
+};
 pub use organizations::{
     DeletedOrganization, OrganizationError, OrganizationService, RETENTION_DAYS,
 };

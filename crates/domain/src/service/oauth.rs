@@ -2,16 +2,19 @@
 //! where. The HTTP layer turns the answer into a page, a redirect to the login page, or a
 //! redirect back to the client.
 
-use chrono::Duration;
+use chrono::{DateTime, Duration, Utc};
+use serde_json::json;
 use url::Url;
 
+use super::{event, AuthService, RefreshError};
 use crate::{
     model::{
-        Application, AuthorizationCode, ClientId, CodeChallenge, Feature, NewAuthorizationCode,
-        OAuthError, OAuthErrorCode, RedirectUri, Scope, State, TokenKind, UserId,
-        AUTHORIZATION_CODE_SECONDS,
+        client_secret_matches, Application, AuthorizationCode, ClientGrant, ClientId,
+        CodeChallenge, CodeVerifier, EventType, Feature, NewAuthorizationCode, OAuthError,
+        OAuthErrorCode, RedirectUri, Scope, SecretToken, SessionId, State, TokenHash, TokenKind,
+        UserId, AUTHORIZATION_CODE_SECONDS,
     },
-    ports::{Ports, StoreError},
+    ports::{BoxError, Ports, StoreError},
 };
 
 /// The authorization request's parameters, as the client sent them.
@@ -52,11 +55,13 @@ pub enum AuthorizeError {
 #[derive(Clone)]
 pub struct OAuthService {
     ports: Ports,
+    /// Opens and refreshes sessions the way a password login does (policies, limits, tokens).
+    auth: AuthService,
 }
 
 impl OAuthService {
-    pub fn new(ports: Ports) -> Self {
-        Self { ports }
+    pub fn new(ports: Ports, auth: AuthService) -> Self {
+        Self { ports, auth }
     }
 
     /// Decides an authorization request for the person signed in (`user`), if any.
@@ -97,13 +102,7 @@ impl OAuthService {
         let Some(user) = user else {
             return Ok(Authorization::SignIn { application });
         };
-        if self
-            .ports
-            .memberships
-            .membership(user, application.organization_id)
-            .await?
-            .is_none()
-        {
+        if !self.is_member(user, &application).await? {
             let error = OAuthError::new(
                 OAuthErrorCode::AccessDenied,
                 "the signed-in user is not a member of the application's organization",
@@ -208,5 +207,263 @@ fn redirect_with(uri: &RedirectUri, parameters: &[(&str, &str)], state: Option<&
         }
         // A registered URI always parses; should one not, the client gets nothing.
         Err(_) => uri.as_str().to_owned(),
+    }
+}
+
+/// How the client authenticated at the token endpoint (`client_secret_basic` or
+/// `client_secret_post`; the HTTP layer reads either).
+#[derive(Clone, PartialEq, Eq)]
+pub struct ClientCredentials {
+    pub client_id: String,
+    pub client_secret: SecretToken,
+}
+
+impl std::fmt::Debug for ClientCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientCredentials")
+            .field("client_id", &self.client_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A token request's grant.
+#[derive(Clone, PartialEq, Eq)]
+pub enum TokenGrant {
+    AuthorizationCode {
+        code: String,
+        redirect_uri: Option<String>,
+        code_verifier: Option<String>,
+    },
+    RefreshToken {
+        refresh_token: String,
+    },
+}
+
+/// The token endpoint's answer (RFC 6749 §5.1).
+#[derive(Clone, PartialEq, Eq)]
+pub struct OAuthTokens {
+    pub access_token: String,
+    pub expires_in: i64,
+    /// Issued by the code exchange; a refresh answers without one (the token is not rotated).
+    pub refresh_token: Option<SecretToken>,
+    pub scope: Scope,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TokenEndpointError {
+    /// An RFC 6749 §5.2 error; `invalid_client` is a `401`, the others `400`.
+    #[error(transparent)]
+    OAuth(#[from] OAuthError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("issuing the token failed")]
+    Internal(#[source] BoxError),
+}
+
+impl OAuthService {
+    /// The token endpoint: exchanges a code (with its PKCE verifier) or refreshes, for an
+    /// authenticated client.
+    pub async fn token(
+        &self,
+        client: ClientCredentials,
+        grant: TokenGrant,
+    ) -> Result<OAuthTokens, TokenEndpointError> {
+        let application = self.authenticated(&client).await?;
+        match grant {
+            TokenGrant::AuthorizationCode {
+                code,
+                redirect_uri,
+                code_verifier,
+            } => {
+                self.exchange(&application, &code, redirect_uri, code_verifier)
+                    .await
+            }
+            TokenGrant::RefreshToken { refresh_token } => {
+                self.refresh(&application, &refresh_token).await
+            }
+        }
+    }
+
+    /// The active application whose client id and secret these are; `invalid_client`
+    /// otherwise, the same whichever part was wrong.
+    async fn authenticated(&self, client: &ClientCredentials) -> Result<Application, OAuthError> {
+        let invalid = || {
+            OAuthError::new(
+                OAuthErrorCode::InvalidClient,
+                "client authentication failed",
+            )
+        };
+        let Some(client_id) = ClientId::parse(&client.client_id) else {
+            return Err(invalid());
+        };
+        let found = self
+            .ports
+            .applications
+            .application_by_client_id(&client_id)
+            .await
+            .map_err(|_| OAuthError::new(OAuthErrorCode::TemporarilyUnavailable, "try again"))?;
+        match found {
+            Some((application, hash))
+                if application.is_active && client_secret_matches(&client.client_secret, &hash) =>
+            {
+                Ok(application)
+            }
+            _ => Err(invalid()),
+        }
+    }
+
+    async fn exchange(
+        &self,
+        application: &Application,
+        code: &str,
+        redirect_uri: Option<String>,
+        verifier: Option<String>,
+    ) -> Result<OAuthTokens, TokenEndpointError> {
+        let now = self.ports.clock.now();
+        let hash = TokenHash::of(code);
+        let invalid = |why: &str| OAuthError::invalid_grant(why);
+        let stored = self
+            .ports
+            .authorization_codes
+            .authorization_code(&hash)
+            .await?
+            .ok_or_else(|| invalid("unknown authorization code"))?;
+        if stored.code.application_id != application.id {
+            return Err(invalid("the code was issued to another client").into());
+        }
+        if stored.used_at.is_some() {
+            // Presented twice: someone else may hold it. What the first use issued ends now.
+            if let Some(session) = stored.session_id {
+                self.end_session(session, stored.code.user_id, now).await?;
+            }
+            return Err(invalid(
+                "the authorization code was used already; the tokens it issued are revoked",
+            )
+            .into());
+        }
+        if now >= stored.code.expires_at {
+            return Err(invalid("the authorization code expired").into());
+        }
+        if redirect_uri.as_deref() != Some(stored.code.redirect_uri.as_str()) {
+            return Err(invalid("redirect_uri must be the one the code was issued for").into());
+        }
+        let verifier = CodeVerifier::parse(verifier.as_deref().unwrap_or_default())?;
+        if !stored.code.challenge.is_met_by(&verifier) {
+            return Err(invalid("code_verifier does not match the code_challenge").into());
+        }
+        let user = stored.code.user_id;
+        if !self.is_member(user, application).await? {
+            return Err(invalid(
+                "the user is no longer a member of the application's organization",
+            )
+            .into());
+        }
+        let credentials = self
+            .ports
+            .accounts
+            .credentials_by_id(user)
+            .await?
+            .ok_or_else(|| invalid("the user is gone"))?;
+        let policies = self.auth.policies_of(user).await?;
+        if policies
+            .password
+            .is_expired(credentials.password_changed_at, now)
+        {
+            return Err(invalid("the user's password expired; they must renew it").into());
+        }
+        let grant = ClientGrant {
+            application_id: application.id,
+            client_id: application.client_id.clone(),
+            scope: stored.code.scope.clone(),
+        };
+        let opening = self
+            .auth
+            .opening(credentials.user, policies, Some(grant), now);
+        let redeemed = self
+            .ports
+            .authorization_codes
+            .redeem_authorization_code(
+                &hash,
+                opening.session.clone(),
+                opening.event.clone(),
+                opening.keep_at_most,
+                now,
+            )
+            .await?;
+        if !redeemed {
+            // A concurrent exchange took it between the read and now.
+            return Err(invalid("the authorization code was used already").into());
+        }
+        let tokens = self
+            .auth
+            .tokens_for(opening)
+            .await
+            .map_err(|e| TokenEndpointError::Internal(Box::new(e)))?;
+        Ok(OAuthTokens {
+            access_token: tokens.access.access_token,
+            expires_in: tokens.access.expires_in,
+            refresh_token: Some(tokens.refresh_token),
+            scope: stored.code.scope,
+        })
+    }
+
+    async fn refresh(
+        &self,
+        application: &Application,
+        refresh_token: &str,
+    ) -> Result<OAuthTokens, TokenEndpointError> {
+        let now = self.ports.clock.now();
+        let session = self
+            .ports
+            .sessions
+            .session_by_refresh_token(&TokenHash::of(refresh_token), now)
+            .await?;
+        let scope = session
+            .and_then(|session| session.grant)
+            .map(|grant| grant.scope)
+            .unwrap_or_default();
+        let access = self
+            .auth
+            .refresh(refresh_token, Some(application.id))
+            .await
+            .map_err(|error| match error {
+                RefreshError::Store(e) => TokenEndpointError::Store(e),
+                RefreshError::Internal(e) => TokenEndpointError::Internal(e),
+                other => OAuthError::invalid_grant(other.to_string()).into(),
+            })?;
+        Ok(OAuthTokens {
+            access_token: access.access_token,
+            expires_in: access.expires_in,
+            refresh_token: None,
+            scope,
+        })
+    }
+
+    /// Whether the user is an active member of the application's (live) organization.
+    async fn is_member(&self, user: UserId, application: &Application) -> Result<bool, StoreError> {
+        Ok(self
+            .ports
+            .memberships
+            .membership(user, application.organization_id)
+            .await?
+            .is_some())
+    }
+
+    async fn end_session(
+        &self,
+        session: SessionId,
+        user: UserId,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let ended = event(
+            &self.ports,
+            now,
+            EventType::AuthLogout,
+            None,
+            Some(user),
+            json!({ "user_id": user, "session_id": session, "reason": "authorization code reused" }),
+        );
+        self.ports.sessions.end_session(session, now, ended).await?;
+        Ok(())
     }
 }

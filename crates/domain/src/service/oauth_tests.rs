@@ -5,12 +5,14 @@ use futures::executor::block_on;
 use uuid::Uuid;
 
 use super::{
-    tests::{acme, ada_in_acme, now, ready, secret_of, Mocks, Seen, ACME, ADA},
-    Authorization, AuthorizeError, AuthorizeRequest, OAuthService,
+    tests::{acme, ada_in_acme, now, ready, secret_of, settings, Mocks, Seen, ACME, ADA},
+    AuthService, Authorization, AuthorizeError, AuthorizeRequest, ClientCredentials, OAuthService,
+    OAuthTokens, TokenEndpointError, TokenGrant,
 };
 use crate::model::{
-    Application, ApplicationId, ApplicationName, ClientId, CodeVerifier, NewAuthorizationCode,
-    OAuthErrorCode, Plan, RedirectUri, RedirectUris, TokenHash, TokenKind,
+    Application, ApplicationId, ApplicationName, AuthorizationCode, ClientId, CodeVerifier,
+    NewAuthorizationCode, NewSession, OAuthErrorCode, Plan, RedirectUri, RedirectUris, Scope,
+    SecretToken, SessionId, StoredCode, TokenHash, TokenKind,
 };
 
 const CALLBACK: &str = "https://billing.example.com/cb";
@@ -49,6 +51,11 @@ fn request() -> AuthorizeRequest {
 }
 
 impl Mocks {
+    fn oauth(self) -> OAuthService {
+        let ports = self.ports();
+        OAuthService::new(ports.clone(), AuthService::new(ports, settings()))
+    }
+
     fn application_is(&mut self, app: Option<Application>) {
         self.applications
             .expect_application_by_client_id()
@@ -74,7 +81,7 @@ fn authorize(
     request: AuthorizeRequest,
     signed_in: bool,
 ) -> Result<Authorization, AuthorizeError> {
-    block_on(OAuthService::new(mocks.ports()).authorize(request, signed_in.then_some(ADA)))
+    block_on(mocks.oauth().authorize(request, signed_in.then_some(ADA)))
 }
 
 fn not_redirected(result: Result<Authorization, AuthorizeError>) -> String {
@@ -308,4 +315,255 @@ fn a_redirect_keeps_the_registered_uris_own_query() {
     let (_, query) = redirected(error);
     assert_eq!(param(&query, "tenant"), Some("7"));
     assert_eq!(param(&query, "error"), Some("access_denied"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The token endpoint
+// ---------------------------------------------------------------------------------------------
+
+const CLIENT_SECRET: &str = "ghcs_the-secret";
+const CODE: &str = "ghac_the-code";
+
+fn credentials(secret: &str) -> ClientCredentials {
+    ClientCredentials {
+        client_id: billing(&[CALLBACK]).client_id.as_str().to_owned(),
+        client_secret: SecretToken::new(secret.to_owned()),
+    }
+}
+
+fn exchange(verifier: &str, redirect_uri: &str) -> TokenGrant {
+    TokenGrant::AuthorizationCode {
+        code: CODE.to_owned(),
+        redirect_uri: Some(redirect_uri.to_owned()),
+        code_verifier: Some(verifier.to_owned()),
+    }
+}
+
+fn stored(used: Option<SessionId>, expires_in: i64) -> StoredCode {
+    StoredCode {
+        code: AuthorizationCode {
+            application_id: billing(&[CALLBACK]).id,
+            user_id: ADA,
+            redirect_uri: RedirectUri::parse(CALLBACK).unwrap(),
+            challenge: CodeVerifier::parse(VERIFIER).unwrap().challenge(),
+            scope: Scope::parse("read:user").unwrap(),
+            created_at: now() - Duration::seconds(10),
+            expires_at: now() + Duration::seconds(expires_in),
+        },
+        used_at: used.map(|_| now() - Duration::seconds(5)),
+        session_id: used,
+    }
+}
+
+impl Mocks {
+    fn client_is_billing(&mut self) {
+        self.applications
+            .expect_application_by_client_id()
+            .returning(|_| {
+                ready(Ok(Some((
+                    billing(&[CALLBACK]),
+                    TokenHash::of(CLIENT_SECRET),
+                ))))
+            });
+    }
+
+    fn code_is(&mut self, code: StoredCode) {
+        self.authorization_codes
+            .expect_authorization_code()
+            .withf(|hash| *hash == TokenHash::of(CODE))
+            .returning(move |_| ready(Ok(Some(code.clone()))));
+    }
+}
+
+fn token(
+    mocks: Mocks,
+    client: ClientCredentials,
+    grant: TokenGrant,
+) -> Result<OAuthTokens, OAuthErrorCode> {
+    match block_on(mocks.oauth().token(client, grant)) {
+        Ok(tokens) => Ok(tokens),
+        Err(TokenEndpointError::OAuth(error)) => Err(error.code),
+        Err(other) => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_code_is_exchanged_once_with_its_verifier_for_tokens_bound_to_the_client() {
+    let mut mocks = Mocks::new();
+    mocks.client_is_billing();
+    mocks.code_is(stored(None, 50));
+    mocks.ada_is_member(true);
+    mocks.ada_is_registered();
+    mocks.policies_are(vec![]);
+    let opened = Seen::<NewSession>::new();
+    let kept = opened.clone();
+    mocks
+        .authorization_codes
+        .expect_redeem_authorization_code()
+        .withf(|hash, _, _, _, at| *hash == TokenHash::of(CODE) && *at == now())
+        .times(1)
+        .returning(move |_, session, _, _, _| {
+            kept.record(session);
+            ready(Ok(true))
+        });
+    let signed = mocks.signer_signs();
+
+    let tokens = token(
+        mocks,
+        credentials(CLIENT_SECRET),
+        exchange(VERIFIER, CALLBACK),
+    )
+    .unwrap();
+
+    let session = opened.only();
+    let grant = session.grant.unwrap();
+    assert_eq!(grant.application_id, billing(&[CALLBACK]).id);
+    assert_eq!(grant.scope.to_string(), "read:user");
+    let refresh = tokens.refresh_token.unwrap();
+    assert_eq!(session.refresh_token_hash, refresh.hash());
+    assert_eq!(tokens.scope.to_string(), "read:user");
+    let claims = signed.only();
+    assert_eq!(claims.sub, ADA);
+    assert_eq!(
+        claims.client_id.as_deref(),
+        Some(billing(&[CALLBACK]).client_id.as_str())
+    );
+    assert_eq!(claims.scope.as_deref(), Some("read:user"));
+}
+
+#[test]
+fn a_wrong_unknown_or_inactive_client_is_an_invalid_client() {
+    let mut mocks = Mocks::new();
+    mocks.client_is_billing();
+    mocks
+        .authorization_codes
+        .expect_authorization_code()
+        .never();
+    assert_eq!(
+        token(
+            mocks,
+            credentials("ghcs_wrong"),
+            exchange(VERIFIER, CALLBACK)
+        )
+        .err(),
+        Some(OAuthErrorCode::InvalidClient)
+    );
+    let mut inactive = billing(&[CALLBACK]);
+    inactive.is_active = false;
+    let mut mocks = Mocks::new();
+    mocks
+        .applications
+        .expect_application_by_client_id()
+        .returning(move |_| ready(Ok(Some((inactive.clone(), TokenHash::of(CLIENT_SECRET))))));
+    assert_eq!(
+        token(
+            mocks,
+            credentials(CLIENT_SECRET),
+            exchange(VERIFIER, CALLBACK)
+        )
+        .err(),
+        Some(OAuthErrorCode::InvalidClient)
+    );
+    let mut mocks = Mocks::new();
+    mocks.applications.expect_application_by_client_id().never();
+    let mut unknown = credentials(CLIENT_SECRET);
+    unknown.client_id = "nobody".to_owned();
+    assert_eq!(
+        token(mocks, unknown, exchange(VERIFIER, CALLBACK)).err(),
+        Some(OAuthErrorCode::InvalidClient)
+    );
+}
+
+#[test]
+fn a_wrong_verifier_redirect_uri_or_an_expired_code_is_an_invalid_grant_and_opens_nothing() {
+    let other_verifier = "a".repeat(43);
+    let cases = [
+        (stored(None, 50), exchange(&other_verifier, CALLBACK)),
+        (
+            stored(None, 50),
+            exchange(VERIFIER, "https://billing.example.com/cb/"),
+        ),
+        (stored(None, 0), exchange(VERIFIER, CALLBACK)),
+    ];
+    for (code, grant) in cases {
+        let mut mocks = Mocks::new();
+        mocks.client_is_billing();
+        mocks.code_is(code);
+        mocks.ada_is_member(true);
+        mocks
+            .authorization_codes
+            .expect_redeem_authorization_code()
+            .never();
+        mocks.signer.expect_sign().never();
+        assert_eq!(
+            token(mocks, credentials(CLIENT_SECRET), grant).err(),
+            Some(OAuthErrorCode::InvalidGrant)
+        );
+    }
+}
+
+#[test]
+fn a_code_used_twice_fails_and_ends_what_its_first_use_issued() {
+    let first = SessionId::from_uuid(Uuid::from_u128(0x5e55));
+    let mut mocks = Mocks::new();
+    mocks.client_is_billing();
+    mocks.code_is(stored(Some(first), 50));
+    mocks
+        .authorization_codes
+        .expect_redeem_authorization_code()
+        .never();
+    let ended = Seen::<SessionId>::new();
+    let kept = ended.clone();
+    mocks
+        .sessions
+        .expect_end_session()
+        .times(1)
+        .returning(move |id, _, _| {
+            kept.record(id);
+            ready(Ok(true))
+        });
+
+    assert_eq!(
+        token(
+            mocks,
+            credentials(CLIENT_SECRET),
+            exchange(VERIFIER, CALLBACK)
+        )
+        .err(),
+        Some(OAuthErrorCode::InvalidGrant)
+    );
+    assert_eq!(ended.only(), first);
+}
+
+#[test]
+fn another_clients_code_or_an_unknown_code_is_an_invalid_grant() {
+    let mut theirs = stored(None, 50);
+    theirs.code.application_id = ApplicationId::from_uuid(Uuid::from_u128(0xbad));
+    let mut mocks = Mocks::new();
+    mocks.client_is_billing();
+    mocks.code_is(theirs);
+    assert_eq!(
+        token(
+            mocks,
+            credentials(CLIENT_SECRET),
+            exchange(VERIFIER, CALLBACK)
+        )
+        .err(),
+        Some(OAuthErrorCode::InvalidGrant)
+    );
+    let mut mocks = Mocks::new();
+    mocks.client_is_billing();
+    mocks
+        .authorization_codes
+        .expect_authorization_code()
+        .returning(|_| ready(Ok(None)));
+    assert_eq!(
+        token(
+            mocks,
+            credentials(CLIENT_SECRET),
+            exchange(VERIFIER, CALLBACK)
+        )
+        .err(),
+        Some(OAuthErrorCode::InvalidGrant)
+    );
 }

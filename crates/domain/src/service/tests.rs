@@ -181,7 +181,7 @@ fn claims_of_ada() -> AccessClaims {
     }
 }
 
-fn settings() -> AuthSettings {
+pub(super) fn settings() -> AuthSettings {
     AuthSettings::new(ISSUER.to_owned())
 }
 
