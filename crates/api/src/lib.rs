@@ -29,6 +29,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/readyz", web::get().to(health::readyz))
         .service(resource("/.well-known/jwks.json").route(web::get().to(auth::jwks)))
         .service(resource("/sso/saml/{id}/metadata").route(web::get().to(sso::metadata)))
+        .service(resource("/oauth/token").route(web::post().to(oauth::token)))
         .service(
             web::scope("/api/v1")
                 .service(resource("/auth/register").route(web::post().to(auth::register)))

@@ -8,7 +8,7 @@ use utoipa::{
 use crate::{
     error::{ErrorBody, FieldError, ValidationErrorBody},
     routes::{
-        api_keys, applications, auth, health, members, organizations, policies, sso, users,
+        api_keys, applications, auth, health, members, oauth, organizations, policies, sso, users,
         webhooks,
     },
 };
@@ -49,6 +49,7 @@ use crate::{
         sso::get,
         sso::update,
         sso::metadata,
+        oauth::token,
         members::list,
         members::invite,
         members::change_role,
@@ -80,6 +81,7 @@ use crate::{
         (name = "users", description = "The caller's profile"),
         (name = "organizations", description = "Organizations the caller belongs to"),
         (name = "members", description = "Members, invitations, roles"),
+        (name = "oauth", description = "OAuth 2.0 authorization code with PKCE (enterprise plan); errors are RFC 6749 bodies"),
         (name = "applications", description = "OAuth clients of an organization"),
         (name = "policies", description = "Policies and branding (business and enterprise plans)"),
         (name = "sso", description = "SAML single sign-on configuration (business and enterprise plans)"),

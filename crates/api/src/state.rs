@@ -3,8 +3,8 @@ use gatehouse_domain::{
     ports::Ports,
     service::{
         ApiKeyService, ApplicationService, AuthService, AuthSettings, BrandingService,
-        MemberService, OrganizationService, PolicyService, RateLimitService, SsoService,
-        WebhookService,
+        MemberService, OAuthService, OrganizationService, PolicyService, RateLimitService,
+        SsoService, WebhookService,
     },
 };
 
@@ -22,6 +22,7 @@ pub struct AppState {
     pub policies: PolicyService,
     pub branding: BrandingService,
     pub sso: SsoService,
+    pub oauth: OAuthService,
     /// `GATEHOUSE_TRUSTED_PROXIES`: peers whose `X-Forwarded-For` is believed.
     pub trusted_proxies: Vec<IpRange>,
 }
@@ -39,6 +40,10 @@ impl AppState {
             sso: SsoService::new(ports.clone(), settings.issuer.clone()),
             trusted_proxies,
             members: MemberService::new(ports.clone(), settings.issuer.clone()),
+            oauth: OAuthService::new(
+                ports.clone(),
+                AuthService::new(ports.clone(), settings.clone()),
+            ),
             auth: AuthService::new(ports.clone(), settings),
             api_keys: ApiKeyService::new(ports.clone()),
             applications: ApplicationService::new(ports.clone()),

@@ -3,6 +3,7 @@ pub mod applications;
 pub mod auth;
 pub mod health;
 pub mod members;
+pub mod oauth;
 pub mod organizations;
 pub mod policies;
 pub mod sso;

@@ -71,6 +71,7 @@ pub struct LoggedIn {
     pub organization_id: String,
     pub email: String,
     pub access_token: String,
+    pub refresh_token: String,
 }
 
 pub const PASSWORD: &str = "correct horse battery";
@@ -488,6 +489,7 @@ impl TestApp {
             organization_id: registered["organization_id"].as_str().unwrap().to_owned(),
             email: email.to_owned(),
             access_token: tokens["access_token"].as_str().unwrap().to_owned(),
+            refresh_token: tokens["refresh_token"].as_str().unwrap().to_owned(),
         }
     }
 }

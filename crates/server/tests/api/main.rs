@@ -9,6 +9,7 @@ mod applications;
 mod errors;
 mod health;
 mod members;
+mod oauth;
 mod organizations;
 mod permissions;
 mod policies;

@@ -1,0 +1,225 @@
+//! `POST /oauth/token` (RFC 6749 §3.2, §4.1.3, §6): form-encoded, the client authenticated by
+//! HTTP Basic or by `client_id` and `client_secret` in the form. The one place where an error
+//! body is not `{detail}`: it is RFC 6749's `{error, error_description}` (§5.2), which OAuth
+//! client libraries read.
+
+use actix_web::{
+    http::{header, StatusCode},
+    web, HttpRequest, HttpResponse,
+};
+use base64::{engine::general_purpose::STANDARD, Engine as _};
+use gatehouse_domain::{
+    model::{OAuthError, OAuthErrorCode, SecretToken},
+    ports::StoreError,
+    service::{ClientCredentials, OAuthTokens, TokenEndpointError, TokenGrant},
+};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::state::AppState;
+
+#[derive(Serialize, ToSchema)]
+pub struct TokenResponse {
+    access_token: String,
+    #[schema(example = "Bearer")]
+    token_type: &'static str,
+    #[schema(example = 3600)]
+    expires_in: i64,
+    /// Issued by the code exchange; a refresh answers without one (it stays valid).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    refresh_token: Option<String>,
+    #[schema(example = "read:user read:resources")]
+    scope: String,
+}
+
+impl From<OAuthTokens> for TokenResponse {
+    fn from(tokens: OAuthTokens) -> Self {
+        Self {
+            access_token: tokens.access_token,
+            token_type: "Bearer",
+            expires_in: tokens.expires_in,
+            refresh_token: tokens.refresh_token.map(|t| t.expose().to_owned()),
+            scope: tokens.scope.to_string(),
+        }
+    }
+}
+
+/// RFC 6749 §5.2.
+#[derive(Serialize, ToSchema)]
+pub struct OAuthErrorBody {
+    #[schema(example = "invalid_grant")]
+    error: &'static str,
+    error_description: String,
+}
+
+/// The form's fields; a field sent twice is a request error (RFC 6749 §3.2).
+struct Form(Vec<(String, String)>);
+
+impl Form {
+    fn parse(req: &HttpRequest, body: &[u8]) -> Result<Self, OAuthError> {
+        let form = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| {
+                v.split(';').next().is_some_and(|t| {
+                    t.trim()
+                        .eq_ignore_ascii_case("application/x-www-form-urlencoded")
+                })
+            });
+        if !form {
+            return Err(OAuthError::invalid_request(
+                "the body must be application/x-www-form-urlencoded",
+            ));
+        }
+        let fields: Vec<(String, String)> =
+            url::form_urlencoded::parse(body).into_owned().collect();
+        for (i, (name, _)) in fields.iter().enumerate() {
+            if fields[..i].iter().any(|(other, _)| other == name) {
+                return Err(OAuthError::invalid_request(format!(
+                    "{name} is given more than once"
+                )));
+            }
+        }
+        Ok(Self(fields))
+    }
+
+    fn get(&self, name: &str) -> Option<String> {
+        self.0
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+    }
+
+    fn required(&self, name: &str) -> Result<String, OAuthError> {
+        self.get(name)
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| OAuthError::invalid_request(format!("{name} is required")))
+    }
+}
+
+/// The client's credentials: HTTP Basic (`client_secret_basic`, each part form-encoded before
+/// base64, RFC 6749 §2.3.1) or the form's `client_id` and `client_secret`
+/// (`client_secret_post`); never both.
+fn client_credentials(req: &HttpRequest, form: &Form) -> Result<ClientCredentials, OAuthError> {
+    let invalid_client = |why: &str| OAuthError::new(OAuthErrorCode::InvalidClient, why);
+    let basic = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Basic "));
+    let in_form = form.get("client_secret");
+    match (basic, in_form) {
+        (Some(_), Some(_)) => Err(OAuthError::invalid_request(
+            "authenticate the client one way: HTTP Basic or client_secret in the form, not both",
+        )),
+        (Some(encoded), None) => {
+            let decoded = STANDARD
+                .decode(encoded.trim())
+                .ok()
+                .and_then(|bytes| String::from_utf8(bytes).ok())
+                .ok_or_else(|| invalid_client("malformed HTTP Basic credentials"))?;
+            let (id, secret) = decoded
+                .split_once(':')
+                .ok_or_else(|| invalid_client("malformed HTTP Basic credentials"))?;
+            let unescape = |part: &str| {
+                url::form_urlencoded::parse(format!("x={part}").as_bytes())
+                    .next()
+                    .map(|(_, v)| v.into_owned())
+                    .unwrap_or_default()
+            };
+            Ok(ClientCredentials {
+                client_id: unescape(id),
+                client_secret: SecretToken::new(unescape(secret)),
+            })
+        }
+        (None, Some(secret)) => Ok(ClientCredentials {
+            client_id: form.required("client_id")?,
+            client_secret: SecretToken::new(secret),
+        }),
+        (None, None) => Err(invalid_client("client authentication is required")),
+    }
+}
+
+fn grant(form: &Form) -> Result<TokenGrant, OAuthError> {
+    match form.required("grant_type")?.as_str() {
+        "authorization_code" => Ok(TokenGrant::AuthorizationCode {
+            code: form.required("code")?,
+            redirect_uri: form.get("redirect_uri"),
+            code_verifier: form.get("code_verifier"),
+        }),
+        "refresh_token" => Ok(TokenGrant::RefreshToken {
+            refresh_token: form.required("refresh_token")?,
+        }),
+        other => Err(OAuthError::new(
+            OAuthErrorCode::UnsupportedGrantType,
+            format!(
+                "grant_type {other:?} is not supported: use authorization_code or refresh_token"
+            ),
+        )),
+    }
+}
+
+/// An RFC 6749 error response, never cached.
+fn error_response(error: &OAuthError) -> HttpResponse {
+    let status = match error.code {
+        OAuthErrorCode::InvalidClient => StatusCode::UNAUTHORIZED,
+        OAuthErrorCode::ServerError => StatusCode::INTERNAL_SERVER_ERROR,
+        OAuthErrorCode::TemporarilyUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::BAD_REQUEST,
+    };
+    let mut response = HttpResponse::build(status);
+    response
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .insert_header((header::PRAGMA, "no-cache"));
+    if error.code == OAuthErrorCode::InvalidClient {
+        response.insert_header((header::WWW_AUTHENTICATE, "Basic realm=\"gatehouse\""));
+    }
+    response.json(OAuthErrorBody {
+        error: error.code.as_str(),
+        error_description: error.description.clone(),
+    })
+}
+
+/// Exchanges an authorization code (with its PKCE verifier) or a refresh token for tokens.
+#[utoipa::path(
+    post, path = "/oauth/token", tag = "oauth",
+    request_body(content_type = "application/x-www-form-urlencoded", content = String,
+        description = "grant_type=authorization_code&code=…&redirect_uri=…&code_verifier=… or grant_type=refresh_token&refresh_token=…; client_id and client_secret here or as HTTP Basic"),
+    responses(
+        (status = 200, body = TokenResponse),
+        (status = 400, body = OAuthErrorBody, description = "invalid_request, invalid_grant, unsupported_grant_type"),
+        (status = 401, body = OAuthErrorBody, description = "invalid_client"),
+    )
+)]
+pub async fn token(req: HttpRequest, state: web::Data<AppState>, body: web::Bytes) -> HttpResponse {
+    let parsed = Form::parse(&req, &body).and_then(|form| {
+        let client = client_credentials(&req, &form)?;
+        Ok((client, grant(&form)?))
+    });
+    let (client, grant) = match parsed {
+        Ok(parsed) => parsed,
+        Err(error) => return error_response(&error),
+    };
+    match state.oauth.token(client, grant).await {
+        Ok(tokens) => HttpResponse::Ok()
+            .insert_header((header::CACHE_CONTROL, "no-store"))
+            .insert_header((header::PRAGMA, "no-cache"))
+            .json(TokenResponse::from(tokens)),
+        Err(TokenEndpointError::OAuth(error)) => error_response(&error),
+        Err(TokenEndpointError::Store(StoreError::Unavailable(cause))) => {
+            tracing::warn!(error = %cause, "store unavailable at the token endpoint");
+            error_response(&OAuthError::new(
+                OAuthErrorCode::TemporarilyUnavailable,
+                "the service is unavailable; try again",
+            ))
+        }
+        Err(other) => {
+            tracing::error!(error = %other, "the token endpoint failed");
+            error_response(&OAuthError::new(
+                OAuthErrorCode::ServerError,
+                "the token could not be issued",
+            ))
+        }
+    }
+}
