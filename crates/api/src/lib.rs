@@ -8,6 +8,7 @@ pub mod error;
 pub mod extract;
 mod middleware;
 pub mod openapi;
+pub mod pages;
 mod query;
 pub mod routes;
 mod state;
@@ -30,6 +31,13 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(resource("/.well-known/jwks.json").route(web::get().to(auth::jwks)))
         .service(resource("/sso/saml/{id}/metadata").route(web::get().to(sso::metadata)))
         .service(resource("/oauth/token").route(web::post().to(oauth::token)))
+        .service(resource("/oauth/authorize").route(web::get().to(oauth::authorize)))
+        .service(
+            resource("/login")
+                .route(web::get().to(login::page))
+                .route(web::post().to(login::sign_in)),
+        )
+        .service(resource("/logout").route(web::post().to(login::sign_out)))
         .service(
             web::scope("/api/v1")
                 .service(resource("/auth/register").route(web::post().to(auth::register)))

@@ -69,19 +69,20 @@ mod json_errors_impl {
     use crate::error::ErrorBody;
 
     /// Gives every error response that actix produced by itself (no JSON body) the
-    /// `{detail}` shape, so that no client ever meets a plain-text error.
+    /// `{detail}` shape, so that no client ever meets a plain-text error. The hosted pages'
+    /// answers (HTML, for a person) are left as they are.
     pub async fn json_errors(
         req: ServiceRequest,
         next: Next<impl MessageBody + 'static>,
     ) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, Error> {
         let response = next.call(req).await?;
         let status = response.status();
-        let is_json = response
+        let ours = response
             .headers()
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("application/json"));
-        if !(status.is_client_error() || status.is_server_error()) || is_json {
+            .is_some_and(|v| v.starts_with("application/json") || v.starts_with("text/html"));
+        if !(status.is_client_error() || status.is_server_error()) || ours {
             return Ok(response.map_into_left_body());
         }
         let detail = status

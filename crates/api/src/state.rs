@@ -23,6 +23,8 @@ pub struct AppState {
     pub branding: BrandingService,
     pub sso: SsoService,
     pub oauth: OAuthService,
+    /// Whether the hosted pages' cookies are `Secure`: the public URL is https.
+    pub secure_cookies: bool,
     /// `GATEHOUSE_TRUSTED_PROXIES`: peers whose `X-Forwarded-For` is believed.
     pub trusted_proxies: Vec<IpRange>,
 }
@@ -39,6 +41,7 @@ impl AppState {
             branding: BrandingService::new(ports.clone()),
             sso: SsoService::new(ports.clone(), settings.issuer.clone()),
             trusted_proxies,
+            secure_cookies: settings.issuer.starts_with("https://"),
             members: MemberService::new(ports.clone(), settings.issuer.clone()),
             oauth: OAuthService::new(
                 ports.clone(),

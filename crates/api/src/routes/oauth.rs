@@ -9,14 +9,18 @@ use actix_web::{
 };
 use base64::{engine::general_purpose::STANDARD, Engine as _};
 use gatehouse_domain::{
-    model::{OAuthError, OAuthErrorCode, SecretToken},
+    model::{Branding, OAuthError, OAuthErrorCode, SecretToken},
     ports::StoreError,
-    service::{ClientCredentials, OAuthTokens, TokenEndpointError, TokenGrant},
+    service::{
+        Authorization, AuthorizeError, AuthorizeRequest, ClientCredentials, OAuthTokens, Principal,
+        TokenEndpointError, TokenGrant,
+    },
 };
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::state::AppState;
+use super::login;
+use crate::{pages::message_page, state::AppState};
 
 #[derive(Serialize, ToSchema)]
 pub struct TokenResponse {
@@ -220,6 +224,65 @@ pub async fn token(req: HttpRequest, state: web::Data<AppState>, body: web::Byte
                 OAuthErrorCode::ServerError,
                 "the token could not be issued",
             ))
+        }
+    }
+}
+
+/// `GET /oauth/authorize` (RFC 6749 §4.1.1 with RFC 7636): back to the client with a code or an
+/// error, to the login page first when nobody is signed in, or an error page when the client or
+/// its redirect URI cannot be trusted.
+pub async fn authorize(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    let query = req.query_string();
+    let mut request = AuthorizeRequest::default();
+    for (name, value) in url::form_urlencoded::parse(query.as_bytes()).into_owned() {
+        let slot = match name.as_str() {
+            "client_id" => &mut request.client_id,
+            "redirect_uri" => &mut request.redirect_uri,
+            "response_type" => &mut request.response_type,
+            "scope" => &mut request.scope,
+            "state" => &mut request.state,
+            "code_challenge" => &mut request.code_challenge,
+            "code_challenge_method" => &mut request.code_challenge_method,
+            _ => continue,
+        };
+        *slot = Some(value);
+    }
+    let user = match login::signed_in(&req, &state).await {
+        Some(Principal::User { user_id, .. }) => Some(user_id),
+        _ => None,
+    };
+    let found = |location: String| {
+        HttpResponse::Found()
+            .insert_header((header::LOCATION, location))
+            .insert_header((header::CACHE_CONTROL, "no-store"))
+            .finish()
+    };
+    match state.oauth.authorize(request, user).await {
+        Ok(Authorization::Granted { redirect })
+        | Err(AuthorizeError::Redirect { redirect, .. }) => found(redirect),
+        Ok(Authorization::SignIn { .. }) => {
+            let back = format!("/oauth/authorize?{query}");
+            let encoded: String = url::form_urlencoded::byte_serialize(back.as_bytes()).collect();
+            found(format!("/login?return_to={encoded}"))
+        }
+        Err(AuthorizeError::NotRedirectable(message)) => login::html(
+            StatusCode::BAD_REQUEST,
+            message_page(
+                &Branding::default(),
+                "This sign-in link is not valid",
+                &message,
+            ),
+        ),
+        Err(AuthorizeError::Store(error)) => {
+            tracing::warn!(%error, "the authorization endpoint failed");
+            login::html(
+                StatusCode::SERVICE_UNAVAILABLE,
+                message_page(
+                    &Branding::default(),
+                    "Signing in is not possible right now",
+                    "Try again in a moment.",
+                ),
+            )
         }
     }
 }

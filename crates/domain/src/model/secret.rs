@@ -12,6 +12,8 @@ pub enum TokenKind {
     WebhookSecret,
     ClientSecret,
     AuthorizationCode,
+    /// The anti-forgery token of the hosted login page's forms.
+    Csrf,
 }
 
 impl TokenKind {
@@ -23,6 +25,7 @@ impl TokenKind {
             Self::WebhookSecret => "whsec_",
             Self::ClientSecret => "ghcs_",
             Self::AuthorizationCode => "ghac_",
+            Self::Csrf => "csrf_",
         }
     }
 }

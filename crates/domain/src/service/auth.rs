@@ -470,6 +470,23 @@ impl AuthService {
             .await?)
     }
 
+    /// Who is signed in on the hosted login page: the user of the live session whose refresh
+    /// token the browser's session cookie holds (a password login's session, not one an
+    /// application was granted).
+    pub async fn signed_in(&self, session_token: &str) -> Result<Option<Principal>, StoreError> {
+        let now = self.ports.clock.now();
+        Ok(self
+            .ports
+            .sessions
+            .session_by_refresh_token(&TokenHash::of(session_token), now)
+            .await?
+            .filter(|session| session.grant.is_none())
+            .map(|session| Principal::User {
+                user_id: session.user_id,
+                session_id: session.id,
+            }))
+    }
+
     /// Ends the caller's session: its refresh token and every access token it issued stop
     /// working at once.
     pub async fn logout(&self, principal: &Principal) -> Result<(), StoreError> {

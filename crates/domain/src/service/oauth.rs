@@ -9,7 +9,7 @@ use url::Url;
 use super::{event, AuthService, RefreshError};
 use crate::{
     model::{
-        client_secret_matches, Application, AuthorizationCode, ClientGrant, ClientId,
+        client_secret_matches, Application, AuthorizationCode, Branding, ClientGrant, ClientId,
         CodeChallenge, CodeVerifier, EventType, Feature, NewAuthorizationCode, OAuthError,
         OAuthErrorCode, RedirectUri, Scope, SecretToken, SessionId, State, TokenHash, TokenKind,
         UserId, AUTHORIZATION_CODE_SECONDS,
@@ -62,6 +62,39 @@ pub struct OAuthService {
 impl OAuthService {
     pub fn new(ports: Ports, auth: AuthService) -> Self {
         Self { ports, auth }
+    }
+
+    /// The branding of the login page an authorization request sends people to: its
+    /// application's organization's, while its plan includes branding; `None` for the default
+    /// look (no such client, or a plan without branding).
+    pub async fn branding_for(&self, client_id: &str) -> Result<Option<Branding>, StoreError> {
+        let Some(client_id) = ClientId::parse(client_id) else {
+            return Ok(None);
+        };
+        let Some((application, _)) = self
+            .ports
+            .applications
+            .application_by_client_id(&client_id)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let organization = self
+            .ports
+            .organizations
+            .organization(application.organization_id)
+            .await?;
+        if !organization.is_some_and(|org| org.plan.includes(Feature::Branding)) {
+            return Ok(None);
+        }
+        Ok(Some(
+            self.ports
+                .branding
+                .branding(application.organization_id)
+                .await?
+                .map(|saved| saved.branding)
+                .unwrap_or_default(),
+        ))
     }
 
     /// Decides an authorization request for the person signed in (`user`), if any.

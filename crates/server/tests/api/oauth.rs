@@ -5,7 +5,7 @@
 use reqwest::{header, Method, Response};
 use serde_json::{json, Value};
 
-use crate::helpers::{json_of, on_both_backends, TestApp};
+use crate::helpers::{json_of, on_both_backends, TestApp, PASSWORD};
 
 /// An application of a fresh team: (client id, client secret, the owner's refresh token).
 async fn client(app: &TestApp) -> (String, String, String) {
@@ -112,5 +112,244 @@ on_both_backends! {
         // ... and it still works where it belongs.
         let refreshed = app.refresh(&owner_refresh).await;
         assert_eq!(refreshed.status(), 200);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The whole flow, as a browser and a client would go through it
+// ---------------------------------------------------------------------------------------------
+
+/// A browser: follows no redirect by itself, keeps its cookies by hand.
+struct Browser {
+    http: reqwest::Client,
+    cookies: Vec<(String, String)>,
+}
+
+impl Browser {
+    fn new() -> Self {
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .build()
+            .unwrap();
+        Self {
+            http,
+            cookies: Vec::new(),
+        }
+    }
+
+    fn cookie_header(&self) -> String {
+        self.cookies
+            .iter()
+            .map(|(n, v)| format!("{n}={v}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    fn keep_cookies(&mut self, response: &Response) {
+        for set in response.headers().get_all(header::SET_COOKIE) {
+            let set = set.to_str().unwrap();
+            let (pair, _) = set.split_once(';').unwrap_or((set, ""));
+            let (name, value) = pair.split_once('=').unwrap();
+            self.cookies.retain(|(n, _)| n != name);
+            if !value.is_empty() {
+                self.cookies.push((name.to_owned(), value.to_owned()));
+            }
+        }
+    }
+
+    async fn get(&mut self, url: &str) -> Response {
+        let response = self
+            .http
+            .get(url)
+            .header(header::COOKIE, self.cookie_header())
+            .send()
+            .await
+            .unwrap();
+        self.keep_cookies(&response);
+        response
+    }
+
+    async fn post_form(&mut self, url: &str, form: &[(&str, &str)]) -> Response {
+        let response = self
+            .http
+            .post(url)
+            .header(header::COOKIE, self.cookie_header())
+            .form(form)
+            .send()
+            .await
+            .unwrap();
+        self.keep_cookies(&response);
+        response
+    }
+}
+
+fn location(response: &Response) -> String {
+    response.headers()[header::LOCATION]
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The value of a hidden field of the page.
+fn hidden(page: &str, name: &str) -> String {
+    let marker = format!("name=\"{name}\" value=\"");
+    let start = page.find(&marker).unwrap() + marker.len();
+    let end = start + page[start..].find('"').unwrap();
+    page[start..end].replace("&amp;", "&")
+}
+
+fn query_param(url: &str, name: &str) -> Option<String> {
+    let url = url::Url::parse(url).unwrap();
+    url.query_pairs()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.into_owned())
+}
+
+const VERIFIER: &str = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
+const CHALLENGE: &str = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
+const CALLBACK: &str = "https://billing.example.com/cb";
+
+on_both_backends! {
+    async fn a_member_signs_in_on_the_branded_page_and_the_client_gets_tokens_that_verify(app: TestApp) {
+        let owner = app.logged_in("owen@example.com").await;
+        let team = app.create_team(&owner.access_token, "Acme").await;
+        let org = team["id"].as_str().unwrap().to_owned();
+        app.set_plan(&org, "enterprise").await;
+        let branding = json!({ "primary_color": "#0F766E", "custom_login": { "title": "Acme sign-in", "subtitle": "Use your Acme account" } });
+        json_of(app.send_as(Method::PUT, &owner.access_token, &format!("/api/v1/organizations/{org}/branding"), Some(branding)).await, 200).await;
+        let created = json_of(
+            app.send_as(Method::POST, &owner.access_token, &format!("/api/v1/organizations/{org}/applications"),
+                Some(json!({ "name": "Billing", "redirect_uris": [CALLBACK] }))).await,
+            201,
+        ).await;
+        let client_id = created["client_id"].as_str().unwrap().to_owned();
+        let client_secret = created["client_secret"].as_str().unwrap().to_owned();
+
+        // 1. The client sends the browser to the authorization endpoint; nobody is signed in.
+        let mut browser = Browser::new();
+        let authorize = format!(
+            "{}?response_type=code&client_id={client_id}&redirect_uri={}&scope=read%3Auser&state=s%2B1&code_challenge={CHALLENGE}&code_challenge_method=S256",
+            app.url("/oauth/authorize"),
+            url::form_urlencoded::byte_serialize(CALLBACK.as_bytes()).collect::<String>(),
+        );
+        let response = browser.get(&authorize).await;
+        assert_eq!(response.status(), 302);
+        let login = location(&response);
+        assert!(login.starts_with("/login?return_to="), "{login}");
+
+        // 2. The login page, in Acme's branding.
+        let response = browser.get(&app.url(&login)).await;
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.headers()[header::CONTENT_TYPE], "text/html; charset=utf-8");
+        assert_eq!(response.headers()["x-frame-options"], "DENY");
+        let page = response.text().await.unwrap();
+        assert!(page.contains("<h1>Acme sign-in</h1>") && page.contains("Use your Acme account"));
+        assert!(page.contains("--primary: #0F766E"));
+        let csrf = hidden(&page, "csrf_token");
+        let return_to = hidden(&page, "return_to");
+        assert!(return_to.starts_with("/oauth/authorize?"));
+
+        // A wrong password: the same page again, the email kept, the password not.
+        let response = browser.post_form(&app.url("/login"), &[("email", "owen@example.com"), ("password", "wrong password"), ("csrf_token", &csrf), ("return_to", &return_to)]).await;
+        assert_eq!(response.status(), 401);
+        let page = response.text().await.unwrap();
+        assert!(page.contains("The email or password is wrong."));
+        assert!(page.contains("value=\"owen@example.com\""));
+        assert!(!page.contains("wrong password"));
+        let unknown = browser.post_form(&app.url("/login"), &[("email", "nobody@example.com"), ("password", "wrong password"), ("csrf_token", &hidden(&page, "csrf_token")), ("return_to", &return_to)]).await;
+        assert_eq!(unknown.status(), 401);
+        assert!(unknown.text().await.unwrap().contains("The email or password is wrong."), "no hint that the email is unknown");
+
+        // A forged form (no matching anti-forgery token) is refused.
+        let forged = Browser::new().post_form(&app.url("/login"), &[("email", "owen@example.com"), ("password", PASSWORD), ("csrf_token", "csrf_made-up"), ("return_to", &return_to)]).await;
+        assert_eq!(forged.status(), 403);
+
+        // 3. The right password: a session cookie, and back to the authorization.
+        let page = browser.get(&app.url(&login)).await.text().await.unwrap();
+        let response = browser.post_form(&app.url("/login"), &[("email", "owen@example.com"), ("password", PASSWORD), ("csrf_token", &hidden(&page, "csrf_token")), ("return_to", &return_to)]).await;
+        assert_eq!(response.status(), 303);
+        let set_cookie: Vec<_> = response.headers().get_all(header::SET_COOKIE).iter().map(|v| v.to_str().unwrap().to_owned()).collect();
+        let session_cookie = set_cookie.iter().find(|c| c.starts_with("gatehouse_session=")).unwrap();
+        assert!(session_cookie.contains("HttpOnly") && session_cookie.contains("SameSite=Lax"), "{session_cookie}");
+        assert!(!session_cookie.contains("Secure"), "the public URL is http");
+        assert_eq!(location(&response), return_to);
+
+        // 4. Signed in: back to the client with a code and the state.
+        let response = browser.get(&app.url(&return_to)).await;
+        assert_eq!(response.status(), 302);
+        let redirect = location(&response);
+        assert!(redirect.starts_with(CALLBACK), "{redirect}");
+        assert_eq!(query_param(&redirect, "state").as_deref(), Some("s+1"));
+        let code = query_param(&redirect, "code").unwrap();
+
+        // 5. The client exchanges the code with its verifier.
+        let exchange = [("grant_type", "authorization_code"), ("code", code.as_str()), ("redirect_uri", CALLBACK), ("code_verifier", VERIFIER)];
+        let wrong_verifier = [("grant_type", "authorization_code"), ("code", code.as_str()), ("redirect_uri", CALLBACK), ("code_verifier", &"x".repeat(43))];
+        let response = token_form(&app, &wrong_verifier, Some((&client_id, &client_secret))).await;
+        assert_eq!(oauth_error(response, 400).await.0, "invalid_grant", "PKCE mismatch");
+        let response = token_form(&app, &exchange, Some((&client_id, &client_secret))).await;
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.headers()[header::CACHE_CONTROL], "no-store");
+        let tokens: Value = response.json().await.unwrap();
+        assert_eq!(tokens["token_type"], "Bearer");
+        assert_eq!(tokens["scope"], "read:user");
+        assert!(tokens["expires_in"].as_i64().unwrap() > 0);
+        let access = tokens["access_token"].as_str().unwrap();
+        let refresh = tokens["refresh_token"].as_str().unwrap();
+
+        // The access token works on the API and carries the client and the scope.
+        let me = json_of(app.get_as(access, "/api/v1/users/me").await, 200).await;
+        assert_eq!(me["email"], "owen@example.com");
+        use base64::Engine as _;
+        let claims: Value = serde_json::from_slice(
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(access.split('.').nth(1).unwrap()).unwrap(),
+        ).unwrap();
+        assert_eq!(claims["client_id"], client_id.as_str());
+        assert_eq!(claims["scope"], "read:user");
+
+        // 6. Refresh through the token endpoint; not through /auth/refresh.
+        let response = token_form(&app, &[("grant_type", "refresh_token"), ("refresh_token", refresh)], Some((&client_id, &client_secret))).await;
+        let refreshed: Value = response.json().await.unwrap();
+        assert!(refreshed["access_token"].as_str().is_some(), "{refreshed}");
+        assert_eq!(refreshed["scope"], "read:user");
+        assert_eq!(app.refresh(refresh).await.status(), 401);
+
+        // 7. The code presented again fails, and what it issued stops working.
+        let response = token_form(&app, &exchange, Some((&client_id, &client_secret))).await;
+        assert_eq!(oauth_error(response, 400).await.0, "invalid_grant");
+        assert_eq!(app.get_as(access, "/api/v1/users/me").await.status(), 401);
+        let response = token_form(&app, &[("grant_type", "refresh_token"), ("refresh_token", refresh)], Some((&client_id, &client_secret))).await;
+        assert_eq!(oauth_error(response, 400).await.0, "invalid_grant");
+
+        // 8. Signing out ends the page's session: the next authorization asks to sign in again.
+        let page = browser.get(&app.url(&login)).await.text().await.unwrap();
+        let response = browser.post_form(&app.url("/logout"), &[("csrf_token", &hidden(&page, "csrf_token"))]).await;
+        assert_eq!(response.status(), 303);
+        let response = browser.get(&authorize).await;
+        assert!(location(&response).starts_with("/login?"));
+    }
+
+    async fn the_authorization_endpoint_never_redirects_to_an_untrusted_uri(app: TestApp) {
+        let (client_id, _, _) = client(&app).await;
+        let mut browser = Browser::new();
+        for query in [
+            format!("client_id={client_id}&redirect_uri=https%3A%2F%2Fbilling.example.com%2Fcb%2F&response_type=code"),
+            "client_id=ghc_00000000000000000000000000000000&response_type=code".to_owned(),
+            "response_type=code".to_owned(),
+        ] {
+            let response = browser.get(&app.url(&format!("/oauth/authorize?{query}"))).await;
+            assert_eq!(response.status(), 400, "{query}");
+            assert!(response.headers().get(header::LOCATION).is_none());
+            assert!(response.text().await.unwrap().contains("not valid"));
+        }
+        // Below the enterprise plan, the client hears access_denied, with its state.
+        let response = browser.get(&app.url(&format!(
+            "/oauth/authorize?client_id={client_id}&response_type=code&state=abc&code_challenge={CHALLENGE}&code_challenge_method=S256"
+        ))).await;
+        assert_eq!(response.status(), 302);
+        let redirect = location(&response);
+        assert_eq!(query_param(&redirect, "error").as_deref(), Some("access_denied"));
+        assert_eq!(query_param(&redirect, "state").as_deref(), Some("abc"));
     }
 }

@@ -1,0 +1,237 @@
+//! The hosted pages' HTML: the login page and a plain message page, server-side from the
+//! templates in `crates/api/templates/` (no JavaScript), in an organization's branding or the
+//! default look. Every value put into a template is escaped here.
+
+use gatehouse_domain::model::Branding;
+
+const PAGE: &str = include_str!("../templates/page.html");
+const LOGIN: &str = include_str!("../templates/login.html");
+const MESSAGE: &str = include_str!("../templates/message.html");
+
+/// Text made safe for HTML content and double-quoted attribute values.
+pub fn escape(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    for c in raw.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The template with each `{{name}}` replaced by its (already safe) value.
+fn fill(template: &str, values: &[(&str, String)]) -> String {
+    values
+        .iter()
+        .fold(template.to_owned(), |page, (name, value)| {
+            page.replace(&format!("{{{{{name}}}}}"), value)
+        })
+}
+
+/// WCAG 2 relative luminance of a `#RRGGBB` color.
+fn luminance(hex: &str) -> f64 {
+    let channel = |i: usize| {
+        let value = hex
+            .get(i..i + 2)
+            .and_then(|h| u8::from_str_radix(h, 16).ok())
+            .map_or(0.0, |v| f64::from(v) / 255.0);
+        if value <= 0.039_28 {
+            value / 12.92
+        } else {
+            ((value + 0.055) / 1.055).powf(2.4)
+        }
+    };
+    0.2126 * channel(1) + 0.7152 * channel(3) + 0.0722 * channel(5)
+}
+
+/// The WCAG contrast ratio of two colors.
+pub fn contrast(a: &str, b: &str) -> f64 {
+    let (la, lb) = (luminance(a), luminance(b));
+    (la.max(lb) + 0.05) / (la.min(lb) + 0.05)
+}
+
+/// The text color for a button of `background`: white or black, whichever contrasts more.
+/// One of the two always reaches WCAG AA (4.5:1) on any color.
+pub fn text_on(background: &str) -> &'static str {
+    if contrast(background, "#FFFFFF") >= contrast(background, "#000000") {
+        "#FFFFFF"
+    } else {
+        "#000000"
+    }
+}
+
+/// A whole page around `content`.
+fn page(look: &Branding, title: &str, content: String) -> String {
+    let primary = look.primary_color.as_str();
+    fill(
+        PAGE,
+        &[
+            ("title", escape(title)),
+            (
+                "favicon",
+                look.favicon_url.as_ref().map_or_else(String::new, |url| {
+                    format!("<link rel=\"icon\" href=\"{}\">", escape(url.as_str()))
+                }),
+            ),
+            ("primary", escape(primary)),
+            ("on_primary", text_on(primary).to_owned()),
+            ("accent", escape(look.accent_color.as_str())),
+            (
+                "background",
+                look.custom_login
+                    .background_url
+                    .as_ref()
+                    .map_or_else(String::new, |url| {
+                        format!("url(\"{}\")", escape(url.as_str()))
+                    }),
+            ),
+            ("content", content),
+        ],
+    )
+}
+
+fn logo(look: &Branding) -> String {
+    look.logo_url.as_ref().map_or_else(String::new, |url| {
+        format!(
+            "<img class=\"logo\" src=\"{}\" alt=\"\">",
+            escape(url.as_str())
+        )
+    })
+}
+
+/// What the login form shows.
+pub struct LoginForm<'a> {
+    /// As the person typed it (kept after an error); never the password.
+    pub email: &'a str,
+    pub error: Option<&'a str>,
+    pub csrf_token: &'a str,
+    pub return_to: &'a str,
+}
+
+pub fn login_page(look: &Branding, form: &LoginForm<'_>) -> String {
+    let title = look.custom_login.title.as_str();
+    let (error, described_by) = match form.error {
+        Some(message) => (
+            format!(
+                "<p id=\"form-error\" class=\"error\" role=\"alert\">{}</p>",
+                escape(message)
+            ),
+            " aria-describedby=\"form-error\" aria-invalid=\"true\"".to_owned(),
+        ),
+        None => (String::new(), String::new()),
+    };
+    let content = fill(
+        LOGIN,
+        &[
+            ("logo", logo(look)),
+            ("heading", escape(title)),
+            ("subtitle", escape(look.custom_login.subtitle.as_str())),
+            ("csrf_token", escape(form.csrf_token)),
+            ("return_to", escape(form.return_to)),
+            ("email", escape(form.email)),
+            ("described_by", described_by),
+            ("error", error),
+        ],
+    );
+    page(look, title, content)
+}
+
+pub fn message_page(look: &Branding, heading: &str, message: &str) -> String {
+    let content = fill(
+        MESSAGE,
+        &[
+            ("logo", logo(look)),
+            ("heading", escape(heading)),
+            ("message", escape(message)),
+        ],
+    );
+    page(look, heading, content)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use gatehouse_domain::model::{AssetUrl, HexColor, LoginSubtitle, LoginTitle};
+
+    use super::*;
+
+    fn form<'a>(email: &'a str, error: Option<&'a str>) -> LoginForm<'a> {
+        LoginForm {
+            email,
+            error,
+            csrf_token: "csrf_token-value",
+            return_to: "/oauth/authorize?client_id=ghc_1&state=a&b",
+        }
+    }
+
+    #[test]
+    fn contrast_follows_wcag() {
+        assert!((contrast("#FFFFFF", "#000000") - 21.0).abs() < 0.01);
+        assert!((contrast("#FFFFFF", "#767676") - 4.54).abs() < 0.01);
+        assert_eq!(text_on("#4F46E5"), "#FFFFFF");
+        assert_eq!(text_on("#FDE047"), "#000000", "dark text on yellow");
+        for color in [
+            "#4F46E5", "#FDE047", "#0F766E", "#777777", "#000000", "#FFFFFF",
+        ] {
+            assert!(contrast(color, text_on(color)) >= 4.5, "{color}");
+        }
+    }
+
+    #[test]
+    fn the_default_look_has_labels_a_viewport_and_the_hidden_fields() {
+        let html = login_page(&Branding::default(), &form("", None));
+        assert!(html.contains("<meta name=\"viewport\""));
+        assert!(html.contains("<html lang=\"en\">"));
+        assert!(html.contains("<label for=\"email\">") && html.contains("id=\"email\""));
+        assert!(html.contains("<label for=\"password\">") && html.contains("id=\"password\""));
+        assert!(html.contains("name=\"csrf_token\" value=\"csrf_token-value\""));
+        assert!(html.contains("value=\"/oauth/authorize?client_id=ghc_1&amp;state=a&amp;b\""));
+        assert!(html.contains("<h1>Sign in</h1>"));
+        assert!(!html.contains("<script"));
+        assert!(!html.contains("{{"), "every placeholder is filled");
+    }
+
+    #[test]
+    fn an_error_is_announced_and_keeps_the_email_escaped_but_never_the_password() {
+        let html = login_page(
+            &Branding::default(),
+            &form(
+                "<script>alert(1)</script>@x.io",
+                Some("The email or password is wrong."),
+            ),
+        );
+        assert!(html.contains("role=\"alert\">The email or password is wrong.</p>"));
+        assert!(html.contains("aria-describedby=\"form-error\""));
+        assert!(html.contains("value=\"&lt;script&gt;alert(1)&lt;/script&gt;@x.io\""));
+        assert!(!html.contains("<script>"));
+        assert!(!html.contains(
+            "name=\"password\" type=\"password\" autocomplete=\"current-password\" required value"
+        ));
+    }
+
+    #[test]
+    fn a_brand_shows_its_title_subtitle_colors_and_images() {
+        let mut look = Branding::default();
+        look.custom_login.title = LoginTitle::parse("Acme Login").unwrap();
+        look.custom_login.subtitle = LoginSubtitle::parse("Use your Acme account").unwrap();
+        look.primary_color = HexColor::parse("#0F766E").unwrap();
+        look.logo_url = Some(AssetUrl::logo("https://cdn.example.com/logo.svg").unwrap());
+        look.favicon_url = Some(AssetUrl::favicon("https://cdn.example.com/favicon.ico").unwrap());
+        look.custom_login.background_url =
+            Some(AssetUrl::background("https://cdn.example.com/bg.jpg").unwrap());
+        let html = login_page(&look, &form("", None));
+        assert!(html.contains("<title>Acme Login</title>"));
+        assert!(html.contains("<h1>Acme Login</h1>"));
+        assert!(html.contains("Use your Acme account"));
+        assert!(html.contains("--primary: #0F766E; --on-primary: #FFFFFF;"));
+        assert!(html.contains("src=\"https://cdn.example.com/logo.svg\""));
+        assert!(html.contains("href=\"https://cdn.example.com/favicon.ico\""));
+        assert!(html.contains("url(\"https://cdn.example.com/bg.jpg\")"));
+    }
+}

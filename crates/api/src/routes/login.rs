@@ -1,0 +1,292 @@
+//! The hosted login page: `GET /login` shows it (in the branding of the application an OAuth
+//! request names), `POST /login` signs in with a session cookie, `POST /logout` ends it. Both
+//! forms carry an anti-forgery token that must match a cookie set with the page (the
+//! double-submit pattern); the session cookie is `SameSite=Lax` on top of that.
+
+use actix_web::{
+    cookie::{time::Duration as CookieAge, Cookie, SameSite},
+    http::{header, StatusCode},
+    web, HttpRequest, HttpResponse,
+};
+use gatehouse_domain::{
+    model::{Branding, TokenKind},
+    service::{LoginError, Principal},
+};
+
+use crate::{
+    pages::{login_page, message_page, LoginForm},
+    state::AppState,
+};
+
+/// The session cookie: the refresh token of the session a sign-in on the page opened.
+pub const SESSION_COOKIE: &str = "gatehouse_session";
+/// The anti-forgery cookie that the forms' `csrf_token` must match.
+pub const CSRF_COOKIE: &str = "gatehouse_csrf";
+
+/// Where to go after signing in: a path of this service, nothing else (no open redirect).
+pub fn safe_return_to(raw: Option<&str>) -> String {
+    match raw {
+        Some(path) if path.starts_with('/') && !path.starts_with("//") && !path.contains('\\') => {
+            path.to_owned()
+        }
+        _ => "/".to_owned(),
+    }
+}
+
+fn cookie(name: &'static str, value: String, secure: bool, same_site: SameSite) -> Cookie<'static> {
+    Cookie::build(name, value)
+        .path("/")
+        .http_only(true)
+        .secure(secure)
+        .same_site(same_site)
+        .finish()
+}
+
+/// A page: HTML, never cached, never framed, no script, forms posting only here.
+pub fn html(status: StatusCode, body: String) -> HttpResponse {
+    HttpResponse::build(status)
+        .content_type("text/html; charset=utf-8")
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .insert_header(("X-Frame-Options", "DENY"))
+        .insert_header((header::REFERRER_POLICY, "no-referrer"))
+        .insert_header((
+            header::CONTENT_SECURITY_POLICY,
+            "default-src 'none'; style-src 'unsafe-inline'; img-src https: data:; \
+             form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+        ))
+        .body(body)
+}
+
+/// The branding of the application that the pending authorization names, if any.
+pub async fn look_for(state: &AppState, return_to: &str) -> Branding {
+    let client_id = return_to
+        .strip_prefix("/oauth/authorize?")
+        .and_then(|query| {
+            url::form_urlencoded::parse(query.as_bytes())
+                .find(|(name, _)| name == "client_id")
+                .map(|(_, value)| value.into_owned())
+        });
+    match client_id {
+        Some(client_id) => match state.oauth.branding_for(&client_id).await {
+            Ok(Some(branding)) => branding,
+            Ok(None) => Branding::default(),
+            Err(error) => {
+                tracing::warn!(%error, "the login page's branding could not be read");
+                Branding::default()
+            }
+        },
+        None => Branding::default(),
+    }
+}
+
+/// The login page with a fresh anti-forgery token (and its cookie).
+async fn show(
+    state: &AppState,
+    status: StatusCode,
+    return_to: &str,
+    email: &str,
+    error: Option<&str>,
+) -> HttpResponse {
+    let look = look_for(state, return_to).await;
+    let token = state.ports.random.secret(TokenKind::Csrf);
+    let body = login_page(
+        &look,
+        &LoginForm {
+            email,
+            error,
+            csrf_token: token.expose(),
+            return_to,
+        },
+    );
+    let mut response = html(status, body);
+    let csrf = cookie(
+        CSRF_COOKIE,
+        token.expose().to_owned(),
+        state.secure_cookies,
+        SameSite::Strict,
+    );
+    if let Err(error) = response.add_cookie(&csrf) {
+        tracing::error!(%error, "setting the anti-forgery cookie failed");
+    }
+    response
+}
+
+/// `GET /login?return_to=/oauth/authorize?...`
+pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    let return_to = url::form_urlencoded::parse(req.query_string().as_bytes())
+        .find(|(name, _)| name == "return_to")
+        .map(|(_, value)| value.into_owned());
+    let return_to = safe_return_to(return_to.as_deref());
+    show(&state, StatusCode::OK, &return_to, "", None).await
+}
+
+/// A form's fields.
+fn form_fields(body: &[u8]) -> Vec<(String, String)> {
+    url::form_urlencoded::parse(body).into_owned().collect()
+}
+
+fn field<'a>(fields: &'a [(String, String)], name: &str) -> &'a str {
+    fields
+        .iter()
+        .find(|(n, _)| n == name)
+        .map_or("", |(_, v)| v.as_str())
+}
+
+/// Whether the form's anti-forgery token is the cookie's (compared in constant time).
+fn forgery_checked(req: &HttpRequest, fields: &[(String, String)]) -> bool {
+    let Some(cookie) = req.cookie(CSRF_COOKIE) else {
+        return false;
+    };
+    let (a, b) = (
+        cookie.value().as_bytes(),
+        field(fields, "csrf_token").as_bytes(),
+    );
+    !a.is_empty()
+        && a.len() == b.len()
+        && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn forged(look: &Branding) -> HttpResponse {
+    html(
+        StatusCode::FORBIDDEN,
+        message_page(
+            look,
+            "This form has expired",
+            "Go back, reload the page and try again.",
+        ),
+    )
+}
+
+/// `POST /login`: email, password, csrf_token, return_to.
+pub async fn sign_in(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    body: web::Bytes,
+) -> HttpResponse {
+    let fields = form_fields(&body);
+    let return_to = safe_return_to(Some(field(&fields, "return_to")));
+    if !forgery_checked(&req, &fields) {
+        return forged(&look_for(&state, &return_to).await);
+    }
+    let email = field(&fields, "email").trim().to_owned();
+    let password = field(&fields, "password").to_owned();
+    match state.auth.login(&email, password).await {
+        Ok(tokens) => {
+            let session = cookie(
+                SESSION_COOKIE,
+                tokens.refresh_token.expose().to_owned(),
+                state.secure_cookies,
+                SameSite::Lax,
+            );
+            let mut response = HttpResponse::SeeOther()
+                .insert_header((header::LOCATION, return_to))
+                .insert_header((header::CACHE_CONTROL, "no-store"))
+                .finish();
+            if let Err(error) = response.add_cookie(&session) {
+                tracing::error!(%error, "setting the session cookie failed");
+            }
+            response
+        }
+        // The same words whether the email exists or not.
+        Err(LoginError::InvalidCredentials) => {
+            let message = "The email or password is wrong.";
+            show(
+                &state,
+                StatusCode::UNAUTHORIZED,
+                &return_to,
+                &email,
+                Some(message),
+            )
+            .await
+        }
+        Err(LoginError::PasswordExpired) => {
+            let message = "Your password has expired: renew it, then sign in again.";
+            show(
+                &state,
+                StatusCode::FORBIDDEN,
+                &return_to,
+                &email,
+                Some(message),
+            )
+            .await
+        }
+        Err(error) => {
+            tracing::error!(%error, "signing in on the login page failed");
+            let message = "Signing in is not possible right now. Try again in a moment.";
+            show(
+                &state,
+                StatusCode::SERVICE_UNAVAILABLE,
+                &return_to,
+                &email,
+                Some(message),
+            )
+            .await
+        }
+    }
+}
+
+/// `POST /logout`: ends the session of the cookie, forgets the cookie, back to the login page.
+pub async fn sign_out(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    body: web::Bytes,
+) -> HttpResponse {
+    let fields = form_fields(&body);
+    if !forgery_checked(&req, &fields) {
+        return forged(&Branding::default());
+    }
+    if let Some(principal) = signed_in(&req, &state).await {
+        if let Err(error) = state.auth.logout(&principal).await {
+            tracing::warn!(%error, "ending the page's session failed");
+        }
+    }
+    let mut gone = cookie(
+        SESSION_COOKIE,
+        String::new(),
+        state.secure_cookies,
+        SameSite::Lax,
+    );
+    gone.set_max_age(CookieAge::ZERO);
+    let mut response = HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, "/login"))
+        .finish();
+    if let Err(error) = response.add_cookie(&gone) {
+        tracing::error!(%error, "clearing the session cookie failed");
+    }
+    response
+}
+
+/// The person signed in on the page, by the session cookie.
+pub async fn signed_in(req: &HttpRequest, state: &AppState) -> Option<Principal> {
+    let token = req.cookie(SESSION_COOKIE)?;
+    match state.auth.signed_in(token.value()).await {
+        Ok(principal) => principal,
+        Err(error) => {
+            tracing::warn!(%error, "the page's session could not be read");
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::safe_return_to;
+
+    #[test]
+    fn only_paths_of_this_service_are_returned_to() {
+        assert_eq!(
+            safe_return_to(Some("/oauth/authorize?a=b")),
+            "/oauth/authorize?a=b"
+        );
+        for bad in [
+            "https://evil.example.com",
+            "//evil.example.com",
+            "/\\evil.example.com",
+            "evil",
+            "",
+        ] {
+            assert_eq!(safe_return_to(Some(bad)), "/", "{bad}");
+        }
+        assert_eq!(safe_return_to(None), "/");
+    }
+}
