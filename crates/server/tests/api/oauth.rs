@@ -353,3 +353,46 @@ on_both_backends! {
         assert_eq!(query_param(&redirect, "state").as_deref(), Some("abc"));
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// With an OAuth client library written by others
+// ---------------------------------------------------------------------------------------------
+
+on_both_backends! {
+    async fn authlib_completes_the_flow_and_verifies_the_token_against_the_jwks(app: TestApp) {
+        let owner = app.logged_in("owen@example.com").await;
+        let team = app.create_team(&owner.access_token, "Acme").await;
+        let org = team["id"].as_str().unwrap().to_owned();
+        app.set_plan(&org, "enterprise").await;
+        let created = json_of(
+            app.send_as(Method::POST, &owner.access_token, &format!("/api/v1/organizations/{org}/applications"),
+                Some(json!({ "name": "Billing", "redirect_uris": [CALLBACK] }))).await,
+            201,
+        ).await;
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/oauth_client/authlib_flow.py");
+        let output = tokio::process::Command::new("python3")
+            .arg(script)
+            .args([
+                app.url(""),
+                created["client_id"].as_str().unwrap().to_owned(),
+                created["client_secret"].as_str().unwrap().to_owned(),
+                CALLBACK.to_owned(),
+                "owen@example.com".to_owned(),
+                PASSWORD.to_owned(),
+            ])
+            .output()
+            .await
+            .unwrap_or_else(|e| panic!("python3 is needed for this test (apt-get install python3): {e}"));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            !stderr.contains("ModuleNotFoundError"),
+            "authlib and requests are needed: python3 -m pip install authlib requests\n{stderr}"
+        );
+        assert!(output.status.success(), "the authlib client failed:\n{stderr}");
+        let seen: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(seen["client_id"], created["client_id"]);
+        assert_eq!(seen["scope"], "read:user read:resources");
+        assert_eq!(seen["sub"], owner.user_id.as_str());
+        assert_eq!(seen["refreshed"], true);
+    }
+}
