@@ -396,3 +396,73 @@ on_both_backends! {
         assert_eq!(seen["refreshed"], true);
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// In a real browser
+// ---------------------------------------------------------------------------------------------
+
+/// Where test artifacts (screenshots) go: `<target>/test-artifacts`.
+fn artifacts() -> std::path::PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"),
+        std::path::PathBuf::from,
+    );
+    let dir = target.join("test-artifacts");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+on_both_backends! {
+    async fn in_headless_chromium_the_branded_page_signs_in_and_lands_on_the_callback(app: TestApp) {
+        let browser_dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser");
+        assert!(
+            std::path::Path::new("/usr/bin/chromium").exists() || std::env::var_os("CHROMIUM").is_some(),
+            "Chromium is needed for this test: apt-get install chromium (or set CHROMIUM to its path)"
+        );
+        assert!(
+            std::path::Path::new(browser_dir).join("node_modules/playwright-core").exists(),
+            "playwright-core is needed for this test: npm ci --prefix crates/server/tests/browser"
+        );
+        let owner = app.logged_in("owen@example.com").await;
+        let team = app.create_team(&owner.access_token, "Acme").await;
+        let org = team["id"].as_str().unwrap().to_owned();
+        app.set_plan(&org, "enterprise").await;
+        let branding = json!({ "primary_color": "#0F766E", "accent_color": "#F59E0B",
+            "custom_login": { "title": "Acme sign-in", "subtitle": "Use your Acme account" } });
+        json_of(app.send_as(Method::PUT, &owner.access_token, &format!("/api/v1/organizations/{org}/branding"), Some(branding)).await, 200).await;
+        let callback = "http://127.0.0.1:8765/callback";
+        let created = json_of(
+            app.send_as(Method::POST, &owner.access_token, &format!("/api/v1/organizations/{org}/applications"),
+                Some(json!({ "name": "Billing", "redirect_uris": [callback] }))).await,
+            201,
+        ).await;
+        let authorize = format!(
+            "{}?response_type=code&client_id={}&redirect_uri={}&state=browser&code_challenge={CHALLENGE}&code_challenge_method=S256",
+            app.url("/oauth/authorize"),
+            created["client_id"].as_str().unwrap(),
+            url::form_urlencoded::byte_serialize(callback.as_bytes()).collect::<String>(),
+        );
+        let screenshot = artifacts().join(format!("login-page-{}.png", &org[..8]));
+        let output = tokio::process::Command::new("node")
+            .arg(format!("{browser_dir}/login_flow.mjs"))
+            .args([authorize.as_str(), callback, "owen@example.com", PASSWORD, "Acme sign-in"])
+            .arg(&screenshot)
+            .output()
+            .await
+            .unwrap_or_else(|e| panic!("Node.js is needed for this test (apt-get install nodejs): {e}"));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "the browser run failed:\n{stderr}");
+        let seen: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(seen["heading"], "Acme sign-in");
+        assert_eq!(seen["emailLabel"], "Email");
+        assert_eq!(seen["passwordLabel"], "Password");
+        assert_eq!(seen["buttonColor"], "rgb(15, 118, 110)", "the brand's primary color");
+        assert_eq!(seen["focused"], "password");
+        let landed = seen["callback"].as_str().unwrap();
+        assert!(landed.starts_with(callback), "{landed}");
+        assert_eq!(query_param(landed, "state").as_deref(), Some("browser"));
+        assert!(query_param(landed, "code").unwrap().starts_with("ghac_"));
+        let size = std::fs::metadata(&screenshot).map(|m| m.len()).unwrap_or(0);
+        assert!(size > 1_000, "a screenshot of the branded page at {}", screenshot.display());
+    }
+}
