@@ -442,7 +442,7 @@ on_both_backends! {
             created["client_id"].as_str().unwrap(),
             url::form_urlencoded::byte_serialize(callback.as_bytes()).collect::<String>(),
         );
-        let screenshot = artifacts().join(format!("login-page-{}.png", &org[..8]));
+        let screenshot = artifacts().join(format!("login-page-{org}.png"));
         let output = tokio::process::Command::new("node")
             .arg(format!("{browser_dir}/login_flow.mjs"))
             .args([authorize.as_str(), callback, "owen@example.com", PASSWORD, "Acme sign-in"])
