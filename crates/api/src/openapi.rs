@@ -49,6 +49,7 @@ use crate::{
         sso::get,
         sso::update,
         sso::metadata,
+        oauth::authorize,
         oauth::token,
         members::list,
         members::invite,

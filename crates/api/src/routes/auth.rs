@@ -80,6 +80,22 @@ pub struct TokenResponse {
     refresh_token: Option<String>,
 }
 
+impl TokenResponse {
+    /// A `Bearer` access token, and the refresh token when one was issued.
+    pub(crate) fn bearer(
+        access_token: String,
+        expires_in: i64,
+        refresh_token: Option<String>,
+    ) -> Self {
+        Self {
+            access_token,
+            token_type: "Bearer",
+            expires_in,
+            refresh_token,
+        }
+    }
+}
+
 /// Logs in with email and password.
 #[utoipa::path(
     post, path = "/api/v1/auth/login", tag = "auth",

@@ -19,30 +19,27 @@ use gatehouse_domain::{
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::login;
+use super::{auth::TokenResponse, login};
 use crate::{pages::message_page, state::AppState};
 
+/// The login's token response and the scope granted. `refresh_token` comes with the code
+/// exchange; a refresh answers without one (it stays valid).
 #[derive(Serialize, ToSchema)]
-pub struct TokenResponse {
-    access_token: String,
-    #[schema(example = "Bearer")]
-    token_type: &'static str,
-    #[schema(example = 3600)]
-    expires_in: i64,
-    /// Issued by the code exchange; a refresh answers without one (it stays valid).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    refresh_token: Option<String>,
+pub struct OAuthTokenResponse {
+    #[serde(flatten)]
+    tokens: TokenResponse,
     #[schema(example = "read:user read:resources")]
     scope: String,
 }
 
-impl From<OAuthTokens> for TokenResponse {
+impl From<OAuthTokens> for OAuthTokenResponse {
     fn from(tokens: OAuthTokens) -> Self {
         Self {
-            access_token: tokens.access_token,
-            token_type: "Bearer",
-            expires_in: tokens.expires_in,
-            refresh_token: tokens.refresh_token.map(|t| t.expose().to_owned()),
+            tokens: TokenResponse::bearer(
+                tokens.access_token,
+                tokens.expires_in,
+                tokens.refresh_token.map(|t| t.expose().to_owned()),
+            ),
             scope: tokens.scope.to_string(),
         }
     }
@@ -191,7 +188,7 @@ fn error_response(error: &OAuthError) -> HttpResponse {
     request_body(content_type = "application/x-www-form-urlencoded", content = String,
         description = "grant_type=authorization_code&code=…&redirect_uri=…&code_verifier=… or grant_type=refresh_token&refresh_token=…; client_id and client_secret here or as HTTP Basic"),
     responses(
-        (status = 200, body = TokenResponse),
+        (status = 200, body = OAuthTokenResponse),
         (status = 400, body = OAuthErrorBody, description = "invalid_request, invalid_grant, unsupported_grant_type"),
         (status = 401, body = OAuthErrorBody, description = "invalid_client"),
     )
@@ -209,7 +206,7 @@ pub async fn token(req: HttpRequest, state: web::Data<AppState>, body: web::Byte
         Ok(tokens) => HttpResponse::Ok()
             .insert_header((header::CACHE_CONTROL, "no-store"))
             .insert_header((header::PRAGMA, "no-cache"))
-            .json(TokenResponse::from(tokens)),
+            .json(OAuthTokenResponse::from(tokens)),
         Err(TokenEndpointError::OAuth(error)) => error_response(&error),
         Err(TokenEndpointError::Store(StoreError::Unavailable(cause))) => {
             tracing::warn!(error = %cause, "store unavailable at the token endpoint");
@@ -231,6 +228,22 @@ pub async fn token(req: HttpRequest, state: web::Data<AppState>, body: web::Byte
 /// `GET /oauth/authorize` (RFC 6749 §4.1.1 with RFC 7636): back to the client with a code or an
 /// error, to the login page first when nobody is signed in, or an error page when the client or
 /// its redirect URI cannot be trusted.
+#[utoipa::path(
+    get, path = "/oauth/authorize", tag = "oauth",
+    params(
+        ("response_type" = String, Query, description = "code"),
+        ("client_id" = String, Query),
+        ("redirect_uri" = Option<String>, Query, description = "exactly one the application registered"),
+        ("scope" = Option<String>, Query, description = "space-separated, e.g. read:user read:resources"),
+        ("state" = Option<String>, Query),
+        ("code_challenge" = String, Query, description = "BASE64URL(SHA256(code_verifier))"),
+        ("code_challenge_method" = String, Query, description = "S256"),
+    ),
+    responses(
+        (status = 302, description = "to the redirect URI with code and state, or error and state; or to /login first"),
+        (status = 400, content_type = "text/html", description = "unknown client or redirect URI: an error page, no redirect"),
+    )
+)]
 pub async fn authorize(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
     let query = req.query_string();
     let mut request = AuthorizeRequest::default();

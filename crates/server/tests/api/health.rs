@@ -35,6 +35,11 @@ on_both_backends! {
             "/api/v1/api-keys",
             "/api/v1/api-keys/{id}",
             "/api/v1/health",
+            "/api/v1/organizations/{id}/applications",
+            "/api/v1/organizations/{id}/applications/{app_id}",
+            "/api/v1/organizations/{id}/applications/{app_id}/secret",
+            "/oauth/authorize",
+            "/oauth/token",
             "/livez",
             "/readyz",
         ] {
