@@ -14,7 +14,7 @@
     reason = "the shared queries module is compiled once per backend, on purpose"
 )]
 
-use std::{future::Future, sync::Arc};
+use std::sync::Arc;
 
 use gatehouse_domain::ports::{
     AccountStore, ApiKeyStore, ApplicationStore, AuthorizationCodeStore, BoxError, BrandingStore,
@@ -49,20 +49,39 @@ macro_rules! due_deliveries {
 
 mod listing;
 /// Runs the body, `async |conn: &mut Conn| -> Result<T, diesel::result::Error>`, in one write
-/// transaction (the backend's `write_tx!`) on a connection of the store's `writer` pool, on its
-/// own task (see [`detached`]), and maps the error to the port's.
+/// transaction (the backend's `write_tx!`) on a connection of the store's `writer` pool, on the
+/// store's runtime (see [`runtime`]), and maps the error to the port's.
 macro_rules! in_write_tx {
     ($store:expr, $body:expr) => {{
         let pool = $store.writer.clone();
-        $crate::detached(async move {
-            let mut conn = pool.get().await.map_err($crate::pool_error)?;
-            write_tx!(&mut *conn, $body).await.map_err($crate::db_error)
-        })
-        .await
+        $store
+            .runtime
+            .run(async move {
+                let mut conn = pool.get().await.map_err($crate::pool_error)?;
+                write_tx!(&mut *conn, $body).await.map_err($crate::db_error)
+            })
+            .await
+    }};
+}
+
+/// Runs the body, `async |conn: &mut Conn| -> Result<T, StoreError>`, on a connection of the
+/// store's read pool, on the store's runtime (see [`runtime`]). Whatever the body borrows must
+/// be its own: the operation outlives a caller that gives up on it.
+macro_rules! in_read {
+    ($store:expr, $body:expr) => {{
+        let pool = $store.pool.clone();
+        $store
+            .runtime
+            .run(async move {
+                let mut conn = pool.get().await.map_err($crate::pool_error)?;
+                ($body)(&mut *conn).await
+            })
+            .await
     }};
 }
 
 mod pg;
+mod runtime;
 mod sqlite;
 mod types;
 
@@ -240,17 +259,4 @@ pub(crate) fn pool_error<E: std::error::Error + Send + Sync + 'static>(error: E)
 
 pub(crate) fn corrupt(what: &'static str) -> StoreError {
     StoreError::Failed(format!("corrupt row: {what}").into())
-}
-
-/// Runs a store operation to completion on its own task, whatever happens to the request that
-/// asked for it: a client that hangs up can never leave a transaction half-open on a pooled
-/// connection.
-pub(crate) async fn detached<T, F>(operation: F) -> Result<T, StoreError>
-where
-    F: Future<Output = Result<T, StoreError>> + Send + 'static,
-    T: Send + 'static,
-{
-    tokio::spawn(operation)
-        .await
-        .map_err(|e| StoreError::Failed(Box::new(e)))?
 }

@@ -13,7 +13,12 @@ use diesel_migrations::{embed_migrations, EmbeddedMigrations};
 use diesel::sql_types;
 use gatehouse_domain::ports::AttemptRecord;
 
-use crate::{migrate_with, types::DbUuid, Backend, Direction, OpenError, StoreOptions};
+use crate::{
+    migrate_with,
+    runtime::{self, StoreRuntime},
+    types::DbUuid,
+    Backend, Direction, OpenError, StoreOptions,
+};
 
 pub(crate) mod schema;
 
@@ -168,27 +173,40 @@ pub(crate) struct DbStore {
     pool: DbPool,
     /// Write transactions: the same pool (PostgreSQL runs writers concurrently).
     writer: DbPool,
+    /// Where every operation runs, and every connection lives.
+    runtime: StoreRuntime,
 }
 
 impl DbStore {
     pub(crate) async fn open(url: &str, options: &StoreOptions) -> Result<Self, OpenError> {
-        if options.migrate {
-            Self::run_migrations(url).await?;
-        }
-        let manager = AsyncDieselConnectionManager::<Conn>::new_with_config(url, fast_recycling());
-        let pool = Pool::builder(manager)
-            .max_size(options.max_connections)
-            .build()
+        let runtime = StoreRuntime::new("gatehouse-store", runtime::worker_threads())
             .map_err(|e| OpenError::Connect(Box::new(e)))?;
-        // Fail at start-up, not at the first request, when the database is unreachable.
-        drop(
-            pool.get()
-                .await
-                .map_err(|e| OpenError::Connect(Box::new(e)))?,
-        );
+        let (url, options) = (url.to_owned(), options.clone());
+        let pool = runtime
+            .complete(async move {
+                if options.migrate {
+                    Self::run_migrations(&url).await?;
+                }
+                let manager =
+                    AsyncDieselConnectionManager::<Conn>::new_with_config(url, fast_recycling());
+                let pool = Pool::builder(manager)
+                    .max_size(options.max_connections)
+                    .build()
+                    .map_err(|e| OpenError::Connect(Box::new(e)))?;
+                // Fail at start-up, not at the first request, when the database is unreachable.
+                drop(
+                    pool.get()
+                        .await
+                        .map_err(|e| OpenError::Connect(Box::new(e)))?,
+                );
+                Ok::<_, OpenError>(pool)
+            })
+            .await
+            .map_err(|e| OpenError::Connect(Box::new(e)))??;
         Ok(Self {
             writer: pool.clone(),
             pool,
+            runtime,
         })
     }
 

@@ -15,7 +15,7 @@ use super::{
     organizations::{insert_organization, stamp_slug, SLUG_RACE_RETRIES},
     rows::{record_events, NewUserRow, UserRow},
 };
-use crate::{db_error, detached, types::DbUuid, violates};
+use crate::{db_error, types::DbUuid, violates};
 
 /// Previous passwords kept per user: the most a password policy can ask to remember.
 const PASSWORD_HISTORY_KEPT: i64 = 24;
@@ -90,42 +90,46 @@ async fn credentials(
 impl AccountStore for DbStore {
     async fn create_account(&self, account: NewAccount) -> Result<(), StoreError> {
         let pool = self.writer.clone();
-        detached(async move {
-            let mut conn = pool.get().await.map_err(crate::pool_error)?;
-            let mut attempt = 0;
-            loop {
-                attempt += 1;
-                let result = write_tx!(&mut *conn, async |conn: &mut Conn| {
-                    insert_account(conn, &account).await
-                })
-                .await;
-                match result {
-                    Ok(()) => return Ok(()),
-                    Err(CreateError::EmailTaken) => return Err(StoreError::Conflict),
-                    Err(CreateError::Db(e))
-                        if violates(&e, "organizations_slug_key")
-                            && attempt < SLUG_RACE_RETRIES =>
-                    {
-                        continue
+        self.runtime
+            .run(async move {
+                let mut conn = pool.get().await.map_err(crate::pool_error)?;
+                let mut attempt = 0;
+                loop {
+                    attempt += 1;
+                    let result = write_tx!(&mut *conn, async |conn: &mut Conn| {
+                        insert_account(conn, &account).await
+                    })
+                    .await;
+                    match result {
+                        Ok(()) => return Ok(()),
+                        Err(CreateError::EmailTaken) => return Err(StoreError::Conflict),
+                        Err(CreateError::Db(e))
+                            if violates(&e, "organizations_slug_key")
+                                && attempt < SLUG_RACE_RETRIES =>
+                        {
+                            continue
+                        }
+                        Err(CreateError::Db(e)) => return Err(db_error(e)),
                     }
-                    Err(CreateError::Db(e)) => return Err(db_error(e)),
                 }
-            }
-        })
-        .await
+            })
+            .await
     }
 
     async fn credentials_by_email(
         &self,
         email: &Email,
     ) -> Result<Option<UserCredentials>, StoreError> {
-        let mut conn = self.conn().await?;
-        credentials(&mut conn, UserKey::Email(email.as_ref())).await
+        let email = email.clone();
+        in_read!(self, async |conn: &mut Conn| {
+            credentials(conn, UserKey::Email(email.as_ref())).await
+        })
     }
 
     async fn credentials_by_id(&self, id: UserId) -> Result<Option<UserCredentials>, StoreError> {
-        let mut conn = self.conn().await?;
-        credentials(&mut conn, UserKey::Id(DbUuid(id.as_uuid()))).await
+        in_read!(self, async |conn: &mut Conn| {
+            credentials(conn, UserKey::Id(DbUuid(id.as_uuid()))).await
+        })
     }
 
     async fn update_user(&self, user: User, event: NewEvent) -> Result<bool, StoreError> {
@@ -149,19 +153,20 @@ impl AccountStore for DbStore {
         user_id: UserId,
         limit: u32,
     ) -> Result<Vec<PasswordHash>, StoreError> {
-        let mut conn = self.conn().await?;
-        let hashes: Vec<String> = password_history::table
-            .filter(password_history::user_id.eq(DbUuid(user_id.as_uuid())))
-            .order((
-                password_history::retired_at.desc(),
-                password_history::id.desc(),
-            ))
-            .limit(i64::from(limit))
-            .select(password_history::password_hash)
-            .load(&mut *conn)
-            .await
-            .map_err(db_error)?;
-        Ok(hashes.into_iter().map(PasswordHash::from_phc).collect())
+        in_read!(self, async |conn: &mut Conn| {
+            let hashes: Vec<String> = password_history::table
+                .filter(password_history::user_id.eq(DbUuid(user_id.as_uuid())))
+                .order((
+                    password_history::retired_at.desc(),
+                    password_history::id.desc(),
+                ))
+                .limit(i64::from(limit))
+                .select(password_history::password_hash)
+                .load(conn)
+                .await
+                .map_err(db_error)?;
+            Ok(hashes.into_iter().map(PasswordHash::from_phc).collect())
+        })
     }
 
     async fn change_password(

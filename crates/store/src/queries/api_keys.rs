@@ -14,48 +14,50 @@ use super::{
     },
     rows::{ApiKeyRow, NewApiKeyRow},
 };
-use crate::{db_error, detached, types::DbUuid};
+use crate::{db_error, types::DbUuid};
 
 #[async_trait]
 impl ApiKeyStore for DbStore {
     async fn create_api_key(&self, key: NewApiKey) -> Result<ApiKey, StoreError> {
         let pool = self.writer.clone();
-        detached(async move {
-            let mut conn = pool.get().await.map_err(crate::pool_error)?;
-            let row = write_tx!(&mut *conn, async |conn: &mut Conn| {
-                diesel::insert_into(api_keys::table)
-                    .values(NewApiKeyRow {
-                        id: DbUuid(key.id.as_uuid()),
-                        name: key.name.as_ref(),
-                        prefix: &key.prefix,
-                        key_hash: key.key_hash.as_hex(),
-                        organization_id: DbUuid(key.organization_id.as_uuid()),
-                        user_id: DbUuid(key.user_id.as_uuid()),
-                        created_at: key.created_at,
-                    })
-                    .returning(ApiKeyRow::as_returning())
-                    .get_result(conn)
-                    .await
+        self.runtime
+            .run(async move {
+                let mut conn = pool.get().await.map_err(crate::pool_error)?;
+                let row = write_tx!(&mut *conn, async |conn: &mut Conn| {
+                    diesel::insert_into(api_keys::table)
+                        .values(NewApiKeyRow {
+                            id: DbUuid(key.id.as_uuid()),
+                            name: key.name.as_ref(),
+                            prefix: &key.prefix,
+                            key_hash: key.key_hash.as_hex(),
+                            organization_id: DbUuid(key.organization_id.as_uuid()),
+                            user_id: DbUuid(key.user_id.as_uuid()),
+                            created_at: key.created_at,
+                        })
+                        .returning(ApiKeyRow::as_returning())
+                        .get_result(conn)
+                        .await
+                })
+                .await
+                .map_err(db_error)?;
+                row.into_domain()
             })
             .await
-            .map_err(db_error)?;
-            row.into_domain()
-        })
-        .await
     }
 
     async fn api_keys_of(&self, user_id: UserId) -> Result<Vec<ApiKey>, StoreError> {
-        let mut conn = self.conn().await?;
-        api_keys::table
-            .filter(api_keys::user_id.eq(DbUuid(user_id.as_uuid())))
-            .order((api_keys::created_at.desc(), api_keys::id.desc()))
-            .select(ApiKeyRow::as_select())
-            .load(&mut *conn)
-            .await
-            .map_err(db_error)?
-            .into_iter()
-            .map(ApiKeyRow::into_domain)
-            .collect()
+        in_read!(self, async |conn: &mut Conn| {
+            api_keys::table
+                .filter(api_keys::user_id.eq(DbUuid(user_id.as_uuid())))
+                .order((api_keys::created_at.desc(), api_keys::id.desc()))
+                .select(ApiKeyRow::as_select())
+                .load(conn)
+                .await
+                .map_err(db_error)?
+                .into_iter()
+                .map(ApiKeyRow::into_domain)
+                .collect()
+        })
     }
 
     async fn delete_api_key(&self, user_id: UserId, id: ApiKeyId) -> Result<bool, StoreError> {
@@ -73,28 +75,30 @@ impl ApiKeyStore for DbStore {
         hash: &TokenHash,
         now: DateTime<Utc>,
     ) -> Result<Option<ApiKey>, StoreError> {
-        let mut conn = self.conn().await?;
-        let row = api_keys::table
-            .inner_join(organizations::table)
-            .filter(api_keys::key_hash.eq(hash.as_hex()))
-            .filter(organizations::is_active.eq(true))
-            .select(ApiKeyRow::as_select())
-            .first(&mut *conn)
-            .await
-            .optional()
-            .map_err(db_error)?;
-        let Some(row) = row else { return Ok(None) };
-        // Last use is a hint for the owner, not worth a write on every request: once a minute.
-        if row
-            .last_used_at
-            .is_none_or(|used| now - used > chrono::Duration::minutes(1))
-        {
-            diesel::update(api_keys::table.find(row.id))
-                .set(api_keys::last_used_at.eq(now))
-                .execute(&mut *conn)
+        let hash = hash.clone();
+        in_read!(self, async |conn: &mut Conn| {
+            let row = api_keys::table
+                .inner_join(organizations::table)
+                .filter(api_keys::key_hash.eq(hash.as_hex()))
+                .filter(organizations::is_active.eq(true))
+                .select(ApiKeyRow::as_select())
+                .first(conn)
                 .await
+                .optional()
                 .map_err(db_error)?;
-        }
-        row.into_domain().map(Some)
+            let Some(row) = row else { return Ok(None) };
+            // Last use is a hint for the owner, not worth a write on every request: once a minute.
+            if row
+                .last_used_at
+                .is_none_or(|used| now - used > chrono::Duration::minutes(1))
+            {
+                diesel::update(api_keys::table.find(row.id))
+                    .set(api_keys::last_used_at.eq(now))
+                    .execute(conn)
+                    .await
+                    .map_err(db_error)?;
+            }
+            row.into_domain().map(Some)
+        })
     }
 }

@@ -120,28 +120,29 @@ impl ApplicationStore for DbStore {
         organization_id: OrganizationId,
         page: PageRequest,
     ) -> Result<Page<Application>, StoreError> {
-        let mut conn = self.conn().await?;
-        let org = DbUuid(organization_id.as_uuid());
-        let total: i64 = applications::table
-            .filter(applications::organization_id.eq(org))
-            .count()
-            .get_result(&mut *conn)
-            .await
-            .map_err(db_error)?;
-        let rows: Vec<ApplicationRow> = applications::table
-            .filter(applications::organization_id.eq(org))
-            .select(ApplicationRow::as_select())
-            .order((applications::created_at.desc(), applications::id.desc()))
-            .limit(page.limit())
-            .offset(page.offset())
-            .load(&mut *conn)
-            .await
-            .map_err(db_error)?;
-        let items = rows
-            .into_iter()
-            .map(|row| row.into_domain().map(|(app, _)| app))
-            .collect::<Result<_, _>>()?;
-        Ok(Page::new(items, total.unsigned_abs(), page))
+        in_read!(self, async |conn: &mut Conn| {
+            let org = DbUuid(organization_id.as_uuid());
+            let total: i64 = applications::table
+                .filter(applications::organization_id.eq(org))
+                .count()
+                .get_result(conn)
+                .await
+                .map_err(db_error)?;
+            let rows: Vec<ApplicationRow> = applications::table
+                .filter(applications::organization_id.eq(org))
+                .select(ApplicationRow::as_select())
+                .order((applications::created_at.desc(), applications::id.desc()))
+                .limit(page.limit())
+                .offset(page.offset())
+                .load(conn)
+                .await
+                .map_err(db_error)?;
+            let items = rows
+                .into_iter()
+                .map(|row| row.into_domain().map(|(app, _)| app))
+                .collect::<Result<_, _>>()?;
+            Ok(Page::new(items, total.unsigned_abs(), page))
+        })
     }
 
     async fn application(
@@ -149,15 +150,16 @@ impl ApplicationStore for DbStore {
         organization_id: OrganizationId,
         id: ApplicationId,
     ) -> Result<Option<Application>, StoreError> {
-        let mut conn = self.conn().await?;
-        theirs(organization_id, id)
-            .select(ApplicationRow::as_select())
-            .first::<ApplicationRow>(&mut *conn)
-            .await
-            .optional()
-            .map_err(db_error)?
-            .map(|row| row.into_domain().map(|(app, _)| app))
-            .transpose()
+        in_read!(self, async |conn: &mut Conn| {
+            theirs(organization_id, id)
+                .select(ApplicationRow::as_select())
+                .first::<ApplicationRow>(conn)
+                .await
+                .optional()
+                .map_err(db_error)?
+                .map(|row| row.into_domain().map(|(app, _)| app))
+                .transpose()
+        })
     }
 
     async fn update_application(
@@ -212,15 +214,17 @@ impl ApplicationStore for DbStore {
         &self,
         client_id: &ClientId,
     ) -> Result<Option<(Application, TokenHash)>, StoreError> {
-        let mut conn = self.conn().await?;
-        applications::table
-            .filter(applications::client_id.eq(client_id.as_str()))
-            .select(ApplicationRow::as_select())
-            .first::<ApplicationRow>(&mut *conn)
-            .await
-            .optional()
-            .map_err(db_error)?
-            .map(ApplicationRow::into_domain)
-            .transpose()
+        let client_id = client_id.clone();
+        in_read!(self, async |conn: &mut Conn| {
+            applications::table
+                .filter(applications::client_id.eq(client_id.as_str()))
+                .select(ApplicationRow::as_select())
+                .first::<ApplicationRow>(conn)
+                .await
+                .optional()
+                .map_err(db_error)?
+                .map(ApplicationRow::into_domain)
+                .transpose()
+        })
     }
 }

@@ -121,16 +121,17 @@ impl SsoStore for DbStore {
         &self,
         id: OrganizationId,
     ) -> Result<Option<SsoConfiguration>, StoreError> {
-        let mut conn = self.conn().await?;
-        sso_configurations::table
-            .find(DbUuid(id.as_uuid()))
-            .select(SsoRow::as_select())
-            .first(&mut *conn)
-            .await
-            .optional()
-            .map_err(db_error)?
-            .map(SsoRow::into_domain)
-            .transpose()
+        in_read!(self, async |conn: &mut Conn| {
+            sso_configurations::table
+                .find(DbUuid(id.as_uuid()))
+                .select(SsoRow::as_select())
+                .first(conn)
+                .await
+                .optional()
+                .map_err(db_error)?
+                .map(SsoRow::into_domain)
+                .transpose()
+        })
     }
 
     async fn create_sso_configuration(

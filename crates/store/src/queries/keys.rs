@@ -12,16 +12,17 @@ use crate::db_error;
 #[async_trait]
 impl SigningKeyStore for DbStore {
     async fn signing_keys(&self) -> Result<Vec<StoredSigningKey>, StoreError> {
-        let mut conn = self.conn().await?;
-        Ok(signing_keys::table
-            .order(signing_keys::created_at.desc())
-            .select(SigningKeyRow::as_select())
-            .load(&mut *conn)
-            .await
-            .map_err(db_error)?
-            .into_iter()
-            .map(StoredSigningKey::from)
-            .collect())
+        in_read!(self, async |conn: &mut Conn| {
+            Ok(signing_keys::table
+                .order(signing_keys::created_at.desc())
+                .select(SigningKeyRow::as_select())
+                .load(conn)
+                .await
+                .map_err(db_error)?
+                .into_iter()
+                .map(StoredSigningKey::from)
+                .collect())
+        })
     }
 
     async fn add_signing_key(&self, key: StoredSigningKey) -> Result<(), StoreError> {

@@ -187,52 +187,53 @@ impl MemberStore for DbStore {
         page: PageRequest,
         now: DateTime<Utc>,
     ) -> Result<Page<Member>, StoreError> {
-        let mut conn = self.conn().await?;
-        let org = DbUuid(organization_id.as_uuid());
-        let active_total: i64 = active_members(org, &filter)
-            .count()
-            .get_result(&mut *conn)
-            .await
-            .map_err(db_error)?;
-        let invited_total: i64 = if filter.active_only {
-            0
-        } else {
-            invited_members(org, &filter, now)
+        in_read!(self, async |conn: &mut Conn| {
+            let org = DbUuid(organization_id.as_uuid());
+            let active_total: i64 = active_members(org, &filter)
                 .count()
-                .get_result(&mut *conn)
-                .await
-                .map_err(db_error)?
-        };
-        let (active, invited) = split_page(page.offset(), page.limit(), active_total);
-        let mut items = Vec::new();
-        if let Some(slice) = active {
-            let rows: Vec<MemberRow> = active_members(org, &filter)
-                .select(MEMBER_COLUMNS)
-                .order((memberships::created_at.asc(), memberships::user_id.asc()))
-                .offset(slice.offset)
-                .limit(slice.limit)
-                .load(&mut *conn)
+                .get_result(conn)
                 .await
                 .map_err(db_error)?;
-            for row in rows {
-                items.push(row.into_domain()?);
+            let invited_total: i64 = if filter.active_only {
+                0
+            } else {
+                invited_members(org, &filter, now)
+                    .count()
+                    .get_result(conn)
+                    .await
+                    .map_err(db_error)?
+            };
+            let (active, invited) = split_page(page.offset(), page.limit(), active_total);
+            let mut items = Vec::new();
+            if let Some(slice) = active {
+                let rows: Vec<MemberRow> = active_members(org, &filter)
+                    .select(MEMBER_COLUMNS)
+                    .order((memberships::created_at.asc(), memberships::user_id.asc()))
+                    .offset(slice.offset)
+                    .limit(slice.limit)
+                    .load(conn)
+                    .await
+                    .map_err(db_error)?;
+                for row in rows {
+                    items.push(row.into_domain()?);
+                }
             }
-        }
-        if let Some(slice) = invited.filter(|slice| slice.offset < invited_total) {
-            let rows: Vec<InvitedMemberRow> = invited_members(org, &filter, now)
-                .select(INVITED_MEMBER_COLUMNS)
-                .order((invitations::invited_at.asc(), invitations::id.asc()))
-                .offset(slice.offset)
-                .limit(slice.limit)
-                .load(&mut *conn)
-                .await
-                .map_err(db_error)?;
-            for row in rows {
-                items.push(row.into_domain()?);
+            if let Some(slice) = invited.filter(|slice| slice.offset < invited_total) {
+                let rows: Vec<InvitedMemberRow> = invited_members(org, &filter, now)
+                    .select(INVITED_MEMBER_COLUMNS)
+                    .order((invitations::invited_at.asc(), invitations::id.asc()))
+                    .offset(slice.offset)
+                    .limit(slice.limit)
+                    .load(conn)
+                    .await
+                    .map_err(db_error)?;
+                for row in rows {
+                    items.push(row.into_domain()?);
+                }
             }
-        }
-        let total = active_total.unsigned_abs() + invited_total.unsigned_abs();
-        Ok(Page::new(items, total, page))
+            let total = active_total.unsigned_abs() + invited_total.unsigned_abs();
+            Ok(Page::new(items, total, page))
+        })
     }
 
     async fn member(
@@ -240,16 +241,17 @@ impl MemberStore for DbStore {
         organization_id: OrganizationId,
         user_id: UserId,
     ) -> Result<Option<Member>, StoreError> {
-        let mut conn = self.conn().await?;
-        active_members(DbUuid(organization_id.as_uuid()), &MemberFilter::default())
-            .filter(memberships::user_id.eq(DbUuid(user_id.as_uuid())))
-            .select(MEMBER_COLUMNS)
-            .first::<MemberRow>(&mut *conn)
-            .await
-            .optional()
-            .map_err(db_error)?
-            .map(MemberRow::into_domain)
-            .transpose()
+        in_read!(self, async |conn: &mut Conn| {
+            active_members(DbUuid(organization_id.as_uuid()), &MemberFilter::default())
+                .filter(memberships::user_id.eq(DbUuid(user_id.as_uuid())))
+                .select(MEMBER_COLUMNS)
+                .first::<MemberRow>(conn)
+                .await
+                .optional()
+                .map_err(db_error)?
+                .map(MemberRow::into_domain)
+                .transpose()
+        })
     }
 
     async fn is_member_email(
@@ -257,16 +259,18 @@ impl MemberStore for DbStore {
         organization_id: OrganizationId,
         email: &Email,
     ) -> Result<bool, StoreError> {
-        let mut conn = self.conn().await?;
-        let members: i64 = memberships::table
-            .inner_join(users::table)
-            .filter(memberships::organization_id.eq(DbUuid(organization_id.as_uuid())))
-            .filter(users::email.eq(email.as_ref()))
-            .count()
-            .get_result(&mut *conn)
-            .await
-            .map_err(db_error)?;
-        Ok(members > 0)
+        let email = email.clone();
+        in_read!(self, async |conn: &mut Conn| {
+            let members: i64 = memberships::table
+                .inner_join(users::table)
+                .filter(memberships::organization_id.eq(DbUuid(organization_id.as_uuid())))
+                .filter(users::email.eq(email.as_ref()))
+                .count()
+                .get_result(conn)
+                .await
+                .map_err(db_error)?;
+            Ok(members > 0)
+        })
     }
 
     async fn create_invitation(
@@ -306,19 +310,22 @@ impl MemberStore for DbStore {
     }
 
     async fn invitation(&self, id: InvitationId) -> Result<Option<Invitation>, StoreError> {
-        let mut conn = self.conn().await?;
-        let query = pending_invitations().filter(invitations::id.eq(DbUuid(id.as_uuid())));
-        load_invitation(&mut conn, query).await
+        in_read!(self, async |conn: &mut Conn| {
+            let query = pending_invitations().filter(invitations::id.eq(DbUuid(id.as_uuid())));
+            load_invitation(conn, query).await
+        })
     }
 
     async fn invitation_by_token(
         &self,
         hash: &TokenHash,
     ) -> Result<Option<Invitation>, StoreError> {
-        let mut conn = self.conn().await?;
-        let query =
-            pending_invitations().filter(invitations::token_hash.eq(hash.as_hex().to_owned()));
-        load_invitation(&mut conn, query).await
+        let hash = hash.clone();
+        in_read!(self, async |conn: &mut Conn| {
+            let query =
+                pending_invitations().filter(invitations::token_hash.eq(hash.as_hex().to_owned()));
+            load_invitation(conn, query).await
+        })
     }
 
     async fn invitations_for(
@@ -326,18 +333,20 @@ impl MemberStore for DbStore {
         email: &Email,
         now: DateTime<Utc>,
     ) -> Result<Vec<Invitation>, StoreError> {
-        let mut conn = self.conn().await?;
-        pending_invitations()
-            .filter(invitations::email.eq(email.as_ref().to_owned()))
-            .filter(invitations::expires_at.gt(now))
-            .select(INVITATION_COLUMNS)
-            .order((invitations::invited_at.desc(), invitations::id.desc()))
-            .load::<InvitationRow>(&mut *conn)
-            .await
-            .map_err(db_error)?
-            .into_iter()
-            .map(InvitationRow::into_domain)
-            .collect()
+        let email = email.clone();
+        in_read!(self, async |conn: &mut Conn| {
+            pending_invitations()
+                .filter(invitations::email.eq(email.as_ref().to_owned()))
+                .filter(invitations::expires_at.gt(now))
+                .select(INVITATION_COLUMNS)
+                .order((invitations::invited_at.desc(), invitations::id.desc()))
+                .load::<InvitationRow>(conn)
+                .await
+                .map_err(db_error)?
+                .into_iter()
+                .map(InvitationRow::into_domain)
+                .collect()
+        })
     }
 
     async fn accept_invitation(
@@ -461,19 +470,20 @@ impl MemberStore for DbStore {
         &self,
         user_id: UserId,
     ) -> Result<Vec<OrganizationId>, StoreError> {
-        let mut conn = self.conn().await?;
-        let user = DbUuid(user_id.as_uuid());
-        let ids: Vec<DbUuid> = organizations::table
-            .filter(organizations::is_active.eq(true))
-            .filter(organizations::kind.eq(OrganizationType::Team.as_str()))
-            .filter(organizations::id.eq_any(owned_by(user)))
-            .filter(organizations::id.eq_any(with_members_besides(user)))
-            .select(organizations::id)
-            .order((organizations::created_at.asc(), organizations::id.asc()))
-            .load(&mut *conn)
-            .await
-            .map_err(db_error)?;
-        Ok(ids.into_iter().map(|id| id.0.into()).collect())
+        in_read!(self, async |conn: &mut Conn| {
+            let user = DbUuid(user_id.as_uuid());
+            let ids: Vec<DbUuid> = organizations::table
+                .filter(organizations::is_active.eq(true))
+                .filter(organizations::kind.eq(OrganizationType::Team.as_str()))
+                .filter(organizations::id.eq_any(owned_by(user)))
+                .filter(organizations::id.eq_any(with_members_besides(user)))
+                .select(organizations::id)
+                .order((organizations::created_at.asc(), organizations::id.asc()))
+                .load(conn)
+                .await
+                .map_err(db_error)?;
+            Ok(ids.into_iter().map(|id| id.0.into()).collect())
+        })
     }
 
     async fn delete_user(&self, user_id: UserId, events: Vec<NewEvent>) -> Result<(), StoreError> {

@@ -9,7 +9,7 @@ use gatehouse_domain::{
 use super::{
     super::{
         schema::{memberships, organizations},
-        DbStore,
+        Conn, DbStore,
     },
     rows::MembershipRow,
 };
@@ -22,43 +22,45 @@ impl MembershipStore for DbStore {
         user_id: UserId,
         organization_id: OrganizationId,
     ) -> Result<Option<Membership>, StoreError> {
-        let mut conn = self.conn().await?;
-        memberships::table
-            .inner_join(organizations::table)
-            .filter(memberships::user_id.eq(DbUuid(user_id.as_uuid())))
-            .filter(memberships::organization_id.eq(DbUuid(organization_id.as_uuid())))
-            .filter(organizations::is_active.eq(true))
-            .select((
-                memberships::organization_id,
-                memberships::user_id,
-                memberships::role,
-                organizations::plan,
-            ))
-            .first::<MembershipRow>(&mut *conn)
-            .await
-            .optional()
-            .map_err(db_error)?
-            .map(MembershipRow::into_domain)
-            .transpose()
+        in_read!(self, async |conn: &mut Conn| {
+            memberships::table
+                .inner_join(organizations::table)
+                .filter(memberships::user_id.eq(DbUuid(user_id.as_uuid())))
+                .filter(memberships::organization_id.eq(DbUuid(organization_id.as_uuid())))
+                .filter(organizations::is_active.eq(true))
+                .select((
+                    memberships::organization_id,
+                    memberships::user_id,
+                    memberships::role,
+                    organizations::plan,
+                ))
+                .first::<MembershipRow>(conn)
+                .await
+                .optional()
+                .map_err(db_error)?
+                .map(MembershipRow::into_domain)
+                .transpose()
+        })
     }
 
     async fn highest_plan(&self, user_id: UserId) -> Result<Option<Plan>, StoreError> {
-        let mut conn = self.conn().await?;
-        let plans: Vec<String> = memberships::table
-            .inner_join(organizations::table)
-            .filter(memberships::user_id.eq(DbUuid(user_id.as_uuid())))
-            .filter(organizations::is_active.eq(true))
-            .select(organizations::plan)
-            .distinct()
-            .load(&mut *conn)
-            .await
-            .map_err(db_error)?;
-        plans
-            .iter()
-            .map(|plan| {
-                plan.parse::<Plan>()
-                    .map_err(|_| corrupt("organizations.plan"))
-            })
-            .try_fold(None, |best: Option<Plan>, plan| Ok(best.max(Some(plan?))))
+        in_read!(self, async |conn: &mut Conn| {
+            let plans: Vec<String> = memberships::table
+                .inner_join(organizations::table)
+                .filter(memberships::user_id.eq(DbUuid(user_id.as_uuid())))
+                .filter(organizations::is_active.eq(true))
+                .select(organizations::plan)
+                .distinct()
+                .load(conn)
+                .await
+                .map_err(db_error)?;
+            plans
+                .iter()
+                .map(|plan| {
+                    plan.parse::<Plan>()
+                        .map_err(|_| corrupt("organizations.plan"))
+                })
+                .try_fold(None, |best: Option<Plan>, plan| Ok(best.max(Some(plan?))))
+        })
     }
 }

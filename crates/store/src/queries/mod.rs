@@ -22,26 +22,12 @@ use async_trait::async_trait;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::ports::{HealthStore, StoreError};
 
-use super::DbStore;
+use super::{Conn, DbStore};
 use crate::{
     db_error,
     listing::{contains_pattern, lower},
-    pool_error, Backend, Store,
+    Backend, Store,
 };
-
-impl DbStore {
-    /// A pooled connection, or `Unavailable`.
-    async fn conn(
-        &self,
-    ) -> Result<
-        deadpool::managed::Object<
-            diesel_async::pooled_connection::AsyncDieselConnectionManager<super::Conn>,
-        >,
-        StoreError,
-    > {
-        self.pool.get().await.map_err(pool_error)
-    }
-}
 
 impl Store for DbStore {
     fn backend(&self) -> Backend {
@@ -52,11 +38,12 @@ impl Store for DbStore {
 #[async_trait]
 impl HealthStore for DbStore {
     async fn ping(&self) -> Result<(), StoreError> {
-        let mut conn = self.conn().await?;
-        diesel::sql_query("SELECT 1")
-            .execute(&mut *conn)
-            .await
-            .map_err(db_error)?;
-        Ok(())
+        in_read!(self, async |conn: &mut Conn| {
+            diesel::sql_query("SELECT 1")
+                .execute(conn)
+                .await
+                .map_err(db_error)?;
+            Ok(())
+        })
     }
 }

@@ -80,16 +80,18 @@ impl AuthorizationCodeStore for DbStore {
     }
 
     async fn authorization_code(&self, hash: &TokenHash) -> Result<Option<StoredCode>, StoreError> {
-        let mut conn = self.conn().await?;
-        codes::table
-            .find(hash.as_hex())
-            .select(CodeRow::as_select())
-            .first::<CodeRow>(&mut *conn)
-            .await
-            .optional()
-            .map_err(db_error)?
-            .map(CodeRow::into_domain)
-            .transpose()
+        let hash = hash.clone();
+        in_read!(self, async |conn: &mut Conn| {
+            codes::table
+                .find(hash.as_hex())
+                .select(CodeRow::as_select())
+                .first::<CodeRow>(conn)
+                .await
+                .optional()
+                .map_err(db_error)?
+                .map(CodeRow::into_domain)
+                .transpose()
+        })
     }
 
     async fn redeem_authorization_code(

@@ -20,7 +20,7 @@ use super::{
     contains_pattern, lower,
     rows::{record_events, NewMembershipRow, NewOrganizationRow, OrganizationRow},
 };
-use crate::{db_error, detached, types::DbUuid, violates};
+use crate::{db_error, types::DbUuid, violates};
 
 /// How many times creating an organization retries when a concurrent one took the same
 /// generated slug.
@@ -193,8 +193,10 @@ struct OrganizationChangeset<'a> {
 #[async_trait]
 impl OrganizationStore for DbStore {
     async fn first_free_slug(&self, base: &Slug) -> Result<Slug, StoreError> {
-        let mut conn = self.conn().await?;
-        free_slug(&mut conn, base).await.map_err(db_error)
+        let base = base.clone();
+        in_read!(self, async |conn: &mut Conn| {
+            free_slug(conn, &base).await.map_err(db_error)
+        })
     }
 
     async fn create_organization(
@@ -204,33 +206,35 @@ impl OrganizationStore for DbStore {
         events: Vec<NewEvent>,
     ) -> Result<(), StoreError> {
         let pool = self.writer.clone();
-        detached(async move {
-            let mut conn = pool.get().await.map_err(crate::pool_error)?;
-            let mut attempt = 0;
-            loop {
-                attempt += 1;
-                let result = write_tx!(&mut *conn, async |conn: &mut Conn| {
-                    let slug =
-                        insert_organization(conn, &organization, DbUuid(owner.as_uuid())).await?;
-                    let mut events = events.clone();
-                    if organization.slug_generated {
-                        stamp_slug(&mut events, organization.id, &slug);
+        self.runtime
+            .run(async move {
+                let mut conn = pool.get().await.map_err(crate::pool_error)?;
+                let mut attempt = 0;
+                loop {
+                    attempt += 1;
+                    let result = write_tx!(&mut *conn, async |conn: &mut Conn| {
+                        let slug =
+                            insert_organization(conn, &organization, DbUuid(owner.as_uuid()))
+                                .await?;
+                        let mut events = events.clone();
+                        if organization.slug_generated {
+                            stamp_slug(&mut events, organization.id, &slug);
+                        }
+                        record_events(conn, events).await
+                    })
+                    .await;
+                    match result {
+                        Ok(()) => return Ok(()),
+                        // A concurrent creation took the generated slug: take the next free one.
+                        Err(e)
+                            if organization.slug_generated
+                                && violates(&e, "organizations_slug_key")
+                                && attempt < SLUG_RACE_RETRIES => {}
+                        Err(e) => return Err(db_error(e)),
                     }
-                    record_events(conn, events).await
-                })
-                .await;
-                match result {
-                    Ok(()) => return Ok(()),
-                    // A concurrent creation took the generated slug: take the next free one.
-                    Err(e)
-                        if organization.slug_generated
-                            && violates(&e, "organizations_slug_key")
-                            && attempt < SLUG_RACE_RETRIES => {}
-                    Err(e) => return Err(db_error(e)),
                 }
-            }
-        })
-        .await
+            })
+            .await
     }
 
     async fn organizations_of(
@@ -239,37 +243,39 @@ impl OrganizationStore for DbStore {
         filter: OrganizationFilter,
         page: PageRequest,
     ) -> Result<Page<Organization>, StoreError> {
-        let mut conn = self.conn().await?;
-        let user = DbUuid(user_id.as_uuid());
-        let total: i64 = organizations_of_query(user, &filter)
-            .count()
-            .get_result(&mut *conn)
-            .await
-            .map_err(db_error)?;
-        let rows: Vec<OrganizationRow> = organizations_of_query(user, &filter)
-            .select(OrganizationRow::as_select())
-            .order((organizations::created_at.desc(), organizations::id.desc()))
-            .limit(page.limit())
-            .offset(page.offset())
-            .load(&mut *conn)
-            .await
-            .map_err(db_error)?;
-        let items = with_counts(&mut conn, rows).await?;
-        Ok(Page::new(items, total.unsigned_abs(), page))
+        in_read!(self, async |conn: &mut Conn| {
+            let user = DbUuid(user_id.as_uuid());
+            let total: i64 = organizations_of_query(user, &filter)
+                .count()
+                .get_result(conn)
+                .await
+                .map_err(db_error)?;
+            let rows: Vec<OrganizationRow> = organizations_of_query(user, &filter)
+                .select(OrganizationRow::as_select())
+                .order((organizations::created_at.desc(), organizations::id.desc()))
+                .limit(page.limit())
+                .offset(page.offset())
+                .load(conn)
+                .await
+                .map_err(db_error)?;
+            let items = with_counts(conn, rows).await?;
+            Ok(Page::new(items, total.unsigned_abs(), page))
+        })
     }
 
     async fn organization(&self, id: OrganizationId) -> Result<Option<Organization>, StoreError> {
-        let mut conn = self.conn().await?;
-        let row: Option<OrganizationRow> = organizations::table
-            .filter(organizations::id.eq(DbUuid(id.as_uuid())))
-            .filter(organizations::is_active.eq(true))
-            .select(OrganizationRow::as_select())
-            .first(&mut *conn)
-            .await
-            .optional()
-            .map_err(db_error)?;
-        let rows = row.into_iter().collect();
-        Ok(with_counts(&mut conn, rows).await?.pop())
+        in_read!(self, async |conn: &mut Conn| {
+            let row: Option<OrganizationRow> = organizations::table
+                .filter(organizations::id.eq(DbUuid(id.as_uuid())))
+                .filter(organizations::is_active.eq(true))
+                .select(OrganizationRow::as_select())
+                .first(conn)
+                .await
+                .optional()
+                .map_err(db_error)?;
+            let rows = row.into_iter().collect();
+            Ok(with_counts(conn, rows).await?.pop())
+        })
     }
 
     async fn update_organization(

@@ -20,14 +20,15 @@ use crate::{corrupt, db_error, types::DbUuid};
 /// `organization_branding`): read as `Option<(document, updated_at)>`.
 macro_rules! read_document {
     ($store:expr, $table:ident, $id:expr) => {{
-        let mut conn = $store.conn().await?;
-        $table::table
-            .find(DbUuid($id.as_uuid()))
-            .select(($table::document, $table::updated_at))
-            .first::<(serde_json::Value, DateTime<Utc>)>(&mut *conn)
-            .await
-            .optional()
-            .map_err(db_error)
+        in_read!($store, async |conn: &mut Conn| {
+            $table::table
+                .find(DbUuid($id.as_uuid()))
+                .select(($table::document, $table::updated_at))
+                .first::<(serde_json::Value, DateTime<Utc>)>(conn)
+                .await
+                .optional()
+                .map_err(db_error)
+        })
     }};
 }
 
@@ -82,31 +83,32 @@ pub(super) async fn is_live(conn: &mut Conn, id: DbUuid) -> QueryResult<bool> {
 /// subquery of ids).
 macro_rules! plan_policies_of {
     ($store:expr, $organization_ids:expr) => {{
-        let mut conn = $store.conn().await?;
-        let rows: Vec<(String, Option<serde_json::Value>)> = organizations::table
-            .left_join(organization_policies::table)
-            .filter(organizations::id.eq_any($organization_ids))
-            .filter(organizations::is_active.eq(true))
-            .select((
-                organizations::plan,
-                organization_policies::document.nullable(),
-            ))
-            .load(&mut *conn)
-            .await
-            .map_err(db_error)?;
-        rows.into_iter()
-            .map(|(plan, policies)| {
-                let plan = plan
-                    .parse::<Plan>()
-                    .map_err(|_| corrupt("organizations.plan"))?;
-                let policies = policies
-                    .map(|doc| {
-                        document::<OrganizationPolicies>(doc, "organization_policies.document")
-                    })
-                    .transpose()?;
-                Ok((plan, policies))
-            })
-            .collect()
+        in_read!($store, async |conn: &mut Conn| {
+            let rows: Vec<(String, Option<serde_json::Value>)> = organizations::table
+                .left_join(organization_policies::table)
+                .filter(organizations::id.eq_any($organization_ids))
+                .filter(organizations::is_active.eq(true))
+                .select((
+                    organizations::plan,
+                    organization_policies::document.nullable(),
+                ))
+                .load(conn)
+                .await
+                .map_err(db_error)?;
+            rows.into_iter()
+                .map(|(plan, policies)| {
+                    let plan = plan
+                        .parse::<Plan>()
+                        .map_err(|_| corrupt("organizations.plan"))?;
+                    let policies = policies
+                        .map(|doc| {
+                            document::<OrganizationPolicies>(doc, "organization_policies.document")
+                        })
+                        .transpose()?;
+                    Ok((plan, policies))
+                })
+                .collect()
+        })
     }};
 }
 
@@ -147,6 +149,7 @@ impl PolicyStore for DbStore {
         email: &Email,
         now: DateTime<Utc>,
     ) -> Result<Vec<PlanPolicies>, StoreError> {
+        let email = email.clone();
         plan_policies_of!(
             self,
             invitations::table

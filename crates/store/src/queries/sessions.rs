@@ -32,18 +32,20 @@ impl SessionStore for DbStore {
         hash: &TokenHash,
         now: DateTime<Utc>,
     ) -> Result<Option<Session>, StoreError> {
-        let mut conn = self.conn().await?;
-        sessions::table
-            .filter(sessions::refresh_token_hash.eq(hash.as_hex()))
-            .filter(sessions::revoked_at.is_null())
-            .filter(sessions::expires_at.gt(now))
-            .select(SessionRow::as_select())
-            .first(&mut *conn)
-            .await
-            .optional()
-            .map_err(db_error)?
-            .map(SessionRow::into_domain)
-            .transpose()
+        let hash = hash.clone();
+        in_read!(self, async |conn: &mut Conn| {
+            sessions::table
+                .filter(sessions::refresh_token_hash.eq(hash.as_hex()))
+                .filter(sessions::revoked_at.is_null())
+                .filter(sessions::expires_at.gt(now))
+                .select(SessionRow::as_select())
+                .first(conn)
+                .await
+                .optional()
+                .map_err(db_error)?
+                .map(SessionRow::into_domain)
+                .transpose()
+        })
     }
 
     async fn touch_session(&self, id: SessionId, now: DateTime<Utc>) -> Result<bool, StoreError> {
@@ -61,16 +63,17 @@ impl SessionStore for DbStore {
     }
 
     async fn is_live(&self, id: SessionId, now: DateTime<Utc>) -> Result<bool, StoreError> {
-        let mut conn = self.conn().await?;
-        let live: i64 = sessions::table
-            .filter(sessions::id.eq(DbUuid(id.as_uuid())))
-            .filter(sessions::revoked_at.is_null())
-            .filter(sessions::expires_at.gt(now))
-            .count()
-            .get_result(&mut *conn)
-            .await
-            .map_err(db_error)?;
-        Ok(live > 0)
+        in_read!(self, async |conn: &mut Conn| {
+            let live: i64 = sessions::table
+                .filter(sessions::id.eq(DbUuid(id.as_uuid())))
+                .filter(sessions::revoked_at.is_null())
+                .filter(sessions::expires_at.gt(now))
+                .count()
+                .get_result(conn)
+                .await
+                .map_err(db_error)?;
+            Ok(live > 0)
+        })
     }
 
     async fn end_session(

@@ -36,7 +36,7 @@ use super::{
     },
 };
 use crate::{
-    db_error, detached, pool_error,
+    db_error, pool_error,
     types::{DbStrings, DbUuid},
 };
 
@@ -169,29 +169,30 @@ impl WebhookStore for DbStore {
         is_active: Option<bool>,
         page: PageRequest,
     ) -> Result<Page<WebhookEndpoint>, StoreError> {
-        let mut conn = self.conn().await?;
-        let org = DbUuid(organization_id.as_uuid());
-        let total: i64 = endpoints_of(org, is_active)
-            .count()
-            .get_result(&mut *conn)
-            .await
-            .map_err(db_error)?;
-        let rows: Vec<EndpointRow> = endpoints_of(org, is_active)
-            .select(EndpointRow::as_select())
-            .order((
-                webhook_endpoints::created_at.desc(),
-                webhook_endpoints::id.desc(),
-            ))
-            .limit(page.limit())
-            .offset(page.offset())
-            .load(&mut *conn)
-            .await
-            .map_err(db_error)?;
-        let items = rows
-            .into_iter()
-            .map(EndpointRow::into_domain)
-            .collect::<Result<_, _>>()?;
-        Ok(Page::new(items, total.unsigned_abs(), page))
+        in_read!(self, async |conn: &mut Conn| {
+            let org = DbUuid(organization_id.as_uuid());
+            let total: i64 = endpoints_of(org, is_active)
+                .count()
+                .get_result(conn)
+                .await
+                .map_err(db_error)?;
+            let rows: Vec<EndpointRow> = endpoints_of(org, is_active)
+                .select(EndpointRow::as_select())
+                .order((
+                    webhook_endpoints::created_at.desc(),
+                    webhook_endpoints::id.desc(),
+                ))
+                .limit(page.limit())
+                .offset(page.offset())
+                .load(conn)
+                .await
+                .map_err(db_error)?;
+            let items = rows
+                .into_iter()
+                .map(EndpointRow::into_domain)
+                .collect::<Result<_, _>>()?;
+            Ok(Page::new(items, total.unsigned_abs(), page))
+        })
     }
 
     async fn endpoint(
@@ -199,25 +200,26 @@ impl WebhookStore for DbStore {
         organization_id: OrganizationId,
         id: EndpointId,
     ) -> Result<Option<EndpointDetail>, StoreError> {
-        let mut conn = self.conn().await?;
-        let endpoint = DbUuid(id.as_uuid());
-        let row: Option<EndpointRow> = endpoints_of(DbUuid(organization_id.as_uuid()), None)
-            .filter(webhook_endpoints::id.eq(endpoint))
-            .select(EndpointRow::as_select())
-            .first(&mut *conn)
-            .await
-            .optional()
-            .map_err(db_error)?;
-        let Some(row) = row else {
-            return Ok(None);
-        };
-        let stats = stats_of(&mut conn, endpoint).await.map_err(db_error)?;
-        let last_delivery_at = row.last_delivery_at;
-        Ok(Some(EndpointDetail {
-            endpoint: row.into_domain()?,
-            last_delivery_at,
-            stats,
-        }))
+        in_read!(self, async |conn: &mut Conn| {
+            let endpoint = DbUuid(id.as_uuid());
+            let row: Option<EndpointRow> = endpoints_of(DbUuid(organization_id.as_uuid()), None)
+                .filter(webhook_endpoints::id.eq(endpoint))
+                .select(EndpointRow::as_select())
+                .first(conn)
+                .await
+                .optional()
+                .map_err(db_error)?;
+            let Some(row) = row else {
+                return Ok(None);
+            };
+            let stats = stats_of(conn, endpoint).await.map_err(db_error)?;
+            let last_delivery_at = row.last_delivery_at;
+            Ok(Some(EndpointDetail {
+                endpoint: row.into_domain()?,
+                last_delivery_at,
+                stats,
+            }))
+        })
     }
 
     async fn update_endpoint(
@@ -228,40 +230,42 @@ impl WebhookStore for DbStore {
         at: DateTime<Utc>,
     ) -> Result<Option<WebhookEndpoint>, StoreError> {
         let pool = self.writer.clone();
-        detached(async move {
-            let mut conn = pool.get().await.map_err(pool_error)?;
-            let row = write_tx!(&mut *conn, async |conn: &mut Conn| {
-                let theirs = webhook_endpoints::table
-                    .filter(webhook_endpoints::id.eq(DbUuid(id.as_uuid())))
-                    .filter(
-                        webhook_endpoints::organization_id.eq(DbUuid(organization_id.as_uuid())),
-                    );
-                if change.is_active == Some(true) {
-                    // Turned back on: its run of failures starts again.
-                    diesel::update(theirs.filter(webhook_endpoints::is_active.eq(false)))
-                        .set(webhook_endpoints::consecutive_failures.eq(0))
-                        .execute(conn)
-                        .await?;
-                }
-                diesel::update(theirs)
-                    .set(EndpointChangeset {
-                        url: change.url.as_ref().map(AsRef::as_ref),
-                        description: change.description.as_deref(),
-                        events: change.events.as_deref().map(event_strings),
-                        secret_sealed: change.secret_sealed.as_deref(),
-                        is_active: change.is_active,
-                        updated_at: at,
-                    })
-                    .returning(EndpointRow::as_returning())
-                    .get_result(conn)
-                    .await
-                    .optional()
+        self.runtime
+            .run(async move {
+                let mut conn = pool.get().await.map_err(pool_error)?;
+                let row = write_tx!(&mut *conn, async |conn: &mut Conn| {
+                    let theirs = webhook_endpoints::table
+                        .filter(webhook_endpoints::id.eq(DbUuid(id.as_uuid())))
+                        .filter(
+                            webhook_endpoints::organization_id
+                                .eq(DbUuid(organization_id.as_uuid())),
+                        );
+                    if change.is_active == Some(true) {
+                        // Turned back on: its run of failures starts again.
+                        diesel::update(theirs.filter(webhook_endpoints::is_active.eq(false)))
+                            .set(webhook_endpoints::consecutive_failures.eq(0))
+                            .execute(conn)
+                            .await?;
+                    }
+                    diesel::update(theirs)
+                        .set(EndpointChangeset {
+                            url: change.url.as_ref().map(AsRef::as_ref),
+                            description: change.description.as_deref(),
+                            events: change.events.as_deref().map(event_strings),
+                            secret_sealed: change.secret_sealed.as_deref(),
+                            is_active: change.is_active,
+                            updated_at: at,
+                        })
+                        .returning(EndpointRow::as_returning())
+                        .get_result(conn)
+                        .await
+                        .optional()
+                })
+                .await
+                .map_err(db_error)?;
+                row.map(EndpointRow::into_domain).transpose()
             })
             .await
-            .map_err(db_error)?;
-            row.map(EndpointRow::into_domain).transpose()
-        })
-        .await
     }
 
     async fn delete_endpoint(
@@ -286,42 +290,43 @@ impl WebhookStore for DbStore {
         filter: DeliveryFilter,
         page: PageRequest,
     ) -> Result<Option<Page<Delivery>>, StoreError> {
-        let mut conn = self.conn().await?;
-        let (org, endpoint) = (
-            DbUuid(organization_id.as_uuid()),
-            DbUuid(endpoint_id.as_uuid()),
-        );
-        let exists: Option<DbUuid> = endpoints_of(org, None)
-            .filter(webhook_endpoints::id.eq(endpoint))
-            .select(webhook_endpoints::id)
-            .first(&mut *conn)
-            .await
-            .optional()
-            .map_err(db_error)?;
-        if exists.is_none() {
-            return Ok(None);
-        }
-        let total: i64 = deliveries_of(org, endpoint, &filter)
-            .count()
-            .get_result(&mut *conn)
-            .await
-            .map_err(db_error)?;
-        let rows: Vec<DeliveryRow> = deliveries_of(org, endpoint, &filter)
-            .select(DeliveryRow::as_select())
-            .order((
-                webhook_deliveries::created_at.desc(),
-                webhook_deliveries::id.desc(),
-            ))
-            .limit(page.limit())
-            .offset(page.offset())
-            .load(&mut *conn)
-            .await
-            .map_err(db_error)?;
-        let items = rows
-            .into_iter()
-            .map(DeliveryRow::into_domain)
-            .collect::<Result<_, _>>()?;
-        Ok(Some(Page::new(items, total.unsigned_abs(), page)))
+        in_read!(self, async |conn: &mut Conn| {
+            let (org, endpoint) = (
+                DbUuid(organization_id.as_uuid()),
+                DbUuid(endpoint_id.as_uuid()),
+            );
+            let exists: Option<DbUuid> = endpoints_of(org, None)
+                .filter(webhook_endpoints::id.eq(endpoint))
+                .select(webhook_endpoints::id)
+                .first(conn)
+                .await
+                .optional()
+                .map_err(db_error)?;
+            if exists.is_none() {
+                return Ok(None);
+            }
+            let total: i64 = deliveries_of(org, endpoint, &filter)
+                .count()
+                .get_result(conn)
+                .await
+                .map_err(db_error)?;
+            let rows: Vec<DeliveryRow> = deliveries_of(org, endpoint, &filter)
+                .select(DeliveryRow::as_select())
+                .order((
+                    webhook_deliveries::created_at.desc(),
+                    webhook_deliveries::id.desc(),
+                ))
+                .limit(page.limit())
+                .offset(page.offset())
+                .load(conn)
+                .await
+                .map_err(db_error)?;
+            let items = rows
+                .into_iter()
+                .map(DeliveryRow::into_domain)
+                .collect::<Result<_, _>>()?;
+            Ok(Some(Page::new(items, total.unsigned_abs(), page)))
+        })
     }
 
     async fn retry_delivery(
@@ -331,67 +336,71 @@ impl WebhookStore for DbStore {
         at: DateTime<Utc>,
     ) -> Result<RetryOutcome, StoreError> {
         let pool = self.writer.clone();
-        detached(async move {
-            let mut conn = pool.get().await.map_err(pool_error)?;
-            let retried = write_tx!(&mut *conn, async |conn: &mut Conn| {
-                let theirs = webhook_deliveries::table
-                    .filter(webhook_deliveries::id.eq(DbUuid(id.as_uuid())))
-                    .filter(
-                        webhook_deliveries::organization_id.eq(DbUuid(organization_id.as_uuid())),
-                    );
-                // One conditional update, so that concurrent retries queue one attempt.
-                let queued: Option<DeliveryRow> = diesel::update(
-                    theirs.filter(webhook_deliveries::status.ne(DeliveryStatus::Pending.as_str())),
-                )
-                .set((
-                    webhook_deliveries::status.eq(DeliveryStatus::Pending.as_str()),
-                    webhook_deliveries::attempt.eq(webhook_deliveries::attempt + 1),
-                    webhook_deliveries::next_attempt_at.eq(Some(at)),
-                    webhook_deliveries::lease.eq(None::<DbUuid>),
-                    webhook_deliveries::leased_until.eq(None::<DateTime<Utc>>),
-                ))
-                .returning(DeliveryRow::as_returning())
-                .get_result(conn)
+        self.runtime
+            .run(async move {
+                let mut conn = pool.get().await.map_err(pool_error)?;
+                let retried = write_tx!(&mut *conn, async |conn: &mut Conn| {
+                    let theirs = webhook_deliveries::table
+                        .filter(webhook_deliveries::id.eq(DbUuid(id.as_uuid())))
+                        .filter(
+                            webhook_deliveries::organization_id
+                                .eq(DbUuid(organization_id.as_uuid())),
+                        );
+                    // One conditional update, so that concurrent retries queue one attempt.
+                    let queued: Option<DeliveryRow> =
+                        diesel::update(theirs.filter(
+                            webhook_deliveries::status.ne(DeliveryStatus::Pending.as_str()),
+                        ))
+                        .set((
+                            webhook_deliveries::status.eq(DeliveryStatus::Pending.as_str()),
+                            webhook_deliveries::attempt.eq(webhook_deliveries::attempt + 1),
+                            webhook_deliveries::next_attempt_at.eq(Some(at)),
+                            webhook_deliveries::lease.eq(None::<DbUuid>),
+                            webhook_deliveries::leased_until.eq(None::<DateTime<Utc>>),
+                        ))
+                        .returning(DeliveryRow::as_returning())
+                        .get_result(conn)
+                        .await
+                        .optional()?;
+                    if let Some(row) = queued {
+                        return Ok(Retried::Queued(Box::new(row)));
+                    }
+                    let exists: Option<DbUuid> = theirs
+                        .select(webhook_deliveries::id)
+                        .first(conn)
+                        .await
+                        .optional()?;
+                    Ok::<_, diesel::result::Error>(if exists.is_some() {
+                        Retried::AlreadyPending
+                    } else {
+                        Retried::NotFound
+                    })
+                })
                 .await
-                .optional()?;
-                if let Some(row) = queued {
-                    return Ok(Retried::Queued(Box::new(row)));
-                }
-                let exists: Option<DbUuid> = theirs
-                    .select(webhook_deliveries::id)
-                    .first(conn)
-                    .await
-                    .optional()?;
-                Ok::<_, diesel::result::Error>(if exists.is_some() {
-                    Retried::AlreadyPending
-                } else {
-                    Retried::NotFound
+                .map_err(db_error)?;
+                Ok(match retried {
+                    Retried::NotFound => RetryOutcome::NotFound,
+                    Retried::AlreadyPending => RetryOutcome::AlreadyPending,
+                    Retried::Queued(row) => RetryOutcome::Queued(row.into_domain()?),
                 })
             })
             .await
-            .map_err(db_error)?;
-            Ok(match retried {
-                Retried::NotFound => RetryOutcome::NotFound,
-                Retried::AlreadyPending => RetryOutcome::AlreadyPending,
-                Retried::Queued(row) => RetryOutcome::Queued(row.into_domain()?),
-            })
-        })
-        .await
     }
 
     async fn pending_events(&self, limit: i64) -> Result<Vec<PendingEvent>, StoreError> {
-        let mut conn = self.conn().await?;
-        events::table
-            .filter(events::dispatched_at.is_null())
-            .order((events::occurred_at.asc(), events::id.asc()))
-            .limit(limit)
-            .select(EventRow::as_select())
-            .load::<EventRow>(&mut *conn)
-            .await
-            .map_err(db_error)?
-            .into_iter()
-            .map(EventRow::into_domain)
-            .collect()
+        in_read!(self, async |conn: &mut Conn| {
+            events::table
+                .filter(events::dispatched_at.is_null())
+                .order((events::occurred_at.asc(), events::id.asc()))
+                .limit(limit)
+                .select(EventRow::as_select())
+                .load::<EventRow>(conn)
+                .await
+                .map_err(db_error)?
+                .into_iter()
+                .map(EventRow::into_domain)
+                .collect()
+        })
     }
 
     async fn subscribed_endpoints(
@@ -399,24 +408,25 @@ impl WebhookStore for DbStore {
         organization_id: OrganizationId,
         event: EventType,
     ) -> Result<Vec<EndpointId>, StoreError> {
-        let mut conn = self.conn().await?;
-        // An organization has few endpoints: filtering them here reads the same on both
-        // backends (a `text[]` on one, a JSON array on the other).
-        let active: Vec<(DbUuid, DbStrings)> =
-            endpoints_of(DbUuid(organization_id.as_uuid()), Some(true))
-                .select((webhook_endpoints::id, webhook_endpoints::events))
-                .order((
-                    webhook_endpoints::created_at.asc(),
-                    webhook_endpoints::id.asc(),
-                ))
-                .load(&mut *conn)
-                .await
-                .map_err(db_error)?;
-        Ok(active
-            .into_iter()
-            .filter(|(_, events)| events.0.iter().any(|e| e == event.as_str()))
-            .map(|(id, _)| EndpointId::from_uuid(id.0))
-            .collect())
+        in_read!(self, async |conn: &mut Conn| {
+            // An organization has few endpoints: filtering them here reads the same on both
+            // backends (a `text[]` on one, a JSON array on the other).
+            let active: Vec<(DbUuid, DbStrings)> =
+                endpoints_of(DbUuid(organization_id.as_uuid()), Some(true))
+                    .select((webhook_endpoints::id, webhook_endpoints::events))
+                    .order((
+                        webhook_endpoints::created_at.asc(),
+                        webhook_endpoints::id.asc(),
+                    ))
+                    .load(conn)
+                    .await
+                    .map_err(db_error)?;
+            Ok(active
+                .into_iter()
+                .filter(|(_, events)| events.0.iter().any(|e| e == event.as_str()))
+                .map(|(id, _)| EndpointId::from_uuid(id.0))
+                .collect())
+        })
     }
 
     async fn dispatch_events(
@@ -449,47 +459,48 @@ impl WebhookStore for DbStore {
         let scan =
             i64::try_from(room.total().saturating_mul(4).min(MAX_LEASE_SCAN)).unwrap_or(i64::MAX);
         let pool = self.writer.clone();
-        detached(async move {
-            let mut conn = pool.get().await.map_err(pool_error)?;
-            let full: Vec<DbUuid> = room.full().iter().map(|id| DbUuid(id.as_uuid())).collect();
-            let rows = write_tx!(&mut *conn, async |conn: &mut Conn| {
-                // Locked against other leasers until this transaction ends (the backend's part).
-                let candidates = super::super::lease_ids(conn, now, scan, &full).await?;
-                let ids = room.pick(
-                    candidates
-                        .into_iter()
-                        .map(|(id, endpoint)| (id, EndpointId::from_uuid(endpoint.0))),
-                );
-                if ids.is_empty() {
-                    return Ok(Vec::new());
-                }
-                // One lease for the batch: an attempt is recorded under its delivery's id and
-                // this lease together.
-                diesel::update(
-                    webhook_deliveries::table.filter(webhook_deliveries::id.eq_any(&ids)),
-                )
-                .set((
-                    webhook_deliveries::lease.eq(Some(DbUuid(Uuid::new_v4()))),
-                    webhook_deliveries::leased_until.eq(Some(lease_until)),
-                ))
-                .execute(conn)
-                .await?;
-                webhook_deliveries::table
-                    .inner_join(webhook_endpoints::table)
-                    .filter(webhook_deliveries::id.eq_any(&ids))
-                    .order((
-                        webhook_deliveries::next_attempt_at.asc(),
-                        webhook_deliveries::id.asc(),
+        self.runtime
+            .run(async move {
+                let mut conn = pool.get().await.map_err(pool_error)?;
+                let full: Vec<DbUuid> = room.full().iter().map(|id| DbUuid(id.as_uuid())).collect();
+                let rows = write_tx!(&mut *conn, async |conn: &mut Conn| {
+                    // Locked against other leasers until this transaction ends (the backend's part).
+                    let candidates = super::super::lease_ids(conn, now, scan, &full).await?;
+                    let ids = room.pick(
+                        candidates
+                            .into_iter()
+                            .map(|(id, endpoint)| (id, EndpointId::from_uuid(endpoint.0))),
+                    );
+                    if ids.is_empty() {
+                        return Ok(Vec::new());
+                    }
+                    // One lease for the batch: an attempt is recorded under its delivery's id and
+                    // this lease together.
+                    diesel::update(
+                        webhook_deliveries::table.filter(webhook_deliveries::id.eq_any(&ids)),
+                    )
+                    .set((
+                        webhook_deliveries::lease.eq(Some(DbUuid(Uuid::new_v4()))),
+                        webhook_deliveries::leased_until.eq(Some(lease_until)),
                     ))
-                    .select(LEASED_COLUMNS)
-                    .load::<LeasedRow>(conn)
-                    .await
+                    .execute(conn)
+                    .await?;
+                    webhook_deliveries::table
+                        .inner_join(webhook_endpoints::table)
+                        .filter(webhook_deliveries::id.eq_any(&ids))
+                        .order((
+                            webhook_deliveries::next_attempt_at.asc(),
+                            webhook_deliveries::id.asc(),
+                        ))
+                        .select(LEASED_COLUMNS)
+                        .load::<LeasedRow>(conn)
+                        .await
+                })
+                .await
+                .map_err(db_error)?;
+                rows.into_iter().map(LeasedRow::into_domain).collect()
             })
             .await
-            .map_err(db_error)?;
-            rows.into_iter().map(LeasedRow::into_domain).collect()
-        })
-        .await
     }
 
     async fn release_deliveries(&self, leases: Vec<(DeliveryId, Uuid)>) -> Result<(), StoreError> {

@@ -18,7 +18,12 @@ use futures_util::FutureExt;
 use diesel::sql_types::{BigInt, Text, TimestamptzSqlite};
 use gatehouse_domain::{model::DeliveryStatus, ports::AttemptRecord};
 
-use crate::{migrate_with, types::DbUuid, Backend, Direction, OpenError, StoreOptions};
+use crate::{
+    migrate_with,
+    runtime::{self, StoreRuntime},
+    types::DbUuid,
+    Backend, Direction, OpenError, StoreOptions,
+};
 
 pub(crate) mod schema;
 
@@ -172,6 +177,8 @@ pub(crate) struct DbStore {
     /// 100 ms a try, in no order) and under load some outwait `busy_timeout`. Here they queue
     /// for the one connection instead, in order and without a thread asleep.
     writer: DbPool,
+    /// Where every operation runs, and every connection lives.
+    runtime: StoreRuntime,
 }
 
 /// `sqlite://gatehouse.db` -> `gatehouse.db`; `sqlite:///var/lib/g.db` -> `/var/lib/g.db`.
@@ -192,26 +199,40 @@ async fn establish(url: &str) -> Result<Conn, ConnectionError> {
 
 impl DbStore {
     pub(crate) async fn open(url: &str, options: &StoreOptions) -> Result<Self, OpenError> {
-        let path = std::path::Path::new(path_of(url));
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| OpenError::Connect(Box::new(e)))?;
-        }
-        {
-            // WAL is a property of the database file: set it once, before the pool opens.
-            let mut conn = establish(url)
-                .await
-                .map_err(|e| OpenError::Connect(Box::new(e)))?;
-            diesel::sql_query("PRAGMA journal_mode = WAL")
-                .execute(&mut conn)
-                .await
-                .map_err(|e| OpenError::Connect(Box::new(e)))?;
-        }
-        if options.migrate {
-            Self::run_migrations(url).await?;
-        }
-        let pool = Self::pool(url, options.max_connections).await?;
-        let writer = Self::pool(url, 1).await?;
-        Ok(Self { pool, writer })
+        let runtime = StoreRuntime::new("gatehouse-store", runtime::worker_threads())
+            .map_err(|e| OpenError::Connect(Box::new(e)))?;
+        let (url, options) = (url.to_owned(), options.clone());
+        let (pool, writer) = runtime
+            .complete(async move {
+                let path = std::path::Path::new(path_of(&url));
+                if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(parent).map_err(|e| OpenError::Connect(Box::new(e)))?;
+                }
+                {
+                    // WAL is a property of the database file: set it once, before the pool
+                    // opens.
+                    let mut conn = establish(&url)
+                        .await
+                        .map_err(|e| OpenError::Connect(Box::new(e)))?;
+                    diesel::sql_query("PRAGMA journal_mode = WAL")
+                        .execute(&mut conn)
+                        .await
+                        .map_err(|e| OpenError::Connect(Box::new(e)))?;
+                }
+                if options.migrate {
+                    Self::run_migrations(&url).await?;
+                }
+                let pool = Self::pool(&url, options.max_connections).await?;
+                let writer = Self::pool(&url, 1).await?;
+                Ok::<_, OpenError>((pool, writer))
+            })
+            .await
+            .map_err(|e| OpenError::Connect(Box::new(e)))??;
+        Ok(Self {
+            pool,
+            writer,
+            runtime,
+        })
     }
 
     async fn pool(url: &str, size: usize) -> Result<DbPool, OpenError> {

@@ -1,0 +1,136 @@
+//! Where every store operation runs: a small multi-threaded Tokio runtime that the store owns.
+//!
+//! A store call may be abandoned at any await: the client hangs up and actix-web drops the
+//! handler, a timeout fires, a `select!` takes the other branch. Run in the caller's task, an
+//! abandoned call would be dropped wherever it was, and two things go wrong:
+//!
+//! - diesel-async's `SyncConnectionWrapper` (SQLite) waits, when a query future is dropped
+//!   before its blocking task finished, with `block_in_place`: that panics on a
+//!   current-thread runtime, which is what every actix-web worker runs, and the panic kills the
+//!   worker with every request it was serving.
+//! - A connection keeps the runtime it was opened on (the SQLite wrapper spawns its blocking
+//!   work there, a PostgreSQL connection runs its I/O task there). Opened on a worker's runtime,
+//!   it breaks when that worker stops.
+//!
+//! So no store operation runs in its caller's task. [`StoreRuntime::run`] spawns it onto the
+//! store's own runtime, where it runs to the end whatever happens to the caller: a started
+//! transaction commits or rolls back, a pooled connection always goes back to its pool, and a
+//! writer waiting in the queue either gets its turn or was never queued. The caller only waits
+//! for the answer, and dropping that wait is harmless. Connections are opened there too, so
+//! they live exactly as long as the store.
+//!
+//! When the last handle to the store goes, operations still under way are allowed to finish
+//! (on a thread of their own, for at most [`SHUTDOWN_GRACE`]) before the runtime stops.
+
+use std::{future::Future, sync::Arc, time::Duration};
+
+use gatehouse_domain::ports::StoreError;
+use tokio::runtime::{Handle, Runtime};
+use tokio_util::task::TaskTracker;
+
+/// How long operations under way when the store is dropped may take to finish.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
+/// The store's runtime; clones share it.
+#[derive(Clone)]
+pub(crate) struct StoreRuntime(Arc<Inner>);
+
+struct Inner {
+    handle: Handle,
+    tasks: TaskTracker,
+    runtime: Option<Stopping>,
+}
+
+/// A runtime that stops without blocking when dropped: `Runtime`'s own drop waits for its
+/// workers, which is forbidden inside another runtime (and the store may be dropped anywhere).
+struct Stopping(Option<Runtime>);
+
+impl Drop for Stopping {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl StoreRuntime {
+    /// Starts the runtime: `workers` threads for the store's tasks (PostgreSQL's connection
+    /// I/O, pool bookkeeping), plus Tokio's blocking pool, where SQLite's calls run.
+    pub(crate) fn new(name: &'static str, workers: usize) -> std::io::Result<Self> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers.max(1))
+            .thread_name(name)
+            .enable_all()
+            .build()?;
+        Ok(Self(Arc::new(Inner {
+            handle: runtime.handle().clone(),
+            tasks: TaskTracker::new(),
+            runtime: Some(Stopping(Some(runtime))),
+        })))
+    }
+
+    /// Runs the operation to completion on the store's runtime and returns its result. Dropping
+    /// the returned future stops the waiting, never the operation.
+    pub(crate) async fn run<T, F>(&self, operation: F) -> Result<T, StoreError>
+    where
+        F: Future<Output = Result<T, StoreError>> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.complete(operation)
+            .await
+            .map_err(|e| StoreError::Failed(Box::new(e)))?
+    }
+
+    /// Runs the future to completion on the store's runtime; `Err` only when it panicked.
+    pub(crate) async fn complete<R>(
+        &self,
+        future: impl Future<Output = R> + Send + 'static,
+    ) -> Result<R, tokio::task::JoinError>
+    where
+        R: Send + 'static,
+    {
+        self.0.tasks.spawn_on(future, &self.0.handle).await
+    }
+}
+
+/// Worker threads for a store's runtime: its tasks mostly wait (on the blocking pool for
+/// SQLite, on the network for PostgreSQL), so a few suffice.
+pub(crate) fn worker_threads() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4))
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.tasks.close();
+        let Some(runtime) = self.runtime.take() else {
+            return;
+        };
+        if self.tasks.is_empty() {
+            return; // `Stopping` shuts it down.
+        }
+        let tasks = self.tasks.clone();
+        let finishing = std::thread::Builder::new()
+            .name("gatehouse-store-stop".into())
+            .spawn(move || {
+                if let Some(rt) = &runtime.0 {
+                    rt.block_on(async {
+                        if tokio::time::timeout(SHUTDOWN_GRACE, tasks.wait())
+                            .await
+                            .is_err()
+                        {
+                            tracing::warn!(
+                                remaining = tasks.len(),
+                                "store operations still running at shutdown were stopped"
+                            );
+                        }
+                    });
+                }
+                drop(runtime);
+            });
+        if let Err(error) = finishing {
+            // The closure, and with it the runtime, is dropped here: `Stopping` stops it
+            // without blocking, ending what was under way (each transaction rolls back).
+            tracing::warn!(%error, "could not wait for store operations under way at shutdown");
+        }
+    }
+}
