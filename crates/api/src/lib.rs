@@ -151,7 +151,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .default_service(web::to(not_found));
 }
 
-pub use middleware::{json_errors, rate_limit, request_id};
+pub use middleware::{
+    catch_panics, json_errors, panic_message, rate_limit, request_id, PanicCount, RequestId,
+};
 
 /// A resource that answers an unsupported method with a JSON `405`.
 fn resource(path: &str) -> actix_web::Resource {

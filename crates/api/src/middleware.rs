@@ -1,4 +1,4 @@
-//! Request ids and access logs.
+//! Request ids and access logs, panics caught, JSON error bodies, rate limits.
 
 use std::time::Instant;
 
@@ -7,12 +7,16 @@ use actix_web::{
     dev::{ServiceRequest, ServiceResponse},
     http::header::{HeaderName, HeaderValue},
     middleware::Next,
-    Error,
+    Error, HttpMessage,
 };
 use tracing::Instrument;
 use uuid::Uuid;
 
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// The request's id, as [`request_id`] chose it, in the request's extensions.
+#[derive(Clone, Debug)]
+pub struct RequestId(pub String);
 
 /// Takes `X-Request-ID` from the request (a sane one) or makes one, runs the request inside a
 /// tracing span that carries it, echoes it on the response, and logs one line per request.
@@ -37,9 +41,13 @@ pub async fn request_id(
         method = %req.method(),
         path = %req.path(),
     );
+    req.extensions_mut().insert(RequestId(id.clone()));
     let started = Instant::now();
-    let mut response = next.call(req).instrument(span.clone()).await?;
-    let status = response.status();
+    let outcome = next.call(req).instrument(span.clone()).await;
+    let status = match &outcome {
+        Ok(response) => response.status(),
+        Err(error) => error.as_response_error().status_code(),
+    };
     span.in_scope(|| {
         tracing::info!(
             status = status.as_u16(),
@@ -47,12 +55,117 @@ pub async fn request_id(
             "request finished"
         );
     });
+    let mut response = outcome?;
     if let Ok(value) = HeaderValue::from_str(&id) {
         response
             .headers_mut()
             .insert(HeaderName::from_static(REQUEST_ID_HEADER), value);
     }
     Ok(response)
+}
+
+pub use catch_panics_impl::{catch_panics, panic_message, PanicCount};
+
+mod catch_panics_impl {
+    use std::{
+        any::Any,
+        panic::AssertUnwindSafe,
+        sync::{
+            atomic::{AtomicU64, Ordering},
+            Arc,
+        },
+    };
+
+    use actix_web::{
+        body::MessageBody,
+        dev::{ServiceRequest, ServiceResponse},
+        http::{header::HeaderValue, StatusCode},
+        middleware::Next,
+        web, Error, HttpMessage, HttpResponse, ResponseError,
+    };
+    use futures_util::FutureExt;
+
+    use super::{RequestId, REQUEST_ID_HEADER};
+    use crate::error::ErrorBody;
+
+    /// How many panics [`catch_panics`] caught in this process, shared by every worker.
+    #[derive(Clone, Debug, Default)]
+    pub struct PanicCount(Arc<AtomicU64>);
+
+    impl PanicCount {
+        /// Panics caught so far.
+        pub fn get(&self) -> u64 {
+            self.0.load(Ordering::Relaxed)
+        }
+
+        fn add_one(&self) -> u64 {
+            self.0.fetch_add(1, Ordering::Relaxed).saturating_add(1)
+        }
+    }
+
+    /// What a panic said, when it said it with a string.
+    pub fn panic_message(payload: &(dyn Any + Send)) -> &str {
+        payload
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("(no message)")
+    }
+
+    /// A request whose handling panicked: `500 {detail}` naming the request id, which the
+    /// response carries in `X-Request-ID` too.
+    #[derive(Debug, thiserror::Error)]
+    #[error("internal error; request id {request_id}")]
+    struct Panicked {
+        request_id: String,
+    }
+
+    impl ResponseError for Panicked {
+        fn status_code(&self) -> StatusCode {
+            StatusCode::INTERNAL_SERVER_ERROR
+        }
+
+        fn error_response(&self) -> HttpResponse {
+            let mut response = HttpResponse::build(self.status_code());
+            if let Ok(id) = HeaderValue::from_str(&self.request_id) {
+                response.insert_header((REQUEST_ID_HEADER, id));
+            }
+            response.json(ErrorBody {
+                detail: self.to_string(),
+            })
+        }
+    }
+
+    /// Turns a panic anywhere below it into `500 {detail}` naming the request id, logs it at
+    /// error level and counts it (in the app data's [`PanicCount`], when there is one). The
+    /// worker that ran the request lives on, and so do the other requests it serves: without
+    /// this, a panic unwinds through actix-web's worker and ends it. Sits inside
+    /// [`request_id`](super::request_id), whose id it reports.
+    pub async fn catch_panics(
+        req: ServiceRequest,
+        next: Next<impl MessageBody + 'static>,
+    ) -> Result<ServiceResponse<impl MessageBody>, Error> {
+        // Taken before the request goes down: a panic takes the request with it.
+        let request_id = req
+            .extensions()
+            .get::<RequestId>()
+            .map(|id| id.0.clone())
+            .unwrap_or_default();
+        let count = req.app_data::<web::Data<PanicCount>>().cloned();
+        match AssertUnwindSafe(next.call(req)).catch_unwind().await {
+            Ok(response) => response,
+            Err(payload) => {
+                let caught = count.map(|count| count.add_one());
+                tracing::error!(
+                    %request_id,
+                    panic = panic_message(payload.as_ref()),
+                    panics_caught = caught,
+                    "a request handler panicked; the request was answered 500"
+                );
+                Err(Panicked { request_id }.into())
+            }
+        }
+    }
 }
 
 pub use json_errors_impl::json_errors;

@@ -4,7 +4,9 @@
 use std::{net::SocketAddr, sync::Arc, time::Duration};
 
 use actix_web::{dev::Server, middleware::from_fn, web, App, HttpServer};
-use gatehouse_api::{configure, json_errors, rate_limit, request_id, AppState};
+use gatehouse_api::{
+    catch_panics, configure, json_errors, rate_limit, request_id, AppState, PanicCount,
+};
 use gatehouse_delivery::{HttpsSender, SenderConfig};
 use gatehouse_domain::{
     model::{Organization, OrganizationId, Plan},
@@ -174,11 +176,14 @@ impl Application {
             config.trusted_proxies.clone(),
         ));
         let purge_organizations = state.organizations.clone();
+        let panics = web::Data::new(PanicCount::default());
         let server = HttpServer::new(move || {
             App::new()
                 .app_data(state.clone())
+                .app_data(panics.clone())
                 .wrap(from_fn(rate_limit))
                 .wrap(from_fn(json_errors))
+                .wrap(from_fn(catch_panics))
                 .wrap(from_fn(request_id))
                 .configure(configure)
         })
