@@ -19,12 +19,33 @@ use gatehouse_domain::{
 use serde::Serialize;
 use utoipa::ToSchema;
 
+/// One part of a field error's `loc`: a field's name, or a list index. The document
+/// declares it as FastAPI does, a string or an integer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum LocPart {
+    Name(String),
+    Index(u64),
+}
+
+impl From<&str> for LocPart {
+    fn from(name: &str) -> Self {
+        Self::Name(name.to_owned())
+    }
+}
+
+impl From<usize> for LocPart {
+    fn from(index: usize) -> Self {
+        Self::Index(u64::try_from(index).unwrap_or(u64::MAX))
+    }
+}
+
 /// One field-level validation error.
 #[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
 pub struct FieldError {
-    /// Where: `["body", "email"]`, `["query", "page"]`, `["header", "X-Organization-ID"]`.
-    #[schema(value_type = Vec<String>)]
-    pub loc: Vec<serde_json::Value>,
+    /// Where: `["body", "email"]`, `["query", "page"]`, `["header", "X-Organization-ID"]`,
+    /// `["body", "events", 0]`.
+    pub loc: Vec<LocPart>,
     pub msg: String,
     #[serde(rename = "type")]
     pub kind: &'static str,
@@ -40,8 +61,8 @@ impl FieldError {
                 .flat_map(|part| part.split('.'))
                 .map(|segment| match segment.parse::<u64>() {
                     // A list index stays a number: ["body", "allowed_ips", 2].
-                    Ok(index) => serde_json::Value::from(index),
-                    Err(_) => serde_json::Value::from(segment),
+                    Ok(index) => LocPart::Index(index),
+                    Err(_) => LocPart::from(segment),
                 })
                 .collect(),
             msg: msg.into(),

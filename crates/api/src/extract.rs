@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
 use crate::{
-    error::{ApiError, FieldError},
+    error::{ApiError, FieldError, LocPart},
     state::AppState,
 };
 
@@ -49,7 +49,7 @@ pub(crate) fn parse_body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiErro
         ));
     }
     serde_path_to_error::deserialize(value).map_err(|error| {
-        let mut loc: Vec<serde_json::Value> = vec!["body".into()];
+        let mut loc: Vec<LocPart> = vec!["body".into()];
         for segment in error.path().iter() {
             match segment {
                 serde_path_to_error::Segment::Seq { index } => loc.push((*index).into()),

@@ -6,7 +6,7 @@ use utoipa::{
 };
 
 use crate::{
-    error::{ErrorBody, FieldError, ValidationErrorBody},
+    error::{ErrorBody, FieldError, LocPart, ValidationErrorBody},
     routes::{
         api_keys, applications, auth, health, members, oauth, organizations, policies, sso, users,
         webhooks,
@@ -75,7 +75,7 @@ use crate::{
         health::readyz,
         health::health,
     ),
-    components(schemas(ErrorBody, ValidationErrorBody, FieldError)),
+    components(schemas(ErrorBody, ValidationErrorBody, FieldError, LocPart)),
     modifiers(&SecuritySchemes),
     tags(
         (name = "auth", description = "Registration, login, tokens"),
