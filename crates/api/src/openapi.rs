@@ -76,7 +76,7 @@ use crate::{
         health::health,
     ),
     components(schemas(ErrorBody, ValidationErrorBody, FieldError, LocPart)),
-    modifiers(&SecuritySchemes),
+    modifiers(&SecuritySchemes, &UniqueOperationIds, &CommonResponses),
     tags(
         (name = "auth", description = "Registration, login, tokens"),
         (name = "users", description = "The caller's profile"),
@@ -117,6 +117,197 @@ impl Modify for SecuritySchemes {
             SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("X-Organization-ID"))),
         );
     }
+}
+
+/// Gives every operation an `operationId` of its own, as OpenAPI requires: a handler's name
+/// that more than one module uses (`list`, `create`, ...) gets its tag in front
+/// (`webhooks_list`, `api_keys_create`).
+struct UniqueOperationIds;
+
+impl Modify for UniqueOperationIds {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let mut uses = std::collections::HashMap::<String, usize>::new();
+        let operations = || {
+            openapi
+                .paths
+                .paths
+                .values()
+                .flat_map(operations_of)
+                .filter_map(|operation| operation.operation_id.clone())
+        };
+        for id in operations().collect::<Vec<_>>() {
+            *uses.entry(id).or_default() += 1;
+        }
+        for item in openapi.paths.paths.values_mut() {
+            for operation in operations_of_mut(item) {
+                let (Some(id), Some(tag)) = (
+                    &operation.operation_id,
+                    operation.tags.as_ref().and_then(|t| t.first()),
+                ) else {
+                    continue;
+                };
+                if uses.get(id).copied().unwrap_or(0) > 1 {
+                    operation.operation_id = Some(format!("{}_{id}", tag.replace('-', "_")));
+                }
+            }
+        }
+    }
+}
+
+/// Answers that whole kinds of operations give, documented here, where the rule that gives them
+/// is named, rather than on every route:
+///
+/// - a JSON body that is not a JSON object is `400`, one over the size limit `413`, and one
+///   whose fields do not parse `422` (the body extractor);
+/// - an operation that takes credentials answers `401` without valid ones;
+/// - one that needs `X-Organization-ID` answers `422` when it is missing or not a UUID, and
+///   `404` to a caller who is not a member (the organization extractor);
+/// - every operation but the probes answers `429` with `Retry-After` past the caller's rate
+///   limit (the rate-limit middleware), and a store that cannot be reached makes any operation
+///   that needs it `503` with `Retry-After`.
+struct CommonResponses;
+
+/// Probes: never rate limited.
+const PROBES: [&str; 2] = ["/livez", "/readyz"];
+
+impl Modify for CommonResponses {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for (path, item) in &mut openapi.paths.paths {
+            let probe = PROBES.contains(&path.as_str());
+            let live = path == "/livez";
+            for operation in operations_of_mut(item) {
+                let requirements: Vec<Vec<String>> = operation
+                    .security
+                    .iter()
+                    .flatten()
+                    .filter_map(|requirement| serde_json::to_value(requirement).ok())
+                    .filter_map(|value| value.as_object().map(|o| o.keys().cloned().collect()))
+                    .collect();
+                let credentials =
+                    !requirements.is_empty() && requirements.iter().all(|r| !r.is_empty());
+                let organization = credentials
+                    && requirements
+                        .iter()
+                        .all(|r| r.iter().any(|scheme| scheme == "organization"));
+                let json_body = operation
+                    .request_body
+                    .as_ref()
+                    .is_some_and(|body| body.content.keys().any(|kind| kind == "application/json"));
+                let responses = &mut operation.responses.responses;
+                let mut add = |status: &str, response: utoipa::openapi::Response| {
+                    responses
+                        .entry(status.to_owned())
+                        .or_insert_with(|| response.into());
+                };
+                if json_body {
+                    add("400", error("The body is not a JSON object", "ErrorBody"));
+                    add(
+                        "413",
+                        error("The body is larger than the limit", "ErrorBody"),
+                    );
+                    add(
+                        "422",
+                        error(
+                            "Fields that do not parse, each at its location",
+                            "ValidationErrorBody",
+                        ),
+                    );
+                }
+                if credentials {
+                    add(
+                        "401",
+                        error("Missing, invalid or expired credentials", "ErrorBody"),
+                    );
+                }
+                if organization {
+                    add(
+                        "422",
+                        error(
+                            "X-Organization-ID is missing or not a UUID",
+                            "ValidationErrorBody",
+                        ),
+                    );
+                    add(
+                        "404",
+                        error("Not a member of the organization", "ErrorBody"),
+                    );
+                }
+                if !probe {
+                    add(
+                        "429",
+                        with_retry_after(error("Rate limit exceeded", "ErrorBody")),
+                    );
+                }
+                if !live {
+                    add(
+                        "503",
+                        with_retry_after(error("The store cannot be reached", "ErrorBody")),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// A JSON error response of the named schema.
+fn error(description: &str, schema: &str) -> utoipa::openapi::Response {
+    use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+    ResponseBuilder::new()
+        .description(description)
+        .content(
+            "application/json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name(schema)))
+                .build(),
+        )
+        .build()
+}
+
+/// The response with a `Retry-After` header of whole seconds.
+fn with_retry_after(mut response: utoipa::openapi::Response) -> utoipa::openapi::Response {
+    use utoipa::openapi::{header::HeaderBuilder, schema::Type, ObjectBuilder};
+    response.headers.insert(
+        "Retry-After".to_owned(),
+        HeaderBuilder::new()
+            .schema(ObjectBuilder::new().schema_type(Type::Integer))
+            .description(Some("Seconds to wait before trying again"))
+            .build(),
+    );
+    response
+}
+
+fn operations_of(
+    item: &utoipa::openapi::PathItem,
+) -> impl Iterator<Item = &utoipa::openapi::path::Operation> {
+    [
+        &item.get,
+        &item.put,
+        &item.post,
+        &item.delete,
+        &item.options,
+        &item.head,
+        &item.patch,
+        &item.trace,
+    ]
+    .into_iter()
+    .flatten()
+}
+
+fn operations_of_mut(
+    item: &mut utoipa::openapi::PathItem,
+) -> impl Iterator<Item = &mut utoipa::openapi::path::Operation> {
+    [
+        &mut item.get,
+        &mut item.put,
+        &mut item.post,
+        &mut item.delete,
+        &mut item.options,
+        &mut item.head,
+        &mut item.patch,
+        &mut item.trace,
+    ]
+    .into_iter()
+    .flatten()
 }
 
 /// The document as pretty JSON.
