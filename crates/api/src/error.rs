@@ -12,8 +12,9 @@ use gatehouse_domain::{
     ports::StoreError,
     service::{
         ApplicationError, AuthenticateError, ChangePasswordError, CreateApiKeyError,
-        DeleteApiKeyError, Forbidden, LoginError, MemberError, OrgAccessError, OrganizationError,
-        RefreshError, RegisterError, SettingsError, UpdateProfileError, WebhookError,
+        DeleteApiKeyError, Forbidden, LockedOut, LoginError, MemberError, OrgAccessError,
+        OrganizationError, RefreshError, RegisterError, SettingsError, UpdateProfileError,
+        WebhookError,
     },
 };
 use serde::Serialize;
@@ -109,6 +110,9 @@ pub enum ApiError {
     Validation(Vec<FieldError>),
     #[error("request body is larger than {0} bytes")]
     PayloadTooLarge(usize),
+    /// `429` with `Retry-After`: an account locked out after failed sign-ins.
+    #[error(transparent)]
+    LockedOut(LockedOut),
     #[error("the service is temporarily unavailable")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("internal error")]
@@ -131,6 +135,7 @@ impl ResponseError for ApiError {
             Self::Conflict(_) => StatusCode::CONFLICT,
             Self::Unprocessable(_) | Self::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::LockedOut(_) => StatusCode::TOO_MANY_REQUESTS,
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -146,6 +151,11 @@ impl ResponseError for ApiError {
                 .insert_header((header::WWW_AUTHENTICATE, "Bearer"))
                 .json(ErrorBody {
                     detail: detail.clone(),
+                }),
+            Self::LockedOut(locked) => response
+                .insert_header((header::RETRY_AFTER, locked.seconds().to_string()))
+                .json(ErrorBody {
+                    detail: locked.to_string(),
                 }),
             Self::Unavailable(cause) => {
                 tracing::warn!(error = %cause, cause = ?cause.source(), "store unavailable");
@@ -198,6 +208,7 @@ impl From<LoginError> for ApiError {
         match error {
             LoginError::InvalidCredentials => Self::Unauthorized(error.to_string()),
             LoginError::PasswordExpired => Self::Forbidden(error.to_string()),
+            LoginError::LockedOut(locked) => Self::LockedOut(locked),
             LoginError::Store(e) => e.into(),
             LoginError::Internal(_) => Self::Internal(Box::new(error)),
         }
@@ -233,6 +244,7 @@ impl From<ChangePasswordError> for ApiError {
                 error.to_string(),
             )),
             ChangePasswordError::InvalidCredentials => Self::Unauthorized(error.to_string()),
+            ChangePasswordError::LockedOut(locked) => Self::LockedOut(locked),
             ChangePasswordError::UserGone => Self::Unauthorized(error.to_string()),
             ChangePasswordError::Store(e) => e.into(),
             ChangePasswordError::Internal(_) => Self::Internal(Box::new(error)),

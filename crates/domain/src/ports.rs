@@ -16,13 +16,14 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::model::{
-    ApiKey, ApiKeyId, Application, ApplicationId, Branding, ClientId, Delivery, DeliveryId,
-    DeliveryStats, DeliveryStatus, Email, EndpointId, EventId, EventType, Invitation, InvitationId,
-    LeaseRoom, Member, MemberFilter, Membership, NewApiKey, NewApplication, NewAuthorizationCode,
-    NewEvent, NewInvitation, NewOrganization, NewPassword, NewSession, NewUser, Organization,
-    OrganizationChange, OrganizationFilter, OrganizationId, OrganizationPolicies, Page,
-    PageRequest, PasswordHash, Plan, Role, SecretToken, Session, SessionId, Slug, SsoConfiguration,
-    StoredCode, TokenHash, TokenKind, User, UserCredentials, UserId, WebhookEndpoint, WebhookUrl,
+    AccountKey, ApiKey, ApiKeyId, Application, ApplicationId, Branding, ClientId, Delivery,
+    DeliveryId, DeliveryStats, DeliveryStatus, Email, EndpointId, EventId, EventType,
+    FailedSignIns, Invitation, InvitationId, LeaseRoom, LockoutRule, Member, MemberFilter,
+    Membership, NewApiKey, NewApplication, NewAuthorizationCode, NewEvent, NewInvitation,
+    NewOrganization, NewPassword, NewSession, NewUser, Organization, OrganizationChange,
+    OrganizationFilter, OrganizationId, OrganizationPolicies, Page, PageRequest, PasswordHash,
+    Plan, Role, SecretToken, Session, SessionId, Slug, SsoConfiguration, StoredCode, TokenHash,
+    TokenKind, User, UserCredentials, UserId, WebhookEndpoint, WebhookUrl,
 };
 
 /// The source of an unexpected failure, kept for the log.
@@ -674,6 +675,42 @@ pub trait RateLimiter: Send + Sync + 'static {
     ) -> Result<RateDecision, RateLimitError>;
 }
 
+/// Failed sign-ins per account, for brute-force protection (see [`LockoutRule`]): in-process
+/// for a single replica, shared by every replica through Redis.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait SignInAttempts: Send + Sync + 'static {
+    /// The account's run of failures as it stands at `now`; no run is the default (zero
+    /// failures, not locked).
+    ///
+    /// # Errors
+    /// [`RateLimitError`] when the counters cannot be reached; callers let the attempt through.
+    async fn failed_sign_ins(
+        &self,
+        account: &AccountKey,
+        now: DateTime<Utc>,
+    ) -> Result<FailedSignIns, RateLimitError>;
+
+    /// Counts one failure in the account's run (a new run when none is going at `now`), locks
+    /// the account for what `rule` says the new count earns, and returns the run as it now
+    /// stands. Concurrent failures each count.
+    ///
+    /// # Errors
+    /// [`RateLimitError`] when the counters cannot be reached.
+    async fn record_failure(
+        &self,
+        account: &AccountKey,
+        now: DateTime<Utc>,
+        rule: &LockoutRule,
+    ) -> Result<FailedSignIns, RateLimitError>;
+
+    /// Forgets the account's run: its password was right.
+    ///
+    /// # Errors
+    /// [`RateLimitError`] when the counters cannot be reached.
+    async fn clear(&self, account: &AccountKey) -> Result<(), RateLimitError>;
+}
+
 /// An email about to be sent.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Mail {
@@ -1034,6 +1071,7 @@ pub struct Ports {
     pub signer: Arc<dyn TokenSigner>,
     pub mailer: Arc<dyn Mailer>,
     pub rate_limiter: Arc<dyn RateLimiter>,
+    pub sign_in_attempts: Arc<dyn SignInAttempts>,
     pub webhooks: Arc<dyn WebhookStore>,
     pub cipher: Arc<dyn SecretCipher>,
     pub sender: Arc<dyn WebhookSender>,

@@ -10,7 +10,7 @@ use gatehouse_api::{
 use gatehouse_delivery::{HttpsSender, SenderConfig};
 use gatehouse_domain::{
     model::{Organization, OrganizationId, Plan},
-    ports::{Ports, RateLimiter, TokenSigner},
+    ports::{Ports, RateLimiter, SignInAttempts, TokenSigner},
     service::{AuthSettings, DeliveryEngine, DeliverySettings, OrganizationService},
 };
 use gatehouse_store::{Store, StoreOptions};
@@ -18,8 +18,8 @@ use tokio::task::JoinHandle;
 
 use crate::{
     adapters::{
-        mailer_from_settings, Argon2Hasher, KeyRing, MemoryRateLimiter, OsRandom, RedisRateLimiter,
-        SecretBox, SystemClock,
+        mailer_from_settings, Argon2Hasher, KeyRing, MemoryRateLimiter, MemorySignInAttempts,
+        OsRandom, RedisRateLimiter, RedisSignInAttempts, SecretBox, SystemClock,
     },
     config::Config,
     secret_key,
@@ -63,10 +63,17 @@ pub async fn ports(
         allow_private_targets: config.webhook_allow_private_targets,
         ..SenderConfig::default()
     })?;
-    let rate_limiter: Arc<dyn RateLimiter> = match &config.redis_url {
-        Some(url) => Arc::new(RedisRateLimiter::connect(&url.0).await?),
-        None => Arc::new(MemoryRateLimiter::default()),
-    };
+    let (rate_limiter, sign_in_attempts): (Arc<dyn RateLimiter>, Arc<dyn SignInAttempts>) =
+        match &config.redis_url {
+            Some(url) => (
+                Arc::new(RedisRateLimiter::connect(&url.0).await?),
+                Arc::new(RedisSignInAttempts::connect(&url.0).await?),
+            ),
+            None => (
+                Arc::new(MemoryRateLimiter::default()),
+                Arc::new(MemorySignInAttempts::default()),
+            ),
+        };
     if config.smtp_url.is_none() && config.mail_dir.is_none() {
         tracing::warn!(
             "no GATEHOUSE_SMTP_URL or GATEHOUSE_MAIL_DIR: mail (invitation links included) goes to the log"
@@ -97,6 +104,7 @@ pub async fn ports(
         signer,
         mailer,
         rate_limiter,
+        sign_in_attempts,
         cipher: Arc::new(cipher),
         sender: Arc::new(sender),
     })

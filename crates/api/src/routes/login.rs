@@ -200,6 +200,26 @@ pub async fn sign_in(
             )
             .await
         }
+        // The same words whether the email exists or not, too.
+        Err(LoginError::LockedOut(locked)) => {
+            let minutes = (locked.seconds() + 59) / 60;
+            let message = format!(
+                "Too many failed sign-ins for this account. Try again in {minutes} minute{}.",
+                if minutes == 1 { "" } else { "s" }
+            );
+            let mut response = show(
+                &state,
+                StatusCode::TOO_MANY_REQUESTS,
+                &return_to,
+                &email,
+                Some(&message),
+            )
+            .await;
+            if let Ok(value) = header::HeaderValue::from_str(&locked.seconds().to_string()) {
+                response.headers_mut().insert(header::RETRY_AFTER, value);
+            }
+            response
+        }
         Err(LoginError::PasswordExpired) => {
             let message = "Your password has expired: renew it, then sign in again.";
             show(

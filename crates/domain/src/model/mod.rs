@@ -6,6 +6,7 @@ mod branding;
 mod email;
 mod event;
 mod ids;
+mod lockout;
 mod member;
 mod network;
 mod oauth;
@@ -35,6 +36,7 @@ pub use branding::{
 pub use email::{Email, EmailError};
 pub use event::{EventCategory, EventType, NewEvent};
 pub use ids::{ApiKeyId, ApplicationId, EventId, InvitationId, OrganizationId, SessionId, UserId};
+pub use lockout::{AccountKey, FailedSignIns, LockoutRule};
 pub use member::{
     InvitableRole, Invitation, Member, MemberFilter, MemberStatus, NewInvitation,
     INVITATION_TTL_DAYS,

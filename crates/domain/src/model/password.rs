@@ -78,6 +78,8 @@ pub enum PasswordError {
     NoDigit,
     #[error("must contain a special character")]
     NoSpecial,
+    #[error("is too common: it is one of the words and passwords that attackers try first")]
+    Common,
 }
 
 /// A plaintext password that meets a policy, on its way to the hasher. Its `Debug` is redacted
@@ -111,12 +113,28 @@ impl NewPassword {
         if policy.require_special_chars && raw.chars().all(char::is_alphanumeric) {
             return Err(PasswordError::NoSpecial);
         }
+        if is_common(raw) {
+            return Err(PasswordError::Common);
+        }
         Ok(Self(raw.to_owned()))
     }
 
     pub fn expose(&self) -> &str {
         &self.0
     }
+}
+
+/// Whether the whole password is one entry of zxcvbn's dictionaries: its list of the most
+/// used passwords (leaked password corpora), English words, names, film and TV words; as
+/// written, capitalised, reversed or in l33t (`P@ssw0rd`, `drowssap`). zxcvbn does the
+/// matching; a password made of several words or of a word and more is not refused here.
+fn is_common(raw: &str) -> bool {
+    use zxcvbn::matching::patterns::MatchPattern;
+    let entropy = zxcvbn::zxcvbn(raw, &[]);
+    matches!(
+        entropy.sequence(),
+        [only] if matches!(only.pattern, MatchPattern::Dictionary(_))
+    )
 }
 
 impl fmt::Debug for NewPassword {
@@ -162,6 +180,36 @@ mod tests {
             NewPassword::parse(&"x".repeat(129), &policy).err(),
             Some(PasswordError::TooLong)
         );
+    }
+
+    #[test]
+    fn common_passwords_are_refused_however_they_are_dressed_up() {
+        let policy = PasswordPolicy::default();
+        let check = |raw: &str| NewPassword::parse(raw, &policy).err();
+        for common in [
+            "password",
+            "Password",
+            "PASSWORD",
+            "p@ssw0rd",
+            "drowssap",
+            "12345678",
+            "password123",
+            "qwertyuiop",
+            "iloveyou",
+            "sunshine",
+            "football",
+            "elephant",
+        ] {
+            assert_eq!(check(common), Some(PasswordError::Common), "{common}");
+        }
+        for fine in [
+            "correct horse battery staple",
+            "a much longer new passphrase",
+            "tr0ub4dor&3-anvil",
+            "Xk7#mQ2$vL9p",
+        ] {
+            assert_eq!(check(fine), None, "{fine}");
+        }
     }
 
     #[test]

@@ -7,12 +7,13 @@ use serde_json::json;
 use super::{event, payloads, Principal};
 use crate::{
     model::{
-        ApplicationId, ClientGrant, EffectivePolicies, Email, EventType, FullName, NewEvent,
-        NewOrganization, NewPassword, NewSession, NewUser, Organization, OrganizationId,
-        OrganizationName, OrganizationSettings, OrganizationType, PasswordError, PasswordPolicy,
-        Plan, SecretToken, SessionId, Slug, TokenHash, TokenKind, User, UserCredentials, UserId,
+        AccountKey, ApplicationId, ClientGrant, EffectivePolicies, Email, EventType, FullName,
+        LockoutRule, NewEvent, NewOrganization, NewPassword, NewSession, NewUser, Organization,
+        OrganizationId, OrganizationName, OrganizationSettings, OrganizationType, PasswordError,
+        PasswordHash, PasswordPolicy, Plan, SecretToken, SessionId, Slug, TokenHash, TokenKind,
+        User, UserCredentials, UserId,
     },
-    ports::{AccessClaims, BoxError, NewAccount, Ports, StoreError, TokenError},
+    ports::{AccessClaims, BoxError, HashError, NewAccount, Ports, StoreError, TokenError},
 };
 
 /// A session about to open (see [`AuthService::opening`]).
@@ -101,11 +102,35 @@ pub enum RegisterError {
     Internal(#[source] BoxError),
 }
 
+/// An account locked out after too many failed sign-ins (see [`LockoutRule`]): every attempt
+/// is refused, a right password too, until `retry_after` has passed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("too many failed sign-ins for this account; try again in {} seconds", self.seconds())]
+pub struct LockedOut {
+    pub retry_after: Duration,
+}
+
+impl LockedOut {
+    /// The wait in whole seconds, rounded up, at least 1: what `Retry-After` says.
+    pub fn seconds(&self) -> i64 {
+        let millis = self.retry_after.num_milliseconds();
+        (millis.saturating_add(999) / 1000).max(1)
+    }
+}
+
+/// Why a password could not be checked.
+enum CheckError {
+    LockedOut(LockedOut),
+    Hasher(HashError),
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum LoginError {
     /// Unknown email or wrong password: deliberately the same error.
     #[error("invalid email or password")]
     InvalidCredentials,
+    #[error(transparent)]
+    LockedOut(LockedOut),
     /// The password is right but older than an organization's `max_age_days`.
     #[error("{}", PASSWORD_EXPIRED)]
     PasswordExpired,
@@ -144,6 +169,8 @@ pub enum ChangePasswordError {
     /// Renewing by email and password: the pair does not match.
     #[error("invalid email or password")]
     InvalidCredentials,
+    #[error(transparent)]
+    LockedOut(LockedOut),
     #[error("new password {0}")]
     WeakPassword(#[source] PasswordError),
     #[error("new password must differ from the current one")]
@@ -170,6 +197,24 @@ pub enum UpdateProfileError {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ProfileChange {
     pub full_name: Option<FullName>,
+}
+
+impl From<CheckError> for LoginError {
+    fn from(e: CheckError) -> Self {
+        match e {
+            CheckError::LockedOut(locked) => Self::LockedOut(locked),
+            CheckError::Hasher(e) => Self::Internal(Box::new(e)),
+        }
+    }
+}
+
+impl From<CheckError> for ChangePasswordError {
+    fn from(e: CheckError) -> Self {
+        match e {
+            CheckError::LockedOut(locked) => Self::LockedOut(locked),
+            CheckError::Hasher(e) => Self::Internal(Box::new(e)),
+        }
+    }
 }
 
 impl From<TokenError> for LoginError {
@@ -318,11 +363,8 @@ impl AuthService {
         };
         let hash = credentials.as_ref().map(|c| c.password_hash.clone());
         let matches = self
-            .ports
-            .hasher
-            .verify(password, hash)
-            .await
-            .map_err(|e| LoginError::Internal(Box::new(e)))?;
+            .check_password(&AccountKey::for_email(email), password, hash)
+            .await?;
         let credentials = match credentials {
             Some(credentials) if matches => credentials,
             _ => return Err(LoginError::InvalidCredentials),
@@ -552,12 +594,9 @@ impl AuthService {
             Err(_) => None,
         };
         let Some(credentials) = credentials else {
-            // The same work as a wrong password, so that timing does not reveal the account.
-            self.ports
-                .hasher
-                .verify(current_password, None)
-                .await
-                .map_err(|e| ChangePasswordError::Internal(Box::new(e)))?;
+            // The same work and counting as a wrong password: nothing reveals the account.
+            self.check_password(&AccountKey::for_email(email), current_password, None)
+                .await?;
             return Err(ChangePasswordError::InvalidCredentials);
         };
         match self
@@ -584,12 +623,10 @@ impl AuthService {
             NewPassword::parse(new_password, &policy).map_err(ChangePasswordError::WeakPassword)?;
         let internal = |e| ChangePasswordError::Internal(Box::new(e));
         let unchanged = new_password.expose() == current_password;
+        let account = AccountKey::for_email(credentials.user.email.as_ref());
         let matches = self
-            .ports
-            .hasher
-            .verify(current_password, Some(credentials.password_hash))
-            .await
-            .map_err(internal)?;
+            .check_password(&account, current_password, Some(credentials.password_hash))
+            .await?;
         if !matches {
             return Err(ChangePasswordError::WrongPassword);
         }
@@ -635,6 +672,52 @@ impl AuthService {
             .change_password(user_id, hash, keep, now, changed)
             .await?;
         Ok(())
+    }
+
+    /// Whether `password` is the account's: the one place where a password is checked for
+    /// someone signing in. Refused while the account is locked out (a right password too);
+    /// a wrong one counts towards a lockout, a right one ends the count. `hash` is `None` when
+    /// the email names no account: the same work and the same counting, so that neither the
+    /// answer nor its timing tells the two apart. A password longer than any that can be set
+    /// is wrong without hashing it.
+    async fn check_password(
+        &self,
+        account: &AccountKey,
+        password: String,
+        hash: Option<PasswordHash>,
+    ) -> Result<bool, CheckError> {
+        let attempts = &self.ports.sign_in_attempts;
+        let now = self.ports.clock.now();
+        match attempts.failed_sign_ins(account, now).await {
+            Ok(run) => {
+                if let Some(retry_after) = run.retry_after(now) {
+                    return Err(CheckError::LockedOut(LockedOut { retry_after }));
+                }
+            }
+            // Fail open: an unreachable counter store must not lock everybody out.
+            Err(error) => tracing::warn!(%error, "failed sign-ins not checked"),
+        }
+        let matches = if password.chars().count() > NewPassword::MAX_CHARS {
+            false
+        } else {
+            self.ports
+                .hasher
+                .verify(password, hash.clone())
+                .await
+                .map_err(CheckError::Hasher)?
+        };
+        let counted = if matches && hash.is_some() {
+            attempts.clear(account).await
+        } else {
+            attempts
+                .record_failure(account, now, &LockoutRule::DEFAULT)
+                .await
+                .map(|_| ())
+        };
+        if let Err(error) = counted {
+            tracing::warn!(%error, "a sign-in attempt was not counted");
+        }
+        Ok(matches && hash.is_some())
     }
 
     /// What the user's organizations demand of them together.

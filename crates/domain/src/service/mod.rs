@@ -18,8 +18,8 @@ pub use access::{Actor, Forbidden};
 pub use api_keys::{ApiKeyService, CreateApiKeyError, CreatedApiKey, DeleteApiKeyError};
 pub use applications::{ApplicationError, ApplicationService, ApplicationWithSecret};
 pub use auth::{
-    AccessToken, AuthService, AuthSettings, ChangePasswordError, LoginError, ProfileChange,
-    RefreshError, RegisterError, Registered, TokenPair, UpdateProfileError,
+    AccessToken, AuthService, AuthSettings, ChangePasswordError, LockedOut, LoginError,
+    ProfileChange, RefreshError, RegisterError, Registered, TokenPair, UpdateProfileError,
 };
 pub use members::{MemberError, MemberService, Removed, RoleChanged};
 pub use oauth::{
@@ -66,6 +66,8 @@ pub(crate) fn event(
 
 #[cfg(test)]
 mod application_tests;
+#[cfg(test)]
+mod lockout_tests;
 #[cfg(test)]
 mod oauth_tests;
 #[cfg(test)]

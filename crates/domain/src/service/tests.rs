@@ -23,18 +23,18 @@ use super::{
 use crate::{
     model::{
         ApiKey, ApiKeyId, ApiKeyName, ApplicationId, ClientGrant, ClientId, Email, EventType,
-        FullName, Membership, NewApiKey, NewEvent, NewSession, Organization, OrganizationId,
-        OrganizationName, OrganizationSettings, OrganizationType, PasswordError, PasswordHash,
-        Plan, Role, Scope, SecretToken, Session, SessionId, Slug, TokenHash, TokenKind, User,
-        UserCredentials, UserId,
+        FailedSignIns, FullName, Membership, NewApiKey, NewEvent, NewSession, Organization,
+        OrganizationId, OrganizationName, OrganizationSettings, OrganizationType, PasswordError,
+        PasswordHash, Plan, Role, Scope, SecretToken, Session, SessionId, Slug, TokenHash,
+        TokenKind, User, UserCredentials, UserId,
     },
     ports::{
         AccessClaims, MockAccountStore, MockApiKeyStore, MockApplicationStore,
         MockAuthorizationCodeStore, MockBrandingStore, MockClock, MockHealthStore, MockMailer,
         MockMemberStore, MockMembershipStore, MockOrganizationStore, MockPasswordHasher,
         MockPolicyStore, MockRandom, MockRateLimiter, MockSecretCipher, MockSessionStore,
-        MockSsoStore, MockTokenSigner, MockWebhookSender, MockWebhookStore, NewAccount,
-        PlanPolicies, Ports, StoreError, TokenError,
+        MockSignInAttempts, MockSsoStore, MockTokenSigner, MockWebhookSender, MockWebhookStore,
+        NewAccount, PlanPolicies, Ports, StoreError, TokenError,
     },
 };
 
@@ -245,6 +245,7 @@ pub(super) struct Mocks {
     pub(super) signer: MockTokenSigner,
     pub(super) mailer: MockMailer,
     pub(super) rate_limiter: MockRateLimiter,
+    pub(super) sign_in_attempts: MockSignInAttempts,
     pub(super) webhooks: MockWebhookStore,
     pub(super) cipher: MockSecretCipher,
     pub(super) sender: MockWebhookSender,
@@ -282,6 +283,7 @@ impl Mocks {
             signer: MockTokenSigner::new(),
             mailer: MockMailer::new(),
             rate_limiter: MockRateLimiter::new(),
+            sign_in_attempts: no_failed_sign_ins(),
             webhooks: MockWebhookStore::new(),
             cipher: MockSecretCipher::new(),
             sender: MockWebhookSender::new(),
@@ -308,6 +310,7 @@ impl Mocks {
             signer: Arc::new(self.signer),
             mailer: Arc::new(self.mailer),
             rate_limiter: Arc::new(self.rate_limiter),
+            sign_in_attempts: Arc::new(self.sign_in_attempts),
             webhooks: Arc::new(self.webhooks),
             cipher: Arc::new(self.cipher),
             sender: Arc::new(self.sender),
@@ -392,6 +395,19 @@ impl Mocks {
 }
 
 /// No organization with policies anywhere.
+/// No account has failed sign-ins, and counting them succeeds.
+pub(super) fn no_failed_sign_ins() -> MockSignInAttempts {
+    let mut attempts = MockSignInAttempts::new();
+    attempts
+        .expect_failed_sign_ins()
+        .returning(|_, _| ready(Ok(FailedSignIns::default())));
+    attempts
+        .expect_record_failure()
+        .returning(|_, _, _| ready(Ok(FailedSignIns::default())));
+    attempts.expect_clear().returning(|_| ready(Ok(())));
+    attempts
+}
+
 fn no_policies() -> MockPolicyStore {
     let mut policies = MockPolicyStore::new();
     policies

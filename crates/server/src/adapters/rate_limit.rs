@@ -142,19 +142,8 @@ impl RedisRateLimiter {
     /// # Errors
     /// [`RateLimitError`] when the URL is invalid or the server cannot be reached.
     pub async fn connect(url: &str) -> Result<Self, RateLimitError> {
-        let client = redis::Client::open(url).map_err(redis_error)?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(StdDuration::from_secs(2)))
-            // A hit is on the path of every request: fail it (and let the request through)
-            // rather than stall behind an unresponsive server.
-            .set_response_timeout(Some(StdDuration::from_secs(1)))
-            .set_number_of_retries(3)
-            .set_max_delay(StdDuration::from_secs(1));
-        let connection = ConnectionManager::new_with_config(client, config)
-            .await
-            .map_err(redis_error)?;
         Ok(Self {
-            connection,
+            connection: connect(url).await?,
             redacted_url: redact_url(url),
         })
     }
@@ -199,7 +188,22 @@ impl RateLimiter for RedisRateLimiter {
     }
 }
 
-fn redis_error(error: redis::RedisError) -> RateLimitError {
+/// A self-healing connection to the Redis server at `url` for counters on the path of a
+/// request: it fails a command (and the caller lets the request through) rather than stall
+/// behind an unresponsive server, and reconnects by itself.
+pub(super) async fn connect(url: &str) -> Result<ConnectionManager, RateLimitError> {
+    let client = redis::Client::open(url).map_err(redis_error)?;
+    let config = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(StdDuration::from_secs(2)))
+        .set_response_timeout(Some(StdDuration::from_secs(1)))
+        .set_number_of_retries(3)
+        .set_max_delay(StdDuration::from_secs(1));
+    ConnectionManager::new_with_config(client, config)
+        .await
+        .map_err(redis_error)
+}
+
+pub(super) fn redis_error(error: redis::RedisError) -> RateLimitError {
     RateLimitError(Box::new(error))
 }
 

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use gatehouse_server::{Application, Config};
 use gatehouse_testkit::TestDatabase;
-use reqwest::{Response, StatusCode};
+use reqwest::{header, Response, StatusCode};
 use serde_json::{json, Value};
 
 /// Runs the test body once against each backend: `<name>::sqlite` and `<name>::postgres`.
@@ -541,4 +541,77 @@ pub async fn locs_of(response: Response) -> Vec<Vec<String>> {
 
 pub fn loc(parts: &[&str]) -> Vec<String> {
     parts.iter().map(|p| (*p).to_owned()).collect()
+}
+
+/// A browser: follows no redirect by itself, keeps its cookies by hand.
+pub struct Browser {
+    http: reqwest::Client,
+    cookies: Vec<(String, String)>,
+}
+
+impl Browser {
+    pub fn new() -> Self {
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .build()
+            .unwrap();
+        Self {
+            http,
+            cookies: Vec::new(),
+        }
+    }
+
+    fn cookie_header(&self) -> String {
+        self.cookies
+            .iter()
+            .map(|(n, v)| format!("{n}={v}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    fn keep_cookies(&mut self, response: &Response) {
+        for set in response.headers().get_all(header::SET_COOKIE) {
+            let set = set.to_str().unwrap();
+            let (pair, _) = set.split_once(';').unwrap_or((set, ""));
+            let (name, value) = pair.split_once('=').unwrap();
+            self.cookies.retain(|(n, _)| n != name);
+            if !value.is_empty() {
+                self.cookies.push((name.to_owned(), value.to_owned()));
+            }
+        }
+    }
+
+    pub async fn get(&mut self, url: &str) -> Response {
+        let response = self
+            .http
+            .get(url)
+            .header(header::COOKIE, self.cookie_header())
+            .send()
+            .await
+            .unwrap();
+        self.keep_cookies(&response);
+        response
+    }
+
+    pub async fn post_form(&mut self, url: &str, form: &[(&str, &str)]) -> Response {
+        let response = self
+            .http
+            .post(url)
+            .header(header::COOKIE, self.cookie_header())
+            .form(form)
+            .send()
+            .await
+            .unwrap();
+        self.keep_cookies(&response);
+        response
+    }
+}
+
+/// The value of a hidden field of the page.
+pub fn hidden(page: &str, name: &str) -> String {
+    let marker = format!("name=\"{name}\" value=\"");
+    let start = page.find(&marker).unwrap() + marker.len();
+    let end = start + page[start..].find('"').unwrap();
+    page[start..end].replace("&amp;", "&")
 }

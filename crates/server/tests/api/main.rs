@@ -6,6 +6,7 @@ mod helpers;
 mod accounts;
 mod api_keys;
 mod applications;
+mod brute_force;
 mod errors;
 mod health;
 mod members;

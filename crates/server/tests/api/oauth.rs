@@ -5,7 +5,7 @@
 use reqwest::{header, Method, Response};
 use serde_json::{json, Value};
 
-use crate::helpers::{json_of, on_both_backends, TestApp, PASSWORD};
+use crate::helpers::{hidden, json_of, on_both_backends, Browser, TestApp, PASSWORD};
 
 /// An application of a fresh team: (client id, client secret, the owner's refresh token).
 async fn client(app: &TestApp) -> (String, String, String) {
@@ -119,84 +119,11 @@ on_both_backends! {
 // The whole flow, as a browser and a client would go through it
 // ---------------------------------------------------------------------------------------------
 
-/// A browser: follows no redirect by itself, keeps its cookies by hand.
-struct Browser {
-    http: reqwest::Client,
-    cookies: Vec<(String, String)>,
-}
-
-impl Browser {
-    fn new() -> Self {
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .build()
-            .unwrap();
-        Self {
-            http,
-            cookies: Vec::new(),
-        }
-    }
-
-    fn cookie_header(&self) -> String {
-        self.cookies
-            .iter()
-            .map(|(n, v)| format!("{n}={v}"))
-            .collect::<Vec<_>>()
-            .join("; ")
-    }
-
-    fn keep_cookies(&mut self, response: &Response) {
-        for set in response.headers().get_all(header::SET_COOKIE) {
-            let set = set.to_str().unwrap();
-            let (pair, _) = set.split_once(';').unwrap_or((set, ""));
-            let (name, value) = pair.split_once('=').unwrap();
-            self.cookies.retain(|(n, _)| n != name);
-            if !value.is_empty() {
-                self.cookies.push((name.to_owned(), value.to_owned()));
-            }
-        }
-    }
-
-    async fn get(&mut self, url: &str) -> Response {
-        let response = self
-            .http
-            .get(url)
-            .header(header::COOKIE, self.cookie_header())
-            .send()
-            .await
-            .unwrap();
-        self.keep_cookies(&response);
-        response
-    }
-
-    async fn post_form(&mut self, url: &str, form: &[(&str, &str)]) -> Response {
-        let response = self
-            .http
-            .post(url)
-            .header(header::COOKIE, self.cookie_header())
-            .form(form)
-            .send()
-            .await
-            .unwrap();
-        self.keep_cookies(&response);
-        response
-    }
-}
-
 fn location(response: &Response) -> String {
     response.headers()[header::LOCATION]
         .to_str()
         .unwrap()
         .to_owned()
-}
-
-/// The value of a hidden field of the page.
-fn hidden(page: &str, name: &str) -> String {
-    let marker = format!("name=\"{name}\" value=\"");
-    let start = page.find(&marker).unwrap() + marker.len();
-    let end = start + page[start..].find('"').unwrap();
-    page[start..end].replace("&amp;", "&")
 }
 
 fn query_param(url: &str, name: &str) -> Option<String> {

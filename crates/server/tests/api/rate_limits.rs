@@ -76,7 +76,7 @@ async fn a_principal_has_its_own_budget_sized_by_its_plan() {
     detail_of(app.me(&user.access_token).await, 429).await;
 }
 
-fn redis_url() -> String {
+pub(crate) fn redis_url() -> String {
     std::env::var("GATEHOUSE_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
 }
 

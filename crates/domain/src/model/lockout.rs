@@ -1,0 +1,166 @@
+//! Brute-force protection: failed sign-ins are counted per account, whatever the address they
+//! come from, and a run of them locks the account out for a while.
+//!
+//! The rule ([`LockoutRule::DEFAULT`]): after 5 failed password checks for one account within
+//! 15 minutes, the account is locked for 1 minute; every further failure of the same run locks
+//! it again for twice as long as the last time (2, 4, 8, ... minutes), never longer than an hour.
+//! A run ends 15 minutes after its last lockout ended (or, without one, 15 minutes after it
+//! began), or with a correct password. While the account is locked, every attempt is refused
+//! without checking the password, a correct one included, and is not counted.
+
+use chrono::{DateTime, Duration, Utc};
+use sha2::{Digest, Sha256};
+
+/// The key an account's failed sign-ins are counted under: the SHA-256 of the email as typed,
+/// trimmed and lowercased. An email that belongs to no account gets a key like any other, so
+/// the answers never tell the two apart; and the counter store never sees an address.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct AccountKey(String);
+
+impl AccountKey {
+    /// The key of the account an email (valid or not) names.
+    pub fn for_email(email: &str) -> Self {
+        let normalised = email.trim().to_lowercase();
+        Self(hex::encode(Sha256::digest(normalised.as_bytes())))
+    }
+
+    /// The key as stored: 64 hex digits.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for AccountKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // A hash of an email is still a way to recognise one: not for logs.
+        f.write_str("AccountKey(<redacted>)")
+    }
+}
+
+/// One account's run of failed sign-ins as the counter store keeps it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FailedSignIns {
+    /// Failures in the current run (0: no run).
+    pub failures: u32,
+    /// When the lockout in force ends; `None` when the account is not locked.
+    pub locked_until: Option<DateTime<Utc>>,
+}
+
+impl FailedSignIns {
+    /// How long until the account may try again, while it is locked at `now`.
+    pub fn retry_after(&self, now: DateTime<Utc>) -> Option<Duration> {
+        self.locked_until
+            .filter(|until| *until > now)
+            .map(|until| until - now)
+    }
+}
+
+/// How many failures lock an account, for how long, and for how long a run is remembered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LockoutRule {
+    /// The failure that first locks the account (the 5th).
+    pub threshold: u32,
+    /// How long a run lasts without a lockout, and how long it outlives its last lockout.
+    pub window: Duration,
+    /// The first lockout.
+    pub first: Duration,
+    /// The longest lockout.
+    pub longest: Duration,
+}
+
+impl LockoutRule {
+    /// 5 failures within 15 minutes; 1 minute, doubling, at most an hour.
+    pub const DEFAULT: Self = Self {
+        threshold: 5,
+        window: Duration::minutes(15),
+        first: Duration::minutes(1),
+        longest: Duration::hours(1),
+    };
+
+    /// The lockout that the `failures`th failure of a run earns: none below the threshold,
+    /// then [`first`](Self::first), doubled by each failure after it, at most
+    /// [`longest`](Self::longest).
+    pub fn lockout_after(&self, failures: u32) -> Option<Duration> {
+        let beyond = failures.checked_sub(self.threshold)?;
+        let doubled = (0..beyond).try_fold(self.first, |lockout, _| {
+            (lockout < self.longest).then(|| lockout * 2)
+        });
+        Some(doubled.unwrap_or(self.longest).min(self.longest))
+    }
+
+    /// When a run that began at `started` is forgotten: `window` after its latest lockout
+    /// ends (`locked_until`), or `window` after it began when it locked nothing.
+    pub fn run_ends(
+        &self,
+        started: DateTime<Utc>,
+        locked_until: Option<DateTime<Utc>>,
+    ) -> DateTime<Utc> {
+        match locked_until {
+            Some(until) => until + self.window,
+            None => started + self.window,
+        }
+    }
+}
+
+impl Default for LockoutRule {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fifth_failure_locks_for_a_minute_and_each_further_one_doubles_it_up_to_an_hour() {
+        let rule = LockoutRule::DEFAULT;
+        let minutes = |n| Some(Duration::minutes(n));
+        assert_eq!(rule.lockout_after(0), None);
+        assert_eq!(rule.lockout_after(4), None);
+        assert_eq!(rule.lockout_after(5), minutes(1));
+        assert_eq!(rule.lockout_after(6), minutes(2));
+        assert_eq!(rule.lockout_after(7), minutes(4));
+        assert_eq!(rule.lockout_after(8), minutes(8));
+        assert_eq!(rule.lockout_after(9), minutes(16));
+        assert_eq!(rule.lockout_after(10), minutes(32));
+        assert_eq!(rule.lockout_after(11), minutes(60));
+        assert_eq!(rule.lockout_after(12), minutes(60));
+        assert_eq!(rule.lockout_after(u32::MAX), minutes(60));
+    }
+
+    #[test]
+    fn a_run_is_remembered_for_the_window_after_its_lockout() {
+        let rule = LockoutRule::DEFAULT;
+        let start = DateTime::<Utc>::UNIX_EPOCH;
+        assert_eq!(rule.run_ends(start, None), start + Duration::minutes(15));
+        let until = start + Duration::minutes(3);
+        assert_eq!(
+            rule.run_ends(start, Some(until)),
+            until + Duration::minutes(15)
+        );
+    }
+
+    #[test]
+    fn account_keys_ignore_case_and_spaces_and_hide_the_email() {
+        let key = AccountKey::for_email(" Ada@Example.com ");
+        assert_eq!(key, AccountKey::for_email("ada@example.com"));
+        assert_ne!(key, AccountKey::for_email("bob@example.com"));
+        assert_eq!(key.as_str().len(), 64);
+        assert!(!format!("{key:?}").contains("ada"));
+        // Not an email at all: still a key, like any other.
+        assert_eq!(AccountKey::for_email("not an email").as_str().len(), 64);
+    }
+
+    #[test]
+    fn retry_after_counts_down_to_the_end_of_the_lockout() {
+        let now = DateTime::<Utc>::UNIX_EPOCH;
+        let locked = FailedSignIns {
+            failures: 5,
+            locked_until: Some(now + Duration::seconds(60)),
+        };
+        assert_eq!(locked.retry_after(now), Some(Duration::seconds(60)));
+        assert_eq!(locked.retry_after(now + Duration::seconds(60)), None);
+        assert_eq!(FailedSignIns::default().retry_after(now), None);
+    }
+}
