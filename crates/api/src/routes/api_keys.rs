@@ -66,6 +66,7 @@ fn parse_uuid(raw: String) -> Result<Uuid, &'static str> {
     responses(
         (status = 201, body = CreatedApiKeyResponse),
         (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody, description = "Called with an API key: keys are managed by a signed-in user"),
         (status = 404, body = ErrorBody, description = "Not a member of the organization"),
         (status = 422, body = ValidationErrorBody),
     )
@@ -99,7 +100,11 @@ pub async fn create(
 #[utoipa::path(
     get, path = "/api/v1/api-keys", tag = "api-keys",
     security(("bearer" = [])),
-    responses((status = 200, body = Vec<ApiKeyResponse>), (status = 401, body = ErrorBody))
+    responses(
+        (status = 200, body = Vec<ApiKeyResponse>),
+        (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody, description = "Called with an API key: keys are managed by a signed-in user"),
+    )
 )]
 pub async fn list(
     state: web::Data<AppState>,
@@ -121,6 +126,7 @@ pub async fn list(
     responses(
         (status = 204, description = "Deleted"),
         (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody, description = "Called with an API key: keys are managed by a signed-in user"),
         (status = 404, body = ErrorBody),
     )
 )]
