@@ -18,6 +18,10 @@ use crate::{
 /// Largest JSON body accepted.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
+/// Deepest nesting of arrays and objects a JSON body may have: no request of the API needs
+/// more than a few levels.
+pub const MAX_JSON_DEPTH: usize = 32;
+
 /// A JSON object body deserialised into `T`.
 ///
 /// Not JSON, or JSON that is not an object: `400`. A field of the wrong type: `422` with
@@ -41,6 +45,11 @@ impl<T: DeserializeOwned + 'static> FromRequest for ValidJson<T> {
 }
 
 pub(crate) fn parse_body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    if nests_deeper_than(bytes, MAX_JSON_DEPTH) {
+        return Err(ApiError::BadRequest(format!(
+            "request body nests arrays and objects deeper than {MAX_JSON_DEPTH} levels"
+        )));
+    }
     let value: serde_json::Value = serde_json::from_slice(bytes)
         .map_err(|e| ApiError::BadRequest(format!("request body is not valid JSON: {e}")))?;
     if !value.is_object() {
@@ -119,18 +128,28 @@ impl Fields {
         }
     }
 
-    /// A list field, each item parsed: a bad item is reported at `name.<index>`. `None` (with
-    /// the error recorded) when the list is missing or any item is bad.
+    /// A list field of at most `max` items, each item parsed: a bad item is reported at
+    /// `name.<index>`. `None` (with the error recorded) when the list is missing, too long (its
+    /// items then go unparsed) or any item is bad.
     pub fn each<R, T, E: std::fmt::Display>(
         &mut self,
         name: &str,
         raw: Option<Vec<R>>,
+        max: usize,
         mut parse: impl FnMut(R) -> Result<T, E>,
     ) -> Option<Vec<T>> {
         let Some(raw) = raw else {
             self.errors.push(FieldError::missing("body", name));
             return None;
         };
+        if raw.len() > max {
+            self.errors.push(FieldError::invalid(
+                "body",
+                name,
+                format!("{name} must hold at most {max} items"),
+            ));
+            return None;
+        }
         let before = self.errors.len();
         let mut items = Vec::with_capacity(raw.len());
         for (index, item) in raw.into_iter().enumerate() {
@@ -158,6 +177,35 @@ impl Fields {
         }
         value().ok_or_else(|| ApiError::Validation(Vec::new()))
     }
+}
+
+/// Whether the JSON text nests arrays and objects deeper than `max`: one pass over the bytes,
+/// skipping strings, before any parser recurses into it.
+fn nests_deeper_than(bytes: &[u8], max: usize) -> bool {
+    let (mut depth, mut in_string, mut escaped) = (0_usize, false, false);
+    for &byte in bytes {
+        if in_string {
+            match (escaped, byte) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
 }
 
 /// An authenticated caller: `Authorization: Bearer <access token>`, or `X-API-Key` with
@@ -350,4 +398,23 @@ pub(crate) fn organization_in_context(req: &HttpRequest) -> Option<OrganizationI
         .and_then(|id| Uuid::parse_str(id).ok())
         .map(OrganizationId::from_uuid);
     from_path.or_else(|| organization_header(req).ok().flatten())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nests_deeper_than;
+
+    #[test]
+    fn nesting_is_counted_outside_strings_only() {
+        assert!(!nests_deeper_than(br#"{"a": [1, {"b": []}]}"#, 4));
+        assert!(nests_deeper_than(br#"{"a": [1, {"b": []}]}"#, 3));
+        // Brackets in strings, escaped quotes included, are text.
+        assert!(!nests_deeper_than(
+            br#"{"a": "[[[[{{{{", "b": "\"[[[["}"#,
+            1
+        ));
+        assert!(!nests_deeper_than(br#"["\\", "]]]]"]"#, 1));
+        // Unbalanced closing brackets do not underflow.
+        assert!(!nests_deeper_than(b"]]]]}}}}[", 1));
+    }
 }

@@ -152,7 +152,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 }
 
 pub use middleware::{
-    catch_panics, json_errors, panic_message, rate_limit, request_id, PanicCount, RequestId,
+    bounded_head, catch_panics, json_errors, panic_message, rate_limit, request_id, PanicCount,
+    RequestId, MAX_HEADER_BYTES, MAX_URI_BYTES,
 };
 
 /// A resource that answers an unsupported method with a JSON `405`.

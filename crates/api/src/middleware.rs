@@ -168,6 +168,60 @@ mod catch_panics_impl {
     }
 }
 
+pub use bounded_head_impl::{bounded_head, MAX_HEADER_BYTES, MAX_URI_BYTES};
+
+mod bounded_head_impl {
+    use actix_web::{
+        body::{EitherBody, MessageBody},
+        dev::{ServiceRequest, ServiceResponse},
+        http::StatusCode,
+        middleware::Next,
+        Error, HttpResponse,
+    };
+
+    use crate::error::ErrorBody;
+
+    /// Longest request target (path and query string) accepted, in bytes.
+    pub const MAX_URI_BYTES: usize = 8 * 1024;
+
+    /// Most bytes of header names and values a request may carry.
+    pub const MAX_HEADER_BYTES: usize = 16 * 1024;
+
+    /// Refuses, before anything parses them, a request whose path and query string are longer
+    /// than [`MAX_URI_BYTES`] (`414`) or whose headers hold more than [`MAX_HEADER_BYTES`]
+    /// (`431`), with a `{detail}` body. actix-web bounds the head further out, as it reads it:
+    /// 96 headers and 128 KiB at most, else a bare `431`.
+    pub async fn bounded_head(
+        req: ServiceRequest,
+        next: Next<impl MessageBody + 'static>,
+    ) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, Error> {
+        let target = req.path().len() + req.query_string().len();
+        let headers: usize = req
+            .headers()
+            .iter()
+            .map(|(name, value)| name.as_str().len() + value.len())
+            .sum();
+        let refusal = if target > MAX_URI_BYTES {
+            Some((
+                StatusCode::URI_TOO_LONG,
+                format!("the request's path and query are longer than {MAX_URI_BYTES} bytes"),
+            ))
+        } else if headers > MAX_HEADER_BYTES {
+            Some((
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                format!("the request's headers hold more than {MAX_HEADER_BYTES} bytes"),
+            ))
+        } else {
+            None
+        };
+        let Some((status, detail)) = refusal else {
+            return Ok(next.call(req).await?.map_into_left_body());
+        };
+        let response = HttpResponse::build(status).json(ErrorBody { detail });
+        Ok(req.into_response(response).map_into_right_body())
+    }
+}
+
 pub use json_errors_impl::json_errors;
 
 mod json_errors_impl {

@@ -164,7 +164,9 @@ impl Modify for UniqueOperationIds {
 ///   `404` to a caller who is not a member (the organization extractor);
 /// - every operation but the probes answers `429` with `Retry-After` past the caller's rate
 ///   limit (the rate-limit middleware), and a store that cannot be reached makes any operation
-///   that needs it `503` with `Retry-After`.
+///   that needs it `503` with `Retry-After`;
+/// - every operation answers `414` to a path and query over 8 KiB and `431` to headers over
+///   16 KiB (the request-head bounds).
 struct CommonResponses;
 
 /// Probes: never rate limited.

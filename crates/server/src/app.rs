@@ -5,7 +5,8 @@ use std::{net::SocketAddr, sync::Arc, time::Duration};
 
 use actix_web::{dev::Server, middleware::from_fn, web, App, HttpServer};
 use gatehouse_api::{
-    catch_panics, configure, json_errors, rate_limit, request_id, AppState, PanicCount,
+    bounded_head, catch_panics, configure, json_errors, rate_limit, request_id, AppState,
+    PanicCount,
 };
 use gatehouse_delivery::{HttpsSender, SenderConfig};
 use gatehouse_domain::{
@@ -190,6 +191,7 @@ impl Application {
                 .app_data(state.clone())
                 .app_data(panics.clone())
                 .wrap(from_fn(rate_limit))
+                .wrap(from_fn(bounded_head))
                 .wrap(from_fn(json_errors))
                 .wrap(from_fn(catch_panics))
                 .wrap(from_fn(request_id))

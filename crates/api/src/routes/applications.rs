@@ -81,7 +81,9 @@ fn application_id(raw: &str) -> Result<ApplicationId, ApiError> {
 
 /// Each URI at `redirect_uris.<index>`, then the rules of the list as a whole.
 fn redirect_uris(fields: &mut Fields, raw: Option<Vec<String>>) -> Option<RedirectUris> {
-    let uris = fields.each("redirect_uris", raw, |uri| RedirectUri::parse(&uri))?;
+    let uris = fields.each("redirect_uris", raw, RedirectUris::MAX, |uri| {
+        RedirectUri::parse(&uri)
+    })?;
     RedirectUris::new(uris)
         .map_err(|e| fields.invalid("redirect_uris", format!("redirect_uris {e}")))
         .ok()

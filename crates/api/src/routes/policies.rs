@@ -191,9 +191,12 @@ fn parse_policies(body: PoliciesRequest) -> Result<OrganizationPolicies, ApiErro
 
     let mfa = mfa.and_then(|m| {
         let required = f.required("mfa_policy.required", m.required, as_is);
-        let methods = f.each("mfa_policy.allowed_methods", m.allowed_methods, |raw| {
-            MfaMethod::parse(&raw)
-        });
+        let methods = f.each(
+            "mfa_policy.allowed_methods",
+            m.allowed_methods,
+            MfaPolicy::MAX_METHODS,
+            |raw| MfaMethod::parse(&raw),
+        );
         let grace = f.required(
             "mfa_policy.grace_period_hours",
             m.grace_period_hours,
@@ -237,9 +240,12 @@ fn parse_policies(body: PoliciesRequest) -> Result<OrganizationPolicies, ApiErro
 
     let allowlist = allowlist.and_then(|a| {
         let enabled = f.required("ip_allowlist.enabled", a.enabled, as_is);
-        let ranges = f.each("ip_allowlist.allowed_ips", a.allowed_ips, |raw| {
-            IpRange::parse(&raw)
-        });
+        let ranges = f.each(
+            "ip_allowlist.allowed_ips",
+            a.allowed_ips,
+            IpAllowlist::MAX_ENTRIES,
+            |raw| IpRange::parse(&raw),
+        );
         match IpAllowlist::new(enabled?, ranges?) {
             Ok(list) => Some(list),
             Err(e) => {

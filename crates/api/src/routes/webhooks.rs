@@ -150,8 +150,19 @@ fn webhook_url(raw: String) -> Result<WebhookUrl, ApiError> {
     })
 }
 
-/// Event types by name; an unknown one is a `422` naming its index.
+/// Event types by name, at most [`WebhookEndpoint::MAX_EVENTS`]; an unknown one is a `422`
+/// naming its index.
 fn event_types(raw: Vec<String>) -> Result<Vec<EventType>, ApiError> {
+    if raw.len() > WebhookEndpoint::MAX_EVENTS {
+        return Err(ApiError::field(FieldError::invalid(
+            "body",
+            "events",
+            format!(
+                "events must hold at most {} items",
+                WebhookEndpoint::MAX_EVENTS
+            ),
+        )));
+    }
     let mut errors = Vec::new();
     let mut events = Vec::new();
     for (i, name) in raw.iter().enumerate() {

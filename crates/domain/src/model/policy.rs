@@ -134,6 +134,9 @@ impl TryFrom<RawMfaPolicy> for MfaPolicy {
 pub struct MfaPolicyError;
 
 impl MfaPolicy {
+    /// The most entries `allowed_methods` may list, duplicates included.
+    pub const MAX_METHODS: usize = 8;
+
     /// Duplicate methods are dropped. Requiring MFA while allowing no method is refused.
     pub fn new(
         required: bool,

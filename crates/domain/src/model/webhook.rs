@@ -254,6 +254,11 @@ pub struct WebhookEndpoint {
     pub updated_at: DateTime<Utc>,
 }
 
+impl WebhookEndpoint {
+    /// The most event types an endpoint may list (there are fewer types than this).
+    pub const MAX_EVENTS: usize = 64;
+}
+
 /// Delivery counts of an endpoint.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DeliveryStats {

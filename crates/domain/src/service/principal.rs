@@ -65,9 +65,18 @@ pub enum OrgAccessError {
     Store(#[from] StoreError),
 }
 
+/// Longest access token looked at: Gatehouse's are under 1.5 KiB; a longer one is refused
+/// before it is decoded or its signature checked.
+pub const MAX_ACCESS_TOKEN_BYTES: usize = 8 * 1024;
+
 impl Ports {
     /// Authenticates a Bearer access token: a valid signature and claims, and a live session.
     pub async fn authenticate_bearer(&self, token: &str) -> Result<Principal, AuthenticateError> {
+        if token.len() > MAX_ACCESS_TOKEN_BYTES {
+            return Err(AuthenticateError::Invalid(
+                "invalid or expired access token",
+            ));
+        }
         let claims = self.signer.verify(token).await.map_err(|e| match e {
             TokenError::Invalid => AuthenticateError::Invalid("invalid or expired access token"),
             failed @ TokenError::Failed(_) => AuthenticateError::Internal(failed),

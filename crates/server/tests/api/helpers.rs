@@ -393,7 +393,8 @@ impl TestApp {
             .unwrap()
     }
 
-    pub async fn post_raw(&self, path: &str, body: &'static str) -> Response {
+    /// A body sent as written, labelled JSON.
+    pub async fn post_raw(&self, path: &str, body: impl Into<reqwest::Body>) -> Response {
         self.client
             .post(self.url(path))
             .header("Content-Type", "application/json")

@@ -9,6 +9,7 @@ mod applications;
 mod brute_force;
 mod errors;
 mod health;
+mod limits;
 mod members;
 mod oauth;
 mod organizations;
