@@ -8,8 +8,9 @@ run:
 ci:
     bash .ci/run
 
-test:
-    cargo test --workspace
+# Every test; installs what they need first (PostgreSQL, Redis, .venv, Chromium).
+test *args:
+    scripts/test {{args}}
 
 fmt:
     cargo fmt --all

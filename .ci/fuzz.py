@@ -12,7 +12,7 @@ It fails when schemathesis finds a 5xx or an answer that the document does not a
 content type, headers, body), or when the server's log holds a panic. It prints one summary
 line per backend: operations, cases, 5xx, schema violations, panics.
 
-    python3 .ci/fuzz.py --binary target/release/gatehouse --backend sqlite --seconds 180
+    .venv/bin/python .ci/fuzz.py --binary target/release/gatehouse --backend sqlite --seconds 180
 """
 
 from __future__ import annotations
@@ -128,6 +128,12 @@ def login(base: str, email: str) -> str:
     ]
 
 
+def st_command() -> str:
+    """The `st` beside this interpreter (a virtual environment's), else the one on PATH."""
+    beside = pathlib.Path(sys.executable).parent / "st"
+    return str(beside) if beside.exists() else shutil.which("st") or "st"
+
+
 def schemathesis(
     base: str,
     headers: dict[str, str],
@@ -139,7 +145,7 @@ def schemathesis(
 ) -> dict:
     """One schemathesis run; returns its counts from the NDJSON event stream."""
     command = [
-        "st",
+        st_command(),
         "run",
         f"{base}/api/v1/openapi.json",
         "--url",
@@ -242,8 +248,11 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=20261124)
     parser.add_argument("--keep", help="a folder to keep the server log and reports in")
     args = parser.parse_args()
-    if shutil.which("st") is None:
-        sys.exit("fuzz: schemathesis is needed: python3 -m pip install schemathesis")
+    if not pathlib.Path(st_command()).exists() and shutil.which("st") is None:
+        sys.exit(
+            "fuzz: schemathesis is needed: scripts/test installs it into .venv "
+            "(run this with .venv/bin/python), or pip install -r scripts/test-requirements.txt"
+        )
 
     workdir = pathlib.Path(args.keep or tempfile.mkdtemp(prefix="gatehouse-fuzz-"))
     workdir.mkdir(parents=True, exist_ok=True)

@@ -76,6 +76,12 @@ pub struct LoggedIn {
 
 pub const PASSWORD: &str = "correct horse battery";
 
+/// The Python that runs the tests' other parties (authlib, PyJWT): `GATEHOUSE_TEST_PYTHON`,
+/// which `scripts/test` points at the project's virtual environment, else `python3`.
+pub fn python() -> String {
+    std::env::var("GATEHOUSE_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned())
+}
+
 impl TestApp {
     pub async fn spawn(backend: Backend) -> Self {
         Self::spawn_with(backend, Options::default()).await

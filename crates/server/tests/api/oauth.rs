@@ -5,7 +5,7 @@
 use reqwest::{header, Method, Response};
 use serde_json::{json, Value};
 
-use crate::helpers::{hidden, json_of, on_both_backends, Browser, TestApp, PASSWORD};
+use crate::helpers::{hidden, json_of, on_both_backends, python, Browser, TestApp, PASSWORD};
 
 /// An application of a fresh team: (client id, client secret, the owner's refresh token).
 async fn client(app: &TestApp) -> (String, String, String) {
@@ -297,7 +297,7 @@ on_both_backends! {
             201,
         ).await;
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/oauth_client/authlib_flow.py");
-        let output = tokio::process::Command::new("python3")
+        let output = tokio::process::Command::new(python())
             .arg(script)
             .args([
                 app.url(""),
@@ -313,7 +313,7 @@ on_both_backends! {
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(
             !stderr.contains("ModuleNotFoundError"),
-            "authlib and requests are needed: python3 -m pip install authlib requests\n{stderr}"
+            "authlib and requests are needed: run scripts/test, which installs them, or pip install authlib requests\n{stderr}"
         );
         assert!(output.status.success(), "the authlib client failed:\n{stderr}");
         let seen: Value = serde_json::from_slice(&output.stdout).unwrap();
