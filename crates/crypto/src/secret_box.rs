@@ -30,6 +30,16 @@ pub struct SecretBox {
 }
 
 impl SecretBox {
+    /// A new random key, from the operating system's CSPRNG.
+    pub fn generate_key() -> Result<[u8; 32], SecretBoxError> {
+        let mut key = [0u8; 32];
+        SystemRandom::new()
+            .fill(&mut key)
+            .map_err(|_| SecretBoxError::Random)?;
+        Ok(key)
+    }
+
+    /// A box sealing under `key`.
     pub fn new(key: [u8; 32]) -> Self {
         Self {
             key,

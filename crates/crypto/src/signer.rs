@@ -26,11 +26,11 @@ use rsa::pkcs1::{DecodeRsaPublicKey as _, EncodeRsaPrivateKey as _, EncodeRsaPub
 use rsa::traits::PublicKeyParts as _;
 use rsa::{RsaPrivateKey, RsaPublicKey};
 
-use super::secret_box::{SecretBox, SecretBoxError};
+use crate::secret_box::{SecretBox, SecretBoxError};
 
 /// The `aud` of every access token.
 pub const AUDIENCE: &str = "gatehouse";
-const KEY_BITS: usize = 2048;
+pub(crate) const KEY_BITS: usize = 2048;
 /// Clock skew tolerated on `exp` and `nbf`.
 const LEEWAY_SECS: u64 = 30;
 /// How long a retired key outlives the access-token TTL: replicas keep signing with it until

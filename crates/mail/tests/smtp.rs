@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use gatehouse_domain::model::Email;
 use gatehouse_domain::ports::{Mail, Mailer};
-use gatehouse_server::adapters::SmtpMailer;
+use gatehouse_mail::SmtpMailer;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::process::{Child, Command};
 

@@ -192,7 +192,7 @@ impl RedisSignInAttempts {
     /// [`RateLimitError`] when the URL is invalid or the server cannot be reached.
     pub async fn connect(url: &str) -> Result<Self, RateLimitError> {
         Ok(Self {
-            connection: super::rate_limit::connect(url).await?,
+            connection: crate::rate_limit::connect(url).await?,
             count_failure: redis::Script::new(COUNT_FAILURE),
             lock: redis::Script::new(LOCK),
             fallback: MemorySignInAttempts::new(),

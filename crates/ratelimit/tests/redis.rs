@@ -7,7 +7,7 @@
 
 use chrono::{DateTime, TimeDelta, Utc};
 use gatehouse_domain::ports::{RateDecision, RateLimiter};
-use gatehouse_server::adapters::RedisRateLimiter;
+use gatehouse_ratelimit::RedisRateLimiter;
 
 const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
 

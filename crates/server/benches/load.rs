@@ -815,7 +815,7 @@ fn row_logins(bench: &Bench) -> Row {
         "[{}] argon2id limit: {connections} threads, {LIMIT_SECS:.0} s",
         bench.name
     );
-    let hashes = argon2_hashes_per_sec(connections, LIMIT_SECS);
+    let hashes = gatehouse_crypto::limits::argon2_hashes_per_sec(connections, LIMIT_SECS).unwrap();
     let script = lua_script(
         &bench.scripts,
         "login",
@@ -842,7 +842,8 @@ fn row_refreshes(bench: &Bench, seed: &Seed) -> Row {
         bench.name,
         cores()
     );
-    let signatures = rs256_signatures_per_sec(cores(), LIMIT_SECS);
+    let signatures =
+        gatehouse_crypto::limits::rs256_signatures_per_sec(cores(), LIMIT_SECS).unwrap();
     let script = lua_script(
         &bench.scripts,
         "refresh",
@@ -882,79 +883,6 @@ fn row_reads(bench: &Bench, seed: &Seed) -> Row {
         format!("GET /readyz: {}", readyz.summary()),
         ratio(reads.requests_per_sec, readyz.requests_per_sec),
     )
-}
-
-/// argon2id hashes per second with the server's parameters, on `threads` threads.
-fn argon2_hashes_per_sec(threads: usize, secs: f64) -> f64 {
-    use argon2::{Algorithm, Argon2, Params, Version};
-    let params = Params::new(19_456, 2, 1, None).unwrap();
-    let started = Instant::now();
-    let deadline = started + Duration::from_secs_f64(secs);
-    let hashes: u64 = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|i| {
-                let params = params.clone();
-                scope.spawn(move || {
-                    let argon2 = Argon2::new(Algorithm::Argon2id, Version::V0x13, params);
-                    let salt = [u8::try_from(i % 256).unwrap(); 16];
-                    let mut output = [0_u8; 32];
-                    let mut count = 0_u64;
-                    while Instant::now() < deadline {
-                        argon2
-                            .hash_password_into(PASSWORD.as_bytes(), &salt, &mut output)
-                            .unwrap();
-                        count += 1;
-                    }
-                    count
-                })
-            })
-            .collect();
-        workers.into_iter().map(|w| w.join().unwrap()).sum()
-    });
-    hashes as f64 / started.elapsed().as_secs_f64()
-}
-
-/// RS256 signatures per second over claims shaped like the service's, on `threads` threads.
-fn rs256_signatures_per_sec(threads: usize, secs: f64) -> f64 {
-    use jsonwebtoken::{Algorithm, EncodingKey, Header};
-    use rsa::pkcs1::{EncodeRsaPrivateKey as _, LineEnding};
-    let private = rsa::RsaPrivateKey::new(&mut rand::rngs::OsRng, 2048).unwrap();
-    let pem = private.to_pkcs1_pem(LineEnding::LF).unwrap();
-    let key = EncodingKey::from_rsa_pem(pem.as_bytes()).unwrap();
-    let mut header = Header::new(Algorithm::RS256);
-    header.kid = Some("0123456789abcdef".to_owned());
-    let (user, session) = (uuid::Uuid::now_v7(), uuid::Uuid::now_v7());
-
-    let started = Instant::now();
-    let deadline = started + Duration::from_secs_f64(secs);
-    let signatures: u64 = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut count = 0_u64;
-                    while Instant::now() < deadline {
-                        let now = Utc::now().timestamp();
-                        let claims = json!({
-                            "iss": "http://127.0.0.1:8080",
-                            "sub": user,
-                            "aud": "gatehouse",
-                            "iat": now,
-                            "nbf": now,
-                            "exp": now + 3600,
-                            "jti": uuid::Uuid::new_v4(),
-                            "sid": session,
-                            "email": EMAIL,
-                        });
-                        jsonwebtoken::encode(&header, &claims, &key).unwrap();
-                        count += 1;
-                    }
-                    count
-                })
-            })
-            .collect();
-        workers.into_iter().map(|w| w.join().unwrap()).sum()
-    });
-    signatures as f64 / started.elapsed().as_secs_f64()
 }
 
 // ---------------------------------------------------------------------------------------------

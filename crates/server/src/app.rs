@@ -17,15 +17,16 @@ use gatehouse_domain::{
 use gatehouse_store::{Store, StoreOptions};
 use tokio::task::JoinHandle;
 
-use crate::{
-    adapters::{
-        mailer_from_settings, Argon2Hasher, KeyRing, MemoryRateLimiter, MemorySignInAttempts,
-        OsRandom, RedisRateLimiter, RedisSignInAttempts, SecretBox, SystemClock,
-    },
-    config::Config,
-    secret_key,
-    worker::{self, WorkerSettings},
+use gatehouse_crypto::{
+    rotate_signing_key, Argon2Hasher, KeyRing, OsRandom, SecretBox, SystemClock,
 };
+use gatehouse_mail::mailer_from_settings;
+use gatehouse_ratelimit::{
+    MemoryRateLimiter, MemorySignInAttempts, RedisRateLimiter, RedisSignInAttempts,
+};
+use gatehouse_worker::{self as worker, WorkerSettings};
+
+use crate::{config::Config, secret_key};
 
 /// How often a server re-reads the signing keys, to pick up a rotation done elsewhere.
 const KEY_RELOAD_INTERVAL: Duration = Duration::from_secs(60);
@@ -109,6 +110,14 @@ pub async fn ports(
         cipher: Arc::new(cipher),
         sender: Arc::new(sender),
     })
+}
+
+/// `gatehouse keys rotate`: adds a new signing key and returns its id; the old one stays in
+/// the key set until the tokens it signed have expired.
+pub async fn rotate_keys(config: &Config) -> anyhow::Result<String> {
+    let secret = secret_key::resolve(config)?;
+    let store = open_store(config).await?;
+    Ok(rotate_signing_key(store.as_ref(), &secret.secret_box(), &SystemClock).await?)
 }
 
 /// `gatehouse orgs set-plan`: moves a live organization to another plan, as an operator does.

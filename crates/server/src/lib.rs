@@ -1,11 +1,10 @@
-//! The `gatehouse` binary's library: configuration, the server's adapters, wiring.
+//! The `gatehouse` binary's library: configuration, wiring of the domain to its adapters, the
+//! CLI's commands.
 
-pub mod adapters;
 pub mod app;
 pub mod config;
 pub mod secret_key;
 pub mod telemetry;
-pub mod worker;
 
 pub use app::Application;
 pub use config::Config;

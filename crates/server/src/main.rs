@@ -5,9 +5,8 @@ use std::{io::Write, path::PathBuf, process::ExitCode};
 use clap::{Parser, Subcommand};
 use gatehouse_domain::model::{OrganizationId, Plan};
 use gatehouse_server::{
-    adapters::{rotate_signing_key, SystemClock},
-    app::{open_store, set_plan},
-    secret_key, telemetry, Application, Config,
+    app::{rotate_keys, set_plan},
+    telemetry, Application, Config,
 };
 
 #[derive(Parser)]
@@ -107,10 +106,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Keys {
             action: KeysCommand::Rotate,
         } => {
-            let secret = secret_key::resolve(&config)?;
-            let store = open_store(&config).await?;
-            let kid =
-                rotate_signing_key(store.as_ref(), &secret.secret_box(), &SystemClock).await?;
+            let kid = rotate_keys(&config).await?;
             writeln!(std::io::stdout(), "new signing key: {kid}")?;
         }
         Command::Orgs {

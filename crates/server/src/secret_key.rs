@@ -14,13 +14,10 @@ use base64::{
     engine::general_purpose::{STANDARD, URL_SAFE},
     Engine,
 };
+use gatehouse_crypto::{SecretBox, SecretBoxError};
 use gatehouse_store::Backend;
-use rand::RngCore;
 
-use crate::{
-    adapters::SecretBox,
-    config::{Config, SecretKeySetting},
-};
+use crate::config::{Config, SecretKeySetting};
 
 /// 32 bytes of key material; never printed.
 pub struct SecretKey([u8; 32]);
@@ -49,6 +46,8 @@ pub enum SecretKeyError {
     Malformed,
     #[error("the key file {path} must hold 32 bytes encoded in base64")]
     MalformedFile { path: PathBuf },
+    #[error("cannot generate a secret key: {0}")]
+    Random(#[source] SecretBoxError),
     #[error("cannot read or write the key file {path}: {source}")]
     Io {
         path: PathBuf,
@@ -89,8 +88,7 @@ pub fn resolve(config: &Config) -> Result<SecretKey, SecretKeyError> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(io)?;
     }
-    let mut key = [0u8; 32];
-    rand::rngs::OsRng.fill_bytes(&mut key);
+    let key = SecretBox::generate_key().map_err(SecretKeyError::Random)?;
     match OpenOptions::new()
         .write(true)
         .create_new(true)

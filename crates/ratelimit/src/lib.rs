@@ -1,0 +1,14 @@
+//! Counters with a deadline, in process or in Redis: the adapters of the domain's
+//! `RateLimiter` (requests per principal per minute) and `SignInAttempts` (failed sign-ins per
+//! account, for brute-force protection) ports.
+//!
+//! With Redis, every replica shares one count per key; when Redis cannot be reached each
+//! adapter says so (the rate limiter lets the request through; the sign-in counter falls back
+//! to its own memory), so that the counter store can never take the service down. This crate
+//! knows the domain's ports and Redis, nothing of HTTP, databases or the other adapters.
+
+mod rate_limit;
+mod sign_in_attempts;
+
+pub use rate_limit::{MemoryRateLimiter, RedisRateLimiter};
+pub use sign_in_attempts::{MemorySignInAttempts, RedisSignInAttempts};
