@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use url::{Host, Url};
 
 use super::{
-    branding::{parse_text, string_conversions, TextError},
+    text::{parse_text, string_conversions, TextError},
     ApplicationId, OrganizationId, SecretToken, TokenHash,
 };
 

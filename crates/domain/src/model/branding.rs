@@ -9,7 +9,9 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::sso::{parse_https_url, HttpsUrlError};
+use super::text::{
+    parse_https_url, parse_text, replace, string_conversions, HttpsUrlError, TextError,
+};
 use super::Email;
 
 /// A color written `#RRGGBB`: `#` and exactly six hex digits, either case, kept as sent.
@@ -102,42 +104,6 @@ impl AssetUrl {
     }
 }
 
-/// Why a text was refused. The messages complete "<field> ...".
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum TextError {
-    #[error("must not be empty")]
-    Empty,
-    #[error("must be at most {max} characters")]
-    TooLong { max: usize },
-    #[error("must not contain control characters")]
-    ControlCharacter,
-}
-
-/// The rule shared by every bounded text: trimmed, `min..=max` characters (not bytes), no
-/// control characters except line feeds when `allow_newlines`.
-pub(crate) fn parse_text(
-    raw: &str,
-    min: usize,
-    max: usize,
-    allow_newlines: bool,
-) -> Result<String, TextError> {
-    let text = raw.trim();
-    let chars = text.chars().count();
-    if chars < min {
-        return Err(TextError::Empty);
-    }
-    if chars > max {
-        return Err(TextError::TooLong { max });
-    }
-    if text
-        .chars()
-        .any(|c| c.is_control() && !(allow_newlines && c == '\n'))
-    {
-        return Err(TextError::ControlCharacter);
-    }
-    Ok(text.to_owned())
-}
-
 macro_rules! bounded_text {
     ($(#[$doc:meta])* $name:ident, min = $min:literal, max = $max:literal, newlines = $newlines:literal) => {
         $(#[$doc])*
@@ -161,38 +127,6 @@ macro_rules! bounded_text {
         string_conversions!($name, TextError);
     };
 }
-
-/// `AsRef<str>`, `Display`, and the `String` conversions serde goes through.
-macro_rules! string_conversions {
-    ($name:ident, $error:ty) => {
-        impl AsRef<str> for $name {
-            fn as_ref(&self) -> &str {
-                &self.0
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.0)
-            }
-        }
-
-        impl From<$name> for String {
-            fn from(value: $name) -> Self {
-                value.0
-            }
-        }
-
-        impl TryFrom<String> for $name {
-            type Error = $error;
-            fn try_from(raw: String) -> Result<Self, Self::Error> {
-                Self::parse(&raw)
-            }
-        }
-    };
-}
-
-pub(crate) use string_conversions;
 
 string_conversions!(HexColor, HexColorError);
 
@@ -371,17 +305,6 @@ impl Branding {
             replace(&mut email.footer_text, email_change.footer_text),
         );
         changed
-    }
-}
-
-/// Puts `new` (when given) into `slot`; whether that changed it.
-pub(crate) fn replace<T: PartialEq>(slot: &mut T, new: Option<T>) -> bool {
-    match new {
-        Some(new) if *slot != new => {
-            *slot = new;
-            true
-        }
-        _ => false,
     }
 }
 

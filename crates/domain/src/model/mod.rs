@@ -20,6 +20,7 @@ mod rate_limit;
 mod secret;
 mod session;
 mod sso;
+mod text;
 mod user;
 mod webhook;
 
@@ -31,7 +32,7 @@ pub use application::{
 pub use branding::{
     AssetUrl, AssetUrlError, Branding, BrandingChange, CustomLogin, CustomLoginChange,
     EmailBranding, EmailBrandingChange, FooterText, HexColor, HexColorError, LoginSubtitle,
-    LoginTitle, SenderName, TextError,
+    LoginTitle, SenderName,
 };
 pub use email::{Email, EmailError};
 pub use event::{EventCategory, EventType, NewEvent};
@@ -65,9 +66,10 @@ pub use secret::{SecretToken, TokenHash, TokenKind};
 pub use session::{ClientGrant, NewSession, Session};
 pub use sso::{
     sp_acs_url, sp_entity_id, CertificateError, DomainWhitelist, EmailDomain, EmailDomainError,
-    HttpsUrl, HttpsUrlError, IdpCertificate, IdpEntityId, ProvisionRole, ProvisionRoleError,
-    SsoChange, SsoConfiguration, SsoProvider, SsoProviderError,
+    HttpsUrl, IdpCertificate, IdpEntityId, ProvisionRole, ProvisionRoleError, SsoChange,
+    SsoConfiguration, SsoProvider, SsoProviderError,
 };
+pub use text::{HttpsUrlError, TextError};
 pub use user::{FullName, FullNameError, NewUser, User, UserCredentials};
 pub use webhook::{
     signature, Delivery, DeliveryId, DeliveryStats, DeliveryStatus, EndpointId, LeaseRoom,

@@ -6,7 +6,7 @@ use std::{fmt, str::FromStr};
 use chrono::{DateTime, SecondsFormat, Utc};
 use sha2::{Digest, Sha256};
 
-use super::branding::{parse_text, replace, TextError};
+use super::text::{parse_https_url, parse_text, replace, HttpsUrlError, TextError};
 use super::{Email, OrganizationId, Role};
 
 /// The SSO protocol. Only SAML 2.0 for now.
@@ -70,46 +70,7 @@ impl AsRef<str> for IdpEntityId {
     }
 }
 
-/// Why a URL that must be `https` was refused. The messages complete "<field> ...".
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum HttpsUrlError {
-    #[error("is not a valid absolute URL")]
-    Invalid,
-    #[error("must be an https URL")]
-    NotHttps,
-    #[error("must not contain a user name or password")]
-    Credentials,
-    #[error("must be at most 2048 characters")]
-    TooLong,
-}
-
-/// The https-URL rule, shared by every URL the product follows or shows: an absolute `https`
-/// URL (as the `url` crate reads it) with a host, no user name or password, at most 2048
-/// characters, and no white space or control character anywhere (the `url` crate would
-/// silently drop tabs and line breaks, and the string is kept as sent). Trims first.
-pub(crate) fn parse_https_url(raw: &str) -> Result<url::Url, HttpsUrlError> {
-    const MAX_CHARS: usize = 2048;
-    let raw = raw.trim();
-    if raw.chars().count() > MAX_CHARS {
-        return Err(HttpsUrlError::TooLong);
-    }
-    if raw.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(HttpsUrlError::Invalid);
-    }
-    let url = url::Url::parse(raw).map_err(|_| HttpsUrlError::Invalid)?;
-    if url.scheme() != "https" {
-        return Err(HttpsUrlError::NotHttps);
-    }
-    if url.host().is_none() {
-        return Err(HttpsUrlError::Invalid);
-    }
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(HttpsUrlError::Credentials);
-    }
-    Ok(url)
-}
-
-/// An absolute `https` URL (see [`parse_https_url`]), kept as sent, trimmed. The IdP's
+/// An absolute `https` URL (see `parse_https_url`), kept as sent, trimmed. The IdP's
 /// single sign-on endpoint.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct HttpsUrl(String);

@@ -1,0 +1,262 @@
+//! Accounts, sessions, API keys, signing keys, password hashing, token signing and failed sign-ins.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use uuid::Uuid;
+
+use super::{platform::RateLimitError, BoxError, StoreError};
+use crate::model::{
+    AccountKey, ApiKey, ApiKeyId, Email, FailedSignIns, LockoutRule, NewApiKey, NewEvent,
+    NewOrganization, NewPassword, NewSession, NewUser, PasswordHash, Session, SessionId, TokenHash,
+    User, UserCredentials, UserId,
+};
+
+/// A user's account as registration creates it: the user, their personal workspace and the
+/// owner membership, with the events that announce them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewAccount {
+    pub user: NewUser,
+    pub workspace: NewOrganization,
+    pub events: Vec<NewEvent>,
+}
+
+/// Users and their credentials.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait AccountStore: Send + Sync + 'static {
+    /// Creates the user, the personal workspace (taking the first free slug candidate), the
+    /// owner membership and the events, in one transaction.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] when the email belongs to another user.
+    async fn create_account(&self, account: NewAccount) -> Result<(), StoreError>;
+
+    /// The user with this (normalised) email and their password hash.
+    async fn credentials_by_email(
+        &self,
+        email: &Email,
+    ) -> Result<Option<UserCredentials>, StoreError>;
+
+    /// The user with this id and their password hash.
+    async fn credentials_by_id(&self, id: UserId) -> Result<Option<UserCredentials>, StoreError>;
+
+    /// Saves a changed profile (name) with its event. Returns false when the user is gone.
+    async fn update_user(&self, user: User, event: NewEvent) -> Result<bool, StoreError>;
+
+    /// The hashes of the user's previous passwords (not the current one), newest first, at most
+    /// `limit`.
+    async fn previous_password_hashes(
+        &self,
+        user_id: UserId,
+        limit: u32,
+    ) -> Result<Vec<PasswordHash>, StoreError>;
+
+    /// Replaces the password hash (the old one joins the user's password history, which keeps
+    /// the 24 newest), ends every session of the user but `keep`, and records the event, in one
+    /// transaction.
+    async fn change_password(
+        &self,
+        user_id: UserId,
+        hash: PasswordHash,
+        keep: Option<SessionId>,
+        at: DateTime<Utc>,
+        event: NewEvent,
+    ) -> Result<(), StoreError>;
+}
+
+/// Login sessions.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait SessionStore: Send + Sync + 'static {
+    /// Stores a new session and its `auth.login` event. With `keep_at_most`, the user's oldest
+    /// live sessions are revoked in the same transaction until at most that many remain live,
+    /// the new one included.
+    async fn create_session(
+        &self,
+        session: NewSession,
+        event: NewEvent,
+        keep_at_most: Option<u32>,
+    ) -> Result<(), StoreError>;
+
+    /// The session whose refresh token has this hash, if it is neither revoked nor expired at
+    /// `now`, as it stands (its `last_used_at` unchanged).
+    async fn session_by_refresh_token(
+        &self,
+        hash: &TokenHash,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Session>, StoreError>;
+
+    /// Marks a live session used at `now`. Returns false when it is no longer live.
+    async fn touch_session(&self, id: SessionId, now: DateTime<Utc>) -> Result<bool, StoreError>;
+
+    /// Whether the session is neither revoked nor expired at `now`: one indexed read, done on
+    /// every authenticated request so that a logout takes effect at once on every replica.
+    async fn is_live(&self, id: SessionId, now: DateTime<Utc>) -> Result<bool, StoreError>;
+
+    /// Revokes the session and records the event. Returns false when it was not live.
+    async fn end_session(
+        &self,
+        id: SessionId,
+        at: DateTime<Utc>,
+        event: NewEvent,
+    ) -> Result<bool, StoreError>;
+}
+
+/// API keys.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait ApiKeyStore: Send + Sync + 'static {
+    async fn create_api_key(&self, key: NewApiKey) -> Result<ApiKey, StoreError>;
+
+    /// The keys a user created, newest first.
+    async fn api_keys_of(&self, user_id: UserId) -> Result<Vec<ApiKey>, StoreError>;
+
+    /// Deletes one of the user's keys. Returns false when the user has no such key.
+    async fn delete_api_key(&self, user_id: UserId, id: ApiKeyId) -> Result<bool, StoreError>;
+
+    /// The key with this hash, when its organization is live; marks it used at `now`.
+    async fn use_api_key(
+        &self,
+        hash: &TokenHash,
+        now: DateTime<Utc>,
+    ) -> Result<Option<ApiKey>, StoreError>;
+}
+
+/// A token-signing key pair at rest: the private key encrypted by the server's secret key.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StoredSigningKey {
+    pub kid: String,
+    /// The encrypted private key; only the signer adapter can open it.
+    pub private_key_sealed: Vec<u8>,
+    /// The public key, DER (PKCS#1), for the key set.
+    pub public_key_der: Vec<u8>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl std::fmt::Debug for StoredSigningKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoredSigningKey")
+            .field("kid", &self.kid)
+            .field("created_at", &self.created_at)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Token-signing keys, shared by every replica through the store.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait SigningKeyStore: Send + Sync + 'static {
+    /// Every stored key, newest first.
+    async fn signing_keys(&self) -> Result<Vec<StoredSigningKey>, StoreError>;
+
+    async fn add_signing_key(&self, key: StoredSigningKey) -> Result<(), StoreError>;
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("password hashing failed")]
+pub struct HashError(#[source] pub BoxError);
+
+/// Password hashing (argon2id). Implementations do the work off the async workers.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait PasswordHasher: Send + Sync + 'static {
+    async fn hash(&self, password: NewPassword) -> Result<PasswordHash, HashError>;
+
+    /// Whether `presented` matches `hash`. With no hash (unknown user) it still does the work of
+    /// one verification and answers false, so that timing does not tell whether an account
+    /// exists.
+    async fn verify(
+        &self,
+        presented: String,
+        hash: Option<PasswordHash>,
+    ) -> Result<bool, HashError>;
+}
+
+/// The claims of an access token.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct AccessClaims {
+    pub iss: String,
+    pub sub: UserId,
+    pub aud: String,
+    pub iat: i64,
+    pub nbf: i64,
+    pub exp: i64,
+    pub jti: Uuid,
+    pub sid: SessionId,
+    pub email: String,
+    /// The application, for a token issued through the OAuth flow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// The scope granted to that application (space-separated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    /// Malformed, badly signed, expired, not yet valid, or for another issuer or audience.
+    #[error("the token is not valid")]
+    Invalid,
+    #[error("token signing failed")]
+    Failed(#[source] BoxError),
+}
+
+/// One public key of the JSON Web Key Set.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PublicJwk {
+    pub kty: &'static str,
+    #[serde(rename = "use")]
+    pub use_: &'static str,
+    pub alg: &'static str,
+    pub kid: String,
+    pub n: String,
+    pub e: String,
+}
+
+/// Issues and checks access tokens (RS256 JWTs).
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait TokenSigner: Send + Sync + 'static {
+    async fn sign(&self, claims: &AccessClaims) -> Result<String, TokenError>;
+    /// Checks signature, `iss`, `aud`, `exp` and `nbf`, and returns the claims.
+    async fn verify(&self, token: &str) -> Result<AccessClaims, TokenError>;
+    /// The public keys that verify tokens still in circulation.
+    async fn public_keys(&self) -> Result<Vec<PublicJwk>, TokenError>;
+}
+
+/// Failed sign-ins per account, for brute-force protection (see [`LockoutRule`]): in-process
+/// for a single replica, shared by every replica through Redis.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait SignInAttempts: Send + Sync + 'static {
+    /// The account's run of failures as it stands at `now`; no run is the default (zero
+    /// failures, not locked).
+    ///
+    /// # Errors
+    /// [`RateLimitError`] when the counters cannot be reached; callers let the attempt through.
+    async fn failed_sign_ins(
+        &self,
+        account: &AccountKey,
+        now: DateTime<Utc>,
+    ) -> Result<FailedSignIns, RateLimitError>;
+
+    /// Counts one failure in the account's run (a new run when none is going at `now`), locks
+    /// the account for what `rule` says the new count earns, and returns the run as it now
+    /// stands. Concurrent failures each count.
+    ///
+    /// # Errors
+    /// [`RateLimitError`] when the counters cannot be reached.
+    async fn record_failure(
+        &self,
+        account: &AccountKey,
+        now: DateTime<Utc>,
+        rule: &LockoutRule,
+    ) -> Result<FailedSignIns, RateLimitError>;
+
+    /// Forgets the account's run: its password was right.
+    ///
+    /// # Errors
+    /// [`RateLimitError`] when the counters cannot be reached.
+    async fn clear(&self, account: &AccountKey) -> Result<(), RateLimitError>;
+}

@@ -1,0 +1,88 @@
+//! OAuth applications and their authorization codes.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::StoreError;
+use crate::model::{
+    Application, ApplicationId, ClientId, NewApplication, NewAuthorizationCode, NewEvent,
+    NewSession, OrganizationId, Page, PageRequest, StoredCode, TokenHash,
+};
+
+/// Applications (OAuth clients). Every read and write of an organization's applications takes
+/// the organization id: tenancy is in the query.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait ApplicationStore: Send + Sync + 'static {
+    /// Stores the application of a live organization and records the event, in one
+    /// transaction. Returns false when the organization is not live.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] when the client id is taken (a collision of 128 random bits).
+    async fn create_application(
+        &self,
+        new: NewApplication,
+        event: NewEvent,
+    ) -> Result<bool, StoreError>;
+
+    /// The organization's applications, newest first.
+    async fn applications(
+        &self,
+        organization_id: OrganizationId,
+        page: PageRequest,
+    ) -> Result<Page<Application>, StoreError>;
+
+    async fn application(
+        &self,
+        organization_id: OrganizationId,
+        id: ApplicationId,
+    ) -> Result<Option<Application>, StoreError>;
+
+    /// Saves the application's name, redirect URIs, active flag and `updated_at` as given, and
+    /// the secret's hash when one is given, with the event, in one transaction. Returns false
+    /// when the organization has no such application.
+    async fn update_application(
+        &self,
+        application: Application,
+        secret_hash: Option<TokenHash>,
+        event: NewEvent,
+    ) -> Result<bool, StoreError>;
+
+    /// Deletes the application and records the event. Returns false when the organization has
+    /// no such application.
+    async fn delete_application(
+        &self,
+        organization_id: OrganizationId,
+        id: ApplicationId,
+        event: NewEvent,
+    ) -> Result<bool, StoreError>;
+
+    /// The application with this client id, in whichever organization, and its secret's hash:
+    /// for the OAuth flow, which the client id alone identifies.
+    async fn application_by_client_id(
+        &self,
+        client_id: &ClientId,
+    ) -> Result<Option<(Application, TokenHash)>, StoreError>;
+}
+
+/// Authorization codes of the OAuth flow.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait AuthorizationCodeStore: Send + Sync + 'static {
+    async fn save_authorization_code(&self, new: NewAuthorizationCode) -> Result<(), StoreError>;
+
+    async fn authorization_code(&self, hash: &TokenHash) -> Result<Option<StoredCode>, StoreError>;
+
+    /// Marks the code used at `at` by the session, and opens the session (recording its
+    /// event; `keep_at_most` as for [`SessionStore::create_session`]), in one transaction.
+    /// Returns false, writing nothing, when the code was used already (by a concurrent
+    /// exchange) or is gone.
+    async fn redeem_authorization_code(
+        &self,
+        hash: &TokenHash,
+        session: NewSession,
+        event: NewEvent,
+        keep_at_most: Option<u32>,
+        at: DateTime<Utc>,
+    ) -> Result<bool, StoreError>;
+}

@@ -1,0 +1,294 @@
+//! Organizations, memberships, members and invitations, and the Business plan's policies, branding and SSO configuration.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::StoreError;
+use crate::model::{
+    Branding, Email, Invitation, InvitationId, Member, MemberFilter, Membership, NewEvent,
+    NewInvitation, NewOrganization, Organization, OrganizationChange, OrganizationFilter,
+    OrganizationId, OrganizationPolicies, Page, PageRequest, Plan, Role, Slug, SsoConfiguration,
+    TokenHash, UserId,
+};
+
+/// Who belongs where, with which role.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait MembershipStore: Send + Sync + 'static {
+    /// The user's active membership in the organization, when the organization is live.
+    async fn membership(
+        &self,
+        user_id: UserId,
+        organization_id: OrganizationId,
+    ) -> Result<Option<Membership>, StoreError>;
+
+    /// The highest plan among the user's live organizations (what sizes the rate limit of a
+    /// request made outside any organization).
+    async fn highest_plan(&self, user_id: UserId) -> Result<Option<Plan>, StoreError>;
+}
+
+/// Organizations.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait OrganizationStore: Send + Sync + 'static {
+    /// The first of `base`'s candidates (`base`, `base-2`, ...) that no organization uses.
+    async fn first_free_slug(&self, base: &Slug) -> Result<Slug, StoreError>;
+
+    /// Creates the organization with `owner` as its owner, and records the events.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] when the slug is taken.
+    async fn create_organization(
+        &self,
+        organization: NewOrganization,
+        owner: UserId,
+        events: Vec<NewEvent>,
+    ) -> Result<(), StoreError>;
+
+    /// The live organizations the user is an active member of, filtered, newest first.
+    async fn organizations_of(
+        &self,
+        user_id: UserId,
+        filter: OrganizationFilter,
+        page: PageRequest,
+    ) -> Result<Page<Organization>, StoreError>;
+
+    /// A live organization, with its counts.
+    async fn organization(&self, id: OrganizationId) -> Result<Option<Organization>, StoreError>;
+
+    /// Saves the changed fields and records the event. Returns false when the organization is
+    /// not live.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] when the new slug is taken.
+    async fn update_organization(
+        &self,
+        id: OrganizationId,
+        change: OrganizationChange,
+        at: DateTime<Utc>,
+        event: NewEvent,
+    ) -> Result<bool, StoreError>;
+
+    /// Soft-deletes: `is_active = false`, `deleted_at = at`. Its members lose access at once.
+    /// Returns false when it was not live.
+    async fn delete_organization(
+        &self,
+        id: OrganizationId,
+        at: DateTime<Utc>,
+        event: NewEvent,
+    ) -> Result<bool, StoreError>;
+
+    /// Removes for good the organizations soft-deleted before `deleted_before`, with everything
+    /// that belongs to them. Returns how many went.
+    async fn purge_organizations(&self, deleted_before: DateTime<Utc>) -> Result<u64, StoreError>;
+
+    /// Sets the plan of a live organization and records the event. Returns false when it is not
+    /// live.
+    async fn set_plan(
+        &self,
+        id: OrganizationId,
+        plan: Plan,
+        at: DateTime<Utc>,
+        event: NewEvent,
+    ) -> Result<bool, StoreError>;
+}
+
+/// An organization's saved policies and when they were saved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SavedPolicies {
+    pub policies: OrganizationPolicies,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// An organization's plan and its saved policies (`None` when it never saved any): what
+/// [`crate::model::EffectivePolicies::of`] folds.
+pub type PlanPolicies = (Plan, Option<OrganizationPolicies>);
+
+/// Organization policies.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait PolicyStore: Send + Sync + 'static {
+    /// The organization's saved policies, `None` when it never saved any.
+    async fn policies(&self, id: OrganizationId) -> Result<Option<SavedPolicies>, StoreError>;
+
+    /// Replaces the policies of a live organization and records the event. Returns false when
+    /// the organization is not live.
+    async fn save_policies(
+        &self,
+        id: OrganizationId,
+        policies: OrganizationPolicies,
+        at: DateTime<Utc>,
+        event: NewEvent,
+    ) -> Result<bool, StoreError>;
+
+    /// The plans and policies of the live organizations the user is an active member of.
+    async fn policies_of_member(&self, user_id: UserId) -> Result<Vec<PlanPolicies>, StoreError>;
+
+    /// The plans and policies of the live organizations holding a pending invitation for the
+    /// email that has not expired at `now`.
+    async fn policies_of_invitee(
+        &self,
+        email: &Email,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<PlanPolicies>, StoreError>;
+}
+
+/// An organization's saved branding and when it was saved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SavedBranding {
+    pub branding: Branding,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// White-label branding.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait BrandingStore: Send + Sync + 'static {
+    /// The organization's saved branding, `None` when it never saved any.
+    async fn branding(&self, id: OrganizationId) -> Result<Option<SavedBranding>, StoreError>;
+
+    /// Replaces the branding of a live organization and records the event. Returns false when
+    /// the organization is not live.
+    async fn save_branding(
+        &self,
+        id: OrganizationId,
+        branding: Branding,
+        at: DateTime<Utc>,
+        event: NewEvent,
+    ) -> Result<bool, StoreError>;
+}
+
+/// SAML single sign-on configurations, one per organization.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait SsoStore: Send + Sync + 'static {
+    async fn sso_configuration(
+        &self,
+        id: OrganizationId,
+    ) -> Result<Option<SsoConfiguration>, StoreError>;
+
+    /// Stores the configuration of a live organization and records the event. Returns false
+    /// when the organization is not live.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] when the organization has a configuration already.
+    async fn create_sso_configuration(
+        &self,
+        configuration: SsoConfiguration,
+        event: NewEvent,
+    ) -> Result<bool, StoreError>;
+
+    /// Replaces the organization's configuration and records the event. Returns false when it
+    /// has none or is not live.
+    async fn update_sso_configuration(
+        &self,
+        configuration: SsoConfiguration,
+        event: NewEvent,
+    ) -> Result<bool, StoreError>;
+}
+
+/// Members and invitations.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait MemberStore: Send + Sync + 'static {
+    /// Active members first (by join time), then pending invitations that have not expired at
+    /// `now` (by invitation time), filtered and paginated.
+    async fn members(
+        &self,
+        organization_id: OrganizationId,
+        filter: MemberFilter,
+        page: PageRequest,
+        now: DateTime<Utc>,
+    ) -> Result<Page<Member>, StoreError>;
+
+    /// An active member.
+    async fn member(
+        &self,
+        organization_id: OrganizationId,
+        user_id: UserId,
+    ) -> Result<Option<Member>, StoreError>;
+
+    /// Whether someone with this email is an active member.
+    async fn is_member_email(
+        &self,
+        organization_id: OrganizationId,
+        email: &Email,
+    ) -> Result<bool, StoreError>;
+
+    /// Stores the invitation and its event. An earlier invitation of the same email that has
+    /// expired at `invitation.invited_at` is closed first.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] when a live invitation for the email exists.
+    async fn create_invitation(
+        &self,
+        invitation: NewInvitation,
+        event: NewEvent,
+    ) -> Result<(), StoreError>;
+
+    /// The pending (not accepted, not revoked) invitation, even if expired.
+    async fn invitation(&self, id: InvitationId) -> Result<Option<Invitation>, StoreError>;
+
+    /// The pending invitation whose token has this hash, even if expired.
+    async fn invitation_by_token(&self, hash: &TokenHash)
+        -> Result<Option<Invitation>, StoreError>;
+
+    /// Pending invitations addressed to the email that have not expired at `now`, in live
+    /// organizations.
+    async fn invitations_for(
+        &self,
+        email: &Email,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Invitation>, StoreError>;
+
+    /// Turns the invitation into an active membership of `user_id`, and records the event.
+    /// Returns false when the invitation is no longer pending.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] when the user is already a member.
+    async fn accept_invitation(
+        &self,
+        id: InvitationId,
+        user_id: UserId,
+        at: DateTime<Utc>,
+        event: NewEvent,
+    ) -> Result<bool, StoreError>;
+
+    /// Revokes a pending invitation of the organization. Returns false when there is none.
+    async fn revoke_invitation(
+        &self,
+        organization_id: OrganizationId,
+        id: InvitationId,
+        at: DateTime<Utc>,
+    ) -> Result<bool, StoreError>;
+
+    /// Changes an active member's role and records the event. Returns false when not a member.
+    async fn change_role(
+        &self,
+        organization_id: OrganizationId,
+        user_id: UserId,
+        role: Role,
+        at: DateTime<Utc>,
+        event: NewEvent,
+    ) -> Result<bool, StoreError>;
+
+    /// Ends an active membership (the user's API keys for the organization go with it) and
+    /// records the event. Returns false when not a member.
+    async fn remove_member(
+        &self,
+        organization_id: OrganizationId,
+        user_id: UserId,
+        event: NewEvent,
+    ) -> Result<bool, StoreError>;
+
+    /// Live team organizations the user owns that have other active members.
+    async fn owned_teams_with_members(
+        &self,
+        user_id: UserId,
+    ) -> Result<Vec<OrganizationId>, StoreError>;
+
+    /// Deletes the user, the organizations they own (personal workspaces, and teams where they
+    /// are the only member) and their memberships, and records the events (recorded first, so
+    /// that they still reach the user's organizations).
+    async fn delete_user(&self, user_id: UserId, events: Vec<NewEvent>) -> Result<(), StoreError>;
+}

@@ -1,0 +1,103 @@
+//! What every part needs from the machine and the operator: health, the clock, randomness, rate limits and mail.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::{BoxError, StoreError};
+use crate::model::{Email, SecretToken, TokenKind};
+
+/// The store's liveness, for `/readyz`.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait HealthStore: Send + Sync + 'static {
+    /// One round trip to the database.
+    async fn ping(&self) -> Result<(), StoreError>;
+}
+
+/// The time.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait Clock: Send + Sync + 'static {
+    fn now(&self) -> DateTime<Utc>;
+}
+
+/// Identifiers and secrets from a cryptographically secure source.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait Random: Send + Sync + 'static {
+    /// A fresh, time-ordered id.
+    fn uuid(&self) -> Uuid;
+    /// A fresh 256-bit secret with the kind's prefix.
+    fn secret(&self, kind: TokenKind) -> SecretToken;
+}
+
+/// The outcome of counting one request against a rate limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RateDecision {
+    /// Whether the request is within the limit.
+    pub allowed: bool,
+    /// Requests allowed per window.
+    pub limit: u32,
+    /// Requests left in the current window after this one (0 when refused).
+    pub remaining: u32,
+    /// When the current window ends and the count starts again.
+    pub reset_at: DateTime<Utc>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("the rate limiter is unavailable")]
+pub struct RateLimitError(#[source] pub BoxError);
+
+/// Request counters in fixed one-minute windows, per key (a principal or a client address).
+/// In-process by default; shared by every replica when backed by Redis.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait RateLimiter: Send + Sync + 'static {
+    /// Counts one request for `key` in the window that contains `now`, allowing `limit` per
+    /// window. A refused request is not counted against later windows.
+    ///
+    /// # Errors
+    /// [`RateLimitError`] when the counters cannot be reached; callers let the request through.
+    async fn hit(
+        &self,
+        key: &str,
+        limit: u32,
+        now: DateTime<Utc>,
+    ) -> Result<RateDecision, RateLimitError>;
+}
+
+/// An email about to be sent.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mail {
+    pub to: Email,
+    pub subject: String,
+    /// The plain-text body.
+    pub text: String,
+    /// The sender's display name in place of the configured one (an organization's branding);
+    /// the sending address stays the configured one.
+    pub sender_name: Option<String>,
+    pub reply_to: Option<Email>,
+}
+
+impl Mail {
+    /// A mail from the service as configured.
+    pub fn new(to: Email, subject: String, text: String) -> Self {
+        Self {
+            to,
+            subject,
+            text,
+            sender_name: None,
+            reply_to: None,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("sending mail failed")]
+pub struct MailError(#[source] pub BoxError);
+
+/// Outgoing email: SMTP, a mail directory, or the log.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait Mailer: Send + Sync + 'static {
+    async fn send(&self, mail: Mail) -> Result<(), MailError>;
+}

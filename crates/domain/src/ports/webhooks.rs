@@ -1,0 +1,313 @@
+//! Webhook endpoints, the outbox and deliveries, the cipher that seals signing secrets, and the sender.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::{BoxError, StoreError};
+use crate::model::{
+    Delivery, DeliveryId, DeliveryStats, DeliveryStatus, EndpointId, EventId, EventType, LeaseRoom,
+    OrganizationId, Page, PageRequest, WebhookEndpoint, WebhookUrl,
+};
+
+/// A webhook endpoint about to be stored, with its signing secret sealed.
+#[derive(Clone, PartialEq)]
+pub struct NewEndpoint {
+    pub endpoint: WebhookEndpoint,
+    pub secret_sealed: Vec<u8>,
+}
+
+impl std::fmt::Debug for NewEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NewEndpoint")
+            .field("endpoint", &self.endpoint)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A change to an endpoint: only the `Some` fields change.
+#[derive(Clone, Default, PartialEq)]
+pub struct EndpointChange {
+    pub url: Option<WebhookUrl>,
+    pub description: Option<String>,
+    pub events: Option<Vec<EventType>>,
+    /// A rotated signing secret, sealed.
+    pub secret_sealed: Option<Vec<u8>>,
+    pub is_active: Option<bool>,
+}
+
+impl std::fmt::Debug for EndpointChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EndpointChange")
+            .field("url", &self.url)
+            .field("events", &self.events)
+            .field("rotates_secret", &self.secret_sealed.is_some())
+            .field("is_active", &self.is_active)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An endpoint with what its detail view shows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EndpointDetail {
+    pub endpoint: WebhookEndpoint,
+    pub last_delivery_at: Option<DateTime<Utc>>,
+    pub stats: DeliveryStats,
+}
+
+/// Filters of the delivery log.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DeliveryFilter {
+    pub status: Option<DeliveryStatus>,
+    pub event: Option<EventType>,
+}
+
+/// What a manual retry found.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RetryOutcome {
+    NotFound,
+    AlreadyPending,
+    /// Re-queued for now; the delivery as it stands.
+    Queued(Delivery),
+}
+
+/// An event of the outbox not yet turned into deliveries.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PendingEvent {
+    pub id: EventId,
+    pub event_type: EventType,
+    /// The organization the event goes to (`None`: a user's event from before they belonged to
+    /// any organization; it is kept, and delivered nowhere).
+    pub organization_id: Option<OrganizationId>,
+    pub data: serde_json::Value,
+    pub occurred_at: DateTime<Utc>,
+}
+
+/// A delivery about to be created by the dispatcher.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewDelivery {
+    pub id: DeliveryId,
+    pub endpoint_id: EndpointId,
+    /// The exact JSON body every attempt sends and signs.
+    pub payload: String,
+}
+
+/// A delivery leased by a worker for one attempt.
+#[derive(Clone, PartialEq)]
+pub struct LeasedDelivery {
+    pub id: DeliveryId,
+    pub endpoint_id: EndpointId,
+    pub organization_id: OrganizationId,
+    pub url: WebhookUrl,
+    pub secret_sealed: Vec<u8>,
+    pub event: EventType,
+    pub payload: String,
+    /// The number of the attempt being made (1 for the first).
+    pub attempt: u32,
+    /// Proves the lease when the attempt is recorded.
+    pub lease: Uuid,
+}
+
+impl std::fmt::Debug for LeasedDelivery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeasedDelivery")
+            .field("id", &self.id)
+            .field("endpoint_id", &self.endpoint_id)
+            .field("event", &self.event)
+            .field("attempt", &self.attempt)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The result of one attempt, to record.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AttemptRecord {
+    pub delivery_id: DeliveryId,
+    pub endpoint_id: EndpointId,
+    pub lease: Uuid,
+    pub attempt: u32,
+    pub succeeded: bool,
+    pub http_status: Option<u16>,
+    pub response_body: Option<String>,
+    pub duration_ms: u64,
+    pub attempted_at: DateTime<Utc>,
+    /// When a failed attempt is retried; `None` after a success or a last failure.
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    /// Consecutive failures at which the endpoint is deactivated.
+    pub disable_after_failures: u32,
+}
+
+/// What recording an attempt changed beyond the delivery.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AttemptEffects {
+    /// This failure was the one that made the endpoint inactive.
+    pub endpoint_disabled: bool,
+}
+
+/// Webhook endpoints, deliveries and the outbox's dispatch. Every read and write of an
+/// organization's webhooks takes the organization id: tenancy is in the query.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait WebhookStore: Send + Sync + 'static {
+    async fn create_endpoint(&self, endpoint: NewEndpoint) -> Result<(), StoreError>;
+
+    /// The organization's endpoints, newest first.
+    async fn endpoints(
+        &self,
+        organization_id: OrganizationId,
+        is_active: Option<bool>,
+        page: PageRequest,
+    ) -> Result<Page<WebhookEndpoint>, StoreError>;
+
+    async fn endpoint(
+        &self,
+        organization_id: OrganizationId,
+        id: EndpointId,
+    ) -> Result<Option<EndpointDetail>, StoreError>;
+
+    /// Changes the endpoint; turning it back on also clears its run of failures. `None` when
+    /// the organization has no such endpoint.
+    async fn update_endpoint(
+        &self,
+        organization_id: OrganizationId,
+        id: EndpointId,
+        change: EndpointChange,
+        at: DateTime<Utc>,
+    ) -> Result<Option<WebhookEndpoint>, StoreError>;
+
+    /// Removes the endpoint and its deliveries: nothing pending is sent any more.
+    async fn delete_endpoint(
+        &self,
+        organization_id: OrganizationId,
+        id: EndpointId,
+    ) -> Result<bool, StoreError>;
+
+    /// The endpoint's deliveries, newest first; `None` when there is no such endpoint.
+    async fn deliveries(
+        &self,
+        organization_id: OrganizationId,
+        endpoint_id: EndpointId,
+        filter: DeliveryFilter,
+        page: PageRequest,
+    ) -> Result<Option<Page<Delivery>>, StoreError>;
+
+    /// Re-queues a delivery that is not pending, for now, as a new attempt.
+    async fn retry_delivery(
+        &self,
+        organization_id: OrganizationId,
+        id: DeliveryId,
+        at: DateTime<Utc>,
+    ) -> Result<RetryOutcome, StoreError>;
+
+    /// Outbox events not yet dispatched, oldest first.
+    async fn pending_events(&self, limit: i64) -> Result<Vec<PendingEvent>, StoreError>;
+
+    /// The organization's active endpoints subscribed to the event type.
+    async fn subscribed_endpoints(
+        &self,
+        organization_id: OrganizationId,
+        event: EventType,
+    ) -> Result<Vec<EndpointId>, StoreError>;
+
+    /// Creates each event's deliveries (due at `at`) and marks it dispatched, all in one
+    /// transaction, in order. A delivery for an (event, endpoint) pair that exists already is
+    /// skipped, so a dispatch repeated after a crash never doubles deliveries.
+    async fn dispatch_events(
+        &self,
+        events: Vec<(EventId, Vec<NewDelivery>)>,
+        at: DateTime<Utc>,
+    ) -> Result<(), StoreError>;
+
+    /// [`Self::dispatch_events`] of one event.
+    async fn dispatch_event(
+        &self,
+        event_id: EventId,
+        deliveries: Vec<NewDelivery>,
+        at: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        self.dispatch_events(vec![(event_id, deliveries)], at).await
+    }
+
+    /// Leases due deliveries of active endpoints, oldest due first, as many as fit in `room`
+    /// (in all and at each endpoint), until `lease_until`. A lease is exclusive: no other
+    /// worker in any process gets the same delivery until it expires or the attempt is
+    /// recorded.
+    async fn lease_deliveries(
+        &self,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+        room: LeaseRoom,
+    ) -> Result<Vec<LeasedDelivery>, StoreError>;
+
+    /// Gives leases back unused (their deliveries are due again at once). Leases that no
+    /// longer hold are ignored.
+    async fn release_deliveries(&self, leases: Vec<(DeliveryId, Uuid)>) -> Result<(), StoreError>;
+
+    /// Records attempts, in one transaction and in order: each if its lease still holds (`None`
+    /// in its place otherwise: the attempt was taken over or the endpoint deleted), updating
+    /// its endpoint's run of failures. One answer per record, in the records' order.
+    async fn record_attempts(
+        &self,
+        records: Vec<AttemptRecord>,
+    ) -> Result<Vec<Option<AttemptEffects>>, StoreError>;
+
+    /// [`Self::record_attempts`] of one record.
+    async fn record_attempt(
+        &self,
+        record: AttemptRecord,
+    ) -> Result<Option<AttemptEffects>, StoreError> {
+        Ok(self.record_attempts(vec![record]).await?.pop().flatten())
+    }
+}
+
+/// Seals and opens secrets at rest (AES-256-GCM under the server's secret key).
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait SecretCipher: Send + Sync + 'static {
+    fn seal(&self, plaintext: &[u8], context: &[u8]) -> Result<Vec<u8>, CipherError>;
+    fn open(&self, sealed: &[u8], context: &[u8]) -> Result<Vec<u8>, CipherError>;
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("sealing or opening a secret failed")]
+pub struct CipherError(#[source] pub BoxError);
+
+/// A signed webhook request, ready to send.
+#[derive(Clone, PartialEq, Eq)]
+pub struct WebhookRequest {
+    pub url: WebhookUrl,
+    /// Header names and values, in order (the signature among them).
+    pub headers: Vec<(&'static str, String)>,
+    /// The exact bytes that were signed.
+    pub body: Vec<u8>,
+}
+
+impl std::fmt::Debug for WebhookRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The URL may carry a token in its query; the signature header is a secret's output.
+        f.debug_struct("WebhookRequest")
+            .field("body_bytes", &self.body.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What came of one attempt to send a webhook.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WebhookResponse {
+    /// The receiver answered (any status; 2xx is a success).
+    Answered {
+        status: u16,
+        /// The start of the response body, at most a few KiB, lossily decoded.
+        body: String,
+        duration_ms: u64,
+    },
+    /// No answer: refused target, DNS failure, connection or TLS error, timeout.
+    Failed { error: String, duration_ms: u64 },
+}
+
+/// Sends webhook requests over HTTPS: no redirects followed, a hard timeout, private and
+/// loopback targets refused unless allowed.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait WebhookSender: Send + Sync + 'static {
+    async fn send(&self, request: WebhookRequest) -> WebhookResponse;
+}
