@@ -240,6 +240,14 @@ impl Modify for CommonResponses {
                         with_retry_after(error("Rate limit exceeded", "ErrorBody")),
                     );
                 }
+                add(
+                    "414",
+                    error("The path and query are longer than 8 KiB", "ErrorBody"),
+                );
+                add(
+                    "431",
+                    error("The headers hold more than 16 KiB", "ErrorBody"),
+                );
                 if !live {
                     add(
                         "503",

@@ -53,6 +53,22 @@ on_both_backends! {
         json_of(app.get_as(&user.access_token, &format!("/api/v1/organizations?search={fits}")).await, 200).await;
     }
 
+    async fn every_operation_documents_the_head_bounds(app: TestApp) {
+        let document = json_of(app.client.get(app.url("/api/v1/openapi.json")).send().await.unwrap(), 200).await;
+        let mut operations = 0;
+        for (path, item) in document["paths"].as_object().unwrap() {
+            for (method, operation) in item.as_object().unwrap() {
+                for status in ["414", "431"] {
+                    let response = &operation["responses"][status];
+                    assert!(response.is_object(), "{method} {path} does not document {status}");
+                    assert_eq!(response["content"]["application/json"]["schema"]["$ref"], "#/components/schemas/ErrorBody");
+                }
+                operations += 1;
+            }
+        }
+        assert!(operations > 50, "{operations} operations");
+    }
+
     async fn headers_over_16_kib_or_96_of_them_are_refused(app: TestApp) {
         let response = app
             .client
