@@ -78,6 +78,15 @@ impl FieldError {
     pub fn invalid(location: &str, field: &str, msg: impl Into<String>) -> Self {
         Self::new(&[location, field], msg, "value_error")
     }
+
+    /// A list field of the body holding more than `max` items.
+    pub fn too_many_items(field: &str, max: usize) -> Self {
+        Self::invalid(
+            "body",
+            field,
+            format!("{field} must hold at most {max} items"),
+        )
+    }
 }
 
 /// `{"detail": "..."}`, the body of every error but field validation.

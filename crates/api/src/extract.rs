@@ -143,11 +143,7 @@ impl Fields {
             return None;
         };
         if raw.len() > max {
-            self.errors.push(FieldError::invalid(
-                "body",
-                name,
-                format!("{name} must hold at most {max} items"),
-            ));
+            self.errors.push(FieldError::too_many_items(name, max));
             return None;
         }
         let before = self.errors.len();

@@ -154,13 +154,9 @@ fn webhook_url(raw: String) -> Result<WebhookUrl, ApiError> {
 /// naming its index.
 fn event_types(raw: Vec<String>) -> Result<Vec<EventType>, ApiError> {
     if raw.len() > WebhookEndpoint::MAX_EVENTS {
-        return Err(ApiError::field(FieldError::invalid(
-            "body",
+        return Err(ApiError::field(FieldError::too_many_items(
             "events",
-            format!(
-                "events must hold at most {} items",
-                WebhookEndpoint::MAX_EVENTS
-            ),
+            WebhookEndpoint::MAX_EVENTS,
         )));
     }
     let mut errors = Vec::new();
