@@ -1,6 +1,6 @@
 """Verifies a Gatehouse access token as a relying party would, with PyJWT: the key is picked
 from the published key set by the token's `kid`; signature (RS256 only), `iss`, `aud`, `exp`
-and `nbf` are checked. Prints `{"header": ..., "jwk": ..., "claims": ...}` as JSON.
+and `nbf` are checked. Prints `{"header": ..., "claims": ...}` as JSON.
 
     python verify_jwt.py <base url> <token>
 """
@@ -22,6 +22,5 @@ claims = jwt.decode(
 )
 print(json.dumps({
     "header": jwt.get_unverified_header(token),
-    "jwk": signing_key._jwk_data,
     "claims": claims,
 }))
