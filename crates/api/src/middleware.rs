@@ -294,7 +294,7 @@ mod rate_limit_impl {
             ("x-ratelimit-remaining", decision.remaining.to_string()),
             (
                 "x-ratelimit-reset",
-                decision.reset_at.timestamp().to_string(),
+                decision.reset_at.unix_timestamp().to_string(),
             ),
         ] {
             if let Ok(value) = HeaderValue::from_str(&value) {
@@ -356,7 +356,7 @@ mod rate_limit_impl {
         };
         if let Some(decision) = decision.filter(|d| !d.allowed) {
             let now = app.ports.clock.now();
-            let retry_after = (decision.reset_at - now).num_seconds().max(1);
+            let retry_after = (decision.reset_at - now).whole_seconds().max(1);
             let mut response = HttpResponse::build(StatusCode::TOO_MANY_REQUESTS)
                 .insert_header((header::RETRY_AFTER, retry_after.to_string()))
                 .json(ErrorBody {

@@ -1,5 +1,5 @@
-use chrono::{DateTime, SubsecRound, Utc};
 use gatehouse_domain::ports::Clock;
+use time::OffsetDateTime;
 
 /// The system's wall clock, to the microsecond: what both databases store, so a time read
 /// back equals the time written.
@@ -7,9 +7,15 @@ use gatehouse_domain::ports::Clock;
 pub struct SystemClock;
 
 impl Clock for SystemClock {
-    fn now(&self) -> DateTime<Utc> {
-        Utc::now().trunc_subsecs(6)
+    fn now(&self) -> OffsetDateTime {
+        to_microseconds(OffsetDateTime::now_utc())
     }
+}
+
+/// `at` without its nanoseconds beyond the microsecond.
+fn to_microseconds(at: OffsetDateTime) -> OffsetDateTime {
+    at.replace_nanosecond(at.nanosecond() / 1_000 * 1_000)
+        .unwrap_or(at)
 }
 
 #[cfg(test)]
@@ -18,8 +24,9 @@ mod tests {
 
     #[test]
     fn tells_the_time() {
-        let before = Utc::now().trunc_subsecs(6);
+        let before = to_microseconds(OffsetDateTime::now_utc());
         let now = SystemClock.now();
-        assert!(now >= before && now <= Utc::now());
+        assert!(now >= before && now <= OffsetDateTime::now_utc());
+        assert_eq!(now.nanosecond() % 1_000, 0);
     }
 }

@@ -13,7 +13,6 @@ use std::time::{Duration as StdDuration, Instant};
 use async_trait::async_trait;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
-use chrono::{DateTime, Duration, Utc};
 use gatehouse_domain::ports::{
     AccessClaims, BoxError, Clock, PublicJwk, SigningKeyStore, StoreError, StoredSigningKey,
     TokenError, TokenSigner,
@@ -25,6 +24,7 @@ use ring::signature::RsaKeyPair;
 use rsa::pkcs1::{DecodeRsaPublicKey as _, EncodeRsaPrivateKey as _, EncodeRsaPublicKey as _};
 use rsa::traits::PublicKeyParts as _;
 use rsa::{RsaPrivateKey, RsaPublicKey};
+use time::{Duration, OffsetDateTime};
 
 use crate::secret_box::{SecretBox, SecretBoxError};
 
@@ -108,7 +108,7 @@ pub async fn rotate_signing_key(
 struct VerifyingKey {
     kid: String,
     /// When the next newer key was created; `None` for the newest key.
-    retired_at: Option<DateTime<Utc>>,
+    retired_at: Option<OffsetDateTime>,
     decoding: DecodingKey,
     jwk: PublicJwk,
 }
@@ -124,7 +124,7 @@ impl Keys {
     /// The keys whose tokens may still be in circulation at `now`.
     fn active(
         &self,
-        now: DateTime<Utc>,
+        now: OffsetDateTime,
         access_ttl: Duration,
     ) -> impl Iterator<Item = &VerifyingKey> {
         self.verifying
@@ -133,7 +133,11 @@ impl Keys {
     }
 }
 
-fn is_active(retired_at: Option<DateTime<Utc>>, now: DateTime<Utc>, access_ttl: Duration) -> bool {
+fn is_active(
+    retired_at: Option<OffsetDateTime>,
+    now: OffsetDateTime,
+    access_ttl: Duration,
+) -> bool {
     retired_at.is_none_or(|retired_at| {
         now < retired_at + access_ttl + Duration::minutes(RETIRE_GRACE_MINUTES)
     })
@@ -184,7 +188,7 @@ fn jwk(stored: &StoredSigningKey) -> Result<PublicJwk, KeyRingError> {
 async fn load(
     store: &dyn SigningKeyStore,
     secret_box: &SecretBox,
-    now: DateTime<Utc>,
+    now: OffsetDateTime,
     access_ttl: Duration,
 ) -> Result<Option<Keys>, KeyRingError> {
     let mut stored = store.signing_keys().await?;
@@ -459,11 +463,11 @@ mod tests {
         }
     }
 
-    struct TestClock(Mutex<DateTime<Utc>>);
+    struct TestClock(Mutex<OffsetDateTime>);
 
     impl TestClock {
         fn new() -> Arc<Self> {
-            Arc::new(Self(Mutex::new(Utc::now())))
+            Arc::new(Self(Mutex::new(OffsetDateTime::now_utc())))
         }
 
         fn advance(&self, by: Duration) {
@@ -472,7 +476,7 @@ mod tests {
     }
 
     impl Clock for TestClock {
-        fn now(&self) -> DateTime<Utc> {
+        fn now(&self) -> OffsetDateTime {
             *self.0.lock().unwrap()
         }
     }
@@ -499,7 +503,7 @@ mod tests {
 
     /// Claims valid now by the real clock, which is what `jsonwebtoken` checks `exp` against.
     fn claims() -> AccessClaims {
-        let now = Utc::now().timestamp();
+        let now = OffsetDateTime::now_utc().unix_timestamp();
         AccessClaims {
             iss: ISSUER.into(),
             sub: UserId::from_uuid(Uuid::now_v7()),
@@ -643,7 +647,7 @@ mod tests {
                 matches!(ring.verify(&token).await, Err(TokenError::Invalid))
             }
         };
-        let now = Utc::now().timestamp();
+        let now = OffsetDateTime::now_utc().unix_timestamp();
         assert!(
             invalid(AccessClaims {
                 iss: "https://evil.example.com".into(),

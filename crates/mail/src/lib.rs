@@ -12,11 +12,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use chrono::Utc;
 use gatehouse_domain::ports::{Mail, MailError, Mailer};
 use lettre::message::header::{ContentTransferEncoding, ContentType, MIME_VERSION_1_0};
 use lettre::message::{Body, Mailbox};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+use time::macros::format_description;
+use time::OffsetDateTime;
 use uuid::Uuid;
 
 /// Picks the mailer the settings ask for: SMTP when `smtp_url` is set, else a mail directory
@@ -271,11 +272,12 @@ fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<PathBuf>
 impl Mailer for MailDirMailer {
     async fn send(&self, mail: Mail) -> Result<(), MailError> {
         let bytes = build_message(&self.from, &mail, BodyForm::Verbatim)?.formatted();
-        let name = format!(
-            "{}-{}.eml",
-            Utc::now().format("%Y%m%dT%H%M%S%6fZ"),
-            Uuid::new_v4()
-        );
+        let stamp = OffsetDateTime::now_utc()
+            .format(format_description!(
+                "[year][month][day]T[hour][minute][second][subsecond digits:6]Z"
+            ))
+            .map_err(|error| MailError(Box::new(error)))?;
+        let name = format!("{stamp}-{}.eml", Uuid::new_v4());
         let dir = self.dir.clone();
         let path = tokio::task::spawn_blocking(move || write_atomically(&dir, &name, &bytes))
             .await

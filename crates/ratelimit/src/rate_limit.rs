@@ -11,9 +11,9 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration as StdDuration;
 
 use async_trait::async_trait;
-use chrono::{DateTime, TimeDelta, Utc};
 use gatehouse_domain::ports::{RateDecision, RateLimitError, RateLimiter};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use time::{Duration, OffsetDateTime};
 
 /// The length of a window, in seconds.
 const WINDOW_SECS: i64 = 60;
@@ -32,14 +32,15 @@ struct Window {
     /// The window's start, in Unix seconds (a multiple of 60).
     start_unix: i64,
     /// The window's end, when the count starts again.
-    reset_at: DateTime<Utc>,
+    reset_at: OffsetDateTime,
 }
 
 impl Window {
-    fn containing(now: DateTime<Utc>) -> Result<Self, RateLimitError> {
-        let start_unix = now.timestamp().div_euclid(WINDOW_SECS) * WINDOW_SECS;
-        let reset_at = DateTime::from_timestamp(start_unix, 0)
-            .and_then(|start| start.checked_add_signed(TimeDelta::seconds(WINDOW_SECS)))
+    fn containing(now: OffsetDateTime) -> Result<Self, RateLimitError> {
+        let start_unix = now.unix_timestamp().div_euclid(WINDOW_SECS) * WINDOW_SECS;
+        let reset_at = OffsetDateTime::from_unix_timestamp(start_unix)
+            .ok()
+            .and_then(|start| start.checked_add(Duration::seconds(WINDOW_SECS)))
             .ok_or_else(|| RateLimitError(format!("no rate-limit window contains {now}").into()))?;
         Ok(Self {
             start_unix,
@@ -117,7 +118,7 @@ impl RateLimiter for MemoryRateLimiter {
         &self,
         key: &str,
         limit: u32,
-        now: DateTime<Utc>,
+        now: OffsetDateTime,
     ) -> Result<RateDecision, RateLimitError> {
         let window = Window::containing(now)?;
         Ok(window.decide(self.count(key, window), limit))
@@ -169,7 +170,7 @@ impl RateLimiter for RedisRateLimiter {
         &self,
         key: &str,
         limit: u32,
-        now: DateTime<Utc>,
+        now: OffsetDateTime,
     ) -> Result<RateDecision, RateLimitError> {
         let window = Window::containing(now)?;
         let redis_key = Self::redis_key(key, window.start_unix);
@@ -242,9 +243,9 @@ fn is_secret_param(name: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn at(rfc3339: &str) -> DateTime<Utc> {
-        match DateTime::parse_from_rfc3339(rfc3339) {
-            Ok(time) => time.with_timezone(&Utc),
+    fn at(rfc3339: &str) -> OffsetDateTime {
+        match gatehouse_domain::model::timestamp::parse(rfc3339) {
+            Ok(time) => time,
             Err(error) => panic!("bad test time {rfc3339}: {error}"),
         }
     }
@@ -330,7 +331,9 @@ mod tests {
         {
             let state = limiter.state.lock().unwrap_or_else(PoisonError::into_inner);
             assert_eq!(state.windows.len(), 1);
-            let current = state.windows.get(&at("2025-03-01T12:01:00Z").timestamp());
+            let current = state
+                .windows
+                .get(&at("2025-03-01T12:01:00Z").unix_timestamp());
             assert_eq!(current.map(HashMap::len), Some(1));
         }
         // A straggler stamped in the dropped window counts from scratch there, and that

@@ -10,21 +10,21 @@ use std::{
 };
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use gatehouse_domain::{
     model::{AccountKey, FailedSignIns, LockoutRule},
     ports::{RateLimitError, SignInAttempts},
 };
 use redis::aio::ConnectionManager;
+use time::OffsetDateTime;
 
 /// One account's run, as the process keeps it.
 #[derive(Clone, Copy, Debug)]
 struct Run {
     failures: u32,
-    started: DateTime<Utc>,
-    locked_until: Option<DateTime<Utc>>,
+    started: OffsetDateTime,
+    locked_until: Option<OffsetDateTime>,
     /// When the run is forgotten (see `LockoutRule::run_ends`).
-    forget_at: DateTime<Utc>,
+    forget_at: OffsetDateTime,
 }
 
 impl Run {
@@ -75,7 +75,7 @@ impl MemorySignInAttempts {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn current(&self, account: &AccountKey, now: DateTime<Utc>) -> FailedSignIns {
+    fn current(&self, account: &AccountKey, now: OffsetDateTime) -> FailedSignIns {
         let mut state = self.state();
         match state.runs.get(account) {
             Some(run) if run.forget_at > now => run.as_seen(),
@@ -87,7 +87,7 @@ impl MemorySignInAttempts {
         }
     }
 
-    fn fail(&self, account: &AccountKey, now: DateTime<Utc>, rule: &LockoutRule) -> FailedSignIns {
+    fn fail(&self, account: &AccountKey, now: OffsetDateTime, rule: &LockoutRule) -> FailedSignIns {
         let mut state = self.state();
         if state.runs.len() >= state.next_sweep {
             state.runs.retain(|_, run| run.forget_at > now);
@@ -125,7 +125,7 @@ impl SignInAttempts for MemorySignInAttempts {
     async fn failed_sign_ins(
         &self,
         account: &AccountKey,
-        now: DateTime<Utc>,
+        now: OffsetDateTime,
     ) -> Result<FailedSignIns, RateLimitError> {
         Ok(self.current(account, now))
     }
@@ -133,7 +133,7 @@ impl SignInAttempts for MemorySignInAttempts {
     async fn record_failure(
         &self,
         account: &AccountKey,
-        now: DateTime<Utc>,
+        now: OffsetDateTime,
         rule: &LockoutRule,
     ) -> Result<FailedSignIns, RateLimitError> {
         Ok(self.fail(account, now, rule))
@@ -215,14 +215,14 @@ impl RedisSignInAttempts {
             .await?;
         Ok(FailedSignIns {
             failures: failures.unwrap_or(0),
-            locked_until: locked_until.and_then(DateTime::from_timestamp_millis),
+            locked_until: locked_until.and_then(from_unix_millis),
         })
     }
 
     async fn fail(
         &self,
         account: &AccountKey,
-        now: DateTime<Utc>,
+        now: OffsetDateTime,
         rule: &LockoutRule,
     ) -> Result<FailedSignIns, redis::RedisError> {
         let key = Self::redis_key(account);
@@ -230,8 +230,12 @@ impl RedisSignInAttempts {
         let (failures, started): (u32, i64) = self
             .count_failure
             .key(&key)
-            .arg(now.timestamp_millis())
-            .arg(rule.window.num_milliseconds().max(1))
+            .arg(unix_millis(now))
+            .arg(
+                i64::try_from(rule.window.whole_milliseconds())
+                    .unwrap_or(i64::MAX)
+                    .max(1),
+            )
             .invoke_async(&mut connection)
             .await?;
         let Some(lockout) = rule.lockout_after(failures) else {
@@ -240,20 +244,20 @@ impl RedisSignInAttempts {
                 locked_until: None,
             });
         };
-        let started = DateTime::from_timestamp_millis(started).unwrap_or(now);
+        let started = from_unix_millis(started).unwrap_or(now);
         let until = now + lockout;
         let forget_at = rule.run_ends(started, Some(until));
         let locked_until: Option<i64> = self
             .lock
             .key(&key)
-            .arg(until.timestamp_millis())
-            .arg(forget_at.timestamp_millis())
-            .arg(now.timestamp_millis())
+            .arg(unix_millis(until))
+            .arg(unix_millis(forget_at))
+            .arg(unix_millis(now))
             .invoke_async(&mut connection)
             .await?;
         Ok(FailedSignIns {
             failures,
-            locked_until: locked_until.and_then(DateTime::from_timestamp_millis),
+            locked_until: locked_until.and_then(from_unix_millis),
         })
     }
 }
@@ -274,7 +278,7 @@ impl SignInAttempts for RedisSignInAttempts {
     async fn failed_sign_ins(
         &self,
         account: &AccountKey,
-        now: DateTime<Utc>,
+        now: OffsetDateTime,
     ) -> Result<FailedSignIns, RateLimitError> {
         match self.current(account).await {
             Ok(run) => Ok(run),
@@ -288,7 +292,7 @@ impl SignInAttempts for RedisSignInAttempts {
     async fn record_failure(
         &self,
         account: &AccountKey,
-        now: DateTime<Utc>,
+        now: OffsetDateTime,
         rule: &LockoutRule,
     ) -> Result<FailedSignIns, RateLimitError> {
         match self.fail(account, now, rule).await {
@@ -313,14 +317,24 @@ impl SignInAttempts for RedisSignInAttempts {
     }
 }
 
+/// `at` in Unix milliseconds, as the Lua scripts count.
+fn unix_millis(at: OffsetDateTime) -> i64 {
+    i64::try_from(at.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX)
+}
+
+/// The moment `millis` Unix milliseconds name, if `time` can hold it.
+fn from_unix_millis(millis: i64) -> Option<OffsetDateTime> {
+    OffsetDateTime::from_unix_timestamp_nanos(i128::from(millis) * 1_000_000).ok()
+}
+
 #[cfg(test)]
 mod tests {
-    use chrono::Duration;
+    use time::Duration;
 
     use super::*;
 
-    fn at(minutes: i64, seconds: i64) -> DateTime<Utc> {
-        DateTime::<Utc>::UNIX_EPOCH
+    fn at(minutes: i64, seconds: i64) -> OffsetDateTime {
+        OffsetDateTime::UNIX_EPOCH
             + Duration::days(20_000)
             + Duration::minutes(minutes)
             + Duration::seconds(seconds)
@@ -329,7 +343,7 @@ mod tests {
     async fn fail(
         store: &MemorySignInAttempts,
         account: &AccountKey,
-        now: DateTime<Utc>,
+        now: OffsetDateTime,
     ) -> FailedSignIns {
         match store
             .record_failure(account, now, &LockoutRule::DEFAULT)
@@ -343,7 +357,7 @@ mod tests {
     async fn seen(
         store: &MemorySignInAttempts,
         account: &AccountKey,
-        now: DateTime<Utc>,
+        now: OffsetDateTime,
     ) -> FailedSignIns {
         match store.failed_sign_ins(account, now).await {
             Ok(run) => run,

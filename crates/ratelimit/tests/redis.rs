@@ -5,9 +5,9 @@
 //! These tests fail, rather than skip, when it cannot be reached.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use chrono::{DateTime, TimeDelta, Utc};
 use gatehouse_domain::ports::{RateDecision, RateLimiter};
 use gatehouse_ratelimit::RedisRateLimiter;
+use time::{Duration, OffsetDateTime};
 
 const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
 
@@ -53,16 +53,16 @@ fn unique_key(name: &str) -> String {
 }
 
 /// A moment in the middle of the current minute, so that a test never straddles two windows.
-fn mid_minute() -> DateTime<Utc> {
-    let now = Utc::now().timestamp();
-    DateTime::from_timestamp(now - now.rem_euclid(60) + 30, 0).unwrap()
+fn mid_minute() -> OffsetDateTime {
+    let now = OffsetDateTime::now_utc().unix_timestamp();
+    OffsetDateTime::from_unix_timestamp(now - now.rem_euclid(60) + 30).unwrap()
 }
 
 async fn hit(
     limiter: &RedisRateLimiter,
     key: &str,
     limit: u32,
-    now: DateTime<Utc>,
+    now: OffsetDateTime,
 ) -> RateDecision {
     limiter
         .hit(key, limit, now)
@@ -88,7 +88,7 @@ async fn replicas_share_one_budget() {
     assert_eq!(allowed, [true, true, true, true, true, false]);
     let remaining: Vec<u32> = decisions.iter().map(|d| d.remaining).collect();
     assert_eq!(remaining, [4, 3, 2, 1, 0, 0]);
-    let reset_at = now + TimeDelta::seconds(30);
+    let reset_at = now + Duration::seconds(30);
     assert!(decisions
         .iter()
         .all(|d| d.limit == 5 && d.reset_at == reset_at));
@@ -108,11 +108,11 @@ async fn the_next_window_starts_fresh() {
     }
     assert!(!hit(&limiter, &key, 2, now).await.allowed);
 
-    let later = now + TimeDelta::minutes(1);
+    let later = now + Duration::minutes(1);
     let fresh = hit(&limiter, &key, 2, later).await;
     assert!(fresh.allowed);
     assert_eq!(fresh.remaining, 1);
-    assert_eq!(fresh.reset_at, later + TimeDelta::seconds(30));
+    assert_eq!(fresh.reset_at, later + Duration::seconds(30));
 
     // The refused hits of the earlier window still count there, and only there.
     assert!(!hit(&limiter, &key, 2, now).await.allowed);
@@ -136,7 +136,7 @@ async fn counters_expire() {
     let now = mid_minute();
     hit(&limiter, &key, 10, now).await;
 
-    let window_start = now.timestamp() - 30;
+    let window_start = now.unix_timestamp() - 30;
     let redis_key = RedisRateLimiter::redis_key(&key, window_start);
     assert_eq!(redis_key, format!("gatehouse:rl:{key}:{window_start}"));
 

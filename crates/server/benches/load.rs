@@ -41,10 +41,11 @@ use std::{
     time::{Duration, Instant, SystemTime},
 };
 
-use chrono::{DateTime, Utc};
 use gatehouse_delivery::test_receiver::{ReceivedRequest, TestReceiver};
+use gatehouse_domain::model::timestamp;
 use gatehouse_testkit::TestDatabase;
 use serde_json::{json, Value};
+use time::OffsetDateTime;
 use tokio::runtime::Runtime;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_gatehouse");
@@ -262,7 +263,11 @@ fn header(options: &Options) -> String {
          - backend: {}\n\
          - wrk: {} s per row; in-process limits: {LIMIT_SECS:.0} s each\n\
          - everything (server, wrk, database, receiver, limits) shares this machine\n",
-        Utc::now().format("%Y-%m-%d %H:%M:%S"),
+        OffsetDateTime::now_utc()
+            .format(time::macros::format_description!(
+                "[year]-[month]-[day] [hour]:[minute]:[second]"
+            ))
+            .unwrap_or_default(),
         cores(),
         backends.join(", "),
         options.duration,
@@ -1078,9 +1083,9 @@ fn service_throughput(deliveries: &[&ReceivedRequest], first_sent: SystemTime) -
         .iter()
         .filter_map(|request| {
             let payload: Value = serde_json::from_slice(&request.body).ok()?;
-            let committed = DateTime::parse_from_rfc3339(payload["timestamp"].as_str()?).ok()?;
-            let received = DateTime::<Utc>::from(request.received_at);
-            let micros = (received - committed.with_timezone(&Utc)).num_microseconds()?;
+            let committed = timestamp::parse(payload["timestamp"].as_str()?).ok()?;
+            let received = OffsetDateTime::from(request.received_at);
+            let micros = (received - committed).whole_microseconds();
             Some(micros as f64 / 1000.0)
         })
         .collect();

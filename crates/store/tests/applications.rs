@@ -7,7 +7,6 @@
 #[allow(dead_code)]
 mod support;
 
-use chrono::{DateTime, Duration, Utc};
 use gatehouse_domain::{
     model::{
         Application, ApplicationId, ApplicationName, ClientId, EventType, NewApplication,
@@ -16,6 +15,7 @@ use gatehouse_domain::{
     ports::StoreError,
 };
 use support::{account, event, now, on_both_backends, Db};
+use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
 async fn registered(db: &Db, email: &str) -> (UserId, OrganizationId) {
@@ -25,7 +25,7 @@ async fn registered(db: &Db, email: &str) -> (UserId, OrganizationId) {
     ids
 }
 
-fn app(org: OrganizationId, name: &str, at: DateTime<Utc>) -> Application {
+fn app(org: OrganizationId, name: &str, at: OffsetDateTime) -> Application {
     Application {
         id: ApplicationId::from_uuid(Uuid::now_v7()),
         organization_id: org,

@@ -6,7 +6,6 @@
 #[allow(dead_code)]
 mod support;
 
-use chrono::{DateTime, Duration, Utc};
 use gatehouse_domain::{
     model::{
         AssetUrl, Branding, ConcurrentSessions, CustomLogin, DomainWhitelist, Email, EmailBranding,
@@ -21,6 +20,7 @@ use gatehouse_domain::{
 };
 use rcgen::{date_time_ymd, CertificateParams, DnType, KeyPair};
 use support::{account, event, now, on_both_backends, session, Db};
+use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
 // ---------------------------------------------------------------------------------------------
@@ -68,7 +68,7 @@ fn updated(org: OrganizationId) -> gatehouse_domain::model::NewEvent {
 }
 
 /// Soft-deletes the organization.
-async fn delete(db: &Db, org: OrganizationId, at: DateTime<Utc>) {
+async fn delete(db: &Db, org: OrganizationId, at: OffsetDateTime) {
     assert!(db
         .store
         .delete_organization(org, at, updated(org))
@@ -82,7 +82,7 @@ async fn invite(
     org: OrganizationId,
     email: &str,
     by: UserId,
-    at: DateTime<Utc>,
+    at: OffsetDateTime,
 ) -> InvitationId {
     let id = InvitationId::from_uuid(Uuid::now_v7());
     db.store
@@ -178,7 +178,7 @@ fn whitelist(domains: &[&str]) -> DomainWhitelist {
     DomainWhitelist::parse(domains.iter().map(|d| (*d).to_owned()).collect()).unwrap()
 }
 
-fn sso_configuration(org: OrganizationId, at: DateTime<Utc>) -> SsoConfiguration {
+fn sso_configuration(org: OrganizationId, at: OffsetDateTime) -> SsoConfiguration {
     SsoConfiguration {
         organization_id: org,
         provider: SsoProvider::Saml,
@@ -573,7 +573,7 @@ fn hash(n: usize) -> PasswordHash {
 }
 
 /// Changes the user's password to [`hash`]`(n)`, `n` seconds after `t0`.
-async fn change_password(db: &Db, user: UserId, n: usize, t0: DateTime<Utc>) {
+async fn change_password(db: &Db, user: UserId, n: usize, t0: OffsetDateTime) {
     let at = t0 + Duration::seconds(i64::try_from(n).unwrap());
     db.store
         .change_password(

@@ -8,13 +8,13 @@
 
 mod support;
 
-use chrono::Duration;
 use gatehouse_domain::{
     model::{Email, EventType, FullName, PasswordHash, Plan, Role, User, UserId},
     ports::{StoreError, StoredSigningKey},
 };
 use gatehouse_store::{Backend, StoreOptions};
 use support::{account, api_key, event, now, on_both_backends, session, Db};
+use time::Duration;
 
 // ---------------------------------------------------------------------------------------------
 // Migrations

@@ -5,13 +5,13 @@
 #[allow(dead_code)]
 mod support;
 
-use chrono::Duration;
 use gatehouse_domain::model::{
     Application, ApplicationId, ApplicationName, AuthorizationCode, ClientGrant, ClientId,
     CodeVerifier, EventType, NewApplication, NewAuthorizationCode, NewEvent, OrganizationId,
     RedirectUri, RedirectUris, Scope, TokenHash, UserId,
 };
 use support::{account, event, now, on_both_backends, session, Db};
+use time::Duration;
 use uuid::Uuid;
 
 async fn registered(db: &Db, email: &str) -> (UserId, OrganizationId) {

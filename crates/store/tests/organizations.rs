@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use chrono::{DateTime, Duration, SubsecRound, Utc};
 use diesel::{sql_types::BigInt, QueryableByName};
 use gatehouse_domain::{
     model::{
@@ -18,6 +17,7 @@ use gatehouse_domain::{
 use gatehouse_store::{Backend, Store, StoreOptions};
 use gatehouse_testkit::TestDatabase;
 use serde_json::json;
+use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
 /// Runs each contract once per backend, as `<postgres name>` and `<sqlite name>`.
@@ -136,7 +136,7 @@ impl Db {
     }
 
     async fn add_application(&self, org: OrganizationId, active: bool) {
-        let at = Utc::now();
+        let at = OffsetDateTime::now_utc();
         let application = Application {
             id: ApplicationId::from_uuid(Uuid::now_v7()),
             organization_id: org,
@@ -167,7 +167,7 @@ impl Db {
     }
 
     /// Registers a user (with their personal workspace).
-    async fn user(&self, email: &str, name: &str, at: DateTime<Utc>) -> User {
+    async fn user(&self, email: &str, name: &str, at: OffsetDateTime) -> User {
         let id = UserId::from_uuid(Uuid::now_v7());
         let workspace = OrganizationId::from_uuid(Uuid::now_v7());
         self.store
@@ -206,7 +206,7 @@ impl Db {
         name: &str,
         slug: &str,
         kind: OrganizationType,
-        at: DateTime<Utc>,
+        at: OffsetDateTime,
     ) -> Result<OrganizationId, StoreError> {
         let id = OrganizationId::from_uuid(Uuid::now_v7());
         self.store
@@ -237,7 +237,7 @@ impl Db {
         owner: UserId,
         name: &str,
         slug: &str,
-        at: DateTime<Utc>,
+        at: OffsetDateTime,
     ) -> OrganizationId {
         self.create_org(owner, name, slug, OrganizationType::Team, at)
             .await
@@ -251,7 +251,7 @@ impl Db {
         email: &str,
         role: Role,
         by: UserId,
-        at: DateTime<Utc>,
+        at: OffsetDateTime,
     ) -> Result<(InvitationId, TokenHash), StoreError> {
         let id = InvitationId::from_uuid(Uuid::now_v7());
         let token_hash = TokenHash::of(&Uuid::new_v4().to_string());
@@ -278,7 +278,7 @@ impl Db {
         invitation: InvitationId,
         user: UserId,
         org: OrganizationId,
-        at: DateTime<Utc>,
+        at: OffsetDateTime,
     ) -> Result<bool, StoreError> {
         self.store
             .accept_invitation(
@@ -297,7 +297,7 @@ impl Db {
         user: &User,
         role: Role,
         by: UserId,
-        at: DateTime<Utc>,
+        at: OffsetDateTime,
     ) {
         let (invitation, _) = self
             .invite(org, user.email.as_ref(), role, by, at)
@@ -311,7 +311,7 @@ impl Db {
         org: OrganizationId,
         filter: MemberFilter,
         page: PageRequest,
-        now: DateTime<Utc>,
+        now: OffsetDateTime,
     ) -> (Vec<String>, u64) {
         let page = self.store.members(org, filter, page, now).await.unwrap();
         let emails = page
@@ -336,15 +336,17 @@ struct User {
 }
 
 /// Now, at the precision both backends keep.
-fn now() -> DateTime<Utc> {
-    Utc::now().trunc_subsecs(6)
+fn now() -> OffsetDateTime {
+    let now = OffsetDateTime::now_utc();
+    now.replace_nanosecond(now.nanosecond() / 1_000 * 1_000)
+        .expect("a whole number of microseconds is a valid nanosecond")
 }
 
 fn event(
     event_type: EventType,
     organization_id: Option<OrganizationId>,
     user_id: Option<UserId>,
-    at: DateTime<Utc>,
+    at: OffsetDateTime,
 ) -> NewEvent {
     NewEvent {
         id: EventId::from_uuid(Uuid::now_v7()),

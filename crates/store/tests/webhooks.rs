@@ -8,7 +8,6 @@ mod support;
 
 use std::collections::HashSet;
 
-use chrono::{DateTime, Duration, Utc};
 use gatehouse_domain::{
     model::{
         Delivery, DeliveryId, DeliveryStats, DeliveryStatus, EndpointId, EventId, EventType,
@@ -23,6 +22,7 @@ use gatehouse_domain::{
 use gatehouse_store::StoreOptions;
 use serde_json::json;
 use support::{account, event, now, on_both_backends, session, Db};
+use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
 // ---------------------------------------------------------------------------------------------
@@ -67,7 +67,7 @@ fn new_endpoint(
     org: OrganizationId,
     events: &[EventType],
     is_active: bool,
-    at: DateTime<Utc>,
+    at: OffsetDateTime,
 ) -> NewEndpoint {
     NewEndpoint {
         endpoint: WebhookEndpoint {
@@ -97,7 +97,7 @@ async fn org_event(
     db: &Db,
     org: OrganizationId,
     event_type: EventType,
-    at: DateTime<Utc>,
+    at: OffsetDateTime,
 ) -> EventId {
     let recorded = NewEvent {
         occurred_at: at,
@@ -125,7 +125,7 @@ async fn dispatch(
     db: &Db,
     event: EventId,
     endpoints: &[EndpointId],
-    at: DateTime<Utc>,
+    at: OffsetDateTime,
 ) -> Vec<DeliveryId> {
     let deliveries: Vec<NewDelivery> = endpoints.iter().copied().map(new_delivery).collect();
     let ids = deliveries.iter().map(|d| d.id).collect();
@@ -141,14 +141,14 @@ async fn delivery_at(
     db: &Db,
     org: OrganizationId,
     endpoint: EndpointId,
-    at: DateTime<Utc>,
+    at: OffsetDateTime,
 ) -> DeliveryId {
     let event = org_event(db, org, EventType::OrganizationUpdated, at).await;
     dispatch(db, event, &[endpoint], at).await[0]
 }
 
 /// Leases up to 100 due deliveries, none at the `busy` endpoints.
-async fn lease(db: &Db, at: DateTime<Utc>, busy: &[EndpointId]) -> Vec<LeasedDelivery> {
+async fn lease(db: &Db, at: OffsetDateTime, busy: &[EndpointId]) -> Vec<LeasedDelivery> {
     let room = busy.iter().fold(LeaseRoom::new(100, 100), |room, id| {
         room.with_in_flight(*id, 100)
     });
@@ -165,8 +165,8 @@ fn ids(leased: &[LeasedDelivery]) -> Vec<DeliveryId> {
 fn attempt(
     leased: &LeasedDelivery,
     succeeded: bool,
-    at: DateTime<Utc>,
-    next_attempt_at: Option<DateTime<Utc>>,
+    at: OffsetDateTime,
+    next_attempt_at: Option<OffsetDateTime>,
 ) -> AttemptRecord {
     AttemptRecord {
         delivery_id: leased.id,

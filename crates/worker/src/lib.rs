@@ -159,8 +159,8 @@ async fn delivery_loop(engine: DeliveryEngine, settings: WorkerSettings, work: A
         }
         let ports = engine.ports();
         let now = ports.clock.now();
-        let lease_until = now
-            + chrono::Duration::from_std(settings.lease).unwrap_or(chrono::Duration::seconds(60));
+        let lease_until =
+            now + time::Duration::try_from(settings.lease).unwrap_or(time::Duration::seconds(60));
         let leased = match ports
             .webhooks
             .lease_deliveries(

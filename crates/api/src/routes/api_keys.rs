@@ -1,9 +1,9 @@
 //! `/api/v1/api-keys`.
 
 use actix_web::{web, HttpResponse};
-use chrono::{DateTime, Utc};
 use gatehouse_domain::model::{ApiKey, ApiKeyId, ApiKeyName, OrganizationId};
 use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -28,7 +28,8 @@ pub struct CreatedApiKeyResponse {
     key: String,
     prefix: String,
     organization_id: Uuid,
-    created_at: DateTime<Utc>,
+    #[serde(with = "gatehouse_domain::model::timestamp")]
+    created_at: OffsetDateTime,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -37,8 +38,10 @@ pub struct ApiKeyResponse {
     name: String,
     prefix: String,
     organization_id: Uuid,
-    created_at: DateTime<Utc>,
-    last_used_at: Option<DateTime<Utc>>,
+    #[serde(with = "gatehouse_domain::model::timestamp")]
+    created_at: OffsetDateTime,
+    #[serde(with = "gatehouse_domain::model::timestamp::option")]
+    last_used_at: Option<OffsetDateTime>,
 }
 
 impl From<ApiKey> for ApiKeyResponse {

@@ -2,7 +2,6 @@
 //! read them; owners and admins (`applications.manage`) register, change, rotate and delete.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use chrono::{DateTime, Utc};
 use gatehouse_domain::{
     model::{
         Application, ApplicationChange, ApplicationId, ApplicationName, RedirectUri, RedirectUris,
@@ -10,6 +9,7 @@ use gatehouse_domain::{
     service::ApplicationWithSecret,
 };
 use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
 use utoipa::ToSchema;
 
 use super::organizations::PageResponse;
@@ -32,8 +32,10 @@ pub struct ApplicationResponse {
     #[schema(example = json!(["https://billing.example.com/oauth/callback"]))]
     redirect_uris: Vec<String>,
     is_active: bool,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
+    #[serde(with = "gatehouse_domain::model::timestamp")]
+    created_at: OffsetDateTime,
+    #[serde(with = "gatehouse_domain::model::timestamp")]
+    updated_at: OffsetDateTime,
 }
 
 impl From<Application> for ApplicationResponse {

@@ -1,11 +1,11 @@
 //! `/api/v1/organizations/{id}/members`, invitations, and `/api/v1/iam/users`.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use chrono::{DateTime, Utc};
 use gatehouse_domain::model::{
     Email, Invitation, InvitationId, Member, MemberFilter, Role, UserId,
 };
 use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -28,9 +28,11 @@ pub struct MemberResponse {
     #[schema(example = "active")]
     status: &'static str,
     invitation_id: Option<Uuid>,
-    invited_at: Option<DateTime<Utc>>,
+    #[serde(with = "gatehouse_domain::model::timestamp::option")]
+    invited_at: Option<OffsetDateTime>,
     invited_by: Option<Uuid>,
-    accepted_at: Option<DateTime<Utc>>,
+    #[serde(with = "gatehouse_domain::model::timestamp::option")]
+    accepted_at: Option<OffsetDateTime>,
 }
 
 impl From<Member> for MemberResponse {
@@ -101,7 +103,8 @@ pub struct InvitedResponse {
     #[schema(example = "pending")]
     status: &'static str,
     invitation_id: Option<Uuid>,
-    invited_at: Option<DateTime<Utc>>,
+    #[serde(with = "gatehouse_domain::model::timestamp::option")]
+    invited_at: Option<OffsetDateTime>,
     invited_by: Option<Uuid>,
 }
 
@@ -150,7 +153,8 @@ pub struct RoleChangedResponse {
     user_id: Uuid,
     email: String,
     role: &'static str,
-    updated_at: DateTime<Utc>,
+    #[serde(with = "gatehouse_domain::model::timestamp")]
+    updated_at: OffsetDateTime,
 }
 
 /// Changes a member's role (not to or from owner).
@@ -188,7 +192,8 @@ pub async fn change_role(
 #[derive(Serialize, ToSchema)]
 pub struct RemovedResponse {
     user_id: Uuid,
-    removed_at: DateTime<Utc>,
+    #[serde(with = "gatehouse_domain::model::timestamp")]
+    removed_at: OffsetDateTime,
 }
 
 /// Removes a member, or leaves when it is the caller. The owner cannot be removed.
@@ -253,8 +258,10 @@ pub struct InvitationResponse {
     email: String,
     role: &'static str,
     invited_by: Uuid,
-    invited_at: DateTime<Utc>,
-    expires_at: DateTime<Utc>,
+    #[serde(with = "gatehouse_domain::model::timestamp")]
+    invited_at: OffsetDateTime,
+    #[serde(with = "gatehouse_domain::model::timestamp")]
+    expires_at: OffsetDateTime,
 }
 
 impl From<Invitation> for InvitationResponse {
@@ -356,7 +363,8 @@ pub struct IamUserResponse {
     email: String,
     full_name: Option<String>,
     role: &'static str,
-    joined_at: DateTime<Utc>,
+    #[serde(with = "gatehouse_domain::model::timestamp")]
+    joined_at: OffsetDateTime,
 }
 
 /// The organization's users (`X-Organization-ID`).

@@ -1,12 +1,12 @@
 //! `/api/v1/organizations`.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use chrono::{DateTime, Utc};
 use gatehouse_domain::model::{
     DefaultRole, Organization, OrganizationChange, OrganizationFilter, OrganizationName,
     OrganizationType, Page, Slug,
 };
 use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -38,8 +38,10 @@ pub struct OrganizationResponse {
     settings: SettingsResponse,
     member_count: u64,
     application_count: u64,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
+    #[serde(with = "gatehouse_domain::model::timestamp")]
+    created_at: OffsetDateTime,
+    #[serde(with = "gatehouse_domain::model::timestamp")]
+    updated_at: OffsetDateTime,
 }
 
 impl From<Organization> for OrganizationResponse {
@@ -246,7 +248,8 @@ pub async fn update(
 pub struct DeletedResponse {
     id: Uuid,
     is_active: bool,
-    deleted_at: DateTime<Utc>,
+    #[serde(with = "gatehouse_domain::model::timestamp")]
+    deleted_at: OffsetDateTime,
 }
 
 /// Deletes the organization (owner only): members lose access at once; the data goes for good

@@ -1,7 +1,6 @@
 //! `/api/v1/organizations/{id}/policies` and `/branding` (Business and Enterprise plans).
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use chrono::{DateTime, Utc};
 use gatehouse_domain::{
     model::{
         AssetUrl, BrandingChange, ConcurrentSessions, CustomLoginChange, Email,
@@ -12,6 +11,7 @@ use gatehouse_domain::{
     service::{BrandingService, BrandingView, PolicyService, PolicyView},
 };
 use serde::{Deserialize, Deserializer, Serialize};
+use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -89,7 +89,8 @@ pub struct PoliciesResponse {
     mfa_policy: MfaPolicyBody,
     session_policy: SessionPolicyBody,
     ip_allowlist: IpAllowlistBody,
-    updated_at: DateTime<Utc>,
+    #[serde(with = "gatehouse_domain::model::timestamp")]
+    updated_at: OffsetDateTime,
 }
 
 impl From<PolicyView> for PoliciesResponse {
@@ -391,7 +392,8 @@ pub struct BrandingResponse {
     accent_color: String,
     custom_login: CustomLoginResponse,
     email_branding: EmailBrandingResponse,
-    updated_at: DateTime<Utc>,
+    #[serde(with = "gatehouse_domain::model::timestamp")]
+    updated_at: OffsetDateTime,
 }
 
 impl From<BrandingView> for BrandingResponse {

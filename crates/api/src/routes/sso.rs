@@ -1,7 +1,6 @@
 //! `/api/v1/sso/configurations`: SAML single sign-on configuration (Business and Enterprise).
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use chrono::{DateTime, Utc};
 use gatehouse_domain::{
     model::{
         DomainWhitelist, HttpsUrl, IdpCertificate, IdpEntityId, OrganizationId, ProvisionRole,
@@ -10,6 +9,7 @@ use gatehouse_domain::{
     service::{NewSsoConfiguration, SsoService, SsoView},
 };
 use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -59,9 +59,12 @@ pub struct SsoResponse {
     /// SHA-256 of the stored certificate (DER), to tell which one is in place.
     idp_certificate_fingerprint: String,
     /// When the stored certificate expires.
-    idp_certificate_expires_at: DateTime<Utc>,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
+    #[serde(with = "gatehouse_domain::model::timestamp")]
+    idp_certificate_expires_at: OffsetDateTime,
+    #[serde(with = "gatehouse_domain::model::timestamp")]
+    created_at: OffsetDateTime,
+    #[serde(with = "gatehouse_domain::model::timestamp")]
+    updated_at: OffsetDateTime,
 }
 
 impl From<SsoView> for SsoResponse {
@@ -104,7 +107,7 @@ struct Parsed {
 }
 
 /// Parses the fields; `required` names those that must be present.
-fn parse(body: SsoRequest, required: &[&str], now: DateTime<Utc>) -> Result<Parsed, ApiError> {
+fn parse(body: SsoRequest, required: &[&str], now: OffsetDateTime) -> Result<Parsed, ApiError> {
     let mut f = Fields::new();
     let provider = pick(&mut f, required, "provider", body.provider, |s| {
         SsoProvider::parse(&s)

@@ -1,12 +1,12 @@
 //! `/api/v1/users/me`.
 
 use actix_web::{web, HttpResponse};
-use chrono::{DateTime, Utc};
 use gatehouse_domain::{
     model::{FullName, User},
     service::ProfileChange,
 };
 use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
 use utoipa::ToSchema;
 
 use crate::{
@@ -20,8 +20,10 @@ pub struct UserResponse {
     id: uuid::Uuid,
     email: String,
     full_name: String,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
+    #[serde(with = "gatehouse_domain::model::timestamp")]
+    created_at: OffsetDateTime,
+    #[serde(with = "gatehouse_domain::model::timestamp")]
+    updated_at: OffsetDateTime,
 }
 
 impl From<User> for UserResponse {

@@ -2,7 +2,6 @@
 //! The organization comes from `X-Organization-ID`.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use chrono::{DateTime, Utc};
 use gatehouse_domain::{
     model::{
         Delivery, DeliveryId, DeliveryStatus, EndpointId, EventType, RetrySchedule,
@@ -12,6 +11,7 @@ use gatehouse_domain::{
     service::{EndpointUpdate, SigningSecret},
 };
 use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
 use utoipa::ToSchema;
 
 use super::organizations::PageResponse;
@@ -31,8 +31,10 @@ pub struct EndpointResponse {
     #[schema(example = json!(["member.invited", "member.joined"]))]
     events: Vec<&'static str>,
     is_active: bool,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
+    #[serde(with = "gatehouse_domain::model::timestamp")]
+    created_at: OffsetDateTime,
+    #[serde(with = "gatehouse_domain::model::timestamp")]
+    updated_at: OffsetDateTime,
 }
 
 impl From<WebhookEndpoint> for EndpointResponse {
@@ -68,7 +70,8 @@ pub struct DeliveryStatsResponse {
 pub struct EndpointDetailResponse {
     #[serde(flatten)]
     endpoint: EndpointResponse,
-    last_delivery_at: Option<DateTime<Utc>>,
+    #[serde(with = "gatehouse_domain::model::timestamp::option")]
+    last_delivery_at: Option<OffsetDateTime>,
     delivery_stats: DeliveryStatsResponse,
 }
 
@@ -102,8 +105,10 @@ pub struct DeliveryResponse {
     request_body: Option<serde_json::Value>,
     response_body: Option<String>,
     duration_ms: Option<u64>,
-    delivered_at: Option<DateTime<Utc>>,
-    next_retry_at: Option<DateTime<Utc>>,
+    #[serde(with = "gatehouse_domain::model::timestamp::option")]
+    delivered_at: Option<OffsetDateTime>,
+    #[serde(with = "gatehouse_domain::model::timestamp::option")]
+    next_retry_at: Option<OffsetDateTime>,
 }
 
 impl From<Delivery> for DeliveryResponse {
@@ -432,8 +437,10 @@ pub struct RetryResponse {
     status: &'static str,
     attempt: u32,
     max_attempts: u32,
-    next_retry_at: Option<DateTime<Utc>>,
-    queued_at: DateTime<Utc>,
+    #[serde(with = "gatehouse_domain::model::timestamp::option")]
+    next_retry_at: Option<OffsetDateTime>,
+    #[serde(with = "gatehouse_domain::model::timestamp")]
+    queued_at: OffsetDateTime,
 }
 
 /// Sends a failed delivery again now, as a new attempt.

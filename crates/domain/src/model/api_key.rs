@@ -1,5 +1,5 @@
-use chrono::{DateTime, Utc};
 use serde::Serialize;
+use time::OffsetDateTime;
 
 use super::{ApiKeyId, OrganizationId, TokenHash, UserId};
 
@@ -39,7 +39,7 @@ pub struct NewApiKey {
     pub key_hash: TokenHash,
     pub organization_id: OrganizationId,
     pub user_id: UserId,
-    pub created_at: DateTime<Utc>,
+    pub created_at: OffsetDateTime,
 }
 
 /// An API key as listed (never with its secret).
@@ -51,6 +51,8 @@ pub struct ApiKey {
     pub organization_id: OrganizationId,
     #[serde(skip)]
     pub user_id: UserId,
-    pub created_at: DateTime<Utc>,
-    pub last_used_at: Option<DateTime<Utc>>,
+    #[serde(with = "crate::model::timestamp")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "crate::model::timestamp::option")]
+    pub last_used_at: Option<OffsetDateTime>,
 }

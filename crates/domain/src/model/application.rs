@@ -3,8 +3,8 @@
 
 use std::fmt;
 
-use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
 use url::{Host, Url};
 
 use super::{
@@ -183,8 +183,8 @@ pub struct Application {
     pub client_id: ClientId,
     pub redirect_uris: RedirectUris,
     pub is_active: bool,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
 }
 
 /// An application to store, with its secret's hash.
@@ -346,7 +346,7 @@ mod tests {
 
     #[test]
     fn a_change_reports_the_fields_it_changed() {
-        let now = DateTime::<Utc>::UNIX_EPOCH;
+        let now = OffsetDateTime::UNIX_EPOCH;
         let mut app = Application {
             id: ApplicationId::from_uuid(uuid::Uuid::from_u128(1)),
             organization_id: OrganizationId::from_uuid(uuid::Uuid::from_u128(2)),

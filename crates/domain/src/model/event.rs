@@ -1,7 +1,7 @@
 use std::{fmt, str::FromStr};
 
-use chrono::{DateTime, Utc};
 use serde::Serialize;
+use time::OffsetDateTime;
 
 use super::{EventId, OrganizationId, UserId};
 
@@ -128,7 +128,7 @@ pub struct NewEvent {
     pub organization_id: Option<OrganizationId>,
     pub user_id: Option<UserId>,
     pub data: serde_json::Value,
-    pub occurred_at: DateTime<Utc>,
+    pub occurred_at: OffsetDateTime,
 }
 
 #[cfg(test)]

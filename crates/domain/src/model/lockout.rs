@@ -8,8 +8,8 @@
 //! began), or with a correct password. While the account is locked, every attempt is refused
 //! without checking the password, a correct one included, and is not counted.
 
-use chrono::{DateTime, Duration, Utc};
 use sha2::{Digest, Sha256};
+use time::{Duration, OffsetDateTime};
 
 /// The key an account's failed sign-ins are counted under: the SHA-256 of the email as typed,
 /// trimmed and lowercased. An email that belongs to no account gets a key like any other, so
@@ -43,12 +43,12 @@ pub struct FailedSignIns {
     /// Failures in the current run (0: no run).
     pub failures: u32,
     /// When the lockout in force ends; `None` when the account is not locked.
-    pub locked_until: Option<DateTime<Utc>>,
+    pub locked_until: Option<OffsetDateTime>,
 }
 
 impl FailedSignIns {
     /// How long until the account may try again, while it is locked at `now`.
-    pub fn retry_after(&self, now: DateTime<Utc>) -> Option<Duration> {
+    pub fn retry_after(&self, now: OffsetDateTime) -> Option<Duration> {
         self.locked_until
             .filter(|until| *until > now)
             .map(|until| until - now)
@@ -92,9 +92,9 @@ impl LockoutRule {
     /// ends (`locked_until`), or `window` after it began when it locked nothing.
     pub fn run_ends(
         &self,
-        started: DateTime<Utc>,
-        locked_until: Option<DateTime<Utc>>,
-    ) -> DateTime<Utc> {
+        started: OffsetDateTime,
+        locked_until: Option<OffsetDateTime>,
+    ) -> OffsetDateTime {
         match locked_until {
             Some(until) => until + self.window,
             None => started + self.window,
@@ -132,7 +132,7 @@ mod tests {
     #[test]
     fn a_run_is_remembered_for_the_window_after_its_lockout() {
         let rule = LockoutRule::DEFAULT;
-        let start = DateTime::<Utc>::UNIX_EPOCH;
+        let start = OffsetDateTime::UNIX_EPOCH;
         assert_eq!(rule.run_ends(start, None), start + Duration::minutes(15));
         let until = start + Duration::minutes(3);
         assert_eq!(
@@ -154,7 +154,7 @@ mod tests {
 
     #[test]
     fn retry_after_counts_down_to_the_end_of_the_lockout() {
-        let now = DateTime::<Utc>::UNIX_EPOCH;
+        let now = OffsetDateTime::UNIX_EPOCH;
         let locked = FailedSignIns {
             failures: 5,
             locked_until: Some(now + Duration::seconds(60)),

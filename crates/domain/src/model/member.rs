@@ -1,4 +1,4 @@
-use chrono::{DateTime, Duration, Utc};
+use time::{Duration, OffsetDateTime};
 
 use super::{
     Email, FullName, InvitationId, OrganizationId, OrganizationName, Role, Slug, TokenHash, UserId,
@@ -31,10 +31,10 @@ pub struct Member {
     pub role: Role,
     pub status: MemberStatus,
     pub invitation_id: Option<InvitationId>,
-    pub invited_at: Option<DateTime<Utc>>,
+    pub invited_at: Option<OffsetDateTime>,
     pub invited_by: Option<UserId>,
-    pub accepted_at: Option<DateTime<Utc>>,
-    pub joined_at: DateTime<Utc>,
+    pub accepted_at: Option<OffsetDateTime>,
+    pub joined_at: OffsetDateTime,
 }
 
 /// Filters of the members list.
@@ -73,12 +73,12 @@ pub struct NewInvitation {
     pub role: InvitableRole,
     pub token_hash: TokenHash,
     pub invited_by: UserId,
-    pub invited_at: DateTime<Utc>,
-    pub expires_at: DateTime<Utc>,
+    pub invited_at: OffsetDateTime,
+    pub expires_at: OffsetDateTime,
 }
 
 impl NewInvitation {
-    pub fn expiry(invited_at: DateTime<Utc>) -> DateTime<Utc> {
+    pub fn expiry(invited_at: OffsetDateTime) -> OffsetDateTime {
         invited_at + Duration::days(INVITATION_TTL_DAYS)
     }
 }
@@ -94,12 +94,12 @@ pub struct Invitation {
     pub email: Email,
     pub role: Role,
     pub invited_by: UserId,
-    pub invited_at: DateTime<Utc>,
-    pub expires_at: DateTime<Utc>,
+    pub invited_at: OffsetDateTime,
+    pub expires_at: OffsetDateTime,
 }
 
 impl Invitation {
-    pub fn is_expired(&self, now: DateTime<Utc>) -> bool {
+    pub fn is_expired(&self, now: OffsetDateTime) -> bool {
         now >= self.expires_at
     }
 }

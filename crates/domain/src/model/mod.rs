@@ -21,6 +21,7 @@ mod secret;
 mod session;
 mod sso;
 mod text;
+pub mod timestamp;
 mod user;
 mod webhook;
 

@@ -4,8 +4,8 @@
 use std::fmt;
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine as _};
-use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
+use time::OffsetDateTime;
 
 use super::{ApplicationId, RedirectUri, SessionId, TokenHash, UserId};
 
@@ -238,15 +238,15 @@ pub struct AuthorizationCode {
     pub redirect_uri: RedirectUri,
     pub challenge: CodeChallenge,
     pub scope: Scope,
-    pub created_at: DateTime<Utc>,
-    pub expires_at: DateTime<Utc>,
+    pub created_at: OffsetDateTime,
+    pub expires_at: OffsetDateTime,
 }
 
 /// A stored code, and whether (and by which session) it was used.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoredCode {
     pub code: AuthorizationCode,
-    pub used_at: Option<DateTime<Utc>>,
+    pub used_at: Option<OffsetDateTime>,
     pub session_id: Option<SessionId>,
 }
 

@@ -1,4 +1,4 @@
-use chrono::{DateTime, Utc};
+use time::OffsetDateTime;
 
 use super::{OrganizationId, OrganizationName, OrganizationType, Plan, Role, Slug};
 
@@ -55,8 +55,8 @@ pub struct Organization {
     pub settings: OrganizationSettings,
     pub member_count: u64,
     pub application_count: u64,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
 }
 
 /// Filters of the organizations list.

@@ -1,7 +1,7 @@
 use std::{fmt, str::FromStr};
 
-use chrono::{DateTime, Utc};
 use serde::Serialize;
+use time::OffsetDateTime;
 
 use super::{OrganizationId, UserId};
 
@@ -243,7 +243,7 @@ pub struct NewOrganization {
     pub slug_generated: bool,
     pub kind: OrganizationType,
     pub plan: Plan,
-    pub created_at: DateTime<Utc>,
+    pub created_at: OffsetDateTime,
 }
 
 /// A user's active membership in a live organization.

@@ -1,7 +1,7 @@
 use std::fmt;
 
-use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
+use time::{Duration, OffsetDateTime};
 
 use super::{MaxAgeDays, MinLength, ReuseCount};
 
@@ -55,7 +55,7 @@ impl PasswordPolicy {
     }
 
     /// Whether a password set at `changed_at` is too old at `now`.
-    pub fn is_expired(&self, changed_at: DateTime<Utc>, now: DateTime<Utc>) -> bool {
+    pub fn is_expired(&self, changed_at: OffsetDateTime, now: OffsetDateTime) -> bool {
         match self.max_age_days.get() {
             0 => false,
             days => now - changed_at >= Duration::days(i64::from(days)),
@@ -232,9 +232,7 @@ mod tests {
 
     #[test]
     fn passwords_expire_after_max_age_days_unless_zero() {
-        let changed = DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
-            .unwrap()
-            .with_timezone(&Utc);
+        let changed = time::macros::datetime!(2026-01-01 00:00:00 UTC);
         let mut policy = PasswordPolicy::default();
         assert!(!policy.is_expired(changed, changed + Duration::days(10_000)));
         policy.max_age_days = MaxAgeDays::parse(90).unwrap();

@@ -4,8 +4,8 @@
 
 use std::{fmt, net::IpAddr};
 
-use chrono::Duration;
 use serde::{Deserialize, Serialize};
+use time::Duration;
 
 use super::{IpRange, PasswordPolicy, Plan};
 

@@ -1,4 +1,4 @@
-use chrono::{DateTime, Utc};
+use time::OffsetDateTime;
 
 use super::{ApplicationId, ClientId, Scope, SessionId, TokenHash, UserId};
 
@@ -8,8 +8,8 @@ pub struct NewSession {
     pub id: SessionId,
     pub user_id: UserId,
     pub refresh_token_hash: TokenHash,
-    pub created_at: DateTime<Utc>,
-    pub expires_at: DateTime<Utc>,
+    pub created_at: OffsetDateTime,
+    pub expires_at: OffsetDateTime,
     /// Set when an OAuth token exchange opened the session for an application.
     pub grant: Option<ClientGrant>,
 }
@@ -28,8 +28,8 @@ pub struct ClientGrant {
 pub struct Session {
     pub id: SessionId,
     pub user_id: UserId,
-    pub created_at: DateTime<Utc>,
-    pub expires_at: DateTime<Utc>,
-    pub last_used_at: DateTime<Utc>,
+    pub created_at: OffsetDateTime,
+    pub expires_at: OffsetDateTime,
+    pub last_used_at: OffsetDateTime,
     pub grant: Option<ClientGrant>,
 }

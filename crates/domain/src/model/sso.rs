@@ -3,8 +3,8 @@
 
 use std::{fmt, str::FromStr};
 
-use chrono::{DateTime, SecondsFormat, Utc};
 use sha2::{Digest, Sha256};
+use time::OffsetDateTime;
 
 use super::text::{parse_https_url, parse_text, replace, HttpsUrlError, TextError};
 use super::{Email, OrganizationId, Role};
@@ -105,10 +105,10 @@ pub enum CertificateError {
     NotPem,
     #[error("is not a valid X.509 certificate")]
     Invalid,
-    #[error("expired on {}", .not_after.to_rfc3339_opts(SecondsFormat::Secs, true))]
-    Expired { not_after: DateTime<Utc> },
-    #[error("is not valid before {}", .not_before.to_rfc3339_opts(SecondsFormat::Secs, true))]
-    NotYetValid { not_before: DateTime<Utc> },
+    #[error("expired on {}", crate::model::timestamp::format(*.not_after))]
+    Expired { not_after: OffsetDateTime },
+    #[error("is not valid before {}", crate::model::timestamp::format(*.not_before))]
+    NotYetValid { not_before: OffsetDateTime },
     #[error("must be at most 16 KiB")]
     TooLarge,
 }
@@ -120,8 +120,8 @@ pub enum CertificateError {
 pub struct IdpCertificate {
     pem: String,
     subject: String,
-    not_before: DateTime<Utc>,
-    not_after: DateTime<Utc>,
+    not_before: OffsetDateTime,
+    not_after: OffsetDateTime,
     fingerprint_sha256: String,
 }
 
@@ -133,7 +133,7 @@ impl IdpCertificate {
     const END: &'static str = "-----END CERTIFICATE-----";
 
     /// A certificate being configured: it must be valid at `now`.
-    pub fn parse(pem: &str, now: DateTime<Utc>) -> Result<Self, CertificateError> {
+    pub fn parse(pem: &str, now: OffsetDateTime) -> Result<Self, CertificateError> {
         let cert = Self::from_stored(pem)?;
         if now < cert.not_before {
             return Err(CertificateError::NotYetValid {
@@ -163,7 +163,8 @@ impl IdpCertificate {
             return Err(CertificateError::Invalid);
         }
         let time = |t: &x509_parser::time::ASN1Time| {
-            DateTime::from_timestamp(t.timestamp(), 0).ok_or(CertificateError::Invalid)
+            OffsetDateTime::from_unix_timestamp(t.timestamp())
+                .map_err(|_| CertificateError::Invalid)
         };
         let validity = cert.validity();
         Ok(Self {
@@ -214,11 +215,11 @@ impl IdpCertificate {
         &self.subject
     }
 
-    pub fn not_before(&self) -> DateTime<Utc> {
+    pub fn not_before(&self) -> OffsetDateTime {
         self.not_before
     }
 
-    pub fn not_after(&self) -> DateTime<Utc> {
+    pub fn not_after(&self) -> OffsetDateTime {
         self.not_after
     }
 
@@ -396,8 +397,8 @@ pub struct SsoConfiguration {
     pub auto_provision: bool,
     pub default_role: ProvisionRole,
     pub is_active: bool,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
 }
 
 /// A merge-style change to an [`SsoConfiguration`]: only the `Some` fields change.
@@ -472,15 +473,14 @@ pub fn sp_acs_url(public_url: &str, org: OrganizationId) -> String {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
-    use chrono::TimeZone;
     use rcgen::{date_time_ymd, CertificateParams, DnType, KeyPair};
     use uuid::Uuid;
 
     use super::*;
 
     /// The "now" of every certificate test.
-    fn now() -> DateTime<Utc> {
-        Utc.with_ymd_and_hms(2026, 6, 1, 12, 0, 0).unwrap()
+    fn now() -> OffsetDateTime {
+        time::macros::datetime!(2026-06-01 12:00:00 UTC)
     }
 
     /// A self-signed certificate valid from `from` to `until` (year, month, day).
@@ -562,11 +562,11 @@ mod tests {
         assert_eq!(cert.subject(), "CN=Example IdP");
         assert_eq!(
             cert.not_before(),
-            Utc.with_ymd_and_hms(2024, 1, 1, 0, 0, 0).unwrap()
+            time::macros::datetime!(2024-01-01 00:00:00 UTC)
         );
         assert_eq!(
             cert.not_after(),
-            Utc.with_ymd_and_hms(2034, 1, 1, 0, 0, 0).unwrap()
+            time::macros::datetime!(2034-01-01 00:00:00 UTC)
         );
         let fingerprint = cert.fingerprint_sha256();
         assert_eq!(fingerprint.len(), 64);
@@ -609,13 +609,13 @@ mod tests {
     #[test]
     fn expired_and_not_yet_valid_certificates_are_refused() {
         let expired = certificate_pem((2019, 1, 1), (2021, 1, 1));
-        let not_after = Utc.with_ymd_and_hms(2021, 1, 1, 0, 0, 0).unwrap();
+        let not_after = time::macros::datetime!(2021-01-01 00:00:00 UTC);
         let err = IdpCertificate::parse(&expired, now()).unwrap_err();
         assert_eq!(err, CertificateError::Expired { not_after });
         assert_eq!(err.to_string(), "expired on 2021-01-01T00:00:00Z");
 
         let early = certificate_pem((2030, 1, 1), (2040, 1, 1));
-        let not_before = Utc.with_ymd_and_hms(2030, 1, 1, 0, 0, 0).unwrap();
+        let not_before = time::macros::datetime!(2030-01-01 00:00:00 UTC);
         let err = IdpCertificate::parse(&early, now()).unwrap_err();
         assert_eq!(err, CertificateError::NotYetValid { not_before });
         assert_eq!(err.to_string(), "is not valid before 2030-01-01T00:00:00Z");
@@ -627,7 +627,7 @@ mod tests {
         let cert = IdpCertificate::from_stored(&expired).unwrap();
         assert_eq!(
             cert.not_after(),
-            Utc.with_ymd_and_hms(2021, 1, 1, 0, 0, 0).unwrap()
+            time::macros::datetime!(2021-01-01 00:00:00 UTC)
         );
         assert_eq!(
             IdpCertificate::from_stored("garbage"),

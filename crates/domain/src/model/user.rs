@@ -1,5 +1,5 @@
-use chrono::{DateTime, Utc};
 use serde::Serialize;
+use time::OffsetDateTime;
 
 use super::{Email, PasswordHash, UserId};
 
@@ -48,8 +48,10 @@ pub struct User {
     pub id: UserId,
     pub email: Email,
     pub full_name: FullName,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
+    #[serde(with = "crate::model::timestamp")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "crate::model::timestamp")]
+    pub updated_at: OffsetDateTime,
 }
 
 /// A user with the secret needed to check their password; never serialised.
@@ -57,7 +59,7 @@ pub struct User {
 pub struct UserCredentials {
     pub user: User,
     pub password_hash: PasswordHash,
-    pub password_changed_at: DateTime<Utc>,
+    pub password_changed_at: OffsetDateTime,
 }
 
 /// A user about to be created.
@@ -67,7 +69,7 @@ pub struct NewUser {
     pub email: Email,
     pub full_name: FullName,
     pub password_hash: PasswordHash,
-    pub created_at: DateTime<Utc>,
+    pub created_at: OffsetDateTime,
 }
 
 #[cfg(test)]

@@ -3,9 +3,9 @@
 
 use std::{collections::HashMap, fmt, net::IpAddr, str::FromStr, time::Duration};
 
-use chrono::{DateTime, Utc};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
+use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::{EventId, EventType, OrganizationId};
@@ -186,14 +186,14 @@ impl RetrySchedule {
 
     /// When the attempt after failed attempt `attempt` is due, or `None` when that was the
     /// last automatic one (or a manual retry, which has no automatic follow-up).
-    pub fn next_after(&self, attempt: u32, failed_at: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    pub fn next_after(&self, attempt: u32, failed_at: OffsetDateTime) -> Option<OffsetDateTime> {
         if attempt >= Self::MAX_ATTEMPTS {
             return None;
         }
         let delay = self.delays.get((attempt as usize).checked_sub(1)?)?;
-        chrono::Duration::from_std(*delay)
+        time::Duration::try_from(*delay)
             .ok()
-            .map(|delay| failed_at + delay)
+            .and_then(|delay| failed_at.checked_add(delay))
     }
 }
 
@@ -250,8 +250,8 @@ pub struct WebhookEndpoint {
     pub description: String,
     pub events: Vec<EventType>,
     pub is_active: bool,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
 }
 
 impl WebhookEndpoint {
@@ -281,9 +281,9 @@ pub struct Delivery {
     pub request_body: Option<serde_json::Value>,
     pub response_body: Option<String>,
     pub duration_ms: Option<u64>,
-    pub delivered_at: Option<DateTime<Utc>>,
-    pub next_retry_at: Option<DateTime<Utc>>,
-    pub created_at: DateTime<Utc>,
+    pub delivered_at: Option<OffsetDateTime>,
+    pub next_retry_at: Option<OffsetDateTime>,
+    pub created_at: OffsetDateTime,
 }
 
 /// What a delivery worker can take on at one lease: `total` attempts in all, and at each
@@ -422,14 +422,14 @@ mod tests {
     #[test]
     fn the_schedule_follows_the_decisions() {
         let schedule = RetrySchedule::default();
-        let t = Utc::now();
+        let t = OffsetDateTime::now_utc();
         assert_eq!(
             schedule.next_after(1, t),
-            Some(t + chrono::Duration::seconds(60))
+            Some(t + time::Duration::seconds(60))
         );
         assert_eq!(
             schedule.next_after(4, t),
-            Some(t + chrono::Duration::hours(2))
+            Some(t + time::Duration::hours(2))
         );
         assert_eq!(schedule.next_after(5, t), None);
         assert_eq!(schedule.next_after(6, t), None);

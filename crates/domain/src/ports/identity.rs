@@ -1,8 +1,8 @@
 //! Accounts, sessions, API keys, signing keys, password hashing, token signing and failed sign-ins.
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use serde::Serialize;
+use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::{platform::RateLimitError, BoxError, StoreError};
@@ -60,7 +60,7 @@ pub trait AccountStore: Send + Sync + 'static {
         user_id: UserId,
         hash: PasswordHash,
         keep: Option<SessionId>,
-        at: DateTime<Utc>,
+        at: OffsetDateTime,
         event: NewEvent,
     ) -> Result<(), StoreError>;
 }
@@ -84,21 +84,21 @@ pub trait SessionStore: Send + Sync + 'static {
     async fn session_by_refresh_token(
         &self,
         hash: &TokenHash,
-        now: DateTime<Utc>,
+        now: OffsetDateTime,
     ) -> Result<Option<Session>, StoreError>;
 
     /// Marks a live session used at `now`. Returns false when it is no longer live.
-    async fn touch_session(&self, id: SessionId, now: DateTime<Utc>) -> Result<bool, StoreError>;
+    async fn touch_session(&self, id: SessionId, now: OffsetDateTime) -> Result<bool, StoreError>;
 
     /// Whether the session is neither revoked nor expired at `now`: one indexed read, done on
     /// every authenticated request so that a logout takes effect at once on every replica.
-    async fn is_live(&self, id: SessionId, now: DateTime<Utc>) -> Result<bool, StoreError>;
+    async fn is_live(&self, id: SessionId, now: OffsetDateTime) -> Result<bool, StoreError>;
 
     /// Revokes the session and records the event. Returns false when it was not live.
     async fn end_session(
         &self,
         id: SessionId,
-        at: DateTime<Utc>,
+        at: OffsetDateTime,
         event: NewEvent,
     ) -> Result<bool, StoreError>;
 }
@@ -119,7 +119,7 @@ pub trait ApiKeyStore: Send + Sync + 'static {
     async fn use_api_key(
         &self,
         hash: &TokenHash,
-        now: DateTime<Utc>,
+        now: OffsetDateTime,
     ) -> Result<Option<ApiKey>, StoreError>;
 }
 
@@ -131,7 +131,7 @@ pub struct StoredSigningKey {
     pub private_key_sealed: Vec<u8>,
     /// The public key, DER (PKCS#1), for the key set.
     pub public_key_der: Vec<u8>,
-    pub created_at: DateTime<Utc>,
+    pub created_at: OffsetDateTime,
 }
 
 impl std::fmt::Debug for StoredSigningKey {
@@ -238,7 +238,7 @@ pub trait SignInAttempts: Send + Sync + 'static {
     async fn failed_sign_ins(
         &self,
         account: &AccountKey,
-        now: DateTime<Utc>,
+        now: OffsetDateTime,
     ) -> Result<FailedSignIns, RateLimitError>;
 
     /// Counts one failure in the account's run (a new run when none is going at `now`), locks
@@ -250,7 +250,7 @@ pub trait SignInAttempts: Send + Sync + 'static {
     async fn record_failure(
         &self,
         account: &AccountKey,
-        now: DateTime<Utc>,
+        now: OffsetDateTime,
         rule: &LockoutRule,
     ) -> Result<FailedSignIns, RateLimitError>;
 

@@ -1,7 +1,7 @@
 //! OAuth applications and their authorization codes.
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
+use time::OffsetDateTime;
 
 use super::StoreError;
 use crate::model::{
@@ -83,6 +83,6 @@ pub trait AuthorizationCodeStore: Send + Sync + 'static {
         session: NewSession,
         event: NewEvent,
         keep_at_most: Option<u32>,
-        at: DateTime<Utc>,
+        at: OffsetDateTime,
     ) -> Result<bool, StoreError>;
 }

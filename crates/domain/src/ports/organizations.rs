@@ -1,7 +1,7 @@
 //! Organizations, memberships, members and invitations, and the Business plan's policies, branding and SSO configuration.
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
+use time::OffsetDateTime;
 
 use super::StoreError;
 use crate::model::{
@@ -65,7 +65,7 @@ pub trait OrganizationStore: Send + Sync + 'static {
         &self,
         id: OrganizationId,
         change: OrganizationChange,
-        at: DateTime<Utc>,
+        at: OffsetDateTime,
         event: NewEvent,
     ) -> Result<bool, StoreError>;
 
@@ -74,13 +74,13 @@ pub trait OrganizationStore: Send + Sync + 'static {
     async fn delete_organization(
         &self,
         id: OrganizationId,
-        at: DateTime<Utc>,
+        at: OffsetDateTime,
         event: NewEvent,
     ) -> Result<bool, StoreError>;
 
     /// Removes for good the organizations soft-deleted before `deleted_before`, with everything
     /// that belongs to them. Returns how many went.
-    async fn purge_organizations(&self, deleted_before: DateTime<Utc>) -> Result<u64, StoreError>;
+    async fn purge_organizations(&self, deleted_before: OffsetDateTime) -> Result<u64, StoreError>;
 
     /// Sets the plan of a live organization and records the event. Returns false when it is not
     /// live.
@@ -88,7 +88,7 @@ pub trait OrganizationStore: Send + Sync + 'static {
         &self,
         id: OrganizationId,
         plan: Plan,
-        at: DateTime<Utc>,
+        at: OffsetDateTime,
         event: NewEvent,
     ) -> Result<bool, StoreError>;
 }
@@ -97,7 +97,7 @@ pub trait OrganizationStore: Send + Sync + 'static {
 #[derive(Clone, Debug, PartialEq)]
 pub struct SavedPolicies {
     pub policies: OrganizationPolicies,
-    pub updated_at: DateTime<Utc>,
+    pub updated_at: OffsetDateTime,
 }
 
 /// An organization's plan and its saved policies (`None` when it never saved any): what
@@ -117,7 +117,7 @@ pub trait PolicyStore: Send + Sync + 'static {
         &self,
         id: OrganizationId,
         policies: OrganizationPolicies,
-        at: DateTime<Utc>,
+        at: OffsetDateTime,
         event: NewEvent,
     ) -> Result<bool, StoreError>;
 
@@ -129,7 +129,7 @@ pub trait PolicyStore: Send + Sync + 'static {
     async fn policies_of_invitee(
         &self,
         email: &Email,
-        now: DateTime<Utc>,
+        now: OffsetDateTime,
     ) -> Result<Vec<PlanPolicies>, StoreError>;
 }
 
@@ -137,7 +137,7 @@ pub trait PolicyStore: Send + Sync + 'static {
 #[derive(Clone, Debug, PartialEq)]
 pub struct SavedBranding {
     pub branding: Branding,
-    pub updated_at: DateTime<Utc>,
+    pub updated_at: OffsetDateTime,
 }
 
 /// White-label branding.
@@ -153,7 +153,7 @@ pub trait BrandingStore: Send + Sync + 'static {
         &self,
         id: OrganizationId,
         branding: Branding,
-        at: DateTime<Utc>,
+        at: OffsetDateTime,
         event: NewEvent,
     ) -> Result<bool, StoreError>;
 }
@@ -198,7 +198,7 @@ pub trait MemberStore: Send + Sync + 'static {
         organization_id: OrganizationId,
         filter: MemberFilter,
         page: PageRequest,
-        now: DateTime<Utc>,
+        now: OffsetDateTime,
     ) -> Result<Page<Member>, StoreError>;
 
     /// An active member.
@@ -238,7 +238,7 @@ pub trait MemberStore: Send + Sync + 'static {
     async fn invitations_for(
         &self,
         email: &Email,
-        now: DateTime<Utc>,
+        now: OffsetDateTime,
     ) -> Result<Vec<Invitation>, StoreError>;
 
     /// Turns the invitation into an active membership of `user_id`, and records the event.
@@ -250,7 +250,7 @@ pub trait MemberStore: Send + Sync + 'static {
         &self,
         id: InvitationId,
         user_id: UserId,
-        at: DateTime<Utc>,
+        at: OffsetDateTime,
         event: NewEvent,
     ) -> Result<bool, StoreError>;
 
@@ -259,7 +259,7 @@ pub trait MemberStore: Send + Sync + 'static {
         &self,
         organization_id: OrganizationId,
         id: InvitationId,
-        at: DateTime<Utc>,
+        at: OffsetDateTime,
     ) -> Result<bool, StoreError>;
 
     /// Changes an active member's role and records the event. Returns false when not a member.
@@ -268,7 +268,7 @@ pub trait MemberStore: Send + Sync + 'static {
         organization_id: OrganizationId,
         user_id: UserId,
         role: Role,
-        at: DateTime<Utc>,
+        at: OffsetDateTime,
         event: NewEvent,
     ) -> Result<bool, StoreError>;
 

@@ -1,7 +1,7 @@
 //! What every part needs from the machine and the operator: health, the clock, randomness, rate limits and mail.
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
+use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::{BoxError, StoreError};
@@ -18,7 +18,7 @@ pub trait HealthStore: Send + Sync + 'static {
 /// The time.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 pub trait Clock: Send + Sync + 'static {
-    fn now(&self) -> DateTime<Utc>;
+    fn now(&self) -> OffsetDateTime;
 }
 
 /// Identifiers and secrets from a cryptographically secure source.
@@ -40,7 +40,7 @@ pub struct RateDecision {
     /// Requests left in the current window after this one (0 when refused).
     pub remaining: u32,
     /// When the current window ends and the count starts again.
-    pub reset_at: DateTime<Utc>,
+    pub reset_at: OffsetDateTime,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -61,7 +61,7 @@ pub trait RateLimiter: Send + Sync + 'static {
         &self,
         key: &str,
         limit: u32,
-        now: DateTime<Utc>,
+        now: OffsetDateTime,
     ) -> Result<RateDecision, RateLimitError>;
 }
 

@@ -1,7 +1,7 @@
 //! Webhook endpoints, the outbox and deliveries, the cipher that seals signing secrets, and the sender.
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
+use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::{BoxError, StoreError};
@@ -51,7 +51,7 @@ impl std::fmt::Debug for EndpointChange {
 #[derive(Clone, Debug, PartialEq)]
 pub struct EndpointDetail {
     pub endpoint: WebhookEndpoint,
-    pub last_delivery_at: Option<DateTime<Utc>>,
+    pub last_delivery_at: Option<OffsetDateTime>,
     pub stats: DeliveryStats,
 }
 
@@ -80,7 +80,7 @@ pub struct PendingEvent {
     /// any organization; it is kept, and delivered nowhere).
     pub organization_id: Option<OrganizationId>,
     pub data: serde_json::Value,
-    pub occurred_at: DateTime<Utc>,
+    pub occurred_at: OffsetDateTime,
 }
 
 /// A delivery about to be created by the dispatcher.
@@ -130,9 +130,9 @@ pub struct AttemptRecord {
     pub http_status: Option<u16>,
     pub response_body: Option<String>,
     pub duration_ms: u64,
-    pub attempted_at: DateTime<Utc>,
+    pub attempted_at: OffsetDateTime,
     /// When a failed attempt is retried; `None` after a success or a last failure.
-    pub next_attempt_at: Option<DateTime<Utc>>,
+    pub next_attempt_at: Option<OffsetDateTime>,
     /// Consecutive failures at which the endpoint is deactivated.
     pub disable_after_failures: u32,
 }
@@ -172,7 +172,7 @@ pub trait WebhookStore: Send + Sync + 'static {
         organization_id: OrganizationId,
         id: EndpointId,
         change: EndpointChange,
-        at: DateTime<Utc>,
+        at: OffsetDateTime,
     ) -> Result<Option<WebhookEndpoint>, StoreError>;
 
     /// Removes the endpoint and its deliveries: nothing pending is sent any more.
@@ -196,7 +196,7 @@ pub trait WebhookStore: Send + Sync + 'static {
         &self,
         organization_id: OrganizationId,
         id: DeliveryId,
-        at: DateTime<Utc>,
+        at: OffsetDateTime,
     ) -> Result<RetryOutcome, StoreError>;
 
     /// Outbox events not yet dispatched, oldest first.
@@ -215,7 +215,7 @@ pub trait WebhookStore: Send + Sync + 'static {
     async fn dispatch_events(
         &self,
         events: Vec<(EventId, Vec<NewDelivery>)>,
-        at: DateTime<Utc>,
+        at: OffsetDateTime,
     ) -> Result<(), StoreError>;
 
     /// [`Self::dispatch_events`] of one event.
@@ -223,7 +223,7 @@ pub trait WebhookStore: Send + Sync + 'static {
         &self,
         event_id: EventId,
         deliveries: Vec<NewDelivery>,
-        at: DateTime<Utc>,
+        at: OffsetDateTime,
     ) -> Result<(), StoreError> {
         self.dispatch_events(vec![(event_id, deliveries)], at).await
     }
@@ -234,8 +234,8 @@ pub trait WebhookStore: Send + Sync + 'static {
     /// recorded.
     async fn lease_deliveries(
         &self,
-        now: DateTime<Utc>,
-        lease_until: DateTime<Utc>,
+        now: OffsetDateTime,
+        lease_until: OffsetDateTime,
         room: LeaseRoom,
     ) -> Result<Vec<LeasedDelivery>, StoreError>;
 

@@ -1,7 +1,7 @@
 //! API keys: created by a user for one organization, shown once, stored hashed.
 
-use chrono::{DateTime, Utc};
 use serde::Serialize;
+use time::OffsetDateTime;
 
 use super::{OrgAccessError, Principal};
 use crate::{
@@ -17,7 +17,8 @@ pub struct CreatedApiKey {
     pub key: String,
     pub prefix: String,
     pub organization_id: OrganizationId,
-    pub created_at: DateTime<Utc>,
+    #[serde(with = "crate::model::timestamp")]
+    pub created_at: OffsetDateTime,
 }
 
 impl std::fmt::Debug for CreatedApiKey {

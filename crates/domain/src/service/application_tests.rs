@@ -1,7 +1,7 @@
 //! The application use cases against mocked ports: each test states one rule.
 
-use chrono::Duration;
 use futures::executor::block_on;
+use time::Duration;
 use uuid::Uuid;
 
 use super::{

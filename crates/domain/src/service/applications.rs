@@ -3,8 +3,8 @@
 //! `applications.manage` (owner and admin). Every change records its `application.*` event in
 //! the same transaction.
 
-use chrono::{DateTime, Utc};
 use serde_json::json;
+use time::OffsetDateTime;
 
 use super::{event, payloads, Actor, Forbidden};
 use crate::{
@@ -49,7 +49,7 @@ impl ApplicationService {
         event_type: EventType,
         app: &Application,
         changed: Option<&[&str]>,
-        at: DateTime<Utc>,
+        at: OffsetDateTime,
     ) -> NewEvent {
         let mut data = payloads::application(app);
         if let Some(changed) = changed {

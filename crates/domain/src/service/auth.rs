@@ -1,8 +1,8 @@
 //! Accounts and tokens: register, log in, refresh, log out, change password, profile.
 
-use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 use serde_json::json;
+use time::{Duration, OffsetDateTime};
 
 use super::{event, payloads, Principal};
 use crate::{
@@ -113,14 +113,17 @@ pub struct LockedOut {
 impl LockedOut {
     /// The wait in whole seconds, rounded up, at least 1: what `Retry-After` says.
     pub fn seconds(&self) -> i64 {
-        let millis = self.retry_after.num_milliseconds();
-        (millis.saturating_add(999) / 1000).max(1)
+        let millis = self.retry_after.whole_milliseconds();
+        i64::try_from((millis.saturating_add(999) / 1000).max(1)).unwrap_or(i64::MAX)
     }
 }
 
 /// Why a password could not be checked.
+#[derive(Debug, thiserror::Error)]
 enum CheckError {
+    #[error(transparent)]
     LockedOut(LockedOut),
+    #[error(transparent)]
     Hasher(HashError),
 }
 
@@ -396,7 +399,7 @@ impl AuthService {
         user: User,
         policies: EffectivePolicies,
         grant: Option<ClientGrant>,
-        now: DateTime<Utc>,
+        now: OffsetDateTime,
     ) -> Opening {
         let refresh_token = self.ports.random.secret(TokenKind::Refresh);
         let mut expires_at = now + self.settings.refresh_token_ttl;
@@ -790,17 +793,17 @@ impl AuthService {
         user: &User,
         session_id: SessionId,
         grant: Option<&ClientGrant>,
-        now: DateTime<Utc>,
-        not_after: DateTime<Utc>,
+        now: OffsetDateTime,
+        not_after: OffsetDateTime,
     ) -> Result<AccessToken, TokenError> {
         let expires_at = (now + self.settings.access_token_ttl).min(not_after);
         let claims = AccessClaims {
             iss: self.settings.issuer.clone(),
             sub: user.id,
             aud: AuthSettings::AUDIENCE.to_owned(),
-            iat: now.timestamp(),
-            nbf: now.timestamp(),
-            exp: expires_at.timestamp(),
+            iat: now.unix_timestamp(),
+            nbf: now.unix_timestamp(),
+            exp: expires_at.unix_timestamp(),
             jti: self.ports.random.uuid(),
             sid: session_id,
             email: user.email.as_ref().to_owned(),
@@ -810,7 +813,7 @@ impl AuthService {
         Ok(AccessToken {
             access_token: self.ports.signer.sign(&claims).await?,
             token_type: "Bearer",
-            expires_in: (expires_at - now).num_seconds(),
+            expires_in: (expires_at - now).whole_seconds(),
         })
     }
 }
@@ -828,9 +831,9 @@ fn fold(organizations: &[crate::ports::PlanPolicies]) -> EffectivePolicies {
 /// working token and its next refresh is refused.
 fn access_token_bound(
     policies: &EffectivePolicies,
-    now: DateTime<Utc>,
-    session_ends: DateTime<Utc>,
-) -> DateTime<Utc> {
+    now: OffsetDateTime,
+    session_ends: OffsetDateTime,
+) -> OffsetDateTime {
     match &policies.session {
         Some(policy) => session_ends.min(now + policy.idle_timeout()),
         None => session_ends,

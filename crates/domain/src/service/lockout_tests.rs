@@ -1,8 +1,8 @@
 //! Brute-force protection in the use cases: every password check for a sign-in goes through
 //! the account's failed-sign-in count (see `model::lockout` for the rule itself).
 
-use chrono::Duration;
 use futures::executor::block_on;
+use time::Duration;
 
 use super::{
     tests::{ada_in_session, now, ready, Mocks, Seen, ADA_EMAIL, ADA_PASSWORD, NEW_PASSWORD},

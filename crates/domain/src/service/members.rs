@@ -1,15 +1,15 @@
 //! Members and invitations: list, invite, accept, change roles, remove, leave; the IAM user
 //! list; deleting one's own account.
 
-use chrono::{DateTime, Utc};
 use serde_json::json;
+use time::OffsetDateTime;
 
 use super::{event, payloads, Actor, Forbidden, Principal};
 use crate::{
     model::{
-        Email, EventType, Feature, InvitableRole, Invitation, InvitationId, Member, MemberFilter,
-        MemberStatus, NewInvitation, Organization, OrganizationType, Page, PageRequest, Permission,
-        Role, TokenHash, TokenKind, UserId,
+        timestamp, Email, EventType, Feature, InvitableRole, Invitation, InvitationId, Member,
+        MemberFilter, MemberStatus, NewInvitation, Organization, OrganizationType, Page,
+        PageRequest, Permission, Role, TokenHash, TokenKind, UserId,
     },
     ports::{Mail, Ports, StoreError},
 };
@@ -48,14 +48,14 @@ pub enum MemberError {
 #[derive(Clone, Debug, PartialEq)]
 pub struct RoleChanged {
     pub member: Member,
-    pub updated_at: DateTime<Utc>,
+    pub updated_at: OffsetDateTime,
 }
 
 /// A removal's result.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Removed {
     pub user_id: UserId,
-    pub removed_at: DateTime<Utc>,
+    pub removed_at: OffsetDateTime,
 }
 
 #[derive(Clone)]
@@ -410,7 +410,7 @@ impl MemberService {
         }
         let now = self.ports.clock.now();
         let mut data = payloads::member(&member);
-        data["removed_at"] = json!(now);
+        data["removed_at"] = json!(timestamp::format(now));
         data["left"] = json!(leaving);
         let removed = event(
             &self.ports,

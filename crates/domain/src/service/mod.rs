@@ -38,7 +38,7 @@ pub use webhooks::{
     SecretRuleError, SigningSecret, WebhookError, WebhookService, DISABLE_AFTER_FAILURES,
 };
 
-use chrono::{DateTime, Utc};
+use time::OffsetDateTime;
 
 use crate::{
     model::{EventType, NewEvent, OrganizationId, UserId},
@@ -48,7 +48,7 @@ use crate::{
 /// Builds an outbox event with a fresh id, stamped with the time of the change.
 pub(crate) fn event(
     ports: &Ports,
-    at: DateTime<Utc>,
+    at: OffsetDateTime,
     event_type: EventType,
     organization_id: Option<OrganizationId>,
     user_id: Option<UserId>,

@@ -2,8 +2,8 @@
 //! where. The HTTP layer turns the answer into a page, a redirect to the login page, or a
 //! redirect back to the client.
 
-use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
+use time::{Duration, OffsetDateTime};
 use url::Url;
 
 use super::{event, AuthService, RefreshError};
@@ -486,7 +486,7 @@ impl OAuthService {
         &self,
         session: SessionId,
         user: UserId,
-        now: DateTime<Utc>,
+        now: OffsetDateTime,
     ) -> Result<(), StoreError> {
         let ended = event(
             &self.ports,

@@ -1,14 +1,14 @@
 //! Organizations: list, create, read, change, delete, and the operator's plan change.
 
-use chrono::{DateTime, Utc};
 use serde_json::json;
+use time::OffsetDateTime;
 
 use super::{event, payloads, Actor, Forbidden, Principal};
 use crate::{
     model::{
-        EventType, NewOrganization, Organization, OrganizationChange, OrganizationFilter,
-        OrganizationId, OrganizationName, OrganizationSettings, OrganizationType, Page,
-        PageRequest, Permission, Plan, Slug,
+        timestamp, EventType, NewOrganization, Organization, OrganizationChange,
+        OrganizationFilter, OrganizationId, OrganizationName, OrganizationSettings,
+        OrganizationType, Page, PageRequest, Permission, Plan, Slug,
     },
     ports::{Ports, StoreError},
 };
@@ -43,7 +43,7 @@ impl From<StoreError> for OrganizationError {
 #[derive(Clone, Debug, PartialEq)]
 pub struct DeletedOrganization {
     pub id: OrganizationId,
-    pub deleted_at: DateTime<Utc>,
+    pub deleted_at: OffsetDateTime,
 }
 
 #[derive(Clone)]
@@ -224,7 +224,7 @@ impl OrganizationService {
         organization.updated_at = now;
         let mut data = payloads::organization(&organization);
         data["changed"] = json!(["is_active"]);
-        data["deleted_at"] = json!(now);
+        data["deleted_at"] = json!(timestamp::format(now));
         let deleted = event(
             &self.ports,
             now,
@@ -285,7 +285,7 @@ impl OrganizationService {
 
     /// Removes for good the organizations deleted more than the retention period ago.
     pub async fn purge_deleted(&self) -> Result<u64, StoreError> {
-        let cutoff = self.ports.clock.now() - chrono::Duration::days(RETENTION_DAYS);
+        let cutoff = self.ports.clock.now() - time::Duration::days(RETENTION_DAYS);
         self.ports.organizations.purge_organizations(cutoff).await
     }
 }

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use crate::model::{Application, Member, Organization, User};
+use crate::model::{timestamp, Application, Member, Organization, User};
 
 pub(crate) fn organization(org: &Organization) -> Value {
     json!({
@@ -16,8 +16,8 @@ pub(crate) fn organization(org: &Organization) -> Value {
             "default_role": org.settings.default_role.role(),
             "allow_member_invite": org.settings.allow_member_invite,
         },
-        "created_at": org.created_at,
-        "updated_at": org.updated_at,
+        "created_at": timestamp::format(org.created_at),
+        "updated_at": timestamp::format(org.updated_at),
     })
 }
 
@@ -29,9 +29,9 @@ pub(crate) fn member(member: &Member) -> Value {
         "full_name": member.full_name,
         "role": member.role,
         "status": member.status.as_str(),
-        "invited_at": member.invited_at,
+        "invited_at": member.invited_at.map(timestamp::format),
         "invited_by": member.invited_by,
-        "accepted_at": member.accepted_at,
+        "accepted_at": member.accepted_at.map(timestamp::format),
     })
 }
 
@@ -40,7 +40,7 @@ pub(crate) fn user(user: &User) -> Value {
         "id": user.id,
         "email": user.email,
         "full_name": user.full_name,
-        "created_at": user.created_at,
+        "created_at": timestamp::format(user.created_at),
     })
 }
 
@@ -52,7 +52,7 @@ pub(crate) fn application(app: &Application) -> Value {
         "client_id": app.client_id,
         "redirect_uris": app.redirect_uris,
         "is_active": app.is_active,
-        "created_at": app.created_at,
-        "updated_at": app.updated_at,
+        "created_at": timestamp::format(app.created_at),
+        "updated_at": timestamp::format(app.updated_at),
     })
 }

@@ -1,8 +1,8 @@
 //! Business-plan configuration of an organization: its policies, and the rules every section of
 //! it shares (the permission, the plan, the `organization.updated` event).
 
-use chrono::{DateTime, Utc};
 use serde_json::json;
+use time::OffsetDateTime;
 
 use super::{event, payloads, Actor, Forbidden};
 use crate::{
@@ -85,7 +85,7 @@ pub(crate) fn updated_event(
     actor: &Actor,
     organization: &Organization,
     changed: &[String],
-    at: DateTime<Utc>,
+    at: OffsetDateTime,
 ) -> NewEvent {
     let mut data = payloads::organization(organization);
     data["changed"] = json!(changed);
@@ -105,7 +105,7 @@ pub struct PolicyView {
     pub organization_id: OrganizationId,
     pub policies: OrganizationPolicies,
     /// When they were last saved; for the defaults, when the organization was created.
-    pub updated_at: DateTime<Utc>,
+    pub updated_at: OffsetDateTime,
 }
 
 #[derive(Clone)]
@@ -199,7 +199,7 @@ pub struct BrandingView {
     pub organization_id: OrganizationId,
     pub branding: Branding,
     /// When it was last saved; for the defaults, when the organization was created.
-    pub updated_at: DateTime<Utc>,
+    pub updated_at: OffsetDateTime,
 }
 
 #[derive(Clone)]

@@ -3,8 +3,8 @@
 
 use std::net::IpAddr;
 
-use chrono::Duration;
 use futures::executor::block_on;
+use time::Duration;
 
 use super::{
     tests::{
@@ -250,7 +250,7 @@ fn login_under_a_session_policy_bounds_the_session_the_token_and_the_session_cou
     // The access token lasts no longer than the idle window.
     assert_eq!(
         signed.only().exp,
-        (now() + Duration::minutes(15)).timestamp()
+        (now() + Duration::minutes(15)).unix_timestamp()
     );
     assert_eq!(pair.access.expires_in, 15 * 60);
 }

@@ -1,6 +1,6 @@
 //! Who is calling, and what they may reach.
 
-use chrono::{DateTime, Utc};
+use time::OffsetDateTime;
 
 use super::Actor;
 use crate::{
@@ -96,7 +96,7 @@ impl Ports {
         key: &str,
         organization_id: OrganizationId,
     ) -> Result<Principal, AuthenticateError> {
-        let now: DateTime<Utc> = self.clock.now();
+        let now: OffsetDateTime = self.clock.now();
         let api_key = self
             .api_keys
             .use_api_key(&TokenHash::of(key), now)

@@ -2,7 +2,7 @@
 //! service-provider addresses the identity provider is configured with; the certificate is
 //! checked when it arrives and never shown again.
 
-use chrono::{DateTime, Utc};
+use time::OffsetDateTime;
 
 use super::{
     policies::{organization_of, require_feature, updated_event},
@@ -143,7 +143,7 @@ impl SsoService {
             return Ok(view);
         }
         let organization = organization_of(&self.ports, actor).await?;
-        let now: DateTime<Utc> = self.ports.clock.now();
+        let now: OffsetDateTime = self.ports.clock.now();
         view.configuration.updated_at = now;
         let event = updated_event(&self.ports, actor, &organization, &changed, now);
         if !self

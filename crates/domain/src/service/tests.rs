@@ -12,8 +12,8 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-use chrono::{DateTime, Duration, TimeZone, Utc};
 use futures::executor::block_on;
+use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
 use super::{
@@ -59,8 +59,8 @@ pub(super) const SIGNED: &str = "header.claims.signature";
 const SECRET_BODY: &str = "Zq3xV9mK2pL7wR4tY8uN1bH6gF5dS0aJcEiOoUkMnBv";
 
 /// The time every test runs at.
-pub(super) fn now() -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(2024, 5, 1, 12, 0, 0).unwrap()
+pub(super) fn now() -> OffsetDateTime {
+    time::macros::datetime!(2024-05-01 12:00:00 UTC)
 }
 
 /// What `Random::secret` hands out for a kind.
@@ -170,9 +170,9 @@ fn claims_of_ada() -> AccessClaims {
         iss: ISSUER.to_owned(),
         sub: ADA,
         aud: AuthSettings::AUDIENCE.to_owned(),
-        iat: now().timestamp() - 60,
-        nbf: now().timestamp() - 60,
-        exp: now().timestamp() + 3540,
+        iat: now().unix_timestamp() - 60,
+        nbf: now().unix_timestamp() - 60,
+        exp: now().unix_timestamp() + 3540,
         jti: Uuid::from_u128(0x7),
         sid: ADA_SESSION,
         email: ADA_EMAIL.to_owned(),
@@ -547,7 +547,10 @@ fn register_creates_the_user_with_a_free_personal_workspace_and_announces_both()
     assert_eq!(data["id"], serde_json::json!(user.id));
     assert_eq!(data["email"], ADA_EMAIL);
     assert_eq!(data["full_name"], "Ada Lovelace");
-    assert_eq!(data["created_at"], serde_json::json!(now()));
+    assert_eq!(
+        data["created_at"],
+        serde_json::json!(crate::model::timestamp::format(now()))
+    );
 
     assert_eq!(org_created.organization_id, Some(workspace.id));
     assert_eq!(org_created.user_id, Some(user.id));
@@ -725,9 +728,9 @@ fn login_signs_an_hour_long_access_token_for_the_user_and_session() {
     assert_eq!(claims.sub, ADA);
     assert_eq!(claims.sid, session.id);
     assert_eq!(claims.email, ADA_EMAIL);
-    assert_eq!(claims.iat, now().timestamp());
-    assert_eq!(claims.nbf, now().timestamp());
-    assert_eq!(claims.exp, now().timestamp() + 3600);
+    assert_eq!(claims.iat, now().unix_timestamp());
+    assert_eq!(claims.nbf, now().unix_timestamp());
+    assert_eq!(claims.exp, now().unix_timestamp() + 3600);
     assert_eq!(pair.access.token_type, "Bearer");
     assert_eq!(pair.access.expires_in, 3600);
 }
@@ -796,7 +799,7 @@ fn refresh_of_a_live_session_signs_a_new_access_token_for_the_same_session() {
 
     assert_eq!(claims.sid, ADA_SESSION);
     assert_eq!(claims.sub, ADA);
-    assert_eq!(claims.exp, now().timestamp() + 3600);
+    assert_eq!(claims.exp, now().unix_timestamp() + 3600);
     assert_eq!(access.access_token, SIGNED);
     assert_eq!(access.expires_in, 3600);
 }

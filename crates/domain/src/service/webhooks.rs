@@ -5,14 +5,15 @@ use std::{
     sync::Arc,
 };
 
-use chrono::{DateTime, Utc};
 use serde_json::json;
+use time::OffsetDateTime;
 
 use super::{Actor, Forbidden};
 use crate::{
     model::{
-        signature, Delivery, DeliveryId, EndpointId, EventType, MemberFilter, OrganizationId, Page,
-        PageRequest, Permission, RetrySchedule, Role, TokenKind, WebhookEndpoint, WebhookUrl,
+        signature, timestamp, Delivery, DeliveryId, EndpointId, EventType, MemberFilter,
+        OrganizationId, Page, PageRequest, Permission, RetrySchedule, Role, TokenKind,
+        WebhookEndpoint, WebhookUrl,
     },
     ports::{
         AttemptRecord, CipherError, DeliveryFilter, EndpointChange, EndpointDetail, LeasedDelivery,
@@ -284,7 +285,7 @@ pub enum AttemptOutcome {
     Delivered,
     /// Failed; retried at the time given, or never again.
     Failed {
-        retry_at: Option<DateTime<Utc>>,
+        retry_at: Option<OffsetDateTime>,
     },
     /// The lease was lost (another worker, or the endpoint is gone): nothing was recorded.
     Abandoned,
@@ -343,7 +344,7 @@ impl DeliveryEngine {
                     let id = DeliveryId::from_uuid(self.ports.random.uuid());
                     let payload = json!({
                         "event": event.event_type,
-                        "timestamp": event.occurred_at,
+                        "timestamp": timestamp::format(event.occurred_at),
                         "data": event.data,
                         "webhook_id": endpoint_id,
                         "delivery_id": id,
@@ -368,13 +369,13 @@ impl DeliveryEngine {
     pub fn request_for(
         &self,
         delivery: &LeasedDelivery,
-        now: DateTime<Utc>,
+        now: OffsetDateTime,
     ) -> Result<WebhookRequest, CipherError> {
         let secret = self.ports.cipher.open(
             &delivery.secret_sealed,
             &secret_context(delivery.endpoint_id),
         )?;
-        let timestamp = now.timestamp();
+        let timestamp = now.unix_timestamp();
         let body = delivery.payload.as_bytes().to_vec();
         Ok(WebhookRequest {
             url: delivery.url.clone(),

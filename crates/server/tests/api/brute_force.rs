@@ -292,7 +292,7 @@ async fn two_servers_on_one_redis_share_failed_sign_ins_and_the_lockout_doubles(
     let key = gatehouse_ratelimit::RedisSignInAttempts::redis_key(
         &gatehouse_domain::model::AccountKey::for_email(&email),
     );
-    let now_ms = chrono::Utc::now().timestamp_millis().to_string();
+    let now_ms = (time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000).to_string();
     redis_command(&["HSET", &key, "locked_until", &now_ms]).await;
     assert_eq!(
         login_from(&second, &ip, &email, "wrong again")

@@ -178,14 +178,14 @@ impl TestApp {
     /// Time passes for one timestamp column: every row's `column` of `table` moves `by` into
     /// the past, as if it had been written that long ago. The server's clock is the real one,
     /// so this is how a test waits out an idle timeout or a password's maximum age.
-    pub async fn rewind(&self, table: &str, column: &str, by: chrono::Duration) {
+    pub async fn rewind(&self, table: &str, column: &str, by: time::Duration) {
         let url = &self.env["GATEHOUSE_DATABASE_URL"];
         if url.starts_with("postgres") {
             let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
                 .await
                 .unwrap();
             tokio::spawn(connection);
-            let seconds = by.num_seconds();
+            let seconds = by.whole_seconds();
             client
                 .execute(
                     &format!(
@@ -202,7 +202,7 @@ impl TestApp {
                 #[diesel(sql_type = sql_types::BigInt)]
                 rowid: i64,
                 #[diesel(sql_type = sql_types::TimestamptzSqlite)]
-                at: chrono::DateTime<chrono::Utc>,
+                at: time::OffsetDateTime,
             }
             let path = url.trim_start_matches("sqlite://").to_owned();
             let (table, column) = (table.to_owned(), column.to_owned());

@@ -218,7 +218,7 @@ on_both_backends! {
         let (token, org) = business_team(&app, "owen@example.com").await;
         let pair = json_of(app.login("owen@example.com", PASSWORD).await, 200).await;
         json_of(put_policies(&app, &token, &org, policies(|p| p["password_policy"]["max_age_days"] = json!(30))).await, 200).await;
-        app.rewind("users", "password_changed_at", chrono::Duration::days(31)).await;
+        app.rewind("users", "password_changed_at", time::Duration::days(31)).await;
 
         let detail = detail_of(app.login("owen@example.com", PASSWORD).await, 403).await;
         assert!(detail.contains("expired") && detail.contains("/api/v1/auth/password/renew"), "{detail}");
@@ -248,11 +248,11 @@ on_both_backends! {
         assert_eq!(pair["expires_in"], 300);
         let refresh_token = pair["refresh_token"].as_str().unwrap();
         // Refreshing within the window keeps the session going.
-        app.rewind("sessions", "last_used_at", chrono::Duration::minutes(4)).await;
+        app.rewind("sessions", "last_used_at", time::Duration::minutes(4)).await;
         let refreshed = json_of(app.refresh(refresh_token).await, 200).await;
         assert_eq!(refreshed["expires_in"], 300);
         // Idle past the window: the refresh fails.
-        app.rewind("sessions", "last_used_at", chrono::Duration::minutes(6)).await;
+        app.rewind("sessions", "last_used_at", time::Duration::minutes(6)).await;
         let detail = detail_of(app.refresh(refresh_token).await, 401).await;
         assert!(detail.contains("timed out after 5 minutes"), "{detail}");
     }
@@ -261,7 +261,7 @@ on_both_backends! {
         let (token, org) = business_team(&app, "owen@example.com").await;
         let pair = json_of(app.login("owen@example.com", PASSWORD).await, 200).await;
         json_of(put_policies(&app, &token, &org, policies(|p| p["session_policy"]["max_session_duration_hours"] = json!(2))).await, 200).await;
-        app.rewind("sessions", "created_at", chrono::Duration::hours(3)).await;
+        app.rewind("sessions", "created_at", time::Duration::hours(3)).await;
         let detail = detail_of(app.refresh(pair["refresh_token"].as_str().unwrap()).await, 401).await;
         assert!(detail.contains("maximum duration of 2 hours"), "{detail}");
     }

@@ -27,7 +27,7 @@ fn verify_signature(request: &ReceivedRequest, secret: &str) {
     mac.update(&request.body);
     let expected = format!("sha256={}", hex::encode(mac.finalize().into_bytes()));
     assert_eq!(signature, expected, "the signature does not verify");
-    let age = chrono::Utc::now().timestamp() - timestamp.parse::<i64>().unwrap();
+    let age = time::OffsetDateTime::now_utc().unix_timestamp() - timestamp.parse::<i64>().unwrap();
     assert!(age.abs() <= 300, "timestamp {age} s off");
 }
 
@@ -489,11 +489,7 @@ async fn application_changes_are_announced(backend: Backend) {
         .map(|r| serde_json::from_slice(&r.body).unwrap())
         .collect();
     events.sort_by_key(|e| {
-        e["timestamp"]
-            .as_str()
-            .unwrap()
-            .parse::<chrono::DateTime<chrono::Utc>>()
-            .unwrap()
+        gatehouse_domain::model::timestamp::parse(e["timestamp"].as_str().unwrap()).unwrap()
     });
     let kinds: Vec<_> = events
         .iter()

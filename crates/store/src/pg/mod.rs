@@ -1,6 +1,5 @@
 //! The PostgreSQL backend: `AsyncPgConnection` pooled by deadpool.
 
-use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::{
     pooled_connection::{
@@ -9,6 +8,7 @@ use diesel_async::{
     AsyncConnection, AsyncPgConnection, RunQueryDsl,
 };
 use diesel_migrations::{embed_migrations, EmbeddedMigrations};
+use time::OffsetDateTime;
 
 use diesel::sql_types;
 use gatehouse_domain::ports::AttemptRecord;
@@ -44,7 +44,7 @@ mod queries;
 /// concurrent leasers in any process never pick the same delivery.
 pub(crate) async fn lease_ids(
     conn: &mut Conn,
-    now: DateTime<Utc>,
+    now: OffsetDateTime,
     limit: i64,
     busy: &[DbUuid],
 ) -> QueryResult<Vec<(DbUuid, DbUuid)>> {
@@ -119,8 +119,8 @@ pub(crate) async fn record_deliveries(
         .iter()
         .map(|r| i64::try_from(r.duration_ms).unwrap_or(i64::MAX))
         .collect();
-    let attempted: Vec<DateTime<Utc>> = records.iter().map(|r| r.attempted_at).collect();
-    let next: Vec<Option<DateTime<Utc>>> = records
+    let attempted: Vec<OffsetDateTime> = records.iter().map(|r| r.attempted_at).collect();
+    let next: Vec<Option<OffsetDateTime>> = records
         .iter()
         .map(|r| if r.succeeded { None } else { r.next_attempt_at })
         .collect();

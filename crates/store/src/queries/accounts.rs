@@ -1,11 +1,11 @@
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{Email, NewEvent, PasswordHash, SessionId, User, UserCredentials, UserId},
     ports::{AccountStore, NewAccount, StoreError},
 };
+use time::OffsetDateTime;
 
 use super::{
     super::{
@@ -20,15 +20,12 @@ use crate::{db_error, types::DbUuid, violates};
 /// Previous passwords kept per user: the most a password policy can ask to remember.
 const PASSWORD_HISTORY_KEPT: i64 = 24;
 
+#[derive(Debug, thiserror::Error)]
 enum CreateError {
+    #[error("the email is taken")]
     EmailTaken,
-    Db(diesel::result::Error),
-}
-
-impl From<diesel::result::Error> for CreateError {
-    fn from(e: diesel::result::Error) -> Self {
-        Self::Db(e)
-    }
+    #[error(transparent)]
+    Db(#[from] diesel::result::Error),
 }
 
 async fn insert_account(conn: &mut Conn, account: &NewAccount) -> Result<(), CreateError> {
@@ -174,7 +171,7 @@ impl AccountStore for DbStore {
         user_id: UserId,
         hash: PasswordHash,
         keep: Option<SessionId>,
-        at: DateTime<Utc>,
+        at: OffsetDateTime,
         event: NewEvent,
     ) -> Result<(), StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {

@@ -1,11 +1,11 @@
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{ApiKey, ApiKeyId, NewApiKey, TokenHash, UserId},
     ports::{ApiKeyStore, StoreError},
 };
+use time::OffsetDateTime;
 
 use super::{
     super::{
@@ -73,7 +73,7 @@ impl ApiKeyStore for DbStore {
     async fn use_api_key(
         &self,
         hash: &TokenHash,
-        now: DateTime<Utc>,
+        now: OffsetDateTime,
     ) -> Result<Option<ApiKey>, StoreError> {
         let hash = hash.clone();
         in_read!(self, async |conn: &mut Conn| {
@@ -90,7 +90,7 @@ impl ApiKeyStore for DbStore {
             // Last use is a hint for the owner, not worth a write on every request: once a minute.
             if row
                 .last_used_at
-                .is_none_or(|used| now - used > chrono::Duration::minutes(1))
+                .is_none_or(|used| now - used > time::Duration::minutes(1))
             {
                 diesel::update(api_keys::table.find(row.id))
                     .set(api_keys::last_used_at.eq(now))

@@ -2,7 +2,6 @@
 //! with its event in one transaction.
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
@@ -12,6 +11,7 @@ use gatehouse_domain::{
     },
     ports::{ApplicationStore, StoreError},
 };
+use time::OffsetDateTime;
 
 use super::{
     super::{schema::applications, Conn, Db, DbStore},
@@ -33,8 +33,8 @@ struct ApplicationRow {
     client_secret_hash: String,
     redirect_uris: DbStrings,
     is_active: bool,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
+    created_at: OffsetDateTime,
+    updated_at: OffsetDateTime,
 }
 
 impl ApplicationRow {

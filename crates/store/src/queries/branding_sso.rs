@@ -1,5 +1,4 @@
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
@@ -9,6 +8,7 @@ use gatehouse_domain::{
     },
     ports::{BrandingStore, SavedBranding, SsoStore, StoreError},
 };
+use time::OffsetDateTime;
 
 use super::{
     super::{
@@ -40,7 +40,7 @@ impl BrandingStore for DbStore {
         &self,
         id: OrganizationId,
         branding: Branding,
-        at: DateTime<Utc>,
+        at: OffsetDateTime,
         event: NewEvent,
     ) -> Result<bool, StoreError> {
         save_document!(self, organization_branding, id, branding, at, event)
@@ -59,8 +59,8 @@ struct SsoRow {
     auto_provision: bool,
     default_role: String,
     is_active: bool,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
+    created_at: OffsetDateTime,
+    updated_at: OffsetDateTime,
 }
 
 impl SsoRow {

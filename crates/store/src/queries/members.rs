@@ -1,5 +1,4 @@
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use diesel::{
     dsl::{InnerJoin, IntoBoxed},
     prelude::*,
@@ -12,6 +11,7 @@ use gatehouse_domain::{
     },
     ports::{MemberStore, StoreError},
 };
+use time::OffsetDateTime;
 
 use super::{
     super::{
@@ -115,7 +115,7 @@ fn active_members(org: DbUuid, filter: &MemberFilter) -> MembersQuery {
 fn invited_members(
     org: DbUuid,
     filter: &MemberFilter,
-    now: DateTime<Utc>,
+    now: OffsetDateTime,
 ) -> invitations::BoxedQuery<'static, Db> {
     let mut query = invitations::table
         .filter(invitations::organization_id.eq(org))
@@ -185,7 +185,7 @@ impl MemberStore for DbStore {
         organization_id: OrganizationId,
         filter: MemberFilter,
         page: PageRequest,
-        now: DateTime<Utc>,
+        now: OffsetDateTime,
     ) -> Result<Page<Member>, StoreError> {
         in_read!(self, async |conn: &mut Conn| {
             let org = DbUuid(organization_id.as_uuid());
@@ -331,7 +331,7 @@ impl MemberStore for DbStore {
     async fn invitations_for(
         &self,
         email: &Email,
-        now: DateTime<Utc>,
+        now: OffsetDateTime,
     ) -> Result<Vec<Invitation>, StoreError> {
         let email = email.clone();
         in_read!(self, async |conn: &mut Conn| {
@@ -353,7 +353,7 @@ impl MemberStore for DbStore {
         &self,
         id: InvitationId,
         user_id: UserId,
-        at: DateTime<Utc>,
+        at: OffsetDateTime,
         event: NewEvent,
     ) -> Result<bool, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
@@ -365,17 +365,18 @@ impl MemberStore for DbStore {
                 .filter(invitations::accepted_at.is_null())
                 .filter(invitations::revoked_at.is_null())
                 .filter(invitations::organization_id.eq_any(live));
-            let accepted: Option<(DbUuid, String, DbUuid, DateTime<Utc>)> = diesel::update(pending)
-                .set(invitations::accepted_at.eq(Some(at)))
-                .returning((
-                    invitations::organization_id,
-                    invitations::role,
-                    invitations::invited_by,
-                    invitations::invited_at,
-                ))
-                .get_result(conn)
-                .await
-                .optional()?;
+            let accepted: Option<(DbUuid, String, DbUuid, OffsetDateTime)> =
+                diesel::update(pending)
+                    .set(invitations::accepted_at.eq(Some(at)))
+                    .returning((
+                        invitations::organization_id,
+                        invitations::role,
+                        invitations::invited_by,
+                        invitations::invited_at,
+                    ))
+                    .get_result(conn)
+                    .await
+                    .optional()?;
             let Some((org, role, invited_by, invited_at)) = accepted else {
                 return Ok(false);
             };
@@ -401,7 +402,7 @@ impl MemberStore for DbStore {
         &self,
         organization_id: OrganizationId,
         id: InvitationId,
-        at: DateTime<Utc>,
+        at: OffsetDateTime,
     ) -> Result<bool, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             let pending = invitations::table
@@ -422,7 +423,7 @@ impl MemberStore for DbStore {
         organization_id: OrganizationId,
         user_id: UserId,
         role: Role,
-        at: DateTime<Utc>,
+        at: OffsetDateTime,
         event: NewEvent,
     ) -> Result<bool, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {

@@ -2,7 +2,6 @@
 //! session in the same transaction.
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
@@ -12,6 +11,7 @@ use gatehouse_domain::{
     },
     ports::{AuthorizationCodeStore, StoreError},
 };
+use time::OffsetDateTime;
 
 use super::{
     super::{schema::oauth_authorization_codes as codes, Conn, Db, DbStore},
@@ -29,9 +29,9 @@ struct CodeRow {
     redirect_uri: String,
     code_challenge: String,
     scope: String,
-    created_at: DateTime<Utc>,
-    expires_at: DateTime<Utc>,
-    used_at: Option<DateTime<Utc>>,
+    created_at: OffsetDateTime,
+    expires_at: OffsetDateTime,
+    used_at: Option<OffsetDateTime>,
     session_id: Option<DbUuid>,
 }
 
@@ -100,7 +100,7 @@ impl AuthorizationCodeStore for DbStore {
         session: NewSession,
         event: NewEvent,
         keep_at_most: Option<u32>,
-        at: DateTime<Utc>,
+        at: OffsetDateTime,
     ) -> Result<bool, StoreError> {
         let hash = hash.as_hex().to_owned();
         in_write_tx!(self, async |conn: &mut Conn| {

@@ -1,7 +1,6 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
@@ -11,6 +10,7 @@ use gatehouse_domain::{
     },
     ports::{OrganizationStore, StoreError},
 };
+use time::OffsetDateTime;
 
 use super::{
     super::{
@@ -187,7 +187,7 @@ struct OrganizationChangeset<'a> {
     slug: Option<&'a str>,
     default_role: Option<&'static str>,
     allow_member_invite: Option<bool>,
-    updated_at: DateTime<Utc>,
+    updated_at: OffsetDateTime,
 }
 
 #[async_trait]
@@ -282,7 +282,7 @@ impl OrganizationStore for DbStore {
         &self,
         id: OrganizationId,
         change: OrganizationChange,
-        at: DateTime<Utc>,
+        at: OffsetDateTime,
         event: NewEvent,
     ) -> Result<bool, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
@@ -309,7 +309,7 @@ impl OrganizationStore for DbStore {
     async fn delete_organization(
         &self,
         id: OrganizationId,
-        at: DateTime<Utc>,
+        at: OffsetDateTime,
         event: NewEvent,
     ) -> Result<bool, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
@@ -342,7 +342,7 @@ impl OrganizationStore for DbStore {
         })
     }
 
-    async fn purge_organizations(&self, deleted_before: DateTime<Utc>) -> Result<u64, StoreError> {
+    async fn purge_organizations(&self, deleted_before: OffsetDateTime) -> Result<u64, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             // Memberships, invitations, API keys and applications go by cascade.
             let gone = organizations::table
@@ -357,7 +357,7 @@ impl OrganizationStore for DbStore {
         &self,
         id: OrganizationId,
         plan: Plan,
-        at: DateTime<Utc>,
+        at: OffsetDateTime,
         event: NewEvent,
     ) -> Result<bool, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {

@@ -1,11 +1,11 @@
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{Email, NewEvent, OrganizationId, OrganizationPolicies, Plan, UserId},
     ports::{PlanPolicies, PolicyStore, SavedPolicies, StoreError},
 };
+use time::OffsetDateTime;
 
 use super::{
     super::{
@@ -24,7 +24,7 @@ macro_rules! read_document {
             $table::table
                 .find(DbUuid($id.as_uuid()))
                 .select(($table::document, $table::updated_at))
-                .first::<(serde_json::Value, DateTime<Utc>)>(conn)
+                .first::<(serde_json::Value, OffsetDateTime)>(conn)
                 .await
                 .optional()
                 .map_err(db_error)
@@ -129,7 +129,7 @@ impl PolicyStore for DbStore {
         &self,
         id: OrganizationId,
         policies: OrganizationPolicies,
-        at: DateTime<Utc>,
+        at: OffsetDateTime,
         event: NewEvent,
     ) -> Result<bool, StoreError> {
         save_document!(self, organization_policies, id, policies, at, event)
@@ -147,7 +147,7 @@ impl PolicyStore for DbStore {
     async fn policies_of_invitee(
         &self,
         email: &Email,
-        now: DateTime<Utc>,
+        now: OffsetDateTime,
     ) -> Result<Vec<PlanPolicies>, StoreError> {
         let email = email.clone();
         plan_policies_of!(

@@ -1,6 +1,5 @@
 //! Per table, a read struct and an insert struct, and their mapping to domain types.
 
-use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
@@ -13,6 +12,7 @@ use gatehouse_domain::{
     },
     ports::{LeasedDelivery, PendingEvent, StoreError, StoredSigningKey},
 };
+use time::OffsetDateTime;
 
 use super::super::{
     schema::{
@@ -35,9 +35,9 @@ pub(super) struct UserRow {
     pub email: String,
     pub full_name: String,
     pub password_hash: String,
-    pub password_changed_at: DateTime<Utc>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
+    pub password_changed_at: OffsetDateTime,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
 }
 
 impl UserRow {
@@ -64,9 +64,9 @@ pub(super) struct NewUserRow<'a> {
     pub email: &'a str,
     pub full_name: &'a str,
     pub password_hash: &'a str,
-    pub password_changed_at: DateTime<Utc>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
+    pub password_changed_at: OffsetDateTime,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
 }
 
 #[derive(Insertable)]
@@ -77,8 +77,8 @@ pub(super) struct NewOrganizationRow<'a> {
     pub slug: &'a str,
     pub kind: &'a str,
     pub plan: &'a str,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
 }
 
 #[derive(Queryable, Selectable)]
@@ -92,8 +92,8 @@ pub(super) struct OrganizationRow {
     pub default_role: String,
     pub allow_member_invite: bool,
     pub is_active: bool,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
 }
 
 impl OrganizationRow {
@@ -134,10 +134,10 @@ pub(super) struct NewMembershipRow<'a> {
     pub organization_id: DbUuid,
     pub user_id: DbUuid,
     pub role: &'a str,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
     pub invited_by: Option<DbUuid>,
-    pub invited_at: Option<DateTime<Utc>>,
+    pub invited_at: Option<OffsetDateTime>,
 }
 
 /// An active member: a membership joined with its user.
@@ -149,8 +149,8 @@ pub(super) struct MemberRow {
     pub full_name: String,
     pub role: String,
     pub invited_by: Option<DbUuid>,
-    pub invited_at: Option<DateTime<Utc>>,
-    pub created_at: DateTime<Utc>,
+    pub invited_at: Option<OffsetDateTime>,
+    pub created_at: OffsetDateTime,
 }
 
 impl MemberRow {
@@ -181,7 +181,7 @@ pub(super) struct InvitedMemberRow {
     pub email: String,
     pub role: String,
     pub invited_by: DbUuid,
-    pub invited_at: DateTime<Utc>,
+    pub invited_at: OffsetDateTime,
 }
 
 impl InvitedMemberRow {
@@ -211,8 +211,8 @@ pub(super) struct NewInvitationRow<'a> {
     pub role: &'a str,
     pub token_hash: &'a str,
     pub invited_by: DbUuid,
-    pub invited_at: DateTime<Utc>,
-    pub expires_at: DateTime<Utc>,
+    pub invited_at: OffsetDateTime,
+    pub expires_at: OffsetDateTime,
 }
 
 /// A pending invitation joined with its organization.
@@ -225,8 +225,8 @@ pub(super) struct InvitationRow {
     pub email: String,
     pub role: String,
     pub invited_by: DbUuid,
-    pub invited_at: DateTime<Utc>,
-    pub expires_at: DateTime<Utc>,
+    pub invited_at: OffsetDateTime,
+    pub expires_at: OffsetDateTime,
 }
 
 impl InvitationRow {
@@ -275,9 +275,9 @@ pub(super) struct NewSessionRow<'a> {
     pub id: DbUuid,
     pub user_id: DbUuid,
     pub refresh_token_hash: &'a str,
-    pub created_at: DateTime<Utc>,
-    pub expires_at: DateTime<Utc>,
-    pub last_used_at: DateTime<Utc>,
+    pub created_at: OffsetDateTime,
+    pub expires_at: OffsetDateTime,
+    pub last_used_at: OffsetDateTime,
     pub application_id: Option<DbUuid>,
     pub client_id: Option<&'a str>,
     pub scope: Option<String>,
@@ -305,9 +305,9 @@ impl<'a> NewSessionRow<'a> {
 pub(super) struct SessionRow {
     pub id: DbUuid,
     pub user_id: DbUuid,
-    pub created_at: DateTime<Utc>,
-    pub expires_at: DateTime<Utc>,
-    pub last_used_at: DateTime<Utc>,
+    pub created_at: OffsetDateTime,
+    pub expires_at: OffsetDateTime,
+    pub last_used_at: OffsetDateTime,
     pub application_id: Option<DbUuid>,
     pub client_id: Option<String>,
     pub scope: Option<String>,
@@ -345,7 +345,7 @@ pub(super) struct NewApiKeyRow<'a> {
     pub key_hash: &'a str,
     pub organization_id: DbUuid,
     pub user_id: DbUuid,
-    pub created_at: DateTime<Utc>,
+    pub created_at: OffsetDateTime,
 }
 
 #[derive(Queryable, Selectable)]
@@ -356,8 +356,8 @@ pub(super) struct ApiKeyRow {
     pub prefix: String,
     pub organization_id: DbUuid,
     pub user_id: DbUuid,
-    pub created_at: DateTime<Utc>,
-    pub last_used_at: Option<DateTime<Utc>>,
+    pub created_at: OffsetDateTime,
+    pub last_used_at: Option<OffsetDateTime>,
 }
 
 impl ApiKeyRow {
@@ -380,7 +380,7 @@ pub(super) struct SigningKeyRow {
     pub kid: String,
     pub private_key_sealed: Vec<u8>,
     pub public_key_der: Vec<u8>,
-    pub created_at: DateTime<Utc>,
+    pub created_at: OffsetDateTime,
 }
 
 impl From<SigningKeyRow> for StoredSigningKey {
@@ -413,7 +413,7 @@ pub(super) struct NewEventRow {
     pub organization_id: Option<DbUuid>,
     pub user_id: Option<DbUuid>,
     pub data: serde_json::Value,
-    pub occurred_at: DateTime<Utc>,
+    pub occurred_at: OffsetDateTime,
 }
 
 impl From<NewEvent> for NewEventRow {
@@ -437,7 +437,7 @@ pub(super) struct EventRow {
     pub event_type: String,
     pub organization_id: Option<DbUuid>,
     pub data: serde_json::Value,
-    pub occurred_at: DateTime<Utc>,
+    pub occurred_at: OffsetDateTime,
 }
 
 impl EventRow {
@@ -479,8 +479,8 @@ pub(super) struct NewEndpointRow<'a> {
     pub events: DbStrings,
     pub secret_sealed: &'a [u8],
     pub is_active: bool,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
 }
 
 #[derive(Queryable, Selectable)]
@@ -492,9 +492,9 @@ pub(super) struct EndpointRow {
     pub description: String,
     pub events: DbStrings,
     pub is_active: bool,
-    pub last_delivery_at: Option<DateTime<Utc>>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
+    pub last_delivery_at: Option<OffsetDateTime>,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
 }
 
 impl EndpointRow {
@@ -523,8 +523,8 @@ pub(crate) struct NewDeliveryRow<'a> {
     pub payload: &'a str,
     pub status: &'static str,
     pub attempt: i32,
-    pub next_attempt_at: Option<DateTime<Utc>>,
-    pub created_at: DateTime<Utc>,
+    pub next_attempt_at: Option<OffsetDateTime>,
+    pub created_at: OffsetDateTime,
 }
 
 #[derive(Queryable, Selectable)]
@@ -538,12 +538,12 @@ pub(super) struct DeliveryRow {
     pub payload: String,
     pub status: String,
     pub attempt: i32,
-    pub next_attempt_at: Option<DateTime<Utc>>,
+    pub next_attempt_at: Option<OffsetDateTime>,
     pub http_status: Option<i32>,
     pub response_body: Option<String>,
     pub duration_ms: Option<i64>,
-    pub delivered_at: Option<DateTime<Utc>>,
-    pub created_at: DateTime<Utc>,
+    pub delivered_at: Option<OffsetDateTime>,
+    pub created_at: OffsetDateTime,
 }
 
 impl DeliveryRow {

@@ -1,11 +1,11 @@
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{NewEvent, NewSession, Session, SessionId, TokenHash},
     ports::{SessionStore, StoreError},
 };
+use time::OffsetDateTime;
 
 use super::{
     super::{schema::sessions, Conn, DbStore},
@@ -30,7 +30,7 @@ impl SessionStore for DbStore {
     async fn session_by_refresh_token(
         &self,
         hash: &TokenHash,
-        now: DateTime<Utc>,
+        now: OffsetDateTime,
     ) -> Result<Option<Session>, StoreError> {
         let hash = hash.clone();
         in_read!(self, async |conn: &mut Conn| {
@@ -48,7 +48,7 @@ impl SessionStore for DbStore {
         })
     }
 
-    async fn touch_session(&self, id: SessionId, now: DateTime<Utc>) -> Result<bool, StoreError> {
+    async fn touch_session(&self, id: SessionId, now: OffsetDateTime) -> Result<bool, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             let live = sessions::table
                 .filter(sessions::id.eq(DbUuid(id.as_uuid())))
@@ -62,7 +62,7 @@ impl SessionStore for DbStore {
         })
     }
 
-    async fn is_live(&self, id: SessionId, now: DateTime<Utc>) -> Result<bool, StoreError> {
+    async fn is_live(&self, id: SessionId, now: OffsetDateTime) -> Result<bool, StoreError> {
         in_read!(self, async |conn: &mut Conn| {
             let live: i64 = sessions::table
                 .filter(sessions::id.eq(DbUuid(id.as_uuid())))
@@ -79,7 +79,7 @@ impl SessionStore for DbStore {
     async fn end_session(
         &self,
         id: SessionId,
-        at: DateTime<Utc>,
+        at: OffsetDateTime,
         event: NewEvent,
     ) -> Result<bool, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {

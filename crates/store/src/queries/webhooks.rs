@@ -9,7 +9,6 @@
 use std::collections::HashSet;
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
@@ -23,6 +22,7 @@ use gatehouse_domain::{
         WebhookStore,
     },
 };
+use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::{
@@ -128,7 +128,7 @@ struct EndpointChangeset<'a> {
     events: Option<DbStrings>,
     secret_sealed: Option<&'a [u8]>,
     is_active: Option<bool>,
-    updated_at: DateTime<Utc>,
+    updated_at: OffsetDateTime,
 }
 
 /// What a manual retry found, before mapping rows to the domain.
@@ -227,7 +227,7 @@ impl WebhookStore for DbStore {
         organization_id: OrganizationId,
         id: EndpointId,
         change: EndpointChange,
-        at: DateTime<Utc>,
+        at: OffsetDateTime,
     ) -> Result<Option<WebhookEndpoint>, StoreError> {
         let pool = self.writer.clone();
         self.runtime
@@ -333,7 +333,7 @@ impl WebhookStore for DbStore {
         &self,
         organization_id: OrganizationId,
         id: DeliveryId,
-        at: DateTime<Utc>,
+        at: OffsetDateTime,
     ) -> Result<RetryOutcome, StoreError> {
         let pool = self.writer.clone();
         self.runtime
@@ -356,7 +356,7 @@ impl WebhookStore for DbStore {
                             webhook_deliveries::attempt.eq(webhook_deliveries::attempt + 1),
                             webhook_deliveries::next_attempt_at.eq(Some(at)),
                             webhook_deliveries::lease.eq(None::<DbUuid>),
-                            webhook_deliveries::leased_until.eq(None::<DateTime<Utc>>),
+                            webhook_deliveries::leased_until.eq(None::<OffsetDateTime>),
                         ))
                         .returning(DeliveryRow::as_returning())
                         .get_result(conn)
@@ -432,7 +432,7 @@ impl WebhookStore for DbStore {
     async fn dispatch_events(
         &self,
         events: Vec<(EventId, Vec<NewDelivery>)>,
-        at: DateTime<Utc>,
+        at: OffsetDateTime,
     ) -> Result<(), StoreError> {
         if events.is_empty() {
             return Ok(());
@@ -447,8 +447,8 @@ impl WebhookStore for DbStore {
 
     async fn lease_deliveries(
         &self,
-        now: DateTime<Utc>,
-        lease_until: DateTime<Utc>,
+        now: OffsetDateTime,
+        lease_until: OffsetDateTime,
         room: LeaseRoom,
     ) -> Result<Vec<LeasedDelivery>, StoreError> {
         if room.total() == 0 {
@@ -516,7 +516,7 @@ impl WebhookStore for DbStore {
                 diesel::update(held)
                     .set((
                         webhook_deliveries::lease.eq(None::<DbUuid>),
-                        webhook_deliveries::leased_until.eq(None::<DateTime<Utc>>),
+                        webhook_deliveries::leased_until.eq(None::<OffsetDateTime>),
                     ))
                     .execute(conn)
                     .await?;
@@ -574,7 +574,7 @@ impl WebhookStore for DbStore {
 async fn end_run_of_failures(
     conn: &mut Conn,
     endpoint: DbUuid,
-    at: DateTime<Utc>,
+    at: OffsetDateTime,
 ) -> QueryResult<()> {
     diesel::update(webhook_endpoints::table.find(endpoint))
         .set((
@@ -631,7 +631,7 @@ async fn dispatch_one(
     conn: &mut Conn,
     event_id: EventId,
     deliveries: &[NewDelivery],
-    at: DateTime<Utc>,
+    at: OffsetDateTime,
 ) -> QueryResult<()> {
     let event = DbUuid(event_id.as_uuid());
     let found: Option<(String, Option<DbUuid>)> = events::table

@@ -3,7 +3,6 @@
 //! write transaction `BEGIN IMMEDIATE`: a deferred transaction that later wants to write fails
 //! with "database is locked" under concurrency instead of waiting its turn.
 
-use chrono::{DateTime, Utc};
 use diesel::{prelude::*, sqlite::SqliteConnection, ConnectionError};
 use diesel_async::{
     pooled_connection::{
@@ -14,6 +13,7 @@ use diesel_async::{
 };
 use diesel_migrations::{embed_migrations, EmbeddedMigrations};
 use futures_util::FutureExt;
+use time::OffsetDateTime;
 
 use diesel::sql_types::{BigInt, Text, TimestamptzSqlite};
 use gatehouse_domain::{model::DeliveryStatus, ports::AttemptRecord};
@@ -64,7 +64,7 @@ struct Candidate {
 /// leaser reads until it has written.
 pub(crate) async fn lease_ids(
     conn: &mut Conn,
-    now: DateTime<Utc>,
+    now: OffsetDateTime,
     limit: i64,
     busy: &[DbUuid],
 ) -> QueryResult<Vec<(DbUuid, DbUuid)>> {
@@ -152,7 +152,7 @@ async fn record_delivery(conn: &mut Conn, record: &AttemptRecord) -> QueryResult
             d::delivered_at.eq(Some(at)),
             d::next_attempt_at.eq(next_attempt_at),
             d::lease.eq(None::<DbUuid>),
-            d::leased_until.eq(None::<DateTime<Utc>>),
+            d::leased_until.eq(None::<OffsetDateTime>),
         ))
         .returning(d::endpoint_id)
         .get_result(conn)

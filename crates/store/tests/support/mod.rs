@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use chrono::{DateTime, Duration, SubsecRound, Utc};
 use diesel::{sql_types::Text, sqlite::SqliteConnection, QueryableByName};
 use diesel_async::{
     sync_connection_wrapper::SyncConnectionWrapper, AsyncConnection, AsyncPgConnection, RunQueryDsl,
@@ -19,6 +18,7 @@ use gatehouse_domain::{
 use gatehouse_store::{Backend, Store, StoreOptions};
 use gatehouse_testkit::TestDatabase;
 use serde_json::json;
+use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
 /// Runs each test body once per backend, as `<name>::postgres` and `<name>::sqlite`. The
@@ -215,8 +215,10 @@ impl Db {
 }
 
 /// The time, to the microsecond: what PostgreSQL keeps, so that round trips compare equal.
-pub fn now() -> DateTime<Utc> {
-    Utc::now().trunc_subsecs(6)
+pub fn now() -> OffsetDateTime {
+    let now = OffsetDateTime::now_utc();
+    now.replace_nanosecond(now.nanosecond() / 1_000 * 1_000)
+        .expect("a whole number of microseconds is a valid nanosecond")
 }
 
 /// What registration hands the store: the user, the personal workspace (with a generated slug,
@@ -276,7 +278,7 @@ pub fn event(
 /// A new session of the user and the hash of its (fresh) refresh token.
 pub fn session(
     user_id: UserId,
-    created_at: DateTime<Utc>,
+    created_at: OffsetDateTime,
     ttl: Duration,
 ) -> (NewSession, TokenHash) {
     let token = secret(TokenKind::Refresh);
@@ -297,7 +299,7 @@ pub fn api_key(
     user_id: UserId,
     organization_id: OrganizationId,
     name: &str,
-    created_at: DateTime<Utc>,
+    created_at: OffsetDateTime,
 ) -> (NewApiKey, TokenHash) {
     let token = secret(TokenKind::ApiKey);
     let hash = token.hash();
