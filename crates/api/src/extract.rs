@@ -264,7 +264,7 @@ pub(crate) async fn authenticate_credentials(req: &HttpRequest) -> Result<Princi
             .ok_or_else(|| {
                 ApiError::Unauthorized("Authorization must be 'Bearer <access token>'".into())
             })?;
-        return Ok(state.ports.authenticate_bearer(token).await?);
+        return Ok(state.authenticator.authenticate_bearer(token).await?);
     }
     if let Some(key) = req.headers().get(API_KEY_HEADER) {
         let key = key
@@ -272,7 +272,7 @@ pub(crate) async fn authenticate_credentials(req: &HttpRequest) -> Result<Princi
             .map_err(|_| ApiError::Unauthorized("invalid API key".into()))?;
         let organization = organization_header(req)?.ok_or_else(missing_organization_header)?;
         return Ok(state
-            .ports
+            .authenticator
             .authenticate_api_key(key.trim(), organization)
             .await?);
     }
@@ -378,7 +378,7 @@ pub(crate) async fn actor_in(
     match cached {
         Some(actor) => Ok(actor),
         None => Ok(state(req)?
-            .ports
+            .authenticator
             .actor(principal, organization, client_address(req))
             .await?),
     }

@@ -331,7 +331,7 @@ mod rate_limit_impl {
                     let mut organization_plan = None;
                     if let Some(organization) = organization_in_context(req.request()) {
                         if let Ok(actor) = app
-                            .ports
+                            .authenticator
                             .actor(principal.clone(), organization, client)
                             .await
                         {

@@ -2,16 +2,18 @@ use gatehouse_domain::{
     model::{IpRange, RateLimits},
     ports::Ports,
     service::{
-        ApiKeyService, ApplicationService, AuthService, AuthSettings, BrandingService,
-        MemberService, OAuthService, OrganizationService, PolicyService, RateLimitService,
-        SsoService, WebhookService,
+        ApiKeyService, ApplicationService, AuthService, AuthSettings, Authenticator,
+        BrandingService, MemberService, OAuthService, OrganizationService, PolicyService,
+        RateLimitService, SsoService, WebhookService,
     },
 };
 
-/// What every handler can reach: the use cases and the ports the extractors need.
+/// What every handler can reach: the use cases, each with only the ports it uses, and the whole
+/// set of ports for the clock, randomness and the readiness check.
 #[derive(Clone)]
 pub struct AppState {
     pub ports: Ports,
+    pub authenticator: Authenticator,
     pub auth: AuthService,
     pub api_keys: ApiKeyService,
     pub applications: ApplicationService,
@@ -36,23 +38,22 @@ impl AppState {
         limits: RateLimits,
         trusted_proxies: Vec<IpRange>,
     ) -> Self {
+        let auth = AuthService::new((&ports).into(), settings.clone());
         Self {
-            policies: PolicyService::new(ports.clone()),
-            branding: BrandingService::new(ports.clone()),
-            sso: SsoService::new(ports.clone(), settings.issuer.clone()),
+            authenticator: Authenticator::new((&ports).into()),
+            policies: PolicyService::new((&ports).into()),
+            branding: BrandingService::new((&ports).into()),
+            sso: SsoService::new((&ports).into(), settings.issuer.clone()),
+            members: MemberService::new((&ports).into(), settings.issuer.clone()),
+            oauth: OAuthService::new((&ports).into(), auth.clone()),
+            api_keys: ApiKeyService::new((&ports).into()),
+            applications: ApplicationService::new((&ports).into()),
+            organizations: OrganizationService::new((&ports).into()),
+            rate_limits: RateLimitService::new((&ports).into(), limits),
+            webhooks: WebhookService::new((&ports).into()),
             trusted_proxies,
             secure_cookies: settings.issuer.starts_with("https://"),
-            members: MemberService::new(ports.clone(), settings.issuer.clone()),
-            oauth: OAuthService::new(
-                ports.clone(),
-                AuthService::new(ports.clone(), settings.clone()),
-            ),
-            auth: AuthService::new(ports.clone(), settings),
-            api_keys: ApiKeyService::new(ports.clone()),
-            applications: ApplicationService::new(ports.clone()),
-            organizations: OrganizationService::new(ports.clone()),
-            rate_limits: RateLimitService::new(ports.clone(), limits),
-            webhooks: WebhookService::new(ports.clone()),
+            auth,
             ports,
         }
     }

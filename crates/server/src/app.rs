@@ -12,7 +12,9 @@ use gatehouse_delivery::{HttpsSender, SenderConfig};
 use gatehouse_domain::{
     model::{Organization, OrganizationId, Plan},
     ports::{Ports, RateLimiter, SignInAttempts, TokenSigner},
-    service::{AuthSettings, DeliveryEngine, DeliverySettings, OrganizationService},
+    service::{
+        AuthSettings, DeliveryEngine, DeliverySettings, OrganizationPorts, OrganizationService,
+    },
 };
 use gatehouse_store::{Store, StoreOptions};
 use tokio::task::JoinHandle;
@@ -126,27 +128,13 @@ pub async fn set_plan(
     id: OrganizationId,
     plan: Plan,
 ) -> anyhow::Result<Organization> {
-    let secret = secret_key::resolve(config)?;
-    let store = open_store(config).await?;
-    let keys = Arc::new(
-        KeyRing::load_or_create(
-            store.clone(),
-            secret.secret_box(),
-            Arc::new(SystemClock),
-            config.public_url_for(config.bind),
-            AuthSettings::new(String::new()).access_token_ttl,
-        )
-        .await?,
-    );
-    let ports = ports(
-        store,
-        config,
-        Arc::new(SystemClock),
-        keys,
-        secret.secret_box(),
-    )
-    .await?;
-    OrganizationService::new(ports)
+    // Only what moving a plan uses: no signing keys, no mailer, no secret key.
+    let organizations = OrganizationService::new(OrganizationPorts {
+        organizations: open_store(config).await?,
+        clock: Arc::new(SystemClock),
+        random: Arc::new(OsRandom),
+    });
+    organizations
         .set_plan(id, plan)
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))
@@ -181,7 +169,7 @@ impl Application {
         )
         .await?;
         let engine = DeliveryEngine::new(
-            ports.clone(),
+            (&ports).into(),
             DeliverySettings {
                 schedule: config.webhook_retry_schedule.clone(),
                 ..DeliverySettings::default()

@@ -3,6 +3,7 @@
 mod api_key;
 mod application;
 mod branding;
+mod delivery;
 mod email;
 mod event;
 mod ids;
@@ -35,6 +36,7 @@ pub use branding::{
     EmailBranding, EmailBrandingChange, FooterText, HexColor, HexColorError, LoginSubtitle,
     LoginTitle, SenderName,
 };
+pub use delivery::{DeliveryState, FailureRun, InvalidDeliveryState, TransitionError};
 pub use email::{Email, EmailError};
 pub use event::{EventCategory, EventType, NewEvent};
 pub use ids::{ApiKeyId, ApplicationId, EventId, InvitationId, OrganizationId, SessionId, UserId};

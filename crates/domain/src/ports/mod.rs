@@ -45,29 +45,81 @@ pub enum StoreError {
     Failed(#[source] BoxError),
 }
 
-/// Every port, as the services take them.
+/// Every port: the whole set an application that serves every use case wires once.
+///
+/// Each service takes only the ports it uses, as its own struct (`AuthPorts`,
+/// `OrganizationPorts`, ...); each of those converts from `&Ports`, so an application that has
+/// built the whole set writes `OrganizationService::new((&ports).into())`, and one that reuses a
+/// single service builds just that service's struct.
 #[derive(Clone)]
 pub struct Ports {
+    /// The [`AccountStore`].
     pub accounts: Arc<dyn AccountStore>,
+    /// The [`SessionStore`].
     pub sessions: Arc<dyn SessionStore>,
+    /// The [`ApiKeyStore`].
     pub api_keys: Arc<dyn ApiKeyStore>,
+    /// The [`MembershipStore`].
     pub memberships: Arc<dyn MembershipStore>,
+    /// The [`OrganizationStore`].
     pub organizations: Arc<dyn OrganizationStore>,
+    /// The [`MemberStore`].
     pub members: Arc<dyn MemberStore>,
+    /// The [`PolicyStore`].
     pub policies: Arc<dyn PolicyStore>,
+    /// The [`BrandingStore`].
     pub branding: Arc<dyn BrandingStore>,
+    /// The [`SsoStore`].
     pub sso: Arc<dyn SsoStore>,
+    /// The [`ApplicationStore`].
     pub applications: Arc<dyn ApplicationStore>,
+    /// The [`AuthorizationCodeStore`].
     pub authorization_codes: Arc<dyn AuthorizationCodeStore>,
+    /// The [`HealthStore`].
     pub health: Arc<dyn HealthStore>,
+    /// The [`Clock`].
     pub clock: Arc<dyn Clock>,
+    /// The [`Random`].
     pub random: Arc<dyn Random>,
+    /// The [`PasswordHasher`].
     pub hasher: Arc<dyn PasswordHasher>,
+    /// The [`TokenSigner`].
     pub signer: Arc<dyn TokenSigner>,
+    /// The [`Mailer`].
     pub mailer: Arc<dyn Mailer>,
+    /// The [`RateLimiter`].
     pub rate_limiter: Arc<dyn RateLimiter>,
+    /// The [`SignInAttempts`].
     pub sign_in_attempts: Arc<dyn SignInAttempts>,
+    /// The [`WebhookStore`].
     pub webhooks: Arc<dyn WebhookStore>,
+    /// The [`SecretCipher`].
     pub cipher: Arc<dyn SecretCipher>,
+    /// The [`WebhookSender`].
     pub sender: Arc<dyn WebhookSender>,
 }
+
+/// Declares the ports one service needs: a struct of `Arc<dyn Port>` fields named as in
+/// [`Ports`], and its conversion from the whole set.
+macro_rules! service_ports {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident { $($field:ident: $port:ident),+ $(,)? }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone)]
+        pub struct $name {
+            $(
+                #[doc = concat!("The [`", stringify!($port), "`](crate::ports::", stringify!($port), ").")]
+                pub $field: std::sync::Arc<dyn crate::ports::$port>,
+            )+
+        }
+
+        impl From<&crate::ports::Ports> for $name {
+            fn from(ports: &crate::ports::Ports) -> Self {
+                Self { $($field: std::sync::Arc::clone(&ports.$field)),+ }
+            }
+        }
+    };
+}
+pub(crate) use service_ports;

@@ -3,10 +3,10 @@
 use serde::Serialize;
 use time::OffsetDateTime;
 
-use super::{OrgAccessError, Principal};
+use super::{principal::membership_of, OrgAccessError, Principal};
 use crate::{
     model::{ApiKey, ApiKeyId, ApiKeyName, NewApiKey, OrganizationId, TokenKind},
-    ports::{Ports, StoreError},
+    ports::{service_ports, StoreError},
 };
 
 /// The create response: the only time the key itself is shown.
@@ -50,13 +50,18 @@ pub enum DeleteApiKeyError {
     Store(#[from] StoreError),
 }
 
+service_ports! {
+    /// The ports [`ApiKeyService`] uses.
+    pub struct ApiKeyPorts { api_keys: ApiKeyStore, memberships: MembershipStore, clock: Clock, random: Random }
+}
+
 #[derive(Clone)]
 pub struct ApiKeyService {
-    ports: Ports,
+    ports: ApiKeyPorts,
 }
 
 impl ApiKeyService {
-    pub fn new(ports: Ports) -> Self {
+    pub fn new(ports: ApiKeyPorts) -> Self {
         Self { ports }
     }
 
@@ -70,7 +75,7 @@ impl ApiKeyService {
         if matches!(principal, Principal::ApiKey { .. }) {
             return Err(CreateApiKeyError::NotAUser);
         }
-        self.ports.membership_of(principal, organization_id).await?;
+        membership_of(self.ports.memberships.as_ref(), principal, organization_id).await?;
         let secret = self.ports.random.secret(TokenKind::ApiKey);
         let key = self
             .ports

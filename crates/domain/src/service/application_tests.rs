@@ -72,7 +72,7 @@ fn creating_stores_the_secret_hashed_shows_it_once_and_records_the_event_without
             kept.record((new, event));
             ready(Ok(true))
         });
-    let service = ApplicationService::new(mocks.ports());
+    let service = ApplicationService::new((&mocks.ports()).into());
 
     let created = block_on(service.create(
         &ada_as(Role::Admin),
@@ -111,7 +111,7 @@ fn members_and_viewers_may_read_but_not_change_applications() {
         mocks.applications.expect_create_application().never();
         mocks.applications.expect_update_application().never();
         mocks.applications.expect_delete_application().never();
-        let service = ApplicationService::new(mocks.ports());
+        let service = ApplicationService::new((&mocks.ports()).into());
         let actor = ada_as(role);
 
         assert_eq!(block_on(service.get(&actor, APP)).unwrap(), billing());
@@ -142,7 +142,7 @@ fn an_update_saves_and_announces_only_what_changed() {
     let mut mocks = Mocks::new();
     mocks.store_has(Some(billing()));
     let saved = mocks.store_updates();
-    let service = ApplicationService::new(mocks.ports());
+    let service = ApplicationService::new((&mocks.ports()).into());
 
     let change = ApplicationChange {
         name: Some(ApplicationName::parse("Billing").unwrap()),
@@ -164,7 +164,7 @@ fn an_update_that_changes_nothing_saves_nothing() {
     let mut mocks = Mocks::new();
     mocks.store_has(Some(billing()));
     mocks.applications.expect_update_application().never();
-    let service = ApplicationService::new(mocks.ports());
+    let service = ApplicationService::new((&mocks.ports()).into());
 
     let same = ApplicationChange {
         is_active: Some(true),
@@ -181,7 +181,7 @@ fn rotating_replaces_the_secret_hash_and_announces_it_without_the_secret() {
     let mut mocks = Mocks::new();
     mocks.store_has(Some(billing()));
     let saved = mocks.store_updates();
-    let service = ApplicationService::new(mocks.ports());
+    let service = ApplicationService::new((&mocks.ports()).into());
 
     let rotated = block_on(service.rotate_secret(&ada_as(Role::Admin), APP)).unwrap();
 
@@ -199,7 +199,7 @@ fn an_application_the_organization_does_not_have_is_not_found() {
     let mut mocks = Mocks::new();
     mocks.store_has(None);
     mocks.applications.expect_delete_application().never();
-    let service = ApplicationService::new(mocks.ports());
+    let service = ApplicationService::new((&mocks.ports()).into());
     let admin = ada_as(Role::Admin);
 
     assert!(matches!(
@@ -227,7 +227,7 @@ fn deleting_records_the_application_as_it_stood() {
             kept.record(event);
             ready(Ok(true))
         });
-    let service = ApplicationService::new(mocks.ports());
+    let service = ApplicationService::new((&mocks.ports()).into());
 
     block_on(service.delete(&ada_as(Role::Admin), APP)).unwrap();
 

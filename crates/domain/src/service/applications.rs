@@ -13,7 +13,7 @@ use crate::{
         NewApplication, NewEvent, Page, PageRequest, Permission, RedirectUris, SecretToken,
         TokenHash, TokenKind,
     },
-    ports::{Ports, StoreError},
+    ports::{service_ports, StoreError},
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -33,13 +33,18 @@ pub struct ApplicationWithSecret {
     pub client_secret: SecretToken,
 }
 
+service_ports! {
+    /// The ports [`ApplicationService`] uses.
+    pub struct ApplicationPorts { applications: ApplicationStore, clock: Clock, random: Random }
+}
+
 #[derive(Clone)]
 pub struct ApplicationService {
-    ports: Ports,
+    ports: ApplicationPorts,
 }
 
 impl ApplicationService {
-    pub fn new(ports: Ports) -> Self {
+    pub fn new(ports: ApplicationPorts) -> Self {
         Self { ports }
     }
 
@@ -56,7 +61,7 @@ impl ApplicationService {
             data["changed"] = json!(changed);
         }
         event(
-            &self.ports,
+            self.ports.random.as_ref(),
             at,
             event_type,
             Some(app.organization_id),

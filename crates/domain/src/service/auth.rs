@@ -13,7 +13,7 @@ use crate::{
         PasswordHash, PasswordPolicy, Plan, SecretToken, SessionId, Slug, TokenHash, TokenKind,
         User, UserCredentials, UserId,
     },
-    ports::{AccessClaims, BoxError, HashError, NewAccount, Ports, StoreError, TokenError},
+    ports::{service_ports, AccessClaims, BoxError, HashError, NewAccount, StoreError, TokenError},
 };
 
 /// A session about to open (see [`AuthService::opening`]).
@@ -232,15 +232,20 @@ impl From<TokenError> for RefreshError {
     }
 }
 
+service_ports! {
+    /// The ports [`AuthService`] uses.
+    pub struct AuthPorts { accounts: AccountStore, sessions: SessionStore, policies: PolicyStore, sign_in_attempts: SignInAttempts, hasher: PasswordHasher, signer: TokenSigner, clock: Clock, random: Random }
+}
+
 /// The account use cases.
 #[derive(Clone)]
 pub struct AuthService {
-    ports: Ports,
+    ports: AuthPorts,
     settings: AuthSettings,
 }
 
 impl AuthService {
-    pub fn new(ports: Ports, settings: AuthSettings) -> Self {
+    pub fn new(ports: AuthPorts, settings: AuthSettings) -> Self {
         Self { ports, settings }
     }
 
@@ -320,7 +325,7 @@ impl AuthService {
         });
         let events = vec![
             event(
-                &self.ports,
+                self.ports.random.as_ref(),
                 now,
                 EventType::UserCreated,
                 None,
@@ -328,7 +333,7 @@ impl AuthService {
                 user_data,
             ),
             event(
-                &self.ports,
+                self.ports.random.as_ref(),
                 now,
                 EventType::OrganizationCreated,
                 Some(workspace.id),
@@ -415,7 +420,7 @@ impl AuthService {
             grant,
         };
         let event = event(
-            &self.ports,
+            self.ports.random.as_ref(),
             now,
             EventType::AuthLogin,
             None,
@@ -546,7 +551,7 @@ impl AuthService {
         };
         let now = self.ports.clock.now();
         let logout_event = event(
-            &self.ports,
+            self.ports.random.as_ref(),
             now,
             EventType::AuthLogout,
             None,
@@ -663,7 +668,7 @@ impl AuthService {
             .map_err(internal)?;
         let now = self.ports.clock.now();
         let changed = event(
-            &self.ports,
+            self.ports.random.as_ref(),
             now,
             EventType::AuthPasswordChanged,
             None,
@@ -768,7 +773,7 @@ impl AuthService {
         let mut data = payloads::user(&user);
         data["changed"] = json!(changed);
         let updated = event(
-            &self.ports,
+            self.ports.random.as_ref(),
             now,
             EventType::UserUpdated,
             None,

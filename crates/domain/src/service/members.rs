@@ -11,7 +11,7 @@ use crate::{
         MemberFilter, MemberStatus, NewInvitation, Organization, OrganizationType, Page,
         PageRequest, Permission, Role, TokenHash, TokenKind, UserId,
     },
-    ports::{Mail, Ports, StoreError},
+    ports::{service_ports, Mail, StoreError},
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -58,14 +58,19 @@ pub struct Removed {
     pub removed_at: OffsetDateTime,
 }
 
+service_ports! {
+    /// The ports [`MemberService`] uses.
+    pub struct MemberPorts { members: MemberStore, accounts: AccountStore, organizations: OrganizationStore, branding: BrandingStore, mailer: Mailer, clock: Clock, random: Random }
+}
+
 #[derive(Clone)]
 pub struct MemberService {
-    ports: Ports,
+    ports: MemberPorts,
     public_url: String,
 }
 
 impl MemberService {
-    pub fn new(ports: Ports, public_url: String) -> Self {
+    pub fn new(ports: MemberPorts, public_url: String) -> Self {
         Self { ports, public_url }
     }
 
@@ -151,7 +156,7 @@ impl MemberService {
             joined_at: now,
         };
         let invited = event(
-            &self.ports,
+            self.ports.random.as_ref(),
             now,
             EventType::MemberInvited,
             Some(organization.id),
@@ -299,7 +304,7 @@ impl MemberService {
             joined_at: now,
         };
         let joined = event(
-            &self.ports,
+            self.ports.random.as_ref(),
             now,
             EventType::MemberJoined,
             Some(invitation.organization_id),
@@ -370,7 +375,7 @@ impl MemberService {
         let mut data = payloads::member(&member);
         data["previous_role"] = json!(previous);
         let changed = event(
-            &self.ports,
+            self.ports.random.as_ref(),
             now,
             EventType::MemberRoleChanged,
             Some(actor.organization_id()),
@@ -413,7 +418,7 @@ impl MemberService {
         data["removed_at"] = json!(timestamp::format(now));
         data["left"] = json!(leaving);
         let removed = event(
-            &self.ports,
+            self.ports.random.as_ref(),
             now,
             EventType::MemberRemoved,
             Some(actor.organization_id()),
@@ -475,7 +480,7 @@ impl MemberService {
         }
         let now = self.ports.clock.now();
         let deleted = event(
-            &self.ports,
+            self.ports.random.as_ref(),
             now,
             EventType::UserDeleted,
             None,

@@ -15,39 +15,49 @@ mod sso;
 mod webhooks;
 
 pub use access::{Actor, Forbidden};
-pub use api_keys::{ApiKeyService, CreateApiKeyError, CreatedApiKey, DeleteApiKeyError};
-pub use applications::{ApplicationError, ApplicationService, ApplicationWithSecret};
+pub use api_keys::{
+    ApiKeyPorts, ApiKeyService, CreateApiKeyError, CreatedApiKey, DeleteApiKeyError,
+};
+pub use applications::{
+    ApplicationError, ApplicationPorts, ApplicationService, ApplicationWithSecret,
+};
 pub use auth::{
-    AccessToken, AuthService, AuthSettings, ChangePasswordError, LockedOut, LoginError,
+    AccessToken, AuthPorts, AuthService, AuthSettings, ChangePasswordError, LockedOut, LoginError,
     ProfileChange, RefreshError, RegisterError, Registered, TokenPair, UpdateProfileError,
 };
-pub use members::{MemberError, MemberService, Removed, RoleChanged};
+pub use members::{MemberError, MemberPorts, MemberService, Removed, RoleChanged};
 pub use oauth::{
-    Authorization, AuthorizeError, AuthorizeRequest, ClientCredentials, OAuthService, OAuthTokens,
-    TokenEndpointError, TokenGrant,
+    Authorization, AuthorizeError, AuthorizeRequest, ClientCredentials, OAuthPorts, OAuthService,
+    OAuthTokens, TokenEndpointError, TokenGrant,
 };
 pub use organizations::{
-    DeletedOrganization, OrganizationError, OrganizationService, RETENTION_DAYS,
+    DeletedOrganization, OrganizationError, OrganizationPorts, OrganizationService, RETENTION_DAYS,
 };
-pub use policies::{BrandingService, BrandingView, PolicyService, PolicyView, SettingsError};
-pub use principal::{AuthenticateError, OrgAccessError, Principal};
-pub use rate_limit::{Caller, RateLimitCheckError, RateLimitService};
-pub use sso::{NewSsoConfiguration, SsoService, SsoView};
+pub use policies::{
+    BrandingPorts, BrandingService, BrandingView, PolicyPorts, PolicyService, PolicyView,
+    SettingsError,
+};
+pub use principal::{
+    AuthenticateError, Authenticator, AuthenticatorPorts, OrgAccessError, Principal,
+};
+pub use rate_limit::{Caller, RateLimitCheckError, RateLimitPorts, RateLimitService};
+pub use sso::{NewSsoConfiguration, SsoPorts, SsoService, SsoView};
 pub use webhooks::{
-    AttemptOutcome, CreatedEndpoint, DeliveryEngine, DeliverySettings, EndpointUpdate,
-    SecretRuleError, SigningSecret, WebhookError, WebhookService, DISABLE_AFTER_FAILURES,
+    AttemptOutcome, CreatedEndpoint, DeliveryEngine, DeliveryPorts, DeliverySettings,
+    EndpointUpdate, SecretRuleError, SigningSecret, WebhookError, WebhookPorts, WebhookService,
+    DISABLE_AFTER_FAILURES,
 };
 
 use time::OffsetDateTime;
 
 use crate::{
     model::{EventType, NewEvent, OrganizationId, UserId},
-    ports::Ports,
+    ports::Random,
 };
 
 /// Builds an outbox event with a fresh id, stamped with the time of the change.
 pub(crate) fn event(
-    ports: &Ports,
+    random: &dyn Random,
     at: OffsetDateTime,
     event_type: EventType,
     organization_id: Option<OrganizationId>,
@@ -55,7 +65,7 @@ pub(crate) fn event(
     data: serde_json::Value,
 ) -> NewEvent {
     NewEvent {
-        id: ports.random.uuid().into(),
+        id: random.uuid().into(),
         event_type,
         organization_id,
         user_id,

@@ -14,7 +14,7 @@ use crate::{
         OAuthErrorCode, RedirectUri, Scope, SecretToken, SessionId, State, TokenHash, TokenKind,
         UserId, AUTHORIZATION_CODE_SECONDS,
     },
-    ports::{BoxError, Ports, StoreError},
+    ports::{service_ports, BoxError, StoreError},
 };
 
 /// The authorization request's parameters, as the client sent them.
@@ -52,15 +52,20 @@ pub enum AuthorizeError {
     Store(#[from] StoreError),
 }
 
+service_ports! {
+    /// The ports [`OAuthService`] uses.
+    pub struct OAuthPorts { applications: ApplicationStore, authorization_codes: AuthorizationCodeStore, accounts: AccountStore, sessions: SessionStore, memberships: MembershipStore, organizations: OrganizationStore, branding: BrandingStore, clock: Clock, random: Random }
+}
+
 #[derive(Clone)]
 pub struct OAuthService {
-    ports: Ports,
+    ports: OAuthPorts,
     /// Opens and refreshes sessions the way a password login does (policies, limits, tokens).
     auth: AuthService,
 }
 
 impl OAuthService {
-    pub fn new(ports: Ports, auth: AuthService) -> Self {
+    pub fn new(ports: OAuthPorts, auth: AuthService) -> Self {
         Self { ports, auth }
     }
 
@@ -489,7 +494,7 @@ impl OAuthService {
         now: OffsetDateTime,
     ) -> Result<(), StoreError> {
         let ended = event(
-            &self.ports,
+            self.ports.random.as_ref(),
             now,
             EventType::AuthLogout,
             None,

@@ -53,7 +53,10 @@ fn request() -> AuthorizeRequest {
 impl Mocks {
     fn oauth(self) -> OAuthService {
         let ports = self.ports();
-        OAuthService::new(ports.clone(), AuthService::new(ports, settings()))
+        OAuthService::new(
+            (&ports).into(),
+            AuthService::new((&ports).into(), settings()),
+        )
     }
 
     fn application_is(&mut self, app: Option<Application>) {

@@ -10,7 +10,7 @@ use crate::{
         OrganizationFilter, OrganizationId, OrganizationName, OrganizationSettings,
         OrganizationType, Page, PageRequest, Permission, Plan, Slug,
     },
-    ports::{Ports, StoreError},
+    ports::{service_ports, StoreError},
 };
 
 /// How many times creation retries when a concurrent request took the same generated slug.
@@ -46,13 +46,18 @@ pub struct DeletedOrganization {
     pub deleted_at: OffsetDateTime,
 }
 
+service_ports! {
+    /// The ports [`OrganizationService`] uses.
+    pub struct OrganizationPorts { organizations: OrganizationStore, clock: Clock, random: Random }
+}
+
 #[derive(Clone)]
 pub struct OrganizationService {
-    ports: Ports,
+    ports: OrganizationPorts,
 }
 
 impl OrganizationService {
-    pub fn new(ports: Ports) -> Self {
+    pub fn new(ports: OrganizationPorts) -> Self {
         Self { ports }
     }
 
@@ -126,7 +131,7 @@ impl OrganizationService {
                 updated_at: now,
             };
             let created = event(
-                &self.ports,
+                self.ports.random.as_ref(),
                 now,
                 EventType::OrganizationCreated,
                 Some(organization.id),
@@ -188,7 +193,7 @@ impl OrganizationService {
         let mut data = payloads::organization(&organization);
         data["changed"] = json!(changed);
         let updated = event(
-            &self.ports,
+            self.ports.random.as_ref(),
             now,
             EventType::OrganizationUpdated,
             Some(organization.id),
@@ -226,7 +231,7 @@ impl OrganizationService {
         data["changed"] = json!(["is_active"]);
         data["deleted_at"] = json!(timestamp::format(now));
         let deleted = event(
-            &self.ports,
+            self.ports.random.as_ref(),
             now,
             EventType::OrganizationUpdated,
             Some(organization.id),
@@ -265,7 +270,7 @@ impl OrganizationService {
         organization.plan = plan;
         organization.updated_at = now;
         let changed = event(
-            &self.ports,
+            self.ports.random.as_ref(),
             now,
             EventType::BillingSubscriptionUpdated,
             Some(id),

@@ -10,7 +10,7 @@ use crate::{
         Branding, BrandingChange, ClientAddress, EventType, Feature, NewEvent, Organization,
         OrganizationId, OrganizationPolicies, Permission, Plan,
     },
-    ports::{Ports, StoreError},
+    ports::{service_ports, OrganizationStore, Random, StoreError},
 };
 
 /// Why a Business-plan configuration could not be read or saved.
@@ -68,11 +68,10 @@ pub(crate) fn require_feature(
 
 /// The live organization of the actor, for the event and for defaults' timestamps.
 pub(crate) async fn organization_of(
-    ports: &Ports,
+    organizations: &dyn OrganizationStore,
     actor: &Actor,
 ) -> Result<Organization, SettingsError> {
-    ports
-        .organizations
+    organizations
         .organization(actor.organization_id())
         .await?
         .ok_or(SettingsError::NotFound)
@@ -81,7 +80,7 @@ pub(crate) async fn organization_of(
 /// `organization.updated` naming what changed (`policies.session_policy`, `branding.logo_url`,
 /// `sso`, ...).
 pub(crate) fn updated_event(
-    ports: &Ports,
+    random: &dyn Random,
     actor: &Actor,
     organization: &Organization,
     changed: &[String],
@@ -90,7 +89,7 @@ pub(crate) fn updated_event(
     let mut data = payloads::organization(organization);
     data["changed"] = json!(changed);
     event(
-        ports,
+        random,
         at,
         EventType::OrganizationUpdated,
         Some(organization.id),
@@ -108,13 +107,18 @@ pub struct PolicyView {
     pub updated_at: OffsetDateTime,
 }
 
+service_ports! {
+    /// The ports [`PolicyService`] uses.
+    pub struct PolicyPorts { policies: PolicyStore, organizations: OrganizationStore, clock: Clock, random: Random }
+}
+
 #[derive(Clone)]
 pub struct PolicyService {
-    ports: Ports,
+    ports: PolicyPorts,
 }
 
 impl PolicyService {
-    pub fn new(ports: Ports) -> Self {
+    pub fn new(ports: PolicyPorts) -> Self {
         Self { ports }
     }
 
@@ -136,7 +140,9 @@ impl PolicyService {
             None => Ok(PolicyView {
                 organization_id,
                 policies: OrganizationPolicies::default(),
-                updated_at: organization_of(&self.ports, actor).await?.created_at,
+                updated_at: organization_of(self.ports.organizations.as_ref(), actor)
+                    .await?
+                    .created_at,
             }),
         }
     }
@@ -174,9 +180,15 @@ impl PolicyService {
         if changed.is_empty() {
             return Ok(current);
         }
-        let organization = organization_of(&self.ports, actor).await?;
+        let organization = organization_of(self.ports.organizations.as_ref(), actor).await?;
         let now = self.ports.clock.now();
-        let updated = updated_event(&self.ports, actor, &organization, &changed, now);
+        let updated = updated_event(
+            self.ports.random.as_ref(),
+            actor,
+            &organization,
+            &changed,
+            now,
+        );
         if !self
             .ports
             .policies
@@ -202,13 +214,18 @@ pub struct BrandingView {
     pub updated_at: OffsetDateTime,
 }
 
+service_ports! {
+    /// The ports [`BrandingService`] uses.
+    pub struct BrandingPorts { branding: BrandingStore, organizations: OrganizationStore, clock: Clock, random: Random }
+}
+
 #[derive(Clone)]
 pub struct BrandingService {
-    ports: Ports,
+    ports: BrandingPorts,
 }
 
 impl BrandingService {
-    pub fn new(ports: Ports) -> Self {
+    pub fn new(ports: BrandingPorts) -> Self {
         Self { ports }
     }
 
@@ -230,7 +247,9 @@ impl BrandingService {
             None => Ok(BrandingView {
                 organization_id,
                 branding: Branding::default(),
-                updated_at: organization_of(&self.ports, actor).await?.created_at,
+                updated_at: organization_of(self.ports.organizations.as_ref(), actor)
+                    .await?
+                    .created_at,
             }),
         }
     }
@@ -251,9 +270,15 @@ impl BrandingService {
         if changed.is_empty() {
             return Ok(view);
         }
-        let organization = organization_of(&self.ports, actor).await?;
+        let organization = organization_of(self.ports.organizations.as_ref(), actor).await?;
         let now = self.ports.clock.now();
-        let updated = updated_event(&self.ports, actor, &organization, &changed, now);
+        let updated = updated_event(
+            self.ports.random.as_ref(),
+            actor,
+            &organization,
+            &changed,
+            now,
+        );
         if !self
             .ports
             .branding

@@ -12,8 +12,8 @@ use super::{
         now, ready, Mocks, Seen, ACME, ADA, ADA_EMAIL, ADA_PASSWORD, ADA_SESSION, NEW_PASSWORD,
         REFRESH_TOKEN,
     },
-    Actor, ChangePasswordError, LoginError, OrgAccessError, PolicyService, RefreshError,
-    RegisterError, SettingsError,
+    Actor, Authenticator, ChangePasswordError, LoginError, OrgAccessError, PolicyService,
+    RefreshError, RegisterError, SettingsError,
 };
 use crate::{
     model::{
@@ -390,14 +390,15 @@ fn a_request_from_outside_the_allowlist_is_refused_and_one_from_inside_admitted(
     let mut mocks = Mocks::new();
     mocks.policies = crate::ports::MockPolicyStore::new();
     allowlisted_acme(&mut mocks, Plan::Business);
-    let ports = mocks.ports();
+    let authenticator = Authenticator::new((&mocks.ports()).into());
 
-    let outside = block_on(ports.actor(ada_in_session(), ACME, address("198.51.100.7")));
+    let outside = block_on(authenticator.actor(ada_in_session(), ACME, address("198.51.100.7")));
     assert!(matches!(
         outside,
         Err(OrgAccessError::AddressNotAllowed(a)) if a == address("198.51.100.7")
     ));
-    let inside = block_on(ports.actor(ada_in_session(), ACME, address("192.0.2.44"))).unwrap();
+    let inside =
+        block_on(authenticator.actor(ada_in_session(), ACME, address("192.0.2.44"))).unwrap();
     assert_eq!(inside.organization_id(), ACME);
 }
 
@@ -408,9 +409,9 @@ fn the_allowlist_of_a_downgraded_organization_is_not_enforced() {
     allowlisted_acme(&mut mocks, Plan::Pro);
     mocks.policies.checkpoint();
     mocks.policies.expect_policies().never();
-    let ports = mocks.ports();
+    let authenticator = Authenticator::new((&mocks.ports()).into());
 
-    assert!(block_on(ports.actor(ada_in_session(), ACME, address("198.51.100.7"))).is_ok());
+    assert!(block_on(authenticator.actor(ada_in_session(), ACME, address("198.51.100.7"))).is_ok());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -420,7 +421,7 @@ fn the_allowlist_of_a_downgraded_organization_is_not_enforced() {
 #[test]
 fn policies_need_the_business_plan_and_say_so() {
     let mocks = Mocks::new();
-    let service = PolicyService::new(mocks.ports());
+    let service = PolicyService::new((&mocks.ports()).into());
 
     let error =
         block_on(service.policies(&ada_acting_in_acme(Role::Owner, Plan::Pro))).unwrap_err();
@@ -441,7 +442,7 @@ fn policies_need_the_business_plan_and_say_so() {
 #[test]
 fn policies_are_for_owners_and_admins() {
     let mocks = Mocks::new();
-    let service = PolicyService::new(mocks.ports());
+    let service = PolicyService::new((&mocks.ports()).into());
 
     let error =
         block_on(service.policies(&ada_acting_in_acme(Role::Member, Plan::Business))).unwrap_err();
@@ -459,7 +460,7 @@ fn an_organization_that_never_saved_policies_has_the_defaults_since_its_creation
         .organizations
         .expect_organization()
         .returning(|_| ready(Ok(Some(acme(Plan::Business)))));
-    let service = PolicyService::new(mocks.ports());
+    let service = PolicyService::new((&mocks.ports()).into());
 
     let view =
         block_on(service.policies(&ada_acting_in_acme(Role::Admin, Plan::Business))).unwrap();
@@ -472,7 +473,7 @@ fn an_organization_that_never_saved_policies_has_the_defaults_since_its_creation
 fn saving_an_allowlist_without_your_own_address_is_refused_as_a_lockout() {
     let mut mocks = Mocks::new();
     mocks.policies.expect_save_policies().never();
-    let service = PolicyService::new(mocks.ports());
+    let service = PolicyService::new((&mocks.ports()).into());
 
     let result = block_on(service.replace(
         &ada_acting_in_acme(Role::Owner, Plan::Business),
@@ -500,7 +501,7 @@ fn saving_policies_records_organization_updated_naming_the_changed_sections() {
             seen.record((org, policies, at, event));
             ready(Ok(true))
         });
-    let service = PolicyService::new(mocks.ports());
+    let service = PolicyService::new((&mocks.ports()).into());
     let new = policies(|p| {
         p.ip_allowlist = office_only();
         p.session_policy = tight_sessions().session_policy;

@@ -7,7 +7,7 @@ use crate::{
     model::{
         ApiKeyId, ClientAddress, Feature, Membership, OrganizationId, SessionId, TokenHash, UserId,
     },
-    ports::{Ports, StoreError, TokenError},
+    ports::{service_ports, MembershipStore, StoreError, TokenError},
 };
 
 /// An authenticated caller.
@@ -69,7 +69,31 @@ pub enum OrgAccessError {
 /// before it is decoded or its signature checked.
 pub const MAX_ACCESS_TOKEN_BYTES: usize = 8 * 1024;
 
-impl Ports {
+service_ports! {
+    /// The ports [`Authenticator`] uses.
+    pub struct AuthenticatorPorts {
+        signer: TokenSigner,
+        sessions: SessionStore,
+        api_keys: ApiKeyStore,
+        memberships: MembershipStore,
+        policies: PolicyStore,
+        clock: Clock,
+    }
+}
+
+/// Tells who is calling: checks a Bearer token or an API key, and what the caller may reach
+/// inside an organization.
+#[derive(Clone)]
+pub struct Authenticator {
+    ports: AuthenticatorPorts,
+}
+
+impl Authenticator {
+    /// An authenticator on these ports.
+    pub fn new(ports: AuthenticatorPorts) -> Self {
+        Self { ports }
+    }
+
     /// Authenticates a Bearer access token: a valid signature and claims, and a live session.
     pub async fn authenticate_bearer(&self, token: &str) -> Result<Principal, AuthenticateError> {
         if token.len() > MAX_ACCESS_TOKEN_BYTES {
@@ -77,11 +101,16 @@ impl Ports {
                 "invalid or expired access token",
             ));
         }
-        let claims = self.signer.verify(token).await.map_err(|e| match e {
+        let claims = self.ports.signer.verify(token).await.map_err(|e| match e {
             TokenError::Invalid => AuthenticateError::Invalid("invalid or expired access token"),
             failed @ TokenError::Failed(_) => AuthenticateError::Internal(failed),
         })?;
-        if !self.sessions.is_live(claims.sid, self.clock.now()).await? {
+        if !self
+            .ports
+            .sessions
+            .is_live(claims.sid, self.ports.clock.now())
+            .await?
+        {
             return Err(AuthenticateError::Invalid("the session has ended"));
         }
         Ok(Principal::User {
@@ -96,8 +125,9 @@ impl Ports {
         key: &str,
         organization_id: OrganizationId,
     ) -> Result<Principal, AuthenticateError> {
-        let now: OffsetDateTime = self.clock.now();
+        let now: OffsetDateTime = self.ports.clock.now();
         let api_key = self
+            .ports
             .api_keys
             .use_api_key(&TokenHash::of(key), now)
             .await?
@@ -122,10 +152,11 @@ impl Ports {
         organization_id: OrganizationId,
         client: ClientAddress,
     ) -> Result<Actor, OrgAccessError> {
-        let membership = self.membership_of(&principal, organization_id).await?;
+        let membership =
+            membership_of(self.ports.memberships.as_ref(), &principal, organization_id).await?;
         // Policies bind only while the plan includes them; a downgrade stops enforcing.
         if membership.plan.includes(Feature::Policies) {
-            if let Some(saved) = self.policies.policies(organization_id).await? {
+            if let Some(saved) = self.ports.policies.policies(organization_id).await? {
                 if !saved.policies.ip_allowlist.permits(client.0) {
                     return Err(OrgAccessError::AddressNotAllowed(client));
                 }
@@ -143,18 +174,28 @@ impl Ports {
         principal: &Principal,
         organization_id: OrganizationId,
     ) -> Result<Membership, OrgAccessError> {
-        if let Principal::ApiKey {
-            organization_id: own,
-            ..
-        } = principal
-        {
-            if *own != organization_id {
-                return Err(OrgAccessError::NotFound);
-            }
-        }
-        self.memberships
-            .membership(principal.user_id(), organization_id)
-            .await?
-            .ok_or(OrgAccessError::NotFound)
+        membership_of(self.ports.memberships.as_ref(), principal, organization_id).await
     }
+}
+
+/// The principal's membership in an organization; outsiders (an API key of another
+/// organization included) get `NotFound`.
+pub(crate) async fn membership_of(
+    memberships: &dyn MembershipStore,
+    principal: &Principal,
+    organization_id: OrganizationId,
+) -> Result<Membership, OrgAccessError> {
+    if let Principal::ApiKey {
+        organization_id: own,
+        ..
+    } = principal
+    {
+        if *own != organization_id {
+            return Err(OrgAccessError::NotFound);
+        }
+    }
+    memberships
+        .membership(principal.user_id(), organization_id)
+        .await?
+        .ok_or(OrgAccessError::NotFound)
 }

@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use super::Principal;
 use crate::{
     model::{Plan, RateLimits},
-    ports::{Ports, RateDecision, RateLimitError, StoreError},
+    ports::{service_ports, RateDecision, RateLimitError, StoreError},
 };
 
 /// Who a request is counted against.
@@ -30,14 +30,19 @@ pub enum RateLimitCheckError {
     Store(#[from] StoreError),
 }
 
+service_ports! {
+    /// The ports [`RateLimitService`] uses.
+    pub struct RateLimitPorts { rate_limiter: RateLimiter, memberships: MembershipStore, clock: Clock }
+}
+
 #[derive(Clone)]
 pub struct RateLimitService {
-    ports: Ports,
+    ports: RateLimitPorts,
     limits: RateLimits,
 }
 
 impl RateLimitService {
-    pub fn new(ports: Ports, limits: RateLimits) -> Self {
+    pub fn new(ports: RateLimitPorts, limits: RateLimits) -> Self {
         Self { ports, limits }
     }
 

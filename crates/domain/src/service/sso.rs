@@ -13,7 +13,7 @@ use crate::{
         sp_acs_url, sp_entity_id, DomainWhitelist, Feature, HttpsUrl, IdpCertificate, IdpEntityId,
         OrganizationId, Permission, ProvisionRole, SsoChange, SsoConfiguration, SsoProvider,
     },
-    ports::{Ports, StoreError},
+    ports::{service_ports, StoreError},
 };
 
 /// What `POST /sso/configurations` asks for, parsed.
@@ -36,15 +36,20 @@ pub struct SsoView {
     pub sp_acs_url: String,
 }
 
+service_ports! {
+    /// The ports [`SsoService`] uses.
+    pub struct SsoPorts { sso: SsoStore, organizations: OrganizationStore, clock: Clock, random: Random }
+}
+
 #[derive(Clone)]
 pub struct SsoService {
-    ports: Ports,
+    ports: SsoPorts,
     /// The service's public URL, the base of the service-provider addresses.
     public_url: String,
 }
 
 impl SsoService {
-    pub fn new(ports: Ports, public_url: String) -> Self {
+    pub fn new(ports: SsoPorts, public_url: String) -> Self {
         Self { ports, public_url }
     }
 
@@ -91,7 +96,7 @@ impl SsoService {
         new: NewSsoConfiguration,
     ) -> Result<SsoView, SettingsError> {
         Self::authorize(actor)?;
-        let organization = organization_of(&self.ports, actor).await?;
+        let organization = organization_of(self.ports.organizations.as_ref(), actor).await?;
         let now = self.ports.clock.now();
         let configuration = SsoConfiguration {
             organization_id: organization.id,
@@ -106,7 +111,13 @@ impl SsoService {
             created_at: now,
             updated_at: now,
         };
-        let event = updated_event(&self.ports, actor, &organization, &["sso".to_owned()], now);
+        let event = updated_event(
+            self.ports.random.as_ref(),
+            actor,
+            &organization,
+            &["sso".to_owned()],
+            now,
+        );
         match self
             .ports
             .sso
@@ -142,10 +153,16 @@ impl SsoService {
         if changed.is_empty() {
             return Ok(view);
         }
-        let organization = organization_of(&self.ports, actor).await?;
+        let organization = organization_of(self.ports.organizations.as_ref(), actor).await?;
         let now: OffsetDateTime = self.ports.clock.now();
         view.configuration.updated_at = now;
-        let event = updated_event(&self.ports, actor, &organization, &changed, now);
+        let event = updated_event(
+            self.ports.random.as_ref(),
+            actor,
+            &organization,
+            &changed,
+            now,
+        );
         if !self
             .ports
             .sso

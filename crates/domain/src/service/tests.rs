@@ -6,21 +6,19 @@
 //! The ports are `#[async_trait]` traits mocked after `async_trait` has run, so an async method's
 //! mock returns a boxed future: [`ready`] makes one.
 
-use std::{
-    future::Future,
-    pin::Pin,
-    sync::{Arc, Mutex},
-};
+use std::sync::{Arc, Mutex};
 
 use futures::executor::block_on;
 use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
 use super::{
-    Actor, ApiKeyService, AuthService, AuthSettings, AuthenticateError, ChangePasswordError,
-    CreateApiKeyError, LoginError, OrgAccessError, Principal, RefreshError, RegisterError,
+    Actor, ApiKeyService, AuthService, AuthSettings, AuthenticateError, Authenticator,
+    ChangePasswordError, CreateApiKeyError, LoginError, OrgAccessError, Principal, RefreshError,
+    RegisterError,
 };
 use crate::{
+    mock::MockPorts,
     model::{
         ApiKey, ApiKeyId, ApiKeyName, ApplicationId, ClientGrant, ClientId, Email, EventType,
         FailedSignIns, FullName, Membership, NewApiKey, NewEvent, NewSession, Organization,
@@ -29,12 +27,8 @@ use crate::{
         TokenKind, User, UserCredentials, UserId,
     },
     ports::{
-        AccessClaims, MockAccountStore, MockApiKeyStore, MockApplicationStore,
-        MockAuthorizationCodeStore, MockBrandingStore, MockClock, MockHealthStore, MockMailer,
-        MockMemberStore, MockMembershipStore, MockOrganizationStore, MockPasswordHasher,
-        MockPolicyStore, MockRandom, MockRateLimiter, MockSecretCipher, MockSessionStore,
-        MockSignInAttempts, MockSsoStore, MockTokenSigner, MockWebhookSender, MockWebhookStore,
-        NewAccount, PlanPolicies, Ports, StoreError, TokenError,
+        AccessClaims, MockPolicyStore, MockSignInAttempts, NewAccount, PlanPolicies, Ports,
+        StoreError, TokenError,
     },
 };
 
@@ -185,12 +179,7 @@ pub(super) fn settings() -> AuthSettings {
     AuthSettings::new(ISSUER.to_owned())
 }
 
-/// A mocked async method's return value.
-type Fut<T> = Pin<Box<dyn Future<Output = T> + Send>>;
-
-pub(super) fn ready<T: Send + 'static>(value: T) -> Fut<T> {
-    Box::pin(std::future::ready(value))
-}
+pub(super) use crate::mock::ready;
 
 /// Keeps what a mock was called with, for the test to look at afterwards.
 pub(super) struct Seen<T>(Arc<Mutex<Vec<T>>>);
@@ -223,98 +212,44 @@ impl<T> Seen<T> {
     }
 }
 
-/// Every port, mocked. The clock is stopped at [`now`], ids count up from
+/// Every port, mocked ([`MockPorts`]). The clock is stopped at [`now`], ids count up from
 /// `f0000000-…-0001`, and secrets are [`secret_of`] their kind; everything else has no
 /// expectations until a test sets them.
-pub(super) struct Mocks {
-    pub(super) accounts: MockAccountStore,
-    pub(super) sessions: MockSessionStore,
-    pub(super) api_keys: MockApiKeyStore,
-    pub(super) memberships: MockMembershipStore,
-    pub(super) organizations: MockOrganizationStore,
-    pub(super) members: MockMemberStore,
-    pub(super) policies: MockPolicyStore,
-    pub(super) branding: MockBrandingStore,
-    pub(super) sso: MockSsoStore,
-    pub(super) applications: MockApplicationStore,
-    pub(super) authorization_codes: MockAuthorizationCodeStore,
-    pub(super) health: MockHealthStore,
-    pub(super) clock: MockClock,
-    pub(super) random: MockRandom,
-    pub(super) hasher: MockPasswordHasher,
-    pub(super) signer: MockTokenSigner,
-    pub(super) mailer: MockMailer,
-    pub(super) rate_limiter: MockRateLimiter,
-    pub(super) sign_in_attempts: MockSignInAttempts,
-    pub(super) webhooks: MockWebhookStore,
-    pub(super) cipher: MockSecretCipher,
-    pub(super) sender: MockWebhookSender,
+pub(super) struct Mocks(MockPorts);
+
+impl std::ops::Deref for Mocks {
+    type Target = MockPorts;
+    fn deref(&self) -> &MockPorts {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Mocks {
+    fn deref_mut(&mut self) -> &mut MockPorts {
+        &mut self.0
+    }
 }
 
 impl Mocks {
     pub(super) fn new() -> Self {
-        let mut clock = MockClock::new();
-        clock.expect_now().return_const(now());
-        let mut random = MockRandom::new();
+        let mut mocks = MockPorts::new();
+        mocks.clock.expect_now().return_const(now());
         let mut issued: u128 = 0;
-        random.expect_uuid().returning(move || {
+        mocks.random.expect_uuid().returning(move || {
             issued += 1;
             Uuid::from_u128((0xf000_0000 << 96) | issued)
         });
-        random
+        mocks
+            .random
             .expect_secret()
             .returning(|kind| SecretToken::new(secret_of(kind)));
-        Self {
-            accounts: MockAccountStore::new(),
-            sessions: MockSessionStore::new(),
-            api_keys: MockApiKeyStore::new(),
-            memberships: MockMembershipStore::new(),
-            organizations: MockOrganizationStore::new(),
-            members: MockMemberStore::new(),
-            policies: no_policies(),
-            branding: MockBrandingStore::new(),
-            sso: MockSsoStore::new(),
-            applications: MockApplicationStore::new(),
-            authorization_codes: MockAuthorizationCodeStore::new(),
-            health: MockHealthStore::new(),
-            clock,
-            random,
-            hasher: MockPasswordHasher::new(),
-            signer: MockTokenSigner::new(),
-            mailer: MockMailer::new(),
-            rate_limiter: MockRateLimiter::new(),
-            sign_in_attempts: no_failed_sign_ins(),
-            webhooks: MockWebhookStore::new(),
-            cipher: MockSecretCipher::new(),
-            sender: MockWebhookSender::new(),
-        }
+        mocks.policies = no_policies();
+        mocks.sign_in_attempts = no_failed_sign_ins();
+        Self(mocks)
     }
 
     pub(super) fn ports(self) -> Ports {
-        Ports {
-            accounts: Arc::new(self.accounts),
-            sessions: Arc::new(self.sessions),
-            api_keys: Arc::new(self.api_keys),
-            memberships: Arc::new(self.memberships),
-            organizations: Arc::new(self.organizations),
-            members: Arc::new(self.members),
-            policies: Arc::new(self.policies),
-            branding: Arc::new(self.branding),
-            sso: Arc::new(self.sso),
-            applications: Arc::new(self.applications),
-            authorization_codes: Arc::new(self.authorization_codes),
-            health: Arc::new(self.health),
-            clock: Arc::new(self.clock),
-            random: Arc::new(self.random),
-            hasher: Arc::new(self.hasher),
-            signer: Arc::new(self.signer),
-            mailer: Arc::new(self.mailer),
-            rate_limiter: Arc::new(self.rate_limiter),
-            sign_in_attempts: Arc::new(self.sign_in_attempts),
-            webhooks: Arc::new(self.webhooks),
-            cipher: Arc::new(self.cipher),
-            sender: Arc::new(self.sender),
-        }
+        self.0.into_ports()
     }
 
     /// Ada belongs to (and, registering, is invited by) organizations with these plans and
@@ -333,11 +268,11 @@ impl Mocks {
     }
 
     pub(super) fn auth(self) -> AuthService {
-        AuthService::new(self.ports(), settings())
+        AuthService::new((&self.ports()).into(), settings())
     }
 
     fn api_key_service(self) -> ApiKeyService {
-        ApiKeyService::new(self.ports())
+        ApiKeyService::new((&self.ports()).into())
     }
 
     // Common set-ups, named for what they make true.
@@ -1049,7 +984,8 @@ fn a_bearer_token_the_signer_rejects_is_invalid_without_a_session_lookup() {
         .returning(|_| ready(Err(TokenError::Invalid)));
     mocks.sessions.expect_is_live().never();
 
-    let result = block_on(mocks.ports().authenticate_bearer("forged"));
+    let result =
+        block_on(Authenticator::new((&mocks.ports()).into()).authenticate_bearer("forged"));
 
     assert!(matches!(result, Err(AuthenticateError::Invalid(_))));
 }
@@ -1062,7 +998,7 @@ fn a_signer_failure_is_internal_not_invalid() {
         .expect_verify()
         .returning(|_| ready(Err(TokenError::Failed("no keys loaded".into()))));
 
-    let result = block_on(mocks.ports().authenticate_bearer(SIGNED));
+    let result = block_on(Authenticator::new((&mocks.ports()).into()).authenticate_bearer(SIGNED));
 
     assert!(matches!(result, Err(AuthenticateError::Internal(_))));
 }
@@ -1081,7 +1017,7 @@ fn a_valid_bearer_token_of_an_ended_session_is_invalid() {
         .times(1)
         .returning(|_, _| ready(Ok(false)));
 
-    let result = block_on(mocks.ports().authenticate_bearer(SIGNED));
+    let result = block_on(Authenticator::new((&mocks.ports()).into()).authenticate_bearer(SIGNED));
 
     assert!(matches!(result, Err(AuthenticateError::Invalid(_))));
 }
@@ -1101,7 +1037,8 @@ fn a_valid_bearer_token_of_a_live_session_is_its_user() {
         .times(1)
         .returning(|_, _| ready(Ok(true)));
 
-    let principal = block_on(mocks.ports().authenticate_bearer(SIGNED)).unwrap();
+    let principal =
+        block_on(Authenticator::new((&mocks.ports()).into()).authenticate_bearer(SIGNED)).unwrap();
 
     assert_eq!(principal, ada_in_session());
 }
@@ -1134,8 +1071,7 @@ fn an_unknown_api_key_is_invalid() {
         .returning(|_, _| ready(Ok(None)));
 
     let result = block_on(
-        mocks
-            .ports()
+        Authenticator::new((&mocks.ports()).into())
             .authenticate_api_key(&secret_of(TokenKind::ApiKey), ACME),
     );
 
@@ -1151,8 +1087,7 @@ fn an_api_key_sent_with_another_organization_is_invalid() {
         .returning(|_, _| ready(Ok(Some(ada_acme_api_key()))));
 
     let result = block_on(
-        mocks
-            .ports()
+        Authenticator::new((&mocks.ports()).into())
             .authenticate_api_key(&secret_of(TokenKind::ApiKey), GLOBEX),
     );
 
@@ -1168,8 +1103,7 @@ fn an_api_key_sent_with_its_organization_acts_as_its_creator_there() {
         .returning(|_, _| ready(Ok(Some(ada_acme_api_key()))));
 
     let principal = block_on(
-        mocks
-            .ports()
+        Authenticator::new((&mocks.ports()).into())
             .authenticate_api_key(&secret_of(TokenKind::ApiKey), ACME),
     )
     .unwrap();
@@ -1186,7 +1120,9 @@ fn an_api_key_asking_for_another_organization_finds_nothing_without_asking_the_s
     let mut mocks = Mocks::new();
     mocks.memberships.expect_membership().never();
 
-    let result = block_on(mocks.ports().membership_of(&ada_key_for_acme(), GLOBEX));
+    let result = block_on(
+        Authenticator::new((&mocks.ports()).into()).membership_of(&ada_key_for_acme(), GLOBEX),
+    );
 
     assert!(matches!(result, Err(OrgAccessError::NotFound)));
 }
@@ -1196,7 +1132,10 @@ fn an_api_key_in_its_own_organization_has_its_creators_membership() {
     let mut mocks = Mocks::new();
     mocks.ada_is_in_acme();
 
-    let membership = block_on(mocks.ports().membership_of(&ada_key_for_acme(), ACME)).unwrap();
+    let membership = block_on(
+        Authenticator::new((&mocks.ports()).into()).membership_of(&ada_key_for_acme(), ACME),
+    )
+    .unwrap();
 
     assert_eq!(membership, ada_in_acme());
 }
@@ -1211,7 +1150,9 @@ fn a_user_who_is_not_a_member_finds_nothing() {
         .times(1)
         .returning(|_, _| ready(Ok(None)));
 
-    let result = block_on(mocks.ports().membership_of(&ada_in_session(), GLOBEX));
+    let result = block_on(
+        Authenticator::new((&mocks.ports()).into()).membership_of(&ada_in_session(), GLOBEX),
+    );
 
     assert!(matches!(result, Err(OrgAccessError::NotFound)));
 }

@@ -150,11 +150,11 @@ fn assert_forbidden<T: Debug>(result: Result<T, WebhookError>) {
 
 impl Mocks {
     fn webhook_service(self) -> WebhookService {
-        WebhookService::new(self.ports())
+        WebhookService::new((&self.ports()).into())
     }
 
     fn delivery_engine(self) -> DeliveryEngine {
-        DeliveryEngine::new(self.ports(), DeliverySettings::default())
+        DeliveryEngine::new((&self.ports()).into(), DeliverySettings::default())
     }
 
     /// The cipher seals anything into [`SEALED`], once, and keeps (plaintext, context).

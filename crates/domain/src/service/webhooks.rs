@@ -16,8 +16,8 @@ use crate::{
         WebhookEndpoint, WebhookUrl,
     },
     ports::{
-        AttemptRecord, CipherError, DeliveryFilter, EndpointChange, EndpointDetail, LeasedDelivery,
-        Mail, NewDelivery, NewEndpoint, Ports, RetryOutcome, StoreError, WebhookRequest,
+        service_ports, AttemptRecord, CipherError, DeliveryFilter, EndpointChange, EndpointDetail,
+        LeasedDelivery, Mail, NewDelivery, NewEndpoint, RetryOutcome, StoreError, WebhookRequest,
         WebhookResponse,
     },
 };
@@ -87,11 +87,16 @@ pub struct EndpointUpdate {
     pub is_active: Option<bool>,
 }
 
+service_ports! {
+    /// The ports [`WebhookService`] uses.
+    pub struct WebhookPorts { webhooks: WebhookStore, cipher: SecretCipher, clock: Clock, random: Random }
+}
+
 /// The endpoint use cases; every one needs `webhooks.manage`, and reaches only the actor's
 /// organization.
 #[derive(Clone)]
 pub struct WebhookService {
-    ports: Ports,
+    ports: WebhookPorts,
 }
 
 /// The context a sealed secret is bound to: its endpoint.
@@ -100,7 +105,7 @@ fn secret_context(id: EndpointId) -> [u8; 16] {
 }
 
 impl WebhookService {
-    pub fn new(ports: Ports) -> Self {
+    pub fn new(ports: WebhookPorts) -> Self {
         Self { ports }
     }
 
@@ -291,23 +296,28 @@ pub enum AttemptOutcome {
     Abandoned,
 }
 
+service_ports! {
+    /// The ports [`DeliveryEngine`] uses.
+    pub struct DeliveryPorts { webhooks: WebhookStore, cipher: SecretCipher, sender: WebhookSender, members: MemberStore, mailer: Mailer, clock: Clock, random: Random }
+}
+
 /// Turns outbox events into deliveries and makes delivery attempts. The workers that drive it
 /// (how many, how often) live in the server.
 #[derive(Clone)]
 pub struct DeliveryEngine {
-    ports: Ports,
+    ports: DeliveryPorts,
     settings: Arc<DeliverySettings>,
 }
 
 impl DeliveryEngine {
-    pub fn new(ports: Ports, settings: DeliverySettings) -> Self {
+    pub fn new(ports: DeliveryPorts, settings: DeliverySettings) -> Self {
         Self {
             ports,
             settings: Arc::new(settings),
         }
     }
 
-    pub fn ports(&self) -> &Ports {
+    pub fn ports(&self) -> &DeliveryPorts {
         &self.ports
     }
 

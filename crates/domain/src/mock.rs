@@ -1,0 +1,153 @@
+//! mockall mocks of every port, for unit tests of code built on this crate's services.
+//!
+//! Enabled by the `mock` feature (add `gatehouse-domain = { ..., features = ["mock"] }` to
+//! `[dev-dependencies]`). A mock with no expectation panics when it is called, so a test that
+//! sets up only the ports a use case should touch also proves it touches no other.
+//!
+//! The ports are `#[async_trait]` traits, mocked after `async_trait` has run: an async method's
+//! mock returns a boxed future, which [`ready`] makes from a value.
+//!
+//! ```
+//! use gatehouse_domain::mock::{ready, MockPorts};
+//! use gatehouse_domain::model::OrganizationId;
+//!
+//! let mut mocks = MockPorts::new();
+//! mocks.organizations.expect_organization().returning(|_| ready(Ok(None)));
+//! let ports = mocks.into_ports();
+//! let acme = OrganizationId::from_uuid(uuid::Uuid::from_u128(0xac3e));
+//! let found = futures::executor::block_on(ports.organizations.organization(acme));
+//! assert!(matches!(found, Ok(None)));
+//! ```
+
+use std::{future::Future, pin::Pin, sync::Arc};
+
+use crate::ports::Ports;
+pub use crate::ports::{
+    MockAccountStore, MockApiKeyStore, MockApplicationStore, MockAuthorizationCodeStore,
+    MockBrandingStore, MockClock, MockHealthStore, MockMailer, MockMemberStore,
+    MockMembershipStore, MockOrganizationStore, MockPasswordHasher, MockPolicyStore, MockRandom,
+    MockRateLimiter, MockSecretCipher, MockSessionStore, MockSignInAttempts, MockSsoStore,
+    MockTokenSigner, MockWebhookSender, MockWebhookStore,
+};
+
+/// What a mocked async port method returns: a boxed future.
+pub type MockFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// A finished future of `value`, for `returning` an async port method's result.
+pub fn ready<T: Send + 'static>(value: T) -> MockFuture<T> {
+    Box::pin(std::future::ready(value))
+}
+
+/// Every port, mocked, none with an expectation yet. Set the expectations a test needs on the
+/// fields, then turn them into [`Ports`] with [`MockPorts::into_ports`], and a service's own
+/// ports with `(&ports).into()`.
+pub struct MockPorts {
+    /// The mock [`AccountStore`](crate::ports::AccountStore).
+    pub accounts: MockAccountStore,
+    /// The mock [`SessionStore`](crate::ports::SessionStore).
+    pub sessions: MockSessionStore,
+    /// The mock [`ApiKeyStore`](crate::ports::ApiKeyStore).
+    pub api_keys: MockApiKeyStore,
+    /// The mock [`MembershipStore`](crate::ports::MembershipStore).
+    pub memberships: MockMembershipStore,
+    /// The mock [`OrganizationStore`](crate::ports::OrganizationStore).
+    pub organizations: MockOrganizationStore,
+    /// The mock [`MemberStore`](crate::ports::MemberStore).
+    pub members: MockMemberStore,
+    /// The mock [`PolicyStore`](crate::ports::PolicyStore).
+    pub policies: MockPolicyStore,
+    /// The mock [`BrandingStore`](crate::ports::BrandingStore).
+    pub branding: MockBrandingStore,
+    /// The mock [`SsoStore`](crate::ports::SsoStore).
+    pub sso: MockSsoStore,
+    /// The mock [`ApplicationStore`](crate::ports::ApplicationStore).
+    pub applications: MockApplicationStore,
+    /// The mock [`AuthorizationCodeStore`](crate::ports::AuthorizationCodeStore).
+    pub authorization_codes: MockAuthorizationCodeStore,
+    /// The mock [`HealthStore`](crate::ports::HealthStore).
+    pub health: MockHealthStore,
+    /// The mock [`Clock`](crate::ports::Clock).
+    pub clock: MockClock,
+    /// The mock [`Random`](crate::ports::Random).
+    pub random: MockRandom,
+    /// The mock [`PasswordHasher`](crate::ports::PasswordHasher).
+    pub hasher: MockPasswordHasher,
+    /// The mock [`TokenSigner`](crate::ports::TokenSigner).
+    pub signer: MockTokenSigner,
+    /// The mock [`Mailer`](crate::ports::Mailer).
+    pub mailer: MockMailer,
+    /// The mock [`RateLimiter`](crate::ports::RateLimiter).
+    pub rate_limiter: MockRateLimiter,
+    /// The mock [`SignInAttempts`](crate::ports::SignInAttempts).
+    pub sign_in_attempts: MockSignInAttempts,
+    /// The mock [`WebhookStore`](crate::ports::WebhookStore).
+    pub webhooks: MockWebhookStore,
+    /// The mock [`SecretCipher`](crate::ports::SecretCipher).
+    pub cipher: MockSecretCipher,
+    /// The mock [`WebhookSender`](crate::ports::WebhookSender).
+    pub sender: MockWebhookSender,
+}
+
+impl MockPorts {
+    /// Every port mocked, with no expectation.
+    pub fn new() -> Self {
+        Self {
+            accounts: MockAccountStore::new(),
+            sessions: MockSessionStore::new(),
+            api_keys: MockApiKeyStore::new(),
+            memberships: MockMembershipStore::new(),
+            organizations: MockOrganizationStore::new(),
+            members: MockMemberStore::new(),
+            policies: MockPolicyStore::new(),
+            branding: MockBrandingStore::new(),
+            sso: MockSsoStore::new(),
+            applications: MockApplicationStore::new(),
+            authorization_codes: MockAuthorizationCodeStore::new(),
+            health: MockHealthStore::new(),
+            clock: MockClock::new(),
+            random: MockRandom::new(),
+            hasher: MockPasswordHasher::new(),
+            signer: MockTokenSigner::new(),
+            mailer: MockMailer::new(),
+            rate_limiter: MockRateLimiter::new(),
+            sign_in_attempts: MockSignInAttempts::new(),
+            webhooks: MockWebhookStore::new(),
+            cipher: MockSecretCipher::new(),
+            sender: MockWebhookSender::new(),
+        }
+    }
+
+    /// The mocks as the ports services take.
+    pub fn into_ports(self) -> Ports {
+        Ports {
+            accounts: Arc::new(self.accounts),
+            sessions: Arc::new(self.sessions),
+            api_keys: Arc::new(self.api_keys),
+            memberships: Arc::new(self.memberships),
+            organizations: Arc::new(self.organizations),
+            members: Arc::new(self.members),
+            policies: Arc::new(self.policies),
+            branding: Arc::new(self.branding),
+            sso: Arc::new(self.sso),
+            applications: Arc::new(self.applications),
+            authorization_codes: Arc::new(self.authorization_codes),
+            health: Arc::new(self.health),
+            clock: Arc::new(self.clock),
+            random: Arc::new(self.random),
+            hasher: Arc::new(self.hasher),
+            signer: Arc::new(self.signer),
+            mailer: Arc::new(self.mailer),
+            rate_limiter: Arc::new(self.rate_limiter),
+            sign_in_attempts: Arc::new(self.sign_in_attempts),
+            webhooks: Arc::new(self.webhooks),
+            cipher: Arc::new(self.cipher),
+            sender: Arc::new(self.sender),
+        }
+    }
+}
+
+impl Default for MockPorts {
+    fn default() -> Self {
+        Self::new()
+    }
+}
