@@ -167,6 +167,7 @@ async fn delivery_loop(engine: DeliveryEngine, settings: WorkerSettings, work: A
                 now,
                 lease_until,
                 in_flight.room(available, settings.per_endpoint),
+                ports.random.uuid(),
             )
             .await
         {

@@ -13,6 +13,7 @@ mod network;
 mod oauth;
 mod org;
 mod organization;
+mod outbox;
 mod page;
 mod password;
 mod permission;

@@ -6,8 +6,8 @@ use uuid::Uuid;
 
 use super::{BoxError, StoreError};
 use crate::model::{
-    Delivery, DeliveryId, DeliveryStats, DeliveryStatus, EndpointId, EventId, EventType, LeaseRoom,
-    OrganizationId, Page, PageRequest, WebhookEndpoint, WebhookUrl,
+    Delivery, DeliveryId, DeliveryState, DeliveryStats, DeliveryStatus, EndpointId, EventId,
+    EventType, LeaseRoom, OrganizationId, Page, PageRequest, WebhookEndpoint, WebhookUrl,
 };
 
 /// A webhook endpoint about to be stored, with its signing secret sealed.
@@ -102,10 +102,19 @@ pub struct LeasedDelivery {
     pub secret_sealed: Vec<u8>,
     pub event: EventType,
     pub payload: String,
-    /// The number of the attempt being made (1 for the first).
-    pub attempt: u32,
+    /// Where the delivery stands: an attempt of it is due (the store leases only those).
+    pub state: DeliveryState,
     /// Proves the lease when the attempt is recorded.
     pub lease: Uuid,
+}
+
+impl LeasedDelivery {
+    /// The number of the attempt being made (1 for the first).
+    pub fn attempt(&self) -> u32 {
+        self.state
+            .attempt_due()
+            .unwrap_or_else(|| self.state.attempt())
+    }
 }
 
 impl std::fmt::Debug for LeasedDelivery {
@@ -114,7 +123,7 @@ impl std::fmt::Debug for LeasedDelivery {
             .field("id", &self.id)
             .field("endpoint_id", &self.endpoint_id)
             .field("event", &self.event)
-            .field("attempt", &self.attempt)
+            .field("state", &self.state)
             .finish_non_exhaustive()
     }
 }
@@ -125,16 +134,22 @@ pub struct AttemptRecord {
     pub delivery_id: DeliveryId,
     pub endpoint_id: EndpointId,
     pub lease: Uuid,
-    pub attempt: u32,
-    pub succeeded: bool,
+    /// The delivery's state after this attempt, from [`DeliveryState::attempted`]: the store
+    /// writes it as it is.
+    pub state: DeliveryState,
     pub http_status: Option<u16>,
     pub response_body: Option<String>,
     pub duration_ms: u64,
     pub attempted_at: OffsetDateTime,
-    /// When a failed attempt is retried; `None` after a success or a last failure.
-    pub next_attempt_at: Option<OffsetDateTime>,
-    /// Consecutive failures at which the endpoint is deactivated.
+    /// Consecutive failures at which the endpoint is deactivated (see [`FailureRun`](crate::model::FailureRun)).
     pub disable_after_failures: u32,
+}
+
+impl AttemptRecord {
+    /// Whether the endpoint answered with a 2xx.
+    pub fn succeeded(&self) -> bool {
+        self.state.status() == DeliveryStatus::Success
+    }
 }
 
 /// What recording an attempt changed beyond the delivery.
@@ -191,7 +206,8 @@ pub trait WebhookStore: Send + Sync + 'static {
         page: PageRequest,
     ) -> Result<Option<Page<Delivery>>, StoreError>;
 
-    /// Re-queues a delivery that is not pending, for now, as a new attempt.
+    /// Re-queues a delivery by [`DeliveryState::retried`] at `at`: a new attempt due at once,
+    /// or `AlreadyPending`.
     async fn retry_delivery(
         &self,
         organization_id: OrganizationId,
@@ -229,7 +245,7 @@ pub trait WebhookStore: Send + Sync + 'static {
     }
 
     /// Leases due deliveries of active endpoints, oldest due first, as many as fit in `room`
-    /// (in all and at each endpoint), until `lease_until`. A lease is exclusive: no other
+    /// (in all and at each endpoint), until `lease_until`, all under the one `lease` id. A lease is exclusive: no other
     /// worker in any process gets the same delivery until it expires or the attempt is
     /// recorded.
     async fn lease_deliveries(
@@ -237,6 +253,7 @@ pub trait WebhookStore: Send + Sync + 'static {
         now: OffsetDateTime,
         lease_until: OffsetDateTime,
         room: LeaseRoom,
+        lease: Uuid,
     ) -> Result<Vec<LeasedDelivery>, StoreError>;
 
     /// Gives leases back unused (their deliveries are due again at once). Leases that no
@@ -244,8 +261,10 @@ pub trait WebhookStore: Send + Sync + 'static {
     async fn release_deliveries(&self, leases: Vec<(DeliveryId, Uuid)>) -> Result<(), StoreError>;
 
     /// Records attempts, in one transaction and in order: each if its lease still holds (`None`
-    /// in its place otherwise: the attempt was taken over or the endpoint deleted), updating
-    /// its endpoint's run of failures. One answer per record, in the records' order.
+    /// in its place otherwise: the attempt was taken over or the endpoint deleted), writing the
+    /// record's [`DeliveryState`] and moving its endpoint's [`FailureRun`](crate::model::FailureRun) on by the attempt,
+    /// which turns the endpoint off when the run reaches `disable_after_failures`. One answer
+    /// per record, in the records' order.
     async fn record_attempts(
         &self,
         records: Vec<AttemptRecord>,

@@ -19,9 +19,9 @@ use super::{
 };
 use crate::{
     model::{
-        Delivery, DeliveryId, DeliveryStatus, EndpointId, EventId, EventType, Member, MemberStatus,
-        OrganizationId, Page, PageRequest, Permission, Plan, Role, TokenKind, UserId,
-        WebhookEndpoint, WebhookUrl,
+        Delivery, DeliveryId, DeliveryState, DeliveryStatus, EndpointId, EventId, EventType,
+        Member, MemberStatus, OrganizationId, Page, PageRequest, Permission, Plan, Role, TokenKind,
+        UserId, WebhookEndpoint, WebhookUrl,
     },
     ports::{
         AttemptEffects, AttemptRecord, CipherError, DeliveryFilter, EndpointChange, LeasedDelivery,
@@ -782,7 +782,7 @@ fn leased(attempt: u32) -> LeasedDelivery {
         secret_sealed: SEALED.to_vec(),
         event: EventType::MemberJoined,
         payload: PAYLOAD.to_owned(),
-        attempt,
+        state: DeliveryState::restore(DeliveryStatus::Pending, attempt, Some(now())).unwrap(),
         lease: LEASE,
     }
 }
@@ -879,13 +879,11 @@ fn a_2xx_answer_is_delivered_and_nothing_more_is_scheduled() {
                 delivery_id: DELIVERY,
                 endpoint_id: HOOK,
                 lease: LEASE,
-                attempt: 2,
-                succeeded: true,
+                state: DeliveryState::restore(DeliveryStatus::Success, 2, None).unwrap(),
                 http_status: Some(status),
                 response_body: Some(format!("answered {status}")),
                 duration_ms: 42,
                 attempted_at: now(),
-                next_attempt_at: None,
                 disable_after_failures: DISABLE_AFTER_FAILURES,
             }
         );
@@ -910,11 +908,11 @@ fn a_500_on_the_first_attempt_is_retried_after_the_first_delay_of_the_schedule()
         }
     );
     let record = recorded.only();
-    assert!(!record.succeeded);
+    assert!(!record.succeeded());
     assert_eq!(record.http_status, Some(500));
     assert_eq!(record.response_body.as_deref(), Some("answered 500"));
-    assert_eq!(record.attempt, 1);
-    assert_eq!(record.next_attempt_at, Some(retry_at));
+    assert_eq!(record.state.attempt(), 1);
+    assert_eq!(record.state.next_attempt_at(), Some(retry_at));
 }
 
 #[test]
@@ -926,8 +924,8 @@ fn a_failed_fifth_attempt_fails_the_delivery_for_good() {
 
     assert_eq!(attempt(mocks, 5), AttemptOutcome::Failed { retry_at: None });
     let record = recorded.only();
-    assert!(!record.succeeded);
-    assert_eq!(record.next_attempt_at, None);
+    assert!(!record.succeeded());
+    assert_eq!(record.state.next_attempt_at(), None);
 }
 
 #[test]
@@ -938,7 +936,7 @@ fn a_failed_manual_retry_has_no_follow_up() {
     let recorded = mocks.attempt_is_recorded();
 
     assert_eq!(attempt(mocks, 6), AttemptOutcome::Failed { retry_at: None });
-    assert_eq!(recorded.only().next_attempt_at, None);
+    assert_eq!(recorded.only().state.next_attempt_at(), None);
 }
 
 #[test]
@@ -961,14 +959,14 @@ fn no_answer_is_a_failed_attempt_with_the_error_as_response_body() {
         }
     );
     let record = recorded.only();
-    assert!(!record.succeeded);
+    assert!(!record.succeeded());
     assert_eq!(record.http_status, None);
     assert_eq!(
         record.response_body.as_deref(),
         Some("timed out after 10 s")
     );
     assert_eq!(record.duration_ms, 10_000);
-    assert_eq!(record.next_attempt_at, Some(retry_at));
+    assert_eq!(record.state.next_attempt_at(), Some(retry_at));
 }
 
 #[test]
@@ -986,7 +984,7 @@ fn a_3xx_is_a_failed_attempt_redirects_are_not_followed() {
             "{status}: {outcome:?}"
         );
         let record = recorded.only();
-        assert!(!record.succeeded, "{status}");
+        assert!(!record.succeeded(), "{status}");
         assert_eq!(record.http_status, Some(status));
     }
 }
@@ -1011,7 +1009,7 @@ fn a_secret_that_cannot_be_opened_sends_nothing_and_fails_the_attempt() {
         }
     );
     let record = recorded.only();
-    assert!(!record.succeeded);
+    assert!(!record.succeeded());
     assert_eq!(record.http_status, None);
     assert_eq!(record.duration_ms, 0);
     let body = record.response_body.unwrap();
@@ -1110,13 +1108,20 @@ fn attempts_recorded_together_get_one_store_call_and_their_own_outcomes_in_order
         delivery_id: DELIVERY,
         endpoint_id: HOOK,
         lease: LEASE,
-        attempt,
-        succeeded,
+        state: if succeeded {
+            DeliveryState::restore(DeliveryStatus::Success, attempt, None)
+        } else {
+            DeliveryState::restore(
+                DeliveryStatus::Failed,
+                attempt,
+                Some(now() + Duration::minutes(5)),
+            )
+        }
+        .unwrap(),
         http_status: Some(if succeeded { 200 } else { 500 }),
         response_body: None,
         duration_ms: 1,
         attempted_at: now(),
-        next_attempt_at: (!succeeded).then(|| now() + Duration::minutes(5)),
         disable_after_failures: 5,
     };
     let attempts = vec![

@@ -439,24 +439,21 @@ impl DeliveryEngine {
                 (false, None, Some(error), duration_ms)
             }
         };
-        let next_attempt_at = if succeeded {
-            None
-        } else {
-            self.settings
-                .schedule
-                .next_after(delivery.attempt, finished)
-        };
+        // A leased delivery always has an attempt due; were it not so, recording the state
+        // unchanged loses nothing.
+        let state = delivery
+            .state
+            .attempted(succeeded, finished, &self.settings.schedule)
+            .unwrap_or(delivery.state);
         AttemptRecord {
             delivery_id: delivery.id,
             endpoint_id: delivery.endpoint_id,
             lease: delivery.lease,
-            attempt: delivery.attempt,
-            succeeded,
+            state,
             http_status,
             response_body,
             duration_ms,
             attempted_at: started,
-            next_attempt_at,
             disable_after_failures: self.settings.disable_after_failures,
         }
     }
@@ -479,11 +476,11 @@ impl DeliveryEngine {
             if effects.endpoint_disabled {
                 self.tell_owner_endpoint_disabled(delivery).await;
             }
-            outcomes.push(if record.succeeded {
+            outcomes.push(if record.succeeded() {
                 AttemptOutcome::Delivered
             } else {
                 AttemptOutcome::Failed {
-                    retry_at: record.next_attempt_at,
+                    retry_at: record.state.next_attempt_at(),
                 }
             });
         }

@@ -89,26 +89,17 @@ pub(crate) async fn record_deliveries(
     conn: &mut Conn,
     records: &[AttemptRecord],
 ) -> QueryResult<Vec<Option<DbUuid>>> {
-    use gatehouse_domain::model::DeliveryStatus;
     use sql_types::{Array, BigInt, Integer, Nullable, Text, Timestamptz, Uuid};
     if records.is_empty() {
         return Ok(Vec::new());
     }
     let ids: Vec<uuid::Uuid> = records.iter().map(|r| r.delivery_id.as_uuid()).collect();
     let leases: Vec<uuid::Uuid> = records.iter().map(|r| r.lease).collect();
-    let statuses: Vec<&str> = records
-        .iter()
-        .map(|r| {
-            if r.succeeded {
-                DeliveryStatus::Success.as_str()
-            } else {
-                DeliveryStatus::Failed.as_str()
-            }
-        })
-        .collect();
+    // The state each attempt left its delivery in, as the domain's state machine decided.
+    let statuses: Vec<&str> = records.iter().map(|r| r.state.status().as_str()).collect();
     let attempts: Vec<i32> = records
         .iter()
-        .map(|r| i32::try_from(r.attempt).unwrap_or(i32::MAX))
+        .map(|r| i32::try_from(r.state.attempt()).unwrap_or(i32::MAX))
         .collect();
     let http_statuses: Vec<Option<i32>> = records
         .iter()
@@ -120,10 +111,8 @@ pub(crate) async fn record_deliveries(
         .map(|r| i64::try_from(r.duration_ms).unwrap_or(i64::MAX))
         .collect();
     let attempted: Vec<OffsetDateTime> = records.iter().map(|r| r.attempted_at).collect();
-    let next: Vec<Option<OffsetDateTime>> = records
-        .iter()
-        .map(|r| if r.succeeded { None } else { r.next_attempt_at })
-        .collect();
+    let next: Vec<Option<OffsetDateTime>> =
+        records.iter().map(|r| r.state.next_attempt_at()).collect();
     let recorded: Vec<Recorded> = diesel::sql_query(
         "UPDATE webhook_deliveries AS d SET \
             status = v.status, attempt = v.attempt, http_status = v.http_status, \

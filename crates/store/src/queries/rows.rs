@@ -5,10 +5,10 @@ use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{
         ApiKey, ApiKeyName, ApplicationId, ClientGrant, ClientId, DefaultRole, Delivery,
-        DeliveryId, DeliveryStatus, Email, EndpointId, EventType, FullName, Invitation, Member,
-        MemberStatus, Membership, NewEvent, NewSession, Organization, OrganizationName,
-        OrganizationSettings, PasswordHash, Scope, Session, Slug, User, UserCredentials,
-        WebhookEndpoint, WebhookUrl,
+        DeliveryId, DeliveryState, DeliveryStatus, Email, EndpointId, EventType, FullName,
+        Invitation, Member, MemberStatus, Membership, NewEvent, NewSession, Organization,
+        OrganizationName, OrganizationSettings, PasswordHash, Scope, Session, Slug, User,
+        UserCredentials, WebhookEndpoint, WebhookUrl,
     },
     ports::{LeasedDelivery, PendingEvent, StoreError, StoredSigningKey},
 };
@@ -21,7 +21,6 @@ use super::super::{
     },
     Db,
 };
-use uuid::Uuid;
 
 use crate::{
     corrupt,
@@ -546,12 +545,23 @@ pub(super) struct DeliveryRow {
     pub created_at: OffsetDateTime,
 }
 
+/// A delivery's state as stored, through the domain's one door for it.
+pub(super) fn stored_state(
+    status: &str,
+    attempt: i32,
+    next_attempt_at: Option<OffsetDateTime>,
+) -> Result<DeliveryState, StoreError> {
+    let status: DeliveryStatus = status
+        .parse()
+        .map_err(|_| corrupt("webhook_deliveries.status"))?;
+    let attempt = u32::try_from(attempt).map_err(|_| corrupt("webhook_deliveries.attempt"))?;
+    DeliveryState::restore(status, attempt, next_attempt_at)
+        .map_err(|_| corrupt("webhook_deliveries.status"))
+}
+
 impl DeliveryRow {
     pub fn into_domain(self) -> Result<Delivery, StoreError> {
-        let status: DeliveryStatus = self
-            .status
-            .parse()
-            .map_err(|_| corrupt("webhook_deliveries.status"))?;
+        let state = stored_state(&self.status, self.attempt, self.next_attempt_at)?;
         Ok(Delivery {
             id: DeliveryId::from_uuid(self.id.0),
             webhook_id: EndpointId::from_uuid(self.endpoint_id.0),
@@ -561,9 +571,8 @@ impl DeliveryRow {
                 .event_type
                 .parse()
                 .map_err(|()| corrupt("webhook_deliveries.event_type"))?,
-            status,
-            attempt: u32::try_from(self.attempt)
-                .map_err(|_| corrupt("webhook_deliveries.attempt"))?,
+            status: state.status(),
+            attempt: state.attempt(),
             http_status: self
                 .http_status
                 .map(u16::try_from)
@@ -578,11 +587,7 @@ impl DeliveryRow {
                 .transpose()
                 .map_err(|_| corrupt("webhook_deliveries.duration_ms"))?,
             delivered_at: self.delivered_at,
-            // Only a failed delivery waits for a retry; a pending one is due now.
-            next_retry_at: match status {
-                DeliveryStatus::Failed => self.next_attempt_at,
-                DeliveryStatus::Pending | DeliveryStatus::Success => None,
-            },
+            next_retry_at: state.next_retry_at(),
             created_at: self.created_at,
         })
     }
@@ -600,17 +605,16 @@ pub(super) struct LeasedRow {
     pub payload: String,
     pub status: String,
     pub attempt: i32,
+    pub next_attempt_at: Option<OffsetDateTime>,
     pub lease: Option<DbUuid>,
 }
 
 impl LeasedRow {
     pub fn into_domain(self) -> Result<LeasedDelivery, StoreError> {
-        let status: DeliveryStatus = self
-            .status
-            .parse()
-            .map_err(|_| corrupt("webhook_deliveries.status"))?;
-        let last =
-            u32::try_from(self.attempt).map_err(|_| corrupt("webhook_deliveries.attempt"))?;
+        let state = stored_state(&self.status, self.attempt, self.next_attempt_at)?;
+        if state.attempt_due().is_none() {
+            return Err(corrupt("webhook_deliveries.next_attempt_at"));
+        }
         Ok(LeasedDelivery {
             id: DeliveryId::from_uuid(self.id.0),
             endpoint_id: EndpointId::from_uuid(self.endpoint_id.0),
@@ -622,52 +626,31 @@ impl LeasedRow {
                 .parse()
                 .map_err(|()| corrupt("webhook_deliveries.event_type"))?,
             payload: self.payload,
-            // A pending delivery's attempt is the one to make; a failed one's, the one made.
-            attempt: match status {
-                DeliveryStatus::Failed => last + 1,
-                DeliveryStatus::Pending | DeliveryStatus::Success => last,
-            },
+            state,
             lease: self.lease.ok_or(corrupt("webhook_deliveries.lease"))?.0,
         })
     }
 }
 
-/// Records events in the outbox, inside the caller's transaction.
-///
-/// An event of a user (no organization, a user) goes to every live organization the user is a
-/// member of at this moment: one row each, the first keeping the event's id, so that it still
-/// reaches them after the user has left or been deleted. A user who belongs to no organization
-/// gets one row without an organization, kept and delivered nowhere.
+/// Records events in the outbox, inside the caller's transaction: the rows the domain's
+/// fan-out rule (`NewEvent::fan_out`) makes of each, given the live organizations its user
+/// belongs to as this transaction sees them.
 pub(super) async fn record_events(
     conn: &mut super::super::Conn,
     events: Vec<NewEvent>,
 ) -> QueryResult<()> {
     for event in events {
-        let row = NewEventRow::from(event);
-        let organizations = match (row.organization_id, row.user_id) {
-            (None, Some(user)) => {
-                let theirs = organizations_of_user(conn, user).await?;
-                if theirs.is_empty() {
-                    vec![None]
-                } else {
-                    theirs.into_iter().map(Some).collect()
-                }
-            }
-            (organization, _) => vec![organization],
+        let member_of = match (event.organization_id, event.user_id) {
+            (None, Some(user)) => organizations_of_user(conn, DbUuid(user.as_uuid()))
+                .await?
+                .into_iter()
+                .map(|id| gatehouse_domain::model::OrganizationId::from_uuid(id.0))
+                .collect(),
+            _ => Vec::new(),
         };
-        for (i, organization_id) in organizations.into_iter().enumerate() {
-            let id = if i == 0 {
-                row.id
-            } else {
-                DbUuid(Uuid::now_v7())
-            };
+        for row in event.fan_out(&member_of) {
             diesel::insert_into(events::table)
-                .values(NewEventRow {
-                    id,
-                    organization_id,
-                    data: row.data.clone(),
-                    ..row
-                })
+                .values(NewEventRow::from(row))
                 .execute(conn)
                 .await?;
         }

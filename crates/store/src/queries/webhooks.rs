@@ -1,10 +1,10 @@
 //! Webhook endpoints, their deliveries, and the outbox's dispatch.
 //!
-//! A delivery's state (see the migration): `pending` is queued now-ish (new, or retried by
-//! hand) and `attempt` is the attempt to make; `failed` with `next_attempt_at` waits for an
-//! automatic retry and `attempt` is the attempt made (the next is `attempt + 1`); `failed`
-//! without is failed for good; `success`. A lease (`lease`, `leased_until`) makes a delivery
-//! one worker's until the attempt is recorded or the lease expires.
+//! A delivery's state is the domain's `DeliveryState`, kept as `status`, `attempt` and
+//! `next_attempt_at`: read back with `DeliveryState::restore`, changed only by writing what one
+//! of its transitions returned. An endpoint's `consecutive_failures` is the domain's
+//! `FailureRun` likewise. A lease (`lease`, `leased_until`) makes a delivery one worker's until
+//! the attempt is recorded or the lease expires.
 
 use std::collections::HashSet;
 
@@ -13,8 +13,9 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{
-        Delivery, DeliveryId, DeliveryStats, DeliveryStatus, EndpointId, EventId, EventType,
-        LeaseRoom, OrganizationId, Page, PageRequest, WebhookEndpoint,
+        Delivery, DeliveryId, DeliveryState, DeliveryStats, DeliveryStatus, EndpointId, EventId,
+        EventType, FailureRun, LeaseRoom, OrganizationId, Page, PageRequest, TransitionError,
+        WebhookEndpoint,
     },
     ports::{
         AttemptEffects, AttemptRecord, DeliveryFilter, EndpointChange, EndpointDetail,
@@ -31,12 +32,12 @@ use super::{
         Conn, Db, DbStore,
     },
     rows::{
-        event_strings, DeliveryRow, EndpointRow, EventRow, LeasedRow, NewDeliveryRow,
+        event_strings, stored_state, DeliveryRow, EndpointRow, EventRow, LeasedRow, NewDeliveryRow,
         NewEndpointRow,
     },
 };
 use crate::{
-    db_error, pool_error,
+    corrupt, db_error, pool_error,
     types::{DbStrings, DbUuid},
 };
 
@@ -51,6 +52,7 @@ const LEASED_COLUMNS: (
     webhook_deliveries::payload,
     webhook_deliveries::status,
     webhook_deliveries::attempt,
+    webhook_deliveries::next_attempt_at,
     webhook_deliveries::lease,
 ) = (
     webhook_deliveries::id,
@@ -62,6 +64,7 @@ const LEASED_COLUMNS: (
     webhook_deliveries::payload,
     webhook_deliveries::status,
     webhook_deliveries::attempt,
+    webhook_deliveries::next_attempt_at,
     webhook_deliveries::lease,
 );
 
@@ -136,6 +139,8 @@ enum Retried {
     NotFound,
     AlreadyPending,
     Queued(Box<DeliveryRow>),
+    /// The stored state is not one the state machine makes.
+    Corrupt,
 }
 
 /// The most due deliveries one lease looks at.
@@ -346,34 +351,49 @@ impl WebhookStore for DbStore {
                             webhook_deliveries::organization_id
                                 .eq(DbUuid(organization_id.as_uuid())),
                         );
-                    // One conditional update, so that concurrent retries queue one attempt.
-                    let queued: Option<DeliveryRow> =
-                        diesel::update(theirs.filter(
-                            webhook_deliveries::status.ne(DeliveryStatus::Pending.as_str()),
+                    let stored: Option<(String, i32, Option<OffsetDateTime>)> = theirs
+                        .select((
+                            webhook_deliveries::status,
+                            webhook_deliveries::attempt,
+                            webhook_deliveries::next_attempt_at,
                         ))
-                        .set((
-                            webhook_deliveries::status.eq(DeliveryStatus::Pending.as_str()),
-                            webhook_deliveries::attempt.eq(webhook_deliveries::attempt + 1),
-                            webhook_deliveries::next_attempt_at.eq(Some(at)),
-                            webhook_deliveries::lease.eq(None::<DbUuid>),
-                            webhook_deliveries::leased_until.eq(None::<OffsetDateTime>),
-                        ))
-                        .returning(DeliveryRow::as_returning())
-                        .get_result(conn)
-                        .await
-                        .optional()?;
-                    if let Some(row) = queued {
-                        return Ok(Retried::Queued(Box::new(row)));
-                    }
-                    let exists: Option<DbUuid> = theirs
-                        .select(webhook_deliveries::id)
                         .first(conn)
                         .await
                         .optional()?;
-                    Ok::<_, diesel::result::Error>(if exists.is_some() {
-                        Retried::AlreadyPending
-                    } else {
-                        Retried::NotFound
+                    let Some((status, attempt, next)) = stored else {
+                        return Ok(Retried::NotFound);
+                    };
+                    let Ok(state) = stored_state(&status, attempt, next) else {
+                        return Ok(Retried::Corrupt);
+                    };
+                    let queued = match state.retried(at) {
+                        Ok(queued) => queued,
+                        Err(TransitionError::AlreadyPending | TransitionError::NothingDue) => {
+                            return Ok(Retried::AlreadyPending)
+                        }
+                    };
+                    // Written only over the state it was read as, so that of concurrent
+                    // retries one queues an attempt and the others find it pending.
+                    let queued: Option<DeliveryRow> = diesel::update(
+                        theirs
+                            .filter(webhook_deliveries::status.eq(&status))
+                            .filter(webhook_deliveries::attempt.eq(attempt)),
+                    )
+                    .set((
+                        webhook_deliveries::status.eq(queued.status().as_str()),
+                        webhook_deliveries::attempt
+                            .eq(i32::try_from(queued.attempt()).unwrap_or(i32::MAX)),
+                        webhook_deliveries::next_attempt_at.eq(queued.next_attempt_at()),
+                        webhook_deliveries::lease.eq(None::<DbUuid>),
+                        webhook_deliveries::leased_until.eq(None::<OffsetDateTime>),
+                    ))
+                    .returning(DeliveryRow::as_returning())
+                    .get_result(conn)
+                    .await
+                    .optional()?;
+                    Ok::<_, diesel::result::Error>(match queued {
+                        Some(row) => Retried::Queued(Box::new(row)),
+                        None => Retried::AlreadyPending,
                     })
                 })
                 .await
@@ -382,6 +402,7 @@ impl WebhookStore for DbStore {
                     Retried::NotFound => RetryOutcome::NotFound,
                     Retried::AlreadyPending => RetryOutcome::AlreadyPending,
                     Retried::Queued(row) => RetryOutcome::Queued(row.into_domain()?),
+                    Retried::Corrupt => return Err(corrupt("webhook_deliveries.status")),
                 })
             })
             .await
@@ -450,6 +471,7 @@ impl WebhookStore for DbStore {
         now: OffsetDateTime,
         lease_until: OffsetDateTime,
         room: LeaseRoom,
+        lease: Uuid,
     ) -> Result<Vec<LeasedDelivery>, StoreError> {
         if room.total() == 0 {
             return Ok(Vec::new());
@@ -480,7 +502,7 @@ impl WebhookStore for DbStore {
                         webhook_deliveries::table.filter(webhook_deliveries::id.eq_any(&ids)),
                     )
                     .set((
-                        webhook_deliveries::lease.eq(Some(DbUuid(Uuid::new_v4()))),
+                        webhook_deliveries::lease.eq(Some(DbUuid(lease))),
                         webhook_deliveries::leased_until.eq(Some(lease_until)),
                     ))
                     .execute(conn)
@@ -545,7 +567,7 @@ impl WebhookStore for DbStore {
                     .iter()
                     .filter_map(|i| endpoints.get(*i).copied().flatten().map(|e| (*i, e)))
                     .collect();
-                let all_succeeded = held.iter().all(|(i, _)| records[*i].succeeded);
+                let all_succeeded = held.iter().all(|(i, _)| records[*i].succeeded());
                 let latest = held.iter().map(|(i, _)| records[*i].attempted_at).max();
                 match (<[_]>::first(&held), latest) {
                     (Some((_, endpoint)), Some(latest)) if all_succeeded => {
@@ -569,16 +591,17 @@ impl WebhookStore for DbStore {
     }
 }
 
-/// A successful attempt at `endpoint` at `at` (or several, the latest at `at`): its run of
-/// failures ends.
+/// Successful attempts at `endpoint`, the latest at `at`: its run of failures ends, whatever
+/// it was (`FailureRun::after` a success), so it need not be read.
 async fn end_run_of_failures(
     conn: &mut Conn,
     endpoint: DbUuid,
     at: OffsetDateTime,
 ) -> QueryResult<()> {
+    let ended = FailureRun::of(0).after(true);
     diesel::update(webhook_endpoints::table.find(endpoint))
         .set((
-            webhook_endpoints::consecutive_failures.eq(0),
+            webhook_endpoints::consecutive_failures.eq(failures_column(ended)),
             webhook_endpoints::last_delivery_at.eq(Some(at)),
         ))
         .execute(conn)
@@ -586,43 +609,52 @@ async fn end_run_of_failures(
         .map(drop)
 }
 
-/// Counts one recorded attempt at its endpoint: a success ends the run of failures; a failure
-/// lengthens it, and the one that reaches `disable_after_failures` deactivates the endpoint.
+/// Moves the endpoint's [`FailureRun`] on by one recorded attempt and writes what the domain
+/// decided: the new run, and the endpoint turned off by the failure that completes the run.
 async fn count_attempt(
     conn: &mut Conn,
     endpoint: DbUuid,
     record: &AttemptRecord,
 ) -> QueryResult<AttemptEffects> {
     let at = record.attempted_at;
-    if record.succeeded {
-        end_run_of_failures(conn, endpoint, at).await?;
-        return Ok(AttemptEffects {
-            endpoint_disabled: false,
-        });
-    }
     let this = webhook_endpoints::table.find(endpoint);
-    // The row lock this takes orders concurrent attempts at the same endpoint.
-    let failures: i32 = diesel::update(this)
-        .set((
-            webhook_endpoints::consecutive_failures.eq(webhook_endpoints::consecutive_failures + 1),
-            webhook_endpoints::last_delivery_at.eq(Some(at)),
+    // A write that changes nothing, to read the run under the row's write lock: concurrent
+    // recorders at the same endpoint (in any process) take their turns here.
+    let (failures, is_active): (i32, bool) = diesel::update(this)
+        .set(webhook_endpoints::consecutive_failures.eq(webhook_endpoints::consecutive_failures))
+        .returning((
+            webhook_endpoints::consecutive_failures,
+            webhook_endpoints::is_active,
         ))
-        .returning(webhook_endpoints::consecutive_failures)
         .get_result(conn)
         .await?;
-    let endpoint_disabled = if i64::from(failures) >= i64::from(record.disable_after_failures) {
-        let disabled = diesel::update(this.filter(webhook_endpoints::is_active.eq(true)))
+    let run = FailureRun::of(u32::try_from(failures).unwrap_or(0)).after(record.succeeded());
+    let endpoint_disabled = is_active && run.disables(record.disable_after_failures);
+    if endpoint_disabled {
+        diesel::update(this)
             .set((
+                webhook_endpoints::consecutive_failures.eq(failures_column(run)),
+                webhook_endpoints::last_delivery_at.eq(Some(at)),
                 webhook_endpoints::is_active.eq(false),
                 webhook_endpoints::updated_at.eq(at),
             ))
             .execute(conn)
             .await?;
-        disabled == 1
     } else {
-        false
-    };
+        diesel::update(this)
+            .set((
+                webhook_endpoints::consecutive_failures.eq(failures_column(run)),
+                webhook_endpoints::last_delivery_at.eq(Some(at)),
+            ))
+            .execute(conn)
+            .await?;
+    }
     Ok(AttemptEffects { endpoint_disabled })
+}
+
+/// A run as the `consecutive_failures` column holds it.
+fn failures_column(run: FailureRun) -> i32 {
+    i32::try_from(run.failures()).unwrap_or(i32::MAX)
 }
 
 /// Creates one event's deliveries and marks it dispatched, inside the caller's transaction
@@ -662,6 +694,7 @@ async fn dispatch_one(
         .await?
         .into_iter()
         .collect();
+    let new_state = DeliveryState::new(at);
     let rows: Vec<NewDeliveryRow<'_>> = deliveries
         .iter()
         .map(|delivery| (delivery, DbUuid(delivery.endpoint_id.as_uuid())))
@@ -673,9 +706,9 @@ async fn dispatch_one(
             event_id: event,
             event_type: &event_type,
             payload: &delivery.payload,
-            status: DeliveryStatus::Pending.as_str(),
-            attempt: 1,
-            next_attempt_at: Some(at),
+            status: new_state.status().as_str(),
+            attempt: i32::try_from(new_state.attempt()).unwrap_or(i32::MAX),
+            next_attempt_at: new_state.next_attempt_at(),
             created_at: at,
         })
         .collect();

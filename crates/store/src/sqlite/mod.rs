@@ -136,21 +136,18 @@ async fn record_delivery(conn: &mut Conn, record: &AttemptRecord) -> QueryResult
     let held = d::table
         .filter(d::id.eq(DbUuid(record.delivery_id.as_uuid())))
         .filter(d::lease.eq(Some(DbUuid(record.lease))));
-    let (status, next_attempt_at) = if record.succeeded {
-        (DeliveryStatus::Success, None)
-    } else {
-        (DeliveryStatus::Failed, record.next_attempt_at)
-    };
+    // The state the attempt left the delivery in, as the domain's state machine decided.
+    let state = record.state;
     let at = record.attempted_at;
     diesel::update(held)
         .set((
-            d::status.eq(status.as_str()),
-            d::attempt.eq(i32::try_from(record.attempt).unwrap_or(i32::MAX)),
+            d::status.eq(state.status().as_str()),
+            d::attempt.eq(i32::try_from(state.attempt()).unwrap_or(i32::MAX)),
             d::http_status.eq(record.http_status.map(i32::from)),
             d::response_body.eq(record.response_body.as_deref()),
             d::duration_ms.eq(Some(i64::try_from(record.duration_ms).unwrap_or(i64::MAX))),
             d::delivered_at.eq(Some(at)),
-            d::next_attempt_at.eq(next_attempt_at),
+            d::next_attempt_at.eq(state.next_attempt_at()),
             d::lease.eq(None::<DbUuid>),
             d::leased_until.eq(None::<OffsetDateTime>),
         ))
