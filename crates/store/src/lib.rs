@@ -47,6 +47,7 @@ macro_rules! due_deliveries {
     }};
 }
 
+mod dialect;
 mod listing;
 /// Runs the body, `async |conn: &mut Conn| -> Result<T, diesel::result::Error>`, in one write
 /// transaction (the backend's `write_tx!`) on a connection of the store's `writer` pool, on the

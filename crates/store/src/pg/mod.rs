@@ -14,13 +14,23 @@ use diesel::sql_types;
 use gatehouse_domain::ports::AttemptRecord;
 
 use crate::{
+    dialect::Dialect,
     migrate_with,
     runtime::{self, StoreRuntime},
     types::DbUuid,
     Backend, Direction, OpenError, StoreOptions,
 };
 
+#[path = "../schema.rs"]
 pub(crate) mod schema;
+
+/// The SQL types of the columns whose type differs between the backends (see `schema.rs`).
+mod column_types {
+    pub(crate) type Id = diesel::sql_types::Uuid;
+    pub(crate) type Moment = diesel::sql_types::Timestamptz;
+    pub(crate) type Json = diesel::sql_types::Jsonb;
+    pub(crate) type Strings = diesel::sql_types::Array<diesel::sql_types::Text>;
+}
 
 pub(crate) type Db = diesel::pg::Pg;
 pub(crate) type Conn = AsyncPgConnection;
@@ -39,38 +49,111 @@ macro_rules! write_tx {
 #[path = "../queries/mod.rs"]
 mod queries;
 
-/// Picks the deliveries to lease (see `due_deliveries!`) and locks them for the caller's
-/// transaction; rows another transaction has locked are skipped, not waited for, so that
-/// concurrent leasers in any process never pick the same delivery.
-pub(crate) async fn lease_ids(
-    conn: &mut Conn,
-    now: OffsetDateTime,
-    limit: i64,
-    busy: &[DbUuid],
-) -> QueryResult<Vec<(DbUuid, DbUuid)>> {
-    due_deliveries!(now, limit, busy)
-        .for_update()
-        .skip_locked()
-        .load(conn)
-        .await
-}
+/// This backend's [`Dialect`]: the statements the shared queries leave to it.
+pub(crate) struct Sql;
 
-/// Inserts new deliveries in one statement, skipping (event, endpoint) pairs that exist.
-pub(crate) async fn insert_deliveries(
-    conn: &mut Conn,
-    rows: Vec<queries::NewDeliveryRow<'_>>,
-) -> QueryResult<()> {
-    use schema::webhook_deliveries as d;
-    if rows.is_empty() {
-        return Ok(());
+impl Dialect for Sql {
+    type Conn = Conn;
+    type NewDelivery<'a> = queries::NewDeliveryRow<'a>;
+
+    /// Picks the deliveries to lease (see `due_deliveries!`) and locks them for the caller's
+    /// transaction; rows another transaction has locked are skipped, not waited for, so that
+    /// concurrent leasers in any process never pick the same delivery.
+    async fn lease_ids(
+        conn: &mut Conn,
+        now: OffsetDateTime,
+        limit: i64,
+        busy: &[DbUuid],
+    ) -> QueryResult<Vec<(DbUuid, DbUuid)>> {
+        due_deliveries!(now, limit, busy)
+            .for_update()
+            .skip_locked()
+            .load(conn)
+            .await
     }
-    diesel::insert_into(d::table)
-        .values(rows)
-        .on_conflict((d::event_id, d::endpoint_id))
-        .do_nothing()
-        .execute(conn)
-        .await
-        .map(drop)
+
+    /// Inserts new deliveries in one statement, skipping (event, endpoint) pairs that exist.
+    async fn insert_deliveries(
+        conn: &mut Conn,
+        rows: Vec<Self::NewDelivery<'_>>,
+    ) -> QueryResult<()> {
+        use schema::webhook_deliveries as d;
+        if rows.is_empty() {
+            return Ok(());
+        }
+        diesel::insert_into(d::table)
+            .values(rows)
+            .on_conflict((d::event_id, d::endpoint_id))
+            .do_nothing()
+            .execute(conn)
+            .await
+            .map(drop)
+    }
+
+    /// Records attempts on their deliveries if their leases hold, in one statement: the endpoint
+    /// of each, or `None` (the lease was lost or the endpoint deleted). The same update as the
+    /// shared `record_delivery`, set-based: a recorder's batch costs one round trip, not one each.
+    async fn record_deliveries(
+        conn: &mut Conn,
+        records: &[AttemptRecord],
+    ) -> QueryResult<Vec<Option<DbUuid>>> {
+        use sql_types::{Array, BigInt, Integer, Nullable, Text, Timestamptz, Uuid};
+        if records.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<uuid::Uuid> = records.iter().map(|r| r.delivery_id.as_uuid()).collect();
+        let leases: Vec<uuid::Uuid> = records.iter().map(|r| r.lease).collect();
+        // The state each attempt left its delivery in, as the domain's state machine decided.
+        let statuses: Vec<&str> = records.iter().map(|r| r.state.status().as_str()).collect();
+        let attempts: Vec<i32> = records
+            .iter()
+            .map(|r| i32::try_from(r.state.attempt()).unwrap_or(i32::MAX))
+            .collect();
+        let http_statuses: Vec<Option<i32>> = records
+            .iter()
+            .map(|r| r.http_status.map(i32::from))
+            .collect();
+        let bodies: Vec<Option<&str>> =
+            records.iter().map(|r| r.response_body.as_deref()).collect();
+        let durations: Vec<i64> = records
+            .iter()
+            .map(|r| i64::try_from(r.duration_ms).unwrap_or(i64::MAX))
+            .collect();
+        let attempted: Vec<OffsetDateTime> = records.iter().map(|r| r.attempted_at).collect();
+        let next: Vec<Option<OffsetDateTime>> =
+            records.iter().map(|r| r.state.next_attempt_at()).collect();
+        let recorded: Vec<Recorded> = diesel::sql_query(
+            "UPDATE webhook_deliveries AS d SET \
+                status = v.status, attempt = v.attempt, http_status = v.http_status, \
+                response_body = v.response_body, duration_ms = v.duration_ms, \
+                delivered_at = v.attempted_at, next_attempt_at = v.next_attempt_at, \
+                lease = NULL, leased_until = NULL \
+             FROM unnest($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+                AS v(id, lease, status, attempt, http_status, response_body, duration_ms, \
+                     attempted_at, next_attempt_at) \
+             WHERE d.id = v.id AND d.lease = v.lease \
+             RETURNING d.id, d.endpoint_id",
+        )
+        .bind::<Array<Uuid>, _>(ids)
+        .bind::<Array<Uuid>, _>(leases)
+        .bind::<Array<Text>, _>(statuses)
+        .bind::<Array<Integer>, _>(attempts)
+        .bind::<Array<Nullable<Integer>>, _>(http_statuses)
+        .bind::<Array<Nullable<Text>>, _>(bodies)
+        .bind::<Array<BigInt>, _>(durations)
+        .bind::<Array<Timestamptz>, _>(attempted)
+        .bind::<Array<Nullable<Timestamptz>>, _>(next)
+        .load(conn)
+        .await?;
+        let by_id: std::collections::HashMap<uuid::Uuid, DbUuid> = recorded
+            .into_iter()
+            .map(|r| (r.id.0, r.endpoint_id))
+            .collect();
+        Ok(records
+            .iter()
+            .map(|r| by_id.get(&r.delivery_id.as_uuid()).copied())
+            .collect())
+    }
 }
 
 /// A recorded delivery and its endpoint.
@@ -80,70 +163,6 @@ struct Recorded {
     id: DbUuid,
     #[diesel(sql_type = sql_types::Uuid)]
     endpoint_id: DbUuid,
-}
-
-/// Records attempts on their deliveries if their leases hold, in one statement: the endpoint
-/// of each, or `None` (the lease was lost or the endpoint deleted). The same update as the
-/// shared `record_delivery`, set-based: a recorder's batch costs one round trip, not one each.
-pub(crate) async fn record_deliveries(
-    conn: &mut Conn,
-    records: &[AttemptRecord],
-) -> QueryResult<Vec<Option<DbUuid>>> {
-    use sql_types::{Array, BigInt, Integer, Nullable, Text, Timestamptz, Uuid};
-    if records.is_empty() {
-        return Ok(Vec::new());
-    }
-    let ids: Vec<uuid::Uuid> = records.iter().map(|r| r.delivery_id.as_uuid()).collect();
-    let leases: Vec<uuid::Uuid> = records.iter().map(|r| r.lease).collect();
-    // The state each attempt left its delivery in, as the domain's state machine decided.
-    let statuses: Vec<&str> = records.iter().map(|r| r.state.status().as_str()).collect();
-    let attempts: Vec<i32> = records
-        .iter()
-        .map(|r| i32::try_from(r.state.attempt()).unwrap_or(i32::MAX))
-        .collect();
-    let http_statuses: Vec<Option<i32>> = records
-        .iter()
-        .map(|r| r.http_status.map(i32::from))
-        .collect();
-    let bodies: Vec<Option<&str>> = records.iter().map(|r| r.response_body.as_deref()).collect();
-    let durations: Vec<i64> = records
-        .iter()
-        .map(|r| i64::try_from(r.duration_ms).unwrap_or(i64::MAX))
-        .collect();
-    let attempted: Vec<OffsetDateTime> = records.iter().map(|r| r.attempted_at).collect();
-    let next: Vec<Option<OffsetDateTime>> =
-        records.iter().map(|r| r.state.next_attempt_at()).collect();
-    let recorded: Vec<Recorded> = diesel::sql_query(
-        "UPDATE webhook_deliveries AS d SET \
-            status = v.status, attempt = v.attempt, http_status = v.http_status, \
-            response_body = v.response_body, duration_ms = v.duration_ms, \
-            delivered_at = v.attempted_at, next_attempt_at = v.next_attempt_at, \
-            lease = NULL, leased_until = NULL \
-         FROM unnest($1, $2, $3, $4, $5, $6, $7, $8, $9) \
-            AS v(id, lease, status, attempt, http_status, response_body, duration_ms, \
-                 attempted_at, next_attempt_at) \
-         WHERE d.id = v.id AND d.lease = v.lease \
-         RETURNING d.id, d.endpoint_id",
-    )
-    .bind::<Array<Uuid>, _>(ids)
-    .bind::<Array<Uuid>, _>(leases)
-    .bind::<Array<Text>, _>(statuses)
-    .bind::<Array<Integer>, _>(attempts)
-    .bind::<Array<Nullable<Integer>>, _>(http_statuses)
-    .bind::<Array<Nullable<Text>>, _>(bodies)
-    .bind::<Array<BigInt>, _>(durations)
-    .bind::<Array<Timestamptz>, _>(attempted)
-    .bind::<Array<Nullable<Timestamptz>>, _>(next)
-    .load(conn)
-    .await?;
-    let by_id: std::collections::HashMap<uuid::Uuid, DbUuid> = recorded
-        .into_iter()
-        .map(|r| (r.id.0, r.endpoint_id))
-        .collect();
-    Ok(records
-        .iter()
-        .map(|r| by_id.get(&r.delivery_id.as_uuid()).copied())
-        .collect())
 }
 
 /// Connections go back into use without a check query: the default (`Verified`) sends

@@ -13,7 +13,7 @@ use time::OffsetDateTime;
 use super::{
     super::{
         schema::{organization_branding, sso_configurations},
-        Conn, DbStore,
+        Conn, Db, DbStore,
     },
     policies::{document, is_live, read_document, save_document},
     rows::record_events,
@@ -48,7 +48,7 @@ impl BrandingStore for DbStore {
 }
 
 #[derive(Queryable, Selectable, Insertable, AsChangeset)]
-#[diesel(table_name = sso_configurations, check_for_backend(super::super::Db))]
+#[diesel(table_name = sso_configurations, check_for_backend(Db))]
 struct SsoRow {
     organization_id: DbUuid,
     provider: String,

@@ -1,6 +1,8 @@
 //! The queries, written once. This module is compiled twice: as `pg::queries` and as
-//! `sqlite::queries`, where `super::schema`, `super::Db`, `super::Conn`, `super::DbStore` and
-//! the `write_tx!` macro are each backend's own. Queries are functions over a connection so
+//! `sqlite::queries`, where `super::schema` (one description, `src/schema.rs`, with the
+//! backend's column types), `super::Db`, `super::Conn`, `super::DbStore` and the `write_tx!`
+//! macro are each backend's own, and `super::Sql` is its `Dialect`: the statements the backends
+//! write differently. Queries are functions over a connection so
 //! that they compose inside one transaction.
 
 mod accounts;

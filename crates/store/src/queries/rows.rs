@@ -19,7 +19,7 @@ use super::super::{
         api_keys, events, invitations, memberships, organizations, sessions, signing_keys, users,
         webhook_deliveries, webhook_endpoints,
     },
-    Db,
+    Conn, Db,
 };
 
 use crate::{
@@ -635,10 +635,7 @@ impl LeasedRow {
 /// Records events in the outbox, inside the caller's transaction: the rows the domain's
 /// fan-out rule (`NewEvent::fan_out`) makes of each, given the live organizations its user
 /// belongs to as this transaction sees them.
-pub(super) async fn record_events(
-    conn: &mut super::super::Conn,
-    events: Vec<NewEvent>,
-) -> QueryResult<()> {
+pub(super) async fn record_events(conn: &mut Conn, events: Vec<NewEvent>) -> QueryResult<()> {
     for event in events {
         let member_of = match (event.organization_id, event.user_id) {
             (None, Some(user)) => organizations_of_user(conn, DbUuid(user.as_uuid()))
@@ -659,10 +656,7 @@ pub(super) async fn record_events(
 }
 
 /// The live organizations the user is a member of, oldest membership first.
-async fn organizations_of_user(
-    conn: &mut super::super::Conn,
-    user: DbUuid,
-) -> QueryResult<Vec<DbUuid>> {
+async fn organizations_of_user(conn: &mut Conn, user: DbUuid) -> QueryResult<Vec<DbUuid>> {
     memberships::table
         .inner_join(organizations::table)
         .filter(memberships::user_id.eq(user))

@@ -29,7 +29,7 @@ use uuid::Uuid;
 use super::{
     super::{
         schema::{events, webhook_deliveries, webhook_endpoints},
-        Conn, Db, DbStore,
+        Conn, Db, DbStore, Sql,
     },
     rows::{
         event_strings, stored_state, DeliveryRow, EndpointRow, EventRow, LeasedRow, NewDeliveryRow,
@@ -37,7 +37,9 @@ use super::{
     },
 };
 use crate::{
-    corrupt, db_error, pool_error,
+    corrupt, db_error,
+    dialect::Dialect,
+    pool_error,
     types::{DbStrings, DbUuid},
 };
 
@@ -487,7 +489,7 @@ impl WebhookStore for DbStore {
                 let full: Vec<DbUuid> = room.full().iter().map(|id| DbUuid(id.as_uuid())).collect();
                 let rows = write_tx!(&mut *conn, async |conn: &mut Conn| {
                     // Locked against other leasers until this transaction ends (the backend's part).
-                    let candidates = super::super::lease_ids(conn, now, scan, &full).await?;
+                    let candidates = Sql::lease_ids(conn, now, scan, &full).await?;
                     let ids = room.pick(
                         candidates
                             .into_iter()
@@ -558,7 +560,7 @@ impl WebhookStore for DbStore {
             // By endpoint, so that endpoint rows are locked in one order by every recorder in
             // every process (two batches never wait on each other in a cycle); in record order
             // within an endpoint, as its run of failures counts them.
-            let endpoints = super::super::record_deliveries(conn, &records).await?;
+            let endpoints = Sql::record_deliveries(conn, &records).await?;
             let mut order: Vec<usize> = (0..records.len()).collect();
             order.sort_by_key(|i| (records[*i].endpoint_id.as_uuid(), *i));
             let mut effects = vec![None; records.len()];
@@ -712,7 +714,7 @@ async fn dispatch_one(
             created_at: at,
         })
         .collect();
-    super::super::insert_deliveries(conn, rows).await?;
+    Sql::insert_deliveries(conn, rows).await?;
     diesel::update(events::table.find(event))
         .filter(events::dispatched_at.is_null())
         .set(events::dispatched_at.eq(Some(at)))

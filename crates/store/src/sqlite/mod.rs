@@ -19,13 +19,23 @@ use diesel::sql_types::{BigInt, Text, TimestamptzSqlite};
 use gatehouse_domain::{model::DeliveryStatus, ports::AttemptRecord};
 
 use crate::{
+    dialect::Dialect,
     migrate_with,
     runtime::{self, StoreRuntime},
     types::DbUuid,
     Backend, Direction, OpenError, StoreOptions,
 };
 
+#[path = "../schema.rs"]
 pub(crate) mod schema;
+
+/// The SQL types of the columns whose type differs between the backends (see `schema.rs`).
+mod column_types {
+    pub(crate) type Id = diesel::sql_types::Text;
+    pub(crate) type Moment = diesel::sql_types::TimestamptzSqlite;
+    pub(crate) type Json = diesel::sql_types::Json;
+    pub(crate) type Strings = diesel::sql_types::Text;
+}
 
 pub(crate) type Db = diesel::sqlite::Sqlite;
 pub(crate) type Conn = SyncConnectionWrapper<SqliteConnection>;
@@ -46,6 +56,86 @@ macro_rules! write_tx {
 #[path = "../queries/mod.rs"]
 mod queries;
 
+/// This backend's [`Dialect`]: the statements the shared queries leave to it.
+pub(crate) struct Sql;
+
+impl Dialect for Sql {
+    type Conn = Conn;
+    type NewDelivery<'a> = queries::NewDeliveryRow<'a>;
+
+    /// Picks the deliveries to lease: `due_deliveries!`, written out so that it can name its
+    /// index. Left to itself, SQLite's planner answers `endpoint_id IN (active endpoints)` from
+    /// the (endpoint, created) index: it visits every delivery the endpoints ever had, reads each
+    /// row, and sorts them, on every lease. `webhook_deliveries_lease_idx` holds every column the
+    /// query filters on or returns, in the order it wants: it reads the due part of the index only.
+    /// The caller's `BEGIN IMMEDIATE` transaction holds the database's write lock: no other
+    /// leaser reads until it has written.
+    async fn lease_ids(
+        conn: &mut Conn,
+        now: OffsetDateTime,
+        limit: i64,
+        busy: &[DbUuid],
+    ) -> QueryResult<Vec<(DbUuid, DbUuid)>> {
+        let skipped = vec!["?"; busy.len()].join(", ");
+        let sql = format!(
+            "SELECT d.id, d.endpoint_id \
+             FROM webhook_deliveries AS d INDEXED BY webhook_deliveries_lease_idx \
+             WHERE d.next_attempt_at <= ? \
+             AND (d.leased_until IS NULL OR d.leased_until < ?) \
+             AND d.status IN ('{pending}', '{failed}') \
+             AND d.endpoint_id IN (SELECT e.id FROM webhook_endpoints AS e WHERE e.is_active) \
+             AND d.endpoint_id NOT IN ({skipped}) \
+             ORDER BY d.next_attempt_at, d.id \
+             LIMIT ?",
+            pending = DeliveryStatus::Pending.as_str(),
+            failed = DeliveryStatus::Failed.as_str(),
+        );
+        let mut query = diesel::sql_query(sql)
+            .into_boxed::<Db>()
+            .bind::<TimestamptzSqlite, _>(now)
+            .bind::<TimestamptzSqlite, _>(now);
+        for endpoint in busy {
+            query = query.bind::<Text, _>(*endpoint);
+        }
+        let candidates: Vec<Candidate> = query.bind::<BigInt, _>(limit).load(conn).await?;
+        Ok(candidates
+            .into_iter()
+            .map(|c| (c.id, c.endpoint_id))
+            .collect())
+    }
+
+    /// Inserts new deliveries, skipping (event, endpoint) pairs that exist: a statement each, as
+    /// diesel has no multi-row `INSERT ... ON CONFLICT` for SQLite (and no round trip to save).
+    async fn insert_deliveries(
+        conn: &mut Conn,
+        rows: Vec<Self::NewDelivery<'_>>,
+    ) -> QueryResult<()> {
+        use schema::webhook_deliveries as d;
+        for row in rows {
+            diesel::insert_into(d::table)
+                .values(row)
+                .on_conflict((d::event_id, d::endpoint_id))
+                .do_nothing()
+                .execute(conn)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Records attempts on their deliveries if their leases hold: the endpoint of each, or `None`.
+    /// A statement each (no round trip to save).
+    async fn record_deliveries(
+        conn: &mut Conn,
+        records: &[AttemptRecord],
+    ) -> QueryResult<Vec<Option<DbUuid>>> {
+        let mut endpoints = Vec::with_capacity(records.len());
+        for record in records {
+            endpoints.push(record_delivery(conn, record).await?);
+        }
+        Ok(endpoints)
+    }
+}
+
 /// A delivery that may be leased, and its endpoint.
 #[derive(QueryableByName)]
 struct Candidate {
@@ -53,78 +143,6 @@ struct Candidate {
     id: DbUuid,
     #[diesel(sql_type = Text)]
     endpoint_id: DbUuid,
-}
-
-/// Picks the deliveries to lease: `due_deliveries!`, written out so that it can name its
-/// index. Left to itself, SQLite's planner answers `endpoint_id IN (active endpoints)` from
-/// the (endpoint, created) index: it visits every delivery the endpoints ever had, reads each
-/// row, and sorts them, on every lease. `webhook_deliveries_lease_idx` holds every column the
-/// query filters on or returns, in the order it wants: it reads the due part of the index only.
-/// The caller's `BEGIN IMMEDIATE` transaction holds the database's write lock: no other
-/// leaser reads until it has written.
-pub(crate) async fn lease_ids(
-    conn: &mut Conn,
-    now: OffsetDateTime,
-    limit: i64,
-    busy: &[DbUuid],
-) -> QueryResult<Vec<(DbUuid, DbUuid)>> {
-    let skipped = vec!["?"; busy.len()].join(", ");
-    let sql = format!(
-        "SELECT d.id, d.endpoint_id \
-         FROM webhook_deliveries AS d INDEXED BY webhook_deliveries_lease_idx \
-         WHERE d.next_attempt_at <= ? \
-         AND (d.leased_until IS NULL OR d.leased_until < ?) \
-         AND d.status IN ('{pending}', '{failed}') \
-         AND d.endpoint_id IN (SELECT e.id FROM webhook_endpoints AS e WHERE e.is_active) \
-         AND d.endpoint_id NOT IN ({skipped}) \
-         ORDER BY d.next_attempt_at, d.id \
-         LIMIT ?",
-        pending = DeliveryStatus::Pending.as_str(),
-        failed = DeliveryStatus::Failed.as_str(),
-    );
-    let mut query = diesel::sql_query(sql)
-        .into_boxed::<Db>()
-        .bind::<TimestamptzSqlite, _>(now)
-        .bind::<TimestamptzSqlite, _>(now);
-    for endpoint in busy {
-        query = query.bind::<Text, _>(*endpoint);
-    }
-    let candidates: Vec<Candidate> = query.bind::<BigInt, _>(limit).load(conn).await?;
-    Ok(candidates
-        .into_iter()
-        .map(|c| (c.id, c.endpoint_id))
-        .collect())
-}
-
-/// Inserts new deliveries, skipping (event, endpoint) pairs that exist: a statement each, as
-/// diesel has no multi-row `INSERT ... ON CONFLICT` for SQLite (and no round trip to save).
-pub(crate) async fn insert_deliveries(
-    conn: &mut Conn,
-    rows: Vec<queries::NewDeliveryRow<'_>>,
-) -> QueryResult<()> {
-    use schema::webhook_deliveries as d;
-    for row in rows {
-        diesel::insert_into(d::table)
-            .values(row)
-            .on_conflict((d::event_id, d::endpoint_id))
-            .do_nothing()
-            .execute(conn)
-            .await?;
-    }
-    Ok(())
-}
-
-/// Records attempts on their deliveries if their leases hold: the endpoint of each, or `None`.
-/// A statement each (no round trip to save).
-pub(crate) async fn record_deliveries(
-    conn: &mut Conn,
-    records: &[AttemptRecord],
-) -> QueryResult<Vec<Option<DbUuid>>> {
-    let mut endpoints = Vec::with_capacity(records.len());
-    for record in records {
-        endpoints.push(record_delivery(conn, record).await?);
-    }
-    Ok(endpoints)
 }
 
 /// Records an attempt on its delivery if the lease holds (see `record_attempts`): the

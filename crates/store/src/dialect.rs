@@ -1,0 +1,44 @@
+//! What the two backends do differently inside the shared queries, named in one small trait.
+//!
+//! The queries in `src/queries/` are written once and compiled twice, once in each backend's
+//! module, against that backend's `schema`, `Conn` and `Db`. Where the SQL itself must differ
+//! (row locks that skip locked rows, an upsert that ignores duplicates, a set-based update from
+//! arrays), the shared code calls the backend's [`Dialect`] implementation, `Sql`, and nothing
+//! else of it.
+
+use diesel::QueryResult;
+use gatehouse_domain::ports::AttemptRecord;
+use time::OffsetDateTime;
+
+use crate::types::DbUuid;
+
+/// The statements a backend writes its own way.
+pub(crate) trait Dialect {
+    /// The backend's connection.
+    type Conn;
+    /// A new delivery, as the backend's schema inserts it.
+    type NewDelivery<'a>;
+
+    /// Picks up to `limit` due deliveries of active endpoints not in `busy`, oldest due first,
+    /// as `(delivery, endpoint)`, and locks them for the caller's transaction so that no
+    /// concurrent leaser in any process picks the same.
+    async fn lease_ids(
+        conn: &mut Self::Conn,
+        now: OffsetDateTime,
+        limit: i64,
+        busy: &[DbUuid],
+    ) -> QueryResult<Vec<(DbUuid, DbUuid)>>;
+
+    /// Inserts new deliveries, skipping (event, endpoint) pairs that exist.
+    async fn insert_deliveries(
+        conn: &mut Self::Conn,
+        rows: Vec<Self::NewDelivery<'_>>,
+    ) -> QueryResult<()>;
+
+    /// Writes each attempt on its delivery if the lease holds: the delivery's endpoint, or
+    /// `None` (the lease was lost or the endpoint deleted), in the records' order.
+    async fn record_deliveries(
+        conn: &mut Self::Conn,
+        records: &[AttemptRecord],
+    ) -> QueryResult<Vec<Option<DbUuid>>>;
+}

@@ -1,0 +1,304 @@
+//! The schema, one description for both backends, as the migrations in `migrations/postgres`
+//! and `migrations/sqlite` leave it. It is compiled twice, like the queries: each backend names
+//! the SQL types its columns have where the two differ (`Id`, `Moment`, `Json`, `Strings`), in
+//! its own `column_types` module; everything else is the same SQL type on both.
+//!
+//! | here | PostgreSQL | SQLite |
+//! |---|---|---|
+//! | `Id` | `uuid` | `text` (hyphenated) |
+//! | `Moment` | `timestamptz` | `text` (RFC 3339) |
+//! | `Json` | `jsonb` | `text` |
+//! | `Strings` | `text[]` | `text` (a JSON array) |
+
+use super::column_types::{Id, Json, Moment, Strings};
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use super::{Id, Json, Strings, Moment};
+
+    users (id) {
+        id -> Id,
+        email -> Text,
+        full_name -> Text,
+        password_hash -> Text,
+        password_changed_at -> Moment,
+        created_at -> Moment,
+        updated_at -> Moment,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use super::{Id, Json, Strings, Moment};
+
+    organizations (id) {
+        id -> Id,
+        name -> Text,
+        slug -> Text,
+        kind -> Text,
+        plan -> Text,
+        default_role -> Text,
+        allow_member_invite -> Bool,
+        is_active -> Bool,
+        created_at -> Moment,
+        updated_at -> Moment,
+        deleted_at -> Nullable<Moment>,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use super::{Id, Json, Strings, Moment};
+
+    memberships (organization_id, user_id) {
+        organization_id -> Id,
+        user_id -> Id,
+        role -> Text,
+        created_at -> Moment,
+        updated_at -> Moment,
+        invited_by -> Nullable<Id>,
+        invited_at -> Nullable<Moment>,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use super::{Id, Json, Strings, Moment};
+
+    sessions (id) {
+        id -> Id,
+        user_id -> Id,
+        refresh_token_hash -> Text,
+        created_at -> Moment,
+        expires_at -> Moment,
+        last_used_at -> Moment,
+        revoked_at -> Nullable<Moment>,
+        application_id -> Nullable<Id>,
+        client_id -> Nullable<Text>,
+        scope -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use super::{Id, Json, Strings, Moment};
+
+    oauth_authorization_codes (code_hash) {
+        code_hash -> Text,
+        application_id -> Id,
+        user_id -> Id,
+        redirect_uri -> Text,
+        code_challenge -> Text,
+        scope -> Text,
+        created_at -> Moment,
+        expires_at -> Moment,
+        used_at -> Nullable<Moment>,
+        session_id -> Nullable<Id>,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use super::{Id, Json, Strings, Moment};
+
+    api_keys (id) {
+        id -> Id,
+        name -> Text,
+        prefix -> Text,
+        key_hash -> Text,
+        organization_id -> Id,
+        user_id -> Id,
+        created_at -> Moment,
+        last_used_at -> Nullable<Moment>,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use super::{Id, Json, Strings, Moment};
+
+    signing_keys (kid) {
+        kid -> Text,
+        private_key_sealed -> Binary,
+        public_key_der -> Binary,
+        created_at -> Moment,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use super::{Id, Json, Strings, Moment};
+
+    events (id) {
+        id -> Id,
+        event_type -> Text,
+        organization_id -> Nullable<Id>,
+        user_id -> Nullable<Id>,
+        data -> Json,
+        occurred_at -> Moment,
+        dispatched_at -> Nullable<Moment>,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use super::{Id, Json, Strings, Moment};
+
+    invitations (id) {
+        id -> Id,
+        organization_id -> Id,
+        email -> Text,
+        role -> Text,
+        token_hash -> Text,
+        invited_by -> Id,
+        invited_at -> Moment,
+        expires_at -> Moment,
+        accepted_at -> Nullable<Moment>,
+        revoked_at -> Nullable<Moment>,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use super::{Id, Json, Strings, Moment};
+
+    applications (id) {
+        id -> Id,
+        organization_id -> Id,
+        name -> Text,
+        is_active -> Bool,
+        created_at -> Moment,
+        updated_at -> Moment,
+        client_id -> Text,
+        client_secret_hash -> Text,
+        redirect_uris -> Strings,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use super::{Id, Json, Strings, Moment};
+
+    webhook_endpoints (id) {
+        id -> Id,
+        organization_id -> Id,
+        url -> Text,
+        description -> Text,
+        events -> Strings,
+        secret_sealed -> Binary,
+        is_active -> Bool,
+        consecutive_failures -> Integer,
+        last_delivery_at -> Nullable<Moment>,
+        created_at -> Moment,
+        updated_at -> Moment,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use super::{Id, Json, Strings, Moment};
+
+    webhook_deliveries (id) {
+        id -> Id,
+        endpoint_id -> Id,
+        organization_id -> Id,
+        event_id -> Id,
+        event_type -> Text,
+        payload -> Text,
+        status -> Text,
+        attempt -> Integer,
+        next_attempt_at -> Nullable<Moment>,
+        leased_until -> Nullable<Moment>,
+        lease -> Nullable<Id>,
+        http_status -> Nullable<Integer>,
+        response_body -> Nullable<Text>,
+        duration_ms -> Nullable<BigInt>,
+        delivered_at -> Nullable<Moment>,
+        created_at -> Moment,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use super::{Id, Json, Strings, Moment};
+
+    organization_policies (organization_id) {
+        organization_id -> Id,
+        document -> Json,
+        updated_at -> Moment,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use super::{Id, Json, Strings, Moment};
+
+    organization_branding (organization_id) {
+        organization_id -> Id,
+        document -> Json,
+        updated_at -> Moment,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use super::{Id, Json, Strings, Moment};
+
+    sso_configurations (organization_id) {
+        organization_id -> Id,
+        provider -> Text,
+        idp_entity_id -> Text,
+        idp_sso_url -> Text,
+        idp_certificate -> Text,
+        domain_whitelist -> Strings,
+        auto_provision -> Bool,
+        default_role -> Text,
+        is_active -> Bool,
+        created_at -> Moment,
+        updated_at -> Moment,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use super::{Id, Json, Strings, Moment};
+
+    password_history (id) {
+        id -> BigInt,
+        user_id -> Id,
+        password_hash -> Text,
+        retired_at -> Moment,
+    }
+}
+
+diesel::joinable!(memberships -> organizations (organization_id));
+diesel::joinable!(invitations -> organizations (organization_id));
+diesel::joinable!(applications -> organizations (organization_id));
+diesel::joinable!(memberships -> users (user_id));
+diesel::joinable!(sessions -> users (user_id));
+diesel::joinable!(oauth_authorization_codes -> applications (application_id));
+diesel::joinable!(api_keys -> organizations (organization_id));
+diesel::joinable!(webhook_endpoints -> organizations (organization_id));
+diesel::joinable!(webhook_deliveries -> webhook_endpoints (endpoint_id));
+diesel::joinable!(organization_policies -> organizations (organization_id));
+diesel::joinable!(organization_branding -> organizations (organization_id));
+diesel::joinable!(sso_configurations -> organizations (organization_id));
+diesel::joinable!(password_history -> users (user_id));
+diesel::allow_tables_to_appear_in_same_query!(
+    users,
+    organizations,
+    memberships,
+    sessions,
+    api_keys,
+    signing_keys,
+    events,
+    invitations,
+    applications,
+    webhook_endpoints,
+    webhook_deliveries,
+    organization_policies,
+    organization_branding,
+    sso_configurations,
+    password_history,
+    oauth_authorization_codes
+);
