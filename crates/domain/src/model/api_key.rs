@@ -9,6 +9,11 @@ use super::{ApiKeyId, OrganizationId, TokenHash, UserId};
 pub struct ApiKeyName(String);
 
 impl ApiKeyName {
+    /// A label as given, trimmed.
+    ///
+    /// # Errors
+    /// A message completing "`name` ..." when it is empty once trimmed, longer than 100
+    /// characters, or holds a control character.
     pub fn parse(raw: &str) -> Result<Self, &'static str> {
         let trimmed = raw.trim();
         if trimmed.is_empty() {
@@ -33,26 +38,43 @@ impl AsRef<str> for ApiKeyName {
 /// An API key about to be stored: the secret itself is gone, only its hash remains.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NewApiKey {
+    /// The key's id.
     pub id: ApiKeyId,
+    /// Its label.
     pub name: ApiKeyName,
+    /// The secret's first characters ([`SecretToken::display_prefix`]), shown in lists to tell
+    /// keys apart.
+    ///
+    /// [`SecretToken::display_prefix`]: super::SecretToken::display_prefix
     pub prefix: String,
+    /// The hash of the secret, which requests are authenticated by.
     pub key_hash: TokenHash,
+    /// The one organization the key acts in.
     pub organization_id: OrganizationId,
+    /// The user who created it, and whom it acts as; a member of that organization.
     pub user_id: UserId,
+    /// When it was created.
     pub created_at: OffsetDateTime,
 }
 
 /// An API key as listed (never with its secret).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ApiKey {
+    /// The key's id.
     pub id: ApiKeyId,
+    /// Its label.
     pub name: ApiKeyName,
+    /// The secret's first characters, to tell keys apart.
     pub prefix: String,
+    /// The one organization the key acts in.
     pub organization_id: OrganizationId,
+    /// The user who created it and whom it acts as (not serialised).
     #[serde(skip)]
     pub user_id: UserId,
+    /// When it was created.
     #[serde(with = "crate::model::timestamp")]
     pub created_at: OffsetDateTime,
+    /// When it was last used, to within a minute; `None` if never.
     #[serde(with = "crate::model::timestamp::option")]
     pub last_used_at: Option<OffsetDateTime>,
 }

@@ -18,12 +18,19 @@ use super::{
 pub struct ApplicationName(String);
 
 impl ApplicationName {
+    /// The longest name, in characters.
     pub const MAX_CHARS: usize = 100;
 
+    /// A name as given, trimmed.
+    ///
+    /// # Errors
+    /// When it is empty once trimmed, longer than [`Self::MAX_CHARS`], or holds a control
+    /// character (a line break among them).
     pub fn parse(raw: &str) -> Result<Self, TextError> {
         parse_text(raw, 1, Self::MAX_CHARS, false).map(Self)
     }
 
+    /// The name, trimmed.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -37,6 +44,7 @@ string_conversions!(ApplicationName, TextError);
 pub struct ClientId(String);
 
 impl ClientId {
+    /// What every client id starts with.
     pub const PREFIX: &'static str = "ghc_";
 
     /// The client id made from a fresh random id.
@@ -52,6 +60,7 @@ impl ClientId {
             .then(|| Self(raw.to_owned()))
     }
 
+    /// The client id as clients send it: `ghc_` and 32 lowercase hex digits.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -63,17 +72,22 @@ impl fmt::Display for ClientId {
     }
 }
 
-/// Why a redirect URI was refused. The messages complete "<field> ...".
+/// Why a redirect URI was refused. The messages complete "`<field>` ...".
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum RedirectUriError {
+    /// Not an absolute URL with a host: relative, empty, or with spaces around or inside it.
     #[error("must be an absolute URL")]
     NotAbsolute,
+    /// A scheme other than `https`, or `http` on a host that is not loopback.
     #[error("must use https (http only on 127.0.0.1, [::1] or localhost)")]
     NotHttps,
+    /// It has a `#fragment`.
     #[error("must not contain a fragment")]
     Fragment,
+    /// It has a user name or password before the host.
     #[error("must not contain credentials")]
     Credentials,
+    /// Longer than 2048 bytes.
     #[error("must be at most 2048 characters")]
     TooLong,
 }
@@ -87,6 +101,7 @@ pub enum RedirectUriError {
 pub struct RedirectUri(String);
 
 impl RedirectUri {
+    /// A redirect URI as registered, kept exactly as given (not trimmed, not normalised).
     pub fn parse(raw: &str) -> Result<Self, RedirectUriError> {
         if raw.len() > 2048 {
             return Err(RedirectUriError::TooLong);
@@ -114,6 +129,7 @@ impl RedirectUri {
         }
     }
 
+    /// The URI exactly as registered.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -124,10 +140,13 @@ string_conversions!(RedirectUri, RedirectUriError);
 /// Why a list of redirect URIs was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum RedirectUrisError {
+    /// No URI at all.
     #[error("must hold at least one redirect URI")]
     Empty,
+    /// More than [`RedirectUris::MAX`].
     #[error("must hold at most {max} redirect URIs", max = RedirectUris::MAX)]
     TooMany,
+    /// The same URI twice, character for character.
     #[error("must not repeat a redirect URI")]
     Duplicate,
 }
@@ -138,8 +157,13 @@ pub enum RedirectUrisError {
 pub struct RedirectUris(Vec<RedirectUri>);
 
 impl RedirectUris {
+    /// The most redirect URIs an application may register.
     pub const MAX: usize = 10;
 
+    /// The list, in the order given.
+    ///
+    /// # Errors
+    /// When it is empty, longer than [`Self::MAX`], or repeats a URI.
     pub fn new(uris: Vec<RedirectUri>) -> Result<Self, RedirectUrisError> {
         if uris.is_empty() {
             return Err(RedirectUrisError::Empty);
@@ -162,6 +186,7 @@ impl RedirectUris {
         self.0.iter().find(|uri| uri.as_str() == candidate)
     }
 
+    /// The URIs, in the order registered.
     pub fn iter(&self) -> impl Iterator<Item = &RedirectUri> {
         self.0.iter()
     }
@@ -177,28 +202,41 @@ impl<'de> Deserialize<'de> for RedirectUris {
 /// An application, as the API shows it (never with its secret).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Application {
+    /// The application's id in the API.
     pub id: ApplicationId,
+    /// The organization that registered it and owns it.
     pub organization_id: OrganizationId,
+    /// What users are shown it is called.
     pub name: ApplicationName,
+    /// Its public identifier in the OAuth flow; never changes.
     pub client_id: ClientId,
+    /// Where the authorization flow may send users back to.
     pub redirect_uris: RedirectUris,
+    /// Whether it may use the OAuth flow; an inactive application's client is refused.
     pub is_active: bool,
+    /// When it was registered.
     pub created_at: OffsetDateTime,
+    /// When it last changed.
     pub updated_at: OffsetDateTime,
 }
 
 /// An application to store, with its secret's hash.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NewApplication {
+    /// The application as registered.
     pub application: Application,
+    /// The hash of its client secret, which was handed to the caller once.
     pub secret_hash: TokenHash,
 }
 
 /// The fields of an application update; `None` leaves a field.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ApplicationChange {
+    /// A new name.
     pub name: Option<ApplicationName>,
+    /// A new list of redirect URIs, replacing the whole list.
     pub redirect_uris: Option<RedirectUris>,
+    /// `false` deactivates the application, `true` reactivates it.
     pub is_active: Option<bool>,
 }
 

@@ -11,18 +11,25 @@ macro_rules! event_types {
         /// five more the spec names as emitted.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub enum EventType {
-            $($variant,)*
+            $(
+                #[doc = concat!("`", $name, "`: ", $description)]
+                $variant,
+            )*
         }
 
         impl EventType {
+            /// Every event type, in catalog order.
             pub const ALL: &'static [EventType] = &[$(Self::$variant,)*];
 
+            /// The dotted name, as payloads, headers and subscriptions carry it
+            /// (`member.joined`).
             pub const fn as_str(self) -> &'static str {
                 match self {
                     $(Self::$variant => $name,)*
                 }
             }
 
+            /// The catalog group it belongs to: its name's first part.
             pub const fn category(self) -> EventCategory {
                 match self {
                     $(Self::$variant => EventCategory::$category,)*
@@ -36,6 +43,7 @@ macro_rules! event_types {
                 }
             }
 
+            /// One sentence saying what happened, for the event catalog.
             pub const fn description(self) -> &'static str {
                 match self {
                     $(Self::$variant => $description,)*
@@ -73,15 +81,22 @@ event_types! {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EventCategory {
+    /// `user.*`: accounts and profiles.
     User,
+    /// `organization.*`: organizations and their settings.
     Organization,
+    /// `member.*`: invitations and memberships.
     Member,
+    /// `application.*`: OAuth applications.
     Application,
+    /// `auth.*`: sign-ins, sign-outs and credentials.
     Auth,
+    /// `billing.*`: subscriptions and invoices.
     Billing,
 }
 
 impl EventCategory {
+    /// The group's name, the first part of its event types' names (`member`).
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::User => "user",
@@ -123,11 +138,19 @@ impl Serialize for EventType {
 /// `auth.*`: delivered to every organization the user belongs to).
 #[derive(Clone, Debug, PartialEq)]
 pub struct NewEvent {
+    /// The event's id in the outbox.
     pub id: EventId,
+    /// What happened.
     pub event_type: EventType,
+    /// The organization the event concerns; `None` for a user's event, which goes to every
+    /// organization the user belongs to.
     pub organization_id: Option<OrganizationId>,
+    /// The user who made the change or whom it is about; `None` when no user did (a plan
+    /// change from billing, say).
     pub user_id: Option<UserId>,
+    /// The payload, delivered as the webhook body's `data`.
     pub data: serde_json::Value,
+    /// When the change happened.
     pub occurred_at: OffsetDateTime,
 }
 

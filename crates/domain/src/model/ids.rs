@@ -11,10 +11,16 @@ macro_rules! uuid_id {
         pub struct $name(Uuid);
 
         impl $name {
+            #[doc = concat!(
+                "The `", stringify!($name), "` with this UUID (as stored, or freshly made)."
+            )]
             pub const fn from_uuid(id: Uuid) -> Self {
                 Self(id)
             }
 
+            #[doc = concat!(
+                "The UUID this `", stringify!($name), "` wraps, as the store keeps it."
+            )]
             pub const fn as_uuid(&self) -> Uuid {
                 self.0
             }

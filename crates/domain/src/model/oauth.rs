@@ -16,19 +16,33 @@ pub const AUTHORIZATION_CODE_SECONDS: i64 = 60;
 /// The error codes of RFC 6749 §4.1.2.1 (authorization) and §5.2 (token).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OAuthErrorCode {
+    /// `invalid_request`: a parameter is missing, repeated or malformed (a bad PKCE challenge
+    /// or verifier, say).
     InvalidRequest,
+    /// `invalid_client`: the client is unknown, inactive, or its secret is wrong.
     InvalidClient,
+    /// `invalid_grant`: the code or refresh token is unknown, expired, used already, or was
+    /// issued to another client, redirect URI or verifier.
     InvalidGrant,
+    /// `unauthorized_client`: the client may not use this grant or response type.
     UnauthorizedClient,
+    /// `unsupported_grant_type`: a `grant_type` other than `authorization_code` and
+    /// `refresh_token`.
     UnsupportedGrantType,
+    /// `unsupported_response_type`: a `response_type` other than `code`.
     UnsupportedResponseType,
+    /// `invalid_scope`: the scope is malformed or not allowed.
     InvalidScope,
+    /// `access_denied`: the user or the server refused the authorization.
     AccessDenied,
+    /// `server_error`: the server failed unexpectedly.
     ServerError,
+    /// `temporarily_unavailable`: the server cannot answer now; the client may retry later.
     TemporarilyUnavailable,
 }
 
 impl OAuthErrorCode {
+    /// The code as the `error` parameter carries it (`invalid_grant`).
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::InvalidRequest => "invalid_request",
@@ -49,11 +63,14 @@ impl OAuthErrorCode {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{}: {description}", code.as_str())]
 pub struct OAuthError {
+    /// The RFC's error code, the `error` parameter.
     pub code: OAuthErrorCode,
+    /// What was wrong, for the client's developer: the `error_description` parameter.
     pub description: String,
 }
 
 impl OAuthError {
+    /// An error with this code and description.
     pub fn new(code: OAuthErrorCode, description: impl Into<String>) -> Self {
         Self {
             code,
@@ -61,10 +78,12 @@ impl OAuthError {
         }
     }
 
+    /// An `invalid_request` error.
     pub fn invalid_request(description: impl Into<String>) -> Self {
         Self::new(OAuthErrorCode::InvalidRequest, description)
     }
 
+    /// An `invalid_grant` error.
     pub fn invalid_grant(description: impl Into<String>) -> Self {
         Self::new(OAuthErrorCode::InvalidGrant, description)
     }
@@ -80,6 +99,10 @@ fn is_unreserved(c: char) -> bool {
 pub struct CodeVerifier(String);
 
 impl CodeVerifier {
+    /// The request's `code_verifier`.
+    ///
+    /// # Errors
+    /// `invalid_request` when it is not 43 to 128 unreserved characters.
     pub fn parse(raw: &str) -> Result<Self, OAuthError> {
         let length = raw.chars().count();
         if !(43..=128).contains(&length) || !raw.chars().all(is_unreserved) {
@@ -108,7 +131,11 @@ impl fmt::Debug for CodeVerifier {
 pub struct CodeChallenge(String);
 
 impl CodeChallenge {
-    /// `method` is the request's `code_challenge_method`.
+    /// The request's `code_challenge`; `method` is the request's `code_challenge_method`.
+    ///
+    /// # Errors
+    /// `invalid_request` when the challenge is missing or not 43 characters of unpadded
+    /// base64url of 32 bytes, or the method is missing, `plain` or anything but `S256`.
     pub fn parse(challenge: Option<&str>, method: Option<&str>) -> Result<Self, OAuthError> {
         let Some(challenge) = challenge.filter(|c| !c.is_empty()) else {
             return Err(OAuthError::invalid_request(
@@ -137,11 +164,13 @@ impl CodeChallenge {
         Ok(Self(challenge.to_owned()))
     }
 
-    /// As stored.
+    /// A challenge as the store kept it, taken as it is (it was parsed when the code was
+    /// issued).
     pub fn from_stored(value: String) -> Self {
         Self(value)
     }
 
+    /// The challenge as the client sent it: 43 base64url characters.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -168,6 +197,11 @@ impl Scope {
         &self.0
     }
 
+    /// The request's `scope`, as the client wrote it; an empty one asks for no scope.
+    ///
+    /// # Errors
+    /// `invalid_scope` when it is longer than 1024 characters or a token has a character
+    /// outside the RFC's set.
     pub fn parse(raw: &str) -> Result<Self, OAuthError> {
         if raw.chars().count() > MAX_PARAMETER_CHARS {
             return Err(OAuthError::new(
@@ -193,6 +227,7 @@ impl Scope {
         Ok(Self(tokens))
     }
 
+    /// Whether no scope was asked for.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
@@ -214,6 +249,10 @@ impl fmt::Display for Scope {
 pub struct State(String);
 
 impl State {
+    /// The request's `state`, kept as it is.
+    ///
+    /// # Errors
+    /// `invalid_request` when it is longer than 1024 characters.
     pub fn parse(raw: &str) -> Result<Self, OAuthError> {
         if raw.chars().count() > MAX_PARAMETER_CHARS {
             return Err(OAuthError::invalid_request(format!(
@@ -223,6 +262,7 @@ impl State {
         Ok(Self(raw.to_owned()))
     }
 
+    /// The state exactly as the client sent it, to send back.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -233,27 +273,40 @@ impl State {
 /// to the store only by its hash.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AuthorizationCode {
+    /// The application the code was issued to; only it may exchange the code.
     pub application_id: ApplicationId,
+    /// The user who signed in and whose session the exchange opens.
     pub user_id: UserId,
+    /// The registered redirect URI the code was sent to; the exchange must name the same one.
     pub redirect_uri: RedirectUri,
+    /// The PKCE challenge the exchange's verifier must meet.
     pub challenge: CodeChallenge,
+    /// The scope granted, which the tokens of the exchange carry.
     pub scope: Scope,
+    /// When the code was issued.
     pub created_at: OffsetDateTime,
+    /// When the code stops being exchangeable: [`AUTHORIZATION_CODE_SECONDS`] after
+    /// `created_at`.
     pub expires_at: OffsetDateTime,
 }
 
 /// A stored code, and whether (and by which session) it was used.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoredCode {
+    /// What the code stands for.
     pub code: AuthorizationCode,
+    /// When the code was exchanged; `None` while it is unused. A code is exchanged once.
     pub used_at: Option<OffsetDateTime>,
+    /// The session its exchange opened; `None` while it is unused.
     pub session_id: Option<SessionId>,
 }
 
 /// A code and its hash, to store.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NewAuthorizationCode {
+    /// The hash of the code handed to the client, which the store looks it up by.
     pub hash: TokenHash,
+    /// What the code stands for.
     pub code: AuthorizationCode,
 }
 

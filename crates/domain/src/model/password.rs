@@ -9,10 +9,15 @@ use super::{MaxAgeDays, MinLength, ReuseCount};
 /// without one the defaults below (NIST 800-63B: length over composition).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PasswordPolicy {
+    /// The fewest characters a password may have.
     pub min_length: MinLength,
+    /// Whether a password needs an uppercase letter.
     pub require_uppercase: bool,
+    /// Whether a password needs a lowercase letter.
     pub require_lowercase: bool,
+    /// Whether a password needs an ASCII digit.
     pub require_numbers: bool,
+    /// Whether a password needs a character that is neither a letter nor a digit.
     pub require_special_chars: bool,
     /// Days after which a password must be changed; 0 disables.
     pub max_age_days: MaxAgeDays,
@@ -66,18 +71,25 @@ impl PasswordPolicy {
 /// Why a new password was refused. The messages are shown to the person choosing it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PasswordError {
+    /// Fewer characters than the policy's minimum, which it carries.
     #[error("must be at least {0} characters")]
     TooShort(usize),
+    /// More than [`NewPassword::MAX_CHARS`] characters.
     #[error("must be at most {} characters", NewPassword::MAX_CHARS)]
     TooLong,
+    /// The policy asks for an uppercase letter and there is none.
     #[error("must contain an uppercase letter")]
     NoUppercase,
+    /// The policy asks for a lowercase letter and there is none.
     #[error("must contain a lowercase letter")]
     NoLowercase,
+    /// The policy asks for a digit and there is none.
     #[error("must contain a digit")]
     NoDigit,
+    /// The policy asks for a special character and every character is a letter or a digit.
     #[error("must contain a special character")]
     NoSpecial,
+    /// The whole password is a common password or dictionary word, however dressed up.
     #[error("is too common: it is one of the words and passwords that attackers try first")]
     Common,
 }
@@ -92,6 +104,8 @@ impl NewPassword {
     /// is a denial-of-service attempt, not a secret.
     pub const MAX_CHARS: usize = 128;
 
+    /// A password as typed (not trimmed), checked against `policy`, then against the common
+    /// passwords; the first rule it breaks is the error.
     pub fn parse(raw: &str, policy: &PasswordPolicy) -> Result<Self, PasswordError> {
         let chars = raw.chars().count();
         let min_length = policy.min_length.get() as usize;
@@ -119,6 +133,7 @@ impl NewPassword {
         Ok(Self(raw.to_owned()))
     }
 
+    /// The plaintext, for the hasher only.
     pub fn expose(&self) -> &str {
         &self.0
     }
@@ -148,10 +163,12 @@ impl fmt::Debug for NewPassword {
 pub struct PasswordHash(String);
 
 impl PasswordHash {
+    /// A hash as the hasher made it or the store kept it, taken as it is.
     pub fn from_phc(phc: String) -> Self {
         Self(phc)
     }
 
+    /// The PHC string, algorithm, parameters and salt included.
     pub fn as_phc(&self) -> &str {
         &self.0
     }

@@ -7,22 +7,36 @@ use super::Role;
 /// A dotted permission, as `403` bodies name it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Permission {
+    /// `organization.read`: see the organization and its settings.
     OrganizationRead,
+    /// `organization.update`: change its name, slug and settings.
     OrganizationUpdate,
+    /// `organization.delete`: delete the organization (the owner only).
     OrganizationDelete,
+    /// `organization.members.read`: list members and pending invitations.
     MembersRead,
+    /// `organization.members.create`: invite people.
     MembersCreate,
+    /// `organization.members.update`: change members' roles.
     MembersUpdate,
+    /// `organization.members.delete`: remove members and revoke invitations.
     MembersDelete,
+    /// `applications.read`: see the organization's applications.
     ApplicationsRead,
+    /// `applications.manage`: register, change and delete applications.
     ApplicationsManage,
+    /// `webhooks.manage`: manage webhook endpoints and their deliveries.
     WebhooksManage,
+    /// `policies.manage`: set the organization's security policies.
     PoliciesManage,
+    /// `branding.manage`: set the organization's white-label branding.
     BrandingManage,
+    /// `sso.manage`: configure SAML single sign-on.
     SsoManage,
 }
 
 impl Permission {
+    /// Every permission, in the table's order.
     pub const ALL: [Permission; 13] = [
         Self::OrganizationRead,
         Self::OrganizationUpdate,
@@ -39,6 +53,7 @@ impl Permission {
         Self::SsoManage,
     ];
 
+    /// The dotted name (`organization.members.create`).
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::OrganizationRead => "organization.read",

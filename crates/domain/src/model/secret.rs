@@ -6,17 +6,24 @@ use sha2::{Digest, Sha256};
 /// at a glance (and lets secret scanners find them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TokenKind {
+    /// A session's refresh token: `ghr_`.
     Refresh,
+    /// An API key: `ghk_`.
     ApiKey,
+    /// An invitation's token, sent in the invitation mail: `ghi_`.
     Invitation,
+    /// A webhook endpoint's signing secret: `whsec_`.
     WebhookSecret,
+    /// An application's client secret: `ghcs_`.
     ClientSecret,
+    /// An OAuth authorization code: `ghac_`.
     AuthorizationCode,
     /// The anti-forgery token of the hosted login page's forms.
     Csrf,
 }
 
 impl TokenKind {
+    /// What a secret of this kind starts with.
     pub const fn prefix(self) -> &'static str {
         match self {
             Self::Refresh => "ghr_",
@@ -36,14 +43,17 @@ impl TokenKind {
 pub struct SecretToken(String);
 
 impl SecretToken {
+    /// Wraps a secret, freshly made or as a client presented it.
     pub fn new(value: String) -> Self {
         Self(value)
     }
 
+    /// The secret itself, to hand to the client once or to check.
     pub fn expose(&self) -> &str {
         &self.0
     }
 
+    /// The hash the store keeps and looks the secret up by.
     pub fn hash(&self) -> TokenHash {
         TokenHash::of(&self.0)
     }
@@ -66,14 +76,17 @@ impl fmt::Debug for SecretToken {
 pub struct TokenHash(String);
 
 impl TokenHash {
+    /// The hash of a secret.
     pub fn of(secret: &str) -> Self {
         Self(hex::encode(Sha256::digest(secret.as_bytes())))
     }
 
+    /// A hash as the store kept it, taken as it is.
     pub fn from_stored(hex: String) -> Self {
         Self(hex)
     }
 
+    /// The hash: 64 lowercase hex digits.
     pub fn as_hex(&self) -> &str {
         &self.0
     }

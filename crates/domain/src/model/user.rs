@@ -8,19 +8,25 @@ use super::{Email, PasswordHash, UserId};
 #[serde(transparent)]
 pub struct FullName(String);
 
+/// Why a full name was refused. The messages complete "`<field>` ...".
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum FullNameError {
+    /// Nothing but whitespace.
     #[error("must not be empty")]
     Empty,
+    /// More than [`FullName::MAX_CHARS`] characters once trimmed.
     #[error("must be at most 200 characters")]
     TooLong,
+    /// A control character, a line break among them.
     #[error("must not contain control characters")]
     Control,
 }
 
 impl FullName {
+    /// The longest name, in characters.
     pub const MAX_CHARS: usize = 200;
 
+    /// A name as typed, trimmed.
     pub fn parse(raw: &str) -> Result<Self, FullNameError> {
         let trimmed = raw.trim();
         if trimmed.is_empty() {
@@ -45,11 +51,16 @@ impl AsRef<str> for FullName {
 /// A user as every API response shows it (the `user.*` event payload too).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct User {
+    /// The user's id.
     pub id: UserId,
+    /// The address they sign in with, normalised; no two users share one.
     pub email: Email,
+    /// What they are called.
     pub full_name: FullName,
+    /// When they registered.
     #[serde(with = "crate::model::timestamp")]
     pub created_at: OffsetDateTime,
+    /// When their profile last changed.
     #[serde(with = "crate::model::timestamp")]
     pub updated_at: OffsetDateTime,
 }
@@ -57,18 +68,26 @@ pub struct User {
 /// A user with the secret needed to check their password; never serialised.
 #[derive(Clone, Debug, PartialEq)]
 pub struct UserCredentials {
+    /// The user.
     pub user: User,
+    /// The hash of their current password.
     pub password_hash: PasswordHash,
+    /// When the current password was set, for the policy's maximum age.
     pub password_changed_at: OffsetDateTime,
 }
 
 /// A user about to be created.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NewUser {
+    /// The new user's id.
     pub id: UserId,
+    /// The address they registered with; it must belong to no other user.
     pub email: Email,
+    /// What they are called.
     pub full_name: FullName,
+    /// The hash of the password they chose.
     pub password_hash: PasswordHash,
+    /// When they registered; also when their password was set.
     pub created_at: OffsetDateTime,
 }
 

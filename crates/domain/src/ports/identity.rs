@@ -16,8 +16,12 @@ use crate::model::{
 /// owner membership, with the events that announce them.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NewAccount {
+    /// The user, with their password hash.
     pub user: NewUser,
+    /// Their personal workspace, owned by them; its slug is the first of its candidates that
+    /// is free when the account is stored.
     pub workspace: NewOrganization,
+    /// The events announcing the user and the workspace, recorded with them.
     pub events: Vec<NewEvent>,
 }
 
@@ -107,6 +111,11 @@ pub trait SessionStore: Send + Sync + 'static {
 #[async_trait]
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 pub trait ApiKeyStore: Send + Sync + 'static {
+    /// Stores the key and returns it as listed (never used yet).
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] when the id or the secret's hash is taken (a collision of
+    /// random values).
     async fn create_api_key(&self, key: NewApiKey) -> Result<ApiKey, StoreError>;
 
     /// The keys a user created, newest first.
@@ -126,11 +135,13 @@ pub trait ApiKeyStore: Send + Sync + 'static {
 /// A token-signing key pair at rest: the private key encrypted by the server's secret key.
 #[derive(Clone, PartialEq, Eq)]
 pub struct StoredSigningKey {
+    /// The key id, which the header of every token it signs names (the public key's digest).
     pub kid: String,
     /// The encrypted private key; only the signer adapter can open it.
     pub private_key_sealed: Vec<u8>,
     /// The public key, DER (PKCS#1), for the key set.
     pub public_key_der: Vec<u8>,
+    /// When the key was added: the newest key signs, older ones only verify.
     pub created_at: OffsetDateTime,
 }
 
@@ -150,9 +161,15 @@ pub trait SigningKeyStore: Send + Sync + 'static {
     /// Every stored key, newest first.
     async fn signing_keys(&self) -> Result<Vec<StoredSigningKey>, StoreError>;
 
+    /// Stores a new key (a rotation); replicas start signing with it on their next reload.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] when a key with the same `kid` is stored already.
     async fn add_signing_key(&self, key: StoredSigningKey) -> Result<(), StoreError>;
 }
 
+/// Hashing or verifying a password failed (not a wrong password: that is `Ok(false)`); the
+/// source says why, for the log.
 #[derive(Debug, thiserror::Error)]
 #[error("password hashing failed")]
 pub struct HashError(#[source] pub BoxError);
@@ -161,6 +178,7 @@ pub struct HashError(#[source] pub BoxError);
 #[async_trait]
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 pub trait PasswordHasher: Send + Sync + 'static {
+    /// Hashes a password that met its policy, with a fresh random salt.
     async fn hash(&self, password: NewPassword) -> Result<PasswordHash, HashError>;
 
     /// Whether `presented` matches `hash`. With no hash (unknown user) it still does the work of
@@ -176,14 +194,23 @@ pub trait PasswordHasher: Send + Sync + 'static {
 /// The claims of an access token.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct AccessClaims {
+    /// The issuer: the server's public URL.
     pub iss: String,
+    /// The subject: the signed-in user.
     pub sub: UserId,
+    /// The audience: always `gatehouse`.
     pub aud: String,
+    /// When the token was issued, in Unix seconds.
     pub iat: i64,
+    /// The token is not valid before this time, in Unix seconds (its issue time).
     pub nbf: i64,
+    /// When the token expires, in Unix seconds.
     pub exp: i64,
+    /// A fresh id of this token.
     pub jti: Uuid,
+    /// The session the token belongs to: ending the session ends the token at once.
     pub sid: SessionId,
+    /// The user's email when the token was issued.
     pub email: String,
     /// The application, for a token issued through the OAuth flow.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -193,11 +220,13 @@ pub struct AccessClaims {
     pub scope: Option<String>,
 }
 
+/// Why a token could not be signed or checked.
 #[derive(Debug, thiserror::Error)]
 pub enum TokenError {
     /// Malformed, badly signed, expired, not yet valid, or for another issuer or audience.
     #[error("the token is not valid")]
     Invalid,
+    /// The signer itself failed (its keys could not be loaded or used): not the token's fault.
     #[error("token signing failed")]
     Failed(#[source] BoxError),
 }
@@ -205,12 +234,18 @@ pub enum TokenError {
 /// One public key of the JSON Web Key Set.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct PublicJwk {
+    /// The key type: `RSA`.
     pub kty: &'static str,
+    /// What the key is for, serialised as `use`: `sig` (signatures).
     #[serde(rename = "use")]
     pub use_: &'static str,
+    /// The algorithm: `RS256`.
     pub alg: &'static str,
+    /// The key id that tokens it verifies name in their header.
     pub kid: String,
+    /// The RSA modulus, big-endian, unpadded base64url.
     pub n: String,
+    /// The RSA public exponent, big-endian, unpadded base64url.
     pub e: String,
 }
 
@@ -218,6 +253,7 @@ pub struct PublicJwk {
 #[async_trait]
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 pub trait TokenSigner: Send + Sync + 'static {
+    /// Signs the claims with the newest key, naming its `kid` in the header.
     async fn sign(&self, claims: &AccessClaims) -> Result<String, TokenError>;
     /// Checks signature, `iss`, `aud`, `exp` and `nbf`, and returns the claims.
     async fn verify(&self, token: &str) -> Result<AccessClaims, TokenError>;

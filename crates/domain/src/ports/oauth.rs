@@ -32,6 +32,7 @@ pub trait ApplicationStore: Send + Sync + 'static {
         page: PageRequest,
     ) -> Result<Page<Application>, StoreError>;
 
+    /// One of the organization's applications; `None` when it has no such application.
     async fn application(
         &self,
         organization_id: OrganizationId,
@@ -69,14 +70,23 @@ pub trait ApplicationStore: Send + Sync + 'static {
 #[async_trait]
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 pub trait AuthorizationCodeStore: Send + Sync + 'static {
+    /// Stores a freshly issued code, unused.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] when a code with the same hash is stored already (a collision
+    /// of random secrets).
     async fn save_authorization_code(&self, new: NewAuthorizationCode) -> Result<(), StoreError>;
 
+    /// The code with this hash, whether used or expired (the caller checks both: a code used
+    /// twice ends the session its first use opened); `None` when no code has it.
     async fn authorization_code(&self, hash: &TokenHash) -> Result<Option<StoredCode>, StoreError>;
 
     /// Marks the code used at `at` by the session, and opens the session (recording its
     /// event; `keep_at_most` as for [`SessionStore::create_session`]), in one transaction.
     /// Returns false, writing nothing, when the code was used already (by a concurrent
     /// exchange) or is gone.
+    ///
+    /// [`SessionStore::create_session`]: crate::ports::SessionStore::create_session
     async fn redeem_authorization_code(
         &self,
         hash: &TokenHash,

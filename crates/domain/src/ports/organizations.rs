@@ -96,7 +96,9 @@ pub trait OrganizationStore: Send + Sync + 'static {
 /// An organization's saved policies and when they were saved.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SavedPolicies {
+    /// The policies as saved, before the plan decides which of them apply.
     pub policies: OrganizationPolicies,
+    /// When they were last saved.
     pub updated_at: OffsetDateTime,
 }
 
@@ -136,7 +138,9 @@ pub trait PolicyStore: Send + Sync + 'static {
 /// An organization's saved branding and when it was saved.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SavedBranding {
+    /// The branding as saved.
     pub branding: Branding,
+    /// When it was last saved.
     pub updated_at: OffsetDateTime,
 }
 
@@ -162,6 +166,7 @@ pub trait BrandingStore: Send + Sync + 'static {
 #[async_trait]
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 pub trait SsoStore: Send + Sync + 'static {
+    /// The organization's configuration; `None` when it has none.
     async fn sso_configuration(
         &self,
         id: OrganizationId,

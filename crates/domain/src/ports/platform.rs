@@ -18,6 +18,8 @@ pub trait HealthStore: Send + Sync + 'static {
 /// The time.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 pub trait Clock: Send + Sync + 'static {
+    /// The current time, in UTC. The system clock gives it to the microsecond, the precision
+    /// the stores keep, so that a time read back equals the time written.
     fn now(&self) -> OffsetDateTime;
 }
 
@@ -43,6 +45,7 @@ pub struct RateDecision {
     pub reset_at: OffsetDateTime,
 }
 
+/// The counters could not be reached (Redis is down, say); the source says why, for the log.
 #[derive(Debug, thiserror::Error)]
 #[error("the rate limiter is unavailable")]
 pub struct RateLimitError(#[source] pub BoxError);
@@ -68,13 +71,16 @@ pub trait RateLimiter: Send + Sync + 'static {
 /// An email about to be sent.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Mail {
+    /// The one recipient.
     pub to: Email,
+    /// The subject line.
     pub subject: String,
     /// The plain-text body.
     pub text: String,
     /// The sender's display name in place of the configured one (an organization's branding);
     /// the sending address stays the configured one.
     pub sender_name: Option<String>,
+    /// Where replies go (an organization's support address); `None`: to the sending address.
     pub reply_to: Option<Email>,
 }
 
@@ -91,6 +97,7 @@ impl Mail {
     }
 }
 
+/// The mail could not be handed over for sending; the source says why, for the log.
 #[derive(Debug, thiserror::Error)]
 #[error("sending mail failed")]
 pub struct MailError(#[source] pub BoxError);
@@ -99,5 +106,6 @@ pub struct MailError(#[source] pub BoxError);
 #[async_trait]
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 pub trait Mailer: Send + Sync + 'static {
+    /// Hands one mail over for delivery: to the SMTP relay, the mail directory or the log.
     async fn send(&self, mail: Mail) -> Result<(), MailError>;
 }

@@ -13,7 +13,10 @@ use crate::model::{
 /// A webhook endpoint about to be stored, with its signing secret sealed.
 #[derive(Clone, PartialEq)]
 pub struct NewEndpoint {
+    /// The endpoint as it is to be stored, active.
     pub endpoint: WebhookEndpoint,
+    /// The signing secret sealed by the [`SecretCipher`], bound to the endpoint's id as the
+    /// context; only the delivery engine opens it.
     pub secret_sealed: Vec<u8>,
 }
 
@@ -28,11 +31,15 @@ impl std::fmt::Debug for NewEndpoint {
 /// A change to an endpoint: only the `Some` fields change.
 #[derive(Clone, Default, PartialEq)]
 pub struct EndpointChange {
+    /// The new URL deliveries are sent to.
     pub url: Option<WebhookUrl>,
+    /// The new free-text description.
     pub description: Option<String>,
+    /// The new event types the endpoint subscribes to, each once, at least one.
     pub events: Option<Vec<EventType>>,
     /// A rotated signing secret, sealed.
     pub secret_sealed: Option<Vec<u8>>,
+    /// `false` turns the endpoint off (nothing is delivered to it); `true` turns it back on.
     pub is_active: Option<bool>,
 }
 
@@ -50,22 +57,30 @@ impl std::fmt::Debug for EndpointChange {
 /// An endpoint with what its detail view shows.
 #[derive(Clone, Debug, PartialEq)]
 pub struct EndpointDetail {
+    /// The endpoint as stored.
     pub endpoint: WebhookEndpoint,
+    /// When the latest attempt of a delivery to it was made, answered or not; `None` before
+    /// the first.
     pub last_delivery_at: Option<OffsetDateTime>,
+    /// How many of its deliveries there are, by outcome.
     pub stats: DeliveryStats,
 }
 
 /// Filters of the delivery log.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DeliveryFilter {
+    /// Only deliveries in this status; `None`: any status.
     pub status: Option<DeliveryStatus>,
+    /// Only deliveries of this event type; `None`: any type.
     pub event: Option<EventType>,
 }
 
 /// What a manual retry found.
 #[derive(Clone, Debug, PartialEq)]
 pub enum RetryOutcome {
+    /// The organization has no such delivery.
     NotFound,
+    /// An attempt of the delivery is already queued: nothing changed.
     AlreadyPending,
     /// Re-queued for now; the delivery as it stands.
     Queued(Delivery),
@@ -74,19 +89,25 @@ pub enum RetryOutcome {
 /// An event of the outbox not yet turned into deliveries.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PendingEvent {
+    /// The event's id in the outbox.
     pub id: EventId,
+    /// What happened: decides which endpoints are subscribed.
     pub event_type: EventType,
     /// The organization the event goes to (`None`: a user's event from before they belonged to
     /// any organization; it is kept, and delivered nowhere).
     pub organization_id: Option<OrganizationId>,
+    /// The event's payload, sent as the body's `data`.
     pub data: serde_json::Value,
+    /// When the change happened, sent as the body's `timestamp`.
     pub occurred_at: OffsetDateTime,
 }
 
 /// A delivery about to be created by the dispatcher.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NewDelivery {
+    /// The new delivery's id, also in its payload as `delivery_id`.
     pub id: DeliveryId,
+    /// The subscribed endpoint it goes to.
     pub endpoint_id: EndpointId,
     /// The exact JSON body every attempt sends and signs.
     pub payload: String,
@@ -95,12 +116,19 @@ pub struct NewDelivery {
 /// A delivery leased by a worker for one attempt.
 #[derive(Clone, PartialEq)]
 pub struct LeasedDelivery {
+    /// The delivery being attempted.
     pub id: DeliveryId,
+    /// The endpoint it goes to.
     pub endpoint_id: EndpointId,
+    /// The endpoint's organization.
     pub organization_id: OrganizationId,
+    /// Where the attempt is sent: the endpoint's URL as it stands now.
     pub url: WebhookUrl,
+    /// The endpoint's signing secret as [`NewEndpoint::secret_sealed`] stored it.
     pub secret_sealed: Vec<u8>,
+    /// The event type, sent in the `X-Service-Event` header.
     pub event: EventType,
+    /// The exact JSON body to send and sign.
     pub payload: String,
     /// Where the delivery stands: an attempt of it is due (the store leases only those).
     pub state: DeliveryState,
@@ -131,17 +159,25 @@ impl std::fmt::Debug for LeasedDelivery {
 /// The result of one attempt, to record.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AttemptRecord {
+    /// The delivery attempted.
     pub delivery_id: DeliveryId,
+    /// Its endpoint, whose run of failures the attempt moves on.
     pub endpoint_id: EndpointId,
+    /// The lease the attempt was made under; the record is dropped when it no longer holds.
     pub lease: Uuid,
     /// The delivery's state after this attempt, from [`DeliveryState::attempted`]: the store
     /// writes it as it is.
     pub state: DeliveryState,
+    /// The receiver's HTTP status; `None` when it did not answer.
     pub http_status: Option<u16>,
+    /// The start of the receiver's answer, or why there was none.
     pub response_body: Option<String>,
+    /// How long the attempt took, in milliseconds.
     pub duration_ms: u64,
+    /// When the attempt started.
     pub attempted_at: OffsetDateTime,
-    /// Consecutive failures at which the endpoint is deactivated (see [`FailureRun`](crate::model::FailureRun)).
+    /// Consecutive failures at which the endpoint is deactivated (see
+    /// [`FailureRun`](crate::model::FailureRun)).
     pub disable_after_failures: u32,
 }
 
@@ -164,9 +200,14 @@ pub struct AttemptEffects {
 #[async_trait]
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 pub trait WebhookStore: Send + Sync + 'static {
+    /// Stores a new endpoint with its sealed secret.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] when the endpoint id is taken (a collision of random ids).
     async fn create_endpoint(&self, endpoint: NewEndpoint) -> Result<(), StoreError>;
 
-    /// The organization's endpoints, newest first.
+    /// The organization's endpoints, newest first; with `is_active`, only those active (or
+    /// inactive).
     async fn endpoints(
         &self,
         organization_id: OrganizationId,
@@ -174,6 +215,8 @@ pub trait WebhookStore: Send + Sync + 'static {
         page: PageRequest,
     ) -> Result<Page<WebhookEndpoint>, StoreError>;
 
+    /// One of the organization's endpoints with its last attempt and delivery counts; `None`
+    /// when the organization has no such endpoint.
     async fn endpoint(
         &self,
         organization_id: OrganizationId,
@@ -190,7 +233,8 @@ pub trait WebhookStore: Send + Sync + 'static {
         at: OffsetDateTime,
     ) -> Result<Option<WebhookEndpoint>, StoreError>;
 
-    /// Removes the endpoint and its deliveries: nothing pending is sent any more.
+    /// Removes the endpoint and its deliveries: nothing pending is sent any more. Returns false
+    /// when the organization has no such endpoint.
     async fn delete_endpoint(
         &self,
         organization_id: OrganizationId,
@@ -206,8 +250,9 @@ pub trait WebhookStore: Send + Sync + 'static {
         page: PageRequest,
     ) -> Result<Option<Page<Delivery>>, StoreError>;
 
-    /// Re-queues a delivery by [`DeliveryState::retried`] at `at`: a new attempt due at once,
-    /// or `AlreadyPending`.
+    /// Re-queues one of the organization's deliveries by [`DeliveryState::retried`] at `at`: a
+    /// new attempt due at once, or [`RetryOutcome::AlreadyPending`]. Of concurrent retries of
+    /// one delivery, one queues an attempt.
     async fn retry_delivery(
         &self,
         organization_id: OrganizationId,
@@ -215,7 +260,7 @@ pub trait WebhookStore: Send + Sync + 'static {
         at: OffsetDateTime,
     ) -> Result<RetryOutcome, StoreError>;
 
-    /// Outbox events not yet dispatched, oldest first.
+    /// Outbox events not yet dispatched, oldest first, at most `limit`.
     async fn pending_events(&self, limit: i64) -> Result<Vec<PendingEvent>, StoreError>;
 
     /// The organization's active endpoints subscribed to the event type.
@@ -245,9 +290,9 @@ pub trait WebhookStore: Send + Sync + 'static {
     }
 
     /// Leases due deliveries of active endpoints, oldest due first, as many as fit in `room`
-    /// (in all and at each endpoint), until `lease_until`, all under the one `lease` id. A lease is exclusive: no other
-    /// worker in any process gets the same delivery until it expires or the attempt is
-    /// recorded.
+    /// (in all and at each endpoint), until `lease_until`, all under the one `lease` id. A
+    /// lease is exclusive: no other worker in any process gets the same delivery until it
+    /// expires or the attempt is recorded.
     async fn lease_deliveries(
         &self,
         now: OffsetDateTime,
@@ -262,9 +307,10 @@ pub trait WebhookStore: Send + Sync + 'static {
 
     /// Records attempts, in one transaction and in order: each if its lease still holds (`None`
     /// in its place otherwise: the attempt was taken over or the endpoint deleted), writing the
-    /// record's [`DeliveryState`] and moving its endpoint's [`FailureRun`](crate::model::FailureRun) on by the attempt,
-    /// which turns the endpoint off when the run reaches `disable_after_failures`. One answer
-    /// per record, in the records' order.
+    /// record's [`DeliveryState`] and moving its endpoint's
+    /// [`FailureRun`](crate::model::FailureRun) on by the attempt, which turns the endpoint off
+    /// when the run reaches `disable_after_failures`. One answer per record, in the records'
+    /// order.
     async fn record_attempts(
         &self,
         records: Vec<AttemptRecord>,
@@ -282,10 +328,18 @@ pub trait WebhookStore: Send + Sync + 'static {
 /// Seals and opens secrets at rest (AES-256-GCM under the server's secret key).
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 pub trait SecretCipher: Send + Sync + 'static {
+    /// Encrypts `plaintext` under a fresh nonce, bound to `context` (authenticated, not
+    /// stored): only [`Self::open`] with the same context gives it back.
     fn seal(&self, plaintext: &[u8], context: &[u8]) -> Result<Vec<u8>, CipherError>;
+    /// Decrypts what [`Self::seal`] made under the same `context`.
+    ///
+    /// # Errors
+    /// [`CipherError`] when the bytes were tampered with, sealed under another key or another
+    /// context, or are not a sealed value at all.
     fn open(&self, sealed: &[u8], context: &[u8]) -> Result<Vec<u8>, CipherError>;
 }
 
+/// A secret could not be sealed or opened; the source says why, for the log.
 #[derive(Debug, thiserror::Error)]
 #[error("sealing or opening a secret failed")]
 pub struct CipherError(#[source] pub BoxError);
@@ -293,6 +347,7 @@ pub struct CipherError(#[source] pub BoxError);
 /// A signed webhook request, ready to send.
 #[derive(Clone, PartialEq, Eq)]
 pub struct WebhookRequest {
+    /// Where it is posted: the endpoint's URL.
     pub url: WebhookUrl,
     /// Header names and values, in order (the signature among them).
     pub headers: Vec<(&'static str, String)>,
@@ -314,13 +369,20 @@ impl std::fmt::Debug for WebhookRequest {
 pub enum WebhookResponse {
     /// The receiver answered (any status; 2xx is a success).
     Answered {
+        /// The HTTP status code.
         status: u16,
         /// The start of the response body, at most a few KiB, lossily decoded.
         body: String,
+        /// How long the attempt took, up to reading the body, in milliseconds.
         duration_ms: u64,
     },
     /// No answer: refused target, DNS failure, connection or TLS error, timeout.
-    Failed { error: String, duration_ms: u64 },
+    Failed {
+        /// What went wrong, for the delivery log.
+        error: String,
+        /// How long the attempt took before it failed, in milliseconds.
+        duration_ms: u64,
+    },
 }
 
 /// Sends webhook requests over HTTPS: no redirects followed, a hard timeout, private and
@@ -328,5 +390,7 @@ pub enum WebhookResponse {
 #[async_trait]
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 pub trait WebhookSender: Send + Sync + 'static {
+    /// Posts the request once, without retrying, and says what came of it; a failure to reach
+    /// the receiver is a [`WebhookResponse::Failed`], not an error.
     async fn send(&self, request: WebhookRequest) -> WebhookResponse;
 }

@@ -7,7 +7,9 @@ use super::Principal;
 /// An authenticated principal acting inside one organization they belong to.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Actor {
+    /// Who acts: a user in a session, or an API key.
     pub principal: Principal,
+    /// Their membership in the organization, with its role and the organization's plan.
     pub membership: Membership,
 }
 
@@ -17,10 +19,12 @@ pub struct Actor {
 pub struct Forbidden(pub Permission);
 
 impl Actor {
+    /// The organization acted in.
     pub fn organization_id(&self) -> OrganizationId {
         self.membership.organization_id
     }
 
+    /// The user acting, for an API key the user who created it.
     pub fn user_id(&self) -> UserId {
         self.principal.user_id()
     }

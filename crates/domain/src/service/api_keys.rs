@@ -12,11 +12,17 @@ use crate::{
 /// The create response: the only time the key itself is shown.
 #[derive(Clone, PartialEq, Serialize)]
 pub struct CreatedApiKey {
+    /// The key's id.
     pub id: ApiKeyId,
+    /// The name its creator gave it.
     pub name: ApiKeyName,
+    /// The key itself (`ghk_…`): shown in this response only, stored as its SHA-256.
     pub key: String,
+    /// The key's first characters, shown in lists to recognize it.
     pub prefix: String,
+    /// The one organization the key acts in.
     pub organization_id: OrganizationId,
+    /// When it was created.
     #[serde(with = "crate::model::timestamp")]
     pub created_at: OffsetDateTime,
 }
@@ -30,22 +36,30 @@ impl std::fmt::Debug for CreatedApiKey {
     }
 }
 
+/// Why an API key could not be created.
 #[derive(Debug, thiserror::Error)]
 pub enum CreateApiKeyError {
+    /// The caller is an API key: keys are managed with a user's access token only.
     #[error("API keys cannot manage API keys: use a user's access token")]
     NotAUser,
+    /// The caller is not a member of the organization, or its IP allowlist refuses them.
     #[error(transparent)]
     Organization(#[from] OrgAccessError),
+    /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
 }
 
+/// Why an API key could not be deleted.
 #[derive(Debug, thiserror::Error)]
 pub enum DeleteApiKeyError {
+    /// The caller is an API key: keys are managed with a user's access token only.
     #[error("API keys cannot manage API keys: use a user's access token")]
     NotAUser,
+    /// No such key of the caller's.
     #[error("API key not found")]
     NotFound,
+    /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -55,12 +69,14 @@ service_ports! {
     pub struct ApiKeyPorts { api_keys: ApiKeyStore, memberships: MembershipStore, clock: Clock, random: Random }
 }
 
+/// Creates, lists and revokes a user's API keys.
 #[derive(Clone)]
 pub struct ApiKeyService {
     ports: ApiKeyPorts,
 }
 
 impl ApiKeyService {
+    /// A service on these ports.
     pub fn new(ports: ApiKeyPorts) -> Self {
         Self { ports }
     }
@@ -109,6 +125,7 @@ impl ApiKeyService {
         Ok(self.ports.api_keys.api_keys_of(principal.user_id()).await?)
     }
 
+    /// Revokes one of the caller's keys: it stops working at once.
     pub async fn delete(
         &self,
         principal: &Principal,

@@ -16,12 +16,16 @@ use crate::{
     ports::{service_ports, StoreError},
 };
 
+/// Why an application use case failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ApplicationError {
+    /// The caller's role lacks the permission.
     #[error(transparent)]
     Forbidden(#[from] Forbidden),
+    /// No such application in the organization.
     #[error("application not found")]
     NotFound,
+    /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -29,7 +33,9 @@ pub enum ApplicationError {
 /// An application with its client secret, shown this once (on create and on rotation).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ApplicationWithSecret {
+    /// The application as stored.
     pub application: Application,
+    /// Its client secret: shown in this response only, stored as its SHA-256.
     pub client_secret: SecretToken,
 }
 
@@ -38,12 +44,14 @@ service_ports! {
     pub struct ApplicationPorts { applications: ApplicationStore, clock: Clock, random: Random }
 }
 
+/// Registers and manages an organization's OAuth applications (clients).
 #[derive(Clone)]
 pub struct ApplicationService {
     ports: ApplicationPorts,
 }
 
 impl ApplicationService {
+    /// A service on these ports.
     pub fn new(ports: ApplicationPorts) -> Self {
         Self { ports }
     }
@@ -70,6 +78,7 @@ impl ApplicationService {
         )
     }
 
+    /// Registers an application; the answer holds its client secret, shown once.
     pub async fn create(
         &self,
         actor: &Actor,
@@ -115,6 +124,7 @@ impl ApplicationService {
         })
     }
 
+    /// The organization's applications, newest first.
     pub async fn list(
         &self,
         actor: &Actor,
@@ -128,6 +138,7 @@ impl ApplicationService {
             .await?)
     }
 
+    /// One application of the organization.
     pub async fn get(
         &self,
         actor: &Actor,
@@ -211,6 +222,7 @@ impl ApplicationService {
         }
     }
 
+    /// Deletes an application of the organization and records `application.deleted`.
     pub async fn delete(&self, actor: &Actor, id: ApplicationId) -> Result<(), ApplicationError> {
         actor.require(Permission::ApplicationsManage)?;
         let application = self.get(actor, id).await?;

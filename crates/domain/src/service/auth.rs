@@ -31,13 +31,17 @@ pub(crate) struct Opening {
 pub struct AuthSettings {
     /// `iss` of access tokens: the public URL.
     pub issuer: String,
+    /// How long an access token is valid (one hour by default).
     pub access_token_ttl: Duration,
+    /// How long a refresh token is valid (30 days by default).
     pub refresh_token_ttl: Duration,
 }
 
 impl AuthSettings {
+    /// `aud` of every access token Gatehouse issues.
     pub const AUDIENCE: &'static str = "gatehouse";
 
+    /// The default lifetimes, for tokens issued by `issuer`.
     pub fn new(issuer: String) -> Self {
         Self {
             issuer,
@@ -50,24 +54,32 @@ impl AuthSettings {
 /// What registration returns.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Registered {
+    /// The new user.
     pub user_id: UserId,
+    /// Their email, as registered (trimmed, lowercased).
     pub email: Email,
+    /// Their personal workspace, created with them.
     pub organization_id: OrganizationId,
 }
 
 /// An access token and its lifetime (the refresh response).
 #[derive(Clone, PartialEq, Serialize)]
 pub struct AccessToken {
+    /// The RS256 JWT.
     pub access_token: String,
+    /// Always `Bearer`.
     pub token_type: &'static str,
+    /// Seconds until the access token expires.
     pub expires_in: i64,
 }
 
 /// The login response.
 #[derive(Clone, PartialEq, Serialize)]
 pub struct TokenPair {
+    /// The access token.
     #[serde(flatten)]
     pub access: AccessToken,
+    /// The refresh token (`ghr_…`): shown in this response only, stored as its SHA-256.
     #[serde(serialize_with = "expose_secret")]
     pub refresh_token: SecretToken,
 }
@@ -90,14 +102,19 @@ impl std::fmt::Debug for TokenPair {
     }
 }
 
+/// Why registration failed.
 #[derive(Debug, thiserror::Error)]
 pub enum RegisterError {
+    /// An account has the email.
     #[error("an account with this email already exists")]
     EmailTaken,
+    /// The password breaks a rule of the policies that apply, or is a common one.
     #[error("password {0}")]
     WeakPassword(#[source] PasswordError),
+    /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Hashing the password or signing the token failed.
     #[error("registration failed")]
     Internal(#[source] BoxError),
 }
@@ -107,6 +124,7 @@ pub enum RegisterError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("too many failed sign-ins for this account; try again in {} seconds", self.seconds())]
 pub struct LockedOut {
+    /// How long until sign-ins are accepted again.
     pub retry_after: Duration,
 }
 
@@ -127,24 +145,30 @@ enum CheckError {
     Hasher(HashError),
 }
 
+/// Why a login failed.
 #[derive(Debug, thiserror::Error)]
 pub enum LoginError {
     /// Unknown email or wrong password: deliberately the same error.
     #[error("invalid email or password")]
     InvalidCredentials,
+    /// Too many failed sign-ins: the account is locked for a while.
     #[error(transparent)]
     LockedOut(LockedOut),
     /// The password is right but older than an organization's `max_age_days`.
     #[error("{}", PASSWORD_EXPIRED)]
     PasswordExpired,
+    /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Hashing or signing failed.
     #[error("login failed")]
     Internal(#[source] BoxError),
 }
 
+/// Why a refresh failed.
 #[derive(Debug, thiserror::Error)]
 pub enum RefreshError {
+    /// Unknown, expired or revoked refresh token, or its session has ended.
     #[error("the refresh token is invalid, expired or revoked")]
     InvalidToken,
     /// Not refreshed within the idle timeout of the user's session policy.
@@ -153,10 +177,13 @@ pub enum RefreshError {
     /// Older than the maximum session duration of the user's session policy.
     #[error("the session reached its maximum duration of {0} hours; log in again")]
     TooOld(u32),
+    /// The password is older than an organization's `max_age_days`: change it first.
     #[error("{}", PASSWORD_EXPIRED)]
     PasswordExpired,
+    /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Signing the new access token failed.
     #[error("refresh failed")]
     Internal(#[source] BoxError),
 }
@@ -165,33 +192,45 @@ pub enum RefreshError {
 pub const PASSWORD_EXPIRED: &str = "the password has expired under your organization's \
     password policy; choose a new one with POST /api/v1/auth/password/renew";
 
+/// Why a password change failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ChangePasswordError {
+    /// The current password given is wrong.
     #[error("current password is incorrect")]
     WrongPassword,
     /// Renewing by email and password: the pair does not match.
     #[error("invalid email or password")]
     InvalidCredentials,
+    /// Too many failed sign-ins: the account is locked for a while.
     #[error(transparent)]
     LockedOut(LockedOut),
+    /// The new password breaks a rule of the policies that apply, or is a common one.
     #[error("new password {0}")]
     WeakPassword(#[source] PasswordError),
+    /// The new password is the current one.
     #[error("new password must differ from the current one")]
     Unchanged,
+    /// The new password is one of the last `n` the policies ask to remember.
     #[error("new password must differ from your last {0} passwords")]
     Reused(u32),
+    /// The account was deleted meanwhile.
     #[error("the user no longer exists")]
     UserGone,
+    /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Hashing failed.
     #[error("password change failed")]
     Internal(#[source] BoxError),
 }
 
+/// Why a profile change failed.
 #[derive(Debug, thiserror::Error)]
 pub enum UpdateProfileError {
+    /// The account was deleted meanwhile.
     #[error("the user no longer exists")]
     UserGone,
+    /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -199,6 +238,7 @@ pub enum UpdateProfileError {
 /// The fields of `PATCH /users/me`; `None` leaves a field as it is.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ProfileChange {
+    /// A new full name; `None` keeps it.
     pub full_name: Option<FullName>,
 }
 
@@ -245,10 +285,12 @@ pub struct AuthService {
 }
 
 impl AuthService {
+    /// A service on these ports, issuing tokens by `settings`.
     pub fn new(ports: AuthPorts, settings: AuthSettings) -> Self {
         Self { ports, settings }
     }
 
+    /// The lifetimes and issuer it issues tokens with.
     pub fn settings(&self) -> &AuthSettings {
         &self.settings
     }

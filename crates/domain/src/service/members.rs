@@ -14,32 +14,46 @@ use crate::{
     ports::{service_ports, Mail, StoreError},
 };
 
+/// Why a member or invitation use case failed.
 #[derive(Debug, thiserror::Error)]
 pub enum MemberError {
+    /// The caller's role lacks the permission.
     #[error(transparent)]
     Forbidden(#[from] Forbidden),
+    /// A member (not an admin or owner) tried to invite as admin.
     #[error("members may invite only as member or viewer")]
     MemberInviteRole,
+    /// The organization is gone.
     #[error("organization not found")]
     OrganizationNotFound,
+    /// No such member of the organization.
     #[error("member not found")]
     NotFound,
+    /// No such invitation, or it is no longer pending.
     #[error("invitation not found")]
     InvitationNotFound,
+    /// A request the rules refuse; the message says which rule.
     #[error("{0}")]
     Unprocessable(&'static str),
+    /// The invitee already belongs to the organization.
     #[error("{0} is already a member")]
     AlreadyMember(Email),
+    /// The invitee already has a pending invitation.
     #[error("{0} is already invited")]
     AlreadyInvited(Email),
+    /// The invitation was addressed to another email than the caller's.
     #[error("the invitation was sent to another email address")]
     NotTheInvitee,
+    /// The caller is an API key: an invitation is accepted by a user.
     #[error("API keys cannot accept invitations")]
     NotAUser,
+    /// The invitation's link has expired.
     #[error("the invitation has expired")]
     Expired,
+    /// The account owns team organizations that have other members.
     #[error("you own team organizations that have other members: transfer or delete them first")]
     OwnsTeams,
+    /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -47,14 +61,18 @@ pub enum MemberError {
 /// A role change's result.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RoleChanged {
+    /// The member with the new role.
     pub member: Member,
+    /// When the role changed.
     pub updated_at: OffsetDateTime,
 }
 
 /// A removal's result.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Removed {
+    /// The user removed (or who left).
     pub user_id: UserId,
+    /// When they were removed.
     pub removed_at: OffsetDateTime,
 }
 
@@ -63,6 +81,7 @@ service_ports! {
     pub struct MemberPorts { members: MemberStore, accounts: AccountStore, organizations: OrganizationStore, branding: BrandingStore, mailer: Mailer, clock: Clock, random: Random }
 }
 
+/// Invites members, accepts invitations, changes roles and removes members.
 #[derive(Clone)]
 pub struct MemberService {
     ports: MemberPorts,
@@ -70,6 +89,7 @@ pub struct MemberService {
 }
 
 impl MemberService {
+    /// A service on these ports; `public_url` is where Gatehouse is reached, for the links in invitation mails.
     pub fn new(ports: MemberPorts, public_url: String) -> Self {
         Self { ports, public_url }
     }

@@ -20,12 +20,19 @@ use crate::{
 /// The authorization request's parameters, as the client sent them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct AuthorizeRequest {
+    /// `client_id`: the application asking.
     pub client_id: Option<String>,
+    /// `redirect_uri`: where to send the answer; must be one the application registered.
     pub redirect_uri: Option<String>,
+    /// `response_type`: only `code` is supported.
     pub response_type: Option<String>,
+    /// `scope`: the scopes asked for, space-separated (`openid profile email`).
     pub scope: Option<String>,
+    /// `state`: the client's value, returned unchanged.
     pub state: Option<String>,
+    /// `code_challenge`: the PKCE challenge (RFC 7636).
     pub code_challenge: Option<String>,
+    /// `code_challenge_method`: `S256`.
     pub code_challenge_method: Option<String>,
 }
 
@@ -34,11 +41,18 @@ pub struct AuthorizeRequest {
 pub enum Authorization {
     /// Nobody is signed in: sign in (in the application's organization's branding), then make
     /// the same request again.
-    SignIn { application: Application },
+    SignIn {
+        /// The application asking, whose organization's branding the sign-in page wears.
+        application: Application,
+    },
     /// Back to the client with a code: the URL to redirect to.
-    Granted { redirect: String },
+    Granted {
+        /// The client's redirect URI with `code` and `state`.
+        redirect: String,
+    },
 }
 
+/// Why an authorization request was not granted.
 #[derive(Debug, thiserror::Error)]
 pub enum AuthorizeError {
     /// The client or the redirect URI cannot be trusted: show the message on a page, never
@@ -47,7 +61,13 @@ pub enum AuthorizeError {
     NotRedirectable(String),
     /// Back to the client with an RFC 6749 error: the URL to redirect to.
     #[error("redirect with an error")]
-    Redirect { redirect: String, error: OAuthError },
+    Redirect {
+        /// The client's redirect URI with `error`, `error_description` and `state`.
+        redirect: String,
+        /// The error it carries.
+        error: OAuthError,
+    },
+    /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -57,6 +77,7 @@ service_ports! {
     pub struct OAuthPorts { applications: ApplicationStore, authorization_codes: AuthorizationCodeStore, accounts: AccountStore, sessions: SessionStore, memberships: MembershipStore, organizations: OrganizationStore, branding: BrandingStore, clock: Clock, random: Random }
 }
 
+/// The OAuth 2.0 authorization server: the authorize step, the code exchange and refresh at the token endpoint, and sign-in sessions started by applications.
 #[derive(Clone)]
 pub struct OAuthService {
     ports: OAuthPorts,
@@ -65,6 +86,7 @@ pub struct OAuthService {
 }
 
 impl OAuthService {
+    /// A service on these ports, issuing tokens through `auth`.
     pub fn new(ports: OAuthPorts, auth: AuthService) -> Self {
         Self { ports, auth }
     }
@@ -252,7 +274,9 @@ fn redirect_with(uri: &RedirectUri, parameters: &[(&str, &str)], state: Option<&
 /// `client_secret_post`; the HTTP layer reads either).
 #[derive(Clone, PartialEq, Eq)]
 pub struct ClientCredentials {
+    /// The application's client id.
     pub client_id: String,
+    /// Its client secret, checked against the stored SHA-256.
     pub client_secret: SecretToken,
 }
 
@@ -267,12 +291,18 @@ impl std::fmt::Debug for ClientCredentials {
 /// A token request's grant.
 #[derive(Clone, PartialEq, Eq)]
 pub enum TokenGrant {
+    /// `authorization_code`: exchange a code for tokens.
     AuthorizationCode {
+        /// The code the authorize step issued.
         code: String,
+        /// The redirect URI the code was issued for, when the request named one.
         redirect_uri: Option<String>,
+        /// The PKCE verifier of the code's challenge.
         code_verifier: Option<String>,
     },
+    /// `refresh_token`: a new access token from a refresh token.
     RefreshToken {
+        /// The refresh token.
         refresh_token: String,
     },
 }
@@ -280,20 +310,26 @@ pub enum TokenGrant {
 /// The token endpoint's answer (RFC 6749 §5.1).
 #[derive(Clone, PartialEq, Eq)]
 pub struct OAuthTokens {
+    /// The RS256 JWT.
     pub access_token: String,
+    /// Seconds until the access token expires.
     pub expires_in: i64,
     /// Issued by the code exchange; a refresh answers without one (the token is not rotated).
     pub refresh_token: Option<SecretToken>,
+    /// The scopes granted.
     pub scope: Scope,
 }
 
+/// Why the token endpoint refused a request.
 #[derive(Debug, thiserror::Error)]
 pub enum TokenEndpointError {
     /// An RFC 6749 §5.2 error; `invalid_client` is a `401`, the others `400`.
     #[error(transparent)]
     OAuth(#[from] OAuthError),
+    /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Signing the token failed.
     #[error("issuing the token failed")]
     Internal(#[source] BoxError),
 }

@@ -16,16 +16,22 @@ use crate::{
 /// How many times creation retries when a concurrent request took the same generated slug.
 const SLUG_RETRIES: usize = 3;
 
+/// Why an organization use case failed.
 #[derive(Debug, thiserror::Error)]
 pub enum OrganizationError {
+    /// The caller's role lacks the permission.
     #[error(transparent)]
     Forbidden(#[from] Forbidden),
+    /// No such live organization, or the caller is not in it.
     #[error("organization not found")]
     NotFound,
+    /// Another organization has the slug.
     #[error("the slug is already taken")]
     SlugTaken,
+    /// A personal workspace lives as long as its user and cannot be deleted.
     #[error("a personal workspace cannot be deleted")]
     PersonalWorkspace,
+    /// The store failed.
     #[error(transparent)]
     Store(StoreError),
 }
@@ -42,7 +48,9 @@ impl From<StoreError> for OrganizationError {
 /// A soft-deleted organization.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DeletedOrganization {
+    /// The organization.
     pub id: OrganizationId,
+    /// When it was deleted; it is purged `RETENTION_DAYS` later.
     pub deleted_at: OffsetDateTime,
 }
 
@@ -51,12 +59,14 @@ service_ports! {
     pub struct OrganizationPorts { organizations: OrganizationStore, clock: Clock, random: Random }
 }
 
+/// Creates, lists, changes and deletes organizations, and moves them between plans.
 #[derive(Clone)]
 pub struct OrganizationService {
     ports: OrganizationPorts,
 }
 
 impl OrganizationService {
+    /// A service on these ports.
     pub fn new(ports: OrganizationPorts) -> Self {
         Self { ports }
     }

@@ -16,6 +16,7 @@ use crate::{
 /// Why a Business-plan configuration could not be read or saved.
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
+    /// The caller's role lacks the permission.
     #[error(transparent)]
     Forbidden(#[from] Forbidden),
     #[error(
@@ -23,7 +24,14 @@ pub enum SettingsError {
         feature.as_str(),
         plans_from(feature.minimum_plan())
     )]
-    PlanRequired { feature: Feature, plan: Plan },
+    /// The organization's plan does not include the feature.
+    PlanRequired {
+        /// The feature asked for.
+        feature: Feature,
+        /// The organization's plan, which lacks it.
+        plan: Plan,
+    },
+    /// The organization is gone (deleted since the caller's membership was read).
     #[error("organization not found")]
     NotFound,
     /// Saving an enabled allowlist that does not hold the caller's own address.
@@ -37,6 +45,7 @@ pub enum SettingsError {
     /// No SSO configuration to read or change.
     #[error("the organization has no SSO configuration")]
     NotConfigured,
+    /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -101,7 +110,9 @@ pub(crate) fn updated_event(
 /// An organization's policies as they apply, and since when.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PolicyView {
+    /// Whose policies.
     pub organization_id: OrganizationId,
+    /// The policies in force: the saved ones, or the defaults.
     pub policies: OrganizationPolicies,
     /// When they were last saved; for the defaults, when the organization was created.
     pub updated_at: OffsetDateTime,
@@ -112,12 +123,14 @@ service_ports! {
     pub struct PolicyPorts { policies: PolicyStore, organizations: OrganizationStore, clock: Clock, random: Random }
 }
 
+/// Reads and saves an organization's security policies (Business plan and up).
 #[derive(Clone)]
 pub struct PolicyService {
     ports: PolicyPorts,
 }
 
 impl PolicyService {
+    /// A service on these ports.
     pub fn new(ports: PolicyPorts) -> Self {
         Self { ports }
     }
@@ -208,7 +221,9 @@ impl PolicyService {
 /// An organization's branding as it applies, and since when.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BrandingView {
+    /// Whose branding.
     pub organization_id: OrganizationId,
+    /// The branding in force: the saved one, or the defaults.
     pub branding: Branding,
     /// When it was last saved; for the defaults, when the organization was created.
     pub updated_at: OffsetDateTime,
@@ -219,12 +234,14 @@ service_ports! {
     pub struct BrandingPorts { branding: BrandingStore, organizations: OrganizationStore, clock: Clock, random: Random }
 }
 
+/// Reads and saves an organization's white-label branding (Business plan and up).
 #[derive(Clone)]
 pub struct BrandingService {
     ports: BrandingPorts,
 }
 
 impl BrandingService {
+    /// A service on these ports.
     pub fn new(ports: BrandingPorts) -> Self {
         Self { ports }
     }

@@ -15,13 +15,18 @@ use crate::{
 pub enum Principal {
     /// A user with a Bearer access token of a live session.
     User {
+        /// The user the token was issued to.
         user_id: UserId,
+        /// The session the token belongs to; ending it ends the token.
         session_id: SessionId,
     },
     /// An API key: acts as its creator, inside its one organization.
     ApiKey {
+        /// The key's id.
         key_id: ApiKeyId,
+        /// The user who created the key: the key acts as them.
         user_id: UserId,
+        /// The one organization the key belongs to.
         organization_id: OrganizationId,
     },
 }
@@ -34,6 +39,7 @@ impl Principal {
         }
     }
 
+    /// The session of a user's Bearer token; `None` for an API key.
     pub fn session_id(&self) -> Option<SessionId> {
         match self {
             Self::User { session_id, .. } => Some(*session_id),
@@ -42,17 +48,21 @@ impl Principal {
     }
 }
 
+/// Why credentials were refused.
 #[derive(Debug, thiserror::Error)]
 pub enum AuthenticateError {
     /// Bad signature, expired, revoked, unknown key, wrong organization: all one answer.
     #[error("{0}")]
     Invalid(&'static str),
+    /// The store could not be asked.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The token could not be checked (a key-ring failure, not a bad token).
     #[error("credentials could not be checked")]
     Internal(#[source] TokenError),
 }
 
+/// Why a principal may not act inside an organization.
 #[derive(Debug, thiserror::Error)]
 pub enum OrgAccessError {
     /// Not a member, or no such live organization: indistinguishable on purpose.
@@ -61,6 +71,7 @@ pub enum OrgAccessError {
     /// The organization's IP allowlist does not hold the request's address.
     #[error("requests from {0} are not allowed by the organization's IP allowlist")]
     AddressNotAllowed(ClientAddress),
+    /// The store could not be asked.
     #[error(transparent)]
     Store(#[from] StoreError),
 }

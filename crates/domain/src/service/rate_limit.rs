@@ -13,8 +13,11 @@ use crate::{
 /// Who a request is counted against.
 #[derive(Clone, Debug)]
 pub enum Caller {
+    /// No credentials: counted per client address, on the Free plan's limit.
     Anonymous(IpAddr),
+    /// An authenticated caller: counted per user (Bearer) or per key.
     Principal {
+        /// Who calls.
         principal: Principal,
         /// The plan of the organization the request is about, when it names one the
         /// principal belongs to.
@@ -22,10 +25,13 @@ pub enum Caller {
     },
 }
 
+/// Why a request could not be counted.
 #[derive(Debug, thiserror::Error)]
 pub enum RateLimitCheckError {
+    /// The limiter (Redis, say) failed.
     #[error(transparent)]
     Limiter(#[from] RateLimitError),
+    /// The caller's plan could not be read.
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -35,6 +41,7 @@ service_ports! {
     pub struct RateLimitPorts { rate_limiter: RateLimiter, memberships: MembershipStore, clock: Clock }
 }
 
+/// Counts requests against the per-minute limit of the caller's plan.
 #[derive(Clone)]
 pub struct RateLimitService {
     ports: RateLimitPorts,
@@ -42,6 +49,7 @@ pub struct RateLimitService {
 }
 
 impl RateLimitService {
+    /// A service on these ports, with the limits of each plan.
     pub fn new(ports: RateLimitPorts, limits: RateLimits) -> Self {
         Self { ports, limits }
     }

@@ -19,20 +19,30 @@ use crate::{
 /// What `POST /sso/configurations` asks for, parsed.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NewSsoConfiguration {
+    /// The protocol; SAML 2.0.
     pub provider: SsoProvider,
+    /// The identity provider's entity id (its SAML issuer).
     pub idp_entity_id: IdpEntityId,
+    /// Where the identity provider's single sign-on endpoint is.
     pub idp_sso_url: HttpsUrl,
+    /// The identity provider's signing certificate, valid now.
     pub idp_certificate: IdpCertificate,
+    /// Email domains whose users sign in through the identity provider.
     pub domain_whitelist: DomainWhitelist,
+    /// Whether a first sign-in creates the user and their membership.
     pub auto_provision: bool,
+    /// The role an auto-provisioned member gets.
     pub default_role: ProvisionRole,
 }
 
 /// A configuration with the addresses the identity provider needs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SsoView {
+    /// The saved configuration.
     pub configuration: SsoConfiguration,
+    /// Gatehouse's entity id as the service provider, to register at the identity provider.
     pub sp_entity_id: String,
+    /// Gatehouse's assertion consumer service URL, to register at the identity provider.
     pub sp_acs_url: String,
 }
 
@@ -41,6 +51,7 @@ service_ports! {
     pub struct SsoPorts { sso: SsoStore, organizations: OrganizationStore, clock: Clock, random: Random }
 }
 
+/// Reads and saves an organization's SAML single sign-on configuration (Enterprise plan).
 #[derive(Clone)]
 pub struct SsoService {
     ports: SsoPorts,
@@ -49,6 +60,7 @@ pub struct SsoService {
 }
 
 impl SsoService {
+    /// A service on these ports; `public_url` is where Gatehouse is reached, for the addresses the identity provider needs.
     pub fn new(ports: SsoPorts, public_url: String) -> Self {
         Self { ports, public_url }
     }
@@ -131,6 +143,7 @@ impl SsoService {
         }
     }
 
+    /// The organization's configuration, with the service provider's addresses.
     pub async fn configuration(&self, actor: &Actor) -> Result<SsoView, SettingsError> {
         Self::authorize(actor)?;
         self.ports

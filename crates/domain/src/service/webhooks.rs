@@ -35,12 +35,14 @@ pub struct SecretRuleError;
 pub struct SigningSecret(String);
 
 impl SigningSecret {
+    /// A customer-chosen secret: 24 to 128 printable ASCII characters without spaces.
     pub fn parse(raw: &str) -> Result<Self, SecretRuleError> {
         let ok =
             (24..=128).contains(&raw.chars().count()) && raw.chars().all(|c| c.is_ascii_graphic());
         ok.then(|| Self(raw.to_owned())).ok_or(SecretRuleError)
     }
 
+    /// The secret itself, to seal it or sign with it.
     pub fn expose(&self) -> &str {
         &self.0
     }
@@ -52,20 +54,28 @@ impl std::fmt::Debug for SigningSecret {
     }
 }
 
+/// Why a webhook use case failed.
 #[derive(Debug, thiserror::Error)]
 pub enum WebhookError {
+    /// The caller's role lacks the permission.
     #[error(transparent)]
     Forbidden(#[from] Forbidden),
+    /// No such endpoint in the organization.
     #[error("webhook endpoint not found")]
     EndpointNotFound,
+    /// No such delivery in the organization.
     #[error("delivery not found")]
     DeliveryNotFound,
+    /// A manual retry of a delivery whose next attempt is already queued.
     #[error("the delivery is already pending")]
     AlreadyPending,
+    /// An endpoint must subscribe to at least one event type.
     #[error("events must name at least one event type")]
     NoEvents,
+    /// The signing secret could not be sealed or opened.
     #[error(transparent)]
     Cipher(#[from] CipherError),
+    /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -73,17 +83,24 @@ pub enum WebhookError {
 /// An endpoint just created, with the secret shown this once.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CreatedEndpoint {
+    /// The endpoint as stored.
     pub endpoint: WebhookEndpoint,
+    /// Its signing secret: shown in this response only, stored sealed.
     pub signing_secret: SigningSecret,
 }
 
 /// The fields of an endpoint update; `None` leaves a field.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct EndpointUpdate {
+    /// A new URL; `None` keeps it.
     pub url: Option<WebhookUrl>,
+    /// A new description; `None` keeps it.
     pub description: Option<String>,
+    /// New event types to subscribe to; `None` keeps them.
     pub events: Option<Vec<EventType>>,
+    /// A new signing secret; `None` keeps it.
     pub secret: Option<SigningSecret>,
+    /// `false` stops deliveries; `true` turns the endpoint back on and clears its run of failures.
     pub is_active: Option<bool>,
 }
 
@@ -105,6 +122,7 @@ fn secret_context(id: EndpointId) -> [u8; 16] {
 }
 
 impl WebhookService {
+    /// A service on these ports.
     pub fn new(ports: WebhookPorts) -> Self {
         Self { ports }
     }
@@ -115,6 +133,7 @@ impl WebhookService {
             .seal(secret.expose().as_bytes(), &secret_context(id))
     }
 
+    /// Registers an endpoint; the answer holds its signing secret, shown once.
     pub async fn create(
         &self,
         actor: &Actor,
@@ -159,6 +178,7 @@ impl WebhookService {
         })
     }
 
+    /// The organization's endpoints, newest first, optionally only active or inactive ones.
     pub async fn list(
         &self,
         actor: &Actor,
@@ -173,6 +193,7 @@ impl WebhookService {
             .await?)
     }
 
+    /// One endpoint, with its delivery statistics.
     pub async fn get(&self, actor: &Actor, id: EndpointId) -> Result<EndpointDetail, WebhookError> {
         actor.require(Permission::WebhooksManage)?;
         self.ports
@@ -182,6 +203,7 @@ impl WebhookService {
             .ok_or(WebhookError::EndpointNotFound)
     }
 
+    /// Changes an endpoint: only the fields the update names.
     pub async fn update(
         &self,
         actor: &Actor,
@@ -226,6 +248,7 @@ impl WebhookService {
         }
     }
 
+    /// An endpoint's deliveries, newest first, filtered by status and event type.
     pub async fn deliveries(
         &self,
         actor: &Actor,
@@ -271,7 +294,9 @@ fn dedup(events: Vec<EventType>) -> Option<Vec<EventType>> {
 /// How the delivery engine behaves.
 #[derive(Clone, Debug)]
 pub struct DeliverySettings {
+    /// When failed attempts are retried.
     pub schedule: RetrySchedule,
+    /// Consecutive failed attempts, across deliveries, that turn an endpoint off.
     pub disable_after_failures: u32,
 }
 
@@ -287,9 +312,11 @@ impl Default for DeliverySettings {
 /// What one attempt came to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AttemptOutcome {
+    /// The endpoint answered with a 2xx.
     Delivered,
     /// Failed; retried at the time given, or never again.
     Failed {
+        /// When the next attempt is due; `None` after the last automatic one.
         retry_at: Option<OffsetDateTime>,
     },
     /// The lease was lost (another worker, or the endpoint is gone): nothing was recorded.
@@ -310,6 +337,7 @@ pub struct DeliveryEngine {
 }
 
 impl DeliveryEngine {
+    /// An engine on these ports, with these settings.
     pub fn new(ports: DeliveryPorts, settings: DeliverySettings) -> Self {
         Self {
             ports,
@@ -317,6 +345,7 @@ impl DeliveryEngine {
         }
     }
 
+    /// The ports, for the workers that lease and release deliveries.
     pub fn ports(&self) -> &DeliveryPorts {
         &self.ports
     }
