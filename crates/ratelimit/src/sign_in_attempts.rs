@@ -232,7 +232,7 @@ impl RedisSignInAttempts {
             .key(&key)
             .arg(unix_millis(now))
             .arg(
-                i64::try_from(rule.window.whole_milliseconds())
+                i64::try_from(rule.window().whole_milliseconds())
                     .unwrap_or(i64::MAX)
                     .max(1),
             )

@@ -56,17 +56,26 @@ impl FailedSignIns {
 }
 
 /// How many failures lock an account, for how long, and for how long a run is remembered.
+///
+/// Its fields are private: [`LockoutRule::DEFAULT`] is the one Gatehouse uses, and
+/// [`LockoutRule::new`] refuses a rule that would lock before any failure or for no time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LockoutRule {
-    /// The failure that first locks the account (the 5th).
-    pub threshold: u32,
+    /// The failure that first locks the account (the 5th); at least 1.
+    threshold: u32,
     /// How long a run lasts without a lockout, and how long it outlives its last lockout.
-    pub window: Duration,
-    /// The first lockout.
-    pub first: Duration,
-    /// The longest lockout.
-    pub longest: Duration,
+    window: Duration,
+    /// The first lockout; positive.
+    first: Duration,
+    /// The longest lockout; at least `first`.
+    longest: Duration,
 }
+
+/// A lockout rule that cannot hold: a threshold of 0, a duration that is not positive, or a
+/// longest lockout shorter than the first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("a lockout rule needs a threshold of at least 1, positive durations, and longest >= first")]
+pub struct InvalidLockoutRule;
 
 impl LockoutRule {
     /// 5 failures within 15 minutes; 1 minute, doubling, at most an hour.
@@ -77,9 +86,32 @@ impl LockoutRule {
         longest: Duration::hours(1),
     };
 
+    /// A rule: the `threshold`th failure within `window` locks for `first`, each further one
+    /// doubles it up to `longest`.
+    pub fn new(
+        threshold: u32,
+        window: Duration,
+        first: Duration,
+        longest: Duration,
+    ) -> Result<Self, InvalidLockoutRule> {
+        let positive = |d: Duration| d.is_positive();
+        (threshold >= 1 && positive(window) && positive(first) && longest >= first)
+            .then_some(Self {
+                threshold,
+                window,
+                first,
+                longest,
+            })
+            .ok_or(InvalidLockoutRule)
+    }
+
+    /// How long a run lasts without a lockout, and how long it outlives its last lockout.
+    pub fn window(&self) -> Duration {
+        self.window
+    }
+
     /// The lockout that the `failures`th failure of a run earns: none below the threshold,
-    /// then [`first`](Self::first), doubled by each failure after it, at most
-    /// [`longest`](Self::longest).
+    /// then the first lockout, doubled by each failure after it, at most the longest.
     pub fn lockout_after(&self, failures: u32) -> Option<Duration> {
         let beyond = failures.checked_sub(self.threshold)?;
         let doubled = (0..beyond).try_fold(self.first, |lockout, _| {
@@ -111,6 +143,22 @@ impl Default for LockoutRule {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rule_that_would_lock_before_any_failure_or_for_no_time_is_refused() {
+        let (m1, h1) = (Duration::minutes(1), Duration::hours(1));
+        assert_eq!(
+            LockoutRule::new(5, Duration::minutes(15), m1, h1),
+            Ok(LockoutRule::DEFAULT)
+        );
+        assert_eq!(LockoutRule::new(0, m1, m1, h1), Err(InvalidLockoutRule));
+        assert_eq!(
+            LockoutRule::new(5, Duration::ZERO, m1, h1),
+            Err(InvalidLockoutRule)
+        );
+        assert_eq!(LockoutRule::new(5, m1, -m1, h1), Err(InvalidLockoutRule));
+        assert_eq!(LockoutRule::new(5, m1, h1, m1), Err(InvalidLockoutRule));
+    }
 
     #[test]
     fn the_fifth_failure_locks_for_a_minute_and_each_further_one_doubles_it_up_to_an_hour() {

@@ -41,7 +41,7 @@ pub use delivery::{DeliveryState, FailureRun, InvalidDeliveryState, TransitionEr
 pub use email::{Email, EmailError};
 pub use event::{EventCategory, EventType, NewEvent};
 pub use ids::{ApiKeyId, ApplicationId, EventId, InvitationId, OrganizationId, SessionId, UserId};
-pub use lockout::{AccountKey, FailedSignIns, LockoutRule};
+pub use lockout::{AccountKey, FailedSignIns, InvalidLockoutRule, LockoutRule};
 pub use member::{
     InvitableRole, Invitation, Member, MemberFilter, MemberStatus, NewInvitation,
     INVITATION_TTL_DAYS,
