@@ -10,7 +10,7 @@ use crate::{
         Branding, BrandingChange, ClientAddress, EventType, Feature, NewEvent, Organization,
         OrganizationId, OrganizationPolicies, Permission, Plan,
     },
-    ports::{service_ports, OrganizationStore, Random, StoreError},
+    ports::{service_ports, Clock, OrganizationStore, Random, StoreError},
 };
 
 /// Why a Business-plan configuration could not be read or saved.
@@ -86,25 +86,43 @@ pub(crate) async fn organization_of(
         .ok_or(SettingsError::NotFound)
 }
 
-/// `organization.updated` naming what changed (`policies.session_policy`, `branding.logo_url`,
-/// `sso`, ...).
-pub(crate) fn updated_event(
-    random: &dyn Random,
-    actor: &Actor,
-    organization: &Organization,
-    changed: &[String],
-    at: OffsetDateTime,
-) -> NewEvent {
-    let mut data = payloads::organization(organization);
-    data["changed"] = json!(changed);
-    event(
-        random,
-        at,
-        EventType::OrganizationUpdated,
-        Some(organization.id),
-        Some(actor.user_id()),
-        data,
-    )
+/// A change to the actor's organization's settings, about to be saved: the live organization,
+/// the time of the change, and its `organization.updated` event naming what changed
+/// (`policies.session_policy`, `branding.logo_url`, `sso`, ...).
+pub(crate) struct SettingsChange {
+    pub(crate) organization: Organization,
+    pub(crate) at: OffsetDateTime,
+    pub(crate) event: NewEvent,
+}
+
+impl SettingsChange {
+    /// The change of `changed` in the actor's organization, now; `NotFound` when the
+    /// organization is gone.
+    pub(crate) async fn now(
+        organizations: &dyn OrganizationStore,
+        clock: &dyn Clock,
+        random: &dyn Random,
+        actor: &Actor,
+        changed: &[String],
+    ) -> Result<Self, SettingsError> {
+        let organization = organization_of(organizations, actor).await?;
+        let at = clock.now();
+        let mut data = payloads::organization(&organization);
+        data["changed"] = json!(changed);
+        let event = event(
+            random,
+            at,
+            EventType::OrganizationUpdated,
+            Some(organization.id),
+            Some(actor.user_id()),
+            data,
+        );
+        Ok(Self {
+            organization,
+            at,
+            event,
+        })
+    }
 }
 
 /// An organization's policies as they apply, and since when.
@@ -193,15 +211,18 @@ impl PolicyService {
         if changed.is_empty() {
             return Ok(current);
         }
-        let organization = organization_of(self.ports.organizations.as_ref(), actor).await?;
-        let now = self.ports.clock.now();
-        let updated = updated_event(
+        let SettingsChange {
+            organization,
+            at: now,
+            event: updated,
+        } = SettingsChange::now(
+            self.ports.organizations.as_ref(),
+            self.ports.clock.as_ref(),
             self.ports.random.as_ref(),
             actor,
-            &organization,
             &changed,
-            now,
-        );
+        )
+        .await?;
         if !self
             .ports
             .policies
@@ -287,15 +308,18 @@ impl BrandingService {
         if changed.is_empty() {
             return Ok(view);
         }
-        let organization = organization_of(self.ports.organizations.as_ref(), actor).await?;
-        let now = self.ports.clock.now();
-        let updated = updated_event(
+        let SettingsChange {
+            organization,
+            at: now,
+            event: updated,
+        } = SettingsChange::now(
+            self.ports.organizations.as_ref(),
+            self.ports.clock.as_ref(),
             self.ports.random.as_ref(),
             actor,
-            &organization,
             &changed,
-            now,
-        );
+        )
+        .await?;
         if !self
             .ports
             .branding

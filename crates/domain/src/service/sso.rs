@@ -2,10 +2,8 @@
 //! service-provider addresses the identity provider is configured with; the certificate is
 //! checked when it arrives and never shown again.
 
-use time::OffsetDateTime;
-
 use super::{
-    policies::{organization_of, require_feature, updated_event},
+    policies::{require_feature, SettingsChange},
     Actor, SettingsError,
 };
 use crate::{
@@ -108,8 +106,18 @@ impl SsoService {
         new: NewSsoConfiguration,
     ) -> Result<SsoView, SettingsError> {
         Self::authorize(actor)?;
-        let organization = organization_of(self.ports.organizations.as_ref(), actor).await?;
-        let now = self.ports.clock.now();
+        let SettingsChange {
+            organization,
+            at: now,
+            event,
+        } = SettingsChange::now(
+            self.ports.organizations.as_ref(),
+            self.ports.clock.as_ref(),
+            self.ports.random.as_ref(),
+            actor,
+            &["sso".to_owned()],
+        )
+        .await?;
         let configuration = SsoConfiguration {
             organization_id: organization.id,
             provider: new.provider,
@@ -123,13 +131,6 @@ impl SsoService {
             created_at: now,
             updated_at: now,
         };
-        let event = updated_event(
-            self.ports.random.as_ref(),
-            actor,
-            &organization,
-            &["sso".to_owned()],
-            now,
-        );
         match self
             .ports
             .sso
@@ -166,16 +167,15 @@ impl SsoService {
         if changed.is_empty() {
             return Ok(view);
         }
-        let organization = organization_of(self.ports.organizations.as_ref(), actor).await?;
-        let now: OffsetDateTime = self.ports.clock.now();
-        view.configuration.updated_at = now;
-        let event = updated_event(
+        let SettingsChange { at: now, event, .. } = SettingsChange::now(
+            self.ports.organizations.as_ref(),
+            self.ports.clock.as_ref(),
             self.ports.random.as_ref(),
             actor,
-            &organization,
             &changed,
-            now,
-        );
+        )
+        .await?;
+        view.configuration.updated_at = now;
         if !self
             .ports
             .sso
