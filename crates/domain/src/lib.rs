@@ -63,6 +63,8 @@
 //! assert_eq!(created.created_at, datetime!(2026-11-25 10:00 UTC));
 //! ```
 
+#![warn(missing_docs)]
+
 #[cfg(any(test, feature = "mock"))]
 pub mod mock;
 pub mod model;

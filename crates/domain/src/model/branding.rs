@@ -19,13 +19,16 @@ use super::Email;
 #[serde(try_from = "String", into = "String")]
 pub struct HexColor(String);
 
+/// Why a color was refused. The message completes "`<field>` ...".
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum HexColorError {
+    /// Not `#` followed by exactly six hex digits, with nothing around them.
     #[error("must be a color in the form #RRGGBB")]
     Invalid,
 }
 
 impl HexColor {
+    /// Checks `raw` is `#RRGGBB` as it stands: white space around it is refused, not trimmed.
     pub fn parse(raw: &str) -> Result<Self, HexColorError> {
         let digits = raw.strip_prefix('#').ok_or(HexColorError::Invalid)?;
         if digits.len() != 6 || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
@@ -34,6 +37,7 @@ impl HexColor {
         Ok(Self(raw.to_owned()))
     }
 
+    /// The color as sent, `#` included.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -46,6 +50,7 @@ impl HexColor {
 #[serde(transparent)]
 pub struct AssetUrl(String);
 
+/// Why an image URL was refused. The messages complete "`<field>` ...".
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum AssetUrlError {
     /// Not an absolute `https` URL without credentials, or too long.
@@ -53,7 +58,10 @@ pub enum AssetUrlError {
     Url(#[from] HttpsUrlError),
     /// The path does not end in an allowed extension; `allowed` reads like `.png or .svg`.
     #[error("must end in {allowed}")]
-    Extension { allowed: &'static str },
+    Extension {
+        /// The extensions allowed for the image's use, as the message lists them.
+        allowed: &'static str,
+    },
 }
 
 impl AssetUrl {
@@ -99,6 +107,7 @@ impl AssetUrl {
         Ok(Self(raw.to_owned()))
     }
 
+    /// The URL, trimmed, otherwise as sent.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -112,13 +121,20 @@ macro_rules! bounded_text {
         pub struct $name(String);
 
         impl $name {
+            #[doc = concat!("The fewest characters accepted, after trimming: ", $min, ".")]
             pub const MIN_CHARS: usize = $min;
+            #[doc = concat!("The most characters accepted, after trimming: ", $max, ".")]
             pub const MAX_CHARS: usize = $max;
 
+            #[doc = concat!(
+                "Trims `raw`, then checks it has ", $min, " to ", $max,
+                " characters (not bytes) and no control character the type forbids."
+            )]
             pub fn parse(raw: &str) -> Result<Self, TextError> {
                 parse_text(raw, Self::MIN_CHARS, Self::MAX_CHARS, $newlines).map(Self)
             }
 
+            /// The text, trimmed.
             pub fn as_str(&self) -> &str {
                 &self.0
             }
@@ -176,21 +192,32 @@ bounded_text!(
 /// An organization's branding, as the API shows it and the store keeps it (one JSON document).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Branding {
+    /// The organization's logo, a `.png` or `.svg` (see [`AssetUrl::logo`]); `None` when it
+    /// has none.
     #[serde(default, deserialize_with = "asset_serde::logo")]
     pub logo_url: Option<AssetUrl>,
+    /// The icon browsers show for the login page, a `.ico` or `.png` (see
+    /// [`AssetUrl::favicon`]); `None` when it has none.
     #[serde(default, deserialize_with = "asset_serde::favicon")]
     pub favicon_url: Option<AssetUrl>,
+    /// The brand's main color; indigo (`#4F46E5`) by default.
     pub primary_color: HexColor,
+    /// The brand's secondary color; sky blue (`#0EA5E9`) by default.
     pub accent_color: HexColor,
+    /// The login page's texts and background.
     pub custom_login: CustomLogin,
+    /// How the organization's emails are signed.
     pub email_branding: EmailBranding,
 }
 
 /// The login page.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CustomLogin {
+    /// The page's heading; "Sign in" by default.
     pub title: LoginTitle,
+    /// The line under the heading; empty for none.
     pub subtitle: LoginSubtitle,
+    /// The page's background image (see [`AssetUrl::background`]); `None` for none.
     #[serde(default, deserialize_with = "asset_serde::background")]
     pub background_url: Option<AssetUrl>,
 }
@@ -198,9 +225,12 @@ pub struct CustomLogin {
 /// How the organization's emails are signed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EmailBranding {
+    /// The display name in the `From` header; "Gatehouse" by default.
     pub from_name: SenderName,
+    /// The address replies go to (the `Reply-To` header); `None` for no such header.
     #[serde(default, deserialize_with = "email_serde::optional")]
     pub reply_to: Option<Email>,
+    /// The text at the foot of every email; empty for none.
     pub footer_text: FooterText,
 }
 
@@ -231,27 +261,40 @@ impl Default for Branding {
 /// fields, `Some(None)` removes the value and `Some(Some(v))` sets it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BrandingChange {
+    /// `Some(Some(url))` sets the logo, `Some(None)` removes it, `None` keeps it.
     pub logo_url: Option<Option<AssetUrl>>,
+    /// `Some(Some(url))` sets the favicon, `Some(None)` removes it, `None` keeps it.
     pub favicon_url: Option<Option<AssetUrl>>,
+    /// The new main color; `None` keeps the current one.
     pub primary_color: Option<HexColor>,
+    /// The new secondary color; `None` keeps the current one.
     pub accent_color: Option<HexColor>,
+    /// The changes to the login page; its default changes nothing.
     pub custom_login: CustomLoginChange,
+    /// The changes to email signing; its default changes nothing.
     pub email_branding: EmailBrandingChange,
 }
 
 /// The login page part of a [`BrandingChange`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CustomLoginChange {
+    /// The new heading; `None` keeps the current one.
     pub title: Option<LoginTitle>,
+    /// The new subtitle (empty to clear it); `None` keeps the current one.
     pub subtitle: Option<LoginSubtitle>,
+    /// `Some(Some(url))` sets the background, `Some(None)` removes it, `None` keeps it.
     pub background_url: Option<Option<AssetUrl>>,
 }
 
 /// The email part of a [`BrandingChange`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EmailBrandingChange {
+    /// The new sender display name; `None` keeps the current one.
     pub from_name: Option<SenderName>,
+    /// `Some(Some(address))` sets the reply-to address, `Some(None)` removes it, `None` keeps
+    /// it.
     pub reply_to: Option<Option<Email>>,
+    /// The new footer (empty to clear it); `None` keeps the current one.
     pub footer_text: Option<FooterText>,
 }
 

@@ -9,17 +9,23 @@ use serde::Serialize;
 #[serde(transparent)]
 pub struct Email(String);
 
+/// Why an email address was refused. The messages complete "`<field>` ...".
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EmailError {
+    /// Not `local@domain` with a local part of 1 to 64 bytes free of white space, control
+    /// characters and `@`, and a domain name of at least two labels.
     #[error("is not a valid email address")]
     Invalid,
+    /// More than [`Email::MAX_LEN`] characters, once trimmed.
     #[error("is longer than 254 characters")]
     TooLong,
 }
 
 impl Email {
+    /// The longest address accepted, in characters, once trimmed.
     pub const MAX_LEN: usize = 254;
 
+    /// Trims `raw`, checks it is an address, and lowercases it whole.
     pub fn parse(raw: &str) -> Result<Self, EmailError> {
         let trimmed = raw.trim();
         if trimmed.chars().count() > Self::MAX_LEN {

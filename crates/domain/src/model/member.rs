@@ -7,11 +7,14 @@ use super::{
 /// Whether a member has joined or is still invited.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MemberStatus {
+    /// The member has joined: a membership.
     Active,
+    /// The member is invited and has not accepted yet.
     Pending,
 }
 
 impl MemberStatus {
+    /// The status's lowercase name, as the API writes it.
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Active => "active",
@@ -24,22 +27,36 @@ impl MemberStatus {
 /// (then without user id and name).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Member {
+    /// The organization the member belongs to, or is invited to.
     pub organization_id: OrganizationId,
+    /// The member's user; `None` for a pending invitation.
     pub user_id: Option<UserId>,
+    /// The user's address, or the address invited.
     pub email: Email,
+    /// The user's name; `None` for a pending invitation.
     pub full_name: Option<FullName>,
+    /// The role held, or the one the invitation offers.
     pub role: Role,
+    /// Whether the member has joined or is still invited.
     pub status: MemberStatus,
+    /// The pending invitation's id; `None` for an active member.
     pub invitation_id: Option<InvitationId>,
+    /// When the member was invited; `None` for one who joined without an invitation (such as
+    /// the organization's creator).
     pub invited_at: Option<OffsetDateTime>,
+    /// Who invited the member; `None` for one who joined without an invitation.
     pub invited_by: Option<UserId>,
+    /// When the member joined; `None` while the invitation is pending.
     pub accepted_at: Option<OffsetDateTime>,
+    /// When the member joined or, for a pending invitation, when it was sent: what the list
+    /// sorts by.
     pub joined_at: OffsetDateTime,
 }
 
 /// Filters of the members list.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct MemberFilter {
+    /// Only members holding, or invited with, this role; `None` for any role.
     pub role: Option<Role>,
     /// Case-insensitive substring of the name or email.
     pub search: Option<String>,
@@ -52,10 +69,12 @@ pub struct MemberFilter {
 pub struct InvitableRole(Role);
 
 impl InvitableRole {
+    /// The role, or `None` when it is [`Role::Owner`].
     pub fn new(role: Role) -> Option<Self> {
         (role != Role::Owner).then_some(Self(role))
     }
 
+    /// The role offered.
     pub const fn role(self) -> Role {
         self.0
     }
@@ -67,17 +86,26 @@ pub const INVITATION_TTL_DAYS: i64 = 7;
 /// An invitation about to be stored; its token is known only by its hash.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NewInvitation {
+    /// The invitation's id.
     pub id: InvitationId,
+    /// The organization the invitee is asked to join.
     pub organization_id: OrganizationId,
+    /// The address invited; only the user with this address may accept.
     pub email: Email,
+    /// The role the invitee gets on accepting.
     pub role: InvitableRole,
+    /// The hash of the one-time token the invitation link carries.
     pub token_hash: TokenHash,
+    /// The member who sent the invitation.
     pub invited_by: UserId,
+    /// When the invitation was sent.
     pub invited_at: OffsetDateTime,
+    /// When it can no longer be accepted: [`NewInvitation::expiry`] of `invited_at`.
     pub expires_at: OffsetDateTime,
 }
 
 impl NewInvitation {
+    /// When an invitation sent at `invited_at` expires: [`INVITATION_TTL_DAYS`] days later.
     pub fn expiry(invited_at: OffsetDateTime) -> OffsetDateTime {
         invited_at + Duration::days(INVITATION_TTL_DAYS)
     }
@@ -87,18 +115,29 @@ impl NewInvitation {
 /// to decide.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Invitation {
+    /// The invitation's id.
     pub id: InvitationId,
+    /// The organization the invitee is asked to join.
     pub organization_id: OrganizationId,
+    /// The organization's name, to show the invitee.
     pub organization_name: OrganizationName,
+    /// The organization's slug, to show the invitee.
     pub organization_slug: Slug,
+    /// The address invited; only the user with this address may accept.
     pub email: Email,
+    /// The role the invitee gets on accepting: an [`InvitableRole`] when created, so not
+    /// [`Role::Owner`].
     pub role: Role,
+    /// The member who sent the invitation.
     pub invited_by: UserId,
+    /// When the invitation was sent.
     pub invited_at: OffsetDateTime,
+    /// When it can no longer be accepted.
     pub expires_at: OffsetDateTime,
 }
 
 impl Invitation {
+    /// Whether the invitation can no longer be accepted at `now`: from `expires_at` on.
     pub fn is_expired(&self, now: OffsetDateTime) -> bool {
         now >= self.expires_at
     }

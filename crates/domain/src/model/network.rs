@@ -10,11 +10,15 @@ use ipnet::IpNet;
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct IpRange(IpNet);
 
+/// The text is neither an IP address nor a CIDR range.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("must be an IPv4 or IPv6 address or a CIDR range such as 10.0.0.0/8")]
 pub struct IpRangeError;
 
 impl IpRange {
+    /// Trims `raw` and reads an address or a CIDR range. Host bits past the prefix are
+    /// cleared (`10.1.2.3/8` is `10.0.0.0/8`); a bare IPv4-mapped IPv6 address becomes the
+    /// IPv4 address it carries.
     pub fn parse(raw: &str) -> Result<Self, IpRangeError> {
         let raw = raw.trim();
         if let Ok(addr) = raw.parse::<IpAddr>() {

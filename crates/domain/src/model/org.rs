@@ -5,11 +5,14 @@ use super::{OrganizationId, OrganizationName, OrganizationType, Plan, Role, Slug
 /// The role new members get by default: `member` or `viewer`, never more.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DefaultRole {
+    /// New members get [`Role::Member`]; the default.
     Member,
+    /// New members get [`Role::Viewer`].
     Viewer,
 }
 
 impl DefaultRole {
+    /// The organization role new members get.
     pub const fn role(self) -> Role {
         match self {
             Self::Member => Role::Member,
@@ -17,6 +20,7 @@ impl DefaultRole {
         }
     }
 
+    /// Parses the role's lowercase name, `member` or `viewer`; the error is the message.
     pub fn parse(raw: &str) -> Result<Self, &'static str> {
         match raw {
             "member" => Ok(Self::Member),
@@ -29,6 +33,7 @@ impl DefaultRole {
 /// An organization's settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OrganizationSettings {
+    /// The role new members get by default.
     pub default_role: DefaultRole,
     /// Whether members (not only owners and admins) may invite, as `member` or `viewer`.
     pub allow_member_invite: bool,
@@ -46,22 +51,35 @@ impl Default for OrganizationSettings {
 /// A live organization with its counts.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Organization {
+    /// The organization's id.
     pub id: OrganizationId,
+    /// Its display name.
     pub name: OrganizationName,
+    /// Its unique handle.
     pub slug: Slug,
+    /// Personal workspace or team.
     pub kind: OrganizationType,
+    /// The plan it is on, which decides its features and rate limit.
     pub plan: Plan,
+    /// `true` while the organization is live; `false` once it is deleted (kept for the
+    /// retention period).
     pub is_active: bool,
+    /// The default role of new members, and whether members may invite.
     pub settings: OrganizationSettings,
+    /// How many members have joined; pending invitations are not counted.
     pub member_count: u64,
+    /// How many applications it has registered.
     pub application_count: u64,
+    /// When it was created.
     pub created_at: OffsetDateTime,
+    /// When it last changed.
     pub updated_at: OffsetDateTime,
 }
 
 /// Filters of the organizations list.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct OrganizationFilter {
+    /// Only organizations of this type; `None` for both.
     pub kind: Option<OrganizationType>,
     /// Case-insensitive substring of the name.
     pub search: Option<String>,
@@ -70,9 +88,13 @@ pub struct OrganizationFilter {
 /// A change to an organization: only the `Some` fields change.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct OrganizationChange {
+    /// The new display name.
     pub name: Option<OrganizationName>,
+    /// The new handle; it must not be taken.
     pub slug: Option<Slug>,
+    /// The new default role of new members.
     pub default_role: Option<DefaultRole>,
+    /// Whether members may now invite.
     pub allow_member_invite: Option<bool>,
 }
 

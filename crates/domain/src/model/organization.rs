@@ -11,9 +11,13 @@ use super::{OrganizationId, UserId};
 pub struct OrganizationName(String);
 
 impl OrganizationName {
+    /// The fewest characters accepted, after trimming.
     pub const MIN_CHARS: usize = 2;
+    /// The most characters accepted, after trimming.
     pub const MAX_CHARS: usize = 100;
 
+    /// Trims `raw` and checks it: 2 to 100 characters (not bytes), no control characters. The
+    /// error is the message, completing "`<field>` ...".
     pub fn parse(raw: &str) -> Result<Self, &'static str> {
         let trimmed = raw.trim();
         let chars = trimmed.chars().count();
@@ -57,18 +61,25 @@ impl AsRef<str> for OrganizationName {
 #[serde(transparent)]
 pub struct Slug(String);
 
+/// Why a slug was refused. The messages complete "`<field>` ...".
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SlugError {
+    /// Shorter than [`Slug::MIN_LEN`] or longer than [`Slug::MAX_LEN`].
     #[error("must be 2 to 64 characters")]
     Length,
+    /// A character other than `a-z`, `0-9` and `-`, or a hyphen that leads, trails or
+    /// follows another.
     #[error("may contain only lowercase letters, digits and single hyphens, and may not start or end with a hyphen")]
     Characters,
 }
 
 impl Slug {
+    /// The shortest slug accepted, in characters (all ASCII, so bytes too).
     pub const MIN_LEN: usize = 2;
+    /// The longest slug accepted, in characters (all ASCII, so bytes too).
     pub const MAX_LEN: usize = 64;
 
+    /// Checks `raw` as it stands, neither trimmed nor lowercased, against the rules above.
     pub fn parse(raw: &str) -> Result<Self, SlugError> {
         if raw.len() < Self::MIN_LEN || raw.len() > Self::MAX_LEN {
             return Err(SlugError::Length);
@@ -122,11 +133,15 @@ impl AsRef<str> for Slug {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum OrganizationType {
+    /// The workspace created with a user's account; it lives as long as its user and cannot
+    /// be deleted.
     Personal,
+    /// An organization created to work with others; its owner may delete it.
     Team,
 }
 
 impl OrganizationType {
+    /// The type's lowercase name, as the API and the store write it.
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Personal => "personal",
@@ -150,14 +165,20 @@ impl FromStr for OrganizationType {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Plan {
+    /// The lowest plan.
     Free,
+    /// Above Free.
     Starter,
+    /// Above Starter.
     Pro,
+    /// Adds policies, branding and SSO.
     Business,
+    /// Adds OAuth authorization; the highest plan.
     Enterprise,
 }
 
 impl Plan {
+    /// Every plan, from the lowest to the highest.
     pub const ALL: [Plan; 5] = [
         Self::Free,
         Self::Starter,
@@ -166,6 +187,7 @@ impl Plan {
         Self::Enterprise,
     ];
 
+    /// The plan's lowercase name, as the API and the store write it.
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Free => "free",
@@ -197,13 +219,19 @@ impl fmt::Display for Plan {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
+    /// Full control, deleting the organization included.
     Owner,
+    /// Manages members, applications, settings, policies, webhooks, branding and SSO; cannot
+    /// delete the organization.
     Admin,
+    /// Reads the organization and its members, and uses its applications.
     Member,
+    /// Reads the organization and its members; read-only.
     Viewer,
 }
 
 impl Role {
+    /// The role's lowercase name, as the API and the store write it.
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Owner => "owner",
@@ -237,21 +265,33 @@ impl fmt::Display for Role {
 /// (`slug_generated`), the store takes the first free one of [`Slug::candidate`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct NewOrganization {
+    /// The new organization's id.
     pub id: OrganizationId,
+    /// Its display name.
     pub name: OrganizationName,
+    /// The slug asked for, or the first candidate of a generated one.
     pub slug: Slug,
+    /// Whether `slug` was derived from the name: then a taken slug moves on to the next
+    /// candidate instead of being a conflict.
     pub slug_generated: bool,
+    /// Personal workspace or team.
     pub kind: OrganizationType,
+    /// The plan it starts on.
     pub plan: Plan,
+    /// When it is created.
     pub created_at: OffsetDateTime,
 }
 
 /// A user's active membership in a live organization.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Membership {
+    /// The organization the user belongs to.
     pub organization_id: OrganizationId,
+    /// The user who belongs to it.
     pub user_id: UserId,
+    /// The member's role there, which decides their permissions.
     pub role: Role,
+    /// The organization's plan, which decides its features.
     pub plan: Plan,
 }
 

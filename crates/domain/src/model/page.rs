@@ -7,18 +7,25 @@ pub struct PageRequest {
     page_size: u32,
 }
 
+/// Why a page request was refused; the message names the parameter.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PageRequestError {
+    /// `page` is below 1.
     #[error("page must be at least 1")]
     Page,
+    /// `page_size` is below 1 or above [`PageRequest::MAX_SIZE`].
     #[error("page_size must be between 1 and 100")]
     PageSize,
 }
 
 impl PageRequest {
+    /// The page size when none is asked for.
     pub const DEFAULT_SIZE: u32 = 20;
+    /// The largest page size accepted.
     pub const MAX_SIZE: u32 = 100;
 
+    /// Checks the query's `page` and `page_size`; a missing `page` is 1, a missing
+    /// `page_size` is [`Self::DEFAULT_SIZE`].
     pub fn new(page: Option<i64>, page_size: Option<i64>) -> Result<Self, PageRequestError> {
         let page = page.unwrap_or(1);
         let page_size = page_size.unwrap_or(i64::from(Self::DEFAULT_SIZE));
@@ -33,18 +40,22 @@ impl PageRequest {
         Ok(Self { page, page_size })
     }
 
+    /// The page asked for, from 1.
     pub const fn page(&self) -> u32 {
         self.page
     }
 
+    /// The most items on a page, 1 to 100.
     pub const fn page_size(&self) -> u32 {
         self.page_size
     }
 
+    /// How many items come before the page: the query's `OFFSET`.
     pub fn offset(&self) -> i64 {
         (i64::from(self.page) - 1) * i64::from(self.page_size)
     }
 
+    /// The page size, as the query's `LIMIT`.
     pub fn limit(&self) -> i64 {
         i64::from(self.page_size)
     }
@@ -62,15 +73,22 @@ impl Default for PageRequest {
 /// The spec's pagination envelope.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Page<T> {
+    /// The items on this page, at most `page_size`; empty past the last page.
     pub items: Vec<T>,
+    /// How many items match, on all pages together.
     pub total: u64,
+    /// The page number, from 1.
     pub page: u32,
+    /// The most items on a page, as requested.
     pub page_size: u32,
+    /// Whether items match beyond this page.
     pub has_next: bool,
+    /// Whether this is not the first page.
     pub has_prev: bool,
 }
 
 impl<T> Page<T> {
+    /// The envelope of `items`, the requested page of `total` matching items.
     pub fn new(items: Vec<T>, total: u64, request: PageRequest) -> Self {
         let seen = u64::from(request.page) * u64::from(request.page_size);
         Self {
@@ -83,6 +101,7 @@ impl<T> Page<T> {
         }
     }
 
+    /// The same page with each item converted by `f`.
     pub fn map<U>(self, f: impl FnMut(T) -> U) -> Page<U> {
         Page {
             items: self.items.into_iter().map(f).collect(),

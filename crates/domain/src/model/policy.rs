@@ -18,12 +18,16 @@ pub struct Bounded<const MIN: u32, const MAX: u32>(u32);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("must be an integer from {min} to {max}")]
 pub struct OutOfBounds {
+    /// The smallest value accepted.
     pub min: u32,
+    /// The largest value accepted.
     pub max: u32,
 }
 
 impl<const MIN: u32, const MAX: u32> Bounded<MIN, MAX> {
+    /// The lower bound, as a value.
     pub const MIN: Self = Self(MIN);
+    /// The upper bound, as a value.
     pub const MAX: Self = Self(MAX);
 
     /// For constants; out of bounds is a compile-time error where used in a `const`.
@@ -32,6 +36,7 @@ impl<const MIN: u32, const MAX: u32> Bounded<MIN, MAX> {
         Self(value)
     }
 
+    /// `raw`, if it is from `MIN` to `MAX` inclusive.
     pub fn parse(raw: i64) -> Result<Self, OutOfBounds> {
         u32::try_from(raw)
             .ok()
@@ -40,6 +45,7 @@ impl<const MIN: u32, const MAX: u32> Bounded<MIN, MAX> {
             .ok_or(OutOfBounds { min: MIN, max: MAX })
     }
 
+    /// The number, within the bounds.
     pub const fn get(self) -> u32 {
         self.0
     }
@@ -82,13 +88,17 @@ pub type ConcurrentSessions = Bounded<1, 100>;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum MfaMethod {
+    /// Time-based one-time codes from an authenticator app.
     Totp,
+    /// A security key or platform authenticator, through WebAuthn.
     Webauthn,
 }
 
 impl MfaMethod {
+    /// Every method; what the default policy allows.
     pub const ALL: [Self; 2] = [Self::Totp, Self::Webauthn];
 
+    /// The method's lowercase name, as the API and the stored policy write it.
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Totp => "totp",
@@ -96,6 +106,7 @@ impl MfaMethod {
         }
     }
 
+    /// Parses the method's lowercase name, `totp` or `webauthn`; the error is the message.
     pub fn parse(raw: &str) -> Result<Self, &'static str> {
         match raw {
             "totp" => Ok(Self::Totp),
@@ -159,14 +170,17 @@ impl MfaPolicy {
         })
     }
 
+    /// Whether members must use a second factor.
     pub fn required(&self) -> bool {
         self.required
     }
 
+    /// The methods members may use, each once; never empty when MFA is required.
     pub fn allowed_methods(&self) -> &[MfaMethod] {
         &self.allowed_methods
     }
 
+    /// The hours a member without a second factor has to enrol one once MFA is required.
     pub fn grace_period_hours(&self) -> GraceHours {
         self.grace_period_hours
     }
@@ -185,8 +199,11 @@ impl Default for MfaPolicy {
 /// `session_policy`: bounds on a user's login sessions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionPolicy {
+    /// The longest a session lasts from sign-in, in hours (1 to 720).
     pub max_session_duration_hours: SessionHours,
+    /// How long a session may go unused before it ends, in minutes (5 to 1440).
     pub idle_timeout_minutes: IdleMinutes,
+    /// The most sessions a user may hold at once (1 to 100).
     pub max_concurrent_sessions: ConcurrentSessions,
 }
 
@@ -215,10 +232,12 @@ impl SessionPolicy {
         }
     }
 
+    /// `max_session_duration_hours`, as a duration.
     pub fn max_duration(&self) -> Duration {
         Duration::hours(i64::from(self.max_session_duration_hours.get()))
     }
 
+    /// `idle_timeout_minutes`, as a duration.
     pub fn idle_timeout(&self) -> Duration {
         Duration::minutes(i64::from(self.idle_timeout_minutes.get()))
     }
@@ -246,11 +265,13 @@ impl TryFrom<RawIpAllowlist> for IpAllowlist {
     }
 }
 
+/// More than [`IpAllowlist::MAX_ENTRIES`] distinct ranges.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("must hold at most {} entries", IpAllowlist::MAX_ENTRIES)]
 pub struct IpAllowlistError;
 
 impl IpAllowlist {
+    /// The most distinct ranges a list holds.
     pub const MAX_ENTRIES: usize = 256;
 
     /// Duplicate ranges are dropped.
@@ -270,10 +291,12 @@ impl IpAllowlist {
         })
     }
 
+    /// Whether the list is enforced; a disabled one permits every address.
     pub fn enabled(&self) -> bool {
         self.enabled
     }
 
+    /// The ranges permitted, each once, in the order first given.
     pub fn allowed_ips(&self) -> &[IpRange] {
         &self.allowed_ips
     }
@@ -287,22 +310,31 @@ impl IpAllowlist {
 /// One organization's policies. An organization that never saved any has the defaults.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OrganizationPolicies {
+    /// The rules members' passwords must meet.
     pub password_policy: PasswordPolicy,
+    /// Whether members need a second factor, and which ones they may use.
     pub mfa_policy: MfaPolicy,
+    /// Bounds on members' login sessions.
     pub session_policy: SessionPolicy,
+    /// The addresses requests in the organization's context may come from.
     pub ip_allowlist: IpAllowlist,
 }
 
 /// A paid capability and the least plan that includes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Feature {
+    /// Password, MFA, session and network policies; from the Business plan.
     Policies,
+    /// White-label branding of the login page and emails; from the Business plan.
     Branding,
+    /// SAML single sign-on; from the Business plan.
     Sso,
+    /// OAuth authorization for the organization's applications; Enterprise plan only.
     OAuth,
 }
 
 impl Feature {
+    /// The least plan that includes the feature; every plan above it does too.
     pub const fn minimum_plan(self) -> Plan {
         match self {
             Self::Policies | Self::Branding | Self::Sso => Plan::Business,
@@ -310,6 +342,7 @@ impl Feature {
         }
     }
 
+    /// The feature's name as error messages write it: `policies`, `SSO`, ...
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Policies => "policies",
@@ -333,7 +366,9 @@ impl Plan {
 /// them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EffectivePolicies {
+    /// The strictest password policy; the default one when no organization enforces policies.
     pub password: PasswordPolicy,
+    /// The strictest session policy; `None` when no organization enforces policies.
     pub session: Option<SessionPolicy>,
 }
 

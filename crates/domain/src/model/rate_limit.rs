@@ -8,6 +8,7 @@ use super::Plan;
 pub struct RateLimits([u32; 5]);
 
 impl RateLimits {
+    /// The requests per minute allowed on `plan`; always at least 1.
     pub fn per_minute(&self, plan: Plan) -> u32 {
         self.0[plan as usize]
     }

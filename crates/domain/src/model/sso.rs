@@ -12,14 +12,17 @@ use super::{Email, OrganizationId, Role};
 /// The SSO protocol. Only SAML 2.0 for now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SsoProvider {
+    /// SAML 2.0.
     Saml,
 }
 
+/// The protocol named is not `saml`, the only one accepted (lowercase, exactly).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("must be saml")]
 pub struct SsoProviderError;
 
 impl SsoProvider {
+    /// Parses the protocol's name: exactly `saml`.
     pub fn parse(raw: &str) -> Result<Self, SsoProviderError> {
         match raw {
             "saml" => Ok(Self::Saml),
@@ -27,6 +30,7 @@ impl SsoProvider {
         }
     }
 
+    /// The protocol's name, as stored and sent: `saml`.
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Saml => "saml",
@@ -53,12 +57,15 @@ impl fmt::Display for SsoProvider {
 pub struct IdpEntityId(String);
 
 impl IdpEntityId {
+    /// The longest entity id accepted, in characters.
     pub const MAX_CHARS: usize = 1024;
 
+    /// Trims `raw` and checks it: 1 to [`Self::MAX_CHARS`] characters, no control characters.
     pub fn parse(raw: &str) -> Result<Self, TextError> {
         parse_text(raw, 1, Self::MAX_CHARS, false).map(Self)
     }
 
+    /// The entity id, as an assertion's `Issuer` must read.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -76,11 +83,15 @@ impl AsRef<str> for IdpEntityId {
 pub struct HttpsUrl(String);
 
 impl HttpsUrl {
+    /// Checks `raw` against the shared `https` URL rule: absolute, with a host, no user name
+    /// or password, at most 2048 characters, no white space inside. Keeps it trimmed, otherwise
+    /// as sent.
     pub fn parse(raw: &str) -> Result<Self, HttpsUrlError> {
         parse_https_url(raw)?;
         Ok(Self(raw.trim().to_owned()))
     }
 
+    /// The URL, trimmed, otherwise as sent.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -98,17 +109,29 @@ impl fmt::Display for HttpsUrl {
     }
 }
 
-/// Why an IdP certificate was refused. The messages complete "<field> ...".
+/// Why an IdP certificate was refused. The messages complete "`<field>` ...".
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum CertificateError {
+    /// The text is not exactly one PEM block labelled `CERTIFICATE` with base64 inside and
+    /// nothing but white space around it.
     #[error("must be an X.509 certificate in PEM form")]
     NotPem,
+    /// The PEM framing is right, but its content is not one well-formed X.509 certificate.
     #[error("is not a valid X.509 certificate")]
     Invalid,
+    /// The certificate's validity ended before now.
     #[error("expired on {}", crate::model::timestamp::format(*.not_after))]
-    Expired { not_after: OffsetDateTime },
+    Expired {
+        /// The end of the certificate's validity period.
+        not_after: OffsetDateTime,
+    },
+    /// The certificate's validity starts after now.
     #[error("is not valid before {}", crate::model::timestamp::format(*.not_before))]
-    NotYetValid { not_before: OffsetDateTime },
+    NotYetValid {
+        /// The start of the certificate's validity period.
+        not_before: OffsetDateTime,
+    },
+    /// The PEM text is longer than [`IdpCertificate::MAX_BYTES`].
     #[error("must be at most 16 KiB")]
     TooLarge,
 }
@@ -215,10 +238,13 @@ impl IdpCertificate {
         &self.subject
     }
 
+    /// The start of the certificate's validity period (its `notBefore`).
     pub fn not_before(&self) -> OffsetDateTime {
         self.not_before
     }
 
+    /// The end of the certificate's validity period (its `notAfter`). A stored certificate
+    /// may be past it.
     pub fn not_after(&self) -> OffsetDateTime {
         self.not_after
     }
@@ -246,8 +272,11 @@ impl fmt::Debug for IdpCertificate {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct EmailDomain(String);
 
+/// Why an email domain, or a whitelist of them, was refused. The messages complete
+/// "`<field>` ...".
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum EmailDomainError {
+    /// Not a domain name as [`EmailDomain`] defines it.
     #[error("must be a domain name such as example.com")]
     Invalid,
     /// Reported at the index of the first distinct entry past the limit.
@@ -256,8 +285,11 @@ pub enum EmailDomainError {
 }
 
 impl EmailDomain {
+    /// The longest domain accepted, in characters (all ASCII, so bytes too).
     pub const MAX_LEN: usize = 253;
 
+    /// Trims and ASCII-lowercases `raw`, then checks it is a domain name as [`EmailDomain`]
+    /// defines it.
     pub fn parse(raw: &str) -> Result<Self, EmailDomainError> {
         let domain = raw.trim().to_ascii_lowercase();
         let labels: Vec<&str> = domain.split('.').collect();
@@ -282,6 +314,7 @@ impl EmailDomain {
         Ok(Self(domain))
     }
 
+    /// The domain, lowercase.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -305,6 +338,7 @@ impl fmt::Display for EmailDomain {
 pub struct DomainWhitelist(Vec<EmailDomain>);
 
 impl DomainWhitelist {
+    /// The most distinct domains a whitelist holds.
     pub const MAX_ENTRIES: usize = 100;
 
     /// Parses every entry, dropping repeats (after normalisation). On failure, the index in
@@ -324,6 +358,7 @@ impl DomainWhitelist {
         Ok(Self(domains))
     }
 
+    /// The domains, in the order first given.
     pub fn as_slice(&self) -> &[EmailDomain] {
         &self.0
     }
@@ -339,17 +374,22 @@ impl DomainWhitelist {
 /// The role given to users the IdP provisions: like [`Role`] but never `owner`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum ProvisionRole {
+    /// Provisioned as [`Role::Admin`].
     Admin,
+    /// Provisioned as [`Role::Member`]; the default.
     #[default]
     Member,
+    /// Provisioned as [`Role::Viewer`].
     Viewer,
 }
 
+/// The role named is not `admin`, `member` or `viewer` (lowercase); `owner` is never accepted.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("must be one of: admin, member, viewer")]
 pub struct ProvisionRoleError;
 
 impl ProvisionRole {
+    /// Parses the role's lowercase name: `admin`, `member` or `viewer`.
     pub fn parse(raw: &str) -> Result<Self, ProvisionRoleError> {
         match raw {
             "admin" => Ok(Self::Admin),
@@ -359,10 +399,12 @@ impl ProvisionRole {
         }
     }
 
+    /// The role's lowercase name, as [`Role::as_str`] writes it.
     pub const fn as_str(self) -> &'static str {
         self.role().as_str()
     }
 
+    /// The organization role a provisioned user gets.
     pub const fn role(self) -> Role {
         match self {
             Self::Admin => Role::Admin,
@@ -388,29 +430,49 @@ impl fmt::Display for ProvisionRole {
 /// An organization's SSO configuration, as stored.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SsoConfiguration {
+    /// The organization configured; it has at most one configuration.
     pub organization_id: OrganizationId,
+    /// The protocol spoken with the IdP.
     pub provider: SsoProvider,
+    /// The IdP's entity id: the `Issuer` its assertions must carry.
     pub idp_entity_id: IdpEntityId,
+    /// The IdP's single sign-on endpoint, where sign-in requests are sent.
     pub idp_sso_url: HttpsUrl,
+    /// The certificate whose key signs the IdP's assertions.
     pub idp_certificate: IdpCertificate,
+    /// The email domains whose users sign in through the IdP.
     pub domain_whitelist: DomainWhitelist,
+    /// Whether a first sign-in creates the user and their membership.
     pub auto_provision: bool,
+    /// The role an auto-provisioned member gets.
     pub default_role: ProvisionRole,
+    /// Whether the configuration is in use; an inactive one is kept but not published to the
+    /// IdP.
     pub is_active: bool,
+    /// When the configuration was first saved.
     pub created_at: OffsetDateTime,
+    /// When the configuration last changed.
     pub updated_at: OffsetDateTime,
 }
 
 /// A merge-style change to an [`SsoConfiguration`]: only the `Some` fields change.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SsoChange {
+    /// The new protocol; `None` keeps the current one.
     pub provider: Option<SsoProvider>,
+    /// The new IdP entity id; `None` keeps the current one.
     pub idp_entity_id: Option<IdpEntityId>,
+    /// The new IdP sign-on endpoint; `None` keeps the current one.
     pub idp_sso_url: Option<HttpsUrl>,
+    /// The new IdP signing certificate; `None` keeps the current one.
     pub idp_certificate: Option<IdpCertificate>,
+    /// The new whitelist, replacing the whole list; `None` keeps the current one.
     pub domain_whitelist: Option<DomainWhitelist>,
+    /// Whether first sign-ins now provision users; `None` keeps the current setting.
     pub auto_provision: Option<bool>,
+    /// The new role for auto-provisioned members; `None` keeps the current one.
     pub default_role: Option<ProvisionRole>,
+    /// Turns the configuration on or off; `None` keeps the current state.
     pub is_active: Option<bool>,
 }
 

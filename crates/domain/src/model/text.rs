@@ -2,13 +2,19 @@
 //! the merge rule of partial updates. One place for each, so that a branding text and an SSO
 //! name, or a logo URL and an IdP URL, can never drift apart.
 
-/// Why a text was refused. The messages complete "<field> ...".
+/// Why a text was refused. The messages complete "`<field>` ...".
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum TextError {
+    /// Nothing left once trimmed, where the text is required.
     #[error("must not be empty")]
     Empty,
+    /// More characters than the text allows, once trimmed.
     #[error("must be at most {max} characters")]
-    TooLong { max: usize },
+    TooLong {
+        /// The most characters (not bytes) the text allows.
+        max: usize,
+    },
+    /// A control character, or a line break where the text must stay on one line.
     #[error("must not contain control characters")]
     ControlCharacter,
 }
@@ -38,15 +44,19 @@ pub(crate) fn parse_text(
     Ok(text.to_owned())
 }
 
-/// Why a URL that must be `https` was refused. The messages complete "<field> ...".
+/// Why a URL that must be `https` was refused. The messages complete "`<field>` ...".
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum HttpsUrlError {
+    /// Not an absolute URL with a host, or it holds white space or a control character.
     #[error("is not a valid absolute URL")]
     Invalid,
+    /// An absolute URL whose scheme is not `https`.
     #[error("must be an https URL")]
     NotHttps,
+    /// The URL carries a user name or password (`user:password@`).
     #[error("must not contain a user name or password")]
     Credentials,
+    /// More than 2048 characters, once trimmed.
     #[error("must be at most 2048 characters")]
     TooLong,
 }

@@ -56,7 +56,7 @@ pub fn parse(text: &str) -> Result<OffsetDateTime, time::error::Parse> {
     OffsetDateTime::parse(text, &Rfc3339).map(|at| at.to_offset(UtcOffset::UTC))
 }
 
-/// Serializes with [`format`].
+/// Serializes with [`format`](fn@format).
 pub fn serialize<S: Serializer>(at: &OffsetDateTime, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.serialize_str(&format(*at))
 }
@@ -72,7 +72,7 @@ pub mod option {
     use serde::{Deserialize, Deserializer, Serializer};
     use time::OffsetDateTime;
 
-    /// Serializes `Some` with [`super::format`] and `None` as `null`.
+    /// Serializes `Some` with [`format`](fn@super::format) and `None` as `null`.
     pub fn serialize<S: Serializer>(
         at: &Option<OffsetDateTime>,
         serializer: S,

@@ -15,19 +15,27 @@ use super::{EventId, EventType, OrganizationId};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WebhookUrl(String);
 
+/// Why an endpoint URL was refused. The messages complete "`<field>` ...".
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum WebhookUrlError {
+    /// The URL is plain `http`; only `https` is delivered to.
     #[error("must use https")]
     NotHttps,
+    /// Not an absolute `https` URL with a valid host and port, or it holds a fragment or white
+    /// space.
     #[error("is not a valid absolute URL")]
     Invalid,
+    /// The URL carries a user name or password (`user:password@`).
     #[error("must not contain credentials")]
     Credentials,
+    /// More than 2048 bytes, after trimming.
     #[error("must be at most 2048 characters")]
     TooLong,
 }
 
 impl WebhookUrl {
+    /// Trims `raw` and checks it against the rules above (the scheme in any case); keeps it
+    /// as sent otherwise.
     pub fn parse(raw: &str) -> Result<Self, WebhookUrlError> {
         let raw = raw.trim();
         if raw.len() > 2048 {
@@ -81,12 +89,15 @@ macro_rules! prefixed_id {
         pub struct $name(Uuid);
 
         impl $name {
+            #[doc = concat!("What the id's text form starts with: `", $prefix, "`.")]
             pub const PREFIX: &'static str = $prefix;
 
+            /// The id that wraps `id`; any UUID makes one.
             pub const fn from_uuid(id: Uuid) -> Self {
                 Self(id)
             }
 
+            /// The UUID the id wraps, as stored.
             pub const fn as_uuid(&self) -> Uuid {
                 self.0
             }
@@ -131,12 +142,17 @@ prefixed_id!(
 /// `success`, `failed` or `pending`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DeliveryStatus {
+    /// An attempt is due and not made yet: the first one, or one a manual retry queued.
     Pending,
+    /// The latest attempt was answered with a 2xx.
     Success,
+    /// The latest attempt failed; an automatic retry may still be due (see
+    /// [`Delivery::next_retry_at`]).
     Failed,
 }
 
 impl DeliveryStatus {
+    /// The status's lowercase name, as the API and the store write it.
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Pending => "pending",
@@ -171,6 +187,9 @@ impl RetrySchedule {
     /// the spec's five.
     pub const MAX_ATTEMPTS: u32 = 5;
 
+    /// A schedule with these delays between attempts: at least `MAX_ATTEMPTS - 1` of them, all
+    /// positive; delays past that many are accepted but never used. The error says which rule
+    /// failed.
     pub fn new(delays: Vec<Duration>) -> Result<Self, String> {
         if delays.len() + 1 < Self::MAX_ATTEMPTS as usize {
             return Err(format!(
@@ -244,13 +263,22 @@ pub fn signature(secret: &[u8], timestamp: i64, body: &[u8]) -> String {
 /// it).
 #[derive(Clone, Debug, PartialEq)]
 pub struct WebhookEndpoint {
+    /// The endpoint's id, `ep_` and 32 hex digits.
     pub id: EndpointId,
+    /// The organization whose events the endpoint receives.
     pub organization_id: OrganizationId,
+    /// Where deliveries are posted.
     pub url: WebhookUrl,
+    /// Free text for people; not checked, may be empty.
     pub description: String,
+    /// The event types the endpoint subscribes to; the service keeps each once, at least one.
     pub events: Vec<EventType>,
+    /// Whether events are delivered to it: turned off by hand, or after a run of failed
+    /// deliveries.
     pub is_active: bool,
+    /// When the endpoint was registered.
     pub created_at: OffsetDateTime,
+    /// When the endpoint last changed.
     pub updated_at: OffsetDateTime,
 }
 
@@ -262,27 +290,48 @@ impl WebhookEndpoint {
 /// Delivery counts of an endpoint.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DeliveryStats {
+    /// All the endpoint's deliveries, pending ones included.
     pub total: u64,
+    /// Deliveries whose latest attempt succeeded.
     pub successful: u64,
+    /// Deliveries whose latest attempt failed, whether or not a retry is still due.
     pub failed: u64,
 }
 
 /// One delivery and its latest attempt.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Delivery {
+    /// The delivery's id, `dlv_` and 32 hex digits.
     pub id: DeliveryId,
+    /// The endpoint it is sent to.
     pub webhook_id: EndpointId,
+    /// The endpoint's organization.
     pub organization_id: OrganizationId,
+    /// The event delivered.
     pub event_id: EventId,
+    /// The event's type.
     pub event: EventType,
+    /// Where the delivery stands.
     pub status: DeliveryStatus,
+    /// The attempt the status is about, from 1: the one due while pending, else the last one
+    /// made.
     pub attempt: u32,
+    /// The receiver's HTTP status at the latest attempt; `None` before any attempt, or when
+    /// the receiver did not answer.
     pub http_status: Option<u16>,
+    /// The JSON payload sent; `None` when the stored payload is not JSON.
     pub request_body: Option<serde_json::Value>,
+    /// The start of the receiver's answer at the latest attempt, or why there was none;
+    /// `None` before any attempt.
     pub response_body: Option<String>,
+    /// How long the latest attempt took, in milliseconds; `None` before any attempt.
     pub duration_ms: Option<u64>,
+    /// When the latest attempt was made, whatever came of it; `None` before any attempt.
     pub delivered_at: Option<OffsetDateTime>,
+    /// When a failed delivery is retried automatically; `None` while pending, after a
+    /// success, and after the last automatic attempt.
     pub next_retry_at: Option<OffsetDateTime>,
+    /// When the delivery was queued.
     pub created_at: OffsetDateTime,
 }
 
@@ -297,6 +346,8 @@ pub struct LeaseRoom {
 }
 
 impl LeaseRoom {
+    /// Room for `total` attempts in all and `per_endpoint` at each endpoint, none in flight
+    /// yet.
     pub fn new(total: usize, per_endpoint: usize) -> Self {
         Self {
             total,
@@ -312,6 +363,7 @@ impl LeaseRoom {
         self
     }
 
+    /// The most attempts the lease may take, in all.
     pub fn total(&self) -> usize {
         self.total
     }

@@ -49,7 +49,7 @@ service_ports! {
     pub struct SsoPorts { sso: SsoStore, organizations: OrganizationStore, clock: Clock, random: Random }
 }
 
-/// Reads and saves an organization's SAML single sign-on configuration (Enterprise plan).
+/// Reads and saves an organization's SAML single sign-on configuration (Business plan and up).
 #[derive(Clone)]
 pub struct SsoService {
     ports: SsoPorts,
