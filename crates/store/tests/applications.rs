@@ -79,8 +79,8 @@ on_both_backends! {
         assert_eq!(pending_of(&db, EventType::ApplicationCreated).await, 3);
 
         let page = db.store.applications(acme, PageRequest::default()).await.unwrap();
-        assert_eq!(page.total, 2);
-        assert_eq!(page.items, [second.clone(), first.clone()], "newest first");
+        assert_eq!(page.total(), 2);
+        assert_eq!(page.items(), [second.clone(), first.clone()], "newest first");
         assert_eq!(db.store.application(acme, first.id).await.unwrap(), Some(first.clone()));
         assert_eq!(db.store.application(other, first.id).await.unwrap(), None, "not theirs");
 

@@ -315,11 +315,11 @@ impl Db {
     ) -> (Vec<String>, u64) {
         let page = self.store.members(org, filter, page, now).await.unwrap();
         let emails = page
-            .items
+            .items()
             .iter()
             .map(|m| m.email.as_ref().to_owned())
             .collect();
-        (emails, page.total)
+        (emails, page.total())
     }
 }
 
@@ -457,7 +457,7 @@ async fn organizations_of_pages_and_filters(db: Db) {
         .await;
 
     let ids = |page: &gatehouse_domain::model::Page<gatehouse_domain::model::Organization>| {
-        page.items.iter().map(|org| org.id).collect::<Vec<_>>()
+        page.items().iter().map(|org| org.id).collect::<Vec<_>>()
     };
     let first = db
         .store
@@ -465,15 +465,15 @@ async fn organizations_of_pages_and_filters(db: Db) {
         .await
         .unwrap();
     assert_eq!(ids(&first), [gamma, beta]);
-    assert_eq!(first.total, 4);
-    assert!(first.has_next && !first.has_prev);
+    assert_eq!(first.total(), 4);
+    assert!(first.has_next() && !first.has_prev());
     let second = db
         .store
         .organizations_of(alice.id, OrganizationFilter::default(), page(2, 2))
         .await
         .unwrap();
     assert_eq!(ids(&second), [alpha, alice.workspace]);
-    assert!(!second.has_next && second.has_prev);
+    assert!(!second.has_next() && second.has_prev());
     assert!(!ids(&first).contains(&bobs) && !ids(&second).contains(&bobs));
 
     let teams = OrganizationFilter {
@@ -486,7 +486,7 @@ async fn organizations_of_pages_and_filters(db: Db) {
         .await
         .unwrap();
     assert_eq!(ids(&listed), [gamma, beta, alpha]);
-    assert_eq!(listed.total, 3);
+    assert_eq!(listed.total(), 3);
     let personal = OrganizationFilter {
         kind: Some(OrganizationType::Personal),
         search: None,
@@ -504,13 +504,13 @@ async fn organizations_of_pages_and_filters(db: Db) {
         .await
         .unwrap();
     assert_eq!(ids(&listed), [beta, alpha]);
-    assert_eq!(listed.total, 2);
+    assert_eq!(listed.total(), 2);
     let listed = db
         .store
         .organizations_of(alice.id, search("team"), page(2, 1))
         .await
         .unwrap();
-    assert_eq!((ids(&listed), listed.total), (vec![alpha], 2));
+    assert_eq!((ids(&listed), listed.total()), (vec![alpha], 2));
     // Wildcards stand for themselves.
     let listed = db
         .store
@@ -535,7 +535,7 @@ async fn organizations_of_pages_and_filters(db: Db) {
         .organizations_of(alice.id, search("nothing"), page(1, 20))
         .await
         .unwrap();
-    assert!(listed.items.is_empty() && listed.total == 0);
+    assert!(listed.items().is_empty() && listed.total() == 0);
 
     // Bob sees his own, and Alpha once he joins it.
     db.join(
@@ -552,7 +552,7 @@ async fn organizations_of_pages_and_filters(db: Db) {
         .await
         .unwrap();
     assert_eq!(ids(&listed), [bobs, alpha, bob.workspace]);
-    assert_eq!(listed.items[1].member_count, 2);
+    assert_eq!(listed.items()[1].member_count, 2);
 }
 
 async fn organization_counts(db: Db) {
@@ -581,7 +581,7 @@ async fn organization_counts(db: Db) {
         .await
         .unwrap();
     let counts: Vec<_> = listed
-        .items
+        .items()
         .iter()
         .map(|org| (org.id, org.member_count, org.application_count))
         .collect();
@@ -712,10 +712,10 @@ async fn deleted_organizations_disappear_and_purge(db: Db) {
         .await
         .unwrap();
     assert_eq!(
-        listed.items.iter().map(|o| o.id).collect::<Vec<_>>(),
+        listed.items().iter().map(|o| o.id).collect::<Vec<_>>(),
         [alice.workspace]
     );
-    assert_eq!(listed.total, 1);
+    assert_eq!(listed.total(), 1);
     let carol = Email::parse("carol@example.com").unwrap();
     assert!(db
         .store
@@ -896,7 +896,7 @@ async fn members_page_across_members_and_invitations(db: Db) {
         .await
         .unwrap();
     let emails = |page: &gatehouse_domain::model::Page<gatehouse_domain::model::Member>| {
-        page.items
+        page.items()
             .iter()
             .map(|m| m.email.as_ref().to_owned())
             .collect::<Vec<_>>()
@@ -904,20 +904,20 @@ async fn members_page_across_members_and_invitations(db: Db) {
     assert_eq!(emails(&first), ["alice@example.com", "bob@example.com"]);
     assert_eq!(emails(&second), ["carol@example.com", "dave@example.com"]);
     assert_eq!(emails(&third), ["erin@example.com"]);
-    assert!(fourth.items.is_empty());
+    assert!(fourth.items().is_empty());
     for page in [&first, &second, &third, &fourth] {
-        assert_eq!(page.total, 5);
+        assert_eq!(page.total(), 5);
     }
-    assert!(first.has_next && second.has_next && !third.has_next);
+    assert!(first.has_next() && second.has_next() && !third.has_next());
 
-    let owner = &first.items[0];
+    let owner = &first.items()[0];
     assert_eq!(owner.user_id, Some(alice.id));
     assert_eq!(owner.role, Role::Owner);
     assert_eq!(owner.status, MemberStatus::Active);
     assert_eq!(owner.full_name.as_ref().map(AsRef::as_ref), Some("Alice"));
     assert_eq!((owner.invited_at, owner.invited_by), (None, None));
     assert_eq!((owner.accepted_at, owner.joined_at), (Some(at(1)), at(1)));
-    let joined = &first.items[1];
+    let joined = &first.items()[1];
     assert_eq!(joined.user_id, Some(bob.id));
     assert_eq!(joined.role, Role::Viewer);
     assert_eq!(joined.status, MemberStatus::Active);
@@ -927,7 +927,7 @@ async fn members_page_across_members_and_invitations(db: Db) {
         (Some(at(2)), Some(alice.id))
     );
     assert_eq!((joined.accepted_at, joined.joined_at), (Some(at(3)), at(3)));
-    let pending = &second.items[1];
+    let pending = &second.items()[1];
     assert_eq!(pending.organization_id, acme);
     assert_eq!((pending.user_id, pending.full_name.as_ref()), (None, None));
     assert_eq!(pending.role, Role::Member);

@@ -214,8 +214,8 @@ async fn log(
         )
         .await
         .unwrap()
-        .expect("the organization's endpoint")
-        .items
+        .expect("the organization\'s endpoint")
+        .into_items()
 }
 
 async fn delivery(db: &Db, org: OrganizationId, endpoint: EndpointId, id: DeliveryId) -> Delivery {
@@ -256,22 +256,22 @@ on_both_backends! {
         db.store.create_endpoint(new_endpoint(bob, &[EventType::UserCreated], true, t0)).await.unwrap();
 
         let all = db.store.endpoints(ada, None, PageRequest::default()).await.unwrap();
-        assert_eq!(all.total, 3);
-        assert_eq!(all.items, created.iter().rev().cloned().collect::<Vec<_>>());
+        assert_eq!(all.total(), 3);
+        assert_eq!(all.items(), created.iter().rev().cloned().collect::<Vec<_>>());
         let active = db.store.endpoints(ada, Some(true), PageRequest::default()).await.unwrap();
-        assert_eq!(active.total, 2);
-        assert_eq!(active.items, [created[2].clone(), created[0].clone()]);
+        assert_eq!(active.total(), 2);
+        assert_eq!(active.items(), [created[2].clone(), created[0].clone()]);
         let inactive = db.store.endpoints(ada, Some(false), PageRequest::default()).await.unwrap();
-        assert_eq!(inactive.items, [created[1].clone()]);
+        assert_eq!(inactive.items(), [created[1].clone()]);
 
         let second = db.store.endpoints(ada, None, page(2, 2)).await.unwrap();
-        assert_eq!(second.items, [created[0].clone()]);
-        assert_eq!(second.total, 3);
-        assert!(second.has_prev && !second.has_next);
+        assert_eq!(second.items(), [created[0].clone()]);
+        assert_eq!(second.total(), 3);
+        assert!(second.has_prev() && !second.has_next());
 
         let bobs = db.store.endpoints(bob, None, PageRequest::default()).await.unwrap();
-        assert_eq!(bobs.total, 1);
-        assert!(bobs.items.iter().all(|e| e.organization_id == bob));
+        assert_eq!(bobs.total(), 1);
+        assert!(bobs.items().iter().all(|e| e.organization_id == bob));
     }
 
     async fn an_endpoint_is_found_changed_and_deleted_only_in_its_organization(db: Db) {
@@ -483,7 +483,7 @@ on_both_backends! {
             }]
         );
         let theirs = db.store.deliveries(other, others, DeliveryFilter::default(), PageRequest::default()).await.unwrap().unwrap();
-        assert_eq!(theirs.total, 0);
+        assert_eq!(theirs.total(), 0);
         assert_eq!(db.count("SELECT COUNT(*) AS n FROM webhook_deliveries").await, 1);
 
         // An event for no organization is marked dispatched, delivered nowhere.
@@ -873,9 +873,9 @@ on_both_backends! {
         assert_eq!(listed(both).await, [made[2]]);
 
         let second = db.store.deliveries(org, hook, DeliveryFilter::default(), page(2, 3)).await.unwrap().unwrap();
-        assert_eq!(second.items.iter().map(|d| d.id).collect::<Vec<_>>(), [made[0]]);
-        assert_eq!(second.total, 4);
-        assert!(second.has_prev && !second.has_next);
+        assert_eq!(second.items().iter().map(|d| d.id).collect::<Vec<_>>(), [made[0]]);
+        assert_eq!(second.total(), 4);
+        assert!(second.has_prev() && !second.has_next());
 
         // Another organization sees no such endpoint.
         assert!(db.store.deliveries(other, hook, DeliveryFilter::default(), PageRequest::default()).await.unwrap().is_none());

@@ -80,12 +80,12 @@ impl<T: ToSchema> PageResponse<T> {
     pub fn from_page<D>(page: Page<D>, f: impl FnMut(D) -> T) -> Self {
         let page = page.map(f);
         Self {
-            items: page.items,
-            total: page.total,
-            page: page.page,
-            page_size: page.page_size,
-            has_next: page.has_next,
-            has_prev: page.has_prev,
+            total: page.total(),
+            page: page.page(),
+            page_size: page.page_size(),
+            has_next: page.has_next(),
+            has_prev: page.has_prev(),
+            items: page.into_items(),
         }
     }
 }

@@ -70,21 +70,22 @@ impl Default for PageRequest {
     }
 }
 
-/// The spec's pagination envelope.
+/// The spec's pagination envelope. Its fields are private: [`Page::new`] derives the page,
+/// its size and both flags from the request and the total, so they always agree.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Page<T> {
     /// The items on this page, at most `page_size`; empty past the last page.
-    pub items: Vec<T>,
+    items: Vec<T>,
     /// How many items match, on all pages together.
-    pub total: u64,
+    total: u64,
     /// The page number, from 1.
-    pub page: u32,
+    page: u32,
     /// The most items on a page, as requested.
-    pub page_size: u32,
+    page_size: u32,
     /// Whether items match beyond this page.
-    pub has_next: bool,
+    has_next: bool,
     /// Whether this is not the first page.
-    pub has_prev: bool,
+    has_prev: bool,
 }
 
 impl<T> Page<T> {
@@ -99,6 +100,41 @@ impl<T> Page<T> {
             has_next: seen < total,
             has_prev: request.page > 1,
         }
+    }
+
+    /// The items on this page.
+    pub fn items(&self) -> &[T] {
+        &self.items
+    }
+
+    /// The items on this page, owned.
+    pub fn into_items(self) -> Vec<T> {
+        self.items
+    }
+
+    /// How many items match, on all pages together.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// The page number, from 1.
+    pub fn page(&self) -> u32 {
+        self.page
+    }
+
+    /// The most items on a page, as requested.
+    pub fn page_size(&self) -> u32 {
+        self.page_size
+    }
+
+    /// Whether items match beyond this page.
+    pub fn has_next(&self) -> bool {
+        self.has_next
+    }
+
+    /// Whether this is not the first page.
+    pub fn has_prev(&self) -> bool {
+        self.has_prev
     }
 
     /// The same page with each item converted by `f`.

@@ -106,14 +106,8 @@ fn failed_delivery() -> Delivery {
 }
 
 fn page_of<T>(items: Vec<T>) -> Page<T> {
-    Page {
-        total: items.len() as u64,
-        items,
-        page: 1,
-        page_size: PageRequest::DEFAULT_SIZE,
-        has_next: false,
-        has_prev: false,
-    }
+    let total = items.len() as u64;
+    Page::new(items, total, PageRequest::default())
 }
 
 fn grace_the_owner() -> Member {

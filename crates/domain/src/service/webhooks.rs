@@ -532,7 +532,7 @@ impl DeliveryEngine {
             )
             .await;
         let owner = match owners {
-            Ok(page) => page.items.into_iter().next(),
+            Ok(page) => page.into_items().into_iter().next(),
             Err(error) => {
                 tracing::warn!(%error, "cannot find the owner to tell of a disabled endpoint");
                 None
