@@ -516,6 +516,7 @@ mod tests {
             email: "ada@example.com".into(),
             client_id: None,
             scope: None,
+            amr: vec!["pwd".into()],
         }
     }
 

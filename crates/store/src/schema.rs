@@ -76,6 +76,7 @@ diesel::table! {
         application_id -> Nullable<Id>,
         client_id -> Nullable<Text>,
         scope -> Nullable<Text>,
+        amr -> Text,
     }
 }
 
@@ -94,6 +95,7 @@ diesel::table! {
         expires_at -> Moment,
         used_at -> Nullable<Moment>,
         session_id -> Nullable<Id>,
+        amr -> Text,
     }
 }
 

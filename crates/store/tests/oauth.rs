@@ -6,7 +6,7 @@
 mod support;
 
 use gatehouse_domain::model::{
-    Application, ApplicationId, ApplicationName, AuthorizationCode, ClientGrant, ClientId,
+    Amr, Application, ApplicationId, ApplicationName, AuthorizationCode, ClientGrant, ClientId,
     CodeVerifier, EventType, NewApplication, NewAuthorizationCode, NewEvent, OrganizationId,
     RedirectUri, RedirectUris, Scope, TokenHash, UserId,
 };
@@ -55,6 +55,7 @@ fn code_for(app: &Application, user: UserId) -> (TokenHash, AuthorizationCode) {
         redirect_uri: RedirectUri::parse("https://app.example.com/cb").unwrap(),
         challenge: verifier.challenge(),
         scope: Scope::parse("read:user read:resources").unwrap(),
+        amr: Amr::external(),
         created_at: now(),
         expires_at: now() + Duration::seconds(60),
     };
@@ -79,12 +80,14 @@ on_both_backends! {
         let (mut opened, refresh_hash) = session(ada, at, Duration::days(30));
         let grant = ClientGrant { application_id: app.id, client_id: app.client_id.clone(), scope: code.scope.clone() };
         opened.grant = Some(grant.clone());
+        opened.amr = code.amr.clone();
         assert!(db.store.redeem_authorization_code(&hash, opened.clone(), login_event(ada), None, at).await.unwrap());
         let used = db.store.authorization_code(&hash).await.unwrap().unwrap();
         assert_eq!((used.used_at, used.session_id), (Some(at), Some(opened.id)));
         let live = db.store.session_by_refresh_token(&refresh_hash, at).await.unwrap().unwrap();
         assert_eq!(live.id, opened.id);
         assert_eq!(live.grant, Some(grant), "the session belongs to the application");
+        assert_eq!(live.amr, Amr::external(), "signed in as the code's browser session was");
 
         // Presented again: nothing is taken, no second session opens.
         let (again, again_hash) = session(ada, at, Duration::days(30));
@@ -103,6 +106,7 @@ on_both_backends! {
         db.store.create_session(opened, login_event(ada), None).await.unwrap();
         let live = db.store.session_by_refresh_token(&hash, now()).await.unwrap().unwrap();
         assert_eq!(live.grant, None);
+        assert_eq!(live.amr, Amr::password());
     }
 
     async fn deleting_the_application_ends_its_sessions_and_codes(db: Db) {

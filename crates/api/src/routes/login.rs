@@ -10,7 +10,7 @@ use actix_web::{
 };
 use gatehouse_domain::{
     model::{Branding, TokenKind},
-    service::{LoginError, Principal},
+    service::{BrowserSession, LoginError},
 };
 
 use crate::{
@@ -256,8 +256,8 @@ pub async fn sign_out(
     if !forgery_checked(&req, &fields) {
         return forged(&Branding::default());
     }
-    if let Some(principal) = signed_in(&req, &state).await {
-        if let Err(error) = state.auth.logout(&principal).await {
+    if let Some(session) = signed_in(&req, &state).await {
+        if let Err(error) = state.auth.logout(&session.principal()).await {
             tracing::warn!(%error, "ending the page's session failed");
         }
     }
@@ -278,7 +278,7 @@ pub async fn sign_out(
 }
 
 /// The person signed in on the page, by the session cookie.
-pub async fn signed_in(req: &HttpRequest, state: &AppState) -> Option<Principal> {
+pub async fn signed_in(req: &HttpRequest, state: &AppState) -> Option<BrowserSession> {
     let token = req.cookie(SESSION_COOKIE)?;
     match state.auth.signed_in(token.value()).await {
         Ok(principal) => principal,

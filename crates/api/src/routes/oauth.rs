@@ -12,7 +12,7 @@ use gatehouse_domain::{
     model::{Branding, OAuthError, OAuthErrorCode, SecretToken},
     ports::StoreError,
     service::{
-        Authorization, AuthorizeError, AuthorizeRequest, ClientCredentials, OAuthTokens, Principal,
+        Authorization, AuthorizeError, AuthorizeRequest, ClientCredentials, OAuthTokens,
         TokenEndpointError, TokenGrant,
     },
 };
@@ -260,17 +260,14 @@ pub async fn authorize(req: HttpRequest, state: web::Data<AppState>) -> HttpResp
         };
         *slot = Some(value);
     }
-    let user = match login::signed_in(&req, &state).await {
-        Some(Principal::User { user_id, .. }) => Some(user_id),
-        _ => None,
-    };
+    let signed_in = login::signed_in(&req, &state).await;
     let found = |location: String| {
         HttpResponse::Found()
             .insert_header((header::LOCATION, location))
             .insert_header((header::CACHE_CONTROL, "no-store"))
             .finish()
     };
-    match state.oauth.authorize(request, user).await {
+    match state.oauth.authorize(request, signed_in.as_ref()).await {
         Ok(Authorization::Granted { redirect })
         | Err(AuthorizeError::Redirect { redirect, .. }) => found(redirect),
         Ok(Authorization::SignIn { .. }) => {

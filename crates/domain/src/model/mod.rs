@@ -67,7 +67,7 @@ pub use policy::{
 };
 pub use rate_limit::RateLimits;
 pub use secret::{SecretToken, TokenHash, TokenKind};
-pub use session::{ClientGrant, NewSession, Session};
+pub use session::{Amr, AuthMethod, ClientGrant, NewSession, Session};
 pub use sso::{
     sp_acs_url, sp_entity_id, CertificateError, DomainWhitelist, EmailDomain, EmailDomainError,
     HttpsUrl, IdpCertificate, IdpEntityId, ProvisionRole, ProvisionRoleError, SsoChange,

@@ -7,7 +7,7 @@ use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine as _};
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 
-use super::{ApplicationId, RedirectUri, SessionId, TokenHash, UserId};
+use super::{Amr, ApplicationId, RedirectUri, SessionId, TokenHash, UserId};
 
 /// How long an authorization code may be exchanged (RFC 6749 §4.1.2 recommends at most 10
 /// minutes; a code travels one redirect, so a minute is plenty).
@@ -283,6 +283,9 @@ pub struct AuthorizationCode {
     pub challenge: CodeChallenge,
     /// The scope granted, which the tokens of the exchange carry.
     pub scope: Scope,
+    /// How the user signed in to the page that granted the code: the session the exchange
+    /// opens says the same.
+    pub amr: Amr,
     /// When the code was issued.
     pub created_at: OffsetDateTime,
     /// When the code stops being exchangeable: [`AUTHORIZATION_CODE_SECONDS`] after

@@ -218,6 +218,10 @@ pub struct AccessClaims {
     /// The scope granted to that application (space-separated).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
+    /// How the user signed in (RFC 8176): `["pwd"]` for a password, `["ext"]` for SAML single
+    /// sign-on. Empty only in tokens issued before Gatehouse wrote the claim.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub amr: Vec<String>,
 }
 
 /// Why a token could not be signed or checked.

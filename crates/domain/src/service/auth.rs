@@ -7,11 +7,11 @@ use time::{Duration, OffsetDateTime};
 use super::{event, payloads, Principal};
 use crate::{
     model::{
-        AccountKey, ApplicationId, ClientGrant, EffectivePolicies, Email, EventType, FullName,
-        LockoutRule, NewEvent, NewOrganization, NewPassword, NewSession, NewUser, Organization,
-        OrganizationId, OrganizationName, OrganizationSettings, OrganizationType, PasswordError,
-        PasswordHash, PasswordPolicy, Plan, SecretToken, SessionId, Slug, TokenHash, TokenKind,
-        User, UserCredentials, UserId,
+        AccountKey, Amr, ApplicationId, AuthMethod, ClientGrant, EffectivePolicies, Email,
+        EventType, FullName, LockoutRule, NewEvent, NewOrganization, NewPassword, NewSession,
+        NewUser, Organization, OrganizationId, OrganizationName, OrganizationSettings,
+        OrganizationType, PasswordError, PasswordHash, PasswordPolicy, Plan, SecretToken,
+        SessionId, Slug, TokenHash, TokenKind, User, UserCredentials, UserId,
     },
     ports::{service_ports, AccessClaims, BoxError, HashError, NewAccount, StoreError, TokenError},
 };
@@ -99,6 +99,27 @@ impl std::fmt::Debug for AccessToken {
 impl std::fmt::Debug for TokenPair {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TokenPair").finish_non_exhaustive()
+    }
+}
+
+/// Who is signed in on the hosted pages, by their session cookie.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BrowserSession {
+    /// The signed-in user.
+    pub user_id: UserId,
+    /// The session the cookie holds the refresh token of.
+    pub session_id: SessionId,
+    /// How the user signed in; an application's code, and the session it opens, say the same.
+    pub amr: Amr,
+}
+
+impl BrowserSession {
+    /// The user as a caller of the use cases (signing out, for one).
+    pub fn principal(&self) -> Principal {
+        Principal::User {
+            user_id: self.user_id,
+            session_id: self.session_id,
+        }
     }
 }
 
@@ -427,7 +448,7 @@ impl AuthService {
         {
             return Err(LoginError::PasswordExpired);
         }
-        let opening = self.opening(credentials.user, policies, None, now);
+        let opening = self.opening(credentials.user, policies, None, Amr::password(), now);
         self.ports
             .sessions
             .create_session(
@@ -446,6 +467,7 @@ impl AuthService {
         user: User,
         policies: EffectivePolicies,
         grant: Option<ClientGrant>,
+        amr: Amr,
         now: OffsetDateTime,
     ) -> Opening {
         let refresh_token = self.ports.random.secret(TokenKind::Refresh);
@@ -460,6 +482,7 @@ impl AuthService {
             created_at: now,
             expires_at,
             grant,
+            amr,
         };
         let event = event(
             self.ports.random.as_ref(),
@@ -467,7 +490,11 @@ impl AuthService {
             EventType::AuthLogin,
             None,
             Some(user.id),
-            json!({ "user_id": user.id, "session_id": session.id }),
+            json!({
+                "user_id": user.id,
+                "session_id": session.id,
+                "method": session.amr.event_method(),
+            }),
         );
         let keep_at_most = policies
             .session
@@ -491,6 +518,7 @@ impl AuthService {
                 &opening.user,
                 opening.session.id,
                 opening.session.grant.as_ref(),
+                &opening.session.amr,
                 now,
                 not_after,
             )
@@ -537,9 +565,11 @@ impl AuthService {
                 ));
             }
         }
-        if policies
-            .password
-            .is_expired(credentials.password_changed_at, now)
+        // Only a password sign-in's session depends on the password being current.
+        if session.amr.includes(AuthMethod::Password)
+            && policies
+                .password
+                .is_expired(credentials.password_changed_at, now)
         {
             return Err(RefreshError::PasswordExpired);
         }
@@ -556,16 +586,20 @@ impl AuthService {
                 &credentials.user,
                 session.id,
                 session.grant.as_ref(),
+                &session.amr,
                 now,
                 not_after,
             )
             .await?)
     }
 
-    /// Who is signed in on the hosted login page: the user of the live session whose refresh
-    /// token the browser's session cookie holds (a password login's session, not one an
+    /// Who is signed in on the hosted pages: the user of the live session whose refresh token
+    /// the browser's session cookie holds (a sign-in on the pages, not a session an
     /// application was granted).
-    pub async fn signed_in(&self, session_token: &str) -> Result<Option<Principal>, StoreError> {
+    pub async fn signed_in(
+        &self,
+        session_token: &str,
+    ) -> Result<Option<BrowserSession>, StoreError> {
         let now = self.ports.clock.now();
         Ok(self
             .ports
@@ -573,9 +607,10 @@ impl AuthService {
             .session_by_refresh_token(&TokenHash::of(session_token), now)
             .await?
             .filter(|session| session.grant.is_none())
-            .map(|session| Principal::User {
+            .map(|session| BrowserSession {
                 user_id: session.user_id,
                 session_id: session.id,
+                amr: session.amr,
             }))
     }
 
@@ -840,6 +875,7 @@ impl AuthService {
         user: &User,
         session_id: SessionId,
         grant: Option<&ClientGrant>,
+        amr: &Amr,
         now: OffsetDateTime,
         not_after: OffsetDateTime,
     ) -> Result<AccessToken, TokenError> {
@@ -856,6 +892,7 @@ impl AuthService {
             email: user.email.as_ref().to_owned(),
             client_id: grant.map(|g| g.client_id.as_str().to_owned()),
             scope: grant.map(|g| g.scope.to_string()),
+            amr: amr.claim(),
         };
         Ok(AccessToken {
             access_token: self.ports.signer.sign(&claims).await?,

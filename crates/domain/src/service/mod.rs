@@ -22,8 +22,9 @@ pub use applications::{
     ApplicationError, ApplicationPorts, ApplicationService, ApplicationWithSecret,
 };
 pub use auth::{
-    AccessToken, AuthPorts, AuthService, AuthSettings, ChangePasswordError, LockedOut, LoginError,
-    ProfileChange, RefreshError, RegisterError, Registered, TokenPair, UpdateProfileError,
+    AccessToken, AuthPorts, AuthService, AuthSettings, BrowserSession, ChangePasswordError,
+    LockedOut, LoginError, ProfileChange, RefreshError, RegisterError, Registered, TokenPair,
+    UpdateProfileError,
 };
 pub use members::{MemberError, MemberPorts, MemberService, Removed, RoleChanged};
 pub use oauth::{

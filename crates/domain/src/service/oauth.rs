@@ -6,13 +6,13 @@ use serde_json::json;
 use time::{Duration, OffsetDateTime};
 use url::Url;
 
-use super::{event, AuthService, RefreshError};
+use super::{event, AuthService, BrowserSession, RefreshError};
 use crate::{
     model::{
-        client_secret_matches, Application, AuthorizationCode, Branding, ClientGrant, ClientId,
-        CodeChallenge, CodeVerifier, EventType, Feature, NewAuthorizationCode, OAuthError,
-        OAuthErrorCode, RedirectUri, Scope, SecretToken, SessionId, State, TokenHash, TokenKind,
-        UserId, AUTHORIZATION_CODE_SECONDS,
+        client_secret_matches, Application, AuthMethod, AuthorizationCode, Branding, ClientGrant,
+        ClientId, CodeChallenge, CodeVerifier, EventType, Feature, NewAuthorizationCode,
+        OAuthError, OAuthErrorCode, RedirectUri, Scope, SecretToken, SessionId, State, TokenHash,
+        TokenKind, UserId, AUTHORIZATION_CODE_SECONDS,
     },
     ports::{service_ports, BoxError, StoreError},
 };
@@ -124,11 +124,11 @@ impl OAuthService {
         ))
     }
 
-    /// Decides an authorization request for the person signed in (`user`), if any.
+    /// Decides an authorization request for the person signed in on the pages, if any.
     pub async fn authorize(
         &self,
         request: AuthorizeRequest,
-        user: Option<UserId>,
+        signed_in: Option<&BrowserSession>,
     ) -> Result<Authorization, AuthorizeError> {
         let (application, redirect_uri) = self.trusted_client(&request).await?;
         // From here on, errors go back to the client, with its state when it sent a usable one.
@@ -159,9 +159,13 @@ impl OAuthService {
             );
             return Err(back(error, state));
         }
-        let Some(user) = user else {
+        let Some(BrowserSession {
+            user_id: user, amr, ..
+        }) = signed_in
+        else {
             return Ok(Authorization::SignIn { application });
         };
+        let user = *user;
         if !self.is_member(user, &application).await? {
             let error = OAuthError::new(
                 OAuthErrorCode::AccessDenied,
@@ -181,6 +185,7 @@ impl OAuthService {
                     redirect_uri: redirect_uri.clone(),
                     challenge,
                     scope,
+                    amr: amr.clone(),
                     created_at: now,
                     expires_at: now + Duration::seconds(AUTHORIZATION_CODE_SECONDS),
                 },
@@ -439,9 +444,10 @@ impl OAuthService {
             .await?
             .ok_or_else(|| invalid("the user is gone"))?;
         let policies = self.auth.policies_of(user).await?;
-        if policies
-            .password
-            .is_expired(credentials.password_changed_at, now)
+        if stored.code.amr.includes(AuthMethod::Password)
+            && policies
+                .password
+                .is_expired(credentials.password_changed_at, now)
         {
             return Err(invalid("the user's password expired; they must renew it").into());
         }
@@ -450,9 +456,13 @@ impl OAuthService {
             client_id: application.client_id.clone(),
             scope: stored.code.scope.clone(),
         };
-        let opening = self
-            .auth
-            .opening(credentials.user, policies, Some(grant), now);
+        let opening = self.auth.opening(
+            credentials.user,
+            policies,
+            Some(grant),
+            stored.code.amr.clone(),
+            now,
+        );
         let redeemed = self
             .ports
             .authorization_codes

@@ -5,12 +5,14 @@ use time::Duration;
 use uuid::Uuid;
 
 use super::{
-    tests::{acme, ada_in_acme, now, ready, secret_of, settings, Mocks, Seen, ACME, ADA},
-    AuthService, Authorization, AuthorizeError, AuthorizeRequest, ClientCredentials, OAuthService,
-    OAuthTokens, TokenEndpointError, TokenGrant,
+    tests::{
+        acme, ada_in_acme, now, ready, secret_of, settings, Mocks, Seen, ACME, ADA, ADA_SESSION,
+    },
+    AuthService, Authorization, AuthorizeError, AuthorizeRequest, BrowserSession,
+    ClientCredentials, OAuthService, OAuthTokens, TokenEndpointError, TokenGrant,
 };
 use crate::model::{
-    Application, ApplicationId, ApplicationName, AuthorizationCode, ClientId, CodeVerifier,
+    Amr, Application, ApplicationId, ApplicationName, AuthorizationCode, ClientId, CodeVerifier,
     NewAuthorizationCode, NewSession, OAuthErrorCode, Plan, RedirectUri, RedirectUris, Scope,
     SecretToken, SessionId, StoredCode, TokenHash, TokenKind,
 };
@@ -84,7 +86,16 @@ fn authorize(
     request: AuthorizeRequest,
     signed_in: bool,
 ) -> Result<Authorization, AuthorizeError> {
-    block_on(mocks.oauth().authorize(request, signed_in.then_some(ADA)))
+    let session = BrowserSession {
+        user_id: ADA,
+        session_id: ADA_SESSION,
+        amr: Amr::password(),
+    };
+    block_on(
+        mocks
+            .oauth()
+            .authorize(request, signed_in.then_some(&session)),
+    )
 }
 
 fn not_redirected(result: Result<Authorization, AuthorizeError>) -> String {
@@ -350,6 +361,7 @@ fn stored(used: Option<SessionId>, expires_in: i64) -> StoredCode {
             redirect_uri: RedirectUri::parse(CALLBACK).unwrap(),
             challenge: CodeVerifier::parse(VERIFIER).unwrap().challenge(),
             scope: Scope::parse("read:user").unwrap(),
+            amr: Amr::password(),
             created_at: now() - Duration::seconds(10),
             expires_at: now() + Duration::seconds(expires_in),
         },

@@ -17,9 +17,9 @@ use super::{
 };
 use crate::{
     model::{
-        ClientAddress, ConcurrentSessions, IdleMinutes, IpAllowlist, IpRange, MaxAgeDays,
+        Amr, ClientAddress, ConcurrentSessions, IdleMinutes, IpAllowlist, IpRange, MaxAgeDays,
         MinLength, NewSession, OrganizationPolicies, PasswordError, Permission, Plan, ReuseCount,
-        Role, SessionHours,
+        Role, Session, SessionHours,
     },
     ports::SavedPolicies,
 };
@@ -359,6 +359,39 @@ fn a_refresh_with_an_expired_password_fails() {
     ));
     // The fixture's password really is older than that.
     assert!(ada_credentials().password_changed_at < now() - Duration::days(7));
+}
+
+#[test]
+fn a_single_sign_on_session_does_not_depend_on_the_password() {
+    let mut mocks = Mocks::new();
+    mocks
+        .sessions
+        .expect_session_by_refresh_token()
+        .returning(|_, _| {
+            ready(Ok(Some(Session {
+                amr: Amr::external(),
+                ..ada_session()
+            })))
+        });
+    mocks
+        .sessions
+        .expect_touch_session()
+        .returning(|_, _| ready(Ok(true)));
+    mocks.ada_is_registered();
+    mocks.policies_are(vec![(
+        Plan::Enterprise,
+        Some(policies(|p| {
+            p.password_policy.max_age_days = MaxAgeDays::parse(7).unwrap();
+        })),
+    )]);
+    let signed = mocks.signer_signs();
+
+    refresh_with(mocks).unwrap();
+    assert_eq!(
+        signed.only().amr,
+        ["ext"],
+        "the token says how the user signed in"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

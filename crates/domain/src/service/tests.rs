@@ -20,7 +20,7 @@ use super::{
 use crate::{
     mock::MockPorts,
     model::{
-        ApiKey, ApiKeyId, ApiKeyName, ApplicationId, ClientGrant, ClientId, Email, EventType,
+        Amr, ApiKey, ApiKeyId, ApiKeyName, ApplicationId, ClientGrant, ClientId, Email, EventType,
         FailedSignIns, FullName, Membership, NewApiKey, NewEvent, NewSession, Organization,
         OrganizationId, OrganizationName, OrganizationSettings, OrganizationType, PasswordError,
         PasswordHash, Plan, Role, Scope, SecretToken, Session, SessionId, Slug, TokenHash,
@@ -156,6 +156,7 @@ pub(super) fn ada_session() -> Session {
         expires_at: now() + Duration::days(27),
         last_used_at: now() - Duration::hours(1),
         grant: None,
+        amr: Amr::password(),
     }
 }
 
@@ -172,6 +173,7 @@ fn claims_of_ada() -> AccessClaims {
         email: ADA_EMAIL.to_owned(),
         client_id: None,
         scope: None,
+        amr: vec!["pwd".to_owned()],
     }
 }
 
@@ -632,9 +634,12 @@ fn login_opens_a_thirty_day_session_known_only_by_the_refresh_token_hash() {
         login_event.data["session_id"],
         serde_json::json!(session.id)
     );
+    assert_eq!(login_event.data["method"], "password");
+    assert_eq!(session.amr, Amr::password());
 
     let claims = signed.only();
     assert_eq!(claims.sid, session.id);
+    assert_eq!(claims.amr, ["pwd"]);
     assert_eq!(pair.access.access_token, SIGNED);
 }
 

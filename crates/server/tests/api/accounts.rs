@@ -79,6 +79,7 @@ on_both_backends! {
         for claim in ["nbf", "jti", "sid"] {
             assert!(!claims[claim].is_null(), "{claim} missing");
         }
+        assert_eq!(claims["amr"], json!(["pwd"]), "signed in with a password");
 
         let me = json_of(app.me(access).await, 200).await;
         assert_eq!(me["id"], user_id.as_str());
@@ -87,7 +88,9 @@ on_both_backends! {
         let refreshed = json_of(app.refresh(refresh).await, 200).await;
         assert!(refreshed.get("refresh_token").is_none());
         let new_access = refreshed["access_token"].as_str().unwrap();
-        assert_eq!(verify_offline(&app, new_access).await["sid"], claims["sid"]);
+        let refreshed_claims = verify_offline(&app, new_access).await;
+        assert_eq!(refreshed_claims["sid"], claims["sid"]);
+        assert_eq!(refreshed_claims["amr"], json!(["pwd"]));
 
         assert_eq!(app.logout(new_access).await.status(), 204);
         // Both tokens of the session stop working at once, and the first access token too.

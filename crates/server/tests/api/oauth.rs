@@ -234,6 +234,7 @@ on_both_backends! {
         ).unwrap();
         assert_eq!(claims["client_id"], client_id.as_str());
         assert_eq!(claims["scope"], "read:user");
+        assert_eq!(claims["amr"], serde_json::json!(["pwd"]), "as the page's sign-in was");
 
         // 6. Refresh through the token endpoint; not through /auth/refresh.
         let response = token_form(&app, &[("grant_type", "refresh_token"), ("refresh_token", refresh)], Some((&client_id, &client_secret))).await;

@@ -6,7 +6,7 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{
-        ApplicationId, AuthorizationCode, CodeChallenge, NewAuthorizationCode, NewEvent,
+        Amr, ApplicationId, AuthorizationCode, CodeChallenge, NewAuthorizationCode, NewEvent,
         NewSession, RedirectUri, Scope, StoredCode, TokenHash, UserId,
     },
     ports::{AuthorizationCodeStore, StoreError},
@@ -33,6 +33,7 @@ struct CodeRow {
     expires_at: OffsetDateTime,
     used_at: Option<OffsetDateTime>,
     session_id: Option<DbUuid>,
+    amr: String,
 }
 
 impl CodeRow {
@@ -46,6 +47,8 @@ impl CodeRow {
                 challenge: CodeChallenge::from_stored(self.code_challenge),
                 scope: Scope::parse(&self.scope)
                     .map_err(|_| corrupt("oauth_authorization_codes.scope"))?,
+                amr: Amr::from_stored(&self.amr)
+                    .ok_or_else(|| corrupt("oauth_authorization_codes.amr"))?,
                 created_at: self.created_at,
                 expires_at: self.expires_at,
             },
@@ -72,6 +75,7 @@ impl AuthorizationCodeStore for DbStore {
                     expires_at: code.expires_at,
                     used_at: None,
                     session_id: None,
+                    amr: code.amr.stored(),
                 })
                 .execute(conn)
                 .await

@@ -4,7 +4,7 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{
-        ApiKey, ApiKeyName, ApplicationId, ClientGrant, ClientId, DefaultRole, Delivery,
+        Amr, ApiKey, ApiKeyName, ApplicationId, ClientGrant, ClientId, DefaultRole, Delivery,
         DeliveryId, DeliveryState, DeliveryStatus, Email, EndpointId, EventType, FullName,
         Invitation, Member, MemberStatus, Membership, NewEvent, NewSession, Organization,
         OrganizationName, OrganizationSettings, PasswordHash, Scope, Session, Slug, User,
@@ -280,6 +280,7 @@ pub(super) struct NewSessionRow<'a> {
     pub application_id: Option<DbUuid>,
     pub client_id: Option<&'a str>,
     pub scope: Option<String>,
+    pub amr: String,
 }
 
 impl<'a> NewSessionRow<'a> {
@@ -295,6 +296,7 @@ impl<'a> NewSessionRow<'a> {
             application_id: grant.map(|g| DbUuid(g.application_id.as_uuid())),
             client_id: grant.map(|g| g.client_id.as_str()),
             scope: grant.map(|g| g.scope.to_string()),
+            amr: session.amr.stored(),
         }
     }
 }
@@ -310,6 +312,7 @@ pub(super) struct SessionRow {
     pub application_id: Option<DbUuid>,
     pub client_id: Option<String>,
     pub scope: Option<String>,
+    pub amr: String,
 }
 
 impl SessionRow {
@@ -331,6 +334,7 @@ impl SessionRow {
             expires_at: self.expires_at,
             last_used_at: self.last_used_at,
             grant,
+            amr: Amr::from_stored(&self.amr).ok_or_else(|| corrupt("sessions.amr"))?,
         })
     }
 }

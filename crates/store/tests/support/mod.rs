@@ -9,7 +9,7 @@ use diesel_async::{
 };
 use gatehouse_domain::{
     model::{
-        ApiKeyName, Email, EventId, EventType, FullName, NewApiKey, NewEvent, NewOrganization,
+        Amr, ApiKeyName, Email, EventId, EventType, FullName, NewApiKey, NewEvent, NewOrganization,
         NewSession, NewUser, OrganizationId, OrganizationName, OrganizationType, PasswordHash,
         Plan, SecretToken, Slug, TokenHash, TokenKind, UserId,
     },
@@ -290,6 +290,7 @@ pub fn session(
         created_at,
         expires_at: created_at + ttl,
         grant: None,
+        amr: Amr::password(),
     };
     (session, hash)
 }

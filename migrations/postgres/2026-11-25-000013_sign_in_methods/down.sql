@@ -1,0 +1,2 @@
+ALTER TABLE oauth_authorization_codes DROP COLUMN amr;
+ALTER TABLE sessions DROP COLUMN amr;
