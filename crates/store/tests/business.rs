@@ -591,7 +591,7 @@ on_both_backends! {
     async fn previous_password_hashes_are_the_retired_ones_newest_first(db: Db) {
         let (ada, _) = registered(&db, "ada@example.com").await;
         let (bob, _) = registered(&db, "bob@example.com").await;
-        let original = db.store.credentials_by_id(ada).await.unwrap().unwrap().password_hash;
+        let original = db.store.credentials_by_id(ada).await.unwrap().unwrap().password_hash.unwrap();
         assert_eq!(db.store.previous_password_hashes(ada, 10).await.unwrap(), vec![]);
 
         let t0 = now();
@@ -600,7 +600,7 @@ on_both_backends! {
         }
         assert_eq!(
             db.store.credentials_by_id(ada).await.unwrap().unwrap().password_hash,
-            hash(3)
+            Some(hash(3))
         );
         assert_eq!(
             db.store.previous_password_hashes(ada, 10).await.unwrap(),

@@ -362,6 +362,25 @@ on_both_backends! {
         assert_eq!(db.count("SELECT COUNT(*) AS n FROM sessions").await, 1);
     }
 
+    async fn an_account_without_a_password_has_none_to_check_or_remember(db: Db) {
+        let mut new = account("sso@example.com", "Single Sign-On");
+        new.user.password_hash = None;
+        let user = new.user.id;
+        db.store.create_account(new).await.unwrap();
+        let stored = db.store.credentials_by_id(user).await.unwrap().unwrap();
+        assert_eq!(stored.password_hash, None, "read back as no password");
+
+        // Setting one later (a reset, say) leaves nothing in the history.
+        let first = PasswordHash::from_phc("$argon2id$first".into());
+        db.store
+            .change_password(user, first.clone(), None, now(), event(EventType::AuthPasswordChanged, None, Some(user)))
+            .await
+            .unwrap();
+        let stored = db.store.credentials_by_email(&stored.user.email).await.unwrap().unwrap();
+        assert_eq!(stored.password_hash, Some(first));
+        assert_eq!(db.store.previous_password_hashes(user, 24).await.unwrap(), vec![]);
+    }
+
     async fn changing_the_password_ends_every_other_session_but_the_kept_one(db: Db) {
         let ada = db.registered("ada@example.com").await;
         let bob = db.registered("bob@example.com").await;
@@ -391,7 +410,7 @@ on_both_backends! {
             .unwrap();
 
         let stored = db.store.credentials_by_id(ada).await.unwrap().unwrap();
-        assert_eq!(stored.password_hash, new_hash);
+        assert_eq!(stored.password_hash, Some(new_hash));
         assert_eq!(stored.user.updated_at, changed_at);
         assert_eq!(db.count("SELECT COUNT(*) AS n FROM events").await, events + 1);
 

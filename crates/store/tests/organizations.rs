@@ -176,7 +176,7 @@ impl Db {
                     id,
                     email: Email::parse(email).unwrap(),
                     full_name: FullName::parse(name).unwrap(),
-                    password_hash: PasswordHash::from_phc("$argon2id$fake".into()),
+                    password_hash: Some(PasswordHash::from_phc("$argon2id$fake".into())),
                     created_at: at,
                 },
                 workspace: NewOrganization {

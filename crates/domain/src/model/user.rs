@@ -70,8 +70,9 @@ pub struct User {
 pub struct UserCredentials {
     /// The user.
     pub user: User,
-    /// The hash of their current password.
-    pub password_hash: PasswordHash,
+    /// The hash of their current password; `None` for an account single sign-on created,
+    /// which no password signs in to.
+    pub password_hash: Option<PasswordHash>,
     /// When the current password was set, for the policy's maximum age.
     pub password_changed_at: OffsetDateTime,
 }
@@ -85,8 +86,8 @@ pub struct NewUser {
     pub email: Email,
     /// What they are called.
     pub full_name: FullName,
-    /// The hash of the password they chose.
-    pub password_hash: PasswordHash,
+    /// The hash of the password they chose; `None` for an account single sign-on creates.
+    pub password_hash: Option<PasswordHash>,
     /// When they registered; also when their password was set.
     pub created_at: OffsetDateTime,
 }

@@ -353,7 +353,7 @@ impl AuthService {
             id: self.ports.random.uuid().into(),
             email,
             full_name,
-            password_hash,
+            password_hash: Some(password_hash),
             created_at: now,
         };
         let name = OrganizationName::personal_workspace_of(user.full_name.as_ref());
@@ -432,7 +432,7 @@ impl AuthService {
             Ok(email) => self.ports.accounts.credentials_by_email(&email).await?,
             Err(_) => None,
         };
-        let hash = credentials.as_ref().map(|c| c.password_hash.clone());
+        let hash = credentials.as_ref().and_then(|c| c.password_hash.clone());
         let matches = self
             .check_password(&AccountKey::for_email(email), password, hash)
             .await?;
@@ -710,7 +710,7 @@ impl AuthService {
         let unchanged = new_password.expose() == current_password;
         let account = AccountKey::for_email(credentials.user.email.as_ref());
         let matches = self
-            .check_password(&account, current_password, Some(credentials.password_hash))
+            .check_password(&account, current_password, credentials.password_hash)
             .await?;
         if !matches {
             return Err(ChangePasswordError::WrongPassword);

@@ -87,7 +87,7 @@ fn ada() -> User {
 pub(super) fn ada_credentials() -> UserCredentials {
     UserCredentials {
         user: ada(),
-        password_hash: hash(ADA_HASH),
+        password_hash: Some(hash(ADA_HASH)),
         password_changed_at: now() - Duration::days(40),
     }
 }
@@ -427,7 +427,7 @@ fn register_hashes_the_password_it_was_given() {
     mocks
         .accounts
         .expect_create_account()
-        .withf(|account| account.user.password_hash.as_phc() == ADA_HASH)
+        .withf(|account| account.user.password_hash.as_ref().map(|h| h.as_phc()) == Some(ADA_HASH))
         .times(1)
         .returning(|_| ready(Ok(())));
 
@@ -567,6 +567,29 @@ fn login_with_an_unparseable_email_still_verifies_once_and_says_invalid_credenti
 
     assert!(matches!(
         login(mocks, "not an email", ADA_PASSWORD),
+        Err(LoginError::InvalidCredentials)
+    ));
+}
+
+#[test]
+fn an_account_without_a_password_takes_none_and_looks_like_a_wrong_one() {
+    let mut mocks = Mocks::new();
+    mocks.accounts.expect_credentials_by_email().returning(|_| {
+        ready(Ok(Some(UserCredentials {
+            password_hash: None,
+            ..ada_credentials()
+        })))
+    });
+    mocks
+        .hasher
+        .expect_verify()
+        .withf(|_, stored| stored.is_none())
+        .times(1)
+        .returning(|_, _| ready(Ok(false)));
+    mocks.sessions.expect_create_session().never();
+
+    assert!(matches!(
+        login(mocks, ADA_EMAIL, ADA_PASSWORD),
         Err(LoginError::InvalidCredentials)
     ));
 }

@@ -13,7 +13,7 @@ use super::{
         Conn, DbStore,
     },
     organizations::{insert_organization, stamp_slug, SLUG_RACE_RETRIES},
-    rows::{record_events, NewUserRow, UserRow},
+    rows::{record_events, NewUserRow, UserRow, NO_PASSWORD},
 };
 use crate::{db_error, types::DbUuid, violates};
 
@@ -43,7 +43,10 @@ async fn insert_account(conn: &mut Conn, account: &NewAccount) -> Result<(), Cre
             id: DbUuid(user.id.as_uuid()),
             email: user.email.as_ref(),
             full_name: user.full_name.as_ref(),
-            password_hash: user.password_hash.as_phc(),
+            password_hash: user
+                .password_hash
+                .as_ref()
+                .map_or(NO_PASSWORD, PasswordHash::as_phc),
             password_changed_at: user.created_at,
             created_at: user.created_at,
             updated_at: user.created_at,
@@ -182,7 +185,8 @@ impl AccountStore for DbStore {
                 .first(conn)
                 .await
                 .optional()?;
-            if let Some(retired) = retired {
+            // An account without a password has none to remember.
+            if let Some(retired) = retired.filter(|hash| hash != NO_PASSWORD) {
                 diesel::insert_into(password_history::table)
                     .values((
                         password_history::user_id.eq(user),

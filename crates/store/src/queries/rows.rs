@@ -27,6 +27,10 @@ use crate::{
     types::{DbStrings, DbUuid},
 };
 
+/// What `users.password_hash` holds for an account without a password (one that single
+/// sign-on created): no PHC string is empty, so no password ever verifies against it.
+pub(super) const NO_PASSWORD: &str = "";
+
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = users, check_for_backend(Db))]
 pub(super) struct UserRow {
@@ -50,7 +54,8 @@ impl UserRow {
                 created_at: self.created_at,
                 updated_at: self.updated_at,
             },
-            password_hash: PasswordHash::from_phc(self.password_hash),
+            password_hash: (self.password_hash != NO_PASSWORD)
+                .then(|| PasswordHash::from_phc(self.password_hash)),
             password_changed_at: self.password_changed_at,
         })
     }

@@ -229,7 +229,7 @@ pub fn account(email: &str, full_name: &str) -> NewAccount {
         id: Uuid::now_v7().into(),
         email: Email::parse(email).unwrap(),
         full_name: FullName::parse(full_name).unwrap(),
-        password_hash: PasswordHash::from_phc("$argon2id$fake".into()),
+        password_hash: Some(PasswordHash::from_phc("$argon2id$fake".into())),
         created_at: at,
     };
     let name = OrganizationName::personal_workspace_of(user.full_name.as_ref());
