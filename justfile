@@ -1,8 +1,9 @@
 # Gatehouse developer recipes. `just --list` shows them.
 
-# Serve on the embedded SQLite default (gatehouse.db in this folder).
-run:
-    cargo run --release
+# Serve on the embedded SQLite default (gatehouse.db in this folder); installs the system
+# libraries the build links against first.
+run *args:
+    scripts/serve {{args}}
 
 # Everything CI runs: fmt check, clippy, the domain purity check, all tests.
 ci:

@@ -30,6 +30,12 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/readyz", web::get().to(health::readyz))
         .service(resource("/.well-known/jwks.json").route(web::get().to(auth::jwks)))
         .service(resource("/sso/saml/{id}/metadata").route(web::get().to(sso::metadata)))
+        .service(resource("/sso/saml/{id}/login").route(web::get().to(saml::login)))
+        .service(
+            resource("/sso/saml/{id}/acs")
+                .app_data(web::PayloadConfig::new(saml::ACS_MAX_BODY_BYTES))
+                .route(web::post().to(saml::acs)),
+        )
         .service(resource("/oauth/token").route(web::post().to(oauth::token)))
         .service(resource("/oauth/authorize").route(web::get().to(oauth::authorize)))
         .service(
@@ -37,6 +43,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .route(web::get().to(login::page))
                 .route(web::post().to(login::sign_in)),
         )
+        .service(resource("/login/sso").route(web::post().to(login::sign_in_with_sso)))
+        .service(resource("/login/done").route(web::get().to(saml::done)))
         .service(resource("/logout").route(web::post().to(login::sign_out)))
         .service(
             web::scope("/api/v1")
@@ -91,6 +99,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                         .route(web::put().to(policies::put_branding)),
                 )
                 .service(resource("/sso/configurations").route(web::post().to(sso::create)))
+                .service(resource("/sso/lookup").route(web::post().to(saml::lookup)))
                 .service(
                     resource("/sso/configurations/{id}")
                         .route(web::get().to(sso::get))

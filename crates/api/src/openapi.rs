@@ -8,8 +8,8 @@ use utoipa::{
 use crate::{
     error::{ErrorBody, FieldError, LocPart, ValidationErrorBody},
     routes::{
-        api_keys, applications, auth, health, members, oauth, organizations, policies, sso, users,
-        webhooks,
+        api_keys, applications, auth, health, members, oauth, organizations, policies, saml, sso,
+        users, webhooks,
     },
 };
 
@@ -49,6 +49,9 @@ use crate::{
         sso::get,
         sso::update,
         sso::metadata,
+        saml::login,
+        saml::acs,
+        saml::lookup,
         oauth::authorize,
         oauth::token,
         members::list,
@@ -85,7 +88,7 @@ use crate::{
         (name = "oauth", description = "OAuth 2.0 authorization code with PKCE (enterprise plan); errors are RFC 6749 bodies"),
         (name = "applications", description = "OAuth clients of an organization"),
         (name = "policies", description = "Policies and branding (business and enterprise plans)"),
-        (name = "sso", description = "SAML single sign-on configuration (business and enterprise plans)"),
+        (name = "sso", description = "SAML single sign-on (business and enterprise plans): configuration, discovery, the service provider's endpoints"),
         (name = "invitations", description = "Invitations addressed to the caller"),
         (name = "webhooks", description = "Endpoints, signed deliveries, the delivery log"),
         (name = "api-keys", description = "Keys for server-to-server calls"),

@@ -1,6 +1,6 @@
 //! The hosted pages' HTML: the login page and a plain message page, server-side from the
 //! templates in `crates/api/templates/` (no JavaScript), in an organization's branding or the
-//! default look. Every value put into a template is escaped here.
+//! default look. Every value put into a template is escaped here, by a maintained library.
 
 use gatehouse_domain::model::Branding;
 
@@ -8,20 +8,10 @@ const PAGE: &str = include_str!("../templates/page.html");
 const LOGIN: &str = include_str!("../templates/login.html");
 const MESSAGE: &str = include_str!("../templates/message.html");
 
-/// Text made safe for HTML content and double-quoted attribute values.
+/// Text made safe for HTML content and double-quoted attribute values (`&`, `<`, `>`, `"` and
+/// `'` become character references), by the `html-escape` crate.
 pub fn escape(raw: &str) -> String {
-    let mut out = String::with_capacity(raw.len());
-    for c in raw.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            other => out.push(other),
-        }
-    }
-    out
+    html_escape::encode_quoted_attribute(raw).into_owned()
 }
 
 /// The template with each `{{name}}` replaced by its (already safe) value.
@@ -193,6 +183,10 @@ mod tests {
         assert!(html.contains("name=\"csrf_token\" value=\"csrf_token-value\""));
         assert!(html.contains("value=\"/oauth/authorize?client_id=ghc_1&amp;state=a&amp;b\""));
         assert!(html.contains("<h1>Sign in</h1>"));
+        assert!(
+            html.contains("formaction=\"/login/sso\">Continue with SSO</button>"),
+            "single sign-on is offered from the same form"
+        );
         assert!(!html.contains("<script"));
         assert!(!html.contains("{{"), "every placeholder is filled");
     }

@@ -4,7 +4,7 @@ use gatehouse_domain::{
     service::{
         ApiKeyService, ApplicationService, AuthService, AuthSettings, Authenticator,
         BrandingService, MemberService, OAuthService, OrganizationService, PolicyService,
-        RateLimitService, SsoService, WebhookService,
+        RateLimitService, SamlService, SsoService, WebhookService,
     },
 };
 
@@ -24,6 +24,7 @@ pub struct AppState {
     pub policies: PolicyService,
     pub branding: BrandingService,
     pub sso: SsoService,
+    pub saml: SamlService,
     pub oauth: OAuthService,
     /// Whether the hosted pages' cookies are `Secure`: the public URL is https.
     pub secure_cookies: bool,
@@ -46,6 +47,7 @@ impl AppState {
             sso: SsoService::new((&ports).into(), settings.issuer.clone()),
             members: MemberService::new((&ports).into(), settings.issuer.clone()),
             oauth: OAuthService::new((&ports).into(), auth.clone()),
+            saml: SamlService::new((&ports).into(), auth.clone(), settings.issuer.clone()),
             api_keys: ApiKeyService::new((&ports).into()),
             applications: ApplicationService::new((&ports).into()),
             organizations: OrganizationService::new((&ports).into()),

@@ -26,8 +26,8 @@ pub use crate::ports::{
     MockAccountStore, MockApiKeyStore, MockApplicationStore, MockAuthorizationCodeStore,
     MockBrandingStore, MockClock, MockHealthStore, MockMailer, MockMemberStore,
     MockMembershipStore, MockOrganizationStore, MockPasswordHasher, MockPolicyStore, MockRandom,
-    MockRateLimiter, MockSecretCipher, MockSessionStore, MockSignInAttempts, MockSsoStore,
-    MockTokenSigner, MockWebhookSender, MockWebhookStore,
+    MockRateLimiter, MockSamlProtocol, MockSamlStore, MockSecretCipher, MockSessionStore,
+    MockSignInAttempts, MockSsoStore, MockTokenSigner, MockWebhookSender, MockWebhookStore,
 };
 
 /// What a mocked async port method returns: a boxed future.
@@ -60,6 +60,10 @@ pub struct MockPorts {
     pub branding: MockBrandingStore,
     /// The mock [`SsoStore`](crate::ports::SsoStore).
     pub sso: MockSsoStore,
+    /// The mock [`SamlStore`](crate::ports::SamlStore).
+    pub saml: MockSamlStore,
+    /// The mock [`SamlProtocol`](crate::ports::SamlProtocol).
+    pub saml_protocol: MockSamlProtocol,
     /// The mock [`ApplicationStore`](crate::ports::ApplicationStore).
     pub applications: MockApplicationStore,
     /// The mock [`AuthorizationCodeStore`](crate::ports::AuthorizationCodeStore).
@@ -101,6 +105,8 @@ impl MockPorts {
             policies: MockPolicyStore::new(),
             branding: MockBrandingStore::new(),
             sso: MockSsoStore::new(),
+            saml: MockSamlStore::new(),
+            saml_protocol: MockSamlProtocol::new(),
             applications: MockApplicationStore::new(),
             authorization_codes: MockAuthorizationCodeStore::new(),
             health: MockHealthStore::new(),
@@ -129,6 +135,8 @@ impl MockPorts {
             policies: Arc::new(self.policies),
             branding: Arc::new(self.branding),
             sso: Arc::new(self.sso),
+            saml: Arc::new(self.saml),
+            saml_protocol: Arc::new(self.saml_protocol),
             applications: Arc::new(self.applications),
             authorization_codes: Arc::new(self.authorization_codes),
             health: Arc::new(self.health),

@@ -26,6 +26,7 @@ use gatehouse_mail::mailer_from_settings;
 use gatehouse_ratelimit::{
     MemoryRateLimiter, MemorySignInAttempts, RedisRateLimiter, RedisSignInAttempts,
 };
+use gatehouse_saml::XmlSecSaml;
 use gatehouse_worker::{self as worker, WorkerSettings};
 
 use crate::{config::Config, secret_key};
@@ -98,6 +99,8 @@ pub async fn ports(
         policies: store.clone(),
         branding: store.clone(),
         sso: store.clone(),
+        saml: store.clone(),
+        saml_protocol: Arc::new(XmlSecSaml::new()),
         applications: store.clone(),
         authorization_codes: store.clone(),
         webhooks: store.clone(),

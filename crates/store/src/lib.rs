@@ -18,8 +18,8 @@ use std::sync::Arc;
 
 use gatehouse_domain::ports::{
     AccountStore, ApiKeyStore, ApplicationStore, AuthorizationCodeStore, BoxError, BrandingStore,
-    HealthStore, MemberStore, MembershipStore, OrganizationStore, PolicyStore, SessionStore,
-    SigningKeyStore, SsoStore, StoreError, WebhookStore,
+    HealthStore, MemberStore, MembershipStore, OrganizationStore, PolicyStore, SamlStore,
+    SessionStore, SigningKeyStore, SsoStore, StoreError, WebhookStore,
 };
 
 /// The deliveries due at `$now` that may be leased, oldest due first, up to `$limit`: their
@@ -97,6 +97,7 @@ pub trait Store:
     + PolicyStore
     + BrandingStore
     + SsoStore
+    + SamlStore
     + ApplicationStore
     + AuthorizationCodeStore
     + SigningKeyStore

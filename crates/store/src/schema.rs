@@ -273,6 +273,40 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    use diesel::sql_types::*;
+    use super::{Id, Json, Strings, Moment};
+
+    saml_requests (id) {
+        id -> Text,
+        organization_id -> Id,
+        return_to -> Text,
+        created_at -> Moment,
+        expires_at -> Moment,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use super::{Id, Json, Strings, Moment};
+
+    saml_assertions (organization_id, assertion_id) {
+        organization_id -> Id,
+        assertion_id -> Text,
+        expires_at -> Moment,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use super::{Id, Json, Strings, Moment};
+
+    sso_domains (organization_id, domain) {
+        organization_id -> Id,
+        domain -> Text,
+    }
+}
+
 diesel::joinable!(memberships -> organizations (organization_id));
 diesel::joinable!(invitations -> organizations (organization_id));
 diesel::joinable!(applications -> organizations (organization_id));
@@ -286,6 +320,7 @@ diesel::joinable!(organization_policies -> organizations (organization_id));
 diesel::joinable!(organization_branding -> organizations (organization_id));
 diesel::joinable!(sso_configurations -> organizations (organization_id));
 diesel::joinable!(password_history -> users (user_id));
+diesel::joinable!(sso_domains -> sso_configurations (organization_id));
 diesel::allow_tables_to_appear_in_same_query!(
     users,
     organizations,
@@ -302,5 +337,8 @@ diesel::allow_tables_to_appear_in_same_query!(
     organization_branding,
     sso_configurations,
     password_history,
-    oauth_authorization_codes
+    oauth_authorization_codes,
+    saml_requests,
+    saml_assertions,
+    sso_domains
 );

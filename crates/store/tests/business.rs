@@ -9,8 +9,8 @@ mod support;
 use gatehouse_domain::{
     model::{
         AssetUrl, Branding, ConcurrentSessions, CustomLogin, DomainWhitelist, Email, EmailBranding,
-        EventType, FooterText, GraceHours, HexColor, HttpsUrl, IdleMinutes, IdpCertificate,
-        IdpEntityId, InvitableRole, InvitationId, IpAllowlist, IpRange, LoginSubtitle, LoginTitle,
+        EventType, FooterText, GraceHours, HexColor, IdleMinutes, IdpCertificate, IdpEntityId,
+        IdpSsoUrl, InvitableRole, InvitationId, IpAllowlist, IpRange, LoginSubtitle, LoginTitle,
         MaxAgeDays, MfaMethod, MfaPolicy, MinLength, NewInvitation, NewOrganization,
         OrganizationId, OrganizationName, OrganizationPolicies, OrganizationType, PasswordHash,
         PasswordPolicy, Plan, ProvisionRole, ReuseCount, Role, SenderName, SessionHours, SessionId,
@@ -183,7 +183,7 @@ fn sso_configuration(org: OrganizationId, at: OffsetDateTime) -> SsoConfiguratio
         organization_id: org,
         provider: SsoProvider::Saml,
         idp_entity_id: IdpEntityId::parse("https://idp.example.com/metadata").unwrap(),
-        idp_sso_url: HttpsUrl::parse("https://idp.example.com/sso/saml?tenant=acme").unwrap(),
+        idp_sso_url: IdpSsoUrl::parse("https://idp.example.com/sso/saml?tenant=acme").unwrap(),
         idp_certificate: certificate("Example IdP"),
         // Not in alphabetical order: the order given is kept.
         domain_whitelist: whitelist(&["zeta.example.com", "acme.example", "mid.example.net"]),
@@ -748,7 +748,7 @@ on_both_backends! {
 
         let changed = SsoConfiguration {
             idp_entity_id: IdpEntityId::parse("urn:example:idp:v2").unwrap(),
-            idp_sso_url: HttpsUrl::parse("https://login.example.org/saml2").unwrap(),
+            idp_sso_url: IdpSsoUrl::parse("https://login.example.org/saml2").unwrap(),
             idp_certificate: certificate("Rotated IdP"),
             domain_whitelist: whitelist(&["b.example.com", "a.example.com"]),
             auto_provision: false,

@@ -69,6 +69,7 @@ use tokio::sync::OnceCell;
 use tokio_postgres::{Client, NoTls};
 
 mod cluster;
+pub mod saml_idp;
 
 /// Environment variable naming the PostgreSQL server the tests use.
 pub const DATABASE_URL_ENV: &str = "GATEHOUSE_TEST_DATABASE_URL";

@@ -9,12 +9,13 @@ use actix_web::{
     web, HttpRequest, HttpResponse,
 };
 use gatehouse_domain::{
-    model::{Branding, TokenKind},
+    model::{Branding, ReturnPath, SecretToken, TokenKind},
     service::{BrowserSession, LoginError},
 };
 
 use crate::{
     pages::{login_page, message_page, LoginForm},
+    routes::saml,
     state::AppState,
 };
 
@@ -23,14 +24,13 @@ pub const SESSION_COOKIE: &str = "gatehouse_session";
 /// The anti-forgery cookie that the forms' `csrf_token` must match.
 pub const CSRF_COOKIE: &str = "gatehouse_csrf";
 
-/// Where to go after signing in: a path of this service, nothing else (no open redirect).
+/// Where to go after signing in: a path of this service ([`ReturnPath`]), else `/login/done`
+/// (no open redirect).
 pub fn safe_return_to(raw: Option<&str>) -> String {
-    match raw {
-        Some(path) if path.starts_with('/') && !path.starts_with("//") && !path.contains('\\') => {
-            path.to_owned()
-        }
-        _ => "/".to_owned(),
-    }
+    raw.and_then(|path| ReturnPath::parse(path).ok())
+        .unwrap_or_else(ReturnPath::done)
+        .as_str()
+        .to_owned()
 }
 
 fn cookie(name: &'static str, value: String, secure: bool, same_site: SameSite) -> Cookie<'static> {
@@ -172,22 +172,7 @@ pub async fn sign_in(
     let email = field(&fields, "email").trim().to_owned();
     let password = field(&fields, "password").to_owned();
     match state.auth.login(&email, password).await {
-        Ok(tokens) => {
-            let session = cookie(
-                SESSION_COOKIE,
-                tokens.refresh_token.expose().to_owned(),
-                state.secure_cookies,
-                SameSite::Lax,
-            );
-            let mut response = HttpResponse::SeeOther()
-                .insert_header((header::LOCATION, return_to))
-                .insert_header((header::CACHE_CONTROL, "no-store"))
-                .finish();
-            if let Err(error) = response.add_cookie(&session) {
-                tracing::error!(%error, "setting the session cookie failed");
-            }
-            response
-        }
+        Ok(tokens) => open_page_session(&state, &tokens.refresh_token, &return_to),
         // The same words whether the email exists or not.
         Err(LoginError::InvalidCredentials) => {
             let message = "The email or password is wrong.";
@@ -237,6 +222,57 @@ pub async fn sign_in(
             show(
                 &state,
                 StatusCode::SERVICE_UNAVAILABLE,
+                &return_to,
+                &email,
+                Some(message),
+            )
+            .await
+        }
+    }
+}
+
+/// The answer that signs the browser in: the session cookie (the session's refresh token)
+/// and a `303` to `location`.
+pub fn open_page_session(
+    state: &AppState,
+    refresh_token: &SecretToken,
+    location: &str,
+) -> HttpResponse {
+    let session = cookie(
+        SESSION_COOKIE,
+        refresh_token.expose().to_owned(),
+        state.secure_cookies,
+        SameSite::Lax,
+    );
+    let mut response = HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, location))
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .finish();
+    if let Err(error) = response.add_cookie(&session) {
+        tracing::error!(%error, "setting the session cookie failed");
+    }
+    response
+}
+
+/// `POST /login/sso` (the login form's "Continue with SSO"): to the identity provider of the
+/// email's organization, or the page again saying there is none.
+pub async fn sign_in_with_sso(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    body: web::Bytes,
+) -> HttpResponse {
+    let fields = form_fields(&body);
+    let return_to = safe_return_to(Some(field(&fields, "return_to")));
+    if !forgery_checked(&req, &fields) {
+        return forged(&look_for(&state, &return_to).await);
+    }
+    let email = field(&fields, "email").trim().to_owned();
+    match saml::continue_with_sso(&state, &email, &return_to).await {
+        Ok(to_the_idp) => to_the_idp,
+        Err(message) => {
+            show(
+                &state,
+                StatusCode::NOT_FOUND,
                 &return_to,
                 &email,
                 Some(message),
@@ -306,8 +342,8 @@ mod tests {
             "evil",
             "",
         ] {
-            assert_eq!(safe_return_to(Some(bad)), "/", "{bad}");
+            assert_eq!(safe_return_to(Some(bad)), "/login/done", "{bad}");
         }
-        assert_eq!(safe_return_to(None), "/");
+        assert_eq!(safe_return_to(None), "/login/done");
     }
 }

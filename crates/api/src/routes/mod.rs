@@ -7,6 +7,7 @@ pub mod members;
 pub mod oauth;
 pub mod organizations;
 pub mod policies;
+pub mod saml;
 pub mod sso;
 pub mod users;
 pub mod webhooks;

@@ -3,7 +3,7 @@
 use actix_web::{web, HttpRequest, HttpResponse};
 use gatehouse_domain::{
     model::{
-        DomainWhitelist, HttpsUrl, IdpCertificate, IdpEntityId, OrganizationId, ProvisionRole,
+        DomainWhitelist, IdpCertificate, IdpEntityId, IdpSsoUrl, OrganizationId, ProvisionRole,
         SsoChange, SsoProvider,
     },
     service::{NewSsoConfiguration, SsoService, SsoView},
@@ -98,7 +98,7 @@ impl From<SsoView> for SsoResponse {
 struct Parsed {
     provider: Option<SsoProvider>,
     idp_entity_id: Option<IdpEntityId>,
-    idp_sso_url: Option<HttpsUrl>,
+    idp_sso_url: Option<IdpSsoUrl>,
     idp_certificate: Option<IdpCertificate>,
     domain_whitelist: Option<DomainWhitelist>,
     auto_provision: Option<bool>,
@@ -116,7 +116,7 @@ fn parse(body: SsoRequest, required: &[&str], now: OffsetDateTime) -> Result<Par
         IdpEntityId::parse(&s)
     });
     let url = pick(&mut f, required, "idp_sso_url", body.idp_sso_url, |s| {
-        HttpsUrl::parse(&s)
+        IdpSsoUrl::parse(&s)
     });
     let certificate = pick(
         &mut f,
@@ -293,11 +293,9 @@ pub async fn update(
 }
 
 /// Escapes text for an XML attribute value.
+/// Text for a double-quoted XML attribute (the `html-escape` crate's references are XML's too).
 fn xml_attribute(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('"', "&quot;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+    html_escape::encode_quoted_attribute(text).into_owned()
 }
 
 /// The service provider's SAML metadata for an organization's active SSO configuration: what

@@ -5,10 +5,10 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
-use url::{Host, Url};
+use url::Url;
 
 use super::{
-    text::{parse_text, string_conversions, TextError},
+    text::{is_loopback, parse_text, string_conversions, TextError},
     ApplicationId, OrganizationId, SecretToken, TokenHash,
 };
 
@@ -116,15 +116,12 @@ impl RedirectUri {
         if !url.username().is_empty() || url.password().is_some() {
             return Err(RedirectUriError::Credentials);
         }
-        let loopback = match url.host() {
-            Some(Host::Ipv4(ip)) => ip.is_loopback(),
-            Some(Host::Ipv6(ip)) => ip.is_loopback(),
-            Some(Host::Domain(domain)) => domain.eq_ignore_ascii_case("localhost"),
-            None => return Err(RedirectUriError::NotAbsolute),
-        };
+        if url.host().is_none() {
+            return Err(RedirectUriError::NotAbsolute);
+        }
         match url.scheme() {
             "https" => Ok(Self(raw.to_owned())),
-            "http" if loopback => Ok(Self(raw.to_owned())),
+            "http" if is_loopback(&url) => Ok(Self(raw.to_owned())),
             _ => Err(RedirectUriError::NotHttps),
         }
     }

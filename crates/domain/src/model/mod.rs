@@ -19,6 +19,7 @@ mod password;
 mod permission;
 mod policy;
 mod rate_limit;
+mod saml;
 mod secret;
 mod session;
 mod sso;
@@ -66,11 +67,15 @@ pub use policy::{
     OrganizationPolicies, OutOfBounds, ReuseCount, SessionHours, SessionPolicy,
 };
 pub use rate_limit::RateLimits;
+pub use saml::{
+    ReturnPath, ReturnPathError, SamlAssertion, SamlRequest, SamlRequestId, SamlTrust,
+    SAML_CLOCK_SKEW, SAML_REQUEST_TTL,
+};
 pub use secret::{SecretToken, TokenHash, TokenKind};
 pub use session::{Amr, AuthMethod, ClientGrant, NewSession, Session};
 pub use sso::{
     sp_acs_url, sp_entity_id, CertificateError, DomainWhitelist, EmailDomain, EmailDomainError,
-    HttpsUrl, IdpCertificate, IdpEntityId, ProvisionRole, ProvisionRoleError, SsoChange,
+    IdpCertificate, IdpEntityId, IdpSsoUrl, ProvisionRole, ProvisionRoleError, SsoChange,
     SsoConfiguration, SsoProvider, SsoProviderError,
 };
 pub use text::{HttpsUrlError, TextError};

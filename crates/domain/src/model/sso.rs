@@ -6,7 +6,7 @@ use std::{fmt, str::FromStr};
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 
-use super::text::{parse_https_url, parse_text, replace, HttpsUrlError, TextError};
+use super::text::{parse_https_or_loopback_url, parse_text, replace, HttpsUrlError, TextError};
 use super::{Email, OrganizationId, Role};
 
 /// The SSO protocol. Only SAML 2.0 for now.
@@ -77,17 +77,18 @@ impl AsRef<str> for IdpEntityId {
     }
 }
 
-/// An absolute `https` URL (see `parse_https_url`), kept as sent, trimmed. The IdP's
-/// single sign-on endpoint.
+/// The IdP's single sign-on endpoint, where browsers are sent with an `AuthnRequest`: an
+/// absolute `https` URL, or `http` on a loopback host (a test IdP on one's own machine). Kept as
+/// sent, trimmed.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct HttpsUrl(String);
+pub struct IdpSsoUrl(String);
 
-impl HttpsUrl {
-    /// Checks `raw` against the shared `https` URL rule: absolute, with a host, no user name
-    /// or password, at most 2048 characters, no white space inside. Keeps it trimmed, otherwise
-    /// as sent.
+impl IdpSsoUrl {
+    /// Checks `raw` against the shared `https` URL rule (absolute, with a host, no user name or
+    /// password, at most 2048 characters, no white space inside), `http` allowed on loopback.
+    /// Keeps it trimmed, otherwise as sent.
     pub fn parse(raw: &str) -> Result<Self, HttpsUrlError> {
-        parse_https_url(raw)?;
+        parse_https_or_loopback_url(raw)?;
         Ok(Self(raw.trim().to_owned()))
     }
 
@@ -97,13 +98,13 @@ impl HttpsUrl {
     }
 }
 
-impl AsRef<str> for HttpsUrl {
+impl AsRef<str> for IdpSsoUrl {
     fn as_ref(&self) -> &str {
         &self.0
     }
 }
 
-impl fmt::Display for HttpsUrl {
+impl fmt::Display for IdpSsoUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
@@ -437,7 +438,7 @@ pub struct SsoConfiguration {
     /// The IdP's entity id: the `Issuer` its assertions must carry.
     pub idp_entity_id: IdpEntityId,
     /// The IdP's single sign-on endpoint, where sign-in requests are sent.
-    pub idp_sso_url: HttpsUrl,
+    pub idp_sso_url: IdpSsoUrl,
     /// The certificate whose key signs the IdP's assertions.
     pub idp_certificate: IdpCertificate,
     /// The email domains whose users sign in through the IdP.
@@ -463,7 +464,7 @@ pub struct SsoChange {
     /// The new IdP entity id; `None` keeps the current one.
     pub idp_entity_id: Option<IdpEntityId>,
     /// The new IdP sign-on endpoint; `None` keeps the current one.
-    pub idp_sso_url: Option<HttpsUrl>,
+    pub idp_sso_url: Option<IdpSsoUrl>,
     /// The new IdP signing certificate; `None` keeps the current one.
     pub idp_certificate: Option<IdpCertificate>,
     /// The new whitelist, replacing the whole list; `None` keeps the current one.
@@ -594,15 +595,27 @@ mod tests {
 
     #[test]
     fn sso_urls_are_absolute_https_without_credentials() {
-        let url = HttpsUrl::parse(" https://idp.example.com/sso/saml?x=1 ").unwrap();
+        let url = IdpSsoUrl::parse(" https://idp.example.com/sso/saml?x=1 ").unwrap();
         assert_eq!(url.as_str(), "https://idp.example.com/sso/saml?x=1");
-        assert!(HttpsUrl::parse("https://10.0.0.1:8443/sso").is_ok());
+        assert!(IdpSsoUrl::parse("https://10.0.0.1:8443/sso").is_ok());
         assert_eq!(
-            HttpsUrl::parse("http://idp.example.com/sso"),
+            IdpSsoUrl::parse("http://idp.example.com/sso"),
+            Err(HttpsUrlError::NotHttps)
+        );
+        // A test IdP on one's own machine may speak plain http.
+        for local in [
+            "http://127.0.0.1:8081/sso",
+            "http://localhost/sso",
+            "http://[::1]:9/sso",
+        ] {
+            assert!(IdpSsoUrl::parse(local).is_ok(), "{local}");
+        }
+        assert_eq!(
+            IdpSsoUrl::parse("http://10.0.0.1/sso"),
             Err(HttpsUrlError::NotHttps)
         );
         assert_eq!(
-            HttpsUrl::parse("https://admin:secret@idp.example.com/sso"),
+            IdpSsoUrl::parse("https://admin:secret@idp.example.com/sso"),
             Err(HttpsUrlError::Credentials)
         );
         for bad in [
@@ -611,10 +624,14 @@ mod tests {
             "https://",
             "https://idp.example.com/a b",
         ] {
-            assert_eq!(HttpsUrl::parse(bad), Err(HttpsUrlError::Invalid), "{bad:?}");
+            assert_eq!(
+                IdpSsoUrl::parse(bad),
+                Err(HttpsUrlError::Invalid),
+                "{bad:?}"
+            );
         }
         let long = format!("https://idp.example.com/{}", "a".repeat(2048));
-        assert_eq!(HttpsUrl::parse(&long), Err(HttpsUrlError::TooLong));
+        assert_eq!(IdpSsoUrl::parse(&long), Err(HttpsUrlError::TooLong));
     }
 
     #[test]
@@ -921,7 +938,7 @@ mod tests {
             organization_id: org(),
             provider: SsoProvider::Saml,
             idp_entity_id: IdpEntityId::parse("https://idp.example.com/metadata").unwrap(),
-            idp_sso_url: HttpsUrl::parse("https://idp.example.com/sso").unwrap(),
+            idp_sso_url: IdpSsoUrl::parse("https://idp.example.com/sso").unwrap(),
             idp_certificate: IdpCertificate::parse(&valid_pem(), now()).unwrap(),
             domain_whitelist: DomainWhitelist::parse(strings(&["example.com"])).unwrap(),
             auto_provision: false,
@@ -936,7 +953,7 @@ mod tests {
     fn applying_a_change_reports_what_changed() {
         let mut config = configuration();
         let changed = config.apply(SsoChange {
-            idp_sso_url: Some(HttpsUrl::parse("https://idp.example.com/sso/v2").unwrap()),
+            idp_sso_url: Some(IdpSsoUrl::parse("https://idp.example.com/sso/v2").unwrap()),
             domain_whitelist: Some(
                 DomainWhitelist::parse(strings(&["example.com", "example.org"])).unwrap(),
             ),

@@ -66,6 +66,26 @@ pub enum HttpsUrlError {
 /// characters, and no white space or control character anywhere (the `url` crate would
 /// silently drop tabs and line breaks, and the string is kept as sent). Trims first.
 pub(crate) fn parse_https_url(raw: &str) -> Result<url::Url, HttpsUrlError> {
+    parse_web_url(raw, false)
+}
+
+/// The https-URL rule, except that `http` is accepted on a loopback host (`127.0.0.0/8`,
+/// `[::1]`, `localhost`): an address only the user's own machine serves, for development.
+pub(crate) fn parse_https_or_loopback_url(raw: &str) -> Result<url::Url, HttpsUrlError> {
+    parse_web_url(raw, true)
+}
+
+/// Whether the URL's host is a loopback address or `localhost`.
+pub(crate) fn is_loopback(url: &url::Url) -> bool {
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(domain)) => domain.eq_ignore_ascii_case("localhost"),
+        None => false,
+    }
+}
+
+fn parse_web_url(raw: &str, loopback_http: bool) -> Result<url::Url, HttpsUrlError> {
     const MAX_CHARS: usize = 2048;
     let raw = raw.trim();
     if raw.chars().count() > MAX_CHARS {
@@ -75,8 +95,10 @@ pub(crate) fn parse_https_url(raw: &str) -> Result<url::Url, HttpsUrlError> {
         return Err(HttpsUrlError::Invalid);
     }
     let url = url::Url::parse(raw).map_err(|_| HttpsUrlError::Invalid)?;
-    if url.scheme() != "https" {
-        return Err(HttpsUrlError::NotHttps);
+    match url.scheme() {
+        "https" => {}
+        "http" if loopback_http && is_loopback(&url) => {}
+        _ => return Err(HttpsUrlError::NotHttps),
     }
     if url.host().is_none() {
         return Err(HttpsUrlError::Invalid);

@@ -10,7 +10,7 @@
 //! Ports are object safe (`async_trait`) because the backend is picked at run time from
 //! `GATEHOUSE_DATABASE_URL`; the services hold them as `Arc<dyn Port>`.
 //!
-//! By area: [`identity`], [`organizations`], [`oauth`], [`webhooks`], [`platform`]; every port
+//! By area: [`identity`], [`organizations`], [`sso`], [`oauth`], [`webhooks`], [`platform`]; every port
 //! is also re-exported here.
 
 use std::sync::Arc;
@@ -19,12 +19,14 @@ pub mod identity;
 pub mod oauth;
 pub mod organizations;
 pub mod platform;
+pub mod sso;
 pub mod webhooks;
 
 pub use identity::*;
 pub use oauth::*;
 pub use organizations::*;
 pub use platform::*;
+pub use sso::*;
 pub use webhooks::*;
 
 /// The source of an unexpected failure, kept for the log.
@@ -71,6 +73,10 @@ pub struct Ports {
     pub branding: Arc<dyn BrandingStore>,
     /// The [`SsoStore`].
     pub sso: Arc<dyn SsoStore>,
+    /// The [`SamlStore`].
+    pub saml: Arc<dyn SamlStore>,
+    /// The [`SamlProtocol`].
+    pub saml_protocol: Arc<dyn SamlProtocol>,
     /// The [`ApplicationStore`].
     pub applications: Arc<dyn ApplicationStore>,
     /// The [`AuthorizationCodeStore`].

@@ -1,4 +1,5 @@
-//! Organizations, memberships, members and invitations, and the Business plan's policies, branding and SSO configuration.
+//! Organizations, memberships, members and invitations, and the Business plan's policies and
+//! branding.
 
 use async_trait::async_trait;
 use time::OffsetDateTime;
@@ -7,8 +8,7 @@ use super::StoreError;
 use crate::model::{
     Branding, Email, Invitation, InvitationId, Member, MemberFilter, Membership, NewEvent,
     NewInvitation, NewOrganization, Organization, OrganizationChange, OrganizationFilter,
-    OrganizationId, OrganizationPolicies, Page, PageRequest, Plan, Role, Slug, SsoConfiguration,
-    TokenHash, UserId,
+    OrganizationId, OrganizationPolicies, Page, PageRequest, Plan, Role, Slug, TokenHash, UserId,
 };
 
 /// Who belongs where, with which role.
@@ -158,36 +158,6 @@ pub trait BrandingStore: Send + Sync + 'static {
         id: OrganizationId,
         branding: Branding,
         at: OffsetDateTime,
-        event: NewEvent,
-    ) -> Result<bool, StoreError>;
-}
-
-/// SAML single sign-on configurations, one per organization.
-#[async_trait]
-#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
-pub trait SsoStore: Send + Sync + 'static {
-    /// The organization's configuration; `None` when it has none.
-    async fn sso_configuration(
-        &self,
-        id: OrganizationId,
-    ) -> Result<Option<SsoConfiguration>, StoreError>;
-
-    /// Stores the configuration of a live organization and records the event. Returns false
-    /// when the organization is not live.
-    ///
-    /// # Errors
-    /// [`StoreError::Conflict`] when the organization has a configuration already.
-    async fn create_sso_configuration(
-        &self,
-        configuration: SsoConfiguration,
-        event: NewEvent,
-    ) -> Result<bool, StoreError>;
-
-    /// Replaces the organization's configuration and records the event. Returns false when it
-    /// has none or is not live.
-    async fn update_sso_configuration(
-        &self,
-        configuration: SsoConfiguration,
         event: NewEvent,
     ) -> Result<bool, StoreError>;
 }

@@ -349,16 +349,40 @@ impl AuthService {
             .hash(password)
             .await
             .map_err(|e| RegisterError::Internal(Box::new(e)))?;
+        let account = self.new_account(email, full_name, Some(password_hash), now);
+        let registered = Registered {
+            user_id: account.user.id,
+            email: account.user.email.clone(),
+            organization_id: account.workspace.id,
+        };
+        match self.ports.accounts.create_account(account).await {
+            Ok(()) => Ok(registered),
+            Err(StoreError::Conflict) => Err(RegisterError::EmailTaken),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// A new user with their personal workspace, and the `user.created` and
+    /// `organization.created` events that announce them: what registration (and single
+    /// sign-on's provisioning, without a password) hands the store.
+    pub(crate) fn new_account(
+        &self,
+        email: Email,
+        full_name: FullName,
+        password_hash: Option<PasswordHash>,
+        now: OffsetDateTime,
+    ) -> NewAccount {
+        let random = self.ports.random.as_ref();
         let user = NewUser {
-            id: self.ports.random.uuid().into(),
+            id: random.uuid().into(),
             email,
             full_name,
-            password_hash: Some(password_hash),
+            password_hash,
             created_at: now,
         };
         let name = OrganizationName::personal_workspace_of(user.full_name.as_ref());
         let workspace = NewOrganization {
-            id: self.ports.random.uuid().into(),
+            id: random.uuid().into(),
             slug: Slug::generate_from(name.as_ref()),
             slug_generated: true,
             name,
@@ -388,7 +412,7 @@ impl AuthService {
         });
         let events = vec![
             event(
-                self.ports.random.as_ref(),
+                random,
                 now,
                 EventType::UserCreated,
                 None,
@@ -396,7 +420,7 @@ impl AuthService {
                 user_data,
             ),
             event(
-                self.ports.random.as_ref(),
+                random,
                 now,
                 EventType::OrganizationCreated,
                 Some(workspace.id),
@@ -404,24 +428,10 @@ impl AuthService {
                 org_data,
             ),
         ];
-        let registered = Registered {
-            user_id: user.id,
-            email: user.email.clone(),
-            organization_id: workspace.id,
-        };
-        match self
-            .ports
-            .accounts
-            .create_account(NewAccount {
-                user,
-                workspace,
-                events,
-            })
-            .await
-        {
-            Ok(()) => Ok(registered),
-            Err(StoreError::Conflict) => Err(RegisterError::EmailTaken),
-            Err(e) => Err(e.into()),
+        NewAccount {
+            user,
+            workspace,
+            events,
         }
     }
 
@@ -902,7 +912,8 @@ impl AuthService {
     }
 }
 
-fn fold(organizations: &[crate::ports::PlanPolicies]) -> EffectivePolicies {
+/// The policies that apply to a member of these organizations.
+pub(crate) fn fold(organizations: &[crate::ports::PlanPolicies]) -> EffectivePolicies {
     EffectivePolicies::of(
         organizations
             .iter()

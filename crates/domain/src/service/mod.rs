@@ -11,6 +11,7 @@ mod payloads;
 mod policies;
 mod principal;
 mod rate_limit;
+mod saml;
 mod sso;
 mod webhooks;
 
@@ -42,6 +43,7 @@ pub use principal::{
     AuthenticateError, Authenticator, AuthenticatorPorts, OrgAccessError, Principal,
 };
 pub use rate_limit::{Caller, RateLimitCheckError, RateLimitPorts, RateLimitService};
+pub use saml::{SamlPorts, SamlService, SamlSignInError, SamlSignedIn, SsoLookup};
 pub use sso::{NewSsoConfiguration, SsoPorts, SsoService, SsoView};
 pub use webhooks::{
     AttemptOutcome, CreatedEndpoint, DeliveryEngine, DeliveryPorts, DeliverySettings,
@@ -83,6 +85,8 @@ mod lockout_tests;
 mod oauth_tests;
 #[cfg(test)]
 mod policy_tests;
+#[cfg(test)]
+mod saml_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -8,7 +8,7 @@ use super::{
 };
 use crate::{
     model::{
-        sp_acs_url, sp_entity_id, DomainWhitelist, Feature, HttpsUrl, IdpCertificate, IdpEntityId,
+        sp_acs_url, sp_entity_id, DomainWhitelist, Feature, IdpCertificate, IdpEntityId, IdpSsoUrl,
         OrganizationId, Permission, ProvisionRole, SsoChange, SsoConfiguration, SsoProvider,
     },
     ports::{service_ports, StoreError},
@@ -22,7 +22,7 @@ pub struct NewSsoConfiguration {
     /// The identity provider's entity id (its SAML issuer).
     pub idp_entity_id: IdpEntityId,
     /// Where the identity provider's single sign-on endpoint is.
-    pub idp_sso_url: HttpsUrl,
+    pub idp_sso_url: IdpSsoUrl,
     /// The identity provider's signing certificate, valid now.
     pub idp_certificate: IdpCertificate,
     /// Email domains whose users sign in through the identity provider.

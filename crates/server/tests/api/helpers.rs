@@ -622,3 +622,30 @@ pub fn hidden(page: &str, name: &str) -> String {
     let end = start + page[start..].find('"').unwrap();
     page[start..end].replace("&amp;", "&")
 }
+
+/// Where test artifacts (screenshots) go: `<target>/test-artifacts`.
+pub fn artifacts() -> std::path::PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"),
+        std::path::PathBuf::from,
+    );
+    let dir = target.join("test-artifacts");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The path of a headless-Chromium script in `tests/browser`, once Chromium and
+/// playwright-core are known to be there (else a message that says what to install).
+pub fn browser_script(name: &str) -> std::path::PathBuf {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser");
+    assert!(
+        std::path::Path::new("/usr/bin/chromium").exists()
+            || std::env::var_os("CHROMIUM").is_some(),
+        "Chromium is needed for this test: apt-get install chromium (or set CHROMIUM to its path)"
+    );
+    assert!(
+        dir.join("node_modules/playwright-core").exists(),
+        "playwright-core is needed for this test: npm ci --prefix crates/server/tests/browser"
+    );
+    dir.join(name)
+}

@@ -16,4 +16,5 @@ mod organizations;
 mod permissions;
 mod policies;
 mod rate_limits;
+mod saml;
 mod webhooks;

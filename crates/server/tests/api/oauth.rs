@@ -5,7 +5,10 @@
 use reqwest::{header, Method, Response};
 use serde_json::{json, Value};
 
-use crate::helpers::{hidden, json_of, on_both_backends, python, Browser, TestApp, PASSWORD};
+use crate::helpers::{
+    artifacts, browser_script, hidden, json_of, on_both_backends, python, Browser, TestApp,
+    PASSWORD,
+};
 
 /// An application of a fresh team: (client id, client secret, the owner's refresh token).
 async fn client(app: &TestApp) -> (String, String, String) {
@@ -329,28 +332,8 @@ on_both_backends! {
 // In a real browser
 // ---------------------------------------------------------------------------------------------
 
-/// Where test artifacts (screenshots) go: `<target>/test-artifacts`.
-fn artifacts() -> std::path::PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
-        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"),
-        std::path::PathBuf::from,
-    );
-    let dir = target.join("test-artifacts");
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 on_both_backends! {
     async fn in_headless_chromium_the_branded_page_signs_in_and_lands_on_the_callback(app: TestApp) {
-        let browser_dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser");
-        assert!(
-            std::path::Path::new("/usr/bin/chromium").exists() || std::env::var_os("CHROMIUM").is_some(),
-            "Chromium is needed for this test: apt-get install chromium (or set CHROMIUM to its path)"
-        );
-        assert!(
-            std::path::Path::new(browser_dir).join("node_modules/playwright-core").exists(),
-            "playwright-core is needed for this test: npm ci --prefix crates/server/tests/browser"
-        );
         let owner = app.logged_in("owen@example.com").await;
         let team = app.create_team(&owner.access_token, "Acme").await;
         let org = team["id"].as_str().unwrap().to_owned();
@@ -372,7 +355,7 @@ on_both_backends! {
         );
         let screenshot = artifacts().join(format!("login-page-{org}.png"));
         let output = tokio::process::Command::new("node")
-            .arg(format!("{browser_dir}/login_flow.mjs"))
+            .arg(browser_script("login_flow.mjs"))
             .args([authorize.as_str(), callback, "owen@example.com", PASSWORD, "Acme sign-in"])
             .arg(&screenshot)
             .output()

@@ -23,7 +23,7 @@ try {
   const emailLabel = await page.locator('label[for="email"]').innerText();
   const passwordLabel = await page.locator('label[for="password"]').innerText();
   const buttonColor = await page
-    .locator('button[type="submit"]')
+    .getByRole("button", { name: "Sign in" })
     .evaluate((b) => getComputedStyle(b).backgroundColor);
   await page.screenshot({ path: screenshot, fullPage: true });
 

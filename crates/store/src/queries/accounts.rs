@@ -20,15 +20,29 @@ use crate::{db_error, types::DbUuid, violates};
 /// Previous passwords kept per user: the most a password policy can ask to remember.
 const PASSWORD_HISTORY_KEPT: i64 = 24;
 
+/// Why creating an account failed.
 #[derive(Debug, thiserror::Error)]
-enum CreateError {
+pub(super) enum CreateError {
     #[error("the email is taken")]
     EmailTaken,
     #[error(transparent)]
     Db(#[from] diesel::result::Error),
 }
 
+/// Inserts the user, their personal workspace (and owner membership) and the account's events.
 async fn insert_account(conn: &mut Conn, account: &NewAccount) -> Result<(), CreateError> {
+    let events = insert_account_rows(conn, account).await?;
+    record_events(conn, events).await?;
+    Ok(())
+}
+
+/// Inserts the user and their personal workspace (and owner membership), and returns the
+/// account's events as they must be recorded (the workspace's slug as it was stored), for the
+/// caller to record once everything the user belongs to is in place.
+pub(super) async fn insert_account_rows(
+    conn: &mut Conn,
+    account: &NewAccount,
+) -> Result<Vec<NewEvent>, CreateError> {
     let user = &account.user;
     let email_taken: i64 = users::table
         .filter(users::email.eq(user.email.as_ref()))
@@ -58,8 +72,7 @@ async fn insert_account(conn: &mut Conn, account: &NewAccount) -> Result<(), Cre
     let mut events = account.events.clone();
     // The event shows the slug the workspace actually got.
     stamp_slug(&mut events, org.id, &slug);
-    record_events(conn, events).await?;
-    Ok(())
+    Ok(events)
 }
 
 /// How a user is looked up.

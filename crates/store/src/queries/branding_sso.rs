@@ -3,8 +3,8 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{
-        Branding, DomainWhitelist, HttpsUrl, IdpCertificate, IdpEntityId, NewEvent, OrganizationId,
-        SsoConfiguration,
+        Branding, DomainWhitelist, EmailDomain, IdpCertificate, IdpEntityId, IdpSsoUrl, NewEvent,
+        OrganizationId, SsoConfiguration,
     },
     ports::{BrandingStore, SavedBranding, SsoStore, StoreError},
 };
@@ -12,7 +12,7 @@ use time::OffsetDateTime;
 
 use super::{
     super::{
-        schema::{organization_branding, sso_configurations},
+        schema::{organization_branding, organizations, sso_configurations, sso_domains},
         Conn, Db, DbStore,
     },
     policies::{document, is_live, read_document, save_document},
@@ -96,7 +96,7 @@ impl SsoRow {
                 .map_err(|_| corrupt("sso_configurations.provider"))?,
             idp_entity_id: IdpEntityId::parse(&self.idp_entity_id)
                 .map_err(|_| corrupt("sso_configurations.idp_entity_id"))?,
-            idp_sso_url: HttpsUrl::parse(&self.idp_sso_url)
+            idp_sso_url: IdpSsoUrl::parse(&self.idp_sso_url)
                 .map_err(|_| corrupt("sso_configurations.idp_sso_url"))?,
             // An expired certificate still loads: expiry is checked when one is saved.
             idp_certificate: IdpCertificate::from_stored(&self.idp_certificate)
@@ -149,6 +149,58 @@ impl SsoStore for DbStore {
     ) -> Result<bool, StoreError> {
         self.write_sso(configuration, event, Write::Update).await
     }
+
+    async fn sso_configurations_for_domain(
+        &self,
+        domain: &EmailDomain,
+    ) -> Result<Vec<SsoConfiguration>, StoreError> {
+        let domain = domain.as_str().to_owned();
+        in_read!(self, async |conn: &mut Conn| {
+            let live = organizations::table
+                .filter(organizations::is_active.eq(true))
+                .select(organizations::id);
+            sso_configurations::table
+                .inner_join(sso_domains::table)
+                .filter(sso_domains::domain.eq(domain))
+                .filter(sso_configurations::is_active.eq(true))
+                .filter(sso_configurations::organization_id.eq_any(live))
+                .order((
+                    sso_configurations::created_at.asc(),
+                    sso_configurations::organization_id.asc(),
+                ))
+                .limit(10)
+                .select(SsoRow::as_select())
+                .load(conn)
+                .await
+                .map_err(db_error)?
+                .into_iter()
+                .map(SsoRow::into_domain)
+                .collect()
+        })
+    }
+}
+
+/// Keeps `sso_domains` (what home realm discovery reads) equal to the configuration's
+/// whitelist.
+async fn write_domains(conn: &mut Conn, row: &SsoRow) -> QueryResult<()> {
+    diesel::delete(sso_domains::table.filter(sso_domains::organization_id.eq(row.organization_id)))
+        .execute(conn)
+        .await?;
+    let mut domains: Vec<&str> = row.domain_whitelist.0.iter().map(String::as_str).collect();
+    domains.sort_unstable();
+    domains.dedup();
+    // At most 100 (the whitelist's bound), one statement each: SQLite takes no batch insert
+    // of these.
+    for domain in domains {
+        diesel::insert_into(sso_domains::table)
+            .values((
+                sso_domains::organization_id.eq(row.organization_id),
+                sso_domains::domain.eq(domain),
+            ))
+            .execute(conn)
+            .await?;
+    }
+    Ok(())
 }
 
 enum Write {
@@ -185,6 +237,7 @@ impl DbStore {
                 }
             };
             if written == 1 {
+                write_domains(conn, &row).await?;
                 record_events(conn, vec![event]).await?;
             }
             Ok::<_, diesel::result::Error>(written == 1)

@@ -16,6 +16,7 @@ mod oauth;
 mod organizations;
 mod policies;
 mod rows;
+mod saml;
 pub(super) use rows::NewDeliveryRow;
 mod sessions;
 mod webhooks;

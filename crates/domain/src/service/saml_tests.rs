@@ -1,0 +1,485 @@
+//! SAML sign-in: the rules only Gatehouse can check (an outstanding request of this
+//! organization, an assertion never seen, a whitelisted domain, who is provisioned), with the
+//! XML adapter and the store mocked.
+
+use futures::executor::block_on;
+use time::Duration;
+use uuid::Uuid;
+
+use super::{
+    tests::{acme, now, ready, settings, Mocks, Seen, ACME, ADA, ADA_EMAIL},
+    AuthService, SamlService, SamlSignInError, SamlSignedIn,
+};
+use crate::{
+    model::{
+        Amr, DomainWhitelist, EventType, IdpCertificate, IdpEntityId, IdpSsoUrl, Plan,
+        ProvisionRole, ReturnPath, Role, SamlAssertion, SamlRequest, SamlRequestId,
+        SsoConfiguration, SsoProvider, SAML_CLOCK_SKEW, SAML_REQUEST_TTL,
+    },
+    ports::{Provision, SamlRejection, SamlSignIn, SamlSignInOutcome},
+};
+
+const PUBLIC_URL: &str = "https://id.example.com";
+
+fn request_id() -> SamlRequestId {
+    SamlRequestId::generate(Uuid::from_u128(0x5a41))
+}
+
+fn certificate() -> IdpCertificate {
+    let mut params = rcgen::CertificateParams::new(vec!["idp.example.com".to_owned()]).unwrap();
+    params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+    params.not_after = rcgen::date_time_ymd(2040, 1, 1);
+    let key = rcgen::KeyPair::generate().unwrap();
+    IdpCertificate::parse(&params.self_signed(&key).unwrap().pem(), now()).unwrap()
+}
+
+fn configuration(auto_provision: bool) -> SsoConfiguration {
+    SsoConfiguration {
+        organization_id: ACME,
+        provider: SsoProvider::Saml,
+        idp_entity_id: IdpEntityId::parse("https://idp.example.com/metadata").unwrap(),
+        idp_sso_url: IdpSsoUrl::parse("https://idp.example.com/sso").unwrap(),
+        idp_certificate: certificate(),
+        domain_whitelist: DomainWhitelist::parse(vec!["example.com".to_owned()]).unwrap(),
+        auto_provision,
+        default_role: ProvisionRole::Viewer,
+        is_active: true,
+        created_at: now() - Duration::days(10),
+        updated_at: now() - Duration::days(10),
+    }
+}
+
+fn outstanding() -> SamlRequest {
+    SamlRequest {
+        id: request_id(),
+        organization_id: ACME,
+        return_to: ReturnPath::parse("/oauth/authorize?client_id=ghc_x").unwrap(),
+        created_at: now() - Duration::minutes(1),
+        expires_at: now() + Duration::minutes(9),
+    }
+}
+
+fn assertion(name_id: &str) -> SamlAssertion {
+    SamlAssertion {
+        id: "_assertion-1".to_owned(),
+        name_id: name_id.to_owned(),
+        in_response_to: Some(request_id().as_str().to_owned()),
+        valid_until: now() + Duration::minutes(5),
+        full_name: Some("Grace Hopper".to_owned()),
+    }
+}
+
+impl Mocks {
+    /// Acme is on `plan` with this configuration.
+    fn acme_configured(&mut self, plan: Plan, configuration: Option<SsoConfiguration>) {
+        self.organizations
+            .expect_organization()
+            .returning(move |_| ready(Ok(Some(acme(plan)))));
+        self.sso
+            .expect_sso_configuration()
+            .returning(move |_| ready(Ok(configuration.clone())));
+    }
+
+    /// The adapter verifies the response as `assertion` (or refuses it).
+    fn idp_asserts(&mut self, assertion: Result<SamlAssertion, fn() -> SamlRejection>) {
+        self.saml_protocol
+            .expect_verify_response()
+            .times(1)
+            .returning(move |response, trust| {
+                assert_eq!(response, "PHNhbWxwOlJlc3BvbnNlLz4=");
+                assert_eq!(trust.acs_url, format!("{PUBLIC_URL}/sso/saml/{ACME}/acs"));
+                assert_eq!(
+                    trust.sp_entity_id,
+                    format!("{PUBLIC_URL}/sso/saml/{ACME}/metadata")
+                );
+                assert_eq!(
+                    trust.idp_entity_id.as_ref(),
+                    "https://idp.example.com/metadata"
+                );
+                assertion.clone().map_err(|rejection| rejection())
+            });
+    }
+
+    fn request_is_outstanding(&mut self) {
+        self.saml
+            .expect_saml_request()
+            .withf(|org, id, at| *org == ACME && *id == request_id() && *at == now())
+            .returning(|_, _, _| ready(Ok(Some(outstanding()))));
+    }
+
+    /// The store's sign-in answers `outcome` and keeps what it was given.
+    fn store_signs_in(&mut self, outcome: SamlSignInOutcome) -> Seen<SamlSignIn> {
+        let seen = Seen::new();
+        let kept = seen.clone();
+        self.saml
+            .expect_saml_sign_in()
+            .times(1)
+            .returning(move |sign_in| {
+                kept.record(sign_in);
+                ready(Ok(outcome))
+            });
+        seen
+    }
+
+    fn saml(self) -> SamlService {
+        let ports = self.ports();
+        SamlService::new(
+            (&ports).into(),
+            AuthService::new((&ports).into(), settings()),
+            PUBLIC_URL.to_owned(),
+        )
+    }
+}
+
+fn sign_in(mocks: Mocks) -> Result<SamlSignedIn, SamlSignInError> {
+    block_on(mocks.saml().sign_in(ACME, "PHNhbWxwOlJlc3BvbnNlLz4="))
+}
+
+#[test]
+fn a_sign_in_starts_with_a_remembered_request_sent_to_the_idp() {
+    let mut mocks = Mocks::new();
+    mocks.acme_configured(Plan::Business, Some(configuration(false)));
+    let sent = Seen::new();
+    let kept = sent.clone();
+    mocks
+        .saml_protocol
+        .expect_authn_request_url()
+        .times(1)
+        .returning(move |request, trust| {
+            kept.record((request.clone(), trust.idp_sso_url.clone()));
+            Ok("https://idp.example.com/sso?SAMLRequest=x&RelayState=y".to_owned())
+        });
+    let saved = Seen::new();
+    let keep = saved.clone();
+    mocks
+        .saml
+        .expect_save_saml_request()
+        .times(1)
+        .returning(move |request| {
+            keep.record(request);
+            ready(Ok(()))
+        });
+
+    let url = block_on(
+        mocks
+            .saml()
+            .begin(ACME, ReturnPath::parse("/oauth/authorize?a=b").unwrap()),
+    )
+    .unwrap();
+
+    assert_eq!(
+        url,
+        "https://idp.example.com/sso?SAMLRequest=x&RelayState=y"
+    );
+    let (request, idp) = sent.only();
+    assert_eq!(idp.as_str(), "https://idp.example.com/sso");
+    assert_eq!(
+        saved.only(),
+        request,
+        "the request sent is the one remembered"
+    );
+    assert_eq!(request.organization_id, ACME);
+    assert_eq!(request.return_to.as_str(), "/oauth/authorize?a=b");
+    assert_eq!(request.expires_at - request.created_at, SAML_REQUEST_TTL);
+    assert!(SamlRequestId::parse(request.id.as_str()).is_some());
+}
+
+#[test]
+fn no_sign_in_starts_without_an_active_configuration_on_a_plan_with_sso() {
+    let inactive = SsoConfiguration {
+        is_active: false,
+        ..configuration(false)
+    };
+    for (plan, configuration) in [
+        (Plan::Pro, Some(configuration(false))),
+        (Plan::Business, None),
+        (Plan::Enterprise, Some(inactive)),
+    ] {
+        let mut mocks = Mocks::new();
+        mocks.acme_configured(plan, configuration);
+        mocks.saml.expect_save_saml_request().never();
+        let result = block_on(mocks.saml().begin(ACME, ReturnPath::done()));
+        assert!(
+            matches!(result, Err(SamlSignInError::NotConfigured)),
+            "{plan:?}"
+        );
+    }
+}
+
+#[test]
+fn a_member_signs_in_with_an_external_session_and_goes_where_the_request_said() {
+    let mut mocks = Mocks::new();
+    mocks.acme_configured(Plan::Business, Some(configuration(false)));
+    mocks.idp_asserts(Ok(assertion("ADA@example.com")));
+    mocks.request_is_outstanding();
+    mocks.ada_is_registered();
+    mocks.ada_is_in_acme();
+    let signed = mocks.signer_signs();
+    let stored = mocks.store_signs_in(SamlSignInOutcome::SignedIn);
+
+    let signed_in = sign_in(mocks).unwrap();
+
+    assert_eq!(signed_in.user_id, ADA);
+    assert!(!signed_in.provisioned);
+    assert_eq!(signed_in.return_to, outstanding().return_to);
+    let sign_in = stored.only();
+    assert_eq!(sign_in.organization_id, ACME);
+    assert_eq!(sign_in.request_id, request_id());
+    assert_eq!(sign_in.assertion_id, "_assertion-1");
+    assert_eq!(
+        sign_in.assertion_valid_until,
+        assertion("x").valid_until + SAML_CLOCK_SKEW,
+        "remembered as long as the adapter would take it"
+    );
+    assert_eq!(sign_in.provision, Provision::Nothing);
+    assert_eq!(sign_in.session.user_id, ADA);
+    assert_eq!(sign_in.session.amr, Amr::external());
+    assert_eq!(sign_in.session.grant, None);
+    let [login] = sign_in.events.as_slice() else {
+        panic!("one event: {:?}", sign_in.events)
+    };
+    assert_eq!(login.event_type, EventType::AuthLogin);
+    assert_eq!(login.data["method"], "saml");
+    assert_eq!(signed.only().amr, ["ext"]);
+}
+
+#[test]
+fn an_existing_user_joins_with_the_default_role_when_auto_provisioned() {
+    let mut mocks = Mocks::new();
+    mocks.acme_configured(Plan::Business, Some(configuration(true)));
+    mocks.idp_asserts(Ok(assertion(ADA_EMAIL)));
+    mocks.request_is_outstanding();
+    mocks.ada_is_registered();
+    mocks
+        .memberships
+        .expect_membership()
+        .returning(|_, _| ready(Ok(None)));
+    mocks.signer_signs();
+    let stored = mocks.store_signs_in(SamlSignInOutcome::SignedIn);
+
+    let signed_in = sign_in(mocks).unwrap();
+
+    assert!(!signed_in.provisioned, "the account was there");
+    let sign_in = stored.only();
+    assert_eq!(sign_in.provision, Provision::Member { role: Role::Viewer });
+    let types: Vec<_> = sign_in.events.iter().map(|e| e.event_type).collect();
+    assert_eq!(types, [EventType::MemberJoined, EventType::AuthLogin]);
+    let joined = &sign_in.events[0];
+    assert_eq!(joined.organization_id, Some(ACME));
+    assert_eq!(joined.data["role"], "viewer");
+    assert_eq!(joined.data["status"], "active");
+}
+
+#[test]
+fn an_unknown_user_is_created_without_a_password_when_auto_provisioned() {
+    let mut mocks = Mocks::new();
+    mocks.acme_configured(Plan::Enterprise, Some(configuration(true)));
+    mocks.idp_asserts(Ok(assertion("grace@example.com")));
+    mocks.request_is_outstanding();
+    mocks.email_is_free();
+    mocks.signer_signs();
+    let stored = mocks.store_signs_in(SamlSignInOutcome::SignedIn);
+
+    let signed_in = sign_in(mocks).unwrap();
+
+    assert!(signed_in.provisioned);
+    let sign_in = stored.only();
+    let Provision::Account { account, role } = &sign_in.provision else {
+        panic!("an account: {:?}", sign_in.provision)
+    };
+    assert_eq!(*role, Role::Viewer);
+    assert_eq!(account.user.email.as_ref(), "grace@example.com");
+    assert_eq!(
+        account.user.full_name.as_ref(),
+        "Grace Hopper",
+        "from the assertion"
+    );
+    assert_eq!(
+        account.user.password_hash, None,
+        "no password signs in to it"
+    );
+    assert_eq!(signed_in.user_id, account.user.id);
+    assert_eq!(sign_in.session.user_id, account.user.id);
+    let account_events: Vec<_> = account.events.iter().map(|e| e.event_type).collect();
+    assert_eq!(
+        account_events,
+        [EventType::UserCreated, EventType::OrganizationCreated]
+    );
+    let types: Vec<_> = sign_in.events.iter().map(|e| e.event_type).collect();
+    assert_eq!(types, [EventType::MemberJoined, EventType::AuthLogin]);
+}
+
+#[test]
+fn without_auto_provision_only_members_sign_in() {
+    // Unknown email.
+    let mut mocks = Mocks::new();
+    mocks.acme_configured(Plan::Business, Some(configuration(false)));
+    mocks.idp_asserts(Ok(assertion("grace@example.com")));
+    mocks.request_is_outstanding();
+    mocks.email_is_free();
+    mocks.saml.expect_saml_sign_in().never();
+    assert!(matches!(
+        sign_in(mocks),
+        Err(SamlSignInError::NotProvisioned)
+    ));
+
+    // A user who is not a member.
+    let mut mocks = Mocks::new();
+    mocks.acme_configured(Plan::Business, Some(configuration(false)));
+    mocks.idp_asserts(Ok(assertion(ADA_EMAIL)));
+    mocks.request_is_outstanding();
+    mocks.ada_is_registered();
+    mocks
+        .memberships
+        .expect_membership()
+        .returning(|_, _| ready(Ok(None)));
+    mocks.saml.expect_saml_sign_in().never();
+    assert!(matches!(
+        sign_in(mocks),
+        Err(SamlSignInError::NotProvisioned)
+    ));
+}
+
+#[test]
+fn a_response_no_request_asked_for_is_refused() {
+    // IdP-initiated: no InResponseTo at all.
+    let mut mocks = Mocks::new();
+    mocks.acme_configured(Plan::Business, Some(configuration(true)));
+    mocks.idp_asserts(Ok(SamlAssertion {
+        in_response_to: None,
+        ..assertion(ADA_EMAIL)
+    }));
+    mocks.saml.expect_saml_request().never();
+    mocks.saml.expect_saml_sign_in().never();
+    assert!(matches!(sign_in(mocks), Err(SamlSignInError::Unsolicited)));
+
+    // An id Gatehouse never makes, and one it made that is not outstanding (answered,
+    // expired, or another organization's).
+    for (in_response_to, outstanding) in [("id-42", false), (request_id().as_str(), false)] {
+        let mut mocks = Mocks::new();
+        mocks.acme_configured(Plan::Business, Some(configuration(true)));
+        mocks.idp_asserts(Ok(SamlAssertion {
+            in_response_to: Some(in_response_to.to_owned()),
+            ..assertion(ADA_EMAIL)
+        }));
+        mocks
+            .saml
+            .expect_saml_request()
+            .returning(move |_, _, _| ready(Ok(outstanding.then(self::outstanding))));
+        mocks.saml.expect_saml_sign_in().never();
+        assert!(
+            matches!(sign_in(mocks), Err(SamlSignInError::UnknownRequest)),
+            "{in_response_to}"
+        );
+    }
+}
+
+#[test]
+fn only_whitelisted_domains_and_email_name_ids_sign_in() {
+    for (name_id, refusal) in [
+        ("mallory@evil.example.net", "domain"),
+        ("ada@eu.example.com", "domain"),
+        ("not an email", "email"),
+    ] {
+        let mut mocks = Mocks::new();
+        mocks.acme_configured(Plan::Business, Some(configuration(true)));
+        mocks.idp_asserts(Ok(assertion(name_id)));
+        mocks.request_is_outstanding();
+        mocks.saml.expect_saml_sign_in().never();
+        let result = sign_in(mocks);
+        match refusal {
+            "domain" => assert!(
+                matches!(result, Err(SamlSignInError::DomainNotAllowed)),
+                "{name_id}"
+            ),
+            _ => assert!(
+                matches!(result, Err(SamlSignInError::NotAnEmail)),
+                "{name_id}"
+            ),
+        }
+    }
+}
+
+#[test]
+fn what_the_adapter_refuses_is_refused_before_anything_is_read() {
+    let mut mocks = Mocks::new();
+    mocks.acme_configured(Plan::Business, Some(configuration(true)));
+    mocks.idp_asserts(Err(|| SamlRejection::BadSignature));
+    mocks.saml.expect_saml_request().never();
+    mocks.accounts.expect_credentials_by_email().never();
+    assert!(matches!(
+        sign_in(mocks),
+        Err(SamlSignInError::Rejected(SamlRejection::BadSignature))
+    ));
+}
+
+#[test]
+fn a_replayed_assertion_or_a_request_answered_meanwhile_opens_nothing() {
+    for (outcome, refusal) in [
+        (SamlSignInOutcome::Replayed, "replayed"),
+        (SamlSignInOutcome::RequestGone, "request"),
+    ] {
+        let mut mocks = Mocks::new();
+        mocks.acme_configured(Plan::Business, Some(configuration(false)));
+        mocks.idp_asserts(Ok(assertion(ADA_EMAIL)));
+        mocks.request_is_outstanding();
+        mocks.ada_is_registered();
+        mocks.ada_is_in_acme();
+        mocks.signer.expect_sign().never();
+        mocks.store_signs_in(outcome);
+        let result = sign_in(mocks);
+        match refusal {
+            "replayed" => assert!(matches!(result, Err(SamlSignInError::Replayed))),
+            _ => assert!(matches!(result, Err(SamlSignInError::UnknownRequest))),
+        }
+    }
+}
+
+#[test]
+fn a_deactivated_configuration_or_a_lapsed_plan_takes_no_response() {
+    for (plan, active) in [(Plan::Business, false), (Plan::Starter, true)] {
+        let mut mocks = Mocks::new();
+        mocks.acme_configured(
+            plan,
+            Some(SsoConfiguration {
+                is_active: active,
+                ..configuration(true)
+            }),
+        );
+        mocks.saml_protocol.expect_verify_response().never();
+        assert!(matches!(
+            sign_in(mocks),
+            Err(SamlSignInError::NotConfigured)
+        ));
+    }
+}
+
+#[test]
+fn home_realm_discovery_finds_the_organization_that_whitelists_the_domain() {
+    let mut mocks = Mocks::new();
+    mocks.acme_configured(Plan::Business, Some(configuration(false)));
+    mocks
+        .sso
+        .expect_sso_configurations_for_domain()
+        .withf(|domain| domain.as_str() == "example.com")
+        .returning(|_| ready(Ok(vec![configuration(false)])));
+    let found = block_on(mocks.saml().lookup(" Grace@Example.com "))
+        .unwrap()
+        .unwrap();
+    assert_eq!(found.organization_id, ACME);
+    assert_eq!(
+        found.login_url,
+        format!("{PUBLIC_URL}/sso/saml/{ACME}/login")
+    );
+
+    // A plan without SSO, and an address that is not one, find nothing.
+    let mut mocks = Mocks::new();
+    mocks.acme_configured(Plan::Free, Some(configuration(false)));
+    mocks
+        .sso
+        .expect_sso_configurations_for_domain()
+        .returning(|_| ready(Ok(vec![configuration(false)])));
+    let saml = mocks.saml();
+    assert_eq!(block_on(saml.lookup("grace@example.com")).unwrap(), None);
+    assert_eq!(block_on(saml.lookup("not an email")).unwrap(), None);
+}

@@ -1,0 +1,538 @@
+//! SAML single sign-on over HTTP, against a real identity provider written by others: pysaml2
+//! (`gatehouse_testkit::saml_idp`), signing with its own key through Debian's xmlsec1. The whole
+//! service-provider-initiated flow, then every refusal, each its own test, on both backends.
+
+use std::time::Duration;
+
+use gatehouse_delivery::test_receiver::TestReceiver;
+use gatehouse_testkit::saml_idp::TestIdp;
+use reqwest::{header, Method, Response};
+use serde_json::{json, Value};
+
+use crate::helpers::{
+    artifacts, browser_script, detail_of, hidden, json_of, on_both_backends, Backend, Browser,
+    LoggedIn, Options, TestApp,
+};
+
+/// An organization on `plan` whose SAML configuration trusts `idp` for `example.com`.
+struct Sso {
+    owner: LoggedIn,
+    org: String,
+    idp: TestIdp,
+}
+
+async fn configured(app: &TestApp, plan: &str, auto_provision: bool) -> Sso {
+    let idp = TestIdp::start();
+    let owner = app.logged_in("owner@acme.test").await;
+    let team = app.create_team(&owner.access_token, "Acme").await;
+    let org = team["id"].as_str().unwrap().to_owned();
+    app.set_plan(&org, plan).await;
+    let configuration = json!({
+        "organization_id": org,
+        "provider": "saml",
+        "idp_entity_id": idp.entity_id(),
+        "idp_sso_url": idp.sso_url(),
+        "idp_certificate": idp.certificate(),
+        "domain_whitelist": ["example.com"],
+        "auto_provision": auto_provision,
+        "default_role": "member",
+    });
+    json_of(
+        app.send_as(
+            Method::POST,
+            &owner.access_token,
+            "/api/v1/sso/configurations",
+            Some(configuration),
+        )
+        .await,
+        201,
+    )
+    .await;
+    Sso { owner, org, idp }
+}
+
+fn location(response: &Response) -> String {
+    response.headers()[header::LOCATION]
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn sets_cookie(response: &Response) -> bool {
+    response.headers().get(header::SET_COOKIE).is_some()
+}
+
+impl Sso {
+    fn acs(&self, app: &TestApp) -> String {
+        app.url(&format!("/sso/saml/{}/acs", self.org))
+    }
+
+    /// Starts a sign-in in `browser`: Gatehouse's redirect to the IdP, and what the IdP read from
+    /// the AuthnRequest with its signed answer for `email` (`request_id`, `acs_url`, `audience`,
+    /// `relay_state`, `saml_response`).
+    async fn start(
+        &self,
+        app: &TestApp,
+        browser: &mut Browser,
+        return_to: &str,
+        email: &str,
+    ) -> Value {
+        let encoded: String = url::form_urlencoded::byte_serialize(return_to.as_bytes()).collect();
+        let response = browser
+            .get(&app.url(&format!("/sso/saml/{}/login?return_to={encoded}", self.org)))
+            .await;
+        assert_eq!(response.status(), 302);
+        assert_eq!(response.headers()[header::CACHE_CONTROL], "no-store");
+        let to_idp = location(&response);
+        assert!(
+            to_idp.starts_with(&format!("{}?SAMLRequest=", self.idp.sso_url())),
+            "{to_idp}"
+        );
+        self.idp.answer(&to_idp, email).await
+    }
+
+    /// Posts a response to the assertion consumer, as the IdP's page does.
+    async fn post(&self, app: &TestApp, browser: &mut Browser, saml_response: &str) -> Response {
+        browser
+            .post_form(
+                &self.acs(app),
+                &[("SAMLResponse", saml_response), ("RelayState", "/ignored")],
+            )
+            .await
+    }
+
+    /// A response crafted by the IdP for the request `answered` started, with `changes` to the
+    /// defaults (see `idp.py`).
+    async fn crafted(&self, answered: &Value, email: &str, changes: Value) -> String {
+        let mut spec = json!({
+            "acs_url": answered["acs_url"],
+            "audience": answered["audience"],
+            "email": email,
+            "in_response_to": answered["request_id"],
+        });
+        for (name, value) in changes.as_object().unwrap() {
+            spec[name] = value.clone();
+        }
+        self.idp.respond(spec).await["saml_response"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// Starts a sign-in, crafts its answer with `changes`, posts it: the ACS's answer must be
+    /// the refusal page, with no cookie.
+    async fn refused(&self, app: &TestApp, email: &str, changes: Value) {
+        let mut browser = Browser::new();
+        let answered = self.start(app, &mut browser, "/login/done", email).await;
+        let response = self.crafted(&answered, email, changes.clone()).await;
+        let answer = self.post(app, &mut browser, &response).await;
+        assert_refused(answer, &changes).await;
+    }
+}
+
+async fn assert_refused(answer: Response, what: &Value) {
+    assert_eq!(answer.status(), 403, "{what}");
+    assert!(!sets_cookie(&answer), "a refusal sets no cookie: {what}");
+    assert_eq!(
+        answer.headers()[header::CONTENT_TYPE],
+        "text/html; charset=utf-8"
+    );
+    let page = answer.text().await.unwrap();
+    assert!(page.contains("Single sign-on was refused"), "{page}");
+}
+
+/// The signed-in user of the browser's session: the cookie's session opens `/login/done`.
+async fn signed_in_page(app: &TestApp, browser: &mut Browser) -> u16 {
+    browser.get(&app.url("/login/done")).await.status().as_u16()
+}
+
+const CALLBACK: &str = "https://billing.example.com/cb";
+const VERIFIER: &str = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
+const CHALLENGE: &str = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
+
+on_both_backends! {
+    async fn a_new_user_signs_in_through_the_idp_is_provisioned_and_the_application_gets_a_code(app: TestApp) {
+        let sso = configured(&app, "enterprise", true).await;
+        let created = json_of(
+            app.send_as(Method::POST, &sso.owner.access_token, &format!("/api/v1/organizations/{}/applications", sso.org),
+                Some(json!({ "name": "Billing", "redirect_uris": [CALLBACK] }))).await,
+            201,
+        ).await;
+        let client_id = created["client_id"].as_str().unwrap().to_owned();
+        let client_secret = created["client_secret"].as_str().unwrap().to_owned();
+
+        // The application sends the browser to the authorization endpoint; nobody is signed in.
+        let mut browser = Browser::new();
+        let authorize = format!(
+            "{}?response_type=code&client_id={client_id}&redirect_uri={}&state=s1&code_challenge={CHALLENGE}&code_challenge_method=S256",
+            app.url("/oauth/authorize"),
+            url::form_urlencoded::byte_serialize(CALLBACK.as_bytes()).collect::<String>(),
+        );
+        let login = location(&browser.get(&authorize).await);
+        let page = browser.get(&app.url(&login)).await.text().await.unwrap();
+        assert!(page.contains("Continue with SSO"));
+
+        // "Continue with SSO" with her work email: to the organization's sign-in, keeping the
+        // pending authorization.
+        let return_to = hidden(&page, "return_to");
+        let response = browser.post_form(&app.url("/login/sso"), &[("email", "Grace@Example.com"), ("password", ""), ("csrf_token", &hidden(&page, "csrf_token")), ("return_to", &return_to)]).await;
+        assert_eq!(response.status(), 303);
+        let start = location(&response);
+        assert!(start.starts_with(&format!("{}/sso/saml/{}/login?return_to=", app.base, sso.org)), "{start}");
+
+        // Gatehouse sends the browser to the IdP with an AuthnRequest pysaml2 accepts.
+        let response = browser.get(&start).await;
+        assert_eq!(response.status(), 302);
+        let answered = sso.idp.answer(&location(&response), "grace@example.com").await;
+        assert_eq!(answered["acs_url"], sso.acs(&app));
+        assert_eq!(answered["audience"], app.url(&format!("/sso/saml/{}/metadata", sso.org)));
+        assert_eq!(answered["relay_state"], answered["request_id"], "RelayState: the request's id, return_to stays here");
+
+        // The IdP's signed answer, posted to the assertion consumer: a session cookie, and back
+        // to the authorization.
+        let response = sso.post(&app, &mut browser, answered["saml_response"].as_str().unwrap()).await;
+        assert_eq!(response.status(), 303);
+        assert_eq!(location(&response), return_to);
+        let cookie = response.headers().get_all(header::SET_COOKIE).iter()
+            .map(|v| v.to_str().unwrap().to_owned())
+            .find(|c| c.starts_with("gatehouse_session=")).expect("the session cookie");
+        assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"), "{cookie}");
+
+        // The authorization now issues a code, and the application exchanges it.
+        let response = browser.get(&app.url(&return_to)).await;
+        assert_eq!(response.status(), 302);
+        let redirect = url::Url::parse(&location(&response)).unwrap();
+        assert!(redirect.as_str().starts_with(CALLBACK));
+        let code = redirect.query_pairs().find(|(n, _)| n == "code").unwrap().1.into_owned();
+        let tokens: Value = app.client.post(app.url("/oauth/token"))
+            .basic_auth(&client_id, Some(&client_secret))
+            .form(&[("grant_type", "authorization_code"), ("code", &code), ("redirect_uri", CALLBACK), ("code_verifier", VERIFIER)])
+            .send().await.unwrap().json().await.unwrap();
+        let access = tokens["access_token"].as_str().expect("tokens");
+
+        // Grace exists now, without a password, as a member of the organization.
+        let me = json_of(app.get_as(access, "/api/v1/users/me").await, 200).await;
+        assert_eq!(me["email"], "grace@example.com");
+        use base64::Engine as _;
+        let claims: Value = serde_json::from_slice(
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(access.split('.').nth(1).unwrap()).unwrap(),
+        ).unwrap();
+        assert_eq!(claims["amr"], json!(["ext"]), "signed in by the IdP");
+        assert_eq!(claims["client_id"], client_id.as_str());
+        let members = json_of(app.get_as(&sso.owner.access_token, &format!("/api/v1/organizations/{}/members", sso.org)).await, 200).await;
+        let grace = members["items"].as_array().unwrap().iter().find(|m| m["email"] == "grace@example.com").expect("a member");
+        assert_eq!((grace["role"].as_str(), grace["status"].as_str()), (Some("member"), Some("active")));
+        detail_of(app.login("grace@example.com", "any password at all").await, 401).await;
+    }
+
+    async fn a_sign_in_lands_on_the_done_page_and_the_session_refreshes_as_ext(app: TestApp) {
+        let sso = configured(&app, "business", true).await;
+        let mut browser = Browser::new();
+        let answered = sso.start(&app, &mut browser, "/login/done", "ada@example.com").await;
+        let response = sso.post(&app, &mut browser, answered["saml_response"].as_str().unwrap()).await;
+        assert_eq!(response.status(), 303);
+        assert_eq!(location(&response), "/login/done");
+        assert_eq!(signed_in_page(&app, &mut browser).await, 200);
+        assert_eq!(signed_in_page(&app, &mut Browser::new()).await, 303, "no session, no page");
+    }
+
+    async fn a_response_is_taken_once(app: TestApp) {
+        let sso = configured(&app, "business", true).await;
+        let mut browser = Browser::new();
+        let answered = sso.start(&app, &mut browser, "/login/done", "ada@example.com").await;
+        let response = answered["saml_response"].as_str().unwrap();
+        assert_eq!(sso.post(&app, &mut browser, response).await.status(), 303);
+        // Posted again (the same request, the same assertion): refused.
+        assert_refused(sso.post(&app, &mut Browser::new(), response).await, &json!("replayed")).await;
+    }
+
+    async fn a_replayed_assertion_is_refused_even_for_a_fresh_request(app: TestApp) {
+        let sso = configured(&app, "business", true).await;
+        let mut browser = Browser::new();
+        let first = sso.start(&app, &mut browser, "/login/done", "ada@example.com").await;
+        let second = sso.start(&app, &mut Browser::new(), "/login/done", "ada@example.com").await;
+        let signed = sso.crafted(&first, "ada@example.com", json!({ "assertion_id": "_replayed-assertion-1" })).await;
+        assert_eq!(sso.post(&app, &mut browser, &signed).await.status(), 303);
+        let again = sso.crafted(&second, "ada@example.com", json!({ "assertion_id": "_replayed-assertion-1" })).await;
+        assert_refused(sso.post(&app, &mut Browser::new(), &again).await, &json!("the same assertion id")).await;
+    }
+
+    async fn an_unsigned_response_is_refused(app: TestApp) {
+        let sso = configured(&app, "business", true).await;
+        sso.refused(&app, "ada@example.com", json!({ "sign": "none" })).await;
+    }
+
+    async fn a_response_signed_by_another_key_is_refused(app: TestApp) {
+        let sso = configured(&app, "business", true).await;
+        sso.refused(&app, "ada@example.com", json!({ "key": "other" })).await;
+        sso.refused(&app, "ada@example.com", json!({ "key": "other", "sign": "both" })).await;
+    }
+
+    async fn a_sha1_signature_is_refused(app: TestApp) {
+        let sso = configured(&app, "business", true).await;
+        sso.refused(&app, "ada@example.com", json!({ "algorithm": "sha1" })).await;
+    }
+
+    async fn an_expired_assertion_is_refused(app: TestApp) {
+        let sso = configured(&app, "business", true).await;
+        // Three minutes past its end: more than the two minutes of skew.
+        sso.refused(&app, "ada@example.com", json!({ "issue_instant_offset": -240, "not_before_offset": -240, "not_on_or_after_offset": -180 })).await;
+    }
+
+    async fn an_assertion_not_yet_valid_is_refused(app: TestApp) {
+        let sso = configured(&app, "business", true).await;
+        sso.refused(&app, "ada@example.com", json!({ "not_before_offset": 300, "not_on_or_after_offset": 900 })).await;
+    }
+
+    async fn an_assertion_for_another_audience_is_refused(app: TestApp) {
+        let sso = configured(&app, "business", true).await;
+        sso.refused(&app, "ada@example.com", json!({ "audience": "https://other-sp.example.com/metadata" })).await;
+    }
+
+    async fn a_response_for_another_destination_is_refused(app: TestApp) {
+        let sso = configured(&app, "business", true).await;
+        sso.refused(&app, "ada@example.com", json!({ "sign": "both", "destination": "https://other-sp.example.com/acs" })).await;
+        sso.refused(&app, "ada@example.com", json!({ "recipient": "https://other-sp.example.com/acs" })).await;
+    }
+
+    async fn a_response_from_another_issuer_is_refused(app: TestApp) {
+        let sso = configured(&app, "business", true).await;
+        sso.refused(&app, "ada@example.com", json!({ "issuer": "https://impostor.example.com/metadata" })).await;
+    }
+
+    async fn a_response_to_no_request_of_ours_is_refused(app: TestApp) {
+        let sso = configured(&app, "business", true).await;
+        // An id Gatehouse never sent.
+        sso.refused(&app, "ada@example.com", json!({ "in_response_to": "_0123456789abcdef0123456789abcdef" })).await;
+        // IdP-initiated: no InResponseTo at all.
+        sso.refused(&app, "ada@example.com", json!({ "in_response_to": null })).await;
+    }
+
+    async fn a_request_is_answered_once(app: TestApp) {
+        let sso = configured(&app, "business", true).await;
+        let mut browser = Browser::new();
+        let answered = sso.start(&app, &mut browser, "/login/done", "ada@example.com").await;
+        assert_eq!(sso.post(&app, &mut browser, answered["saml_response"].as_str().unwrap()).await.status(), 303);
+        // A second, freshly signed assertion answering the same request.
+        let again = sso.crafted(&answered, "ada@example.com", json!({})).await;
+        assert_refused(sso.post(&app, &mut Browser::new(), &again).await, &json!("a reused InResponseTo")).await;
+    }
+
+    async fn an_email_outside_the_whitelist_is_refused(app: TestApp) {
+        let sso = configured(&app, "business", true).await;
+        sso.refused(&app, "mallory@evil.example", json!({})).await;
+        sso.refused(&app, "mallory@eu.example.com", json!({})).await;
+    }
+
+    async fn without_auto_provision_an_unknown_user_is_refused(app: TestApp) {
+        let sso = configured(&app, "business", false).await;
+        sso.refused(&app, "newcomer@example.com", json!({})).await;
+        // Someone with an account who is not a member is not made one either.
+        app.logged_in("ada@example.com").await;
+        sso.refused(&app, "ada@example.com", json!({})).await;
+    }
+
+    async fn a_deactivated_configuration_signs_nobody_in(app: TestApp) {
+        let sso = configured(&app, "business", true).await;
+        let mut browser = Browser::new();
+        let answered = sso.start(&app, &mut browser, "/login/done", "ada@example.com").await;
+        json_of(app.send_as(Method::PUT, &sso.owner.access_token, &format!("/api/v1/sso/configurations/{}", sso.org), Some(json!({ "is_active": false }))).await, 200).await;
+        assert_refused(sso.post(&app, &mut browser, answered["saml_response"].as_str().unwrap()).await, &json!("inactive")).await;
+        let response = Browser::new().get(&app.url(&format!("/sso/saml/{}/login", sso.org))).await;
+        assert_eq!(response.status(), 404, "no new sign-in starts");
+    }
+
+    async fn a_plan_without_sso_signs_nobody_in(app: TestApp) {
+        let sso = configured(&app, "business", true).await;
+        let mut browser = Browser::new();
+        let answered = sso.start(&app, &mut browser, "/login/done", "ada@example.com").await;
+        app.set_plan(&sso.org, "pro").await;
+        assert_refused(sso.post(&app, &mut browser, answered["saml_response"].as_str().unwrap()).await, &json!("pro plan")).await;
+    }
+
+    async fn an_oversized_or_dtd_bearing_document_is_refused(app: TestApp) {
+        let sso = configured(&app, "business", true).await;
+        sso.refused(&app, "ada@example.com", json!({ "attack": "doctype" })).await;
+        let huge = "A".repeat(600 * 1024);
+        assert_refused(sso.post(&app, &mut Browser::new(), &huge).await, &json!("600 KiB")).await;
+        assert_refused(sso.post(&app, &mut Browser::new(), "not base64 at all!").await, &json!("garbage")).await;
+        let missing = Browser::new().post_form(&sso.acs(&app), &[("RelayState", "/")]).await;
+        assert_refused(missing, &json!("no SAMLResponse")).await;
+    }
+
+    async fn signature_wrapping_signs_in_no_one_but_the_signed_subject(app: TestApp) {
+        let sso = configured(&app, "business", true).await;
+        for attack in ["xsw_before", "xsw_after", "xsw_extensions", "xsw_object", "duplicate_id"] {
+            let mut browser = Browser::new();
+            let answered = sso.start(&app, &mut browser, "/login/done", "grace@example.com").await;
+            let changes = json!({ "attack": attack, "evil_email": "mallory@example.com" });
+            let response = sso.crafted(&answered, "grace@example.com", changes.clone()).await;
+            let answer = sso.post(&app, &mut browser, &response).await;
+            if answer.status() == 403 {
+                assert_refused(answer, &changes).await;
+                continue;
+            }
+            // Accepted: then as the signed subject only, never the injected one.
+            assert_eq!(answer.status(), 303, "{attack}");
+            assert!(app.login("mallory@example.com", "x").await.status() == 401);
+            let members = json_of(app.get_as(&sso.owner.access_token, &format!("/api/v1/organizations/{}/members", sso.org)).await, 200).await;
+            let emails: Vec<_> = members["items"].as_array().unwrap().iter().map(|m| m["email"].as_str().unwrap().to_owned()).collect();
+            assert!(!emails.contains(&"mallory@example.com".to_owned()), "{attack}: {emails:?}");
+        }
+    }
+
+    async fn a_name_id_split_by_a_comment_is_never_read_as_its_first_half(app: TestApp) {
+        let sso = configured(&app, "business", true).await;
+        // Signed as admin@example.com.evil.com; a careless reader sees admin@example.com.
+        let mut browser = Browser::new();
+        let answered = sso.start(&app, &mut browser, "/login/done", "admin@example.com").await;
+        let changes = json!({ "attack": "comment_nameid", "evil_email": "admin@example.com.evil.com", "comment_after": "admin@example.com" });
+        let response = sso.crafted(&answered, "admin@example.com", changes.clone()).await;
+        // Either refused, or read as the signed value, whose domain is not whitelisted: refused.
+        assert_refused(sso.post(&app, &mut browser, &response).await, &changes).await;
+        let members = json_of(app.get_as(&sso.owner.access_token, &format!("/api/v1/organizations/{}/members", sso.org)).await, 200).await;
+        assert!(!members.to_string().contains("admin@example.com"), "{members}");
+    }
+
+    async fn a_bad_start_is_a_page_not_a_redirect(app: TestApp) {
+        let sso = configured(&app, "business", true).await;
+        for bad in ["https://evil.example.com/", "//evil.example.com", "/\\evil.example.com"] {
+            let encoded: String = url::form_urlencoded::byte_serialize(bad.as_bytes()).collect();
+            let response = Browser::new().get(&app.url(&format!("/sso/saml/{}/login?return_to={encoded}", sso.org))).await;
+            assert_eq!(response.status(), 400, "{bad}");
+            assert!(response.headers().get(header::LOCATION).is_none());
+        }
+        for org in ["not-a-uuid", "0192f0c1-0000-7000-8000-000000000000"] {
+            let response = Browser::new().get(&app.url(&format!("/sso/saml/{org}/login"))).await;
+            assert_eq!(response.status(), 404, "{org}");
+        }
+    }
+
+    async fn home_realm_discovery_names_the_organization_of_a_whitelisted_domain(app: TestApp) {
+        let sso = configured(&app, "business", true).await;
+        let found = json_of(app.post_json("/api/v1/sso/lookup", &json!({ "email": "Grace@Example.com" })).await, 200).await;
+        assert_eq!(found["organization_id"], sso.org.as_str());
+        assert_eq!(found["login_url"], app.url(&format!("/sso/saml/{}/login", sso.org)));
+        for email in ["grace@elsewhere.example", "not an email"] {
+            detail_of(app.post_json("/api/v1/sso/lookup", &json!({ "email": email })).await, 404).await;
+        }
+        assert_eq!(app.post_json("/api/v1/sso/lookup", &json!({})).await.status(), 422);
+        // On the login page, an email without SSO gets the page again, saying so.
+        let mut browser = Browser::new();
+        let page = browser.get(&app.url("/login")).await.text().await.unwrap();
+        let response = browser.post_form(&app.url("/login/sso"), &[("email", "grace@elsewhere.example"), ("csrf_token", &hidden(&page, "csrf_token")), ("return_to", "/login/done")]).await;
+        assert_eq!(response.status(), 404);
+        assert!(response.text().await.unwrap().contains("Single sign-on is not set up for this email."));
+        // A forged form goes nowhere.
+        let forged = Browser::new().post_form(&app.url("/login/sso"), &[("email", "grace@example.com"), ("csrf_token", "made-up"), ("return_to", "/")]).await;
+        assert_eq!(forged.status(), 403);
+    }
+}
+
+on_both_backends! {
+    async fn in_headless_chromium_continue_with_sso_signs_in_at_the_idp_and_lands_on_the_callback(app: TestApp) {
+        let script = browser_script("saml_flow.mjs");
+        let sso = configured(&app, "enterprise", true).await;
+        let branding = json!({ "primary_color": "#7C2D12", "custom_login": { "title": "Acme sign-in" } });
+        json_of(app.send_as(Method::PUT, &sso.owner.access_token, &format!("/api/v1/organizations/{}/branding", sso.org), Some(branding)).await, 200).await;
+        let callback = "http://127.0.0.1:8765/callback";
+        let created = json_of(
+            app.send_as(Method::POST, &sso.owner.access_token, &format!("/api/v1/organizations/{}/applications", sso.org),
+                Some(json!({ "name": "Billing", "redirect_uris": [callback] }))).await,
+            201,
+        ).await;
+        let authorize = format!(
+            "{}?response_type=code&client_id={}&redirect_uri={}&state=saml&code_challenge={CHALLENGE}&code_challenge_method=S256",
+            app.url("/oauth/authorize"),
+            created["client_id"].as_str().unwrap(),
+            url::form_urlencoded::byte_serialize(callback.as_bytes()).collect::<String>(),
+        );
+        let screenshot = artifacts().join(format!("saml-login-page-{}.png", sso.org));
+        let output = tokio::process::Command::new("node")
+            .arg(&script)
+            .args([authorize.as_str(), callback, "grace@example.com", "Acme sign-in", sso.idp.sso_url()])
+            .arg(&screenshot)
+            .output()
+            .await
+            .unwrap_or_else(|e| panic!("Node.js is needed for this test (apt-get install nodejs): {e}"));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "the browser run failed:\n{stderr}");
+        let seen: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(seen["heading"], "Acme sign-in");
+        assert!(seen["idpPage"].as_str().unwrap().contains("SAMLRequest="), "{seen}");
+        let landed = url::Url::parse(seen["callback"].as_str().unwrap()).unwrap();
+        assert!(landed.as_str().starts_with(callback), "{landed}");
+        let param = |name: &str| landed.query_pairs().find(|(n, _)| n == name).map(|(_, v)| v.into_owned());
+        assert_eq!(param("state").as_deref(), Some("saml"));
+        assert!(param("code").unwrap().starts_with("ghac_"));
+        let size = std::fs::metadata(&screenshot).map(|m| m.len()).unwrap_or(0);
+        assert!(size > 1_000, "a screenshot of the branded page at {}", screenshot.display());
+    }
+}
+
+/// The events a SAML sign-in announces, at a real HTTPS receiver: `member.joined` and `auth.login`
+/// with `method: "saml"` to the organization (and `user.created` for the new account).
+async fn provisioning_is_announced(backend: Backend) {
+    let receiver = TestReceiver::start().await;
+    let app = TestApp::spawn_with(
+        backend,
+        Options {
+            webhook_ca_file: Some(receiver.ca_pem_path().to_owned()),
+            ..Options::default()
+        },
+    )
+    .await;
+    let sso = configured(&app, "business", true).await;
+    json_of(
+        app.in_org(Method::POST, &sso.owner.access_token, &sso.org, "/api/v1/webhooks/endpoints",
+            Some(json!({ "url": receiver.url("/saml"), "events": ["user.created", "member.joined", "auth.login"] }))).await,
+        201,
+    ).await;
+    let mut browser = Browser::new();
+    let answered = sso
+        .start(&app, &mut browser, "/login/done", "grace@example.com")
+        .await;
+    assert_eq!(
+        sso.post(
+            &app,
+            &mut browser,
+            answered["saml_response"].as_str().unwrap()
+        )
+        .await
+        .status(),
+        303
+    );
+
+    let requests = receiver.wait_for(3, Duration::from_secs(20)).await;
+    let bodies: Vec<Value> = requests
+        .iter()
+        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .collect();
+    let of = |kind: &str| {
+        bodies
+            .iter()
+            .find(|b| b["event"] == kind)
+            .unwrap_or_else(|| panic!("{kind} in {bodies:?}"))
+            .clone()
+    };
+    assert_eq!(of("user.created")["data"]["email"], "grace@example.com");
+    let joined = of("member.joined");
+    assert_eq!(
+        (
+            joined["data"]["email"].as_str(),
+            joined["data"]["role"].as_str()
+        ),
+        (Some("grace@example.com"), Some("member"))
+    );
+    assert_eq!(of("auth.login")["data"]["method"], "saml");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provisioning_is_announced_sqlite() {
+    provisioning_is_announced(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provisioning_is_announced_postgres() {
+    provisioning_is_announced(Backend::Postgres).await;
+}

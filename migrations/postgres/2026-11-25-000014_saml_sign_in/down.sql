@@ -1,0 +1,3 @@
+DROP TABLE sso_domains;
+DROP TABLE saml_assertions;
+DROP TABLE saml_requests;
