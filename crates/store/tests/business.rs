@@ -11,10 +11,10 @@ use gatehouse_domain::{
         AssetUrl, Branding, ConcurrentSessions, CustomLogin, DomainWhitelist, Email, EmailBranding,
         EventType, FooterText, GraceHours, HexColor, IdleMinutes, IdpCertificate, IdpEntityId,
         IdpSsoUrl, InvitableRole, InvitationId, IpAllowlist, IpRange, LoginSubtitle, LoginTitle,
-        MaxAgeDays, MfaMethod, MfaPolicy, MinLength, NewInvitation, NewOrganization,
-        OrganizationId, OrganizationName, OrganizationPolicies, OrganizationType, PasswordHash,
-        PasswordPolicy, Plan, ProvisionRole, ReuseCount, Role, SenderName, SessionHours, SessionId,
-        SessionPolicy, Slug, SsoConfiguration, SsoProvider, TokenHash, UserId,
+        MaxAgeDays, MfaMethod, MfaPolicy, MinLength, NewInvitation, OrganizationId,
+        OrganizationPolicies, PasswordHash, PasswordPolicy, Plan, ProvisionRole, ReuseCount, Role,
+        SenderName, SessionHours, SessionId, SessionPolicy, SsoConfiguration, SsoProvider,
+        TokenHash, UserId,
     },
     ports::{PlanPolicies, SavedBranding, SavedPolicies, StoreError},
 };
@@ -35,34 +35,6 @@ async fn registered(db: &Db, email: &str) -> (UserId, OrganizationId) {
     ids
 }
 
-/// Creates a team owned by `owner`, on the plan.
-async fn team(db: &Db, owner: UserId, slug: &str, plan: Plan) -> OrganizationId {
-    let id = OrganizationId::from_uuid(Uuid::now_v7());
-    let at = now();
-    db.store
-        .create_organization(
-            NewOrganization {
-                id,
-                name: OrganizationName::parse("A Team").unwrap(),
-                slug: Slug::parse(slug).unwrap(),
-                slug_generated: false,
-                kind: OrganizationType::Team,
-                plan: Plan::Free,
-                created_at: at,
-            },
-            owner,
-            vec![event(EventType::OrganizationCreated, Some(id), Some(owner))],
-        )
-        .await
-        .unwrap();
-    if plan != Plan::Free {
-        let changed = db.store.set_plan(id, plan, at, updated(id)).await.unwrap();
-        assert!(changed);
-    }
-    id
-}
-
-/// The event of a change to the organization's settings.
 fn updated(org: OrganizationId) -> gatehouse_domain::model::NewEvent {
     event(EventType::OrganizationUpdated, Some(org), None)
 }
@@ -223,7 +195,7 @@ fn full_branding() -> Branding {
 on_both_backends! {
     async fn an_organization_that_never_saved_policies_has_none(db: Db) {
         let (ada, workspace) = registered(&db, "ada@example.com").await;
-        let acme = team(&db, ada, "acme", Plan::Business).await;
+        let acme = db.team(ada, "acme", Plan::Business).await;
         assert_eq!(db.store.policies(workspace).await.unwrap(), None);
         assert_eq!(db.store.policies(acme).await.unwrap(), None);
         let unknown = OrganizationId::from_uuid(Uuid::now_v7());
@@ -232,7 +204,7 @@ on_both_backends! {
 
     async fn saved_policies_round_trip_and_saving_again_replaces_them(db: Db) {
         let (ada, workspace) = registered(&db, "ada@example.com").await;
-        let acme = team(&db, ada, "acme", Plan::Business).await;
+        let acme = db.team(ada, "acme", Plan::Business).await;
         let before = events(&db).await;
 
         let first_at = now();
@@ -274,7 +246,7 @@ on_both_backends! {
 
     async fn policies_are_not_saved_for_a_deleted_or_unknown_organization(db: Db) {
         let (ada, _) = registered(&db, "ada@example.com").await;
-        let acme = team(&db, ada, "acme", Plan::Business).await;
+        let acme = db.team(ada, "acme", Plan::Business).await;
         let at = now();
         assert!(db.store.save_policies(acme, strict_policies(), at, updated(acme)).await.unwrap());
         delete(&db, acme, at + Duration::seconds(1)).await;
@@ -311,14 +283,14 @@ on_both_backends! {
         let at = now();
 
         // Ada's: a team on Business with saved policies, and a deleted one with policies too.
-        let acme = team(&db, ada, "acme", Plan::Business).await;
+        let acme = db.team(ada, "acme", Plan::Business).await;
         assert!(db.store.save_policies(acme, strict_policies(), at, updated(acme)).await.unwrap());
-        let gone = team(&db, ada, "gone", Plan::Pro).await;
+        let gone = db.team(ada, "gone", Plan::Pro).await;
         assert!(db.store.save_policies(gone, other_policies(), at, updated(gone)).await.unwrap());
         delete(&db, gone, at).await;
 
         // Bob's: one Ada joins, and one she is only invited to.
-        let joined = team(&db, bob, "joined", Plan::Enterprise).await;
+        let joined = db.team(bob, "joined", Plan::Enterprise).await;
         let invitation = invite(&db, joined, "ada@example.com", bob, at).await;
         let accepted = db
             .store
@@ -331,7 +303,7 @@ on_both_backends! {
             .await
             .unwrap();
         assert!(accepted);
-        let pending = team(&db, bob, "pending", Plan::Business).await;
+        let pending = db.team(bob, "pending", Plan::Business).await;
         assert!(db
             .store
             .save_policies(pending, other_policies(), at, updated(pending))
@@ -367,16 +339,16 @@ on_both_backends! {
         let t0 = now();
 
         // Counted: a pending invitation to a team with policies, and to one without.
-        let open = team(&db, bob, "open", Plan::Business).await;
+        let open = db.team(bob, "open", Plan::Business).await;
         assert!(db.store.save_policies(open, strict_policies(), t0, updated(open)).await.unwrap());
         invite(&db, open, "ada@example.com", bob, t0).await;
-        let plain = team(&db, bob, "plain", Plan::Pro).await;
+        let plain = db.team(bob, "plain", Plan::Pro).await;
         invite(&db, plain, "ada@example.com", bob, t0).await;
 
         // Not counted: expired, revoked, accepted, deleted organization, another email.
         let mut not_counted = Vec::new();
         for slug in ["expired", "revoked", "accepted", "deleted", "elsewhere"] {
-            let org = team(&db, bob, slug, Plan::Enterprise).await;
+            let org = db.team(bob, slug, Plan::Enterprise).await;
             assert!(db.store.save_policies(org, other_policies(), t0, updated(org)).await.unwrap());
             not_counted.push(org);
         }
@@ -661,7 +633,7 @@ on_both_backends! {
 on_both_backends! {
     async fn saved_branding_round_trips_and_saving_again_replaces_it(db: Db) {
         let (ada, workspace) = registered(&db, "ada@example.com").await;
-        let acme = team(&db, ada, "acme", Plan::Business).await;
+        let acme = db.team(ada, "acme", Plan::Business).await;
         assert_eq!(db.store.branding(acme).await.unwrap(), None);
         let before = events(&db).await;
 
@@ -691,7 +663,7 @@ on_both_backends! {
 
     async fn branding_is_not_saved_for_a_deleted_organization(db: Db) {
         let (ada, _) = registered(&db, "ada@example.com").await;
-        let acme = team(&db, ada, "acme", Plan::Business).await;
+        let acme = db.team(ada, "acme", Plan::Business).await;
         let at = now();
         delete(&db, acme, at).await;
         let before = events(&db).await;
@@ -713,7 +685,7 @@ on_both_backends! {
 on_both_backends! {
     async fn an_sso_configuration_is_created_once_and_read_back_as_saved(db: Db) {
         let (ada, _) = registered(&db, "ada@example.com").await;
-        let acme = team(&db, ada, "acme", Plan::Business).await;
+        let acme = db.team(ada, "acme", Plan::Business).await;
         assert_eq!(db.store.sso_configuration(acme).await.unwrap(), None);
         let before = events(&db).await;
 
@@ -740,7 +712,7 @@ on_both_backends! {
 
     async fn an_sso_configuration_is_updated_only_where_one_exists(db: Db) {
         let (ada, workspace) = registered(&db, "ada@example.com").await;
-        let acme = team(&db, ada, "acme", Plan::Business).await;
+        let acme = db.team(ada, "acme", Plan::Business).await;
         let created_at = now();
         let config = sso_configuration(acme, created_at);
         assert!(db.store.create_sso_configuration(config.clone(), updated(acme)).await.unwrap());
@@ -772,8 +744,8 @@ on_both_backends! {
 
     async fn sso_configurations_are_not_written_for_a_deleted_organization(db: Db) {
         let (ada, _) = registered(&db, "ada@example.com").await;
-        let acme = team(&db, ada, "acme", Plan::Business).await;
-        let beta = team(&db, ada, "beta", Plan::Business).await;
+        let acme = db.team(ada, "acme", Plan::Business).await;
+        let beta = db.team(ada, "beta", Plan::Business).await;
         let at = now();
         let config = sso_configuration(acme, at);
         assert!(db.store.create_sso_configuration(config.clone(), updated(acme)).await.unwrap());
@@ -796,7 +768,7 @@ on_both_backends! {
 
     async fn purging_an_organization_removes_its_policies_branding_and_sso(db: Db) {
         let (ada, workspace) = registered(&db, "ada@example.com").await;
-        let acme = team(&db, ada, "acme", Plan::Business).await;
+        let acme = db.team(ada, "acme", Plan::Business).await;
         let at = now();
         for org in [acme, workspace] {
             let saved = db.store.save_policies(org, strict_policies(), at, updated(org)).await;

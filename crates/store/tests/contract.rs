@@ -6,6 +6,7 @@
 //! connection of their own.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[allow(dead_code)]
 mod support;
 
 use gatehouse_domain::{

@@ -8,39 +8,16 @@ mod support;
 
 use gatehouse_domain::{
     model::{
-        Amr, DomainWhitelist, EventType, IdpCertificate, IdpEntityId, IdpSsoUrl, NewOrganization,
-        OrganizationId, OrganizationName, OrganizationType, Plan, ProvisionRole, ReturnPath, Role,
-        SamlRequest, SamlRequestId, Slug, SsoConfiguration, SsoProvider, UserId,
+        Amr, DomainWhitelist, EventType, IdpCertificate, IdpEntityId, IdpSsoUrl, OrganizationId,
+        Plan, ProvisionRole, ReturnPath, Role, SamlRequest, SamlRequestId, SsoConfiguration,
+        SsoProvider, UserId,
     },
     ports::{Provision, SamlSignIn, SamlSignInOutcome, StoreError},
 };
 use rcgen::{date_time_ymd, CertificateParams, KeyPair};
-use support::{account, event, now, on_both_backends, session, Db};
+use support::{account, event, now, on_both_backends, session};
 use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
-
-async fn team(db: &Db, owner: UserId, slug: &str, plan: Plan) -> OrganizationId {
-    let id = OrganizationId::from_uuid(Uuid::now_v7());
-    db.store
-        .create_organization(
-            NewOrganization {
-                id,
-                name: OrganizationName::parse("A Team").unwrap(),
-                slug: Slug::parse(slug).unwrap(),
-                slug_generated: false,
-                kind: OrganizationType::Team,
-                plan: Plan::Free,
-                created_at: now(),
-            },
-            owner,
-            vec![event(EventType::OrganizationCreated, Some(id), Some(owner))],
-        )
-        .await
-        .unwrap();
-    let upgraded = event(EventType::BillingSubscriptionUpdated, Some(id), None);
-    assert!(db.store.set_plan(id, plan, now(), upgraded).await.unwrap());
-    id
-}
 
 fn configuration(org: OrganizationId, domains: &[&str], at: OffsetDateTime) -> SsoConfiguration {
     let mut params = CertificateParams::new(vec!["idp.example.com".to_owned()]).unwrap();
@@ -102,8 +79,8 @@ fn sign_in(
 on_both_backends! {
     async fn a_request_is_outstanding_for_its_organization_until_it_expires(db: Db) {
         let owner = db.registered("owner@acme.example").await;
-        let acme = team(&db, owner, "acme", Plan::Business).await;
-        let globex = team(&db, owner, "globex", Plan::Business).await;
+        let acme = db.team(owner, "acme", Plan::Business).await;
+        let globex = db.team(owner, "globex", Plan::Business).await;
         let sent = request(acme, now());
         db.store.save_saml_request(sent.clone()).await.unwrap();
 
@@ -121,7 +98,7 @@ on_both_backends! {
 
     async fn a_member_signs_in_once_per_request_and_once_per_assertion(db: Db) {
         let owner = db.registered("owner@acme.example").await;
-        let acme = team(&db, owner, "acme", Plan::Business).await;
+        let acme = db.team(owner, "acme", Plan::Business).await;
         let first = request(acme, now());
         db.store.save_saml_request(first.clone()).await.unwrap();
         let events = db.count("SELECT COUNT(*) AS n FROM events").await;
@@ -150,7 +127,7 @@ on_both_backends! {
         assert_eq!(db.count("SELECT COUNT(*) AS n FROM events").await, recorded, "nothing recorded");
 
         // Another organization's request is not this one's to answer.
-        let globex = team(&db, owner, "globex", Plan::Business).await;
+        let globex = db.team(owner, "globex", Plan::Business).await;
         let theirs = request(globex, now());
         db.store.save_saml_request(theirs.clone()).await.unwrap();
         let crossed = SamlSignIn { organization_id: acme, ..sign_in(owner, &theirs, "_a3", Provision::Nothing) };
@@ -159,7 +136,7 @@ on_both_backends! {
 
     async fn an_unknown_user_is_provisioned_with_their_workspace_and_membership(db: Db) {
         let owner = db.registered("owner@acme.example").await;
-        let acme = team(&db, owner, "acme", Plan::Business).await;
+        let acme = db.team(owner, "acme", Plan::Business).await;
         let sent = request(acme, now());
         db.store.save_saml_request(sent.clone()).await.unwrap();
         let mut new = account("grace@acme.example", "Grace Hopper");
@@ -191,7 +168,7 @@ on_both_backends! {
 
     async fn an_existing_user_joins_and_an_email_taken_meanwhile_rolls_everything_back(db: Db) {
         let owner = db.registered("owner@acme.example").await;
-        let acme = team(&db, owner, "acme", Plan::Business).await;
+        let acme = db.team(owner, "acme", Plan::Business).await;
         let ada = db.registered("ada@acme.example").await;
         let sent = request(acme, now());
         db.store.save_saml_request(sent.clone()).await.unwrap();
@@ -214,8 +191,8 @@ on_both_backends! {
 
     async fn home_realm_discovery_reads_the_whitelists(db: Db) {
         let owner = db.registered("owner@acme.example").await;
-        let acme = team(&db, owner, "acme", Plan::Business).await;
-        let globex = team(&db, owner, "globex", Plan::Enterprise).await;
+        let acme = db.team(owner, "acme", Plan::Business).await;
+        let globex = db.team(owner, "globex", Plan::Enterprise).await;
         let at = now();
         let configured = |org, domains: &[&str], at| configuration(org, domains, at);
         db.store.create_sso_configuration(configured(acme, &["acme.example", "shared.example"], at), event(EventType::OrganizationUpdated, Some(acme), None)).await.unwrap();

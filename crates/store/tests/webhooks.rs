@@ -11,8 +11,8 @@ use std::collections::HashSet;
 use gatehouse_domain::{
     model::{
         Delivery, DeliveryId, DeliveryState, DeliveryStats, DeliveryStatus, EndpointId, EventId,
-        EventType, LeaseRoom, NewEvent, NewOrganization, OrganizationId, OrganizationName,
-        OrganizationType, PageRequest, Plan, Slug, UserId, WebhookEndpoint, WebhookUrl,
+        EventType, LeaseRoom, NewEvent, OrganizationId, PageRequest, Plan, UserId, WebhookEndpoint,
+        WebhookUrl,
     },
     ports::{
         AttemptEffects, AttemptRecord, DeliveryFilter, EndpointChange, LeasedDelivery, NewDelivery,
@@ -35,28 +35,6 @@ async fn registered(db: &Db, email: &str) -> (UserId, OrganizationId) {
     let ids = (new.user.id, new.workspace.id);
     db.store.create_account(new).await.unwrap();
     ids
-}
-
-/// Creates a team owned by `owner`.
-async fn team(db: &Db, owner: UserId, slug: &str) -> OrganizationId {
-    let id = OrganizationId::from_uuid(Uuid::now_v7());
-    db.store
-        .create_organization(
-            NewOrganization {
-                id,
-                name: OrganizationName::parse("A Team").unwrap(),
-                slug: Slug::parse(slug).unwrap(),
-                slug_generated: false,
-                kind: OrganizationType::Team,
-                plan: Plan::Free,
-                created_at: now(),
-            },
-            owner,
-            vec![event(EventType::OrganizationCreated, Some(id), Some(owner))],
-        )
-        .await
-        .unwrap();
-    id
 }
 
 fn url(path: &str) -> WebhookUrl {
@@ -379,7 +357,7 @@ on_both_backends! {
             sorted(&[workspace])
         );
 
-        let shared = team(&db, ada, "ada-team").await;
+        let shared = db.team(ada, "ada-team", Plan::Free).await;
         let login = event(EventType::AuthLogin, None, Some(ada));
         let (new, _) = session(ada, now(), Duration::days(1));
         db.store.create_session(new, login.clone(), None).await.unwrap();

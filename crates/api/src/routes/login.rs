@@ -158,17 +158,32 @@ fn forged(look: &Branding) -> HttpResponse {
     )
 }
 
+/// A posted form's fields and its `return_to` (a path of this service), once its anti-forgery
+/// token matches the cookie; else the page saying the form expired.
+async fn checked_form(
+    req: &HttpRequest,
+    state: &AppState,
+    body: &[u8],
+) -> Result<(Vec<(String, String)>, String), HttpResponse> {
+    let fields = form_fields(body);
+    let return_to = safe_return_to(Some(field(&fields, "return_to")));
+    if forgery_checked(req, &fields) {
+        Ok((fields, return_to))
+    } else {
+        Err(forged(&look_for(state, &return_to).await))
+    }
+}
+
 /// `POST /login`: email, password, csrf_token, return_to.
 pub async fn sign_in(
     req: HttpRequest,
     state: web::Data<AppState>,
     body: web::Bytes,
 ) -> HttpResponse {
-    let fields = form_fields(&body);
-    let return_to = safe_return_to(Some(field(&fields, "return_to")));
-    if !forgery_checked(&req, &fields) {
-        return forged(&look_for(&state, &return_to).await);
-    }
+    let (fields, return_to) = match checked_form(&req, &state, &body).await {
+        Ok(form) => form,
+        Err(forged) => return forged,
+    };
     let email = field(&fields, "email").trim().to_owned();
     let password = field(&fields, "password").to_owned();
     match state.auth.login(&email, password).await {
@@ -261,11 +276,10 @@ pub async fn sign_in_with_sso(
     state: web::Data<AppState>,
     body: web::Bytes,
 ) -> HttpResponse {
-    let fields = form_fields(&body);
-    let return_to = safe_return_to(Some(field(&fields, "return_to")));
-    if !forgery_checked(&req, &fields) {
-        return forged(&look_for(&state, &return_to).await);
-    }
+    let (fields, return_to) = match checked_form(&req, &state, &body).await {
+        Ok(form) => form,
+        Err(forged) => return forged,
+    };
     let email = field(&fields, "email").trim().to_owned();
     match saml::continue_with_sso(&state, &email, &return_to).await {
         Ok(to_the_idp) => to_the_idp,

@@ -203,6 +203,33 @@ impl Db {
         id
     }
 
+    /// Creates a team owned by `owner` (with the event registration records), then moves it to
+    /// `plan` as the operator's `set-plan` does (with `organization.updated`).
+    pub async fn team(&self, owner: UserId, slug: &str, plan: Plan) -> OrganizationId {
+        let id = OrganizationId::from_uuid(Uuid::now_v7());
+        self.store
+            .create_organization(
+                NewOrganization {
+                    id,
+                    name: OrganizationName::parse("A Team").unwrap(),
+                    slug: Slug::parse(slug).unwrap(),
+                    slug_generated: false,
+                    kind: OrganizationType::Team,
+                    plan: Plan::Free,
+                    created_at: now(),
+                },
+                owner,
+                vec![event(EventType::OrganizationCreated, Some(id), Some(owner))],
+            )
+            .await
+            .unwrap();
+        if plan != Plan::Free {
+            let changed = event(EventType::OrganizationUpdated, Some(id), None);
+            assert!(self.store.set_plan(id, plan, now(), changed).await.unwrap());
+        }
+        id
+    }
+
     /// See [`EmptyDatabase::count`].
     pub async fn count(&self, sql: &str) -> i64 {
         self.database.count(sql).await
