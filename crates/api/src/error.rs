@@ -12,9 +12,9 @@ use gatehouse_domain::{
     ports::StoreError,
     service::{
         ApplicationError, AuthenticateError, ChangePasswordError, CreateApiKeyError,
-        DeleteApiKeyError, Forbidden, LockedOut, LoginError, MemberError, OrgAccessError,
+        DeleteApiKeyError, Forbidden, LockedOut, LoginError, MemberError, MfaError, OrgAccessError,
         OrganizationError, RefreshError, RegisterError, SettingsError, UpdateProfileError,
-        WebhookError,
+        VerifyError, WebhookError,
     },
 };
 use serde::Serialize;
@@ -257,6 +257,45 @@ impl From<ChangePasswordError> for ApiError {
             ChangePasswordError::UserGone => Self::Unauthorized(error.to_string()),
             ChangePasswordError::Store(e) => e.into(),
             ChangePasswordError::Internal(_) => Self::Internal(Box::new(error)),
+        }
+    }
+}
+
+impl From<MfaError> for ApiError {
+    fn from(error: MfaError) -> Self {
+        match error {
+            MfaError::NotFound => Self::NotFound(error.to_string()),
+            MfaError::WrongCode => {
+                Self::field(FieldError::invalid("body", "code", error.to_string()))
+            }
+            MfaError::WrongPassword => {
+                Self::field(FieldError::invalid("body", "password", error.to_string()))
+            }
+            MfaError::WebauthnRefused(_) => {
+                Self::field(FieldError::invalid("body", "credential", error.to_string()))
+            }
+            MfaError::AlreadyConfirmed
+            | MfaError::RequiredByOrganization
+            | MfaError::NotEnabled
+            | MfaError::TooMany
+            | MfaError::KeyTaken => Self::Conflict(error.to_string()),
+            MfaError::LockedOut(locked) => Self::LockedOut(locked),
+            MfaError::UserGone => Self::Unauthorized(error.to_string()),
+            MfaError::Store(e) => e.into(),
+            MfaError::Internal(_) => Self::Internal(Box::new(error)),
+        }
+    }
+}
+
+impl From<VerifyError> for ApiError {
+    fn from(error: VerifyError) -> Self {
+        match error {
+            VerifyError::InvalidToken | VerifyError::WrongFactor => {
+                Self::Unauthorized(error.to_string())
+            }
+            VerifyError::LockedOut(locked) => Self::LockedOut(locked),
+            VerifyError::Store(e) => e.into(),
+            VerifyError::Internal(_) => Self::Internal(Box::new(error)),
         }
     }
 }

@@ -44,6 +44,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .route(web::post().to(login::sign_in)),
         )
         .service(resource("/login/sso").route(web::post().to(login::sign_in_with_sso)))
+        .service(resource("/login/mfa").route(web::post().to(login::verify_second_factor)))
         .service(resource("/login/done").route(web::get().to(saml::done)))
         .service(resource("/logout").route(web::post().to(login::sign_out)))
         .service(
@@ -51,6 +52,25 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .service(resource("/auth/register").route(web::post().to(auth::register)))
                 .service(resource("/auth/login").route(web::post().to(auth::login)))
                 .service(resource("/auth/refresh").route(web::post().to(auth::refresh)))
+                .service(resource("/auth/mfa").route(web::get().to(mfa::overview)))
+                .service(resource("/auth/mfa/verify").route(web::post().to(mfa::verify)))
+                .service(resource("/auth/mfa/totp").route(web::post().to(mfa::enroll_totp)))
+                .service(
+                    resource("/auth/mfa/totp/{id}/confirm")
+                        .route(web::post().to(mfa::confirm_totp)),
+                )
+                .service(
+                    resource("/auth/mfa/webauthn/register")
+                        .route(web::post().to(mfa::start_webauthn)),
+                )
+                .service(
+                    resource("/auth/mfa/webauthn/register/{challenge_id}")
+                        .route(web::post().to(mfa::finish_webauthn)),
+                )
+                .service(
+                    resource("/auth/mfa/recovery-codes").route(web::post().to(mfa::recovery_codes)),
+                )
+                .service(resource("/auth/mfa/{id}").route(web::delete().to(mfa::remove)))
                 .service(resource("/auth/logout").route(web::post().to(auth::logout)))
                 .service(resource("/auth/password").route(web::post().to(auth::change_password)))
                 .service(

@@ -8,8 +8,8 @@ use utoipa::{
 use crate::{
     error::{ErrorBody, FieldError, LocPart, ValidationErrorBody},
     routes::{
-        api_keys, applications, auth, health, members, oauth, organizations, policies, saml, sso,
-        users, webhooks,
+        api_keys, applications, auth, health, members, mfa, oauth, organizations, policies, saml,
+        sso, users, webhooks,
     },
 };
 
@@ -27,6 +27,14 @@ use crate::{
         auth::change_password,
         auth::renew_password,
         auth::jwks,
+        mfa::overview,
+        mfa::enroll_totp,
+        mfa::confirm_totp,
+        mfa::start_webauthn,
+        mfa::finish_webauthn,
+        mfa::remove,
+        mfa::recovery_codes,
+        mfa::verify,
         users::me,
         users::update_me,
         users::delete_me,
@@ -82,6 +90,7 @@ use crate::{
     modifiers(&SecuritySchemes, &UniqueOperationIds, &CommonResponses),
     tags(
         (name = "auth", description = "Registration, login, tokens"),
+        (name = "mfa", description = "Second factors (authenticator apps, security keys), recovery codes, the second step of a sign-in"),
         (name = "users", description = "The caller's profile"),
         (name = "organizations", description = "Organizations the caller belongs to"),
         (name = "members", description = "Members, invitations, roles"),

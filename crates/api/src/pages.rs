@@ -7,6 +7,7 @@ use gatehouse_domain::model::Branding;
 const PAGE: &str = include_str!("../templates/page.html");
 const LOGIN: &str = include_str!("../templates/login.html");
 const MESSAGE: &str = include_str!("../templates/message.html");
+const MFA: &str = include_str!("../templates/mfa.html");
 
 /// Text made safe for HTML content and double-quoted attribute values (`&`, `<`, `>`, `"` and
 /// `'` become character references), by the `html-escape` crate.
@@ -103,9 +104,9 @@ pub struct LoginForm<'a> {
     pub return_to: &'a str,
 }
 
-pub fn login_page(look: &Branding, form: &LoginForm<'_>) -> String {
-    let title = look.custom_login.title.as_str();
-    let (error, described_by) = match form.error {
+/// The announced error of a form, and the attributes that tie its fields to it.
+fn form_error(error: Option<&str>) -> (String, String) {
+    match error {
         Some(message) => (
             format!(
                 "<p id=\"form-error\" class=\"error\" role=\"alert\">{}</p>",
@@ -114,7 +115,12 @@ pub fn login_page(look: &Branding, form: &LoginForm<'_>) -> String {
             " aria-describedby=\"form-error\" aria-invalid=\"true\"".to_owned(),
         ),
         None => (String::new(), String::new()),
-    };
+    }
+}
+
+pub fn login_page(look: &Branding, form: &LoginForm<'_>) -> String {
+    let title = look.custom_login.title.as_str();
+    let (error, described_by) = form_error(form.error);
     let content = fill(
         LOGIN,
         &[
@@ -129,6 +135,33 @@ pub fn login_page(look: &Branding, form: &LoginForm<'_>) -> String {
         ],
     );
     page(look, title, content)
+}
+
+/// What the second step's form shows.
+pub struct MfaForm<'a> {
+    pub mfa_token: &'a str,
+    pub error: Option<&'a str>,
+    pub csrf_token: &'a str,
+    pub return_to: &'a str,
+}
+
+/// The second step of a sign-in on the hosted pages, in the same branding.
+pub fn mfa_page(look: &Branding, form: &MfaForm<'_>) -> String {
+    let (error, described_by) = form_error(form.error);
+    let heading = "Two-step verification";
+    let content = fill(
+        MFA,
+        &[
+            ("logo", logo(look)),
+            ("heading", escape(heading)),
+            ("csrf_token", escape(form.csrf_token)),
+            ("return_to", escape(form.return_to)),
+            ("mfa_token", escape(form.mfa_token)),
+            ("described_by", described_by),
+            ("error", error),
+        ],
+    );
+    page(look, heading, content)
 }
 
 pub fn message_page(look: &Branding, heading: &str, message: &str) -> String {

@@ -3,8 +3,8 @@ use gatehouse_domain::{
     ports::Ports,
     service::{
         ApiKeyService, ApplicationService, AuthService, AuthSettings, Authenticator,
-        BrandingService, MemberService, OAuthService, OrganizationService, PolicyService,
-        RateLimitService, SamlService, SsoService, WebhookService,
+        BrandingService, MemberService, MfaService, OAuthService, OrganizationService,
+        PolicyService, RateLimitService, SamlService, SsoService, WebhookService,
     },
 };
 
@@ -25,6 +25,7 @@ pub struct AppState {
     pub branding: BrandingService,
     pub sso: SsoService,
     pub saml: SamlService,
+    pub mfa: MfaService,
     pub oauth: OAuthService,
     /// Whether the hosted pages' cookies are `Secure`: the public URL is https.
     pub secure_cookies: bool,
@@ -48,6 +49,7 @@ impl AppState {
             members: MemberService::new((&ports).into(), settings.issuer.clone()),
             oauth: OAuthService::new((&ports).into(), auth.clone()),
             saml: SamlService::new((&ports).into(), auth.clone(), settings.issuer.clone()),
+            mfa: MfaService::new((&ports).into(), auth.clone()),
             api_keys: ApiKeyService::new((&ports).into()),
             applications: ApplicationService::new((&ports).into()),
             organizations: OrganizationService::new((&ports).into()),

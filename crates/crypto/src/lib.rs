@@ -1,10 +1,10 @@
 //! Gatehouse's cryptography and the operating system underneath it: the adapters of the
 //! domain's `PasswordHasher` (argon2id), `TokenSigner` (RS256 access tokens with keys shared
-//! through the store), `Random` (ids and secrets) and `Clock` ports, and the [`SecretBox`] that
+//! through the store), `Random` (ids and secrets), `Totp` (RFC 6238 codes) and `Clock` ports, and the [`SecretBox`] that
 //! seals secrets at rest.
 //!
 //! Every primitive comes from a maintained library (`argon2`, `jsonwebtoken` over `ring`,
-//! `ring`'s AES-256-GCM, `rsa` for key generation only, the OS CSPRNG through `rand`); nothing
+//! `ring`'s AES-256-GCM, `rsa` for key generation only, `totp-rs` for one-time codes, the OS CSPRNG through `rand`); nothing
 //! here is hand-written cryptography. This crate knows the domain's ports and nothing of HTTP,
 //! databases or the other adapters: the signing keys reach it through the `SigningKeyStore`
 //! port.
@@ -15,9 +15,11 @@ mod password;
 mod random;
 mod secret_box;
 mod signer;
+mod totp;
 
 pub use clock::SystemClock;
 pub use password::Argon2Hasher;
 pub use random::OsRandom;
 pub use secret_box::{SecretBox, SecretBoxError};
 pub use signer::{rotate_signing_key, KeyRing, KeyRingError, AUDIENCE};
+pub use totp::RfcTotp;

@@ -3,7 +3,7 @@ use base64::Engine as _;
 use gatehouse_domain::model::{SecretToken, TokenKind};
 use gatehouse_domain::ports::Random;
 use rand::rngs::OsRng;
-use rand::RngCore as _;
+use rand::{Rng as _, RngCore as _};
 use uuid::Uuid;
 
 /// Ids and secrets from the operating system's CSPRNG.
@@ -13,6 +13,19 @@ pub struct OsRandom;
 impl Random for OsRandom {
     fn uuid(&self) -> Uuid {
         Uuid::now_v7()
+    }
+
+    fn recovery_code(&self) -> SecretToken {
+        const ALPHABET: &[u8] = b"abcdefghjkmnpqrstuvwxyz23456789";
+        let mut code = String::with_capacity(11);
+        for i in 0..10 {
+            if i == 5 {
+                code.push('-');
+            }
+            let index = OsRng.gen_range(0..ALPHABET.len());
+            code.push(char::from(ALPHABET[index]));
+        }
+        SecretToken::new(code)
     }
 
     fn secret(&self, kind: TokenKind) -> SecretToken {
@@ -40,6 +53,19 @@ mod tests {
             .secret(TokenKind::WebhookSecret)
             .expose()
             .starts_with("whsec_"));
+    }
+
+    #[test]
+    fn recovery_codes_are_ten_unambiguous_characters() {
+        let code = OsRandom.recovery_code();
+        let code = code.expose();
+        assert_eq!(code.len(), 11);
+        assert_eq!(&code[5..6], "-");
+        assert!(code
+            .chars()
+            .filter(|c| *c != '-')
+            .all(|c| "abcdefghjkmnpqrstuvwxyz23456789".contains(c)));
+        assert_ne!(OsRandom.recovery_code(), OsRandom.recovery_code());
     }
 
     #[test]

@@ -25,9 +25,10 @@ use crate::ports::Ports;
 pub use crate::ports::{
     MockAccountStore, MockApiKeyStore, MockApplicationStore, MockAuthorizationCodeStore,
     MockBrandingStore, MockClock, MockHealthStore, MockMailer, MockMemberStore,
-    MockMembershipStore, MockOrganizationStore, MockPasswordHasher, MockPolicyStore, MockRandom,
-    MockRateLimiter, MockSamlProtocol, MockSamlStore, MockSecretCipher, MockSessionStore,
-    MockSignInAttempts, MockSsoStore, MockTokenSigner, MockWebhookSender, MockWebhookStore,
+    MockMembershipStore, MockMfaStore, MockOrganizationStore, MockPasswordHasher, MockPolicyStore,
+    MockRandom, MockRateLimiter, MockSamlProtocol, MockSamlStore, MockSecretCipher,
+    MockSessionStore, MockSignInAttempts, MockSsoStore, MockTokenSigner, MockTotp, MockWebauthn,
+    MockWebhookSender, MockWebhookStore,
 };
 
 /// What a mocked async port method returns: a boxed future.
@@ -60,6 +61,12 @@ pub struct MockPorts {
     pub branding: MockBrandingStore,
     /// The mock [`SsoStore`](crate::ports::SsoStore).
     pub sso: MockSsoStore,
+    /// The mock [`MfaStore`](crate::ports::MfaStore).
+    pub mfa: MockMfaStore,
+    /// The mock [`Totp`](crate::ports::Totp).
+    pub totp: MockTotp,
+    /// The mock [`Webauthn`](crate::ports::Webauthn).
+    pub webauthn: MockWebauthn,
     /// The mock [`SamlStore`](crate::ports::SamlStore).
     pub saml: MockSamlStore,
     /// The mock [`SamlProtocol`](crate::ports::SamlProtocol).
@@ -105,6 +112,9 @@ impl MockPorts {
             policies: MockPolicyStore::new(),
             branding: MockBrandingStore::new(),
             sso: MockSsoStore::new(),
+            mfa: MockMfaStore::new(),
+            totp: MockTotp::new(),
+            webauthn: MockWebauthn::new(),
             saml: MockSamlStore::new(),
             saml_protocol: MockSamlProtocol::new(),
             applications: MockApplicationStore::new(),
@@ -135,6 +145,9 @@ impl MockPorts {
             policies: Arc::new(self.policies),
             branding: Arc::new(self.branding),
             sso: Arc::new(self.sso),
+            mfa: Arc::new(self.mfa),
+            totp: Arc::new(self.totp),
+            webauthn: Arc::new(self.webauthn),
             saml: Arc::new(self.saml),
             saml_protocol: Arc::new(self.saml_protocol),
             applications: Arc::new(self.applications),

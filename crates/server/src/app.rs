@@ -20,13 +20,14 @@ use gatehouse_store::{Store, StoreOptions};
 use tokio::task::JoinHandle;
 
 use gatehouse_crypto::{
-    rotate_signing_key, Argon2Hasher, KeyRing, OsRandom, SecretBox, SystemClock,
+    rotate_signing_key, Argon2Hasher, KeyRing, OsRandom, RfcTotp, SecretBox, SystemClock,
 };
 use gatehouse_mail::mailer_from_settings;
 use gatehouse_ratelimit::{
     MemoryRateLimiter, MemorySignInAttempts, RedisRateLimiter, RedisSignInAttempts,
 };
 use gatehouse_saml::XmlSecSaml;
+use gatehouse_webauthn::WebauthnRs;
 use gatehouse_worker::{self as worker, WorkerSettings};
 
 use crate::{config::Config, secret_key};
@@ -61,6 +62,7 @@ pub async fn ports(
     clock: Arc<SystemClock>,
     signer: Arc<dyn TokenSigner>,
     cipher: SecretBox,
+    public_url: &str,
 ) -> anyhow::Result<Ports> {
     let sender = HttpsSender::new(SenderConfig {
         timeout: config.webhook_timeout,
@@ -79,6 +81,10 @@ pub async fn ports(
                 Arc::new(MemorySignInAttempts::default()),
             ),
         };
+    let webauthn = WebauthnRs::for_public_url(public_url);
+    if let Some(why) = webauthn.configuration_error() {
+        tracing::warn!("security keys (WebAuthn) are unavailable: {why}");
+    }
     if config.smtp_url.is_none() && config.mail_dir.is_none() {
         tracing::warn!(
             "no GATEHOUSE_SMTP_URL or GATEHOUSE_MAIL_DIR: mail (invitation links included) goes to the log"
@@ -101,6 +107,9 @@ pub async fn ports(
         sso: store.clone(),
         saml: store.clone(),
         saml_protocol: Arc::new(XmlSecSaml::new()),
+        mfa: store.clone(),
+        totp: Arc::new(RfcTotp),
+        webauthn: Arc::new(webauthn),
         applications: store.clone(),
         authorization_codes: store.clone(),
         webhooks: store.clone(),
@@ -169,6 +178,7 @@ impl Application {
             clock,
             keys.clone(),
             secret.secret_box(),
+            &public_url,
         )
         .await?;
         let engine = DeliveryEngine::new(

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use gatehouse_domain::ports::{
     AccountStore, ApiKeyStore, ApplicationStore, AuthorizationCodeStore, BoxError, BrandingStore,
-    HealthStore, MemberStore, MembershipStore, OrganizationStore, PolicyStore, SamlStore,
+    HealthStore, MemberStore, MembershipStore, MfaStore, OrganizationStore, PolicyStore, SamlStore,
     SessionStore, SigningKeyStore, SsoStore, StoreError, WebhookStore,
 };
 
@@ -98,6 +98,7 @@ pub trait Store:
     + BrandingStore
     + SsoStore
     + SamlStore
+    + MfaStore
     + ApplicationStore
     + AuthorizationCodeStore
     + SigningKeyStore

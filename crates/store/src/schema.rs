@@ -307,6 +307,64 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    use diesel::sql_types::*;
+    use super::{Id, Json, Strings, Moment};
+
+    mfa_factors (id) {
+        id -> Id,
+        user_id -> Id,
+        kind -> Text,
+        totp_secret_sealed -> Nullable<Binary>,
+        last_step -> Nullable<BigInt>,
+        credential_id -> Nullable<Text>,
+        passkey -> Nullable<Text>,
+        created_at -> Moment,
+        confirmed_at -> Nullable<Moment>,
+        last_used_at -> Nullable<Moment>,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use super::{Id, Json, Strings, Moment};
+
+    recovery_codes (user_id, code_hash) {
+        user_id -> Id,
+        code_hash -> Text,
+        created_at -> Moment,
+        used_at -> Nullable<Moment>,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use super::{Id, Json, Strings, Moment};
+
+    mfa_logins (token_hash) {
+        token_hash -> Text,
+        user_id -> Id,
+        created_at -> Moment,
+        expires_at -> Moment,
+        failures -> Integer,
+        used_at -> Nullable<Moment>,
+        webauthn_state -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use super::{Id, Json, Strings, Moment};
+
+    webauthn_registrations (id) {
+        id -> Id,
+        user_id -> Id,
+        state -> Text,
+        created_at -> Moment,
+        expires_at -> Moment,
+    }
+}
+
 diesel::joinable!(memberships -> organizations (organization_id));
 diesel::joinable!(invitations -> organizations (organization_id));
 diesel::joinable!(applications -> organizations (organization_id));
@@ -340,5 +398,9 @@ diesel::allow_tables_to_appear_in_same_query!(
     oauth_authorization_codes,
     saml_requests,
     saml_assertions,
-    sso_domains
+    sso_domains,
+    mfa_factors,
+    recovery_codes,
+    mfa_logins,
+    webauthn_registrations
 );

@@ -1,7 +1,10 @@
 //! `/api/v1/auth/*` and the key set.
 
 use actix_web::{web, HttpResponse};
-use gatehouse_domain::model::{Email, FullName};
+use gatehouse_domain::{
+    model::{Email, FullName},
+    service::SignIn,
+};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -96,12 +99,57 @@ impl TokenResponse {
     }
 }
 
-/// Logs in with email and password.
+/// A user with a second factor: the sign-in goes on at `POST /api/v1/auth/mfa/verify`.
+#[derive(Serialize, ToSchema)]
+pub struct MfaRequiredResponse {
+    /// Always `true`.
+    mfa_required: bool,
+    /// Names this sign-in at the second step: five minutes, five wrong factors, one use.
+    #[schema(example = "ghm_…")]
+    mfa_token: String,
+    /// The kinds of the user's second factors (`totp`, `webauthn`); a recovery code works too.
+    methods: Vec<&'static str>,
+    /// The WebAuthn request options (`{"publicKey": {...}}`) when the user has security keys.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    webauthn_options: Option<serde_json::Value>,
+}
+
+/// The login response: the tokens, or the second step a user with MFA still has to pass.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum LoginResponse {
+    /// Signed in.
+    Tokens(TokenResponse),
+    /// A second factor is needed.
+    SecondFactor(MfaRequiredResponse),
+}
+
+impl LoginResponse {
+    pub(crate) fn of(signed_in: SignIn) -> Self {
+        match signed_in {
+            SignIn::Tokens(pair) => Self::Tokens(TokenResponse::bearer(
+                pair.access.access_token,
+                pair.access.expires_in,
+                Some(pair.refresh_token.expose().to_owned()),
+            )),
+            SignIn::SecondFactor(needed) => Self::SecondFactor(MfaRequiredResponse {
+                mfa_required: true,
+                mfa_token: needed.mfa_token.expose().to_owned(),
+                methods: needed.methods.iter().map(|m| m.as_str()).collect(),
+                webauthn_options: needed.webauthn_options,
+            }),
+        }
+    }
+}
+
+/// Logs in with email and password; a user with a second factor gets the second step instead
+/// of tokens.
 #[utoipa::path(
     post, path = "/api/v1/auth/login", tag = "auth",
     request_body = LoginRequest,
     responses(
-        (status = 200, body = TokenResponse),
+        (status = 200, body = LoginResponse),
         (status = 401, body = ErrorBody, description = "Unknown email or wrong password"),
         (status = 403, body = ErrorBody, description = "The password expired under an organization's policy: renew it"),
         (status = 422, body = ValidationErrorBody),
@@ -115,15 +163,10 @@ pub async fn login(
     let email = fields.required("email", body.email, as_is);
     let password = fields.required("password", body.password, as_is);
     let (email, password) = fields.finish(|| Some((email?, password?)))?;
-    let pair = state.auth.login(&email, password).await?;
+    let signed_in = state.auth.login(&email, password).await?;
     Ok(HttpResponse::Ok()
         .insert_header(("Cache-Control", "no-store"))
-        .json(TokenResponse {
-            access_token: pair.access.access_token,
-            token_type: pair.access.token_type,
-            expires_in: pair.access.expires_in,
-            refresh_token: Some(pair.refresh_token.expose().to_owned()),
-        }))
+        .json(LoginResponse::of(signed_in)))
 }
 
 #[derive(Deserialize, ToSchema)]

@@ -9,12 +9,12 @@ use actix_web::{
     web, HttpRequest, HttpResponse,
 };
 use gatehouse_domain::{
-    model::{Branding, ReturnPath, SecretToken, TokenKind},
-    service::{BrowserSession, LoginError},
+    model::{Branding, ReturnPath, SecretToken, TokenKind, TotpCode},
+    service::{BrowserSession, LoginError, SecondFactorProof, SignIn, VerifyError},
 };
 
 use crate::{
-    pages::{login_page, message_page, LoginForm},
+    pages::{login_page, message_page, mfa_page, LoginForm, MfaForm},
     routes::saml,
     state::AppState,
 };
@@ -99,7 +99,15 @@ async fn show(
             return_to,
         },
     );
-    let mut response = html(status, body);
+    with_csrf_cookie(state, html(status, body), &token)
+}
+
+/// The page with the anti-forgery cookie its forms' token must match.
+fn with_csrf_cookie(
+    state: &AppState,
+    mut response: HttpResponse,
+    token: &SecretToken,
+) -> HttpResponse {
     let csrf = cookie(
         CSRF_COOKIE,
         token.expose().to_owned(),
@@ -187,7 +195,17 @@ pub async fn sign_in(
     let email = field(&fields, "email").trim().to_owned();
     let password = field(&fields, "password").to_owned();
     match state.auth.login(&email, password).await {
-        Ok(tokens) => open_page_session(&state, &tokens.refresh_token, &return_to),
+        Ok(SignIn::Tokens(tokens)) => open_page_session(&state, &tokens.refresh_token, &return_to),
+        Ok(SignIn::SecondFactor(needed)) => {
+            show_mfa(
+                &state,
+                StatusCode::OK,
+                &return_to,
+                needed.mfa_token.expose(),
+                None,
+            )
+            .await
+        }
         // The same words whether the email exists or not.
         Err(LoginError::InvalidCredentials) => {
             let message = "The email or password is wrong.";
@@ -239,6 +257,101 @@ pub async fn sign_in(
                 StatusCode::SERVICE_UNAVAILABLE,
                 &return_to,
                 &email,
+                Some(message),
+            )
+            .await
+        }
+    }
+}
+
+/// The second step's page with a fresh anti-forgery token (and its cookie).
+async fn show_mfa(
+    state: &AppState,
+    status: StatusCode,
+    return_to: &str,
+    mfa_token: &str,
+    error: Option<&str>,
+) -> HttpResponse {
+    let look = look_for(state, return_to).await;
+    let token = state.ports.random.secret(TokenKind::Csrf);
+    let body = mfa_page(
+        &look,
+        &MfaForm {
+            mfa_token,
+            error,
+            csrf_token: token.expose(),
+            return_to,
+        },
+    );
+    with_csrf_cookie(state, html(status, body), &token)
+}
+
+/// `POST /login/mfa`: the second step on the hosted pages (csrf_token, return_to, mfa_token,
+/// code: a TOTP code or a recovery code).
+pub async fn verify_second_factor(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    body: web::Bytes,
+) -> HttpResponse {
+    let (fields, return_to) = match checked_form(&req, &state, &body).await {
+        Ok(form) => form,
+        Err(forged) => return forged,
+    };
+    let mfa_token = field(&fields, "mfa_token").to_owned();
+    let code = field(&fields, "code").trim().to_owned();
+    // Six digits are an authenticator app's code; anything else is tried as a recovery code.
+    let proof = if TotpCode::parse(&code).is_some() {
+        SecondFactorProof::Code(code)
+    } else {
+        SecondFactorProof::RecoveryCode(code)
+    };
+    match state.mfa.verify(&mfa_token, proof).await {
+        Ok(tokens) => open_page_session(&state, &tokens.refresh_token, &return_to),
+        Err(VerifyError::WrongFactor) => {
+            let message = "That code is not valid. Try the current one.";
+            show_mfa(
+                &state,
+                StatusCode::UNAUTHORIZED,
+                &return_to,
+                &mfa_token,
+                Some(message),
+            )
+            .await
+        }
+        Err(VerifyError::InvalidToken) => {
+            let message = "Your sign-in took too long or had too many wrong codes. Sign in again.";
+            show(
+                &state,
+                StatusCode::UNAUTHORIZED,
+                &return_to,
+                "",
+                Some(message),
+            )
+            .await
+        }
+        Err(VerifyError::LockedOut(locked)) => {
+            let minutes = (locked.seconds() + 59) / 60;
+            let message = format!(
+                "Too many failed sign-ins for this account. Try again in {minutes} minute{}.",
+                if minutes == 1 { "" } else { "s" }
+            );
+            show(
+                &state,
+                StatusCode::TOO_MANY_REQUESTS,
+                &return_to,
+                "",
+                Some(&message),
+            )
+            .await
+        }
+        Err(error) => {
+            tracing::error!(%error, "the second step on the login page failed");
+            let message = "Signing in is not possible right now. Try again in a moment.";
+            show(
+                &state,
+                StatusCode::SERVICE_UNAVAILABLE,
+                &return_to,
+                "",
                 Some(message),
             )
             .await

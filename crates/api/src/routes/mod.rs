@@ -4,6 +4,7 @@ pub mod auth;
 pub mod health;
 pub mod login;
 pub mod members;
+pub mod mfa;
 pub mod oauth;
 pub mod organizations;
 pub mod policies;

@@ -68,3 +68,7 @@ uuid_id!(
     /// An application (an OAuth client) of an organization.
     ApplicationId
 );
+uuid_id!(
+    /// A user's second factor (an authenticator app's TOTP secret, or a WebAuthn credential).
+    MfaFactorId
+);

@@ -9,6 +9,7 @@ mod event;
 mod ids;
 mod lockout;
 mod member;
+mod mfa;
 mod network;
 mod oauth;
 mod org;
@@ -41,11 +42,17 @@ pub use branding::{
 pub use delivery::{DeliveryState, FailureRun, InvalidDeliveryState, TransitionError};
 pub use email::{Email, EmailError};
 pub use event::{EventCategory, EventType, NewEvent};
-pub use ids::{ApiKeyId, ApplicationId, EventId, InvitationId, OrganizationId, SessionId, UserId};
+pub use ids::{
+    ApiKeyId, ApplicationId, EventId, InvitationId, MfaFactorId, OrganizationId, SessionId, UserId,
+};
 pub use lockout::{AccountKey, FailedSignIns, InvalidLockoutRule, LockoutRule};
 pub use member::{
     InvitableRole, Invitation, Member, MemberFilter, MemberStatus, NewInvitation,
     INVITATION_TTL_DAYS,
+};
+pub use mfa::{
+    normalise_recovery_code, MfaFactor, MfaLogin, TotpCode, TotpSecret, WebauthnRegistration,
+    MFA_MAX_FAILURES, MFA_TOKEN_TTL, RECOVERY_CODES, WEBAUTHN_REGISTRATION_TTL,
 };
 pub use network::{ClientAddress, IpRange, IpRangeError};
 pub use oauth::{

@@ -370,6 +370,8 @@ pub struct EffectivePolicies {
     pub password: PasswordPolicy,
     /// The strictest session policy; `None` when no organization enforces policies.
     pub session: Option<SessionPolicy>,
+    /// Whether an organization enforcing policies requires a second factor.
+    pub mfa_required: bool,
 }
 
 impl EffectivePolicies {
@@ -389,6 +391,7 @@ impl EffectivePolicies {
                     Some(session) => session.strictest(policies.session_policy),
                     None => policies.session_policy,
                 }),
+                mfa_required: acc.mfa_required || policies.mfa_policy.required(),
             })
     }
 }

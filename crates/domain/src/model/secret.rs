@@ -20,6 +20,8 @@ pub enum TokenKind {
     AuthorizationCode,
     /// The anti-forgery token of the hosted login page's forms.
     Csrf,
+    /// The token of a sign-in's second step: `ghm_`.
+    MfaToken,
 }
 
 impl TokenKind {
@@ -33,6 +35,7 @@ impl TokenKind {
             Self::ClientSecret => "ghcs_",
             Self::AuthorizationCode => "ghac_",
             Self::Csrf => "csrf_",
+            Self::MfaToken => "ghm_",
         }
     }
 }

@@ -61,6 +61,10 @@ pub enum AuthMethod {
     /// `ext`: an external identity provider vouched for the user (SAML single sign-on); the
     /// organization that configured it trusts its checks.
     External,
+    /// `otp`: a one-time code, from an authenticator app (TOTP) or a recovery code.
+    Otp,
+    /// `hwk`: a proof of possession of a hardware-secured key (WebAuthn).
+    HardwareKey,
 }
 
 impl AuthMethod {
@@ -69,6 +73,8 @@ impl AuthMethod {
         match self {
             Self::Password => "pwd",
             Self::External => "ext",
+            Self::Otp => "otp",
+            Self::HardwareKey => "hwk",
         }
     }
 
@@ -77,6 +83,8 @@ impl AuthMethod {
         match raw {
             "pwd" => Some(Self::Password),
             "ext" => Some(Self::External),
+            "otp" => Some(Self::Otp),
+            "hwk" => Some(Self::HardwareKey),
             _ => None,
         }
     }
@@ -96,6 +104,19 @@ impl Amr {
     /// A sign-in through an external identity provider (SAML): `["ext"]`.
     pub fn external() -> Self {
         Self(vec![AuthMethod::External])
+    }
+
+    /// The same sign-in, completed by `method` as well (nothing changes if it was used).
+    pub fn and(mut self, method: AuthMethod) -> Self {
+        if !self.0.contains(&method) {
+            self.0.push(method);
+        }
+        self
+    }
+
+    /// Whether the sign-in used a second factor: a one-time code or a hardware key.
+    pub fn has_second_factor(&self) -> bool {
+        self.includes(AuthMethod::Otp) || self.includes(AuthMethod::HardwareKey)
     }
 
     /// The methods, in the order they were used.
@@ -149,12 +170,17 @@ mod tests {
 
     #[test]
     fn amr_is_kept_and_read_back_as_rfc_8176_values() {
-        for amr in [Amr::password(), Amr::external()] {
+        let otp = Amr::password().and(AuthMethod::Otp);
+        assert_eq!(otp.claim(), ["pwd", "otp"]);
+        assert_eq!(otp.clone().and(AuthMethod::Otp), otp, "each method once");
+        assert!(otp.has_second_factor() && !Amr::password().has_second_factor());
+        let key = Amr::password().and(AuthMethod::HardwareKey);
+        for amr in [Amr::password(), Amr::external(), otp, key] {
             assert_eq!(Amr::from_stored(&amr.stored()), Some(amr.clone()));
         }
         assert_eq!(Amr::password().claim(), ["pwd"]);
         assert_eq!(Amr::external().claim(), ["ext"]);
-        for bad in ["", "pwd pwd", "otp", "pwd ", "PWD"] {
+        for bad in ["", "pwd pwd", "sms", "pwd ", "PWD"] {
             assert_eq!(Amr::from_stored(bad), None, "{bad:?}");
         }
     }

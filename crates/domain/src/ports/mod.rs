@@ -10,12 +10,13 @@
 //! Ports are object safe (`async_trait`) because the backend is picked at run time from
 //! `GATEHOUSE_DATABASE_URL`; the services hold them as `Arc<dyn Port>`.
 //!
-//! By area: [`identity`], [`organizations`], [`sso`], [`oauth`], [`webhooks`], [`platform`]; every port
+//! By area: [`identity`], [`mfa`], [`organizations`], [`sso`], [`oauth`], [`webhooks`], [`platform`]; every port
 //! is also re-exported here.
 
 use std::sync::Arc;
 
 pub mod identity;
+pub mod mfa;
 pub mod oauth;
 pub mod organizations;
 pub mod platform;
@@ -23,6 +24,7 @@ pub mod sso;
 pub mod webhooks;
 
 pub use identity::*;
+pub use mfa::*;
 pub use oauth::*;
 pub use organizations::*;
 pub use platform::*;
@@ -73,6 +75,12 @@ pub struct Ports {
     pub branding: Arc<dyn BrandingStore>,
     /// The [`SsoStore`].
     pub sso: Arc<dyn SsoStore>,
+    /// The [`MfaStore`].
+    pub mfa: Arc<dyn MfaStore>,
+    /// The [`Totp`].
+    pub totp: Arc<dyn Totp>,
+    /// The [`Webauthn`].
+    pub webauthn: Arc<dyn Webauthn>,
     /// The [`SamlStore`].
     pub saml: Arc<dyn SamlStore>,
     /// The [`SamlProtocol`].

@@ -30,6 +30,9 @@ pub trait Random: Send + Sync + 'static {
     fn uuid(&self) -> Uuid;
     /// A fresh 256-bit secret with the kind's prefix.
     fn secret(&self, kind: TokenKind) -> SecretToken;
+    /// A fresh recovery code, short enough to type from paper: ten characters of an alphabet
+    /// without look-alikes (no `0`, `1`, `i`, `l`, `o`), as `xxxxx-xxxxx`; about 49 bits.
+    fn recovery_code(&self) -> SecretToken;
 }
 
 /// The outcome of counting one request against a rate limit.

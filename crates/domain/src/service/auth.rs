@@ -8,10 +8,11 @@ use super::{event, payloads, Principal};
 use crate::{
     model::{
         AccountKey, Amr, ApplicationId, AuthMethod, ClientGrant, EffectivePolicies, Email,
-        EventType, FullName, LockoutRule, NewEvent, NewOrganization, NewPassword, NewSession,
-        NewUser, Organization, OrganizationId, OrganizationName, OrganizationSettings,
-        OrganizationType, PasswordError, PasswordHash, PasswordPolicy, Plan, SecretToken,
-        SessionId, Slug, TokenHash, TokenKind, User, UserCredentials, UserId,
+        EventType, FullName, LockoutRule, MfaFactor, MfaLogin, MfaMethod, NewEvent,
+        NewOrganization, NewPassword, NewSession, NewUser, Organization, OrganizationId,
+        OrganizationName, OrganizationSettings, OrganizationType, PasswordError, PasswordHash,
+        PasswordPolicy, Plan, SecretToken, SessionId, Slug, TokenHash, TokenKind, User,
+        UserCredentials, UserId, MFA_TOKEN_TTL,
     },
     ports::{service_ports, AccessClaims, BoxError, HashError, NewAccount, StoreError, TokenError},
 };
@@ -157,9 +158,48 @@ impl LockedOut {
     }
 }
 
+/// What a right password leads to.
+#[derive(Debug)]
+pub enum SignIn {
+    /// No second factor: the session is open.
+    Tokens(TokenPair),
+    /// The user has a second factor: the sign-in goes on at `POST /auth/mfa/verify`.
+    SecondFactor(SecondFactorNeeded),
+}
+
+impl SignIn {
+    /// The tokens, when no second step is needed.
+    pub fn into_tokens(self) -> Option<TokenPair> {
+        match self {
+            Self::Tokens(pair) => Some(pair),
+            Self::SecondFactor(_) => None,
+        }
+    }
+}
+
+/// The second step a sign-in waits for.
+#[derive(Clone, PartialEq)]
+pub struct SecondFactorNeeded {
+    /// The token that names this sign-in at the second step (`ghm_…`): five minutes, five
+    /// wrong factors, one use. Shown once, stored as its SHA-256.
+    pub mfa_token: SecretToken,
+    /// The kinds of the user's confirmed factors (recovery codes always work too).
+    pub methods: Vec<MfaMethod>,
+    /// The WebAuthn request options for the user's keys, when they have any.
+    pub webauthn_options: Option<serde_json::Value>,
+}
+
+impl std::fmt::Debug for SecondFactorNeeded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SecondFactorNeeded")
+            .field("methods", &self.methods)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Why a password could not be checked.
 #[derive(Debug, thiserror::Error)]
-enum CheckError {
+pub(crate) enum CheckError {
     #[error(transparent)]
     LockedOut(LockedOut),
     #[error(transparent)]
@@ -295,7 +335,7 @@ impl From<TokenError> for RefreshError {
 
 service_ports! {
     /// The ports [`AuthService`] uses.
-    pub struct AuthPorts { accounts: AccountStore, sessions: SessionStore, policies: PolicyStore, sign_in_attempts: SignInAttempts, hasher: PasswordHasher, signer: TokenSigner, clock: Clock, random: Random }
+    pub struct AuthPorts { accounts: AccountStore, sessions: SessionStore, policies: PolicyStore, sign_in_attempts: SignInAttempts, hasher: PasswordHasher, signer: TokenSigner, mfa: MfaStore, webauthn: Webauthn, clock: Clock, random: Random }
 }
 
 /// The account use cases.
@@ -435,16 +475,28 @@ impl AuthService {
         }
     }
 
-    /// Checks the password and opens a session: an access token and a refresh token.
-    pub async fn login(&self, email: &str, password: String) -> Result<TokenPair, LoginError> {
+    /// Checks the password and opens a session (an access token and a refresh token), or, for a
+    /// user with a confirmed second factor, starts the second step instead.
+    pub async fn login(&self, email: &str, password: String) -> Result<SignIn, LoginError> {
         // An email that does not parse cannot have an account; it still costs a verification.
         let credentials = match Email::parse(email) {
             Ok(email) => self.ports.accounts.credentials_by_email(&email).await?,
             Err(_) => None,
         };
+        let factors = match &credentials {
+            Some(credentials) => self.confirmed_factors(credentials.user.id).await?,
+            None => Vec::new(),
+        };
         let hash = credentials.as_ref().and_then(|c| c.password_hash.clone());
+        // With a second step to come, a right password does not clear the failed sign-ins:
+        // only the whole sign-in does.
         let matches = self
-            .check_password(&AccountKey::for_email(email), password, hash)
+            .check_password(
+                &AccountKey::for_email(email),
+                password,
+                hash,
+                factors.is_empty(),
+            )
             .await?;
         let credentials = match credentials {
             Some(credentials) if matches => credentials,
@@ -458,6 +510,11 @@ impl AuthService {
         {
             return Err(LoginError::PasswordExpired);
         }
+        if !factors.is_empty() {
+            return Ok(SignIn::SecondFactor(
+                self.second_step(credentials.user.id, &factors, now).await?,
+            ));
+        }
         let opening = self.opening(credentials.user, policies, None, Amr::password(), now);
         self.ports
             .sessions
@@ -467,7 +524,72 @@ impl AuthService {
                 opening.keep_at_most,
             )
             .await?;
-        Ok(self.tokens_for(opening).await?)
+        Ok(SignIn::Tokens(self.tokens_for(opening).await?))
+    }
+
+    /// The user's confirmed second factors.
+    async fn confirmed_factors(&self, user_id: UserId) -> Result<Vec<MfaFactor>, StoreError> {
+        let mut factors = self.ports.mfa.mfa_factors(user_id).await?;
+        factors.retain(|factor| factor.confirmed_at.is_some());
+        Ok(factors)
+    }
+
+    /// Starts the second step of a sign-in: a fresh `mfa_token`, and, when the user has
+    /// security keys, the WebAuthn ceremony for them.
+    async fn second_step(
+        &self,
+        user_id: UserId,
+        factors: &[MfaFactor],
+        now: OffsetDateTime,
+    ) -> Result<SecondFactorNeeded, LoginError> {
+        let mut methods: Vec<MfaMethod> = Vec::new();
+        for factor in factors {
+            if !methods.contains(&factor.kind) {
+                methods.push(factor.kind);
+            }
+        }
+        let ceremony = if methods.contains(&MfaMethod::Webauthn) {
+            let keys: Vec<_> = self
+                .ports
+                .mfa
+                .webauthn_factors(user_id)
+                .await?
+                .into_iter()
+                .filter(|key| key.factor.confirmed_at.is_some())
+                .map(|key| key.passkey)
+                .collect();
+            Some(
+                self.ports
+                    .webauthn
+                    .start_authentication(&keys)
+                    .map_err(|e| LoginError::Internal(Box::new(e)))?,
+            )
+        } else {
+            None
+        };
+        let token = self.ports.random.secret(TokenKind::MfaToken);
+        let (options, state) = match ceremony {
+            Some(ceremony) => (Some(ceremony.options), Some(ceremony.state)),
+            None => (None, None),
+        };
+        self.ports
+            .mfa
+            .create_mfa_login(
+                token.hash(),
+                MfaLogin {
+                    user_id,
+                    created_at: now,
+                    expires_at: now + MFA_TOKEN_TTL,
+                    failures: 0,
+                    webauthn_state: state,
+                },
+            )
+            .await?;
+        Ok(SecondFactorNeeded {
+            mfa_token: token,
+            methods,
+            webauthn_options: options,
+        })
     }
 
     /// The session a sign-in opens for the user under their policies (and, through OAuth, for
@@ -690,7 +812,7 @@ impl AuthService {
         };
         let Some(credentials) = credentials else {
             // The same work and counting as a wrong password: nothing reveals the account.
-            self.check_password(&AccountKey::for_email(email), current_password, None)
+            self.check_password(&AccountKey::for_email(email), current_password, None, true)
                 .await?;
             return Err(ChangePasswordError::InvalidCredentials);
         };
@@ -720,7 +842,7 @@ impl AuthService {
         let unchanged = new_password.expose() == current_password;
         let account = AccountKey::for_email(credentials.user.email.as_ref());
         let matches = self
-            .check_password(&account, current_password, credentials.password_hash)
+            .check_password(&account, current_password, credentials.password_hash, true)
             .await?;
         if !matches {
             return Err(ChangePasswordError::WrongPassword);
@@ -775,11 +897,14 @@ impl AuthService {
     /// the email names no account: the same work and the same counting, so that neither the
     /// answer nor its timing tells the two apart. A password longer than any that can be set
     /// is wrong without hashing it.
-    async fn check_password(
+    /// Checks a password under the lockout rule: a wrong one counts a failure for the account,
+    /// a right one clears its count when `clear` (not when a second step is still to come).
+    pub(crate) async fn check_password(
         &self,
         account: &AccountKey,
         password: String,
         hash: Option<PasswordHash>,
+        clear: bool,
     ) -> Result<bool, CheckError> {
         let attempts = &self.ports.sign_in_attempts;
         let now = self.ports.clock.now();
@@ -802,7 +927,11 @@ impl AuthService {
                 .map_err(CheckError::Hasher)?
         };
         let counted = if matches && hash.is_some() {
-            attempts.clear(account).await
+            if clear {
+                attempts.clear(account).await
+            } else {
+                Ok(())
+            }
         } else {
             attempts
                 .record_failure(account, now, &LockoutRule::DEFAULT)

@@ -66,6 +66,7 @@ impl Mocks {
 
 fn login(mocks: Mocks, email: &str, password: &str) -> Result<super::TokenPair, LoginError> {
     block_on(mocks.auth().login(email, password.to_owned()))
+        .map(|signed_in| signed_in.into_tokens().expect("no second factor"))
 }
 
 #[test]

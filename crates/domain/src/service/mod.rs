@@ -5,6 +5,7 @@ mod api_keys;
 mod applications;
 mod auth;
 mod members;
+mod mfa;
 mod oauth;
 mod organizations;
 mod payloads;
@@ -24,10 +25,14 @@ pub use applications::{
 };
 pub use auth::{
     AccessToken, AuthPorts, AuthService, AuthSettings, BrowserSession, ChangePasswordError,
-    LockedOut, LoginError, ProfileChange, RefreshError, RegisterError, Registered, TokenPair,
-    UpdateProfileError,
+    LockedOut, LoginError, ProfileChange, RefreshError, RegisterError, Registered,
+    SecondFactorNeeded, SignIn, TokenPair, UpdateProfileError,
 };
 pub use members::{MemberError, MemberPorts, MemberService, Removed, RoleChanged};
+pub use mfa::{
+    Confirmed, MfaError, MfaOverview, MfaPorts, MfaService, SecondFactorProof, TotpEnrolment,
+    VerifyError, WebauthnRegistrationStart, MAX_FACTORS, TOTP_ISSUER,
+};
 pub use oauth::{
     Authorization, AuthorizeError, AuthorizeRequest, ClientCredentials, OAuthPorts, OAuthService,
     OAuthTokens, TokenEndpointError, TokenGrant,
@@ -81,6 +86,8 @@ pub(crate) fn event(
 mod application_tests;
 #[cfg(test)]
 mod lockout_tests;
+#[cfg(test)]
+mod mfa_tests;
 #[cfg(test)]
 mod oauth_tests;
 #[cfg(test)]

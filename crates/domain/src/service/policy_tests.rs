@@ -242,7 +242,10 @@ fn login_under_a_session_policy_bounds_the_session_the_token_and_the_session_cou
         });
     let signed = mocks.signer_signs();
 
-    let pair = block_on(mocks.auth().login(ADA_EMAIL, ADA_PASSWORD.to_owned())).unwrap();
+    let pair = block_on(mocks.auth().login(ADA_EMAIL, ADA_PASSWORD.to_owned()))
+        .unwrap()
+        .into_tokens()
+        .unwrap();
     let (session, keep_at_most) = created.only();
 
     assert_eq!(session.expires_at, now() + Duration::hours(8));
@@ -271,7 +274,10 @@ fn policies_of_an_organization_whose_plan_lapsed_are_not_enforced() {
         .returning(|_, _, _| ready(Ok(())));
     mocks.signer_signs();
 
-    let pair = block_on(mocks.auth().login(ADA_EMAIL, ADA_PASSWORD.to_owned())).unwrap();
+    let pair = block_on(mocks.auth().login(ADA_EMAIL, ADA_PASSWORD.to_owned()))
+        .unwrap()
+        .into_tokens()
+        .unwrap();
 
     assert_eq!(pair.access.expires_in, 3600);
 }

@@ -241,11 +241,21 @@ impl Mocks {
             issued += 1;
             Uuid::from_u128((0xf000_0000 << 96) | issued)
         });
+        let mut codes: u32 = 0;
+        mocks.random.expect_recovery_code().returning(move || {
+            codes += 1;
+            SecretToken::new(format!("code{codes:01}-xxxxx"))
+        });
         mocks
             .random
             .expect_secret()
             .returning(|kind| SecretToken::new(secret_of(kind)));
         mocks.policies = no_policies();
+        // Nobody has a second factor unless a test says so (replace `mocks.mfa` to say so).
+        mocks
+            .mfa
+            .expect_mfa_factors()
+            .returning(|_| ready(Ok(Vec::new())));
         mocks.sign_in_attempts = no_failed_sign_ins();
         Self(mocks)
     }
@@ -533,6 +543,7 @@ fn register_events_carry_no_password_or_hash() {
 
 fn login(mocks: Mocks, email: &str, password: &str) -> Result<super::TokenPair, LoginError> {
     block_on(mocks.auth().login(email, password.to_owned()))
+        .map(|signed_in| signed_in.into_tokens().expect("no second factor"))
 }
 
 #[test]

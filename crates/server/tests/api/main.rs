@@ -11,6 +11,7 @@ mod errors;
 mod health;
 mod limits;
 mod members;
+mod mfa;
 mod oauth;
 mod organizations;
 mod permissions;

@@ -12,6 +12,7 @@ mod branding_sso;
 mod keys;
 mod members;
 mod memberships;
+mod mfa;
 mod oauth;
 mod organizations;
 mod policies;
