@@ -124,6 +124,10 @@ pub enum ApiError {
     LockedOut(LockedOut),
     #[error("the service is temporarily unavailable")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// `503` for a feature this server's configuration leaves out; the detail says which
+    /// setting.
+    #[error("{0}")]
+    NotAvailable(String),
     #[error("internal error")]
     Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
@@ -145,7 +149,7 @@ impl ResponseError for ApiError {
             Self::Unprocessable(_) | Self::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::LockedOut(_) => StatusCode::TOO_MANY_REQUESTS,
-            Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Unavailable(_) | Self::NotAvailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -280,6 +284,7 @@ impl From<MfaError> for ApiError {
             | MfaError::TooMany
             | MfaError::KeyTaken => Self::Conflict(error.to_string()),
             MfaError::LockedOut(locked) => Self::LockedOut(locked),
+            MfaError::WebauthnUnavailable(detail) => Self::NotAvailable(detail),
             MfaError::UserGone => Self::Unauthorized(error.to_string()),
             MfaError::Store(e) => e.into(),
             MfaError::Internal(_) => Self::Internal(Box::new(error)),
@@ -323,7 +328,9 @@ impl From<OrgAccessError> for ApiError {
     fn from(error: OrgAccessError) -> Self {
         match error {
             OrgAccessError::NotFound => Self::NotFound(error.to_string()),
-            OrgAccessError::AddressNotAllowed(_) => Self::Forbidden(error.to_string()),
+            OrgAccessError::AddressNotAllowed(_) | OrgAccessError::MfaRequired => {
+                Self::Forbidden(error.to_string())
+            }
             OrgAccessError::Store(e) => e.into(),
         }
     }

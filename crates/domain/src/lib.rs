@@ -29,7 +29,9 @@
 //!
 //! ```
 //! use gatehouse_domain::mock::{ready, MockPorts};
-//! use gatehouse_domain::model::{EventType, OrganizationName, OrganizationType, Plan, Slug, UserId};
+//! use gatehouse_domain::model::{
+//!     Amr, EventType, OrganizationName, OrganizationType, Plan, Slug, UserId,
+//! };
 //! use gatehouse_domain::service::{OrganizationService, Principal};
 //! use time::macros::datetime;
 //! use uuid::Uuid;
@@ -51,7 +53,11 @@
 //!     .returning(|_, _, _| ready(Ok(())));
 //!
 //! let organizations = OrganizationService::new((&mocks.into_ports()).into());
-//! let caller = Principal::User { user_id: ada, session_id: Uuid::from_u128(1).into() };
+//! let caller = Principal::User {
+//!     user_id: ada,
+//!     session_id: Uuid::from_u128(1).into(),
+//!     amr: Amr::password(),
+//! };
 //! let created = futures::executor::block_on(organizations.create(
 //!     &caller,
 //!     OrganizationName::parse("Acme").unwrap(),

@@ -228,6 +228,7 @@ diesel::table! {
         organization_id -> Id,
         document -> Json,
         updated_at -> Moment,
+        mfa_required_since -> Nullable<Moment>,
     }
 }
 

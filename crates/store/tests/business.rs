@@ -210,26 +210,26 @@ on_both_backends! {
         let first_at = now();
         let saved = db
             .store
-            .save_policies(acme, strict_policies(), first_at, updated(acme))
+            .save_policies(acme, strict_policies(), Some(first_at), first_at, updated(acme))
             .await
             .unwrap();
         assert!(saved);
         assert_eq!(
             db.store.policies(acme).await.unwrap(),
-            Some(SavedPolicies { policies: strict_policies(), updated_at: first_at })
+            Some(SavedPolicies { policies: strict_policies(), updated_at: first_at, mfa_required_since: Some(first_at) })
         );
         assert_eq!(events(&db).await, before + 1, "one event per save");
 
         let second_at = first_at + Duration::minutes(5);
         let saved = db
             .store
-            .save_policies(acme, other_policies(), second_at, updated(acme))
+            .save_policies(acme, other_policies(), None, second_at, updated(acme))
             .await
             .unwrap();
         assert!(saved);
         assert_eq!(
             db.store.policies(acme).await.unwrap(),
-            Some(SavedPolicies { policies: other_policies(), updated_at: second_at })
+            Some(SavedPolicies { policies: other_policies(), updated_at: second_at, mfa_required_since: None })
         );
         assert_eq!(events(&db).await, before + 2, "one event per save");
         assert_eq!(
@@ -248,28 +248,28 @@ on_both_backends! {
         let (ada, _) = registered(&db, "ada@example.com").await;
         let acme = db.team(ada, "acme", Plan::Business).await;
         let at = now();
-        assert!(db.store.save_policies(acme, strict_policies(), at, updated(acme)).await.unwrap());
+        assert!(db.store.save_policies(acme, strict_policies(), None, at, updated(acme)).await.unwrap());
         delete(&db, acme, at + Duration::seconds(1)).await;
         let before = events(&db).await;
 
         let later = at + Duration::minutes(1);
         let saved = db
             .store
-            .save_policies(acme, other_policies(), later, updated(acme))
+            .save_policies(acme, other_policies(), None, later, updated(acme))
             .await
             .unwrap();
         assert!(!saved, "a soft-deleted organization saves nothing");
         assert_eq!(events(&db).await, before, "and records nothing");
         assert_eq!(
             db.store.policies(acme).await.unwrap(),
-            Some(SavedPolicies { policies: strict_policies(), updated_at: at }),
+            Some(SavedPolicies { policies: strict_policies(), updated_at: at, mfa_required_since: None }),
             "the policies saved before are unchanged"
         );
 
         let unknown = OrganizationId::from_uuid(Uuid::now_v7());
         let saved = db
             .store
-            .save_policies(unknown, other_policies(), later, updated(unknown))
+            .save_policies(unknown, other_policies(), None, later, updated(unknown))
             .await
             .unwrap();
         assert!(!saved);
@@ -284,9 +284,9 @@ on_both_backends! {
 
         // Ada's: a team on Business with saved policies, and a deleted one with policies too.
         let acme = db.team(ada, "acme", Plan::Business).await;
-        assert!(db.store.save_policies(acme, strict_policies(), at, updated(acme)).await.unwrap());
+        assert!(db.store.save_policies(acme, strict_policies(), None, at, updated(acme)).await.unwrap());
         let gone = db.team(ada, "gone", Plan::Pro).await;
-        assert!(db.store.save_policies(gone, other_policies(), at, updated(gone)).await.unwrap());
+        assert!(db.store.save_policies(gone, other_policies(), None, at, updated(gone)).await.unwrap());
         delete(&db, gone, at).await;
 
         // Bob's: one Ada joins, and one she is only invited to.
@@ -306,7 +306,7 @@ on_both_backends! {
         let pending = db.team(bob, "pending", Plan::Business).await;
         assert!(db
             .store
-            .save_policies(pending, other_policies(), at, updated(pending))
+            .save_policies(pending, other_policies(), None, at, updated(pending))
             .await
             .unwrap());
         invite(&db, pending, "ada@example.com", bob, at).await;
@@ -340,7 +340,7 @@ on_both_backends! {
 
         // Counted: a pending invitation to a team with policies, and to one without.
         let open = db.team(bob, "open", Plan::Business).await;
-        assert!(db.store.save_policies(open, strict_policies(), t0, updated(open)).await.unwrap());
+        assert!(db.store.save_policies(open, strict_policies(), None, t0, updated(open)).await.unwrap());
         invite(&db, open, "ada@example.com", bob, t0).await;
         let plain = db.team(bob, "plain", Plan::Pro).await;
         invite(&db, plain, "ada@example.com", bob, t0).await;
@@ -349,7 +349,7 @@ on_both_backends! {
         let mut not_counted = Vec::new();
         for slug in ["expired", "revoked", "accepted", "deleted", "elsewhere"] {
             let org = db.team(bob, slug, Plan::Enterprise).await;
-            assert!(db.store.save_policies(org, other_policies(), t0, updated(org)).await.unwrap());
+            assert!(db.store.save_policies(org, other_policies(), None, t0, updated(org)).await.unwrap());
             not_counted.push(org);
         }
         invite(&db, not_counted[0], "ada@example.com", bob, t0 - Duration::days(8)).await;
@@ -771,7 +771,7 @@ on_both_backends! {
         let acme = db.team(ada, "acme", Plan::Business).await;
         let at = now();
         for org in [acme, workspace] {
-            let saved = db.store.save_policies(org, strict_policies(), at, updated(org)).await;
+            let saved = db.store.save_policies(org, strict_policies(), None, at, updated(org)).await;
             assert!(saved.unwrap());
             assert!(db.store.save_branding(org, full_branding(), at, updated(org)).await.unwrap());
             let config = sso_configuration(org, at);

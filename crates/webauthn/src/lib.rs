@@ -27,8 +27,8 @@
 //! IP address (`http://127.0.0.1:8080`: browsers refuse an IP address as an RP id), plain
 //! `http://` on another host (browsers offer WebAuthn to secure contexts only) or a URL that
 //! does not parse leaves WebAuthn unavailable: the constructor still succeeds (the rest of the
-//! service runs), every ceremony answers [`WebauthnError::Failed`] saying that WebAuthn needs a
-//! public URL whose host is a domain name, and [`WebauthnRs::configuration_error`] says so at
+//! service runs), every ceremony answers [`WebauthnError::Unavailable`] saying that WebAuthn
+//! needs a public URL whose host is a domain name, and [`WebauthnRs::configuration_error`] says so at
 //! start-up.
 //!
 //! # What is exchanged
@@ -234,7 +234,7 @@ impl WebauthnRs {
     fn relying_party(&self) -> Result<&RelyingParty, WebauthnError> {
         self.relying_party
             .as_ref()
-            .map_err(|unconfigured| failed(unconfigured.clone()))
+            .map_err(|unconfigured| WebauthnError::Unavailable(unconfigured.to_string()))
     }
 }
 

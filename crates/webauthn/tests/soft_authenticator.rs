@@ -112,6 +112,13 @@ fn refused<T: std::fmt::Debug>(result: Result<T, WebauthnError>) -> String {
     }
 }
 
+fn unavailable<T: std::fmt::Debug>(result: Result<T, WebauthnError>) -> String {
+    match result {
+        Err(WebauthnError::Unavailable(reason)) => reason,
+        other => panic!("expected WebAuthn to be unavailable, got {other:?}"),
+    }
+}
+
 fn failure<T: std::fmt::Debug>(result: Result<T, WebauthnError>) -> String {
     match result {
         Err(WebauthnError::Failed(source)) => source.to_string(),
@@ -366,7 +373,7 @@ fn localhost_over_http_on_any_port_is_a_relying_party() {
 }
 
 #[test]
-fn an_ip_address_leaves_every_ceremony_failing_with_the_reason() {
+fn an_ip_address_leaves_every_ceremony_unavailable_with_the_reason() {
     let rp = WebauthnRs::for_public_url("http://127.0.0.1:8080");
     let expected = "WebAuthn needs a public URL whose host is a domain name (localhost included)";
     let stored = StoredPasskey {
@@ -374,10 +381,10 @@ fn an_ip_address_leaves_every_ceremony_failing_with_the_reason() {
         passkey: "{}".to_owned(),
     };
     for message in [
-        failure(rp.start_registration(&user(), &[])),
-        failure(rp.finish_registration(&json!({}), "{}")),
-        failure(rp.start_authentication(std::slice::from_ref(&stored))),
-        failure(rp.finish_authentication(&json!({}), "{}", std::slice::from_ref(&stored))),
+        unavailable(rp.start_registration(&user(), &[])),
+        unavailable(rp.finish_registration(&json!({}), "{}")),
+        unavailable(rp.start_authentication(std::slice::from_ref(&stored))),
+        unavailable(rp.finish_authentication(&json!({}), "{}", std::slice::from_ref(&stored))),
     ] {
         assert!(message.starts_with(expected), "{message}");
         assert!(message.contains("127.0.0.1"), "{message}");

@@ -178,6 +178,7 @@ pub struct WebauthnStartResponse {
         (status = 200, body = WebauthnStartResponse),
         (status = 401, body = ErrorBody),
         (status = 409, body = ErrorBody, description = "The user holds the most second factors allowed"),
+        (status = 503, body = ErrorBody, description = "Security keys are unavailable: GATEHOUSE_PUBLIC_URL's host is not a domain name"),
     )
 )]
 pub async fn start_webauthn(
@@ -219,6 +220,7 @@ pub struct WebauthnRegisteredResponse {
         (status = 404, body = ErrorBody, description = "No such registration under way (or it expired)"),
         (status = 409, body = ErrorBody, description = "The key is registered already"),
         (status = 422, body = ValidationErrorBody, description = "The answer does not verify"),
+        (status = 503, body = ErrorBody, description = "Security keys are unavailable: GATEHOUSE_PUBLIC_URL's host is not a domain name"),
     )
 )]
 pub async fn finish_webauthn(

@@ -293,6 +293,9 @@ pub struct Membership {
     pub role: Role,
     /// The organization's plan, which decides its features.
     pub plan: Plan,
+    /// When the user joined (what an MFA requirement's grace period counts from, at the
+    /// latest).
+    pub joined_at: OffsetDateTime,
 }
 
 #[cfg(test)]

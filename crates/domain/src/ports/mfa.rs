@@ -84,6 +84,10 @@ pub enum WebauthnError {
     /// The browser's answer is malformed, for another challenge or origin, or does not verify.
     #[error("the WebAuthn answer was refused: {0}")]
     Refused(String),
+    /// This server cannot be a WebAuthn relying party (its public URL's host is an IP address,
+    /// say): a matter of configuration, which the message names.
+    #[error("security keys are unavailable on this server: {0}")]
+    Unavailable(String),
     /// The adapter failed (a stored state or credential it cannot read, say).
     #[error("WebAuthn failed")]
     Failed(#[source] BoxError),

@@ -100,6 +100,9 @@ pub struct SavedPolicies {
     pub policies: OrganizationPolicies,
     /// When they were last saved.
     pub updated_at: OffsetDateTime,
+    /// Since when `mfa_policy.required` has been on (the save that turned it on); `None` while
+    /// it is off. A member's grace period counts from here, or from when they joined.
+    pub mfa_required_since: Option<OffsetDateTime>,
 }
 
 /// An organization's plan and its saved policies (`None` when it never saved any): what
@@ -113,12 +116,13 @@ pub trait PolicyStore: Send + Sync + 'static {
     /// The organization's saved policies, `None` when it never saved any.
     async fn policies(&self, id: OrganizationId) -> Result<Option<SavedPolicies>, StoreError>;
 
-    /// Replaces the policies of a live organization and records the event. Returns false when
-    /// the organization is not live.
+    /// Replaces the policies of a live organization (with since when MFA has been required)
+    /// and records the event. Returns false when the organization is not live.
     async fn save_policies(
         &self,
         id: OrganizationId,
         policies: OrganizationPolicies,
+        mfa_required_since: Option<OffsetDateTime>,
         at: OffsetDateTime,
         event: NewEvent,
     ) -> Result<bool, StoreError>;

@@ -14,7 +14,10 @@ use crate::{
         PasswordPolicy, Plan, SecretToken, SessionId, Slug, TokenHash, TokenKind, User,
         UserCredentials, UserId, MFA_TOKEN_TTL,
     },
-    ports::{service_ports, AccessClaims, BoxError, HashError, NewAccount, StoreError, TokenError},
+    ports::{
+        service_ports, AccessClaims, BoxError, HashError, NewAccount, StoreError, TokenError,
+        WebauthnError,
+    },
 };
 
 /// A session about to open (see [`AuthService::opening`]).
@@ -120,6 +123,7 @@ impl BrowserSession {
         Principal::User {
             user_id: self.user_id,
             session_id: self.session_id,
+            amr: self.amr.clone(),
         }
     }
 }
@@ -558,12 +562,15 @@ impl AuthService {
                 .filter(|key| key.factor.confirmed_at.is_some())
                 .map(|key| key.passkey)
                 .collect();
-            Some(
-                self.ports
-                    .webauthn
-                    .start_authentication(&keys)
-                    .map_err(|e| LoginError::Internal(Box::new(e)))?,
-            )
+            match self.ports.webauthn.start_authentication(&keys) {
+                Ok(ceremony) => Some(ceremony),
+                // Keys registered before the public URL changed: codes still work.
+                Err(error @ WebauthnError::Unavailable(_)) => {
+                    tracing::warn!(%error, "a user's security keys cannot be offered");
+                    None
+                }
+                Err(error) => return Err(LoginError::Internal(Box::new(error))),
+            }
         } else {
             None
         };

@@ -138,6 +138,9 @@ pub enum MfaError {
     /// The browser's WebAuthn answer was refused.
     #[error("{0}")]
     WebauthnRefused(String),
+    /// The server cannot do WebAuthn (its public URL); the message says why.
+    #[error("{0}")]
+    WebauthnUnavailable(String),
     /// The user is gone.
     #[error("the user no longer exists")]
     UserGone,
@@ -649,7 +652,7 @@ impl MfaService {
                         tracing::info!(%reason, "a WebAuthn assertion was refused");
                         return Ok(None);
                     }
-                    Err(error @ WebauthnError::Failed(_)) => {
+                    Err(error @ (WebauthnError::Failed(_) | WebauthnError::Unavailable(_))) => {
                         return Err(VerifyError::Internal(Box::new(error)))
                     }
                 };
@@ -693,6 +696,9 @@ impl MfaService {
 fn webauthn_error(error: WebauthnError) -> MfaError {
     match error {
         WebauthnError::Refused(reason) => MfaError::WebauthnRefused(reason),
+        unavailable @ WebauthnError::Unavailable(_) => {
+            MfaError::WebauthnUnavailable(unavailable.to_string())
+        }
         failed @ WebauthnError::Failed(_) => MfaError::Internal(Box::new(failed)),
     }
 }

@@ -191,6 +191,12 @@ impl PolicyService {
             return Err(SettingsError::LockOut(client));
         }
         let current = self.policies(actor).await?;
+        let saved_since = self
+            .ports
+            .policies
+            .policies(actor.organization_id())
+            .await?
+            .and_then(|saved| saved.mfa_required_since);
         let old = &current.policies;
         let changed: Vec<String> = [
             (
@@ -223,10 +229,24 @@ impl PolicyService {
             &changed,
         )
         .await?;
+        // MFA has been required since the save that turned it on; turning it off forgets that.
+        let mfa_required_since = if !policies.mfa_policy.required() {
+            None
+        } else if old.mfa_policy.required() {
+            saved_since.or(Some(current.updated_at))
+        } else {
+            Some(now)
+        };
         if !self
             .ports
             .policies
-            .save_policies(organization.id, policies.clone(), now, updated)
+            .save_policies(
+                organization.id,
+                policies.clone(),
+                mfa_required_since,
+                now,
+                updated,
+            )
             .await?
         {
             return Err(SettingsError::NotFound);

@@ -13,13 +13,13 @@ use super::{
         REFRESH_TOKEN,
     },
     Actor, Authenticator, ChangePasswordError, LoginError, OrgAccessError, PolicyService,
-    RefreshError, RegisterError, SettingsError,
+    Principal, RefreshError, RegisterError, SettingsError,
 };
 use crate::{
     model::{
-        Amr, ClientAddress, ConcurrentSessions, IdleMinutes, IpAllowlist, IpRange, MaxAgeDays,
-        MinLength, NewSession, OrganizationPolicies, PasswordError, Permission, Plan, ReuseCount,
-        Role, Session, SessionHours,
+        Amr, AuthMethod, ClientAddress, ConcurrentSessions, GraceHours, IdleMinutes, IpAllowlist,
+        IpRange, MaxAgeDays, MfaMethod, MfaPolicy, MinLength, NewSession, OrganizationPolicies,
+        PasswordError, Permission, Plan, ReuseCount, Role, Session, SessionHours,
     },
     ports::SavedPolicies,
 };
@@ -416,6 +416,7 @@ fn allowlisted_acme(mocks: &mut Mocks, plan: Plan) {
     let saved = SavedPolicies {
         policies: policies(|p| p.ip_allowlist = office_only()),
         updated_at: now(),
+        mfa_required_since: None,
     };
     mocks
         .policies
@@ -532,14 +533,13 @@ fn saving_policies_records_organization_updated_naming_the_changed_sections() {
         .returning(|_| ready(Ok(Some(acme(Plan::Business)))));
     let saved = Seen::new();
     let seen = saved.clone();
-    mocks
-        .policies
-        .expect_save_policies()
-        .times(1)
-        .returning(move |org, policies, at, event| {
+    mocks.policies.expect_save_policies().times(1).returning(
+        move |org, policies, since, at, event| {
+            assert_eq!(since, None, "MFA is not required");
             seen.record((org, policies, at, event));
             ready(Ok(true))
-        });
+        },
+    );
     let service = PolicyService::new((&mocks.ports()).into());
     let new = policies(|p| {
         p.ip_allowlist = office_only();
@@ -562,4 +562,155 @@ fn saving_policies_records_organization_updated_naming_the_changed_sections() {
     );
     assert_eq!(event.organization_id, Some(ACME));
     assert_eq!(event.user_id, Some(ADA));
+}
+
+// ---------------------------------------------------------------------------------------------
+// MFA policy
+// ---------------------------------------------------------------------------------------------
+
+/// Acme requires MFA (with `allowed`) since `since_hours` ago, with 72 hours of grace; Ada
+/// joined `joined_hours` ago.
+fn acme_requires_mfa(
+    mocks: &mut Mocks,
+    allowed: Vec<MfaMethod>,
+    since_hours: i64,
+    joined_hours: i64,
+) {
+    mocks
+        .memberships
+        .expect_membership()
+        .returning(move |_, _| {
+            let mut membership = ada_in_acme();
+            membership.plan = Plan::Business;
+            membership.joined_at = now() - Duration::hours(joined_hours);
+            ready(Ok(Some(membership)))
+        });
+    let saved = SavedPolicies {
+        policies: policies(|p| {
+            p.mfa_policy =
+                MfaPolicy::new(true, allowed.clone(), GraceHours::parse(72).unwrap()).unwrap();
+        }),
+        updated_at: now() - Duration::hours(1),
+        mfa_required_since: Some(now() - Duration::hours(since_hours)),
+    };
+    let mut store = crate::ports::MockPolicyStore::new();
+    store
+        .expect_policies()
+        .returning(move |_| ready(Ok(Some(saved.clone()))));
+    mocks.policies = store;
+}
+
+fn as_ada_with(amr: Amr) -> Principal {
+    Principal::User {
+        user_id: ADA,
+        session_id: ADA_SESSION,
+        amr,
+    }
+}
+
+fn acting(mocks: Mocks, principal: Principal) -> Result<Actor, OrgAccessError> {
+    let authenticator = Authenticator::new((&mocks.ports()).into());
+    block_on(authenticator.actor(principal, ACME, address("192.0.2.44")))
+}
+
+#[test]
+fn after_the_grace_period_a_member_without_a_second_factor_is_refused() {
+    let mut mocks = Mocks::new();
+    acme_requires_mfa(&mut mocks, MfaMethod::ALL.to_vec(), 100, 1000);
+    assert!(matches!(
+        acting(mocks, as_ada_with(Amr::password())),
+        Err(OrgAccessError::MfaRequired)
+    ));
+}
+
+#[test]
+fn the_grace_period_counts_from_the_policy_or_from_joining_whichever_is_later() {
+    for (since, joined) in [(10, 1000), (100, 10)] {
+        let mut mocks = Mocks::new();
+        acme_requires_mfa(&mut mocks, MfaMethod::ALL.to_vec(), since, joined);
+        acting(mocks, as_ada_with(Amr::password())).unwrap();
+    }
+}
+
+#[test]
+fn only_an_allowed_second_factor_or_the_organizations_idp_counts() {
+    let otp = Amr::password().and(AuthMethod::Otp);
+    let key = Amr::password().and(AuthMethod::HardwareKey);
+    for (allowed, amr, admitted) in [
+        (vec![MfaMethod::Totp], otp.clone(), true),
+        (vec![MfaMethod::Webauthn], otp, false),
+        (vec![MfaMethod::Webauthn], key, true),
+        (vec![MfaMethod::Totp], Amr::external(), true),
+    ] {
+        let mut mocks = Mocks::new();
+        acme_requires_mfa(&mut mocks, allowed.clone(), 100, 1000);
+        let result = acting(mocks, as_ada_with(amr.clone()));
+        assert_eq!(result.is_ok(), admitted, "{allowed:?} {amr:?}");
+    }
+}
+
+#[test]
+fn api_keys_are_not_asked_for_a_second_factor() {
+    let mut mocks = Mocks::new();
+    acme_requires_mfa(&mut mocks, MfaMethod::ALL.to_vec(), 100, 1000);
+    acting(mocks, crate::service::tests::ada_key_for_acme()).unwrap();
+}
+
+#[test]
+fn mfa_is_required_since_the_save_that_turned_it_on() {
+    let required = |on: bool| {
+        policies(|p| {
+            p.mfa_policy =
+                MfaPolicy::new(on, MfaMethod::ALL.to_vec(), GraceHours::parse(72).unwrap())
+                    .unwrap();
+        })
+    };
+    let earlier = now() - Duration::days(3);
+    // (saved before, since before, saved now) -> since saved
+    for (before, since_before, after, expected) in [
+        (None, None, required(true), Some(now())),
+        (Some(required(false)), None, required(true), Some(now())),
+        (
+            Some(required(true)),
+            Some(earlier),
+            required(true),
+            Some(earlier),
+        ),
+        (Some(required(true)), Some(earlier), required(false), None),
+    ] {
+        let mut mocks = Mocks::new();
+        mocks
+            .organizations
+            .expect_organization()
+            .returning(|_| ready(Ok(Some(acme(Plan::Business)))));
+        let mut store = crate::ports::MockPolicyStore::new();
+        let stored = before.clone().map(|policies| SavedPolicies {
+            policies,
+            updated_at: earlier,
+            mfa_required_since: since_before,
+        });
+        store
+            .expect_policies()
+            .returning(move |_| ready(Ok(stored.clone())));
+        let since = Seen::new();
+        let seen = since.clone();
+        store
+            .expect_save_policies()
+            .returning(move |_, _, since, _, _| {
+                seen.record(since);
+                ready(Ok(true))
+            });
+        mocks.policies = store;
+        let service = PolicyService::new((&mocks.ports()).into());
+        // A change other than MFA too, so that every case saves.
+        let mut after = after;
+        after.session_policy = tight_sessions().session_policy;
+        block_on(service.replace(
+            &ada_acting_in_acme(Role::Admin, Plan::Business),
+            after,
+            address("192.0.2.1"),
+        ))
+        .unwrap();
+        assert_eq!(since.only(), expected, "{before:?}");
+    }
 }

@@ -5,9 +5,10 @@ use time::OffsetDateTime;
 use super::Actor;
 use crate::{
     model::{
-        ApiKeyId, ClientAddress, Feature, Membership, OrganizationId, SessionId, TokenHash, UserId,
+        Amr, ApiKeyId, AuthMethod, ClientAddress, Feature, Membership, MfaMethod, OrganizationId,
+        SessionId, TokenHash, UserId,
     },
-    ports::{service_ports, MembershipStore, StoreError, TokenError},
+    ports::{service_ports, MembershipStore, SavedPolicies, StoreError, TokenError},
 };
 
 /// An authenticated caller.
@@ -19,6 +20,9 @@ pub enum Principal {
         user_id: UserId,
         /// The session the token belongs to; ending it ends the token.
         session_id: SessionId,
+        /// How the user signed in, as the token says (`amr`); a token from before Gatehouse
+        /// wrote the claim counts as a password sign-in.
+        amr: Amr,
     },
     /// An API key: acts as its creator, inside its one organization.
     ApiKey {
@@ -71,6 +75,10 @@ pub enum OrgAccessError {
     /// The organization's IP allowlist does not hold the request's address.
     #[error("requests from {0} are not allowed by the organization's IP allowlist")]
     AddressNotAllowed(ClientAddress),
+    /// The organization requires a second factor this sign-in did not use, and the member's
+    /// grace period is over.
+    #[error("organization requires multi-factor authentication")]
+    MfaRequired,
     /// The store could not be asked.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -124,9 +132,11 @@ impl Authenticator {
         {
             return Err(AuthenticateError::Invalid("the session has ended"));
         }
+        let amr = Amr::from_stored(&claims.amr.join(" ")).unwrap_or_else(Amr::password);
         Ok(Principal::User {
             user_id: claims.sub,
             session_id: claims.sid,
+            amr,
         })
     }
 
@@ -171,6 +181,10 @@ impl Authenticator {
                 if !saved.policies.ip_allowlist.permits(client.0) {
                     return Err(OrgAccessError::AddressNotAllowed(client));
                 }
+                let now = self.ports.clock.now();
+                if needs_second_factor(&principal, &membership, &saved, now) {
+                    return Err(OrgAccessError::MfaRequired);
+                }
             }
         }
         Ok(Actor {
@@ -187,6 +201,41 @@ impl Authenticator {
     ) -> Result<Membership, OrgAccessError> {
         membership_of(self.ports.memberships.as_ref(), principal, organization_id).await
     }
+}
+
+/// Whether the organization's MFA policy refuses this principal now: it requires MFA, the
+/// sign-in behind the token used no allowed second factor (an identity provider's, `ext`,
+/// counts: the organization trusts its single sign-on), and the member's grace period, from
+/// when MFA became required or when they joined, whichever is later, is over. API keys act for
+/// servers, not people, and are not asked for a second factor.
+fn needs_second_factor(
+    principal: &Principal,
+    membership: &Membership,
+    saved: &SavedPolicies,
+    now: OffsetDateTime,
+) -> bool {
+    let policy = &saved.policies.mfa_policy;
+    let Principal::User { amr, .. } = principal else {
+        return false;
+    };
+    if !policy.required() || amr.includes(AuthMethod::External) {
+        return false;
+    }
+    let allowed = policy.allowed_methods().iter().any(|method| {
+        amr.includes(match method {
+            MfaMethod::Totp => AuthMethod::Otp,
+            MfaMethod::Webauthn => AuthMethod::HardwareKey,
+        })
+    });
+    if allowed {
+        return false;
+    }
+    let since = saved
+        .mfa_required_since
+        .unwrap_or(saved.updated_at)
+        .max(membership.joined_at);
+    let grace = time::Duration::hours(i64::from(policy.grace_period_hours().get()));
+    now >= since + grace
 }
 
 /// The principal's membership in an organization; outsiders (an API key of another

@@ -97,6 +97,7 @@ pub(super) fn ada_in_session() -> Principal {
     Principal::User {
         user_id: ADA,
         session_id: ADA_SESSION,
+        amr: Amr::password(),
     }
 }
 
@@ -109,6 +110,7 @@ pub(super) fn ada_acting(role: Role, plan: Plan) -> Actor {
             user_id: ADA,
             role,
             plan,
+            joined_at: now() - Duration::days(100),
         },
     }
 }
@@ -145,6 +147,7 @@ pub(super) fn ada_in_acme() -> Membership {
         user_id: ADA,
         role: Role::Admin,
         plan: Plan::Pro,
+        joined_at: now() - Duration::days(100),
     }
 }
 

@@ -175,6 +175,14 @@ on_both_backends! {
         assert!(locked.headers().get(header::RETRY_AFTER).is_some());
     }
 
+    async fn security_keys_need_a_public_url_with_a_domain_name(app: TestApp) {
+        // The test server's public URL is http://127.0.0.1:PORT: no relying party id.
+        let ada = app.logged_in("ada@example.com").await;
+        let response = app.send_as(Method::POST, &ada.access_token, "/api/v1/auth/mfa/webauthn/register", Some(json!({}))).await;
+        let detail = detail_of(response, 503).await;
+        assert!(detail.contains("public URL whose host is a domain name"), "{detail}");
+    }
+
     async fn the_second_step_takes_one_proof_and_a_real_token(app: TestApp) {
         let ada = app.logged_in("ada@example.com").await;
         let (secret, codes) = with_totp(&app, &ada).await;
@@ -250,4 +258,50 @@ on_both_backends! {
         assert_eq!(right.headers()[header::LOCATION], "/login/done");
         assert_eq!(browser.get(&app.url("/login/done")).await.status(), 200, "signed in");
     }
+
+    async fn an_organization_requiring_mfa_turns_members_away_after_the_grace_period(app: TestApp) {
+        let ada = app.logged_in("ada@example.com").await;
+        let team = app.create_team(&ada.access_token, "Acme").await;
+        let org = team["id"].as_str().unwrap().to_owned();
+        app.set_plan(&org, "business").await;
+        let bob = app.member_of(&ada.access_token, &org, "bob@example.com", "member").await;
+        let key = json_of(app.create_api_key(&ada.access_token, "ci", &org).await, 201).await;
+        let policies_path = format!("/api/v1/organizations/{org}/policies");
+        json_of(app.send_as(Method::PUT, &ada.access_token, &policies_path, Some(requiring_mfa(&["totp"]))).await, 200).await;
+        let team_path = format!("/api/v1/organizations/{org}");
+        // Inside the grace period: admitted.
+        json_of(app.get_as(&bob.access_token, &team_path).await, 200).await;
+        // 73 hours later (the policy and the memberships both older than the 72 hours).
+        app.rewind("organization_policies", "mfa_required_since", time::Duration::hours(73)).await;
+        app.rewind("memberships", "created_at", time::Duration::hours(73)).await;
+        let refused = detail_of(app.get_as(&bob.access_token, &team_path).await, 403).await;
+        assert_eq!(refused, "organization requires multi-factor authentication");
+        detail_of(app.get_as(&ada.access_token, &team_path).await, 403).await;
+        // API keys act for servers, and are not asked.
+        assert_eq!(app.health_with_key(key["key"].as_str().unwrap(), &org).await.status(), 200);
+        // His own account is not the organization's: he enrols, signs in again with the code.
+        let (secret, _) = with_totp(&app, &bob).await;
+        let token = first_step(&app, "bob@example.com").await;
+        let tokens = json_of(verify(&app, json!({ "mfa_token": token, "code": code(&secret, 0) })).await, 200).await;
+        let bob_otp = tokens["access_token"].as_str().unwrap().to_owned();
+        json_of(app.get_as(&bob_otp, &team_path).await, 200).await;
+        // A method the organization does not allow does not count.
+        let (ada_secret, _) = with_totp(&app, &ada).await;
+        let token = first_step(&app, "ada@example.com").await;
+        let tokens = json_of(verify(&app, json!({ "mfa_token": token, "code": code(&ada_secret, 0) })).await, 200).await;
+        let ada_otp = tokens["access_token"].as_str().unwrap().to_owned();
+        json_of(app.send_as(Method::PUT, &ada_otp, &policies_path, Some(requiring_mfa(&["webauthn"]))).await, 200).await;
+        detail_of(app.get_as(&bob_otp, &team_path).await, 403).await;
+    }
+}
+
+/// Policies that require MFA with these methods and 72 hours of grace (the rest permissive).
+fn requiring_mfa(methods: &[&str]) -> Value {
+    json!({
+        "password_policy": { "min_length": 8, "require_uppercase": false, "require_lowercase": false,
+            "require_numbers": false, "require_special_chars": false, "max_age_days": 0, "prevent_reuse_count": 0 },
+        "mfa_policy": { "required": true, "allowed_methods": methods, "grace_period_hours": 72 },
+        "session_policy": { "max_session_duration_hours": 720, "idle_timeout_minutes": 1440, "max_concurrent_sessions": 100 },
+        "ip_allowlist": { "enabled": false, "allowed_ips": [] },
+    })
 }

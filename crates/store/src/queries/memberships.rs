@@ -33,6 +33,7 @@ impl MembershipStore for DbStore {
                     memberships::user_id,
                     memberships::role,
                     organizations::plan,
+                    memberships::created_at,
                 ))
                 .first::<MembershipRow>(conn)
                 .await

@@ -115,24 +115,59 @@ macro_rules! plan_policies_of {
 #[async_trait]
 impl PolicyStore for DbStore {
     async fn policies(&self, id: OrganizationId) -> Result<Option<SavedPolicies>, StoreError> {
-        read_document!(self, organization_policies, id)?
-            .map(|(doc, updated_at)| {
-                Ok(SavedPolicies {
-                    policies: document(doc, "organization_policies.document")?,
-                    updated_at,
-                })
+        let row: Option<(serde_json::Value, OffsetDateTime, Option<OffsetDateTime>)> =
+            in_read!(self, async |conn: &mut Conn| {
+                organization_policies::table
+                    .find(DbUuid(id.as_uuid()))
+                    .select((
+                        organization_policies::document,
+                        organization_policies::updated_at,
+                        organization_policies::mfa_required_since,
+                    ))
+                    .first(conn)
+                    .await
+                    .optional()
+                    .map_err(db_error)
+            })?;
+        row.map(|(doc, updated_at, mfa_required_since)| {
+            Ok(SavedPolicies {
+                policies: document(doc, "organization_policies.document")?,
+                updated_at,
+                mfa_required_since,
             })
-            .transpose()
+        })
+        .transpose()
     }
 
     async fn save_policies(
         &self,
         id: OrganizationId,
         policies: OrganizationPolicies,
+        mfa_required_since: Option<OffsetDateTime>,
         at: OffsetDateTime,
         event: NewEvent,
     ) -> Result<bool, StoreError> {
-        save_document!(self, organization_policies, id, policies, at, event)
+        let doc = serde_json::to_value(&policies).map_err(|e| StoreError::Failed(Box::new(e)))?;
+        let id = DbUuid(id.as_uuid());
+        in_write_tx!(self, async |conn: &mut Conn| {
+            if !is_live(conn, id).await? {
+                return Ok(false);
+            }
+            let values = (
+                organization_policies::document.eq(&doc),
+                organization_policies::updated_at.eq(at),
+                organization_policies::mfa_required_since.eq(mfa_required_since),
+            );
+            diesel::insert_into(organization_policies::table)
+                .values((organization_policies::organization_id.eq(id), values))
+                .on_conflict(organization_policies::organization_id)
+                .do_update()
+                .set(values)
+                .execute(conn)
+                .await?;
+            record_events(conn, vec![event]).await?;
+            Ok::<_, diesel::result::Error>(true)
+        })
     }
 
     async fn policies_of_member(&self, user_id: UserId) -> Result<Vec<PlanPolicies>, StoreError> {

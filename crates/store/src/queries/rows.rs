@@ -257,6 +257,7 @@ pub(super) struct MembershipRow {
     pub user_id: DbUuid,
     pub role: String,
     pub plan: String,
+    pub joined_at: OffsetDateTime,
 }
 
 impl MembershipRow {
@@ -265,6 +266,7 @@ impl MembershipRow {
             organization_id: self.organization_id.0.into(),
             user_id: self.user_id.0.into(),
             role: self.role.parse().map_err(|_| corrupt("memberships.role"))?,
+            joined_at: self.joined_at,
             plan: self
                 .plan
                 .parse()

@@ -1,0 +1,1 @@
+ALTER TABLE organization_policies DROP COLUMN mfa_required_since;
