@@ -22,6 +22,7 @@ import json
 import os
 import pathlib
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -271,10 +272,16 @@ def main() -> int:
         database_url = holder.stdout.readline().strip()
         if not database_url:
             sys.exit("fuzz: no PostgreSQL database could be had (see gatehouse-testkit's message)")
+    # A server configured as one in production is: a public URL whose host is a domain name
+    # (here localhost, on a free port picked first), so that security keys (WebAuthn) work.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
     env = {
         "PATH": os.environ.get("PATH", ""),
         "HOME": os.environ.get("HOME", ""),
-        "GATEHOUSE_BIND": "127.0.0.1:0",
+        "GATEHOUSE_BIND": f"127.0.0.1:{port}",
+        "GATEHOUSE_PUBLIC_URL": f"http://localhost:{port}",
         "GATEHOUSE_DATABASE_URL": database_url,
         "GATEHOUSE_SECRET_KEY": SECRET_KEY,
         "GATEHOUSE_RATE_LIMITS": "free=1000000,business=1000000,enterprise=1000000",

@@ -47,12 +47,46 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(resource("/login/mfa").route(web::post().to(login::verify_second_factor)))
         .service(resource("/login/done").route(web::get().to(saml::done)))
         .service(resource("/logout").route(web::post().to(login::sign_out)))
+        .service(resource("/assets/webauthn.js").route(web::get().to(pages::webauthn_script)))
+        .service(
+            resource("/magic-link/{token}")
+                .route(web::get().to(links::magic_link_page))
+                .route(web::post().to(links::magic_link_sign_in)),
+        )
+        .service(
+            resource("/reset-password/{token}")
+                .route(web::get().to(links::reset_page))
+                .route(web::post().to(links::reset_submit)),
+        )
+        .service(
+            resource("/verify-email/{token}")
+                .route(web::get().to(links::verify_page))
+                .route(web::post().to(links::verify_submit)),
+        )
         .service(
             web::scope("/api/v1")
                 .service(resource("/auth/register").route(web::post().to(auth::register)))
                 .service(resource("/auth/login").route(web::post().to(auth::login)))
                 .service(resource("/auth/refresh").route(web::post().to(auth::refresh)))
                 .service(resource("/auth/mfa").route(web::get().to(mfa::overview)))
+                .service(
+                    resource("/auth/magic-link").route(web::post().to(links::request_magic_link)),
+                )
+                .service(
+                    resource("/auth/magic-link/verify")
+                        .route(web::post().to(links::verify_magic_link)),
+                )
+                .service(
+                    resource("/auth/password/forgot").route(web::post().to(links::forgot_password)),
+                )
+                .service(
+                    resource("/auth/password/reset").route(web::post().to(links::reset_password)),
+                )
+                .service(
+                    resource("/auth/email/verify-request")
+                        .route(web::post().to(links::request_verification)),
+                )
+                .service(resource("/auth/email/verify").route(web::post().to(links::verify_email)))
                 .service(resource("/auth/mfa/verify").route(web::post().to(mfa::verify)))
                 .service(resource("/auth/mfa/totp").route(web::post().to(mfa::enroll_totp)))
                 .service(

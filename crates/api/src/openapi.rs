@@ -8,8 +8,8 @@ use utoipa::{
 use crate::{
     error::{ErrorBody, FieldError, LocPart, ValidationErrorBody},
     routes::{
-        api_keys, applications, auth, health, members, mfa, oauth, organizations, policies, saml,
-        sso, users, webhooks,
+        api_keys, applications, auth, health, links, members, mfa, oauth, organizations, policies,
+        saml, sso, users, webhooks,
     },
 };
 
@@ -27,6 +27,12 @@ use crate::{
         auth::change_password,
         auth::renew_password,
         auth::jwks,
+        links::request_magic_link,
+        links::verify_magic_link,
+        links::forgot_password,
+        links::reset_password,
+        links::request_verification,
+        links::verify_email,
         mfa::overview,
         mfa::enroll_totp,
         mfa::confirm_totp,

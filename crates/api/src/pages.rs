@@ -8,6 +8,17 @@ const PAGE: &str = include_str!("../templates/page.html");
 const LOGIN: &str = include_str!("../templates/login.html");
 const MESSAGE: &str = include_str!("../templates/message.html");
 const MFA: &str = include_str!("../templates/mfa.html");
+const TOKEN: &str = include_str!("../templates/token.html");
+const WEBAUTHN_JS: &str = include_str!("../assets/webauthn.js");
+
+/// `GET /assets/webauthn.js`: the one script of the hosted pages (the security-key step).
+pub async fn webauthn_script() -> actix_web::HttpResponse {
+    actix_web::HttpResponse::Ok()
+        .content_type("text/javascript; charset=utf-8")
+        .insert_header(("Cache-Control", "public, max-age=3600"))
+        .insert_header(("X-Content-Type-Options", "nosniff"))
+        .body(WEBAUTHN_JS)
+}
 
 /// Text made safe for HTML content and double-quoted attribute values (`&`, `<`, `>`, `"` and
 /// `'` become character references), by the `html-escape` crate.
@@ -143,17 +154,37 @@ pub struct MfaForm<'a> {
     pub error: Option<&'a str>,
     pub csrf_token: &'a str,
     pub return_to: &'a str,
+    /// The WebAuthn request options for the user's security keys, when they have any: a
+    /// button asks the browser for one (the page's one script, `/assets/webauthn.js`).
+    pub webauthn_options: Option<&'a serde_json::Value>,
 }
 
 /// The second step of a sign-in on the hosted pages, in the same branding.
 pub fn mfa_page(look: &Branding, form: &MfaForm<'_>) -> String {
     let (error, described_by) = form_error(form.error);
     let heading = "Two-step verification";
+    let (subtitle, security_key) = match form.webauthn_options {
+        Some(options) => (
+            "Use your security key, or enter a code from your authenticator app or a recovery code.",
+            format!(
+                "<button type=\"button\" id=\"use-security-key\" data-options=\"{}\" hidden>Use a security key</button>\n  \
+                 <p id=\"security-key-status\" role=\"status\"></p>\n  \
+                 <script src=\"/assets/webauthn.js\" defer></script>",
+                escape(&options.to_string())
+            ),
+        ),
+        None => (
+            "Enter the code from your authenticator app, or one of your recovery codes.",
+            String::new(),
+        ),
+    };
     let content = fill(
         MFA,
         &[
             ("logo", logo(look)),
             ("heading", escape(heading)),
+            ("subtitle", escape(subtitle)),
+            ("security_key", security_key),
             ("csrf_token", escape(form.csrf_token)),
             ("return_to", escape(form.return_to)),
             ("mfa_token", escape(form.mfa_token)),
@@ -162,6 +193,45 @@ pub fn mfa_page(look: &Branding, form: &MfaForm<'_>) -> String {
         ],
     );
     page(look, heading, content)
+}
+
+/// What a mailed link's page shows: one button, and for a reset the new password.
+pub struct TokenForm<'a> {
+    pub heading: &'a str,
+    /// Where the form posts (already escaped).
+    pub action: &'a str,
+    pub button: &'a str,
+    pub new_password: bool,
+    pub error: Option<&'a str>,
+    pub csrf_token: &'a str,
+}
+
+/// The page a mailed link opens: it asks for a click (or the new password) before the link is
+/// spent, so that a mail scanner opening the link spends nothing.
+pub fn token_page(look: &Branding, form: &TokenForm<'_>) -> String {
+    let (error, described_by) = form_error(form.error);
+    let password = if form.new_password {
+        format!(
+            "<label for=\"new_password\">New password</label>\n  \
+             <input id=\"new_password\" name=\"new_password\" type=\"password\" \
+             autocomplete=\"new-password\" minlength=\"8\" required{described_by}>"
+        )
+    } else {
+        String::new()
+    };
+    let content = fill(
+        TOKEN,
+        &[
+            ("logo", logo(look)),
+            ("heading", escape(form.heading)),
+            ("action", form.action.to_owned()),
+            ("csrf_token", escape(form.csrf_token)),
+            ("password", password),
+            ("error", error),
+            ("button", escape(form.button)),
+        ],
+    );
+    page(look, form.heading, content)
 }
 
 pub fn message_page(look: &Branding, heading: &str, message: &str) -> String {

@@ -3,8 +3,9 @@ use gatehouse_domain::{
     ports::Ports,
     service::{
         ApiKeyService, ApplicationService, AuthService, AuthSettings, Authenticator,
-        BrandingService, MemberService, MfaService, OAuthService, OrganizationService,
-        PolicyService, RateLimitService, SamlService, SsoService, WebhookService,
+        BrandingService, EmailLinkService, MemberService, MfaService, OAuthService,
+        OrganizationService, PolicyService, RateLimitService, SamlService, SsoService,
+        WebhookService,
     },
 };
 
@@ -26,6 +27,7 @@ pub struct AppState {
     pub sso: SsoService,
     pub saml: SamlService,
     pub mfa: MfaService,
+    pub links: EmailLinkService,
     pub oauth: OAuthService,
     /// Whether the hosted pages' cookies are `Secure`: the public URL is https.
     pub secure_cookies: bool,
@@ -50,6 +52,7 @@ impl AppState {
             oauth: OAuthService::new((&ports).into(), auth.clone()),
             saml: SamlService::new((&ports).into(), auth.clone(), settings.issuer.clone()),
             mfa: MfaService::new((&ports).into(), auth.clone()),
+            links: EmailLinkService::new((&ports).into(), auth.clone(), settings.issuer.clone()),
             api_keys: ApiKeyService::new((&ports).into()),
             applications: ApplicationService::new((&ports).into()),
             organizations: OrganizationService::new((&ports).into()),

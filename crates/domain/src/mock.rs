@@ -23,12 +23,12 @@ use std::{future::Future, pin::Pin, sync::Arc};
 
 use crate::ports::Ports;
 pub use crate::ports::{
-    MockAccountStore, MockApiKeyStore, MockApplicationStore, MockAuthorizationCodeStore,
-    MockBrandingStore, MockClock, MockHealthStore, MockMailer, MockMemberStore,
-    MockMembershipStore, MockMfaStore, MockOrganizationStore, MockPasswordHasher, MockPolicyStore,
-    MockRandom, MockRateLimiter, MockSamlProtocol, MockSamlStore, MockSecretCipher,
-    MockSessionStore, MockSignInAttempts, MockSsoStore, MockTokenSigner, MockTotp, MockWebauthn,
-    MockWebhookSender, MockWebhookStore,
+    MockAccountStore, MockAccountTokenStore, MockApiKeyStore, MockApplicationStore,
+    MockAuthorizationCodeStore, MockBrandingStore, MockClock, MockHealthStore, MockMailer,
+    MockMemberStore, MockMembershipStore, MockMfaStore, MockOrganizationStore, MockPasswordHasher,
+    MockPolicyStore, MockRandom, MockRateLimiter, MockSamlProtocol, MockSamlStore,
+    MockSecretCipher, MockSessionStore, MockSignInAttempts, MockSsoStore, MockTokenSigner,
+    MockTotp, MockWebauthn, MockWebhookSender, MockWebhookStore,
 };
 
 /// What a mocked async port method returns: a boxed future.
@@ -47,6 +47,8 @@ pub struct MockPorts {
     pub accounts: MockAccountStore,
     /// The mock [`SessionStore`](crate::ports::SessionStore).
     pub sessions: MockSessionStore,
+    /// The mock [`AccountTokenStore`](crate::ports::AccountTokenStore).
+    pub account_tokens: MockAccountTokenStore,
     /// The mock [`ApiKeyStore`](crate::ports::ApiKeyStore).
     pub api_keys: MockApiKeyStore,
     /// The mock [`MembershipStore`](crate::ports::MembershipStore).
@@ -105,6 +107,7 @@ impl MockPorts {
         Self {
             accounts: MockAccountStore::new(),
             sessions: MockSessionStore::new(),
+            account_tokens: MockAccountTokenStore::new(),
             api_keys: MockApiKeyStore::new(),
             memberships: MockMembershipStore::new(),
             organizations: MockOrganizationStore::new(),
@@ -138,6 +141,7 @@ impl MockPorts {
         Ports {
             accounts: Arc::new(self.accounts),
             sessions: Arc::new(self.sessions),
+            account_tokens: Arc::new(self.account_tokens),
             api_keys: Arc::new(self.api_keys),
             memberships: Arc::new(self.memberships),
             organizations: Arc::new(self.organizations),

@@ -98,6 +98,7 @@ pub async fn ports(
     Ok(Ports {
         accounts: store.clone(),
         sessions: store.clone(),
+        account_tokens: store.clone(),
         api_keys: store.clone(),
         memberships: store.clone(),
         organizations: store.clone(),

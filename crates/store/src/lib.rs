@@ -17,9 +17,10 @@
 use std::sync::Arc;
 
 use gatehouse_domain::ports::{
-    AccountStore, ApiKeyStore, ApplicationStore, AuthorizationCodeStore, BoxError, BrandingStore,
-    HealthStore, MemberStore, MembershipStore, MfaStore, OrganizationStore, PolicyStore, SamlStore,
-    SessionStore, SigningKeyStore, SsoStore, StoreError, WebhookStore,
+    AccountStore, AccountTokenStore, ApiKeyStore, ApplicationStore, AuthorizationCodeStore,
+    BoxError, BrandingStore, HealthStore, MemberStore, MembershipStore, MfaStore,
+    OrganizationStore, PolicyStore, SamlStore, SessionStore, SigningKeyStore, SsoStore, StoreError,
+    WebhookStore,
 };
 
 /// The deliveries due at `$now` that may be leased, oldest due first, up to `$limit`: their
@@ -89,6 +90,7 @@ mod types;
 /// Every store port, implemented by both backends.
 pub trait Store:
     AccountStore
+    + AccountTokenStore
     + SessionStore
     + ApiKeyStore
     + MembershipStore

@@ -24,6 +24,7 @@ diesel::table! {
         password_changed_at -> Moment,
         created_at -> Moment,
         updated_at -> Moment,
+        email_verified -> Bool,
     }
 }
 
@@ -350,6 +351,7 @@ diesel::table! {
         failures -> Integer,
         used_at -> Nullable<Moment>,
         webauthn_state -> Nullable<Text>,
+        first_factor -> Text,
     }
 }
 
@@ -363,6 +365,21 @@ diesel::table! {
         state -> Text,
         created_at -> Moment,
         expires_at -> Moment,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use super::{Id, Json, Strings, Moment};
+
+    account_tokens (token_hash) {
+        token_hash -> Text,
+        purpose -> Text,
+        user_id -> Id,
+        email -> Text,
+        created_at -> Moment,
+        expires_at -> Moment,
+        used_at -> Nullable<Moment>,
     }
 }
 
@@ -403,5 +420,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     mfa_factors,
     recovery_codes,
     mfa_logins,
-    webauthn_registrations
+    webauthn_registrations,
+    account_tokens
 );

@@ -220,6 +220,7 @@ on_both_backends! {
             full_name: FullName::parse("Ada King, Countess of Lovelace").unwrap(),
             created_at: new.user.created_at,
             updated_at: later,
+            email_verified: false,
         };
         let updated = db
             .store
@@ -241,6 +242,7 @@ on_both_backends! {
             full_name: ghost.full_name,
             created_at: ghost.created_at,
             updated_at: ghost.created_at,
+            email_verified: false,
         };
         let updated = db
             .store

@@ -31,6 +31,7 @@ fn factor(user: UserId, kind: MfaMethod, confirmed: bool) -> MfaFactor {
 fn login(user: UserId) -> MfaLogin {
     MfaLogin {
         user_id: user,
+        first_factor: Amr::password(),
         created_at: at(),
         expires_at: at() + Duration::minutes(5),
         failures: 0,

@@ -177,6 +177,7 @@ impl Db {
                     email: Email::parse(email).unwrap(),
                     full_name: FullName::parse(name).unwrap(),
                     password_hash: Some(PasswordHash::from_phc("$argon2id$fake".into())),
+                    email_verified: false,
                     created_at: at,
                 },
                 workspace: NewOrganization {

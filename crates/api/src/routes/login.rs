@@ -52,8 +52,8 @@ pub fn html(status: StatusCode, body: String) -> HttpResponse {
         .insert_header((header::REFERRER_POLICY, "no-referrer"))
         .insert_header((
             header::CONTENT_SECURITY_POLICY,
-            "default-src 'none'; style-src 'unsafe-inline'; img-src https: data:; \
-             frame-ancestors 'none'; base-uri 'none'",
+            "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; \
+             img-src https: data:; frame-ancestors 'none'; base-uri 'none'",
         ))
         .body(body)
 }
@@ -103,7 +103,7 @@ async fn show(
 }
 
 /// The page with the anti-forgery cookie its forms' token must match.
-fn with_csrf_cookie(
+pub(crate) fn with_csrf_cookie(
     state: &AppState,
     mut response: HttpResponse,
     token: &SecretToken,
@@ -130,11 +130,11 @@ pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
 }
 
 /// A form's fields.
-fn form_fields(body: &[u8]) -> Vec<(String, String)> {
+pub(crate) fn form_fields(body: &[u8]) -> Vec<(String, String)> {
     url::form_urlencoded::parse(body).into_owned().collect()
 }
 
-fn field<'a>(fields: &'a [(String, String)], name: &str) -> &'a str {
+pub(crate) fn field<'a>(fields: &'a [(String, String)], name: &str) -> &'a str {
     fields
         .iter()
         .find(|(n, _)| n == name)
@@ -168,7 +168,7 @@ fn forged(look: &Branding) -> HttpResponse {
 
 /// A posted form's fields and its `return_to` (a path of this service), once its anti-forgery
 /// token matches the cookie; else the page saying the form expired.
-async fn checked_form(
+pub(crate) async fn checked_form(
     req: &HttpRequest,
     state: &AppState,
     body: &[u8],
@@ -202,6 +202,7 @@ pub async fn sign_in(
                 StatusCode::OK,
                 &return_to,
                 needed.mfa_token.expose(),
+                needed.webauthn_options.as_ref(),
                 None,
             )
             .await
@@ -265,11 +266,12 @@ pub async fn sign_in(
 }
 
 /// The second step's page with a fresh anti-forgery token (and its cookie).
-async fn show_mfa(
+pub(crate) async fn show_mfa(
     state: &AppState,
     status: StatusCode,
     return_to: &str,
     mfa_token: &str,
+    webauthn_options: Option<&serde_json::Value>,
     error: Option<&str>,
 ) -> HttpResponse {
     let look = look_for(state, return_to).await;
@@ -281,6 +283,7 @@ async fn show_mfa(
             error,
             csrf_token: token.expose(),
             return_to,
+            webauthn_options,
         },
     );
     with_csrf_cookie(state, html(status, body), &token)
@@ -299,8 +302,14 @@ pub async fn verify_second_factor(
     };
     let mfa_token = field(&fields, "mfa_token").to_owned();
     let code = field(&fields, "code").trim().to_owned();
-    // Six digits are an authenticator app's code; anything else is tried as a recovery code.
-    let proof = if TotpCode::parse(&code).is_some() {
+    let assertion = field(&fields, "webauthn");
+    // A security key's answer when the page's script put one; else six digits are an
+    // authenticator app's code, and anything else is tried as a recovery code.
+    let proof = if !assertion.is_empty() {
+        SecondFactorProof::Webauthn(
+            serde_json::from_str(assertion).unwrap_or(serde_json::Value::Null),
+        )
+    } else if TotpCode::parse(&code).is_some() {
         SecondFactorProof::Code(code)
     } else {
         SecondFactorProof::RecoveryCode(code)
@@ -308,12 +317,14 @@ pub async fn verify_second_factor(
     match state.mfa.verify(&mfa_token, proof).await {
         Ok(tokens) => open_page_session(&state, &tokens.refresh_token, &return_to),
         Err(VerifyError::WrongFactor) => {
+            // The security key's challenge answered (or not) once: offer codes now.
             let message = "That code is not valid. Try the current one.";
             show_mfa(
                 &state,
                 StatusCode::UNAUTHORIZED,
                 &return_to,
                 &mfa_token,
+                None,
                 Some(message),
             )
             .await

@@ -2,6 +2,7 @@ pub mod api_keys;
 pub mod applications;
 pub mod auth;
 pub mod health;
+pub mod links;
 pub mod login;
 pub mod members;
 pub mod mfa;

@@ -24,6 +24,8 @@ pub struct UserResponse {
     created_at: OffsetDateTime,
     #[serde(with = "gatehouse_domain::model::timestamp")]
     updated_at: OffsetDateTime,
+    /// Whether the user proved the address is theirs (a mailed link, or single sign-on).
+    email_verified: bool,
 }
 
 impl From<User> for UserResponse {
@@ -34,6 +36,7 @@ impl From<User> for UserResponse {
             full_name: user.full_name.as_ref().to_owned(),
             created_at: user.created_at,
             updated_at: user.updated_at,
+            email_verified: user.email_verified,
         }
     }
 }

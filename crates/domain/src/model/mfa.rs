@@ -98,6 +98,9 @@ pub struct MfaFactor {
 pub struct MfaLogin {
     /// Who passed the first step.
     pub user_id: UserId,
+    /// How they passed it (a password, or a mailed sign-in link): the session's `amr` starts
+    /// with it.
+    pub first_factor: super::Amr,
     /// When the password was checked.
     pub created_at: OffsetDateTime,
     /// When the token stops working ([`MFA_TOKEN_TTL`] after `created_at`).

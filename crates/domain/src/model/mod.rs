@@ -1,5 +1,6 @@
 //! Value types and records of the domain.
 
+mod account_token;
 mod api_key;
 mod application;
 mod branding;
@@ -29,6 +30,7 @@ pub mod timestamp;
 mod user;
 mod webhook;
 
+pub use account_token::{AccountToken, AccountTokenPurpose};
 pub use api_key::{ApiKey, ApiKeyName, NewApiKey};
 pub use application::{
     client_secret_matches, Application, ApplicationChange, ApplicationName, ClientId,

@@ -22,6 +22,12 @@ pub enum TokenKind {
     Csrf,
     /// The token of a sign-in's second step: `ghm_`.
     MfaToken,
+    /// A mailed sign-in link's token: `ghml_`.
+    MagicLink,
+    /// A mailed password reset's token: `ghpr_`.
+    PasswordReset,
+    /// A mailed email verification's token: `ghev_`.
+    EmailVerification,
 }
 
 impl TokenKind {
@@ -36,6 +42,9 @@ impl TokenKind {
             Self::AuthorizationCode => "ghac_",
             Self::Csrf => "csrf_",
             Self::MfaToken => "ghm_",
+            Self::MagicLink => "ghml_",
+            Self::PasswordReset => "ghpr_",
+            Self::EmailVerification => "ghev_",
         }
     }
 }

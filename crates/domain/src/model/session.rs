@@ -65,6 +65,9 @@ pub enum AuthMethod {
     Otp,
     /// `hwk`: a proof of possession of a hardware-secured key (WebAuthn).
     HardwareKey,
+    /// `email`: a sign-in link mailed to the user's address (not an RFC 8176 value; that
+    /// registry has none for it, and other values are allowed).
+    Email,
 }
 
 impl AuthMethod {
@@ -75,6 +78,7 @@ impl AuthMethod {
             Self::External => "ext",
             Self::Otp => "otp",
             Self::HardwareKey => "hwk",
+            Self::Email => "email",
         }
     }
 
@@ -85,6 +89,7 @@ impl AuthMethod {
             "ext" => Some(Self::External),
             "otp" => Some(Self::Otp),
             "hwk" => Some(Self::HardwareKey),
+            "email" => Some(Self::Email),
             _ => None,
         }
     }
@@ -99,6 +104,11 @@ impl Amr {
     /// A password sign-in: `["pwd"]`.
     pub fn password() -> Self {
         Self(vec![AuthMethod::Password])
+    }
+
+    /// A sign-in by a mailed link: `["email"]`.
+    pub fn email_link() -> Self {
+        Self(vec![AuthMethod::Email])
     }
 
     /// A sign-in through an external identity provider (SAML): `["ext"]`.
@@ -158,6 +168,8 @@ impl Amr {
     pub fn event_method(&self) -> &'static str {
         if self.includes(AuthMethod::External) {
             "saml"
+        } else if self.includes(AuthMethod::Email) {
+            "magic_link"
         } else {
             "password"
         }

@@ -63,6 +63,9 @@ pub struct User {
     /// When their profile last changed.
     #[serde(with = "crate::model::timestamp")]
     pub updated_at: OffsetDateTime,
+    /// Whether they proved they read mail at `email` (a mailed link, or single sign-on by an
+    /// identity provider that asserted it).
+    pub email_verified: bool,
 }
 
 /// A user with the secret needed to check their password; never serialised.
@@ -88,6 +91,8 @@ pub struct NewUser {
     pub full_name: FullName,
     /// The hash of the password they chose; `None` for an account single sign-on creates.
     pub password_hash: Option<PasswordHash>,
+    /// Whether the address is known to be theirs (an identity provider asserted it).
+    pub email_verified: bool,
     /// When they registered; also when their password was set.
     pub created_at: OffsetDateTime,
 }

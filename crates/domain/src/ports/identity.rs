@@ -7,9 +7,9 @@ use uuid::Uuid;
 
 use super::{platform::RateLimitError, BoxError, StoreError};
 use crate::model::{
-    AccountKey, ApiKey, ApiKeyId, Email, FailedSignIns, LockoutRule, NewApiKey, NewEvent,
-    NewOrganization, NewPassword, NewSession, NewUser, PasswordHash, Session, SessionId, TokenHash,
-    User, UserCredentials, UserId,
+    AccountKey, AccountToken, AccountTokenPurpose, ApiKey, ApiKeyId, Email, FailedSignIns,
+    LockoutRule, NewApiKey, NewEvent, NewOrganization, NewPassword, NewSession, NewUser,
+    PasswordHash, Session, SessionId, TokenHash, User, UserCredentials, UserId,
 };
 
 /// A user's account as registration creates it: the user, their personal workspace and the
@@ -56,6 +56,15 @@ pub trait AccountStore: Send + Sync + 'static {
         limit: u32,
     ) -> Result<Vec<PasswordHash>, StoreError>;
 
+    /// Marks the user's address verified, if it is still `email`. Returns false otherwise (the
+    /// user is gone or changed address).
+    async fn set_email_verified(
+        &self,
+        user_id: UserId,
+        email: &Email,
+        at: OffsetDateTime,
+    ) -> Result<bool, StoreError>;
+
     /// Replaces the password hash (the old one joins the user's password history, which keeps
     /// the 24 newest), ends every session of the user but `keep`, and records the event, in one
     /// transaction.
@@ -67,6 +76,27 @@ pub trait AccountStore: Send + Sync + 'static {
         at: OffsetDateTime,
         event: NewEvent,
     ) -> Result<(), StoreError>;
+}
+
+/// The tokens mailed for account flows (sign-in links, password resets, email verification).
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait AccountTokenStore: Send + Sync + 'static {
+    /// Stores a mailed token by its hash, and forgets tokens that expired before it was made.
+    async fn save_account_token(
+        &self,
+        hash: TokenHash,
+        token: AccountToken,
+    ) -> Result<(), StoreError>;
+
+    /// Takes the token (it works once): marks it used and returns it, when it is of `purpose`,
+    /// unused and unexpired at `now`.
+    async fn take_account_token(
+        &self,
+        hash: &TokenHash,
+        purpose: AccountTokenPurpose,
+        now: OffsetDateTime,
+    ) -> Result<Option<AccountToken>, StoreError>;
 }
 
 /// Login sessions.

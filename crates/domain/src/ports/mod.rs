@@ -61,6 +61,8 @@ pub struct Ports {
     pub accounts: Arc<dyn AccountStore>,
     /// The [`SessionStore`].
     pub sessions: Arc<dyn SessionStore>,
+    /// The [`AccountTokenStore`].
+    pub account_tokens: Arc<dyn AccountTokenStore>,
     /// The [`ApiKeyStore`].
     pub api_keys: Arc<dyn ApiKeyStore>,
     /// The [`MembershipStore`].

@@ -393,7 +393,7 @@ impl AuthService {
             .hash(password)
             .await
             .map_err(|e| RegisterError::Internal(Box::new(e)))?;
-        let account = self.new_account(email, full_name, Some(password_hash), now);
+        let account = self.new_account(email, full_name, Some(password_hash), false, now);
         let registered = Registered {
             user_id: account.user.id,
             email: account.user.email.clone(),
@@ -414,6 +414,7 @@ impl AuthService {
         email: Email,
         full_name: FullName,
         password_hash: Option<PasswordHash>,
+        email_verified: bool,
         now: OffsetDateTime,
     ) -> NewAccount {
         let random = self.ports.random.as_ref();
@@ -422,6 +423,7 @@ impl AuthService {
             email,
             full_name,
             password_hash,
+            email_verified,
             created_at: now,
         };
         let name = OrganizationName::personal_workspace_of(user.full_name.as_ref());
@@ -440,6 +442,7 @@ impl AuthService {
             full_name: user.full_name.clone(),
             created_at: now,
             updated_at: now,
+            email_verified,
         });
         let org_data = payloads::organization(&Organization {
             id: workspace.id,
@@ -516,7 +519,8 @@ impl AuthService {
         }
         if !factors.is_empty() {
             return Ok(SignIn::SecondFactor(
-                self.second_step(credentials.user.id, &factors, now).await?,
+                self.second_step(credentials.user.id, &factors, Amr::password(), now)
+                    .await?,
             ));
         }
         let opening = self.opening(credentials.user, policies, None, Amr::password(), now);
@@ -532,7 +536,10 @@ impl AuthService {
     }
 
     /// The user's confirmed second factors.
-    async fn confirmed_factors(&self, user_id: UserId) -> Result<Vec<MfaFactor>, StoreError> {
+    pub(crate) async fn confirmed_factors(
+        &self,
+        user_id: UserId,
+    ) -> Result<Vec<MfaFactor>, StoreError> {
         let mut factors = self.ports.mfa.mfa_factors(user_id).await?;
         factors.retain(|factor| factor.confirmed_at.is_some());
         Ok(factors)
@@ -540,10 +547,11 @@ impl AuthService {
 
     /// Starts the second step of a sign-in: a fresh `mfa_token`, and, when the user has
     /// security keys, the WebAuthn ceremony for them.
-    async fn second_step(
+    pub(crate) async fn second_step(
         &self,
         user_id: UserId,
         factors: &[MfaFactor],
+        first_factor: Amr,
         now: OffsetDateTime,
     ) -> Result<SecondFactorNeeded, LoginError> {
         let mut methods: Vec<MfaMethod> = Vec::new();
@@ -585,6 +593,7 @@ impl AuthService {
                 token.hash(),
                 MfaLogin {
                     user_id,
+                    first_factor,
                     created_at: now,
                     expires_at: now + MFA_TOKEN_TTL,
                     failures: 0,
@@ -845,7 +854,6 @@ impl AuthService {
         let policy = self.policies_of(user_id).await?.password;
         let new_password =
             NewPassword::parse(new_password, &policy).map_err(ChangePasswordError::WeakPassword)?;
-        let internal = |e| ChangePasswordError::Internal(Box::new(e));
         let unchanged = new_password.expose() == current_password;
         let account = AccountKey::for_email(credentials.user.email.as_ref());
         let matches = self
@@ -857,6 +865,21 @@ impl AuthService {
         if unchanged {
             return Err(ChangePasswordError::Unchanged);
         }
+        self.store_new_password(user_id, new_password, &policy, keep)
+            .await
+    }
+
+    /// Stores a new password the policy admitted, unless it is one of the last ones the policy
+    /// remembers: the old hash joins the history, every session but `keep` ends, and
+    /// `auth.password_changed` is recorded.
+    pub(crate) async fn store_new_password(
+        &self,
+        user_id: UserId,
+        new_password: NewPassword,
+        policy: &PasswordPolicy,
+        keep: Option<SessionId>,
+    ) -> Result<(), ChangePasswordError> {
+        let internal = |e| ChangePasswordError::Internal(Box::new(e));
         let remembered = policy.prevent_reuse_count.get();
         if remembered > 0 {
             let previous = self
@@ -903,9 +926,8 @@ impl AuthService {
     /// a wrong one counts towards a lockout, a right one ends the count. `hash` is `None` when
     /// the email names no account: the same work and the same counting, so that neither the
     /// answer nor its timing tells the two apart. A password longer than any that can be set
-    /// is wrong without hashing it.
-    /// Checks a password under the lockout rule: a wrong one counts a failure for the account,
-    /// a right one clears its count when `clear` (not when a second step is still to come).
+    /// is wrong without hashing it. A right password clears the count only when `clear` (not
+    /// when a second step is still to come).
     pub(crate) async fn check_password(
         &self,
         account: &AccountKey,

@@ -16,7 +16,7 @@ use super::{
 };
 use crate::{
     model::{
-        normalise_recovery_code, AccountKey, Amr, AuthMethod, EventType, LockoutRule, MfaFactor,
+        normalise_recovery_code, AccountKey, AuthMethod, EventType, LockoutRule, MfaFactor,
         MfaFactorId, MfaMethod, NewEvent, SecretToken, TokenHash, TotpCode, TotpSecret,
         UserCredentials, UserId, WebauthnRegistration, RECOVERY_CODES, WEBAUTHN_REGISTRATION_TTL,
     },
@@ -572,7 +572,7 @@ impl MfaService {
             credentials.user,
             policies,
             None,
-            Amr::password().and(method),
+            login.first_factor.clone().and(method),
             now,
         );
         if !self

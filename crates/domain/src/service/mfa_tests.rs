@@ -89,6 +89,7 @@ impl Mocks {
             .returning(|_, _| {
                 ready(Ok(Some(MfaLogin {
                     user_id: ADA,
+                    first_factor: Amr::password(),
                     created_at: now() - Duration::minutes(1),
                     expires_at: now() + Duration::minutes(4),
                     failures: 0,

@@ -4,6 +4,7 @@ mod access;
 mod api_keys;
 mod applications;
 mod auth;
+mod links;
 mod members;
 mod mfa;
 mod oauth;
@@ -28,6 +29,7 @@ pub use auth::{
     LockedOut, LoginError, ProfileChange, RefreshError, RegisterError, Registered,
     SecondFactorNeeded, SignIn, TokenPair, UpdateProfileError,
 };
+pub use links::{EmailLinkPorts, EmailLinkService, LinkError, LINKS_PER_CLIENT, LINKS_PER_EMAIL};
 pub use members::{MemberError, MemberPorts, MemberService, Removed, RoleChanged};
 pub use mfa::{
     Confirmed, MfaError, MfaOverview, MfaPorts, MfaService, SecondFactorProof, TotpEnrolment,

@@ -224,13 +224,15 @@ impl SamlService {
                         .and_then(|name| FullName::parse(name).ok())
                         .or_else(|| FullName::parse(email.local_part()).ok())
                         .ok_or(SamlSignInError::NotAnEmail)?;
-                    let account = self.auth.new_account(email, full_name, None, now);
+                    // The identity provider asserted the address: it is verified.
+                    let account = self.auth.new_account(email, full_name, None, true, now);
                     let user = User {
                         id: account.user.id,
                         email: account.user.email.clone(),
                         full_name: account.user.full_name.clone(),
                         created_at: now,
                         updated_at: now,
+                        email_verified: true,
                     };
                     (
                         user,

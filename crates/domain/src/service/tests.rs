@@ -81,6 +81,7 @@ fn ada() -> User {
         full_name: full_name("Ada Lovelace"),
         created_at: now() - Duration::days(100),
         updated_at: now() - Duration::days(10),
+        email_verified: false,
     }
 }
 

@@ -45,6 +45,9 @@ enum Database {
 
 pub struct TestApp {
     pub base: String,
+    /// The public URL the server names itself by (`http://127.0.0.1:PORT` unless
+    /// [`Options::localhost`]).
+    pub public_url: String,
     pub client: reqwest::Client,
     /// Where the server writes its mail.
     pub mail_dir: tempfile::TempDir,
@@ -63,6 +66,9 @@ pub struct Options {
     pub webhook_ca_file: Option<std::path::PathBuf>,
     /// `GATEHOUSE_TRUSTED_PROXIES`.
     pub trusted_proxies: Option<&'static str>,
+    /// Serve as `http://localhost:PORT` (a free port picked first): a public URL whose host is
+    /// a domain name, which WebAuthn needs (browsers refuse an IP address as its RP id).
+    pub localhost: bool,
 }
 
 /// A registered user with a live session.
@@ -116,6 +122,15 @@ impl TestApp {
         if let Some(redis) = options.redis_url {
             env.insert("GATEHOUSE_REDIS_URL", redis);
         }
+        if options.localhost {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            env.insert("GATEHOUSE_BIND", format!("127.0.0.1:{port}"));
+            env.insert("GATEHOUSE_PUBLIC_URL", format!("http://localhost:{port}"));
+        }
         if let Some(proxies) = options.trusted_proxies {
             env.insert("GATEHOUSE_TRUSTED_PROXIES", proxies.to_owned());
         }
@@ -142,9 +157,11 @@ impl TestApp {
         let config = Config::load_from(None, |name| env.get(name).cloned()).unwrap();
         let app = Application::build(config).await.unwrap();
         let base = format!("http://{}", app.address());
+        let public_url = app.public_url().to_owned();
         tokio::spawn(app.run_until_stopped());
         Self {
             base,
+            public_url,
             client: reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
                 .build()
@@ -260,18 +277,21 @@ impl TestApp {
 
     /// The invitation token in the newest mail to `email`.
     pub fn invitation_token_for(&self, email: &str) -> String {
+        self.mailed_token(email, "/invitations/")
+    }
+
+    /// The token of the link to `{public_url}{page}{token}` in the newest mail to `email`
+    /// that has one.
+    pub fn mailed_token(&self, email: &str, page: &str) -> String {
         let mail = self
             .mails()
             .into_iter()
             .rev()
-            .find(|mail| mail.contains(email))
-            .unwrap_or_else(|| panic!("no mail to {email}"));
-        let unfolded = mail.replace("=\r\n", "").replace("=\n", "");
-        let start = unfolded
-            .find("/invitations/")
-            .unwrap_or_else(|| panic!("no invitation link in: {mail}"))
-            + "/invitations/".len();
-        unfolded[start..]
+            .map(|mail| mail.replace("=\r\n", "").replace("=\n", ""))
+            .find(|mail| mail.contains(email) && mail.contains(page))
+            .unwrap_or_else(|| panic!("no mail to {email} with a link to {page}"));
+        let start = mail.find(page).unwrap_or_default() + page.len();
+        mail[start..]
             .chars()
             .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
             .collect()

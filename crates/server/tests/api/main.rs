@@ -10,6 +10,7 @@ mod brute_force;
 mod errors;
 mod health;
 mod limits;
+mod links;
 mod members;
 mod mfa;
 mod oauth;

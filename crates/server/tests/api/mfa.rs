@@ -6,8 +6,8 @@ use reqwest::{header, Method, Response};
 use serde_json::{json, Value};
 
 use crate::helpers::{
-    detail_of, hidden, json_of, loc, locs_of, on_both_backends, python, Browser, LoggedIn, TestApp,
-    PASSWORD,
+    artifacts, browser_script, detail_of, hidden, json_of, loc, locs_of, on_both_backends, python,
+    Backend, Browser, LoggedIn, Options, TestApp, PASSWORD,
 };
 
 /// The code pyotp computes for the secret, `steps` steps from now.
@@ -304,4 +304,75 @@ fn requiring_mfa(methods: &[&str]) -> Value {
         "session_policy": { "max_session_duration_hours": 720, "idle_timeout_minutes": 1440, "max_concurrent_sessions": 100 },
         "ip_allowlist": { "enabled": false, "allowed_ips": [] },
     })
+}
+
+/// A security key registered and used on the hosted login page, in headless Chromium with its
+/// virtual authenticator; the server names itself `http://localhost:PORT` (WebAuthn's relying
+/// party id must be a domain name).
+async fn a_security_key_signs_in_on_the_hosted_page(backend: Backend) {
+    let script = browser_script("webauthn_flow.mjs");
+    let app = TestApp::spawn_with(
+        backend,
+        Options {
+            localhost: true,
+            ..Options::default()
+        },
+    )
+    .await;
+    assert!(
+        app.public_url.starts_with("http://localhost:"),
+        "{}",
+        app.public_url
+    );
+    let ada = app.logged_in("ada@example.com").await;
+    let screenshot = artifacts().join(format!("mfa-security-key-{}.png", ada.user_id));
+    let output = tokio::process::Command::new("node")
+        .arg(&script)
+        .args([
+            app.public_url.as_str(),
+            ada.access_token.as_str(),
+            "ada@example.com",
+            PASSWORD,
+        ])
+        .arg(&screenshot)
+        .output()
+        .await
+        .unwrap_or_else(|e| {
+            panic!("Node.js is needed for this test (apt-get install nodejs): {e}")
+        });
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the browser run failed:\n{stderr}");
+    let seen: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(seen["registered"]["status"], 201, "{seen}");
+    assert_eq!(
+        seen["registered"]["body"]["recovery_codes"]
+            .as_array()
+            .unwrap()
+            .len(),
+        10,
+        "the first factor"
+    );
+    assert_eq!(seen["secondStep"], "Two-step verification");
+    assert_eq!(seen["landed"], "You are signed in");
+    let overview = json_of(app.get_as(&ada.access_token, "/api/v1/auth/mfa").await, 200).await;
+    assert_eq!(overview["methods"][0]["type"], "webauthn");
+    assert!(
+        overview["methods"][0]["last_used_at"].is_string(),
+        "the key signed in"
+    );
+    // The API's login now offers the key's request options.
+    let answer = json_of(app.login("ada@example.com", PASSWORD).await, 200).await;
+    assert_eq!(answer["methods"], json!(["webauthn"]));
+    assert_eq!(answer["webauthn_options"]["publicKey"]["rpId"], "localhost");
+    assert!(std::fs::metadata(&screenshot).map(|m| m.len()).unwrap_or(0) > 1_000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_security_key_signs_in_on_the_hosted_page_sqlite() {
+    a_security_key_signs_in_on_the_hosted_page(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_security_key_signs_in_on_the_hosted_page_postgres() {
+    a_security_key_signs_in_on_the_hosted_page(Backend::Postgres).await;
 }

@@ -64,6 +64,7 @@ pub(super) async fn insert_account_rows(
             password_changed_at: user.created_at,
             created_at: user.created_at,
             updated_at: user.created_at,
+            email_verified: user.email_verified,
         })
         .execute(conn)
         .await?;
@@ -142,6 +143,26 @@ impl AccountStore for DbStore {
     async fn credentials_by_id(&self, id: UserId) -> Result<Option<UserCredentials>, StoreError> {
         in_read!(self, async |conn: &mut Conn| {
             credentials(conn, UserKey::Id(DbUuid(id.as_uuid()))).await
+        })
+    }
+
+    async fn set_email_verified(
+        &self,
+        user_id: UserId,
+        email: &Email,
+        at: OffsetDateTime,
+    ) -> Result<bool, StoreError> {
+        let email = email.as_ref().to_owned();
+        in_write_tx!(self, async |conn: &mut Conn| {
+            diesel::update(
+                users::table
+                    .find(DbUuid(user_id.as_uuid()))
+                    .filter(users::email.eq(email)),
+            )
+            .set((users::email_verified.eq(true), users::updated_at.eq(at)))
+            .execute(conn)
+            .await
+            .map(|updated| updated == 1)
         })
     }
 

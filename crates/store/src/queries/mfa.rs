@@ -3,7 +3,7 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{
-        MfaFactor, MfaFactorId, MfaLogin, MfaMethod, NewEvent, NewSession, TokenHash, UserId,
+        Amr, MfaFactor, MfaFactorId, MfaLogin, MfaMethod, NewEvent, NewSession, TokenHash, UserId,
         WebauthnRegistration, MFA_MAX_FAILURES,
     },
     ports::{MfaStore, SecondFactorUse, StoreError, StoredPasskey, StoredTotp, StoredWebauthn},
@@ -84,6 +84,7 @@ struct LoginRow {
     expires_at: OffsetDateTime,
     failures: i32,
     webauthn_state: Option<String>,
+    first_factor: String,
 }
 
 #[derive(Queryable, Selectable, Insertable)]
@@ -418,6 +419,7 @@ impl MfaStore for DbStore {
                     mfa_logins::expires_at.eq(login.expires_at),
                     mfa_logins::failures.eq(0),
                     mfa_logins::webauthn_state.eq(login.webauthn_state.clone()),
+                    mfa_logins::first_factor.eq(login.first_factor.stored()),
                 ))
                 .execute(conn)
                 .await
@@ -445,6 +447,8 @@ impl MfaStore for DbStore {
             row.map(|row| {
                 Ok(MfaLogin {
                     user_id: UserId::from_uuid(row.user_id.0),
+                    first_factor: Amr::from_stored(&row.first_factor)
+                        .ok_or_else(|| corrupt("mfa_logins.first_factor"))?,
                     created_at: row.created_at,
                     expires_at: row.expires_at,
                     failures: u32::try_from(row.failures)

@@ -5,6 +5,7 @@
 //! write differently. Queries are functions over a connection so
 //! that they compose inside one transaction.
 
+mod account_tokens;
 mod accounts;
 mod api_keys;
 mod applications;

@@ -41,6 +41,7 @@ pub(super) struct UserRow {
     pub password_changed_at: OffsetDateTime,
     pub created_at: OffsetDateTime,
     pub updated_at: OffsetDateTime,
+    pub email_verified: bool,
 }
 
 impl UserRow {
@@ -53,6 +54,7 @@ impl UserRow {
                     .map_err(|_| corrupt("users.full_name"))?,
                 created_at: self.created_at,
                 updated_at: self.updated_at,
+                email_verified: self.email_verified,
             },
             password_hash: (self.password_hash != NO_PASSWORD)
                 .then(|| PasswordHash::from_phc(self.password_hash)),
@@ -71,6 +73,7 @@ pub(super) struct NewUserRow<'a> {
     pub password_changed_at: OffsetDateTime,
     pub created_at: OffsetDateTime,
     pub updated_at: OffsetDateTime,
+    pub email_verified: bool,
 }
 
 #[derive(Insertable)]

@@ -281,10 +281,18 @@ impl WebhookStore for DbStore {
         id: EndpointId,
     ) -> Result<bool, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
-            // Its deliveries go by cascade.
+            let (endpoint, org) = (DbUuid(id.as_uuid()), DbUuid(organization_id.as_uuid()));
             let theirs = webhook_endpoints::table
-                .filter(webhook_endpoints::id.eq(DbUuid(id.as_uuid())))
-                .filter(webhook_endpoints::organization_id.eq(DbUuid(organization_id.as_uuid())));
+                .filter(webhook_endpoints::id.eq(endpoint))
+                .filter(webhook_endpoints::organization_id.eq(org));
+            // Deliveries first, then the endpoint: the order the delivery loop locks them in
+            // when it records attempts. The cascade alone would lock the endpoint first, and a
+            // recording under way would deadlock with it on PostgreSQL.
+            diesel::delete(webhook_deliveries::table.filter(
+                webhook_deliveries::endpoint_id.eq_any(theirs.select(webhook_endpoints::id)),
+            ))
+            .execute(conn)
+            .await?;
             diesel::delete(theirs).execute(conn).await
         })
         .map(|deleted| deleted == 1)

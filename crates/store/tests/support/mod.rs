@@ -257,6 +257,7 @@ pub fn account(email: &str, full_name: &str) -> NewAccount {
         email: Email::parse(email).unwrap(),
         full_name: FullName::parse(full_name).unwrap(),
         password_hash: Some(PasswordHash::from_phc("$argon2id$fake".into())),
+        email_verified: false,
         created_at: at,
     };
     let name = OrganizationName::personal_workspace_of(user.full_name.as_ref());

@@ -1,0 +1,351 @@
+//! The mail-based account flows: sign-in links ("magic links"), password resets and email
+//! verification. Each mails a random token (stored as its SHA-256) that works once and
+//! expires; asking for one is rate limited per address and per client, and answers the same
+//! whether an account exists or not.
+
+use super::{
+    auth::{ChangePasswordError, SignIn},
+    AuthService, LockedOut, LoginError, Principal,
+};
+use crate::{
+    model::{
+        AccountKey, AccountToken, AccountTokenPurpose, Amr, ClientAddress, Email, NewPassword,
+        PasswordError, PasswordPolicy, TokenHash, UserCredentials,
+    },
+    ports::{service_ports, BoxError, Mail, StoreError},
+};
+
+service_ports! {
+    /// The ports [`EmailLinkService`] uses.
+    pub struct EmailLinkPorts { accounts: AccountStore, account_tokens: AccountTokenStore, sessions: SessionStore, mailer: Mailer, rate_limiter: RateLimiter, sign_in_attempts: SignInAttempts, clock: Clock, random: Random }
+}
+
+/// How many links one address may ask for in a rate-limit window.
+pub const LINKS_PER_EMAIL: u32 = 3;
+/// How many links one client may ask for in a rate-limit window.
+pub const LINKS_PER_CLIENT: u32 = 10;
+
+/// Why a mail flow was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum LinkError {
+    /// Asked too often for this address or from this client.
+    #[error("too many mails asked for; try again in {} seconds", .0.seconds())]
+    RateLimited(LockedOut),
+    /// The token is unknown, used, expired, or for something else.
+    #[error("the link is invalid, expired or used already; ask for a new one")]
+    InvalidToken,
+    /// The new password breaks a rule of the policies that apply, or is a common one.
+    #[error("new password {0}")]
+    WeakPassword(#[source] PasswordError),
+    /// The new password is one of the last ones the policies remember.
+    #[error("new password must differ from your last {0} passwords")]
+    Reused(u32),
+    /// The account is locked after failed sign-ins.
+    #[error(transparent)]
+    LockedOut(LockedOut),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Hashing, signing or mailing failed.
+    #[error("the request failed")]
+    Internal(#[source] BoxError),
+}
+
+impl From<LoginError> for LinkError {
+    fn from(error: LoginError) -> Self {
+        match error {
+            LoginError::LockedOut(locked) => Self::LockedOut(locked),
+            LoginError::Store(e) => Self::Store(e),
+            other => Self::Internal(Box::new(other)),
+        }
+    }
+}
+
+impl From<ChangePasswordError> for LinkError {
+    fn from(error: ChangePasswordError) -> Self {
+        match error {
+            ChangePasswordError::WeakPassword(reason) => Self::WeakPassword(reason),
+            ChangePasswordError::Reused(n) => Self::Reused(n),
+            ChangePasswordError::Store(e) => Self::Store(e),
+            other => Self::Internal(Box::new(other)),
+        }
+    }
+}
+
+/// Sign-in links, password resets and email verification, by mail.
+#[derive(Clone)]
+pub struct EmailLinkService {
+    ports: EmailLinkPorts,
+    /// Opens sessions and starts second steps the way a password login does.
+    auth: AuthService,
+    /// Where the mailed links point.
+    public_url: String,
+}
+
+impl EmailLinkService {
+    /// A service on these ports, mailing links to `public_url`.
+    pub fn new(ports: EmailLinkPorts, auth: AuthService, public_url: String) -> Self {
+        Self {
+            ports,
+            auth,
+            public_url,
+        }
+    }
+
+    /// Counts the request against the address and the client; refused past either limit.
+    async fn counted(&self, email: &str, client: ClientAddress) -> Result<(), LinkError> {
+        let now = self.ports.clock.now();
+        let address = email.trim().to_lowercase();
+        for (key, limit) in [
+            (format!("links:email:{address}"), LINKS_PER_EMAIL),
+            (format!("links:ip:{}", client.0), LINKS_PER_CLIENT),
+        ] {
+            match self.ports.rate_limiter.hit(&key, limit, now).await {
+                Ok(decision) if !decision.allowed => {
+                    return Err(LinkError::RateLimited(LockedOut {
+                        retry_after: decision.reset_at - now,
+                    }))
+                }
+                Ok(_) => {}
+                // Fail open, as the request limits do: an unreachable counter locks nobody out.
+                Err(error) => tracing::warn!(%error, "a mail request was not counted"),
+            }
+        }
+        Ok(())
+    }
+
+    /// Mails a fresh token of `purpose` to the user.
+    async fn mail_token(
+        &self,
+        purpose: AccountTokenPurpose,
+        credentials: &UserCredentials,
+    ) -> Result<(), LinkError> {
+        let now = self.ports.clock.now();
+        let token = self.ports.random.secret(purpose.kind());
+        let user = &credentials.user;
+        self.ports
+            .account_tokens
+            .save_account_token(
+                token.hash(),
+                AccountToken {
+                    purpose,
+                    user_id: user.id,
+                    email: user.email.clone(),
+                    created_at: now,
+                    expires_at: now + purpose.ttl(),
+                },
+            )
+            .await?;
+        let link = format!("{}{}{}", self.public_url, purpose.page(), token.expose());
+        let (subject, text) = match purpose {
+            AccountTokenPurpose::MagicLink => (
+                "Your sign-in link".to_owned(),
+                format!(
+                    "Hello {},\n\nOpen this link within 15 minutes to sign in:\n\n{link}\n\n\
+                     It works once. If you did not ask for it, ignore this mail: nothing \
+                     happens without the link.\n",
+                    user.full_name.as_ref()
+                ),
+            ),
+            AccountTokenPurpose::PasswordReset => (
+                "Reset your password".to_owned(),
+                format!(
+                    "Hello {},\n\nOpen this link within 15 minutes to choose a new password:\n\n\
+                     {link}\n\nIt works once, and signs you out everywhere. If you did not ask \
+                     for it, ignore this mail: your password stays as it is.\n",
+                    user.full_name.as_ref()
+                ),
+            ),
+            AccountTokenPurpose::EmailVerification => (
+                "Verify your email address".to_owned(),
+                format!(
+                    "Hello {},\n\nOpen this link within 24 hours to confirm that {} is your \
+                     address:\n\n{link}\n",
+                    user.full_name.as_ref(),
+                    user.email.as_ref()
+                ),
+            ),
+        };
+        self.ports
+            .mailer
+            .send(Mail::new(user.email.clone(), subject, text))
+            .await
+            .map_err(|e| LinkError::Internal(Box::new(e)))
+    }
+
+    /// Asks for a mail of `purpose` to `email`: mailed when an account has the address,
+    /// silently not otherwise (the answer is the same).
+    async fn request(
+        &self,
+        purpose: AccountTokenPurpose,
+        email: &str,
+        client: ClientAddress,
+    ) -> Result<(), LinkError> {
+        self.counted(email, client).await?;
+        let Ok(email) = Email::parse(email) else {
+            return Ok(());
+        };
+        if let Some(credentials) = self.ports.accounts.credentials_by_email(&email).await? {
+            self.mail_token(purpose, &credentials).await?;
+        }
+        Ok(())
+    }
+
+    /// `POST /auth/magic-link`: mails a sign-in link to the address, if it has an account.
+    pub async fn request_magic_link(
+        &self,
+        email: &str,
+        client: ClientAddress,
+    ) -> Result<(), LinkError> {
+        self.request(AccountTokenPurpose::MagicLink, email, client)
+            .await
+    }
+
+    /// `POST /auth/password/forgot`: mails a reset link to the address, if it has an account.
+    pub async fn request_password_reset(
+        &self,
+        email: &str,
+        client: ClientAddress,
+    ) -> Result<(), LinkError> {
+        self.request(AccountTokenPurpose::PasswordReset, email, client)
+            .await
+    }
+
+    /// `POST /auth/email/verify-request`: mails the caller a link that verifies their address.
+    pub async fn request_verification(
+        &self,
+        principal: &Principal,
+        client: ClientAddress,
+    ) -> Result<(), LinkError> {
+        let credentials = self
+            .ports
+            .accounts
+            .credentials_by_id(principal.user_id())
+            .await?
+            .ok_or(LinkError::InvalidToken)?;
+        self.counted(credentials.user.email.as_ref(), client)
+            .await?;
+        self.mail_token(AccountTokenPurpose::EmailVerification, &credentials)
+            .await
+    }
+
+    async fn taken(
+        &self,
+        token: &str,
+        purpose: AccountTokenPurpose,
+    ) -> Result<(AccountToken, UserCredentials), LinkError> {
+        let now = self.ports.clock.now();
+        let taken = self
+            .ports
+            .account_tokens
+            .take_account_token(&TokenHash::of(token), purpose, now)
+            .await?
+            .ok_or(LinkError::InvalidToken)?;
+        let credentials = self
+            .ports
+            .accounts
+            .credentials_by_id(taken.user_id)
+            .await?
+            // A link mailed to an address the user has left proves nothing now.
+            .filter(|c| c.user.email == taken.email)
+            .ok_or(LinkError::InvalidToken)?;
+        Ok((taken, credentials))
+    }
+
+    /// Signs in with a mailed link: a session (`amr: ["email"]`), or, for a user with a second
+    /// factor, the second step. The link proves the address too.
+    pub async fn sign_in_with_link(&self, token: &str) -> Result<SignIn, LinkError> {
+        let (taken, credentials) = self.taken(token, AccountTokenPurpose::MagicLink).await?;
+        let now = self.ports.clock.now();
+        let account = AccountKey::for_email(credentials.user.email.as_ref());
+        if let Ok(run) = self
+            .ports
+            .sign_in_attempts
+            .failed_sign_ins(&account, now)
+            .await
+        {
+            if let Some(retry_after) = run.retry_after(now) {
+                return Err(LinkError::LockedOut(LockedOut { retry_after }));
+            }
+        }
+        self.ports
+            .accounts
+            .set_email_verified(credentials.user.id, &taken.email, now)
+            .await?;
+        let factors = self.auth.confirmed_factors(credentials.user.id).await?;
+        if !factors.is_empty() {
+            let needed = self
+                .auth
+                .second_step(credentials.user.id, &factors, Amr::email_link(), now)
+                .await?;
+            return Ok(SignIn::SecondFactor(needed));
+        }
+        let policies = self.auth.policies_of(credentials.user.id).await?;
+        let opening = self
+            .auth
+            .opening(credentials.user, policies, None, Amr::email_link(), now);
+        self.ports
+            .sessions
+            .create_session(
+                opening.session.clone(),
+                opening.event.clone(),
+                opening.keep_at_most,
+            )
+            .await?;
+        let tokens = self
+            .auth
+            .tokens_for(opening)
+            .await
+            .map_err(|e| LinkError::Internal(Box::new(e)))?;
+        Ok(SignIn::Tokens(tokens))
+    }
+
+    /// Sets a new password with a mailed reset link: every session ends, the account's failed
+    /// sign-ins are forgotten, `auth.password_changed` is recorded. The link proves the
+    /// address too.
+    pub async fn reset_password(&self, token: &str, new_password: &str) -> Result<(), LinkError> {
+        // Every policy is at least as strict as the default: refuse what fails it before the
+        // link is spent.
+        NewPassword::parse(new_password, &PasswordPolicy::default())
+            .map_err(LinkError::WeakPassword)?;
+        let (taken, credentials) = self
+            .taken(token, AccountTokenPurpose::PasswordReset)
+            .await?;
+        let user_id = credentials.user.id;
+        let policy = self.auth.policies_of(user_id).await?.password;
+        // A stricter policy of the user's organizations, met only now: the link is spent, and
+        // the answer says why a new one is needed.
+        let new_password =
+            NewPassword::parse(new_password, &policy).map_err(LinkError::WeakPassword)?;
+        self.auth
+            .store_new_password(user_id, new_password, &policy, None)
+            .await?;
+        let now = self.ports.clock.now();
+        self.ports
+            .accounts
+            .set_email_verified(user_id, &taken.email, now)
+            .await?;
+        let account = AccountKey::for_email(credentials.user.email.as_ref());
+        if let Err(error) = self.ports.sign_in_attempts.clear(&account).await {
+            tracing::warn!(%error, "failed sign-ins not cleared after a reset");
+        }
+        Ok(())
+    }
+
+    /// Verifies the user's address with a mailed link.
+    pub async fn verify_email(&self, token: &str) -> Result<(), LinkError> {
+        let (taken, credentials) = self
+            .taken(token, AccountTokenPurpose::EmailVerification)
+            .await?;
+        let now = self.ports.clock.now();
+        if !self
+            .ports
+            .accounts
+            .set_email_verified(credentials.user.id, &taken.email, now)
+            .await?
+        {
+            return Err(LinkError::InvalidToken);
+        }
+        Ok(())
+    }
+}
