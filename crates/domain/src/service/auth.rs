@@ -523,7 +523,22 @@ impl AuthService {
                     .await?,
             ));
         }
-        let opening = self.opening(credentials.user, policies, None, Amr::password(), now);
+        Ok(SignIn::Tokens(
+            self.open_session(credentials.user, policies, Amr::password(), now)
+                .await?,
+        ))
+    }
+
+    /// Opens a session for a sign-in that is complete (no second step to come): stored with
+    /// its `auth.login`, then its tokens.
+    pub(crate) async fn open_session(
+        &self,
+        user: User,
+        policies: EffectivePolicies,
+        amr: Amr,
+        now: OffsetDateTime,
+    ) -> Result<TokenPair, LoginError> {
+        let opening = self.opening(user, policies, None, amr, now);
         self.ports
             .sessions
             .create_session(
@@ -532,7 +547,7 @@ impl AuthService {
                 opening.keep_at_most,
             )
             .await?;
-        Ok(SignIn::Tokens(self.tokens_for(opening).await?))
+        Ok(self.tokens_for(opening).await?)
     }
 
     /// The user's confirmed second factors.

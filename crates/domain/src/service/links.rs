@@ -17,7 +17,7 @@ use crate::{
 
 service_ports! {
     /// The ports [`EmailLinkService`] uses.
-    pub struct EmailLinkPorts { accounts: AccountStore, account_tokens: AccountTokenStore, sessions: SessionStore, mailer: Mailer, rate_limiter: RateLimiter, sign_in_attempts: SignInAttempts, clock: Clock, random: Random }
+    pub struct EmailLinkPorts { accounts: AccountStore, account_tokens: AccountTokenStore, mailer: Mailer, rate_limiter: RateLimiter, sign_in_attempts: SignInAttempts, clock: Clock, random: Random }
 }
 
 /// How many links one address may ask for in a rate-limit window.
@@ -281,22 +281,10 @@ impl EmailLinkService {
             return Ok(SignIn::SecondFactor(needed));
         }
         let policies = self.auth.policies_of(credentials.user.id).await?;
-        let opening = self
-            .auth
-            .opening(credentials.user, policies, None, Amr::email_link(), now);
-        self.ports
-            .sessions
-            .create_session(
-                opening.session.clone(),
-                opening.event.clone(),
-                opening.keep_at_most,
-            )
-            .await?;
         let tokens = self
             .auth
-            .tokens_for(opening)
-            .await
-            .map_err(|e| LinkError::Internal(Box::new(e)))?;
+            .open_session(credentials.user, policies, Amr::email_link(), now)
+            .await?;
         Ok(SignIn::Tokens(tokens))
     }
 
