@@ -87,6 +87,8 @@ pub(crate) fn event(
 #[cfg(test)]
 mod application_tests;
 #[cfg(test)]
+mod links_tests;
+#[cfg(test)]
 mod lockout_tests;
 #[cfg(test)]
 mod mfa_tests;

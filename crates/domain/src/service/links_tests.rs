@@ -1,0 +1,193 @@
+//! The mail-based account flows' rules, with every port mocked: the same answer for unknown
+//! addresses, the limits counted before anything is looked up, links bound to the address they
+//! were mailed to, and a weak password refused before a reset link is spent.
+
+use std::net::{IpAddr, Ipv4Addr};
+
+use futures::executor::block_on;
+use time::Duration;
+
+use super::{
+    tests::{now, ready, secret_of, settings, Mocks, Seen, ADA, ADA_EMAIL},
+    AuthService, EmailLinkService, LinkError, SignIn,
+};
+use crate::{
+    model::{AccountToken, AccountTokenPurpose, Amr, ClientAddress, Email, TokenHash, TokenKind},
+    ports::{MockRateLimiter, RateDecision},
+};
+
+const PUBLIC_URL: &str = "https://id.example.com";
+
+fn client() -> ClientAddress {
+    ClientAddress(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 7)))
+}
+
+impl Mocks {
+    fn links(self) -> EmailLinkService {
+        let ports = self.ports();
+        EmailLinkService::new(
+            (&ports).into(),
+            AuthService::new((&ports).into(), settings()),
+            PUBLIC_URL.to_owned(),
+        )
+    }
+
+    /// The limiter allows everything but keys starting with `refused`, and keeps the keys.
+    fn limits(&mut self, refused: Option<&'static str>) -> Seen<String> {
+        let keys = Seen::new();
+        let seen = keys.clone();
+        let mut limiter = MockRateLimiter::new();
+        limiter.expect_hit().returning(move |key, limit, at| {
+            seen.record(key.to_owned());
+            let allowed = !refused.is_some_and(|prefix| key.starts_with(prefix));
+            ready(Ok(RateDecision {
+                allowed,
+                limit,
+                remaining: 0,
+                reset_at: at + Duration::seconds(40),
+            }))
+        });
+        self.rate_limiter = limiter;
+        keys
+    }
+}
+
+fn link_of(user_email: &str) -> AccountToken {
+    AccountToken {
+        purpose: AccountTokenPurpose::MagicLink,
+        user_id: ADA,
+        email: Email::parse(user_email).unwrap(),
+        created_at: now() - Duration::minutes(1),
+        expires_at: now() + Duration::minutes(14),
+    }
+}
+
+#[test]
+fn an_unknown_address_is_counted_and_answered_alike_but_mailed_nothing() {
+    let mut mocks = Mocks::new();
+    let keys = mocks.limits(None);
+    mocks.email_is_free();
+    mocks.account_tokens.expect_save_account_token().never();
+    mocks.mailer.expect_send().never();
+
+    block_on(
+        mocks
+            .links()
+            .request_magic_link(" Nobody@Example.com ", client()),
+    )
+    .unwrap();
+
+    assert_eq!(
+        keys.all(),
+        ["links:email:nobody@example.com", "links:ip:192.0.2.7"]
+    );
+}
+
+#[test]
+fn past_a_limit_nothing_is_looked_up() {
+    for refused in ["links:email:", "links:ip:"] {
+        let mut mocks = Mocks::new();
+        mocks.limits(Some(refused));
+        mocks.accounts.expect_credentials_by_email().never();
+        let result = block_on(mocks.links().request_password_reset(ADA_EMAIL, client()));
+        let Err(LinkError::RateLimited(wait)) = result else {
+            panic!("{refused}: {result:?}")
+        };
+        assert_eq!(wait.seconds(), 40, "until the window ends");
+    }
+}
+
+#[test]
+fn a_known_address_gets_a_link_to_the_page_with_a_token_kept_hashed() {
+    let mut mocks = Mocks::new();
+    mocks.limits(None);
+    mocks.ada_is_registered();
+    let saved = Seen::new();
+    let keep = saved.clone();
+    mocks
+        .account_tokens
+        .expect_save_account_token()
+        .times(1)
+        .returning(move |hash, token| {
+            keep.record((hash, token));
+            ready(Ok(()))
+        });
+    let mailed = Seen::new();
+    let sent = mailed.clone();
+    mocks.mailer.expect_send().times(1).returning(move |mail| {
+        sent.record(mail);
+        ready(Ok(()))
+    });
+
+    block_on(mocks.links().request_password_reset(ADA_EMAIL, client())).unwrap();
+
+    let secret = secret_of(TokenKind::PasswordReset);
+    let (hash, token) = saved.only();
+    assert_eq!(hash, TokenHash::of(&secret));
+    assert_eq!(token.purpose, AccountTokenPurpose::PasswordReset);
+    assert_eq!(token.expires_at - token.created_at, Duration::minutes(15));
+    let mail = mailed.only();
+    assert_eq!(mail.to.as_ref(), ADA_EMAIL);
+    assert!(mail
+        .text
+        .contains(&format!("{PUBLIC_URL}/reset-password/{secret}")));
+}
+
+#[test]
+fn a_link_mailed_to_an_address_the_user_has_left_signs_nobody_in() {
+    let mut mocks = Mocks::new();
+    mocks
+        .account_tokens
+        .expect_take_account_token()
+        .returning(|_, _, _| ready(Ok(Some(link_of("old@example.com")))));
+    mocks.ada_is_registered();
+    mocks.sessions.expect_create_session().never();
+    let result = block_on(mocks.links().sign_in_with_link("ghml_x"));
+    assert!(matches!(result, Err(LinkError::InvalidToken)));
+}
+
+#[test]
+fn a_sign_in_link_opens_an_email_session_and_proves_the_address() {
+    let mut mocks = Mocks::new();
+    mocks
+        .account_tokens
+        .expect_take_account_token()
+        .withf(|hash, purpose, at| {
+            *hash == TokenHash::of("ghml_x")
+                && *purpose == AccountTokenPurpose::MagicLink
+                && *at == now()
+        })
+        .returning(|_, _, _| ready(Ok(Some(link_of(ADA_EMAIL)))));
+    mocks.ada_is_registered();
+    mocks
+        .accounts
+        .expect_set_email_verified()
+        .withf(|user, email, _| *user == ADA && email.as_ref() == ADA_EMAIL)
+        .times(1)
+        .returning(|_, _, _| ready(Ok(true)));
+    let opened = Seen::new();
+    let keep = opened.clone();
+    mocks
+        .sessions
+        .expect_create_session()
+        .times(1)
+        .returning(move |session, _, _| {
+            keep.record(session);
+            ready(Ok(()))
+        });
+    let signed = mocks.signer_signs();
+
+    let signed_in = block_on(mocks.links().sign_in_with_link("ghml_x")).unwrap();
+
+    assert!(matches!(signed_in, SignIn::Tokens(_)));
+    assert_eq!(opened.only().amr, Amr::email_link());
+    assert_eq!(signed.only().amr, ["email"]);
+}
+
+#[test]
+fn a_weak_password_is_refused_before_the_reset_link_is_spent() {
+    let mut mocks = Mocks::new();
+    mocks.account_tokens.expect_take_account_token().never();
+    let result = block_on(mocks.links().reset_password("ghpr_x", "short"));
+    assert!(matches!(result, Err(LinkError::WeakPassword(_))));
+}
