@@ -197,6 +197,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                     resource("/webhooks/endpoints/{id}/deliveries")
                         .route(web::get().to(webhooks::deliveries)),
                 )
+                .service(
+                    resource("/webhooks/endpoints/{id}/test").route(web::post().to(webhooks::test)),
+                )
                 .service(resource("/webhooks/events").route(web::get().to(webhooks::events)))
                 .service(
                     resource("/webhooks/deliveries/{id}/retry")

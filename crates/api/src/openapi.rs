@@ -85,6 +85,7 @@ use crate::{
         webhooks::events,
         webhooks::deliveries,
         webhooks::retry,
+        webhooks::test,
         api_keys::create,
         api_keys::list,
         api_keys::delete,

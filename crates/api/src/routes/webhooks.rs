@@ -168,7 +168,15 @@ fn event_types(raw: Vec<String>) -> Result<Vec<EventType>, ApiError> {
     let mut events = Vec::new();
     for (i, name) in raw.iter().enumerate() {
         match name.parse::<EventType>() {
-            Ok(event) => events.push(event),
+            Ok(event) if event.subscribable() => events.push(event),
+            Ok(_) => errors.push(FieldError {
+                loc: vec!["body".into(), "events".into(), i.into()],
+                msg: format!(
+                    "{name:?} cannot be subscribed to: it is sent by POST \
+                     /api/v1/webhooks/endpoints/{{id}}/test only"
+                ),
+                kind: "value_error",
+            }),
             Err(()) => errors.push(FieldError {
                 loc: vec!["body".into(), "events".into(), i.into()],
                 msg: format!("unknown event type {name:?}: see GET /api/v1/webhooks/events"),
@@ -384,6 +392,7 @@ pub async fn events(HeaderOrganization(_actor): HeaderOrganization) -> HttpRespo
     HttpResponse::Ok().json(
         EventType::ALL
             .iter()
+            .filter(|event| event.subscribable())
             .map(|event| EventTypeResponse {
                 kind: event.as_str(),
                 category: event.category().as_str(),
@@ -452,7 +461,7 @@ pub struct RetryResponse {
         (status = 200, body = RetryResponse),
         (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody),
-        (status = 409, body = ErrorBody, description = "Already pending"),
+        (status = 409, body = ErrorBody, description = "Already pending, or a test ping (never retried)"),
     )
 )]
 pub async fn retry(
@@ -471,5 +480,46 @@ pub async fn retry(
         max_attempts: RetrySchedule::MAX_ATTEMPTS,
         next_retry_at: None,
         queued_at: state.ports.clock.now(),
+    }))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct TestResponse {
+    /// The ping's delivery, in the endpoint's delivery log (event `webhook.test`).
+    #[schema(example = "dlv_01939f1e8f5a7b2c9d4e6f8a0b1c2d3e")]
+    delivery_id: String,
+    /// The endpoint answered with a 2xx.
+    success: bool,
+    /// The endpoint's HTTP status; null when it did not answer.
+    status_code: Option<u16>,
+    duration_ms: u64,
+    /// Why the ping failed: the endpoint's non-2xx status, or why it could not be reached.
+    error: Option<String>,
+}
+
+/// Sends a signed `webhook.test` to the endpoint now, active or not, and answers with what
+/// came of it. The ping is in the endpoint's delivery log and is never retried.
+#[utoipa::path(
+    post, path = "/api/v1/webhooks/endpoints/{id}/test", tag = "webhooks",
+    security(("bearer" = [], "organization" = []), ("api_key" = [], "organization" = [])),
+    params(("id" = String, Path)),
+    responses(
+        (status = 200, body = TestResponse, description = "Sent; `success` says whether the endpoint took it"),
+        (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+    )
+)]
+pub async fn test(
+    state: web::Data<AppState>,
+    HeaderOrganization(actor): HeaderOrganization,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let outcome = state.webhooks.test(&actor, endpoint_id(&path)?).await?;
+    Ok(HttpResponse::Ok().json(TestResponse {
+        delivery_id: outcome.delivery_id.to_string(),
+        success: outcome.success,
+        status_code: outcome.status_code,
+        duration_ms: outcome.duration_ms,
+        error: outcome.error,
     }))
 }

@@ -16,6 +16,9 @@
 //!   └────────────┴── retried (manual, from Failed or Succeeded) : Pending, next attempt, due now
 //! ```
 //!
+//! A test ping is made by [`DeliveryState::sent_once`]: it starts where its one attempt left it,
+//! `Succeeded` or `Failed` with no retry due, and is never retried automatically.
+//!
 //! The store keeps a state as three columns (`status`, `attempt`, `next_attempt_at`), reads it
 //! back with [`DeliveryState::restore`] and writes what a transition returned; it decides
 //! nothing itself.
@@ -76,6 +79,19 @@ impl DeliveryState {
         Self(State::Pending {
             attempt: 1,
             due_at: at,
+        })
+    }
+
+    /// A delivery sent once, at once, and never retried automatically (a test ping): its one
+    /// attempt succeeded (a 2xx) or failed with no retry due.
+    pub fn sent_once(succeeded: bool) -> Self {
+        Self(if succeeded {
+            State::Succeeded { attempt: 1 }
+        } else {
+            State::Failed {
+                attempt: 1,
+                retry_at: None,
+            }
         })
     }
 
@@ -298,9 +314,25 @@ mod tests {
     }
 
     #[test]
+    fn a_delivery_sent_once_has_nothing_more_due_whatever_came_of_it() {
+        let delivered = DeliveryState::sent_once(true);
+        assert_eq!(delivered.status(), DeliveryStatus::Success);
+        assert_eq!(delivered.attempt(), 1);
+        let failed = DeliveryState::sent_once(false);
+        assert_eq!(failed.status(), DeliveryStatus::Failed);
+        assert_eq!(failed.attempt(), 1);
+        for state in [delivered, failed] {
+            assert_eq!(state.attempt_due(), None);
+            assert_eq!(state.next_attempt_at(), None);
+            assert_eq!(state.next_retry_at(), None);
+        }
+    }
+
+    #[test]
     fn restore_accepts_what_transitions_make_and_nothing_else() {
         let states = [
             DeliveryState::new(t0()),
+            DeliveryState::sent_once(false),
             DeliveryState::new(t0())
                 .attempted(false, t0(), &schedule())
                 .unwrap(),

@@ -75,6 +75,7 @@ event_types! {
     BillingSubscriptionUpdated => "billing.subscription.updated", Billing, false, "The organization's plan changed.";
     BillingSubscriptionCancelled => "billing.subscription.cancelled", Billing, false, "A subscription was cancelled.";
     BillingInvoiceOverdue => "billing.invoice.overdue", Billing, false, "An invoice is overdue.";
+    WebhookTest => "webhook.test", Webhook, false, "A test ping sent to one endpoint on request; never subscribed to.";
 }
 
 /// The groups of the event catalog.
@@ -93,6 +94,8 @@ pub enum EventCategory {
     Auth,
     /// `billing.*`: subscriptions and invoices.
     Billing,
+    /// `webhook.*`: the webhook system's own messages (the test ping).
+    Webhook,
 }
 
 impl EventCategory {
@@ -105,7 +108,22 @@ impl EventCategory {
             Self::Application => "application",
             Self::Auth => "auth",
             Self::Billing => "billing",
+            Self::Webhook => "webhook",
         }
+    }
+}
+
+impl EventType {
+    /// Whether an endpoint may subscribe to it. `webhook.test` is sent only by the test
+    /// operation, to the one endpoint tested, and is never retried automatically.
+    pub const fn subscribable(self) -> bool {
+        !matches!(self, Self::WebhookTest)
+    }
+
+    /// Whether its deliveries are ever sent again, automatically or on request. A test ping
+    /// is sent once: another test is another ping.
+    pub const fn retryable(self) -> bool {
+        !matches!(self, Self::WebhookTest)
     }
 }
 
@@ -159,10 +177,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn catalog_has_the_sixteen_subscribable_types_and_five_more() {
+    fn catalog_has_the_sixteen_spec_types_five_more_and_the_test_ping() {
         let subscribable = EventType::ALL.iter().filter(|e| e.in_catalog()).count();
         assert_eq!(subscribable, 16);
-        assert_eq!(EventType::ALL.len(), 21);
+        assert_eq!(EventType::ALL.len(), 22);
+        let not_subscribable: Vec<_> = EventType::ALL
+            .iter()
+            .filter(|e| !e.subscribable())
+            .collect();
+        assert_eq!(not_subscribable, [&EventType::WebhookTest]);
     }
 
     #[test]

@@ -84,6 +84,43 @@ pub enum RetryOutcome {
     AlreadyPending,
     /// Re-queued for now; the delivery as it stands.
     Queued(Delivery),
+    /// A test ping: never sent again (send another test instead). Nothing changed.
+    NotRetryable,
+}
+
+/// Where an endpoint's deliveries go, and the secret that signs them: what a test ping needs.
+#[derive(Clone, PartialEq)]
+pub struct SendTarget {
+    /// The endpoint.
+    pub endpoint_id: EndpointId,
+    /// Its URL as it stands now.
+    pub url: WebhookUrl,
+    /// Its signing secret as [`NewEndpoint::secret_sealed`] stored it.
+    pub secret_sealed: Vec<u8>,
+}
+
+impl std::fmt::Debug for SendTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SendTarget")
+            .field("endpoint_id", &self.endpoint_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A test ping already sent, to record: its event (`webhook.test`, dispatched as it is
+/// stored), its delivery and the one attempt.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SentTest {
+    /// The endpoint's organization.
+    pub organization_id: OrganizationId,
+    /// The `webhook.test` event's id.
+    pub event_id: EventId,
+    /// The event's payload (the body's `data`).
+    pub data: serde_json::Value,
+    /// The exact body sent.
+    pub payload: String,
+    /// The attempt, whose state is [`DeliveryState::sent_once`]; its lease is not used.
+    pub record: AttemptRecord,
 }
 
 /// An event of the outbox not yet turned into deliveries.
@@ -251,7 +288,8 @@ pub trait WebhookStore: Send + Sync + 'static {
     ) -> Result<Option<Page<Delivery>>, StoreError>;
 
     /// Re-queues one of the organization's deliveries by [`DeliveryState::retried`] at `at`: a
-    /// new attempt due at once, or [`RetryOutcome::AlreadyPending`]. Of concurrent retries of
+    /// new attempt due at once, or [`RetryOutcome::AlreadyPending`]; a delivery of an event type
+    /// that is not [`EventType::retryable`] is [`RetryOutcome::NotRetryable`]. Of concurrent retries of
     /// one delivery, one queues an attempt.
     async fn retry_delivery(
         &self,
@@ -259,6 +297,20 @@ pub trait WebhookStore: Send + Sync + 'static {
         id: DeliveryId,
         at: OffsetDateTime,
     ) -> Result<RetryOutcome, StoreError>;
+
+    /// Where the organization's endpoint sends, active or not; `None` when it has no such
+    /// endpoint.
+    async fn send_target(
+        &self,
+        organization_id: OrganizationId,
+        id: EndpointId,
+    ) -> Result<Option<SendTarget>, StoreError>;
+
+    /// Records a test ping in one transaction: its event (dispatched), its delivery in the
+    /// state the attempt left it, and the endpoint's `last_delivery_at`. A ping leaves the
+    /// endpoint's [`FailureRun`](crate::model::FailureRun) alone: it probes the receiver, it
+    /// is not traffic. `false` when the endpoint was deleted meanwhile: nothing is recorded.
+    async fn record_test(&self, test: SentTest) -> Result<bool, StoreError>;
 
     /// Outbox events not yet dispatched, oldest first, at most `limit`.
     async fn pending_events(&self, limit: i64) -> Result<Vec<PendingEvent>, StoreError>;

@@ -54,8 +54,8 @@ pub use saml::{SamlPorts, SamlService, SamlSignInError, SamlSignedIn, SsoLookup}
 pub use sso::{NewSsoConfiguration, SsoPorts, SsoService, SsoView};
 pub use webhooks::{
     AttemptOutcome, CreatedEndpoint, DeliveryEngine, DeliveryPorts, DeliverySettings,
-    EndpointUpdate, SecretRuleError, SigningSecret, WebhookError, WebhookPorts, WebhookService,
-    DISABLE_AFTER_FAILURES,
+    EndpointUpdate, SecretRuleError, SigningSecret, TestOutcome, WebhookError, WebhookPorts,
+    WebhookService, DISABLE_AFTER_FAILURES,
 };
 
 use time::OffsetDateTime;

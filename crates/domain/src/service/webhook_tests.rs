@@ -25,8 +25,8 @@ use crate::{
     },
     ports::{
         AttemptEffects, AttemptRecord, CipherError, DeliveryFilter, EndpointChange, LeasedDelivery,
-        Mail, NewDelivery, NewEndpoint, PendingEvent, RetryOutcome, StoreError, WebhookRequest,
-        WebhookResponse,
+        Mail, NewDelivery, NewEndpoint, PendingEvent, RetryOutcome, SendTarget, SentTest,
+        StoreError, WebhookRequest, WebhookResponse,
     },
 };
 
@@ -270,6 +270,9 @@ fn every_webhook_operation_needs_webhooks_manage_and_touches_nothing_without_it(
         mocks.webhooks.expect_delete_endpoint().never();
         mocks.webhooks.expect_deliveries().never();
         mocks.webhooks.expect_retry_delivery().never();
+        mocks.webhooks.expect_send_target().never();
+        mocks.webhooks.expect_record_test().never();
+        mocks.sender.expect_send().never();
         mocks.cipher.expect_seal().never();
         let service = mocks.webhook_service();
         let actor = ada_as(role);
@@ -299,6 +302,7 @@ fn every_webhook_operation_needs_webhooks_manage_and_touches_nothing_without_it(
             PageRequest::default(),
         )));
         assert_forbidden(block_on(service.retry(&actor, DELIVERY)));
+        assert_forbidden(block_on(service.test(&actor, HOOK)));
     }
 }
 
@@ -606,6 +610,15 @@ fn retry_of_a_pending_delivery_is_already_pending() {
     let result = retry_when_store_says(RetryOutcome::AlreadyPending);
     assert!(
         matches!(result, Err(WebhookError::AlreadyPending)),
+        "{result:?}"
+    );
+}
+
+#[test]
+fn retry_of_a_test_ping_is_refused_another_test_is_another_ping() {
+    let result = retry_when_store_says(RetryOutcome::NotRetryable);
+    assert!(
+        matches!(result, Err(WebhookError::NotRetryable)),
         "{result:?}"
     );
 }
@@ -1138,4 +1151,163 @@ fn attempts_recorded_together_get_one_store_call_and_their_own_outcomes_in_order
     );
     let records: Vec<_> = attempts.into_iter().map(|(_, record)| record).collect();
     assert_eq!(recorded.only(), records);
+}
+
+// ---------------------------------------------------------------------------------------------
+// WebhookService::test (the ping)
+// ---------------------------------------------------------------------------------------------
+
+impl Mocks {
+    /// Acme's [`HOOK`] sends to [`HOOK_URL`], signed by the secret sealed in [`SEALED`].
+    fn hook_is_a_target(&mut self) {
+        self.webhooks
+            .expect_send_target()
+            .withf(|organization, id| *organization == ACME && *id == HOOK)
+            .times(1)
+            .returning(|_, id| {
+                ready(Ok(Some(SendTarget {
+                    endpoint_id: id,
+                    url: url(),
+                    secret_sealed: SEALED.to_vec(),
+                })))
+            });
+    }
+
+    /// The ping is recorded (`true`: the endpoint is still there), once, and kept.
+    fn store_records_test(&mut self, still_there: bool) -> Seen<SentTest> {
+        let recorded = Seen::new();
+        let seen = recorded.clone();
+        self.webhooks
+            .expect_record_test()
+            .times(1)
+            .returning(move |test| {
+                seen.record(test);
+                ready(Ok(still_there))
+            });
+        recorded
+    }
+}
+
+#[test]
+fn a_ping_sends_a_signed_webhook_test_and_records_it_as_sent_once() {
+    let mut mocks = Mocks::new();
+    mocks.hook_is_a_target();
+    mocks.secret_opens();
+    let sent = mocks.receiver_answers(204);
+    let recorded = mocks.store_records_test(true);
+    mocks.no_mail();
+
+    let outcome = block_on(mocks.webhook_service().test(&admin(), HOOK)).unwrap();
+
+    let request = sent.only();
+    assert_eq!(request.url, url());
+    assert_eq!(header(&request, "X-Service-Event"), "webhook.test");
+    let body: serde_json::Value = serde_json::from_slice(&request.body).unwrap();
+    assert_eq!(body["event"], "webhook.test");
+    assert_eq!(body["webhook_id"], HOOK.to_string());
+    assert_eq!(body["delivery_id"], outcome.delivery_id.to_string());
+    assert_eq!(
+        header(&request, "X-Service-Delivery-ID"),
+        outcome.delivery_id.to_string()
+    );
+    let timestamp = header(&request, "X-Service-Timestamp");
+    let mut mac = Hmac::<Sha256>::new_from_slice(ENDPOINT_SECRET.as_bytes()).unwrap();
+    mac.update(&[timestamp.as_bytes(), b".", &request.body].concat());
+    let digest = hex::decode(
+        header(&request, "X-Service-Signature")
+            .strip_prefix("sha256=")
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(mac.verify_slice(&digest).is_ok());
+
+    assert!(outcome.success);
+    assert_eq!(outcome.status_code, Some(204));
+    assert_eq!(outcome.duration_ms, 42);
+    assert_eq!(outcome.error, None);
+
+    let test = recorded.only();
+    assert_eq!(test.organization_id, ACME);
+    assert_eq!(test.payload.as_bytes(), request.body);
+    assert_eq!(test.record.delivery_id, outcome.delivery_id);
+    assert_eq!(test.record.endpoint_id, HOOK);
+    assert_eq!(test.record.state, DeliveryState::sent_once(true));
+    assert_eq!(test.record.http_status, Some(204));
+    assert_eq!(test.record.attempted_at, now());
+}
+
+#[test]
+fn a_ping_the_endpoint_refuses_is_reported_and_never_due_again() {
+    let mut mocks = Mocks::new();
+    mocks.hook_is_a_target();
+    mocks.secret_opens();
+    mocks.receiver_answers(503);
+    let recorded = mocks.store_records_test(true);
+
+    let outcome = block_on(mocks.webhook_service().test(&admin(), HOOK)).unwrap();
+
+    assert!(!outcome.success);
+    assert_eq!(outcome.status_code, Some(503));
+    assert_eq!(
+        outcome.error.as_deref(),
+        Some("the endpoint answered HTTP 503")
+    );
+    let state = recorded.only().record.state;
+    assert_eq!(state, DeliveryState::sent_once(false));
+    assert_eq!(state.attempt_due(), None);
+}
+
+#[test]
+fn a_ping_nobody_answers_reports_why() {
+    let mut mocks = Mocks::new();
+    mocks.hook_is_a_target();
+    mocks.secret_opens();
+    mocks.receiver_gives(WebhookResponse::Failed {
+        error: "connection refused".to_owned(),
+        duration_ms: 3,
+    });
+    let recorded = mocks.store_records_test(true);
+
+    let outcome = block_on(mocks.webhook_service().test(&admin(), HOOK)).unwrap();
+
+    assert!(!outcome.success);
+    assert_eq!(outcome.status_code, None);
+    assert_eq!(outcome.error.as_deref(), Some("connection refused"));
+    assert_eq!(
+        recorded.only().record.response_body.as_deref(),
+        Some("connection refused")
+    );
+}
+
+#[test]
+fn a_ping_of_an_endpoint_the_organization_does_not_have_sends_nothing() {
+    let mut mocks = Mocks::new();
+    mocks
+        .webhooks
+        .expect_send_target()
+        .times(1)
+        .returning(|_, _| ready(Ok(None)));
+    mocks.sender.expect_send().never();
+    mocks.webhooks.expect_record_test().never();
+
+    let result = block_on(mocks.webhook_service().test(&admin(), HOOK));
+    assert!(
+        matches!(result, Err(WebhookError::EndpointNotFound)),
+        "{result:?}"
+    );
+}
+
+#[test]
+fn a_ping_of_an_endpoint_deleted_while_it_was_sent_is_not_found() {
+    let mut mocks = Mocks::new();
+    mocks.hook_is_a_target();
+    mocks.secret_opens();
+    mocks.receiver_answers(200);
+    mocks.store_records_test(false);
+
+    let result = block_on(mocks.webhook_service().test(&admin(), HOOK));
+    assert!(
+        matches!(result, Err(WebhookError::EndpointNotFound)),
+        "{result:?}"
+    );
 }

@@ -11,14 +11,14 @@ use time::OffsetDateTime;
 use super::{Actor, Forbidden};
 use crate::{
     model::{
-        signature, timestamp, Delivery, DeliveryId, EndpointId, EventType, MemberFilter,
-        OrganizationId, Page, PageRequest, Permission, RetrySchedule, Role, TokenKind,
-        WebhookEndpoint, WebhookUrl,
+        signature, timestamp, Delivery, DeliveryId, DeliveryState, EndpointId, EventId, EventType,
+        MemberFilter, OrganizationId, Page, PageRequest, Permission, RetrySchedule, Role,
+        TokenKind, WebhookEndpoint, WebhookUrl,
     },
     ports::{
         service_ports, AttemptRecord, CipherError, DeliveryFilter, EndpointChange, EndpointDetail,
-        LeasedDelivery, Mail, NewDelivery, NewEndpoint, RetryOutcome, StoreError, WebhookRequest,
-        WebhookResponse,
+        LeasedDelivery, Mail, NewDelivery, NewEndpoint, RetryOutcome, SecretCipher, SentTest,
+        StoreError, WebhookRequest, WebhookResponse, WebhookSender,
     },
 };
 
@@ -69,6 +69,9 @@ pub enum WebhookError {
     /// A manual retry of a delivery whose next attempt is already queued.
     #[error("the delivery is already pending")]
     AlreadyPending,
+    /// A manual retry of a test ping: another test is another ping.
+    #[error("a test delivery is not retried: send another test")]
+    NotRetryable,
     /// An endpoint must subscribe to at least one event type.
     #[error("events must name at least one event type")]
     NoEvents,
@@ -106,7 +109,7 @@ pub struct EndpointUpdate {
 
 service_ports! {
     /// The ports [`WebhookService`] uses.
-    pub struct WebhookPorts { webhooks: WebhookStore, cipher: SecretCipher, clock: Clock, random: Random }
+    pub struct WebhookPorts { webhooks: WebhookStore, cipher: SecretCipher, sender: WebhookSender, clock: Clock, random: Random }
 }
 
 /// The endpoint use cases; every one needs `webhooks.manage`, and reaches only the actor's
@@ -275,8 +278,199 @@ impl WebhookService {
         {
             RetryOutcome::Queued(delivery) => Ok(delivery),
             RetryOutcome::AlreadyPending => Err(WebhookError::AlreadyPending),
+            RetryOutcome::NotRetryable => Err(WebhookError::NotRetryable),
             RetryOutcome::NotFound => Err(WebhookError::DeliveryNotFound),
         }
+    }
+}
+
+impl WebhookService {
+    /// Sends a signed `webhook.test` to the endpoint now (active or not), records it in the
+    /// endpoint's delivery log as sent once, and says what came of it. It is never retried.
+    pub async fn test(&self, actor: &Actor, id: EndpointId) -> Result<TestOutcome, WebhookError> {
+        actor.require(Permission::WebhooksManage)?;
+        let organization_id = actor.organization_id();
+        let target = self
+            .ports
+            .webhooks
+            .send_target(organization_id, id)
+            .await?
+            .ok_or(WebhookError::EndpointNotFound)?;
+        let delivery_id = DeliveryId::from_uuid(self.ports.random.uuid());
+        let event_id = EventId::from_uuid(self.ports.random.uuid());
+        let started = self.ports.clock.now();
+        let data = json!({
+            "message": "A test event from Gatehouse: the endpoint is reachable and can verify the signature.",
+            "organization_id": organization_id,
+        });
+        let payload = delivery_payload(EventType::WebhookTest, started, &data, id, delivery_id);
+        let sent = Sending {
+            delivery_id,
+            endpoint_id: id,
+            url: &target.url,
+            secret_sealed: &target.secret_sealed,
+            event: EventType::WebhookTest,
+            payload: &payload,
+        };
+        let answer = send_signed(&self.ports.cipher, &*self.ports.sender, &sent, started).await;
+        let outcome = TestOutcome {
+            delivery_id,
+            success: answer.succeeded,
+            status_code: answer.http_status,
+            duration_ms: answer.duration_ms,
+            error: answer.error(),
+        };
+        let recorded = self
+            .ports
+            .webhooks
+            .record_test(SentTest {
+                organization_id,
+                event_id,
+                data,
+                payload,
+                record: AttemptRecord {
+                    delivery_id,
+                    endpoint_id: id,
+                    lease: uuid::Uuid::nil(),
+                    state: DeliveryState::sent_once(answer.succeeded),
+                    http_status: answer.http_status,
+                    response_body: answer.response_body,
+                    duration_ms: answer.duration_ms,
+                    attempted_at: started,
+                    disable_after_failures: DISABLE_AFTER_FAILURES,
+                },
+            })
+            .await?;
+        if recorded {
+            Ok(outcome)
+        } else {
+            Err(WebhookError::EndpointNotFound)
+        }
+    }
+}
+
+/// What a test ping came to, as the API answers it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TestOutcome {
+    /// The ping's delivery, in the endpoint's delivery log.
+    pub delivery_id: DeliveryId,
+    /// The receiver answered with a 2xx.
+    pub success: bool,
+    /// The receiver's HTTP status; `None` when it did not answer.
+    pub status_code: Option<u16>,
+    /// How long the attempt took, in milliseconds.
+    pub duration_ms: u64,
+    /// Why it failed: the error when the receiver did not answer, or its non-2xx status;
+    /// `None` on success.
+    pub error: Option<String>,
+}
+
+/// The body every attempt of a delivery sends and signs.
+fn delivery_payload(
+    event: EventType,
+    occurred_at: OffsetDateTime,
+    data: &serde_json::Value,
+    endpoint_id: EndpointId,
+    delivery_id: DeliveryId,
+) -> String {
+    json!({
+        "event": event,
+        "timestamp": timestamp::format(occurred_at),
+        "data": data,
+        "webhook_id": endpoint_id,
+        "delivery_id": delivery_id,
+    })
+    .to_string()
+}
+
+/// One delivery about to be sent: what is signed and where it goes.
+struct Sending<'a> {
+    delivery_id: DeliveryId,
+    endpoint_id: EndpointId,
+    url: &'a WebhookUrl,
+    secret_sealed: &'a [u8],
+    event: EventType,
+    payload: &'a str,
+}
+
+/// The signed request of an attempt made at `now`.
+fn signed_request(
+    cipher: &dyn SecretCipher,
+    sending: &Sending<'_>,
+    now: OffsetDateTime,
+) -> Result<WebhookRequest, CipherError> {
+    let secret = cipher.open(sending.secret_sealed, &secret_context(sending.endpoint_id))?;
+    let timestamp = now.unix_timestamp();
+    let body = sending.payload.as_bytes().to_vec();
+    Ok(WebhookRequest {
+        url: sending.url.clone(),
+        headers: vec![
+            ("Content-Type", "application/json".to_owned()),
+            ("User-Agent", "Service-Webhooks/1.0".to_owned()),
+            ("X-Service-Event", sending.event.as_str().to_owned()),
+            ("X-Service-Delivery-ID", sending.delivery_id.to_string()),
+            ("X-Service-Timestamp", timestamp.to_string()),
+            ("X-Service-Signature", signature(&secret, timestamp, &body)),
+        ],
+        body,
+    })
+}
+
+/// What one attempt came to, as the delivery log keeps it.
+struct Answer {
+    succeeded: bool,
+    http_status: Option<u16>,
+    response_body: Option<String>,
+    duration_ms: u64,
+}
+
+impl Answer {
+    /// Why the attempt failed, for the test's answer; `None` when it succeeded.
+    fn error(&self) -> Option<String> {
+        match (self.succeeded, self.http_status) {
+            (true, _) => None,
+            (false, Some(status)) => Some(format!("the endpoint answered HTTP {status}")),
+            (false, None) => Some(
+                self.response_body
+                    .clone()
+                    .unwrap_or_else(|| "no answer".to_owned()),
+            ),
+        }
+    }
+}
+
+/// Signs and sends one attempt at `started`; a secret that cannot be opened is a failed
+/// attempt, as an unreachable receiver is.
+async fn send_signed(
+    cipher: &Arc<dyn SecretCipher>,
+    sender: &dyn WebhookSender,
+    sending: &Sending<'_>,
+    started: OffsetDateTime,
+) -> Answer {
+    let response = match signed_request(&**cipher, sending, started) {
+        Ok(request) => sender.send(request).await,
+        Err(error) => WebhookResponse::Failed {
+            error: format!("the signing secret could not be opened: {error}"),
+            duration_ms: 0,
+        },
+    };
+    match response {
+        WebhookResponse::Answered {
+            status,
+            body,
+            duration_ms,
+        } => Answer {
+            succeeded: (200..300).contains(&status),
+            http_status: Some(status),
+            response_body: Some(body),
+            duration_ms,
+        },
+        WebhookResponse::Failed { error, duration_ms } => Answer {
+            succeeded: false,
+            http_status: None,
+            response_body: Some(error),
+            duration_ms,
+        },
     }
 }
 
@@ -381,17 +575,16 @@ impl DeliveryEngine {
                 .into_iter()
                 .map(|endpoint_id| {
                     let id = DeliveryId::from_uuid(self.ports.random.uuid());
-                    let payload = json!({
-                        "event": event.event_type,
-                        "timestamp": timestamp::format(event.occurred_at),
-                        "data": event.data,
-                        "webhook_id": endpoint_id,
-                        "delivery_id": id,
-                    });
                     NewDelivery {
                         id,
                         endpoint_id,
-                        payload: payload.to_string(),
+                        payload: delivery_payload(
+                            event.event_type,
+                            event.occurred_at,
+                            &event.data,
+                            endpoint_id,
+                            id,
+                        ),
                     }
                 })
                 .collect();
@@ -402,32 +595,6 @@ impl DeliveryEngine {
             .dispatch_events(dispatched, self.ports.clock.now())
             .await?;
         Ok(count)
-    }
-
-    /// The signed request for an attempt made at `now`.
-    pub fn request_for(
-        &self,
-        delivery: &LeasedDelivery,
-        now: OffsetDateTime,
-    ) -> Result<WebhookRequest, CipherError> {
-        let secret = self.ports.cipher.open(
-            &delivery.secret_sealed,
-            &secret_context(delivery.endpoint_id),
-        )?;
-        let timestamp = now.unix_timestamp();
-        let body = delivery.payload.as_bytes().to_vec();
-        Ok(WebhookRequest {
-            url: delivery.url.clone(),
-            headers: vec![
-                ("Content-Type", "application/json".to_owned()),
-                ("User-Agent", "Service-Webhooks/1.0".to_owned()),
-                ("X-Service-Event", delivery.event.as_str().to_owned()),
-                ("X-Service-Delivery-ID", delivery.id.to_string()),
-                ("X-Service-Timestamp", timestamp.to_string()),
-                ("X-Service-Signature", signature(&secret, timestamp, &body)),
-            ],
-            body,
-        })
     }
 
     /// Makes one attempt of a leased delivery and records it (see [`Self::send`] and
@@ -445,43 +612,30 @@ impl DeliveryEngine {
     /// failure when the next attempt is due, if there is one.
     pub async fn send(&self, delivery: &LeasedDelivery) -> AttemptRecord {
         let started = self.ports.clock.now();
-        let response = match self.request_for(delivery, started) {
-            Ok(request) => self.ports.sender.send(request).await,
-            Err(error) => WebhookResponse::Failed {
-                error: format!("the signing secret could not be opened: {error}"),
-                duration_ms: 0,
-            },
+        let sending = Sending {
+            delivery_id: delivery.id,
+            endpoint_id: delivery.endpoint_id,
+            url: &delivery.url,
+            secret_sealed: &delivery.secret_sealed,
+            event: delivery.event,
+            payload: &delivery.payload,
         };
+        let answer = send_signed(&self.ports.cipher, &*self.ports.sender, &sending, started).await;
         let finished = self.ports.clock.now();
-        let (succeeded, http_status, response_body, duration_ms) = match response {
-            WebhookResponse::Answered {
-                status,
-                body,
-                duration_ms,
-            } => (
-                (200..300).contains(&status),
-                Some(status),
-                Some(body),
-                duration_ms,
-            ),
-            WebhookResponse::Failed { error, duration_ms } => {
-                (false, None, Some(error), duration_ms)
-            }
-        };
         // A leased delivery always has an attempt due; were it not so, recording the state
         // unchanged loses nothing.
         let state = delivery
             .state
-            .attempted(succeeded, finished, &self.settings.schedule)
+            .attempted(answer.succeeded, finished, &self.settings.schedule)
             .unwrap_or(delivery.state);
         AttemptRecord {
             delivery_id: delivery.id,
             endpoint_id: delivery.endpoint_id,
             lease: delivery.lease,
             state,
-            http_status,
-            response_body,
-            duration_ms,
+            http_status: answer.http_status,
+            response_body: answer.response_body,
+            duration_ms: answer.duration_ms,
             attempted_at: started,
             disable_after_failures: self.settings.disable_after_failures,
         }

@@ -166,6 +166,14 @@ on_both_backends! {
         let catalog = catalog.as_array().unwrap();
         assert_eq!(catalog.len(), 21);
         assert!(catalog.iter().any(|e| e["type"] == "member.joined" && e["category"] == "member"));
+        // The test ping is sent on request only: not in the catalog, not subscribed to.
+        assert!(!catalog.iter().any(|e| e["type"] == "webhook.test"));
+        let locs = locs_of(
+            app.in_org(Method::POST, &token, &org, path,
+                Some(json!({ "url": "https://hooks.example.com/in", "events": ["webhook.test"] }))).await,
+        )
+        .await;
+        assert_eq!(locs, vec![vec!["body".to_owned(), "events".to_owned(), "0".to_owned()]]);
 
         // Another organization's member cannot see it.
         let stranger = app.logged_in("stranger-hooks@example.com").await;
@@ -319,6 +327,84 @@ with_receiver! {
             assert!(tokio::time::Instant::now() < deadline, "the login reached {paths:?}");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+
+    async fn a_ping_is_signed_logged_and_never_retried(app, receiver) {
+        let owner = app.logged_in("ping@example.com").await;
+        let team = app.create_team(&owner.access_token, "Ping Team").await;
+        let org = team["id"].as_str().unwrap().to_owned();
+        let endpoint = create_endpoint(&app, &owner.access_token, &org, &receiver.url("/ping"), json!(["application.deleted"])).await;
+        let id = endpoint["id"].as_str().unwrap();
+        let secret = endpoint["signing_secret"].as_str().unwrap();
+        let test_path = format!("/api/v1/webhooks/endpoints/{id}/test");
+
+        let pinged = json_of(app.in_org(Method::POST, &owner.access_token, &org, &test_path, None).await, 200).await;
+        assert_eq!(pinged["success"], true);
+        assert_eq!(pinged["status_code"], 200);
+        assert_eq!(pinged["error"], Value::Null);
+        assert!(pinged["duration_ms"].is_u64());
+        let delivery_id = pinged["delivery_id"].as_str().unwrap().to_owned();
+        // Sent before the answer: the receiver has it already.
+        let requests = receiver.requests();
+        assert_eq!(requests.len(), 1);
+        let request = &requests[0];
+        assert_eq!(request.path, "/ping");
+        assert_eq!(request.header("x-service-event"), Some("webhook.test"));
+        assert_eq!(request.header("x-service-delivery-id"), Some(delivery_id.as_str()));
+        verify_signature(request, secret);
+        let payload: Value = serde_json::from_slice(&request.body).unwrap();
+        assert_eq!(payload["event"], "webhook.test");
+        assert_eq!(payload["webhook_id"], id);
+        assert_eq!(payload["delivery_id"], delivery_id);
+
+        // In the delivery log, as any delivery is.
+        let log = json_of(app.in_org(Method::GET, &owner.access_token, &org, &format!("/api/v1/webhooks/endpoints/{id}/deliveries?event=webhook.test"), None).await, 200).await;
+        assert_eq!(log["total"], 1);
+        let logged = &log["items"][0];
+        assert_eq!(logged["id"], delivery_id);
+        assert_eq!(logged["status"], "success");
+        assert_eq!(logged["attempt"], 1);
+        assert_eq!(logged["http_status"], 200);
+        assert_eq!(logged["request_body"], payload);
+        // Not retried on request either: another test is another ping.
+        let retry = app.in_org(Method::POST, &owner.access_token, &org, &format!("/api/v1/webhooks/deliveries/{delivery_id}/retry"), None).await;
+        assert!(detail_of(retry, 409).await.contains("test"));
+
+        // A refusing receiver: reported, logged as failed with no retry due, and not retried
+        // (the schedule here is one second).
+        receiver.respond_with(500);
+        let refused = json_of(app.in_org(Method::POST, &owner.access_token, &org, &test_path, None).await, 200).await;
+        assert_eq!(refused["success"], false);
+        assert_eq!(refused["status_code"], 500);
+        assert!(refused["error"].as_str().unwrap().contains("500"), "{refused}");
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        assert_eq!(receiver.requests().len(), 2, "a failed ping is never retried");
+        let log = json_of(app.in_org(Method::GET, &owner.access_token, &org, &format!("/api/v1/webhooks/endpoints/{id}/deliveries?status=failed"), None).await, 200).await;
+        assert_eq!(log["total"], 1);
+        assert_eq!(log["items"][0]["id"], refused["delivery_id"]);
+        assert_eq!(log["items"][0]["next_retry_at"], Value::Null);
+        // A ping probes; it does not count towards turning the endpoint off.
+        let detail = json_of(app.in_org(Method::GET, &owner.access_token, &org, &format!("/api/v1/webhooks/endpoints/{id}"), None).await, 200).await;
+        assert_eq!(detail["is_active"], true);
+        assert_eq!(detail["delivery_stats"]["total"], 2);
+
+        // Nobody listening: the failure says why.
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let dead_url = format!("https://127.0.0.1:{}/gone", closed.local_addr().unwrap().port());
+        drop(closed);
+        let dead = create_endpoint(&app, &owner.access_token, &org, &dead_url, json!(["application.deleted"])).await;
+        let dead_id = dead["id"].as_str().unwrap();
+        let failed = json_of(app.in_org(Method::POST, &owner.access_token, &org, &format!("/api/v1/webhooks/endpoints/{dead_id}/test"), None).await, 200).await;
+        assert_eq!(failed["success"], false);
+        assert_eq!(failed["status_code"], Value::Null);
+        assert!(!failed["error"].as_str().unwrap().is_empty(), "{failed}");
+
+        // Only those who manage webhooks, only their organization's endpoints.
+        let viewer = app.member_of(&owner.access_token, &org, "ping-viewer@example.com", "viewer").await;
+        detail_of(app.in_org(Method::POST, &viewer.access_token, &org, &test_path, None).await, 403).await;
+        let stranger = app.logged_in("ping-stranger@example.com").await;
+        detail_of(app.in_org(Method::POST, &stranger.access_token, &stranger.organization_id, &test_path, None).await, 404).await;
+        assert_eq!(receiver.requests().len(), 2);
     }
 
     async fn deleting_an_endpoint_cancels_what_is_pending(app, receiver) {

@@ -14,13 +14,13 @@ use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{
         Delivery, DeliveryId, DeliveryState, DeliveryStats, DeliveryStatus, EndpointId, EventId,
-        EventType, FailureRun, LeaseRoom, OrganizationId, Page, PageRequest, TransitionError,
-        WebhookEndpoint,
+        EventType, FailureRun, LeaseRoom, NewEvent, OrganizationId, Page, PageRequest,
+        TransitionError, WebhookEndpoint, WebhookUrl,
     },
     ports::{
         AttemptEffects, AttemptRecord, DeliveryFilter, EndpointChange, EndpointDetail,
-        LeasedDelivery, NewDelivery, NewEndpoint, PendingEvent, RetryOutcome, StoreError,
-        WebhookStore,
+        LeasedDelivery, NewDelivery, NewEndpoint, PendingEvent, RetryOutcome, SendTarget, SentTest,
+        StoreError, WebhookStore,
     },
 };
 use time::OffsetDateTime;
@@ -32,8 +32,8 @@ use super::{
         Conn, Db, DbStore, Sql,
     },
     rows::{
-        event_strings, stored_state, DeliveryRow, EndpointRow, EventRow, LeasedRow, NewDeliveryRow,
-        NewEndpointRow,
+        event_strings, record_events, stored_state, DeliveryRow, EndpointRow, EventRow, LeasedRow,
+        NewDeliveryRow, NewEndpointRow,
     },
 };
 use crate::{
@@ -141,6 +141,7 @@ enum Retried {
     NotFound,
     AlreadyPending,
     Queued(Box<DeliveryRow>),
+    NotRetryable,
     /// The stored state is not one the state machine makes.
     Corrupt,
 }
@@ -361,18 +362,25 @@ impl WebhookStore for DbStore {
                             webhook_deliveries::organization_id
                                 .eq(DbUuid(organization_id.as_uuid())),
                         );
-                    let stored: Option<(String, i32, Option<OffsetDateTime>)> = theirs
+                    let stored: Option<(String, i32, Option<OffsetDateTime>, String)> = theirs
                         .select((
                             webhook_deliveries::status,
                             webhook_deliveries::attempt,
                             webhook_deliveries::next_attempt_at,
+                            webhook_deliveries::event_type,
                         ))
                         .first(conn)
                         .await
                         .optional()?;
-                    let Some((status, attempt, next)) = stored else {
+                    let Some((status, attempt, next, event_type)) = stored else {
                         return Ok(Retried::NotFound);
                     };
+                    if event_type
+                        .parse::<EventType>()
+                        .is_ok_and(|event| !event.retryable())
+                    {
+                        return Ok(Retried::NotRetryable);
+                    }
                     let Ok(state) = stored_state(&status, attempt, next) else {
                         return Ok(Retried::Corrupt);
                     };
@@ -411,11 +419,105 @@ impl WebhookStore for DbStore {
                 Ok(match retried {
                     Retried::NotFound => RetryOutcome::NotFound,
                     Retried::AlreadyPending => RetryOutcome::AlreadyPending,
+                    Retried::NotRetryable => RetryOutcome::NotRetryable,
                     Retried::Queued(row) => RetryOutcome::Queued(row.into_domain()?),
                     Retried::Corrupt => return Err(corrupt("webhook_deliveries.status")),
                 })
             })
             .await
+    }
+
+    async fn send_target(
+        &self,
+        organization_id: OrganizationId,
+        id: EndpointId,
+    ) -> Result<Option<SendTarget>, StoreError> {
+        in_read!(self, async |conn: &mut Conn| {
+            let found: Option<(String, Vec<u8>)> = webhook_endpoints::table
+                .filter(webhook_endpoints::id.eq(DbUuid(id.as_uuid())))
+                .filter(webhook_endpoints::organization_id.eq(DbUuid(organization_id.as_uuid())))
+                .select((webhook_endpoints::url, webhook_endpoints::secret_sealed))
+                .first(conn)
+                .await
+                .optional()
+                .map_err(db_error)?;
+            found
+                .map(|(url, secret_sealed)| {
+                    Ok(SendTarget {
+                        endpoint_id: id,
+                        url: WebhookUrl::parse(&url)
+                            .map_err(|_| corrupt("webhook_endpoints.url"))?,
+                        secret_sealed,
+                    })
+                })
+                .transpose()
+        })
+    }
+
+    async fn record_test(&self, test: SentTest) -> Result<bool, StoreError> {
+        in_write_tx!(self, async |conn: &mut Conn| {
+            let record = &test.record;
+            let org = DbUuid(test.organization_id.as_uuid());
+            let endpoint = DbUuid(record.endpoint_id.as_uuid());
+            let at = record.attempted_at;
+            // Locks the endpoint against a concurrent delete until the ping is recorded.
+            let still_there = diesel::update(
+                webhook_endpoints::table
+                    .filter(webhook_endpoints::id.eq(endpoint))
+                    .filter(webhook_endpoints::organization_id.eq(org)),
+            )
+            .set(webhook_endpoints::last_delivery_at.eq(Some(at)))
+            .execute(conn)
+            .await?;
+            if still_there == 0 {
+                return Ok(false);
+            }
+            let event_type = EventType::WebhookTest.as_str();
+            record_events(
+                conn,
+                vec![NewEvent {
+                    id: test.event_id,
+                    event_type: EventType::WebhookTest,
+                    organization_id: Some(test.organization_id),
+                    user_id: None,
+                    data: test.data.clone(),
+                    occurred_at: at,
+                }],
+            )
+            .await?;
+            diesel::update(events::table.find(DbUuid(test.event_id.as_uuid())))
+                .set(events::dispatched_at.eq(Some(at)))
+                .execute(conn)
+                .await?;
+            let state = record.state;
+            Sql::insert_deliveries(
+                conn,
+                vec![NewDeliveryRow {
+                    id: DbUuid(record.delivery_id.as_uuid()),
+                    endpoint_id: endpoint,
+                    organization_id: org,
+                    event_id: DbUuid(test.event_id.as_uuid()),
+                    event_type,
+                    payload: &test.payload,
+                    status: state.status().as_str(),
+                    attempt: i32::try_from(state.attempt()).unwrap_or(i32::MAX),
+                    next_attempt_at: state.next_attempt_at(),
+                    created_at: at,
+                }],
+            )
+            .await?;
+            diesel::update(webhook_deliveries::table.find(DbUuid(record.delivery_id.as_uuid())))
+                .set((
+                    webhook_deliveries::http_status.eq(record.http_status.map(i32::from)),
+                    webhook_deliveries::response_body.eq(record.response_body.as_deref()),
+                    webhook_deliveries::duration_ms
+                        .eq(Some(i64::try_from(record.duration_ms).unwrap_or(i64::MAX))),
+                    webhook_deliveries::delivered_at.eq(Some(at)),
+                ))
+                .execute(conn)
+                .await?;
+            Ok::<_, diesel::result::Error>(true)
+        })
     }
 
     async fn pending_events(&self, limit: i64) -> Result<Vec<PendingEvent>, StoreError> {
