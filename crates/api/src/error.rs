@@ -13,8 +13,8 @@ use gatehouse_domain::{
     service::{
         ApplicationError, AuthenticateError, ChangePasswordError, CreateApiKeyError,
         DeleteApiKeyError, Forbidden, LockedOut, LoginError, MemberError, MfaError, OrgAccessError,
-        OrganizationError, RefreshError, RegisterError, SettingsError, UpdateProfileError,
-        VerifyError, WebhookError,
+        OrganizationError, RefreshError, RegisterError, ReplayError, SettingsError,
+        UpdateProfileError, VerifyError, WebhookError,
     },
 };
 use serde::Serialize;
@@ -391,6 +391,17 @@ impl From<MemberError> for ApiError {
             | MemberError::AlreadyInvited(_)
             | MemberError::OwnsTeams => Self::Conflict(error.to_string()),
             MemberError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<ReplayError> for ApiError {
+    fn from(error: ReplayError) -> Self {
+        match error {
+            ReplayError::TooMany | ReplayError::NothingSelected => Self::field(
+                FieldError::invalid("body", "delivery_ids", error.to_string()),
+            ),
+            ReplayError::Store(e) => e.into(),
         }
     }
 }

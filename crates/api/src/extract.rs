@@ -4,7 +4,7 @@ use std::{future::Future, pin::Pin};
 
 use actix_web::{dev::Payload, web, FromRequest, HttpMessage, HttpRequest};
 use gatehouse_domain::{
-    model::{ClientAddress, OrganizationId},
+    model::{ClientAddress, Operator, OrganizationId},
     service::{Actor, Principal},
 };
 use serde::de::DeserializeOwned;
@@ -290,6 +290,39 @@ impl FromRequest for Authenticated {
         let req = req.clone();
         Box::pin(async move { authenticate(&req).await.map(Authenticated) })
     }
+}
+
+/// The operator: `Authorization: Bearer {GATEHOUSE_CONTROL_TOKEN}`. With no token configured
+/// the control plane does not exist: `404`, as for any unknown path.
+pub struct OperatorAuth(pub Operator);
+
+impl FromRequest for OperatorAuth {
+    type Error = ApiError;
+    type Future = std::future::Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        std::future::ready(operator(req).map(OperatorAuth))
+    }
+}
+
+fn operator(req: &HttpRequest) -> Result<Operator, ApiError> {
+    let state = state(req)?;
+    let Some(token) = &state.control_token else {
+        return Err(ApiError::NotFound("no such route".into()));
+    };
+    req.headers()
+        .get(actix_web::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
+        .and_then(|presented| token.admit(presented.trim()))
+        .ok_or_else(|| {
+            ApiError::Unauthorized(
+                "the control plane needs 'Authorization: Bearer <GATEHOUSE_CONTROL_TOKEN>'".into(),
+            )
+        })
 }
 
 /// An authenticated caller inside the organization named by `X-Organization-ID`. Someone who is

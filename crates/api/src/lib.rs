@@ -7,6 +7,7 @@
 pub mod error;
 pub mod extract;
 mod middleware;
+mod observe;
 pub mod openapi;
 pub mod pages;
 mod query;
@@ -214,6 +215,23 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .service(resource("/health").route(web::get().to(health::health)))
                 .service(resource("/openapi.json").route(web::get().to(openapi_json))),
         )
+        .service(
+            web::scope("/control")
+                .service(control_resource("/events").route(web::get().to(control::events)))
+                .service(
+                    control_resource("/dead-letters").route(web::get().to(control::dead_letters)),
+                )
+                .service(
+                    control_resource("/dead-letters/replay").route(web::post().to(control::replay)),
+                )
+                .service(control_resource("/metrics").route(web::get().to(control::metrics))),
+        )
+        .default_service(web::to(not_found));
+}
+
+/// The routes of the `GATEHOUSE_METRICS_BIND` listener: `GET /metrics`, and nothing else.
+pub fn configure_metrics_listener(cfg: &mut web::ServiceConfig) {
+    cfg.service(resource("/metrics").route(web::get().to(control::metrics_listener)))
         .default_service(web::to(not_found));
 }
 
@@ -225,6 +243,20 @@ pub use middleware::{
 /// A resource that answers an unsupported method with a JSON `405`.
 fn resource(path: &str) -> actix_web::Resource {
     web::resource(path).default_service(web::to(method_not_allowed))
+}
+
+/// A control-plane resource: an unsupported method is `404` while the control plane is off
+/// (nothing under `/control` exists then) and `405` once it is on.
+fn control_resource(path: &str) -> actix_web::Resource {
+    web::resource(path).default_service(web::to(control_method_not_allowed))
+}
+
+async fn control_method_not_allowed(state: web::Data<AppState>) -> HttpResponse {
+    if state.control_token.is_some() {
+        method_not_allowed().await
+    } else {
+        actix_web::ResponseError::error_response(&ApiError::NotFound("no such route".into()))
+    }
 }
 
 async fn not_found() -> Result<HttpResponse, ApiError> {

@@ -42,19 +42,34 @@ pub async fn request_id(
         path = %req.path(),
     );
     req.extensions_mut().insert(RequestId(id.clone()));
+    // The route's template, never the path: an id must not become a metrics label.
+    let route = req.match_pattern();
+    let method = req.method().clone();
+    let metrics = req
+        .app_data::<actix_web::web::Data<crate::AppState>>()
+        .map(|state| state.ports.metrics.clone());
     let started = Instant::now();
     let outcome = next.call(req).instrument(span.clone()).await;
     let status = match &outcome {
         Ok(response) => response.status(),
         Err(error) => error.as_response_error().status_code(),
     };
+    let elapsed = started.elapsed();
     span.in_scope(|| {
         tracing::info!(
             status = status.as_u16(),
-            duration_ms = started.elapsed().as_millis() as u64,
+            duration_ms = elapsed.as_millis() as u64,
             "request finished"
         );
     });
+    if let Some(metrics) = metrics {
+        metrics.request(
+            method.as_str(),
+            route.as_deref().unwrap_or("unmatched"),
+            status.as_u16(),
+            elapsed,
+        );
+    }
     let mut response = outcome?;
     if let Ok(value) = HeaderValue::from_str(&id) {
         response
@@ -275,7 +290,10 @@ mod rate_limit_impl {
         middleware::Next,
         Error, HttpMessage, HttpResponse,
     };
-    use gatehouse_domain::{ports::RateDecision, service::Caller};
+    use gatehouse_domain::{
+        ports::{RateDecision, RateLimitedCaller},
+        service::Caller,
+    };
 
     use crate::{
         error::ErrorBody,
@@ -319,8 +337,10 @@ mod rate_limit_impl {
         }
         let client = client_address(req.request());
         let ip = client.0;
-        let has_credentials = req.headers().contains_key(header::AUTHORIZATION)
-            || req.headers().contains_key(API_KEY_HEADER);
+        // The control plane's bearer is the operator token, not a user's: counted by address.
+        let has_credentials = (req.headers().contains_key(header::AUTHORIZATION)
+            || req.headers().contains_key(API_KEY_HEADER))
+            && !req.path().starts_with("/control/");
         let caller = match has_credentials {
             false => Caller::Anonymous(ip),
             true => match authenticate_credentials(req.request()).await {
@@ -355,6 +375,10 @@ mod rate_limit_impl {
             }
         };
         if let Some(decision) = decision.filter(|d| !d.allowed) {
+            app.ports.metrics.rate_limited(match caller {
+                Caller::Anonymous(_) => RateLimitedCaller::Anonymous,
+                Caller::Principal { .. } => RateLimitedCaller::Authenticated,
+            });
             let now = app.ports.clock.now();
             let retry_after = (decision.reset_at - now).whole_seconds().max(1);
             let mut response = HttpResponse::build(StatusCode::TOO_MANY_REQUESTS)

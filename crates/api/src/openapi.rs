@@ -8,8 +8,8 @@ use utoipa::{
 use crate::{
     error::{ErrorBody, FieldError, LocPart, ValidationErrorBody},
     routes::{
-        api_keys, applications, auth, health, links, members, mfa, oauth, organizations, policies,
-        saml, sso, users, webhooks,
+        api_keys, applications, auth, control, health, links, members, mfa, oauth, organizations,
+        policies, saml, sso, users, webhooks,
     },
 };
 
@@ -89,6 +89,10 @@ use crate::{
         api_keys::create,
         api_keys::list,
         api_keys::delete,
+        control::events,
+        control::dead_letters,
+        control::replay,
+        control::metrics,
         health::livez,
         health::readyz,
         health::health,
@@ -109,6 +113,7 @@ use crate::{
         (name = "webhooks", description = "Endpoints, signed deliveries, the delivery log"),
         (name = "api-keys", description = "Keys for server-to-server calls"),
         (name = "health", description = "Liveness, readiness, credential checks"),
+        (name = "control", description = "The control plane, for operators (Authorization: Bearer GATEHOUSE_CONTROL_TOKEN; 404 everywhere when it is unset)"),
     )
 )]
 pub struct ApiDoc;
@@ -126,6 +131,10 @@ impl Modify for SecuritySchemes {
                     .bearer_format("JWT")
                     .build(),
             ),
+        );
+        components.add_security_scheme(
+            "control",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
         );
         components.add_security_scheme(
             "api_key",

@@ -1,9 +1,9 @@
 use gatehouse_domain::{
-    model::{IpRange, RateLimits},
+    model::{IpRange, OperatorToken, RateLimits},
     ports::Ports,
     service::{
         ApiKeyService, ApplicationService, AuthService, AuthSettings, Authenticator,
-        BrandingService, EmailLinkService, MemberService, MfaService, OAuthService,
+        BrandingService, ControlService, EmailLinkService, MemberService, MfaService, OAuthService,
         OrganizationService, PolicyService, RateLimitService, SamlService, SsoService,
         WebhookService,
     },
@@ -33,6 +33,9 @@ pub struct AppState {
     pub secure_cookies: bool,
     /// `GATEHOUSE_TRUSTED_PROXIES`: peers whose `X-Forwarded-For` is believed.
     pub trusted_proxies: Vec<IpRange>,
+    pub control: ControlService,
+    /// `GATEHOUSE_CONTROL_TOKEN`; `None`: the control plane is off.
+    pub control_token: Option<OperatorToken>,
 }
 
 impl AppState {
@@ -41,6 +44,7 @@ impl AppState {
         settings: AuthSettings,
         limits: RateLimits,
         trusted_proxies: Vec<IpRange>,
+        control_token: Option<OperatorToken>,
     ) -> Self {
         let auth = AuthService::new((&ports).into(), settings.clone());
         Self {
@@ -58,6 +62,8 @@ impl AppState {
             organizations: OrganizationService::new((&ports).into()),
             rate_limits: RateLimitService::new((&ports).into(), limits),
             webhooks: WebhookService::new((&ports).into()),
+            control: ControlService::new((&ports).into()),
+            control_token,
             trusted_proxies,
             secure_cookies: settings.issuer.starts_with("https://"),
             auth,

@@ -25,10 +25,10 @@ use crate::ports::Ports;
 pub use crate::ports::{
     MockAccountStore, MockAccountTokenStore, MockApiKeyStore, MockApplicationStore,
     MockAuthorizationCodeStore, MockBrandingStore, MockClock, MockHealthStore, MockMailer,
-    MockMemberStore, MockMembershipStore, MockMfaStore, MockOrganizationStore, MockPasswordHasher,
-    MockPolicyStore, MockRandom, MockRateLimiter, MockSamlProtocol, MockSamlStore,
-    MockSecretCipher, MockSessionStore, MockSignInAttempts, MockSsoStore, MockTokenSigner,
-    MockTotp, MockWebauthn, MockWebhookSender, MockWebhookStore,
+    MockMemberStore, MockMembershipStore, MockMetrics, MockMfaStore, MockOperationsStore,
+    MockOrganizationStore, MockPasswordHasher, MockPolicyStore, MockRandom, MockRateLimiter,
+    MockSamlProtocol, MockSamlStore, MockSecretCipher, MockSessionStore, MockSignInAttempts,
+    MockSsoStore, MockTokenSigner, MockTotp, MockWebauthn, MockWebhookSender, MockWebhookStore,
 };
 
 /// What a mocked async port method returns: a boxed future.
@@ -99,6 +99,10 @@ pub struct MockPorts {
     pub cipher: MockSecretCipher,
     /// The mock [`WebhookSender`](crate::ports::WebhookSender).
     pub sender: MockWebhookSender,
+    /// The mock [`OperationsStore`](crate::ports::OperationsStore).
+    pub operations: MockOperationsStore,
+    /// The mock [`Metrics`](crate::ports::Metrics).
+    pub metrics: MockMetrics,
 }
 
 impl MockPorts {
@@ -133,6 +137,8 @@ impl MockPorts {
             webhooks: MockWebhookStore::new(),
             cipher: MockSecretCipher::new(),
             sender: MockWebhookSender::new(),
+            operations: MockOperationsStore::new(),
+            metrics: MockMetrics::new(),
         }
     }
 
@@ -167,6 +173,8 @@ impl MockPorts {
             webhooks: Arc::new(self.webhooks),
             cipher: Arc::new(self.cipher),
             sender: Arc::new(self.sender),
+            operations: Arc::new(self.operations),
+            metrics: Arc::new(self.metrics),
         }
     }
 }

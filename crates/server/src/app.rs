@@ -5,8 +5,8 @@ use std::{net::SocketAddr, sync::Arc, time::Duration};
 
 use actix_web::{dev::Server, middleware::from_fn, web, App, HttpServer};
 use gatehouse_api::{
-    bounded_head, catch_panics, configure, json_errors, rate_limit, request_id, AppState,
-    PanicCount,
+    bounded_head, catch_panics, configure, configure_metrics_listener, json_errors, rate_limit,
+    request_id, AppState, PanicCount,
 };
 use gatehouse_delivery::{HttpsSender, SenderConfig};
 use gatehouse_domain::{
@@ -23,6 +23,7 @@ use gatehouse_crypto::{
     rotate_signing_key, Argon2Hasher, KeyRing, OsRandom, RfcTotp, SecretBox, SystemClock,
 };
 use gatehouse_mail::mailer_from_settings;
+use gatehouse_metrics::PrometheusMetrics;
 use gatehouse_ratelimit::{
     MemoryRateLimiter, MemorySignInAttempts, RedisRateLimiter, RedisSignInAttempts,
 };
@@ -41,6 +42,8 @@ pub struct Application {
     address: SocketAddr,
     public_url: String,
     background: Vec<JoinHandle<()>>,
+    /// The `GATEHOUSE_METRICS_BIND` listener, when one is configured.
+    metrics: Option<(Server, SocketAddr)>,
 }
 
 /// How often deleted organizations past their retention are purged.
@@ -114,6 +117,7 @@ pub async fn ports(
         applications: store.clone(),
         authorization_codes: store.clone(),
         webhooks: store.clone(),
+        operations: store.clone(),
         health: store,
         clock,
         random: Arc::new(OsRandom),
@@ -124,6 +128,7 @@ pub async fn ports(
         sign_in_attempts,
         cipher: Arc::new(cipher),
         sender: Arc::new(sender),
+        metrics: Arc::new(PrometheusMetrics::new()?),
     })
 }
 
@@ -194,8 +199,11 @@ impl Application {
             settings,
             config.rate_limits,
             config.trusted_proxies.clone(),
+            config.control_token.clone(),
         ));
         let purge_organizations = state.organizations.clone();
+        let state_for_metrics = state.clone();
+        let delivery_metrics = state.ports.metrics.clone();
         let panics = web::Data::new(PanicCount::default());
         let server = HttpServer::new(move || {
             App::new()
@@ -210,6 +218,24 @@ impl Application {
         })
         .listen(listener)?
         .run();
+        let metrics = match config.metrics_bind {
+            None => None,
+            Some(bind) => {
+                let listener = std::net::TcpListener::bind(bind)?;
+                let address = listener.local_addr()?;
+                let state = state_for_metrics;
+                let server = HttpServer::new(move || {
+                    App::new()
+                        .app_data(state.clone())
+                        .configure(configure_metrics_listener)
+                })
+                .workers(1)
+                .listen(listener)?
+                .run();
+                tracing::info!(%address, "metrics are served at /metrics");
+                Some((server, address))
+            }
+        };
 
         let reload = tokio::spawn(async move {
             let mut every = tokio::time::interval(KEY_RELOAD_INTERVAL);
@@ -242,11 +268,13 @@ impl Application {
             server,
             address,
             public_url,
+            metrics,
             background: {
                 let mut tasks = vec![reload, purge];
                 tasks.extend(worker::spawn(
                     engine,
                     WorkerSettings::for_timeout(config.webhook_timeout),
+                    delivery_metrics,
                 ));
                 tasks
             },
@@ -266,9 +294,17 @@ impl Application {
         &self.public_url
     }
 
+    /// The address of the `GATEHOUSE_METRICS_BIND` listener, when there is one.
+    pub fn metrics_address(&self) -> Option<SocketAddr> {
+        self.metrics.as_ref().map(|(_, address)| *address)
+    }
+
     /// Serves until the process is told to stop (SIGINT, SIGTERM), then drains.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        let result = self.server.await;
+        let result = match self.metrics {
+            Some((metrics, _)) => tokio::try_join!(self.server, metrics).map(|_| ()),
+            None => self.server.await,
+        };
         for task in self.background {
             task.abort();
         }

@@ -6,7 +6,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use gatehouse_domain::model::{IpRange, RateLimits, RetrySchedule};
+use gatehouse_domain::model::{IpRange, OperatorToken, RateLimits, RetrySchedule};
 use serde::Deserialize;
 
 /// The configuration a server runs with.
@@ -43,6 +43,12 @@ pub struct Config {
     pub webhook_allow_private_targets: bool,
     /// `GATEHOUSE_TRUSTED_PROXIES`: addresses or CIDR ranges whose `X-Forwarded-For` is believed.
     pub trusted_proxies: Vec<IpRange>,
+    /// `GATEHOUSE_CONTROL_TOKEN`: the bearer token of the control plane (`/control`); unset, the
+    /// control plane answers `404` everywhere.
+    pub control_token: Option<OperatorToken>,
+    /// `GATEHOUSE_METRICS_BIND`: where `GET /metrics` is served without a token; unset, the
+    /// metrics are only at `/control/metrics`.
+    pub metrics_bind: Option<SocketAddr>,
 }
 
 /// A URL that may hold a password: `Debug` shows it without.
@@ -56,7 +62,7 @@ impl std::fmt::Debug for SecretUrl {
     }
 }
 
-/// The secret key as configured (still base64): `Debug` hides it.
+/// A secret as configured (the secret key, still base64; the control token): `Debug` hides it.
 #[derive(Clone, Deserialize)]
 #[serde(transparent)]
 pub struct SecretKeySetting(pub String);
@@ -86,6 +92,8 @@ struct Layer {
     webhook_timeout_secs: Option<String>,
     webhook_ca_file: Option<PathBuf>,
     webhook_allow_private_targets: Option<String>,
+    control_token: Option<SecretKeySetting>,
+    metrics_bind: Option<String>,
 }
 
 impl Layer {
@@ -106,6 +114,8 @@ impl Layer {
             webhook_timeout_secs: vars("GATEHOUSE_WEBHOOK_TIMEOUT_SECS"),
             webhook_ca_file: vars("GATEHOUSE_WEBHOOK_CA_FILE").map(PathBuf::from),
             webhook_allow_private_targets: vars("GATEHOUSE_WEBHOOK_ALLOW_PRIVATE_TARGETS"),
+            control_token: vars("GATEHOUSE_CONTROL_TOKEN").map(SecretKeySetting),
+            metrics_bind: vars("GATEHOUSE_METRICS_BIND"),
         }
     }
 
@@ -128,6 +138,8 @@ impl Layer {
             webhook_allow_private_targets: self
                 .webhook_allow_private_targets
                 .or(base.webhook_allow_private_targets),
+            control_token: self.control_token.or(base.control_token),
+            metrics_bind: self.metrics_bind.or(base.metrics_bind),
         }
     }
 }
@@ -268,7 +280,29 @@ impl Config {
                 })
             }
         };
+        let control_token = layer
+            .control_token
+            .filter(|token| !token.0.is_empty())
+            .map(|token| {
+                OperatorToken::new(&token.0).map_err(|e| ConfigError::Invalid {
+                    name: "GATEHOUSE_CONTROL_TOKEN",
+                    reason: e.to_string(),
+                })
+            })
+            .transpose()?;
+        let metrics_bind = layer
+            .metrics_bind
+            .filter(|raw| !raw.is_empty())
+            .map(|raw| {
+                raw.parse::<SocketAddr>().map_err(|e| ConfigError::Invalid {
+                    name: "GATEHOUSE_METRICS_BIND",
+                    reason: format!("{raw:?}: {e} (expected host:port, such as 127.0.0.1:9464)"),
+                })
+            })
+            .transpose()?;
         Ok(Self {
+            control_token,
+            metrics_bind,
             trusted_proxies,
             webhook_retry_schedule,
             webhook_timeout,

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use gatehouse_domain::ports::{
     AccountStore, AccountTokenStore, ApiKeyStore, ApplicationStore, AuthorizationCodeStore,
-    BoxError, BrandingStore, HealthStore, MemberStore, MembershipStore, MfaStore,
+    BoxError, BrandingStore, HealthStore, MemberStore, MembershipStore, MfaStore, OperationsStore,
     OrganizationStore, PolicyStore, SamlStore, SessionStore, SigningKeyStore, SsoStore, StoreError,
     WebhookStore,
 };
@@ -106,6 +106,7 @@ pub trait Store:
     + SigningKeyStore
     + HealthStore
     + WebhookStore
+    + OperationsStore
 {
     /// The backend's name, for logs: `postgres` or `sqlite`.
     fn backend(&self) -> Backend;
@@ -256,6 +257,21 @@ pub(crate) fn violates(error: &diesel::result::Error, constraint: &str) -> bool 
         diesel::result::Error::DatabaseError(diesel::result::DatabaseErrorKind::UniqueViolation, info)
             if info.constraint_name() == Some(constraint)
     )
+}
+
+/// A deadpool pool's use now, as the metrics report it.
+pub(crate) fn pool_use<M: deadpool::managed::Manager>(
+    name: &'static str,
+    pool: &deadpool::managed::Pool<M>,
+) -> gatehouse_domain::ports::PoolUse {
+    let status = pool.status();
+    let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+    gatehouse_domain::ports::PoolUse {
+        pool: name,
+        max: count(status.max_size),
+        in_use: count(status.size.saturating_sub(status.available)),
+        waiting: count(status.waiting),
+    }
 }
 
 pub(crate) fn pool_error<E: std::error::Error + Send + Sync + 'static>(error: E) -> StoreError {

@@ -14,7 +14,7 @@ use std::{
 
 use gatehouse_domain::{
     model::{DeliveryId, EndpointId, LeaseRoom},
-    ports::{AttemptRecord, LeasedDelivery, StoreError},
+    ports::{AttemptRecord, DeliveryOutcome, LeasedDelivery, Metrics, StoreError},
     service::{AttemptOutcome, DeliveryEngine},
 };
 use tokio::{
@@ -50,15 +50,20 @@ impl WorkerSettings {
     }
 }
 
-/// Starts the dispatcher and the delivery loop.
-pub fn spawn(engine: DeliveryEngine, settings: WorkerSettings) -> Vec<JoinHandle<()>> {
+/// Starts the dispatcher and the delivery loop, which counts each recorded attempt in
+/// `metrics`.
+pub fn spawn(
+    engine: DeliveryEngine,
+    settings: WorkerSettings,
+    metrics: Arc<dyn Metrics>,
+) -> Vec<JoinHandle<()>> {
     let work = Arc::new(Notify::new());
     let dispatcher = tokio::spawn(dispatch_loop(
         engine.clone(),
         settings.clone(),
         work.clone(),
     ));
-    let deliverer = tokio::spawn(delivery_loop(engine, settings, work));
+    let deliverer = tokio::spawn(delivery_loop(engine, settings, work, metrics));
     vec![dispatcher, deliverer]
 }
 
@@ -145,11 +150,16 @@ async fn idle(work: &Notify, settings: &WorkerSettings) {
 /// Attempts recorded in one transaction at most.
 const RECORD_BATCH: usize = 64;
 
-async fn delivery_loop(engine: DeliveryEngine, settings: WorkerSettings, work: Arc<Notify>) {
+async fn delivery_loop(
+    engine: DeliveryEngine,
+    settings: WorkerSettings,
+    work: Arc<Notify>,
+    metrics: Arc<dyn Metrics>,
+) {
     let permits = Arc::new(Semaphore::new(settings.concurrency));
     let in_flight = Arc::new(InFlight::default());
     let (sent, to_record) = mpsc::channel::<Sent>(settings.concurrency.max(1));
-    tokio::spawn(record_loop(engine.clone(), to_record));
+    tokio::spawn(record_loop(engine.clone(), to_record, metrics));
     loop {
         let available = permits.available_permits();
         if available == 0 {
@@ -226,42 +236,67 @@ async fn delivery_loop(engine: DeliveryEngine, settings: WorkerSettings, work: A
 
 /// Records sent attempts, as many as are waiting (up to [`RECORD_BATCH`]) in one transaction:
 /// the store's write per attempt is the fan-out's bottleneck otherwise (`docs/benchmarks.md`).
-async fn record_loop(engine: DeliveryEngine, mut to_record: mpsc::Receiver<Sent>) {
+async fn record_loop(
+    engine: DeliveryEngine,
+    mut to_record: mpsc::Receiver<Sent>,
+    metrics: Arc<dyn Metrics>,
+) {
     let mut batch = Vec::with_capacity(RECORD_BATCH);
     while to_record.recv_many(&mut batch, RECORD_BATCH).await > 0 {
         let (attempts, slots): (Vec<_>, Vec<_>) = batch
             .drain(..)
             .map(|sent| ((sent.delivery, sent.record), sent.slot))
             .unzip();
-        let ids: Vec<DeliveryId> = attempts.iter().map(|(d, _)| d.id).collect();
         match engine.record(attempts.clone()).await {
-            Ok(outcomes) => log_outcomes(&ids, outcomes),
+            Ok(outcomes) => report(&attempts, outcomes, metrics.as_ref()),
             Err(error) if attempts.len() > 1 => {
                 // Record them one by one, so that one bad record costs only its own attempt.
                 tracing::warn!(%error, attempts = attempts.len(), "recording a batch of attempts failed; recording them one by one");
                 for attempt in attempts {
-                    let id = [attempt.0.id];
-                    match engine.record(vec![attempt]).await {
-                        Ok(outcomes) => log_outcomes(&id, outcomes),
-                        Err(error) => log_unrecorded(id[0], &error),
+                    let one = [attempt];
+                    match engine.record(one.to_vec()).await {
+                        Ok(outcomes) => report(&one, outcomes, metrics.as_ref()),
+                        Err(error) => log_unrecorded(one[0].0.id, &error),
                     }
                 }
             }
-            Err(error) => ids.iter().for_each(|id| log_unrecorded(*id, &error)),
+            Err(error) => attempts
+                .iter()
+                .for_each(|(delivery, _)| log_unrecorded(delivery.id, &error)),
         }
         drop(slots);
     }
 }
 
-fn log_outcomes(ids: &[DeliveryId], outcomes: Vec<AttemptOutcome>) {
-    for (id, outcome) in ids.iter().zip(outcomes) {
+/// Logs and counts what the recorded attempts came to.
+fn report(
+    attempts: &[(LeasedDelivery, AttemptRecord)],
+    outcomes: Vec<AttemptOutcome>,
+    metrics: &dyn Metrics,
+) {
+    for ((delivery, record), outcome) in attempts.iter().zip(outcomes) {
+        let id = delivery.id;
         match outcome {
-            AttemptOutcome::Delivered => tracing::debug!(delivery.id = %id, "delivered"),
+            AttemptOutcome::Delivered => {
+                tracing::debug!(delivery.id = %id, "delivered");
+                // From the change's commit to the receiver's answer.
+                let received = record.attempted_at + Duration::from_millis(record.duration_ms);
+                let latency = (received - delivery.created_at)
+                    .try_into()
+                    .unwrap_or(Duration::ZERO);
+                metrics.delivery(DeliveryOutcome::Delivered, Some(latency));
+            }
             AttemptOutcome::Failed { retry_at } => {
                 tracing::info!(delivery.id = %id, ?retry_at, "delivery attempt failed");
+                let outcome = match retry_at {
+                    Some(_) => DeliveryOutcome::Retrying,
+                    None => DeliveryOutcome::Dead,
+                };
+                metrics.delivery(outcome, None);
             }
             AttemptOutcome::Abandoned => {
                 tracing::info!(delivery.id = %id, "delivery lease lost; not recorded");
+                metrics.delivery(DeliveryOutcome::Abandoned, None);
             }
         }
     }

@@ -8,6 +8,9 @@ use gatehouse_domain::{
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use gatehouse_domain::ports::SignInMethod;
+
+use crate::observe;
 use crate::{
     error::{ApiError, ErrorBody, ValidationErrorBody},
     extract::{as_is, Authenticated, Fields, ValidJson},
@@ -163,7 +166,9 @@ pub async fn login(
     let email = fields.required("email", body.email, as_is);
     let password = fields.required("password", body.password, as_is);
     let (email, password) = fields.finish(|| Some((email?, password?)))?;
-    let signed_in = state.auth.login(&email, password).await?;
+    let signed_in = state.auth.login(&email, password).await;
+    observe::sign_in(&state, SignInMethod::Password, &signed_in);
+    let signed_in = signed_in?;
     Ok(HttpResponse::Ok()
         .insert_header(("Cache-Control", "no-store"))
         .json(LoginResponse::of(signed_in)))

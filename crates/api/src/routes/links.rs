@@ -12,6 +12,9 @@ use gatehouse_domain::{
 use serde::Deserialize;
 use utoipa::ToSchema;
 
+use gatehouse_domain::ports::SignInMethod;
+
+use crate::observe;
 use crate::{
     error::{ApiError, ErrorBody, FieldError, ValidationErrorBody},
     extract::{as_is, client_address, Authenticated, Fields, ValidJson},
@@ -103,7 +106,9 @@ pub async fn verify_magic_link(
     let mut fields = Fields::new();
     let token = fields.required("token", body.token, as_is);
     let token = fields.finish(|| token)?;
-    let signed_in = state.links.sign_in_with_link(&token).await?;
+    let signed_in = state.links.sign_in_with_link(&token).await;
+    observe::sign_in(&state, SignInMethod::MailedLink, &signed_in);
+    let signed_in = signed_in?;
     Ok(HttpResponse::Ok()
         .insert_header(("Cache-Control", "no-store"))
         .json(LoginResponse::of(signed_in)))
@@ -311,7 +316,9 @@ pub async fn magic_link_sign_in(
         Ok((_, return_to)) => return_to,
         Err(forged) => return forged,
     };
-    match state.links.sign_in_with_link(&path).await {
+    let signed_in = state.links.sign_in_with_link(&path).await;
+    observe::sign_in(&state, SignInMethod::MailedLink, &signed_in);
+    match signed_in {
         Ok(SignIn::Tokens(tokens)) => open_page_session(&state, &tokens.refresh_token, &return_to),
         Ok(SignIn::SecondFactor(needed)) => {
             crate::routes::login::show_mfa(

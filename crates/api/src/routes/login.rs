@@ -13,6 +13,9 @@ use gatehouse_domain::{
     service::{BrowserSession, LoginError, SecondFactorProof, SignIn, VerifyError},
 };
 
+use gatehouse_domain::ports::SignInMethod;
+
+use crate::observe;
 use crate::{
     pages::{login_page, message_page, mfa_page, LoginForm, MfaForm},
     routes::saml,
@@ -194,7 +197,9 @@ pub async fn sign_in(
     };
     let email = field(&fields, "email").trim().to_owned();
     let password = field(&fields, "password").to_owned();
-    match state.auth.login(&email, password).await {
+    let signed_in = state.auth.login(&email, password).await;
+    observe::sign_in(&state, SignInMethod::Password, &signed_in);
+    match signed_in {
         Ok(SignIn::Tokens(tokens)) => open_page_session(&state, &tokens.refresh_token, &return_to),
         Ok(SignIn::SecondFactor(needed)) => {
             show_mfa(
@@ -314,7 +319,9 @@ pub async fn verify_second_factor(
     } else {
         SecondFactorProof::RecoveryCode(code)
     };
-    match state.mfa.verify(&mfa_token, proof).await {
+    let verified = state.mfa.verify(&mfa_token, proof).await;
+    observe::sign_in(&state, SignInMethod::SecondFactor, &verified);
+    match verified {
         Ok(tokens) => open_page_session(&state, &tokens.refresh_token, &return_to),
         Err(VerifyError::WrongFactor) => {
             // The security key's challenge answered (or not) once: offer codes now.

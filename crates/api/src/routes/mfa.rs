@@ -10,6 +10,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use gatehouse_domain::ports::SignInMethod;
+
+use crate::observe;
 use crate::{
     error::{ApiError, ErrorBody, FieldError, ValidationErrorBody},
     extract::{as_is, Authenticated, Fields, ValidJson},
@@ -353,7 +356,9 @@ pub async fn verify(
             )))
         }
     };
-    let pair = state.mfa.verify(&token, proof).await?;
+    let pair = state.mfa.verify(&token, proof).await;
+    observe::sign_in(&state, SignInMethod::SecondFactor, &pair);
+    let pair = pair?;
     Ok(HttpResponse::Ok()
         .insert_header(("Cache-Control", "no-store"))
         .json(TokenResponse::bearer(

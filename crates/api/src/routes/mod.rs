@@ -1,6 +1,7 @@
 pub mod api_keys;
 pub mod applications;
 pub mod auth;
+pub mod control;
 pub mod health;
 pub mod links;
 pub mod login;

@@ -15,6 +15,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use gatehouse_domain::ports::SignInMethod;
+
+use crate::observe;
 use crate::{
     error::{ApiError, ErrorBody, ValidationErrorBody},
     extract::{as_is, Fields, ValidJson},
@@ -147,7 +150,9 @@ pub async fn acs(
         tracing::warn!(org.id = %organization, "SAML response refused: no SAMLResponse field");
         return refused();
     };
-    match state.saml.sign_in(organization, &response).await {
+    let signed_in = state.saml.sign_in(organization, &response).await;
+    observe::sign_in(&state, SignInMethod::Saml, &signed_in);
+    match signed_in {
         Ok(signed_in) => {
             tracing::info!(
                 org.id = %organization,

@@ -13,6 +13,7 @@ mod member;
 mod mfa;
 mod network;
 mod oauth;
+mod operator;
 mod org;
 mod organization;
 mod outbox;
@@ -61,6 +62,7 @@ pub use oauth::{
     AuthorizationCode, CodeChallenge, CodeVerifier, NewAuthorizationCode, OAuthError,
     OAuthErrorCode, Scope, State, StoredCode, AUTHORIZATION_CODE_SECONDS,
 };
+pub use operator::{EmptyOperatorToken, Operator, OperatorToken};
 pub use org::{
     DefaultRole, Organization, OrganizationChange, OrganizationFilter, OrganizationSettings,
 };

@@ -10,12 +10,14 @@
 //! Ports are object safe (`async_trait`) because the backend is picked at run time from
 //! `GATEHOUSE_DATABASE_URL`; the services hold them as `Arc<dyn Port>`.
 //!
-//! By area: [`identity`], [`mfa`], [`organizations`], [`sso`], [`oauth`], [`webhooks`], [`platform`]; every port
+//! By area: [`control`], [`identity`], [`metrics`], [`mfa`], [`organizations`], [`sso`], [`oauth`], [`webhooks`], [`platform`]; every port
 //! is also re-exported here.
 
 use std::sync::Arc;
 
+pub mod control;
 pub mod identity;
+pub mod metrics;
 pub mod mfa;
 pub mod oauth;
 pub mod organizations;
@@ -23,7 +25,9 @@ pub mod platform;
 pub mod sso;
 pub mod webhooks;
 
+pub use control::*;
 pub use identity::*;
+pub use metrics::*;
 pub use mfa::*;
 pub use oauth::*;
 pub use organizations::*;
@@ -113,6 +117,10 @@ pub struct Ports {
     pub cipher: Arc<dyn SecretCipher>,
     /// The [`WebhookSender`].
     pub sender: Arc<dyn WebhookSender>,
+    /// The [`OperationsStore`].
+    pub operations: Arc<dyn OperationsStore>,
+    /// Where the service's figures go (`gatehouse-metrics`).
+    pub metrics: Arc<dyn Metrics>,
 }
 
 /// Declares the ports one service needs: a struct of `Arc<dyn Port>` fields named as in

@@ -4,15 +4,18 @@ use async_trait::async_trait;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{BoxError, StoreError};
+use super::{BoxError, PoolUse, StoreError};
 use crate::model::{Email, SecretToken, TokenKind};
 
-/// The store's liveness, for `/readyz`.
+/// The store's liveness, for `/readyz`, and its pools' use, for the metrics.
 #[async_trait]
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 pub trait HealthStore: Send + Sync + 'static {
     /// One round trip to the database.
     async fn ping(&self) -> Result<(), StoreError>;
+
+    /// The connection pools' use now, for the metrics; no round trip.
+    fn pools(&self) -> Vec<PoolUse>;
 }
 
 /// The time.

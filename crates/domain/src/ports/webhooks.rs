@@ -171,6 +171,8 @@ pub struct LeasedDelivery {
     pub state: DeliveryState,
     /// Proves the lease when the attempt is recorded.
     pub lease: Uuid,
+    /// When the delivery was made: the commit of the change it announces.
+    pub created_at: OffsetDateTime,
 }
 
 impl LeasedDelivery {

@@ -4,6 +4,7 @@ mod access;
 mod api_keys;
 mod applications;
 mod auth;
+mod control;
 mod links;
 mod members;
 mod mfa;
@@ -29,6 +30,7 @@ pub use auth::{
     LockedOut, LoginError, ProfileChange, RefreshError, RegisterError, Registered,
     SecondFactorNeeded, SignIn, TokenPair, UpdateProfileError,
 };
+pub use control::{ControlPorts, ControlService, ReplayError, MAX_REPLAY};
 pub use links::{EmailLinkPorts, EmailLinkService, LinkError, LINKS_PER_CLIENT, LINKS_PER_EMAIL};
 pub use members::{MemberError, MemberPorts, MemberService, Removed, RoleChanged};
 pub use mfa::{
@@ -86,6 +88,8 @@ pub(crate) fn event(
 
 #[cfg(test)]
 mod application_tests;
+#[cfg(test)]
+mod control_tests;
 #[cfg(test)]
 mod links_tests;
 #[cfg(test)]

@@ -791,6 +791,7 @@ fn leased(attempt: u32) -> LeasedDelivery {
         payload: PAYLOAD.to_owned(),
         state: DeliveryState::restore(DeliveryStatus::Pending, attempt, Some(now())).unwrap(),
         lease: LEASE,
+        created_at: now(),
     }
 }
 

@@ -51,6 +51,9 @@ pub struct TestApp {
     pub client: reqwest::Client,
     /// Where the server writes its mail.
     pub mail_dir: tempfile::TempDir,
+    /// `http://ADDRESS/metrics` of the `GATEHOUSE_METRICS_BIND` listener, when started with
+    /// [`Options::metrics_bind`].
+    metrics_url: Option<String>,
     env: HashMap<&'static str, String>,
     _database: std::sync::Arc<Database>,
 }
@@ -69,6 +72,10 @@ pub struct Options {
     /// Serve as `http://localhost:PORT` (a free port picked first): a public URL whose host is
     /// a domain name, which WebAuthn needs (browsers refuse an IP address as its RP id).
     pub localhost: bool,
+    /// Leave `GATEHOUSE_CONTROL_TOKEN` unset (else it is [`CONTROL_TOKEN`]).
+    pub control_plane_off: bool,
+    /// Serve `/metrics` on a listener of its own (`GATEHOUSE_METRICS_BIND`, a free port).
+    pub metrics_bind: bool,
 }
 
 /// A registered user with a live session.
@@ -81,6 +88,10 @@ pub struct LoggedIn {
 }
 
 pub const PASSWORD: &str = "correct horse battery";
+
+/// `GATEHOUSE_CONTROL_TOKEN` of every test server but those started with
+/// [`Options::control_plane_off`].
+pub const CONTROL_TOKEN: &str = "test-operator-token-7f3a9c1e5b";
 
 /// The Python that runs the tests' other parties (authlib, PyJWT): `GATEHOUSE_TEST_PYTHON`,
 /// which `scripts/test` points at the project's virtual environment, else `python3`.
@@ -131,6 +142,12 @@ impl TestApp {
             env.insert("GATEHOUSE_BIND", format!("127.0.0.1:{port}"));
             env.insert("GATEHOUSE_PUBLIC_URL", format!("http://localhost:{port}"));
         }
+        if !options.control_plane_off {
+            env.insert("GATEHOUSE_CONTROL_TOKEN", CONTROL_TOKEN.to_owned());
+        }
+        if options.metrics_bind {
+            env.insert("GATEHOUSE_METRICS_BIND", "127.0.0.1:0".to_owned());
+        }
         if let Some(proxies) = options.trusted_proxies {
             env.insert("GATEHOUSE_TRUSTED_PROXIES", proxies.to_owned());
         }
@@ -158,10 +175,14 @@ impl TestApp {
         let app = Application::build(config).await.unwrap();
         let base = format!("http://{}", app.address());
         let public_url = app.public_url().to_owned();
+        let metrics_url = app
+            .metrics_address()
+            .map(|address| format!("http://{address}/metrics"));
         tokio::spawn(app.run_until_stopped());
         Self {
             base,
             public_url,
+            metrics_url,
             client: reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
                 .build()
@@ -170,6 +191,11 @@ impl TestApp {
             env,
             _database: database,
         }
+    }
+
+    /// Where the `GATEHOUSE_METRICS_BIND` listener serves the metrics, when it was started.
+    pub fn metrics_url(&self) -> Option<String> {
+        self.metrics_url.clone()
     }
 
     /// A second server on the same database: another replica.
@@ -341,6 +367,16 @@ impl TestApp {
             request = request.json(&body);
         }
         request.send().await.unwrap()
+    }
+
+    /// A request to the control plane with the operator's token.
+    pub async fn as_operator(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Response {
+        self.send_as(method, CONTROL_TOKEN, path, body).await
     }
 
     /// Creates a team organization as the caller; returns its JSON.

@@ -15,7 +15,7 @@ use crate::helpers::{
 
 /// The receiver's check, written from the spec: HMAC-SHA256 over "{timestamp}.{body}", hex,
 /// `sha256=` prefix, and a timestamp within 300 s.
-fn verify_signature(request: &ReceivedRequest, secret: &str) {
+pub(crate) fn verify_signature(request: &ReceivedRequest, secret: &str) {
     let timestamp = request
         .header("x-service-timestamp")
         .expect("X-Service-Timestamp");
@@ -31,7 +31,7 @@ fn verify_signature(request: &ReceivedRequest, secret: &str) {
     assert!(age.abs() <= 300, "timestamp {age} s off");
 }
 
-async fn app_with_receiver(backend: Backend) -> (TestApp, TestReceiver) {
+pub(crate) async fn app_with_receiver(backend: Backend) -> (TestApp, TestReceiver) {
     let receiver = TestReceiver::start().await;
     let app = TestApp::spawn_with(
         backend,
@@ -45,7 +45,13 @@ async fn app_with_receiver(backend: Backend) -> (TestApp, TestReceiver) {
     (app, receiver)
 }
 
-async fn create_endpoint(app: &TestApp, token: &str, org: &str, url: &str, events: Value) -> Value {
+pub(crate) async fn create_endpoint(
+    app: &TestApp,
+    token: &str,
+    org: &str,
+    url: &str,
+    events: Value,
+) -> Value {
     json_of(
         app.in_org(
             Method::POST,
@@ -60,7 +66,7 @@ async fn create_endpoint(app: &TestApp, token: &str, org: &str, url: &str, event
     .await
 }
 
-async fn wait_until<F: Fn(&Value) -> bool>(
+pub(crate) async fn wait_until<F: Fn(&Value) -> bool>(
     app: &TestApp,
     token: &str,
     org: &str,

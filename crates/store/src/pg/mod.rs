@@ -218,6 +218,11 @@ impl DbStore {
         })
     }
 
+    /// The one pool's use (reads and writes share it).
+    pub(crate) fn pool_use(&self) -> Vec<gatehouse_domain::ports::PoolUse> {
+        vec![crate::pool_use("primary", &self.pool)]
+    }
+
     async fn connect(url: &str) -> Result<Conn, OpenError> {
         Conn::establish(url)
             .await

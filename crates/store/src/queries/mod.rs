@@ -15,6 +15,7 @@ mod members;
 mod memberships;
 mod mfa;
 mod oauth;
+mod operations;
 mod organizations;
 mod policies;
 mod rows;
@@ -25,7 +26,7 @@ mod webhooks;
 
 use async_trait::async_trait;
 use diesel_async::RunQueryDsl;
-use gatehouse_domain::ports::{HealthStore, StoreError};
+use gatehouse_domain::ports::{HealthStore, PoolUse, StoreError};
 
 use super::{Conn, DbStore};
 use crate::{
@@ -50,5 +51,9 @@ impl HealthStore for DbStore {
                 .map_err(db_error)?;
             Ok(())
         })
+    }
+
+    fn pools(&self) -> Vec<PoolUse> {
+        self.pool_use()
     }
 }

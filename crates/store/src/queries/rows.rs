@@ -621,6 +621,7 @@ pub(super) struct LeasedRow {
     pub attempt: i32,
     pub next_attempt_at: Option<OffsetDateTime>,
     pub lease: Option<DbUuid>,
+    pub created_at: OffsetDateTime,
 }
 
 impl LeasedRow {
@@ -642,6 +643,7 @@ impl LeasedRow {
             payload: self.payload,
             state,
             lease: self.lease.ok_or(corrupt("webhook_deliveries.lease"))?.0,
+            created_at: self.created_at,
         })
     }
 }

@@ -56,6 +56,7 @@ const LEASED_COLUMNS: (
     webhook_deliveries::attempt,
     webhook_deliveries::next_attempt_at,
     webhook_deliveries::lease,
+    webhook_deliveries::created_at,
 ) = (
     webhook_deliveries::id,
     webhook_deliveries::endpoint_id,
@@ -68,6 +69,7 @@ const LEASED_COLUMNS: (
     webhook_deliveries::attempt,
     webhook_deliveries::next_attempt_at,
     webhook_deliveries::lease,
+    webhook_deliveries::created_at,
 );
 
 /// The organization's endpoints, optionally only the active (or inactive) ones.

@@ -250,6 +250,14 @@ impl DbStore {
         })
     }
 
+    /// The read pool's use and the one writer's.
+    pub(crate) fn pool_use(&self) -> Vec<gatehouse_domain::ports::PoolUse> {
+        vec![
+            crate::pool_use("read", &self.pool),
+            crate::pool_use("write", &self.writer),
+        ]
+    }
+
     async fn pool(url: &str, size: usize) -> Result<DbPool, OpenError> {
         let mut config = ManagerConfig::default();
         config.custom_setup = Box::new(|url| establish(url).boxed());

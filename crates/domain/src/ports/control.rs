@@ -1,0 +1,99 @@
+//! What the control plane reads and changes across every organization: the outbox's events,
+//! the deliveries that failed for good (dead letters) and their replay, the delivery backlog.
+
+use async_trait::async_trait;
+use time::OffsetDateTime;
+
+use super::StoreError;
+use crate::model::{
+    Delivery, DeliveryId, EndpointId, EventId, EventType, OrganizationId, Page, PageRequest, UserId,
+};
+
+/// An event as the outbox keeps it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredEvent {
+    /// The event's id.
+    pub id: EventId,
+    /// What happened.
+    pub event_type: EventType,
+    /// The organization it went to; `None` for a user's event from before they belonged to any.
+    pub organization_id: Option<OrganizationId>,
+    /// The user who made the change or whom it is about.
+    pub user_id: Option<UserId>,
+    /// Its payload, as delivered in the body's `data`.
+    pub data: serde_json::Value,
+    /// When the change happened.
+    pub occurred_at: OffsetDateTime,
+    /// When the dispatcher turned it into deliveries; `None` while it waits.
+    pub dispatched_at: Option<OffsetDateTime>,
+}
+
+/// Filters of the stored events; `None` matches anything.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EventFilter {
+    /// Only this organization's events.
+    pub organization_id: Option<OrganizationId>,
+    /// Only events of this type.
+    pub event_type: Option<EventType>,
+    /// Only events that happened at or after this time.
+    pub since: Option<OffsetDateTime>,
+}
+
+/// Filters of the dead letters; `None` matches anything.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DeadLetterFilter {
+    /// Only this organization's.
+    pub organization_id: Option<OrganizationId>,
+    /// Only those of this endpoint.
+    pub endpoint_id: Option<EndpointId>,
+}
+
+/// Which dead letters a replay sends again.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ReplaySelection {
+    /// These deliveries, those of them that are dead letters.
+    Deliveries(Vec<DeliveryId>),
+    /// The endpoint's dead letters, those created at or after `since` when it is given.
+    Endpoint {
+        /// The endpoint.
+        endpoint_id: EndpointId,
+        /// The earliest delivery to replay, by when it was created.
+        since: Option<OffsetDateTime>,
+    },
+}
+
+/// The control plane's store: every organization's records, for operators only.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait OperationsStore: Send + Sync + 'static {
+    /// Stored events, newest first.
+    async fn events(
+        &self,
+        filter: EventFilter,
+        page: PageRequest,
+    ) -> Result<Page<StoredEvent>, StoreError>;
+
+    /// Dead letters: deliveries that failed for good (`failed` with no retry due), newest
+    /// first. Test pings, which are never sent again, are not among them.
+    async fn dead_letters(
+        &self,
+        filter: DeadLetterFilter,
+        page: PageRequest,
+    ) -> Result<Page<Delivery>, StoreError>;
+
+    /// Re-queues up to `limit` of the selected dead letters in one transaction, each by
+    /// [`DeliveryState::retried`](crate::model::DeliveryState::retried): one more attempt
+    /// with the same `delivery_id` and body, due in the order the deliveries were created (the
+    /// `n`th at `at + n` microseconds, so that workers lease them in that order, under each
+    /// endpoint's concurrency bound). Selected deliveries that are not dead letters are left
+    /// alone. Returns how many were re-queued.
+    async fn replay(
+        &self,
+        selection: ReplaySelection,
+        at: OffsetDateTime,
+        limit: u32,
+    ) -> Result<u64, StoreError>;
+
+    /// Deliveries with an attempt still to come: queued now, or waiting for a retry.
+    async fn pending_deliveries(&self) -> Result<u64, StoreError>;
+}

@@ -1,0 +1,111 @@
+//! The control plane's use cases against mocked ports.
+
+use futures::executor::block_on;
+use uuid::Uuid;
+
+use super::{
+    tests::{now, ready, Mocks},
+    ControlService, ReplayError, MAX_REPLAY,
+};
+use crate::{
+    model::{DeliveryId, EndpointId, Operator, OperatorToken},
+    ports::{Gauges, PoolUse, ReplaySelection},
+};
+
+fn operator() -> Operator {
+    OperatorToken::new("operator-token")
+        .unwrap()
+        .admit("operator-token")
+        .unwrap()
+}
+
+fn delivery(n: u128) -> DeliveryId {
+    DeliveryId::from_uuid(Uuid::from_u128(n))
+}
+
+impl Mocks {
+    fn control(self) -> ControlService {
+        ControlService::new((&self.ports()).into())
+    }
+}
+
+#[test]
+fn a_replay_re_queues_now_at_most_the_limit_and_says_how_many() {
+    let mut mocks = Mocks::new();
+    let endpoint = EndpointId::from_uuid(Uuid::from_u128(0xe9));
+    mocks
+        .operations
+        .expect_replay()
+        .withf(move |selection, at, limit| {
+            *selection
+                == ReplaySelection::Endpoint {
+                    endpoint_id: endpoint,
+                    since: None,
+                }
+                && *at == now()
+                && *limit == MAX_REPLAY
+        })
+        .times(1)
+        .returning(|_, _, _| ready(Ok(7)));
+    let replayed = block_on(mocks.control().replay(
+        &operator(),
+        ReplaySelection::Endpoint {
+            endpoint_id: endpoint,
+            since: None,
+        },
+    ));
+    assert_eq!(replayed.unwrap(), 7);
+}
+
+#[test]
+fn a_replay_naming_no_delivery_or_too_many_touches_nothing() {
+    for ids in [
+        Vec::new(),
+        (0..=u128::from(MAX_REPLAY)).map(delivery).collect(),
+    ] {
+        let mut mocks = Mocks::new();
+        mocks.operations.expect_replay().never();
+        let result = block_on(
+            mocks
+                .control()
+                .replay(&operator(), ReplaySelection::Deliveries(ids.clone())),
+        );
+        assert!(
+            matches!(
+                result,
+                Err(ReplayError::NothingSelected | ReplayError::TooMany)
+            ),
+            "{} ids: {result:?}",
+            ids.len()
+        );
+    }
+}
+
+#[test]
+fn a_scrape_reads_the_backlog_and_the_pools() {
+    let mut mocks = Mocks::new();
+    mocks
+        .operations
+        .expect_pending_deliveries()
+        .times(1)
+        .returning(|| ready(Ok(42)));
+    let pool = PoolUse {
+        pool: "primary",
+        max: 10,
+        in_use: 3,
+        waiting: 1,
+    };
+    mocks
+        .health
+        .expect_pools()
+        .times(1)
+        .return_const(vec![pool]);
+    let gauges = block_on(mocks.control().gauges()).unwrap();
+    assert_eq!(
+        gauges,
+        Gauges {
+            pending_deliveries: 42,
+            pools: vec![pool],
+        }
+    );
+}
