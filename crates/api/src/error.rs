@@ -11,7 +11,7 @@ use actix_web::{
 use gatehouse_domain::{
     ports::StoreError,
     service::{
-        ApplicationError, AuthenticateError, ChangePasswordError, CreateApiKeyError,
+        ApplicationError, AuditLogError, AuthenticateError, ChangePasswordError, CreateApiKeyError,
         DeleteApiKeyError, Forbidden, LockedOut, LoginError, MemberError, MfaError, OrgAccessError,
         OrganizationError, RefreshError, RegisterError, ReplayError, SettingsError,
         UpdateProfileError, VerifyError, WebhookError,
@@ -391,6 +391,15 @@ impl From<MemberError> for ApiError {
             | MemberError::AlreadyInvited(_)
             | MemberError::OwnsTeams => Self::Conflict(error.to_string()),
             MemberError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<AuditLogError> for ApiError {
+    fn from(error: AuditLogError) -> Self {
+        match error {
+            AuditLogError::Forbidden(e) => e.into(),
+            AuditLogError::Store(e) => e.into(),
         }
     }
 }

@@ -4,7 +4,7 @@ use std::{future::Future, pin::Pin};
 
 use actix_web::{dev::Payload, web, FromRequest, HttpMessage, HttpRequest};
 use gatehouse_domain::{
-    model::{ClientAddress, Operator, OrganizationId},
+    model::{ClientAddress, Operator, OrganizationId, Origin},
     service::{Actor, Principal},
 };
 use serde::de::DeserializeOwned;
@@ -323,6 +323,34 @@ fn operator(req: &HttpRequest) -> Result<Operator, ApiError> {
                 "the control plane needs 'Authorization: Bearer <GATEHOUSE_CONTROL_TOKEN>'".into(),
             )
         })
+}
+
+/// Where the request came from, for the audit log: the client's address through the trusted
+/// proxies, the user agent, the request id.
+pub struct RequestOrigin(pub Origin);
+
+impl FromRequest for RequestOrigin {
+    type Error = std::convert::Infallible;
+    type Future = std::future::Ready<Result<Self, Self::Error>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        std::future::ready(Ok(Self(origin_of(req))))
+    }
+}
+
+/// The request's [`Origin`].
+pub fn origin_of(req: &HttpRequest) -> Origin {
+    let request_id = req
+        .extensions()
+        .get::<crate::RequestId>()
+        .map(|id| id.0.clone());
+    Origin::new(
+        client_address(req).0,
+        req.headers()
+            .get(actix_web::http::header::USER_AGENT)
+            .and_then(|v| v.to_str().ok()),
+        request_id.as_deref(),
+    )
 }
 
 /// An authenticated caller inside the organization named by `X-Organization-ID`. Someone who is

@@ -161,6 +161,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                         .route(web::put().to(sso::update)),
                 )
                 .service(
+                    resource("/organizations/{id}/audit-log")
+                        .route(web::get().to(audit::organization_log)),
+                )
+                .service(
                     resource("/organizations/{id}/members")
                         .route(web::get().to(members::list))
                         .route(web::post().to(members::invite)),
@@ -224,7 +228,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .service(
                     control_resource("/dead-letters/replay").route(web::post().to(control::replay)),
                 )
-                .service(control_resource("/metrics").route(web::get().to(control::metrics))),
+                .service(control_resource("/metrics").route(web::get().to(control::metrics)))
+                .service(control_resource("/audit").route(web::get().to(audit::control_log))),
         )
         .default_service(web::to(not_found));
 }

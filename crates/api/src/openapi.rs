@@ -8,8 +8,8 @@ use utoipa::{
 use crate::{
     error::{ErrorBody, FieldError, LocPart, ValidationErrorBody},
     routes::{
-        api_keys, applications, auth, control, health, links, members, mfa, oauth, organizations,
-        policies, saml, sso, users, webhooks,
+        api_keys, applications, audit, auth, control, health, links, members, mfa, oauth,
+        organizations, policies, saml, sso, users, webhooks,
     },
 };
 
@@ -93,6 +93,8 @@ use crate::{
         control::dead_letters,
         control::replay,
         control::metrics,
+        audit::control_log,
+        audit::organization_log,
         health::livez,
         health::readyz,
         health::health,

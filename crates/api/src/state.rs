@@ -2,10 +2,10 @@ use gatehouse_domain::{
     model::{IpRange, OperatorToken, RateLimits},
     ports::Ports,
     service::{
-        ApiKeyService, ApplicationService, AuthService, AuthSettings, Authenticator,
-        BrandingService, ControlService, EmailLinkService, MemberService, MfaService, OAuthService,
-        OrganizationService, PolicyService, RateLimitService, SamlService, SsoService,
-        WebhookService,
+        ApiKeyService, ApplicationService, AuditLogService, AuthService, AuthSettings,
+        Authenticator, BrandingService, ControlService, EmailLinkService, MemberService,
+        MfaService, OAuthService, OrganizationService, PolicyService, RateLimitService,
+        SamlService, SsoService, WebhookService,
     },
 };
 
@@ -34,6 +34,7 @@ pub struct AppState {
     /// `GATEHOUSE_TRUSTED_PROXIES`: peers whose `X-Forwarded-For` is believed.
     pub trusted_proxies: Vec<IpRange>,
     pub control: ControlService,
+    pub audit_log: AuditLogService,
     /// `GATEHOUSE_CONTROL_TOKEN`; `None`: the control plane is off.
     pub control_token: Option<OperatorToken>,
 }
@@ -63,6 +64,7 @@ impl AppState {
             rate_limits: RateLimitService::new((&ports).into(), limits),
             webhooks: WebhookService::new((&ports).into()),
             control: ControlService::new((&ports).into()),
+            audit_log: AuditLogService::new((&ports).into()),
             control_token,
             trusted_proxies,
             secure_cookies: settings.issuer.starts_with("https://"),

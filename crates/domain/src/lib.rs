@@ -24,13 +24,14 @@
 //!
 //! Here `OrganizationService` runs on mocks, as a unit test of a reusing service would run it:
 //! the clock is stopped, ids are fixed, and the store is expected to be asked to create exactly
-//! one organization, owned by the caller, with its `organization.created` event in the same
-//! write.
+//! one organization, owned by the caller, with its `organization.created` event and its audit
+//! record in the same write.
 //!
 //! ```
 //! use gatehouse_domain::mock::{ready, MockPorts};
 //! use gatehouse_domain::model::{
-//!     Amr, EventType, OrganizationName, OrganizationType, Plan, Slug, UserId,
+//!     Amr, AuditAction, AuditActor, EventType, OrganizationName, OrganizationType, Origin, Plan,
+//!     Slug, UserId,
 //! };
 //! use gatehouse_domain::service::{OrganizationService, Principal};
 //! use time::macros::datetime;
@@ -43,14 +44,16 @@
 //! mocks
 //!     .organizations
 //!     .expect_create_organization()
-//!     .withf(move |new, owner, events| {
+//!     .withf(move |new, owner, events, audit| {
 //!         new.slug.as_ref() == "acme"
 //!             && *owner == ada
 //!             && events.len() == 1
 //!             && events[0].event_type == EventType::OrganizationCreated
+//!             && audit.action == AuditAction::OrganizationCreated
+//!             && audit.actor == AuditActor::User(ada)
 //!     })
 //!     .times(1)
-//!     .returning(|_, _, _| ready(Ok(())));
+//!     .returning(|_, _, _, _| ready(Ok(())));
 //!
 //! let organizations = OrganizationService::new((&mocks.into_ports()).into());
 //! let caller = Principal::User {
@@ -63,6 +66,7 @@
 //!     OrganizationName::parse("Acme").unwrap(),
 //!     Some(Slug::parse("acme").unwrap()),
 //!     OrganizationType::Team,
+//!     &Origin::new([192, 0, 2, 1].into(), Some("curl/8.5"), None),
 //! ))
 //! .unwrap();
 //! assert_eq!(created.plan, Plan::Free);

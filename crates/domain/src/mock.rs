@@ -23,7 +23,7 @@ use std::{future::Future, pin::Pin, sync::Arc};
 
 use crate::ports::Ports;
 pub use crate::ports::{
-    MockAccountStore, MockAccountTokenStore, MockApiKeyStore, MockApplicationStore,
+    MockAccountStore, MockAccountTokenStore, MockApiKeyStore, MockApplicationStore, MockAuditStore,
     MockAuthorizationCodeStore, MockBrandingStore, MockClock, MockHealthStore, MockMailer,
     MockMemberStore, MockMembershipStore, MockMetrics, MockMfaStore, MockOperationsStore,
     MockOrganizationStore, MockPasswordHasher, MockPolicyStore, MockRandom, MockRateLimiter,
@@ -103,6 +103,8 @@ pub struct MockPorts {
     pub operations: MockOperationsStore,
     /// The mock [`Metrics`](crate::ports::Metrics).
     pub metrics: MockMetrics,
+    /// The mock [`AuditStore`](crate::ports::AuditStore).
+    pub audit: MockAuditStore,
 }
 
 impl MockPorts {
@@ -139,6 +141,7 @@ impl MockPorts {
             sender: MockWebhookSender::new(),
             operations: MockOperationsStore::new(),
             metrics: MockMetrics::new(),
+            audit: MockAuditStore::new(),
         }
     }
 
@@ -175,6 +178,7 @@ impl MockPorts {
             sender: Arc::new(self.sender),
             operations: Arc::new(self.operations),
             metrics: Arc::new(self.metrics),
+            audit: Arc::new(self.audit),
         }
     }
 }

@@ -118,6 +118,7 @@ pub async fn ports(
         authorization_codes: store.clone(),
         webhooks: store.clone(),
         operations: store.clone(),
+        audit: store.clone(),
         health: store,
         clock,
         random: Arc::new(OsRandom),
@@ -202,6 +203,8 @@ impl Application {
             config.control_token.clone(),
         ));
         let purge_organizations = state.organizations.clone();
+        let purge_audit = state.control.clone();
+        let audit_retention_days = config.audit_retention_days;
         let state_for_metrics = state.clone();
         let delivery_metrics = state.ports.metrics.clone();
         let panics = web::Data::new(PanicCount::default());
@@ -255,6 +258,11 @@ impl Application {
                     Ok(0) => {}
                     Ok(count) => tracing::info!(count, "purged deleted organizations"),
                     Err(error) => tracing::warn!(%error, "purging deleted organizations failed"),
+                }
+                match purge_audit.purge_audit(audit_retention_days).await {
+                    Ok(0) => {}
+                    Ok(count) => tracing::info!(count, "purged audit records past their retention"),
+                    Err(error) => tracing::warn!(%error, "purging the audit log failed"),
                 }
             }
         });

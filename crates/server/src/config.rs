@@ -49,6 +49,8 @@ pub struct Config {
     /// `GATEHOUSE_METRICS_BIND`: where `GET /metrics` is served without a token; unset, the
     /// metrics are only at `/control/metrics`.
     pub metrics_bind: Option<SocketAddr>,
+    /// `GATEHOUSE_AUDIT_RETENTION_DAYS`: how long audit records are kept (default 365).
+    pub audit_retention_days: u32,
 }
 
 /// A URL that may hold a password: `Debug` shows it without.
@@ -94,6 +96,7 @@ struct Layer {
     webhook_allow_private_targets: Option<String>,
     control_token: Option<SecretKeySetting>,
     metrics_bind: Option<String>,
+    audit_retention_days: Option<String>,
 }
 
 impl Layer {
@@ -116,6 +119,7 @@ impl Layer {
             webhook_allow_private_targets: vars("GATEHOUSE_WEBHOOK_ALLOW_PRIVATE_TARGETS"),
             control_token: vars("GATEHOUSE_CONTROL_TOKEN").map(SecretKeySetting),
             metrics_bind: vars("GATEHOUSE_METRICS_BIND"),
+            audit_retention_days: vars("GATEHOUSE_AUDIT_RETENTION_DAYS"),
         }
     }
 
@@ -140,6 +144,7 @@ impl Layer {
                 .or(base.webhook_allow_private_targets),
             control_token: self.control_token.or(base.control_token),
             metrics_bind: self.metrics_bind.or(base.metrics_bind),
+            audit_retention_days: self.audit_retention_days.or(base.audit_retention_days),
         }
     }
 }
@@ -162,6 +167,7 @@ pub enum ConfigError {
 
 pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://gatehouse.db";
+pub const DEFAULT_AUDIT_RETENTION_DAYS: u32 = 365;
 pub const DEFAULT_MAIL_FROM: &str = "Gatehouse <no-reply@localhost>";
 
 impl Config {
@@ -300,9 +306,21 @@ impl Config {
                 })
             })
             .transpose()?;
+        let audit_retention_days = match layer.audit_retention_days.as_deref() {
+            None | Some("") => DEFAULT_AUDIT_RETENTION_DAYS,
+            Some(raw) => raw
+                .parse::<u32>()
+                .ok()
+                .filter(|days| (1..=36_500).contains(days))
+                .ok_or_else(|| ConfigError::Invalid {
+                    name: "GATEHOUSE_AUDIT_RETENTION_DAYS",
+                    reason: format!("{raw:?} is not a number of days from 1 to 36500"),
+                })?,
+        };
         Ok(Self {
             control_token,
             metrics_bind,
+            audit_retention_days,
             trusted_proxies,
             webhook_retry_schedule,
             webhook_timeout,

@@ -17,10 +17,10 @@
 use std::sync::Arc;
 
 use gatehouse_domain::ports::{
-    AccountStore, AccountTokenStore, ApiKeyStore, ApplicationStore, AuthorizationCodeStore,
-    BoxError, BrandingStore, HealthStore, MemberStore, MembershipStore, MfaStore, OperationsStore,
-    OrganizationStore, PolicyStore, SamlStore, SessionStore, SigningKeyStore, SsoStore, StoreError,
-    WebhookStore,
+    AccountStore, AccountTokenStore, ApiKeyStore, ApplicationStore, AuditStore,
+    AuthorizationCodeStore, BoxError, BrandingStore, HealthStore, MemberStore, MembershipStore,
+    MfaStore, OperationsStore, OrganizationStore, PolicyStore, SamlStore, SessionStore,
+    SigningKeyStore, SsoStore, StoreError, WebhookStore,
 };
 
 /// The deliveries due at `$now` that may be leased, oldest due first, up to `$limit`: their
@@ -107,6 +107,7 @@ pub trait Store:
     + HealthStore
     + WebhookStore
     + OperationsStore
+    + AuditStore
 {
     /// The backend's name, for logs: `postgres` or `sqlite`.
     fn backend(&self) -> Backend;

@@ -130,6 +130,26 @@ diesel::table! {
 
 diesel::table! {
     use diesel::sql_types::*;
+    use super::{Id, Moment};
+
+    audit_log (id) {
+        id -> Id,
+        occurred_at -> Moment,
+        actor_type -> Text,
+        actor_id -> Nullable<Text>,
+        organization_id -> Nullable<Id>,
+        action -> Text,
+        target_type -> Nullable<Text>,
+        target_id -> Nullable<Text>,
+        ip -> Nullable<Text>,
+        user_agent -> Nullable<Text>,
+        request_id -> Nullable<Text>,
+        outcome -> Text,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
     use super::{Id, Json, Strings, Moment};
 
     events (id) {
@@ -421,5 +441,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     recovery_codes,
     mfa_logins,
     webauthn_registrations,
-    account_tokens
+    account_tokens,
+    audit_log
 );

@@ -52,7 +52,11 @@ async fn create(db: &Db, app: &Application, secret: &str) {
         Some(app.organization_id),
         None,
     );
-    assert!(db.store.create_application(new, event).await.unwrap());
+    assert!(db
+        .store
+        .create_application(new, event, support::signed_in())
+        .await
+        .unwrap());
 }
 
 async fn pending_of(db: &Db, event_type: EventType) -> usize {
@@ -101,7 +105,7 @@ on_both_backends! {
         let mut copy = app(acme, "Copy", now());
         copy.client_id = first.client_id.clone();
         let new = NewApplication { application: copy.clone(), secret_hash: TokenHash::of("x") };
-        let result = db.store.create_application(new, event(EventType::ApplicationCreated, Some(acme), None)).await;
+        let result = db.store.create_application(new, event(EventType::ApplicationCreated, Some(acme), None), support::signed_in()).await;
         assert!(matches!(result, Err(StoreError::Conflict)), "{result:?}");
         assert_eq!(db.store.application(acme, copy.id).await.unwrap(), None);
         assert_eq!(pending_of(&db, EventType::ApplicationCreated).await, 1);
@@ -119,28 +123,28 @@ on_both_backends! {
         billing.is_active = false;
         billing.updated_at = now() + Duration::minutes(1);
         let updated = event(EventType::ApplicationUpdated, Some(acme), None);
-        assert!(db.store.update_application(billing.clone(), None, updated.clone()).await.unwrap());
+        assert!(db.store.update_application(billing.clone(), None, updated.clone(), support::signed_in()).await.unwrap());
         assert_eq!(db.store.application(acme, billing.id).await.unwrap(), Some(billing.clone()));
         let (_, hash) = db.store.application_by_client_id(&billing.client_id).await.unwrap().unwrap();
         assert_eq!(hash, TokenHash::of("ghcs_old"), "kept without a new one");
 
         let rotated = event(EventType::ApplicationUpdated, Some(acme), None);
-        assert!(db.store.update_application(billing.clone(), Some(TokenHash::of("ghcs_new")), rotated).await.unwrap());
+        assert!(db.store.update_application(billing.clone(), Some(TokenHash::of("ghcs_new")), rotated, support::signed_in()).await.unwrap());
         let (_, hash) = db.store.application_by_client_id(&billing.client_id).await.unwrap().unwrap();
         assert_eq!(hash, TokenHash::of("ghcs_new"));
 
         let mut foreign = billing.clone();
         foreign.organization_id = other;
         let event_of_other = event(EventType::ApplicationUpdated, Some(other), None);
-        assert!(!db.store.update_application(foreign, None, event_of_other.clone()).await.unwrap());
-        assert!(!db.store.delete_application(other, billing.id, event_of_other).await.unwrap());
+        assert!(!db.store.update_application(foreign, None, event_of_other.clone(), support::signed_in()).await.unwrap());
+        assert!(!db.store.delete_application(other, billing.id, event_of_other, support::signed_in()).await.unwrap());
         assert_eq!(pending_of(&db, EventType::ApplicationUpdated).await, 2, "no event for what did not happen");
 
         let deleted = event(EventType::ApplicationDeleted, Some(acme), None);
-        assert!(db.store.delete_application(acme, billing.id, deleted.clone()).await.unwrap());
+        assert!(db.store.delete_application(acme, billing.id, deleted.clone(), support::signed_in()).await.unwrap());
         assert_eq!(db.store.application(acme, billing.id).await.unwrap(), None);
         assert_eq!(db.store.application_by_client_id(&billing.client_id).await.unwrap(), None);
-        assert!(!db.store.delete_application(acme, billing.id, deleted).await.unwrap());
+        assert!(!db.store.delete_application(acme, billing.id, deleted, support::signed_in()).await.unwrap());
         assert_eq!(pending_of(&db, EventType::ApplicationDeleted).await, 1);
         assert_eq!(db.store.organization(acme).await.unwrap().unwrap().application_count, 0);
     }
@@ -160,20 +164,20 @@ on_both_backends! {
                     created_at: now(),
                 },
                 owner,
-                vec![],
+                vec![], support::signed_in(),
             )
             .await
             .unwrap();
         let billing = app(team, "Billing", now());
         create(&db, &billing, "ghcs_x").await;
         let at = now() + Duration::minutes(5);
-        assert!(db.store.delete_organization(team, at, event(EventType::OrganizationUpdated, Some(team), None)).await.unwrap());
+        assert!(db.store.delete_organization(team, at, event(EventType::OrganizationUpdated, Some(team), None), support::signed_in()).await.unwrap());
 
         let (found, _) = db.store.application_by_client_id(&billing.client_id).await.unwrap().unwrap();
         assert!(!found.is_active);
         assert_eq!(found.updated_at, at);
         let late = app(team, "Late", now());
         let new = NewApplication { application: late, secret_hash: TokenHash::of("y") };
-        assert!(!db.store.create_application(new, event(EventType::ApplicationCreated, Some(team), None)).await.unwrap(), "not in a deleted organization");
+        assert!(!db.store.create_application(new, event(EventType::ApplicationCreated, Some(team), None), support::signed_in()).await.unwrap(), "not in a deleted organization");
     }
 }

@@ -43,7 +43,7 @@ fn updated(org: OrganizationId) -> gatehouse_domain::model::NewEvent {
 async fn delete(db: &Db, org: OrganizationId, at: OffsetDateTime) {
     assert!(db
         .store
-        .delete_organization(org, at, updated(org))
+        .delete_organization(org, at, updated(org), support::signed_in())
         .await
         .unwrap());
 }
@@ -70,6 +70,7 @@ async fn invite(
                 expires_at: NewInvitation::expiry(at),
             },
             event(EventType::MemberInvited, Some(org), Some(by)),
+            support::signed_in(),
         )
         .await
         .unwrap();
@@ -210,7 +211,7 @@ on_both_backends! {
         let first_at = now();
         let saved = db
             .store
-            .save_policies(acme, strict_policies(), Some(first_at), first_at, updated(acme))
+            .save_policies(acme, strict_policies(), Some(first_at), first_at, updated(acme), support::signed_in())
             .await
             .unwrap();
         assert!(saved);
@@ -223,7 +224,7 @@ on_both_backends! {
         let second_at = first_at + Duration::minutes(5);
         let saved = db
             .store
-            .save_policies(acme, other_policies(), None, second_at, updated(acme))
+            .save_policies(acme, other_policies(), None, second_at, updated(acme), support::signed_in())
             .await
             .unwrap();
         assert!(saved);
@@ -248,14 +249,14 @@ on_both_backends! {
         let (ada, _) = registered(&db, "ada@example.com").await;
         let acme = db.team(ada, "acme", Plan::Business).await;
         let at = now();
-        assert!(db.store.save_policies(acme, strict_policies(), None, at, updated(acme)).await.unwrap());
+        assert!(db.store.save_policies(acme, strict_policies(), None, at, updated(acme), support::signed_in()).await.unwrap());
         delete(&db, acme, at + Duration::seconds(1)).await;
         let before = events(&db).await;
 
         let later = at + Duration::minutes(1);
         let saved = db
             .store
-            .save_policies(acme, other_policies(), None, later, updated(acme))
+            .save_policies(acme, other_policies(), None, later, updated(acme), support::signed_in())
             .await
             .unwrap();
         assert!(!saved, "a soft-deleted organization saves nothing");
@@ -269,7 +270,7 @@ on_both_backends! {
         let unknown = OrganizationId::from_uuid(Uuid::now_v7());
         let saved = db
             .store
-            .save_policies(unknown, other_policies(), None, later, updated(unknown))
+            .save_policies(unknown, other_policies(), None, later, updated(unknown), support::signed_in())
             .await
             .unwrap();
         assert!(!saved);
@@ -284,9 +285,9 @@ on_both_backends! {
 
         // Ada's: a team on Business with saved policies, and a deleted one with policies too.
         let acme = db.team(ada, "acme", Plan::Business).await;
-        assert!(db.store.save_policies(acme, strict_policies(), None, at, updated(acme)).await.unwrap());
+        assert!(db.store.save_policies(acme, strict_policies(), None, at, updated(acme), support::signed_in()).await.unwrap());
         let gone = db.team(ada, "gone", Plan::Pro).await;
-        assert!(db.store.save_policies(gone, other_policies(), None, at, updated(gone)).await.unwrap());
+        assert!(db.store.save_policies(gone, other_policies(), None, at, updated(gone), support::signed_in()).await.unwrap());
         delete(&db, gone, at).await;
 
         // Bob's: one Ada joins, and one she is only invited to.
@@ -298,7 +299,7 @@ on_both_backends! {
                 invitation,
                 ada,
                 at,
-                event(EventType::MemberJoined, Some(joined), Some(ada)),
+                event(EventType::MemberJoined, Some(joined), Some(ada)), support::signed_in(),
             )
             .await
             .unwrap();
@@ -306,7 +307,7 @@ on_both_backends! {
         let pending = db.team(bob, "pending", Plan::Business).await;
         assert!(db
             .store
-            .save_policies(pending, other_policies(), None, at, updated(pending))
+            .save_policies(pending, other_policies(), None, at, updated(pending), support::signed_in())
             .await
             .unwrap());
         invite(&db, pending, "ada@example.com", bob, at).await;
@@ -340,7 +341,7 @@ on_both_backends! {
 
         // Counted: a pending invitation to a team with policies, and to one without.
         let open = db.team(bob, "open", Plan::Business).await;
-        assert!(db.store.save_policies(open, strict_policies(), None, t0, updated(open)).await.unwrap());
+        assert!(db.store.save_policies(open, strict_policies(), None, t0, updated(open), support::signed_in()).await.unwrap());
         invite(&db, open, "ada@example.com", bob, t0).await;
         let plain = db.team(bob, "plain", Plan::Pro).await;
         invite(&db, plain, "ada@example.com", bob, t0).await;
@@ -349,12 +350,12 @@ on_both_backends! {
         let mut not_counted = Vec::new();
         for slug in ["expired", "revoked", "accepted", "deleted", "elsewhere"] {
             let org = db.team(bob, slug, Plan::Enterprise).await;
-            assert!(db.store.save_policies(org, other_policies(), None, t0, updated(org)).await.unwrap());
+            assert!(db.store.save_policies(org, other_policies(), None, t0, updated(org), support::signed_in()).await.unwrap());
             not_counted.push(org);
         }
         invite(&db, not_counted[0], "ada@example.com", bob, t0 - Duration::days(8)).await;
         let revoked = invite(&db, not_counted[1], "ada@example.com", bob, t0).await;
-        assert!(db.store.revoke_invitation(not_counted[1], revoked, t0).await.unwrap());
+        assert!(db.store.revoke_invitation(not_counted[1], revoked, t0, support::signed_in()).await.unwrap());
         let accepted = invite(&db, not_counted[2], "ada@example.com", bob, t0).await;
         assert!(db
             .store
@@ -362,7 +363,7 @@ on_both_backends! {
                 accepted,
                 carol,
                 t0,
-                event(EventType::MemberJoined, Some(not_counted[2]), Some(carol)),
+                event(EventType::MemberJoined, Some(not_counted[2]), Some(carol)), support::signed_in(),
             )
             .await
             .unwrap());
@@ -407,7 +408,7 @@ on_both_backends! {
             let (new, _) = session(bob, second(n), Duration::days(30));
             bobs.push(new.id);
             db.store
-                .create_session(new, event(EventType::AuthLogin, None, Some(bob)), None)
+                .create_session(new, event(EventType::AuthLogin, None, Some(bob)), None, support::signed_in())
                 .await
                 .unwrap();
         }
@@ -418,7 +419,7 @@ on_both_backends! {
             let (new, _) = session(ada, second(n), Duration::days(30));
             adas.push(new.id);
             db.store
-                .create_session(new, event(EventType::AuthLogin, None, Some(ada)), Some(2))
+                .create_session(new, event(EventType::AuthLogin, None, Some(ada)), Some(2), support::signed_in())
                 .await
                 .unwrap();
         }
@@ -444,7 +445,7 @@ on_both_backends! {
         let (fourth, _) = session(ada, second(3), Duration::days(30));
         adas.push(fourth.id);
         db.store
-            .create_session(fourth, event(EventType::AuthLogin, None, Some(ada)), None)
+            .create_session(fourth, event(EventType::AuthLogin, None, Some(ada)), None, support::signed_in())
             .await
             .unwrap();
         let check = second(4);
@@ -460,7 +461,7 @@ on_both_backends! {
         let (fifth, _) = session(ada, second(4), Duration::days(30));
         let fifth_id = fifth.id;
         db.store
-            .create_session(fifth, event(EventType::AuthLogin, None, Some(ada)), Some(1))
+            .create_session(fifth, event(EventType::AuthLogin, None, Some(ada)), Some(1), support::signed_in())
             .await
             .unwrap();
         let check = second(5);
@@ -480,19 +481,19 @@ on_both_backends! {
 
         // An expired session and an ended one: neither is live.
         let (expired, _) = session(ada, t0, Duration::minutes(1));
-        db.store.create_session(expired, login(), None).await.unwrap();
+        db.store.create_session(expired, login(), None, support::signed_in()).await.unwrap();
         let (ended, _) = session(ada, t0 + Duration::seconds(1), Duration::days(1));
         let ended_id = ended.id;
-        db.store.create_session(ended, login(), None).await.unwrap();
+        db.store.create_session(ended, login(), None, support::signed_in()).await.unwrap();
         let logout = event(EventType::AuthLogout, None, Some(ada));
         assert!(db.store.end_session(ended_id, t0 + Duration::seconds(2), logout).await.unwrap());
 
         let (older, _) = session(ada, t0 + Duration::minutes(2), Duration::days(1));
         let older_id = older.id;
-        db.store.create_session(older, login(), Some(2)).await.unwrap();
+        db.store.create_session(older, login(), Some(2), support::signed_in()).await.unwrap();
         let (newer, _) = session(ada, t0 + Duration::minutes(3), Duration::days(1));
         let newer_id = newer.id;
-        db.store.create_session(newer, login(), Some(2)).await.unwrap();
+        db.store.create_session(newer, login(), Some(2), support::signed_in()).await.unwrap();
 
         let check = t0 + Duration::minutes(4);
         assert!(
@@ -508,7 +509,7 @@ on_both_backends! {
         let (new, hash) = session(ada, t0, Duration::hours(1));
         let id = new.id;
         db.store
-            .create_session(new, event(EventType::AuthLogin, None, Some(ada)), None)
+            .create_session(new, event(EventType::AuthLogin, None, Some(ada)), None, support::signed_in())
             .await
             .unwrap();
 
@@ -638,7 +639,7 @@ on_both_backends! {
         let before = events(&db).await;
 
         let first_at = now();
-        let saved = db.store.save_branding(acme, full_branding(), first_at, updated(acme)).await;
+        let saved = db.store.save_branding(acme, full_branding(), first_at, updated(acme), support::signed_in()).await;
         assert!(saved.unwrap());
         assert_eq!(
             db.store.branding(acme).await.unwrap(),
@@ -650,7 +651,7 @@ on_both_backends! {
         let second_at = first_at + Duration::minutes(1);
         let plain = Branding::default();
         assert_eq!(plain.email_branding.reply_to, None);
-        let saved = db.store.save_branding(acme, plain.clone(), second_at, updated(acme)).await;
+        let saved = db.store.save_branding(acme, plain.clone(), second_at, updated(acme), support::signed_in()).await;
         assert!(saved.unwrap());
         assert_eq!(
             db.store.branding(acme).await.unwrap(),
@@ -669,7 +670,7 @@ on_both_backends! {
         let before = events(&db).await;
         let saved = db
             .store
-            .save_branding(acme, full_branding(), at, updated(acme))
+            .save_branding(acme, full_branding(), at, updated(acme), support::signed_in())
             .await
             .unwrap();
         assert!(!saved);
@@ -690,7 +691,7 @@ on_both_backends! {
         let before = events(&db).await;
 
         let config = sso_configuration(acme, now());
-        assert!(db.store.create_sso_configuration(config.clone(), updated(acme)).await.unwrap());
+        assert!(db.store.create_sso_configuration(config.clone(), updated(acme), support::signed_in()).await.unwrap());
         let stored = db.store.sso_configuration(acme).await.unwrap().expect("created");
         assert_eq!(stored, config);
         assert_eq!(stored.idp_certificate.pem(), config.idp_certificate.pem());
@@ -704,7 +705,7 @@ on_both_backends! {
             idp_entity_id: IdpEntityId::parse("urn:another:idp").unwrap(),
             ..sso_configuration(acme, now())
         };
-        let result = db.store.create_sso_configuration(again, updated(acme)).await;
+        let result = db.store.create_sso_configuration(again, updated(acme), support::signed_in()).await;
         assert!(matches!(result, Err(StoreError::Conflict)), "{result:?}");
         assert_eq!(events(&db).await, before + 1, "a refused create records nothing");
         assert_eq!(db.store.sso_configuration(acme).await.unwrap(), Some(config));
@@ -715,7 +716,7 @@ on_both_backends! {
         let acme = db.team(ada, "acme", Plan::Business).await;
         let created_at = now();
         let config = sso_configuration(acme, created_at);
-        assert!(db.store.create_sso_configuration(config.clone(), updated(acme)).await.unwrap());
+        assert!(db.store.create_sso_configuration(config.clone(), updated(acme), support::signed_in()).await.unwrap());
         let before = events(&db).await;
 
         let changed = SsoConfiguration {
@@ -730,13 +731,13 @@ on_both_backends! {
             ..config.clone()
         };
         assert_ne!(changed.idp_certificate, config.idp_certificate);
-        assert!(db.store.update_sso_configuration(changed.clone(), updated(acme)).await.unwrap());
+        assert!(db.store.update_sso_configuration(changed.clone(), updated(acme), support::signed_in()).await.unwrap());
         assert_eq!(db.store.sso_configuration(acme).await.unwrap(), Some(changed.clone()));
         assert_eq!(events(&db).await, before + 1);
 
         // An organization without a configuration: nothing is updated, or created.
         let elsewhere = sso_configuration(workspace, created_at);
-        assert!(!db.store.update_sso_configuration(elsewhere, updated(workspace)).await.unwrap());
+        assert!(!db.store.update_sso_configuration(elsewhere, updated(workspace), support::signed_in()).await.unwrap());
         assert_eq!(db.store.sso_configuration(workspace).await.unwrap(), None);
         assert_eq!(events(&db).await, before + 1, "a refused update records nothing");
         assert_eq!(db.count("SELECT COUNT(*) AS n FROM sso_configurations").await, 1);
@@ -748,17 +749,17 @@ on_both_backends! {
         let beta = db.team(ada, "beta", Plan::Business).await;
         let at = now();
         let config = sso_configuration(acme, at);
-        assert!(db.store.create_sso_configuration(config.clone(), updated(acme)).await.unwrap());
+        assert!(db.store.create_sso_configuration(config.clone(), updated(acme), support::signed_in()).await.unwrap());
         delete(&db, acme, at).await;
         delete(&db, beta, at).await;
         let before = events(&db).await;
 
         let changed = SsoConfiguration { auto_provision: false, ..config.clone() };
-        assert!(!db.store.update_sso_configuration(changed, updated(acme)).await.unwrap());
+        assert!(!db.store.update_sso_configuration(changed, updated(acme), support::signed_in()).await.unwrap());
         assert_eq!(db.store.sso_configuration(acme).await.unwrap(), Some(config));
         let created = db
             .store
-            .create_sso_configuration(sso_configuration(beta, at), updated(beta))
+            .create_sso_configuration(sso_configuration(beta, at), updated(beta), support::signed_in())
             .await
             .unwrap();
         assert!(!created);
@@ -771,11 +772,11 @@ on_both_backends! {
         let acme = db.team(ada, "acme", Plan::Business).await;
         let at = now();
         for org in [acme, workspace] {
-            let saved = db.store.save_policies(org, strict_policies(), None, at, updated(org)).await;
+            let saved = db.store.save_policies(org, strict_policies(), None, at, updated(org), support::signed_in()).await;
             assert!(saved.unwrap());
-            assert!(db.store.save_branding(org, full_branding(), at, updated(org)).await.unwrap());
+            assert!(db.store.save_branding(org, full_branding(), at, updated(org), support::signed_in()).await.unwrap());
             let config = sso_configuration(org, at);
-            assert!(db.store.create_sso_configuration(config, updated(org)).await.unwrap());
+            assert!(db.store.create_sso_configuration(config, updated(org), support::signed_in()).await.unwrap());
         }
         delete(&db, acme, at).await;
         assert_eq!(db.store.purge_organizations(at + Duration::seconds(1)).await.unwrap(), 1);

@@ -264,7 +264,7 @@ on_both_backends! {
         let created = now();
         let (new, hash) = session(ada, created, Duration::days(30));
         db.store
-            .create_session(new.clone(), event(EventType::AuthLogin, None, Some(ada)), None)
+            .create_session(new.clone(), event(EventType::AuthLogin, None, Some(ada)), None, support::signed_in())
             .await
             .unwrap();
         assert_eq!(db.count("SELECT COUNT(*) AS n FROM events").await, 3);
@@ -297,7 +297,7 @@ on_both_backends! {
         let created = now();
         let (new, hash) = session(ada, created, Duration::hours(1));
         db.store
-            .create_session(new.clone(), event(EventType::AuthLogin, None, Some(ada)), None)
+            .create_session(new.clone(), event(EventType::AuthLogin, None, Some(ada)), None, support::signed_in())
             .await
             .unwrap();
 
@@ -320,7 +320,7 @@ on_both_backends! {
         let created = now();
         let (new, hash) = session(ada, created, Duration::days(30));
         db.store
-            .create_session(new.clone(), event(EventType::AuthLogin, None, Some(ada)), None)
+            .create_session(new.clone(), event(EventType::AuthLogin, None, Some(ada)), None, support::signed_in())
             .await
             .unwrap();
         let events = db.count("SELECT COUNT(*) AS n FROM events").await;
@@ -355,11 +355,11 @@ on_both_backends! {
         let created = now();
         let (first, _) = session(ada, created, Duration::days(1));
         let login = event(EventType::AuthLogin, None, Some(ada));
-        db.store.create_session(first, login.clone(), None).await.unwrap();
+        db.store.create_session(first, login.clone(), None, support::signed_in()).await.unwrap();
 
         // The event's id is taken, so the event cannot be recorded: neither can the session.
         let (second, hash) = session(ada, created, Duration::days(1));
-        assert!(db.store.create_session(second.clone(), login, None).await.is_err());
+        assert!(db.store.create_session(second.clone(), login, None, support::signed_in()).await.is_err());
         assert!(!db.store.is_live(second.id, created).await.unwrap());
         assert!(db.store.session_by_refresh_token(&hash, created).await.unwrap().is_none());
         assert_eq!(db.count("SELECT COUNT(*) AS n FROM sessions").await, 1);
@@ -392,7 +392,7 @@ on_both_backends! {
         for user in [ada, ada, ada, bob] {
             let (new, hash) = session(user, created, Duration::days(30));
             db.store
-                .create_session(new.clone(), event(EventType::AuthLogin, None, Some(user)), None)
+                .create_session(new.clone(), event(EventType::AuthLogin, None, Some(user)), None, support::signed_in())
                 .await
                 .unwrap();
             sessions.push((new, hash));
@@ -459,7 +459,7 @@ on_both_backends! {
         for (i, name) in ["ci", "deploy", "backup"].into_iter().enumerate() {
             let at = t + Duration::seconds(i64::try_from(i).unwrap());
             let (new, _) = api_key(ada.user.id, ada.workspace.id, name, at);
-            let key = db.store.create_api_key(new.clone()).await.unwrap();
+            let key = db.store.create_api_key(new.clone(), support::signed_in()).await.unwrap();
             assert_eq!(key.id, new.id);
             assert_eq!(key.name, new.name);
             assert_eq!(key.prefix, new.prefix);
@@ -481,7 +481,7 @@ on_both_backends! {
         db.store.create_account(ada.clone()).await.unwrap();
         let t = now();
         let (new, hash) = api_key(ada.user.id, ada.workspace.id, "ci", t);
-        db.store.create_api_key(new.clone()).await.unwrap();
+        db.store.create_api_key(new.clone(), support::signed_in()).await.unwrap();
 
         let used_at = t + Duration::seconds(30);
         let found = db.store.use_api_key(&hash, used_at).await.unwrap().expect("found by hash");
@@ -506,25 +506,25 @@ on_both_backends! {
         let bob = db.registered("bob@example.com").await;
         let t = now();
         let (new, hash) = api_key(ada.user.id, ada.workspace.id, "ci", t);
-        db.store.create_api_key(new.clone()).await.unwrap();
+        db.store.create_api_key(new.clone(), support::signed_in()).await.unwrap();
 
-        assert!(!db.store.delete_api_key(bob, new.id).await.unwrap(), "not Bob's key");
+        assert!(!db.store.delete_api_key(bob, new.id, support::signed_in()).await.unwrap(), "not Bob's key");
         assert!(db.store.use_api_key(&hash, t).await.unwrap().is_some(), "still there");
 
-        assert!(db.store.delete_api_key(ada.user.id, new.id).await.unwrap());
+        assert!(db.store.delete_api_key(ada.user.id, new.id, support::signed_in()).await.unwrap());
         assert!(db.store.use_api_key(&hash, t).await.unwrap().is_none());
         assert!(db.store.api_keys_of(ada.user.id).await.unwrap().is_empty());
-        assert!(!db.store.delete_api_key(ada.user.id, new.id).await.unwrap(), "already gone");
+        assert!(!db.store.delete_api_key(ada.user.id, new.id, support::signed_in()).await.unwrap(), "already gone");
     }
 
     async fn api_key_hashes_are_unique(db: Db) {
         let ada = account("ada@example.com", "Ada");
         db.store.create_account(ada.clone()).await.unwrap();
         let (first, _) = api_key(ada.user.id, ada.workspace.id, "ci", now());
-        db.store.create_api_key(first.clone()).await.unwrap();
+        db.store.create_api_key(first.clone(), support::signed_in()).await.unwrap();
         let mut second = api_key(ada.user.id, ada.workspace.id, "other", now()).0;
         second.key_hash = first.key_hash.clone();
-        let result = db.store.create_api_key(second).await;
+        let result = db.store.create_api_key(second, support::signed_in()).await;
         assert!(matches!(result, Err(StoreError::Conflict)), "{result:?}");
     }
 }

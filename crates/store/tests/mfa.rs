@@ -84,6 +84,7 @@ async fn complete(db: &Db, user: UserId, token: &str, used: SecondFactorUse) -> 
             event(EventType::AuthLogin, None, Some(user)),
             None,
             at(),
+            support::signed_in(),
         )
         .await
         .unwrap()
@@ -116,7 +117,7 @@ on_both_backends! {
     async fn a_second_step_spends_its_token_and_its_code_with_the_session(db: Db) {
         let ada = db.registered("ada@example.com").await;
         let totp = confirmed_totp(&db, ada, 100).await;
-        db.store.create_mfa_login(TokenHash::of("ghm_1"), login(ada)).await.unwrap();
+        db.store.create_mfa_login(TokenHash::of("ghm_1"), login(ada), support::signed_in()).await.unwrap();
         assert_eq!(db.store.mfa_login(&TokenHash::of("ghm_1"), at()).await.unwrap(), Some(login(ada)));
 
         // A step no later than the last one taken: nothing is spent, the token stays.
@@ -132,22 +133,22 @@ on_both_backends! {
         assert!(!complete(&db, ada, "ghm_1", SecondFactorUse::Totp { factor_id: totp.id, step: 102 }).await);
 
         // A recovery code works once.
-        db.store.create_mfa_login(TokenHash::of("ghm_2"), login(ada)).await.unwrap();
+        db.store.create_mfa_login(TokenHash::of("ghm_2"), login(ada), support::signed_in()).await.unwrap();
         let code = || SecondFactorUse::RecoveryCode { hash: TokenHash::of("one") };
         assert!(complete(&db, ada, "ghm_2", code()).await);
-        db.store.create_mfa_login(TokenHash::of("ghm_3"), login(ada)).await.unwrap();
+        db.store.create_mfa_login(TokenHash::of("ghm_3"), login(ada), support::signed_in()).await.unwrap();
         assert!(!complete(&db, ada, "ghm_3", code()).await);
         assert_eq!(db.store.recovery_codes_left(ada).await.unwrap(), 1);
         // Another user's token is not hers to complete.
         let bob = db.registered("bob@example.com").await;
-        db.store.create_mfa_login(TokenHash::of("ghm_bob"), login(bob)).await.unwrap();
+        db.store.create_mfa_login(TokenHash::of("ghm_bob"), login(bob), support::signed_in()).await.unwrap();
         assert!(!complete(&db, ada, "ghm_bob", SecondFactorUse::RecoveryCode { hash: TokenHash::of("two") }).await);
     }
 
     async fn five_failures_or_the_clock_end_a_token(db: Db) {
         let ada = db.registered("ada@example.com").await;
         let token = TokenHash::of("ghm_x");
-        db.store.create_mfa_login(token.clone(), login(ada)).await.unwrap();
+        db.store.create_mfa_login(token.clone(), login(ada), support::signed_in()).await.unwrap();
         for expected in 1..=4 {
             assert_eq!(db.store.fail_mfa_login(&token).await.unwrap(), expected);
             assert!(db.store.mfa_login(&token, at()).await.unwrap().is_some());
@@ -156,7 +157,7 @@ on_both_backends! {
         assert_eq!(db.store.mfa_login(&token, at()).await.unwrap(), None, "dead after five");
 
         let late = TokenHash::of("ghm_late");
-        db.store.create_mfa_login(late.clone(), login(ada)).await.unwrap();
+        db.store.create_mfa_login(late.clone(), login(ada), support::signed_in()).await.unwrap();
         assert_eq!(db.store.mfa_login(&late, at() + Duration::minutes(5)).await.unwrap(), None);
     }
 

@@ -41,7 +41,11 @@ async fn application(db: &Db, org: OrganizationId) -> Application {
     };
     assert!(db
         .store
-        .create_application(new, event(EventType::ApplicationCreated, Some(org), None))
+        .create_application(
+            new,
+            event(EventType::ApplicationCreated, Some(org), None),
+            support::signed_in()
+        )
         .await
         .unwrap());
     app
@@ -103,7 +107,7 @@ on_both_backends! {
     async fn a_password_login_session_has_no_grant(db: Db) {
         let (ada, _) = registered(&db, "ada@example.com").await;
         let (opened, hash) = session(ada, now(), Duration::days(30));
-        db.store.create_session(opened, login_event(ada), None).await.unwrap();
+        db.store.create_session(opened, login_event(ada), None, support::signed_in()).await.unwrap();
         let live = db.store.session_by_refresh_token(&hash, now()).await.unwrap().unwrap();
         assert_eq!(live.grant, None);
         assert_eq!(live.amr, Amr::password());
@@ -122,7 +126,7 @@ on_both_backends! {
         let (_, second) = code_for(&app, ada);
         db.store.save_authorization_code(NewAuthorizationCode { hash: unused.clone(), code: second }).await.unwrap();
 
-        assert!(db.store.delete_application(org, app.id, event(EventType::ApplicationDeleted, Some(org), None)).await.unwrap());
+        assert!(db.store.delete_application(org, app.id, event(EventType::ApplicationDeleted, Some(org), None), support::signed_in()).await.unwrap());
         assert_eq!(db.store.session_by_refresh_token(&refresh_hash, now()).await.unwrap(), None);
         assert_eq!(db.store.authorization_code(&unused_code).await.unwrap(), None);
         assert_eq!(db.store.authorization_code(&hash).await.unwrap(), None);

@@ -163,7 +163,11 @@ impl Db {
             data: json!({}),
             occurred_at: at,
         };
-        assert!(self.store.create_application(new, created).await.unwrap());
+        assert!(self
+            .store
+            .create_application(new, created, record())
+            .await
+            .unwrap());
     }
 
     /// Registers a user (with their personal workspace).
@@ -228,6 +232,7 @@ impl Db {
                     Some(owner),
                     at,
                 )],
+                record(),
             )
             .await
             .map(|()| id)
@@ -269,6 +274,7 @@ impl Db {
                     expires_at: NewInvitation::expiry(at),
                 },
                 event(EventType::MemberInvited, Some(org), Some(by), at),
+                record(),
             )
             .await
             .map(|()| (id, token_hash))
@@ -287,6 +293,7 @@ impl Db {
                 user,
                 at,
                 event(EventType::MemberJoined, Some(org), Some(user), at),
+                record(),
             )
             .await
     }
@@ -411,6 +418,7 @@ async fn slugs_are_unique(db: Db) {
             },
             alice.id,
             vec![],
+            record(),
         )
         .await
         .unwrap();
@@ -610,6 +618,7 @@ async fn updates_change_only_given_fields(db: Db) {
                     change,
                     at,
                     event(EventType::OrganizationUpdated, Some(acme), None, at),
+                    record(),
                 )
                 .await
         }
@@ -670,6 +679,7 @@ async fn updates_change_only_given_fields(db: Db) {
             OrganizationChange::default(),
             t2,
             event(EventType::OrganizationUpdated, Some(gone), None, t2),
+            record(),
         )
         .await;
     assert!(!result.unwrap());
@@ -695,6 +705,7 @@ async fn deleted_organizations_disappear_and_purge(db: Db) {
                     acme,
                     at,
                     event(EventType::OrganizationUpdated, Some(acme), None, at),
+                    record(),
                 )
                 .await
                 .unwrap()
@@ -742,6 +753,7 @@ async fn deleted_organizations_disappear_and_purge(db: Db) {
             renamed,
             t1,
             event(EventType::OrganizationUpdated, Some(acme), None, t1),
+            record(),
         )
         .await
         .unwrap();
@@ -802,6 +814,7 @@ async fn set_plan_changes_live_organizations(db: Db) {
                     plan,
                     t1,
                     event(EventType::BillingSubscriptionUpdated, Some(org), None, t1),
+                    record(),
                 )
                 .await
                 .unwrap()
@@ -860,7 +873,7 @@ async fn members_page_across_members_and_invitations(db: Db) {
         .unwrap();
     assert!(db
         .store
-        .revoke_invitation(acme, revoked, at(8))
+        .revoke_invitation(acme, revoked, at(8), record())
         .await
         .unwrap());
     // Nor members of other organizations.
@@ -1142,6 +1155,7 @@ async fn invitations_lifecycle(db: Db) {
             dead,
             t2,
             event(EventType::OrganizationUpdated, Some(dead), None, t2),
+            record(),
         )
         .await
         .unwrap();
@@ -1160,17 +1174,17 @@ async fn invitations_lifecycle(db: Db) {
     let beta_invitation = db.store.invitations_for(&dave, t2).await.unwrap()[1].id;
     assert!(!db
         .store
-        .revoke_invitation(acme, beta_invitation, t2)
+        .revoke_invitation(acme, beta_invitation, t2, record())
         .await
         .unwrap());
     assert!(db
         .store
-        .revoke_invitation(beta, beta_invitation, t2)
+        .revoke_invitation(beta, beta_invitation, t2, record())
         .await
         .unwrap());
     assert!(!db
         .store
-        .revoke_invitation(beta, beta_invitation, t2)
+        .revoke_invitation(beta, beta_invitation, t2, record())
         .await
         .unwrap());
     assert!(db
@@ -1262,7 +1276,11 @@ async fn accepting_invitations(db: Db) {
     assert_eq!(db.events(EventType::MemberJoined).await, 1);
 
     // A revoked invitation cannot be accepted.
-    assert!(db.store.revoke_invitation(acme, again, t1).await.unwrap());
+    assert!(db
+        .store
+        .revoke_invitation(acme, again, t1, record())
+        .await
+        .unwrap());
     let carol = db.user("carol@example.com", "Carol", t0).await;
     assert!(!db.accept(again, carol.id, acme, t1).await.unwrap());
     assert!(db.store.member(acme, carol.id).await.unwrap().is_none());
@@ -1286,6 +1304,7 @@ async fn roles_and_removal(db: Db) {
                     role,
                     t1,
                     event(EventType::MemberRoleChanged, Some(acme), None, t1),
+                    record(),
                 )
                 .await
                 .unwrap()
@@ -1309,8 +1328,12 @@ async fn roles_and_removal(db: Db) {
         user_id: bob.id,
         created_at: t0,
     };
-    db.store.create_api_key(key(acme)).await.unwrap();
-    let kept = db.store.create_api_key(key(bob.workspace)).await.unwrap();
+    db.store.create_api_key(key(acme), record()).await.unwrap();
+    let kept = db
+        .store
+        .create_api_key(key(bob.workspace), record())
+        .await
+        .unwrap();
 
     let remove = |user| {
         let store = db.store.clone();
@@ -1320,6 +1343,7 @@ async fn roles_and_removal(db: Db) {
                     acme,
                     user,
                     event(EventType::MemberRemoved, Some(acme), Some(user), t1),
+                    record(),
                 )
                 .await
                 .unwrap()
@@ -1359,6 +1383,7 @@ async fn deleting_users(db: Db) {
             bobs_team,
             t0,
             event(EventType::OrganizationUpdated, Some(bobs_team), None, t0),
+            record(),
         )
         .await
         .unwrap();
@@ -1442,4 +1467,15 @@ async fn deleting_users(db: Db) {
         );
     }
     assert_eq!(db.count("SELECT count(*) AS n FROM memberships").await, 0);
+}
+
+/// An audit record, for the store calls that take one.
+fn record() -> gatehouse_domain::model::AuditRecord {
+    gatehouse_domain::model::AuditRecord::new(
+        Uuid::now_v7(),
+        OffsetDateTime::now_utc(),
+        gatehouse_domain::model::AuditActor::System,
+        gatehouse_domain::model::AuditAction::MemberRoleChanged,
+        &gatehouse_domain::model::Origin::system(),
+    )
 }

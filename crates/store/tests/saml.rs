@@ -195,8 +195,8 @@ on_both_backends! {
         let globex = db.team(owner, "globex", Plan::Enterprise).await;
         let at = now();
         let configured = |org, domains: &[&str], at| configuration(org, domains, at);
-        db.store.create_sso_configuration(configured(acme, &["acme.example", "shared.example"], at), event(EventType::OrganizationUpdated, Some(acme), None)).await.unwrap();
-        db.store.create_sso_configuration(configured(globex, &["shared.example"], at + Duration::seconds(1)), event(EventType::OrganizationUpdated, Some(globex), None)).await.unwrap();
+        db.store.create_sso_configuration(configured(acme, &["acme.example", "shared.example"], at), event(EventType::OrganizationUpdated, Some(acme), None), support::signed_in()).await.unwrap();
+        db.store.create_sso_configuration(configured(globex, &["shared.example"], at + Duration::seconds(1)), event(EventType::OrganizationUpdated, Some(globex), None), support::signed_in()).await.unwrap();
         let domain = |d: &str| gatehouse_domain::model::EmailDomain::parse(d).unwrap();
         let orgs = |found: Vec<SsoConfiguration>| found.into_iter().map(|c| c.organization_id).collect::<Vec<_>>();
 
@@ -207,11 +207,11 @@ on_both_backends! {
         // A changed whitelist, and a deactivated configuration, are what discovery sees.
         let mut changed = configured(acme, &["renamed.example"], at);
         changed.is_active = false;
-        db.store.update_sso_configuration(changed, event(EventType::OrganizationUpdated, Some(acme), None)).await.unwrap();
+        db.store.update_sso_configuration(changed, event(EventType::OrganizationUpdated, Some(acme), None), support::signed_in()).await.unwrap();
         assert_eq!(orgs(db.store.sso_configurations_for_domain(&domain("shared.example")).await.unwrap()), [globex]);
         assert!(db.store.sso_configurations_for_domain(&domain("renamed.example")).await.unwrap().is_empty(), "inactive");
         let reactivated = configured(acme, &["renamed.example"], at);
-        db.store.update_sso_configuration(reactivated, event(EventType::OrganizationUpdated, Some(acme), None)).await.unwrap();
+        db.store.update_sso_configuration(reactivated, event(EventType::OrganizationUpdated, Some(acme), None), support::signed_in()).await.unwrap();
         assert_eq!(orgs(db.store.sso_configurations_for_domain(&domain("renamed.example")).await.unwrap()), [acme]);
     }
 }

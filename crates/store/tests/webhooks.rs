@@ -66,7 +66,10 @@ fn new_endpoint(
 async fn endpoint(db: &Db, org: OrganizationId, events: &[EventType]) -> EndpointId {
     let new = new_endpoint(org, events, true, now());
     let id = new.endpoint.id;
-    db.store.create_endpoint(new).await.unwrap();
+    db.store
+        .create_endpoint(new, support::signed_in())
+        .await
+        .unwrap();
     id
 }
 
@@ -83,7 +86,7 @@ async fn org_event(
     };
     assert!(db
         .store
-        .set_plan(org, Plan::Pro, at, recorded.clone())
+        .set_plan(org, Plan::Pro, at, recorded.clone(), support::signed_in())
         .await
         .unwrap());
     recorded.id
@@ -229,9 +232,9 @@ on_both_backends! {
         for (i, active) in [true, false, true].into_iter().enumerate() {
             let new = new_endpoint(ada, &[EventType::UserCreated], active, t0 + Duration::seconds(i as i64));
             created.push(new.endpoint.clone());
-            db.store.create_endpoint(new).await.unwrap();
+            db.store.create_endpoint(new, support::signed_in()).await.unwrap();
         }
-        db.store.create_endpoint(new_endpoint(bob, &[EventType::UserCreated], true, t0)).await.unwrap();
+        db.store.create_endpoint(new_endpoint(bob, &[EventType::UserCreated], true, t0), support::signed_in()).await.unwrap();
 
         let all = db.store.endpoints(ada, None, PageRequest::default()).await.unwrap();
         assert_eq!(all.total(), 3);
@@ -258,7 +261,7 @@ on_both_backends! {
         let new = new_endpoint(ada, &[EventType::UserCreated], true, now());
         let created = new.endpoint.clone();
         let id = created.id;
-        db.store.create_endpoint(new).await.unwrap();
+        db.store.create_endpoint(new, support::signed_in()).await.unwrap();
 
         let detail = db.store.endpoint(ada, id).await.unwrap().unwrap();
         assert_eq!(detail.endpoint, created);
@@ -278,10 +281,10 @@ on_both_backends! {
             events: Some(vec![EventType::AuthLogin, EventType::MemberJoined]),
             ..EndpointChange::default()
         };
-        assert_eq!(db.store.update_endpoint(bob, id, change.clone(), at).await.unwrap(), None);
+        assert_eq!(db.store.update_endpoint(bob, id, change.clone(), at, support::signed_in()).await.unwrap(), None);
         assert_eq!(db.store.endpoint(ada, id).await.unwrap().unwrap().endpoint, created);
 
-        let updated = db.store.update_endpoint(ada, id, change, at).await.unwrap().unwrap();
+        let updated = db.store.update_endpoint(ada, id, change, at, support::signed_in()).await.unwrap().unwrap();
         let expected = WebhookEndpoint {
             url: url("elsewhere"),
             events: vec![EventType::AuthLogin, EventType::MemberJoined],
@@ -299,7 +302,7 @@ on_both_backends! {
             is_active: Some(false),
             ..EndpointChange::default()
         };
-        let updated = db.store.update_endpoint(ada, id, change, later).await.unwrap().unwrap();
+        let updated = db.store.update_endpoint(ada, id, change, later, support::signed_in()).await.unwrap().unwrap();
         assert_eq!(
             updated,
             WebhookEndpoint {
@@ -310,13 +313,13 @@ on_both_backends! {
             }
         );
 
-        assert!(!db.store.delete_endpoint(bob, id).await.unwrap());
+        assert!(!db.store.delete_endpoint(bob, id, support::signed_in()).await.unwrap());
         assert!(db.store.endpoint(ada, id).await.unwrap().is_some());
-        assert!(db.store.delete_endpoint(ada, id).await.unwrap());
-        assert!(!db.store.delete_endpoint(ada, id).await.unwrap(), "it is gone");
+        assert!(db.store.delete_endpoint(ada, id, support::signed_in()).await.unwrap());
+        assert!(!db.store.delete_endpoint(ada, id, support::signed_in()).await.unwrap(), "it is gone");
         assert!(db.store.endpoint(ada, id).await.unwrap().is_none());
         assert_eq!(
-            db.store.update_endpoint(ada, id, EndpointChange::default(), later).await.unwrap(),
+            db.store.update_endpoint(ada, id, EndpointChange::default(), later, support::signed_in()).await.unwrap(),
             None
         );
     }
@@ -360,7 +363,7 @@ on_both_backends! {
         let shared = db.team(ada, "ada-team", Plan::Free).await;
         let login = event(EventType::AuthLogin, None, Some(ada));
         let (new, _) = session(ada, now(), Duration::days(1));
-        db.store.create_session(new, login.clone(), None).await.unwrap();
+        db.store.create_session(new, login.clone(), None, support::signed_in()).await.unwrap();
         assert_eq!(
             event_organizations(&db, EventType::AuthLogin).await,
             sorted(&[workspace, shared])
@@ -384,10 +387,10 @@ on_both_backends! {
         // Someone in no live organization: one row, for no organization.
         let (bob, bobs) = registered(&db, "bob@example.com").await;
         let gone = event(EventType::OrganizationUpdated, Some(bobs), Some(bob));
-        assert!(db.store.delete_organization(bobs, now(), gone).await.unwrap());
+        assert!(db.store.delete_organization(bobs, now(), gone, support::signed_in()).await.unwrap());
         let (new, _) = session(bob, now(), Duration::days(1));
         let login = event(EventType::AuthLogin, None, Some(bob));
-        db.store.create_session(new, login.clone(), None).await.unwrap();
+        db.store.create_session(new, login.clone(), None, support::signed_in()).await.unwrap();
         assert_eq!(
             event_organizations(&db, EventType::AuthLogin).await.len(),
             3,
@@ -409,7 +412,7 @@ on_both_backends! {
         let subscribed = endpoint(&db, org, &[EventType::MemberJoined, EventType::OrganizationUpdated]).await;
         let _elsewhere = endpoint(&db, org, &[EventType::MemberJoined]).await;
         let inactive = new_endpoint(org, &[EventType::OrganizationUpdated], false, now());
-        db.store.create_endpoint(inactive).await.unwrap();
+        db.store.create_endpoint(inactive, support::signed_in()).await.unwrap();
         let others = endpoint(&db, other, &[EventType::OrganizationUpdated]).await;
 
         assert_eq!(
@@ -467,7 +470,7 @@ on_both_backends! {
         // An event for no organization is marked dispatched, delivered nowhere.
         let (carol, hers) = registered(&db, "carol@example.com").await;
         let gone = event(EventType::OrganizationUpdated, Some(hers), None);
-        db.store.delete_organization(hers, now(), gone).await.unwrap();
+        db.store.delete_organization(hers, now(), gone, support::signed_in()).await.unwrap();
         let lonely = event(EventType::UserDeleted, None, Some(carol));
         db.store.delete_user(carol, vec![lonely.clone()]).await.unwrap();
         let pending = db.store.pending_events(100).await.unwrap();
@@ -497,7 +500,7 @@ on_both_backends! {
         };
         let later = delivery_at(&db, org, one, t0 + Duration::hours(1)).await;
         let change = EndpointChange { is_active: Some(false), ..EndpointChange::default() };
-        db.store.update_endpoint(org, off, change, t0).await.unwrap().unwrap();
+        db.store.update_endpoint(org, off, change, t0, support::signed_in()).await.unwrap().unwrap();
 
         let at = t0 + Duration::seconds(1);
         let first = lease(&db, at, &[busy]).await;
@@ -670,7 +673,7 @@ on_both_backends! {
 
         // Turned back on: the run of failures is cleared and its deliveries are due again.
         let on = EndpointChange { is_active: Some(true), ..EndpointChange::default() };
-        let updated = db.store.update_endpoint(org, hook, on.clone(), t).await.unwrap().unwrap();
+        let updated = db.store.update_endpoint(org, hook, on.clone(), t, support::signed_in()).await.unwrap().unwrap();
         assert!(updated.is_active);
         assert_eq!(consecutive_failures(&db, hook).await, 0);
         let leased = lease(&db, t, &[]).await;
@@ -679,7 +682,7 @@ on_both_backends! {
         t += Duration::seconds(1);
         db.store.record_attempt(attempt(&leased[0], false, t, Some(t))).await.unwrap();
         // Turning an active endpoint on again changes nothing of its run.
-        db.store.update_endpoint(org, hook, on, t).await.unwrap().unwrap();
+        db.store.update_endpoint(org, hook, on, t, support::signed_in()).await.unwrap().unwrap();
         assert_eq!(consecutive_failures(&db, hook).await, 1);
     }
 
@@ -730,7 +733,7 @@ on_both_backends! {
         let leased = lease(&db, t0, &[kept]).await;
         assert_eq!(leased[0].endpoint_id, hook);
 
-        assert!(db.store.delete_endpoint(org, hook).await.unwrap());
+        assert!(db.store.delete_endpoint(org, hook, support::signed_in()).await.unwrap());
         assert_eq!(db.count("SELECT COUNT(*) AS n FROM webhook_deliveries").await, 1);
         assert_eq!(
             db.store.record_attempt(attempt(&leased[0], false, t0, Some(t0))).await.unwrap(),
@@ -759,10 +762,10 @@ on_both_backends! {
         let t0 = now();
         let id = delivery_at(&db, org, hook, t0).await;
 
-        assert_eq!(db.store.retry_delivery(org, id, t0).await.unwrap(), RetryOutcome::AlreadyPending);
-        assert_eq!(db.store.retry_delivery(other, id, t0).await.unwrap(), RetryOutcome::NotFound);
+        assert_eq!(db.store.retry_delivery(org, id, t0, support::signed_in()).await.unwrap(), RetryOutcome::AlreadyPending);
+        assert_eq!(db.store.retry_delivery(other, id, t0, support::signed_in()).await.unwrap(), RetryOutcome::NotFound);
         let unknown = DeliveryId::from_uuid(Uuid::now_v7());
-        assert_eq!(db.store.retry_delivery(org, unknown, t0).await.unwrap(), RetryOutcome::NotFound);
+        assert_eq!(db.store.retry_delivery(org, unknown, t0, support::signed_in()).await.unwrap(), RetryOutcome::NotFound);
 
         // Waiting for an automatic retry (attempt 1 made): retried now, as attempt 2.
         let leased = lease(&db, t0, &[]).await;
@@ -770,7 +773,7 @@ on_both_backends! {
         let record = attempt(&leased[0], false, failed_at, Some(failed_at + Duration::hours(1)));
         db.store.record_attempt(record).await.unwrap();
         let at = failed_at + Duration::seconds(1);
-        let RetryOutcome::Queued(queued) = db.store.retry_delivery(org, id, at).await.unwrap() else {
+        let RetryOutcome::Queued(queued) = db.store.retry_delivery(org, id, at, support::signed_in()).await.unwrap() else {
             panic!("a failed delivery is queued again");
         };
         assert_eq!(queued.id, id);
@@ -779,20 +782,20 @@ on_both_backends! {
         assert_eq!(queued.next_retry_at, None);
         assert_eq!(queued.http_status, Some(500), "the last attempt's outcome stays");
         assert_eq!(delivery(&db, org, hook, id).await, queued);
-        assert_eq!(db.store.retry_delivery(org, id, at).await.unwrap(), RetryOutcome::AlreadyPending);
+        assert_eq!(db.store.retry_delivery(org, id, at, support::signed_in()).await.unwrap(), RetryOutcome::AlreadyPending);
 
         let leased = lease(&db, at, &[]).await;
         assert_eq!(ids(&leased), [id], "due at once");
         assert_eq!(leased[0].attempt(), 2);
         assert_eq!(
-            db.store.retry_delivery(org, id, at).await.unwrap(),
+            db.store.retry_delivery(org, id, at, support::signed_in()).await.unwrap(),
             RetryOutcome::AlreadyPending,
             "leased, still pending"
         );
 
         // Delivered: it can be sent again.
         assert_eq!(db.store.record_attempt(attempt(&leased[0], true, at, None)).await.unwrap(), NOTHING);
-        let RetryOutcome::Queued(again) = db.store.retry_delivery(org, id, at).await.unwrap() else {
+        let RetryOutcome::Queued(again) = db.store.retry_delivery(org, id, at, support::signed_in()).await.unwrap() else {
             panic!("a delivered delivery can be sent again");
         };
         assert_eq!((again.status, again.attempt), (DeliveryStatus::Pending, 3));
@@ -804,7 +807,7 @@ on_both_backends! {
         db.store.record_attempt(attempt(&leased[0], false, at, Some(at))).await.unwrap();
         let in_flight = lease(&db, at, &[]).await;
         assert_eq!(in_flight[0].attempt(), 4);
-        let RetryOutcome::Queued(taken_over) = db.store.retry_delivery(org, id, at).await.unwrap() else {
+        let RetryOutcome::Queued(taken_over) = db.store.retry_delivery(org, id, at, support::signed_in()).await.unwrap() else {
             panic!("a failed delivery is queued again");
         };
         assert_eq!((taken_over.status, taken_over.attempt), (DeliveryStatus::Pending, 4));
@@ -883,11 +886,11 @@ on_both_backends! {
         for _ in 0..5 {
             let new = new_endpoint(org, &[EventType::OrganizationUpdated], true, t0);
             hooks.push(new.endpoint.id);
-            first.create_endpoint(new).await.unwrap();
+            first.create_endpoint(new, support::signed_in()).await.unwrap();
         }
         for _ in 0..10 {
             let recorded = NewEvent { occurred_at: t0, ..event(EventType::OrganizationUpdated, Some(org), None) };
-            first.set_plan(org, Plan::Pro, t0, recorded.clone()).await.unwrap();
+            first.set_plan(org, Plan::Pro, t0, recorded.clone(), support::signed_in()).await.unwrap();
             let deliveries = hooks.iter().copied().map(new_delivery).collect();
             first.dispatch_event(recorded.id, deliveries, t0).await.unwrap();
         }

@@ -7,6 +7,7 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use crate::extract::RequestOrigin;
 use crate::{
     error::{ApiError, ErrorBody, ValidationErrorBody},
     extract::{Authenticated, Fields, ValidJson},
@@ -76,6 +77,7 @@ fn parse_uuid(raw: String) -> Result<Uuid, &'static str> {
 )]
 pub async fn create(
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     Authenticated(principal): Authenticated,
     ValidJson(body): ValidJson<CreateApiKeyRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -85,7 +87,12 @@ pub async fn create(
     let (name, organization) = fields.finish(|| Some((name?, organization?)))?;
     let created = state
         .api_keys
-        .create(&principal, name, OrganizationId::from_uuid(organization))
+        .create(
+            &principal,
+            name,
+            OrganizationId::from_uuid(organization),
+            &origin,
+        )
         .await?;
     Ok(HttpResponse::Created()
         .insert_header(("Cache-Control", "no-store"))
@@ -135,13 +142,14 @@ pub async fn list(
 )]
 pub async fn delete(
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     Authenticated(principal): Authenticated,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let id = Uuid::parse_str(&path).map_err(|_| ApiError::NotFound("API key not found".into()))?;
     state
         .api_keys
-        .delete(&principal, ApiKeyId::from_uuid(id))
+        .delete(&principal, ApiKeyId::from_uuid(id), &origin)
         .await?;
     Ok(HttpResponse::NoContent().finish())
 }

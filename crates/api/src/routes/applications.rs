@@ -13,6 +13,7 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 
 use super::organizations::PageResponse;
+use crate::extract::RequestOrigin;
 use crate::{
     error::{ApiError, ErrorBody, ValidationErrorBody},
     extract::{Fields, PathOrganization, ValidJson},
@@ -115,6 +116,7 @@ pub struct CreateApplicationRequest {
 )]
 pub async fn create(
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     PathOrganization(actor): PathOrganization,
     ValidJson(body): ValidJson<CreateApplicationRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -122,7 +124,10 @@ pub async fn create(
     let name = fields.required("name", body.name, |n| ApplicationName::parse(&n));
     let uris = redirect_uris(&mut fields, body.redirect_uris);
     let (name, uris) = fields.finish(|| Some((name?, uris?)))?;
-    let created = state.applications.create(&actor, name, uris).await?;
+    let created = state
+        .applications
+        .create(&actor, name, uris, &origin)
+        .await?;
     Ok(HttpResponse::Created()
         .insert_header(("Cache-Control", "no-store"))
         .json(ApplicationWithSecretResponse::from(created)))
@@ -188,6 +193,7 @@ pub struct UpdateApplicationRequest {
 )]
 pub async fn update(
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     PathOrganization(actor): PathOrganization,
     path: web::Path<(String, String)>,
     ValidJson(body): ValidJson<UpdateApplicationRequest>,
@@ -206,7 +212,10 @@ pub async fn update(
             is_active: body.is_active,
         })
     })?;
-    let app = state.applications.update(&actor, id, change).await?;
+    let app = state
+        .applications
+        .update(&actor, id, change, &origin)
+        .await?;
     Ok(HttpResponse::Ok().json(ApplicationResponse::from(app)))
 }
 
@@ -223,11 +232,15 @@ pub async fn update(
 )]
 pub async fn rotate_secret(
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     PathOrganization(actor): PathOrganization,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let id = application_id(&path.1)?;
-    let rotated = state.applications.rotate_secret(&actor, id).await?;
+    let rotated = state
+        .applications
+        .rotate_secret(&actor, id, &origin)
+        .await?;
     Ok(HttpResponse::Ok()
         .insert_header(("Cache-Control", "no-store"))
         .json(ApplicationWithSecretResponse::from(rotated)))
@@ -246,10 +259,11 @@ pub async fn rotate_secret(
 )]
 pub async fn delete(
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     PathOrganization(actor): PathOrganization,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let id = application_id(&path.1)?;
-    state.applications.delete(&actor, id).await?;
+    state.applications.delete(&actor, id, &origin).await?;
     Ok(HttpResponse::NoContent().finish())
 }

@@ -10,6 +10,7 @@ use utoipa::ToSchema;
 
 use gatehouse_domain::ports::SignInMethod;
 
+use crate::extract::RequestOrigin;
 use crate::observe;
 use crate::{
     error::{ApiError, ErrorBody, ValidationErrorBody},
@@ -160,13 +161,14 @@ impl LoginResponse {
 )]
 pub async fn login(
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     ValidJson(body): ValidJson<LoginRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let mut fields = Fields::new();
     let email = fields.required("email", body.email, as_is);
     let password = fields.required("password", body.password, as_is);
     let (email, password) = fields.finish(|| Some((email?, password?)))?;
-    let signed_in = state.auth.login(&email, password).await;
+    let signed_in = state.auth.login(&email, password, &origin).await;
     observe::sign_in(&state, SignInMethod::Password, &signed_in);
     let signed_in = signed_in?;
     Ok(HttpResponse::Ok()

@@ -13,6 +13,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{organizations::PageResponse, webhooks::DeliveryResponse};
+use crate::extract::RequestOrigin;
 use crate::{
     error::{ApiError, ErrorBody, FieldError, ValidationErrorBody},
     extract::{Fields, OperatorAuth, ValidJson},
@@ -178,6 +179,7 @@ pub struct ReplayResponse {
 pub async fn replay(
     OperatorAuth(operator): OperatorAuth,
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     ValidJson(body): ValidJson<ReplayRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let mut fields = Fields::new();
@@ -209,7 +211,7 @@ pub async fn replay(
             )))
         }
     };
-    let replayed = state.control.replay(&operator, selection).await?;
+    let replayed = state.control.replay(&operator, selection, &origin).await?;
     Ok(HttpResponse::Accepted().json(ReplayResponse { replayed }))
 }
 

@@ -14,6 +14,7 @@ use utoipa::ToSchema;
 
 use gatehouse_domain::ports::SignInMethod;
 
+use crate::extract::{origin_of, RequestOrigin};
 use crate::observe;
 use crate::{
     error::{ApiError, ErrorBody, FieldError, ValidationErrorBody},
@@ -101,12 +102,13 @@ pub struct TokenRequest {
 )]
 pub async fn verify_magic_link(
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     ValidJson(body): ValidJson<TokenRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let mut fields = Fields::new();
     let token = fields.required("token", body.token, as_is);
     let token = fields.finish(|| token)?;
-    let signed_in = state.links.sign_in_with_link(&token).await;
+    let signed_in = state.links.sign_in_with_link(&token, &origin).await;
     observe::sign_in(&state, SignInMethod::MailedLink, &signed_in);
     let signed_in = signed_in?;
     Ok(HttpResponse::Ok()
@@ -316,7 +318,7 @@ pub async fn magic_link_sign_in(
         Ok((_, return_to)) => return_to,
         Err(forged) => return forged,
     };
-    let signed_in = state.links.sign_in_with_link(&path).await;
+    let signed_in = state.links.sign_in_with_link(&path, &origin_of(&req)).await;
     observe::sign_in(&state, SignInMethod::MailedLink, &signed_in);
     match signed_in {
         Ok(SignIn::Tokens(tokens)) => open_page_session(&state, &tokens.refresh_token, &return_to),

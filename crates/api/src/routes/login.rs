@@ -15,6 +15,7 @@ use gatehouse_domain::{
 
 use gatehouse_domain::ports::SignInMethod;
 
+use crate::extract::origin_of;
 use crate::observe;
 use crate::{
     pages::{login_page, message_page, mfa_page, LoginForm, MfaForm},
@@ -197,7 +198,7 @@ pub async fn sign_in(
     };
     let email = field(&fields, "email").trim().to_owned();
     let password = field(&fields, "password").to_owned();
-    let signed_in = state.auth.login(&email, password).await;
+    let signed_in = state.auth.login(&email, password, &origin_of(&req)).await;
     observe::sign_in(&state, SignInMethod::Password, &signed_in);
     match signed_in {
         Ok(SignIn::Tokens(tokens)) => open_page_session(&state, &tokens.refresh_token, &return_to),
@@ -319,7 +320,7 @@ pub async fn verify_second_factor(
     } else {
         SecondFactorProof::RecoveryCode(code)
     };
-    let verified = state.mfa.verify(&mfa_token, proof).await;
+    let verified = state.mfa.verify(&mfa_token, proof, &origin_of(&req)).await;
     observe::sign_in(&state, SignInMethod::SecondFactor, &verified);
     match verified {
         Ok(tokens) => open_page_session(&state, &tokens.refresh_token, &return_to),

@@ -10,6 +10,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::organizations::PageResponse;
+use crate::extract::RequestOrigin;
 use crate::{
     error::{ApiError, ErrorBody, ValidationErrorBody},
     extract::{as_is, Authenticated, Fields, HeaderOrganization, PathOrganization, ValidJson},
@@ -124,6 +125,7 @@ pub struct InvitedResponse {
 )]
 pub async fn invite(
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     PathOrganization(actor): PathOrganization,
     ValidJson(body): ValidJson<InviteRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -131,7 +133,7 @@ pub async fn invite(
     let email = fields.required("email", body.email, |s| Email::parse(&s));
     let role = fields.required("role", body.role, |s| s.parse::<Role>());
     let (email, role) = fields.finish(|| Some((email?, role?)))?;
-    let member = state.members.invite(&actor, email, role).await?;
+    let member = state.members.invite(&actor, email, role, &origin).await?;
     Ok(HttpResponse::Created().json(InvitedResponse {
         email: member.email.as_ref().to_owned(),
         role: member.role.as_str(),
@@ -172,6 +174,7 @@ pub struct RoleChangedResponse {
 )]
 pub async fn change_role(
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     PathOrganization(actor): PathOrganization,
     path: web::Path<(String, String)>,
     ValidJson(body): ValidJson<ChangeRoleRequest>,
@@ -180,7 +183,10 @@ pub async fn change_role(
     let mut fields = Fields::new();
     let role = fields.required("role", body.role, |s| s.parse::<Role>());
     let role = fields.finish(|| role)?;
-    let changed = state.members.change_role(&actor, user_id, role).await?;
+    let changed = state
+        .members
+        .change_role(&actor, user_id, role, &origin)
+        .await?;
     Ok(HttpResponse::Ok().json(RoleChangedResponse {
         user_id: user_id.as_uuid(),
         email: changed.member.email.as_ref().to_owned(),
@@ -210,11 +216,12 @@ pub struct RemovedResponse {
 )]
 pub async fn remove(
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     PathOrganization(actor): PathOrganization,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let user_id = parse_user_id(&path.1)?;
-    let removed = state.members.remove(&actor, user_id).await?;
+    let removed = state.members.remove(&actor, user_id, &origin).await?;
     Ok(HttpResponse::Ok().json(RemovedResponse {
         user_id: removed.user_id.as_uuid(),
         removed_at: removed.removed_at,
@@ -234,13 +241,14 @@ pub async fn remove(
 )]
 pub async fn revoke_invitation(
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     PathOrganization(actor): PathOrganization,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let id = Uuid::parse_str(&path.1)
         .map(InvitationId::from_uuid)
         .map_err(|_| ApiError::NotFound("invitation not found".into()))?;
-    state.members.revoke_invitation(&actor, id).await?;
+    state.members.revoke_invitation(&actor, id, &origin).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -316,13 +324,14 @@ pub async fn my_invitations(
 )]
 pub async fn accept_by_id(
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     Authenticated(principal): Authenticated,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let id = Uuid::parse_str(&path)
         .map(InvitationId::from_uuid)
         .map_err(|_| ApiError::NotFound("invitation not found".into()))?;
-    let member = state.members.accept_by_id(&principal, id).await?;
+    let member = state.members.accept_by_id(&principal, id, &origin).await?;
     Ok(HttpResponse::Ok().json(MemberResponse::from(member)))
 }
 
@@ -347,13 +356,17 @@ pub struct AcceptByTokenRequest {
 )]
 pub async fn accept_by_token(
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     Authenticated(principal): Authenticated,
     ValidJson(body): ValidJson<AcceptByTokenRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let mut fields = Fields::new();
     let token = fields.required("token", body.token, as_is);
     let token = fields.finish(|| token)?;
-    let member = state.members.accept_by_token(&principal, &token).await?;
+    let member = state
+        .members
+        .accept_by_token(&principal, &token, &origin)
+        .await?;
     Ok(HttpResponse::Ok().json(MemberResponse::from(member)))
 }
 

@@ -12,6 +12,7 @@ use uuid::Uuid;
 
 use gatehouse_domain::ports::SignInMethod;
 
+use crate::extract::RequestOrigin;
 use crate::observe;
 use crate::{
     error::{ApiError, ErrorBody, FieldError, ValidationErrorBody},
@@ -339,6 +340,7 @@ pub struct VerifyRequest {
 )]
 pub async fn verify(
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     ValidJson(body): ValidJson<VerifyRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let mut fields = Fields::new();
@@ -356,7 +358,7 @@ pub async fn verify(
             )))
         }
     };
-    let pair = state.mfa.verify(&token, proof).await;
+    let pair = state.mfa.verify(&token, proof, &origin).await;
     observe::sign_in(&state, SignInMethod::SecondFactor, &pair);
     let pair = pair?;
     Ok(HttpResponse::Ok()

@@ -1,5 +1,6 @@
 pub mod api_keys;
 pub mod applications;
+pub mod audit;
 pub mod auth;
 pub mod control;
 pub mod health;

@@ -10,6 +10,7 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use crate::extract::RequestOrigin;
 use crate::{
     error::{ApiError, ErrorBody, ValidationErrorBody},
     extract::{Authenticated, Fields, PathOrganization, ValidJson},
@@ -148,6 +149,7 @@ pub struct CreateOrganizationRequest {
 )]
 pub async fn create(
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     Authenticated(principal): Authenticated,
     ValidJson(body): ValidJson<CreateOrganizationRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -163,6 +165,7 @@ pub async fn create(
             name,
             slug,
             kind.unwrap_or(OrganizationType::Team),
+            &origin,
         )
         .await?;
     Ok(HttpResponse::Created().json(OrganizationResponse::from(organization)))
@@ -217,6 +220,7 @@ pub struct UpdateOrganizationRequest {
 )]
 pub async fn update(
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     PathOrganization(actor): PathOrganization,
     ValidJson(body): ValidJson<UpdateOrganizationRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -240,7 +244,7 @@ pub async fn update(
             allow_member_invite: allow_member_invite?,
         })
     })?;
-    let organization = state.organizations.update(&actor, change).await?;
+    let organization = state.organizations.update(&actor, change, &origin).await?;
     Ok(HttpResponse::Ok().json(OrganizationResponse::from(organization)))
 }
 
@@ -267,9 +271,10 @@ pub struct DeletedResponse {
 )]
 pub async fn delete(
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     PathOrganization(actor): PathOrganization,
 ) -> Result<HttpResponse, ApiError> {
-    let deleted = state.organizations.delete(&actor).await?;
+    let deleted = state.organizations.delete(&actor, &origin).await?;
     Ok(HttpResponse::Ok().json(DeletedResponse {
         id: deleted.id.as_uuid(),
         is_active: false,

@@ -15,6 +15,7 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use crate::extract::{origin_of, RequestOrigin};
 use crate::{
     error::{ApiError, ErrorBody, ValidationErrorBody},
     extract::{as_is, client_address, Fields, PathOrganization, ValidJson},
@@ -314,7 +315,7 @@ pub async fn put_policies(
     let policies = parse_policies(body)?;
     let view = state
         .policies
-        .replace(&actor, policies, client_address(&req))
+        .replace(&actor, policies, client_address(&req), &origin_of(&req))
         .await?;
     Ok(HttpResponse::Ok().json(PoliciesResponse::from(view)))
 }
@@ -522,11 +523,12 @@ pub async fn get_branding(
 )]
 pub async fn put_branding(
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     PathOrganization(actor): PathOrganization,
     ValidJson(body): ValidJson<BrandingRequest>,
 ) -> Result<HttpResponse, ApiError> {
     BrandingService::authorize(&actor)?;
     let change = parse_branding(body)?;
-    let view = state.branding.update(&actor, change).await?;
+    let view = state.branding.update(&actor, change, &origin).await?;
     Ok(HttpResponse::Ok().json(BrandingResponse::from(view)))
 }

@@ -13,6 +13,7 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use crate::extract::RequestOrigin;
 use crate::{
     error::{ApiError, ErrorBody, FieldError, ValidationErrorBody},
     extract::{actor_in, Authenticated, Fields, PathOrganization, ValidJson},
@@ -195,6 +196,7 @@ const CREATE_REQUIRED: [&str; 4] = [
 pub async fn create(
     req: HttpRequest,
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     Authenticated(principal): Authenticated,
     ValidJson(body): ValidJson<SsoRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -223,7 +225,7 @@ pub async fn create(
         auto_provision: parsed.auto_provision.unwrap_or(false),
         default_role: parsed.default_role.unwrap_or_default(),
     };
-    let view = state.sso.create(&actor, new).await?;
+    let view = state.sso.create(&actor, new, &origin).await?;
     Ok(HttpResponse::Created().json(SsoResponse::from(view)))
 }
 
@@ -263,6 +265,7 @@ pub async fn get(
 )]
 pub async fn update(
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     PathOrganization(actor): PathOrganization,
     ValidJson(body): ValidJson<SsoRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -288,7 +291,7 @@ pub async fn update(
         default_role: parsed.default_role,
         is_active: parsed.is_active,
     };
-    let view = state.sso.update(&actor, change).await?;
+    let view = state.sso.update(&actor, change, &origin).await?;
     Ok(HttpResponse::Ok().json(SsoResponse::from(view)))
 }
 

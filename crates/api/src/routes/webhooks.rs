@@ -8,13 +8,14 @@ use gatehouse_domain::{
         WebhookEndpoint, WebhookUrl, WebhookUrlError,
     },
     ports::{DeliveryFilter, EndpointDetail},
-    service::{EndpointUpdate, SigningSecret},
+    service::{EndpointUpdate, NewEndpointRequest, SigningSecret},
 };
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
 use super::organizations::PageResponse;
+use crate::extract::RequestOrigin;
 use crate::{
     error::{ApiError, ErrorBody, FieldError, ValidationErrorBody},
     extract::{as_is, Fields, HeaderOrganization, ValidJson},
@@ -224,6 +225,7 @@ pub struct CreateEndpointRequest {
 )]
 pub async fn create(
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     HeaderOrganization(actor): HeaderOrganization,
     ValidJson(body): ValidJson<CreateEndpointRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -244,7 +246,16 @@ pub async fn create(
         fields.finish(|| Some((url?, events?, description?, secret?)))?;
     let created = state
         .webhooks
-        .create(&actor, url, events, description.unwrap_or_default(), secret)
+        .create(
+            &actor,
+            NewEndpointRequest {
+                url,
+                events,
+                description: description.unwrap_or_default(),
+                secret,
+            },
+            &origin,
+        )
         .await?;
     Ok(HttpResponse::Created()
         .insert_header(("Cache-Control", "no-store"))
@@ -332,6 +343,7 @@ pub struct UpdateEndpointRequest {
 )]
 pub async fn update(
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     HeaderOrganization(actor): HeaderOrganization,
     path: web::Path<String>,
     ValidJson(body): ValidJson<UpdateEndpointRequest>,
@@ -358,7 +370,7 @@ pub async fn update(
             is_active: body.is_active,
         })
     })?;
-    let endpoint = state.webhooks.update(&actor, id, update).await?;
+    let endpoint = state.webhooks.update(&actor, id, update, &origin).await?;
     Ok(HttpResponse::Ok().json(EndpointResponse::from(endpoint)))
 }
 
@@ -375,10 +387,14 @@ pub async fn update(
 )]
 pub async fn delete(
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     HeaderOrganization(actor): HeaderOrganization,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    state.webhooks.delete(&actor, endpoint_id(&path)?).await?;
+    state
+        .webhooks
+        .delete(&actor, endpoint_id(&path)?, &origin)
+        .await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -466,13 +482,14 @@ pub struct RetryResponse {
 )]
 pub async fn retry(
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     HeaderOrganization(actor): HeaderOrganization,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let id: DeliveryId = path
         .parse()
         .map_err(|()| ApiError::NotFound("delivery not found".into()))?;
-    let delivery = state.webhooks.retry(&actor, id).await?;
+    let delivery = state.webhooks.retry(&actor, id, &origin).await?;
     Ok(HttpResponse::Ok().json(RetryResponse {
         id: delivery.id.to_string(),
         status: delivery.status.as_str(),
@@ -511,10 +528,14 @@ pub struct TestResponse {
 )]
 pub async fn test(
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     HeaderOrganization(actor): HeaderOrganization,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let outcome = state.webhooks.test(&actor, endpoint_id(&path)?).await?;
+    let outcome = state
+        .webhooks
+        .test(&actor, endpoint_id(&path)?, &origin)
+        .await?;
     Ok(HttpResponse::Ok().json(TestResponse {
         delivery_id: outcome.delivery_id.to_string(),
         success: outcome.success,

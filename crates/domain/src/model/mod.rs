@@ -3,6 +3,7 @@
 mod account_token;
 mod api_key;
 mod application;
+mod audit;
 mod branding;
 mod delivery;
 mod email;
@@ -36,6 +37,10 @@ pub use api_key::{ApiKey, ApiKeyName, NewApiKey};
 pub use application::{
     client_secret_matches, Application, ApplicationChange, ApplicationName, ClientId,
     NewApplication, RedirectUri, RedirectUriError, RedirectUris, RedirectUrisError,
+};
+pub use audit::{
+    AuditAction, AuditActor, AuditFilter, AuditOutcome, AuditRecord, AuditTarget, Origin,
+    TargetKind, MAX_USER_AGENT,
 };
 pub use branding::{
     AssetUrl, AssetUrlError, Branding, BrandingChange, CustomLogin, CustomLoginChange,

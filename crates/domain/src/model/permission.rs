@@ -33,11 +33,13 @@ pub enum Permission {
     BrandingManage,
     /// `sso.manage`: configure SAML single sign-on.
     SsoManage,
+    /// `audit.read`: read the organization's audit log.
+    AuditRead,
 }
 
 impl Permission {
     /// Every permission, in the table's order.
-    pub const ALL: [Permission; 13] = [
+    pub const ALL: [Permission; 14] = [
         Self::OrganizationRead,
         Self::OrganizationUpdate,
         Self::OrganizationDelete,
@@ -51,6 +53,7 @@ impl Permission {
         Self::PoliciesManage,
         Self::BrandingManage,
         Self::SsoManage,
+        Self::AuditRead,
     ];
 
     /// The dotted name (`organization.members.create`).
@@ -69,6 +72,7 @@ impl Permission {
             Self::PoliciesManage => "policies.manage",
             Self::BrandingManage => "branding.manage",
             Self::SsoManage => "sso.manage",
+            Self::AuditRead => "audit.read",
         }
     }
 }
@@ -82,7 +86,7 @@ impl fmt::Display for Permission {
 use Permission::*;
 
 /// The spec's role table. Owner: full control, deleting the organization. Admin: members,
-/// applications, settings, policies, webhooks, branding, SSO. Member: read the organization and
+/// applications, settings, policies, webhooks, branding, SSO, the audit log. Member: read the organization and
 /// its members, use applications. Viewer: read-only.
 ///
 /// Inviting by a plain member when the organization allows it is a rule of the invitation use
@@ -104,6 +108,7 @@ const TABLE: &[(Role, &[Permission])] = &[
             PoliciesManage,
             BrandingManage,
             SsoManage,
+            AuditRead,
         ],
     ),
     (

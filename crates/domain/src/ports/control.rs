@@ -6,7 +6,8 @@ use time::OffsetDateTime;
 
 use super::StoreError;
 use crate::model::{
-    Delivery, DeliveryId, EndpointId, EventId, EventType, OrganizationId, Page, PageRequest, UserId,
+    AuditRecord, Delivery, DeliveryId, EndpointId, EventId, EventType, OrganizationId, Page,
+    PageRequest, UserId,
 };
 
 /// An event as the outbox keeps it.
@@ -86,12 +87,14 @@ pub trait OperationsStore: Send + Sync + 'static {
     /// with the same `delivery_id` and body, due in the order the deliveries were created (the
     /// `n`th at `at + n` microseconds, so that workers lease them in that order, under each
     /// endpoint's concurrency bound). Selected deliveries that are not dead letters are left
-    /// alone. Returns how many were re-queued.
+    /// alone. The operator's audit record is written in the same transaction. Returns how many
+    /// were re-queued.
     async fn replay(
         &self,
         selection: ReplaySelection,
         at: OffsetDateTime,
         limit: u32,
+        audit: AuditRecord,
     ) -> Result<u64, StoreError>;
 
     /// Deliveries with an attempt still to come: queued now, or waiting for a retry.

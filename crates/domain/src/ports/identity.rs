@@ -7,9 +7,9 @@ use uuid::Uuid;
 
 use super::{platform::RateLimitError, BoxError, StoreError};
 use crate::model::{
-    AccountKey, AccountToken, AccountTokenPurpose, ApiKey, ApiKeyId, Email, FailedSignIns,
-    LockoutRule, NewApiKey, NewEvent, NewOrganization, NewPassword, NewSession, NewUser,
-    PasswordHash, Session, SessionId, TokenHash, User, UserCredentials, UserId,
+    AccountKey, AccountToken, AccountTokenPurpose, ApiKey, ApiKeyId, AuditRecord, Email,
+    FailedSignIns, LockoutRule, NewApiKey, NewEvent, NewOrganization, NewPassword, NewSession,
+    NewUser, PasswordHash, Session, SessionId, TokenHash, User, UserCredentials, UserId,
 };
 
 /// A user's account as registration creates it: the user, their personal workspace and the
@@ -103,14 +103,15 @@ pub trait AccountTokenStore: Send + Sync + 'static {
 #[async_trait]
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 pub trait SessionStore: Send + Sync + 'static {
-    /// Stores a new session and its `auth.login` event. With `keep_at_most`, the user's oldest
-    /// live sessions are revoked in the same transaction until at most that many remain live,
-    /// the new one included.
+    /// Stores a new session, its `auth.login` event and its audit record. With `keep_at_most`,
+    /// the user's oldest live sessions are revoked in the same transaction until at most that
+    /// many remain live, the new one included.
     async fn create_session(
         &self,
         session: NewSession,
         event: NewEvent,
         keep_at_most: Option<u32>,
+        audit: AuditRecord,
     ) -> Result<(), StoreError>;
 
     /// The session whose refresh token has this hash, if it is neither revoked nor expired at
@@ -146,13 +147,23 @@ pub trait ApiKeyStore: Send + Sync + 'static {
     /// # Errors
     /// [`StoreError::Conflict`] when the id or the secret's hash is taken (a collision of
     /// random values).
-    async fn create_api_key(&self, key: NewApiKey) -> Result<ApiKey, StoreError>;
+    async fn create_api_key(
+        &self,
+        key: NewApiKey,
+        audit: AuditRecord,
+    ) -> Result<ApiKey, StoreError>;
 
     /// The keys a user created, newest first.
     async fn api_keys_of(&self, user_id: UserId) -> Result<Vec<ApiKey>, StoreError>;
 
-    /// Deletes one of the user's keys. Returns false when the user has no such key.
-    async fn delete_api_key(&self, user_id: UserId, id: ApiKeyId) -> Result<bool, StoreError>;
+    /// Deletes one of the user's keys, with the audit record. Returns false, writing nothing,
+    /// when the user has no such key.
+    async fn delete_api_key(
+        &self,
+        user_id: UserId,
+        id: ApiKeyId,
+        audit: AuditRecord,
+    ) -> Result<bool, StoreError>;
 
     /// The key with this hash, when its organization is live; marks it used at `now`.
     async fn use_api_key(

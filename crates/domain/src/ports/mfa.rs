@@ -8,8 +8,8 @@ use time::OffsetDateTime;
 
 use super::{BoxError, StoreError};
 use crate::model::{
-    MfaFactor, MfaFactorId, MfaLogin, NewEvent, NewSession, TokenHash, TotpCode, TotpSecret,
-    UserId, WebauthnRegistration,
+    AuditRecord, MfaFactor, MfaFactorId, MfaLogin, NewEvent, NewSession, TokenHash, TotpCode,
+    TotpSecret, UserId, WebauthnRegistration,
 };
 
 /// Time-based one-time passwords (RFC 6238: HMAC-SHA-1, six digits, 30-second steps), as
@@ -268,8 +268,14 @@ pub trait MfaStore: Send + Sync + 'static {
         at: OffsetDateTime,
     ) -> Result<(), StoreError>;
 
-    /// Stores a sign-in's second step under the hash of its `mfa_token`.
-    async fn create_mfa_login(&self, token: TokenHash, login: MfaLogin) -> Result<(), StoreError>;
+    /// Stores a sign-in's second step under the hash of its `mfa_token`, with the audit record
+    /// of its first step.
+    async fn create_mfa_login(
+        &self,
+        token: TokenHash,
+        login: MfaLogin,
+        audit: AuditRecord,
+    ) -> Result<(), StoreError>;
 
     /// The second step of this token, when it is unused, unexpired at `now` and has failed
     /// fewer than [`MFA_MAX_FAILURES`](crate::model::MFA_MAX_FAILURES) times.
@@ -285,7 +291,9 @@ pub trait MfaStore: Send + Sync + 'static {
     /// Completes the second step, in one transaction: the token is used (it must be live, as
     /// [`Self::mfa_login`] says), the factor is spent (a TOTP step after the last one, an
     /// unused recovery code, or the WebAuthn credential updated), the session opens with its
-    /// event. Returns false, writing nothing, when the token or the factor was spent meanwhile.
+    /// event and its audit record. Returns false, writing nothing, when the token or the factor
+    /// was spent meanwhile.
+    #[allow(clippy::too_many_arguments)]
     async fn complete_mfa_login(
         &self,
         token: &TokenHash,
@@ -294,5 +302,6 @@ pub trait MfaStore: Send + Sync + 'static {
         event: NewEvent,
         keep_at_most: Option<u32>,
         now: OffsetDateTime,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError>;
 }

@@ -10,11 +10,12 @@
 //! Ports are object safe (`async_trait`) because the backend is picked at run time from
 //! `GATEHOUSE_DATABASE_URL`; the services hold them as `Arc<dyn Port>`.
 //!
-//! By area: [`control`], [`identity`], [`metrics`], [`mfa`], [`organizations`], [`sso`], [`oauth`], [`webhooks`], [`platform`]; every port
+//! By area: [`audit`], [`control`], [`identity`], [`metrics`], [`mfa`], [`organizations`], [`sso`], [`oauth`], [`webhooks`], [`platform`]; every port
 //! is also re-exported here.
 
 use std::sync::Arc;
 
+pub mod audit;
 pub mod control;
 pub mod identity;
 pub mod metrics;
@@ -25,6 +26,7 @@ pub mod platform;
 pub mod sso;
 pub mod webhooks;
 
+pub use audit::*;
 pub use control::*;
 pub use identity::*;
 pub use metrics::*;
@@ -121,6 +123,8 @@ pub struct Ports {
     pub operations: Arc<dyn OperationsStore>,
     /// Where the service's figures go (`gatehouse-metrics`).
     pub metrics: Arc<dyn Metrics>,
+    /// The [`AuditStore`].
+    pub audit: Arc<dyn AuditStore>,
 }
 
 /// Declares the ports one service needs: a struct of `Arc<dyn Port>` fields named as in

@@ -5,8 +5,8 @@ use time::OffsetDateTime;
 
 use super::StoreError;
 use crate::model::{
-    Application, ApplicationId, ClientId, NewApplication, NewAuthorizationCode, NewEvent,
-    NewSession, OrganizationId, Page, PageRequest, StoredCode, TokenHash,
+    Application, ApplicationId, AuditRecord, ClientId, NewApplication, NewAuthorizationCode,
+    NewEvent, NewSession, OrganizationId, Page, PageRequest, StoredCode, TokenHash,
 };
 
 /// Applications (OAuth clients). Every read and write of an organization's applications takes
@@ -23,6 +23,7 @@ pub trait ApplicationStore: Send + Sync + 'static {
         &self,
         new: NewApplication,
         event: NewEvent,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError>;
 
     /// The organization's applications, newest first.
@@ -47,6 +48,7 @@ pub trait ApplicationStore: Send + Sync + 'static {
         application: Application,
         secret_hash: Option<TokenHash>,
         event: NewEvent,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError>;
 
     /// Deletes the application and records the event. Returns false when the organization has
@@ -56,6 +58,7 @@ pub trait ApplicationStore: Send + Sync + 'static {
         organization_id: OrganizationId,
         id: ApplicationId,
         event: NewEvent,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError>;
 
     /// The application with this client id, in whichever organization, and its secret's hash:

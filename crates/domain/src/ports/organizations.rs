@@ -6,8 +6,8 @@ use time::OffsetDateTime;
 
 use super::StoreError;
 use crate::model::{
-    Branding, Email, Invitation, InvitationId, Member, MemberFilter, Membership, NewEvent,
-    NewInvitation, NewOrganization, Organization, OrganizationChange, OrganizationFilter,
+    AuditRecord, Branding, Email, Invitation, InvitationId, Member, MemberFilter, Membership,
+    NewEvent, NewInvitation, NewOrganization, Organization, OrganizationChange, OrganizationFilter,
     OrganizationId, OrganizationPolicies, Page, PageRequest, Plan, Role, Slug, TokenHash, UserId,
 };
 
@@ -34,7 +34,7 @@ pub trait OrganizationStore: Send + Sync + 'static {
     /// The first of `base`'s candidates (`base`, `base-2`, ...) that no organization uses.
     async fn first_free_slug(&self, base: &Slug) -> Result<Slug, StoreError>;
 
-    /// Creates the organization with `owner` as its owner, and records the events.
+    /// Creates the organization with `owner` as its owner, and records the events and the audit record.
     ///
     /// # Errors
     /// [`StoreError::Conflict`] when the slug is taken.
@@ -43,6 +43,7 @@ pub trait OrganizationStore: Send + Sync + 'static {
         organization: NewOrganization,
         owner: UserId,
         events: Vec<NewEvent>,
+        audit: AuditRecord,
     ) -> Result<(), StoreError>;
 
     /// The live organizations the user is an active member of, filtered, newest first.
@@ -67,6 +68,7 @@ pub trait OrganizationStore: Send + Sync + 'static {
         change: OrganizationChange,
         at: OffsetDateTime,
         event: NewEvent,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError>;
 
     /// Soft-deletes: `is_active = false`, `deleted_at = at`. Its members lose access at once.
@@ -76,6 +78,7 @@ pub trait OrganizationStore: Send + Sync + 'static {
         id: OrganizationId,
         at: OffsetDateTime,
         event: NewEvent,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError>;
 
     /// Removes for good the organizations soft-deleted before `deleted_before`, with everything
@@ -90,6 +93,7 @@ pub trait OrganizationStore: Send + Sync + 'static {
         plan: Plan,
         at: OffsetDateTime,
         event: NewEvent,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError>;
 }
 
@@ -125,6 +129,7 @@ pub trait PolicyStore: Send + Sync + 'static {
         mfa_required_since: Option<OffsetDateTime>,
         at: OffsetDateTime,
         event: NewEvent,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError>;
 
     /// The plans and policies of the live organizations the user is an active member of.
@@ -163,6 +168,7 @@ pub trait BrandingStore: Send + Sync + 'static {
         branding: Branding,
         at: OffsetDateTime,
         event: NewEvent,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError>;
 }
 
@@ -203,6 +209,7 @@ pub trait MemberStore: Send + Sync + 'static {
         &self,
         invitation: NewInvitation,
         event: NewEvent,
+        audit: AuditRecord,
     ) -> Result<(), StoreError>;
 
     /// The pending (not accepted, not revoked) invitation, even if expired.
@@ -231,6 +238,7 @@ pub trait MemberStore: Send + Sync + 'static {
         user_id: UserId,
         at: OffsetDateTime,
         event: NewEvent,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError>;
 
     /// Revokes a pending invitation of the organization. Returns false when there is none.
@@ -239,9 +247,11 @@ pub trait MemberStore: Send + Sync + 'static {
         organization_id: OrganizationId,
         id: InvitationId,
         at: OffsetDateTime,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError>;
 
-    /// Changes an active member's role and records the event. Returns false when not a member.
+    /// Changes an active member's role and records the event and the audit record. Returns
+    /// false, writing nothing, when not a member.
     async fn change_role(
         &self,
         organization_id: OrganizationId,
@@ -249,15 +259,18 @@ pub trait MemberStore: Send + Sync + 'static {
         role: Role,
         at: OffsetDateTime,
         event: NewEvent,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError>;
 
     /// Ends an active membership (the user's API keys for the organization go with it) and
-    /// records the event. Returns false when not a member.
+    /// records the event and the audit record. Returns false, writing nothing, when not a
+    /// member.
     async fn remove_member(
         &self,
         organization_id: OrganizationId,
         user_id: UserId,
         event: NewEvent,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError>;
 
     /// Live team organizations the user owns that have other active members.

@@ -6,8 +6,8 @@ use time::OffsetDateTime;
 
 use super::{BoxError, NewAccount, StoreError};
 use crate::model::{
-    EmailDomain, NewEvent, NewSession, OrganizationId, Role, SamlAssertion, SamlRequest,
-    SamlRequestId, SamlTrust, SsoConfiguration,
+    AuditRecord, EmailDomain, NewEvent, NewSession, OrganizationId, Role, SamlAssertion,
+    SamlRequest, SamlRequestId, SamlTrust, SsoConfiguration,
 };
 
 /// SAML single sign-on configurations, one per organization.
@@ -29,6 +29,7 @@ pub trait SsoStore: Send + Sync + 'static {
         &self,
         configuration: SsoConfiguration,
         event: NewEvent,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError>;
 
     /// Replaces the organization's configuration and records the event. Returns false when it
@@ -37,6 +38,7 @@ pub trait SsoStore: Send + Sync + 'static {
         &self,
         configuration: SsoConfiguration,
         event: NewEvent,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError>;
 
     /// The active configurations of live organizations whose `domain_whitelist` lists the

@@ -6,8 +6,8 @@ use uuid::Uuid;
 
 use super::{BoxError, StoreError};
 use crate::model::{
-    Delivery, DeliveryId, DeliveryState, DeliveryStats, DeliveryStatus, EndpointId, EventId,
-    EventType, LeaseRoom, OrganizationId, Page, PageRequest, WebhookEndpoint, WebhookUrl,
+    AuditRecord, Delivery, DeliveryId, DeliveryState, DeliveryStats, DeliveryStatus, EndpointId,
+    EventId, EventType, LeaseRoom, OrganizationId, Page, PageRequest, WebhookEndpoint, WebhookUrl,
 };
 
 /// A webhook endpoint about to be stored, with its signing secret sealed.
@@ -121,6 +121,8 @@ pub struct SentTest {
     pub payload: String,
     /// The attempt, whose state is [`DeliveryState::sent_once`]; its lease is not used.
     pub record: AttemptRecord,
+    /// The ping's audit record, written with it.
+    pub audit: AuditRecord,
 }
 
 /// An event of the outbox not yet turned into deliveries.
@@ -243,7 +245,11 @@ pub trait WebhookStore: Send + Sync + 'static {
     ///
     /// # Errors
     /// [`StoreError::Conflict`] when the endpoint id is taken (a collision of random ids).
-    async fn create_endpoint(&self, endpoint: NewEndpoint) -> Result<(), StoreError>;
+    async fn create_endpoint(
+        &self,
+        endpoint: NewEndpoint,
+        audit: AuditRecord,
+    ) -> Result<(), StoreError>;
 
     /// The organization's endpoints, newest first; with `is_active`, only those active (or
     /// inactive).
@@ -270,6 +276,7 @@ pub trait WebhookStore: Send + Sync + 'static {
         id: EndpointId,
         change: EndpointChange,
         at: OffsetDateTime,
+        audit: AuditRecord,
     ) -> Result<Option<WebhookEndpoint>, StoreError>;
 
     /// Removes the endpoint and its deliveries: nothing pending is sent any more. Returns false
@@ -278,6 +285,7 @@ pub trait WebhookStore: Send + Sync + 'static {
         &self,
         organization_id: OrganizationId,
         id: EndpointId,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError>;
 
     /// The endpoint's deliveries, newest first; `None` when there is no such endpoint.
@@ -298,6 +306,7 @@ pub trait WebhookStore: Send + Sync + 'static {
         organization_id: OrganizationId,
         id: DeliveryId,
         at: OffsetDateTime,
+        audit: AuditRecord,
     ) -> Result<RetryOutcome, StoreError>;
 
     /// Where the organization's endpoint sends, active or not; `None` when it has no such

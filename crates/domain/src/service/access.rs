@@ -1,6 +1,14 @@
 //! An actor inside an organization, and the permission check every organization route makes.
 
-use crate::model::{Membership, OrganizationId, Permission, UserId};
+use time::OffsetDateTime;
+
+use crate::{
+    model::{
+        AuditAction, AuditActor, AuditRecord, Membership, OrganizationId, Origin, Permission,
+        UserId,
+    },
+    ports::Random,
+};
 
 use super::Principal;
 
@@ -19,6 +27,19 @@ pub struct Actor {
 pub struct Forbidden(pub Permission);
 
 impl Actor {
+    /// The audit record of something the actor does in their organization now: by their user
+    /// or key, in the organization (say what it was done to with [`AuditRecord::on`]).
+    pub(crate) fn audit(
+        &self,
+        random: &dyn Random,
+        at: OffsetDateTime,
+        action: AuditAction,
+        origin: &Origin,
+    ) -> AuditRecord {
+        super::audit(random, at, AuditActor::of(&self.principal), action, origin)
+            .in_organization(self.organization_id())
+    }
+
     /// The organization acted in.
     pub fn organization_id(&self) -> OrganizationId {
         self.membership.organization_id

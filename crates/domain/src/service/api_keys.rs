@@ -3,9 +3,12 @@
 use serde::Serialize;
 use time::OffsetDateTime;
 
-use super::{principal::membership_of, OrgAccessError, Principal};
+use super::{audit, principal::membership_of, OrgAccessError, Principal};
 use crate::{
-    model::{ApiKey, ApiKeyId, ApiKeyName, NewApiKey, OrganizationId, TokenKind},
+    model::{
+        ApiKey, ApiKeyId, ApiKeyName, AuditAction, AuditActor, NewApiKey, OrganizationId, Origin,
+        TargetKind, TokenKind,
+    },
     ports::{service_ports, StoreError},
 };
 
@@ -81,30 +84,46 @@ impl ApiKeyService {
         Self { ports }
     }
 
-    /// Creates a key for an organization the caller belongs to.
+    /// Creates a key for an organization the caller belongs to, audited in the same
+    /// transaction.
     pub async fn create(
         &self,
         principal: &Principal,
         name: ApiKeyName,
         organization_id: OrganizationId,
+        origin: &Origin,
     ) -> Result<CreatedApiKey, CreateApiKeyError> {
         if matches!(principal, Principal::ApiKey { .. }) {
             return Err(CreateApiKeyError::NotAUser);
         }
         membership_of(self.ports.memberships.as_ref(), principal, organization_id).await?;
         let secret = self.ports.random.secret(TokenKind::ApiKey);
+        let id: ApiKeyId = self.ports.random.uuid().into();
+        let now = self.ports.clock.now();
+        let record = audit(
+            self.ports.random.as_ref(),
+            now,
+            AuditActor::of(principal),
+            AuditAction::ApiKeyCreated,
+            origin,
+        )
+        .in_organization(organization_id)
+        .on(TargetKind::ApiKey, id);
         let key = self
             .ports
             .api_keys
-            .create_api_key(NewApiKey {
-                id: self.ports.random.uuid().into(),
-                name,
-                prefix: secret.display_prefix(),
-                key_hash: secret.hash(),
-                organization_id,
-                user_id: principal.user_id(),
-                created_at: self.ports.clock.now(),
-            })
+            .create_api_key(
+                NewApiKey {
+                    id,
+                    name,
+                    prefix: secret.display_prefix(),
+                    key_hash: secret.hash(),
+                    organization_id,
+                    user_id: principal.user_id(),
+                    created_at: now,
+                },
+                record,
+            )
             .await?;
         Ok(CreatedApiKey {
             id: key.id,
@@ -125,19 +144,41 @@ impl ApiKeyService {
         Ok(self.ports.api_keys.api_keys_of(principal.user_id()).await?)
     }
 
-    /// Revokes one of the caller's keys: it stops working at once.
+    /// Revokes one of the caller's keys: it stops working at once. Audited in the same
+    /// transaction, in the key's organization.
     pub async fn delete(
         &self,
         principal: &Principal,
         id: ApiKeyId,
+        origin: &Origin,
     ) -> Result<(), DeleteApiKeyError> {
         if matches!(principal, Principal::ApiKey { .. }) {
             return Err(DeleteApiKeyError::NotAUser);
         }
+        let user_id = principal.user_id();
+        let Some(key) = self
+            .ports
+            .api_keys
+            .api_keys_of(user_id)
+            .await?
+            .into_iter()
+            .find(|key| key.id == id)
+        else {
+            return Err(DeleteApiKeyError::NotFound);
+        };
+        let record = audit(
+            self.ports.random.as_ref(),
+            self.ports.clock.now(),
+            AuditActor::of(principal),
+            AuditAction::ApiKeyRevoked,
+            origin,
+        )
+        .in_organization(key.organization_id)
+        .on(TargetKind::ApiKey, id);
         if self
             .ports
             .api_keys
-            .delete_api_key(principal.user_id(), id)
+            .delete_api_key(user_id, id, record)
             .await?
         {
             Ok(())

@@ -1,5 +1,7 @@
 //! The application use cases against mocked ports: each test states one rule.
 
+use super::tests::origin;
+
 use futures::executor::block_on;
 use time::Duration;
 use uuid::Uuid;
@@ -51,7 +53,7 @@ impl Mocks {
         self.applications
             .expect_update_application()
             .times(1)
-            .returning(move |app, hash, event| {
+            .returning(move |app, hash, event, _| {
                 kept.record((app, hash, event));
                 ready(Ok(true))
             });
@@ -68,7 +70,7 @@ fn creating_stores_the_secret_hashed_shows_it_once_and_records_the_event_without
         .applications
         .expect_create_application()
         .times(1)
-        .returning(move |new, event| {
+        .returning(move |new, event, _| {
             kept.record((new, event));
             ready(Ok(true))
         });
@@ -78,6 +80,7 @@ fn creating_stores_the_secret_hashed_shows_it_once_and_records_the_event_without
         &ada_as(Role::Admin),
         ApplicationName::parse("Billing").unwrap(),
         uris(&["https://billing.example.com/cb"]),
+        &origin(),
     ))
     .unwrap();
 
@@ -120,11 +123,13 @@ fn members_and_viewers_may_read_but_not_change_applications() {
                 &actor,
                 ApplicationName::parse("x").unwrap(),
                 uris(&["https://x.example.com"]),
+                &origin(),
             ))
             .map(|_| ()),
-            block_on(service.update(&actor, APP, ApplicationChange::default())).map(|_| ()),
-            block_on(service.rotate_secret(&actor, APP)).map(|_| ()),
-            block_on(service.delete(&actor, APP)),
+            block_on(service.update(&actor, APP, ApplicationChange::default(), &origin()))
+                .map(|_| ()),
+            block_on(service.rotate_secret(&actor, APP, &origin())).map(|_| ()),
+            block_on(service.delete(&actor, APP, &origin())),
         ];
         for result in refused {
             match result {
@@ -149,7 +154,7 @@ fn an_update_saves_and_announces_only_what_changed() {
         redirect_uris: Some(uris(&["http://127.0.0.1:8000/cb"])),
         is_active: Some(true),
     };
-    let updated = block_on(service.update(&ada_as(Role::Owner), APP, change)).unwrap();
+    let updated = block_on(service.update(&ada_as(Role::Owner), APP, change, &origin())).unwrap();
 
     let (app, hash, event) = saved.only();
     assert_eq!(app, updated);
@@ -171,7 +176,7 @@ fn an_update_that_changes_nothing_saves_nothing() {
         ..ApplicationChange::default()
     };
     assert_eq!(
-        block_on(service.update(&ada_as(Role::Admin), APP, same)).unwrap(),
+        block_on(service.update(&ada_as(Role::Admin), APP, same, &origin())).unwrap(),
         billing()
     );
 }
@@ -183,7 +188,7 @@ fn rotating_replaces_the_secret_hash_and_announces_it_without_the_secret() {
     let saved = mocks.store_updates();
     let service = ApplicationService::new((&mocks.ports()).into());
 
-    let rotated = block_on(service.rotate_secret(&ada_as(Role::Admin), APP)).unwrap();
+    let rotated = block_on(service.rotate_secret(&ada_as(Role::Admin), APP, &origin())).unwrap();
 
     let (_, hash, event) = saved.only();
     assert_eq!(hash, Some(rotated.client_secret.hash()));
@@ -207,7 +212,7 @@ fn an_application_the_organization_does_not_have_is_not_found() {
         Err(ApplicationError::NotFound)
     ));
     assert!(matches!(
-        block_on(service.delete(&admin, APP)),
+        block_on(service.delete(&admin, APP, &origin())),
         Err(ApplicationError::NotFound)
     ));
 }
@@ -221,15 +226,15 @@ fn deleting_records_the_application_as_it_stood() {
     mocks
         .applications
         .expect_delete_application()
-        .withf(|organization, id, _| *organization == ACME && *id == APP)
+        .withf(|organization, id, _, _| *organization == ACME && *id == APP)
         .times(1)
-        .returning(move |_, _, event| {
+        .returning(move |_, _, event, _| {
             kept.record(event);
             ready(Ok(true))
         });
     let service = ApplicationService::new((&mocks.ports()).into());
 
-    block_on(service.delete(&ada_as(Role::Admin), APP)).unwrap();
+    block_on(service.delete(&ada_as(Role::Admin), APP, &origin())).unwrap();
 
     let event = deleted.only();
     assert_eq!(event.event_type, EventType::ApplicationDeleted);

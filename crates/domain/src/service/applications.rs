@@ -9,9 +9,9 @@ use time::OffsetDateTime;
 use super::{event, payloads, Actor, Forbidden};
 use crate::{
     model::{
-        Application, ApplicationChange, ApplicationId, ApplicationName, ClientId, EventType,
-        NewApplication, NewEvent, Page, PageRequest, Permission, RedirectUris, SecretToken,
-        TokenHash, TokenKind,
+        Application, ApplicationChange, ApplicationId, ApplicationName, AuditAction, AuditRecord,
+        ClientId, EventType, NewApplication, NewEvent, Origin, Page, PageRequest, Permission,
+        RedirectUris, SecretToken, TargetKind, TokenHash, TokenKind,
     },
     ports::{service_ports, StoreError},
 };
@@ -78,12 +78,27 @@ impl ApplicationService {
         )
     }
 
+    /// The audit record of a change to an application, by the actor.
+    fn record(
+        &self,
+        actor: &Actor,
+        action: AuditAction,
+        id: ApplicationId,
+        origin: &Origin,
+        now: OffsetDateTime,
+    ) -> AuditRecord {
+        actor
+            .audit(self.ports.random.as_ref(), now, action, origin)
+            .on(TargetKind::Application, id)
+    }
+
     /// Registers an application; the answer holds its client secret, shown once.
     pub async fn create(
         &self,
         actor: &Actor,
         name: ApplicationName,
         redirect_uris: RedirectUris,
+        origin: &Origin,
     ) -> Result<ApplicationWithSecret, ApplicationError> {
         actor.require(Permission::ApplicationsManage)?;
         let now = self.ports.clock.now();
@@ -112,7 +127,17 @@ impl ApplicationService {
         if !self
             .ports
             .applications
-            .create_application(new, event)
+            .create_application(
+                new,
+                event,
+                self.record(
+                    actor,
+                    AuditAction::ApplicationCreated,
+                    application.id,
+                    origin,
+                    now,
+                ),
+            )
             .await?
         {
             // The organization was deleted under the request.
@@ -158,6 +183,7 @@ impl ApplicationService {
         actor: &Actor,
         id: ApplicationId,
         change: ApplicationChange,
+        origin: &Origin,
     ) -> Result<Application, ApplicationError> {
         actor.require(Permission::ApplicationsManage)?;
         let mut application = self.get(actor, id).await?;
@@ -174,7 +200,8 @@ impl ApplicationService {
             Some(&changed),
             now,
         );
-        self.save(application, None, event).await
+        let record = self.record(actor, AuditAction::ApplicationUpdated, id, origin, now);
+        self.save(application, None, event, record).await
     }
 
     /// Replaces the client secret; the old one stops working at once.
@@ -182,6 +209,7 @@ impl ApplicationService {
         &self,
         actor: &Actor,
         id: ApplicationId,
+        origin: &Origin,
     ) -> Result<ApplicationWithSecret, ApplicationError> {
         actor.require(Permission::ApplicationsManage)?;
         let mut application = self.get(actor, id).await?;
@@ -195,8 +223,15 @@ impl ApplicationService {
             Some(&["client_secret"]),
             now,
         );
+        let record = self.record(
+            actor,
+            AuditAction::ApplicationSecretRotated,
+            id,
+            origin,
+            now,
+        );
         let application = self
-            .save(application, Some(client_secret.hash()), event)
+            .save(application, Some(client_secret.hash()), event, record)
             .await?;
         Ok(ApplicationWithSecret {
             application,
@@ -209,11 +244,12 @@ impl ApplicationService {
         application: Application,
         secret_hash: Option<TokenHash>,
         event: NewEvent,
+        record: AuditRecord,
     ) -> Result<Application, ApplicationError> {
         if self
             .ports
             .applications
-            .update_application(application.clone(), secret_hash, event)
+            .update_application(application.clone(), secret_hash, event, record)
             .await?
         {
             Ok(application)
@@ -223,7 +259,12 @@ impl ApplicationService {
     }
 
     /// Deletes an application of the organization and records `application.deleted`.
-    pub async fn delete(&self, actor: &Actor, id: ApplicationId) -> Result<(), ApplicationError> {
+    pub async fn delete(
+        &self,
+        actor: &Actor,
+        id: ApplicationId,
+        origin: &Origin,
+    ) -> Result<(), ApplicationError> {
         actor.require(Permission::ApplicationsManage)?;
         let application = self.get(actor, id).await?;
         let now = self.ports.clock.now();
@@ -237,7 +278,12 @@ impl ApplicationService {
         if self
             .ports
             .applications
-            .delete_application(actor.organization_id(), id, event)
+            .delete_application(
+                actor.organization_id(),
+                id,
+                event,
+                self.record(actor, AuditAction::ApplicationDeleted, id, origin, now),
+            )
             .await?
         {
             Ok(())

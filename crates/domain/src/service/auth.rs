@@ -4,15 +4,15 @@ use serde::Serialize;
 use serde_json::json;
 use time::{Duration, OffsetDateTime};
 
-use super::{event, payloads, Principal};
+use super::{audit, event, payloads, Principal};
 use crate::{
     model::{
-        AccountKey, Amr, ApplicationId, AuthMethod, ClientGrant, EffectivePolicies, Email,
-        EventType, FullName, LockoutRule, MfaFactor, MfaLogin, MfaMethod, NewEvent,
-        NewOrganization, NewPassword, NewSession, NewUser, Organization, OrganizationId,
-        OrganizationName, OrganizationSettings, OrganizationType, PasswordError, PasswordHash,
-        PasswordPolicy, Plan, SecretToken, SessionId, Slug, TokenHash, TokenKind, User,
-        UserCredentials, UserId, MFA_TOKEN_TTL,
+        AccountKey, Amr, ApplicationId, AuditAction, AuditActor, AuditRecord, AuthMethod,
+        ClientGrant, EffectivePolicies, Email, EventType, FullName, LockoutRule, MfaFactor,
+        MfaLogin, MfaMethod, NewEvent, NewOrganization, NewPassword, NewSession, NewUser,
+        Organization, OrganizationId, OrganizationName, OrganizationSettings, OrganizationType,
+        Origin, PasswordError, PasswordHash, PasswordPolicy, Plan, SecretToken, SessionId, Slug,
+        TargetKind, TokenHash, TokenKind, User, UserCredentials, UserId, MFA_TOKEN_TTL,
     },
     ports::{
         service_ports, AccessClaims, BoxError, HashError, NewAccount, StoreError, TokenError,
@@ -339,7 +339,7 @@ impl From<TokenError> for RefreshError {
 
 service_ports! {
     /// The ports [`AuthService`] uses.
-    pub struct AuthPorts { accounts: AccountStore, sessions: SessionStore, policies: PolicyStore, sign_in_attempts: SignInAttempts, hasher: PasswordHasher, signer: TokenSigner, mfa: MfaStore, webauthn: Webauthn, clock: Clock, random: Random }
+    pub struct AuthPorts { accounts: AccountStore, sessions: SessionStore, policies: PolicyStore, sign_in_attempts: SignInAttempts, hasher: PasswordHasher, signer: TokenSigner, mfa: MfaStore, webauthn: Webauthn, clock: Clock, random: Random, audit: AuditStore }
 }
 
 /// The account use cases.
@@ -484,12 +484,79 @@ impl AuthService {
 
     /// Checks the password and opens a session (an access token and a refresh token), or, for a
     /// user with a confirmed second factor, starts the second step instead.
-    pub async fn login(&self, email: &str, password: String) -> Result<SignIn, LoginError> {
+    ///
+    /// Every attempt is audited: a refused one on its own (`auth.login_failed`, naming the
+    /// account when there is one), an accepted one in the transaction that opens the session
+    /// (`auth.login`) or starts the second step (`auth.mfa_required`).
+    pub async fn login(
+        &self,
+        email: &str,
+        password: String,
+        origin: &Origin,
+    ) -> Result<SignIn, LoginError> {
         // An email that does not parse cannot have an account; it still costs a verification.
         let credentials = match Email::parse(email) {
             Ok(email) => self.ports.accounts.credentials_by_email(&email).await?,
             Err(_) => None,
         };
+        let actor = credentials
+            .as_ref()
+            .map_or(AuditActor::UnknownUser, |c| AuditActor::User(c.user.id));
+        let signed_in = self.login_as(credentials, email, password, origin).await;
+        if let Err(
+            LoginError::InvalidCredentials | LoginError::LockedOut(_) | LoginError::PasswordExpired,
+        ) = &signed_in
+        {
+            self.refused(actor, origin).await?;
+        }
+        signed_in
+    }
+
+    /// Writes the record of a refused sign-in: it changed nothing, so the record stands alone.
+    pub(crate) async fn refused(
+        &self,
+        actor: AuditActor,
+        origin: &Origin,
+    ) -> Result<(), StoreError> {
+        let mut record = audit(
+            self.ports.random.as_ref(),
+            self.ports.clock.now(),
+            actor,
+            AuditAction::LoginFailed,
+            origin,
+        )
+        .failed();
+        if let AuditActor::User(user_id) = actor {
+            record = record.on(TargetKind::User, user_id);
+        }
+        self.ports.audit.record_audit(record).await
+    }
+
+    /// A sign-in's record, for the transaction that makes its change.
+    pub(crate) fn sign_in_record(
+        &self,
+        user_id: UserId,
+        action: AuditAction,
+        origin: &Origin,
+        now: OffsetDateTime,
+    ) -> AuditRecord {
+        audit(
+            self.ports.random.as_ref(),
+            now,
+            AuditActor::User(user_id),
+            action,
+            origin,
+        )
+        .on(TargetKind::User, user_id)
+    }
+
+    async fn login_as(
+        &self,
+        credentials: Option<UserCredentials>,
+        email: &str,
+        password: String,
+        origin: &Origin,
+    ) -> Result<SignIn, LoginError> {
         let factors = match &credentials {
             Some(credentials) => self.confirmed_factors(credentials.user.id).await?,
             None => Vec::new(),
@@ -519,12 +586,12 @@ impl AuthService {
         }
         if !factors.is_empty() {
             return Ok(SignIn::SecondFactor(
-                self.second_step(credentials.user.id, &factors, Amr::password(), now)
+                self.second_step(credentials.user.id, &factors, Amr::password(), now, origin)
                     .await?,
             ));
         }
         Ok(SignIn::Tokens(
-            self.open_session(credentials.user, policies, Amr::password(), now)
+            self.open_session(credentials.user, policies, Amr::password(), now, origin)
                 .await?,
         ))
     }
@@ -537,7 +604,9 @@ impl AuthService {
         policies: EffectivePolicies,
         amr: Amr,
         now: OffsetDateTime,
+        origin: &Origin,
     ) -> Result<TokenPair, LoginError> {
+        let record = self.sign_in_record(user.id, AuditAction::LoginSucceeded, origin, now);
         let opening = self.opening(user, policies, None, amr, now);
         self.ports
             .sessions
@@ -545,6 +614,7 @@ impl AuthService {
                 opening.session.clone(),
                 opening.event.clone(),
                 opening.keep_at_most,
+                record,
             )
             .await?;
         Ok(self.tokens_for(opening).await?)
@@ -568,6 +638,7 @@ impl AuthService {
         factors: &[MfaFactor],
         first_factor: Amr,
         now: OffsetDateTime,
+        origin: &Origin,
     ) -> Result<SecondFactorNeeded, LoginError> {
         let mut methods: Vec<MfaMethod> = Vec::new();
         for factor in factors {
@@ -614,6 +685,7 @@ impl AuthService {
                     failures: 0,
                     webauthn_state: state,
                 },
+                self.sign_in_record(user_id, AuditAction::MfaRequired, origin, now),
             )
             .await?;
         Ok(SecondFactorNeeded {

@@ -1,8 +1,14 @@
 //! The control plane's use cases, for operators: every organization's stored events, the
 //! deliveries that failed for good, their replay, and the gauges a metrics scrape reads.
 
+use time::Duration;
+
+use super::audit;
 use crate::{
-    model::{Delivery, Operator, Page, PageRequest},
+    model::{
+        AuditAction, AuditActor, AuditFilter, AuditRecord, Delivery, Operator, Origin, Page,
+        PageRequest, TargetKind,
+    },
     ports::{
         service_ports, DeadLetterFilter, EventFilter, Gauges, ReplaySelection, StoreError,
         StoredEvent,
@@ -14,7 +20,7 @@ pub const MAX_REPLAY: u32 = 1_000;
 
 service_ports! {
     /// The ports [`ControlService`] uses.
-    pub struct ControlPorts { operations: OperationsStore, health: HealthStore, clock: Clock }
+    pub struct ControlPorts { operations: OperationsStore, health: HealthStore, audit: AuditStore, clock: Clock, random: Random }
 }
 
 /// The operator's use cases.
@@ -64,12 +70,13 @@ impl ControlService {
     }
 
     /// Sends the selected dead letters again, now, in the order they were created: each one
-    /// more attempt with its `delivery_id` and body (at most [`MAX_REPLAY`] per call). Returns
-    /// how many were re-queued.
+    /// more attempt with its `delivery_id` and body (at most [`MAX_REPLAY`] per call), audited
+    /// as the operator's in the same transaction. Returns how many were re-queued.
     pub async fn replay(
         &self,
         _operator: &Operator,
         selection: ReplaySelection,
+        origin: &Origin,
     ) -> Result<u64, ReplayError> {
         if let ReplaySelection::Deliveries(ids) = &selection {
             if ids.is_empty() {
@@ -79,11 +86,42 @@ impl ControlService {
                 return Err(ReplayError::TooMany);
             }
         }
+        let now = self.ports.clock.now();
+        let mut record = audit(
+            self.ports.random.as_ref(),
+            now,
+            AuditActor::Operator,
+            AuditAction::DeadLettersReplayed,
+            origin,
+        );
+        if let ReplaySelection::Endpoint { endpoint_id, .. } = &selection {
+            record = record.on(TargetKind::WebhookEndpoint, endpoint_id);
+        }
         Ok(self
             .ports
             .operations
-            .replay(selection, self.ports.clock.now(), MAX_REPLAY)
+            .replay(selection, now, MAX_REPLAY, record)
             .await?)
+    }
+
+    /// The audit log of every organization, newest first.
+    pub async fn audit_log(
+        &self,
+        _operator: &Operator,
+        filter: AuditFilter,
+        page: PageRequest,
+    ) -> Result<Page<AuditRecord>, StoreError> {
+        self.ports.audit.audit_log(filter, page).await
+    }
+
+    /// Deletes the audit records older than `retention_days` days; returns how many. Run by
+    /// the server every hour.
+    pub async fn purge_audit(&self, retention_days: u32) -> Result<u64, StoreError> {
+        let retention = Duration::days(i64::from(retention_days));
+        self.ports
+            .audit
+            .purge_audit(self.ports.clock.now() - retention)
+            .await
     }
 
     /// What a metrics scrape reads at that moment: the deliveries with an attempt still to

@@ -1,5 +1,7 @@
 //! The control plane's use cases against mocked ports.
 
+use super::tests::origin;
+
 use futures::executor::block_on;
 use uuid::Uuid;
 
@@ -8,7 +10,10 @@ use super::{
     ControlService, ReplayError, MAX_REPLAY,
 };
 use crate::{
-    model::{DeliveryId, EndpointId, Operator, OperatorToken},
+    model::{
+        AuditAction, AuditActor, AuditTarget, DeliveryId, EndpointId, Operator, OperatorToken,
+        TargetKind,
+    },
     ports::{Gauges, PoolUse, ReplaySelection},
 };
 
@@ -36,7 +41,7 @@ fn a_replay_re_queues_now_at_most_the_limit_and_says_how_many() {
     mocks
         .operations
         .expect_replay()
-        .withf(move |selection, at, limit| {
+        .withf(move |selection, at, limit, record| {
             *selection
                 == ReplaySelection::Endpoint {
                     endpoint_id: endpoint,
@@ -44,15 +49,22 @@ fn a_replay_re_queues_now_at_most_the_limit_and_says_how_many() {
                 }
                 && *at == now()
                 && *limit == MAX_REPLAY
+                // The operator's action, audited in the replay's transaction.
+                && record.actor == AuditActor::Operator
+                && record.action == AuditAction::DeadLettersReplayed
+                && record.target == Some(AuditTarget::new(TargetKind::WebhookEndpoint, endpoint))
+                && record.origin == origin()
+                && record.occurred_at == now()
         })
         .times(1)
-        .returning(|_, _, _| ready(Ok(7)));
+        .returning(|_, _, _, _| ready(Ok(7)));
     let replayed = block_on(mocks.control().replay(
         &operator(),
         ReplaySelection::Endpoint {
             endpoint_id: endpoint,
             since: None,
         },
+        &origin(),
     ));
     assert_eq!(replayed.unwrap(), 7);
 }
@@ -65,11 +77,11 @@ fn a_replay_naming_no_delivery_or_too_many_touches_nothing() {
     ] {
         let mut mocks = Mocks::new();
         mocks.operations.expect_replay().never();
-        let result = block_on(
-            mocks
-                .control()
-                .replay(&operator(), ReplaySelection::Deliveries(ids.clone())),
-        );
+        let result = block_on(mocks.control().replay(
+            &operator(),
+            ReplaySelection::Deliveries(ids.clone()),
+            &origin(),
+        ));
         assert!(
             matches!(
                 result,

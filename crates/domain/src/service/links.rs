@@ -9,8 +9,8 @@ use super::{
 };
 use crate::{
     model::{
-        AccountKey, AccountToken, AccountTokenPurpose, Amr, ClientAddress, Email, NewPassword,
-        PasswordError, PasswordPolicy, TokenHash, UserCredentials,
+        AccountKey, AccountToken, AccountTokenPurpose, Amr, AuditActor, ClientAddress, Email,
+        NewPassword, Origin, PasswordError, PasswordPolicy, TokenHash, UserCredentials,
     },
     ports::{service_ports, BoxError, Mail, StoreError},
 };
@@ -253,9 +253,20 @@ impl EmailLinkService {
     }
 
     /// Signs in with a mailed link: a session (`amr: ["email"]`), or, for a user with a second
-    /// factor, the second step. The link proves the address too.
-    pub async fn sign_in_with_link(&self, token: &str) -> Result<SignIn, LinkError> {
-        let (taken, credentials) = self.taken(token, AccountTokenPurpose::MagicLink).await?;
+    /// factor, the second step. The link proves the address too. Audited like a password
+    /// sign-in: a refused link on its own, an accepted one with its session or second step.
+    pub async fn sign_in_with_link(
+        &self,
+        token: &str,
+        origin: &Origin,
+    ) -> Result<SignIn, LinkError> {
+        let (taken, credentials) = match self.taken(token, AccountTokenPurpose::MagicLink).await {
+            Err(LinkError::InvalidToken) => {
+                self.auth.refused(AuditActor::UnknownUser, origin).await?;
+                return Err(LinkError::InvalidToken);
+            }
+            taken => taken?,
+        };
         let now = self.ports.clock.now();
         let account = AccountKey::for_email(credentials.user.email.as_ref());
         if let Ok(run) = self
@@ -265,6 +276,9 @@ impl EmailLinkService {
             .await
         {
             if let Some(retry_after) = run.retry_after(now) {
+                self.auth
+                    .refused(AuditActor::User(credentials.user.id), origin)
+                    .await?;
                 return Err(LinkError::LockedOut(LockedOut { retry_after }));
             }
         }
@@ -276,14 +290,20 @@ impl EmailLinkService {
         if !factors.is_empty() {
             let needed = self
                 .auth
-                .second_step(credentials.user.id, &factors, Amr::email_link(), now)
+                .second_step(
+                    credentials.user.id,
+                    &factors,
+                    Amr::email_link(),
+                    now,
+                    origin,
+                )
                 .await?;
             return Ok(SignIn::SecondFactor(needed));
         }
         let policies = self.auth.policies_of(credentials.user.id).await?;
         let tokens = self
             .auth
-            .open_session(credentials.user, policies, Amr::email_link(), now)
+            .open_session(credentials.user, policies, Amr::email_link(), now, origin)
             .await?;
         Ok(SignIn::Tokens(tokens))
     }

@@ -2,6 +2,8 @@
 //! addresses, the limits counted before anything is looked up, links bound to the address they
 //! were mailed to, and a weak password refused before a reset link is spent.
 
+use super::tests::origin;
+
 use std::net::{IpAddr, Ipv4Addr};
 
 use futures::executor::block_on;
@@ -142,7 +144,7 @@ fn a_link_mailed_to_an_address_the_user_has_left_signs_nobody_in() {
         .returning(|_, _, _| ready(Ok(Some(link_of("old@example.com")))));
     mocks.ada_is_registered();
     mocks.sessions.expect_create_session().never();
-    let result = block_on(mocks.links().sign_in_with_link("ghml_x"));
+    let result = block_on(mocks.links().sign_in_with_link("ghml_x", &origin()));
     assert!(matches!(result, Err(LinkError::InvalidToken)));
 }
 
@@ -171,13 +173,13 @@ fn a_sign_in_link_opens_an_email_session_and_proves_the_address() {
         .sessions
         .expect_create_session()
         .times(1)
-        .returning(move |session, _, _| {
+        .returning(move |session, _, _, _| {
             keep.record(session);
             ready(Ok(()))
         });
     let signed = mocks.signer_signs();
 
-    let signed_in = block_on(mocks.links().sign_in_with_link("ghml_x")).unwrap();
+    let signed_in = block_on(mocks.links().sign_in_with_link("ghml_x", &origin())).unwrap();
 
     assert!(matches!(signed_in, SignIn::Tokens(_)));
     assert_eq!(opened.only().amr, Amr::email_link());

@@ -1,6 +1,8 @@
 //! Brute-force protection in the use cases: every password check for a sign-in goes through
 //! the account's failed-sign-in count (see `model::lockout` for the rule itself).
 
+use super::tests::origin;
+
 use futures::executor::block_on;
 use time::Duration;
 
@@ -65,7 +67,7 @@ impl Mocks {
 }
 
 fn login(mocks: Mocks, email: &str, password: &str) -> Result<super::TokenPair, LoginError> {
-    block_on(mocks.auth().login(email, password.to_owned()))
+    block_on(mocks.auth().login(email, password.to_owned(), &origin()))
         .map(|signed_in| signed_in.into_tokens().expect("no second factor"))
 }
 
@@ -143,7 +145,7 @@ fn a_right_password_ends_the_run() {
     mocks
         .sessions
         .expect_create_session()
-        .returning(|_, _, _| ready(Ok(())));
+        .returning(|_, _, _, _| ready(Ok(())));
     mocks.sign_in_attempts = counting(&failures, &clears);
 
     assert!(login(mocks, ADA_EMAIL, ADA_PASSWORD).is_ok());

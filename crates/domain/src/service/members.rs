@@ -4,12 +4,13 @@
 use serde_json::json;
 use time::OffsetDateTime;
 
-use super::{event, payloads, Actor, Forbidden, Principal};
+use super::{audit, event, payloads, Actor, Forbidden, Principal};
 use crate::{
     model::{
-        timestamp, Email, EventType, Feature, InvitableRole, Invitation, InvitationId, Member,
-        MemberFilter, MemberStatus, NewInvitation, Organization, OrganizationType, Page,
-        PageRequest, Permission, Role, TokenHash, TokenKind, UserId,
+        timestamp, AuditAction, AuditActor, AuditRecord, Email, EventType, Feature, InvitableRole,
+        Invitation, InvitationId, Member, MemberFilter, MemberStatus, NewInvitation, Organization,
+        OrganizationType, Origin, Page, PageRequest, Permission, Role, TargetKind, TokenHash,
+        TokenKind, UserId,
     },
     ports::{service_ports, Mail, StoreError},
 };
@@ -117,6 +118,7 @@ impl MemberService {
         actor: &Actor,
         email: Email,
         role: Role,
+        origin: &Origin,
     ) -> Result<Member, MemberError> {
         let organization = self
             .ports
@@ -186,7 +188,19 @@ impl MemberService {
         match self
             .ports
             .members
-            .create_invitation(invitation, invited)
+            .create_invitation(
+                invitation.clone(),
+                invited,
+                audit(
+                    self.ports.random.as_ref(),
+                    now,
+                    AuditActor::of(&actor.principal),
+                    AuditAction::MemberInvited,
+                    origin,
+                )
+                .in_organization(organization.id)
+                .on(TargetKind::Invitation, invitation.id),
+            )
             .await
         {
             Ok(()) => {}
@@ -268,9 +282,10 @@ impl MemberService {
         &self,
         principal: &Principal,
         id: InvitationId,
+        origin: &Origin,
     ) -> Result<Member, MemberError> {
         let invitation = self.ports.members.invitation(id).await?;
-        self.accept(principal, invitation).await
+        self.accept(principal, invitation, origin).await
     }
 
     /// Accepts an invitation by the token of its link.
@@ -278,19 +293,21 @@ impl MemberService {
         &self,
         principal: &Principal,
         token: &str,
+        origin: &Origin,
     ) -> Result<Member, MemberError> {
         let invitation = self
             .ports
             .members
             .invitation_by_token(&TokenHash::of(token))
             .await?;
-        self.accept(principal, invitation).await
+        self.accept(principal, invitation, origin).await
     }
 
     async fn accept(
         &self,
         principal: &Principal,
         invitation: Option<Invitation>,
+        origin: &Origin,
     ) -> Result<Member, MemberError> {
         if matches!(principal, Principal::ApiKey { .. }) {
             return Err(MemberError::NotAUser);
@@ -334,7 +351,21 @@ impl MemberService {
         match self
             .ports
             .members
-            .accept_invitation(invitation.id, user.id, now, joined)
+            .accept_invitation(
+                invitation.id,
+                user.id,
+                now,
+                joined,
+                audit(
+                    self.ports.random.as_ref(),
+                    now,
+                    AuditActor::User(user.id),
+                    AuditAction::MemberJoined,
+                    origin,
+                )
+                .in_organization(invitation.organization_id)
+                .on(TargetKind::Member, user.id),
+            )
             .await
         {
             Ok(true) => Ok(member),
@@ -349,13 +380,23 @@ impl MemberService {
         &self,
         actor: &Actor,
         id: InvitationId,
+        origin: &Origin,
     ) -> Result<(), MemberError> {
         actor.require(Permission::MembersDelete)?;
         let now = self.ports.clock.now();
+        let record = audit(
+            self.ports.random.as_ref(),
+            now,
+            AuditActor::of(&actor.principal),
+            AuditAction::InvitationRevoked,
+            origin,
+        )
+        .in_organization(actor.organization_id())
+        .on(TargetKind::Invitation, id);
         if self
             .ports
             .members
-            .revoke_invitation(actor.organization_id(), id, now)
+            .revoke_invitation(actor.organization_id(), id, now, record)
             .await?
         {
             Ok(())
@@ -371,6 +412,7 @@ impl MemberService {
         actor: &Actor,
         user_id: UserId,
         role: Role,
+        origin: &Origin,
     ) -> Result<RoleChanged, MemberError> {
         actor.require(Permission::MembersUpdate)?;
         let mut member = self
@@ -405,7 +447,14 @@ impl MemberService {
         if !self
             .ports
             .members
-            .change_role(actor.organization_id(), user_id, role, now, changed)
+            .change_role(
+                actor.organization_id(),
+                user_id,
+                role,
+                now,
+                changed,
+                self.member_audit(actor, AuditAction::MemberRoleChanged, user_id, origin, now),
+            )
             .await?
         {
             return Err(MemberError::NotFound);
@@ -416,8 +465,27 @@ impl MemberService {
         })
     }
 
+    /// The audit record of a change to a member, by the actor.
+    fn member_audit(
+        &self,
+        actor: &Actor,
+        action: AuditAction,
+        user_id: UserId,
+        origin: &Origin,
+        now: OffsetDateTime,
+    ) -> AuditRecord {
+        actor
+            .audit(self.ports.random.as_ref(), now, action, origin)
+            .on(TargetKind::Member, user_id)
+    }
+
     /// Removes a member; a member may also remove themselves (leave). The owner stays.
-    pub async fn remove(&self, actor: &Actor, user_id: UserId) -> Result<Removed, MemberError> {
+    pub async fn remove(
+        &self,
+        actor: &Actor,
+        user_id: UserId,
+        origin: &Origin,
+    ) -> Result<Removed, MemberError> {
         let leaving = user_id == actor.user_id();
         if !leaving {
             actor.require(Permission::MembersDelete)?;
@@ -448,7 +516,12 @@ impl MemberService {
         if !self
             .ports
             .members
-            .remove_member(actor.organization_id(), user_id, removed)
+            .remove_member(
+                actor.organization_id(),
+                user_id,
+                removed,
+                self.member_audit(actor, AuditAction::MemberRemoved, user_id, origin, now),
+            )
             .await?
         {
             return Err(MemberError::NotFound);

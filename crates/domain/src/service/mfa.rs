@@ -16,9 +16,10 @@ use super::{
 };
 use crate::{
     model::{
-        normalise_recovery_code, AccountKey, AuthMethod, EventType, LockoutRule, MfaFactor,
-        MfaFactorId, MfaMethod, NewEvent, SecretToken, TokenHash, TotpCode, TotpSecret,
-        UserCredentials, UserId, WebauthnRegistration, RECOVERY_CODES, WEBAUTHN_REGISTRATION_TTL,
+        normalise_recovery_code, AccountKey, AuditAction, AuditActor, AuthMethod, EventType,
+        LockoutRule, MfaFactor, MfaFactorId, MfaLogin, MfaMethod, NewEvent, Origin, SecretToken,
+        TokenHash, TotpCode, TotpSecret, UserCredentials, UserId, WebauthnRegistration,
+        RECOVERY_CODES, WEBAUTHN_REGISTRATION_TTL,
     },
     ports::{
         service_ports, BoxError, SecondFactorUse, StoreError, StoredTotp, WebauthnError,
@@ -530,19 +531,44 @@ impl MfaService {
 
     /// The second step of a sign-in: the `mfa_token` from the first, and a factor. Opens the
     /// session, whose tokens say which factor it was (`amr`).
+    ///
+    /// Audited: a refusal on its own (`auth.login_failed`, naming the user when the token
+    /// does), the sign-in in the transaction that opens its session (`auth.login`).
     pub async fn verify(
         &self,
         mfa_token: &str,
         proof: SecondFactorProof,
+        origin: &Origin,
     ) -> Result<TokenPair, VerifyError> {
         let token = TokenHash::of(mfa_token);
         let now = self.ports.clock.now();
-        let login = self
-            .ports
-            .mfa
-            .mfa_login(&token, now)
-            .await?
-            .ok_or(VerifyError::InvalidToken)?;
+        let Some(login) = self.ports.mfa.mfa_login(&token, now).await? else {
+            self.auth.refused(AuditActor::UnknownUser, origin).await?;
+            return Err(VerifyError::InvalidToken);
+        };
+        let verified = self
+            .verify_login(&token, login.clone(), proof, origin, now)
+            .await;
+        if let Err(
+            VerifyError::InvalidToken | VerifyError::WrongFactor | VerifyError::LockedOut(_),
+        ) = &verified
+        {
+            self.auth
+                .refused(AuditActor::User(login.user_id), origin)
+                .await?;
+        }
+        verified
+    }
+
+    async fn verify_login(
+        &self,
+        token: &TokenHash,
+        login: MfaLogin,
+        proof: SecondFactorProof,
+        origin: &Origin,
+        now: OffsetDateTime,
+    ) -> Result<TokenPair, VerifyError> {
+        let token = token.clone();
         let credentials = self
             .ports
             .accounts
@@ -568,6 +594,9 @@ impl MfaService {
             return Err(self.failed(&token, &account, now).await);
         };
         let policies = self.auth.policies_of(login.user_id).await?;
+        let record =
+            self.auth
+                .sign_in_record(login.user_id, AuditAction::LoginSucceeded, origin, now);
         let opening = self.auth.opening(
             credentials.user,
             policies,
@@ -585,6 +614,7 @@ impl MfaService {
                 opening.event.clone(),
                 opening.keep_at_most,
                 now,
+                record,
             )
             .await?
         {
@@ -603,7 +633,7 @@ impl MfaService {
     /// What the proof spends, and the method it proves, when it is right.
     async fn proven(
         &self,
-        login: &crate::model::MfaLogin,
+        login: &MfaLogin,
         proof: &SecondFactorProof,
         now: OffsetDateTime,
     ) -> Result<Option<(SecondFactorUse, AuthMethod)>, VerifyError> {

@@ -2,6 +2,8 @@
 //! keeps an organization's required factor, and the second step of a sign-in; with every port
 //! mocked.
 
+use super::tests::origin;
+
 use futures::executor::block_on;
 use time::Duration;
 use uuid::Uuid;
@@ -320,14 +322,19 @@ fn a_user_with_a_factor_gets_a_second_step_not_tokens_and_keeps_the_failure_coun
     store
         .expect_create_mfa_login()
         .times(1)
-        .returning(move |token, login| {
+        .returning(move |token, login, _| {
             keep.record((token, login));
             ready(Ok(()))
         });
     mocks.sessions.expect_create_session().never();
     mocks.signer.expect_sign().never();
 
-    let signed_in = block_on(mocks.auth().login(ADA_EMAIL, ADA_PASSWORD.to_owned())).unwrap();
+    let signed_in = block_on(
+        mocks
+            .auth()
+            .login(ADA_EMAIL, ADA_PASSWORD.to_owned(), &origin()),
+    )
+    .unwrap();
 
     let SignIn::SecondFactor(needed) = signed_in else {
         panic!("no tokens before the second factor")
@@ -358,18 +365,18 @@ fn the_second_step_opens_a_session_whose_tokens_say_otp() {
     let completed = Seen::new();
     let keep = completed.clone();
     mocks.mfa.expect_complete_mfa_login().times(1).returning(
-        move |_, used, session, event, _, _| {
+        move |_, used, session, event, _, _, _| {
             keep.record((used, session, event));
             ready(Ok(true))
         },
     );
     let signed = mocks.signer_signs();
 
-    block_on(
-        mocks
-            .mfa()
-            .verify("ghm_token", SecondFactorProof::Code("123456".into())),
-    )
+    block_on(mocks.mfa().verify(
+        "ghm_token",
+        SecondFactorProof::Code("123456".into()),
+        &origin(),
+    ))
     .unwrap();
 
     let (used, session, event) = completed.only();
@@ -411,11 +418,11 @@ fn a_code_is_taken_once_and_a_wrong_one_counts_against_token_and_account() {
             .times(1)
             .returning(|_, _, _| ready(Ok(Default::default())));
         mocks.sign_in_attempts = attempts;
-        let result = block_on(
-            mocks
-                .mfa()
-                .verify("ghm_token", SecondFactorProof::Code("123456".into())),
-        );
+        let result = block_on(mocks.mfa().verify(
+            "ghm_token",
+            SecondFactorProof::Code("123456".into()),
+            &origin(),
+        ));
         assert!(matches!(result, Err(VerifyError::WrongFactor)), "{last:?}");
     }
 }
@@ -431,6 +438,7 @@ fn a_dead_token_goes_nowhere() {
     let result = block_on(mocks.mfa().verify(
         "ghm_expired",
         SecondFactorProof::RecoveryCode("abcde-fghjk".into()),
+        &origin(),
     ));
     assert!(matches!(result, Err(VerifyError::InvalidToken)));
 }
@@ -442,7 +450,7 @@ fn a_recovery_code_is_spent_by_its_hash_as_typed_loosely() {
     mocks
         .mfa
         .expect_complete_mfa_login()
-        .withf(|_, used, session, _, _, _| {
+        .withf(|_, used, session, _, _, _, _| {
             *used
                 == SecondFactorUse::RecoveryCode {
                     hash: TokenHash::of("abcde-fghjk"),
@@ -450,11 +458,12 @@ fn a_recovery_code_is_spent_by_its_hash_as_typed_loosely() {
                 && session.amr == Amr::password().and(AuthMethod::Otp)
         })
         .times(1)
-        .returning(|_, _, _, _, _, _| ready(Ok(true)));
+        .returning(|_, _, _, _, _, _, _| ready(Ok(true)));
     mocks.signer_signs();
     block_on(mocks.mfa().verify(
         "ghm_token",
         SecondFactorProof::RecoveryCode(" ABCDE-fghjk ".into()),
+        &origin(),
     ))
     .unwrap();
 }
@@ -471,10 +480,10 @@ fn a_secret_that_will_not_open_is_an_internal_error_not_a_wrong_code() {
         .cipher
         .expect_open()
         .returning(|_, _| Err(CipherError("tampered".into())));
-    let result = block_on(
-        mocks
-            .mfa()
-            .verify("ghm_token", SecondFactorProof::Code("123456".into())),
-    );
+    let result = block_on(mocks.mfa().verify(
+        "ghm_token",
+        SecondFactorProof::Code("123456".into()),
+        &origin(),
+    ));
     assert!(matches!(result, Err(VerifyError::Internal(_))));
 }

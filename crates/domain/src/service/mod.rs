@@ -3,6 +3,7 @@
 mod access;
 mod api_keys;
 mod applications;
+mod audit_log;
 mod auth;
 mod control;
 mod links;
@@ -25,6 +26,7 @@ pub use api_keys::{
 pub use applications::{
     ApplicationError, ApplicationPorts, ApplicationService, ApplicationWithSecret,
 };
+pub use audit_log::{AuditLogError, AuditLogPorts, AuditLogService};
 pub use auth::{
     AccessToken, AuthPorts, AuthService, AuthSettings, BrowserSession, ChangePasswordError,
     LockedOut, LoginError, ProfileChange, RefreshError, RegisterError, Registered,
@@ -56,14 +58,16 @@ pub use saml::{SamlPorts, SamlService, SamlSignInError, SamlSignedIn, SsoLookup}
 pub use sso::{NewSsoConfiguration, SsoPorts, SsoService, SsoView};
 pub use webhooks::{
     AttemptOutcome, CreatedEndpoint, DeliveryEngine, DeliveryPorts, DeliverySettings,
-    EndpointUpdate, SecretRuleError, SigningSecret, TestOutcome, WebhookError, WebhookPorts,
-    WebhookService, DISABLE_AFTER_FAILURES,
+    EndpointUpdate, NewEndpointRequest, SecretRuleError, SigningSecret, TestOutcome, WebhookError,
+    WebhookPorts, WebhookService, DISABLE_AFTER_FAILURES,
 };
 
 use time::OffsetDateTime;
 
 use crate::{
-    model::{EventType, NewEvent, OrganizationId, UserId},
+    model::{
+        AuditAction, AuditActor, AuditRecord, EventType, NewEvent, OrganizationId, Origin, UserId,
+    },
     ports::Random,
 };
 
@@ -84,6 +88,17 @@ pub(crate) fn event(
         data,
         occurred_at: at,
     }
+}
+
+/// Starts an audit record with a fresh id, stamped with the time of the change.
+pub(crate) fn audit(
+    random: &dyn Random,
+    at: OffsetDateTime,
+    actor: AuditActor,
+    action: AuditAction,
+    origin: &Origin,
+) -> AuditRecord {
+    AuditRecord::new(random.uuid(), at, actor, action, origin)
 }
 
 #[cfg(test)]

@@ -3,12 +3,13 @@
 use serde_json::json;
 use time::OffsetDateTime;
 
-use super::{event, payloads, Actor, Forbidden, Principal};
+use super::{audit, event, payloads, Actor, Forbidden, Principal};
 use crate::{
     model::{
-        timestamp, EventType, NewOrganization, Organization, OrganizationChange,
-        OrganizationFilter, OrganizationId, OrganizationName, OrganizationSettings,
-        OrganizationType, Page, PageRequest, Permission, Plan, Slug,
+        timestamp, AuditAction, AuditActor, AuditRecord, EventType, NewOrganization, Organization,
+        OrganizationChange, OrganizationFilter, OrganizationId, OrganizationName,
+        OrganizationSettings, OrganizationType, Origin, Page, PageRequest, Permission, Plan, Slug,
+        TargetKind,
     },
     ports::{service_ports, StoreError},
 };
@@ -57,6 +58,22 @@ pub struct DeletedOrganization {
 service_ports! {
     /// The ports [`OrganizationService`] uses.
     pub struct OrganizationPorts { organizations: OrganizationStore, clock: Clock, random: Random }
+}
+
+impl OrganizationService {
+    /// The audit record of a change to the organization, by `actor`.
+    fn record(
+        &self,
+        actor: AuditActor,
+        action: AuditAction,
+        organization_id: OrganizationId,
+        origin: &Origin,
+        now: OffsetDateTime,
+    ) -> AuditRecord {
+        audit(self.ports.random.as_ref(), now, actor, action, origin)
+            .in_organization(organization_id)
+            .on(TargetKind::Organization, organization_id)
+    }
 }
 
 /// Creates, lists, changes and deletes organizations, and moves them between plans.
@@ -114,6 +131,7 @@ impl OrganizationService {
         name: OrganizationName,
         slug: Option<Slug>,
         kind: OrganizationType,
+        origin: &Origin,
     ) -> Result<Organization, OrganizationError> {
         let owner = principal.user_id();
         let generated = slug.is_none();
@@ -160,7 +178,18 @@ impl OrganizationService {
             match self
                 .ports
                 .organizations
-                .create_organization(new, owner, vec![created])
+                .create_organization(
+                    new,
+                    owner,
+                    vec![created],
+                    self.record(
+                        AuditActor::of(principal),
+                        AuditAction::OrganizationCreated,
+                        organization.id,
+                        origin,
+                        now,
+                    ),
+                )
                 .await
             {
                 Ok(()) => return Ok(organization),
@@ -186,6 +215,7 @@ impl OrganizationService {
         &self,
         actor: &Actor,
         change: OrganizationChange,
+        origin: &Origin,
     ) -> Result<Organization, OrganizationError> {
         actor.require(Permission::OrganizationUpdate)?;
         let mut organization = self
@@ -213,7 +243,19 @@ impl OrganizationService {
         if !self
             .ports
             .organizations
-            .update_organization(organization.id, change, now, updated)
+            .update_organization(
+                organization.id,
+                change,
+                now,
+                updated,
+                self.record(
+                    AuditActor::of(&actor.principal),
+                    AuditAction::OrganizationUpdated,
+                    organization.id,
+                    origin,
+                    now,
+                ),
+            )
             .await?
         {
             return Err(OrganizationError::NotFound);
@@ -223,7 +265,11 @@ impl OrganizationService {
 
     /// Soft-deletes the organization (owner only). Its members lose access at once; it is
     /// removed for good after the retention period.
-    pub async fn delete(&self, actor: &Actor) -> Result<DeletedOrganization, OrganizationError> {
+    pub async fn delete(
+        &self,
+        actor: &Actor,
+        origin: &Origin,
+    ) -> Result<DeletedOrganization, OrganizationError> {
         actor.require(Permission::OrganizationDelete)?;
         let mut organization = self
             .ports
@@ -251,7 +297,18 @@ impl OrganizationService {
         if !self
             .ports
             .organizations
-            .delete_organization(organization.id, now, deleted)
+            .delete_organization(
+                organization.id,
+                now,
+                deleted,
+                self.record(
+                    AuditActor::of(&actor.principal),
+                    AuditAction::OrganizationDeleted,
+                    organization.id,
+                    origin,
+                    now,
+                ),
+            )
             .await?
         {
             return Err(OrganizationError::NotFound);
@@ -263,7 +320,7 @@ impl OrganizationService {
     }
 
     /// The operator's plan change (`gatehouse orgs set-plan`): records
-    /// `billing.subscription.updated`.
+    /// `billing.subscription.updated`, audited as the operator's.
     pub async fn set_plan(
         &self,
         id: OrganizationId,
@@ -290,7 +347,19 @@ impl OrganizationService {
         if !self
             .ports
             .organizations
-            .set_plan(id, plan, now, changed)
+            .set_plan(
+                id,
+                plan,
+                now,
+                changed,
+                self.record(
+                    AuditActor::Operator,
+                    AuditAction::PlanChanged,
+                    id,
+                    &Origin::system(),
+                    now,
+                ),
+            )
             .await?
         {
             return Err(OrganizationError::NotFound);

@@ -7,8 +7,9 @@ use time::OffsetDateTime;
 use super::{event, payloads, Actor, Forbidden};
 use crate::{
     model::{
-        Branding, BrandingChange, ClientAddress, EventType, Feature, NewEvent, Organization,
-        OrganizationId, OrganizationPolicies, Permission, Plan,
+        AuditAction, AuditRecord, Branding, BrandingChange, ClientAddress, EventType, Feature,
+        NewEvent, Organization, OrganizationId, OrganizationPolicies, Origin, Permission, Plan,
+        TargetKind,
     },
     ports::{service_ports, Clock, OrganizationStore, Random, StoreError},
 };
@@ -93,17 +94,21 @@ pub(crate) struct SettingsChange {
     pub(crate) organization: Organization,
     pub(crate) at: OffsetDateTime,
     pub(crate) event: NewEvent,
+    /// The change's audit record, for the same transaction.
+    pub(crate) audit: AuditRecord,
 }
 
 impl SettingsChange {
-    /// The change of `changed` in the actor's organization, now; `NotFound` when the
-    /// organization is gone.
+    /// The change of `changed` in the actor's organization, now, audited as `action`;
+    /// `NotFound` when the organization is gone.
     pub(crate) async fn now(
         organizations: &dyn OrganizationStore,
         clock: &dyn Clock,
         random: &dyn Random,
         actor: &Actor,
         changed: &[String],
+        action: AuditAction,
+        origin: &Origin,
     ) -> Result<Self, SettingsError> {
         let organization = organization_of(organizations, actor).await?;
         let at = clock.now();
@@ -117,10 +122,14 @@ impl SettingsChange {
             Some(actor.user_id()),
             data,
         );
+        let audit = actor
+            .audit(random, at, action, origin)
+            .on(TargetKind::Organization, organization.id);
         Ok(Self {
             organization,
             at,
             event,
+            audit,
         })
     }
 }
@@ -185,6 +194,7 @@ impl PolicyService {
         actor: &Actor,
         policies: OrganizationPolicies,
         client: ClientAddress,
+        origin: &Origin,
     ) -> Result<PolicyView, SettingsError> {
         Self::authorize(actor)?;
         if !policies.ip_allowlist.permits(client.0) {
@@ -221,12 +231,15 @@ impl PolicyService {
             organization,
             at: now,
             event: updated,
+            audit: record,
         } = SettingsChange::now(
             self.ports.organizations.as_ref(),
             self.ports.clock.as_ref(),
             self.ports.random.as_ref(),
             actor,
             &changed,
+            AuditAction::PoliciesChanged,
+            origin,
         )
         .await?;
         // MFA has been required since the save that turned it on; turning it off forgets that.
@@ -246,6 +259,7 @@ impl PolicyService {
                 mfa_required_since,
                 now,
                 updated,
+                record,
             )
             .await?
         {
@@ -317,6 +331,7 @@ impl BrandingService {
         &self,
         actor: &Actor,
         change: BrandingChange,
+        origin: &Origin,
     ) -> Result<BrandingView, SettingsError> {
         let mut view = self.branding(actor).await?;
         let changed: Vec<String> = view
@@ -332,18 +347,21 @@ impl BrandingService {
             organization,
             at: now,
             event: updated,
+            audit: record,
         } = SettingsChange::now(
             self.ports.organizations.as_ref(),
             self.ports.clock.as_ref(),
             self.ports.random.as_ref(),
             actor,
             &changed,
+            AuditAction::BrandingChanged,
+            origin,
         )
         .await?;
         if !self
             .ports
             .branding
-            .save_branding(organization.id, view.branding.clone(), now, updated)
+            .save_branding(organization.id, view.branding.clone(), now, updated, record)
             .await?
         {
             return Err(SettingsError::NotFound);

@@ -1,6 +1,8 @@
 //! Organization policies against mocked ports: what each policy does to registration, login,
 //! refresh, password changes and requests in the organization's context.
 
+use super::tests::origin;
+
 use std::net::IpAddr;
 
 use futures::executor::block_on;
@@ -159,7 +161,11 @@ fn login_with_a_password_older_than_max_age_is_refused_before_a_session_opens() 
     )]);
     mocks.sessions.expect_create_session().never();
 
-    let result = block_on(mocks.auth().login(ADA_EMAIL, ADA_PASSWORD.to_owned()));
+    let result = block_on(
+        mocks
+            .auth()
+            .login(ADA_EMAIL, ADA_PASSWORD.to_owned(), &origin()),
+    );
 
     assert!(matches!(result, Err(LoginError::PasswordExpired)));
 }
@@ -236,16 +242,20 @@ fn login_under_a_session_policy_bounds_the_session_the_token_and_the_session_cou
         .sessions
         .expect_create_session()
         .times(1)
-        .returning(move |session, _, keep| {
+        .returning(move |session, _, keep, _| {
             seen.record((session, keep));
             ready(Ok(()))
         });
     let signed = mocks.signer_signs();
 
-    let pair = block_on(mocks.auth().login(ADA_EMAIL, ADA_PASSWORD.to_owned()))
-        .unwrap()
-        .into_tokens()
-        .unwrap();
+    let pair = block_on(
+        mocks
+            .auth()
+            .login(ADA_EMAIL, ADA_PASSWORD.to_owned(), &origin()),
+    )
+    .unwrap()
+    .into_tokens()
+    .unwrap();
     let (session, keep_at_most) = created.only();
 
     assert_eq!(session.expires_at, now() + Duration::hours(8));
@@ -267,17 +277,21 @@ fn policies_of_an_organization_whose_plan_lapsed_are_not_enforced() {
     mocks
         .sessions
         .expect_create_session()
-        .withf(|session, _, keep| {
+        .withf(|session, _, keep, _| {
             session.expires_at == now() + Duration::days(30) && keep.is_none()
         })
         .times(1)
-        .returning(|_, _, _| ready(Ok(())));
+        .returning(|_, _, _, _| ready(Ok(())));
     mocks.signer_signs();
 
-    let pair = block_on(mocks.auth().login(ADA_EMAIL, ADA_PASSWORD.to_owned()))
-        .unwrap()
-        .into_tokens()
-        .unwrap();
+    let pair = block_on(
+        mocks
+            .auth()
+            .login(ADA_EMAIL, ADA_PASSWORD.to_owned(), &origin()),
+    )
+    .unwrap()
+    .into_tokens()
+    .unwrap();
 
     assert_eq!(pair.access.expires_in, 3600);
 }
@@ -519,6 +533,7 @@ fn saving_an_allowlist_without_your_own_address_is_refused_as_a_lockout() {
         &ada_acting_in_acme(Role::Owner, Plan::Business),
         policies(|p| p.ip_allowlist = office_only()),
         address("198.51.100.7"),
+        &origin(),
     ));
 
     assert!(matches!(result, Err(SettingsError::LockOut(_))));
@@ -534,7 +549,7 @@ fn saving_policies_records_organization_updated_naming_the_changed_sections() {
     let saved = Seen::new();
     let seen = saved.clone();
     mocks.policies.expect_save_policies().times(1).returning(
-        move |org, policies, since, at, event| {
+        move |org, policies, since, at, event, _| {
             assert_eq!(since, None, "MFA is not required");
             seen.record((org, policies, at, event));
             ready(Ok(true))
@@ -550,6 +565,7 @@ fn saving_policies_records_organization_updated_naming_the_changed_sections() {
         &ada_acting_in_acme(Role::Admin, Plan::Business),
         new.clone(),
         address("192.0.2.1"),
+        &origin(),
     ))
     .unwrap();
     let (org, policies, at, event) = saved.only();
@@ -696,7 +712,7 @@ fn mfa_is_required_since_the_save_that_turned_it_on() {
         let seen = since.clone();
         store
             .expect_save_policies()
-            .returning(move |_, _, since, _, _| {
+            .returning(move |_, _, since, _, _, _| {
                 seen.record(since);
                 ready(Ok(true))
             });
@@ -709,6 +725,7 @@ fn mfa_is_required_since_the_save_that_turned_it_on() {
             &ada_acting_in_acme(Role::Admin, Plan::Business),
             after,
             address("192.0.2.1"),
+            &origin(),
         ))
         .unwrap();
         assert_eq!(since.only(), expected, "{before:?}");

@@ -8,8 +8,9 @@ use super::{
 };
 use crate::{
     model::{
-        sp_acs_url, sp_entity_id, DomainWhitelist, Feature, IdpCertificate, IdpEntityId, IdpSsoUrl,
-        OrganizationId, Permission, ProvisionRole, SsoChange, SsoConfiguration, SsoProvider,
+        sp_acs_url, sp_entity_id, AuditAction, DomainWhitelist, Feature, IdpCertificate,
+        IdpEntityId, IdpSsoUrl, OrganizationId, Origin, Permission, ProvisionRole, SsoChange,
+        SsoConfiguration, SsoProvider,
     },
     ports::{service_ports, StoreError},
 };
@@ -104,18 +105,22 @@ impl SsoService {
         &self,
         actor: &Actor,
         new: NewSsoConfiguration,
+        origin: &Origin,
     ) -> Result<SsoView, SettingsError> {
         Self::authorize(actor)?;
         let SettingsChange {
             organization,
             at: now,
             event,
+            audit,
         } = SettingsChange::now(
             self.ports.organizations.as_ref(),
             self.ports.clock.as_ref(),
             self.ports.random.as_ref(),
             actor,
             &["sso".to_owned()],
+            AuditAction::SsoConfigured,
+            origin,
         )
         .await?;
         let configuration = SsoConfiguration {
@@ -134,7 +139,7 @@ impl SsoService {
         match self
             .ports
             .sso
-            .create_sso_configuration(configuration.clone(), event)
+            .create_sso_configuration(configuration.clone(), event, audit)
             .await
         {
             Ok(true) => Ok(self.view(configuration)),
@@ -156,7 +161,12 @@ impl SsoService {
     }
 
     /// Changes the fields the request names.
-    pub async fn update(&self, actor: &Actor, change: SsoChange) -> Result<SsoView, SettingsError> {
+    pub async fn update(
+        &self,
+        actor: &Actor,
+        change: SsoChange,
+        origin: &Origin,
+    ) -> Result<SsoView, SettingsError> {
         let mut view = self.configuration(actor).await?;
         let changed: Vec<String> = view
             .configuration
@@ -167,19 +177,26 @@ impl SsoService {
         if changed.is_empty() {
             return Ok(view);
         }
-        let SettingsChange { at: now, event, .. } = SettingsChange::now(
+        let SettingsChange {
+            at: now,
+            event,
+            audit,
+            ..
+        } = SettingsChange::now(
             self.ports.organizations.as_ref(),
             self.ports.clock.as_ref(),
             self.ports.random.as_ref(),
             actor,
             &changed,
+            AuditAction::SsoConfigured,
+            origin,
         )
         .await?;
         view.configuration.updated_at = now;
         if !self
             .ports
             .sso
-            .update_sso_configuration(view.configuration.clone(), event)
+            .update_sso_configuration(view.configuration.clone(), event, audit)
             .await?
         {
             return Err(SettingsError::NotConfigured);

@@ -20,15 +20,16 @@ use super::{
 use crate::{
     mock::MockPorts,
     model::{
-        Amr, ApiKey, ApiKeyId, ApiKeyName, ApplicationId, ClientGrant, ClientId, Email, EventType,
-        FailedSignIns, FullName, Membership, NewApiKey, NewEvent, NewSession, Organization,
-        OrganizationId, OrganizationName, OrganizationSettings, OrganizationType, PasswordError,
-        PasswordHash, Plan, Role, Scope, SecretToken, Session, SessionId, Slug, TokenHash,
-        TokenKind, User, UserCredentials, UserId,
+        Amr, ApiKey, ApiKeyId, ApiKeyName, ApplicationId, AuditAction, AuditActor, AuditOutcome,
+        AuditTarget, ClientGrant, ClientId, Email, EventType, FailedSignIns, FullName, Membership,
+        NewApiKey, NewEvent, NewSession, Organization, OrganizationId, OrganizationName,
+        OrganizationSettings, OrganizationType, Origin, PasswordError, PasswordHash, Plan, Role,
+        Scope, SecretToken, Session, SessionId, Slug, TargetKind, TokenHash, TokenKind, User,
+        UserCredentials, UserId,
     },
     ports::{
-        AccessClaims, MockPolicyStore, MockSignInAttempts, NewAccount, PlanPolicies, Ports,
-        StoreError, TokenError,
+        AccessClaims, MockAuditStore, MockPolicyStore, MockSignInAttempts, NewAccount,
+        PlanPolicies, Ports, StoreError, TokenError,
     },
 };
 
@@ -236,6 +237,11 @@ impl std::ops::DerefMut for Mocks {
     }
 }
 
+/// Where the tests' requests come from.
+pub(super) fn origin() -> Origin {
+    Origin::new([192, 0, 2, 7].into(), Some("curl/8.5"), Some("req-7"))
+}
+
 impl Mocks {
     pub(super) fn new() -> Self {
         let mut mocks = MockPorts::new();
@@ -261,6 +267,11 @@ impl Mocks {
             .expect_mfa_factors()
             .returning(|_| ready(Ok(Vec::new())));
         mocks.sign_in_attempts = no_failed_sign_ins();
+        // Refused sign-ins are recorded; the audit tests replace `mocks.audit` to look.
+        mocks
+            .audit
+            .expect_record_audit()
+            .returning(|_| ready(Ok(())));
         Self(mocks)
     }
 
@@ -546,7 +557,7 @@ fn register_events_carry_no_password_or_hash() {
 // ---------------------------------------------------------------------------------------------
 
 fn login(mocks: Mocks, email: &str, password: &str) -> Result<super::TokenPair, LoginError> {
-    block_on(mocks.auth().login(email, password.to_owned()))
+    block_on(mocks.auth().login(email, password.to_owned(), &origin()))
         .map(|signed_in| signed_in.into_tokens().expect("no second factor"))
 }
 
@@ -624,6 +635,75 @@ fn login_with_a_wrong_password_opens_no_session() {
 }
 
 #[test]
+fn a_refused_sign_in_is_audited_on_its_own_naming_the_account_and_where_it_came_from() {
+    let mut mocks = Mocks::new();
+    mocks.ada_is_registered();
+    mocks.password_check_says(false);
+    mocks.audit = MockAuditStore::new();
+    mocks
+        .audit
+        .expect_record_audit()
+        .withf(|record| {
+            record.action == AuditAction::LoginFailed
+                && record.actor == AuditActor::User(ADA)
+                && record.target == Some(AuditTarget::new(TargetKind::User, ADA))
+                && record.outcome == AuditOutcome::Failure
+                && record.origin == origin()
+                && record.organization_id.is_none()
+        })
+        .times(1)
+        .returning(|_| ready(Ok(())));
+
+    assert!(matches!(
+        login(mocks, ADA_EMAIL, "wrong password"),
+        Err(LoginError::InvalidCredentials)
+    ));
+}
+
+#[test]
+fn a_sign_in_for_no_account_is_audited_without_an_actor_id() {
+    let mut mocks = Mocks::new();
+    mocks.email_is_free();
+    mocks
+        .hasher
+        .expect_verify()
+        .returning(|_, _| ready(Ok(false)));
+    mocks.audit = MockAuditStore::new();
+    mocks
+        .audit
+        .expect_record_audit()
+        .withf(|record| record.actor == AuditActor::UnknownUser && record.target.is_none())
+        .times(1)
+        .returning(|_| ready(Ok(())));
+
+    assert!(login(mocks, "nobody@example.com", ADA_PASSWORD).is_err());
+}
+
+#[test]
+fn an_accepted_sign_in_is_audited_in_the_sessions_transaction() {
+    let mut mocks = Mocks::new();
+    mocks.ada_is_registered();
+    mocks.password_check_says(true);
+    mocks.audit = MockAuditStore::new();
+    mocks.audit.expect_record_audit().never();
+    mocks
+        .sessions
+        .expect_create_session()
+        .withf(|session, _, _, record| {
+            record.action == AuditAction::LoginSucceeded
+                && record.actor == AuditActor::User(session.user_id)
+                && record.outcome == AuditOutcome::Success
+                && record.occurred_at == now()
+                && record.origin == origin()
+        })
+        .times(1)
+        .returning(|_, _, _, _| ready(Ok(())));
+    mocks.signer_signs();
+
+    assert!(login(mocks, ADA_EMAIL, ADA_PASSWORD).is_ok());
+}
+
+#[test]
 fn login_normalises_the_email_before_looking_it_up() {
     let mut mocks = Mocks::new();
     mocks.ada_is_registered();
@@ -646,7 +726,7 @@ fn login_opens_a_thirty_day_session_known_only_by_the_refresh_token_hash() {
         .sessions
         .expect_create_session()
         .times(1)
-        .returning(move |session, event, _| {
+        .returning(move |session, event, _, _| {
             seen.record((session, event));
             ready(Ok(()))
         });
@@ -691,7 +771,7 @@ fn login_signs_an_hour_long_access_token_for_the_user_and_session() {
     mocks
         .sessions
         .expect_create_session()
-        .returning(move |session, _, _| {
+        .returning(move |session, _, _, _| {
             seen.record(session);
             ready(Ok(()))
         });
@@ -721,7 +801,7 @@ fn login_responses_do_not_debug_print_their_tokens() {
     mocks
         .sessions
         .expect_create_session()
-        .returning(|_, _, _| ready(Ok(())));
+        .returning(|_, _, _, _| ready(Ok(())));
     mocks.signer_signs();
 
     let pair = login(mocks, ADA_EMAIL, ADA_PASSWORD).unwrap();
@@ -1213,7 +1293,7 @@ fn create_key(
     block_on(
         mocks
             .api_key_service()
-            .create(principal, name, organization),
+            .create(principal, name, organization, &origin()),
     )
 }
 
@@ -1225,7 +1305,7 @@ fn store_saves_api_keys(mocks: &mut Mocks) -> Seen<NewApiKey> {
         .api_keys
         .expect_create_api_key()
         .times(1)
-        .returning(move |new: NewApiKey| {
+        .returning(move |new: NewApiKey, _| {
             seen.record(new.clone());
             ready(Ok(ApiKey {
                 id: new.id,

@@ -3,6 +3,8 @@
 //! Built on the fixtures of [`super::tests`]: the clock is stopped at [`now`], ids count up, and
 //! a port a test does not set up panics when touched.
 
+use super::tests::origin;
+
 use std::fmt::Debug;
 
 use futures::executor::block_on;
@@ -15,7 +17,7 @@ use uuid::Uuid;
 use super::{
     tests::{ada_acting, email, now, ready, secret_of, Mocks, Seen, ACME, ADA},
     Actor, AttemptOutcome, DeliveryEngine, DeliverySettings, EndpointUpdate, Forbidden,
-    SigningSecret, WebhookError, WebhookService, DISABLE_AFTER_FAILURES,
+    NewEndpointRequest, SigningSecret, WebhookError, WebhookService, DISABLE_AFTER_FAILURES,
 };
 use crate::{
     model::{
@@ -172,7 +174,7 @@ impl Mocks {
         self.webhooks
             .expect_create_endpoint()
             .times(1)
-            .returning(move |endpoint| {
+            .returning(move |endpoint, _| {
                 seen.record(endpoint);
                 ready(Ok(()))
             });
@@ -186,7 +188,7 @@ impl Mocks {
         let updated = Seen::new();
         let seen = updated.clone();
         self.webhooks.expect_update_endpoint().times(1).returning(
-            move |organization, id, change, at| {
+            move |organization, id, change, at, _| {
                 seen.record((organization, id, change, at));
                 ready(Ok(Some(endpoint())))
             },
@@ -279,10 +281,13 @@ fn every_webhook_operation_needs_webhooks_manage_and_touches_nothing_without_it(
 
         assert_forbidden(block_on(service.create(
             &actor,
-            url(),
-            vec![EventType::MemberJoined],
-            String::new(),
-            None,
+            NewEndpointRequest {
+                url: url(),
+                events: vec![EventType::MemberJoined],
+                description: String::new(),
+                secret: None,
+            },
+            &origin(),
         )));
         assert_forbidden(block_on(service.list(&actor, None, PageRequest::default())));
         assert_forbidden(block_on(service.get(&actor, HOOK)));
@@ -293,16 +298,17 @@ fn every_webhook_operation_needs_webhooks_manage_and_touches_nothing_without_it(
                 secret: Some(secret(CHOSEN_SECRET)),
                 ..EndpointUpdate::default()
             },
+            &origin(),
         )));
-        assert_forbidden(block_on(service.delete(&actor, HOOK)));
+        assert_forbidden(block_on(service.delete(&actor, HOOK, &origin())));
         assert_forbidden(block_on(service.deliveries(
             &actor,
             HOOK,
             DeliveryFilter::default(),
             PageRequest::default(),
         )));
-        assert_forbidden(block_on(service.retry(&actor, DELIVERY)));
-        assert_forbidden(block_on(service.test(&actor, HOOK)));
+        assert_forbidden(block_on(service.retry(&actor, DELIVERY, &origin())));
+        assert_forbidden(block_on(service.test(&actor, HOOK, &origin())));
     }
 }
 
@@ -318,16 +324,19 @@ fn create_subscribes_to_each_event_type_once_in_the_order_given() {
 
     let endpoint = block_on(mocks.webhook_service().create(
         &admin(),
-        url(),
-        vec![
-            EventType::MemberJoined,
-            EventType::UserCreated,
-            EventType::MemberJoined,
-            EventType::UserCreated,
-            EventType::AuthLogin,
-        ],
-        "CRM sync".to_owned(),
-        None,
+        NewEndpointRequest {
+            url: url(),
+            events: vec![
+                EventType::MemberJoined,
+                EventType::UserCreated,
+                EventType::MemberJoined,
+                EventType::UserCreated,
+                EventType::AuthLogin,
+            ],
+            description: "CRM sync".to_owned(),
+            secret: None,
+        },
+        &origin(),
     ))
     .unwrap()
     .endpoint;
@@ -349,10 +358,13 @@ fn create_with_no_event_types_is_refused_and_nothing_is_sealed_or_stored() {
 
     let result = block_on(mocks.webhook_service().create(
         &admin(),
-        url(),
-        Vec::new(),
-        String::new(),
-        Some(secret(CHOSEN_SECRET)),
+        NewEndpointRequest {
+            url: url(),
+            events: Vec::new(),
+            description: String::new(),
+            secret: Some(secret(CHOSEN_SECRET)),
+        },
+        &origin(),
     ));
 
     assert!(matches!(result, Err(WebhookError::NoEvents)), "{result:?}");
@@ -366,10 +378,13 @@ fn create_without_a_secret_generates_a_whsec_secret_and_returns_it_once() {
 
     let created = block_on(mocks.webhook_service().create(
         &admin(),
-        url(),
-        vec![EventType::MemberJoined],
-        String::new(),
-        None,
+        NewEndpointRequest {
+            url: url(),
+            events: vec![EventType::MemberJoined],
+            description: String::new(),
+            secret: None,
+        },
+        &origin(),
     ))
     .unwrap();
 
@@ -387,10 +402,13 @@ fn create_makes_an_active_endpoint_of_the_actors_organization() {
 
     let endpoint = block_on(mocks.webhook_service().create(
         &admin(),
-        url(),
-        vec![EventType::MemberJoined],
-        "CRM sync".to_owned(),
-        None,
+        NewEndpointRequest {
+            url: url(),
+            events: vec![EventType::MemberJoined],
+            description: "CRM sync".to_owned(),
+            secret: None,
+        },
+        &origin(),
     ))
     .unwrap()
     .endpoint;
@@ -419,10 +437,13 @@ fn create_seals_the_secret_for_its_endpoint_and_stores_only_the_sealed_bytes() {
 
     let result = block_on(mocks.webhook_service().create(
         &admin(),
-        url(),
-        vec![EventType::MemberJoined],
-        String::new(),
-        Some(secret(CHOSEN_SECRET)),
+        NewEndpointRequest {
+            url: url(),
+            events: vec![EventType::MemberJoined],
+            description: String::new(),
+            secret: Some(secret(CHOSEN_SECRET)),
+        },
+        &origin(),
     ))
     .unwrap();
 
@@ -449,10 +470,13 @@ fn create_stores_nothing_when_the_secret_cannot_be_sealed() {
 
     let result = block_on(mocks.webhook_service().create(
         &admin(),
-        url(),
-        vec![EventType::MemberJoined],
-        String::new(),
-        None,
+        NewEndpointRequest {
+            url: url(),
+            events: vec![EventType::MemberJoined],
+            description: String::new(),
+            secret: None,
+        },
+        &origin(),
     ));
 
     assert!(matches!(result, Err(WebhookError::Cipher(_))), "{result:?}");
@@ -466,10 +490,13 @@ fn a_created_endpoint_does_not_debug_print_its_secret() {
 
     let created = block_on(mocks.webhook_service().create(
         &admin(),
-        url(),
-        vec![EventType::MemberJoined],
-        String::new(),
-        Some(secret(CHOSEN_SECRET)),
+        NewEndpointRequest {
+            url: url(),
+            events: vec![EventType::MemberJoined],
+            description: String::new(),
+            secret: Some(secret(CHOSEN_SECRET)),
+        },
+        &origin(),
     ))
     .unwrap();
 
@@ -494,6 +521,7 @@ fn update_with_a_new_secret_seals_it_for_that_endpoint() {
             secret: Some(secret(CHOSEN_SECRET)),
             ..EndpointUpdate::default()
         },
+        &origin(),
     ))
     .unwrap();
 
@@ -529,6 +557,7 @@ fn update_without_a_secret_leaves_it_unsealed_and_deduplicates_events() {
             is_active: Some(true),
             ..EndpointUpdate::default()
         },
+        &origin(),
     ))
     .unwrap();
 
@@ -555,6 +584,7 @@ fn update_to_no_event_types_is_refused() {
             events: Some(Vec::new()),
             ..EndpointUpdate::default()
         },
+        &origin(),
     ));
 
     assert!(matches!(result, Err(WebhookError::NoEvents)), "{result:?}");
@@ -567,7 +597,7 @@ fn update_of_an_endpoint_the_organization_does_not_have_is_not_found() {
         .webhooks
         .expect_update_endpoint()
         .times(1)
-        .returning(|_, _, _, _| ready(Ok(None)));
+        .returning(|_, _, _, _, _| ready(Ok(None)));
 
     let result = block_on(mocks.webhook_service().update(
         &admin(),
@@ -576,6 +606,7 @@ fn update_of_an_endpoint_the_organization_does_not_have_is_not_found() {
             description: Some("renamed".to_owned()),
             ..EndpointUpdate::default()
         },
+        &origin(),
     ));
 
     assert!(
@@ -593,10 +624,10 @@ fn retry_when_store_says(outcome: RetryOutcome) -> Result<Delivery, WebhookError
     mocks
         .webhooks
         .expect_retry_delivery()
-        .withf(|organization, id, at| *organization == ACME && *id == DELIVERY && *at == now())
+        .withf(|organization, id, at, _| *organization == ACME && *id == DELIVERY && *at == now())
         .times(1)
-        .returning(move |_, _, _| ready(Ok(outcome.clone())));
-    block_on(mocks.webhook_service().retry(&admin(), DELIVERY))
+        .returning(move |_, _, _, _| ready(Ok(outcome.clone())));
+    block_on(mocks.webhook_service().retry(&admin(), DELIVERY, &origin()))
 }
 
 #[test]
@@ -1198,7 +1229,7 @@ fn a_ping_sends_a_signed_webhook_test_and_records_it_as_sent_once() {
     let recorded = mocks.store_records_test(true);
     mocks.no_mail();
 
-    let outcome = block_on(mocks.webhook_service().test(&admin(), HOOK)).unwrap();
+    let outcome = block_on(mocks.webhook_service().test(&admin(), HOOK, &origin())).unwrap();
 
     let request = sent.only();
     assert_eq!(request.url, url());
@@ -1245,7 +1276,7 @@ fn a_ping_the_endpoint_refuses_is_reported_and_never_due_again() {
     mocks.receiver_answers(503);
     let recorded = mocks.store_records_test(true);
 
-    let outcome = block_on(mocks.webhook_service().test(&admin(), HOOK)).unwrap();
+    let outcome = block_on(mocks.webhook_service().test(&admin(), HOOK, &origin())).unwrap();
 
     assert!(!outcome.success);
     assert_eq!(outcome.status_code, Some(503));
@@ -1269,7 +1300,7 @@ fn a_ping_nobody_answers_reports_why() {
     });
     let recorded = mocks.store_records_test(true);
 
-    let outcome = block_on(mocks.webhook_service().test(&admin(), HOOK)).unwrap();
+    let outcome = block_on(mocks.webhook_service().test(&admin(), HOOK, &origin())).unwrap();
 
     assert!(!outcome.success);
     assert_eq!(outcome.status_code, None);
@@ -1291,7 +1322,7 @@ fn a_ping_of_an_endpoint_the_organization_does_not_have_sends_nothing() {
     mocks.sender.expect_send().never();
     mocks.webhooks.expect_record_test().never();
 
-    let result = block_on(mocks.webhook_service().test(&admin(), HOOK));
+    let result = block_on(mocks.webhook_service().test(&admin(), HOOK, &origin()));
     assert!(
         matches!(result, Err(WebhookError::EndpointNotFound)),
         "{result:?}"
@@ -1306,7 +1337,7 @@ fn a_ping_of_an_endpoint_deleted_while_it_was_sent_is_not_found() {
     mocks.receiver_answers(200);
     mocks.store_records_test(false);
 
-    let result = block_on(mocks.webhook_service().test(&admin(), HOOK));
+    let result = block_on(mocks.webhook_service().test(&admin(), HOOK, &origin()));
     assert!(
         matches!(result, Err(WebhookError::EndpointNotFound)),
         "{result:?}"

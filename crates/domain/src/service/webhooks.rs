@@ -11,9 +11,9 @@ use time::OffsetDateTime;
 use super::{Actor, Forbidden};
 use crate::{
     model::{
-        signature, timestamp, Delivery, DeliveryId, DeliveryState, EndpointId, EventId, EventType,
-        MemberFilter, OrganizationId, Page, PageRequest, Permission, RetrySchedule, Role,
-        TokenKind, WebhookEndpoint, WebhookUrl,
+        signature, timestamp, AuditAction, AuditRecord, Delivery, DeliveryId, DeliveryState,
+        EndpointId, EventId, EventType, MemberFilter, OrganizationId, Origin, Page, PageRequest,
+        Permission, RetrySchedule, Role, TargetKind, TokenKind, WebhookEndpoint, WebhookUrl,
     },
     ports::{
         service_ports, AttemptRecord, CipherError, DeliveryFilter, EndpointChange, EndpointDetail,
@@ -92,6 +92,19 @@ pub struct CreatedEndpoint {
     pub signing_secret: SigningSecret,
 }
 
+/// A new endpoint, as asked for.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewEndpointRequest {
+    /// Where deliveries go.
+    pub url: WebhookUrl,
+    /// The event types it subscribes to (at least one).
+    pub events: Vec<EventType>,
+    /// A note for people.
+    pub description: String,
+    /// A signing secret of the caller's; `None` makes one.
+    pub secret: Option<SigningSecret>,
+}
+
 /// The fields of an endpoint update; `None` leaves a field.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct EndpointUpdate {
@@ -136,15 +149,30 @@ impl WebhookService {
             .seal(secret.expose().as_bytes(), &secret_context(id))
     }
 
+    /// The audit record of a webhook change in the actor's organization.
+    fn record(
+        &self,
+        actor: &Actor,
+        action: AuditAction,
+        origin: &Origin,
+        now: OffsetDateTime,
+    ) -> AuditRecord {
+        actor.audit(self.ports.random.as_ref(), now, action, origin)
+    }
+
     /// Registers an endpoint; the answer holds its signing secret, shown once.
     pub async fn create(
         &self,
         actor: &Actor,
-        url: WebhookUrl,
-        events: Vec<EventType>,
-        description: String,
-        secret: Option<SigningSecret>,
+        endpoint: NewEndpointRequest,
+        origin: &Origin,
     ) -> Result<CreatedEndpoint, WebhookError> {
+        let NewEndpointRequest {
+            url,
+            events,
+            description,
+            secret,
+        } = endpoint;
         actor.require(Permission::WebhooksManage)?;
         let events = dedup(events).ok_or(WebhookError::NoEvents)?;
         let secret = secret.unwrap_or_else(|| {
@@ -168,12 +196,18 @@ impl WebhookService {
             updated_at: now,
         };
         let secret_sealed = self.seal(endpoint.id, &secret)?;
+        let record = self
+            .record(actor, AuditAction::EndpointCreated, origin, now)
+            .on(TargetKind::WebhookEndpoint, endpoint.id);
         self.ports
             .webhooks
-            .create_endpoint(NewEndpoint {
-                endpoint: endpoint.clone(),
-                secret_sealed,
-            })
+            .create_endpoint(
+                NewEndpoint {
+                    endpoint: endpoint.clone(),
+                    secret_sealed,
+                },
+                record,
+            )
             .await?;
         Ok(CreatedEndpoint {
             endpoint,
@@ -212,6 +246,7 @@ impl WebhookService {
         actor: &Actor,
         id: EndpointId,
         update: EndpointUpdate,
+        origin: &Origin,
     ) -> Result<WebhookEndpoint, WebhookError> {
         actor.require(Permission::WebhooksManage)?;
         let events = match update.events {
@@ -229,20 +264,37 @@ impl WebhookService {
             secret_sealed,
             is_active: update.is_active,
         };
+        let now = self.ports.clock.now();
+        let record = self
+            .record(actor, AuditAction::EndpointUpdated, origin, now)
+            .on(TargetKind::WebhookEndpoint, id);
         self.ports
             .webhooks
-            .update_endpoint(actor.organization_id(), id, change, self.ports.clock.now())
+            .update_endpoint(actor.organization_id(), id, change, now, record)
             .await?
             .ok_or(WebhookError::EndpointNotFound)
     }
 
     /// Removes the endpoint; what was pending for it is never sent.
-    pub async fn delete(&self, actor: &Actor, id: EndpointId) -> Result<(), WebhookError> {
+    pub async fn delete(
+        &self,
+        actor: &Actor,
+        id: EndpointId,
+        origin: &Origin,
+    ) -> Result<(), WebhookError> {
         actor.require(Permission::WebhooksManage)?;
+        let record = self
+            .record(
+                actor,
+                AuditAction::EndpointDeleted,
+                origin,
+                self.ports.clock.now(),
+            )
+            .on(TargetKind::WebhookEndpoint, id);
         if self
             .ports
             .webhooks
-            .delete_endpoint(actor.organization_id(), id)
+            .delete_endpoint(actor.organization_id(), id, record)
             .await?
         {
             Ok(())
@@ -268,12 +320,21 @@ impl WebhookService {
     }
 
     /// Re-queues a failed (or delivered) delivery at once, as a new attempt.
-    pub async fn retry(&self, actor: &Actor, id: DeliveryId) -> Result<Delivery, WebhookError> {
+    pub async fn retry(
+        &self,
+        actor: &Actor,
+        id: DeliveryId,
+        origin: &Origin,
+    ) -> Result<Delivery, WebhookError> {
         actor.require(Permission::WebhooksManage)?;
+        let now = self.ports.clock.now();
+        let record = self
+            .record(actor, AuditAction::DeliveryRetried, origin, now)
+            .on(TargetKind::Delivery, id);
         match self
             .ports
             .webhooks
-            .retry_delivery(actor.organization_id(), id, self.ports.clock.now())
+            .retry_delivery(actor.organization_id(), id, now, record)
             .await?
         {
             RetryOutcome::Queued(delivery) => Ok(delivery),
@@ -287,7 +348,12 @@ impl WebhookService {
 impl WebhookService {
     /// Sends a signed `webhook.test` to the endpoint now (active or not), records it in the
     /// endpoint's delivery log as sent once, and says what came of it. It is never retried.
-    pub async fn test(&self, actor: &Actor, id: EndpointId) -> Result<TestOutcome, WebhookError> {
+    pub async fn test(
+        &self,
+        actor: &Actor,
+        id: EndpointId,
+        origin: &Origin,
+    ) -> Result<TestOutcome, WebhookError> {
         actor.require(Permission::WebhooksManage)?;
         let organization_id = actor.organization_id();
         let target = self
@@ -328,6 +394,9 @@ impl WebhookService {
                 event_id,
                 data,
                 payload,
+                audit: self
+                    .record(actor, AuditAction::WebhookTested, origin, started)
+                    .on(TargetKind::WebhookEndpoint, id),
                 record: AttemptRecord {
                     delivery_id,
                     endpoint_id: id,

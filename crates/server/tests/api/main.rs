@@ -6,6 +6,7 @@ mod helpers;
 mod accounts;
 mod api_keys;
 mod applications;
+mod audit;
 mod brute_force;
 mod control;
 mod errors;

@@ -18,7 +18,7 @@ async fn business_team(app: &TestApp, owner: &str) -> (String, String) {
 }
 
 /// The default policies with some fields changed.
-fn policies(edit: impl FnOnce(&mut Value)) -> Value {
+pub(crate) fn policies(edit: impl FnOnce(&mut Value)) -> Value {
     let mut policies = json!({
         "password_policy": {
             "min_length": 8, "require_uppercase": false, "require_lowercase": false,
@@ -62,7 +62,7 @@ fn self_signed_certificate(not_before: (i32, u8, u8), not_after: (i32, u8, u8)) 
     params.self_signed(&key).unwrap().pem()
 }
 
-fn valid_certificate() -> String {
+pub(crate) fn valid_certificate() -> String {
     self_signed_certificate((2024, 1, 1), (2036, 1, 1))
 }
 

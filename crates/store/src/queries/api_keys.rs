@@ -2,7 +2,7 @@ use async_trait::async_trait;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
-    model::{ApiKey, ApiKeyId, NewApiKey, TokenHash, UserId},
+    model::{ApiKey, ApiKeyId, AuditRecord, NewApiKey, TokenHash, UserId},
     ports::{ApiKeyStore, StoreError},
 };
 use time::OffsetDateTime;
@@ -12,18 +12,24 @@ use super::{
         schema::{api_keys, organizations},
         Conn, DbStore,
     },
+    audit::insert_audit,
     rows::{ApiKeyRow, NewApiKeyRow},
 };
 use crate::{db_error, types::DbUuid};
 
 #[async_trait]
 impl ApiKeyStore for DbStore {
-    async fn create_api_key(&self, key: NewApiKey) -> Result<ApiKey, StoreError> {
+    async fn create_api_key(
+        &self,
+        key: NewApiKey,
+        audit: AuditRecord,
+    ) -> Result<ApiKey, StoreError> {
         let pool = self.writer.clone();
         self.runtime
             .run(async move {
                 let mut conn = pool.get().await.map_err(crate::pool_error)?;
                 let row = write_tx!(&mut *conn, async |conn: &mut Conn| {
+                    insert_audit(conn, audit.clone()).await?;
                     diesel::insert_into(api_keys::table)
                         .values(NewApiKeyRow {
                             id: DbUuid(key.id.as_uuid()),
@@ -60,14 +66,22 @@ impl ApiKeyStore for DbStore {
         })
     }
 
-    async fn delete_api_key(&self, user_id: UserId, id: ApiKeyId) -> Result<bool, StoreError> {
+    async fn delete_api_key(
+        &self,
+        user_id: UserId,
+        id: ApiKeyId,
+        audit: AuditRecord,
+    ) -> Result<bool, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             let own = api_keys::table
                 .filter(api_keys::id.eq(DbUuid(id.as_uuid())))
                 .filter(api_keys::user_id.eq(DbUuid(user_id.as_uuid())));
-            diesel::delete(own).execute(conn).await
+            let deleted = diesel::delete(own).execute(conn).await? == 1;
+            if deleted {
+                insert_audit(conn, audit).await?;
+            }
+            Ok(deleted)
         })
-        .map(|deleted| deleted == 1)
     }
 
     async fn use_api_key(

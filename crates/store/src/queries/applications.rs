@@ -6,8 +6,8 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{
-        Application, ApplicationId, ApplicationName, ClientId, NewApplication, NewEvent,
-        OrganizationId, Page, PageRequest, RedirectUri, RedirectUris, TokenHash,
+        Application, ApplicationId, ApplicationName, AuditRecord, ClientId, NewApplication,
+        NewEvent, OrganizationId, Page, PageRequest, RedirectUri, RedirectUris, TokenHash,
     },
     ports::{ApplicationStore, StoreError},
 };
@@ -15,6 +15,7 @@ use time::OffsetDateTime;
 
 use super::{
     super::{schema::applications, Conn, Db, DbStore},
+    audit::insert_audit,
     policies::is_live,
     rows::record_events,
 };
@@ -100,6 +101,7 @@ impl ApplicationStore for DbStore {
         &self,
         new: NewApplication,
         event: NewEvent,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             let row = ApplicationRow::of(&new);
@@ -111,6 +113,7 @@ impl ApplicationStore for DbStore {
                 .execute(conn)
                 .await?;
             record_events(conn, vec![event]).await?;
+            insert_audit(conn, audit).await?;
             Ok::<_, diesel::result::Error>(true)
         })
     }
@@ -167,6 +170,7 @@ impl ApplicationStore for DbStore {
         application: Application,
         secret_hash: Option<TokenHash>,
         event: NewEvent,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             let this = theirs(application.organization_id, application.id);
@@ -189,6 +193,7 @@ impl ApplicationStore for DbStore {
                     .await?;
             }
             record_events(conn, vec![event]).await?;
+            insert_audit(conn, audit).await?;
             Ok::<_, diesel::result::Error>(true)
         })
     }
@@ -198,6 +203,7 @@ impl ApplicationStore for DbStore {
         organization_id: OrganizationId,
         id: ApplicationId,
         event: NewEvent,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             let deleted = diesel::delete(theirs(organization_id, id))
@@ -205,6 +211,7 @@ impl ApplicationStore for DbStore {
                 .await?;
             if deleted == 1 {
                 record_events(conn, vec![event]).await?;
+                insert_audit(conn, audit).await?;
             }
             Ok::<_, diesel::result::Error>(deleted == 1)
         })

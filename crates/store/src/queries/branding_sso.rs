@@ -3,8 +3,8 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{
-        Branding, DomainWhitelist, EmailDomain, IdpCertificate, IdpEntityId, IdpSsoUrl, NewEvent,
-        OrganizationId, SsoConfiguration,
+        AuditRecord, Branding, DomainWhitelist, EmailDomain, IdpCertificate, IdpEntityId,
+        IdpSsoUrl, NewEvent, OrganizationId, SsoConfiguration,
     },
     ports::{BrandingStore, SavedBranding, SsoStore, StoreError},
 };
@@ -15,6 +15,7 @@ use super::{
         schema::{organization_branding, organizations, sso_configurations, sso_domains},
         Conn, Db, DbStore,
     },
+    audit::insert_audit,
     policies::{document, is_live, read_document, save_document},
     rows::record_events,
 };
@@ -42,8 +43,9 @@ impl BrandingStore for DbStore {
         branding: Branding,
         at: OffsetDateTime,
         event: NewEvent,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError> {
-        save_document!(self, organization_branding, id, branding, at, event)
+        save_document!(self, organization_branding, id, branding, at, event, audit)
     }
 }
 
@@ -138,16 +140,20 @@ impl SsoStore for DbStore {
         &self,
         configuration: SsoConfiguration,
         event: NewEvent,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError> {
-        self.write_sso(configuration, event, Write::Create).await
+        self.write_sso(configuration, event, audit, Write::Create)
+            .await
     }
 
     async fn update_sso_configuration(
         &self,
         configuration: SsoConfiguration,
         event: NewEvent,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError> {
-        self.write_sso(configuration, event, Write::Update).await
+        self.write_sso(configuration, event, audit, Write::Update)
+            .await
     }
 
     async fn sso_configurations_for_domain(
@@ -215,6 +221,7 @@ impl DbStore {
         &self,
         configuration: SsoConfiguration,
         event: NewEvent,
+        audit: AuditRecord,
         write: Write,
     ) -> Result<bool, StoreError> {
         let row = SsoRow::of(&configuration);
@@ -239,6 +246,7 @@ impl DbStore {
             if written == 1 {
                 write_domains(conn, &row).await?;
                 record_events(conn, vec![event]).await?;
+                insert_audit(conn, audit).await?;
             }
             Ok::<_, diesel::result::Error>(written == 1)
         })

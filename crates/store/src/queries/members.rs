@@ -6,8 +6,9 @@ use diesel::{
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{
-        Email, Invitation, InvitationId, Member, MemberFilter, NewEvent, NewInvitation,
-        OrganizationId, OrganizationType, Page, PageRequest, Role, TokenHash, UserId,
+        AuditRecord, Email, Invitation, InvitationId, Member, MemberFilter, NewEvent,
+        NewInvitation, OrganizationId, OrganizationType, Page, PageRequest, Role, TokenHash,
+        UserId,
     },
     ports::{MemberStore, StoreError},
 };
@@ -18,6 +19,7 @@ use super::{
         schema::{api_keys, invitations, memberships, organizations, users},
         Conn, Db, DbStore,
     },
+    audit::insert_audit,
     contains_pattern, lower,
     rows::{
         record_events, InvitationRow, InvitedMemberRow, MemberRow, NewInvitationRow,
@@ -277,6 +279,7 @@ impl MemberStore for DbStore {
         &self,
         invitation: NewInvitation,
         event: NewEvent,
+        audit: AuditRecord,
     ) -> Result<(), StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             let org = DbUuid(invitation.organization_id.as_uuid());
@@ -305,7 +308,8 @@ impl MemberStore for DbStore {
                 })
                 .execute(conn)
                 .await?;
-            record_events(conn, vec![event]).await
+            record_events(conn, vec![event]).await?;
+            insert_audit(conn, audit).await
         })
     }
 
@@ -355,6 +359,7 @@ impl MemberStore for DbStore {
         user_id: UserId,
         at: OffsetDateTime,
         event: NewEvent,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             let live = organizations::table
@@ -394,6 +399,7 @@ impl MemberStore for DbStore {
                 .execute(conn)
                 .await?;
             record_events(conn, vec![event]).await?;
+            insert_audit(conn, audit).await?;
             Ok::<_, diesel::result::Error>(true)
         })
     }
@@ -403,6 +409,7 @@ impl MemberStore for DbStore {
         organization_id: OrganizationId,
         id: InvitationId,
         at: OffsetDateTime,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             let pending = invitations::table
@@ -410,12 +417,16 @@ impl MemberStore for DbStore {
                 .filter(invitations::organization_id.eq(DbUuid(organization_id.as_uuid())))
                 .filter(invitations::accepted_at.is_null())
                 .filter(invitations::revoked_at.is_null());
-            diesel::update(pending)
+            let revoked = diesel::update(pending)
                 .set(invitations::revoked_at.eq(Some(at)))
                 .execute(conn)
-                .await
+                .await?
+                == 1;
+            if revoked {
+                insert_audit(conn, audit).await?;
+            }
+            Ok::<_, diesel::result::Error>(revoked)
         })
-        .map(|revoked| revoked == 1)
     }
 
     async fn change_role(
@@ -425,6 +436,7 @@ impl MemberStore for DbStore {
         role: Role,
         at: OffsetDateTime,
         event: NewEvent,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             let membership = memberships::table
@@ -439,6 +451,7 @@ impl MemberStore for DbStore {
                 .await?;
             if updated == 1 {
                 record_events(conn, vec![event]).await?;
+                insert_audit(conn, audit).await?;
             }
             Ok::<_, diesel::result::Error>(updated == 1)
         })
@@ -449,6 +462,7 @@ impl MemberStore for DbStore {
         organization_id: OrganizationId,
         user_id: UserId,
         event: NewEvent,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             let (org, user) = (DbUuid(organization_id.as_uuid()), DbUuid(user_id.as_uuid()));
@@ -462,6 +476,7 @@ impl MemberStore for DbStore {
                     .filter(api_keys::user_id.eq(user));
                 diesel::delete(keys).execute(conn).await?;
                 record_events(conn, vec![event]).await?;
+                insert_audit(conn, audit).await?;
             }
             Ok::<_, diesel::result::Error>(removed == 1)
         })

@@ -3,8 +3,8 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{
-        Amr, MfaFactor, MfaFactorId, MfaLogin, MfaMethod, NewEvent, NewSession, TokenHash, UserId,
-        WebauthnRegistration, MFA_MAX_FAILURES,
+        Amr, AuditRecord, MfaFactor, MfaFactorId, MfaLogin, MfaMethod, NewEvent, NewSession,
+        TokenHash, UserId, WebauthnRegistration, MFA_MAX_FAILURES,
     },
     ports::{MfaStore, SecondFactorUse, StoreError, StoredPasskey, StoredTotp, StoredWebauthn},
 };
@@ -15,6 +15,7 @@ use super::{
         schema::{mfa_factors, mfa_logins, recovery_codes, webauthn_registrations},
         Conn, Db, DbStore,
     },
+    audit::insert_audit,
     rows::record_events,
     sessions::open_session,
 };
@@ -405,7 +406,12 @@ impl MfaStore for DbStore {
         })
     }
 
-    async fn create_mfa_login(&self, token: TokenHash, login: MfaLogin) -> Result<(), StoreError> {
+    async fn create_mfa_login(
+        &self,
+        token: TokenHash,
+        login: MfaLogin,
+        audit: AuditRecord,
+    ) -> Result<(), StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             // Second steps that can no longer complete are forgotten.
             diesel::delete(mfa_logins::table.filter(mfa_logins::expires_at.le(login.created_at)))
@@ -422,8 +428,8 @@ impl MfaStore for DbStore {
                     mfa_logins::first_factor.eq(login.first_factor.stored()),
                 ))
                 .execute(conn)
-                .await
-                .map(drop)
+                .await?;
+            insert_audit(conn, audit).await
         })
     }
 
@@ -481,6 +487,7 @@ impl MfaStore for DbStore {
         event: NewEvent,
         keep_at_most: Option<u32>,
         now: OffsetDateTime,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError> {
         let token = token.as_hex().to_owned();
         let pool = self.writer.clone();
@@ -488,7 +495,9 @@ impl MfaStore for DbStore {
             .run(async move {
                 let mut conn = pool.get().await.map_err(crate::pool_error)?;
                 let result = write_tx!(&mut *conn, async |conn: &mut Conn| {
-                    complete(conn, &token, &used, &session, &event, keep_at_most, now).await
+                    complete(conn, &token, &used, &session, &event, keep_at_most, now).await?;
+                    insert_audit(conn, audit.clone()).await?;
+                    Ok(())
                 })
                 .await;
                 match result {

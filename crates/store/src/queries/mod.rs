@@ -9,6 +9,7 @@ mod account_tokens;
 mod accounts;
 mod api_keys;
 mod applications;
+mod audit;
 mod branding_sso;
 mod keys;
 mod members;

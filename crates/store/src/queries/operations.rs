@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
-    model::{Delivery, DeliveryStatus, EventType, Page, PageRequest},
+    model::{AuditRecord, Delivery, DeliveryStatus, EventType, Page, PageRequest},
     ports::{
         DeadLetterFilter, EventFilter, OperationsStore, ReplaySelection, StoreError, StoredEvent,
     },
@@ -19,6 +19,7 @@ use super::{
         schema::{events, webhook_deliveries},
         Conn, Db, DbStore,
     },
+    audit::insert_audit,
     rows::{stored_state, DeliveryRow},
 };
 use crate::{corrupt, db_error, types::DbUuid};
@@ -226,8 +227,10 @@ impl OperationsStore for DbStore {
         selection: ReplaySelection,
         at: OffsetDateTime,
         limit: u32,
+        audit: AuditRecord,
     ) -> Result<u64, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
+            insert_audit(conn, audit).await?;
             replay_in(conn, &selection, at, limit).await
         })?
     }

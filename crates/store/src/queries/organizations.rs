@@ -5,8 +5,8 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{
-        NewEvent, NewOrganization, Organization, OrganizationChange, OrganizationFilter,
-        OrganizationId, Page, PageRequest, Plan, Role, Slug, UserId,
+        AuditRecord, NewEvent, NewOrganization, Organization, OrganizationChange,
+        OrganizationFilter, OrganizationId, Page, PageRequest, Plan, Role, Slug, UserId,
     },
     ports::{OrganizationStore, StoreError},
 };
@@ -17,6 +17,7 @@ use super::{
         schema::{applications, memberships, organizations},
         Conn, Db, DbStore,
     },
+    audit::insert_audit,
     contains_pattern, lower,
     rows::{record_events, NewMembershipRow, NewOrganizationRow, OrganizationRow},
 };
@@ -204,6 +205,7 @@ impl OrganizationStore for DbStore {
         organization: NewOrganization,
         owner: UserId,
         events: Vec<NewEvent>,
+        audit: AuditRecord,
     ) -> Result<(), StoreError> {
         let pool = self.writer.clone();
         self.runtime
@@ -220,7 +222,8 @@ impl OrganizationStore for DbStore {
                         if organization.slug_generated {
                             stamp_slug(&mut events, organization.id, &slug);
                         }
-                        record_events(conn, events).await
+                        record_events(conn, events).await?;
+                        insert_audit(conn, audit.clone()).await
                     })
                     .await;
                     match result {
@@ -284,6 +287,7 @@ impl OrganizationStore for DbStore {
         change: OrganizationChange,
         at: OffsetDateTime,
         event: NewEvent,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             let live = organizations::table
@@ -301,6 +305,7 @@ impl OrganizationStore for DbStore {
                 .await?;
             if updated == 1 {
                 record_events(conn, vec![event]).await?;
+                insert_audit(conn, audit).await?;
             }
             Ok::<_, diesel::result::Error>(updated == 1)
         })
@@ -311,6 +316,7 @@ impl OrganizationStore for DbStore {
         id: OrganizationId,
         at: OffsetDateTime,
         event: NewEvent,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             let org = DbUuid(id.as_uuid());
@@ -337,6 +343,7 @@ impl OrganizationStore for DbStore {
                     .execute(conn)
                     .await?;
                 record_events(conn, vec![event]).await?;
+                insert_audit(conn, audit).await?;
             }
             Ok::<_, diesel::result::Error>(deleted == 1)
         })
@@ -359,6 +366,7 @@ impl OrganizationStore for DbStore {
         plan: Plan,
         at: OffsetDateTime,
         event: NewEvent,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             let live = organizations::table
@@ -373,6 +381,7 @@ impl OrganizationStore for DbStore {
                 .await?;
             if updated == 1 {
                 record_events(conn, vec![event]).await?;
+                insert_audit(conn, audit).await?;
             }
             Ok::<_, diesel::result::Error>(updated == 1)
         })

@@ -2,7 +2,7 @@ use async_trait::async_trait;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
-    model::{Email, NewEvent, OrganizationId, OrganizationPolicies, Plan, UserId},
+    model::{AuditRecord, Email, NewEvent, OrganizationId, OrganizationPolicies, Plan, UserId},
     ports::{PlanPolicies, PolicyStore, SavedPolicies, StoreError},
 };
 use time::OffsetDateTime;
@@ -12,6 +12,7 @@ use super::{
         schema::{invitations, memberships, organization_policies, organizations},
         Conn, DbStore,
     },
+    audit::insert_audit,
     rows::record_events,
 };
 use crate::{corrupt, db_error, types::DbUuid};
@@ -35,9 +36,9 @@ macro_rules! read_document {
 /// Replaces the document of a live organization and records the event, in one transaction:
 /// `Ok(false)` when the organization is not live.
 macro_rules! save_document {
-    ($store:expr, $table:ident, $id:expr, $value:expr, $at:expr, $event:expr) => {{
+    ($store:expr, $table:ident, $id:expr, $value:expr, $at:expr, $event:expr, $audit:expr) => {{
         let doc = serde_json::to_value(&$value).map_err(|e| StoreError::Failed(Box::new(e)))?;
-        let (id, at, event) = (DbUuid($id.as_uuid()), $at, $event);
+        let (id, at, event, audit) = (DbUuid($id.as_uuid()), $at, $event, $audit);
         in_write_tx!($store, async |conn: &mut Conn| {
             if !is_live(conn, id).await? {
                 return Ok(false);
@@ -54,6 +55,7 @@ macro_rules! save_document {
                 .execute(conn)
                 .await?;
             record_events(conn, vec![event]).await?;
+            insert_audit(conn, audit).await?;
             Ok::<_, diesel::result::Error>(true)
         })
     }};
@@ -146,6 +148,7 @@ impl PolicyStore for DbStore {
         mfa_required_since: Option<OffsetDateTime>,
         at: OffsetDateTime,
         event: NewEvent,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError> {
         let doc = serde_json::to_value(&policies).map_err(|e| StoreError::Failed(Box::new(e)))?;
         let id = DbUuid(id.as_uuid());
@@ -166,6 +169,7 @@ impl PolicyStore for DbStore {
                 .execute(conn)
                 .await?;
             record_events(conn, vec![event]).await?;
+            insert_audit(conn, audit).await?;
             Ok::<_, diesel::result::Error>(true)
         })
     }

@@ -2,13 +2,14 @@ use async_trait::async_trait;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
-    model::{NewEvent, NewSession, Session, SessionId, TokenHash},
+    model::{AuditRecord, NewEvent, NewSession, Session, SessionId, TokenHash},
     ports::{SessionStore, StoreError},
 };
 use time::OffsetDateTime;
 
 use super::{
     super::{schema::sessions, Conn, DbStore},
+    audit::insert_audit,
     rows::{record_events, NewSessionRow, SessionRow},
 };
 use crate::{db_error, types::DbUuid};
@@ -20,10 +21,12 @@ impl SessionStore for DbStore {
         session: NewSession,
         event: NewEvent,
         keep_at_most: Option<u32>,
+        audit: AuditRecord,
     ) -> Result<(), StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             open_session(conn, &session, keep_at_most).await?;
-            record_events(conn, vec![event]).await
+            record_events(conn, vec![event]).await?;
+            insert_audit(conn, audit).await
         })
     }
 

@@ -13,9 +13,9 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{
-        Delivery, DeliveryId, DeliveryState, DeliveryStats, DeliveryStatus, EndpointId, EventId,
-        EventType, FailureRun, LeaseRoom, NewEvent, OrganizationId, Page, PageRequest,
-        TransitionError, WebhookEndpoint, WebhookUrl,
+        AuditRecord, Delivery, DeliveryId, DeliveryState, DeliveryStats, DeliveryStatus,
+        EndpointId, EventId, EventType, FailureRun, LeaseRoom, NewEvent, OrganizationId, Page,
+        PageRequest, TransitionError, WebhookEndpoint, WebhookUrl,
     },
     ports::{
         AttemptEffects, AttemptRecord, DeliveryFilter, EndpointChange, EndpointDetail,
@@ -31,6 +31,7 @@ use super::{
         schema::{events, webhook_deliveries, webhook_endpoints},
         Conn, Db, DbStore, Sql,
     },
+    audit::insert_audit,
     rows::{
         event_strings, record_events, stored_state, DeliveryRow, EndpointRow, EventRow, LeasedRow,
         NewDeliveryRow, NewEndpointRow,
@@ -152,7 +153,11 @@ enum Retried {
 const MAX_LEASE_SCAN: usize = 1_024;
 #[async_trait]
 impl WebhookStore for DbStore {
-    async fn create_endpoint(&self, new: NewEndpoint) -> Result<(), StoreError> {
+    async fn create_endpoint(
+        &self,
+        new: NewEndpoint,
+        audit: AuditRecord,
+    ) -> Result<(), StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             let endpoint = &new.endpoint;
             diesel::insert_into(webhook_endpoints::table)
@@ -168,9 +173,9 @@ impl WebhookStore for DbStore {
                     updated_at: endpoint.updated_at,
                 })
                 .execute(conn)
-                .await
+                .await?;
+            insert_audit(conn, audit).await
         })
-        .map(drop)
     }
 
     async fn endpoints(
@@ -238,6 +243,7 @@ impl WebhookStore for DbStore {
         id: EndpointId,
         change: EndpointChange,
         at: OffsetDateTime,
+        audit: AuditRecord,
     ) -> Result<Option<WebhookEndpoint>, StoreError> {
         let pool = self.writer.clone();
         self.runtime
@@ -257,7 +263,7 @@ impl WebhookStore for DbStore {
                             .execute(conn)
                             .await?;
                     }
-                    diesel::update(theirs)
+                    let row = diesel::update(theirs)
                         .set(EndpointChangeset {
                             url: change.url.as_ref().map(AsRef::as_ref),
                             description: change.description.as_deref(),
@@ -269,7 +275,11 @@ impl WebhookStore for DbStore {
                         .returning(EndpointRow::as_returning())
                         .get_result(conn)
                         .await
-                        .optional()
+                        .optional()?;
+                    if row.is_some() {
+                        insert_audit(conn, audit.clone()).await?;
+                    }
+                    Ok::<_, diesel::result::Error>(row)
                 })
                 .await
                 .map_err(db_error)?;
@@ -282,6 +292,7 @@ impl WebhookStore for DbStore {
         &self,
         organization_id: OrganizationId,
         id: EndpointId,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             let (endpoint, org) = (DbUuid(id.as_uuid()), DbUuid(organization_id.as_uuid()));
@@ -296,9 +307,12 @@ impl WebhookStore for DbStore {
             ))
             .execute(conn)
             .await?;
-            diesel::delete(theirs).execute(conn).await
+            let deleted = diesel::delete(theirs).execute(conn).await? == 1;
+            if deleted {
+                insert_audit(conn, audit).await?;
+            }
+            Ok::<_, diesel::result::Error>(deleted)
         })
-        .map(|deleted| deleted == 1)
     }
 
     async fn deliveries(
@@ -352,6 +366,7 @@ impl WebhookStore for DbStore {
         organization_id: OrganizationId,
         id: DeliveryId,
         at: OffsetDateTime,
+        audit: AuditRecord,
     ) -> Result<RetryOutcome, StoreError> {
         let pool = self.writer.clone();
         self.runtime
@@ -412,7 +427,10 @@ impl WebhookStore for DbStore {
                     .await
                     .optional()?;
                     Ok::<_, diesel::result::Error>(match queued {
-                        Some(row) => Retried::Queued(Box::new(row)),
+                        Some(row) => {
+                            insert_audit(conn, audit.clone()).await?;
+                            Retried::Queued(Box::new(row))
+                        }
                         None => Retried::AlreadyPending,
                     })
                 })
@@ -518,6 +536,7 @@ impl WebhookStore for DbStore {
                 ))
                 .execute(conn)
                 .await?;
+            insert_audit(conn, test.audit.clone()).await?;
             Ok::<_, diesel::result::Error>(true)
         })
     }

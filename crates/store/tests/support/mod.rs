@@ -9,9 +9,10 @@ use diesel_async::{
 };
 use gatehouse_domain::{
     model::{
-        Amr, ApiKeyName, Email, EventId, EventType, FullName, NewApiKey, NewEvent, NewOrganization,
-        NewSession, NewUser, OrganizationId, OrganizationName, OrganizationType, PasswordHash,
-        Plan, SecretToken, Slug, TokenHash, TokenKind, UserId,
+        Amr, ApiKeyName, AuditAction, AuditActor, AuditRecord, Email, EventId, EventType, FullName,
+        NewApiKey, NewEvent, NewOrganization, NewSession, NewUser, OrganizationId,
+        OrganizationName, OrganizationType, Origin, PasswordHash, Plan, SecretToken, Slug,
+        TokenHash, TokenKind, UserId,
     },
     ports::NewAccount,
 };
@@ -220,12 +221,17 @@ impl Db {
                 },
                 owner,
                 vec![event(EventType::OrganizationCreated, Some(id), Some(owner))],
+                signed_in(),
             )
             .await
             .unwrap();
         if plan != Plan::Free {
             let changed = event(EventType::OrganizationUpdated, Some(id), None);
-            assert!(self.store.set_plan(id, plan, now(), changed).await.unwrap());
+            assert!(self
+                .store
+                .set_plan(id, plan, now(), changed, signed_in())
+                .await
+                .unwrap());
         }
         id
     }
@@ -301,6 +307,25 @@ pub fn event(
         data: json!({ "user_id": user_id }),
         occurred_at: now(),
     }
+}
+
+/// An audit record of the user's, now, from a test client.
+pub fn audited(action: AuditAction, user_id: UserId) -> AuditRecord {
+    AuditRecord::new(
+        Uuid::now_v7(),
+        now(),
+        AuditActor::User(user_id),
+        action,
+        &Origin::new([127, 0, 0, 1].into(), Some("store-test"), Some("req-store")),
+    )
+}
+
+/// The audit record of a sign-in, for the store calls that take one.
+pub fn signed_in() -> AuditRecord {
+    audited(
+        AuditAction::LoginSucceeded,
+        UserId::from_uuid(Uuid::now_v7()),
+    )
 }
 
 /// A new session of the user and the hash of its (fresh) refresh token.

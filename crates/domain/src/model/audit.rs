@@ -1,0 +1,400 @@
+//! The audit log: who did what, to what, from where, and whether it worked. A record is written
+//! in the same transaction as the change it describes, so that a change that rolled back leaves
+//! no record and a committed one always has its record. A sign-in that fails changes nothing:
+//! its record is written on its own.
+//!
+//! Nothing secret goes in: a record names ids, an action, the client's address, user agent and
+//! request id, never a password, token, key or code.
+
+use std::{fmt, net::IpAddr, str::FromStr};
+
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::{ApiKeyId, OrganizationId, UserId};
+use crate::service::Principal;
+
+/// The longest user agent kept, in characters; the rest is cut.
+pub const MAX_USER_AGENT: usize = 512;
+
+/// Where a request came from: what the audit log keeps of it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Origin {
+    /// The client's address (through trusted proxies).
+    pub ip: Option<IpAddr>,
+    /// The `User-Agent` header, cut to [`MAX_USER_AGENT`] characters.
+    pub user_agent: Option<String>,
+    /// The request's id (`X-Request-ID`).
+    pub request_id: Option<String>,
+}
+
+impl Origin {
+    /// The origin of a request, the user agent cut to its maximum length.
+    pub fn new(ip: IpAddr, user_agent: Option<&str>, request_id: Option<&str>) -> Self {
+        Self {
+            ip: Some(ip),
+            user_agent: user_agent
+                .filter(|ua| !ua.is_empty())
+                .map(|ua| ua.chars().take(MAX_USER_AGENT).collect()),
+            request_id: request_id.map(str::to_owned),
+        }
+    }
+
+    /// No request: a background job's change.
+    pub fn system() -> Self {
+        Self::default()
+    }
+}
+
+/// Who acted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AuditActor {
+    /// A signed-in user (or someone signing in as them).
+    User(UserId),
+    /// Someone signing in as an account that does not exist: no id.
+    UnknownUser,
+    /// An API key (acting as its creator).
+    ApiKey(ApiKeyId),
+    /// The operator, with `GATEHOUSE_CONTROL_TOKEN`.
+    Operator,
+    /// Gatehouse itself: a background job.
+    System,
+}
+
+impl AuditActor {
+    /// The actor of an authenticated principal: the user of a session, or the key.
+    pub fn of(principal: &Principal) -> Self {
+        match principal {
+            Principal::User { user_id, .. } => Self::User(*user_id),
+            Principal::ApiKey { key_id, .. } => Self::ApiKey(*key_id),
+        }
+    }
+
+    /// `user`, `api_key`, `operator` or `system`.
+    pub const fn kind(self) -> &'static str {
+        match self {
+            Self::User(_) | Self::UnknownUser => "user",
+            Self::ApiKey(_) => "api_key",
+            Self::Operator => "operator",
+            Self::System => "system",
+        }
+    }
+
+    /// The actor's id, as the API shows it; `None` for the operator, the system and an unknown
+    /// user.
+    pub fn id(self) -> Option<String> {
+        match self {
+            Self::User(id) => Some(id.to_string()),
+            Self::ApiKey(id) => Some(id.to_string()),
+            Self::UnknownUser | Self::Operator | Self::System => None,
+        }
+    }
+
+    /// Back from [`kind`](Self::kind) and [`id`](Self::id), as stored.
+    pub fn restore(kind: &str, id: Option<&str>) -> Option<Self> {
+        match (kind, id) {
+            ("user", None) => Some(Self::UnknownUser),
+            ("user", Some(id)) => Uuid::parse_str(id).ok().map(|id| Self::User(id.into())),
+            ("api_key", Some(id)) => Uuid::parse_str(id).ok().map(|id| Self::ApiKey(id.into())),
+            ("operator", None) => Some(Self::Operator),
+            ("system", None) => Some(Self::System),
+            _ => None,
+        }
+    }
+}
+
+macro_rules! audit_actions {
+    ($($variant:ident => $name:literal, $doc:literal;)+) => {
+        /// What was done: the record's `action`.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum AuditAction {
+            $(#[doc = $doc] $variant,)+
+        }
+
+        impl AuditAction {
+            /// Every action, in the documented order.
+            pub const ALL: &'static [AuditAction] = &[$(Self::$variant,)+];
+
+            /// The dotted name (`member.role_changed`).
+            pub const fn as_str(self) -> &'static str {
+                match self { $(Self::$variant => $name,)+ }
+            }
+
+            /// What the action means, for the documentation.
+            pub const fn description(self) -> &'static str {
+                match self { $(Self::$variant => $doc,)+ }
+            }
+        }
+
+        impl FromStr for AuditAction {
+            type Err = ();
+
+            fn from_str(s: &str) -> Result<Self, ()> {
+                match s { $($name => Ok(Self::$variant),)+ _ => Err(()) }
+            }
+        }
+    };
+}
+
+audit_actions! {
+    LoginSucceeded => "auth.login", "A sign-in completed and opened a session (password, second factor, SAML or mailed link).";
+    LoginFailed => "auth.login_failed", "A sign-in was refused: wrong credentials, a refused assertion, a wrong second factor, or a locked account.";
+    MfaRequired => "auth.mfa_required", "A password was right and a second factor is asked for.";
+    OrganizationCreated => "organization.created", "An organization was created.";
+    OrganizationUpdated => "organization.updated", "An organization's name, slug or settings changed.";
+    OrganizationDeleted => "organization.deleted", "An organization was deleted (its members lost access at once).";
+    PlanChanged => "organization.plan_changed", "The operator moved an organization to another plan (`gatehouse orgs set-plan`).";
+    MemberInvited => "member.invited", "Someone was invited to the organization.";
+    InvitationRevoked => "invitation.revoked", "A pending invitation was revoked.";
+    MemberJoined => "member.joined", "An invitation was accepted: the invitee is a member now.";
+    MemberRoleChanged => "member.role_changed", "A member's role was changed.";
+    MemberRemoved => "member.removed", "A member was removed from the organization.";
+    ApplicationCreated => "application.created", "An application (OAuth client) was registered.";
+    ApplicationUpdated => "application.updated", "An application's name, redirect URIs or active flag changed.";
+    ApplicationSecretRotated => "application.secret_rotated", "An application's client secret was replaced.";
+    ApplicationDeleted => "application.deleted", "An application was deleted.";
+    PoliciesChanged => "organization.policies_changed", "The organization's security policies were replaced.";
+    BrandingChanged => "organization.branding_changed", "The organization's branding changed.";
+    SsoConfigured => "sso.configured", "The organization's SAML configuration was created or changed.";
+    ApiKeyCreated => "api_key.created", "An API key was created.";
+    ApiKeyRevoked => "api_key.revoked", "An API key was revoked.";
+    EndpointCreated => "webhook_endpoint.created", "A webhook endpoint was created.";
+    EndpointUpdated => "webhook_endpoint.updated", "A webhook endpoint was changed (turned on or off included).";
+    EndpointDeleted => "webhook_endpoint.deleted", "A webhook endpoint was deleted, with its deliveries.";
+    DeliveryRetried => "webhook.delivery_retried", "A failed delivery was retried by hand.";
+    WebhookTested => "webhook.tested", "A test ping was sent to an endpoint.";
+    DeadLettersReplayed => "webhook.dead_letters_replayed", "The operator replayed dead letters.";
+}
+
+impl fmt::Display for AuditAction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The kind of thing an action was done to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TargetKind {
+    /// A user account.
+    User,
+    /// A user's membership of the organization.
+    Member,
+    /// An API key.
+    ApiKey,
+    /// A webhook endpoint.
+    WebhookEndpoint,
+    /// An organization.
+    Organization,
+    /// An invitation.
+    Invitation,
+    /// A webhook delivery.
+    Delivery,
+    /// An application (OAuth client).
+    Application,
+}
+
+impl TargetKind {
+    /// Every kind.
+    pub const ALL: [Self; 8] = [
+        Self::User,
+        Self::Member,
+        Self::ApiKey,
+        Self::WebhookEndpoint,
+        Self::Organization,
+        Self::Invitation,
+        Self::Delivery,
+        Self::Application,
+    ];
+
+    /// `user`, `member`, `api_key`, `webhook_endpoint`, `organization`, `invitation`,
+    /// `delivery`, `application`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Member => "member",
+            Self::ApiKey => "api_key",
+            Self::WebhookEndpoint => "webhook_endpoint",
+            Self::Organization => "organization",
+            Self::Invitation => "invitation",
+            Self::Delivery => "delivery",
+            Self::Application => "application",
+        }
+    }
+}
+
+impl FromStr for TargetKind {
+    type Err = ();
+
+    fn from_str(s: &str) -> Result<Self, ()> {
+        Self::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == s)
+            .ok_or(())
+    }
+}
+
+/// What an action was done to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuditTarget {
+    /// What kind of thing.
+    pub kind: TargetKind,
+    /// Its id.
+    pub id: String,
+}
+
+impl AuditTarget {
+    /// A target of this kind and id.
+    pub fn new(kind: TargetKind, id: impl fmt::Display) -> Self {
+        Self {
+            kind,
+            id: id.to_string(),
+        }
+    }
+}
+
+/// Whether the action worked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AuditOutcome {
+    /// It was done.
+    Success,
+    /// It was refused.
+    Failure,
+}
+
+impl AuditOutcome {
+    /// `success` or `failure`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::Failure => "failure",
+        }
+    }
+}
+
+impl FromStr for AuditOutcome {
+    type Err = ();
+
+    fn from_str(s: &str) -> Result<Self, ()> {
+        match s {
+            "success" => Ok(Self::Success),
+            "failure" => Ok(Self::Failure),
+            _ => Err(()),
+        }
+    }
+}
+
+/// One record of the audit log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuditRecord {
+    /// The record's id.
+    pub id: Uuid,
+    /// When it happened (the change's time).
+    pub occurred_at: OffsetDateTime,
+    /// Who acted.
+    pub actor: AuditActor,
+    /// The organization it happened in; `None` for a user's own account (a sign-in).
+    pub organization_id: Option<OrganizationId>,
+    /// What was done.
+    pub action: AuditAction,
+    /// What it was done to.
+    pub target: Option<AuditTarget>,
+    /// Where the request came from.
+    pub origin: Origin,
+    /// Whether it worked.
+    pub outcome: AuditOutcome,
+}
+
+impl AuditRecord {
+    /// A successful action by `actor`, outside any organization and on no target until
+    /// [`in_organization`](Self::in_organization) and [`on`](Self::on) say otherwise.
+    pub fn new(
+        id: Uuid,
+        occurred_at: OffsetDateTime,
+        actor: AuditActor,
+        action: AuditAction,
+        origin: &Origin,
+    ) -> Self {
+        Self {
+            id,
+            occurred_at,
+            actor,
+            organization_id: None,
+            action,
+            target: None,
+            origin: origin.clone(),
+            outcome: AuditOutcome::Success,
+        }
+    }
+
+    /// In this organization.
+    pub fn in_organization(mut self, organization_id: OrganizationId) -> Self {
+        self.organization_id = Some(organization_id);
+        self
+    }
+
+    /// Done to this target.
+    pub fn on(mut self, kind: TargetKind, id: impl fmt::Display) -> Self {
+        self.target = Some(AuditTarget::new(kind, id));
+        self
+    }
+
+    /// Refused.
+    pub fn failed(mut self) -> Self {
+        self.outcome = AuditOutcome::Failure;
+        self
+    }
+}
+
+/// The filters of an audit log listing; each one narrows it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AuditFilter {
+    /// Only this organization's records (an organization's own log always sets it).
+    pub organization_id: Option<OrganizationId>,
+    /// Only this actor's (a user's or an API key's id).
+    pub actor_id: Option<String>,
+    /// Only this action.
+    pub action: Option<AuditAction>,
+    /// At or after this time.
+    pub since: Option<OffsetDateTime>,
+    /// Before this time.
+    pub until: Option<OffsetDateTime>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_actor_is_stored_and_restored() {
+        let user = UserId::from_uuid(Uuid::from_u128(7));
+        for actor in [
+            AuditActor::User(user),
+            AuditActor::UnknownUser,
+            AuditActor::Operator,
+            AuditActor::System,
+        ] {
+            let id = actor.id();
+            assert_eq!(
+                AuditActor::restore(actor.kind(), id.as_deref()),
+                Some(actor)
+            );
+        }
+        assert_eq!(AuditActor::restore("operator", Some("x")), None);
+        assert_eq!(AuditActor::restore("root", None), None);
+    }
+
+    #[test]
+    fn an_action_parses_from_its_name() {
+        for action in AuditAction::ALL {
+            assert_eq!(action.as_str().parse(), Ok(*action));
+        }
+        assert_eq!("member.exploded".parse::<AuditAction>(), Err(()));
+    }
+
+    #[test]
+    fn a_long_user_agent_is_cut() {
+        let long = "x".repeat(2 * MAX_USER_AGENT);
+        let origin = Origin::new([127, 0, 0, 1].into(), Some(&long), Some("req-1"));
+        assert_eq!(origin.user_agent.map(|ua| ua.len()), Some(MAX_USER_AGENT));
+    }
+}

@@ -1,0 +1,53 @@
+//! An organization's own audit log, for its owners and admins (`audit.read`). The operator
+//! reads every organization's through [`ControlService`](super::ControlService).
+
+use super::{Actor, Forbidden};
+use crate::{
+    model::{AuditFilter, AuditRecord, Page, PageRequest, Permission},
+    ports::{service_ports, StoreError},
+};
+
+service_ports! {
+    /// The ports [`AuditLogService`] uses.
+    pub struct AuditLogPorts { audit: AuditStore }
+}
+
+/// Reading an organization's audit log.
+#[derive(Clone)]
+pub struct AuditLogService {
+    ports: AuditLogPorts,
+}
+
+/// Why the audit log could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum AuditLogError {
+    /// The actor's role does not grant `audit.read`.
+    #[error(transparent)]
+    Forbidden(#[from] Forbidden),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl AuditLogService {
+    /// A service on these ports.
+    pub fn new(ports: AuditLogPorts) -> Self {
+        Self { ports }
+    }
+
+    /// The actor's organization's records, newest first, filtered: whatever organization the
+    /// filter names, only the actor's own is read.
+    pub async fn organization_log(
+        &self,
+        actor: &Actor,
+        filter: AuditFilter,
+        page: PageRequest,
+    ) -> Result<Page<AuditRecord>, AuditLogError> {
+        actor.require(Permission::AuditRead)?;
+        let filter = AuditFilter {
+            organization_id: Some(actor.organization_id()),
+            ..filter
+        };
+        Ok(self.ports.audit.audit_log(filter, page).await?)
+    }
+}
