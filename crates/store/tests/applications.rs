@@ -21,7 +21,10 @@ use uuid::Uuid;
 async fn registered(db: &Db, email: &str) -> (UserId, OrganizationId) {
     let new = account(email, "Someone");
     let ids = (new.user.id, new.workspace.id);
-    db.store.create_account(new).await.unwrap();
+    db.store
+        .create_account(new, support::signed_in())
+        .await
+        .unwrap();
     ids
 }
 

@@ -31,7 +31,10 @@ use uuid::Uuid;
 async fn registered(db: &Db, email: &str) -> (UserId, OrganizationId) {
     let new = account(email, "Someone");
     let ids = (new.user.id, new.workspace.id);
-    db.store.create_account(new).await.unwrap();
+    db.store
+        .create_account(new, support::signed_in())
+        .await
+        .unwrap();
     ids
 }
 
@@ -486,7 +489,7 @@ on_both_backends! {
         let ended_id = ended.id;
         db.store.create_session(ended, login(), None, support::signed_in()).await.unwrap();
         let logout = event(EventType::AuthLogout, None, Some(ada));
-        assert!(db.store.end_session(ended_id, t0 + Duration::seconds(2), logout).await.unwrap());
+        assert!(db.store.end_session(ended_id, t0 + Duration::seconds(2), logout, support::signed_in()).await.unwrap());
 
         let (older, _) = session(ada, t0 + Duration::minutes(2), Duration::days(1));
         let older_id = older.id;
@@ -529,7 +532,7 @@ on_both_backends! {
 
         let ended_at = t0 + Duration::minutes(2);
         let logout = event(EventType::AuthLogout, None, Some(ada));
-        assert!(db.store.end_session(id, ended_at, logout).await.unwrap());
+        assert!(db.store.end_session(id, ended_at, logout, support::signed_in()).await.unwrap());
         assert!(
             !db.store.touch_session(id, ended_at + Duration::seconds(1)).await.unwrap(),
             "an ended session is not touched"
@@ -555,6 +558,7 @@ async fn change_password(db: &Db, user: UserId, n: usize, t0: OffsetDateTime) {
             None,
             at,
             event(EventType::AuthPasswordChanged, None, Some(user)),
+            support::signed_in(),
         )
         .await
         .unwrap();
@@ -617,7 +621,7 @@ on_both_backends! {
                     hash(n),
                     None,
                     at,
-                    event(EventType::AuthPasswordChanged, None, Some(ada)),
+                    event(EventType::AuthPasswordChanged, None, Some(ada)), support::signed_in(),
                 )
                 .await
                 .unwrap();

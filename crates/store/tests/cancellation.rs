@@ -74,7 +74,7 @@ impl Fixture {
                 let email = format!("after-{round}-{}@example.com", uuid::Uuid::new_v4());
                 let written = tokio::time::timeout(
                     ANSWERS_WITHIN,
-                    store.create_account(account(&email, "After")),
+                    store.create_account(account(&email, "After"), support::signed_in()),
                 )
                 .await;
                 assert!(matches!(written, Ok(Ok(()))), "a write after: {written:?}");
@@ -169,7 +169,7 @@ on_both_backends! {
         let email = "reader@example.com";
         fixture
             .main
-            .block_on(fixture.store.create_account(account(email, "Reader")))
+            .block_on(fixture.store.create_account(account(email, "Reader"), support::signed_in()))
             .unwrap();
         let parsed = Email::parse(email).unwrap();
         fixture.on_worker(async {
@@ -191,7 +191,7 @@ on_both_backends! {
             .collect();
         fixture.on_worker(async {
             for (email, delay) in emails.iter().zip(delays(120)) {
-                abandon(fixture.store.create_account(account(email, "Writer")), delay).await;
+                abandon(fixture.store.create_account(account(email, "Writer"), support::signed_in()), delay).await;
             }
         });
         // Whatever was started finishes or never happened; give the finished ones their time.
@@ -208,7 +208,7 @@ on_both_backends! {
         fixture.on_worker(async {
             let writes = emails
                 .iter()
-                .map(|email| fixture.store.create_account(account(email, "Queued")));
+                .map(|email| fixture.store.create_account(account(email, "Queued"), support::signed_in()));
             abandon(futures::future::join_all(writes), Duration::from_millis(5)).await;
         });
         fixture.still_serves(4);
@@ -229,7 +229,7 @@ on_both_backends! {
             for email in &emails {
                 let store = fixture.store.clone();
                 let new = account(email, "Dying");
-                tokio::spawn(async move { store.create_account(new).await });
+                tokio::spawn(async move { store.create_account(new, support::signed_in()).await });
                 let store = fixture.store.clone();
                 let parsed = Email::parse(email).unwrap();
                 tokio::spawn(async move { store.credentials_by_email(&parsed).await });

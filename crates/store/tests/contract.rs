@@ -50,7 +50,7 @@ on_both_backends! {
         assert_eq!(store.backend(), db.backend);
         store.ping().await.unwrap();
         let new = account("again@example.com", "Again");
-        store.create_account(new.clone()).await.unwrap();
+        store.create_account(new.clone(), support::signed_in()).await.unwrap();
         assert!(store.credentials_by_id(new.user.id).await.unwrap().is_some());
     }
 
@@ -71,7 +71,7 @@ on_both_backends! {
 on_both_backends! {
     async fn creating_an_account_creates_the_user_their_workspace_and_the_owner_membership(db: Db) {
         let new = account("Ada.Lovelace@Example.com", "Ada Lovelace");
-        db.store.create_account(new.clone()).await.unwrap();
+        db.store.create_account(new.clone(), support::signed_in()).await.unwrap();
 
         let by_email = db
             .store
@@ -111,8 +111,8 @@ on_both_backends! {
     async fn unknown_users_and_foreign_organizations_are_not_found(db: Db) {
         let ada = account("ada@example.com", "Ada");
         let bob = account("bob@example.com", "Bob");
-        db.store.create_account(ada.clone()).await.unwrap();
-        db.store.create_account(bob.clone()).await.unwrap();
+        db.store.create_account(ada.clone(), support::signed_in()).await.unwrap();
+        db.store.create_account(bob.clone(), support::signed_in()).await.unwrap();
 
         let nobody = UserId::from(uuid::Uuid::now_v7());
         assert!(db.store.credentials_by_id(nobody).await.unwrap().is_none());
@@ -124,12 +124,12 @@ on_both_backends! {
 
     async fn creating_an_account_with_a_taken_email_is_a_conflict(db: Db) {
         let first = account("grace@example.com", "Grace Hopper");
-        db.store.create_account(first.clone()).await.unwrap();
+        db.store.create_account(first.clone(), support::signed_in()).await.unwrap();
         let events_before = db.count("SELECT COUNT(*) AS n FROM events").await;
 
         // Email::parse normalises the case, so this is the same address.
         let second = account("  GRACE@Example.COM ", "Someone Else");
-        let result = db.store.create_account(second.clone()).await;
+        let result = db.store.create_account(second.clone(), support::signed_in()).await;
         assert!(matches!(result, Err(StoreError::Conflict)), "{result:?}");
 
         // Nothing of the second account was written.
@@ -152,7 +152,7 @@ on_both_backends! {
         assert_eq!(first.workspace.slug, third.workspace.slug);
 
         for new in [&first, &second, &third] {
-            db.store.create_account(new.clone()).await.unwrap();
+            db.store.create_account(new.clone(), support::signed_in()).await.unwrap();
             let membership = db.store.membership(new.user.id, new.workspace.id).await.unwrap();
             assert_eq!(membership.map(|m| m.role), Some(Role::Owner));
         }
@@ -165,7 +165,7 @@ on_both_backends! {
 
     async fn creating_an_account_records_its_events_in_the_same_transaction(db: Db) {
         let new = account("ada@example.com", "Ada Lovelace");
-        db.store.create_account(new.clone()).await.unwrap();
+        db.store.create_account(new.clone(), support::signed_in()).await.unwrap();
         assert_eq!(db.count("SELECT COUNT(*) AS n FROM events").await, 2);
         assert_eq!(
             db.strings("SELECT event_type AS value FROM events ORDER BY event_type").await,
@@ -175,7 +175,7 @@ on_both_backends! {
         // The second event cannot be recorded (its id is taken): the whole account goes.
         let mut broken = account("bob@example.com", "Bob");
         broken.events[1].id = broken.events[0].id;
-        assert!(db.store.create_account(broken.clone()).await.is_err());
+        assert!(db.store.create_account(broken.clone(), support::signed_in()).await.is_err());
         assert!(db.store.credentials_by_id(broken.user.id).await.unwrap().is_none());
         assert!(db
             .store
@@ -190,13 +190,13 @@ on_both_backends! {
 
         // The email is still free.
         let fixed = account("bob@example.com", "Bob");
-        db.store.create_account(fixed).await.unwrap();
+        db.store.create_account(fixed, support::signed_in()).await.unwrap();
         assert_eq!(db.count("SELECT COUNT(*) AS n FROM events").await, 4);
     }
 
     async fn the_workspace_event_shows_the_slug_the_workspace_got(db: Db) {
-        db.store.create_account(account("ada@example.com", "Ada")).await.unwrap();
-        db.store.create_account(account("ada@example.org", "Ada")).await.unwrap();
+        db.store.create_account(account("ada@example.com", "Ada"), support::signed_in()).await.unwrap();
+        db.store.create_account(account("ada@example.org", "Ada"), support::signed_in()).await.unwrap();
         let slugs = db
             .strings(&format!(
                 "SELECT CAST(data AS TEXT) AS value FROM events \
@@ -212,7 +212,7 @@ on_both_backends! {
 
     async fn updating_a_user_changes_their_name(db: Db) {
         let new = account("ada@example.com", "Ada");
-        db.store.create_account(new.clone()).await.unwrap();
+        db.store.create_account(new.clone(), support::signed_in()).await.unwrap();
         let later = now() + Duration::seconds(5);
         let user = User {
             id: new.user.id,
@@ -224,7 +224,7 @@ on_both_backends! {
         };
         let updated = db
             .store
-            .update_user(user.clone(), event(EventType::UserUpdated, None, Some(user.id)))
+            .update_user(user.clone(), event(EventType::UserUpdated, None, Some(user.id)), support::signed_in())
             .await
             .unwrap();
         assert!(updated);
@@ -246,7 +246,7 @@ on_both_backends! {
         };
         let updated = db
             .store
-            .update_user(user, event(EventType::UserUpdated, None, Some(ghost.id)))
+            .update_user(user, event(EventType::UserUpdated, None, Some(ghost.id)), support::signed_in())
             .await
             .unwrap();
         assert!(!updated);
@@ -328,7 +328,7 @@ on_both_backends! {
         let ended_at = created + Duration::minutes(1);
         let ended = db
             .store
-            .end_session(new.id, ended_at, event(EventType::AuthLogout, None, Some(ada)))
+            .end_session(new.id, ended_at, event(EventType::AuthLogout, None, Some(ada)), support::signed_in())
             .await
             .unwrap();
         assert!(ended);
@@ -339,7 +339,7 @@ on_both_backends! {
 
         let again = db
             .store
-            .end_session(new.id, ended_at, event(EventType::AuthLogout, None, Some(ada)))
+            .end_session(new.id, ended_at, event(EventType::AuthLogout, None, Some(ada)), support::signed_in())
             .await
             .unwrap();
         assert!(!again, "a session ends once");
@@ -369,14 +369,14 @@ on_both_backends! {
         let mut new = account("sso@example.com", "Single Sign-On");
         new.user.password_hash = None;
         let user = new.user.id;
-        db.store.create_account(new).await.unwrap();
+        db.store.create_account(new, support::signed_in()).await.unwrap();
         let stored = db.store.credentials_by_id(user).await.unwrap().unwrap();
         assert_eq!(stored.password_hash, None, "read back as no password");
 
         // Setting one later (a reset, say) leaves nothing in the history.
         let first = PasswordHash::from_phc("$argon2id$first".into());
         db.store
-            .change_password(user, first.clone(), None, now(), event(EventType::AuthPasswordChanged, None, Some(user)))
+            .change_password(user, first.clone(), None, now(), event(EventType::AuthPasswordChanged, None, Some(user)), support::signed_in())
             .await
             .unwrap();
         let stored = db.store.credentials_by_email(&stored.user.email).await.unwrap().unwrap();
@@ -407,7 +407,7 @@ on_both_backends! {
                 new_hash.clone(),
                 Some(sessions[0].0.id),
                 changed_at,
-                event(EventType::AuthPasswordChanged, None, Some(ada)),
+                event(EventType::AuthPasswordChanged, None, Some(ada)), support::signed_in(),
             )
             .await
             .unwrap();
@@ -436,7 +436,7 @@ on_both_backends! {
                 PasswordHash::from_phc("$argon2id$again".into()),
                 None,
                 changed_at + Duration::minutes(1),
-                event(EventType::AuthPasswordChanged, None, Some(ada)),
+                event(EventType::AuthPasswordChanged, None, Some(ada)), support::signed_in(),
             )
             .await
             .unwrap();
@@ -453,7 +453,7 @@ on_both_backends! {
 on_both_backends! {
     async fn api_keys_are_listed_newest_first(db: Db) {
         let ada = account("ada@example.com", "Ada");
-        db.store.create_account(ada.clone()).await.unwrap();
+        db.store.create_account(ada.clone(), support::signed_in()).await.unwrap();
         let t = now();
         let mut created = Vec::new();
         for (i, name) in ["ci", "deploy", "backup"].into_iter().enumerate() {
@@ -478,7 +478,7 @@ on_both_backends! {
 
     async fn an_api_key_is_found_by_its_hash_and_marked_used(db: Db) {
         let ada = account("ada@example.com", "Ada");
-        db.store.create_account(ada.clone()).await.unwrap();
+        db.store.create_account(ada.clone(), support::signed_in()).await.unwrap();
         let t = now();
         let (new, hash) = api_key(ada.user.id, ada.workspace.id, "ci", t);
         db.store.create_api_key(new.clone(), support::signed_in()).await.unwrap();
@@ -502,7 +502,7 @@ on_both_backends! {
 
     async fn only_its_owner_can_delete_an_api_key(db: Db) {
         let ada = account("ada@example.com", "Ada");
-        db.store.create_account(ada.clone()).await.unwrap();
+        db.store.create_account(ada.clone(), support::signed_in()).await.unwrap();
         let bob = db.registered("bob@example.com").await;
         let t = now();
         let (new, hash) = api_key(ada.user.id, ada.workspace.id, "ci", t);
@@ -519,7 +519,7 @@ on_both_backends! {
 
     async fn api_key_hashes_are_unique(db: Db) {
         let ada = account("ada@example.com", "Ada");
-        db.store.create_account(ada.clone()).await.unwrap();
+        db.store.create_account(ada.clone(), support::signed_in()).await.unwrap();
         let (first, _) = api_key(ada.user.id, ada.workspace.id, "ci", now());
         db.store.create_api_key(first.clone(), support::signed_in()).await.unwrap();
         let mut second = api_key(ada.user.id, ada.workspace.id, "other", now()).0;
@@ -570,7 +570,7 @@ on_both_backends! {
             .map(|i| account(&same_email_in_another_case(i), &format!("User {i}")))
             .map(|new| {
                 let store = db.store.clone();
-                tokio::spawn(async move { store.create_account(new).await })
+                tokio::spawn(async move { store.create_account(new, support::signed_in()).await })
             })
             .collect();
         let mut ok = 0;
@@ -597,7 +597,7 @@ on_both_backends! {
             .cloned()
             .map(|new| {
                 let store = db.store.clone();
-                tokio::spawn(async move { store.create_account(new).await })
+                tokio::spawn(async move { store.create_account(new, support::signed_in()).await })
             })
             .collect();
         let mut outcomes = Vec::new();
@@ -631,7 +631,7 @@ async fn sqlite_serialises_sixteen_concurrent_registrations_without_database_is_
         .cloned()
         .map(|new| {
             let store = db.store.clone();
-            tokio::spawn(async move { store.create_account(new).await })
+            tokio::spawn(async move { store.create_account(new, support::signed_in()).await })
         })
         .collect();
     for (i, attempt) in attempts.into_iter().enumerate() {

@@ -175,26 +175,29 @@ impl Db {
         let id = UserId::from_uuid(Uuid::now_v7());
         let workspace = OrganizationId::from_uuid(Uuid::now_v7());
         self.store
-            .create_account(NewAccount {
-                user: NewUser {
-                    id,
-                    email: Email::parse(email).unwrap(),
-                    full_name: FullName::parse(name).unwrap(),
-                    password_hash: Some(PasswordHash::from_phc("$argon2id$fake".into())),
-                    email_verified: false,
-                    created_at: at,
+            .create_account(
+                NewAccount {
+                    user: NewUser {
+                        id,
+                        email: Email::parse(email).unwrap(),
+                        full_name: FullName::parse(name).unwrap(),
+                        password_hash: Some(PasswordHash::from_phc("$argon2id$fake".into())),
+                        email_verified: false,
+                        created_at: at,
+                    },
+                    workspace: NewOrganization {
+                        id: workspace,
+                        name: OrganizationName::personal_workspace_of(name),
+                        slug: Slug::generate_from(name),
+                        slug_generated: true,
+                        kind: OrganizationType::Personal,
+                        plan: Plan::Free,
+                        created_at: at,
+                    },
+                    events: vec![event(EventType::UserCreated, None, Some(id), at)],
                 },
-                workspace: NewOrganization {
-                    id: workspace,
-                    name: OrganizationName::personal_workspace_of(name),
-                    slug: Slug::generate_from(name),
-                    slug_generated: true,
-                    kind: OrganizationType::Personal,
-                    plan: Plan::Free,
-                    created_at: at,
-                },
-                events: vec![event(EventType::UserCreated, None, Some(id), at)],
-            })
+                record(),
+            )
             .await
             .unwrap();
         User {
@@ -1395,7 +1398,10 @@ async fn deleting_users(db: Db) {
         .is_empty());
 
     let deleted = event(EventType::UserDeleted, None, Some(bob.id), t0);
-    db.store.delete_user(bob.id, vec![deleted]).await.unwrap();
+    db.store
+        .delete_user(bob.id, vec![deleted], record())
+        .await
+        .unwrap();
     // Recorded before anything went: one row per live organization Bob belonged to (his
     // workspace and the team he was a member of; not his soft-deleted team).
     assert_eq!(db.events(EventType::UserDeleted).await, 2);
@@ -1450,7 +1456,10 @@ async fn deleting_users(db: Db) {
         .is_some());
 
     // Alice owns only teams nobody else belongs to now: they go with her.
-    db.store.delete_user(alice.id, vec![]).await.unwrap();
+    db.store
+        .delete_user(alice.id, vec![], record())
+        .await
+        .unwrap();
     assert!(db
         .store
         .credentials_by_id(alice.id)

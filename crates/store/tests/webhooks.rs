@@ -33,7 +33,10 @@ use uuid::Uuid;
 async fn registered(db: &Db, email: &str) -> (UserId, OrganizationId) {
     let new = account(email, "Someone");
     let ids = (new.user.id, new.workspace.id);
-    db.store.create_account(new).await.unwrap();
+    db.store
+        .create_account(new, support::signed_in())
+        .await
+        .unwrap();
     ids
 }
 
@@ -472,7 +475,7 @@ on_both_backends! {
         let gone = event(EventType::OrganizationUpdated, Some(hers), None);
         db.store.delete_organization(hers, now(), gone, support::signed_in()).await.unwrap();
         let lonely = event(EventType::UserDeleted, None, Some(carol));
-        db.store.delete_user(carol, vec![lonely.clone()]).await.unwrap();
+        db.store.delete_user(carol, vec![lonely.clone()], support::signed_in()).await.unwrap();
         let pending = db.store.pending_events(100).await.unwrap();
         assert!(pending.iter().any(|e| e.id == lonely.id && e.organization_id.is_none()));
         db.store.dispatch_event(lonely.id, vec![], at).await.unwrap();
@@ -880,7 +883,7 @@ on_both_backends! {
         let second = gatehouse_store::open(&db.url, &StoreOptions::default()).await.unwrap();
         let new = account("ada@example.com", "Ada");
         let org = new.workspace.id;
-        first.create_account(new).await.unwrap();
+        first.create_account(new, support::signed_in()).await.unwrap();
         let t0 = now();
         let mut hooks = Vec::new();
         for _ in 0..5 {

@@ -53,6 +53,7 @@ pub struct RegisterResponse {
 )]
 pub async fn register(
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     ValidJson(body): ValidJson<RegisterRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let mut fields = Fields::new();
@@ -60,7 +61,10 @@ pub async fn register(
     let password = fields.required("password", body.password, as_is);
     let full_name = fields.required("full_name", body.full_name, |s| FullName::parse(&s));
     let (email, password, full_name) = fields.finish(|| Some((email?, password?, full_name?)))?;
-    let registered = state.auth.register(email, &password, full_name).await?;
+    let registered = state
+        .auth
+        .register(email, &password, full_name, &origin)
+        .await?;
     Ok(HttpResponse::Created().json(RegisterResponse {
         user_id: registered.user_id.as_uuid(),
         email: registered.email.as_ref().to_owned(),
@@ -221,9 +225,10 @@ pub async fn refresh(
 )]
 pub async fn logout(
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     Authenticated(principal): Authenticated,
 ) -> Result<HttpResponse, ApiError> {
-    state.auth.logout(&principal).await?;
+    state.auth.logout(&principal, &origin).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -246,6 +251,7 @@ pub struct ChangePasswordRequest {
 )]
 pub async fn change_password(
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     Authenticated(principal): Authenticated,
     ValidJson(body): ValidJson<ChangePasswordRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -255,7 +261,7 @@ pub async fn change_password(
     let (current, new) = fields.finish(|| Some((current?, new?)))?;
     state
         .auth
-        .change_password(&principal, current, &new)
+        .change_password(&principal, current, &new, &origin)
         .await?;
     Ok(HttpResponse::NoContent().finish())
 }
@@ -281,6 +287,7 @@ pub struct RenewPasswordRequest {
 )]
 pub async fn renew_password(
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     ValidJson(body): ValidJson<RenewPasswordRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let mut fields = Fields::new();
@@ -288,7 +295,10 @@ pub async fn renew_password(
     let current = fields.required("current_password", body.current_password, as_is);
     let new = fields.required("new_password", body.new_password, as_is);
     let (email, current, new) = fields.finish(|| Some((email?, current?, new?)))?;
-    state.auth.renew_password(&email, current, &new).await?;
+    state
+        .auth
+        .renew_password(&email, current, &new, &origin)
+        .await?;
     Ok(HttpResponse::NoContent().finish())
 }
 

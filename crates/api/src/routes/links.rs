@@ -159,13 +159,17 @@ pub struct ResetRequest {
 )]
 pub async fn reset_password(
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     ValidJson(body): ValidJson<ResetRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let mut fields = Fields::new();
     let token = fields.required("token", body.token, as_is);
     let new_password = fields.required("new_password", body.new_password, as_is);
     let (token, new_password) = fields.finish(|| Some((token?, new_password?)))?;
-    state.links.reset_password(&token, &new_password).await?;
+    state
+        .links
+        .reset_password(&token, &new_password, &origin)
+        .await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -354,7 +358,11 @@ pub async fn reset_submit(
     }
     let fields = form_fields(&body);
     let new_password = field(&fields, "new_password");
-    match state.links.reset_password(&path, new_password).await {
+    match state
+        .links
+        .reset_password(&path, new_password, &origin_of(&req))
+        .await
+    {
         Ok(()) => message(
             StatusCode::OK,
             "Your password was changed",

@@ -439,7 +439,11 @@ pub async fn sign_out(
         return forged(&Branding::default());
     }
     if let Some(session) = signed_in(&req, &state).await {
-        if let Err(error) = state.auth.logout(&session.principal()).await {
+        if let Err(error) = state
+            .auth
+            .logout(&session.principal(), &origin_of(&req))
+            .await
+        {
             tracing::warn!(%error, "ending the page's session failed");
         }
     }

@@ -17,6 +17,7 @@ use uuid::Uuid;
 
 use gatehouse_domain::ports::SignInMethod;
 
+use crate::extract::RequestOrigin;
 use crate::observe;
 use crate::{
     error::{ApiError, ErrorBody, ValidationErrorBody},
@@ -129,6 +130,7 @@ pub struct AcsForm {
 )]
 pub async fn acs(
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     path: web::Path<String>,
     body: web::Bytes,
 ) -> HttpResponse {
@@ -150,7 +152,7 @@ pub async fn acs(
         tracing::warn!(org.id = %organization, "SAML response refused: no SAMLResponse field");
         return refused();
     };
-    let signed_in = state.saml.sign_in(organization, &response).await;
+    let signed_in = state.saml.sign_in(organization, &response, &origin).await;
     observe::sign_in(&state, SignInMethod::Saml, &signed_in);
     match signed_in {
         Ok(signed_in) => {

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
+use crate::extract::RequestOrigin;
 use crate::{
     error::{ApiError, ErrorBody, ValidationErrorBody},
     extract::{Authenticated, Fields, ValidJson},
@@ -77,6 +78,7 @@ pub struct UpdateMeRequest {
 )]
 pub async fn update_me(
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     Authenticated(principal): Authenticated,
     ValidJson(body): ValidJson<UpdateMeRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -87,7 +89,7 @@ pub async fn update_me(
             full_name: full_name?,
         })
     })?;
-    let user = state.auth.update_me(&principal, change).await?;
+    let user = state.auth.update_me(&principal, change, &origin).await?;
     Ok(HttpResponse::Ok().json(UserResponse::from(user)))
 }
 
@@ -104,8 +106,9 @@ pub async fn update_me(
 )]
 pub async fn delete_me(
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     Authenticated(principal): Authenticated,
 ) -> Result<HttpResponse, ApiError> {
-    state.members.delete_me(&principal).await?;
+    state.members.delete_me(&principal, &origin).await?;
     Ok(HttpResponse::NoContent().finish())
 }

@@ -137,6 +137,12 @@ macro_rules! audit_actions {
 }
 
 audit_actions! {
+    UserRegistered => "user.registered", "Someone registered an account (with its personal workspace).";
+    ProfileUpdated => "user.updated", "A user changed their profile.";
+    PasswordChanged => "auth.password_changed", "A password was changed: by the user, renewed after it expired, or reset by a mailed link.";
+    UserDeleted => "user.deleted", "A user deleted their account.";
+    Logout => "auth.logout", "A user signed out: the session and its tokens ended.";
+    SessionRevoked => "auth.session_revoked", "Gatehouse ended a session itself: its authorization code was presented twice.";
     LoginSucceeded => "auth.login", "A sign-in completed and opened a session (password, second factor, SAML or mailed link).";
     LoginFailed => "auth.login_failed", "A sign-in was refused: wrong credentials, a refused assertion, a wrong second factor, or a locked account.";
     MfaRequired => "auth.mfa_required", "A password was right and a second factor is asked for.";
@@ -389,6 +395,17 @@ mod tests {
             assert_eq!(action.as_str().parse(), Ok(*action));
         }
         assert_eq!("member.exploded".parse::<AuditAction>(), Err(()));
+    }
+
+    #[test]
+    fn every_action_is_in_the_operators_guide() {
+        let guide = include_str!("../../../../docs/operations.md");
+        for action in AuditAction::ALL {
+            assert!(
+                guide.contains(&format!("| `{}` |", action.as_str())),
+                "docs/operations.md does not list {action}"
+            );
+        }
     }
 
     #[test]

@@ -34,7 +34,11 @@ pub trait AccountStore: Send + Sync + 'static {
     ///
     /// # Errors
     /// [`StoreError::Conflict`] when the email belongs to another user.
-    async fn create_account(&self, account: NewAccount) -> Result<(), StoreError>;
+    async fn create_account(
+        &self,
+        account: NewAccount,
+        audit: AuditRecord,
+    ) -> Result<(), StoreError>;
 
     /// The user with this (normalised) email and their password hash.
     async fn credentials_by_email(
@@ -46,7 +50,12 @@ pub trait AccountStore: Send + Sync + 'static {
     async fn credentials_by_id(&self, id: UserId) -> Result<Option<UserCredentials>, StoreError>;
 
     /// Saves a changed profile (name) with its event. Returns false when the user is gone.
-    async fn update_user(&self, user: User, event: NewEvent) -> Result<bool, StoreError>;
+    async fn update_user(
+        &self,
+        user: User,
+        event: NewEvent,
+        audit: AuditRecord,
+    ) -> Result<bool, StoreError>;
 
     /// The hashes of the user's previous passwords (not the current one), newest first, at most
     /// `limit`.
@@ -75,6 +84,7 @@ pub trait AccountStore: Send + Sync + 'static {
         keep: Option<SessionId>,
         at: OffsetDateTime,
         event: NewEvent,
+        audit: AuditRecord,
     ) -> Result<(), StoreError>;
 }
 
@@ -135,6 +145,7 @@ pub trait SessionStore: Send + Sync + 'static {
         id: SessionId,
         at: OffsetDateTime,
         event: NewEvent,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError>;
 }
 

@@ -282,5 +282,10 @@ pub trait MemberStore: Send + Sync + 'static {
     /// Deletes the user, the organizations they own (personal workspaces, and teams where they
     /// are the only member) and their memberships, and records the events (recorded first, so
     /// that they still reach the user's organizations).
-    async fn delete_user(&self, user_id: UserId, events: Vec<NewEvent>) -> Result<(), StoreError>;
+    async fn delete_user(
+        &self,
+        user_id: UserId,
+        events: Vec<NewEvent>,
+        audit: AuditRecord,
+    ) -> Result<(), StoreError>;
 }

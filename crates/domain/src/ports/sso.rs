@@ -93,6 +93,8 @@ pub struct SamlSignIn {
     pub events: Vec<NewEvent>,
     /// When it happens.
     pub at: OffsetDateTime,
+    /// The sign-in's audit record.
+    pub audit: AuditRecord,
 }
 
 /// What became of a [`SamlSignIn`]; nothing was written unless it is `SignedIn`.

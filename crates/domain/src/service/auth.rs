@@ -30,6 +30,16 @@ pub(crate) struct Opening {
     user: User,
 }
 
+/// Who changes a password, for its audit record, and the session that stays open.
+pub(crate) struct Changer<'a> {
+    /// The actor of the record.
+    pub actor: AuditActor,
+    /// Where the request came from.
+    pub origin: &'a Origin,
+    /// The session that stays open (the caller's own), if any.
+    pub keep: Option<SessionId>,
+}
+
 /// Lifetimes and names that go into tokens.
 #[derive(Clone, Debug)]
 pub struct AuthSettings {
@@ -367,6 +377,7 @@ impl AuthService {
         email: Email,
         password: &str,
         full_name: FullName,
+        origin: &Origin,
     ) -> Result<Registered, RegisterError> {
         // Every policy is at least as strict as the default: refuse what fails it first.
         NewPassword::parse(password, &PasswordPolicy::default())
@@ -399,7 +410,9 @@ impl AuthService {
             email: account.user.email.clone(),
             organization_id: account.workspace.id,
         };
-        match self.ports.accounts.create_account(account).await {
+        let record =
+            self.sign_in_record(registered.user_id, AuditAction::UserRegistered, origin, now);
+        match self.ports.accounts.create_account(account, record).await {
             Ok(()) => Ok(registered),
             Err(StoreError::Conflict) => Err(RegisterError::EmailTaken),
             Err(e) => Err(e.into()),
@@ -518,6 +531,16 @@ impl AuthService {
         actor: AuditActor,
         origin: &Origin,
     ) -> Result<(), StoreError> {
+        self.refused_in(actor, origin, None).await
+    }
+
+    /// [`Self::refused`], for a sign-in into one organization (SAML).
+    pub(crate) async fn refused_in(
+        &self,
+        actor: AuditActor,
+        origin: &Origin,
+        organization: Option<OrganizationId>,
+    ) -> Result<(), StoreError> {
         let mut record = audit(
             self.ports.random.as_ref(),
             self.ports.clock.now(),
@@ -528,6 +551,9 @@ impl AuthService {
         .failed();
         if let AuditActor::User(user_id) = actor {
             record = record.on(TargetKind::User, user_id);
+        }
+        if let Some(organization) = organization {
+            record = record.in_organization(organization);
         }
         self.ports.audit.record_audit(record).await
     }
@@ -851,7 +877,7 @@ impl AuthService {
 
     /// Ends the caller's session: its refresh token and every access token it issued stop
     /// working at once.
-    pub async fn logout(&self, principal: &Principal) -> Result<(), StoreError> {
+    pub async fn logout(&self, principal: &Principal, origin: &Origin) -> Result<(), StoreError> {
         let Principal::User {
             user_id,
             session_id,
@@ -870,9 +896,10 @@ impl AuthService {
             Some(*user_id),
             json!({ "user_id": user_id, "session_id": session_id }),
         );
+        let record = self.sign_in_record(*user_id, AuditAction::Logout, origin, now);
         self.ports
             .sessions
-            .end_session(*session_id, now, logout_event)
+            .end_session(*session_id, now, logout_event, record)
             .await?;
         Ok(())
     }
@@ -884,6 +911,7 @@ impl AuthService {
         principal: &Principal,
         current_password: String,
         new_password: &str,
+        origin: &Origin,
     ) -> Result<(), ChangePasswordError> {
         let credentials = self
             .ports
@@ -892,13 +920,13 @@ impl AuthService {
             .await?
             .ok_or(ChangePasswordError::UserGone)?;
         // Through an API key no session is current: every session ends.
-        self.set_password(
-            credentials,
-            current_password,
-            new_password,
-            principal.session_id(),
-        )
-        .await
+        let changed_by = Changer {
+            actor: AuditActor::of(principal),
+            origin,
+            keep: principal.session_id(),
+        };
+        self.set_password(credentials, current_password, new_password, changed_by)
+            .await
     }
 
     /// Sets a new password for someone who cannot get a token because theirs has expired:
@@ -908,6 +936,7 @@ impl AuthService {
         email: &str,
         current_password: String,
         new_password: &str,
+        origin: &Origin,
     ) -> Result<(), ChangePasswordError> {
         let credentials = match Email::parse(email) {
             Ok(email) => self.ports.accounts.credentials_by_email(&email).await?,
@@ -919,8 +948,13 @@ impl AuthService {
                 .await?;
             return Err(ChangePasswordError::InvalidCredentials);
         };
+        let changed_by = Changer {
+            actor: AuditActor::User(credentials.user.id),
+            origin,
+            keep: None,
+        };
         match self
-            .set_password(credentials, current_password, new_password, None)
+            .set_password(credentials, current_password, new_password, changed_by)
             .await
         {
             Err(ChangePasswordError::WrongPassword) => Err(ChangePasswordError::InvalidCredentials),
@@ -935,7 +969,7 @@ impl AuthService {
         credentials: UserCredentials,
         current_password: String,
         new_password: &str,
-        keep: Option<SessionId>,
+        changed_by: Changer<'_>,
     ) -> Result<(), ChangePasswordError> {
         let user_id = credentials.user.id;
         let policy = self.policies_of(user_id).await?.password;
@@ -952,20 +986,21 @@ impl AuthService {
         if unchanged {
             return Err(ChangePasswordError::Unchanged);
         }
-        self.store_new_password(user_id, new_password, &policy, keep)
+        self.store_new_password(user_id, new_password, &policy, changed_by)
             .await
     }
 
     /// Stores a new password the policy admitted, unless it is one of the last ones the policy
-    /// remembers: the old hash joins the history, every session but `keep` ends, and
-    /// `auth.password_changed` is recorded.
+    /// remembers: the old hash joins the history, every session but the changer's `keep` ends,
+    /// and `auth.password_changed` is recorded and audited as the changer's.
     pub(crate) async fn store_new_password(
         &self,
         user_id: UserId,
         new_password: NewPassword,
         policy: &PasswordPolicy,
-        keep: Option<SessionId>,
+        changed_by: Changer<'_>,
     ) -> Result<(), ChangePasswordError> {
+        let keep = changed_by.keep;
         let internal = |e| ChangePasswordError::Internal(Box::new(e));
         let remembered = policy.prevent_reuse_count.get();
         if remembered > 0 {
@@ -1001,9 +1036,17 @@ impl AuthService {
             Some(user_id),
             json!({ "user_id": user_id, "session_id": keep }),
         );
+        let record = audit(
+            self.ports.random.as_ref(),
+            now,
+            changed_by.actor,
+            AuditAction::PasswordChanged,
+            changed_by.origin,
+        )
+        .on(TargetKind::User, user_id);
         self.ports
             .accounts
-            .change_password(user_id, hash, keep, now, changed)
+            .change_password(user_id, hash, keep, now, changed, record)
             .await?;
         Ok(())
     }
@@ -1085,6 +1128,7 @@ impl AuthService {
         &self,
         principal: &Principal,
         change: ProfileChange,
+        origin: &Origin,
     ) -> Result<User, UpdateProfileError> {
         let mut user = self
             .me(principal)
@@ -1115,7 +1159,18 @@ impl AuthService {
         if !self
             .ports
             .accounts
-            .update_user(user.clone(), updated)
+            .update_user(
+                user.clone(),
+                updated,
+                audit(
+                    self.ports.random.as_ref(),
+                    now,
+                    AuditActor::of(principal),
+                    AuditAction::ProfileUpdated,
+                    origin,
+                )
+                .on(TargetKind::User, user.id),
+            )
             .await?
         {
             return Err(UpdateProfileError::UserGone);

@@ -4,7 +4,7 @@
 //! whether an account exists or not.
 
 use super::{
-    auth::{ChangePasswordError, SignIn},
+    auth::{ChangePasswordError, Changer, SignIn},
     AuthService, LockedOut, LoginError, Principal,
 };
 use crate::{
@@ -311,7 +311,12 @@ impl EmailLinkService {
     /// Sets a new password with a mailed reset link: every session ends, the account's failed
     /// sign-ins are forgotten, `auth.password_changed` is recorded. The link proves the
     /// address too.
-    pub async fn reset_password(&self, token: &str, new_password: &str) -> Result<(), LinkError> {
+    pub async fn reset_password(
+        &self,
+        token: &str,
+        new_password: &str,
+        origin: &Origin,
+    ) -> Result<(), LinkError> {
         // Every policy is at least as strict as the default: refuse what fails it before the
         // link is spent.
         NewPassword::parse(new_password, &PasswordPolicy::default())
@@ -326,7 +331,16 @@ impl EmailLinkService {
         let new_password =
             NewPassword::parse(new_password, &policy).map_err(LinkError::WeakPassword)?;
         self.auth
-            .store_new_password(user_id, new_password, &policy, None)
+            .store_new_password(
+                user_id,
+                new_password,
+                &policy,
+                Changer {
+                    actor: AuditActor::User(user_id),
+                    origin,
+                    keep: None,
+                },
+            )
             .await?;
         let now = self.ports.clock.now();
         self.ports

@@ -190,6 +190,6 @@ fn a_sign_in_link_opens_an_email_session_and_proves_the_address() {
 fn a_weak_password_is_refused_before_the_reset_link_is_spent() {
     let mut mocks = Mocks::new();
     mocks.account_tokens.expect_take_account_token().never();
-    let result = block_on(mocks.links().reset_password("ghpr_x", "short"));
+    let result = block_on(mocks.links().reset_password("ghpr_x", "short", &origin()));
     assert!(matches!(result, Err(LinkError::WeakPassword(_))));
 }

@@ -201,6 +201,7 @@ fn a_wrong_current_password_on_change_counts_and_a_lockout_refuses_the_change() 
         &ada_in_session(),
         "not my password".to_owned(),
         NEW_PASSWORD,
+        &origin(),
     ));
     assert!(matches!(changed, Err(ChangePasswordError::WrongPassword)));
     assert_eq!(failures.all(), vec![AccountKey::for_email(ADA_EMAIL)]);
@@ -214,6 +215,7 @@ fn a_wrong_current_password_on_change_counts_and_a_lockout_refuses_the_change() 
         &ada_in_session(),
         ADA_PASSWORD.to_owned(),
         NEW_PASSWORD,
+        &origin(),
     ));
     assert!(matches!(
         changed,
@@ -232,6 +234,7 @@ fn renewing_for_an_unknown_email_counts_a_failure_for_that_email() {
         "nobody@example.com",
         ADA_PASSWORD.to_owned(),
         NEW_PASSWORD,
+        &origin(),
     ));
     assert!(matches!(
         renewed,

@@ -551,7 +551,11 @@ impl MemberService {
 
     /// Deletes the caller's account, personal workspace and memberships; refused while they
     /// own a team with other members.
-    pub async fn delete_me(&self, principal: &Principal) -> Result<(), MemberError> {
+    pub async fn delete_me(
+        &self,
+        principal: &Principal,
+        origin: &Origin,
+    ) -> Result<(), MemberError> {
         if matches!(principal, Principal::ApiKey { .. }) {
             return Err(MemberError::NotAUser);
         }
@@ -582,7 +586,18 @@ impl MemberService {
         );
         self.ports
             .members
-            .delete_user(user.id, vec![deleted])
+            .delete_user(
+                user.id,
+                vec![deleted],
+                audit(
+                    self.ports.random.as_ref(),
+                    now,
+                    AuditActor::User(user.id),
+                    AuditAction::UserDeleted,
+                    origin,
+                )
+                .on(TargetKind::User, user.id),
+            )
             .await?;
         Ok(())
     }

@@ -6,13 +6,13 @@ use serde_json::json;
 use time::{Duration, OffsetDateTime};
 use url::Url;
 
-use super::{event, AuthService, BrowserSession, RefreshError};
+use super::{audit, event, AuthService, BrowserSession, RefreshError};
 use crate::{
     model::{
-        client_secret_matches, Application, AuthMethod, AuthorizationCode, Branding, ClientGrant,
-        ClientId, CodeChallenge, CodeVerifier, EventType, Feature, NewAuthorizationCode,
-        OAuthError, OAuthErrorCode, RedirectUri, Scope, SecretToken, SessionId, State, TokenHash,
-        TokenKind, UserId, AUTHORIZATION_CODE_SECONDS,
+        client_secret_matches, Application, AuditAction, AuditActor, AuthMethod, AuthorizationCode,
+        Branding, ClientGrant, ClientId, CodeChallenge, CodeVerifier, EventType, Feature,
+        NewAuthorizationCode, OAuthError, OAuthErrorCode, Origin, RedirectUri, Scope, SecretToken,
+        SessionId, State, TargetKind, TokenHash, TokenKind, UserId, AUTHORIZATION_CODE_SECONDS,
     },
     ports::{service_ports, BoxError, StoreError},
 };
@@ -547,7 +547,18 @@ impl OAuthService {
             Some(user),
             json!({ "user_id": user, "session_id": session, "reason": "authorization code reused" }),
         );
-        self.ports.sessions.end_session(session, now, ended).await?;
+        let record = audit(
+            self.ports.random.as_ref(),
+            now,
+            AuditActor::System,
+            AuditAction::SessionRevoked,
+            &Origin::system(),
+        )
+        .on(TargetKind::User, user);
+        self.ports
+            .sessions
+            .end_session(session, now, ended, record)
+            .await?;
         Ok(())
     }
 }

@@ -533,7 +533,7 @@ fn a_code_used_twice_fails_and_ends_what_its_first_use_issued() {
         .sessions
         .expect_end_session()
         .times(1)
-        .returning(move |id, _, _| {
+        .returning(move |id, _, _, _| {
             kept.record(id);
             ready(Ok(true))
         });

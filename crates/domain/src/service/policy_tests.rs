@@ -70,6 +70,7 @@ fn registering_into_an_invitation_meets_the_inviting_organizations_password_poli
         email(ADA_EMAIL),
         "twelve chars",
         full_name("Ada Lovelace"),
+        &origin(),
     ));
 
     assert!(matches!(
@@ -98,6 +99,7 @@ fn a_password_change_meets_the_strictest_policy_of_the_users_organizations() {
         &ada_in_session(),
         ADA_PASSWORD.to_owned(),
         "Has Uppercase But No Digit",
+        &origin(),
     ));
 
     assert!(matches!(
@@ -143,6 +145,7 @@ fn a_remembered_previous_password_cannot_be_chosen_again() {
         &ada_in_session(),
         ADA_PASSWORD.to_owned(),
         NEW_PASSWORD,
+        &origin(),
     ));
 
     assert!(matches!(result, Err(ChangePasswordError::Reused(3))));
@@ -185,17 +188,18 @@ fn an_expired_password_is_renewed_with_email_and_current_password_ending_every_s
     mocks
         .accounts
         .expect_change_password()
-        .withf(|user, new_hash, keep, _, _| {
+        .withf(|user, new_hash, keep, _, _, _| {
             *user == ADA && new_hash.as_phc() == "$new" && keep.is_none()
         })
         .times(1)
-        .returning(|_, _, _, _, _| ready(Ok(())));
+        .returning(|_, _, _, _, _, _| ready(Ok(())));
 
-    block_on(
-        mocks
-            .auth()
-            .renew_password(ADA_EMAIL, ADA_PASSWORD.to_owned(), NEW_PASSWORD),
-    )
+    block_on(mocks.auth().renew_password(
+        ADA_EMAIL,
+        ADA_PASSWORD.to_owned(),
+        NEW_PASSWORD,
+        &origin(),
+    ))
     .unwrap();
 }
 
@@ -210,6 +214,7 @@ fn renewing_with_a_wrong_password_says_only_that_the_credentials_are_invalid() {
         ADA_EMAIL,
         "not my password".to_owned(),
         NEW_PASSWORD,
+        &origin(),
     ));
 
     assert!(matches!(

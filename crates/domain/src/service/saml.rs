@@ -13,10 +13,10 @@ use time::OffsetDateTime;
 use super::{auth::fold, event, payloads, AuthService, TokenPair};
 use crate::{
     model::{
-        sp_acs_url, sp_entity_id, Amr, Email, EmailDomain, EventType, Feature, FullName, Member,
-        MemberStatus, NewEvent, Organization, OrganizationId, ReturnPath, Role, SamlRequest,
-        SamlRequestId, SamlTrust, SsoConfiguration, User, UserId, SAML_CLOCK_SKEW,
-        SAML_REQUEST_TTL,
+        sp_acs_url, sp_entity_id, Amr, AuditAction, AuditActor, Email, EmailDomain, EventType,
+        Feature, FullName, Member, MemberStatus, NewEvent, Organization, OrganizationId, Origin,
+        ReturnPath, Role, SamlRequest, SamlRequestId, SamlTrust, SsoConfiguration, User, UserId,
+        SAML_CLOCK_SKEW, SAML_REQUEST_TTL,
     },
     ports::{
         service_ports, BoxError, Provision, SamlRejection, SamlSignIn, SamlSignInOutcome,
@@ -161,10 +161,35 @@ impl SamlService {
     /// The assertion consumer: checks the identity provider's answer (`SAMLResponse`, as
     /// posted), then signs its user in, creating the account or the membership when the
     /// configuration provisions them.
+    ///
+    /// Audited: the sign-in in the transaction that opens its session, a refusal on its own
+    /// (in the organization, with no actor id: a refused assertion names no one the service may
+    /// believe).
     pub async fn sign_in(
         &self,
         organization_id: OrganizationId,
         saml_response: &str,
+        origin: &Origin,
+    ) -> Result<SamlSignedIn, SamlSignInError> {
+        let signed_in = self
+            .checked_sign_in(organization_id, saml_response, origin)
+            .await;
+        match &signed_in {
+            Ok(_) | Err(SamlSignInError::Store(_) | SamlSignInError::Internal(_)) => {}
+            Err(_) => {
+                self.auth
+                    .refused_in(AuditActor::UnknownUser, origin, Some(organization_id))
+                    .await?;
+            }
+        }
+        signed_in
+    }
+
+    async fn checked_sign_in(
+        &self,
+        organization_id: OrganizationId,
+        saml_response: &str,
+        origin: &Origin,
     ) -> Result<SamlSignedIn, SamlSignInError> {
         let (organization, configuration) = self.configured(organization_id).await?;
         let assertion = self
@@ -271,6 +296,10 @@ impl SamlService {
                 keep_at_most: opening.keep_at_most,
                 events,
                 at: now,
+                audit: self
+                    .auth
+                    .sign_in_record(user_id, AuditAction::LoginSucceeded, origin, now)
+                    .in_organization(organization_id),
             })
             .await?;
         match outcome {

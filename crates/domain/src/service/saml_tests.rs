@@ -2,6 +2,8 @@
 //! organization, an assertion never seen, a whitelisted domain, who is provisioned), with the
 //! XML adapter and the store mocked.
 
+use super::tests::origin;
+
 use futures::executor::block_on;
 use time::Duration;
 use uuid::Uuid;
@@ -132,7 +134,11 @@ impl Mocks {
 }
 
 fn sign_in(mocks: Mocks) -> Result<SamlSignedIn, SamlSignInError> {
-    block_on(mocks.saml().sign_in(ACME, "PHNhbWxwOlJlc3BvbnNlLz4="))
+    block_on(
+        mocks
+            .saml()
+            .sign_in(ACME, "PHNhbWxwOlJlc3BvbnNlLz4=", &origin()),
+    )
 }
 
 #[test]

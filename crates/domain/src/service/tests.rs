@@ -387,11 +387,12 @@ fn no_policies() -> MockPolicyStore {
 // ---------------------------------------------------------------------------------------------
 
 fn register(mocks: Mocks, password: &str) -> Result<super::Registered, RegisterError> {
-    block_on(
-        mocks
-            .auth()
-            .register(email(ADA_EMAIL), password, full_name("Ada Lovelace")),
-    )
+    block_on(mocks.auth().register(
+        email(ADA_EMAIL),
+        password,
+        full_name("Ada Lovelace"),
+        &origin(),
+    ))
 }
 
 #[test]
@@ -431,7 +432,7 @@ fn register_losing_the_race_for_an_email_is_email_taken() {
         .accounts
         .expect_create_account()
         .times(1)
-        .returning(|_| ready(Err(StoreError::Conflict)));
+        .returning(|_, _| ready(Err(StoreError::Conflict)));
 
     assert!(matches!(
         register(mocks, ADA_PASSWORD),
@@ -452,9 +453,11 @@ fn register_hashes_the_password_it_was_given() {
     mocks
         .accounts
         .expect_create_account()
-        .withf(|account| account.user.password_hash.as_ref().map(|h| h.as_phc()) == Some(ADA_HASH))
+        .withf(|account, _| {
+            account.user.password_hash.as_ref().map(|h| h.as_phc()) == Some(ADA_HASH)
+        })
         .times(1)
-        .returning(|_| ready(Ok(())));
+        .returning(|_, _| ready(Ok(())));
 
     register(mocks, ADA_PASSWORD).unwrap();
 }
@@ -470,7 +473,7 @@ fn register_creates_the_user_with_a_free_personal_workspace_and_announces_both()
         .accounts
         .expect_create_account()
         .times(1)
-        .returning(move |account| {
+        .returning(move |account, _| {
             seen.record(account);
             ready(Ok(()))
         });
@@ -536,7 +539,7 @@ fn register_events_carry_no_password_or_hash() {
     mocks
         .accounts
         .expect_create_account()
-        .returning(move |account| {
+        .returning(move |account, _| {
             seen.record(account);
             ready(Ok(()))
         });
@@ -951,7 +954,7 @@ fn logout_ends_the_callers_session_and_announces_it() {
     mocks
         .sessions
         .expect_end_session()
-        .withf(|id, at, event| {
+        .withf(|id, at, event, _| {
             *id == ADA_SESSION
                 && *at == now()
                 && event.event_type == EventType::AuthLogout
@@ -960,9 +963,9 @@ fn logout_ends_the_callers_session_and_announces_it() {
                 && event.data["session_id"] == serde_json::json!(ADA_SESSION)
         })
         .times(1)
-        .returning(|_, _, _| ready(Ok(true)));
+        .returning(|_, _, _, _| ready(Ok(true)));
 
-    block_on(mocks.auth().logout(&ada_in_session())).unwrap();
+    block_on(mocks.auth().logout(&ada_in_session(), &origin())).unwrap();
 }
 
 #[test]
@@ -970,7 +973,7 @@ fn logout_with_an_api_key_does_nothing() {
     let mut mocks = Mocks::new();
     mocks.sessions.expect_end_session().never();
 
-    block_on(mocks.auth().logout(&ada_key_for_acme())).unwrap();
+    block_on(mocks.auth().logout(&ada_key_for_acme(), &origin())).unwrap();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -986,7 +989,7 @@ fn change_password(
     block_on(
         mocks
             .auth()
-            .change_password(principal, current.to_owned(), new),
+            .change_password(principal, current.to_owned(), new, &origin()),
     )
 }
 
@@ -1063,7 +1066,7 @@ fn change_password_stores_the_new_hash_and_keeps_only_the_current_session() {
     mocks
         .accounts
         .expect_change_password()
-        .withf(|user, new_hash, keep, at, event| {
+        .withf(|user, new_hash, keep, at, event, _| {
             *user == ADA
                 && new_hash.as_phc() == NEW_HASH
                 && *keep == Some(ADA_SESSION)
@@ -1073,7 +1076,7 @@ fn change_password_stores_the_new_hash_and_keeps_only_the_current_session() {
                 && !event.data.to_string().contains("argon2")
         })
         .times(1)
-        .returning(|_, _, _, _, _| ready(Ok(())));
+        .returning(|_, _, _, _, _, _| ready(Ok(())));
 
     change_password(mocks, &ada_in_session(), ADA_PASSWORD, NEW_PASSWORD).unwrap();
 }
@@ -1087,9 +1090,9 @@ fn change_password_through_an_api_key_ends_every_session() {
     mocks
         .accounts
         .expect_change_password()
-        .withf(|_, _, keep, _, _| keep.is_none())
+        .withf(|_, _, keep, _, _, _| keep.is_none())
         .times(1)
-        .returning(|_, _, _, _, _| ready(Ok(())));
+        .returning(|_, _, _, _, _, _| ready(Ok(())));
 
     change_password(mocks, &ada_key_for_acme(), ADA_PASSWORD, NEW_PASSWORD).unwrap();
 }

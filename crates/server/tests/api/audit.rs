@@ -279,9 +279,10 @@ async fn sign_ins_are_audited_through_a_trusted_proxy_postgres() {
 /// first, and a request that changes nothing writes none.
 async fn each_change_writes_its_record(backend: Backend) {
     let (app, receiver) = crate::webhooks::app_with_receiver(backend).await;
-    let owner = app.logged_in("table-owner@example.com").await;
-    let token = owner.access_token.clone();
     let mut seen = total(&app).await;
+    let owner = app.logged_in("table-owner@example.com").await;
+    seen = expect(&app, seen, &["auth.login", "user.registered"]).await;
+    let token = owner.access_token.clone();
 
     let team = app.create_team(&token, "Table Team").await;
     let org = team["id"].as_str().unwrap().to_owned();
@@ -344,7 +345,12 @@ async fn each_change_writes_its_record(backend: Backend) {
     seen = expect(
         &app,
         seen,
-        &["member.joined", "member.invited", "auth.login"],
+        &[
+            "member.joined",
+            "member.invited",
+            "auth.login",
+            "user.registered",
+        ],
     )
     .await;
     let bob_path = format!("{org_path}/members/{}", bob.user_id);
@@ -509,7 +515,39 @@ async fn each_change_writes_its_record(backend: Backend) {
             .status(),
         200
     );
-    expect(&app, seen, &["organization.deleted"]).await;
+    seen = expect(&app, seen, &["organization.deleted"]).await;
+
+    // The account's own changes: a second session signed in and out, the profile, the password,
+    // the account itself.
+    let second = json_of(app.login(&owner.email, PASSWORD).await, 200).await;
+    seen = expect(&app, seen, &["auth.login"]).await;
+    let second = second["access_token"].as_str().unwrap();
+    assert_eq!(app.logout(second).await.status(), 204);
+    seen = expect(&app, seen, &["auth.logout"]).await;
+    json_of(
+        app.send_as(
+            Method::PATCH,
+            &token,
+            "/api/v1/users/me",
+            Some(json!({ "full_name": "Table Owner" })),
+        )
+        .await,
+        200,
+    )
+    .await;
+    seen = expect(&app, seen, &["user.updated"]).await;
+    let changed = app
+        .change_password(&token, PASSWORD, "a brand new passphrase")
+        .await;
+    assert_eq!(changed.status(), 204);
+    seen = expect(&app, seen, &["auth.password_changed"]).await;
+    assert_eq!(
+        app.send_as(Method::DELETE, &token, "/api/v1/users/me", None)
+            .await
+            .status(),
+        204
+    );
+    expect(&app, seen, &["user.deleted"]).await;
 }
 
 /// How many records the operator sees.

@@ -125,8 +125,24 @@ impl Sso {
         let mut browser = Browser::new();
         let answered = self.start(app, &mut browser, "/login/done", email).await;
         let response = self.crafted(&answered, email, changes.clone()).await;
+        let refusals = format!(
+            "/control/audit?action=auth.login_failed&organization_id={}",
+            self.org
+        );
+        let before = json_of(app.as_operator(Method::GET, &refusals, None).await, 200).await;
         let answer = self.post(app, &mut browser, &response).await;
         assert_refused(answer, &changes).await;
+        // Each refusal is audited in the organization, naming no one.
+        let after = json_of(app.as_operator(Method::GET, &refusals, None).await, 200).await;
+        assert_eq!(
+            after["total"].as_u64(),
+            before["total"].as_u64().map(|n| n + 1),
+            "{changes}"
+        );
+        assert_eq!(
+            after["items"][0]["actor"],
+            json!({ "type": "user", "id": null })
+        );
     }
 }
 
@@ -223,6 +239,15 @@ on_both_backends! {
         let grace = members["items"].as_array().unwrap().iter().find(|m| m["email"] == "grace@example.com").expect("a member");
         assert_eq!((grace["role"].as_str(), grace["status"].as_str()), (Some("member"), Some("active")));
         detail_of(app.login("grace@example.com", "any password at all").await, 401).await;
+
+        // The SSO sign-in is in the organization's audit log, as Grace's.
+        let log = json_of(
+            app.get_as(&sso.owner.access_token, &format!("/api/v1/organizations/{}/audit-log?action=auth.login", sso.org)).await,
+            200,
+        )
+        .await;
+        assert_eq!(log["total"], 1, "{log}");
+        assert_eq!(log["items"][0]["actor"], json!({ "type": "user", "id": me["id"] }));
     }
 
     async fn a_sign_in_lands_on_the_done_page_and_the_session_refreshes_as_ext(app: TestApp) {

@@ -2,7 +2,7 @@ use async_trait::async_trait;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
-    model::{Email, NewEvent, PasswordHash, SessionId, User, UserCredentials, UserId},
+    model::{AuditRecord, Email, NewEvent, PasswordHash, SessionId, User, UserCredentials, UserId},
     ports::{AccountStore, NewAccount, StoreError},
 };
 use time::OffsetDateTime;
@@ -12,6 +12,7 @@ use super::{
         schema::{password_history, sessions, users},
         Conn, DbStore,
     },
+    audit::insert_audit,
     organizations::{insert_organization, stamp_slug, SLUG_RACE_RETRIES},
     rows::{record_events, NewUserRow, UserRow, NO_PASSWORD},
 };
@@ -102,7 +103,11 @@ async fn credentials(
 
 #[async_trait]
 impl AccountStore for DbStore {
-    async fn create_account(&self, account: NewAccount) -> Result<(), StoreError> {
+    async fn create_account(
+        &self,
+        account: NewAccount,
+        audit: AuditRecord,
+    ) -> Result<(), StoreError> {
         let pool = self.writer.clone();
         self.runtime
             .run(async move {
@@ -111,7 +116,9 @@ impl AccountStore for DbStore {
                 loop {
                     attempt += 1;
                     let result = write_tx!(&mut *conn, async |conn: &mut Conn| {
-                        insert_account(conn, &account).await
+                        insert_account(conn, &account).await?;
+                        insert_audit(conn, audit.clone()).await?;
+                        Ok::<_, CreateError>(())
                     })
                     .await;
                     match result {
@@ -166,7 +173,12 @@ impl AccountStore for DbStore {
         })
     }
 
-    async fn update_user(&self, user: User, event: NewEvent) -> Result<bool, StoreError> {
+    async fn update_user(
+        &self,
+        user: User,
+        event: NewEvent,
+        audit: AuditRecord,
+    ) -> Result<bool, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             let updated = diesel::update(users::table.find(DbUuid(user.id.as_uuid())))
                 .set((
@@ -177,6 +189,7 @@ impl AccountStore for DbStore {
                 .await?;
             if updated == 1 {
                 record_events(conn, vec![event]).await?;
+                insert_audit(conn, audit).await?;
             }
             Ok::<_, diesel::result::Error>(updated == 1)
         })
@@ -210,6 +223,7 @@ impl AccountStore for DbStore {
         keep: Option<SessionId>,
         at: OffsetDateTime,
         event: NewEvent,
+        audit: AuditRecord,
     ) -> Result<(), StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             let user = DbUuid(user_id.as_uuid());
@@ -266,7 +280,8 @@ impl AccountStore for DbStore {
                 .set(sessions::revoked_at.eq(at))
                 .execute(conn)
                 .await?;
-            record_events(conn, vec![event]).await
+            record_events(conn, vec![event]).await?;
+            insert_audit(conn, audit).await
         })
     }
 }

@@ -502,10 +502,16 @@ impl MemberStore for DbStore {
         })
     }
 
-    async fn delete_user(&self, user_id: UserId, events: Vec<NewEvent>) -> Result<(), StoreError> {
+    async fn delete_user(
+        &self,
+        user_id: UserId,
+        events: Vec<NewEvent>,
+        audit: AuditRecord,
+    ) -> Result<(), StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             // First, while the memberships still say where the events should go.
             record_events(conn, events).await?;
+            insert_audit(conn, audit).await?;
             let user = DbUuid(user_id.as_uuid());
             // Their personal workspaces, and the teams nobody else belongs to.
             let going: Vec<DbUuid> = organizations::table

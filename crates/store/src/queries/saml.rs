@@ -13,6 +13,7 @@ use super::{
         Conn, Db, DbStore,
     },
     accounts::{insert_account_rows, CreateError},
+    audit::insert_audit,
     organizations::SLUG_RACE_RETRIES,
     rows::{record_events, NewMembershipRow},
     sessions::open_session,
@@ -115,6 +116,7 @@ async fn sign_in(conn: &mut Conn, sign_in: &SamlSignIn) -> Result<(), SignInErro
     // organization too.
     events.extend(sign_in.events.iter().cloned());
     record_events(conn, events).await?;
+    insert_audit(conn, sign_in.audit.clone()).await?;
     Ok(())
 }
 

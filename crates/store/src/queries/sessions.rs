@@ -84,6 +84,7 @@ impl SessionStore for DbStore {
         id: SessionId,
         at: OffsetDateTime,
         event: NewEvent,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             let live = sessions::table
@@ -95,6 +96,7 @@ impl SessionStore for DbStore {
                 .await?;
             if ended == 1 {
                 record_events(conn, vec![event]).await?;
+                insert_audit(conn, audit).await?;
             }
             Ok::<_, diesel::result::Error>(ended == 1)
         })

@@ -200,7 +200,7 @@ impl Db {
     pub async fn registered(&self, email: &str) -> UserId {
         let new = account(email, "Someone");
         let id = new.user.id;
-        self.store.create_account(new).await.unwrap();
+        self.store.create_account(new, signed_in()).await.unwrap();
         id
     }
 
