@@ -3,13 +3,16 @@
 //! admins). Same shape, same filters.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use gatehouse_domain::model::{timestamp, AuditAction, AuditFilter, AuditRecord, OrganizationId};
+use gatehouse_domain::model::{AuditAction, AuditFilter, AuditRecord};
 use serde::Serialize;
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::organizations::PageResponse;
+use super::{
+    control::{organization_id, since},
+    organizations::PageResponse,
+};
 use crate::{
     error::{ApiError, ErrorBody, ValidationErrorBody},
     extract::{OperatorAuth, PathOrganization},
@@ -80,18 +83,10 @@ impl From<AuditRecord> for AuditRecordResponse {
     }
 }
 
-fn moment(raw: &str) -> Result<OffsetDateTime, &'static str> {
-    timestamp::parse(raw).map_err(|_| "must be an RFC 3339 timestamp")
-}
-
 /// The filters both listings take (the organization's own ignores `organization_id`).
 fn filter(query: &Query) -> Result<AuditFilter, ApiError> {
     Ok(AuditFilter {
-        organization_id: query.parse("organization_id", |raw| {
-            Uuid::parse_str(raw)
-                .map(OrganizationId::from_uuid)
-                .map_err(|_| "must be an organization id (UUID)")
-        })?,
+        organization_id: query.parse("organization_id", organization_id)?,
         actor_id: query.parse("actor_id", |raw| {
             Uuid::parse_str(raw)
                 .map(|id| id.to_string())
@@ -101,8 +96,8 @@ fn filter(query: &Query) -> Result<AuditFilter, ApiError> {
             raw.parse::<AuditAction>()
                 .map_err(|()| "is not a known audit action")
         })?,
-        since: query.parse("since", moment)?,
-        until: query.parse("until", moment)?,
+        since: query.parse("since", since)?,
+        until: query.parse("until", since)?,
     })
 }
 

@@ -60,13 +60,14 @@ pub struct DeadLetterResponse {
     organization_id: String,
 }
 
-fn organization_id(raw: &str) -> Result<OrganizationId, &'static str> {
+pub(super) fn organization_id(raw: &str) -> Result<OrganizationId, &'static str> {
     Uuid::parse_str(raw)
         .map(OrganizationId::from_uuid)
         .map_err(|_| "must be an organization id (UUID)")
 }
 
-fn since(raw: &str) -> Result<OffsetDateTime, &'static str> {
+/// An RFC 3339 time of a query (`since`, `until`).
+pub(super) fn since(raw: &str) -> Result<OffsetDateTime, &'static str> {
     timestamp::parse(raw).map_err(|_| "must be an RFC 3339 timestamp")
 }
 

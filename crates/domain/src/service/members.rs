@@ -191,15 +191,14 @@ impl MemberService {
             .create_invitation(
                 invitation.clone(),
                 invited,
-                audit(
-                    self.ports.random.as_ref(),
-                    now,
-                    AuditActor::of(&actor.principal),
-                    AuditAction::MemberInvited,
-                    origin,
-                )
-                .in_organization(organization.id)
-                .on(TargetKind::Invitation, invitation.id),
+                actor
+                    .audit(
+                        self.ports.random.as_ref(),
+                        now,
+                        AuditAction::MemberInvited,
+                        origin,
+                    )
+                    .on(TargetKind::Invitation, invitation.id),
             )
             .await
         {
@@ -384,15 +383,14 @@ impl MemberService {
     ) -> Result<(), MemberError> {
         actor.require(Permission::MembersDelete)?;
         let now = self.ports.clock.now();
-        let record = audit(
-            self.ports.random.as_ref(),
-            now,
-            AuditActor::of(&actor.principal),
-            AuditAction::InvitationRevoked,
-            origin,
-        )
-        .in_organization(actor.organization_id())
-        .on(TargetKind::Invitation, id);
+        let record = actor
+            .audit(
+                self.ports.random.as_ref(),
+                now,
+                AuditAction::InvitationRevoked,
+                origin,
+            )
+            .on(TargetKind::Invitation, id);
         if self
             .ports
             .members

@@ -134,8 +134,8 @@ async fn counters_move_with_traffic(backend: Backend) {
             before.families
         );
     }
-    let in_use = before.value("gatehouse_store_connections", &[("state", "max")]);
-    assert!(in_use >= 1.0, "the pools report their size");
+    let pools = before.value("gatehouse_store_connections", &[("state", "max")]);
+    assert!(pools >= 1.0, "the pools report their size");
 
     // Traffic: a sign-up, a good and a bad password, reads of an organization by id, and a
     // delivered webhook.
