@@ -8,11 +8,12 @@ mod support;
 
 use gatehouse_domain::{
     model::{
-        Amr, AuthMethod, EventType, MfaFactor, MfaFactorId, MfaLogin, MfaMethod, TokenHash, UserId,
+        Amr, AuditAction, AuthMethod, EventType, MfaFactor, MfaFactorId, MfaLogin, MfaMethod,
+        TokenHash, UserId,
     },
     ports::{SecondFactorUse, StoreError, StoredPasskey},
 };
-use support::{event, now, on_both_backends, session, Db};
+use support::{audited, event, now, on_both_backends, session, Db};
 use time::Duration;
 use uuid::Uuid;
 
@@ -45,6 +46,9 @@ fn at() -> time::OffsetDateTime {
     *AT.get_or_init(now)
 }
 
+const ADDED: &str = "SELECT COUNT(*) AS n FROM audit_log WHERE action = 'mfa.factor_added'";
+const REMOVED: &str = "SELECT COUNT(*) AS n FROM audit_log WHERE action = 'mfa.factor_removed'";
+
 fn codes(names: &[&str]) -> Vec<TokenHash> {
     names.iter().map(|c| TokenHash::of(c)).collect()
 }
@@ -65,7 +69,8 @@ async fn confirmed_totp(db: &Db, user: UserId, step: u64) -> MfaFactor {
             step,
             at(),
             codes(&["one", "two"]),
-            vec![enabled]
+            vec![enabled],
+            audited(AuditAction::MfaFactorAdded, user)
         )
         .await
         .unwrap());
@@ -103,9 +108,11 @@ on_both_backends! {
 
         let events = db.count("SELECT COUNT(*) AS n FROM events").await;
         let enabled = event(EventType::AuthMfaEnabled, None, Some(ada));
-        assert!(db.store.confirm_totp_factor(ada, pending.id, 100, at(), codes(&["a", "b", "c"]), vec![enabled.clone()]).await.unwrap());
-        assert!(!db.store.confirm_totp_factor(ada, pending.id, 101, at(), Vec::new(), vec![enabled]).await.unwrap(), "once");
+        let added = || audited(AuditAction::MfaFactorAdded, ada);
+        assert!(db.store.confirm_totp_factor(ada, pending.id, 100, at(), codes(&["a", "b", "c"]), vec![enabled.clone()], added()).await.unwrap());
+        assert!(!db.store.confirm_totp_factor(ada, pending.id, 101, at(), Vec::new(), vec![enabled], added()).await.unwrap(), "once");
         assert!(db.count("SELECT COUNT(*) AS n FROM events").await > events);
+        assert_eq!(db.count(ADDED).await, 1, "the second confirmation, which took nothing, is not on record");
         let confirmed = db.store.confirmed_totp_factors(ada).await.unwrap();
         assert_eq!(confirmed.len(), 1);
         assert_eq!(confirmed[0].last_step, Some(100));
@@ -166,16 +173,33 @@ on_both_backends! {
         let first = confirmed_totp(&db, ada, 1).await;
         let key = factor(ada, MfaMethod::Webauthn, true);
         let passkey = StoredPasskey { credential_id: "cred-1".into(), passkey: "{}".into() };
-        db.store.add_webauthn_factor(key.clone(), passkey.clone(), Vec::new(), Vec::new()).await.unwrap();
-        let taken = db.store.add_webauthn_factor(factor(ada, MfaMethod::Webauthn, true), passkey.clone(), Vec::new(), Vec::new()).await;
+        let added = || audited(AuditAction::MfaFactorAdded, ada);
+        db.store.add_webauthn_factor(key.clone(), passkey.clone(), Vec::new(), Vec::new(), added()).await.unwrap();
+        let taken = db.store.add_webauthn_factor(factor(ada, MfaMethod::Webauthn, true), passkey.clone(), Vec::new(), Vec::new(), added()).await;
         assert!(matches!(taken, Err(StoreError::Conflict)), "one credential, one factor");
+        assert_eq!(db.count(ADDED).await, 2, "the TOTP factor and the key; the refused key has no record");
         assert_eq!(db.store.webauthn_factors(ada).await.unwrap()[0].passkey, passkey);
 
-        assert!(db.store.remove_factor(ada, first.id).await.unwrap());
+        let removed = || Some(audited(AuditAction::MfaFactorRemoved, ada));
+        assert!(db.store.remove_factor(ada, first.id, removed()).await.unwrap());
         assert_eq!(db.store.recovery_codes_left(ada).await.unwrap(), 2, "a factor is left");
-        assert!(!db.store.remove_factor(ada, first.id).await.unwrap());
-        assert!(db.store.remove_factor(ada, key.id).await.unwrap());
+        assert!(!db.store.remove_factor(ada, first.id, removed()).await.unwrap());
+        assert_eq!(db.count(REMOVED).await, 1, "removing nothing is not on record");
+        assert!(db.store.remove_factor(ada, key.id, None).await.unwrap());
         assert_eq!(db.store.recovery_codes_left(ada).await.unwrap(), 0, "none left: codes go too");
+        assert_eq!(db.count(REMOVED).await, 1, "a removal without a record writes none");
+    }
+
+    async fn new_recovery_codes_replace_the_old_ones_on_record(db: Db) {
+        let ada = db.registered("ada@example.com").await;
+        confirmed_totp(&db, ada, 1).await;
+        db.store
+            .replace_recovery_codes(ada, codes(&["x", "y", "z"]), at(), audited(AuditAction::RecoveryCodesRegenerated, ada))
+            .await
+            .unwrap();
+        assert_eq!(db.store.recovery_codes_left(ada).await.unwrap(), 3);
+        let regenerated = "SELECT COUNT(*) AS n FROM audit_log WHERE action = 'mfa.recovery_codes_regenerated'";
+        assert_eq!(db.count(regenerated).await, 1);
     }
 
     async fn a_webauthn_registration_is_taken_once_before_it_expires(db: Db) {

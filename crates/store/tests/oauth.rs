@@ -6,11 +6,11 @@
 mod support;
 
 use gatehouse_domain::model::{
-    Amr, Application, ApplicationId, ApplicationName, AuthorizationCode, ClientGrant, ClientId,
-    CodeVerifier, EventType, NewApplication, NewAuthorizationCode, NewEvent, OrganizationId,
-    RedirectUri, RedirectUris, Scope, TokenHash, UserId,
+    Amr, Application, ApplicationId, ApplicationName, AuditAction, AuthorizationCode, ClientGrant,
+    ClientId, CodeVerifier, EventType, NewApplication, NewAuthorizationCode, NewEvent,
+    OrganizationId, RedirectUri, RedirectUris, Scope, TokenHash, UserId,
 };
-use support::{account, event, now, on_both_backends, session, Db};
+use support::{account, audited, event, now, on_both_backends, session, Db};
 use time::Duration;
 use uuid::Uuid;
 
@@ -78,7 +78,7 @@ on_both_backends! {
         let (ada, org) = registered(&db, "ada@example.com").await;
         let app = application(&db, org).await;
         let (hash, code) = code_for(&app, ada);
-        db.store.save_authorization_code(NewAuthorizationCode { hash: hash.clone(), code: code.clone() }).await.unwrap();
+        db.store.save_authorization_code(NewAuthorizationCode { hash: hash.clone(), code: code.clone() }, audited(AuditAction::OAuthAuthorized, ada)).await.unwrap();
         assert_eq!(db.store.authorization_code(&TokenHash::of("unknown")).await.unwrap(), None);
         let stored = db.store.authorization_code(&hash).await.unwrap().unwrap();
         assert_eq!((stored.code, stored.used_at, stored.session_id), (code.clone(), None, None));
@@ -88,7 +88,7 @@ on_both_backends! {
         let grant = ClientGrant { application_id: app.id, client_id: app.client_id.clone(), scope: code.scope.clone() };
         opened.grant = Some(grant.clone());
         opened.amr = code.amr.clone();
-        assert!(db.store.redeem_authorization_code(&hash, opened.clone(), login_event(ada), None, at).await.unwrap());
+        assert!(db.store.redeem_authorization_code(&hash, opened.clone(), login_event(ada), None, at, audited(AuditAction::OAuthTokenIssued, ada)).await.unwrap());
         let used = db.store.authorization_code(&hash).await.unwrap().unwrap();
         assert_eq!((used.used_at, used.session_id), (Some(at), Some(opened.id)));
         let live = db.store.session_by_refresh_token(&refresh_hash, at).await.unwrap().unwrap();
@@ -98,13 +98,16 @@ on_both_backends! {
 
         // Presented again: nothing is taken, no second session opens.
         let (again, again_hash) = session(ada, at, Duration::days(30));
-        assert!(!db.store.redeem_authorization_code(&hash, again, login_event(ada), None, at).await.unwrap());
+        assert!(!db.store.redeem_authorization_code(&hash, again, login_event(ada), None, at, audited(AuditAction::OAuthTokenIssued, ada)).await.unwrap());
         assert_eq!(db.store.session_by_refresh_token(&again_hash, at).await.unwrap(), None);
         assert_eq!(db.store.authorization_code(&hash).await.unwrap().unwrap().session_id, Some(opened.id));
         // A code that does not exist opens nothing either.
         let (other, other_hash) = session(ada, at, Duration::days(30));
-        assert!(!db.store.redeem_authorization_code(&TokenHash::of("none"), other, login_event(ada), None, at).await.unwrap());
+        assert!(!db.store.redeem_authorization_code(&TokenHash::of("none"), other, login_event(ada), None, at, audited(AuditAction::OAuthTokenIssued, ada)).await.unwrap());
         assert_eq!(db.store.session_by_refresh_token(&other_hash, at).await.unwrap(), None);
+        // One code, one record of its issue and one of its exchange: what took nothing wrote none.
+        assert_eq!(db.count("SELECT COUNT(*) AS n FROM audit_log WHERE action = 'oauth.authorized'").await, 1);
+        assert_eq!(db.count("SELECT COUNT(*) AS n FROM audit_log WHERE action = 'oauth.token_issued'").await, 1);
     }
 
     async fn a_password_login_session_has_no_grant(db: Db) {
@@ -120,14 +123,14 @@ on_both_backends! {
         let (ada, org) = registered(&db, "ada@example.com").await;
         let app = application(&db, org).await;
         let (hash, code) = code_for(&app, ada);
-        db.store.save_authorization_code(NewAuthorizationCode { hash: hash.clone(), code: code.clone() }).await.unwrap();
+        db.store.save_authorization_code(NewAuthorizationCode { hash: hash.clone(), code: code.clone() }, audited(AuditAction::OAuthAuthorized, ada)).await.unwrap();
         let (mut opened, refresh_hash) = session(ada, now(), Duration::days(30));
         opened.grant = Some(ClientGrant { application_id: app.id, client_id: app.client_id.clone(), scope: code.scope });
-        assert!(db.store.redeem_authorization_code(&hash, opened, login_event(ada), Some(10), now()).await.unwrap());
+        assert!(db.store.redeem_authorization_code(&hash, opened, login_event(ada), Some(10), now(), audited(AuditAction::OAuthTokenIssued, ada)).await.unwrap());
         let (unused, _) = code_for(&app, ada);
         let unused_code = unused.clone();
         let (_, second) = code_for(&app, ada);
-        db.store.save_authorization_code(NewAuthorizationCode { hash: unused.clone(), code: second }).await.unwrap();
+        db.store.save_authorization_code(NewAuthorizationCode { hash: unused.clone(), code: second }, audited(AuditAction::OAuthAuthorized, ada)).await.unwrap();
 
         assert!(db.store.delete_application(org, app.id, event(EventType::ApplicationDeleted, Some(org), None), support::signed_in()).await.unwrap());
         assert_eq!(db.store.session_by_refresh_token(&refresh_hash, now()).await.unwrap(), None);

@@ -22,18 +22,19 @@ use crate::{
 
 #[derive(Serialize, ToSchema)]
 pub struct AuditActorResponse {
-    /// `user`, `api_key`, `operator` or `system`.
+    /// `user`, `api_key`, `application`, `operator` or `system`.
     #[serde(rename = "type")]
     #[schema(example = "user")]
     kind: &'static str,
-    /// The user's or the key's id; null for the operator, the system, and a sign-in attempt for
+    /// The user's, the key's or the application's id; null for the operator, the system, and a sign-in attempt for
     /// an address with no account.
     id: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]
 pub struct AuditTargetResponse {
-    /// `user`, `member`, `api_key`, `webhook_endpoint`.
+    /// `user`, `member`, `api_key`, `webhook_endpoint`, `organization`, `invitation`,
+    /// `delivery`, `application` or `mfa_factor`.
     #[serde(rename = "type")]
     #[schema(example = "member")]
     kind: &'static str,

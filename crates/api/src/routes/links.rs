@@ -78,7 +78,7 @@ pub async fn request_magic_link(
     let email = fields.finish(|| email)?;
     state
         .links
-        .request_magic_link(&email, client_address(&req))
+        .request_magic_link(&email, client_address(&req), &origin_of(&req))
         .await?;
     Ok(accepted())
 }
@@ -137,7 +137,7 @@ pub async fn forgot_password(
     let email = fields.finish(|| email)?;
     state
         .links
-        .request_password_reset(&email, client_address(&req))
+        .request_password_reset(&email, client_address(&req), &origin_of(&req))
         .await?;
     Ok(accepted())
 }
@@ -190,7 +190,7 @@ pub async fn request_verification(
 ) -> Result<HttpResponse, ApiError> {
     state
         .links
-        .request_verification(&principal, client_address(&req))
+        .request_verification(&principal, client_address(&req), &origin_of(&req))
         .await?;
     Ok(accepted())
 }
@@ -206,12 +206,13 @@ pub async fn request_verification(
 )]
 pub async fn verify_email(
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     ValidJson(body): ValidJson<TokenRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let mut fields = Fields::new();
     let token = fields.required("token", body.token, as_is);
     let token = fields.finish(|| token)?;
-    state.links.verify_email(&token).await?;
+    state.links.verify_email(&token, &origin).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -405,7 +406,7 @@ pub async fn verify_submit(
     if let Err(forged) = checked_form(&req, &state, &body).await {
         return forged;
     }
-    match state.links.verify_email(&path).await {
+    match state.links.verify_email(&path, &origin_of(&req)).await {
         Ok(()) => message(
             StatusCode::OK,
             "Your email address is verified",

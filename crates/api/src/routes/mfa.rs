@@ -149,6 +149,7 @@ fn factor_id(raw: &str) -> Result<MfaFactorId, ApiError> {
 pub async fn confirm_totp(
     state: web::Data<AppState>,
     Authenticated(principal): Authenticated,
+    RequestOrigin(origin): RequestOrigin,
     path: web::Path<String>,
     ValidJson(body): ValidJson<ConfirmTotpRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -156,7 +157,10 @@ pub async fn confirm_totp(
     let mut fields = Fields::new();
     let code = fields.required("code", body.code, as_is);
     let code = fields.finish(|| code)?;
-    let Confirmed { recovery_codes, .. } = state.mfa.confirm_totp(&principal, id, &code).await?;
+    let Confirmed { recovery_codes, .. } = state
+        .mfa
+        .confirm_totp(&principal, id, &code, &origin)
+        .await?;
     Ok(HttpResponse::Ok()
         .insert_header(("Cache-Control", "no-store"))
         .json(RecoveryCodesResponse {
@@ -230,6 +234,7 @@ pub struct WebauthnRegisteredResponse {
 pub async fn finish_webauthn(
     state: web::Data<AppState>,
     Authenticated(principal): Authenticated,
+    RequestOrigin(origin): RequestOrigin,
     path: web::Path<String>,
     ValidJson(body): ValidJson<FinishWebauthnRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -239,7 +244,7 @@ pub async fn finish_webauthn(
     let credential = fields.finish(|| credential)?;
     let confirmed = state
         .mfa
-        .finish_webauthn_registration(&principal, id, &credential)
+        .finish_webauthn_registration(&principal, id, &credential, &origin)
         .await?;
     Ok(HttpResponse::Created()
         .insert_header(("Cache-Control", "no-store"))
@@ -273,6 +278,7 @@ pub struct PasswordRequest {
 pub async fn remove(
     state: web::Data<AppState>,
     Authenticated(principal): Authenticated,
+    RequestOrigin(origin): RequestOrigin,
     path: web::Path<String>,
     ValidJson(body): ValidJson<PasswordRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -280,7 +286,7 @@ pub async fn remove(
     let mut fields = Fields::new();
     let password = fields.required("password", body.password, as_is);
     let password = fields.finish(|| password)?;
-    state.mfa.remove(&principal, id, password).await?;
+    state.mfa.remove(&principal, id, password, &origin).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -299,6 +305,7 @@ pub async fn remove(
 pub async fn recovery_codes(
     state: web::Data<AppState>,
     Authenticated(principal): Authenticated,
+    RequestOrigin(origin): RequestOrigin,
     ValidJson(body): ValidJson<PasswordRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let mut fields = Fields::new();
@@ -306,7 +313,7 @@ pub async fn recovery_codes(
     let password = fields.finish(|| password)?;
     let codes = state
         .mfa
-        .regenerate_recovery_codes(&principal, password)
+        .regenerate_recovery_codes(&principal, password, &origin)
         .await?;
     Ok(HttpResponse::Ok()
         .insert_header(("Cache-Control", "no-store"))

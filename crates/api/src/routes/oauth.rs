@@ -20,7 +20,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::{auth::TokenResponse, login};
-use crate::{pages::message_page, state::AppState};
+use crate::{extract::origin_of, pages::message_page, state::AppState};
 
 /// The login's token response and the scope granted. `refresh_token` comes with the code
 /// exchange; a refresh answers without one (it stays valid).
@@ -202,7 +202,7 @@ pub async fn token(req: HttpRequest, state: web::Data<AppState>, body: web::Byte
         Ok(parsed) => parsed,
         Err(error) => return error_response(&error),
     };
-    match state.oauth.token(client, grant).await {
+    match state.oauth.token(client, grant, &origin_of(&req)).await {
         Ok(tokens) => HttpResponse::Ok()
             .insert_header((header::CACHE_CONTROL, "no-store"))
             .insert_header((header::PRAGMA, "no-cache"))
@@ -267,7 +267,11 @@ pub async fn authorize(req: HttpRequest, state: web::Data<AppState>) -> HttpResp
             .insert_header((header::CACHE_CONTROL, "no-store"))
             .finish()
     };
-    match state.oauth.authorize(request, signed_in.as_ref()).await {
+    match state
+        .oauth
+        .authorize(request, signed_in.as_ref(), &origin_of(&req))
+        .await
+    {
         Ok(Authorization::Granted { redirect })
         | Err(AuthorizeError::Redirect { redirect, .. }) => found(redirect),
         Ok(Authorization::SignIn { .. }) => {

@@ -11,7 +11,7 @@ use std::{fmt, net::IpAddr, str::FromStr};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{ApiKeyId, OrganizationId, UserId};
+use super::{ApiKeyId, ApplicationId, OrganizationId, UserId};
 use crate::service::Principal;
 
 /// The longest user agent kept, in characters; the rest is cut.
@@ -55,6 +55,9 @@ pub enum AuditActor {
     UnknownUser,
     /// An API key (acting as its creator).
     ApiKey(ApiKeyId),
+    /// An application (OAuth client) at the token endpoint, by the client id it gave (a
+    /// refusal may be someone else's guess of its secret).
+    Application(ApplicationId),
     /// The operator, with `GATEHOUSE_CONTROL_TOKEN`.
     Operator,
     /// Gatehouse itself: a background job.
@@ -70,11 +73,12 @@ impl AuditActor {
         }
     }
 
-    /// `user`, `api_key`, `operator` or `system`.
+    /// `user`, `api_key`, `application`, `operator` or `system`.
     pub const fn kind(self) -> &'static str {
         match self {
             Self::User(_) | Self::UnknownUser => "user",
             Self::ApiKey(_) => "api_key",
+            Self::Application(_) => "application",
             Self::Operator => "operator",
             Self::System => "system",
         }
@@ -86,6 +90,7 @@ impl AuditActor {
         match self {
             Self::User(id) => Some(id.to_string()),
             Self::ApiKey(id) => Some(id.to_string()),
+            Self::Application(id) => Some(id.to_string()),
             Self::UnknownUser | Self::Operator | Self::System => None,
         }
     }
@@ -96,6 +101,9 @@ impl AuditActor {
             ("user", None) => Some(Self::UnknownUser),
             ("user", Some(id)) => Uuid::parse_str(id).ok().map(|id| Self::User(id.into())),
             ("api_key", Some(id)) => Uuid::parse_str(id).ok().map(|id| Self::ApiKey(id.into())),
+            ("application", Some(id)) => Uuid::parse_str(id)
+                .ok()
+                .map(|id| Self::Application(id.into())),
             ("operator", None) => Some(Self::Operator),
             ("system", None) => Some(Self::System),
             _ => None,
@@ -170,6 +178,14 @@ audit_actions! {
     DeliveryRetried => "webhook.delivery_retried", "A failed delivery was retried by hand.";
     WebhookTested => "webhook.tested", "A test ping was sent to an endpoint.";
     DeadLettersReplayed => "webhook.dead_letters_replayed", "The operator replayed dead letters.";
+    EmailVerified => "user.email_verified", "A user verified their address with a mailed link.";
+    LinkMailed => "auth.link_mailed", "A sign-in, password-reset or address-verification link was mailed to an account.";
+    MfaFactorAdded => "mfa.factor_added", "A second factor was confirmed: an authenticator app or a security key.";
+    MfaFactorRemoved => "mfa.factor_removed", "A user removed one of their second factors (with their password).";
+    RecoveryCodesRegenerated => "mfa.recovery_codes_regenerated", "A user replaced their recovery codes (with their password): the old ones stopped working.";
+    OAuthAuthorized => "oauth.authorized", "A signed-in user was sent back to an application with an authorization code.";
+    OAuthTokenIssued => "oauth.token_issued", "An application exchanged an authorization code for a user's tokens: the session opened.";
+    OAuthTokenRefused => "oauth.token_refused", "The token endpoint refused an application: a wrong client secret, or a code or refresh token that is unknown, expired, reused or not its own.";
 }
 
 impl fmt::Display for AuditAction {
@@ -197,11 +213,13 @@ pub enum TargetKind {
     Delivery,
     /// An application (OAuth client).
     Application,
+    /// One of a user's second factors.
+    MfaFactor,
 }
 
 impl TargetKind {
     /// Every kind.
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 9] = [
         Self::User,
         Self::Member,
         Self::ApiKey,
@@ -210,10 +228,11 @@ impl TargetKind {
         Self::Invitation,
         Self::Delivery,
         Self::Application,
+        Self::MfaFactor,
     ];
 
     /// `user`, `member`, `api_key`, `webhook_endpoint`, `organization`, `invitation`,
-    /// `delivery`, `application`.
+    /// `delivery`, `application`, `mfa_factor`.
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::User => "user",
@@ -224,6 +243,7 @@ impl TargetKind {
             Self::Invitation => "invitation",
             Self::Delivery => "delivery",
             Self::Application => "application",
+            Self::MfaFactor => "mfa_factor",
         }
     }
 }
@@ -376,6 +396,8 @@ mod tests {
         for actor in [
             AuditActor::User(user),
             AuditActor::UnknownUser,
+            AuditActor::ApiKey(ApiKeyId::from_uuid(Uuid::from_u128(8))),
+            AuditActor::Application(ApplicationId::from_uuid(Uuid::from_u128(9))),
             AuditActor::Operator,
             AuditActor::System,
         ] {

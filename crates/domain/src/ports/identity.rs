@@ -65,13 +65,15 @@ pub trait AccountStore: Send + Sync + 'static {
         limit: u32,
     ) -> Result<Vec<PasswordHash>, StoreError>;
 
-    /// Marks the user's address verified, if it is still `email`. Returns false otherwise (the
-    /// user is gone or changed address).
+    /// Marks the user's address verified, if it is still `email`, with the audit record when
+    /// one is given. Returns false, writing nothing, otherwise (the user is gone or changed
+    /// address).
     async fn set_email_verified(
         &self,
         user_id: UserId,
         email: &Email,
         at: OffsetDateTime,
+        audit: Option<AuditRecord>,
     ) -> Result<bool, StoreError>;
 
     /// Replaces the password hash (the old one joins the user's password history, which keeps
@@ -92,11 +94,13 @@ pub trait AccountStore: Send + Sync + 'static {
 #[async_trait]
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 pub trait AccountTokenStore: Send + Sync + 'static {
-    /// Stores a mailed token by its hash, and forgets tokens that expired before it was made.
+    /// Stores a mailed token by its hash with the audit record of its mailing, and forgets
+    /// tokens that expired before it was made.
     async fn save_account_token(
         &self,
         hash: TokenHash,
         token: AccountToken,
+        audit: AuditRecord,
     ) -> Result<(), StoreError>;
 
     /// Takes the token (it works once): marks it used and returns it, when it is of `purpose`,

@@ -214,8 +214,10 @@ pub trait MfaStore: Send + Sync + 'static {
     async fn confirmed_totp_factors(&self, user_id: UserId) -> Result<Vec<StoredTotp>, StoreError>;
 
     /// Confirms a pending TOTP factor with the code of `step`, in one transaction with the
-    /// replacement of the user's recovery codes (when `recovery_codes` holds new ones) and the
-    /// events. Returns false when the factor is gone or confirmed already.
+    /// replacement of the user's recovery codes (when `recovery_codes` holds new ones), the
+    /// events and the audit record. Returns false, writing nothing, when the factor is gone or
+    /// confirmed already.
+    #[allow(clippy::too_many_arguments)]
     async fn confirm_totp_factor(
         &self,
         user_id: UserId,
@@ -224,6 +226,7 @@ pub trait MfaStore: Send + Sync + 'static {
         at: OffsetDateTime,
         recovery_codes: Vec<TokenHash>,
         events: Vec<NewEvent>,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError>;
 
     /// Stores a WebAuthn registration under way.
@@ -240,8 +243,8 @@ pub trait MfaStore: Send + Sync + 'static {
         now: OffsetDateTime,
     ) -> Result<Option<WebauthnRegistration>, StoreError>;
 
-    /// Stores a confirmed WebAuthn factor with the recovery codes (when new ones) and the
-    /// events, in one transaction.
+    /// Stores a confirmed WebAuthn factor with the recovery codes (when new ones), the events
+    /// and the audit record, in one transaction.
     ///
     /// # Errors
     /// [`StoreError::Conflict`] when the credential is registered already.
@@ -251,21 +254,30 @@ pub trait MfaStore: Send + Sync + 'static {
         passkey: StoredPasskey,
         recovery_codes: Vec<TokenHash>,
         events: Vec<NewEvent>,
+        audit: AuditRecord,
     ) -> Result<(), StoreError>;
 
     /// The user's WebAuthn factors.
     async fn webauthn_factors(&self, user_id: UserId) -> Result<Vec<StoredWebauthn>, StoreError>;
 
     /// Removes one of the user's factors; when it was their last confirmed one, their
-    /// recovery codes go with it. Returns false when there is no such factor.
-    async fn remove_factor(&self, user_id: UserId, id: MfaFactorId) -> Result<bool, StoreError>;
+    /// recovery codes go with it. The audit record, when one is given, is written with the
+    /// removal (a pending enrolment dropped for a new one has none). Returns false, writing
+    /// nothing, when there is no such factor.
+    async fn remove_factor(
+        &self,
+        user_id: UserId,
+        id: MfaFactorId,
+        audit: Option<AuditRecord>,
+    ) -> Result<bool, StoreError>;
 
-    /// Replaces the user's recovery codes (the old ones stop working).
+    /// Replaces the user's recovery codes (the old ones stop working), with the audit record.
     async fn replace_recovery_codes(
         &self,
         user_id: UserId,
         codes: Vec<TokenHash>,
         at: OffsetDateTime,
+        audit: AuditRecord,
     ) -> Result<(), StoreError>;
 
     /// Stores a sign-in's second step under the hash of its `mfa_token`, with the audit record

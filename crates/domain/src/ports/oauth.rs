@@ -73,19 +73,24 @@ pub trait ApplicationStore: Send + Sync + 'static {
 #[async_trait]
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 pub trait AuthorizationCodeStore: Send + Sync + 'static {
-    /// Stores a freshly issued code, unused.
+    /// Stores a freshly issued code, unused, with the audit record of its issue.
     ///
     /// # Errors
     /// [`StoreError::Conflict`] when a code with the same hash is stored already (a collision
     /// of random secrets).
-    async fn save_authorization_code(&self, new: NewAuthorizationCode) -> Result<(), StoreError>;
+    async fn save_authorization_code(
+        &self,
+        new: NewAuthorizationCode,
+        audit: AuditRecord,
+    ) -> Result<(), StoreError>;
 
     /// The code with this hash, whether used or expired (the caller checks both: a code used
     /// twice ends the session its first use opened); `None` when no code has it.
     async fn authorization_code(&self, hash: &TokenHash) -> Result<Option<StoredCode>, StoreError>;
 
     /// Marks the code used at `at` by the session, and opens the session (recording its
-    /// event; `keep_at_most` as for [`SessionStore::create_session`]), in one transaction.
+    /// event; `keep_at_most` as for [`SessionStore::create_session`]) with the audit record of
+    /// the exchange, in one transaction.
     /// Returns false, writing nothing, when the code was used already (by a concurrent
     /// exchange) or is gone.
     ///
@@ -97,5 +102,6 @@ pub trait AuthorizationCodeStore: Send + Sync + 'static {
         event: NewEvent,
         keep_at_most: Option<u32>,
         at: OffsetDateTime,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError>;
 }

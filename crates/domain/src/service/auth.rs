@@ -525,6 +525,11 @@ impl AuthService {
         signed_in
     }
 
+    /// Writes a record that goes with no change (a refusal): it stands alone.
+    pub(crate) async fn record_alone(&self, record: AuditRecord) -> Result<(), StoreError> {
+        self.ports.audit.record_audit(record).await
+    }
+
     /// Writes the record of a refused sign-in: it changed nothing, so the record stands alone.
     pub(crate) async fn refused(
         &self,
@@ -555,7 +560,7 @@ impl AuthService {
         if let Some(organization) = organization {
             record = record.in_organization(organization);
         }
-        self.ports.audit.record_audit(record).await
+        self.record_alone(record).await
     }
 
     /// A sign-in's record, for the transaction that makes its change.

@@ -4,13 +4,15 @@
 //! whether an account exists or not.
 
 use super::{
+    audit,
     auth::{ChangePasswordError, Changer, SignIn},
     AuthService, LockedOut, LoginError, Principal,
 };
 use crate::{
     model::{
-        AccountKey, AccountToken, AccountTokenPurpose, Amr, AuditActor, ClientAddress, Email,
-        NewPassword, Origin, PasswordError, PasswordPolicy, TokenHash, UserCredentials,
+        AccountKey, AccountToken, AccountTokenPurpose, Amr, AuditAction, AuditActor, ClientAddress,
+        Email, NewPassword, Origin, PasswordError, PasswordPolicy, TargetKind, TokenHash,
+        UserCredentials,
     },
     ports::{service_ports, BoxError, Mail, StoreError},
 };
@@ -114,15 +116,26 @@ impl EmailLinkService {
         Ok(())
     }
 
-    /// Mails a fresh token of `purpose` to the user.
+    /// Mails a fresh token of `purpose` to the user, audited as `auth.link_mailed` by `actor`
+    /// (the user, or nobody yet for a link asked for by address).
     async fn mail_token(
         &self,
         purpose: AccountTokenPurpose,
         credentials: &UserCredentials,
+        actor: AuditActor,
+        origin: &Origin,
     ) -> Result<(), LinkError> {
         let now = self.ports.clock.now();
         let token = self.ports.random.secret(purpose.kind());
         let user = &credentials.user;
+        let record = audit(
+            self.ports.random.as_ref(),
+            now,
+            actor,
+            AuditAction::LinkMailed,
+            origin,
+        )
+        .on(TargetKind::User, user.id);
         self.ports
             .account_tokens
             .save_account_token(
@@ -134,6 +147,7 @@ impl EmailLinkService {
                     created_at: now,
                     expires_at: now + purpose.ttl(),
                 },
+                record,
             )
             .await?;
         let link = format!("{}{}{}", self.public_url, purpose.page(), token.expose());
@@ -180,13 +194,16 @@ impl EmailLinkService {
         purpose: AccountTokenPurpose,
         email: &str,
         client: ClientAddress,
+        origin: &Origin,
     ) -> Result<(), LinkError> {
         self.counted(email, client).await?;
         let Ok(email) = Email::parse(email) else {
             return Ok(());
         };
         if let Some(credentials) = self.ports.accounts.credentials_by_email(&email).await? {
-            self.mail_token(purpose, &credentials).await?;
+            // Whoever asked has proved nothing yet: no actor.
+            self.mail_token(purpose, &credentials, AuditActor::UnknownUser, origin)
+                .await?;
         }
         Ok(())
     }
@@ -196,8 +213,9 @@ impl EmailLinkService {
         &self,
         email: &str,
         client: ClientAddress,
+        origin: &Origin,
     ) -> Result<(), LinkError> {
-        self.request(AccountTokenPurpose::MagicLink, email, client)
+        self.request(AccountTokenPurpose::MagicLink, email, client, origin)
             .await
     }
 
@@ -206,8 +224,9 @@ impl EmailLinkService {
         &self,
         email: &str,
         client: ClientAddress,
+        origin: &Origin,
     ) -> Result<(), LinkError> {
-        self.request(AccountTokenPurpose::PasswordReset, email, client)
+        self.request(AccountTokenPurpose::PasswordReset, email, client, origin)
             .await
     }
 
@@ -216,6 +235,7 @@ impl EmailLinkService {
         &self,
         principal: &Principal,
         client: ClientAddress,
+        origin: &Origin,
     ) -> Result<(), LinkError> {
         let credentials = self
             .ports
@@ -225,8 +245,13 @@ impl EmailLinkService {
             .ok_or(LinkError::InvalidToken)?;
         self.counted(credentials.user.email.as_ref(), client)
             .await?;
-        self.mail_token(AccountTokenPurpose::EmailVerification, &credentials)
-            .await
+        self.mail_token(
+            AccountTokenPurpose::EmailVerification,
+            &credentials,
+            AuditActor::of(principal),
+            origin,
+        )
+        .await
     }
 
     async fn taken(
@@ -282,9 +307,10 @@ impl EmailLinkService {
                 return Err(LinkError::LockedOut(LockedOut { retry_after }));
             }
         }
+        // The sign-in's own record says the link was used.
         self.ports
             .accounts
-            .set_email_verified(credentials.user.id, &taken.email, now)
+            .set_email_verified(credentials.user.id, &taken.email, now, None)
             .await?;
         let factors = self.auth.confirmed_factors(credentials.user.id).await?;
         if !factors.is_empty() {
@@ -345,7 +371,7 @@ impl EmailLinkService {
         let now = self.ports.clock.now();
         self.ports
             .accounts
-            .set_email_verified(user_id, &taken.email, now)
+            .set_email_verified(user_id, &taken.email, now, None)
             .await?;
         let account = AccountKey::for_email(credentials.user.email.as_ref());
         if let Err(error) = self.ports.sign_in_attempts.clear(&account).await {
@@ -354,8 +380,9 @@ impl EmailLinkService {
         Ok(())
     }
 
-    /// Verifies the user's address with a mailed link.
-    pub async fn verify_email(&self, token: &str) -> Result<(), LinkError> {
+    /// Verifies the user's address with a mailed link. Audited: `user.email_verified`, by the
+    /// user the link was mailed to.
+    pub async fn verify_email(&self, token: &str, origin: &Origin) -> Result<(), LinkError> {
         let (taken, credentials) = self
             .taken(token, AccountTokenPurpose::EmailVerification)
             .await?;
@@ -363,7 +390,21 @@ impl EmailLinkService {
         if !self
             .ports
             .accounts
-            .set_email_verified(credentials.user.id, &taken.email, now)
+            .set_email_verified(
+                credentials.user.id,
+                &taken.email,
+                now,
+                Some(
+                    audit(
+                        self.ports.random.as_ref(),
+                        now,
+                        AuditActor::User(credentials.user.id),
+                        AuditAction::EmailVerified,
+                        origin,
+                    )
+                    .on(TargetKind::User, credentials.user.id),
+                ),
+            )
             .await?
         {
             return Err(LinkError::InvalidToken);

@@ -14,7 +14,10 @@ use super::{
     AuthService, EmailLinkService, LinkError, SignIn,
 };
 use crate::{
-    model::{AccountToken, AccountTokenPurpose, Amr, ClientAddress, Email, TokenHash, TokenKind},
+    model::{
+        AccountToken, AccountTokenPurpose, Amr, AuditAction, AuditActor, AuditTarget,
+        ClientAddress, Email, TargetKind, TokenHash, TokenKind,
+    },
     ports::{MockRateLimiter, RateDecision},
 };
 
@@ -75,7 +78,7 @@ fn an_unknown_address_is_counted_and_answered_alike_but_mailed_nothing() {
     block_on(
         mocks
             .links()
-            .request_magic_link(" Nobody@Example.com ", client()),
+            .request_magic_link(" Nobody@Example.com ", client(), &origin()),
     )
     .unwrap();
 
@@ -91,7 +94,11 @@ fn past_a_limit_nothing_is_looked_up() {
         let mut mocks = Mocks::new();
         mocks.limits(Some(refused));
         mocks.accounts.expect_credentials_by_email().never();
-        let result = block_on(mocks.links().request_password_reset(ADA_EMAIL, client()));
+        let result = block_on(
+            mocks
+                .links()
+                .request_password_reset(ADA_EMAIL, client(), &origin()),
+        );
         let Err(LinkError::RateLimited(wait)) = result else {
             panic!("{refused}: {result:?}")
         };
@@ -110,8 +117,8 @@ fn a_known_address_gets_a_link_to_the_page_with_a_token_kept_hashed() {
         .account_tokens
         .expect_save_account_token()
         .times(1)
-        .returning(move |hash, token| {
-            keep.record((hash, token));
+        .returning(move |hash, token, record| {
+            keep.record((hash, token, record));
             ready(Ok(()))
         });
     let mailed = Seen::new();
@@ -121,10 +128,20 @@ fn a_known_address_gets_a_link_to_the_page_with_a_token_kept_hashed() {
         ready(Ok(()))
     });
 
-    block_on(mocks.links().request_password_reset(ADA_EMAIL, client())).unwrap();
+    block_on(
+        mocks
+            .links()
+            .request_password_reset(ADA_EMAIL, client(), &origin()),
+    )
+    .unwrap();
 
     let secret = secret_of(TokenKind::PasswordReset);
-    let (hash, token) = saved.only();
+    let (hash, token, record) = saved.only();
+    // Whoever asked proved nothing: the record names the account, not an actor.
+    assert_eq!(record.action, AuditAction::LinkMailed);
+    assert_eq!(record.actor, AuditActor::UnknownUser);
+    assert_eq!(record.target, Some(AuditTarget::new(TargetKind::User, ADA)));
+    assert_eq!(record.origin, origin());
     assert_eq!(hash, TokenHash::of(&secret));
     assert_eq!(token.purpose, AccountTokenPurpose::PasswordReset);
     assert_eq!(token.expires_at - token.created_at, Duration::minutes(15));
@@ -164,9 +181,11 @@ fn a_sign_in_link_opens_an_email_session_and_proves_the_address() {
     mocks
         .accounts
         .expect_set_email_verified()
-        .withf(|user, email, _| *user == ADA && email.as_ref() == ADA_EMAIL)
+        .withf(|user, email, _, record| {
+            *user == ADA && email.as_ref() == ADA_EMAIL && record.is_none()
+        })
         .times(1)
-        .returning(|_, _, _| ready(Ok(true)));
+        .returning(|_, _, _, _| ready(Ok(true)));
     let opened = Seen::new();
     let keep = opened.clone();
     mocks
@@ -192,4 +211,41 @@ fn a_weak_password_is_refused_before_the_reset_link_is_spent() {
     mocks.account_tokens.expect_take_account_token().never();
     let result = block_on(mocks.links().reset_password("ghpr_x", "short", &origin()));
     assert!(matches!(result, Err(LinkError::WeakPassword(_))));
+}
+
+#[test]
+fn a_verification_link_verifies_the_address_with_the_users_record() {
+    let mut mocks = Mocks::new();
+    mocks
+        .account_tokens
+        .expect_take_account_token()
+        .withf(|hash, purpose, _| {
+            *hash == TokenHash::of("ghev_x") && *purpose == AccountTokenPurpose::EmailVerification
+        })
+        .returning(|_, _, _| {
+            let mut link = link_of(ADA_EMAIL);
+            link.purpose = AccountTokenPurpose::EmailVerification;
+            ready(Ok(Some(link)))
+        });
+    mocks.ada_is_registered();
+    let verified = Seen::new();
+    let keep = verified.clone();
+    mocks
+        .accounts
+        .expect_set_email_verified()
+        .times(1)
+        .returning(move |user, email, _, record| {
+            keep.record((user, email.as_ref().to_owned(), record));
+            ready(Ok(true))
+        });
+
+    block_on(mocks.links().verify_email("ghev_x", &origin())).unwrap();
+
+    let (user, email, record) = verified.only();
+    assert_eq!((user, email.as_str()), (ADA, ADA_EMAIL));
+    let record = record.expect("the verification is audited");
+    assert_eq!(record.action, AuditAction::EmailVerified);
+    assert_eq!(record.actor, AuditActor::User(ADA));
+    assert_eq!(record.target, Some(AuditTarget::new(TargetKind::User, ADA)));
+    assert_eq!(record.origin, origin());
 }

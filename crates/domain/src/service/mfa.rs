@@ -11,15 +11,16 @@ use serde_json::json;
 use time::OffsetDateTime;
 
 use super::{
+    audit,
     auth::{CheckError, LockedOut},
     event, AuthService, Principal, TokenPair,
 };
 use crate::{
     model::{
-        normalise_recovery_code, AccountKey, AuditAction, AuditActor, AuthMethod, EventType,
-        LockoutRule, MfaFactor, MfaFactorId, MfaLogin, MfaMethod, NewEvent, Origin, SecretToken,
-        TokenHash, TotpCode, TotpSecret, UserCredentials, UserId, WebauthnRegistration,
-        RECOVERY_CODES, WEBAUTHN_REGISTRATION_TTL,
+        normalise_recovery_code, AccountKey, AuditAction, AuditActor, AuditRecord, AuthMethod,
+        EventType, LockoutRule, MfaFactor, MfaFactorId, MfaLogin, MfaMethod, NewEvent, Origin,
+        SecretToken, TargetKind, TokenHash, TotpCode, TotpSecret, UserCredentials, UserId,
+        WebauthnRegistration, RECOVERY_CODES, WEBAUTHN_REGISTRATION_TTL,
     },
     ports::{
         service_ports, BoxError, SecondFactorUse, StoreError, StoredTotp, WebauthnError,
@@ -230,7 +231,7 @@ impl MfaService {
             .iter()
             .filter(|f| f.kind == MfaMethod::Totp && f.confirmed_at.is_none())
         {
-            self.ports.mfa.remove_factor(user, pending.id).await?;
+            self.ports.mfa.remove_factor(user, pending.id, None).await?;
         }
         let kept = factors.iter().filter(|f| f.confirmed_at.is_some()).count();
         if kept >= MAX_FACTORS {
@@ -312,13 +313,31 @@ impl MfaService {
             .collect()
     }
 
+    /// The audit record of a change to the caller's factors.
+    fn record(
+        &self,
+        principal: &Principal,
+        action: AuditAction,
+        origin: &Origin,
+        now: OffsetDateTime,
+    ) -> AuditRecord {
+        audit(
+            self.ports.random.as_ref(),
+            now,
+            AuditActor::of(principal),
+            action,
+            origin,
+        )
+    }
+
     /// Confirms a pending TOTP enrolment with a code of the app. The user's first confirmed
-    /// factor brings ten recovery codes and `auth.mfa_enabled`.
+    /// factor brings ten recovery codes and `auth.mfa_enabled`. Audited: `mfa.factor_added`.
     pub async fn confirm_totp(
         &self,
         principal: &Principal,
         id: MfaFactorId,
         code: &str,
+        origin: &Origin,
     ) -> Result<Confirmed, MfaError> {
         let user = principal.user_id();
         let stored = self
@@ -339,10 +358,13 @@ impl MfaService {
             .matching_step(&secret, &code, now)
             .ok_or(MfaError::WrongCode)?;
         let (codes, hashes, events) = self.first_factor(user, id, MfaMethod::Totp, now).await?;
+        let record = self
+            .record(principal, AuditAction::MfaFactorAdded, origin, now)
+            .on(TargetKind::MfaFactor, id);
         if !self
             .ports
             .mfa
-            .confirm_totp_factor(user, id, step, now, hashes, events)
+            .confirm_totp_factor(user, id, step, now, hashes, events, record)
             .await?
         {
             return Err(MfaError::NotFound);
@@ -404,12 +426,14 @@ impl MfaService {
     }
 
     /// Finishes a registration with the browser's answer: the key is a confirmed factor. The
-    /// user's first confirmed factor brings ten recovery codes and `auth.mfa_enabled`.
+    /// user's first confirmed factor brings ten recovery codes and `auth.mfa_enabled`. Audited:
+    /// `mfa.factor_added`.
     pub async fn finish_webauthn_registration(
         &self,
         principal: &Principal,
         challenge_id: MfaFactorId,
         credential: &serde_json::Value,
+        origin: &Origin,
     ) -> Result<Confirmed, MfaError> {
         let user = principal.user_id();
         let now = self.ports.clock.now();
@@ -438,7 +462,14 @@ impl MfaService {
         match self
             .ports
             .mfa
-            .add_webauthn_factor(factor, passkey, hashes, events)
+            .add_webauthn_factor(
+                factor,
+                passkey,
+                hashes,
+                events,
+                self.record(principal, AuditAction::MfaFactorAdded, origin, now)
+                    .on(TargetKind::MfaFactor, challenge_id),
+            )
             .await
         {
             Ok(()) => Ok(Confirmed {
@@ -470,11 +501,13 @@ impl MfaService {
 
     /// Removes a factor, with the password. The user's last confirmed factor cannot go while
     /// an organization of theirs requires MFA; when it goes, the recovery codes go with it.
+    /// Audited: `mfa.factor_removed`.
     pub async fn remove(
         &self,
         principal: &Principal,
         id: MfaFactorId,
         password: String,
+        origin: &Origin,
     ) -> Result<(), MfaError> {
         let user = principal.user_id();
         let credentials = self.credentials(user).await?;
@@ -494,17 +527,27 @@ impl MfaService {
         {
             return Err(MfaError::RequiredByOrganization);
         }
-        if !self.ports.mfa.remove_factor(user, id).await? {
+        let record = self
+            .record(
+                principal,
+                AuditAction::MfaFactorRemoved,
+                origin,
+                self.ports.clock.now(),
+            )
+            .on(TargetKind::MfaFactor, id);
+        if !self.ports.mfa.remove_factor(user, id, Some(record)).await? {
             return Err(MfaError::NotFound);
         }
         Ok(())
     }
 
-    /// New recovery codes, with the password; the old ones stop working.
+    /// New recovery codes, with the password; the old ones stop working. Audited:
+    /// `mfa.recovery_codes_regenerated`.
     pub async fn regenerate_recovery_codes(
         &self,
         principal: &Principal,
         password: String,
+        origin: &Origin,
     ) -> Result<Vec<SecretToken>, MfaError> {
         let user = principal.user_id();
         let credentials = self.credentials(user).await?;
@@ -524,7 +567,18 @@ impl MfaService {
         let now = self.ports.clock.now();
         self.ports
             .mfa
-            .replace_recovery_codes(user, hashes, now)
+            .replace_recovery_codes(
+                user,
+                hashes,
+                now,
+                self.record(
+                    principal,
+                    AuditAction::RecoveryCodesRegenerated,
+                    origin,
+                    now,
+                )
+                .on(TargetKind::User, user),
+            )
             .await?;
         Ok(codes)
     }

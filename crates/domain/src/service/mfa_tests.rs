@@ -17,8 +17,9 @@ use super::{
 };
 use crate::{
     model::{
-        Amr, AuthMethod, EventType, MfaFactor, MfaFactorId, MfaLogin, MfaMethod, MfaPolicy,
-        OrganizationPolicies, Plan, TokenHash, TokenKind, TotpSecret, MFA_TOKEN_TTL,
+        Amr, AuditAction, AuditActor, AuditTarget, AuthMethod, EventType, MfaFactor, MfaFactorId,
+        MfaLogin, MfaMethod, MfaPolicy, OrganizationPolicies, Plan, TargetKind, TokenHash,
+        TokenKind, TotpSecret, MFA_TOKEN_TTL,
     },
     ports::{CipherError, MockMfaStore, MockSignInAttempts, SecondFactorUse, StoredTotp},
 };
@@ -118,9 +119,9 @@ fn enrolment_seals_a_new_secret_under_its_factor_and_shows_it_once() {
     let store = mocks.factors_are(vec![pending_totp]);
     store
         .expect_remove_factor()
-        .withf(|user, id| *user == ADA && *id == FACTOR)
+        .withf(|user, id, record| *user == ADA && *id == FACTOR && record.is_none())
         .times(1)
-        .returning(|_, _| ready(Ok(true)));
+        .returning(|_, _, _| ready(Ok(true)));
     let added = Seen::new();
     let keep = added.clone();
     store
@@ -174,25 +175,31 @@ fn the_first_confirmed_factor_brings_ten_recovery_codes_and_mfa_enabled() {
         .returning(|_, _| ready(Ok(Some(stored(false, None)))));
     let confirmed = Seen::new();
     let keep = confirmed.clone();
-    store
-        .expect_confirm_totp_factor()
-        .times(1)
-        .returning(move |_, _, step, _, codes, events| {
-            keep.record((step, codes, events));
+    store.expect_confirm_totp_factor().times(1).returning(
+        move |_, _, step, _, codes, events, record| {
+            keep.record((step, codes, events, record));
             ready(Ok(true))
-        });
+        },
+    );
     mocks.cipher_opens();
     mocks.code_matches(Some(STEP));
 
     let done = block_on(
         mocks
             .mfa()
-            .confirm_totp(&ada_in_session(), FACTOR, "123 456"),
+            .confirm_totp(&ada_in_session(), FACTOR, "123 456", &origin()),
     )
     .unwrap();
 
     assert_eq!(done.recovery_codes.len(), 10);
-    let (step, hashes, events) = confirmed.only();
+    let (step, hashes, events, record) = confirmed.only();
+    assert_eq!(record.action, AuditAction::MfaFactorAdded);
+    assert_eq!(record.actor, AuditActor::User(ADA));
+    assert_eq!(
+        record.target,
+        Some(AuditTarget::new(TargetKind::MfaFactor, FACTOR))
+    );
+    assert_eq!(record.origin, origin());
     assert_eq!(step, STEP, "the confirming code's step is spent");
     assert_eq!(hashes.len(), 10);
     assert_eq!(
@@ -220,15 +227,15 @@ fn a_second_factor_keeps_the_codes_and_a_wrong_code_confirms_nothing() {
         .returning(|_, _| ready(Ok(Some(stored(false, None)))));
     store
         .expect_confirm_totp_factor()
-        .withf(|_, _, _, _, codes, events| codes.is_empty() && events.is_empty())
+        .withf(|_, _, _, _, codes, events, _| codes.is_empty() && events.is_empty())
         .times(1)
-        .returning(|_, _, _, _, _, _| ready(Ok(true)));
+        .returning(|_, _, _, _, _, _, _| ready(Ok(true)));
     mocks.cipher_opens();
     mocks.code_matches(Some(STEP));
     let done = block_on(
         mocks
             .mfa()
-            .confirm_totp(&ada_in_session(), FACTOR, "123456"),
+            .confirm_totp(&ada_in_session(), FACTOR, "123456", &origin()),
     )
     .unwrap();
     assert!(done.recovery_codes.is_empty());
@@ -244,7 +251,7 @@ fn a_second_factor_keeps_the_codes_and_a_wrong_code_confirms_nothing() {
     let wrong = block_on(
         mocks
             .mfa()
-            .confirm_totp(&ada_in_session(), FACTOR, "000000"),
+            .confirm_totp(&ada_in_session(), FACTOR, "000000", &origin()),
     );
     assert!(matches!(wrong, Err(MfaError::WrongCode)));
 }
@@ -270,19 +277,31 @@ fn the_last_factor_stays_while_an_organization_requires_mfa() {
         mocks.password_check_says(true);
         mocks.policies_are(requiring(required));
         let store = mocks.factors_are(vec![factor(true)]);
+        let removals = Seen::new();
+        let keep = removals.clone();
         store
             .expect_remove_factor()
             .times(usize::from(!required))
-            .returning(|_, _| ready(Ok(true)));
+            .returning(move |_, _, record| {
+                keep.record(record);
+                ready(Ok(true))
+            });
         let removed = block_on(mocks.mfa().remove(
             &ada_in_session(),
             FACTOR,
             ADA_PASSWORD.to_owned(),
+            &origin(),
         ));
         if required {
             assert!(matches!(removed, Err(MfaError::RequiredByOrganization)));
         } else {
             removed.unwrap();
+            let record = removals.only().expect("a removal is audited");
+            assert_eq!(record.action, AuditAction::MfaFactorRemoved);
+            assert_eq!(
+                record.target,
+                Some(AuditTarget::new(TargetKind::MfaFactor, FACTOR))
+            );
         }
     }
 
@@ -297,11 +316,12 @@ fn the_last_factor_stays_while_an_organization_requires_mfa() {
         .factors_are(vec![factor(true)])
         .expect_remove_factor()
         .never();
-    let removed = block_on(
-        mocks
-            .mfa()
-            .remove(&ada_in_session(), FACTOR, "guess".to_owned()),
-    );
+    let removed = block_on(mocks.mfa().remove(
+        &ada_in_session(),
+        FACTOR,
+        "guess".to_owned(),
+        &origin(),
+    ));
     assert!(matches!(removed, Err(MfaError::WrongPassword)));
 }
 

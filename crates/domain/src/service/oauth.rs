@@ -125,10 +125,13 @@ impl OAuthService {
     }
 
     /// Decides an authorization request for the person signed in on the pages, if any.
+    /// Audited: a code issued is `oauth.authorized`, by the user, in the application's
+    /// organization.
     pub async fn authorize(
         &self,
         request: AuthorizeRequest,
         signed_in: Option<&BrowserSession>,
+        origin: &Origin,
     ) -> Result<Authorization, AuthorizeError> {
         let (application, redirect_uri) = self.trusted_client(&request).await?;
         // From here on, errors go back to the client, with its state when it sent a usable one.
@@ -175,21 +178,33 @@ impl OAuthService {
         }
         let now = self.ports.clock.now();
         let code = self.ports.random.secret(TokenKind::AuthorizationCode);
+        let record = audit(
+            self.ports.random.as_ref(),
+            now,
+            AuditActor::User(user),
+            AuditAction::OAuthAuthorized,
+            origin,
+        )
+        .in_organization(application.organization_id)
+        .on(TargetKind::Application, application.id);
         self.ports
             .authorization_codes
-            .save_authorization_code(NewAuthorizationCode {
-                hash: code.hash(),
-                code: AuthorizationCode {
-                    application_id: application.id,
-                    user_id: user,
-                    redirect_uri: redirect_uri.clone(),
-                    challenge,
-                    scope,
-                    amr: amr.clone(),
-                    created_at: now,
-                    expires_at: now + Duration::seconds(AUTHORIZATION_CODE_SECONDS),
+            .save_authorization_code(
+                NewAuthorizationCode {
+                    hash: code.hash(),
+                    code: AuthorizationCode {
+                        application_id: application.id,
+                        user_id: user,
+                        redirect_uri: redirect_uri.clone(),
+                        challenge,
+                        scope,
+                        amr: amr.clone(),
+                        created_at: now,
+                        expires_at: now + Duration::seconds(AUTHORIZATION_CODE_SECONDS),
+                    },
                 },
-            })
+                record,
+            )
             .await?;
         Ok(Authorization::Granted {
             redirect: redirect_with(&redirect_uri, &[("code", code.expose())], state),
@@ -342,30 +357,66 @@ pub enum TokenEndpointError {
 impl OAuthService {
     /// The token endpoint: exchanges a code (with its PKCE verifier) or refreshes, for an
     /// authenticated client.
+    ///
+    /// Audited: an exchange is `oauth.token_issued` in the transaction that opens the session;
+    /// a refusal of an application that exists is `oauth.token_refused`, on its own (a refresh
+    /// that works is not recorded: it changes no grant).
     pub async fn token(
         &self,
         client: ClientCredentials,
         grant: TokenGrant,
+        origin: &Origin,
     ) -> Result<OAuthTokens, TokenEndpointError> {
-        let application = self.authenticated(&client).await?;
-        match grant {
+        let application = match self.authenticated(&client).await {
+            Ok(application) => application,
+            Err((error, claimed)) => {
+                if let Some(claimed) = claimed {
+                    self.refused(&claimed, origin).await?;
+                }
+                return Err(error.into());
+            }
+        };
+        let issued = match grant {
             TokenGrant::AuthorizationCode {
                 code,
                 redirect_uri,
                 code_verifier,
             } => {
-                self.exchange(&application, &code, redirect_uri, code_verifier)
+                self.exchange(&application, &code, redirect_uri, code_verifier, origin)
                     .await
             }
             TokenGrant::RefreshToken { refresh_token } => {
                 self.refresh(&application, &refresh_token).await
             }
+        };
+        if let Err(TokenEndpointError::OAuth(_)) = &issued {
+            self.refused(&application, origin).await?;
         }
+        issued
+    }
+
+    /// Records a refusal at the token endpoint of the application the client id names.
+    async fn refused(&self, application: &Application, origin: &Origin) -> Result<(), StoreError> {
+        let record = audit(
+            self.ports.random.as_ref(),
+            self.ports.clock.now(),
+            AuditActor::Application(application.id),
+            AuditAction::OAuthTokenRefused,
+            origin,
+        )
+        .in_organization(application.organization_id)
+        .on(TargetKind::Application, application.id)
+        .failed();
+        self.auth.record_alone(record).await
     }
 
     /// The active application whose client id and secret these are; `invalid_client`
-    /// otherwise, the same whichever part was wrong.
-    async fn authenticated(&self, client: &ClientCredentials) -> Result<Application, OAuthError> {
+    /// otherwise, the same whichever part was wrong, with the application the client id names
+    /// when there is one (for the record of the refusal).
+    async fn authenticated(
+        &self,
+        client: &ClientCredentials,
+    ) -> Result<Application, (OAuthError, Option<Application>)> {
         let invalid = || {
             OAuthError::new(
                 OAuthErrorCode::InvalidClient,
@@ -373,21 +424,26 @@ impl OAuthService {
             )
         };
         let Some(client_id) = ClientId::parse(&client.client_id) else {
-            return Err(invalid());
+            return Err((invalid(), None));
         };
         let found = self
             .ports
             .applications
             .application_by_client_id(&client_id)
             .await
-            .map_err(|_| OAuthError::new(OAuthErrorCode::TemporarilyUnavailable, "try again"))?;
+            .map_err(|_| {
+                let unavailable =
+                    OAuthError::new(OAuthErrorCode::TemporarilyUnavailable, "try again");
+                (unavailable, None)
+            })?;
         match found {
             Some((application, hash))
                 if application.is_active && client_secret_matches(&client.client_secret, &hash) =>
             {
                 Ok(application)
             }
-            _ => Err(invalid()),
+            Some((application, _)) => Err((invalid(), Some(application))),
+            None => Err((invalid(), None)),
         }
     }
 
@@ -397,6 +453,7 @@ impl OAuthService {
         code: &str,
         redirect_uri: Option<String>,
         verifier: Option<String>,
+        origin: &Origin,
     ) -> Result<OAuthTokens, TokenEndpointError> {
         let now = self.ports.clock.now();
         let hash = TokenHash::of(code);
@@ -472,6 +529,15 @@ impl OAuthService {
                 opening.event.clone(),
                 opening.keep_at_most,
                 now,
+                audit(
+                    self.ports.random.as_ref(),
+                    now,
+                    AuditActor::Application(application.id),
+                    AuditAction::OAuthTokenIssued,
+                    origin,
+                )
+                .in_organization(application.organization_id)
+                .on(TargetKind::User, user),
             )
             .await?;
         if !redeemed {

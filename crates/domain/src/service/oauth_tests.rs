@@ -6,15 +6,20 @@ use uuid::Uuid;
 
 use super::{
     tests::{
-        acme, ada_in_acme, now, ready, secret_of, settings, Mocks, Seen, ACME, ADA, ADA_SESSION,
+        acme, ada_in_acme, now, origin, ready, secret_of, settings, Mocks, Seen, ACME, ADA,
+        ADA_SESSION,
     },
     AuthService, Authorization, AuthorizeError, AuthorizeRequest, BrowserSession,
     ClientCredentials, OAuthService, OAuthTokens, TokenEndpointError, TokenGrant,
 };
-use crate::model::{
-    Amr, Application, ApplicationId, ApplicationName, AuthorizationCode, ClientId, CodeVerifier,
-    NewAuthorizationCode, NewSession, OAuthErrorCode, Plan, RedirectUri, RedirectUris, Scope,
-    SecretToken, SessionId, StoredCode, TokenHash, TokenKind,
+use crate::{
+    model::{
+        Amr, Application, ApplicationId, ApplicationName, AuditAction, AuditActor, AuditOutcome,
+        AuditTarget, AuthorizationCode, ClientId, CodeVerifier, NewAuthorizationCode, NewSession,
+        OAuthErrorCode, Plan, RedirectUri, RedirectUris, Scope, SecretToken, SessionId, StoredCode,
+        TargetKind, TokenHash, TokenKind,
+    },
+    ports::MockAuditStore,
 };
 
 const CALLBACK: &str = "https://billing.example.com/cb";
@@ -94,7 +99,7 @@ fn authorize(
     block_on(
         mocks
             .oauth()
-            .authorize(request, signed_in.then_some(&session)),
+            .authorize(request, signed_in.then_some(&session), &origin()),
     )
 }
 
@@ -142,12 +147,15 @@ fn a_signed_in_member_gets_a_single_use_code_bound_to_client_uri_challenge_and_s
     mocks.ada_is_member(true);
     let saved = Seen::<NewAuthorizationCode>::new();
     let kept = saved.clone();
+    let records = Seen::new();
+    let audited = records.clone();
     mocks
         .authorization_codes
         .expect_save_authorization_code()
         .times(1)
-        .returning(move |new| {
+        .returning(move |new, record| {
             kept.record(new);
+            audited.record(record);
             ready(Ok(()))
         });
 
@@ -170,6 +178,17 @@ fn a_signed_in_member_gets_a_single_use_code_bound_to_client_uri_challenge_and_s
     assert_eq!(
         new.code.expires_at - new.code.created_at,
         Duration::seconds(60)
+    );
+    let record = records.only();
+    assert_eq!(record.action, AuditAction::OAuthAuthorized);
+    assert_eq!(record.actor, AuditActor::User(ADA));
+    assert_eq!(record.organization_id, Some(ACME));
+    assert_eq!(
+        record.target,
+        Some(AuditTarget::new(
+            TargetKind::Application,
+            billing(&[CALLBACK]).id
+        ))
     );
 }
 
@@ -395,7 +414,7 @@ fn token(
     client: ClientCredentials,
     grant: TokenGrant,
 ) -> Result<OAuthTokens, OAuthErrorCode> {
-    match block_on(mocks.oauth().token(client, grant)) {
+    match block_on(mocks.oauth().token(client, grant, &origin())) {
         Ok(tokens) => Ok(tokens),
         Err(TokenEndpointError::OAuth(error)) => Err(error.code),
         Err(other) => panic!("{other:?}"),
@@ -415,9 +434,15 @@ fn a_code_is_exchanged_once_with_its_verifier_for_tokens_bound_to_the_client() {
     mocks
         .authorization_codes
         .expect_redeem_authorization_code()
-        .withf(|hash, _, _, _, at| *hash == TokenHash::of(CODE) && *at == now())
+        .withf(|hash, _, _, _, at, record| {
+            *hash == TokenHash::of(CODE)
+                && *at == now()
+                && record.action == AuditAction::OAuthTokenIssued
+                && record.actor == AuditActor::Application(billing(&[CALLBACK]).id)
+                && record.target == Some(AuditTarget::new(TargetKind::User, ADA))
+        })
         .times(1)
-        .returning(move |_, session, _, _, _| {
+        .returning(move |_, session, _, _, _, _| {
             kept.record(session);
             ready(Ok(true))
         });
@@ -454,6 +479,21 @@ fn a_wrong_unknown_or_inactive_client_is_an_invalid_client() {
         .authorization_codes
         .expect_authorization_code()
         .never();
+    // A wrong secret for a real application is on that organization's record.
+    mocks.audit = MockAuditStore::new();
+    mocks
+        .audit
+        .expect_record_audit()
+        .withf(|record| {
+            let app = billing(&[CALLBACK]).id;
+            record.action == AuditAction::OAuthTokenRefused
+                && record.outcome == AuditOutcome::Failure
+                && record.actor == AuditActor::Application(app)
+                && record.organization_id == Some(ACME)
+                && record.origin == origin()
+        })
+        .times(1)
+        .returning(|_| ready(Ok(())));
     assert_eq!(
         token(
             mocks,
@@ -481,6 +521,8 @@ fn a_wrong_unknown_or_inactive_client_is_an_invalid_client() {
     );
     let mut mocks = Mocks::new();
     mocks.applications.expect_application_by_client_id().never();
+    mocks.audit = MockAuditStore::new();
+    mocks.audit.expect_record_audit().never();
     let mut unknown = credentials(CLIENT_SECRET);
     unknown.client_id = "nobody".to_owned();
     assert_eq!(

@@ -379,6 +379,22 @@ impl TestApp {
         self.send_as(method, CONTROL_TOKEN, path, body).await
     }
 
+    /// The operator's view of the audit log, `/control/audit` with `query` (`?action=...`): the
+    /// page's records, newest first.
+    pub async fn audit_records(&self, query: &str) -> Vec<Value> {
+        let page = json_of(
+            self.as_operator(
+                reqwest::Method::GET,
+                &format!("/control/audit{query}"),
+                None,
+            )
+            .await,
+            200,
+        )
+        .await;
+        page["items"].as_array().cloned().unwrap_or_default()
+    }
+
     /// Creates a team organization as the caller; returns its JSON.
     pub async fn create_team(&self, token: &str, name: &str) -> Value {
         json_of(

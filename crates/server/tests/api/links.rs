@@ -41,6 +41,15 @@ on_both_backends! {
         // The link worked once.
         let again = app.post_json("/api/v1/auth/password/reset", &json!({ "token": token, "new_password": "yet another passphrase" })).await;
         assert_eq!(locs_of(again).await, [loc(&["body", "token"])]);
+
+        // On record: the link mailed to Ada's account (whoever asked proved nothing: no actor
+        // id), then her password changed by it.
+        let mailed = app.audit_records("?action=auth.link_mailed").await;
+        assert_eq!(mailed.len(), 1, "{mailed:?}");
+        assert_eq!(mailed[0]["actor"], json!({ "type": "user", "id": null }));
+        assert_eq!(mailed[0]["target"], json!({ "type": "user", "id": ada.user_id }));
+        let changed = app.audit_records(&format!("?action=auth.password_changed&actor_id={}", ada.user_id)).await;
+        assert_eq!(changed.len(), 1);
     }
 
     async fn an_unknown_address_gets_the_same_answer_and_no_mail(app: TestApp) {
@@ -54,6 +63,7 @@ on_both_backends! {
             }
         }
         assert_eq!(app.mails().len(), mails, "no mail for an address without an account");
+        assert!(app.audit_records("?action=auth.link_mailed").await.is_empty(), "and nothing on record");
     }
 
     async fn a_sign_in_link_signs_in_once_and_proves_the_address(app: TestApp) {
@@ -91,6 +101,13 @@ on_both_backends! {
         assert_eq!(app.post_json("/api/v1/auth/email/verify", &json!({ "token": token })).await.status(), 204);
         assert_eq!(json_of(app.me(&ada.access_token).await, 200).await["email_verified"], true);
         assert_eq!(app.post_json("/api/v1/auth/email/verify", &json!({ "token": token })).await.status(), 422);
+
+        // On record: Ada asked for the link herself, then verified once (the refusals wrote
+        // nothing).
+        let mine = app.audit_records(&format!("?actor_id={}", ada.user_id)).await;
+        let actions: Vec<&str> = mine.iter().map(|r| r["action"].as_str().unwrap()).collect();
+        assert_eq!(actions, ["user.email_verified", "auth.link_mailed", "auth.login", "user.registered"]);
+        assert_eq!(mine[0]["target"], json!({ "type": "user", "id": ada.user_id }));
     }
 
     async fn asking_too_often_is_refused_per_address_and_per_client(app: TestApp) {

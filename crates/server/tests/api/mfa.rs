@@ -158,6 +158,15 @@ on_both_backends! {
         detail_of(verify(&app, json!({ "mfa_token": token, "recovery_code": codes[0] })).await, 401).await;
         let token = first_step(&app, "ada@example.com").await;
         json_of(verify(&app, json!({ "mfa_token": token, "recovery_code": fresh["recovery_codes"][0] })).await, 200).await;
+        // Once on record (the wrong password replaced nothing), and no code in it.
+        let records = app.audit_records("?action=mfa.recovery_codes_regenerated").await;
+        assert_eq!(records.len(), 1, "{records:?}");
+        assert_eq!(records[0]["actor"], json!({ "type": "user", "id": ada.user_id }));
+        let all = app.audit_records("?page_size=100").await;
+        let text = serde_json::to_string(&all).unwrap();
+        for code in codes.iter().chain([&fresh["recovery_codes"][1].as_str().unwrap().to_owned()]) {
+            assert!(!text.contains(code.as_str()), "a recovery code in the audit log");
+        }
     }
 
     async fn wrong_factors_end_the_token_and_lock_the_account(app: TestApp) {
@@ -209,9 +218,18 @@ on_both_backends! {
         let wrong = app.send_as(Method::DELETE, &ada.access_token, &path, Some(json!({ "password": "not it at all" }))).await;
         assert_eq!(locs_of(wrong).await, [loc(&["body", "password"])]);
         detail_of(app.send_as(Method::DELETE, &ada.access_token, "/api/v1/auth/mfa/0192f0c1-0000-7000-8000-000000000000", Some(json!({ "password": PASSWORD }))).await, 404).await;
+        assert!(app.audit_records("?action=mfa.factor_removed").await.is_empty(), "a refusal removes nothing");
         assert_eq!(app.send_as(Method::DELETE, &ada.access_token, &path, Some(json!({ "password": PASSWORD }))).await.status(), 204);
         let overview = json_of(app.get_as(&ada.access_token, "/api/v1/auth/mfa").await, 200).await;
         assert_eq!(overview, json!({ "methods": [], "recovery_codes_left": 0 }));
+        // On record: the factor added, then removed, both Ada's.
+        for action in ["mfa.factor_added", "mfa.factor_removed"] {
+            let records = app.audit_records(&format!("?action={action}")).await;
+            assert_eq!(records.len(), 1, "{action}: {records:?}");
+            assert_eq!(records[0]["actor"], json!({ "type": "user", "id": ada.user_id }));
+            assert_eq!(records[0]["target"], json!({ "type": "mfa_factor", "id": id }));
+            assert_eq!(records[0]["organization_id"], Value::Null);
+        }
         let tokens = json_of(app.login("ada@example.com", PASSWORD).await, 200).await;
         assert!(tokens["access_token"].is_string(), "no second step any more");
         detail_of(app.send_as(Method::POST, &ada.access_token, "/api/v1/auth/mfa/recovery-codes", Some(json!({ "password": PASSWORD }))).await, 409).await;

@@ -84,6 +84,19 @@ on_both_backends! {
         let mut post = exchange.to_vec();
         post.extend([("client_id", id.as_str()), ("client_secret", secret.as_str())]);
         assert_eq!(oauth_error(token_form(&app, &post, None).await, 400).await.0, "invalid_grant");
+
+        // On record, in the application's organization: the two wrong secrets and the two
+        // made-up codes. No client id, an unknown one, or a request that is malformed names no
+        // application: nothing to record.
+        let refused = app.audit_records("?action=oauth.token_refused").await;
+        assert_eq!(refused.len(), 4, "{refused:?}");
+        let application = refused[0]["target"]["id"].as_str().unwrap().to_owned();
+        for record in &refused {
+            assert_eq!(record["actor"], json!({ "type": "application", "id": application }));
+            assert_eq!(record["outcome"], "failure");
+            assert!(record["organization_id"].is_string());
+        }
+        assert!(!serde_json::to_string(&refused).unwrap().contains(&secret), "no secret on record");
     }
 
     async fn malformed_requests_are_invalid_requests(app: TestApp) {
@@ -259,6 +272,25 @@ on_both_backends! {
         assert_eq!(response.status(), 303);
         let response = browser.get(&authorize).await;
         assert!(location(&response).starts_with("/login?"));
+
+        // 9. The organization's admin reads it all: the code issued to Owen, the exchange, and
+        // the three refusals (the wrong verifier, the code again, the refresh of what it issued).
+        let application = created["id"].as_str().unwrap();
+        let log = |action: &'static str| {
+            let path = format!("/api/v1/organizations/{org}/audit-log?action={action}");
+            let token = owner.access_token.clone();
+            let app = &app;
+            async move { json_of(app.get_as(&token, &path).await, 200).await["items"].as_array().unwrap().clone() }
+        };
+        let authorized = log("oauth.authorized").await;
+        assert_eq!(authorized.len(), 1);
+        assert_eq!(authorized[0]["actor"], json!({ "type": "user", "id": owner.user_id }));
+        assert_eq!(authorized[0]["target"], json!({ "type": "application", "id": application }));
+        let issued = log("oauth.token_issued").await;
+        assert_eq!(issued.len(), 1);
+        assert_eq!(issued[0]["actor"], json!({ "type": "application", "id": application }));
+        assert_eq!(issued[0]["target"], json!({ "type": "user", "id": owner.user_id }));
+        assert_eq!(log("oauth.token_refused").await.len(), 3);
     }
 
     async fn the_authorization_endpoint_never_redirects_to_an_untrusted_uri(app: TestApp) {

@@ -2,12 +2,15 @@ use async_trait::async_trait;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
-    model::{AccountToken, AccountTokenPurpose, Email, TokenHash, UserId},
+    model::{AccountToken, AccountTokenPurpose, AuditRecord, Email, TokenHash, UserId},
     ports::{AccountTokenStore, StoreError},
 };
 use time::OffsetDateTime;
 
-use super::super::{schema::account_tokens, Conn, Db, DbStore};
+use super::{
+    super::{schema::account_tokens, Conn, Db, DbStore},
+    audit::insert_audit,
+};
 use crate::{corrupt, types::DbUuid};
 
 #[derive(Queryable, Selectable)]
@@ -39,6 +42,7 @@ impl AccountTokenStore for DbStore {
         &self,
         hash: TokenHash,
         token: AccountToken,
+        audit: AuditRecord,
     ) -> Result<(), StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             // Tokens that can no longer work are forgotten.
@@ -57,8 +61,8 @@ impl AccountTokenStore for DbStore {
                     account_tokens::expires_at.eq(token.expires_at),
                 ))
                 .execute(conn)
-                .await
-                .map(drop)
+                .await?;
+            insert_audit(conn, audit).await
         })
     }
 

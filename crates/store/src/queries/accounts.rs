@@ -158,18 +158,24 @@ impl AccountStore for DbStore {
         user_id: UserId,
         email: &Email,
         at: OffsetDateTime,
+        audit: Option<AuditRecord>,
     ) -> Result<bool, StoreError> {
         let email = email.as_ref().to_owned();
         in_write_tx!(self, async |conn: &mut Conn| {
-            diesel::update(
+            let updated = diesel::update(
                 users::table
                     .find(DbUuid(user_id.as_uuid()))
                     .filter(users::email.eq(email)),
             )
             .set((users::email_verified.eq(true), users::updated_at.eq(at)))
             .execute(conn)
-            .await
-            .map(|updated| updated == 1)
+            .await?;
+            if updated == 1 {
+                if let Some(audit) = audit {
+                    insert_audit(conn, audit).await?;
+                }
+            }
+            Ok::<_, diesel::result::Error>(updated == 1)
         })
     }
 

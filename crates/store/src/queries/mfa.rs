@@ -244,6 +244,7 @@ impl MfaStore for DbStore {
         at: OffsetDateTime,
         recovery_codes: Vec<TokenHash>,
         events: Vec<NewEvent>,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             let user = DbUuid(user_id.as_uuid());
@@ -266,6 +267,7 @@ impl MfaStore for DbStore {
                 write_recovery_codes(conn, user, &recovery_codes, at).await?;
             }
             record_events(conn, events).await?;
+            insert_audit(conn, audit).await?;
             Ok::<_, diesel::result::Error>(true)
         })
     }
@@ -330,6 +332,7 @@ impl MfaStore for DbStore {
         passkey: StoredPasskey,
         recovery_codes: Vec<TokenHash>,
         events: Vec<NewEvent>,
+        audit: AuditRecord,
     ) -> Result<(), StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             let user = DbUuid(factor.user_id.as_uuid());
@@ -349,7 +352,7 @@ impl MfaStore for DbStore {
                 write_recovery_codes(conn, user, &recovery_codes, factor.created_at).await?;
             }
             record_events(conn, events).await?;
-            Ok::<_, diesel::result::Error>(())
+            insert_audit(conn, audit).await
         })
     }
 
@@ -369,7 +372,12 @@ impl MfaStore for DbStore {
         })
     }
 
-    async fn remove_factor(&self, user_id: UserId, id: MfaFactorId) -> Result<bool, StoreError> {
+    async fn remove_factor(
+        &self,
+        user_id: UserId,
+        id: MfaFactorId,
+        audit: Option<AuditRecord>,
+    ) -> Result<bool, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             let user = DbUuid(user_id.as_uuid());
             let removed = diesel::delete(
@@ -391,6 +399,11 @@ impl MfaStore for DbStore {
                     .execute(conn)
                     .await?;
             }
+            if removed == 1 {
+                if let Some(audit) = audit {
+                    insert_audit(conn, audit).await?;
+                }
+            }
             Ok::<_, diesel::result::Error>(removed == 1)
         })
     }
@@ -400,9 +413,11 @@ impl MfaStore for DbStore {
         user_id: UserId,
         codes: Vec<TokenHash>,
         at: OffsetDateTime,
+        audit: AuditRecord,
     ) -> Result<(), StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
-            write_recovery_codes(conn, DbUuid(user_id.as_uuid()), &codes, at).await
+            write_recovery_codes(conn, DbUuid(user_id.as_uuid()), &codes, at).await?;
+            insert_audit(conn, audit).await
         })
     }
 

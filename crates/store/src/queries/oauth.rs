@@ -6,8 +6,8 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{
-        Amr, ApplicationId, AuthorizationCode, CodeChallenge, NewAuthorizationCode, NewEvent,
-        NewSession, RedirectUri, Scope, StoredCode, TokenHash, UserId,
+        Amr, ApplicationId, AuditRecord, AuthorizationCode, CodeChallenge, NewAuthorizationCode,
+        NewEvent, NewSession, RedirectUri, Scope, StoredCode, TokenHash, UserId,
     },
     ports::{AuthorizationCodeStore, StoreError},
 };
@@ -15,6 +15,7 @@ use time::OffsetDateTime;
 
 use super::{
     super::{schema::oauth_authorization_codes as codes, Conn, Db, DbStore},
+    audit::insert_audit,
     rows::record_events,
     sessions::open_session,
 };
@@ -60,7 +61,11 @@ impl CodeRow {
 
 #[async_trait]
 impl AuthorizationCodeStore for DbStore {
-    async fn save_authorization_code(&self, new: NewAuthorizationCode) -> Result<(), StoreError> {
+    async fn save_authorization_code(
+        &self,
+        new: NewAuthorizationCode,
+        audit: AuditRecord,
+    ) -> Result<(), StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             let code = &new.code;
             diesel::insert_into(codes::table)
@@ -78,8 +83,8 @@ impl AuthorizationCodeStore for DbStore {
                     amr: code.amr.stored(),
                 })
                 .execute(conn)
-                .await
-                .map(drop)
+                .await?;
+            insert_audit(conn, audit).await
         })
     }
 
@@ -105,6 +110,7 @@ impl AuthorizationCodeStore for DbStore {
         event: NewEvent,
         keep_at_most: Option<u32>,
         at: OffsetDateTime,
+        audit: AuditRecord,
     ) -> Result<bool, StoreError> {
         let hash = hash.as_hex().to_owned();
         in_write_tx!(self, async |conn: &mut Conn| {
@@ -121,6 +127,7 @@ impl AuthorizationCodeStore for DbStore {
             }
             open_session(conn, &session, keep_at_most).await?;
             record_events(conn, vec![event]).await?;
+            insert_audit(conn, audit).await?;
             Ok::<_, diesel::result::Error>(true)
         })
     }
