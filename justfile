@@ -27,6 +27,11 @@ deny:
 bench *args:
     cargo bench -p gatehouse-server --bench load -- {{args}}
 
+# A filtered page of the audit log at a million records, on SQLite and PostgreSQL:
+# `just bench-audit`, `just bench-audit --backend sqlite --records 100000`, `--try-indexes`.
+bench-audit *args:
+    cargo bench -p gatehouse-store --bench audit_page -- {{args}}
+
 # Print the OpenAPI document.
 openapi:
     cargo run --quiet -- openapi

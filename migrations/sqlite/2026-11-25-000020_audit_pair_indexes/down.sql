@@ -1,0 +1,2 @@
+DROP INDEX audit_log_organization_actor_idx;
+DROP INDEX audit_log_organization_action_idx;
