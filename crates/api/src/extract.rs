@@ -5,7 +5,7 @@ use std::{future::Future, pin::Pin};
 use actix_web::{dev::Payload, web, FromRequest, HttpMessage, HttpRequest};
 use gatehouse_domain::{
     model::{ClientAddress, Operator, OrganizationId, Origin},
-    service::{Actor, Principal},
+    service::{Actor, OrgAccessError, Principal},
 };
 use serde::de::DeserializeOwned;
 use uuid::Uuid;
@@ -248,9 +248,15 @@ async fn authenticate(req: &HttpRequest) -> Result<Principal, ApiError> {
     authenticate_credentials(req).await
 }
 
-/// Checks the request's credentials: a Bearer token, or an API key with its organization.
-pub(crate) async fn authenticate_credentials(req: &HttpRequest) -> Result<Principal, ApiError> {
-    let state = state(req)?;
+/// The credentials a request sends, not yet checked.
+enum Credentials {
+    /// `Authorization: Bearer <access token>`.
+    Bearer(String),
+    /// `X-API-Key` with the organization of `X-Organization-ID`.
+    ApiKey(String, OrganizationId),
+}
+
+fn credentials(req: &HttpRequest) -> Result<Credentials, ApiError> {
     if let Some(authorization) = req.headers().get(actix_web::http::header::AUTHORIZATION) {
         let token = authorization
             .to_str()
@@ -264,22 +270,57 @@ pub(crate) async fn authenticate_credentials(req: &HttpRequest) -> Result<Princi
             .ok_or_else(|| {
                 ApiError::Unauthorized("Authorization must be 'Bearer <access token>'".into())
             })?;
-        return Ok(state.authenticator.authenticate_bearer(token).await?);
+        return Ok(Credentials::Bearer(token.to_owned()));
     }
     if let Some(key) = req.headers().get(API_KEY_HEADER) {
         let key = key
             .to_str()
             .map_err(|_| ApiError::Unauthorized("invalid API key".into()))?;
         let organization = organization_header(req)?.ok_or_else(missing_organization_header)?;
-        return Ok(state
-            .authenticator
-            .authenticate_api_key(key.trim(), organization)
-            .await?);
+        return Ok(Credentials::ApiKey(key.trim().to_owned(), organization));
     }
     Err(ApiError::Unauthorized(
         "missing credentials: send 'Authorization: Bearer <token>' or X-API-Key with X-Organization-ID"
             .into(),
     ))
+}
+
+/// Checks the request's credentials: a Bearer token, or an API key with its organization.
+pub(crate) async fn authenticate_credentials(req: &HttpRequest) -> Result<Principal, ApiError> {
+    let authenticator = &state(req)?.authenticator;
+    Ok(match credentials(req)? {
+        Credentials::Bearer(token) => authenticator.authenticate_bearer(&token).await?,
+        Credentials::ApiKey(key, organization) => {
+            authenticator
+                .authenticate_api_key(&key, organization)
+                .await?
+        }
+    })
+}
+
+/// Checks the request's credentials and whether the caller may act in `organization`: for a
+/// Bearer token, in one store round trip (the session, the membership and the policies read
+/// together). The principal comes back whether or not it may.
+pub(crate) async fn authenticate_in(
+    req: &HttpRequest,
+    organization: OrganizationId,
+) -> Result<(Principal, Result<Actor, OrgAccessError>), ApiError> {
+    let authenticator = &state(req)?.authenticator;
+    let client = client_address(req);
+    Ok(match credentials(req)? {
+        Credentials::Bearer(token) => {
+            authenticator
+                .authenticate_bearer_in(&token, organization, client)
+                .await?
+        }
+        Credentials::ApiKey(key, own) => {
+            let principal = authenticator.authenticate_api_key(&key, own).await?;
+            let actor = authenticator
+                .actor(principal.clone(), organization, client)
+                .await;
+            (principal, actor)
+        }
+    })
 }
 
 impl FromRequest for Authenticated {

@@ -298,8 +298,8 @@ mod rate_limit_impl {
     use crate::{
         error::ErrorBody,
         extract::{
-            authenticate_credentials, client_address, organization_in_context, state,
-            API_KEY_HEADER,
+            authenticate_credentials, authenticate_in, client_address, organization_in_context,
+            state, API_KEY_HEADER,
         },
     };
 
@@ -343,28 +343,31 @@ mod rate_limit_impl {
             && !req.path().starts_with("/control/");
         let caller = match has_credentials {
             false => Caller::Anonymous(ip),
-            true => match authenticate_credentials(req.request()).await {
-                // The extractor answers the 401; the attempt counts against the address.
-                Err(_) => Caller::Anonymous(ip),
-                Ok(principal) => {
-                    req.extensions_mut().insert(principal.clone());
-                    let mut organization_plan = None;
-                    if let Some(organization) = organization_in_context(req.request()) {
-                        if let Ok(actor) = app
-                            .authenticator
-                            .actor(principal.clone(), organization, client)
-                            .await
-                        {
-                            organization_plan = Some(actor.membership.plan);
+            true => {
+                let authenticated = match organization_in_context(req.request()) {
+                    Some(organization) => authenticate_in(req.request(), organization)
+                        .await
+                        .map(|(principal, actor)| (principal, actor.ok())),
+                    None => authenticate_credentials(req.request())
+                        .await
+                        .map(|principal| (principal, None)),
+                };
+                match authenticated {
+                    // The extractor answers the 401; the attempt counts against the address.
+                    Err(_) => Caller::Anonymous(ip),
+                    Ok((principal, actor)) => {
+                        req.extensions_mut().insert(principal.clone());
+                        let organization_plan = actor.as_ref().map(|a| a.membership.plan);
+                        if let Some(actor) = actor {
                             req.extensions_mut().insert(actor);
                         }
-                    }
-                    Caller::Principal {
-                        principal,
-                        organization_plan,
+                        Caller::Principal {
+                            principal,
+                            organization_plan,
+                        }
                     }
                 }
-            },
+            }
         };
         let decision = match app.rate_limits.check(&caller).await {
             Ok(decision) => Some(decision),

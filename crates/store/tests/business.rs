@@ -206,6 +206,43 @@ on_both_backends! {
         assert_eq!(db.store.policies(unknown).await.unwrap(), None);
     }
 
+    async fn a_sessions_access_to_an_organization_is_read_in_one_go(db: Db) {
+        let (ada, workspace) = registered(&db, "ada@example.com").await;
+        let acme = db.team(ada, "acme", Plan::Business).await;
+        let (opened, _) = session(ada, now(), Duration::days(30));
+        db.store.create_session(opened.clone(), event(EventType::AuthLogin, None, Some(ada)), None, support::signed_in()).await.unwrap();
+        let at = now();
+
+        // A member without saved policies, then with them: what `membership` and `policies` say.
+        let access = db.store.session_access(opened.id, ada, workspace, at).await.unwrap();
+        assert!(access.session_live);
+        assert_eq!(access.membership, db.store.membership(ada, workspace).await.unwrap());
+        assert_eq!(access.policies, None);
+        assert!(db.store.save_policies(acme, strict_policies(), Some(at), at, updated(acme), support::signed_in()).await.unwrap());
+        let access = db.store.session_access(opened.id, ada, acme, at).await.unwrap();
+        assert_eq!(access.membership.as_ref().map(|m| (m.role, m.plan)), Some((Role::Owner, Plan::Business)));
+        assert_eq!(access.policies, db.store.policies(acme).await.unwrap());
+        assert!(access.policies.is_some());
+
+        // Not a member: no membership, no policies, and still whether the session is live.
+        let (bob, _) = registered(&db, "bob@example.com").await;
+        let access = db.store.session_access(opened.id, bob, acme, at).await.unwrap();
+        assert_eq!((access.session_live, access.membership, access.policies), (true, None, None));
+        let unknown = SessionId::from_uuid(Uuid::now_v7());
+        let access = db.store.session_access(unknown, bob, acme, at).await.unwrap();
+        assert!(!access.session_live);
+
+        // An ended or expired session is not live, member or not.
+        let access = db.store.session_access(opened.id, ada, acme, opened.expires_at).await.unwrap();
+        assert!(!access.session_live && access.membership.is_some());
+        assert!(db.store.end_session(opened.id, at, event(EventType::AuthLogout, None, Some(ada)), support::signed_in()).await.unwrap());
+        assert!(!db.store.session_access(opened.id, ada, acme, at).await.unwrap().session_live);
+
+        // A deleted organization has no members.
+        delete(&db, acme, at).await;
+        assert_eq!(db.store.session_access(opened.id, ada, acme, at).await.unwrap().membership, None);
+    }
+
     async fn saved_policies_round_trip_and_saving_again_replaces_them(db: Db) {
         let (ada, workspace) = registered(&db, "ada@example.com").await;
         let acme = db.team(ada, "acme", Plan::Business).await;

@@ -1,6 +1,12 @@
-use time::OffsetDateTime;
+use time::{Duration, OffsetDateTime};
 
 use super::{ApplicationId, ClientId, Scope, SessionId, TokenHash, UserId};
+
+/// How stale a session's `last_used_at` may get: a refresh writes it only when it is at least
+/// this old, so a client that refreshes often costs a write every half minute, not one per
+/// refresh. An idle timeout (five minutes at least) is honoured to within this: a session may
+/// be found idle up to this much early, never late.
+pub const SESSION_TOUCH_INTERVAL: Duration = Duration::seconds(30);
 
 /// A login session as created at login. The refresh token is known only by its hash.
 #[derive(Clone, Debug, PartialEq)]

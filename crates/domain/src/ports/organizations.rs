@@ -8,8 +8,22 @@ use super::StoreError;
 use crate::model::{
     AuditRecord, Branding, Email, Invitation, InvitationId, Member, MemberFilter, Membership,
     NewEvent, NewInvitation, NewOrganization, Organization, OrganizationChange, OrganizationFilter,
-    OrganizationId, OrganizationPolicies, Page, PageRequest, Plan, Role, Slug, TokenHash, UserId,
+    OrganizationId, OrganizationPolicies, Page, PageRequest, Plan, Role, SessionId, Slug,
+    TokenHash, UserId,
 };
+
+/// What admitting a signed-in user to an organization needs, read together: whether their
+/// session is live, their membership, and the organization's saved policies.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SessionAccess {
+    /// The session is neither revoked nor expired.
+    pub session_live: bool,
+    /// The user's membership, when they are a member of the live organization.
+    pub membership: Option<Membership>,
+    /// The organization's saved policies (read only for a member; whether they bind is the
+    /// plan's to say).
+    pub policies: Option<SavedPolicies>,
+}
 
 /// Who belongs where, with which role.
 #[async_trait]
@@ -25,6 +39,17 @@ pub trait MembershipStore: Send + Sync + 'static {
     /// The highest plan among the user's live organizations (what sizes the rate limit of a
     /// request made outside any organization).
     async fn highest_plan(&self, user_id: UserId) -> Result<Option<Plan>, StoreError>;
+
+    /// [`SessionAccess`] of the user with this session in the organization at `now`, in one
+    /// store round trip (one statement when they are a member): what every request a signed-in
+    /// user makes inside an organization reads first.
+    async fn session_access(
+        &self,
+        session_id: SessionId,
+        user_id: UserId,
+        organization_id: OrganizationId,
+        now: OffsetDateTime,
+    ) -> Result<SessionAccess, StoreError>;
 }
 
 /// Organizations.

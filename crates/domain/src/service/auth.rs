@@ -13,6 +13,7 @@ use crate::{
         Organization, OrganizationId, OrganizationName, OrganizationSettings, OrganizationType,
         Origin, PasswordError, PasswordHash, PasswordPolicy, Plan, SecretToken, SessionId, Slug,
         TargetKind, TokenHash, TokenKind, User, UserCredentials, UserId, MFA_TOKEN_TTL,
+        SESSION_TOUCH_INTERVAL,
     },
     ports::{
         service_ports, AccessClaims, BoxError, HashError, NewAccount, StoreError, TokenError,
@@ -839,7 +840,11 @@ impl AuthService {
         {
             return Err(RefreshError::PasswordExpired);
         }
-        if !self.ports.sessions.touch_session(session.id, now).await? {
+        // The session was live when read; a revocation since then stops the access token at
+        // its first use (every authenticated request checks the session).
+        if now - session.last_used_at >= SESSION_TOUCH_INTERVAL
+            && !self.ports.sessions.touch_session(session.id, now).await?
+        {
             return Err(RefreshError::InvalidToken);
         }
         let mut ends_at = session.expires_at;

@@ -10,20 +10,21 @@ use time::Duration;
 
 use super::{
     tests::{
-        acme, ada_credentials, ada_in_acme, ada_in_session, ada_session, email, full_name, hash,
-        now, ready, Mocks, Seen, ACME, ADA, ADA_EMAIL, ADA_PASSWORD, ADA_SESSION, NEW_PASSWORD,
-        REFRESH_TOKEN,
+        acme, ada_credentials, ada_in_acme, ada_in_session, ada_session, claims_of_ada, email,
+        full_name, hash, now, ready, Mocks, Seen, ACME, ADA, ADA_EMAIL, ADA_PASSWORD, ADA_SESSION,
+        NEW_PASSWORD, REFRESH_TOKEN, SIGNED,
     },
-    Actor, Authenticator, ChangePasswordError, LoginError, OrgAccessError, PolicyService,
-    Principal, RefreshError, RegisterError, SettingsError,
+    Actor, AuthenticateError, Authenticator, ChangePasswordError, LoginError, OrgAccessError,
+    PolicyService, Principal, RefreshError, RegisterError, SettingsError,
 };
 use crate::{
     model::{
         Amr, AuthMethod, ClientAddress, ConcurrentSessions, GraceHours, IdleMinutes, IpAllowlist,
-        IpRange, MaxAgeDays, MfaMethod, MfaPolicy, MinLength, NewSession, OrganizationPolicies,
-        PasswordError, Permission, Plan, ReuseCount, Role, Session, SessionHours,
+        IpRange, MaxAgeDays, Membership, MfaMethod, MfaPolicy, MinLength, NewSession,
+        OrganizationPolicies, PasswordError, Permission, Plan, ReuseCount, Role, Session,
+        SessionHours,
     },
-    ports::SavedPolicies,
+    ports::{MockMembershipStore, MockPolicyStore, MockSessionStore, SavedPolicies, SessionAccess},
 };
 
 fn policies(edit: impl FnOnce(&mut OrganizationPolicies)) -> OrganizationPolicies {
@@ -447,7 +448,7 @@ fn allowlisted_acme(mocks: &mut Mocks, plan: Plan) {
 #[test]
 fn a_request_from_outside_the_allowlist_is_refused_and_one_from_inside_admitted() {
     let mut mocks = Mocks::new();
-    mocks.policies = crate::ports::MockPolicyStore::new();
+    mocks.policies = MockPolicyStore::new();
     allowlisted_acme(&mut mocks, Plan::Business);
     let authenticator = Authenticator::new((&mocks.ports()).into());
 
@@ -464,13 +465,88 @@ fn a_request_from_outside_the_allowlist_is_refused_and_one_from_inside_admitted(
 #[test]
 fn the_allowlist_of_a_downgraded_organization_is_not_enforced() {
     let mut mocks = Mocks::new();
-    mocks.policies = crate::ports::MockPolicyStore::new();
+    mocks.policies = MockPolicyStore::new();
     allowlisted_acme(&mut mocks, Plan::Pro);
     mocks.policies.checkpoint();
     mocks.policies.expect_policies().never();
     let authenticator = Authenticator::new((&mocks.ports()).into());
 
     assert!(block_on(authenticator.actor(ada_in_session(), ACME, address("198.51.100.7"))).is_ok());
+}
+
+/// Ada's Bearer token inside Acme, with the store answering `access` in its one read (and
+/// never the three separate ones).
+fn bearer_in_acme(
+    access: SessionAccess,
+    from: &str,
+) -> Result<(Principal, Result<Actor, OrgAccessError>), AuthenticateError> {
+    let mut mocks = Mocks::new();
+    mocks
+        .signer
+        .expect_verify()
+        .withf(|token| token == SIGNED)
+        .returning(|_| ready(Ok(claims_of_ada())));
+    mocks.sessions = MockSessionStore::new();
+    mocks.sessions.expect_is_live().never();
+    mocks.policies = MockPolicyStore::new();
+    mocks.policies.expect_policies().never();
+    mocks.memberships = MockMembershipStore::new();
+    mocks.memberships.expect_membership().never();
+    mocks
+        .memberships
+        .expect_session_access()
+        .withf(|session, user, org, at| {
+            (*session, *user, *org, *at) == (ADA_SESSION, ADA, ACME, now())
+        })
+        .times(1)
+        .returning(move |_, _, _, _| ready(Ok(access.clone())));
+    block_on(
+        Authenticator::new((&mocks.ports()).into()).authenticate_bearer_in(
+            SIGNED,
+            ACME,
+            address(from),
+        ),
+    )
+}
+
+#[test]
+fn inside_an_organization_a_bearer_token_takes_one_store_read_and_the_same_rules() {
+    let allowlisted = |plan: Plan| SessionAccess {
+        session_live: true,
+        membership: Some(Membership {
+            plan,
+            ..ada_in_acme()
+        }),
+        policies: Some(SavedPolicies {
+            policies: policies(|p| p.ip_allowlist = office_only()),
+            updated_at: now(),
+            mfa_required_since: None,
+        }),
+    };
+    // Admitted from inside the allowlist; refused from outside, the principal known either way.
+    let (principal, inside) = bearer_in_acme(allowlisted(Plan::Business), "192.0.2.44").unwrap();
+    assert_eq!(principal, ada_in_session());
+    assert_eq!(inside.unwrap().organization_id(), ACME);
+    let (_, outside) = bearer_in_acme(allowlisted(Plan::Business), "198.51.100.7").unwrap();
+    assert!(matches!(outside, Err(OrgAccessError::AddressNotAllowed(_))));
+    // A downgraded plan's saved allowlist binds no more.
+    let (_, downgraded) = bearer_in_acme(allowlisted(Plan::Pro), "198.51.100.7").unwrap();
+    assert!(downgraded.is_ok());
+    // Not a member: not found. An ended session: the token is refused, member or not.
+    let outsider = SessionAccess {
+        session_live: true,
+        ..SessionAccess::default()
+    };
+    let (_, refused) = bearer_in_acme(outsider, "192.0.2.44").unwrap();
+    assert!(matches!(refused, Err(OrgAccessError::NotFound)));
+    let ended = SessionAccess {
+        session_live: false,
+        ..allowlisted(Plan::Business)
+    };
+    assert!(matches!(
+        bearer_in_acme(ended, "192.0.2.44"),
+        Err(AuthenticateError::Invalid(_))
+    ));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -614,7 +690,7 @@ fn acme_requires_mfa(
         updated_at: now() - Duration::hours(1),
         mfa_required_since: Some(now() - Duration::hours(since_hours)),
     };
-    let mut store = crate::ports::MockPolicyStore::new();
+    let mut store = MockPolicyStore::new();
     store
         .expect_policies()
         .returning(move |_| ready(Ok(Some(saved.clone()))));
@@ -704,7 +780,7 @@ fn mfa_is_required_since_the_save_that_turned_it_on() {
             .organizations
             .expect_organization()
             .returning(|_| ready(Ok(Some(acme(Plan::Business)))));
-        let mut store = crate::ports::MockPolicyStore::new();
+        let mut store = MockPolicyStore::new();
         let stored = before.clone().map(|policies| SavedPolicies {
             policies,
             updated_at: earlier,

@@ -113,8 +113,9 @@ impl Authenticator {
         Self { ports }
     }
 
-    /// Authenticates a Bearer access token: a valid signature and claims, and a live session.
-    pub async fn authenticate_bearer(&self, token: &str) -> Result<Principal, AuthenticateError> {
+    /// The user a Bearer access token names, when its signature and claims are valid; whether
+    /// its session is live is the caller's to check.
+    async fn verified(&self, token: &str) -> Result<Principal, AuthenticateError> {
         if token.len() > MAX_ACCESS_TOKEN_BYTES {
             return Err(AuthenticateError::Invalid(
                 "invalid or expired access token",
@@ -124,20 +125,63 @@ impl Authenticator {
             TokenError::Invalid => AuthenticateError::Invalid("invalid or expired access token"),
             failed @ TokenError::Failed(_) => AuthenticateError::Internal(failed),
         })?;
-        if !self
-            .ports
-            .sessions
-            .is_live(claims.sid, self.ports.clock.now())
-            .await?
-        {
-            return Err(AuthenticateError::Invalid("the session has ended"));
-        }
         let amr = Amr::from_stored(&claims.amr.join(" ")).unwrap_or_else(Amr::password);
         Ok(Principal::User {
             user_id: claims.sub,
             session_id: claims.sid,
             amr,
         })
+    }
+
+    /// Authenticates a Bearer access token: a valid signature and claims, and a live session.
+    pub async fn authenticate_bearer(&self, token: &str) -> Result<Principal, AuthenticateError> {
+        let principal = self.verified(token).await?;
+        let Principal::User { session_id, .. } = &principal else {
+            return Err(AuthenticateError::Invalid(
+                "invalid or expired access token",
+            ));
+        };
+        if !self
+            .ports
+            .sessions
+            .is_live(*session_id, self.ports.clock.now())
+            .await?
+        {
+            return Err(AuthenticateError::Invalid("the session has ended"));
+        }
+        Ok(principal)
+    }
+
+    /// [`Self::authenticate_bearer`] and [`Self::actor`] together, for a request inside an
+    /// organization: the session, the membership and the policies are read in one store round
+    /// trip. The principal comes back whether or not it may act there (a rate limit counts it
+    /// either way).
+    pub async fn authenticate_bearer_in(
+        &self,
+        token: &str,
+        organization_id: OrganizationId,
+        client: ClientAddress,
+    ) -> Result<(Principal, Result<Actor, OrgAccessError>), AuthenticateError> {
+        let principal = self.verified(token).await?;
+        let Principal::User { session_id, .. } = &principal else {
+            return Err(AuthenticateError::Invalid(
+                "invalid or expired access token",
+            ));
+        };
+        let now = self.ports.clock.now();
+        let access = self
+            .ports
+            .memberships
+            .session_access(*session_id, principal.user_id(), organization_id, now)
+            .await?;
+        if !access.session_live {
+            return Err(AuthenticateError::Invalid("the session has ended"));
+        }
+        let admitted = match access.membership {
+            None => Err(OrgAccessError::NotFound),
+            Some(membership) => admit(principal.clone(), membership, access.policies, client, now),
+        };
+        Ok((principal, admitted))
     }
 
     /// Authenticates an API key sent with the organization it belongs to.
@@ -175,22 +219,17 @@ impl Authenticator {
     ) -> Result<Actor, OrgAccessError> {
         let membership =
             membership_of(self.ports.memberships.as_ref(), &principal, organization_id).await?;
-        // Policies bind only while the plan includes them; a downgrade stops enforcing.
-        if membership.plan.includes(Feature::Policies) {
-            if let Some(saved) = self.ports.policies.policies(organization_id).await? {
-                if !saved.policies.ip_allowlist.permits(client.0) {
-                    return Err(OrgAccessError::AddressNotAllowed(client));
-                }
-                let now = self.ports.clock.now();
-                if needs_second_factor(&principal, &membership, &saved, now) {
-                    return Err(OrgAccessError::MfaRequired);
-                }
-            }
-        }
-        Ok(Actor {
+        let policies = match membership.plan.includes(Feature::Policies) {
+            true => self.ports.policies.policies(organization_id).await?,
+            false => None,
+        };
+        admit(
             principal,
             membership,
-        })
+            policies,
+            client,
+            self.ports.clock.now(),
+        )
     }
 
     /// The principal's membership in an organization; outsiders get `NotFound`.
@@ -201,6 +240,29 @@ impl Authenticator {
     ) -> Result<Membership, OrgAccessError> {
         membership_of(self.ports.memberships.as_ref(), principal, organization_id).await
     }
+}
+
+/// The member acting, when the organization's policies let them from this address at `now`.
+/// Policies bind only while the plan includes them; a downgrade stops enforcing.
+fn admit(
+    principal: Principal,
+    membership: Membership,
+    policies: Option<SavedPolicies>,
+    client: ClientAddress,
+    now: OffsetDateTime,
+) -> Result<Actor, OrgAccessError> {
+    if let Some(saved) = policies.filter(|_| membership.plan.includes(Feature::Policies)) {
+        if !saved.policies.ip_allowlist.permits(client.0) {
+            return Err(OrgAccessError::AddressNotAllowed(client));
+        }
+        if needs_second_factor(&principal, &membership, &saved, now) {
+            return Err(OrgAccessError::MfaRequired);
+        }
+    }
+    Ok(Actor {
+        principal,
+        membership,
+    })
 }
 
 /// Whether the organization's MFA policy refuses this principal now: it requires MFA, the

@@ -25,7 +25,7 @@ use crate::{
         NewApiKey, NewEvent, NewSession, Organization, OrganizationId, OrganizationName,
         OrganizationSettings, OrganizationType, Origin, PasswordError, PasswordHash, Plan, Role,
         Scope, SecretToken, Session, SessionId, Slug, TargetKind, TokenHash, TokenKind, User,
-        UserCredentials, UserId,
+        UserCredentials, UserId, SESSION_TOUCH_INTERVAL,
     },
     ports::{
         AccessClaims, MockAuditStore, MockPolicyStore, MockSignInAttempts, NewAccount,
@@ -165,7 +165,7 @@ pub(super) fn ada_session() -> Session {
     }
 }
 
-fn claims_of_ada() -> AccessClaims {
+pub(super) fn claims_of_ada() -> AccessClaims {
     AccessClaims {
         iss: ISSUER.to_owned(),
         sub: ADA,
@@ -863,6 +863,32 @@ fn refresh_of_a_live_session_signs_a_new_access_token_for_the_same_session() {
     assert_eq!(claims.exp, now().unix_timestamp() + 3600);
     assert_eq!(access.access_token, SIGNED);
     assert_eq!(access.expires_in, 3600);
+}
+
+#[test]
+fn a_refresh_soon_after_the_last_use_writes_nothing() {
+    for (since, writes) in [
+        (SESSION_TOUCH_INTERVAL - Duration::seconds(1), 0),
+        (SESSION_TOUCH_INTERVAL, 1),
+    ] {
+        let mut mocks = Mocks::new();
+        let mut session = ada_session();
+        session.last_used_at = now() - since;
+        mocks
+            .sessions
+            .expect_session_by_refresh_token()
+            .returning(move |_, _| ready(Ok(Some(session.clone()))));
+        mocks
+            .sessions
+            .expect_touch_session()
+            .times(writes)
+            .returning(|_, _| ready(Ok(true)));
+        mocks.ada_is_registered();
+        mocks.signer_signs();
+
+        let access = block_on(mocks.auth().refresh(REFRESH_TOKEN, None)).unwrap();
+        assert_eq!(access.access_token, SIGNED, "used {since} ago");
+    }
 }
 
 /// Ada's session, granted to an application through OAuth.

@@ -2,15 +2,17 @@ use async_trait::async_trait;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
-    model::{Membership, OrganizationId, Plan, UserId},
-    ports::{MembershipStore, StoreError},
+    model::{Membership, OrganizationId, Plan, SessionId, UserId},
+    ports::{MembershipStore, SessionAccess, StoreError},
 };
+use time::OffsetDateTime;
 
 use super::{
     super::{
-        schema::{memberships, organizations},
+        schema::{memberships, organization_policies, organizations, sessions},
         Conn, DbStore,
     },
+    policies::{saved_policies, PoliciesRow},
     rows::MembershipRow,
 };
 use crate::{corrupt, db_error, types::DbUuid};
@@ -41,6 +43,68 @@ impl MembershipStore for DbStore {
                 .map_err(db_error)?
                 .map(MembershipRow::into_domain)
                 .transpose()
+        })
+    }
+
+    async fn session_access(
+        &self,
+        session_id: SessionId,
+        user_id: UserId,
+        organization_id: OrganizationId,
+        now: OffsetDateTime,
+    ) -> Result<SessionAccess, StoreError> {
+        let session = DbUuid(session_id.as_uuid());
+        let live = move || {
+            diesel::dsl::exists(
+                sessions::table
+                    .filter(sessions::id.eq(session))
+                    .filter(sessions::revoked_at.is_null())
+                    .filter(sessions::expires_at.gt(now)),
+            )
+        };
+        in_read!(self, async |conn: &mut Conn| {
+            // A member: the membership, the policies and the session, in one statement.
+            let member = memberships::table
+                .inner_join(organizations::table.left_join(organization_policies::table))
+                .filter(memberships::user_id.eq(DbUuid(user_id.as_uuid())))
+                .filter(memberships::organization_id.eq(DbUuid(organization_id.as_uuid())))
+                .filter(organizations::is_active.eq(true))
+                .select((
+                    (
+                        memberships::organization_id,
+                        memberships::user_id,
+                        memberships::role,
+                        organizations::plan,
+                        memberships::created_at,
+                    ),
+                    (
+                        organization_policies::document,
+                        organization_policies::updated_at,
+                        organization_policies::mfa_required_since,
+                    )
+                        .nullable(),
+                    live(),
+                ))
+                .first::<(MembershipRow, Option<PoliciesRow>, bool)>(conn)
+                .await
+                .optional()
+                .map_err(db_error)?;
+            match member {
+                Some((membership, policies, session_live)) => Ok(SessionAccess {
+                    session_live,
+                    membership: Some(membership.into_domain()?),
+                    policies: policies.map(saved_policies).transpose()?,
+                }),
+                // Not a member: whether the session is live still decides between 401 and 404.
+                None => Ok(SessionAccess {
+                    session_live: diesel::select(live())
+                        .get_result(conn)
+                        .await
+                        .map_err(db_error)?,
+                    membership: None,
+                    policies: None,
+                }),
+            }
         })
     }
 

@@ -70,6 +70,21 @@ pub(super) fn document<T: serde::de::DeserializeOwned>(
     serde_json::from_value(value).map_err(|_| corrupt(what))
 }
 
+/// A row of `organization_policies`: the document, when it was saved, since when MFA has
+/// been required.
+pub(super) type PoliciesRow = (serde_json::Value, OffsetDateTime, Option<OffsetDateTime>);
+
+/// The saved policies of a row.
+pub(super) fn saved_policies(
+    (doc, updated_at, mfa_required_since): PoliciesRow,
+) -> Result<SavedPolicies, StoreError> {
+    Ok(SavedPolicies {
+        policies: document(doc, "organization_policies.document")?,
+        updated_at,
+        mfa_required_since,
+    })
+}
+
 /// Whether the organization is live: configuration is saved only for live organizations.
 pub(super) async fn is_live(conn: &mut Conn, id: DbUuid) -> QueryResult<bool> {
     let live: i64 = organizations::table
@@ -117,28 +132,20 @@ macro_rules! plan_policies_of {
 #[async_trait]
 impl PolicyStore for DbStore {
     async fn policies(&self, id: OrganizationId) -> Result<Option<SavedPolicies>, StoreError> {
-        let row: Option<(serde_json::Value, OffsetDateTime, Option<OffsetDateTime>)> =
-            in_read!(self, async |conn: &mut Conn| {
-                organization_policies::table
-                    .find(DbUuid(id.as_uuid()))
-                    .select((
-                        organization_policies::document,
-                        organization_policies::updated_at,
-                        organization_policies::mfa_required_since,
-                    ))
-                    .first(conn)
-                    .await
-                    .optional()
-                    .map_err(db_error)
-            })?;
-        row.map(|(doc, updated_at, mfa_required_since)| {
-            Ok(SavedPolicies {
-                policies: document(doc, "organization_policies.document")?,
-                updated_at,
-                mfa_required_since,
-            })
-        })
-        .transpose()
+        let row: Option<PoliciesRow> = in_read!(self, async |conn: &mut Conn| {
+            organization_policies::table
+                .find(DbUuid(id.as_uuid()))
+                .select((
+                    organization_policies::document,
+                    organization_policies::updated_at,
+                    organization_policies::mfa_required_since,
+                ))
+                .first(conn)
+                .await
+                .optional()
+                .map_err(db_error)
+        })?;
+        row.map(saved_policies).transpose()
     }
 
     async fn save_policies(
