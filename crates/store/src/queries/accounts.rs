@@ -93,7 +93,7 @@ async fn credentials(
         UserKey::Id(id) => query.filter(users::id.eq(id)),
     };
     query
-        .first(conn)
+        .get_result(conn)
         .await
         .optional()
         .map_err(db_error)?
@@ -236,7 +236,7 @@ impl AccountStore for DbStore {
             let retired: Option<String> = users::table
                 .find(user)
                 .select(users::password_hash)
-                .first(conn)
+                .get_result(conn)
                 .await
                 .optional()?;
             // An account without a password has none to remember.

@@ -96,7 +96,7 @@ impl ApiKeyStore for DbStore {
                 .filter(api_keys::key_hash.eq(hash.as_hex()))
                 .filter(organizations::is_active.eq(true))
                 .select(ApiKeyRow::as_select())
-                .first(conn)
+                .get_result(conn)
                 .await
                 .optional()
                 .map_err(db_error)?;

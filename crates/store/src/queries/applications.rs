@@ -156,7 +156,7 @@ impl ApplicationStore for DbStore {
         in_read!(self, async |conn: &mut Conn| {
             theirs(organization_id, id)
                 .select(ApplicationRow::as_select())
-                .first::<ApplicationRow>(conn)
+                .get_result::<ApplicationRow>(conn)
                 .await
                 .optional()
                 .map_err(db_error)?
@@ -226,7 +226,7 @@ impl ApplicationStore for DbStore {
             applications::table
                 .filter(applications::client_id.eq(client_id.as_str()))
                 .select(ApplicationRow::as_select())
-                .first::<ApplicationRow>(conn)
+                .get_result::<ApplicationRow>(conn)
                 .await
                 .optional()
                 .map_err(db_error)?

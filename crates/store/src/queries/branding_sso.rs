@@ -127,7 +127,7 @@ impl SsoStore for DbStore {
             sso_configurations::table
                 .find(DbUuid(id.as_uuid()))
                 .select(SsoRow::as_select())
-                .first(conn)
+                .get_result(conn)
                 .await
                 .optional()
                 .map_err(db_error)?

@@ -154,7 +154,7 @@ async fn load_invitation(
 ) -> Result<Option<Invitation>, StoreError> {
     query
         .select(INVITATION_COLUMNS)
-        .first::<InvitationRow>(conn)
+        .get_result::<InvitationRow>(conn)
         .await
         .optional()
         .map_err(db_error)?
@@ -247,7 +247,7 @@ impl MemberStore for DbStore {
             active_members(DbUuid(organization_id.as_uuid()), &MemberFilter::default())
                 .filter(memberships::user_id.eq(DbUuid(user_id.as_uuid())))
                 .select(MEMBER_COLUMNS)
-                .first::<MemberRow>(conn)
+                .get_result::<MemberRow>(conn)
                 .await
                 .optional()
                 .map_err(db_error)?

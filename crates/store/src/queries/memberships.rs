@@ -37,7 +37,7 @@ impl MembershipStore for DbStore {
                     organizations::plan,
                     memberships::created_at,
                 ))
-                .first::<MembershipRow>(conn)
+                .get_result::<MembershipRow>(conn)
                 .await
                 .optional()
                 .map_err(db_error)?
@@ -85,7 +85,7 @@ impl MembershipStore for DbStore {
                         .nullable(),
                     live(),
                 ))
-                .first::<(MembershipRow, Option<PoliciesRow>, bool)>(conn)
+                .get_result::<(MembershipRow, Option<PoliciesRow>, bool)>(conn)
                 .await
                 .optional()
                 .map_err(db_error)?;

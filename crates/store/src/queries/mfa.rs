@@ -216,7 +216,7 @@ impl MfaStore for DbStore {
                 .filter(mfa_factors::user_id.eq(DbUuid(user_id.as_uuid())))
                 .filter(mfa_factors::kind.eq(MfaMethod::Totp.as_str()))
                 .select(FactorRow::as_select())
-                .first(conn)
+                .get_result(conn)
                 .await
                 .optional()
                 .map_err(db_error)?
@@ -461,7 +461,7 @@ impl MfaStore for DbStore {
                 .filter(mfa_logins::expires_at.gt(now))
                 .filter(mfa_logins::failures.lt(max_failures()))
                 .select(LoginRow::as_select())
-                .first(conn)
+                .get_result(conn)
                 .await
                 .optional()
                 .map_err(db_error)?;

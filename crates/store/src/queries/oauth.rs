@@ -94,7 +94,7 @@ impl AuthorizationCodeStore for DbStore {
             codes::table
                 .find(hash.as_hex())
                 .select(CodeRow::as_select())
-                .first::<CodeRow>(conn)
+                .get_result::<CodeRow>(conn)
                 .await
                 .optional()
                 .map_err(db_error)?

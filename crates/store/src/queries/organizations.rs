@@ -272,7 +272,7 @@ impl OrganizationStore for DbStore {
                 .filter(organizations::id.eq(DbUuid(id.as_uuid())))
                 .filter(organizations::is_active.eq(true))
                 .select(OrganizationRow::as_select())
-                .first(conn)
+                .get_result(conn)
                 .await
                 .optional()
                 .map_err(db_error)?;

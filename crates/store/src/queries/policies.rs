@@ -25,7 +25,7 @@ macro_rules! read_document {
             $table::table
                 .find(DbUuid($id.as_uuid()))
                 .select(($table::document, $table::updated_at))
-                .first::<(serde_json::Value, OffsetDateTime)>(conn)
+                .get_result::<(serde_json::Value, OffsetDateTime)>(conn)
                 .await
                 .optional()
                 .map_err(db_error)
@@ -140,7 +140,7 @@ impl PolicyStore for DbStore {
                     organization_policies::updated_at,
                     organization_policies::mfa_required_since,
                 ))
-                .first(conn)
+                .get_result(conn)
                 .await
                 .optional()
                 .map_err(db_error)

@@ -162,7 +162,7 @@ impl SamlStore for DbStore {
                 .filter(saml_requests::organization_id.eq(DbUuid(organization_id.as_uuid())))
                 .filter(saml_requests::expires_at.gt(now))
                 .select(RequestRow::as_select())
-                .first(conn)
+                .get_result(conn)
                 .await
                 .optional()
                 .map_err(db_error)?

@@ -42,7 +42,7 @@ impl SessionStore for DbStore {
                 .filter(sessions::revoked_at.is_null())
                 .filter(sessions::expires_at.gt(now))
                 .select(SessionRow::as_select())
-                .first(conn)
+                .get_result(conn)
                 .await
                 .optional()
                 .map_err(db_error)?

@@ -220,7 +220,7 @@ impl WebhookStore for DbStore {
             let row: Option<EndpointRow> = endpoints_of(DbUuid(organization_id.as_uuid()), None)
                 .filter(webhook_endpoints::id.eq(endpoint))
                 .select(EndpointRow::as_select())
-                .first(conn)
+                .get_result(conn)
                 .await
                 .optional()
                 .map_err(db_error)?;
@@ -330,7 +330,7 @@ impl WebhookStore for DbStore {
             let exists: Option<DbUuid> = endpoints_of(org, None)
                 .filter(webhook_endpoints::id.eq(endpoint))
                 .select(webhook_endpoints::id)
-                .first(conn)
+                .get_result(conn)
                 .await
                 .optional()
                 .map_err(db_error)?;
@@ -386,7 +386,7 @@ impl WebhookStore for DbStore {
                             webhook_deliveries::next_attempt_at,
                             webhook_deliveries::event_type,
                         ))
-                        .first(conn)
+                        .get_result(conn)
                         .await
                         .optional()?;
                     let Some((status, attempt, next, event_type)) = stored else {
@@ -457,7 +457,7 @@ impl WebhookStore for DbStore {
                 .filter(webhook_endpoints::id.eq(DbUuid(id.as_uuid())))
                 .filter(webhook_endpoints::organization_id.eq(DbUuid(organization_id.as_uuid())))
                 .select((webhook_endpoints::url, webhook_endpoints::secret_sealed))
-                .first(conn)
+                .get_result(conn)
                 .await
                 .optional()
                 .map_err(db_error)?;
@@ -802,7 +802,7 @@ async fn dispatch_one(
     let found: Option<(String, Option<DbUuid>)> = events::table
         .find(event)
         .select((events::event_type, events::organization_id))
-        .first(conn)
+        .get_result(conn)
         .await
         .optional()?;
     let Some((event_type, Some(org))) = found else {
