@@ -17,6 +17,21 @@ use super::{
 };
 use crate::{corrupt, db_error, types::DbUuid};
 
+/// A [`MembershipRow`]: the membership and its organization's plan.
+const MEMBERSHIP_COLUMNS: (
+    memberships::organization_id,
+    memberships::user_id,
+    memberships::role,
+    organizations::plan,
+    memberships::created_at,
+) = (
+    memberships::organization_id,
+    memberships::user_id,
+    memberships::role,
+    organizations::plan,
+    memberships::created_at,
+);
+
 #[async_trait]
 impl MembershipStore for DbStore {
     async fn membership(
@@ -30,13 +45,7 @@ impl MembershipStore for DbStore {
                 .filter(memberships::user_id.eq(DbUuid(user_id.as_uuid())))
                 .filter(memberships::organization_id.eq(DbUuid(organization_id.as_uuid())))
                 .filter(organizations::is_active.eq(true))
-                .select((
-                    memberships::organization_id,
-                    memberships::user_id,
-                    memberships::role,
-                    organizations::plan,
-                    memberships::created_at,
-                ))
+                .select(MEMBERSHIP_COLUMNS)
                 .get_result::<MembershipRow>(conn)
                 .await
                 .optional()
@@ -70,13 +79,7 @@ impl MembershipStore for DbStore {
                 .filter(memberships::organization_id.eq(DbUuid(organization_id.as_uuid())))
                 .filter(organizations::is_active.eq(true))
                 .select((
-                    (
-                        memberships::organization_id,
-                        memberships::user_id,
-                        memberships::role,
-                        organizations::plan,
-                        memberships::created_at,
-                    ),
+                    MEMBERSHIP_COLUMNS,
                     (
                         organization_policies::document,
                         organization_policies::updated_at,
