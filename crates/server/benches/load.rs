@@ -4,8 +4,13 @@
 //! ```text
 //! cargo bench -p gatehouse-server --bench load -- [--backend sqlite|postgres|both]
 //!                                                 [--duration SECS] [--out FILE]
-//!                                                 [--only reads,logins,refreshes,fanout]
+//!                                                 [--only reads,logins,refreshes,fanout,steady]
+//!                                                 [--binary PATH] [--server-cpus LIST]
 //! ```
+//!
+//! `--binary` runs another build of `gatehouse` (the commit before a change, say) under the same
+//! load; `--server-cpus 0` (or `0-3`, `0,2`) pins the server to those CPUs with `taskset` and
+//! `wrk` to the others, to see how a row grows with cores.
 //!
 //! `--only` runs some of the phases (all by default), to iterate on one row or to profile it.
 //!
@@ -62,6 +67,8 @@ const ENDPOINTS: usize = 10;
 const CHANGES: usize = 1_000;
 /// Concurrent `PATCH /users/me` while seeding the fan-out (not the measured load).
 const PATCH_CONCURRENCY: usize = 16;
+/// Changes a second offered by the steady fan-out row (× `ENDPOINTS` deliveries).
+const STEADY_CHANGES_PER_SEC: usize = 200;
 const FANOUT_TIMEOUT: Duration = Duration::from_secs(120);
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 const RSS_TARGET: &str = "< 60 MB";
@@ -88,17 +95,25 @@ enum Phase {
     Reads,
     Logins,
     Refreshes,
+    Steady,
     Fanout,
 }
 
 impl Phase {
-    const ALL: [Self; 4] = [Self::Reads, Self::Logins, Self::Refreshes, Self::Fanout];
+    const ALL: [Self; 5] = [
+        Self::Reads,
+        Self::Logins,
+        Self::Refreshes,
+        Self::Steady,
+        Self::Fanout,
+    ];
 
     fn name(self) -> &'static str {
         match self {
             Self::Reads => "reads",
             Self::Logins => "logins",
             Self::Refreshes => "refreshes",
+            Self::Steady => "steady",
             Self::Fanout => "fanout",
         }
     }
@@ -109,6 +124,12 @@ struct Options {
     duration: u64,
     out: Option<PathBuf>,
     phases: Vec<Phase>,
+    /// The server binary: this build's `gatehouse` unless `--binary` names another (an older
+    /// build, to measure before and after in one sitting).
+    binary: PathBuf,
+    /// `--server-cpus 0` or `0-3`: the server runs under `taskset -c` on these CPUs, and `wrk` on
+    /// the others when there are any (a scaling row: the same load on 1, 2, ... cores).
+    server_cpus: Option<String>,
 }
 
 /// One line of a table.
@@ -167,12 +188,15 @@ fn main() {
 
 fn parse_args() -> Options {
     let usage = "usage: load [--backend sqlite|postgres|both] [--duration SECS] [--out FILE] \
-                 [--only reads,logins,refreshes,fanout]";
+                 [--only reads,logins,refreshes,fanout,steady] [--binary PATH] \
+                 [--server-cpus LIST]";
     let mut options = Options {
         backends: vec![Backend::Sqlite, Backend::Postgres],
         duration: 10,
         out: None,
         phases: Phase::ALL.to_vec(),
+        binary: PathBuf::from(BINARY),
+        server_cpus: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -211,6 +235,15 @@ fn parse_args() -> Options {
                     });
             }
             "--out" => options.out = Some(PathBuf::from(value())),
+            "--binary" => options.binary = PathBuf::from(value()),
+            "--server-cpus" => {
+                let cpus = value();
+                if cpu_list(&cpus).is_none() {
+                    eprintln!("--server-cpus takes a CPU list such as 0 or 0-3\n{usage}");
+                    std::process::exit(2)
+                }
+                options.server_cpus = Some(cpus);
+            }
             "--only" => {
                 let wanted = value();
                 let mut phases = Vec::new();
@@ -250,6 +283,38 @@ fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
 }
 
+/// The CPUs a `taskset -c` list names (`0`, `0-3`, `0,2-3`); `None` when it does not parse.
+fn cpu_list(list: &str) -> Option<Vec<usize>> {
+    let mut cpus = Vec::new();
+    for part in list.split(',').map(str::trim) {
+        match part.split_once('-') {
+            Some((first, last)) => cpus.extend(first.parse::<usize>().ok()?..=last.parse().ok()?),
+            None => cpus.push(part.parse().ok()?),
+        }
+    }
+    (!cpus.is_empty()).then_some(cpus)
+}
+
+impl Options {
+    /// How many cores the server runs on: those of `--server-cpus`, else all.
+    fn server_cores(&self) -> usize {
+        self.server_cpus
+            .as_deref()
+            .and_then(cpu_list)
+            .map_or_else(cores, |cpus| cpus.len())
+    }
+
+    /// The CPUs left to `wrk` when the server is pinned: every other one, if any.
+    fn client_cpus(&self) -> Option<String> {
+        let server = cpu_list(self.server_cpus.as_deref()?)?;
+        let others: Vec<String> = (0..cores())
+            .filter(|cpu| !server.contains(cpu))
+            .map(|cpu| cpu.to_string())
+            .collect();
+        (!others.is_empty()).then(|| others.join(","))
+    }
+}
+
 fn header(options: &Options) -> String {
     let memory = meminfo_kb("MemTotal").map_or_else(
         || "unknown".to_owned(),
@@ -261,7 +326,8 @@ fn header(options: &Options) -> String {
          - date: {} UTC\n\
          - machine: {} cores, {memory} RAM\n\
          - backend: {}\n\
-         - wrk: {} s per row; in-process limits: {LIMIT_SECS:.0} s each\n\
+         - wrk: {} s per row; in-process limits: {LIMIT_SECS:.0} s each, on the server's cores\n\
+         - server: {}\n\
          - everything (server, wrk, database, receiver, limits) shares this machine\n",
         OffsetDateTime::now_utc()
             .format(time::macros::format_description!(
@@ -271,6 +337,14 @@ fn header(options: &Options) -> String {
         cores(),
         backends.join(", "),
         options.duration,
+        match &options.server_cpus {
+            Some(cpus) => format!(
+                "pinned to CPU {cpus} ({} cores), wrk to {}",
+                options.server_cores(),
+                options.client_cpus().unwrap_or_else(|| "the same".into())
+            ),
+            None => format!("all {} cores, shared with wrk", cores()),
+        },
     )
 }
 
@@ -315,9 +389,9 @@ fn run_backend(runtime: &Runtime, backend: Backend, options: &Options) -> String
 
     // Row 5 (start-up): on the fresh database (migrations, first signing key), then again on
     // the database as it was left.
-    let (first, fresh_ms) = Server::start(&env, &work.path().join("server-first.log"));
+    let (first, fresh_ms) = Server::start(options, &env, &work.path().join("server-first.log"));
     drop(first);
-    let (server, existing_ms) = Server::start(&env, &work.path().join("server.log"));
+    let (server, existing_ms) = Server::start(options, &env, &work.path().join("server.log"));
     eprintln!(
         "[{name}] ready in {fresh_ms:.0} ms (fresh) / {existing_ms:.0} ms (existing); pid {} \
          (to profile: perf record -g -p {})",
@@ -331,6 +405,8 @@ fn run_backend(runtime: &Runtime, backend: Backend, options: &Options) -> String
 
     let bench = Bench {
         base: server.base.clone(),
+        client_cpus: options.client_cpus(),
+        cores: options.server_cores(),
         scripts: work.path().to_owned(),
         duration: options.duration,
         name,
@@ -341,17 +417,20 @@ fn run_backend(runtime: &Runtime, backend: Backend, options: &Options) -> String
     let mut peaks = Vec::new();
     let mut reads_peak_kb = None;
     let mut fanout_notes = Vec::new();
-    let mut receiver = Some(receiver);
     for &phase in &options.phases {
         let sampler = RssSampler::start(server.pid);
         let row = match phase {
             Phase::Reads => row_reads(&bench, &seed),
             Phase::Logins => row_logins(&bench),
             Phase::Refreshes => row_refreshes(&bench, &seed),
+            Phase::Steady => {
+                let (row, notes) = row_steady(runtime, &client, &bench, &seed, &receiver);
+                fanout_notes.extend(notes);
+                row
+            }
             Phase::Fanout => {
-                let receiver = receiver.take().expect("the fan-out runs once");
-                let (row, notes) = row_fanout(runtime, &client, &server.base, &seed, receiver);
-                fanout_notes = notes;
+                let (row, notes) = row_fanout(runtime, &client, &server.base, &seed, &receiver);
+                fanout_notes.extend(notes);
                 row
             }
         };
@@ -364,7 +443,13 @@ fn run_backend(runtime: &Runtime, backend: Backend, options: &Options) -> String
         rows.push((phase, row));
     }
     // Printed in the order of the issue's rows: 1 logins, 2 refreshes, 3 reads, 4 fan-out.
-    let order = [Phase::Logins, Phase::Refreshes, Phase::Reads, Phase::Fanout];
+    let order = [
+        Phase::Logins,
+        Phase::Refreshes,
+        Phase::Reads,
+        Phase::Fanout,
+        Phase::Steady,
+    ];
     rows.sort_by_key(|(phase, _)| order.iter().position(|p| p == phase));
     let mut rows: Vec<Row> = rows.into_iter().map(|(_, row)| row).collect();
     rows.push(Row::new(
@@ -485,9 +570,17 @@ struct Server {
 impl Server {
     /// Starts the binary on a free port and waits for `/readyz` to answer 200. Returns the
     /// server and the milliseconds from spawn to that answer.
-    fn start(env: &[(&'static str, String)], log: &Path) -> (Self, f64) {
+    fn start(options: &Options, env: &[(&'static str, String)], log: &Path) -> (Self, f64) {
         let addr = free_address();
-        let mut command = Command::new(BINARY);
+        // `taskset` execs the server: the pid is the server's.
+        let mut command = match &options.server_cpus {
+            Some(cpus) => {
+                let mut taskset = Command::new("taskset");
+                taskset.arg("-c").arg(cpus).arg(&options.binary);
+                taskset
+            }
+            None => Command::new(&options.binary),
+        };
         command
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -692,6 +785,10 @@ async fn post_json(
 /// What the service rows need to run `wrk`.
 struct Bench {
     base: String,
+    /// The server's cores: the limits are measured on as many threads.
+    cores: usize,
+    /// CPUs for `wrk` (`taskset -c`), when the server is pinned to others.
+    client_cpus: Option<String>,
     /// Where the Lua scripts go.
     scripts: PathBuf,
     duration: u64,
@@ -744,13 +841,21 @@ fn lua_script(
 }
 
 fn wrk(bench: &Bench, path: &str, script: &Path, connections: usize) -> WrkResult {
-    let threads = cores().min(connections);
+    let threads = bench.cores.min(connections);
     let url = format!("{}{path}", bench.base);
     eprintln!(
         "[{}] wrk -t{threads} -c{connections} -d{}s {url}",
         bench.name, bench.duration
     );
-    let output = Command::new("wrk")
+    let mut command = match &bench.client_cpus {
+        Some(cpus) => {
+            let mut taskset = Command::new("taskset");
+            taskset.arg("-c").arg(cpus).arg("wrk");
+            taskset
+        }
+        None => Command::new("wrk"),
+    };
+    let output = command
         .arg(format!("-t{threads}"))
         .arg(format!("-c{connections}"))
         .arg(format!("-d{}s", bench.duration))
@@ -815,7 +920,7 @@ fn duration_ms(value: &str) -> Option<f64> {
 // ---------------------------------------------------------------------------------------------
 
 fn row_logins(bench: &Bench) -> Row {
-    let connections = 2 * cores();
+    let connections = 2 * bench.cores;
     eprintln!(
         "[{}] argon2id limit: {connections} threads, {LIMIT_SECS:.0} s",
         bench.name
@@ -841,14 +946,13 @@ fn row_logins(bench: &Bench) -> Row {
 }
 
 fn row_refreshes(bench: &Bench, seed: &Seed) -> Row {
-    let connections = 2 * cores();
+    let connections = 2 * bench.cores;
     eprintln!(
         "[{}] RS256 limit: {} threads, {LIMIT_SECS:.0} s",
-        bench.name,
-        cores()
+        bench.name, bench.cores
     );
     let signatures =
-        gatehouse_crypto::limits::rs256_signatures_per_sec(cores(), LIMIT_SECS).unwrap();
+        gatehouse_crypto::limits::rs256_signatures_per_sec(bench.cores, LIMIT_SECS).unwrap();
     let script = lua_script(
         &bench.scripts,
         "refresh",
@@ -863,7 +967,7 @@ fn row_refreshes(bench: &Bench, seed: &Seed) -> Row {
         format!(
             "{}/s RS256-2048 signatures ({} threads)",
             group(signatures),
-            cores()
+            bench.cores
         ),
         ratio(refreshes.requests_per_sec, signatures),
     )
@@ -917,9 +1021,11 @@ fn row_fanout(
     client: &reqwest::Client,
     base: &str,
     seed: &Seed,
-    receiver: TestReceiver,
+    receiver: &TestReceiver,
 ) -> (Row, Vec<String>) {
     let expected = ENDPOINTS * CHANGES;
+    // What earlier phases delivered is not this row's.
+    let before = receiver.requests().len();
     let mut notes = Vec::new();
     eprintln!("[fan-out] {CHANGES} changes × {ENDPOINTS} endpoints");
     let (service, sample) = runtime.block_on(async {
@@ -936,15 +1042,7 @@ fn row_fanout(
                 String::new()
             }
         ));
-        let arrived = tokio::time::timeout(
-            FANOUT_TIMEOUT,
-            receiver.wait_for(expected, Duration::from_secs(24 * 3600)),
-        )
-        .await;
-        if arrived.is_ok() {
-            settle(&receiver).await;
-        }
-        let requests = receiver.requests();
+        let requests = arrivals(receiver, before, expected).await;
         let firsts = first_arrivals(&requests);
         if firsts.len() != expected {
             notes.push(format!(
@@ -963,8 +1061,6 @@ fn row_fanout(
         let sample = requests.first().cloned();
         (service, sample)
     });
-    // The receiver holds every request in memory: let it go before the baseline.
-    drop(receiver);
     let Some(sample) = sample else {
         let row = Row::new(
             format!(
@@ -998,6 +1094,76 @@ fn row_fanout(
     (row, notes)
 }
 
+/// Row 4b: the same fan-out at a steady rate below capacity (`STEADY_CHANGES_PER_SEC` changes
+/// a second to `ENDPOINTS` endpoints, for the row duration), offered open-loop: a change is sent
+/// on its tick whether or not the ones before have been answered. Latency from each change's
+/// commit to its arrival at the receiver.
+fn row_steady(
+    runtime: &Runtime,
+    client: &reqwest::Client,
+    bench: &Bench,
+    seed: &Seed,
+    receiver: &TestReceiver,
+) -> (Row, Vec<String>) {
+    let changes = STEADY_CHANGES_PER_SEC * bench.duration as usize;
+    let expected = changes * ENDPOINTS;
+    let offered = (STEADY_CHANGES_PER_SEC * ENDPOINTS) as f64;
+    eprintln!(
+        "[{}] steady fan-out: {STEADY_CHANGES_PER_SEC} changes/s × {ENDPOINTS} endpoints for {} s",
+        bench.name, bench.duration
+    );
+    let before = receiver.requests().len();
+    let mut notes = Vec::new();
+    let (throughput, late) = runtime.block_on(async {
+        let failed = Arc::new(AtomicUsize::new(0));
+        let url = format!("{}/api/v1/users/me", bench.base);
+        let mut every =
+            tokio::time::interval(Duration::from_secs_f64(1.0 / STEADY_CHANGES_PER_SEC as f64));
+        let first_sent = SystemTime::now();
+        let mut tasks = tokio::task::JoinSet::new();
+        for i in 0..changes {
+            every.tick().await;
+            let (client, url, token) = (client.clone(), url.clone(), seed.access_token.clone());
+            let failed = failed.clone();
+            tasks.spawn(async move {
+                if !rename(&client, &url, &token, &format!("Steady User {i}")).await {
+                    failed.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+        while let Some(joined) = tasks.join_next().await {
+            joined.unwrap();
+        }
+        let failed = failed.load(Ordering::Relaxed);
+        if failed > 0 {
+            notes.push(format!("steady fan-out: **{failed} changes failed**"));
+        }
+        let requests = arrivals(receiver, before, expected).await;
+        let firsts = first_arrivals(&requests);
+        let late = expected.saturating_sub(firsts.len());
+        (service_throughput(&firsts, first_sent), late)
+    });
+    if late > 0 {
+        notes.push(format!(
+            "steady fan-out: **{late} of {expected} deliveries did not arrive** within {FANOUT_TIMEOUT:?}"
+        ));
+    }
+    let row = Row::new(
+        format!(
+            "Webhook fan-out at a steady {} deliveries/s for {} s (latency: commit → received)",
+            group(offered),
+            bench.duration
+        ),
+        throughput.summary(" deliveries"),
+        format!(
+            "offered {}/s ({STEADY_CHANGES_PER_SEC} changes/s × {ENDPOINTS} endpoints); goal p99 < 50 ms",
+            group(offered)
+        ),
+        ratio(throughput.per_sec, offered),
+    );
+    (row, notes)
+}
+
 /// `CHANGES` renames of the user, `PATCH_CONCURRENCY` at a time. Returns when the first was
 /// sent, how long they all took, and how many did not answer 200.
 async fn make_changes(
@@ -1021,13 +1187,7 @@ async fn make_changes(
                     break;
                 }
                 // Every name differs from the one before: each PATCH is a change.
-                let response = client
-                    .patch(&url)
-                    .bearer_auth(&token)
-                    .json(&json!({ "full_name": format!("Bench User {i}") }))
-                    .send()
-                    .await;
-                if !matches!(&response, Ok(r) if r.status() == 200) {
+                if !rename(&client, &url, &token, &format!("Bench User {i}")).await {
                     failed.fetch_add(1, Ordering::Relaxed);
                 }
             }
@@ -1041,6 +1201,31 @@ async fn make_changes(
         started.elapsed(),
         failed.load(Ordering::Relaxed),
     )
+}
+
+/// One change: `PATCH /users/me` with a new name. Whether it answered 200.
+async fn rename(client: &reqwest::Client, url: &str, token: &str, name: &str) -> bool {
+    let response = client
+        .patch(url)
+        .bearer_auth(token)
+        .json(&json!({ "full_name": name }))
+        .send()
+        .await;
+    matches!(&response, Ok(r) if r.status() == 200)
+}
+
+/// What the receiver got after its first `before` requests, once `expected` more have arrived
+/// (or `FANOUT_TIMEOUT` has passed) and then nothing for two seconds.
+async fn arrivals(receiver: &TestReceiver, before: usize, expected: usize) -> Vec<ReceivedRequest> {
+    let arrived = tokio::time::timeout(
+        FANOUT_TIMEOUT,
+        receiver.wait_for(before + expected, Duration::from_secs(24 * 3600)),
+    )
+    .await;
+    if arrived.is_ok() {
+        settle(receiver).await;
+    }
+    receiver.requests().split_off(before)
 }
 
 /// Waits until nothing more has arrived for two seconds (late duplicates, stray events).
