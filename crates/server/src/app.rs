@@ -283,6 +283,7 @@ impl Application {
                     engine,
                     WorkerSettings::for_timeout(config.webhook_timeout),
                     delivery_metrics,
+                    store.outbox_committed(),
                 ));
                 tasks
             },

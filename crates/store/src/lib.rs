@@ -82,6 +82,7 @@ macro_rules! in_read {
     }};
 }
 
+mod outbox;
 mod pg;
 mod runtime;
 mod sqlite;
@@ -111,6 +112,12 @@ pub trait Store:
 {
     /// The backend's name, for logs: `postgres` or `sqlite`.
     fn backend(&self) -> Backend;
+
+    /// Notified each time an operation of this store committed outbox events (a permit is kept
+    /// when nobody waits): the dispatcher waits on it between its polls, so that a change's
+    /// deliveries are made as soon as it commits. Events another process committed are found
+    /// by the poll.
+    fn outbox_committed(&self) -> Arc<tokio::sync::Notify>;
 }
 
 /// Which database a URL names.

@@ -1,23 +1,19 @@
-//! Where every store operation runs: a small multi-threaded Tokio runtime that the store owns.
+//! Where every PostgreSQL operation runs: a small multi-threaded Tokio runtime that the store
+//! owns. (SQLite's run in their caller's task instead, without ever yielding halfway:
+//! `sqlite/inline.rs`.)
 //!
 //! A store call may be abandoned at any await: the client hangs up and actix-web drops the
-//! handler, a timeout fires, a `select!` takes the other branch. Run in the caller's task, an
-//! abandoned call would be dropped wherever it was, and two things go wrong:
+//! handler, a timeout fires, a `select!` takes the other branch. A PostgreSQL operation awaits
+//! the network between its statements, so run in the caller's task an abandoned call would be
+//! dropped wherever it was: between two statements of a transaction, say. And a connection
+//! keeps the runtime it was opened on (it runs its I/O task there): opened on a worker's
+//! runtime, it breaks when that worker stops.
 //!
-//! - diesel-async's `SyncConnectionWrapper` (SQLite) waits, when a query future is dropped
-//!   before its blocking task finished, with `block_in_place`: that panics on a
-//!   current-thread runtime, which is what every actix-web worker runs, and the panic kills the
-//!   worker with every request it was serving.
-//! - A connection keeps the runtime it was opened on (the SQLite wrapper spawns its blocking
-//!   work there, a PostgreSQL connection runs its I/O task there). Opened on a worker's runtime,
-//!   it breaks when that worker stops.
-//!
-//! So no store operation runs in its caller's task. [`StoreRuntime::run`] spawns it onto the
-//! store's own runtime, where it runs to the end whatever happens to the caller: a started
-//! transaction commits or rolls back, a pooled connection always goes back to its pool, and a
-//! writer waiting in the queue either gets its turn or was never queued. The caller only waits
-//! for the answer, and dropping that wait is harmless. Connections are opened there too, so
-//! they live exactly as long as the store.
+//! So no PostgreSQL operation runs in its caller's task. [`StoreRuntime::run`] spawns it onto
+//! the store's own runtime, where it runs to the end whatever happens to the caller: a started
+//! transaction commits or rolls back, and a pooled connection always goes back to its pool. The
+//! caller only waits for the answer, and dropping that wait is harmless. Connections are opened
+//! there too, so they live exactly as long as the store.
 //!
 //! When the last handle to the store goes, operations still under way are allowed to finish
 //! (on a thread of their own, for at most [`SHUTDOWN_GRACE`]) before the runtime stops.
@@ -27,6 +23,8 @@ use std::{future::Future, sync::Arc, time::Duration};
 use gatehouse_domain::ports::StoreError;
 use tokio::runtime::{Handle, Runtime};
 use tokio_util::task::TaskTracker;
+
+use crate::outbox::OutboxSignal;
 
 /// How long operations under way when the store is dropped may take to finish.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
@@ -39,6 +37,7 @@ struct Inner {
     handle: Handle,
     tasks: TaskTracker,
     runtime: Option<Stopping>,
+    outbox: OutboxSignal,
 }
 
 /// A runtime that stops without blocking when dropped: `Runtime`'s own drop waits for its
@@ -56,7 +55,11 @@ impl Drop for Stopping {
 impl StoreRuntime {
     /// Starts the runtime: `workers` threads for the store's tasks (PostgreSQL's connection
     /// I/O, pool bookkeeping), plus Tokio's blocking pool, where SQLite's calls run.
-    pub(crate) fn new(name: &'static str, workers: usize) -> std::io::Result<Self> {
+    pub(crate) fn new(
+        name: &'static str,
+        workers: usize,
+        outbox: OutboxSignal,
+    ) -> std::io::Result<Self> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(workers.max(1))
             .thread_name(name)
@@ -66,17 +69,20 @@ impl StoreRuntime {
             handle: runtime.handle().clone(),
             tasks: TaskTracker::new(),
             runtime: Some(Stopping(Some(runtime))),
+            outbox,
         })))
     }
 
     /// Runs the operation to completion on the store's runtime and returns its result. Dropping
-    /// the returned future stops the waiting, never the operation.
+    /// the returned future stops the waiting, never the operation (nor the outbox signal of one
+    /// that recorded events).
     pub(crate) async fn run<T, F>(&self, operation: F) -> Result<T, StoreError>
     where
         F: Future<Output = Result<T, StoreError>> + Send + 'static,
         T: Send + 'static,
     {
-        self.complete(operation)
+        let outbox = self.0.outbox.clone();
+        self.complete(async move { outbox.watch(operation).await })
             .await
             .map_err(|e| StoreError::Failed(Box::new(e)))?
     }
@@ -93,8 +99,8 @@ impl StoreRuntime {
     }
 }
 
-/// Worker threads for a store's runtime: its tasks mostly wait (on the blocking pool for
-/// SQLite, on the network for PostgreSQL), so a few suffice.
+/// Worker threads for the store's runtime: its tasks mostly wait on the network, so a few
+/// suffice.
 pub(crate) fn worker_threads() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4))
 }

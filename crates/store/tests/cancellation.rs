@@ -262,3 +262,33 @@ on_both_backends! {
         });
     }
 }
+
+/// On SQLite an operation runs in its caller's task and, once it holds a connection, never
+/// yields until it has committed or rolled back (`src/sqlite/inline.rs`): with a connection
+/// free, a single poll finishes a write transaction and a read. That is why abandoning one
+/// there can never stop it halfway.
+#[test]
+fn sqlite_operations_finish_within_the_poll_that_starts_them() {
+    let fixture = Fixture::new(Backend::Sqlite);
+    let email = "once@example.com";
+    let parsed = Email::parse(email).unwrap();
+    fixture.on_worker(async {
+        let write = fixture
+            .store
+            .create_account(account(email, "Once"), support::signed_in());
+        assert!(
+            matches!(
+                futures::poll!(Box::pin(write)),
+                std::task::Poll::Ready(Ok(()))
+            ),
+            "the write took more than one poll"
+        );
+        let read = fixture.store.credentials_by_email(&parsed);
+        match futures::poll!(Box::pin(read)) {
+            std::task::Poll::Ready(Ok(Some(found))) => {
+                assert_eq!(found.user.email.as_ref(), email);
+            }
+            other => panic!("the read took more than one poll, or failed: {other:?}"),
+        }
+    });
+}

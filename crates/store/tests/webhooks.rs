@@ -354,6 +354,33 @@ fn sorted(orgs: &[OrganizationId]) -> Vec<String> {
 }
 
 on_both_backends! {
+    async fn a_change_that_commits_events_wakes_the_dispatcher_and_nothing_else_does(db: Db) {
+        let committed = db.store.outbox_committed();
+        let woken = || async {
+            tokio::time::timeout(std::time::Duration::from_millis(20), committed.notified())
+                .await
+                .is_ok()
+        };
+        let (ada, _) = registered(&db, "ada@example.com").await;
+        assert!(woken().await, "a registration commits user.created and organization.created");
+        assert!(!woken().await, "one notice for one change, taken");
+
+        let (new, _) = session(ada, now(), Duration::days(1));
+        let login = event(EventType::AuthLogin, None, Some(ada));
+        db.store.create_session(new.clone(), login, None, support::signed_in()).await.unwrap();
+        assert!(woken().await, "a sign-in commits auth.login");
+
+        // A read, and a write that records no event, leave the dispatcher asleep.
+        db.store.credentials_by_id(ada).await.unwrap();
+        assert!(db.store.touch_session(new.id, now() + Duration::minutes(1)).await.unwrap());
+        assert!(!woken().await, "nothing was recorded");
+
+        // A change refused leaves it asleep too.
+        let twin = db.store.create_account(account("ada@example.com", "Twin"), support::signed_in()).await;
+        assert!(twin.is_err());
+        assert!(!woken().await, "nothing was committed");
+    }
+
     async fn user_events_fan_out_to_the_users_live_organizations(db: Db) {
         let (ada, workspace) = registered(&db, "ada@example.com").await;
         // Registration: the user's event goes to the workspace they now belong to.

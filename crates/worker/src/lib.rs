@@ -2,9 +2,10 @@
 //! loop leases due deliveries and attempts them, with bounded concurrency in all and per
 //! endpoint, so that one slow or dead endpoint never holds up the others.
 //!
-//! The delivery loop sleeps only when there is nothing to do. It wakes as soon as the
-//! dispatcher has made deliveries or an attempt has freed a slot; the poll interval is only the
-//! longest it waits for work that another process made due, or that a retry schedule did.
+//! Neither loop sleeps while there is work. The dispatcher wakes as soon as a change of this
+//! process commits its events (the store's outbox signal); the delivery loop as soon as the
+//! dispatcher has made deliveries or an attempt has freed a slot. The poll interval is only the
+//! longest either waits for work that another process made, or that a retry schedule made due.
 
 use std::{
     collections::HashMap,
@@ -50,28 +51,36 @@ impl WorkerSettings {
     }
 }
 
-/// Starts the dispatcher and the delivery loop, which counts each recorded attempt in
-/// `metrics`.
+/// Starts the dispatcher, which wakes on `events_committed` (the store's outbox signal) or its
+/// poll, and the delivery loop, which counts each recorded attempt in `metrics`.
 pub fn spawn(
     engine: DeliveryEngine,
     settings: WorkerSettings,
     metrics: Arc<dyn Metrics>,
+    events_committed: Arc<Notify>,
 ) -> Vec<JoinHandle<()>> {
     let work = Arc::new(Notify::new());
     let dispatcher = tokio::spawn(dispatch_loop(
         engine.clone(),
         settings.clone(),
+        events_committed,
         work.clone(),
     ));
     let deliverer = tokio::spawn(delivery_loop(engine, settings, work, metrics));
     vec![dispatcher, deliverer]
 }
 
+/// Dispatches while there are events, then waits for `events_committed` or the poll interval;
 /// `work` is told whenever deliveries may have become due in this process.
-async fn dispatch_loop(engine: DeliveryEngine, settings: WorkerSettings, work: Arc<Notify>) {
+async fn dispatch_loop(
+    engine: DeliveryEngine,
+    settings: WorkerSettings,
+    events_committed: Arc<Notify>,
+    work: Arc<Notify>,
+) {
     loop {
         match engine.dispatch(settings.dispatch_batch).await {
-            Ok(0) => tokio::time::sleep(settings.poll_interval).await,
+            Ok(0) => idle(&events_committed, &settings).await,
             Ok(_) => work.notify_one(),
             Err(error) => {
                 tracing::warn!(%error, "dispatching events failed; retrying");
@@ -142,7 +151,8 @@ struct Sent {
     slot: Slot,
 }
 
-/// Waits for `work` (new deliveries, or a freed slot) or the poll interval, whichever first.
+/// Waits for `work` (new events or deliveries, or a freed slot) or the poll interval, whichever
+/// first.
 async fn idle(work: &Notify, settings: &WorkerSettings) {
     let _ = tokio::time::timeout(settings.poll_interval, work.notified()).await;
 }

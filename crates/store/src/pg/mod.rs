@@ -16,6 +16,7 @@ use gatehouse_domain::ports::AttemptRecord;
 use crate::{
     dialect::Dialect,
     migrate_with,
+    outbox::OutboxSignal,
     runtime::{self, StoreRuntime},
     types::DbUuid,
     Backend, Direction, OpenError, StoreOptions,
@@ -183,12 +184,16 @@ pub(crate) struct DbStore {
     writer: DbPool,
     /// Where every operation runs, and every connection lives.
     runtime: StoreRuntime,
+    /// Notified by `runtime` when an operation recorded outbox events.
+    outbox: OutboxSignal,
 }
 
 impl DbStore {
     pub(crate) async fn open(url: &str, options: &StoreOptions) -> Result<Self, OpenError> {
-        let runtime = StoreRuntime::new("gatehouse-store", runtime::worker_threads())
-            .map_err(|e| OpenError::Connect(Box::new(e)))?;
+        let outbox = OutboxSignal::default();
+        let runtime =
+            StoreRuntime::new("gatehouse-store", runtime::worker_threads(), outbox.clone())
+                .map_err(|e| OpenError::Connect(Box::new(e)))?;
         let (url, options) = (url.to_owned(), options.clone());
         let pool = runtime
             .complete(async move {
@@ -215,7 +220,13 @@ impl DbStore {
             writer: pool.clone(),
             pool,
             runtime,
+            outbox,
         })
+    }
+
+    /// Notified when an operation of this store committed outbox events.
+    pub(crate) fn outbox_committed(&self) -> std::sync::Arc<tokio::sync::Notify> {
+        self.outbox.notify()
     }
 
     /// The one pool's use (reads and writes share it).

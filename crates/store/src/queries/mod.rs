@@ -40,6 +40,10 @@ impl Store for DbStore {
     fn backend(&self) -> Backend {
         super::BACKEND
     }
+
+    fn outbox_committed(&self) -> std::sync::Arc<tokio::sync::Notify> {
+        DbStore::outbox_committed(self)
+    }
 }
 
 #[async_trait]

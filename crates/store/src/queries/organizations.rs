@@ -171,13 +171,19 @@ async fn with_counts(
         .map_err(db_error)?
         .into_iter()
         .collect();
-    let count = |counts: &HashMap<DbUuid, i64>, id| counts.get(&id).map_or(0, |n| n.unsigned_abs());
+    let counted = |counts: &HashMap<DbUuid, i64>, id| count(counts.get(&id).copied());
     rows.into_iter()
         .map(|row| {
-            let (member_count, application_count) = (count(&members, row.id), count(&apps, row.id));
+            let (member_count, application_count) =
+                (counted(&members, row.id), counted(&apps, row.id));
             row.into_domain(member_count, application_count)
         })
         .collect()
+}
+
+/// A `COUNT(*)` read back (none counted when absent).
+fn count(counted: Option<i64>) -> u64 {
+    counted.map_or(0, i64::unsigned_abs)
 }
 
 /// The columns an organization change may touch; `None` leaves a column alone.
@@ -267,17 +273,31 @@ impl OrganizationStore for DbStore {
     }
 
     async fn organization(&self, id: OrganizationId) -> Result<Option<Organization>, StoreError> {
+        let id = DbUuid(id.as_uuid());
         in_read!(self, async |conn: &mut Conn| {
-            let row: Option<OrganizationRow> = organizations::table
-                .filter(organizations::id.eq(DbUuid(id.as_uuid())))
+            // One statement, whose counts are subqueries on the same id: `with_counts`' grouped
+            // `IN (...)` queries are built afresh for every list, which SQLite then prepares
+            // again on every call.
+            let members = memberships::table
+                .filter(memberships::organization_id.eq(id))
+                .count()
+                .single_value();
+            let applications = applications::table
+                .filter(applications::organization_id.eq(id))
+                .count()
+                .single_value();
+            organizations::table
+                .filter(organizations::id.eq(id))
                 .filter(organizations::is_active.eq(true))
-                .select(OrganizationRow::as_select())
-                .get_result(conn)
+                .select((OrganizationRow::as_select(), members, applications))
+                .get_result::<(OrganizationRow, Option<i64>, Option<i64>)>(conn)
                 .await
                 .optional()
-                .map_err(db_error)?;
-            let rows = row.into_iter().collect();
-            Ok(with_counts(conn, rows).await?.pop())
+                .map_err(db_error)?
+                .map(|(row, members, applications)| {
+                    row.into_domain(count(members), count(applications))
+                })
+                .transpose()
         })
     }
 

@@ -652,6 +652,9 @@ impl LeasedRow {
 /// fan-out rule (`NewEvent::fan_out`) makes of each, given the live organizations its user
 /// belongs to as this transaction sees them.
 pub(super) async fn record_events(conn: &mut Conn, events: Vec<NewEvent>) -> QueryResult<()> {
+    if !events.is_empty() {
+        crate::outbox::mark_recorded();
+    }
     for event in events {
         let member_of = match (event.organization_id, event.user_id) {
             (None, Some(user)) => organizations_of_user(conn, DbUuid(user.as_uuid()))

@@ -1,14 +1,14 @@
 //! The SQLite backend: diesel's `SqliteConnection` (bundled SQLite) behind diesel-async's
-//! `SyncConnectionWrapper`, pooled by deadpool. WAL, `busy_timeout`, foreign keys on, and every
-//! write transaction `BEGIN IMMEDIATE`: a deferred transaction that later wants to write fails
-//! with "database is locked" under concurrency instead of waiting its turn.
+//! `SyncConnectionWrapper`, pooled by deadpool, its calls run in the caller's task (`inline.rs`).
+//! WAL, `busy_timeout`, foreign keys on, and every write transaction `BEGIN IMMEDIATE`: a
+//! deferred transaction that later wants to write fails with "database is locked" under
+//! concurrency instead of waiting its turn.
 
-use diesel::{prelude::*, sqlite::SqliteConnection, ConnectionError};
+use diesel::{prelude::*, ConnectionError};
 use diesel_async::{
     pooled_connection::{
         deadpool::Pool, AsyncDieselConnectionManager, ManagerConfig, RecyclingMethod,
     },
-    sync_connection_wrapper::SyncConnectionWrapper,
     AsyncConnection, RunQueryDsl,
 };
 use diesel_migrations::{embed_migrations, EmbeddedMigrations};
@@ -19,12 +19,14 @@ use diesel::sql_types::{BigInt, Text, TimestamptzSqlite};
 use gatehouse_domain::{model::DeliveryStatus, ports::AttemptRecord};
 
 use crate::{
-    dialect::Dialect,
-    migrate_with,
-    runtime::{self, StoreRuntime},
-    types::DbUuid,
-    Backend, Direction, OpenError, StoreOptions,
+    dialect::Dialect, migrate_with, types::DbUuid, Backend, Direction, OpenError, StoreOptions,
 };
+
+mod inline;
+
+pub(crate) use inline::immediate_transaction;
+pub(crate) use inline::Conn;
+use inline::InCaller;
 
 #[path = "../schema.rs"]
 pub(crate) mod schema;
@@ -38,7 +40,6 @@ mod column_types {
 }
 
 pub(crate) type Db = diesel::sqlite::Sqlite;
-pub(crate) type Conn = SyncConnectionWrapper<SqliteConnection>;
 type DbPool = Pool<Conn>;
 
 const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/sqlite");
@@ -47,9 +48,7 @@ pub(crate) const BACKEND: Backend = Backend::Sqlite;
 /// Runs the body in a `BEGIN IMMEDIATE` transaction: it takes the write lock up front.
 macro_rules! write_tx {
     ($conn:expr, $body:expr) => {
-        diesel_async::sync_connection_wrapper::SyncConnectionWrapper::immediate_transaction(
-            $conn, $body,
-        )
+        $crate::sqlite::immediate_transaction($conn, $body)
     };
 }
 
@@ -192,8 +191,8 @@ pub(crate) struct DbStore {
     /// 100 ms a try, in no order) and under load some outwait `busy_timeout`. Here they queue
     /// for the one connection instead, in order and without a thread asleep.
     writer: DbPool,
-    /// Where every operation runs, and every connection lives.
-    runtime: StoreRuntime,
+    /// Where every operation runs: in its caller's task (`inline.rs`).
+    runtime: InCaller,
 }
 
 /// `sqlite://gatehouse.db` -> `gatehouse.db`; `sqlite:///var/lib/g.db` -> `/var/lib/g.db`.
@@ -214,40 +213,33 @@ async fn establish(url: &str) -> Result<Conn, ConnectionError> {
 
 impl DbStore {
     pub(crate) async fn open(url: &str, options: &StoreOptions) -> Result<Self, OpenError> {
-        let runtime = StoreRuntime::new("gatehouse-store", runtime::worker_threads())
-            .map_err(|e| OpenError::Connect(Box::new(e)))?;
-        let (url, options) = (url.to_owned(), options.clone());
-        let (pool, writer) = runtime
-            .complete(async move {
-                let path = std::path::Path::new(path_of(&url));
-                if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(parent).map_err(|e| OpenError::Connect(Box::new(e)))?;
-                }
-                {
-                    // WAL is a property of the database file: set it once, before the pool
-                    // opens.
-                    let mut conn = establish(&url)
-                        .await
-                        .map_err(|e| OpenError::Connect(Box::new(e)))?;
-                    diesel::sql_query("PRAGMA journal_mode = WAL")
-                        .execute(&mut conn)
-                        .await
-                        .map_err(|e| OpenError::Connect(Box::new(e)))?;
-                }
-                if options.migrate {
-                    Self::run_migrations(&url).await?;
-                }
-                let pool = Self::pool(&url, options.max_connections).await?;
-                let writer = Self::pool(&url, 1).await?;
-                Ok::<_, OpenError>((pool, writer))
-            })
-            .await
-            .map_err(|e| OpenError::Connect(Box::new(e)))??;
+        let path = std::path::Path::new(path_of(url));
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| OpenError::Connect(Box::new(e)))?;
+        }
+        {
+            // WAL is a property of the database file: set it once, before the pool opens.
+            let mut conn = establish(url)
+                .await
+                .map_err(|e| OpenError::Connect(Box::new(e)))?;
+            diesel::sql_query("PRAGMA journal_mode = WAL")
+                .execute(&mut conn)
+                .await
+                .map_err(|e| OpenError::Connect(Box::new(e)))?;
+        }
+        if options.migrate {
+            Self::run_migrations(url).await?;
+        }
         Ok(Self {
-            pool,
-            writer,
-            runtime,
+            pool: Self::pool(url, options.max_connections).await?,
+            writer: Self::pool(url, 1).await?,
+            runtime: InCaller::default(),
         })
+    }
+
+    /// Notified when an operation of this store committed outbox events.
+    pub(crate) fn outbox_committed(&self) -> std::sync::Arc<tokio::sync::Notify> {
+        self.runtime.outbox.notify()
     }
 
     /// The read pool's use and the one writer's.

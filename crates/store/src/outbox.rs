@@ -1,0 +1,54 @@
+//! Telling this process's dispatcher that a change committed outbox events, so that it turns
+//! them into deliveries at once instead of at its next poll.
+//!
+//! `record_events` marks the store operation it runs in; when that operation has finished
+//! without error, the store's [`OutboxSignal`] is notified. The mark is a task-local flag set
+//! up around each operation by the store's runtime (`runtime.rs`, `sqlite/inline.rs`), so no
+//! query needs to carry it. The signal is a hint: one too many costs the dispatcher an empty
+//! look, and one missed (events written by another process, a replica) is found by its poll.
+
+use std::{cell::Cell, future::Future, sync::Arc};
+
+use gatehouse_domain::ports::StoreError;
+use tokio::sync::Notify;
+
+tokio::task_local! {
+    /// Whether the store operation under way recorded outbox events.
+    static RECORDED: Cell<bool>;
+}
+
+/// Marks the store operation under way as one that recorded outbox events.
+pub(crate) fn mark_recorded() {
+    // Outside an operation (there is none) nothing is marked.
+    let _ = RECORDED.try_with(|recorded| recorded.set(true));
+}
+
+/// Notified after each store operation that recorded outbox events and succeeded.
+#[derive(Clone, Default)]
+pub(crate) struct OutboxSignal(Arc<Notify>);
+
+impl OutboxSignal {
+    /// Runs a store operation and notifies when it recorded events and succeeded.
+    pub(crate) async fn watch<T>(
+        &self,
+        operation: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        let (result, recorded) = RECORDED
+            .scope(Cell::new(false), async move {
+                let result = operation.await;
+                (result, RECORDED.with(Cell::get))
+            })
+            .await;
+        if recorded && result.is_ok() {
+            // A permit is kept when nobody waits: a dispatcher busy with the last batch looks
+            // again as soon as it is done.
+            self.0.notify_one();
+        }
+        result
+    }
+
+    /// What the dispatcher waits on.
+    pub(crate) fn notify(&self) -> Arc<Notify> {
+        self.0.clone()
+    }
+}
