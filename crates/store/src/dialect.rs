@@ -29,6 +29,13 @@ pub(crate) trait Dialect {
         busy: &[DbUuid],
     ) -> QueryResult<Vec<(DbUuid, DbUuid)>>;
 
+    /// Lets the caller's transaction commit without waiting for its write-ahead log to reach the
+    /// disk. Only for the delivery machinery's own bookkeeping (dispatching events, leases,
+    /// attempts), which a database crash may lose without losing a delivery: the event is
+    /// dispatched, the delivery leased or sent again, and at-least-once still holds. Never for
+    /// a change's own transaction, whose events must be as durable as the change.
+    async fn bookkeeping(conn: &mut Self::Conn) -> QueryResult<()>;
+
     /// Inserts new deliveries, skipping (event, endpoint) pairs that exist.
     async fn insert_deliveries(
         conn: &mut Self::Conn,

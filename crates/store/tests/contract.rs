@@ -251,6 +251,7 @@ on_both_backends! {
             .unwrap();
         assert!(!updated);
         assert_eq!(db.count("SELECT COUNT(*) AS n FROM events").await, 0);
+        assert_eq!(db.count("SELECT COUNT(*) AS n FROM audit_log").await, 0);
     }
 }
 

@@ -185,20 +185,37 @@ impl AccountStore for DbStore {
         event: NewEvent,
         audit: AuditRecord,
     ) -> Result<bool, StoreError> {
-        in_write_tx!(self, async |conn: &mut Conn| {
-            let updated = diesel::update(users::table.find(DbUuid(user.id.as_uuid())))
-                .set((
-                    users::full_name.eq(user.full_name.as_ref()),
-                    users::updated_at.eq(user.updated_at),
-                ))
-                .execute(conn)
-                .await?;
-            if updated == 1 {
-                record_events(conn, vec![event]).await?;
-                insert_audit(conn, audit).await?;
-            }
-            Ok::<_, diesel::result::Error>(updated == 1)
-        })
+        let pool = self.writer.clone();
+        self.runtime
+            .run(async move {
+                let mut conn = pool.get().await.map_err(crate::pool_error)?;
+                let written = write_tx!(&mut *conn, async |conn: &mut Conn| {
+                    // The user's row is locked last: concurrent changes of one user then wait
+                    // only for each other's update and commit, not for the events and the audit
+                    // record too (on PostgreSQL that wait was the whole of a busy user's change).
+                    record_events(conn, vec![event]).await?;
+                    insert_audit(conn, audit).await?;
+                    let updated = diesel::update(users::table.find(DbUuid(user.id.as_uuid())))
+                        .set((
+                            users::full_name.eq(user.full_name.as_ref()),
+                            users::updated_at.eq(user.updated_at),
+                        ))
+                        .execute(conn)
+                        .await?;
+                    match updated {
+                        // The user is gone: nothing of the change may stay.
+                        0 => Err(diesel::result::Error::RollbackTransaction),
+                        _ => Ok(()),
+                    }
+                })
+                .await;
+                match written {
+                    Ok(()) => Ok(true),
+                    Err(diesel::result::Error::RollbackTransaction) => Ok(false),
+                    Err(error) => Err(db_error(error)),
+                }
+            })
+            .await
     }
 
     async fn previous_password_hashes(

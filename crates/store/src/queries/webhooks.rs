@@ -592,6 +592,7 @@ impl WebhookStore for DbStore {
             return Ok(());
         }
         in_write_tx!(self, async |conn: &mut Conn| {
+            Sql::bookkeeping(conn).await?;
             for (event_id, deliveries) in &events {
                 dispatch_one(conn, *event_id, deliveries, at).await?;
             }
@@ -619,6 +620,7 @@ impl WebhookStore for DbStore {
                 let mut conn = pool.get().await.map_err(pool_error)?;
                 let full: Vec<DbUuid> = room.full().iter().map(|id| DbUuid(id.as_uuid())).collect();
                 let rows = write_tx!(&mut *conn, async |conn: &mut Conn| {
+                    Sql::bookkeeping(conn).await?;
                     // Locked against other leasers until this transaction ends (the backend's part).
                     let candidates = Sql::lease_ids(conn, now, scan, &full).await?;
                     let ids = room.pick(
@@ -663,6 +665,7 @@ impl WebhookStore for DbStore {
             return Ok(());
         }
         in_write_tx!(self, async |conn: &mut Conn| {
+            Sql::bookkeeping(conn).await?;
             for (id, lease) in &leases {
                 // Still due (it was when leased): the next lease call takes it.
                 let held = webhook_deliveries::table
@@ -688,6 +691,7 @@ impl WebhookStore for DbStore {
             return Ok(Vec::new());
         }
         in_write_tx!(self, async |conn: &mut Conn| {
+            Sql::bookkeeping(conn).await?;
             // By endpoint, so that endpoint rows are locked in one order by every recorder in
             // every process (two batches never wait on each other in a cycle); in record order
             // within an endpoint, as its run of failures counts them.
