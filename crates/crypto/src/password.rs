@@ -1,6 +1,7 @@
 use std::{
     fmt,
     sync::{Arc, Mutex},
+    time::{Duration, Instant},
 };
 
 use argon2::password_hash::{Output, ParamsString, PasswordHash as PhcHash, Salt, SaltString};
@@ -14,10 +15,17 @@ use tokio::sync::Semaphore;
 /// argon2id password hashing.
 ///
 /// At most one hash per core runs at a time (the rest wait, without holding a thread), each on
-/// tokio's blocking pool, and each in one of a few reused memory areas (19 MiB apiece with
-/// OWASP's parameters). Allocating that area afresh for every hash left the C allocator holding
-/// hundreds of megabytes after a burst of logins; reusing it bounds the hasher's memory to
-/// `cores × m_cost`.
+/// tokio's blocking pool, and each in one of a few reused working areas (19 MiB apiece with
+/// OWASP's parameters): the hasher's memory is at most `cores × m_cost`.
+///
+/// Allocating the area afresh for every hash left glibc's allocator holding hundreds of
+/// megabytes after a burst of logins (it keeps freed blocks of that size in its arenas), and a
+/// fresh mapping per hash costs half as much again as the hash (page faults), so areas are
+/// reused while logins come in. [`Self::release_idle`] gives back those left unused, which the
+/// server calls every second: after a burst the memory goes back to the system. Each area is
+/// allocated with 32 MiB of address space (of which argon2 touches, and the system backs, only
+/// `m_cost`), the size from which glibc always maps a block of its own and unmaps it when it is
+/// freed (`mallopt(3)`, `DEFAULT_MMAP_THRESHOLD_MAX`).
 #[derive(Clone)]
 pub struct Argon2Hasher {
     argon2: Argon2<'static>,
@@ -26,9 +34,19 @@ pub struct Argon2Hasher {
     dummy: String,
     permits: Arc<Semaphore>,
     /// Working areas not in use: at most one per permit.
-    memory: Arc<Mutex<Vec<Vec<Block>>>>,
+    memory: Arc<Mutex<Vec<IdleArea>>>,
     workers: usize,
 }
+
+/// A working area waiting to be reused, and when it was last used.
+struct IdleArea {
+    area: Vec<Block>,
+    last_used: Instant,
+}
+
+/// Address space reserved for each working area, in blocks (1 KiB each): 32 MiB, glibc's
+/// largest mmap threshold on 64-bit systems, so that freeing an area always unmaps it.
+const AREA_CAPACITY_BLOCKS: usize = 32 * 1024;
 
 fn failed<E: std::error::Error + Send + Sync + 'static>(error: E) -> HashError {
     HashError(Box::new(error))
@@ -54,7 +72,30 @@ impl Argon2Hasher {
         };
         let salt = SaltString::generate(&mut OsRng);
         hasher.dummy = hasher.hash_with(b"gatehouse-dummy-password", &salt)?;
+        // Start-up's hash keeps no area: none is held until logins come.
+        hasher.release_idle(Duration::ZERO);
         Ok(hasher)
+    }
+
+    /// Frees the working areas unused for `idle` or longer; returns how many. The server calls
+    /// it every second with a few seconds of grace, so that a steady stream of logins reuses
+    /// its areas and an idle server holds none.
+    pub fn release_idle(&self, idle: Duration) -> usize {
+        let Ok(mut free) = self.memory.lock() else {
+            return 0;
+        };
+        let (kept, released): (Vec<_>, Vec<_>) = std::mem::take(&mut *free)
+            .into_iter()
+            .partition(|idle_area| idle_area.last_used.elapsed() < idle);
+        *free = kept;
+        drop(free);
+        // Unmapped here, outside the lock.
+        released.len()
+    }
+
+    /// How many working areas are kept for reuse now.
+    pub fn areas_kept(&self) -> usize {
+        self.memory.lock().map_or(0, |free| free.len())
     }
 
     /// A hasher with OWASP's minimum parameters (m=19456 KiB, t=2, p=1).
@@ -84,14 +125,22 @@ impl Argon2Hasher {
             .lock()
             .ok()
             .and_then(|mut free| free.pop())
+            .map(|idle| idle.area)
             .filter(|area| area.len() == blocks);
-        let mut area = reused.unwrap_or_else(|| vec![Block::default(); blocks]);
+        let mut area = reused.unwrap_or_else(|| {
+            let mut area = Vec::with_capacity(blocks.max(AREA_CAPACITY_BLOCKS));
+            area.resize(blocks, Block::default());
+            area
+        });
         let result = argon2
             .hash_password_into_with_memory(password, salt, out, &mut area)
             .map_err(failed);
         if let Ok(mut free) = self.memory.lock() {
             if free.len() < self.workers && area.len() == self.argon2.params().block_count() {
-                free.push(area);
+                free.push(IdleArea {
+                    area,
+                    last_used: Instant::now(),
+                });
             }
         }
         result
@@ -278,6 +327,36 @@ mod tests {
         for task in tasks {
             assert!(task.await.unwrap());
         }
+    }
+
+    #[tokio::test]
+    async fn working_areas_are_kept_while_used_and_given_back_when_idle() {
+        let hasher = Argon2Hasher::owasp().unwrap();
+        assert_eq!(hasher.areas_kept(), 0, "start-up's hash keeps no area");
+        let hash = hasher
+            .hash(password("correct horse battery staple"))
+            .await
+            .unwrap();
+        assert_eq!(hasher.areas_kept(), 1, "kept for the next hash");
+        assert_eq!(
+            hasher.release_idle(Duration::from_secs(60)),
+            0,
+            "used just now"
+        );
+        assert!(hasher
+            .verify("correct horse battery staple".into(), Some(hash.clone()))
+            .await
+            .unwrap());
+        assert_eq!(hasher.areas_kept(), 1, "the verification reused it");
+        assert_eq!(hasher.release_idle(Duration::ZERO), 1);
+        assert_eq!(hasher.areas_kept(), 0);
+        assert!(
+            hasher
+                .verify("correct horse battery staple".into(), Some(hash))
+                .await
+                .unwrap(),
+            "a fresh area works as well"
+        );
     }
 
     #[test]

@@ -48,6 +48,10 @@ pub struct Application {
 
 /// How often deleted organizations past their retention are purged.
 const PURGE_INTERVAL: Duration = Duration::from_secs(3600);
+/// How often password hashing's idle working areas are looked at, and how long unused before
+/// they are given back (19 MiB each; see `Argon2Hasher`).
+const HASH_MEMORY_CHECK_INTERVAL: Duration = Duration::from_secs(1);
+const HASH_MEMORY_IDLE: Duration = Duration::from_secs(3);
 
 /// The store, opened as `serve` and the CLI commands need it.
 pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
@@ -66,6 +70,7 @@ pub async fn ports(
     signer: Arc<dyn TokenSigner>,
     cipher: SecretBox,
     public_url: &str,
+    hasher: Arc<Argon2Hasher>,
 ) -> anyhow::Result<Ports> {
     let sender = HttpsSender::new(SenderConfig {
         timeout: config.webhook_timeout,
@@ -122,7 +127,7 @@ pub async fn ports(
         health: store,
         clock,
         random: Arc::new(OsRandom),
-        hasher: Arc::new(Argon2Hasher::owasp()?),
+        hasher,
         signer,
         mailer,
         rate_limiter,
@@ -169,6 +174,9 @@ impl Application {
         let settings = AuthSettings::new(public_url.clone());
 
         let clock = Arc::new(SystemClock);
+        // The hasher computes its one start-up hash on the blocking pool while the key ring
+        // loads (or, on a fresh database, generates the first RSA key).
+        let hasher = tokio::task::spawn_blocking(Argon2Hasher::owasp);
         let keys = Arc::new(
             KeyRing::load_or_create(
                 store.clone(),
@@ -179,6 +187,7 @@ impl Application {
             )
             .await?,
         );
+        let hasher = Arc::new(hasher.await??);
         let ports = ports(
             store.clone(),
             &config,
@@ -186,6 +195,7 @@ impl Application {
             keys.clone(),
             secret.secret_box(),
             &public_url,
+            hasher.clone(),
         )
         .await?;
         let engine = DeliveryEngine::new(
@@ -250,6 +260,15 @@ impl Application {
                 }
             }
         });
+        // Password hashing's working areas go back to the system a few seconds after the last
+        // login that used them.
+        let release_hash_memory = tokio::spawn(async move {
+            let mut every = tokio::time::interval(HASH_MEMORY_CHECK_INTERVAL);
+            loop {
+                every.tick().await;
+                hasher.release_idle(HASH_MEMORY_IDLE);
+            }
+        });
         let purge = tokio::spawn(async move {
             let mut every = tokio::time::interval(PURGE_INTERVAL);
             loop {
@@ -278,7 +297,7 @@ impl Application {
             public_url,
             metrics,
             background: {
-                let mut tasks = vec![reload, purge];
+                let mut tasks = vec![reload, purge, release_hash_memory];
                 tasks.extend(worker::spawn(
                     engine,
                     WorkerSettings::for_timeout(config.webhook_timeout),
