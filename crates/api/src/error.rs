@@ -341,6 +341,7 @@ impl From<CreateApiKeyError> for ApiError {
         match error {
             CreateApiKeyError::NotAUser => Self::Forbidden(error.to_string()),
             CreateApiKeyError::Organization(e) => e.into(),
+            CreateApiKeyError::Forbidden(e) => e.into(),
             CreateApiKeyError::Store(e) => e.into(),
         }
     }

@@ -135,9 +135,12 @@ impl MemberService {
             "owner cannot be invited: an organization has one owner",
         ))?;
         if actor.require(Permission::MembersCreate).is_err() {
-            let member_may_invite =
-                actor.membership.role == Role::Member && organization.settings.allow_member_invite;
-            if !member_may_invite {
+            // A member (never a viewer: the table says who) invites while the organization
+            // allows it, and only as member or viewer.
+            let may_invite_when_allowed =
+                actor.require(Permission::MembersInviteWhenAllowed).is_ok()
+                    && organization.settings.allow_member_invite;
+            if !may_invite_when_allowed {
                 return Err(Forbidden(Permission::MembersCreate).into());
             }
             if !matches!(role.role(), Role::Member | Role::Viewer) {
