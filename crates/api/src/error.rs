@@ -423,9 +423,9 @@ impl From<WebhookError> for ApiError {
             WebhookError::EndpointNotFound | WebhookError::DeliveryNotFound => {
                 Self::NotFound(error.to_string())
             }
-            WebhookError::AlreadyPending | WebhookError::NotRetryable => {
-                Self::Conflict(error.to_string())
-            }
+            WebhookError::AlreadyPending
+            | WebhookError::AlreadySucceeded
+            | WebhookError::NotRetryable => Self::Conflict(error.to_string()),
             WebhookError::NoEvents => {
                 Self::field(FieldError::invalid("body", "events", error.to_string()))
             }

@@ -477,7 +477,7 @@ pub struct RetryResponse {
         (status = 200, body = RetryResponse),
         (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody),
-        (status = 409, body = ErrorBody, description = "Already pending, or a test ping (never retried)"),
+        (status = 409, body = ErrorBody, description = "Not failed (already pending, or it succeeded), or a test ping (never retried)"),
     )
 )]
 pub async fn retry(

@@ -301,6 +301,9 @@ with_receiver! {
         assert_eq!(requests[5].header("x-service-delivery-id").unwrap(), delivery_id);
         wait_until(&app, &owner.access_token, &org, &format!("/api/v1/webhooks/endpoints/{id}/deliveries?status=success"),
             |log| log["total"] == 1).await;
+        // Delivered now: a manual retry is for a failed delivery, so it is refused.
+        let delivered = app.in_org(Method::POST, &owner.access_token, &org, &retry_path, None).await;
+        assert!(detail_of(delivered, 409).await.contains("succeeded"));
 
         // Another organization cannot retry it.
         let stranger = app.logged_in("not-failing@example.com").await;
