@@ -221,7 +221,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         )
         .service(
             web::scope("/control")
-                .service(control_resource("/events").route(web::get().to(control::events)))
+                .service(
+                    control_resource("/events")
+                        .route(web::get().to(control::events))
+                        .route(web::post().to(control::post_event)),
+                )
                 .service(
                     control_resource("/dead-letters").route(web::get().to(control::dead_letters)),
                 )

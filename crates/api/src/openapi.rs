@@ -90,6 +90,7 @@ use crate::{
         api_keys::list,
         api_keys::delete,
         control::events,
+        control::post_event,
         control::dead_letters,
         control::replay,
         control::metrics,

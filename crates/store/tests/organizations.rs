@@ -49,6 +49,9 @@ on_both_backends! {
         deleted_organizations_disappear_and_purge_sqlite;
     set_plan_changes_live_organizations =>
         set_plan_changes_live_organizations_postgres, set_plan_changes_live_organizations_sqlite;
+    billing_events_are_recorded_for_live_organizations =>
+        billing_events_are_recorded_for_live_organizations_postgres,
+        billing_events_are_recorded_for_live_organizations_sqlite;
     members_page_across_members_and_invitations =>
         members_page_across_members_and_invitations_postgres,
         members_page_across_members_and_invitations_sqlite;
@@ -832,6 +835,46 @@ async fn set_plan_changes_live_organizations(db: Db) {
     );
     assert!(!set(OrganizationId::from_uuid(Uuid::now_v7()), Plan::Pro).await);
     assert_eq!(db.events(EventType::BillingSubscriptionUpdated).await, 1);
+}
+
+/// `POST /control/events`: the billing system's event, in the outbox of a live organization
+/// only.
+async fn billing_events_are_recorded_for_live_organizations(db: Db) {
+    let t0 = now();
+    let alice = db.user("alice@example.com", "Alice", t0).await;
+    let acme = db.team(alice.id, "Acme", "acme", t0).await;
+    let paid = |org| event(EventType::BillingInvoicePaid, Some(org), None, t0);
+    assert!(db
+        .store
+        .record_billing_event(paid(acme), record())
+        .await
+        .unwrap());
+    assert_eq!(db.events(EventType::BillingInvoicePaid).await, 1);
+    let nowhere = OrganizationId::from_uuid(Uuid::now_v7());
+    assert!(!db
+        .store
+        .record_billing_event(paid(nowhere), record())
+        .await
+        .unwrap());
+    db.store
+        .delete_organization(
+            acme,
+            t0,
+            event(EventType::OrganizationUpdated, Some(acme), None, t0),
+            record(),
+        )
+        .await
+        .unwrap();
+    assert!(!db
+        .store
+        .record_billing_event(paid(acme), record())
+        .await
+        .unwrap());
+    assert_eq!(
+        db.events(EventType::BillingInvoicePaid).await,
+        1,
+        "nothing written"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ pub use auth::{
     LockedOut, LoginError, ProfileChange, RefreshError, RegisterError, Registered,
     SecondFactorNeeded, SignIn, TokenPair, UpdateProfileError,
 };
-pub use control::{ControlPorts, ControlService, ReplayError, MAX_REPLAY};
+pub use control::{ControlPorts, ControlService, PostEventError, ReplayError, MAX_REPLAY};
 pub use links::{EmailLinkPorts, EmailLinkService, LinkError, LINKS_PER_CLIENT, LINKS_PER_EMAIL};
 pub use members::{MemberError, MemberPorts, MemberService, Removed, RoleChanged};
 pub use mfa::{

@@ -172,6 +172,14 @@ on_both_backends! {
         let catalog = catalog.as_array().unwrap();
         assert_eq!(catalog.len(), 21);
         assert!(catalog.iter().any(|e| e["type"] == "member.joined" && e["category"] == "member"));
+        // Honest about who emits what: Gatehouse, or the billing system (through
+        // POST /control/events). Every billing type comes from billing, and only those.
+        for entry in catalog {
+            let billing = entry["type"].as_str().unwrap().starts_with("billing.");
+            assert_eq!(entry["source"], if billing { "billing" } else { "gatehouse" }, "{entry}");
+        }
+        assert_eq!(catalog.iter().filter(|e| e["source"] == "billing").count(), 5);
+        assert!(catalog.iter().any(|e| e["type"] == "auth.mfa_enabled" && e["source"] == "gatehouse"));
         // The test ping is sent on request only: not in the catalog, not subscribed to.
         assert!(!catalog.iter().any(|e| e["type"] == "webhook.test"));
         let locs = locs_of(
