@@ -55,8 +55,8 @@ pub use ids::{
 };
 pub use lockout::{AccountKey, FailedSignIns, InvalidLockoutRule, LockoutRule};
 pub use member::{
-    InvitableRole, Invitation, Member, MemberFilter, MemberStatus, NewInvitation,
-    INVITATION_TTL_DAYS,
+    InvitableRole, Invitation, InvitationRecord, InvitationState, Member, MemberFilter,
+    MemberStatus, NewInvitation, INVITATION_TTL_DAYS,
 };
 pub use mfa::{
     normalise_recovery_code, MfaFactor, MfaLogin, TotpCode, TotpSecret, WebauthnRegistration,
