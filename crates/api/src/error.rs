@@ -341,6 +341,7 @@ impl From<CreateApiKeyError> for ApiError {
         match error {
             CreateApiKeyError::NotAUser => Self::Forbidden(error.to_string()),
             CreateApiKeyError::Organization(e) => e.into(),
+            CreateApiKeyError::Forbidden(e) => e.into(),
             CreateApiKeyError::Store(e) => e.into(),
         }
     }
@@ -422,9 +423,9 @@ impl From<WebhookError> for ApiError {
             WebhookError::EndpointNotFound | WebhookError::DeliveryNotFound => {
                 Self::NotFound(error.to_string())
             }
-            WebhookError::AlreadyPending | WebhookError::NotRetryable => {
-                Self::Conflict(error.to_string())
-            }
+            WebhookError::AlreadyPending
+            | WebhookError::AlreadySucceeded
+            | WebhookError::NotRetryable => Self::Conflict(error.to_string()),
             WebhookError::NoEvents => {
                 Self::field(FieldError::invalid("body", "events", error.to_string()))
             }

@@ -60,6 +60,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .route(web::post().to(links::reset_submit)),
         )
         .service(
+            resource("/invitations/{token}")
+                .route(web::get().to(invitation_page::page))
+                .route(web::post().to(invitation_page::accept)),
+        )
+        .service(
             resource("/verify-email/{token}")
                 .route(web::get().to(links::verify_page))
                 .route(web::post().to(links::verify_submit)),
@@ -221,7 +226,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         )
         .service(
             web::scope("/control")
-                .service(control_resource("/events").route(web::get().to(control::events)))
+                .service(
+                    control_resource("/events")
+                        .route(web::get().to(control::events))
+                        .route(web::post().to(control::post_event)),
+                )
                 .service(
                     control_resource("/dead-letters").route(web::get().to(control::dead_letters)),
                 )

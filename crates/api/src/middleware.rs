@@ -372,7 +372,8 @@ mod rate_limit_impl {
         let decision = match app.rate_limits.check(&caller).await {
             Ok(decision) => Some(decision),
             Err(error) => {
-                // Fail open: an unreachable counter store must not take the service down.
+                // Fail open: a limiter that fails must not take the service down. (The Redis
+                // one never does: it counts in process while Redis is unreachable.)
                 tracing::warn!(%error, "rate limit not checked");
                 None
             }

@@ -8,8 +8,8 @@ use utoipa::{
 use crate::{
     error::{ErrorBody, FieldError, LocPart, ValidationErrorBody},
     routes::{
-        api_keys, applications, audit, auth, control, health, links, members, mfa, oauth,
-        organizations, policies, saml, sso, users, webhooks,
+        api_keys, applications, audit, auth, control, health, invitation_page, links, members, mfa,
+        oauth, organizations, policies, saml, sso, users, webhooks,
     },
 };
 
@@ -76,6 +76,8 @@ use crate::{
         members::my_invitations,
         members::accept_by_id,
         members::accept_by_token,
+        invitation_page::page,
+        invitation_page::accept,
         members::iam_users,
         webhooks::create,
         webhooks::list,
@@ -90,6 +92,7 @@ use crate::{
         api_keys::list,
         api_keys::delete,
         control::events,
+        control::post_event,
         control::dead_letters,
         control::replay,
         control::metrics,
@@ -111,7 +114,7 @@ use crate::{
         (name = "applications", description = "OAuth clients of an organization"),
         (name = "policies", description = "Policies and branding (business and enterprise plans)"),
         (name = "sso", description = "SAML single sign-on (business and enterprise plans): configuration, discovery, the service provider's endpoints"),
-        (name = "invitations", description = "Invitations addressed to the caller"),
+        (name = "invitations", description = "Invitations addressed to the caller, and the HTML page of the mailed link (/invitations/{token})"),
         (name = "webhooks", description = "Endpoints, signed deliveries, the delivery log"),
         (name = "api-keys", description = "Keys for server-to-server calls"),
         (name = "health", description = "Liveness, readiness, credential checks"),

@@ -9,6 +9,7 @@ const LOGIN: &str = include_str!("../templates/login.html");
 const MESSAGE: &str = include_str!("../templates/message.html");
 const MFA: &str = include_str!("../templates/mfa.html");
 const TOKEN: &str = include_str!("../templates/token.html");
+const INVITATION: &str = include_str!("../templates/invitation.html");
 const WEBAUTHN_JS: &str = include_str!("../assets/webauthn.js");
 
 /// `GET /assets/webauthn.js`: the one script of the hosted pages (the security-key step).
@@ -206,16 +207,27 @@ pub struct TokenForm<'a> {
     pub csrf_token: &'a str,
 }
 
+/// A labelled password field: `name` is its id and form name; a new password (`new-password`,
+/// at least 8 characters) or the current one.
+fn password_field(name: &str, label: &str, new: bool, described_by: &str) -> String {
+    let (autocomplete, minlength) = if new {
+        ("new-password", " minlength=\"8\"")
+    } else {
+        ("current-password", "")
+    };
+    format!(
+        "<label for=\"{name}\">{label}</label>\n  \
+         <input id=\"{name}\" name=\"{name}\" type=\"password\" \
+         autocomplete=\"{autocomplete}\"{minlength} required{described_by}>"
+    )
+}
+
 /// The page a mailed link opens: it asks for a click (or the new password) before the link is
 /// spent, so that a mail scanner opening the link spends nothing.
 pub fn token_page(look: &Branding, form: &TokenForm<'_>) -> String {
     let (error, described_by) = form_error(form.error);
     let password = if form.new_password {
-        format!(
-            "<label for=\"new_password\">New password</label>\n  \
-             <input id=\"new_password\" name=\"new_password\" type=\"password\" \
-             autocomplete=\"new-password\" minlength=\"8\" required{described_by}>"
-        )
+        password_field("new_password", "New password", true, &described_by)
     } else {
         String::new()
     };
@@ -229,6 +241,87 @@ pub fn token_page(look: &Branding, form: &TokenForm<'_>) -> String {
             ("password", password),
             ("error", error),
             ("button", escape(form.button)),
+        ],
+    );
+    page(look, form.heading, content)
+}
+
+/// What the invitee does on an invitation's page.
+pub enum InvitationStep<'a> {
+    /// Signed in with the invited address: one button accepts.
+    Accept,
+    /// The invited address has an account: its password signs in and accepts.
+    SignIn,
+    /// The invited address has no account: a name and a password create it and accept.
+    Register {
+        /// As typed (kept after an error); never the password.
+        full_name: &'a str,
+    },
+}
+
+/// What the page of a mailed invitation link shows.
+pub struct InvitationForm<'a> {
+    /// "Join Acme".
+    pub heading: &'a str,
+    /// Who invited which address to what, as which role.
+    pub summary: &'a str,
+    /// Where the form posts (already escaped).
+    pub action: &'a str,
+    /// The invited address, shown (read only) in the sign-in and registration forms.
+    pub email: &'a str,
+    pub step: InvitationStep<'a>,
+    /// A line above the form (signed in with another account, say).
+    pub note: Option<&'a str>,
+    pub error: Option<&'a str>,
+    pub csrf_token: &'a str,
+}
+
+/// The page a mailed invitation link opens, in the organization's branding: the invitation,
+/// and the one form that accepts it (signing in or registering the invited address first).
+/// Nothing is accepted before the invitee submits it.
+pub fn invitation_page(look: &Branding, form: &InvitationForm<'_>) -> String {
+    let (error, described_by) = form_error(form.error);
+    // The address is the invitation's: shown, never sent (the server uses the invited one).
+    let email = format!(
+        "<label for=\"email\">Email</label>\n  \
+         <input id=\"email\" type=\"email\" autocomplete=\"username\" value=\"{}\" readonly>",
+        escape(form.email)
+    );
+    let (fields, button) = match &form.step {
+        InvitationStep::Accept => (String::new(), "Accept the invitation"),
+        InvitationStep::SignIn => (
+            format!(
+                "{email}\n  {}",
+                password_field("password", "Password", false, &described_by)
+            ),
+            "Sign in and accept",
+        ),
+        InvitationStep::Register { full_name } => (
+            format!(
+                "{email}\n  <label for=\"full_name\">Full name</label>\n  \
+                 <input id=\"full_name\" name=\"full_name\" type=\"text\" autocomplete=\"name\" \
+                 required value=\"{}\"{described_by}>\n  {}",
+                escape(full_name),
+                password_field("password", "Choose a password", true, &described_by)
+            ),
+            "Create the account and accept",
+        ),
+    };
+    let note = form.note.map_or_else(String::new, |note| {
+        format!("<p class=\"note\" role=\"status\">{}</p>\n", escape(note))
+    });
+    let content = fill(
+        INVITATION,
+        &[
+            ("logo", logo(look)),
+            ("heading", escape(form.heading)),
+            ("summary", escape(form.summary)),
+            ("note", note),
+            ("action", form.action.to_owned()),
+            ("csrf_token", escape(form.csrf_token)),
+            ("fields", fields),
+            ("error", error),
+            ("button", escape(button)),
         ],
     );
     page(look, form.heading, content)
@@ -310,6 +403,47 @@ mod tests {
         assert!(!html.contains(
             "name=\"password\" type=\"password\" autocomplete=\"current-password\" required value"
         ));
+    }
+
+    #[test]
+    fn the_invitation_page_escapes_what_it_shows_and_labels_every_field() {
+        let form = InvitationForm {
+            heading: "Join <Acme>",
+            summary: "Eve <script> invited you",
+            action: "/invitations/ghi_1",
+            email: "ann\"@example.com",
+            step: InvitationStep::Register {
+                full_name: "<b>Ann</b>",
+            },
+            note: Some("signed in as <someone>"),
+            error: Some("The password is too short."),
+            csrf_token: "csrf_token-value",
+        };
+        let html = invitation_page(&Branding::default(), &form);
+        assert!(html.contains("<h1>Join &lt;Acme&gt;</h1>"));
+        assert!(html.contains("Eve &lt;script&gt; invited you"));
+        assert!(html.contains("value=\"ann&quot;@example.com\" readonly"));
+        assert!(html.contains("value=\"&lt;b&gt;Ann&lt;/b&gt;\""));
+        assert!(html.contains("role=\"status\">signed in as &lt;someone&gt;</p>"));
+        assert!(html.contains("role=\"alert\">The password is too short.</p>"));
+        for field in ["email", "full_name", "password"] {
+            assert!(
+                html.contains(&format!("<label for=\"{field}\">")),
+                "{field}"
+            );
+        }
+        assert!(html.contains("action=\"/invitations/ghi_1\""));
+        assert!(!html.contains("<script") && !html.contains("{{"));
+
+        let accept = InvitationForm {
+            step: InvitationStep::Accept,
+            note: None,
+            error: None,
+            ..form
+        };
+        let html = invitation_page(&Branding::default(), &accept);
+        assert!(html.contains(">Accept the invitation</button>"));
+        assert!(!html.contains("type=\"password\"") && !html.contains("id=\"email\""));
     }
 
     #[test]

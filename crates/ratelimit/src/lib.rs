@@ -3,8 +3,8 @@
 //! account, for brute-force protection) ports.
 //!
 //! With Redis, every replica shares one count per key; when Redis cannot be reached each
-//! adapter says so (the rate limiter lets the request through; the sign-in counter falls back
-//! to its own memory), so that the counter store can never take the service down. This crate
+//! adapter says so in the log and counts in its own memory meanwhile, so that the counter
+//! store can never take the service down nor switch the limits off. This crate
 //! knows the domain's ports and Redis, nothing of HTTP, databases or the other adapters.
 
 mod rate_limit;

@@ -1,14 +1,15 @@
 //! Rate limiter adapters: fixed one-minute windows aligned to the minute, counted in process
 //! ([`MemoryRateLimiter`]) or in Redis ([`RedisRateLimiter`]) so that every replica shares one
-//! budget per key.
+//! budget per key. When Redis cannot be reached, the Redis limiter counts in process meanwhile
+//! and says so in the log: every request is still counted and answered with its headers.
 //!
 //! Each window is counted on its own: a refused request adds to the count of the window it was
 //! made in and nothing else, so it neither extends that window nor carries over to the next.
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Mutex, PoisonError};
-use std::time::Duration as StdDuration;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration as StdDuration, Instant};
 
 use async_trait::async_trait;
 use gatehouse_domain::ports::{RateDecision, RateLimitError, RateLimiter};
@@ -25,6 +26,10 @@ const REDIS_KEY_TTL_SECS: i64 = 2 * WINDOW_SECS;
 /// The prefix of every Redis key the limiter writes; the key is
 /// `gatehouse:rl:{key}:{window_start_unix}`.
 const REDIS_KEY_PREFIX: &str = "gatehouse:rl:";
+
+/// After Redis failed, how long requests are counted in process before Redis is tried again:
+/// an outage costs one slow request (and one warning) per pause, not one per request.
+const REDIS_PAUSE: StdDuration = StdDuration::from_secs(5);
 
 /// The one-minute window that contains a moment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,13 +133,19 @@ impl RateLimiter for MemoryRateLimiter {
 /// Counters in Redis, shared by every replica that points at the same server.
 ///
 /// Each hit is one round trip: `INCR` and `EXPIRE` of the window's key in one `MULTI`/`EXEC`
-/// transaction. The connection is re-established by itself after Redis goes away; meanwhile hits
-/// fail with [`RateLimitError`].
+/// transaction. The connection is re-established by itself after Redis goes away; meanwhile
+/// hits are counted in this process ([`MemoryRateLimiter`]), with a warning in the log each
+/// time Redis is found unreachable (at most once per [`REDIS_PAUSE`], during which Redis is not
+/// asked): the budget is per replica rather than shared, and never gone.
 #[derive(Clone)]
 pub struct RedisRateLimiter {
     connection: ConnectionManager,
     /// The server's URL without its password, for `Debug`.
     redacted_url: String,
+    /// Where hits are counted while Redis cannot be reached.
+    fallback: Arc<MemoryRateLimiter>,
+    /// When Redis last failed, while that is less than [`REDIS_PAUSE`] ago.
+    failed_at: Arc<Mutex<Option<Instant>>>,
 }
 
 impl RedisRateLimiter {
@@ -146,7 +157,40 @@ impl RedisRateLimiter {
         Ok(Self {
             connection: connect(url).await?,
             redacted_url: redact_url(url),
+            fallback: Arc::default(),
+            failed_at: Arc::default(),
         })
+    }
+
+    /// Whether Redis failed less than [`REDIS_PAUSE`] ago (then it is not asked).
+    fn pausing(&self) -> bool {
+        let failed_at = self
+            .failed_at
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        failed_at.is_some_and(|at| at.elapsed() < REDIS_PAUSE)
+    }
+
+    fn remember_failure(&self, failed: Option<Instant>) {
+        *self
+            .failed_at
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = failed;
+    }
+
+    /// One hit counted in Redis.
+    async fn hit_redis(&self, key: &str, window: Window) -> Result<u32, redis::RedisError> {
+        let redis_key = Self::redis_key(key, window.start_unix);
+        let mut connection = self.connection.clone();
+        let (count,): (i64,) = redis::pipe()
+            .atomic()
+            .incr(&redis_key, 1_i64)
+            .expire(&redis_key, REDIS_KEY_TTL_SECS)
+            .ignore()
+            .query_async(&mut connection)
+            .await?;
+        // INCR only counts up from 1; anything else means someone else wrote the key.
+        Ok(u32::try_from(count.max(1)).unwrap_or(u32::MAX))
     }
 
     /// The Redis key counting `key`'s hits in the window that starts at `window_start_unix`.
@@ -173,25 +217,25 @@ impl RateLimiter for RedisRateLimiter {
         now: OffsetDateTime,
     ) -> Result<RateDecision, RateLimitError> {
         let window = Window::containing(now)?;
-        let redis_key = Self::redis_key(key, window.start_unix);
-        let mut connection = self.connection.clone();
-        let (count,): (i64,) = redis::pipe()
-            .atomic()
-            .incr(&redis_key, 1_i64)
-            .expire(&redis_key, REDIS_KEY_TTL_SECS)
-            .ignore()
-            .query_async(&mut connection)
-            .await
-            .map_err(redis_error)?;
-        // INCR only counts up from 1; anything else means someone else wrote the key.
-        let count = u32::try_from(count.max(1)).unwrap_or(u32::MAX);
-        Ok(window.decide(count, limit))
+        if !self.pausing() {
+            match self.hit_redis(key, window).await {
+                Ok(count) => {
+                    self.remember_failure(None);
+                    return Ok(window.decide(count, limit));
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "Redis unreachable: rate limits are counted in this process meanwhile");
+                    self.remember_failure(Some(Instant::now()));
+                }
+            }
+        }
+        Ok(window.decide(self.fallback.count(key, window), limit))
     }
 }
 
 /// A self-healing connection to the Redis server at `url` for counters on the path of a
-/// request: it fails a command (and the caller lets the request through) rather than stall
-/// behind an unresponsive server, and reconnects by itself.
+/// request: it fails a command (and the caller counts in process) rather than stall behind an
+/// unresponsive server, and reconnects by itself.
 pub(super) async fn connect(url: &str) -> Result<ConnectionManager, RateLimitError> {
     let client = redis::Client::open(url).map_err(redis_error)?;
     let config = ConnectionManagerConfig::new()

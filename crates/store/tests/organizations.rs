@@ -7,8 +7,8 @@ use diesel::{sql_types::BigInt, QueryableByName};
 use gatehouse_domain::{
     model::{
         ApiKeyName, Application, ApplicationId, ApplicationName, ClientId, DefaultRole, Email,
-        EventId, EventType, FullName, InvitableRole, InvitationId, MemberFilter, MemberStatus,
-        NewApiKey, NewApplication, NewEvent, NewInvitation, NewOrganization, NewUser,
+        EventId, EventType, FullName, InvitableRole, InvitationId, InvitationState, MemberFilter,
+        MemberStatus, NewApiKey, NewApplication, NewEvent, NewInvitation, NewOrganization, NewUser,
         OrganizationChange, OrganizationFilter, OrganizationId, OrganizationName, OrganizationType,
         PageRequest, PasswordHash, Plan, RedirectUri, RedirectUris, Role, Slug, TokenHash, UserId,
     },
@@ -49,12 +49,18 @@ on_both_backends! {
         deleted_organizations_disappear_and_purge_sqlite;
     set_plan_changes_live_organizations =>
         set_plan_changes_live_organizations_postgres, set_plan_changes_live_organizations_sqlite;
+    billing_events_are_recorded_for_live_organizations =>
+        billing_events_are_recorded_for_live_organizations_postgres,
+        billing_events_are_recorded_for_live_organizations_sqlite;
     members_page_across_members_and_invitations =>
         members_page_across_members_and_invitations_postgres,
         members_page_across_members_and_invitations_sqlite;
     members_filters => members_filters_postgres, members_filters_sqlite;
     invitations_lifecycle => invitations_lifecycle_postgres, invitations_lifecycle_sqlite;
     accepting_invitations => accepting_invitations_postgres, accepting_invitations_sqlite;
+    invitation_records_tell_what_became_of_each =>
+        invitation_records_tell_what_became_of_each_postgres,
+        invitation_records_tell_what_became_of_each_sqlite;
     roles_and_removal => roles_and_removal_postgres, roles_and_removal_sqlite;
     deleting_users => deleting_users_postgres, deleting_users_sqlite;
 }
@@ -834,6 +840,46 @@ async fn set_plan_changes_live_organizations(db: Db) {
     assert_eq!(db.events(EventType::BillingSubscriptionUpdated).await, 1);
 }
 
+/// `POST /control/events`: the billing system's event, in the outbox of a live organization
+/// only.
+async fn billing_events_are_recorded_for_live_organizations(db: Db) {
+    let t0 = now();
+    let alice = db.user("alice@example.com", "Alice", t0).await;
+    let acme = db.team(alice.id, "Acme", "acme", t0).await;
+    let paid = |org| event(EventType::BillingInvoicePaid, Some(org), None, t0);
+    assert!(db
+        .store
+        .record_billing_event(paid(acme), record())
+        .await
+        .unwrap());
+    assert_eq!(db.events(EventType::BillingInvoicePaid).await, 1);
+    let nowhere = OrganizationId::from_uuid(Uuid::now_v7());
+    assert!(!db
+        .store
+        .record_billing_event(paid(nowhere), record())
+        .await
+        .unwrap());
+    db.store
+        .delete_organization(
+            acme,
+            t0,
+            event(EventType::OrganizationUpdated, Some(acme), None, t0),
+            record(),
+        )
+        .await
+        .unwrap();
+    assert!(!db
+        .store
+        .record_billing_event(paid(acme), record())
+        .await
+        .unwrap());
+    assert_eq!(
+        db.events(EventType::BillingInvoicePaid).await,
+        1,
+        "nothing written"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Members
 
@@ -1228,6 +1274,94 @@ async fn invitations_lifecycle(db: Db) {
         .await
         .unwrap()
         .is_empty());
+}
+
+/// What the page of a mailed link reads: the invitation by its token, whatever became of it,
+/// while its organization exists.
+async fn invitation_records_tell_what_became_of_each(db: Db) {
+    let t0 = now();
+    let alice = db.user("alice@example.com", "Alice", t0).await;
+    let bob = db.user("bob@example.com", "Bob", t0).await;
+    let acme = db.team(alice.id, "Acme", "acme", t0).await;
+    let dead = db.team(alice.id, "Dead", "dead", t0).await;
+    let (pending, pending_token) = db
+        .invite(acme, "bob@example.com", Role::Viewer, alice.id, t0)
+        .await
+        .unwrap();
+    let found = db
+        .store
+        .invitation_record(&pending_token)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        found.invitation,
+        db.store.invitation(pending).await.unwrap().unwrap()
+    );
+    assert_eq!(
+        (found.accepted_at, found.revoked_at, found.plan),
+        (None, None, Plan::Free)
+    );
+    assert_eq!(found.state(t0), InvitationState::Pending);
+    assert_eq!(
+        found.state(NewInvitation::expiry(t0)),
+        InvitationState::Expired
+    );
+
+    let t1 = t0 + Duration::seconds(1);
+    assert!(db.accept(pending, bob.id, acme, t1).await.unwrap());
+    let used = db
+        .store
+        .invitation_record(&pending_token)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(used.accepted_at, Some(t1));
+    assert_eq!(used.state(t1), InvitationState::Accepted);
+
+    let (withdrawn, withdrawn_token) = db
+        .invite(acme, "carol@example.com", Role::Member, alice.id, t1)
+        .await
+        .unwrap();
+    assert!(db
+        .store
+        .revoke_invitation(acme, withdrawn, t1, record())
+        .await
+        .unwrap());
+    let revoked = db
+        .store
+        .invitation_record(&withdrawn_token)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(revoked.revoked_at, Some(t1));
+    assert_eq!(revoked.state(t1), InvitationState::Revoked);
+
+    let (_, in_dead) = db
+        .invite(dead, "dan@example.com", Role::Member, alice.id, t1)
+        .await
+        .unwrap();
+    db.store
+        .delete_organization(
+            dead,
+            t1,
+            event(EventType::OrganizationUpdated, Some(dead), None, t1),
+            record(),
+        )
+        .await
+        .unwrap();
+    assert!(db
+        .store
+        .invitation_record(&in_dead)
+        .await
+        .unwrap()
+        .is_none());
+    assert!(db
+        .store
+        .invitation_record(&TokenHash::of("other"))
+        .await
+        .unwrap()
+        .is_none());
 }
 
 async fn accepting_invitations(db: Db) {

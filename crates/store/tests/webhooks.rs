@@ -823,29 +823,31 @@ on_both_backends! {
             "leased, still pending"
         );
 
-        // Delivered: it can be sent again.
-        assert_eq!(db.store.record_attempt(attempt(&leased[0], true, at, None)).await.unwrap(), NOTHING);
-        let RetryOutcome::Queued(again) = db.store.retry_delivery(org, id, at, support::signed_in()).await.unwrap() else {
-            panic!("a delivered delivery can be sent again");
-        };
-        assert_eq!((again.status, again.attempt), (DeliveryStatus::Pending, 3));
-        let leased = lease(&db, at, &[]).await;
-        assert_eq!(leased[0].attempt(), 3);
-
         // An automatic retry in flight when a manual one comes: the manual one takes over, and
         // the attempt in flight is not recorded.
         db.store.record_attempt(attempt(&leased[0], false, at, Some(at))).await.unwrap();
         let in_flight = lease(&db, at, &[]).await;
-        assert_eq!(in_flight[0].attempt(), 4);
+        assert_eq!(in_flight[0].attempt(), 3);
         let RetryOutcome::Queued(taken_over) = db.store.retry_delivery(org, id, at, support::signed_in()).await.unwrap() else {
             panic!("a failed delivery is queued again");
         };
-        assert_eq!((taken_over.status, taken_over.attempt), (DeliveryStatus::Pending, 4));
+        assert_eq!((taken_over.status, taken_over.attempt), (DeliveryStatus::Pending, 3));
         assert_eq!(db.store.record_attempt(attempt(&in_flight[0], true, at, None)).await.unwrap(), None);
         let leased = lease(&db, at, &[]).await;
         assert_eq!(ids(&leased), [id]);
-        assert_eq!(leased[0].attempt(), 4);
+        assert_eq!(leased[0].attempt(), 3);
         assert_ne!(leased[0].lease, in_flight[0].lease);
+
+        // Delivered: a manual retry is for a failed delivery, so this one is refused and left
+        // as it is.
+        assert_eq!(db.store.record_attempt(attempt(&leased[0], true, at, None)).await.unwrap(), NOTHING);
+        assert_eq!(
+            db.store.retry_delivery(org, id, at, support::signed_in()).await.unwrap(),
+            RetryOutcome::AlreadySucceeded
+        );
+        let delivered = delivery(&db, org, hook, id).await;
+        assert_eq!((delivered.status, delivered.attempt), (DeliveryStatus::Success, 3));
+        assert!(lease(&db, at, &[]).await.is_empty(), "nothing queued");
     }
 
     async fn the_delivery_log_pages_and_filters(db: Db) {

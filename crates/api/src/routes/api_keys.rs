@@ -70,7 +70,7 @@ fn parse_uuid(raw: String) -> Result<Uuid, &'static str> {
     responses(
         (status = 201, body = CreatedApiKeyResponse),
         (status = 401, body = ErrorBody),
-        (status = 403, body = ErrorBody, description = "Called with an API key: keys are managed by a signed-in user"),
+        (status = 403, body = ErrorBody, description = "Called with an API key (keys are managed by a signed-in user), or by a viewer of the organization (viewers only read)"),
         (status = 404, body = ErrorBody, description = "Not a member of the organization"),
         (status = 422, body = ValidationErrorBody),
     )

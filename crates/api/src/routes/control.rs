@@ -3,9 +3,9 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use gatehouse_domain::{
-    model::{timestamp, DeliveryId, EndpointId, EventType, OrganizationId},
+    model::{timestamp, DeliveryId, EndpointId, EventSource, EventType, OrganizationId},
     ports::{DeadLetterFilter, EventFilter, ReplaySelection, StoredEvent},
-    service::MAX_REPLAY,
+    service::{PostEventError, MAX_REPLAY},
 };
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -51,6 +51,72 @@ impl From<StoredEvent> for StoredEventResponse {
             dispatched_at: event.dispatched_at,
         }
     }
+}
+
+impl From<PostEventError> for ApiError {
+    fn from(error: PostEventError) -> Self {
+        match error {
+            PostEventError::NotBilling(_) => {
+                Self::field(FieldError::invalid("body", "type", error.to_string()))
+            }
+            PostEventError::OrganizationNotFound => Self::NotFound(error.to_string()),
+            PostEventError::Store(e) => e.into(),
+        }
+    }
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct PostEventRequest {
+    /// A billing event type (`source: "billing"` in the catalog).
+    #[serde(rename = "type")]
+    #[schema(example = "billing.invoice.paid")]
+    kind: Option<String>,
+    /// The organization it concerns.
+    #[schema(example = "0193a0c4-7d1e-7b2c-9d4e-6f8a0b1c2d3e")]
+    organization_id: Option<String>,
+    /// The event's data, delivered as the payload's `data` (with `organization_id` set).
+    #[schema(value_type = Object)]
+    data: Option<serde_json::Value>,
+}
+
+/// The billing system's events (`billing.*`), into the organization's outbox: delivered to
+/// its subscribed endpoints, signed and retried like every event Gatehouse emits.
+#[utoipa::path(
+    post, path = "/control/events", tag = "control",
+    security(("control" = [])),
+    request_body = PostEventRequest,
+    responses(
+        (status = 202, body = StoredEventResponse, description = "Recorded; delivered from the outbox"),
+        (status = 401, body = ErrorBody, description = "Not the control token"),
+        (status = 404, body = ErrorBody, description = "No such organization, or the control plane is off (no GATEHOUSE_CONTROL_TOKEN)"),
+        (status = 422, body = ValidationErrorBody, description = "Not a billing event type, or a field is missing or malformed"),
+    )
+)]
+pub async fn post_event(
+    OperatorAuth(operator): OperatorAuth,
+    state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
+    ValidJson(body): ValidJson<PostEventRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let mut fields = Fields::new();
+    let kind = fields.required("type", body.kind, |raw| match raw.parse::<EventType>() {
+        Ok(kind) if kind.source() == EventSource::Billing => Ok(kind),
+        Ok(_) => Err("must be a billing event type (source \"billing\" in the catalog)"),
+        Err(()) => Err("is not a known event type"),
+    });
+    let organization = fields.required("organization_id", body.organization_id, |raw| {
+        organization_id(&raw)
+    });
+    let data = fields.required("data", body.data, |data| match data {
+        serde_json::Value::Object(data) => Ok(data),
+        _ => Err("must be an object"),
+    });
+    let (kind, organization, data) = fields.finish(|| Some((kind?, organization?, data?)))?;
+    let event = state
+        .control
+        .post_billing_event(&operator, kind, organization, data, &origin)
+        .await?;
+    Ok(HttpResponse::Accepted().json(StoredEventResponse::from(event)))
 }
 
 #[derive(Serialize, ToSchema)]

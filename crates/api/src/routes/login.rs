@@ -385,16 +385,26 @@ pub fn open_page_session(
     refresh_token: &SecretToken,
     location: &str,
 ) -> HttpResponse {
+    let response = HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, location))
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .finish();
+    with_session_cookie(state, response, refresh_token)
+}
+
+/// The response with the session cookie (the session's refresh token): it signs the browser
+/// in.
+pub(crate) fn with_session_cookie(
+    state: &AppState,
+    mut response: HttpResponse,
+    refresh_token: &SecretToken,
+) -> HttpResponse {
     let session = cookie(
         SESSION_COOKIE,
         refresh_token.expose().to_owned(),
         state.secure_cookies,
         SameSite::Lax,
     );
-    let mut response = HttpResponse::SeeOther()
-        .insert_header((header::LOCATION, location))
-        .insert_header((header::CACHE_CONTROL, "no-store"))
-        .finish();
     if let Err(error) = response.add_cookie(&session) {
         tracing::error!(%error, "setting the session cookie failed");
     }

@@ -4,6 +4,7 @@ pub mod audit;
 pub mod auth;
 pub mod control;
 pub mod health;
+pub mod invitation_page;
 pub mod links;
 pub mod login;
 pub mod members;

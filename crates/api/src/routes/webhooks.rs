@@ -139,6 +139,10 @@ pub struct EventTypeResponse {
     #[schema(example = "member")]
     category: &'static str,
     description: &'static str,
+    /// Who emits it: `gatehouse` itself, or `billing` (the billing system posts it to
+    /// `POST /control/events`).
+    #[schema(example = "gatehouse")]
+    source: &'static str,
 }
 
 fn endpoint_id(raw: &str) -> Result<EndpointId, ApiError> {
@@ -398,7 +402,7 @@ pub async fn delete(
     Ok(HttpResponse::NoContent().finish())
 }
 
-/// Every event type an endpoint can subscribe to.
+/// Every event type an endpoint can subscribe to, with who emits it (`source`).
 #[utoipa::path(
     get, path = "/api/v1/webhooks/events", tag = "webhooks",
     security(("bearer" = [], "organization" = []), ("api_key" = [], "organization" = [])),
@@ -413,6 +417,7 @@ pub async fn events(HeaderOrganization(_actor): HeaderOrganization) -> HttpRespo
                 kind: event.as_str(),
                 category: event.category().as_str(),
                 description: event.description(),
+                source: event.source().as_str(),
             })
             .collect::<Vec<_>>(),
     )
@@ -477,7 +482,7 @@ pub struct RetryResponse {
         (status = 200, body = RetryResponse),
         (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody),
-        (status = 409, body = ErrorBody, description = "Already pending, or a test ping (never retried)"),
+        (status = 409, body = ErrorBody, description = "Not failed (already pending, or it succeeded), or a test ping (never retried)"),
     )
 )]
 pub async fn retry(

@@ -158,6 +158,7 @@ audit_actions! {
     OrganizationUpdated => "organization.updated", "An organization's name, slug or settings changed.";
     OrganizationDeleted => "organization.deleted", "An organization was deleted (its members lost access at once).";
     PlanChanged => "organization.plan_changed", "The operator moved an organization to another plan (`gatehouse orgs set-plan`).";
+    BillingEventPosted => "organization.billing_event_posted", "The billing system posted a billing event for an organization (`POST /control/events`).";
     MemberInvited => "member.invited", "Someone was invited to the organization.";
     InvitationRevoked => "invitation.revoked", "A pending invitation was revoked.";
     MemberJoined => "member.joined", "An invitation was accepted: the invitee is a member now.";

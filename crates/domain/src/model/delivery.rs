@@ -71,6 +71,9 @@ pub enum TransitionError {
     /// A manual retry of a delivery whose next attempt is already queued.
     #[error("the delivery is already pending")]
     AlreadyPending,
+    /// A manual retry of a delivery that succeeded: only a failed delivery is retried.
+    #[error("the delivery succeeded")]
+    AlreadySucceeded,
 }
 
 impl DeliveryState {
@@ -183,17 +186,18 @@ impl DeliveryState {
         }))
     }
 
-    /// A manual retry at `at`: one more attempt, due at once. Refused while an attempt is
-    /// pending; a failed delivery waiting for its automatic retry is retried now instead.
+    /// A manual retry at `at`: one more attempt, due at once. Only a failed delivery is
+    /// retried (the spec: "for a failed delivery"); one waiting for its automatic retry is
+    /// retried now instead. Refused while an attempt is pending, and for a delivery that
+    /// succeeded.
     pub fn retried(&self, at: OffsetDateTime) -> Result<Self, TransitionError> {
         match self.0 {
             State::Pending { .. } => Err(TransitionError::AlreadyPending),
-            State::Failed { attempt, .. } | State::Succeeded { attempt } => {
-                Ok(Self(State::Pending {
-                    attempt: attempt.saturating_add(1),
-                    due_at: at,
-                }))
-            }
+            State::Succeeded { .. } => Err(TransitionError::AlreadySucceeded),
+            State::Failed { attempt, .. } => Ok(Self(State::Pending {
+                attempt: attempt.saturating_add(1),
+                due_at: at,
+            })),
         }
     }
 }
@@ -298,7 +302,7 @@ mod tests {
     }
 
     #[test]
-    fn a_manual_retry_queues_one_more_attempt_unless_one_is_pending() {
+    fn a_manual_retry_queues_one_more_attempt_of_a_failed_delivery_only() {
         let failed = DeliveryState::new(t0())
             .attempted(false, t0(), &schedule())
             .unwrap();
@@ -310,7 +314,14 @@ mod tests {
         assert_eq!(queued.retried(later), Err(TransitionError::AlreadyPending));
 
         let succeeded = queued.attempted(true, later, &schedule()).unwrap();
-        assert_eq!(succeeded.retried(later).unwrap().attempt(), 3);
+        assert_eq!(
+            succeeded.retried(later),
+            Err(TransitionError::AlreadySucceeded)
+        );
+        assert_eq!(
+            DeliveryState::sent_once(true).retried(later),
+            Err(TransitionError::AlreadySucceeded)
+        );
     }
 
     #[test]

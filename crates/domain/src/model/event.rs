@@ -6,9 +6,9 @@ use time::OffsetDateTime;
 use super::{EventId, OrganizationId, UserId};
 
 macro_rules! event_types {
-    ($($variant:ident => $name:literal, $category:ident, $subscribable:literal, $description:literal;)*) => {
-        /// Every event type Gatehouse knows: the sixteen that endpoints subscribe to, and the
-        /// five more the spec names as emitted.
+    ($($variant:ident => $name:literal, $category:ident, $source:ident, $description:literal;)*) => {
+        /// Every event type Gatehouse knows: the sixteen of the spec's catalog, the five more
+        /// it names as emitted, and the test ping.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub enum EventType {
             $(
@@ -36,10 +36,11 @@ macro_rules! event_types {
                 }
             }
 
-            /// Whether the spec's subscription catalog lists it.
-            pub const fn in_catalog(self) -> bool {
+            /// Who emits it: Gatehouse itself, or the billing system through
+            /// `POST /control/events`.
+            pub const fn source(self) -> EventSource {
                 match self {
-                    $(Self::$variant => $subscribable,)*
+                    $(Self::$variant => EventSource::$source,)*
                 }
             }
 
@@ -54,28 +55,50 @@ macro_rules! event_types {
 }
 
 event_types! {
-    UserCreated => "user.created", User, true, "A user account was registered.";
-    UserUpdated => "user.updated", User, true, "A user changed their profile.";
-    UserDeleted => "user.deleted", User, true, "A user deleted their account.";
-    OrganizationCreated => "organization.created", Organization, true, "An organization was created.";
-    OrganizationUpdated => "organization.updated", Organization, true, "An organization's name, slug, settings, policies, branding or SSO changed.";
-    MemberInvited => "member.invited", Member, true, "Someone was invited to join the organization.";
-    MemberJoined => "member.joined", Member, true, "An invitation was accepted.";
-    MemberRemoved => "member.removed", Member, true, "A member was removed or left.";
-    ApplicationCreated => "application.created", Application, true, "An application was registered.";
-    ApplicationUpdated => "application.updated", Application, true, "An application was changed.";
-    ApplicationDeleted => "application.deleted", Application, true, "An application was deleted.";
-    AuthLogin => "auth.login", Auth, true, "A user logged in.";
-    AuthLogout => "auth.logout", Auth, true, "A user logged out.";
-    AuthPasswordChanged => "auth.password_changed", Auth, true, "A user changed their password.";
-    BillingSubscriptionCreated => "billing.subscription.created", Billing, true, "A subscription was created.";
-    BillingInvoicePaid => "billing.invoice.paid", Billing, true, "An invoice was paid.";
-    AuthMfaEnabled => "auth.mfa_enabled", Auth, false, "A user enabled multi-factor authentication.";
-    MemberRoleChanged => "member.role_changed", Member, false, "A member's role changed.";
-    BillingSubscriptionUpdated => "billing.subscription.updated", Billing, false, "The organization's plan changed.";
-    BillingSubscriptionCancelled => "billing.subscription.cancelled", Billing, false, "A subscription was cancelled.";
-    BillingInvoiceOverdue => "billing.invoice.overdue", Billing, false, "An invoice is overdue.";
-    WebhookTest => "webhook.test", Webhook, false, "A test ping sent to one endpoint on request; never subscribed to.";
+    UserCreated => "user.created", User, Gatehouse, "A user account was registered.";
+    UserUpdated => "user.updated", User, Gatehouse, "A user changed their profile.";
+    UserDeleted => "user.deleted", User, Gatehouse, "A user deleted their account.";
+    OrganizationCreated => "organization.created", Organization, Gatehouse, "An organization was created.";
+    OrganizationUpdated => "organization.updated", Organization, Gatehouse, "An organization's name, slug, settings, policies, branding or SSO changed.";
+    MemberInvited => "member.invited", Member, Gatehouse, "Someone was invited to join the organization.";
+    MemberJoined => "member.joined", Member, Gatehouse, "An invitation was accepted.";
+    MemberRemoved => "member.removed", Member, Gatehouse, "A member was removed or left.";
+    ApplicationCreated => "application.created", Application, Gatehouse, "An application was registered.";
+    ApplicationUpdated => "application.updated", Application, Gatehouse, "An application was changed.";
+    ApplicationDeleted => "application.deleted", Application, Gatehouse, "An application was deleted.";
+    AuthLogin => "auth.login", Auth, Gatehouse, "A user logged in.";
+    AuthLogout => "auth.logout", Auth, Gatehouse, "A user logged out.";
+    AuthPasswordChanged => "auth.password_changed", Auth, Gatehouse, "A user changed their password.";
+    BillingSubscriptionCreated => "billing.subscription.created", Billing, Billing, "A subscription was created.";
+    BillingInvoicePaid => "billing.invoice.paid", Billing, Billing, "An invoice was paid.";
+    AuthMfaEnabled => "auth.mfa_enabled", Auth, Gatehouse, "A user enabled multi-factor authentication.";
+    MemberRoleChanged => "member.role_changed", Member, Gatehouse, "A member's role changed.";
+    BillingSubscriptionUpdated => "billing.subscription.updated", Billing, Billing, "The organization's plan changed.";
+    BillingSubscriptionCancelled => "billing.subscription.cancelled", Billing, Billing, "A subscription was cancelled.";
+    BillingInvoiceOverdue => "billing.invoice.overdue", Billing, Billing, "An invoice is overdue.";
+    WebhookTest => "webhook.test", Webhook, Gatehouse, "A test ping sent to one endpoint on request; never subscribed to.";
+}
+
+/// Who emits an event type, as the catalog's `source` says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EventSource {
+    /// Gatehouse emits it, in the transaction of the change it reports.
+    Gatehouse,
+    /// The billing system emits it: it posts it to `POST /control/events` (and
+    /// `gatehouse orgs set-plan`, the operator's stand-in for billing, emits
+    /// `billing.subscription.updated`). Gatehouse keeps, signs and retries it like its own.
+    Billing,
+}
+
+impl EventSource {
+    /// `gatehouse` or `billing`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Gatehouse => "gatehouse",
+            Self::Billing => "billing",
+        }
+    }
 }
 
 /// The groups of the event catalog.
@@ -178,14 +201,39 @@ mod tests {
 
     #[test]
     fn catalog_has_the_sixteen_spec_types_five_more_and_the_test_ping() {
-        let subscribable = EventType::ALL.iter().filter(|e| e.in_catalog()).count();
-        assert_eq!(subscribable, 16);
         assert_eq!(EventType::ALL.len(), 22);
         let not_subscribable: Vec<_> = EventType::ALL
             .iter()
             .filter(|e| !e.subscribable())
             .collect();
         assert_eq!(not_subscribable, [&EventType::WebhookTest]);
+    }
+
+    #[test]
+    fn billing_events_come_from_billing_and_every_other_from_gatehouse() {
+        for event in EventType::ALL {
+            let expected = if event.category() == EventCategory::Billing {
+                EventSource::Billing
+            } else {
+                EventSource::Gatehouse
+            };
+            assert_eq!(event.source(), expected, "{event}");
+        }
+        let billing: Vec<_> = EventType::ALL
+            .iter()
+            .filter(|e| e.source() == EventSource::Billing)
+            .map(|e| e.as_str())
+            .collect();
+        assert_eq!(
+            billing,
+            [
+                "billing.subscription.created",
+                "billing.invoice.paid",
+                "billing.subscription.updated",
+                "billing.subscription.cancelled",
+                "billing.invoice.overdue"
+            ]
+        );
     }
 
     #[test]

@@ -1,7 +1,8 @@
 use time::{Duration, OffsetDateTime};
 
 use super::{
-    Email, FullName, InvitationId, OrganizationId, OrganizationName, Role, Slug, TokenHash, UserId,
+    Email, FullName, InvitationId, OrganizationId, OrganizationName, Plan, Role, Slug, TokenHash,
+    UserId,
 };
 
 /// Whether a member has joined or is still invited.
@@ -140,5 +141,47 @@ impl Invitation {
     /// Whether the invitation can no longer be accepted at `now`: from `expires_at` on.
     pub fn is_expired(&self, now: OffsetDateTime) -> bool {
         now >= self.expires_at
+    }
+}
+
+/// What became of an invitation, as the page of its mailed link tells the invitee.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InvitationState {
+    /// It can be accepted.
+    Pending,
+    /// Its seven days have passed.
+    Expired,
+    /// An owner or admin withdrew it.
+    Revoked,
+    /// It was accepted: its link has been used.
+    Accepted,
+}
+
+/// An invitation found by the token of its mailed link, whatever became of it, in an
+/// organization that still exists.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InvitationRecord {
+    /// The invitation, as the invitee sees it.
+    pub invitation: Invitation,
+    /// When it was accepted.
+    pub accepted_at: Option<OffsetDateTime>,
+    /// When it was revoked.
+    pub revoked_at: Option<OffsetDateTime>,
+    /// The organization's plan: whether its branding dresses the page.
+    pub plan: Plan,
+}
+
+impl InvitationRecord {
+    /// What became of it by `now`: used or withdrawn before anything else, then expired.
+    pub fn state(&self, now: OffsetDateTime) -> InvitationState {
+        if self.accepted_at.is_some() {
+            InvitationState::Accepted
+        } else if self.revoked_at.is_some() {
+            InvitationState::Revoked
+        } else if self.invitation.is_expired(now) {
+            InvitationState::Expired
+        } else {
+            InvitationState::Pending
+        }
     }
 }

@@ -49,14 +49,14 @@ pub use branding::{
 };
 pub use delivery::{DeliveryState, FailureRun, InvalidDeliveryState, TransitionError};
 pub use email::{Email, EmailError};
-pub use event::{EventCategory, EventType, NewEvent};
+pub use event::{EventCategory, EventSource, EventType, NewEvent};
 pub use ids::{
     ApiKeyId, ApplicationId, EventId, InvitationId, MfaFactorId, OrganizationId, SessionId, UserId,
 };
 pub use lockout::{AccountKey, FailedSignIns, InvalidLockoutRule, LockoutRule};
 pub use member::{
-    InvitableRole, Invitation, Member, MemberFilter, MemberStatus, NewInvitation,
-    INVITATION_TTL_DAYS,
+    InvitableRole, Invitation, InvitationRecord, InvitationState, Member, MemberFilter,
+    MemberStatus, NewInvitation, INVITATION_TTL_DAYS,
 };
 pub use mfa::{
     normalise_recovery_code, MfaFactor, MfaLogin, TotpCode, TotpSecret, WebauthnRegistration,

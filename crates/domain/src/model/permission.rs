@@ -15,8 +15,11 @@ pub enum Permission {
     OrganizationDelete,
     /// `organization.members.read`: list members and pending invitations.
     MembersRead,
-    /// `organization.members.create`: invite people.
+    /// `organization.members.create`: invite people, as any role but owner.
     MembersCreate,
+    /// `organization.members.invite`: invite people as `member` or `viewer`, while the
+    /// organization's `settings.allow_member_invite` is on.
+    MembersInviteWhenAllowed,
     /// `organization.members.update`: change members' roles.
     MembersUpdate,
     /// `organization.members.delete`: remove members and revoke invitations.
@@ -35,16 +38,19 @@ pub enum Permission {
     SsoManage,
     /// `audit.read`: read the organization's audit log.
     AuditRead,
+    /// `api_keys.create`: create API keys that act in the organization.
+    ApiKeysCreate,
 }
 
 impl Permission {
     /// Every permission, in the table's order.
-    pub const ALL: [Permission; 14] = [
+    pub const ALL: [Permission; 16] = [
         Self::OrganizationRead,
         Self::OrganizationUpdate,
         Self::OrganizationDelete,
         Self::MembersRead,
         Self::MembersCreate,
+        Self::MembersInviteWhenAllowed,
         Self::MembersUpdate,
         Self::MembersDelete,
         Self::ApplicationsRead,
@@ -54,6 +60,7 @@ impl Permission {
         Self::BrandingManage,
         Self::SsoManage,
         Self::AuditRead,
+        Self::ApiKeysCreate,
     ];
 
     /// The dotted name (`organization.members.create`).
@@ -64,6 +71,7 @@ impl Permission {
             Self::OrganizationDelete => "organization.delete",
             Self::MembersRead => "organization.members.read",
             Self::MembersCreate => "organization.members.create",
+            Self::MembersInviteWhenAllowed => "organization.members.invite",
             Self::MembersUpdate => "organization.members.update",
             Self::MembersDelete => "organization.members.delete",
             Self::ApplicationsRead => "applications.read",
@@ -73,6 +81,7 @@ impl Permission {
             Self::BrandingManage => "branding.manage",
             Self::SsoManage => "sso.manage",
             Self::AuditRead => "audit.read",
+            Self::ApiKeysCreate => "api_keys.create",
         }
     }
 }
@@ -86,11 +95,11 @@ impl fmt::Display for Permission {
 use Permission::*;
 
 /// The spec's role table. Owner: full control, deleting the organization. Admin: members,
-/// applications, settings, policies, webhooks, branding, SSO, the audit log. Member: read the organization and
-/// its members, use applications. Viewer: read-only.
-///
-/// Inviting by a plain member when the organization allows it is a rule of the invitation use
-/// case (`settings.allow_member_invite`), not of this table.
+/// applications, settings, policies, webhooks, branding, SSO, the audit log. Member: read the
+/// organization and its members, use applications, create what a member creates (API keys for
+/// the organization; invitations as member or viewer while `settings.allow_member_invite` is
+/// on, which the invitation use case checks). Viewer: read-only, everywhere in the
+/// organization: it creates nothing.
 const TABLE: &[(Role, &[Permission])] = &[
     (Role::Owner, &Permission::ALL),
     (
@@ -100,6 +109,7 @@ const TABLE: &[(Role, &[Permission])] = &[
             OrganizationUpdate,
             MembersRead,
             MembersCreate,
+            MembersInviteWhenAllowed,
             MembersUpdate,
             MembersDelete,
             ApplicationsRead,
@@ -109,11 +119,18 @@ const TABLE: &[(Role, &[Permission])] = &[
             BrandingManage,
             SsoManage,
             AuditRead,
+            ApiKeysCreate,
         ],
     ),
     (
         Role::Member,
-        &[OrganizationRead, MembersRead, ApplicationsRead],
+        &[
+            OrganizationRead,
+            MembersRead,
+            ApplicationsRead,
+            MembersInviteWhenAllowed,
+            ApiKeysCreate,
+        ],
     ),
     (
         Role::Viewer,
@@ -162,6 +179,28 @@ mod tests {
         }
         for role in [Role::Member, Role::Viewer] {
             assert!(role.grants(OrganizationRead) && role.grants(MembersRead));
+        }
+    }
+
+    #[test]
+    fn a_viewer_only_reads() {
+        let reads = [OrganizationRead, MembersRead, ApplicationsRead];
+        for permission in Permission::ALL {
+            assert_eq!(
+                Role::Viewer.grants(permission),
+                reads.contains(&permission),
+                "{permission}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_member_creates_api_keys_and_invites_when_allowed_where_a_viewer_may_not() {
+        for permission in [ApiKeysCreate, MembersInviteWhenAllowed] {
+            assert!(Role::Owner.grants(permission), "{permission}");
+            assert!(Role::Admin.grants(permission), "{permission}");
+            assert!(Role::Member.grants(permission), "{permission}");
+            assert!(!Role::Viewer.grants(permission), "{permission}");
         }
     }
 

@@ -6,8 +6,8 @@ use time::OffsetDateTime;
 
 use super::StoreError;
 use crate::model::{
-    AuditRecord, Delivery, DeliveryId, EndpointId, EventId, EventType, OrganizationId, Page,
-    PageRequest, UserId,
+    AuditRecord, Delivery, DeliveryId, EndpointId, EventId, EventType, NewEvent, OrganizationId,
+    Page, PageRequest, UserId,
 };
 
 /// An event as the outbox keeps it.
@@ -67,6 +67,15 @@ pub enum ReplaySelection {
 #[async_trait]
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 pub trait OperationsStore: Send + Sync + 'static {
+    /// Records an event of the billing system in the outbox of its organization, with the
+    /// operator's audit record, in one transaction. `false` (and nothing written) when no
+    /// active organization has the event's `organization_id`.
+    async fn record_billing_event(
+        &self,
+        event: NewEvent,
+        audit: AuditRecord,
+    ) -> Result<bool, StoreError>;
+
     /// Stored events, newest first.
     async fn events(
         &self,

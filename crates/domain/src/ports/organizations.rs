@@ -6,10 +6,10 @@ use time::OffsetDateTime;
 
 use super::StoreError;
 use crate::model::{
-    AuditRecord, Branding, Email, Invitation, InvitationId, Member, MemberFilter, Membership,
-    NewEvent, NewInvitation, NewOrganization, Organization, OrganizationChange, OrganizationFilter,
-    OrganizationId, OrganizationPolicies, Page, PageRequest, Plan, Role, SessionId, Slug,
-    TokenHash, UserId,
+    AuditRecord, Branding, Email, Invitation, InvitationId, InvitationRecord, Member, MemberFilter,
+    Membership, NewEvent, NewInvitation, NewOrganization, Organization, OrganizationChange,
+    OrganizationFilter, OrganizationId, OrganizationPolicies, Page, PageRequest, Plan, Role,
+    SessionId, Slug, TokenHash, UserId,
 };
 
 /// What admitting a signed-in user to an organization needs, read together: whether their
@@ -243,6 +243,13 @@ pub trait MemberStore: Send + Sync + 'static {
     /// The pending invitation whose token has this hash, even if expired.
     async fn invitation_by_token(&self, hash: &TokenHash)
         -> Result<Option<Invitation>, StoreError>;
+
+    /// The invitation whose token has this hash, whatever became of it (accepted, revoked,
+    /// expired), in an organization that still exists: what its mailed link's page tells.
+    async fn invitation_record(
+        &self,
+        hash: &TokenHash,
+    ) -> Result<Option<InvitationRecord>, StoreError>;
 
     /// Pending invitations addressed to the email that have not expired at `now`, in live
     /// organizations.

@@ -82,6 +82,8 @@ pub enum RetryOutcome {
     NotFound,
     /// An attempt of the delivery is already queued: nothing changed.
     AlreadyPending,
+    /// The delivery succeeded: only a failed delivery is retried. Nothing changed.
+    AlreadySucceeded,
     /// Re-queued for now; the delivery as it stands.
     Queued(Delivery),
     /// A test ping: never sent again (send another test instead). Nothing changed.
@@ -298,7 +300,8 @@ pub trait WebhookStore: Send + Sync + 'static {
     ) -> Result<Option<Page<Delivery>>, StoreError>;
 
     /// Re-queues one of the organization's deliveries by [`DeliveryState::retried`] at `at`: a
-    /// new attempt due at once, or [`RetryOutcome::AlreadyPending`]; a delivery of an event type
+    /// new attempt due at once of a failed delivery, or [`RetryOutcome::AlreadyPending`] or
+    /// [`RetryOutcome::AlreadySucceeded`] (nothing changed); a delivery of an event type
     /// that is not [`EventType::retryable`] is [`RetryOutcome::NotRetryable`]. Of concurrent retries of
     /// one delivery, one queues an attempt.
     async fn retry_delivery(

@@ -3,11 +3,11 @@
 use serde::Serialize;
 use time::OffsetDateTime;
 
-use super::{audit, principal::membership_of, OrgAccessError, Principal};
+use super::{audit, principal::membership_of, Forbidden, OrgAccessError, Principal};
 use crate::{
     model::{
         ApiKey, ApiKeyId, ApiKeyName, AuditAction, AuditActor, NewApiKey, OrganizationId, Origin,
-        TargetKind, TokenKind,
+        Permission, TargetKind, TokenKind,
     },
     ports::{service_ports, StoreError},
 };
@@ -48,6 +48,9 @@ pub enum CreateApiKeyError {
     /// The caller is not a member of the organization, or its IP allowlist refuses them.
     #[error(transparent)]
     Organization(#[from] OrgAccessError),
+    /// The caller's role may not create keys for the organization (a viewer only reads).
+    #[error(transparent)]
+    Forbidden(#[from] Forbidden),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -84,8 +87,8 @@ impl ApiKeyService {
         Self { ports }
     }
 
-    /// Creates a key for an organization the caller belongs to, audited in the same
-    /// transaction.
+    /// Creates a key for an organization the caller belongs to with a role that may
+    /// ([`Permission::ApiKeysCreate`]: not a viewer), audited in the same transaction.
     pub async fn create(
         &self,
         principal: &Principal,
@@ -96,7 +99,11 @@ impl ApiKeyService {
         if matches!(principal, Principal::ApiKey { .. }) {
             return Err(CreateApiKeyError::NotAUser);
         }
-        membership_of(self.ports.memberships.as_ref(), principal, organization_id).await?;
+        let membership =
+            membership_of(self.ports.memberships.as_ref(), principal, organization_id).await?;
+        if !membership.role.grants(Permission::ApiKeysCreate) {
+            return Err(Forbidden(Permission::ApiKeysCreate).into());
+        }
         let secret = self.ports.random.secret(TokenKind::ApiKey);
         let id: ApiKeyId = self.ports.random.uuid().into();
         let now = self.ports.clock.now();

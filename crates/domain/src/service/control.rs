@@ -1,13 +1,14 @@
-//! The control plane's use cases, for operators: every organization's stored events, the
+//! The control plane's use cases, for operators: billing's events posted into the outbox, every
+//! organization's stored events, the
 //! deliveries that failed for good, their replay, and the gauges a metrics scrape reads.
 
 use time::Duration;
 
-use super::audit;
+use super::{audit, event};
 use crate::{
     model::{
-        AuditAction, AuditActor, AuditFilter, AuditRecord, Delivery, Operator, Origin, Page,
-        PageRequest, TargetKind,
+        AuditAction, AuditActor, AuditFilter, AuditRecord, Delivery, EventSource, EventType,
+        Operator, OrganizationId, Origin, Page, PageRequest, TargetKind,
     },
     ports::{
         service_ports, DeadLetterFilter, EventFilter, Gauges, ReplaySelection, StoreError,
@@ -29,6 +30,20 @@ pub struct ControlService {
     ports: ControlPorts,
 }
 
+/// Why a posted event was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum PostEventError {
+    /// The type is one Gatehouse emits itself: only billing's events are posted.
+    #[error("only billing events (source \"billing\") are posted; Gatehouse emits {0} itself")]
+    NotBilling(EventType),
+    /// No active organization has that id.
+    #[error("organization not found")]
+    OrganizationNotFound,
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
 /// Why a replay was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
@@ -47,6 +62,63 @@ impl ControlService {
     /// A service on these ports.
     pub fn new(ports: ControlPorts) -> Self {
         Self { ports }
+    }
+
+    /// Records an event the billing system posts (`POST /control/events`) in the outbox, with
+    /// the operator's audit record in the same transaction: delivered, signed and retried like
+    /// Gatehouse's own. Only types whose [`EventType::source`] is billing are taken. The
+    /// payload's `data` is the billing system's, with `organization_id` set to the
+    /// organization's, as every `billing.*` payload carries it.
+    pub async fn post_billing_event(
+        &self,
+        _operator: &Operator,
+        event_type: EventType,
+        organization_id: OrganizationId,
+        mut data: serde_json::Map<String, serde_json::Value>,
+        origin: &Origin,
+    ) -> Result<StoredEvent, PostEventError> {
+        if event_type.source() != EventSource::Billing {
+            return Err(PostEventError::NotBilling(event_type));
+        }
+        let now = self.ports.clock.now();
+        data.insert(
+            "organization_id".to_owned(),
+            serde_json::Value::String(organization_id.to_string()),
+        );
+        let posted = event(
+            self.ports.random.as_ref(),
+            now,
+            event_type,
+            Some(organization_id),
+            None,
+            serde_json::Value::Object(data),
+        );
+        let record = audit(
+            self.ports.random.as_ref(),
+            now,
+            AuditActor::Operator,
+            AuditAction::BillingEventPosted,
+            origin,
+        )
+        .in_organization(organization_id)
+        .on(TargetKind::Organization, organization_id);
+        if !self
+            .ports
+            .operations
+            .record_billing_event(posted.clone(), record)
+            .await?
+        {
+            return Err(PostEventError::OrganizationNotFound);
+        }
+        Ok(StoredEvent {
+            id: posted.id,
+            event_type: posted.event_type,
+            organization_id: posted.organization_id,
+            user_id: posted.user_id,
+            data: posted.data,
+            occurred_at: posted.occurred_at,
+            dispatched_at: None,
+        })
     }
 
     /// Stored events of every organization, newest first.

@@ -7,10 +7,10 @@ use time::OffsetDateTime;
 use super::{audit, event, payloads, Actor, Forbidden, Principal};
 use crate::{
     model::{
-        timestamp, AuditAction, AuditActor, AuditRecord, Email, EventType, Feature, InvitableRole,
-        Invitation, InvitationId, Member, MemberFilter, MemberStatus, NewInvitation, Organization,
-        OrganizationType, Origin, Page, PageRequest, Permission, Role, TargetKind, TokenHash,
-        TokenKind, UserId,
+        timestamp, AuditAction, AuditActor, AuditRecord, Branding, Email, EventType, Feature,
+        InvitableRole, Invitation, InvitationId, InvitationState, Member, MemberFilter,
+        MemberStatus, NewInvitation, Organization, OrganizationId, OrganizationType, Origin, Page,
+        PageRequest, Permission, Plan, Role, TargetKind, TokenHash, TokenKind, UserId,
     },
     ports::{service_ports, Mail, StoreError},
 };
@@ -66,6 +66,22 @@ pub struct RoleChanged {
     pub member: Member,
     /// When the role changed.
     pub updated_at: OffsetDateTime,
+}
+
+/// What the page of an invitation's mailed link shows, and whom it signs in.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InvitationLink {
+    /// The invitation: organization, invited address, role.
+    pub invitation: Invitation,
+    /// Whether it can still be accepted, and if not why.
+    pub state: InvitationState,
+    /// The full name of the member who sent it.
+    pub inviter: String,
+    /// The account of the invited address, when there is one: the page signs it in (else it
+    /// registers the address).
+    pub invitee: Option<UserId>,
+    /// The organization's branding while its plan includes branding, else the default look.
+    pub branding: Branding,
 }
 
 /// A removal's result.
@@ -135,9 +151,12 @@ impl MemberService {
             "owner cannot be invited: an organization has one owner",
         ))?;
         if actor.require(Permission::MembersCreate).is_err() {
-            let member_may_invite =
-                actor.membership.role == Role::Member && organization.settings.allow_member_invite;
-            if !member_may_invite {
+            // A member (never a viewer: the table says who) invites while the organization
+            // allows it, and only as member or viewer.
+            let may_invite_when_allowed =
+                actor.require(Permission::MembersInviteWhenAllowed).is_ok()
+                    && organization.settings.allow_member_invite;
+            if !may_invite_when_allowed {
                 return Err(Forbidden(Permission::MembersCreate).into());
             }
             if !matches!(role.role(), Role::Member | Role::Viewer) {
@@ -207,17 +226,7 @@ impl MemberService {
             Err(e) => return Err(e.into()),
         }
 
-        let inviter = self
-            .ports
-            .accounts
-            .credentials_by_id(actor.user_id())
-            .await
-            .ok()
-            .flatten()
-            .map_or_else(
-                || "Someone".to_owned(),
-                |c| c.user.full_name.as_ref().to_owned(),
-            );
+        let inviter = self.inviter_name(actor.user_id()).await;
         let link = format!("{}/invitations/{}", self.public_url, token.expose());
         let mut mail = Mail::new(
             email,
@@ -228,8 +237,8 @@ impl MemberService {
             format!(
                 "{inviter} invited you to join {org} as {role}.\n\n\
                  Accept the invitation: {link}\n\n\
-                 If you have no account yet, sign up with this email address first; the \
-                 invitation then waits for you. It expires in 7 days.\n",
+                 The link signs you in, or lets you create your account with this email \
+                 address, and then adds you to {org}. It expires in 7 days.\n",
                 org = organization.name.as_ref(),
                 role = role.role(),
             ),
@@ -243,27 +252,86 @@ impl MemberService {
         Ok(member)
     }
 
+    /// The full name of the member who invites, as mails and pages name them; "Someone" for
+    /// an account gone or unreadable.
+    async fn inviter_name(&self, inviter: UserId) -> String {
+        self.ports
+            .accounts
+            .credentials_by_id(inviter)
+            .await
+            .ok()
+            .flatten()
+            .map_or_else(
+                || "Someone".to_owned(),
+                |c| c.user.full_name.as_ref().to_owned(),
+            )
+    }
+
+    /// The organization's saved branding while its plan includes branding. Branding that
+    /// cannot be read is none (the default look), with a warning.
+    async fn branding_of(&self, organization_id: OrganizationId, plan: Plan) -> Option<Branding> {
+        if !plan.includes(Feature::Branding) {
+            return None;
+        }
+        match self.ports.branding.branding(organization_id).await {
+            Ok(saved) => saved.map(|saved| saved.branding),
+            Err(error) => {
+                tracing::warn!(%error, organization.id = %organization_id, "branding not read; the default look instead");
+                None
+            }
+        }
+    }
+
     /// Puts the organization's email branding (sender name, reply-to, footer) on its mail, while
     /// its plan includes branding. Branding that cannot be read leaves the mail plain.
     async fn brand(&self, mail: &mut Mail, organization: &Organization) {
-        if !organization.plan.includes(Feature::Branding) {
+        let Some(branding) = self.branding_of(organization.id, organization.plan).await else {
             return;
-        }
-        let saved = match self.ports.branding.branding(organization.id).await {
-            Ok(Some(saved)) => saved,
-            Ok(None) => return,
-            Err(error) => {
-                tracing::warn!(%error, organization.id = %organization.id, "branding not read; mail sent plain");
-                return;
-            }
         };
-        let email = saved.branding.email_branding;
+        let email = branding.email_branding;
         mail.sender_name = Some(email.from_name.as_str().to_owned());
         mail.reply_to = email.reply_to;
         let footer = email.footer_text.as_str();
         if !footer.is_empty() {
             mail.text = format!("{}\n-- \n{footer}\n", mail.text);
         }
+    }
+
+    /// What the page of a mailed invitation link shows: the invitation whatever became of it,
+    /// who sent it, whether its address has an account, in the organization's branding.
+    /// `None` for a token that names no invitation of an organization that exists.
+    pub async fn invitation_link(
+        &self,
+        token: &str,
+    ) -> Result<Option<InvitationLink>, MemberError> {
+        let Some(record) = self
+            .ports
+            .members
+            .invitation_record(&TokenHash::of(token))
+            .await?
+        else {
+            return Ok(None);
+        };
+        let state = record.state(self.ports.clock.now());
+        let invitation = record.invitation;
+        let inviter = self.inviter_name(invitation.invited_by).await;
+        let invitee = self
+            .ports
+            .accounts
+            .credentials_by_email(&invitation.email)
+            .await?
+            .map(|c| c.user.id);
+        let branding = self
+            .branding_of(invitation.organization_id, record.plan)
+            .await
+            .unwrap_or_default();
+        Ok(Some(InvitationLink {
+            invitation,
+            state,
+            inviter,
+            invitee,
+            branding,
+        }))
     }
 
     /// The open invitations addressed to the caller's email.

@@ -32,9 +32,9 @@ pub use auth::{
     LockedOut, LoginError, ProfileChange, RefreshError, RegisterError, Registered,
     SecondFactorNeeded, SignIn, TokenPair, UpdateProfileError,
 };
-pub use control::{ControlPorts, ControlService, ReplayError, MAX_REPLAY};
+pub use control::{ControlPorts, ControlService, PostEventError, ReplayError, MAX_REPLAY};
 pub use links::{EmailLinkPorts, EmailLinkService, LinkError, LINKS_PER_CLIENT, LINKS_PER_EMAIL};
-pub use members::{MemberError, MemberPorts, MemberService, Removed, RoleChanged};
+pub use members::{InvitationLink, MemberError, MemberPorts, MemberService, Removed, RoleChanged};
 pub use mfa::{
     Confirmed, MfaError, MfaOverview, MfaPorts, MfaService, SecondFactorProof, TotpEnrolment,
     VerifyError, WebauthnRegistrationStart, MAX_FACTORS, TOTP_ISSUER,
@@ -105,6 +105,8 @@ pub(crate) fn audit(
 mod application_tests;
 #[cfg(test)]
 mod control_tests;
+#[cfg(test)]
+mod invitation_tests;
 #[cfg(test)]
 mod links_tests;
 #[cfg(test)]

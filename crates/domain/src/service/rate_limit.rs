@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use super::Principal;
 use crate::{
     model::{Plan, RateLimits},
-    ports::{service_ports, RateDecision, RateLimitError, StoreError},
+    ports::{service_ports, RateDecision, RateLimitError},
 };
 
 /// Who a request is counted against.
@@ -28,12 +28,10 @@ pub enum Caller {
 /// Why a request could not be counted.
 #[derive(Debug, thiserror::Error)]
 pub enum RateLimitCheckError {
-    /// The limiter (Redis, say) failed.
+    /// The limiter failed (the Redis one counts in process instead, so only a limiter without
+    /// a fallback does).
     #[error(transparent)]
     Limiter(#[from] RateLimitError),
-    /// The caller's plan could not be read.
-    #[error(transparent)]
-    Store(#[from] StoreError),
 }
 
 service_ports! {
@@ -68,12 +66,20 @@ impl RateLimitService {
                 };
                 let plan = match organization_plan {
                     Some(plan) => *plan,
-                    None => self
+                    // A plan that cannot be read counts as free: the request is still
+                    // counted, and answered with its headers.
+                    None => match self
                         .ports
                         .memberships
                         .highest_plan(principal.user_id())
-                        .await?
-                        .unwrap_or(Plan::Free),
+                        .await
+                    {
+                        Ok(plan) => plan.unwrap_or(Plan::Free),
+                        Err(error) => {
+                            tracing::warn!(%error, "the caller's plan could not be read: counted on the free plan's limit");
+                            Plan::Free
+                        }
+                    },
                 };
                 (key, plan)
             }

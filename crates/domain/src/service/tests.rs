@@ -14,8 +14,8 @@ use uuid::Uuid;
 
 use super::{
     Actor, ApiKeyService, AuthService, AuthSettings, AuthenticateError, Authenticator,
-    ChangePasswordError, CreateApiKeyError, LoginError, OrgAccessError, Principal, RefreshError,
-    RegisterError,
+    ChangePasswordError, CreateApiKeyError, Forbidden, LoginError, OrgAccessError, Principal,
+    RefreshError, RegisterError,
 };
 use crate::{
     mock::MockPorts,
@@ -23,9 +23,9 @@ use crate::{
         Amr, ApiKey, ApiKeyId, ApiKeyName, ApplicationId, AuditAction, AuditActor, AuditOutcome,
         AuditTarget, ClientGrant, ClientId, Email, EventType, FailedSignIns, FullName, Membership,
         NewApiKey, NewEvent, NewSession, Organization, OrganizationId, OrganizationName,
-        OrganizationSettings, OrganizationType, Origin, PasswordError, PasswordHash, Plan, Role,
-        Scope, SecretToken, Session, SessionId, Slug, TargetKind, TokenHash, TokenKind, User,
-        UserCredentials, UserId, SESSION_TOUCH_INTERVAL,
+        OrganizationSettings, OrganizationType, Origin, PasswordError, PasswordHash, Permission,
+        Plan, Role, Scope, SecretToken, Session, SessionId, Slug, TargetKind, TokenHash, TokenKind,
+        User, UserCredentials, UserId, SESSION_TOUCH_INTERVAL,
     },
     ports::{
         AccessClaims, MockAuditStore, MockPolicyStore, MockSignInAttempts, NewAccount,
@@ -1374,6 +1374,44 @@ fn an_api_key_for_an_organization_the_user_is_not_in_is_not_found() {
         create_key(mocks, &ada_in_session(), GLOBEX),
         Err(CreateApiKeyError::Organization(OrgAccessError::NotFound))
     ));
+}
+
+/// Ada in Acme with `role` instead of admin.
+fn ada_in_acme_as(mocks: &mut Mocks, role: Role) {
+    mocks
+        .memberships
+        .expect_membership()
+        .withf(|user, org| *user == ADA && *org == ACME)
+        .returning(move |_, _| {
+            ready(Ok(Some(Membership {
+                role,
+                ..ada_in_acme()
+            })))
+        });
+}
+
+#[test]
+fn a_viewer_may_not_create_an_api_key_for_the_organization() {
+    let mut mocks = Mocks::new();
+    ada_in_acme_as(&mut mocks, Role::Viewer);
+    mocks.api_keys.expect_create_api_key().never();
+
+    assert!(matches!(
+        create_key(mocks, &ada_in_session(), ACME),
+        Err(CreateApiKeyError::Forbidden(Forbidden(
+            Permission::ApiKeysCreate
+        )))
+    ));
+}
+
+#[test]
+fn a_member_may_create_an_api_key_for_the_organization() {
+    let mut mocks = Mocks::new();
+    ada_in_acme_as(&mut mocks, Role::Member);
+    store_saves_api_keys(&mut mocks);
+
+    let created = create_key(mocks, &ada_in_session(), ACME).unwrap();
+    assert_eq!(created.organization_id, ACME);
 }
 
 #[test]

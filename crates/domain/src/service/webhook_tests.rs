@@ -646,6 +646,15 @@ fn retry_of_a_pending_delivery_is_already_pending() {
 }
 
 #[test]
+fn retry_of_a_delivery_that_succeeded_is_refused_only_a_failed_one_is_retried() {
+    let result = retry_when_store_says(RetryOutcome::AlreadySucceeded);
+    assert!(
+        matches!(result, Err(WebhookError::AlreadySucceeded)),
+        "{result:?}"
+    );
+}
+
+#[test]
 fn retry_of_a_test_ping_is_refused_another_test_is_another_ping() {
     let result = retry_when_store_says(RetryOutcome::NotRetryable);
     assert!(

@@ -69,6 +69,9 @@ pub enum WebhookError {
     /// A manual retry of a delivery whose next attempt is already queued.
     #[error("the delivery is already pending")]
     AlreadyPending,
+    /// A manual retry of a delivery that succeeded: only a failed delivery is retried.
+    #[error("the delivery succeeded: only a failed delivery is retried")]
+    AlreadySucceeded,
     /// A manual retry of a test ping: another test is another ping.
     #[error("a test delivery is not retried: send another test")]
     NotRetryable,
@@ -339,6 +342,7 @@ impl WebhookService {
         {
             RetryOutcome::Queued(delivery) => Ok(delivery),
             RetryOutcome::AlreadyPending => Err(WebhookError::AlreadyPending),
+            RetryOutcome::AlreadySucceeded => Err(WebhookError::AlreadySucceeded),
             RetryOutcome::NotRetryable => Err(WebhookError::NotRetryable),
             RetryOutcome::NotFound => Err(WebhookError::DeliveryNotFound),
         }

@@ -334,3 +334,140 @@ async fn dead_letters_are_replayed_after_an_outage_sqlite() {
 async fn dead_letters_are_replayed_after_an_outage_postgres() {
     replay_after_an_outage(Backend::Postgres).await;
 }
+
+/// The billing system posts its events to the control plane: they go through the outbox to the
+/// organization's subscribed endpoints, signed like Gatehouse's own.
+async fn billing_posts_its_events(backend: Backend) {
+    let (app, receiver) = app_with_receiver(backend).await;
+    let owner = app.logged_in("billing-owner@example.com").await;
+    let team = app.create_team(&owner.access_token, "Billing Team").await;
+    let org = team["id"].as_str().unwrap().to_owned();
+    let endpoint = create_endpoint(
+        &app,
+        &owner.access_token,
+        &org,
+        &receiver.url("/billing"),
+        json!(["billing.invoice.paid"]),
+    )
+    .await;
+    let secret = endpoint["signing_secret"].as_str().unwrap().to_owned();
+
+    let posted = json_of(
+        app.as_operator(
+            Method::POST,
+            "/control/events",
+            Some(
+                json!({ "type": "billing.invoice.paid", "organization_id": org,
+                "data": { "invoice_id": "in_123", "amount_due": 4900, "currency": "eur" } }),
+            ),
+        )
+        .await,
+        202,
+    )
+    .await;
+    assert_eq!(posted["type"], "billing.invoice.paid");
+    assert_eq!(posted["organization_id"], org.as_str());
+    assert_eq!(posted["data"]["invoice_id"], "in_123");
+    assert_eq!(posted["data"]["organization_id"], org.as_str());
+
+    let received = receiver.wait_for(1, Duration::from_secs(10)).await;
+    verify_signature(&received[0], &secret);
+    assert_eq!(
+        received[0].header("x-service-event"),
+        Some("billing.invoice.paid")
+    );
+    let body: Value = serde_json::from_slice(&received[0].body).unwrap();
+    assert_eq!(body["event"], "billing.invoice.paid");
+    assert_eq!(body["data"]["amount_due"], 4900);
+    assert_eq!(body["data"]["organization_id"], org.as_str());
+    assert_eq!(body["webhook_id"], endpoint["id"]);
+
+    // It is in the stored events and the audit log, as the operator's.
+    let stored = json_of(
+        app.as_operator(
+            Method::GET,
+            &format!("/control/events?organization_id={org}&type=billing.invoice.paid"),
+            None,
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(stored["total"], 1);
+    let audit = app
+        .audit_records(&format!(
+            "?organization_id={org}&action=organization.billing_event_posted"
+        ))
+        .await;
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0]["actor"]["type"], "operator");
+
+    // Gatehouse's own events are not posted from outside; nor to an organization that is not.
+    let locs = locs_of(
+        app.as_operator(
+            Method::POST,
+            "/control/events",
+            Some(json!({ "type": "member.joined", "organization_id": org, "data": {} })),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(locs, [crate::helpers::loc(&["body", "type"])]);
+    for body in [
+        json!({ "type": "billing.nope", "organization_id": org, "data": {} }),
+        json!({ "organization_id": org, "data": {} }),
+    ] {
+        let locs = locs_of(
+            app.as_operator(Method::POST, "/control/events", Some(body.clone()))
+                .await,
+        )
+        .await;
+        assert_eq!(locs, [crate::helpers::loc(&["body", "type"])], "{body}");
+    }
+    let locs = locs_of(app.as_operator(Method::POST, "/control/events",
+        Some(json!({ "type": "billing.invoice.paid", "organization_id": "not-a-uuid", "data": [] }))).await).await;
+    assert_eq!(
+        locs,
+        [
+            crate::helpers::loc(&["body", "organization_id"]),
+            crate::helpers::loc(&["body", "data"])
+        ]
+    );
+    let unknown = uuid::Uuid::now_v7();
+    detail_of(
+        app.as_operator(
+            Method::POST,
+            "/control/events",
+            Some(json!({ "type": "billing.invoice.paid", "organization_id": unknown, "data": {} })),
+        )
+        .await,
+        404,
+    )
+    .await;
+    // Only the operator posts.
+    let refused = app
+        .send_as(
+            Method::POST,
+            &owner.access_token,
+            "/control/events",
+            Some(json!({ "type": "billing.invoice.paid", "organization_id": org, "data": {} })),
+        )
+        .await;
+    detail_of(refused, 401).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        receiver.requests().len(),
+        1,
+        "nothing refused was delivered"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn billing_events_posted_by_the_operator_are_delivered_signed_sqlite() {
+    billing_posts_its_events(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn billing_events_posted_by_the_operator_are_delivered_signed_postgres() {
+    billing_posts_its_events(Backend::Postgres).await;
+}

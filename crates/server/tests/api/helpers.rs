@@ -721,3 +721,27 @@ pub fn browser_script(name: &str) -> std::path::PathBuf {
     );
     dir.join(name)
 }
+
+/// Runs a script of `tests/browser` in Node.js (headless Chromium) with these arguments, the
+/// screenshot's path last, and returns the one JSON object it prints; the test fails with the
+/// script's error output when the run fails, or when no screenshot came of it.
+pub async fn in_browser<S: AsRef<std::ffi::OsStr>>(
+    script: &str,
+    args: impl IntoIterator<Item = S>,
+    screenshot: &std::path::Path,
+) -> Value {
+    let output = tokio::process::Command::new("node")
+        .arg(browser_script(script))
+        .args(args)
+        .arg(screenshot)
+        .output()
+        .await
+        .unwrap_or_else(|e| {
+            panic!("Node.js is needed for this test (apt-get install nodejs): {e}")
+        });
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the browser run failed:\n{stderr}");
+    let size = std::fs::metadata(screenshot).map(|m| m.len()).unwrap_or(0);
+    assert!(size > 1_000, "a screenshot at {}", screenshot.display());
+    serde_json::from_slice(&output.stdout).unwrap()
+}

@@ -11,6 +11,7 @@ mod brute_force;
 mod control;
 mod errors;
 mod health;
+mod invitation_page;
 mod limits;
 mod links;
 mod members;

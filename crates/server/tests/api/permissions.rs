@@ -4,7 +4,7 @@
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::helpers::{json_of, on_both_backends, TestApp};
+use crate::helpers::{detail_of, json_of, on_both_backends, TestApp};
 
 /// How a caller authenticates.
 #[derive(Clone)]
@@ -101,6 +101,9 @@ on_both_backends! {
         let manage = [200, 200, 403, 403, 200, 404, 404, 401];
         let invite = [201, 201, 403, 403, 201, 404, 404, 401];
         let revoke_missing = [404, 404, 403, 403, 404, 404, 404, 401];
+        // A member creates API keys for the organization; a viewer only reads. Keys are made
+        // by a signed-in user, never by a key (403), and never for a stranger's organization.
+        let create_key = [201, 201, 201, 403, 403, 404, 403, 401];
         // With a header naming this organization, another organization's key is refused as a
         // credential (401), not as a stranger (404).
         let iam = [200, 200, 200, 200, 200, 404, 401, 401];
@@ -120,6 +123,8 @@ on_both_backends! {
                 ("revoke an unknown invitation", Method::DELETE,
                     format!("{org_path}/invitations/{}", uuid::Uuid::now_v7()), None, None, revoke_missing[i]),
                 ("list IAM users", Method::GET, "/api/v1/iam/users".to_owned(), None, Some(org.as_str()), iam[i]),
+                ("create an API key for the organization", Method::POST, "/api/v1/api-keys".to_owned(),
+                    Some(json!({ "name": format!("key {i}"), "organization_id": org })), None, create_key[i]),
                 ("delete the organization", Method::DELETE, org_path.clone(), None, None,
                     // Only the owner may; it is tried last below.
                     match i { 0 | 4 => 0, 5 | 6 => 404, 7 => 401, _ => 403 }),
@@ -143,5 +148,43 @@ on_both_backends! {
             let (status, _) = call(&app, caller, Method::GET, &format!("/api/v1/organizations/{org}"), None, None).await;
             assert_eq!(status, 404, "{} still sees a deleted organization", caller.name);
         }
+    }
+}
+
+on_both_backends! {
+    async fn a_member_creates_what_members_create_where_a_viewer_only_reads(app: TestApp) {
+        let owner = app.logged_in("roles-owner@example.com").await;
+        let team = app.create_team(&owner.access_token, "Roles").await;
+        let org = team["id"].as_str().unwrap().to_owned();
+        let org_path = format!("/api/v1/organizations/{org}");
+        let member = app.member_of(&owner.access_token, &org, "roles-member@example.com", "member").await;
+        let viewer = app.member_of(&owner.access_token, &org, "roles-viewer@example.com", "viewer").await;
+        json_of(app.send_as(Method::PATCH, &owner.access_token, &org_path,
+            Some(json!({ "settings": { "allow_member_invite": true } }))).await, 200).await;
+
+        // The spec's role table: a member "may create resources", a viewer has "read-only access".
+        let member_key = json_of(app.create_api_key(&member.access_token, "member key", &org).await, 201).await;
+        assert_eq!(member_key["organization_id"], org.as_str());
+        json_of(app.invite(&member.access_token, &org, "roles-by-member@example.com", "viewer").await, 201).await;
+
+        let refused = detail_of(app.create_api_key(&viewer.access_token, "viewer key", &org).await, 403).await;
+        assert!(refused.contains("api_keys.create"), "{refused}");
+        let refused = detail_of(app.invite(&viewer.access_token, &org, "roles-by-viewer@example.com", "viewer").await, 403).await;
+        assert!(refused.contains("organization.members.create"), "{refused}");
+        let keys = json_of(app.get_as(&viewer.access_token, "/api/v1/api-keys").await, 200).await;
+        assert!(!keys.to_string().contains(&org), "the viewer holds no key for the organization: {keys}");
+
+        // Read-only is still reading: the organization, its members, its applications.
+        for path in [org_path.clone(), format!("{org_path}/members"), format!("{org_path}/applications")] {
+            json_of(app.get_as(&viewer.access_token, &path).await, 200).await;
+        }
+
+        // The member's key acts with the member's role: it invites too, while allowed.
+        let key = member_key["key"].as_str().unwrap();
+        let invited = app.client.post(app.url(&format!("{org_path}/members")))
+            .header("X-API-Key", key).header("X-Organization-ID", &org)
+            .json(&json!({ "email": "roles-by-key@example.com", "role": "member" }))
+            .send().await.unwrap();
+        json_of(invited, 201).await;
     }
 }

@@ -3,6 +3,15 @@
 
 use crate::helpers::{detail_of, json_of, Backend, Options, TestApp};
 
+/// An anonymous request to a path that does not exist: counted like any other.
+async fn nothing_here(app: &TestApp) -> reqwest::Response {
+    app.client
+        .get(app.url("/api/v1/nothing-here"))
+        .send()
+        .await
+        .unwrap()
+}
+
 fn header(response: &reqwest::Response, name: &str) -> Option<i64> {
     response.headers().get(name)?.to_str().ok()?.parse().ok()
 }
@@ -19,12 +28,7 @@ async fn a_burst_beyond_the_plan_gets_429_with_retry_after() {
     .await;
     let mut statuses = Vec::new();
     for _ in 0..6 {
-        let response = app
-            .client
-            .get(app.url("/api/v1/nothing-here"))
-            .send()
-            .await
-            .unwrap();
+        let response = nothing_here(&app).await;
         assert_eq!(header(&response, "x-ratelimit-limit"), Some(5));
         assert!(
             header(&response, "x-ratelimit-reset").unwrap()
@@ -98,4 +102,107 @@ async fn two_servers_on_one_redis_share_one_budget() {
     }
     detail_of(first.me(&user.access_token).await, 429).await;
     detail_of(second.me(&user.access_token).await, 429).await;
+}
+
+/// A TCP relay to Redis that the test cuts: behind it, the server finds Redis unreachable
+/// (connections reset, new ones refused) while Redis itself keeps running for the others.
+struct RedisRelay {
+    url: String,
+    accepting: tokio::task::JoinHandle<()>,
+    links: std::sync::Arc<std::sync::Mutex<tokio::task::JoinSet<()>>>,
+}
+
+impl RedisRelay {
+    async fn start() -> Self {
+        let upstream = url::Url::parse(&redis_url()).unwrap();
+        let upstream = format!(
+            "{}:{}",
+            upstream.host_str().unwrap(),
+            upstream.port().unwrap_or(6379)
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("redis://{}", listener.local_addr().unwrap());
+        let links = std::sync::Arc::new(std::sync::Mutex::new(tokio::task::JoinSet::new()));
+        let spawned = links.clone();
+        let accepting = tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                let upstream = upstream.clone();
+                spawned.lock().unwrap().spawn(async move {
+                    if let Ok(mut redis) = tokio::net::TcpStream::connect(&upstream).await {
+                        let _ = tokio::io::copy_bidirectional(&mut client, &mut redis).await;
+                    }
+                });
+            }
+        });
+        Self {
+            url,
+            accepting,
+            links,
+        }
+    }
+
+    /// Redis becomes unreachable: open connections drop, new ones are refused.
+    fn cut(&self) {
+        self.accepting.abort();
+        self.links.lock().unwrap().abort_all();
+    }
+}
+
+/// "Every response carries the headers": with Redis gone, the limiter counts in process, so
+/// the budget holds and every answer still says where it stands.
+async fn redis_going_away_keeps_the_count_and_the_headers(backend: Backend) {
+    let relay = RedisRelay::start().await;
+    let app = TestApp::spawn_with(
+        backend,
+        Options {
+            rate_limits: Some("free=5"),
+            redis_url: Some(relay.url.clone()),
+            ..Options::default()
+        },
+    )
+    .await;
+    let first = nothing_here(&app).await;
+    assert_eq!(header(&first, "x-ratelimit-limit"), Some(5));
+    assert!(header(&first, "x-ratelimit-remaining").is_some());
+
+    relay.cut();
+    let mut refused = None;
+    for n in 0..12 {
+        let response = nothing_here(&app).await;
+        assert_eq!(
+            header(&response, "x-ratelimit-limit"),
+            Some(5),
+            "request {n} after the cut"
+        );
+        assert!(
+            header(&response, "x-ratelimit-remaining").is_some(),
+            "request {n}"
+        );
+        assert!(
+            header(&response, "x-ratelimit-reset").is_some(),
+            "request {n}"
+        );
+        if response.status() == 429 {
+            assert!(header(&response, "retry-after").is_some());
+            refused = Some(n);
+            break;
+        }
+        assert_eq!(response.status(), 404);
+    }
+    // Counted from scratch in the process (a minute's turn may restart it once more).
+    let refused = refused.expect("the budget still holds without Redis");
+    assert!(
+        (5..=11).contains(&refused),
+        "refused after {refused} requests"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_redis_the_limiter_counts_in_process_and_keeps_the_headers_sqlite() {
+    redis_going_away_keeps_the_count_and_the_headers(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_redis_the_limiter_counts_in_process_and_keeps_the_headers_postgres() {
+    redis_going_away_keeps_the_count_and_the_headers(Backend::Postgres).await;
 }

@@ -172,6 +172,14 @@ on_both_backends! {
         let catalog = catalog.as_array().unwrap();
         assert_eq!(catalog.len(), 21);
         assert!(catalog.iter().any(|e| e["type"] == "member.joined" && e["category"] == "member"));
+        // Honest about who emits what: Gatehouse, or the billing system (through
+        // POST /control/events). Every billing type comes from billing, and only those.
+        for entry in catalog {
+            let billing = entry["type"].as_str().unwrap().starts_with("billing.");
+            assert_eq!(entry["source"], if billing { "billing" } else { "gatehouse" }, "{entry}");
+        }
+        assert_eq!(catalog.iter().filter(|e| e["source"] == "billing").count(), 5);
+        assert!(catalog.iter().any(|e| e["type"] == "auth.mfa_enabled" && e["source"] == "gatehouse"));
         // The test ping is sent on request only: not in the catalog, not subscribed to.
         assert!(!catalog.iter().any(|e| e["type"] == "webhook.test"));
         let locs = locs_of(
@@ -301,6 +309,9 @@ with_receiver! {
         assert_eq!(requests[5].header("x-service-delivery-id").unwrap(), delivery_id);
         wait_until(&app, &owner.access_token, &org, &format!("/api/v1/webhooks/endpoints/{id}/deliveries?status=success"),
             |log| log["total"] == 1).await;
+        // Delivered now: a manual retry is for a failed delivery, so it is refused.
+        let delivered = app.in_org(Method::POST, &owner.access_token, &org, &retry_path, None).await;
+        assert!(detail_of(delivered, 409).await.contains("succeeded"));
 
         // Another organization cannot retry it.
         let stranger = app.logged_in("not-failing@example.com").await;

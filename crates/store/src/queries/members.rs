@@ -6,9 +6,9 @@ use diesel::{
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{
-        AuditRecord, Email, Invitation, InvitationId, Member, MemberFilter, NewEvent,
-        NewInvitation, OrganizationId, OrganizationType, Page, PageRequest, Role, TokenHash,
-        UserId,
+        AuditRecord, Email, Invitation, InvitationId, InvitationRecord, Member, MemberFilter,
+        NewEvent, NewInvitation, OrganizationId, OrganizationType, Page, PageRequest, Role,
+        TokenHash, UserId,
     },
     ports::{MemberStore, StoreError},
 };
@@ -26,7 +26,7 @@ use super::{
         NewMembershipRow,
     },
 };
-use crate::{db_error, listing::split_page, types::DbUuid};
+use crate::{corrupt, db_error, listing::split_page, types::DbUuid};
 
 /// What a [`MemberRow`] is read from.
 const MEMBER_COLUMNS: (
@@ -329,6 +329,44 @@ impl MemberStore for DbStore {
             let query =
                 pending_invitations().filter(invitations::token_hash.eq(hash.as_hex().to_owned()));
             load_invitation(conn, query).await
+        })
+    }
+
+    async fn invitation_record(
+        &self,
+        hash: &TokenHash,
+    ) -> Result<Option<InvitationRecord>, StoreError> {
+        let hash = hash.clone();
+        in_read!(self, async |conn: &mut Conn| {
+            let found: Option<(
+                InvitationRow,
+                Option<OffsetDateTime>,
+                Option<OffsetDateTime>,
+                String,
+            )> = invitations::table
+                .inner_join(organizations::table)
+                .filter(invitations::token_hash.eq(hash.as_hex().to_owned()))
+                .filter(organizations::is_active.eq(true))
+                .select((
+                    INVITATION_COLUMNS,
+                    invitations::accepted_at,
+                    invitations::revoked_at,
+                    organizations::plan,
+                ))
+                .get_result(conn)
+                .await
+                .optional()
+                .map_err(db_error)?;
+            found
+                .map(|(row, accepted_at, revoked_at, plan)| {
+                    Ok(InvitationRecord {
+                        invitation: row.into_domain()?,
+                        accepted_at,
+                        revoked_at,
+                        plan: plan.parse().map_err(|_| corrupt("organizations.plan"))?,
+                    })
+                })
+                .transpose()
         })
     }
 

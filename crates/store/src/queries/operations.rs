@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
-    model::{AuditRecord, Delivery, DeliveryStatus, EventType, Page, PageRequest},
+    model::{AuditRecord, Delivery, DeliveryStatus, EventType, NewEvent, Page, PageRequest},
     ports::{
         DeadLetterFilter, EventFilter, OperationsStore, ReplaySelection, StoreError, StoredEvent,
     },
@@ -16,11 +16,11 @@ use time::{Duration, OffsetDateTime};
 
 use super::{
     super::{
-        schema::{events, webhook_deliveries},
+        schema::{events, organizations, webhook_deliveries},
         Conn, Db, DbStore,
     },
     audit::insert_audit,
-    rows::{stored_state, DeliveryRow},
+    rows::{record_events, stored_state, DeliveryRow},
 };
 use crate::{corrupt, db_error, types::DbUuid};
 
@@ -165,6 +165,29 @@ async fn replay_in(
 
 #[async_trait]
 impl OperationsStore for DbStore {
+    async fn record_billing_event(
+        &self,
+        event: NewEvent,
+        audit: AuditRecord,
+    ) -> Result<bool, StoreError> {
+        let Some(organization_id) = event.organization_id else {
+            return Ok(false);
+        };
+        in_write_tx!(self, async |conn: &mut Conn| {
+            let live: i64 = organizations::table
+                .filter(organizations::id.eq(DbUuid(organization_id.as_uuid())))
+                .filter(organizations::is_active.eq(true))
+                .count()
+                .get_result(conn)
+                .await?;
+            if live == 1 {
+                record_events(conn, vec![event]).await?;
+                insert_audit(conn, audit).await?;
+            }
+            Ok::<_, diesel::result::Error>(live == 1)
+        })
+    }
+
     async fn events(
         &self,
         filter: EventFilter,

@@ -143,6 +143,7 @@ struct EndpointChangeset<'a> {
 enum Retried {
     NotFound,
     AlreadyPending,
+    AlreadySucceeded,
     Queued(Box<DeliveryRow>),
     NotRetryable,
     /// The stored state is not one the state machine makes.
@@ -406,6 +407,9 @@ impl WebhookStore for DbStore {
                         Err(TransitionError::AlreadyPending | TransitionError::NothingDue) => {
                             return Ok(Retried::AlreadyPending)
                         }
+                        Err(TransitionError::AlreadySucceeded) => {
+                            return Ok(Retried::AlreadySucceeded)
+                        }
                     };
                     // Written only over the state it was read as, so that of concurrent
                     // retries one queues an attempt and the others find it pending.
@@ -439,6 +443,7 @@ impl WebhookStore for DbStore {
                 Ok(match retried {
                     Retried::NotFound => RetryOutcome::NotFound,
                     Retried::AlreadyPending => RetryOutcome::AlreadyPending,
+                    Retried::AlreadySucceeded => RetryOutcome::AlreadySucceeded,
                     Retried::NotRetryable => RetryOutcome::NotRetryable,
                     Retried::Queued(row) => RetryOutcome::Queued(row.into_domain()?),
                     Retried::Corrupt => return Err(corrupt("webhook_deliveries.status")),
