@@ -6,6 +6,7 @@
 //!                                                 [--duration SECS] [--out FILE]
 //!                                                 [--only reads,logins,refreshes,fanout,steady]
 //!                                                 [--binary PATH] [--server-cpus LIST]
+//!                                                 [--env NAME=VALUE]...
 //! ```
 //!
 //! `--binary` runs another build of `gatehouse` (the commit before a change, say) under the same
@@ -133,6 +134,9 @@ struct Options {
     /// `--server-cpus 0` or `0-3`: the server runs under `taskset -c` on these CPUs, and `wrk` on
     /// the others when there are any (a scaling row: the same load on 1, 2, ... cores).
     server_cpus: Option<String>,
+    /// `--env NAME=VALUE`, repeatable: more settings for the server (an experiment with
+    /// `GATEHOUSE_WEBHOOK_ENDPOINT_CONCURRENCY`, say); the bench's own come first.
+    extra_env: Vec<(String, String)>,
 }
 
 /// One line of a table.
@@ -192,7 +196,7 @@ fn main() {
 fn parse_args() -> Options {
     let usage = "usage: load [--backend sqlite|postgres|both] [--duration SECS] [--out FILE] \
                  [--only reads,logins,refreshes,fanout,steady] [--binary PATH] \
-                 [--server-cpus LIST]";
+                 [--server-cpus LIST] [--env NAME=VALUE]...";
     let mut options = Options {
         backends: vec![Backend::Sqlite, Backend::Postgres],
         duration: 10,
@@ -200,6 +204,7 @@ fn parse_args() -> Options {
         phases: Phase::ALL.to_vec(),
         binary: PathBuf::from(BINARY),
         server_cpus: None,
+        extra_env: Vec::new(),
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -239,6 +244,14 @@ fn parse_args() -> Options {
             }
             "--out" => options.out = Some(PathBuf::from(value())),
             "--binary" => options.binary = PathBuf::from(value()),
+            "--env" => {
+                let setting = value();
+                let Some((name, value)) = setting.split_once('=') else {
+                    eprintln!("--env takes NAME=VALUE\n{usage}");
+                    std::process::exit(2)
+                };
+                options.extra_env.push((name.to_owned(), value.to_owned()));
+            }
             "--server-cpus" => {
                 let cpus = value();
                 if cpu_list(&cpus).is_none() {
@@ -330,7 +343,7 @@ fn header(options: &Options) -> String {
          - machine: {} cores, {memory} RAM\n\
          - backend: {}\n\
          - wrk: {} s per row; in-process limits: {LIMIT_SECS:.0} s each, on the server's cores\n\
-         - server: {}\n\
+         - server: {}{}\n\
          - everything (server, wrk, database, receiver, limits) shares this machine\n",
         OffsetDateTime::now_utc()
             .format(time::macros::format_description!(
@@ -348,6 +361,11 @@ fn header(options: &Options) -> String {
             ),
             None => format!("all {} cores, shared with wrk", cores()),
         },
+        options
+            .extra_env
+            .iter()
+            .map(|(k, v)| format!("; {k}={v}"))
+            .collect::<String>(),
     )
 }
 
@@ -603,6 +621,7 @@ impl Server {
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("GATEHOUSE_BIND", addr.to_string())
             .envs(env.iter().map(|(k, v)| (*k, v)))
+            .envs(options.extra_env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(fs::File::create(log).unwrap());

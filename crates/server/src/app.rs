@@ -300,7 +300,10 @@ impl Application {
                 let mut tasks = vec![reload, purge, release_hash_memory];
                 tasks.extend(worker::spawn(
                     engine,
-                    WorkerSettings::for_timeout(config.webhook_timeout),
+                    WorkerSettings::new(
+                        config.webhook_timeout,
+                        config.webhook_endpoint_concurrency,
+                    ),
                     delivery_metrics,
                     store.outbox_committed(),
                 ));

@@ -41,6 +41,9 @@ pub struct Config {
     pub webhook_ca_file: Option<PathBuf>,
     /// `GATEHOUSE_WEBHOOK_ALLOW_PRIVATE_TARGETS`: allow loopback, private and link-local targets.
     pub webhook_allow_private_targets: bool,
+    /// `GATEHOUSE_WEBHOOK_ENDPOINT_CONCURRENCY`: attempts in flight at once to one endpoint from
+    /// one process (1 to 64; 4 by default).
+    pub webhook_endpoint_concurrency: usize,
     /// `GATEHOUSE_TRUSTED_PROXIES`: addresses or CIDR ranges whose `X-Forwarded-For` is believed.
     pub trusted_proxies: Vec<IpRange>,
     /// `GATEHOUSE_CONTROL_TOKEN`: the bearer token of the control plane (`/control`); unset, the
@@ -94,6 +97,7 @@ struct Layer {
     webhook_timeout_secs: Option<String>,
     webhook_ca_file: Option<PathBuf>,
     webhook_allow_private_targets: Option<String>,
+    webhook_endpoint_concurrency: Option<String>,
     control_token: Option<SecretKeySetting>,
     metrics_bind: Option<String>,
     audit_retention_days: Option<String>,
@@ -117,6 +121,7 @@ impl Layer {
             webhook_timeout_secs: vars("GATEHOUSE_WEBHOOK_TIMEOUT_SECS"),
             webhook_ca_file: vars("GATEHOUSE_WEBHOOK_CA_FILE").map(PathBuf::from),
             webhook_allow_private_targets: vars("GATEHOUSE_WEBHOOK_ALLOW_PRIVATE_TARGETS"),
+            webhook_endpoint_concurrency: vars("GATEHOUSE_WEBHOOK_ENDPOINT_CONCURRENCY"),
             control_token: vars("GATEHOUSE_CONTROL_TOKEN").map(SecretKeySetting),
             metrics_bind: vars("GATEHOUSE_METRICS_BIND"),
             audit_retention_days: vars("GATEHOUSE_AUDIT_RETENTION_DAYS"),
@@ -142,6 +147,9 @@ impl Layer {
             webhook_allow_private_targets: self
                 .webhook_allow_private_targets
                 .or(base.webhook_allow_private_targets),
+            webhook_endpoint_concurrency: self
+                .webhook_endpoint_concurrency
+                .or(base.webhook_endpoint_concurrency),
             control_token: self.control_token.or(base.control_token),
             metrics_bind: self.metrics_bind.or(base.metrics_bind),
             audit_retention_days: self.audit_retention_days.or(base.audit_retention_days),
@@ -286,6 +294,17 @@ impl Config {
                 })
             }
         };
+        let webhook_endpoint_concurrency = match layer.webhook_endpoint_concurrency {
+            None => 4,
+            Some(raw) => raw
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=64).contains(n))
+                .ok_or_else(|| ConfigError::Invalid {
+                    name: "GATEHOUSE_WEBHOOK_ENDPOINT_CONCURRENCY",
+                    reason: format!("{raw:?} is not a number from 1 to 64"),
+                })?,
+        };
         let control_token = layer
             .control_token
             .filter(|token| !token.0.is_empty())
@@ -326,6 +345,7 @@ impl Config {
             webhook_timeout,
             webhook_ca_file: layer.webhook_ca_file.filter(|p| !p.as_os_str().is_empty()),
             webhook_allow_private_targets,
+            webhook_endpoint_concurrency,
             bind,
             database_url,
             public_url,
@@ -416,6 +436,7 @@ mod tests {
             ("GATEHOUSE_WEBHOOK_RETRY_SCHEDULE", "1,2"),
             ("GATEHOUSE_WEBHOOK_TIMEOUT_SECS", "forever"),
             ("GATEHOUSE_WEBHOOK_ALLOW_PRIVATE_TARGETS", "maybe"),
+            ("GATEHOUSE_WEBHOOK_ENDPOINT_CONCURRENCY", "0"),
             ("GATEHOUSE_TRUSTED_PROXIES", "10.0.0.0/8, proxy.internal"),
         ] {
             let error = Config::load_from(None, env(&[(name, value)])).unwrap_err();

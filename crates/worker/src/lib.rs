@@ -40,10 +40,12 @@ pub struct WorkerSettings {
 }
 
 impl WorkerSettings {
-    pub fn for_timeout(timeout: Duration) -> Self {
+    /// The settings for a send timeout and a per-endpoint limit: a lease lasts the timeout and
+    /// 30 s more.
+    pub fn new(timeout: Duration, per_endpoint: usize) -> Self {
         Self {
             concurrency: 64,
-            per_endpoint: 4,
+            per_endpoint: per_endpoint.max(1),
             poll_interval: Duration::from_millis(100),
             lease: timeout + Duration::from_secs(30),
             dispatch_batch: 100,
