@@ -16,6 +16,7 @@ mod random;
 mod secret_box;
 mod signer;
 mod totp;
+mod verified;
 
 pub use clock::SystemClock;
 pub use password::Argon2Hasher;

@@ -27,6 +27,7 @@ use rsa::{RsaPrivateKey, RsaPublicKey};
 use time::{Duration, OffsetDateTime};
 
 use crate::secret_box::{SecretBox, SecretBoxError};
+use crate::verified::{TokenDigest, VerifiedTokens};
 
 /// The `aud` of every access token.
 pub const AUDIENCE: &str = "gatehouse";
@@ -250,6 +251,8 @@ pub struct KeyRing {
     /// When a token with an unknown `kid` last caused a reload; also makes such reloads one at
     /// a time.
     unknown_kid_reload: tokio::sync::Mutex<Option<Instant>>,
+    /// Tokens whose signature and claims were verified with the current keys (`verified.rs`).
+    verified: VerifiedTokens<Keys>,
 }
 
 impl KeyRing {
@@ -288,6 +291,7 @@ impl KeyRing {
             validation,
             keys: RwLock::new(Arc::new(keys)),
             unknown_kid_reload: tokio::sync::Mutex::new(None),
+            verified: VerifiedTokens::default(),
         })
     }
 
@@ -427,8 +431,21 @@ impl TokenSigner for KeyRing {
             .iter()
             .find(|key| key.kid == kid)
             .ok_or(TokenError::Invalid)?;
+        // The clock jsonwebtoken checks `exp` with.
+        let now = i64::try_from(jsonwebtoken::get_current_timestamp()).unwrap_or(i64::MAX);
+        let token_digest: TokenDigest = digest(&SHA256, token.as_bytes())
+            .as_ref()
+            .try_into()
+            .map_err(|_| TokenError::Invalid)?;
+        if let Some(claims) = self.verified.get(&token_digest, &keys, now) {
+            return Ok(claims);
+        }
         match jsonwebtoken::decode::<BearerClaims>(token, &key.decoding, &self.validation) {
-            Ok(data) => Ok(data.claims),
+            Ok(data) => {
+                self.verified
+                    .insert(token_digest, &keys, data.claims.clone(), now);
+                Ok(data.claims)
+            }
             Err(e) if is_internal(e.kind()) => Err(TokenError::Failed(Box::new(e))),
             Err(_) => Err(TokenError::Invalid),
         }
@@ -639,6 +656,80 @@ mod tests {
         // A fresh load does not even read it.
         ring.reload().await.unwrap();
         assert_eq!(listed(ring.public_keys().await.unwrap()), [new_kid]);
+    }
+
+    #[tokio::test]
+    async fn a_verified_token_is_remembered_and_no_other_bytes_pass_for_it() {
+        let store = Arc::new(MemStore::default());
+        let ring = ring(&store, &TestClock::new()).await;
+        let issued = claims();
+        let token = ring.sign(&issued).await.unwrap();
+        let verified = BearerClaims::User(issued.clone());
+        assert_eq!(ring.verify(&token).await.unwrap(), verified);
+        assert_eq!(ring.verified.len(), 1);
+        assert_eq!(ring.verify(&token).await.unwrap(), verified, "from memory");
+        assert_eq!(ring.verified.len(), 1);
+
+        // The same token with its last signature character changed, or with a payload that
+        // says something else under the same signature: verified in full, refused, forgotten.
+        let mut forged_signature = token.clone();
+        let last = forged_signature.pop().unwrap();
+        forged_signature.push(if last == 'A' { 'B' } else { 'A' });
+        let mut other = issued.clone();
+        other.sub = UserId::from_uuid(Uuid::now_v7());
+        let other_payload = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&other).unwrap());
+        let parts: Vec<&str> = token.split('.').collect();
+        let forged_payload = format!("{}.{other_payload}.{}", parts[0], parts[2]);
+        for forged in [forged_signature, forged_payload] {
+            assert!(matches!(
+                ring.verify(&forged).await,
+                Err(TokenError::Invalid)
+            ));
+        }
+        assert_eq!(ring.verified.len(), 1);
+
+        // A token refused by its claims is not remembered either.
+        let mut expired = claims();
+        expired.exp -= 3600;
+        let expired = ring.sign(&expired).await.unwrap();
+        assert!(matches!(
+            ring.verify(&expired).await,
+            Err(TokenError::Invalid)
+        ));
+        assert_eq!(ring.verified.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_reload_makes_remembered_tokens_verify_again_with_the_keys_loaded() {
+        let store = Arc::new(MemStore::default());
+        let clock = TestClock::new();
+        let ring = ring(&store, &clock).await;
+        let token = ring.sign(&claims()).await.unwrap();
+        ring.verify(&token).await.unwrap();
+        let before = ring.keys();
+        ring.reload().await.unwrap();
+        assert!(!Arc::ptr_eq(&before, &ring.keys()));
+        assert!(
+            ring.verified
+                .get(&digest_of(&token), &ring.keys(), 0)
+                .is_none(),
+            "what the old keys verified does not count for the new ones"
+        );
+        assert!(
+            ring.verify(&token).await.is_ok(),
+            "verified again with the new keys"
+        );
+        assert!(ring
+            .verified
+            .get(&digest_of(&token), &ring.keys(), 0)
+            .is_some());
+    }
+
+    fn digest_of(token: &str) -> TokenDigest {
+        digest(&SHA256, token.as_bytes())
+            .as_ref()
+            .try_into()
+            .unwrap()
     }
 
     #[tokio::test]

@@ -354,6 +354,16 @@ pub enum BearerClaims {
     Machine(MachineClaims),
 }
 
+impl BearerClaims {
+    /// When the token expires, in Unix seconds.
+    pub fn exp(&self) -> i64 {
+        match self {
+            Self::User(claims) => claims.exp,
+            Self::Machine(claims) => claims.exp,
+        }
+    }
+}
+
 /// Why a token could not be signed or checked.
 #[derive(Debug, thiserror::Error)]
 pub enum TokenError {

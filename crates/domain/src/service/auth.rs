@@ -818,13 +818,14 @@ impl AuthService {
             .await?
             .filter(|session| session.grant.as_ref().map(|g| g.application_id) == application)
             .ok_or(RefreshError::InvalidToken)?;
-        let credentials = self
-            .ports
-            .accounts
-            .credentials_by_id(session.user_id)
-            .await?
-            .ok_or(RefreshError::InvalidToken)?;
-        let policies = self.policies_of(session.user_id).await?;
+        // Both need only the user: asked together, they cost one round trip on PostgreSQL, not
+        // two (on SQLite they run one after the other, in this task).
+        let (credentials, policies) = futures_util::future::try_join(
+            self.ports.accounts.credentials_by_id(session.user_id),
+            self.policies_of(session.user_id),
+        )
+        .await?;
+        let credentials = credentials.ok_or(RefreshError::InvalidToken)?;
         if let Some(policy) = &policies.session {
             if now - session.last_used_at >= policy.idle_timeout() {
                 return Err(RefreshError::Idle(policy.idle_timeout_minutes.get()));
