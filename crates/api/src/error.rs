@@ -379,9 +379,10 @@ impl From<MemberError> for ApiError {
     fn from(error: MemberError) -> Self {
         match error {
             MemberError::Forbidden(e) => e.into(),
-            MemberError::MemberInviteRole | MemberError::NotTheInvitee | MemberError::NotAUser => {
-                Self::Forbidden(error.to_string())
-            }
+            MemberError::MemberInviteRole
+            | MemberError::NotTheInvitee
+            | MemberError::NotAUser
+            | MemberError::PersonNeeded => Self::Forbidden(error.to_string()),
             MemberError::OrganizationNotFound
             | MemberError::NotFound
             | MemberError::InvitationNotFound => Self::NotFound(error.to_string()),

@@ -2,10 +2,10 @@
 
 use std::{future::Future, pin::Pin};
 
-use actix_web::{dev::Payload, web, FromRequest, HttpMessage, HttpRequest};
+use actix_web::{dev::Payload, http::Method, web, FromRequest, HttpMessage, HttpRequest};
 use gatehouse_domain::{
     model::{ClientAddress, Operator, OrganizationId, Origin},
-    service::{Actor, OrgAccessError, Principal},
+    service::{Actor, Agent, OrgAccessError, Principal},
 };
 use serde::de::DeserializeOwned;
 use uuid::Uuid;
@@ -204,9 +204,16 @@ fn nests_deeper_than(bytes: &[u8], max: usize) -> bool {
     false
 }
 
-/// An authenticated caller: `Authorization: Bearer <access token>`, or `X-API-Key` with
-/// `X-Organization-ID`.
+/// An authenticated person, for a route outside any one organization: `Authorization: Bearer
+/// <access token>`, or `X-API-Key` with `X-Organization-ID`. An application's machine token is
+/// `403` here (it acts only inside its organization), and so is an OAuth token that carries API
+/// scopes on any request but a read (`GET`, `HEAD`): its scopes name what it may do inside
+/// organizations, and nothing outside them.
 pub struct Authenticated(pub Principal);
+
+/// Any valid credentials, a machine token's included, for a route that then acts inside the
+/// organization the request names.
+pub struct AuthenticatedAgent(pub Agent);
 
 pub const API_KEY_HEADER: &str = "X-API-Key";
 pub const ORGANIZATION_HEADER: &str = "X-Organization-ID";
@@ -240,12 +247,32 @@ fn missing_organization_header() -> ApiError {
     ApiError::field(FieldError::missing("header", ORGANIZATION_HEADER))
 }
 
-/// The principal the rate-limit middleware already authenticated, or a fresh check.
-async fn authenticate(req: &HttpRequest) -> Result<Principal, ApiError> {
-    if let Some(principal) = req.extensions().get::<Principal>() {
-        return Ok(principal.clone());
+/// The agent the rate-limit middleware already authenticated, or a fresh check.
+pub(crate) async fn authenticate(req: &HttpRequest) -> Result<Agent, ApiError> {
+    if let Some(agent) = req.extensions().get::<Agent>() {
+        return Ok(agent.clone());
     }
     authenticate_credentials(req).await
+}
+
+/// The person behind the credentials, for a route outside any one organization (see
+/// [`Authenticated`]).
+fn person(req: &HttpRequest, agent: Agent) -> Result<Principal, ApiError> {
+    let principal = match agent {
+        Agent::Person(principal) => principal,
+        Agent::Application(_) => {
+            return Err(ApiError::Forbidden(
+                "a machine token acts only inside its application's organization".into(),
+            ))
+        }
+    };
+    let scopes = principal.api_scopes();
+    if !scopes.is_empty() && !matches!(*req.method(), Method::GET | Method::HEAD) {
+        return Err(ApiError::Forbidden(format!(
+            "this token is narrowed to the API scopes {scopes}: outside an organization it may only read"
+        )));
+    }
+    Ok(principal)
 }
 
 /// The credentials a request sends, not yet checked.
@@ -285,26 +312,27 @@ fn credentials(req: &HttpRequest) -> Result<Credentials, ApiError> {
     ))
 }
 
-/// Checks the request's credentials: a Bearer token, or an API key with its organization.
-pub(crate) async fn authenticate_credentials(req: &HttpRequest) -> Result<Principal, ApiError> {
+/// Checks the request's credentials: a Bearer token (a user's or a machine token), or an API
+/// key with its organization.
+pub(crate) async fn authenticate_credentials(req: &HttpRequest) -> Result<Agent, ApiError> {
     let authenticator = &state(req)?.authenticator;
     Ok(match credentials(req)? {
         Credentials::Bearer(token) => authenticator.authenticate_bearer(&token).await?,
-        Credentials::ApiKey(key, organization) => {
+        Credentials::ApiKey(key, organization) => Agent::Person(
             authenticator
                 .authenticate_api_key(&key, organization)
-                .await?
-        }
+                .await?,
+        ),
     })
 }
 
 /// Checks the request's credentials and whether the caller may act in `organization`: for a
-/// Bearer token, in one store round trip (the session, the membership and the policies read
-/// together). The principal comes back whether or not it may.
+/// user's Bearer token, in one store round trip (the session, the membership and the policies
+/// read together). The agent comes back whether or not it may.
 pub(crate) async fn authenticate_in(
     req: &HttpRequest,
     organization: OrganizationId,
-) -> Result<(Principal, Result<Actor, OrgAccessError>), ApiError> {
+) -> Result<(Agent, Result<Actor, OrgAccessError>), ApiError> {
     let authenticator = &state(req)?.authenticator;
     let client = client_address(req);
     Ok(match credentials(req)? {
@@ -318,7 +346,7 @@ pub(crate) async fn authenticate_in(
             let actor = authenticator
                 .actor(principal.clone(), organization, client)
                 .await;
-            (principal, actor)
+            (Agent::Person(principal), actor)
         }
     })
 }
@@ -329,7 +357,20 @@ impl FromRequest for Authenticated {
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let req = req.clone();
-        Box::pin(async move { authenticate(&req).await.map(Authenticated) })
+        Box::pin(async move {
+            let agent = authenticate(&req).await?;
+            person(&req, agent).map(Authenticated)
+        })
+    }
+}
+
+impl FromRequest for AuthenticatedAgent {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        Box::pin(async move { authenticate(&req).await.map(AuthenticatedAgent) })
     }
 }
 
@@ -406,10 +447,10 @@ impl FromRequest for HeaderOrganization {
         let req = req.clone();
         Box::pin(async move {
             // Credentials first: a caller without them gets 401 whatever the headers say.
-            let principal = authenticate(&req).await?;
+            let agent = authenticate(&req).await?;
             let organization =
                 organization_header(&req)?.ok_or_else(missing_organization_header)?;
-            actor_in(&req, principal, organization).await.map(Self)
+            actor_in(&req, agent, organization).await.map(Self)
         })
     }
 }
@@ -426,14 +467,14 @@ impl FromRequest for PathOrganization {
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let req = req.clone();
         Box::pin(async move {
-            let principal = authenticate(&req).await?;
+            let agent = authenticate(&req).await?;
             let organization = req
                 .match_info()
                 .get("id")
                 .and_then(|id| Uuid::parse_str(id).ok())
                 .map(OrganizationId::from_uuid)
                 .ok_or_else(|| ApiError::NotFound("organization not found".into()))?;
-            actor_in(&req, principal, organization).await.map(Self)
+            actor_in(&req, agent, organization).await.map(Self)
         })
     }
 }
@@ -465,23 +506,23 @@ pub fn client_address(req: &HttpRequest) -> ClientAddress {
     ClientAddress::resolve(peer, &hops, &trusted)
 }
 
-/// The principal inside the organization: the actor the rate-limit middleware already resolved,
+/// The agent inside the organization: the actor the rate-limit middleware already resolved,
 /// or a fresh membership check.
 pub(crate) async fn actor_in(
     req: &HttpRequest,
-    principal: Principal,
+    agent: Agent,
     organization: OrganizationId,
 ) -> Result<Actor, ApiError> {
     let cached = req
         .extensions()
         .get::<Actor>()
-        .filter(|actor| actor.organization_id() == organization && actor.principal == principal)
+        .filter(|actor| actor.organization_id() == organization && actor.is_of(&agent))
         .cloned();
     match cached {
         Some(actor) => Ok(actor),
         None => Ok(state(req)?
             .authenticator
-            .actor(principal, organization, client_address(req))
+            .actor_of(agent, organization, client_address(req))
             .await?),
     }
 }

@@ -37,7 +37,17 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .app_data(web::PayloadConfig::new(saml::ACS_MAX_BODY_BYTES))
                 .route(web::post().to(saml::acs)),
         )
+        .service(
+            resource("/.well-known/openid-configuration").route(web::get().to(oauth::discovery)),
+        )
         .service(resource("/oauth/token").route(web::post().to(oauth::token)))
+        .service(resource("/oauth/revoke").route(web::post().to(oauth::revoke)))
+        .service(resource("/oauth/introspect").route(web::post().to(oauth::introspect)))
+        .service(
+            resource("/oauth/userinfo")
+                .route(web::get().to(oauth::userinfo))
+                .route(web::post().to(oauth::userinfo_post)),
+        )
         .service(resource("/oauth/authorize").route(web::get().to(oauth::authorize)))
         .service(
             resource("/login")

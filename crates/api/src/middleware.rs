@@ -357,7 +357,7 @@ mod rate_limit_impl {
                     Err(_) => Caller::Anonymous(ip),
                     Ok((principal, actor)) => {
                         req.extensions_mut().insert(principal.clone());
-                        let organization_plan = actor.as_ref().map(|a| a.membership.plan);
+                        let organization_plan = actor.as_ref().map(|a| a.plan());
                         if let Some(actor) = actor {
                             req.extensions_mut().insert(actor);
                         }

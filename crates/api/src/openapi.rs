@@ -68,6 +68,11 @@ use crate::{
         saml::lookup,
         oauth::authorize,
         oauth::token,
+        oauth::revoke,
+        oauth::introspect,
+        oauth::userinfo,
+        oauth::userinfo_post,
+        oauth::discovery,
         members::list,
         members::invite,
         members::change_role,
@@ -110,7 +115,7 @@ use crate::{
         (name = "users", description = "The caller's profile"),
         (name = "organizations", description = "Organizations the caller belongs to"),
         (name = "members", description = "Members, invitations, roles"),
-        (name = "oauth", description = "OAuth 2.0 authorization code with PKCE (enterprise plan); errors are RFC 6749 bodies"),
+        (name = "oauth", description = "OAuth 2.0 authorization code with PKCE, OpenID Connect (ID tokens, userinfo, discovery), revocation, introspection and client credentials (enterprise plan); errors are RFC 6749 bodies"),
         (name = "applications", description = "OAuth clients of an organization"),
         (name = "policies", description = "Policies and branding (business and enterprise plans)"),
         (name = "sso", description = "SAML single sign-on (business and enterprise plans): configuration, discovery, the service provider's endpoints"),
@@ -192,7 +197,9 @@ impl Modify for UniqueOperationIds {
 ///
 /// - a JSON body that is not a JSON object is `400`, one over the size limit `413`, and one
 ///   whose fields do not parse `422` (the body extractor);
-/// - an operation that takes credentials answers `401` without valid ones;
+/// - an operation that takes credentials answers `401` without valid ones, and `403` to an
+///   OAuth token whose API scopes do not cover it or a machine token outside its organization
+///   (the credential extractors);
 /// - one that needs `X-Organization-ID` answers `422` when it is missing or not a UUID, and
 ///   `404` to a caller who is not a member (the organization extractor);
 /// - every operation but the probes answers `429` with `Retry-After` past the caller's rate
@@ -252,6 +259,13 @@ impl Modify for CommonResponses {
                     add(
                         "401",
                         error("Missing, invalid or expired credentials", "ErrorBody"),
+                    );
+                    add(
+                        "403",
+                        error(
+                            "The credentials may not do this: an OAuth token whose API scopes do not grant it, or a machine token outside its organization",
+                            "ErrorBody",
+                        ),
                     );
                 }
                 if organization {

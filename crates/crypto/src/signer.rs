@@ -14,8 +14,8 @@ use async_trait::async_trait;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use gatehouse_domain::ports::{
-    AccessClaims, BoxError, Clock, PublicJwk, SigningKeyStore, StoreError, StoredSigningKey,
-    TokenError, TokenSigner,
+    AccessClaims, BearerClaims, BoxError, Clock, IdTokenClaims, MachineClaims, PublicJwk,
+    SigningKeyStore, StoreError, StoredSigningKey, TokenError, TokenSigner,
 };
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
@@ -335,6 +335,16 @@ impl KeyRing {
         Arc::clone(&self.keys.read().unwrap_or_else(PoisonError::into_inner))
     }
 
+    /// Any claims, signed RS256 with the newest key, its `kid` in the header.
+    fn sign_claims<T: serde::Serialize>(&self, claims: &T) -> Result<String, TokenError> {
+        let keys = self.keys();
+        let mut header = Header::new(Algorithm::RS256);
+        header.typ = Some("JWT".to_owned());
+        header.kid = Some(keys.signing_kid.clone());
+        jsonwebtoken::encode(&header, claims, &keys.signing)
+            .map_err(|e| TokenError::Failed(Box::new(e)))
+    }
+
     /// The current keys, if `kid` is among their active verifying keys.
     fn keys_with(&self, kid: &str) -> Option<Arc<Keys>> {
         let keys = self.keys();
@@ -392,15 +402,18 @@ fn is_internal(kind: &ErrorKind) -> bool {
 #[async_trait]
 impl TokenSigner for KeyRing {
     async fn sign(&self, claims: &AccessClaims) -> Result<String, TokenError> {
-        let keys = self.keys();
-        let mut header = Header::new(Algorithm::RS256);
-        header.typ = Some("JWT".to_owned());
-        header.kid = Some(keys.signing_kid.clone());
-        jsonwebtoken::encode(&header, claims, &keys.signing)
-            .map_err(|e| TokenError::Failed(Box::new(e)))
+        self.sign_claims(claims)
     }
 
-    async fn verify(&self, token: &str) -> Result<AccessClaims, TokenError> {
+    async fn sign_machine(&self, claims: &MachineClaims) -> Result<String, TokenError> {
+        self.sign_claims(claims)
+    }
+
+    async fn sign_id_token(&self, claims: &IdTokenClaims) -> Result<String, TokenError> {
+        self.sign_claims(claims)
+    }
+
+    async fn verify(&self, token: &str) -> Result<BearerClaims, TokenError> {
         let header = jsonwebtoken::decode_header(token).map_err(|_| TokenError::Invalid)?;
         if header.alg != Algorithm::RS256 {
             return Err(TokenError::Invalid);
@@ -427,7 +440,7 @@ impl TokenSigner for KeyRing {
         if let Some(claims) = self.verified.get(&token_digest, &keys, now) {
             return Ok(claims);
         }
-        match jsonwebtoken::decode::<AccessClaims>(token, &key.decoding, &self.validation) {
+        match jsonwebtoken::decode::<BearerClaims>(token, &key.decoding, &self.validation) {
             Ok(data) => {
                 self.verified
                     .insert(token_digest, &keys, data.claims.clone(), now);
@@ -561,7 +574,10 @@ mod tests {
         let payload = payload_of(&token);
         assert_eq!(payload["client_id"], "ghc_00000000000000000000000000000abc");
         assert_eq!(payload["scope"], "read:user read:resources");
-        assert_eq!(ring.verify(&token).await.unwrap(), granted);
+        assert_eq!(
+            ring.verify(&token).await.unwrap(),
+            BearerClaims::User(granted)
+        );
     }
 
     fn kid_of_token(token: &str) -> String {
@@ -580,7 +596,10 @@ mod tests {
         assert_eq!(header.typ.as_deref(), Some("JWT"));
         assert_eq!(header.kid.as_deref(), Some(ring.signing_kid().as_str()));
         assert_eq!(ring.signing_kid().len(), 16);
-        assert_eq!(ring.verify(&token).await.unwrap(), claims);
+        assert_eq!(
+            ring.verify(&token).await.unwrap(),
+            BearerClaims::User(claims.clone())
+        );
         // A second ring on the same store uses the stored key rather than making one.
         let again = KeyRing::load_or_create(
             Arc::clone(&store) as Arc<dyn SigningKeyStore>,
@@ -592,7 +611,10 @@ mod tests {
         .await
         .unwrap();
         assert_eq!(again.signing_kid(), ring.signing_kid());
-        assert_eq!(again.verify(&token).await.unwrap(), claims);
+        assert_eq!(
+            again.verify(&token).await.unwrap(),
+            BearerClaims::User(claims)
+        );
         assert!(!format!("{ring:?}").contains("private"));
     }
 
@@ -642,9 +664,10 @@ mod tests {
         let ring = ring(&store, &TestClock::new()).await;
         let issued = claims();
         let token = ring.sign(&issued).await.unwrap();
-        assert_eq!(ring.verify(&token).await.unwrap(), issued);
+        let verified = BearerClaims::User(issued.clone());
+        assert_eq!(ring.verify(&token).await.unwrap(), verified);
         assert_eq!(ring.verified.len(), 1);
-        assert_eq!(ring.verify(&token).await.unwrap(), issued, "from memory");
+        assert_eq!(ring.verify(&token).await.unwrap(), verified, "from memory");
         assert_eq!(ring.verified.len(), 1);
 
         // The same token with its last signature character changed, or with a payload that
@@ -835,6 +858,59 @@ mod tests {
         assert_eq!(a.signing_kid(), b.signing_kid());
         assert!(b.verify(&from_a).await.is_ok());
         assert!(a.verify(&from_b).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn machine_tokens_verify_as_such_and_id_tokens_never_verify_as_bearer_tokens() {
+        let store = Arc::new(MemStore::default());
+        let ring = ring(&store, &TestClock::new()).await;
+        let now = OffsetDateTime::now_utc().unix_timestamp();
+        let machine = MachineClaims {
+            iss: ISSUER.into(),
+            sub: "ghc_00000000000000000000000000000abc".into(),
+            aud: AUDIENCE.into(),
+            iat: now,
+            nbf: now,
+            exp: now + 900,
+            jti: Uuid::now_v7(),
+            client_id: "ghc_00000000000000000000000000000abc".into(),
+            org_id: gatehouse_domain::model::OrganizationId::from_uuid(Uuid::now_v7()),
+            scope: "org:read".into(),
+        };
+        let token = ring.sign_machine(&machine).await.unwrap();
+        assert_eq!(
+            ring.verify(&token).await.unwrap(),
+            BearerClaims::Machine(machine)
+        );
+
+        let id_token = IdTokenClaims {
+            iss: ISSUER.into(),
+            sub: UserId::from_uuid(Uuid::now_v7()),
+            aud: "ghc_00000000000000000000000000000abc".into(),
+            azp: "ghc_00000000000000000000000000000abc".into(),
+            exp: now + 900,
+            iat: now,
+            auth_time: now - 60,
+            nonce: Some("n-0S6_WzA2Mj".into()),
+            at_hash: "77QmUPtjPfzWtF2AnpK9RQ".into(),
+            amr: vec!["pwd".into()],
+            email: None,
+            email_verified: None,
+            name: Some("Ada Lovelace".into()),
+        };
+        let signed = ring.sign_id_token(&id_token).await.unwrap();
+        let payload = payload_of(&signed);
+        assert_eq!(payload["aud"], "ghc_00000000000000000000000000000abc");
+        assert_eq!(payload["nonce"], "n-0S6_WzA2Mj");
+        assert!(payload.get("email").is_none(), "{payload}");
+        assert_eq!(
+            jsonwebtoken::decode_header(&signed).unwrap().kid,
+            Some(ring.signing_kid())
+        );
+        assert!(
+            matches!(ring.verify(&signed).await, Err(TokenError::Invalid)),
+            "an ID token is not a Bearer token"
+        );
     }
 
     #[tokio::test]

@@ -13,8 +13,9 @@
 //! - a token not yet expired by the same clock `jsonwebtoken` uses, without its leeway (near its
 //!   end a token is verified in full again, leeway and all).
 //!
-//! Whether the token's session is still live is checked on every request, elsewhere, as before:
-//! logging out ends a token at once whether or not its signature was remembered.
+//! Whether the token's session is still live (a machine token's application still active) is
+//! checked on every request, elsewhere, as before: logging out ends a token at once whether or
+//! not its signature was remembered.
 //!
 //! The map is split in shards, each behind its own short lock, and bounded: a full shard drops
 //! what no longer counts, then everything if that was not enough.
@@ -24,7 +25,7 @@ use std::{
     sync::{Arc, Mutex, PoisonError},
 };
 
-use gatehouse_domain::ports::AccessClaims;
+use gatehouse_domain::ports::BearerClaims;
 
 /// Shards (locks) of the map: enough that the cores of a large machine rarely meet.
 const SHARDS: usize = 32;
@@ -40,13 +41,13 @@ pub(crate) struct VerifiedTokens<K> {
 }
 
 struct Entry<K> {
-    claims: AccessClaims,
+    claims: BearerClaims,
     keys: Arc<K>,
 }
 
 impl<K> Entry<K> {
     fn counts(&self, keys: &Arc<K>, now: i64) -> bool {
-        Arc::ptr_eq(&self.keys, keys) && self.claims.exp > now
+        Arc::ptr_eq(&self.keys, keys) && self.claims.exp() > now
     }
 }
 
@@ -70,7 +71,7 @@ impl<K> VerifiedTokens<K> {
         digest: &TokenDigest,
         keys: &Arc<K>,
         now: i64,
-    ) -> Option<AccessClaims> {
+    ) -> Option<BearerClaims> {
         let shard = self
             .shard(digest)
             .lock()
@@ -86,7 +87,7 @@ impl<K> VerifiedTokens<K> {
         &self,
         digest: TokenDigest,
         keys: &Arc<K>,
-        claims: AccessClaims,
+        claims: BearerClaims,
         now: i64,
     ) {
         let mut shard = self

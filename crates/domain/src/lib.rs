@@ -31,7 +31,7 @@
 //! use gatehouse_domain::mock::{ready, MockPorts};
 //! use gatehouse_domain::model::{
 //!     Amr, AuditAction, AuditActor, EventType, OrganizationName, OrganizationType, Origin, Plan,
-//!     Slug, UserId,
+//!     Scope, Slug, UserId,
 //! };
 //! use gatehouse_domain::service::{OrganizationService, Principal};
 //! use time::macros::datetime;
@@ -60,6 +60,7 @@
 //!     user_id: ada,
 //!     session_id: Uuid::from_u128(1).into(),
 //!     amr: Amr::password(),
+//!     scope: Scope::default(),
 //! };
 //! let created = futures::executor::block_on(organizations.create(
 //!     &caller,

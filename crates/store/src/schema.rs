@@ -97,6 +97,8 @@ diesel::table! {
         used_at -> Nullable<Moment>,
         session_id -> Nullable<Id>,
         amr -> Text,
+        nonce -> Nullable<Text>,
+        authenticated_at -> Nullable<Moment>,
     }
 }
 

@@ -7,7 +7,7 @@ mod support;
 
 use gatehouse_domain::model::{
     Amr, Application, ApplicationId, ApplicationName, AuditAction, AuthorizationCode, ClientGrant,
-    ClientId, CodeVerifier, EventType, NewApplication, NewAuthorizationCode, NewEvent,
+    ClientId, CodeVerifier, EventType, NewApplication, NewAuthorizationCode, NewEvent, Nonce,
     OrganizationId, RedirectUri, RedirectUris, Scope, TokenHash, UserId,
 };
 use support::{account, audited, event, now, on_both_backends, session, Db};
@@ -63,6 +63,8 @@ fn code_for(app: &Application, user: UserId) -> (TokenHash, AuthorizationCode) {
         challenge: verifier.challenge(),
         scope: Scope::parse("read:user read:resources").unwrap(),
         amr: Amr::external(),
+        authenticated_at: now() - Duration::minutes(5),
+        nonce: Some(Nonce::parse("n-0S6_WzA2Mj").unwrap()),
         created_at: now(),
         expires_at: now() + Duration::seconds(60),
     };
@@ -81,7 +83,7 @@ on_both_backends! {
         db.store.save_authorization_code(NewAuthorizationCode { hash: hash.clone(), code: code.clone() }, audited(AuditAction::OAuthAuthorized, ada)).await.unwrap();
         assert_eq!(db.store.authorization_code(&TokenHash::of("unknown")).await.unwrap(), None);
         let stored = db.store.authorization_code(&hash).await.unwrap().unwrap();
-        assert_eq!((stored.code, stored.used_at, stored.session_id), (code.clone(), None, None));
+        assert_eq!((stored.code, stored.used_at, stored.session_id), (code.clone(), None, None), "the nonce and the sign-in time too");
 
         let at = now() + Duration::seconds(5);
         let (mut opened, refresh_hash) = session(ada, at, Duration::days(30));
@@ -129,7 +131,8 @@ on_both_backends! {
         assert!(db.store.redeem_authorization_code(&hash, opened, login_event(ada), Some(10), now(), audited(AuditAction::OAuthTokenIssued, ada)).await.unwrap());
         let (unused, _) = code_for(&app, ada);
         let unused_code = unused.clone();
-        let (_, second) = code_for(&app, ada);
+        let (_, mut second) = code_for(&app, ada);
+        second.nonce = None;
         db.store.save_authorization_code(NewAuthorizationCode { hash: unused.clone(), code: second }, audited(AuditAction::OAuthAuthorized, ada)).await.unwrap();
 
         assert!(db.store.delete_application(org, app.id, event(EventType::ApplicationDeleted, Some(org), None), support::signed_in()).await.unwrap());

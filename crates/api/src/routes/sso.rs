@@ -16,7 +16,7 @@ use uuid::Uuid;
 use crate::extract::RequestOrigin;
 use crate::{
     error::{ApiError, ErrorBody, FieldError, ValidationErrorBody},
-    extract::{actor_in, Authenticated, Fields, PathOrganization, ValidJson},
+    extract::{actor_in, AuthenticatedAgent, Fields, PathOrganization, ValidJson},
     state::AppState,
 };
 
@@ -197,14 +197,14 @@ pub async fn create(
     req: HttpRequest,
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    Authenticated(principal): Authenticated,
+    AuthenticatedAgent(agent): AuthenticatedAgent,
     ValidJson(body): ValidJson<SsoRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let organization = body
         .organization_id
         .map(OrganizationId::from_uuid)
         .ok_or_else(|| ApiError::field(FieldError::missing("body", "organization_id")))?;
-    let actor = actor_in(&req, principal, organization).await?;
+    let actor = actor_in(&req, agent, organization).await?;
     SsoService::authorize(&actor)?;
     let now = state.ports.clock.now();
     let parsed = parse(body, &CREATE_REQUIRED, now)?;

@@ -55,7 +55,7 @@ pub enum AuditActor {
     UnknownUser,
     /// An API key (acting as its creator).
     ApiKey(ApiKeyId),
-    /// An application (OAuth client) at the token endpoint, by the client id it gave (a
+    /// An application (OAuth client) at an OAuth endpoint, by the client id it gave (a
     /// refusal may be someone else's guess of its secret).
     Application(ApplicationId),
     /// The operator, with `GATEHOUSE_CONTROL_TOKEN`.
@@ -186,7 +186,9 @@ audit_actions! {
     RecoveryCodesRegenerated => "mfa.recovery_codes_regenerated", "A user replaced their recovery codes (with their password): the old ones stopped working.";
     OAuthAuthorized => "oauth.authorized", "A signed-in user was sent back to an application with an authorization code.";
     OAuthTokenIssued => "oauth.token_issued", "An application exchanged an authorization code for a user's tokens: the session opened.";
-    OAuthTokenRefused => "oauth.token_refused", "The token endpoint refused an application: a wrong client secret, or a code or refresh token that is unknown, expired, reused or not its own.";
+    OAuthTokenRefused => "oauth.token_refused", "An OAuth endpoint refused an application: a wrong client secret (at the token, revocation or introspection endpoint), a code or refresh token that is unknown, expired, reused or not its own, or client credentials it may not have.";
+    OAuthClientCredentialsIssued => "oauth.client_credentials_issued", "An application got a machine token for its organization (client credentials).";
+    OAuthTokenRevoked => "oauth.token_revoked", "An application revoked a token of a user's session it was granted: the session ended.";
 }
 
 impl fmt::Display for AuditAction {

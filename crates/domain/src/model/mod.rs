@@ -64,8 +64,9 @@ pub use mfa::{
 };
 pub use network::{ClientAddress, IpRange, IpRangeError};
 pub use oauth::{
-    AuthorizationCode, CodeChallenge, CodeVerifier, NewAuthorizationCode, OAuthError,
-    OAuthErrorCode, Scope, State, StoredCode, AUTHORIZATION_CODE_SECONDS,
+    at_hash, AuthorizationCode, CodeChallenge, CodeVerifier, NewAuthorizationCode, Nonce,
+    OAuthError, OAuthErrorCode, Scope, State, StoredCode, UserClaims, AUTHORIZATION_CODE_SECONDS,
+    EMAIL_SCOPE, OPENID, PROFILE_SCOPE,
 };
 pub use operator::{EmptyOperatorToken, Operator, OperatorToken};
 pub use org::{
@@ -76,7 +77,7 @@ pub use organization::{
 };
 pub use page::{Page, PageRequest, PageRequestError};
 pub use password::{NewPassword, PasswordError, PasswordHash, PasswordPolicy};
-pub use permission::Permission;
+pub use permission::{ApiScope, ApiScopes, Permission};
 pub use policy::{
     Bounded, ConcurrentSessions, EffectivePolicies, Feature, GraceHours, IdleMinutes, IpAllowlist,
     IpAllowlistError, MaxAgeDays, MfaMethod, MfaPolicy, MfaPolicyError, MinLength,

@@ -7,7 +7,7 @@ use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine as _};
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 
-use super::{Amr, ApplicationId, RedirectUri, SessionId, TokenHash, UserId};
+use super::{Amr, ApplicationId, RedirectUri, SessionId, TokenHash, User, UserId};
 
 /// How long an authorization code may be exchanged (RFC 6749 §4.1.2 recommends at most 10
 /// minutes; a code travels one redirect, so a minute is plenty).
@@ -26,9 +26,17 @@ pub enum OAuthErrorCode {
     InvalidGrant,
     /// `unauthorized_client`: the client may not use this grant or response type.
     UnauthorizedClient,
-    /// `unsupported_grant_type`: a `grant_type` other than `authorization_code` and
-    /// `refresh_token`.
+    /// `unsupported_grant_type`: a `grant_type` other than `authorization_code`,
+    /// `refresh_token` and `client_credentials`.
     UnsupportedGrantType,
+    /// `unsupported_token_type` (RFC 7009 §2.2.1): a token that cannot be revoked (a machine
+    /// token).
+    UnsupportedTokenType,
+    /// `invalid_token` (RFC 6750 §3.1): the Bearer token is malformed, expired, revoked or not
+    /// Gatehouse's.
+    InvalidToken,
+    /// `insufficient_scope` (RFC 6750 §3.1): the token's scope does not cover the request.
+    InsufficientScope,
     /// `unsupported_response_type`: a `response_type` other than `code`.
     UnsupportedResponseType,
     /// `invalid_scope`: the scope is malformed or not allowed.
@@ -50,6 +58,9 @@ impl OAuthErrorCode {
             Self::InvalidGrant => "invalid_grant",
             Self::UnauthorizedClient => "unauthorized_client",
             Self::UnsupportedGrantType => "unsupported_grant_type",
+            Self::UnsupportedTokenType => "unsupported_token_type",
+            Self::InvalidToken => "invalid_token",
+            Self::InsufficientScope => "insufficient_scope",
             Self::UnsupportedResponseType => "unsupported_response_type",
             Self::InvalidScope => "invalid_scope",
             Self::AccessDenied => "access_denied",
@@ -232,6 +243,11 @@ impl Scope {
         self.0.is_empty()
     }
 
+    /// Whether the scope holds this token (`openid`).
+    pub fn contains(&self, token: &str) -> bool {
+        self.0.iter().any(|t| t == token)
+    }
+
     /// Whether every token of `other` is in this scope.
     pub fn includes(&self, other: &Scope) -> bool {
         other.0.iter().all(|token| self.0.contains(token))
@@ -244,6 +260,17 @@ impl fmt::Display for Scope {
     }
 }
 
+/// A parameter the client gets back exactly as it sent it (`state`, `nonce`): kept as it is,
+/// `invalid_request` when longer than 1024 characters.
+fn echoed(name: &str, raw: &str) -> Result<String, OAuthError> {
+    if raw.chars().count() > MAX_PARAMETER_CHARS {
+        return Err(OAuthError::invalid_request(format!(
+            "{name} is longer than {MAX_PARAMETER_CHARS} characters"
+        )));
+    }
+    Ok(raw.to_owned())
+}
+
 /// The client's `state`, returned unchanged; at most 1024 characters.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct State(String);
@@ -254,17 +281,76 @@ impl State {
     /// # Errors
     /// `invalid_request` when it is longer than 1024 characters.
     pub fn parse(raw: &str) -> Result<Self, OAuthError> {
-        if raw.chars().count() > MAX_PARAMETER_CHARS {
-            return Err(OAuthError::invalid_request(format!(
-                "state is longer than {MAX_PARAMETER_CHARS} characters"
-            )));
-        }
-        Ok(Self(raw.to_owned()))
+        echoed("state", raw).map(Self)
     }
 
     /// The state exactly as the client sent it, to send back.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+}
+
+/// The scope that asks for OpenID Connect: an ID token, and the userinfo endpoint.
+pub const OPENID: &str = "openid";
+/// The scope that adds the user's `email` and `email_verified` to the ID token and userinfo.
+pub const EMAIL_SCOPE: &str = "email";
+/// The scope that adds the user's `name` to the ID token and userinfo.
+pub const PROFILE_SCOPE: &str = "profile";
+
+/// The client's `nonce` (OpenID Connect Core §3.1.2.1), echoed in the ID token; at most 1024
+/// characters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Nonce(String);
+
+impl Nonce {
+    /// The request's `nonce`, kept as it is.
+    ///
+    /// # Errors
+    /// `invalid_request` when it is longer than 1024 characters.
+    pub fn parse(raw: &str) -> Result<Self, OAuthError> {
+        echoed("nonce", raw).map(Self)
+    }
+
+    /// The nonce exactly as the client sent it.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// The ID token's `at_hash` of an access token (OpenID Connect Core §3.1.3.6): the left half
+/// of its SHA-256, unpadded base64url.
+pub fn at_hash(access_token: &str) -> String {
+    let digest = Sha256::digest(access_token.as_bytes());
+    URL_SAFE_NO_PAD.encode(&digest[..digest.len() / 2])
+}
+
+/// What OpenID Connect tells a client of a user, by the scope it was granted: `sub` always,
+/// `email` and `email_verified` with `email`, `name` with `profile`. The ID token and the
+/// userinfo endpoint say the same.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UserClaims {
+    /// The user's id.
+    pub sub: UserId,
+    /// The email, with the scope `email`.
+    pub email: Option<String>,
+    /// Whether the user proved they receive mail at it, with the scope `email`.
+    pub email_verified: Option<bool>,
+    /// The full name, with the scope `profile`.
+    pub name: Option<String>,
+}
+
+impl UserClaims {
+    /// The claims of `user` that `scope` lets a client read.
+    pub fn of(user: &User, scope: &Scope) -> Self {
+        let email = scope.contains(EMAIL_SCOPE);
+        Self {
+            sub: user.id,
+            email: email.then(|| user.email.as_ref().to_owned()),
+            email_verified: email.then_some(user.email_verified),
+            name: scope
+                .contains(PROFILE_SCOPE)
+                .then(|| user.full_name.as_ref().to_owned()),
+        }
     }
 }
 
@@ -286,6 +372,10 @@ pub struct AuthorizationCode {
     /// How the user signed in to the page that granted the code: the session the exchange
     /// opens says the same.
     pub amr: Amr,
+    /// When the user signed in to that page: the ID token's `auth_time`.
+    pub authenticated_at: OffsetDateTime,
+    /// The client's `nonce`, for the ID token.
+    pub nonce: Option<Nonce>,
     /// When the code was issued.
     pub created_at: OffsetDateTime,
     /// When the code stops being exchangeable: [`AUTHORIZATION_CODE_SECONDS`] after
@@ -390,5 +480,26 @@ mod tests {
         );
         let error = OAuthError::invalid_request("x");
         assert_eq!(error.to_string(), "invalid_request: x");
+    }
+
+    #[test]
+    fn at_hash_is_the_left_half_of_the_sha256_in_base64url() {
+        // OpenID Connect Core 1.0, Appendix A.3's access token and at_hash.
+        assert_eq!(
+            at_hash("jHkWEdUXMU1BwAsC4vtUsZwnNvTIxEl0z9K3vx5KF0Y"),
+            "77QmUPtjPfzWtF2AnpK9RQ"
+        );
+    }
+
+    #[test]
+    fn nonces_are_kept_as_given_up_to_1024_characters() {
+        assert_eq!(
+            Nonce::parse("n-0S6_WzA2Mj").unwrap().as_str(),
+            "n-0S6_WzA2Mj"
+        );
+        assert_eq!(
+            Nonce::parse(&"n".repeat(1025)).unwrap_err().code,
+            OAuthErrorCode::InvalidRequest
+        );
     }
 }

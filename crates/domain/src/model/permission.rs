@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::Role;
+use super::{Role, Scope};
 
 /// A dotted permission, as `403` bodies name it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -28,6 +28,8 @@ pub enum Permission {
     ApplicationsRead,
     /// `applications.manage`: register, change and delete applications.
     ApplicationsManage,
+    /// `webhooks.read`: see webhook endpoints and their delivery logs.
+    WebhooksRead,
     /// `webhooks.manage`: manage webhook endpoints and their deliveries.
     WebhooksManage,
     /// `policies.manage`: set the organization's security policies.
@@ -44,7 +46,7 @@ pub enum Permission {
 
 impl Permission {
     /// Every permission, in the table's order.
-    pub const ALL: [Permission; 16] = [
+    pub const ALL: [Permission; 17] = [
         Self::OrganizationRead,
         Self::OrganizationUpdate,
         Self::OrganizationDelete,
@@ -55,6 +57,7 @@ impl Permission {
         Self::MembersDelete,
         Self::ApplicationsRead,
         Self::ApplicationsManage,
+        Self::WebhooksRead,
         Self::WebhooksManage,
         Self::PoliciesManage,
         Self::BrandingManage,
@@ -76,6 +79,7 @@ impl Permission {
             Self::MembersDelete => "organization.members.delete",
             Self::ApplicationsRead => "applications.read",
             Self::ApplicationsManage => "applications.manage",
+            Self::WebhooksRead => "webhooks.read",
             Self::WebhooksManage => "webhooks.manage",
             Self::PoliciesManage => "policies.manage",
             Self::BrandingManage => "branding.manage",
@@ -114,6 +118,7 @@ const TABLE: &[(Role, &[Permission])] = &[
             MembersDelete,
             ApplicationsRead,
             ApplicationsManage,
+            WebhooksRead,
             WebhooksManage,
             PoliciesManage,
             BrandingManage,
@@ -145,6 +150,147 @@ impl Role {
             .iter()
             .find(|(role, _)| *role == self)
             .is_some_and(|(_, granted)| granted.contains(&permission))
+    }
+}
+
+/// One of Gatehouse's own API scopes. An OAuth token that carries any of them acts within its
+/// user's role narrowed to what they grant; a machine token (`client_credentials`) acts with
+/// exactly what they grant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ApiScope {
+    /// `org:read`: see the organization, its applications and its audit log.
+    OrgRead,
+    /// `org:write`: change the organization's settings, applications, policies, branding and
+    /// single sign-on.
+    OrgWrite,
+    /// `members:read`: list members and pending invitations.
+    MembersRead,
+    /// `members:write`: invite, change roles, remove members and revoke invitations.
+    MembersWrite,
+    /// `webhooks:read`: see webhook endpoints and their delivery logs.
+    WebhooksRead,
+    /// `webhooks:write`: create, change, test and delete endpoints, retry deliveries.
+    WebhooksWrite,
+}
+
+/// What each API scope grants. Deleting the organization and creating API keys are in none:
+/// only a token that carries no API scope (acting with the user's whole role) does either.
+const SCOPES: &[(ApiScope, &[Permission])] = &[
+    (
+        ApiScope::OrgRead,
+        &[OrganizationRead, ApplicationsRead, AuditRead],
+    ),
+    (
+        ApiScope::OrgWrite,
+        &[
+            OrganizationUpdate,
+            ApplicationsManage,
+            PoliciesManage,
+            BrandingManage,
+            SsoManage,
+        ],
+    ),
+    (ApiScope::MembersRead, &[MembersRead]),
+    (
+        ApiScope::MembersWrite,
+        &[
+            MembersCreate,
+            MembersInviteWhenAllowed,
+            MembersUpdate,
+            MembersDelete,
+        ],
+    ),
+    (ApiScope::WebhooksRead, &[WebhooksRead]),
+    (ApiScope::WebhooksWrite, &[WebhooksManage]),
+];
+
+impl ApiScope {
+    /// Every API scope, in the documented order.
+    pub const ALL: [ApiScope; 6] = [
+        Self::OrgRead,
+        Self::OrgWrite,
+        Self::MembersRead,
+        Self::MembersWrite,
+        Self::WebhooksRead,
+        Self::WebhooksWrite,
+    ];
+
+    /// The scope token (`members:read`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::OrgRead => "org:read",
+            Self::OrgWrite => "org:write",
+            Self::MembersRead => "members:read",
+            Self::MembersWrite => "members:write",
+            Self::WebhooksRead => "webhooks:read",
+            Self::WebhooksWrite => "webhooks:write",
+        }
+    }
+
+    /// The API scope a scope token names; `None` for any other token (`openid`, a free-form
+    /// one).
+    pub fn parse(token: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|scope| scope.as_str() == token)
+    }
+
+    /// Whether the scope grants the permission.
+    pub fn grants(self, permission: Permission) -> bool {
+        SCOPES
+            .iter()
+            .find(|(scope, _)| *scope == self)
+            .is_some_and(|(_, granted)| granted.contains(&permission))
+    }
+}
+
+impl fmt::Display for ApiScope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The API scopes among a token's scope, each once, in the scope's order. Empty: the token is
+/// not narrowed (it acts with the user's role).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ApiScopes(Vec<ApiScope>);
+
+impl ApiScopes {
+    /// The API scopes `scope` names; its other tokens are not Gatehouse's to interpret.
+    pub fn of(scope: &Scope) -> Self {
+        Self(
+            scope
+                .tokens()
+                .iter()
+                .filter_map(|token| ApiScope::parse(token))
+                .collect(),
+        )
+    }
+
+    /// Whether no API scope is among them.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The scopes, in order.
+    pub fn scopes(&self) -> &[ApiScope] {
+        &self.0
+    }
+
+    /// Whether one of them grants the permission.
+    pub fn grant(&self, permission: Permission) -> bool {
+        self.0.iter().any(|scope| scope.grants(permission))
+    }
+
+    /// Whether a token with these scopes may use a permission its user's role grants: any
+    /// permission when it carries none, else only those its scopes grant.
+    pub fn narrow(&self, permission: Permission) -> bool {
+        self.is_empty() || self.grant(permission)
+    }
+}
+
+impl fmt::Display for ApiScopes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.0.iter().map(|scope| scope.as_str()).collect();
+        f.write_str(&names.join(" "))
     }
 }
 
@@ -207,5 +353,71 @@ mod tests {
     #[test]
     fn names_are_dotted_paths() {
         assert_eq!(MembersCreate.to_string(), "organization.members.create");
+    }
+
+    fn scopes(raw: &str) -> ApiScopes {
+        ApiScopes::of(&Scope::parse(raw).unwrap())
+    }
+
+    #[test]
+    fn api_scopes_are_picked_out_of_a_free_form_scope() {
+        let picked = scopes("openid org:read email members:write org:read");
+        assert_eq!(picked.scopes(), [ApiScope::OrgRead, ApiScope::MembersWrite]);
+        assert_eq!(picked.to_string(), "org:read members:write");
+        assert!(scopes("openid profile read:user").is_empty());
+        for scope in ApiScope::ALL {
+            assert_eq!(ApiScope::parse(scope.as_str()), Some(scope));
+        }
+        assert_eq!(ApiScope::parse("org:delete"), None);
+    }
+
+    #[test]
+    fn each_api_scope_grants_its_reads_or_writes_only() {
+        let reads = scopes("org:read members:read webhooks:read");
+        for permission in [
+            OrganizationRead,
+            ApplicationsRead,
+            AuditRead,
+            MembersRead,
+            WebhooksRead,
+        ] {
+            assert!(reads.grant(permission), "{permission}");
+        }
+        for permission in [
+            OrganizationUpdate,
+            MembersCreate,
+            MembersUpdate,
+            MembersDelete,
+            WebhooksManage,
+            ApplicationsManage,
+        ] {
+            assert!(!reads.grant(permission), "{permission}");
+        }
+        assert!(scopes("webhooks:write").grant(WebhooksManage));
+        assert!(!scopes("webhooks:write").grant(WebhooksRead));
+        assert!(scopes("members:write").grant(MembersUpdate));
+        assert!(!scopes("members:write").grant(MembersRead));
+    }
+
+    #[test]
+    fn no_api_scope_deletes_the_organization_or_creates_api_keys() {
+        let all = scopes(&ApiScope::ALL.map(ApiScope::as_str).join(" "));
+        assert!(!all.grant(OrganizationDelete));
+        assert!(!all.grant(ApiKeysCreate));
+        // Every other permission is some scope's.
+        for permission in Permission::ALL {
+            if ![OrganizationDelete, ApiKeysCreate].contains(&permission) {
+                assert!(all.grant(permission), "{permission}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_token_without_api_scopes_is_not_narrowed() {
+        let none = ApiScopes::default();
+        assert!(Permission::ALL.iter().all(|p| none.narrow(*p)));
+        let org_read = scopes("org:read");
+        assert!(org_read.narrow(OrganizationRead));
+        assert!(!org_read.narrow(OrganizationUpdate));
     }
 }

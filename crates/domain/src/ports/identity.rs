@@ -9,7 +9,8 @@ use super::{platform::RateLimitError, BoxError, StoreError};
 use crate::model::{
     AccountKey, AccountToken, AccountTokenPurpose, ApiKey, ApiKeyId, AuditRecord, Email,
     FailedSignIns, LockoutRule, NewApiKey, NewEvent, NewOrganization, NewPassword, NewSession,
-    NewUser, PasswordHash, Session, SessionId, TokenHash, User, UserCredentials, UserId,
+    NewUser, OrganizationId, PasswordHash, Session, SessionId, TokenHash, User, UserCredentials,
+    UserId,
 };
 
 /// A user's account as registration creates it: the user, their personal workspace and the
@@ -280,6 +281,89 @@ pub struct AccessClaims {
     pub amr: Vec<String>,
 }
 
+/// The claims of a machine token, which `grant_type=client_credentials` issues to an
+/// application: it acts for the application inside its organization, with exactly its scopes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct MachineClaims {
+    /// The issuer: the server's public URL.
+    pub iss: String,
+    /// The subject: the application's client id.
+    pub sub: String,
+    /// The audience: always `gatehouse`.
+    pub aud: String,
+    /// When the token was issued, in Unix seconds.
+    pub iat: i64,
+    /// The token is not valid before this time, in Unix seconds (its issue time).
+    pub nbf: i64,
+    /// When the token expires, in Unix seconds.
+    pub exp: i64,
+    /// A fresh id of this token.
+    pub jti: Uuid,
+    /// The application's client id (as `sub`).
+    pub client_id: String,
+    /// The application's organization, the one organization the token acts in.
+    pub org_id: OrganizationId,
+    /// The API scopes granted (space-separated).
+    pub scope: String,
+}
+
+/// The claims of an OpenID Connect ID token (OpenID Connect Core 1.0 §2): who signed in, for
+/// which client, when and how. Only the client it names in `aud` may accept it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct IdTokenClaims {
+    /// The issuer: the server's public URL.
+    pub iss: String,
+    /// The subject: the user.
+    pub sub: UserId,
+    /// The audience: the client id of the application the code was issued to.
+    pub aud: String,
+    /// The authorized party: the same client id.
+    pub azp: String,
+    /// When the token expires, in Unix seconds.
+    pub exp: i64,
+    /// When the token was issued, in Unix seconds.
+    pub iat: i64,
+    /// When the user signed in (on the hosted page), in Unix seconds.
+    pub auth_time: i64,
+    /// The `nonce` of the authorization request, echoed; absent when it sent none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nonce: Option<String>,
+    /// The left half of the SHA-256 of the access token issued with it, base64url.
+    pub at_hash: String,
+    /// How the user signed in (RFC 8176).
+    pub amr: Vec<String>,
+    /// The user's email, with the scope `email`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    /// Whether the user proved they receive mail at it, with the scope `email`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email_verified: Option<bool>,
+    /// The user's full name, with the scope `profile`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+/// The claims of a Bearer token that verified: a user's access token, or an application's
+/// machine token.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(untagged)]
+pub enum BearerClaims {
+    /// A user's access token (a sign-in, or the OAuth flow).
+    User(AccessClaims),
+    /// An application's machine token (`client_credentials`).
+    Machine(MachineClaims),
+}
+
+impl BearerClaims {
+    /// When the token expires, in Unix seconds.
+    pub fn exp(&self) -> i64 {
+        match self {
+            Self::User(claims) => claims.exp,
+            Self::Machine(claims) => claims.exp,
+        }
+    }
+}
+
 /// Why a token could not be signed or checked.
 #[derive(Debug, thiserror::Error)]
 pub enum TokenError {
@@ -309,14 +393,20 @@ pub struct PublicJwk {
     pub e: String,
 }
 
-/// Issues and checks access tokens (RS256 JWTs).
+/// Issues and checks access tokens, machine tokens and ID tokens (RS256 JWTs).
 #[async_trait]
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 pub trait TokenSigner: Send + Sync + 'static {
     /// Signs the claims with the newest key, naming its `kid` in the header.
     async fn sign(&self, claims: &AccessClaims) -> Result<String, TokenError>;
-    /// Checks signature, `iss`, `aud`, `exp` and `nbf`, and returns the claims.
-    async fn verify(&self, token: &str) -> Result<AccessClaims, TokenError>;
+    /// Signs a machine token's claims, as [`Self::sign`] does.
+    async fn sign_machine(&self, claims: &MachineClaims) -> Result<String, TokenError>;
+    /// Signs an ID token's claims, as [`Self::sign`] does. [`Self::verify`] never accepts the
+    /// result: its audience is a client, not Gatehouse.
+    async fn sign_id_token(&self, claims: &IdTokenClaims) -> Result<String, TokenError>;
+    /// Checks a Bearer token's signature, `iss`, `aud` (`gatehouse`), `exp` and `nbf`, and
+    /// returns its claims: a user's or an application's.
+    async fn verify(&self, token: &str) -> Result<BearerClaims, TokenError>;
     /// The public keys that verify tokens still in circulation.
     async fn public_keys(&self) -> Result<Vec<PublicJwk>, TokenError>;
 }

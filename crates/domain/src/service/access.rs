@@ -4,31 +4,38 @@ use time::OffsetDateTime;
 
 use crate::{
     model::{
-        AuditAction, AuditActor, AuditRecord, Membership, OrganizationId, Origin, Permission,
+        AuditAction, AuditActor, AuditRecord, Membership, OrganizationId, Origin, Permission, Plan,
         UserId,
     },
     ports::Random,
 };
 
-use super::Principal;
+use super::{Agent, MachineClient, Principal};
 
-/// An authenticated principal acting inside one organization they belong to.
+/// Someone acting inside one organization: a member (by a user's token or an API key), or an
+/// application with a machine token.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Actor {
-    /// Who acts: a user in a session, or an API key.
-    pub principal: Principal,
-    /// Their membership in the organization, with its role and the organization's plan.
-    pub membership: Membership,
+pub enum Actor {
+    /// A person who belongs to the organization.
+    Member {
+        /// Who acts: a user in a session, or an API key.
+        principal: Principal,
+        /// Their membership in the organization, with its role and the organization's plan.
+        membership: Membership,
+    },
+    /// An application of the organization, with exactly its machine token's API scopes.
+    Application(MachineClient),
 }
 
-/// The actor's role does not grant the permission.
+/// The actor's role, narrowed by its token's scopes, does not grant the permission.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("missing permission {0}")]
 pub struct Forbidden(pub Permission);
 
 impl Actor {
-    /// The audit record of something the actor does in their organization now: by their user
-    /// or key, in the organization (say what it was done to with [`AuditRecord::on`]).
+    /// The audit record of something the actor does in their organization now: by their user,
+    /// key or application, in the organization (say what it was done to with
+    /// [`AuditRecord::on`]).
     pub(crate) fn audit(
         &self,
         random: &dyn Random,
@@ -36,23 +43,63 @@ impl Actor {
         action: AuditAction,
         origin: &Origin,
     ) -> AuditRecord {
-        super::audit(random, at, AuditActor::of(&self.principal), action, origin)
+        super::audit(random, at, self.audit_actor(), action, origin)
             .in_organization(self.organization_id())
+    }
+
+    /// Who acts, as the audit log names them.
+    pub fn audit_actor(&self) -> AuditActor {
+        match self {
+            Self::Member { principal, .. } => AuditActor::of(principal),
+            Self::Application(machine) => AuditActor::Application(machine.application_id),
+        }
     }
 
     /// The organization acted in.
     pub fn organization_id(&self) -> OrganizationId {
-        self.membership.organization_id
+        match self {
+            Self::Member { membership, .. } => membership.organization_id,
+            Self::Application(machine) => machine.organization_id,
+        }
     }
 
-    /// The user acting, for an API key the user who created it.
-    pub fn user_id(&self) -> UserId {
-        self.principal.user_id()
+    /// The organization's plan.
+    pub fn plan(&self) -> Plan {
+        match self {
+            Self::Member { membership, .. } => membership.plan,
+            Self::Application(machine) => machine.plan,
+        }
     }
 
-    /// `Ok` when the actor's role grants the permission.
+    /// The user acting, for an API key the user who created it; `None` for an application.
+    pub fn user_id(&self) -> Option<UserId> {
+        match self {
+            Self::Member { principal, .. } => Some(principal.user_id()),
+            Self::Application(_) => None,
+        }
+    }
+
+    /// Whether this is the agent's actor (the one its credentials resolved to).
+    pub fn is_of(&self, agent: &Agent) -> bool {
+        match (self, agent) {
+            (Self::Member { principal, .. }, Agent::Person(person)) => principal == person,
+            (Self::Application(machine), Agent::Application(other)) => machine == other,
+            _ => false,
+        }
+    }
+
+    /// `Ok` when the actor may use the permission: a member's role grants it and, for an
+    /// OAuth token that carries API scopes, one of them grants it too; an application's
+    /// token's scopes grant it.
     pub fn require(&self, permission: Permission) -> Result<(), Forbidden> {
-        if self.membership.role.grants(permission) {
+        let granted = match self {
+            Self::Member {
+                principal,
+                membership,
+            } => membership.role.grants(permission) && principal.api_scopes().narrow(permission),
+            Self::Application(machine) => machine.scopes.grant(permission),
+        };
+        if granted {
             Ok(())
         } else {
             Err(Forbidden(permission))

@@ -73,7 +73,7 @@ impl ApplicationService {
             at,
             event_type,
             Some(app.organization_id),
-            Some(actor.user_id()),
+            actor.user_id(),
             data,
         )
     }

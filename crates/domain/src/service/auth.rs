@@ -11,8 +11,8 @@ use crate::{
         ClientGrant, EffectivePolicies, Email, EventType, FullName, LockoutRule, MfaFactor,
         MfaLogin, MfaMethod, NewEvent, NewOrganization, NewPassword, NewSession, NewUser,
         Organization, OrganizationId, OrganizationName, OrganizationSettings, OrganizationType,
-        Origin, PasswordError, PasswordHash, PasswordPolicy, Plan, SecretToken, SessionId, Slug,
-        TargetKind, TokenHash, TokenKind, User, UserCredentials, UserId, MFA_TOKEN_TTL,
+        Origin, PasswordError, PasswordHash, PasswordPolicy, Plan, Scope, SecretToken, SessionId,
+        Slug, TargetKind, TokenHash, TokenKind, User, UserCredentials, UserId, MFA_TOKEN_TTL,
         SESSION_TOUCH_INTERVAL,
     },
     ports::{
@@ -126,6 +126,8 @@ pub struct BrowserSession {
     pub session_id: SessionId,
     /// How the user signed in; an application's code, and the session it opens, say the same.
     pub amr: Amr,
+    /// When the user signed in (the session opened): an ID token's `auth_time`.
+    pub authenticated_at: OffsetDateTime,
 }
 
 impl BrowserSession {
@@ -135,6 +137,7 @@ impl BrowserSession {
             user_id: self.user_id,
             session_id: self.session_id,
             amr: self.amr.clone(),
+            scope: Scope::default(),
         }
     }
 }
@@ -883,6 +886,7 @@ impl AuthService {
                 user_id: session.user_id,
                 session_id: session.id,
                 amr: session.amr,
+                authenticated_at: session.created_at,
             }))
     }
 

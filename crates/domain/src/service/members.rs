@@ -45,6 +45,12 @@ pub enum MemberError {
     /// The invitation was addressed to another email than the caller's.
     #[error("the invitation was sent to another email address")]
     NotTheInvitee,
+    /// The caller is an application (a machine token): an invitation names the person who
+    /// sent it.
+    #[error(
+        "an invitation names the person who sends it: an application's machine token cannot invite"
+    )]
+    PersonNeeded,
     /// The caller is an API key: an invitation is accepted by a user.
     #[error("API keys cannot accept invitations")]
     NotAUser,
@@ -136,6 +142,7 @@ impl MemberService {
         role: Role,
         origin: &Origin,
     ) -> Result<Member, MemberError> {
+        let inviter = actor.user_id().ok_or(MemberError::PersonNeeded)?;
         let organization = self
             .ports
             .organizations
@@ -179,7 +186,7 @@ impl MemberService {
             email: email.clone(),
             role,
             token_hash: token.hash(),
-            invited_by: actor.user_id(),
+            invited_by: inviter,
             invited_at: now,
             expires_at: NewInvitation::expiry(now),
         };
@@ -192,7 +199,7 @@ impl MemberService {
             status: MemberStatus::Pending,
             invitation_id: Some(invitation.id),
             invited_at: Some(now),
-            invited_by: Some(actor.user_id()),
+            invited_by: Some(inviter),
             accepted_at: None,
             joined_at: now,
         };
@@ -201,7 +208,7 @@ impl MemberService {
             now,
             EventType::MemberInvited,
             Some(organization.id),
-            Some(actor.user_id()),
+            Some(inviter),
             payloads::member(&member),
         );
         match self
@@ -226,7 +233,7 @@ impl MemberService {
             Err(e) => return Err(e.into()),
         }
 
-        let inviter = self.inviter_name(actor.user_id()).await;
+        let inviter = self.inviter_name(inviter).await;
         let link = format!("{}/invitations/{}", self.public_url, token.expose());
         let mut mail = Mail::new(
             email,
@@ -507,7 +514,7 @@ impl MemberService {
             now,
             EventType::MemberRoleChanged,
             Some(actor.organization_id()),
-            Some(actor.user_id()),
+            actor.user_id(),
             data,
         );
         if !self
@@ -552,7 +559,7 @@ impl MemberService {
         user_id: UserId,
         origin: &Origin,
     ) -> Result<Removed, MemberError> {
-        let leaving = user_id == actor.user_id();
+        let leaving = actor.user_id() == Some(user_id);
         if !leaving {
             actor.require(Permission::MembersDelete)?;
         }
@@ -576,7 +583,7 @@ impl MemberService {
             now,
             EventType::MemberRemoved,
             Some(actor.organization_id()),
-            Some(actor.user_id()),
+            actor.user_id(),
             data,
         );
         if !self

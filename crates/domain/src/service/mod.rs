@@ -40,8 +40,9 @@ pub use mfa::{
     VerifyError, WebauthnRegistrationStart, MAX_FACTORS, TOTP_ISSUER,
 };
 pub use oauth::{
-    Authorization, AuthorizeError, AuthorizeRequest, ClientCredentials, OAuthPorts, OAuthService,
-    OAuthTokens, TokenEndpointError, TokenGrant,
+    ActiveToken, Authorization, AuthorizeError, AuthorizeRequest, ClientCredentials, Discovery,
+    IntrospectedKind, Introspection, OAuthPorts, OAuthService, OAuthTokens, TokenEndpointError,
+    TokenGrant, MACHINE_TOKEN_SECONDS,
 };
 pub use organizations::{
     DeletedOrganization, OrganizationError, OrganizationPorts, OrganizationService, RETENTION_DAYS,
@@ -51,7 +52,8 @@ pub use policies::{
     SettingsError,
 };
 pub use principal::{
-    AuthenticateError, Authenticator, AuthenticatorPorts, OrgAccessError, Principal,
+    Agent, AuthenticateError, Authenticator, AuthenticatorPorts, MachineClient, OrgAccessError,
+    Principal,
 };
 pub use rate_limit::{Caller, RateLimitCheckError, RateLimitPorts, RateLimitService};
 pub use saml::{SamlPorts, SamlService, SamlSignInError, SamlSignedIn, SsoLookup};

@@ -6,16 +6,27 @@ use serde_json::json;
 use time::{Duration, OffsetDateTime};
 use url::Url;
 
-use super::{audit, event, AuthService, BrowserSession, RefreshError};
+use super::{
+    audit, event, AccessToken, Agent, AuthService, BrowserSession, Principal, RefreshError,
+};
 use crate::{
     model::{
-        client_secret_matches, Application, AuditAction, AuditActor, AuthMethod, AuthorizationCode,
-        Branding, ClientGrant, ClientId, CodeChallenge, CodeVerifier, EventType, Feature,
-        NewAuthorizationCode, OAuthError, OAuthErrorCode, Origin, RedirectUri, Scope, SecretToken,
-        SessionId, State, TargetKind, TokenHash, TokenKind, UserId, AUTHORIZATION_CODE_SECONDS,
+        at_hash, client_secret_matches, ApiScope, Application, AuditAction, AuditActor,
+        AuditRecord, AuthMethod, AuthorizationCode, Branding, ClientGrant, ClientId, CodeChallenge,
+        CodeVerifier, EventType, Feature, NewAuthorizationCode, Nonce, OAuthError, OAuthErrorCode,
+        OrganizationId, Origin, RedirectUri, Scope, SecretToken, Session, SessionId, State,
+        TargetKind, TokenHash, TokenKind, User, UserClaims, UserId, AUTHORIZATION_CODE_SECONDS,
+        EMAIL_SCOPE, OPENID, PROFILE_SCOPE,
     },
-    ports::{service_ports, BoxError, StoreError},
+    ports::{
+        service_ports, AccessClaims, BearerClaims, BoxError, IdTokenClaims, MachineClaims,
+        StoreError, TokenError,
+    },
 };
+
+/// The longest a machine token lives (less when access tokens are configured to live less).
+/// It cannot be revoked one by one; deactivating its application stops it at once.
+pub const MACHINE_TOKEN_SECONDS: i64 = 15 * 60;
 
 /// The authorization request's parameters, as the client sent them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -34,6 +45,8 @@ pub struct AuthorizeRequest {
     pub code_challenge: Option<String>,
     /// `code_challenge_method`: `S256`.
     pub code_challenge_method: Option<String>,
+    /// `nonce` (OpenID Connect): echoed in the ID token.
+    pub nonce: Option<String>,
 }
 
 /// Where the person goes next.
@@ -74,10 +87,12 @@ pub enum AuthorizeError {
 
 service_ports! {
     /// The ports [`OAuthService`] uses.
-    pub struct OAuthPorts { applications: ApplicationStore, authorization_codes: AuthorizationCodeStore, accounts: AccountStore, sessions: SessionStore, memberships: MembershipStore, organizations: OrganizationStore, branding: BrandingStore, clock: Clock, random: Random }
+    pub struct OAuthPorts { applications: ApplicationStore, authorization_codes: AuthorizationCodeStore, accounts: AccountStore, sessions: SessionStore, memberships: MembershipStore, organizations: OrganizationStore, branding: BrandingStore, signer: TokenSigner, clock: Clock, random: Random }
 }
 
-/// The OAuth 2.0 authorization server: the authorize step, the code exchange and refresh at the token endpoint, and sign-in sessions started by applications.
+/// The OAuth 2.0 and OpenID Connect authorization server: the authorize step; the code
+/// exchange (with an ID token for `openid`), refresh and client credentials at the token
+/// endpoint; userinfo, revocation and introspection; sign-in sessions started by applications.
 #[derive(Clone)]
 pub struct OAuthService {
     ports: OAuthPorts,
@@ -106,12 +121,10 @@ impl OAuthService {
         else {
             return Ok(None);
         };
-        let organization = self
-            .ports
-            .organizations
-            .organization(application.organization_id)
-            .await?;
-        if !organization.is_some_and(|org| org.plan.includes(Feature::Branding)) {
+        if !self
+            .plan_includes(application.organization_id, Feature::Branding)
+            .await?
+        {
             return Ok(None);
         }
         Ok(Some(
@@ -149,13 +162,12 @@ impl OAuthService {
         };
         let state = state.map_err(|error| back(error, None))?;
         let state = state.as_ref();
-        let (challenge, scope) = parse_grant(&request).map_err(|error| back(error, state))?;
-        let organization = self
-            .ports
-            .organizations
-            .organization(application.organization_id)
-            .await?;
-        if !organization.is_some_and(|org| org.plan.includes(Feature::OAuth)) {
+        let (challenge, scope, nonce) =
+            parse_grant(&request).map_err(|error| back(error, state))?;
+        if !self
+            .plan_includes(application.organization_id, Feature::OAuth)
+            .await?
+        {
             let error = OAuthError::new(
                 OAuthErrorCode::AccessDenied,
                 "OAuth authorization needs the enterprise plan",
@@ -163,7 +175,10 @@ impl OAuthService {
             return Err(back(error, state));
         }
         let Some(BrowserSession {
-            user_id: user, amr, ..
+            user_id: user,
+            amr,
+            authenticated_at,
+            ..
         }) = signed_in
         else {
             return Ok(Authorization::SignIn { application });
@@ -199,6 +214,8 @@ impl OAuthService {
                         challenge,
                         scope,
                         amr: amr.clone(),
+                        authenticated_at: *authenticated_at,
+                        nonce,
                         created_at: now,
                         expires_at: now + Duration::seconds(AUTHORIZATION_CODE_SECONDS),
                     },
@@ -249,9 +266,11 @@ impl OAuthService {
     }
 }
 
-/// The response type, the PKCE challenge and the scope of a request, in the RFC's order of
-/// complaint.
-fn parse_grant(request: &AuthorizeRequest) -> Result<(CodeChallenge, Scope), OAuthError> {
+/// The response type, the PKCE challenge, the scope and the nonce of a request, in the RFC's
+/// order of complaint.
+fn parse_grant(
+    request: &AuthorizeRequest,
+) -> Result<(CodeChallenge, Scope, Option<Nonce>), OAuthError> {
     match request.response_type.as_deref() {
         Some("code") => {}
         None => return Err(OAuthError::invalid_request("response_type is required")),
@@ -267,7 +286,8 @@ fn parse_grant(request: &AuthorizeRequest) -> Result<(CodeChallenge, Scope), OAu
         request.code_challenge_method.as_deref(),
     )?;
     let scope = Scope::parse(request.scope.as_deref().unwrap_or_default())?;
-    Ok((challenge, scope))
+    let nonce = request.nonce.as_deref().map(Nonce::parse).transpose()?;
+    Ok((challenge, scope, nonce))
 }
 
 /// The redirect URI with the parameters (and the state) added to its query.
@@ -325,6 +345,11 @@ pub enum TokenGrant {
         /// The refresh token.
         refresh_token: String,
     },
+    /// `client_credentials`: a machine token for the application itself.
+    ClientCredentials {
+        /// The API scopes asked for, space-separated.
+        scope: Option<String>,
+    },
 }
 
 /// The token endpoint's answer (RFC 6749 §5.1).
@@ -338,44 +363,40 @@ pub struct OAuthTokens {
     pub refresh_token: Option<SecretToken>,
     /// The scopes granted.
     pub scope: Scope,
+    /// The OpenID Connect ID token, when the code's scope holds `openid`.
+    pub id_token: Option<String>,
 }
 
-/// Why the token endpoint refused a request.
+/// Why an OAuth endpoint (token, userinfo, revocation, introspection) refused a request.
 #[derive(Debug, thiserror::Error)]
 pub enum TokenEndpointError {
-    /// An RFC 6749 §5.2 error; `invalid_client` is a `401`, the others `400`.
+    /// An RFC 6749 §5.2 error (or RFC 6750's, RFC 7009's); `invalid_client` and
+    /// `invalid_token` are a `401`, `insufficient_scope` a `403`, the others `400`.
     #[error(transparent)]
     OAuth(#[from] OAuthError),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
-    /// Signing the token failed.
+    /// Signing a token failed.
     #[error("issuing the token failed")]
     Internal(#[source] BoxError),
 }
 
 impl OAuthService {
-    /// The token endpoint: exchanges a code (with its PKCE verifier) or refreshes, for an
-    /// authenticated client.
+    /// The token endpoint: exchanges a code (with its PKCE verifier), refreshes, or issues a
+    /// machine token (client credentials), for an authenticated client.
     ///
     /// Audited: an exchange is `oauth.token_issued` in the transaction that opens the session;
-    /// a refusal of an application that exists is `oauth.token_refused`, on its own (a refresh
-    /// that works is not recorded: it changes no grant).
+    /// a machine token `oauth.client_credentials_issued`; a refusal of an application that
+    /// exists is `oauth.token_refused`, on its own (a refresh that works is not recorded: it
+    /// changes no grant).
     pub async fn token(
         &self,
         client: ClientCredentials,
         grant: TokenGrant,
         origin: &Origin,
     ) -> Result<OAuthTokens, TokenEndpointError> {
-        let application = match self.authenticated(&client).await {
-            Ok(application) => application,
-            Err((error, claimed)) => {
-                if let Some(claimed) = claimed {
-                    self.refused(&claimed, origin).await?;
-                }
-                return Err(error.into());
-            }
-        };
+        let application = self.client(&client, origin).await?;
         let issued = match grant {
             TokenGrant::AuthorizationCode {
                 code,
@@ -388,6 +409,10 @@ impl OAuthService {
             TokenGrant::RefreshToken { refresh_token } => {
                 self.refresh(&application, &refresh_token).await
             }
+            TokenGrant::ClientCredentials { scope } => {
+                self.client_credentials(&application, scope.as_deref(), origin)
+                    .await
+            }
         };
         if let Err(TokenEndpointError::OAuth(_)) = &issued {
             self.refused(&application, origin).await?;
@@ -395,18 +420,54 @@ impl OAuthService {
         issued
     }
 
-    /// Records a refusal at the token endpoint of the application the client id names.
-    async fn refused(&self, application: &Application, origin: &Origin) -> Result<(), StoreError> {
-        let record = audit(
+    /// The active application whose credentials these are; a refusal of an application that
+    /// exists is recorded (`oauth.token_refused`).
+    async fn client(
+        &self,
+        client: &ClientCredentials,
+        origin: &Origin,
+    ) -> Result<Application, TokenEndpointError> {
+        match self.authenticated(client).await {
+            Ok(application) => Ok(application),
+            Err((error, claimed)) => {
+                if let Some(claimed) = claimed {
+                    self.refused(&claimed, origin).await?;
+                }
+                Err(error.into())
+            }
+        }
+    }
+
+    /// The audit record of something the application did at an OAuth endpoint, in its
+    /// organization (say to what with [`AuditRecord::on`]).
+    fn by_application(
+        &self,
+        application: &Application,
+        action: AuditAction,
+        origin: &Origin,
+        at: OffsetDateTime,
+    ) -> AuditRecord {
+        audit(
             self.ports.random.as_ref(),
-            self.ports.clock.now(),
+            at,
             AuditActor::Application(application.id),
-            AuditAction::OAuthTokenRefused,
+            action,
             origin,
         )
         .in_organization(application.organization_id)
-        .on(TargetKind::Application, application.id)
-        .failed();
+    }
+
+    /// Records a refusal at an OAuth endpoint of the application the client id names.
+    async fn refused(&self, application: &Application, origin: &Origin) -> Result<(), StoreError> {
+        let record = self
+            .by_application(
+                application,
+                AuditAction::OAuthTokenRefused,
+                origin,
+                self.ports.clock.now(),
+            )
+            .on(TargetKind::Application, application.id)
+            .failed();
         self.auth.record_alone(record).await
     }
 
@@ -470,7 +531,22 @@ impl OAuthService {
         if stored.used_at.is_some() {
             // Presented twice: someone else may hold it. What the first use issued ends now.
             if let Some(session) = stored.session_id {
-                self.end_session(session, stored.code.user_id, now).await?;
+                let record = audit(
+                    self.ports.random.as_ref(),
+                    now,
+                    AuditActor::System,
+                    AuditAction::SessionRevoked,
+                    &Origin::system(),
+                )
+                .on(TargetKind::User, stored.code.user_id);
+                self.end_session(
+                    session,
+                    stored.code.user_id,
+                    "authorization code reused",
+                    record,
+                    now,
+                )
+                .await?;
             }
             return Err(invalid(
                 "the authorization code was used already; the tokens it issued are revoked",
@@ -513,6 +589,7 @@ impl OAuthService {
             client_id: application.client_id.clone(),
             scope: stored.code.scope.clone(),
         };
+        let account = credentials.user.clone();
         let opening = self.auth.opening(
             credentials.user,
             policies,
@@ -529,32 +606,65 @@ impl OAuthService {
                 opening.event.clone(),
                 opening.keep_at_most,
                 now,
-                audit(
-                    self.ports.random.as_ref(),
-                    now,
-                    AuditActor::Application(application.id),
-                    AuditAction::OAuthTokenIssued,
-                    origin,
-                )
-                .in_organization(application.organization_id)
-                .on(TargetKind::User, user),
+                self.by_application(application, AuditAction::OAuthTokenIssued, origin, now)
+                    .on(TargetKind::User, user),
             )
             .await?;
         if !redeemed {
             // A concurrent exchange took it between the read and now.
             return Err(invalid("the authorization code was used already").into());
         }
-        let tokens = self
-            .auth
-            .tokens_for(opening)
-            .await
-            .map_err(|e| TokenEndpointError::Internal(Box::new(e)))?;
+        let tokens = self.auth.tokens_for(opening).await.map_err(internal)?;
+        let id_token = match stored.code.scope.contains(OPENID) {
+            true => Some(
+                self.id_token(application, &account, &stored.code, &tokens.access, now)
+                    .await?,
+            ),
+            false => None,
+        };
         Ok(OAuthTokens {
             access_token: tokens.access.access_token,
             expires_in: tokens.access.expires_in,
             refresh_token: Some(tokens.refresh_token),
             scope: stored.code.scope,
+            id_token,
         })
+    }
+
+    /// The ID token of a code's exchange (OpenID Connect Core §3.1.3.6): for the application,
+    /// about the user, with the code's nonce, sign-in time and methods, the `at_hash` of the
+    /// access token issued with it, and the claims its scope allows. It expires with that
+    /// access token.
+    async fn id_token(
+        &self,
+        application: &Application,
+        user: &User,
+        code: &AuthorizationCode,
+        access: &AccessToken,
+        now: OffsetDateTime,
+    ) -> Result<String, TokenEndpointError> {
+        let claims = UserClaims::of(user, &code.scope);
+        let client_id = application.client_id.as_str().to_owned();
+        let id_token = IdTokenClaims {
+            iss: self.auth.settings().issuer.clone(),
+            sub: claims.sub,
+            aud: client_id.clone(),
+            azp: client_id,
+            exp: now.unix_timestamp() + access.expires_in,
+            iat: now.unix_timestamp(),
+            auth_time: code.authenticated_at.unix_timestamp(),
+            nonce: code.nonce.as_ref().map(|nonce| nonce.as_str().to_owned()),
+            at_hash: at_hash(&access.access_token),
+            amr: code.amr.claim(),
+            email: claims.email,
+            email_verified: claims.email_verified,
+            name: claims.name,
+        };
+        self.ports
+            .signer
+            .sign_id_token(&id_token)
+            .await
+            .map_err(internal)
     }
 
     async fn refresh(
@@ -586,6 +696,7 @@ impl OAuthService {
             expires_in: access.expires_in,
             refresh_token: None,
             scope,
+            id_token: None,
         })
     }
 
@@ -599,10 +710,14 @@ impl OAuthService {
             .is_some())
     }
 
+    /// Ends a session (its refresh token and access tokens stop working at once), recording
+    /// `auth.logout` with the reason and the audit record.
     async fn end_session(
         &self,
         session: SessionId,
         user: UserId,
+        reason: &str,
+        record: AuditRecord,
         now: OffsetDateTime,
     ) -> Result<(), StoreError> {
         let ended = event(
@@ -611,20 +726,464 @@ impl OAuthService {
             EventType::AuthLogout,
             None,
             Some(user),
-            json!({ "user_id": user, "session_id": session, "reason": "authorization code reused" }),
+            json!({ "user_id": user, "session_id": session, "reason": reason }),
         );
-        let record = audit(
-            self.ports.random.as_ref(),
-            now,
-            AuditActor::System,
-            AuditAction::SessionRevoked,
-            &Origin::system(),
-        )
-        .on(TargetKind::User, user);
         self.ports
             .sessions
             .end_session(session, now, ended, record)
             .await?;
         Ok(())
+    }
+}
+
+fn internal(error: TokenError) -> TokenEndpointError {
+    TokenEndpointError::Internal(Box::new(error))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Client credentials: machine tokens
+// ---------------------------------------------------------------------------------------------
+
+impl OAuthService {
+    /// A machine token for the application (`client_credentials`): on the enterprise plan,
+    /// for one or more of Gatehouse's API scopes and nothing else, no refresh token.
+    async fn client_credentials(
+        &self,
+        application: &Application,
+        scope: Option<&str>,
+        origin: &Origin,
+    ) -> Result<OAuthTokens, TokenEndpointError> {
+        if !self
+            .plan_includes(application.organization_id, Feature::OAuth)
+            .await?
+        {
+            return Err(OAuthError::new(
+                OAuthErrorCode::UnauthorizedClient,
+                "client_credentials needs the enterprise plan",
+            )
+            .into());
+        }
+        let scope = machine_scope(scope.unwrap_or_default())?;
+        let now = self.ports.clock.now();
+        let lifetime = self
+            .auth
+            .settings()
+            .access_token_ttl
+            .min(Duration::seconds(MACHINE_TOKEN_SECONDS));
+        let client_id = application.client_id.as_str().to_owned();
+        let claims = MachineClaims {
+            iss: self.auth.settings().issuer.clone(),
+            sub: client_id.clone(),
+            aud: super::AuthSettings::AUDIENCE.to_owned(),
+            iat: now.unix_timestamp(),
+            nbf: now.unix_timestamp(),
+            exp: (now + lifetime).unix_timestamp(),
+            jti: self.ports.random.uuid(),
+            client_id,
+            org_id: application.organization_id,
+            scope: scope.to_string(),
+        };
+        let access_token = self
+            .ports
+            .signer
+            .sign_machine(&claims)
+            .await
+            .map_err(internal)?;
+        let record = self
+            .by_application(
+                application,
+                AuditAction::OAuthClientCredentialsIssued,
+                origin,
+                now,
+            )
+            .on(TargetKind::Application, application.id);
+        self.auth.record_alone(record).await?;
+        Ok(OAuthTokens {
+            access_token,
+            expires_in: lifetime.whole_seconds(),
+            refresh_token: None,
+            scope,
+            id_token: None,
+        })
+    }
+}
+
+/// The scope of a `client_credentials` request: one or more of Gatehouse's API scopes, and
+/// only those.
+fn machine_scope(raw: &str) -> Result<Scope, OAuthError> {
+    let scope = Scope::parse(raw)?;
+    let names = || {
+        ApiScope::ALL
+            .iter()
+            .map(|scope| scope.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    if scope.is_empty() {
+        return Err(OAuthError::new(
+            OAuthErrorCode::InvalidScope,
+            format!("ask for one or more of the API scopes: {}", names()),
+        ));
+    }
+    if let Some(other) = scope
+        .tokens()
+        .iter()
+        .find(|token| ApiScope::parse(token).is_none())
+    {
+        return Err(OAuthError::new(
+            OAuthErrorCode::InvalidScope,
+            format!(
+                "a machine token carries only API scopes ({}); {other:?} is not one",
+                names()
+            ),
+        ));
+    }
+    Ok(scope)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Userinfo, introspection, revocation
+// ---------------------------------------------------------------------------------------------
+
+/// What a token presented for introspection or revocation turned out to be, for the client
+/// that presents it.
+enum Presented {
+    /// An access token of a live session granted to this client.
+    Access(AccessClaims),
+    /// The refresh token of a live session granted to this client.
+    Refresh(Session),
+    /// A machine token of this client, whose organization is still on the enterprise plan.
+    Machine(MachineClaims),
+    /// Anything else: unknown, malformed, expired, revoked, or another client's.
+    Nothing,
+}
+
+/// What kind of token an introspection found active.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IntrospectedKind {
+    /// An access token (a user's, or a machine token): `token_type` `Bearer`.
+    Access,
+    /// A refresh token: `token_type` `refresh_token`.
+    Refresh,
+}
+
+/// An active token, as RFC 7662 §2.2 describes it to the client it was issued to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ActiveToken {
+    /// An access token or a refresh token.
+    pub kind: IntrospectedKind,
+    /// The scope granted.
+    pub scope: Scope,
+    /// The client it was issued to (the one asking).
+    pub client_id: String,
+    /// The user's id, or a machine token's client id.
+    pub sub: String,
+    /// The user's email; `None` for a machine token.
+    pub username: Option<String>,
+    /// When it expires, in Unix seconds.
+    pub exp: i64,
+    /// When it was issued, in Unix seconds (a refresh token: when its session opened).
+    pub iat: i64,
+    /// The issuer.
+    pub iss: String,
+    /// An access token's audience (`gatehouse`) and id.
+    pub aud: Option<String>,
+    /// An access token's id.
+    pub jti: Option<String>,
+    /// A machine token's organization.
+    pub org_id: Option<OrganizationId>,
+}
+
+/// An introspection's answer (RFC 7662 §2.2).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Introspection {
+    /// The token is active, and was issued to the client asking.
+    Active(Box<ActiveToken>),
+    /// `{"active": false}`: the token is not active, or not the asking client's to inspect.
+    Inactive,
+}
+
+impl OAuthService {
+    /// The userinfo endpoint (OpenID Connect Core §5.3): the claims of the user a token of the
+    /// OAuth flow with the scope `openid` speaks for, by its scope.
+    ///
+    /// # Errors
+    /// `insufficient_scope` for any other token (a sign-in's own, an API key, a machine
+    /// token, a token without `openid`); `invalid_token` when the user is gone.
+    pub async fn userinfo(&self, agent: &Agent) -> Result<UserClaims, TokenEndpointError> {
+        let Agent::Person(Principal::User { user_id, scope, .. }) = agent else {
+            return Err(insufficient_scope().into());
+        };
+        if !scope.contains(OPENID) {
+            return Err(insufficient_scope().into());
+        }
+        let user = self
+            .ports
+            .accounts
+            .credentials_by_id(*user_id)
+            .await?
+            .ok_or_else(|| OAuthError::new(OAuthErrorCode::InvalidToken, "the user is gone"))?
+            .user;
+        Ok(UserClaims::of(&user, scope))
+    }
+
+    /// RFC 7662 introspection, for an authenticated client: a token is active only while it
+    /// works (its session live, its application active) and only for the client it was issued
+    /// to; anything else is inactive. A refusal of an application that exists is recorded
+    /// (`oauth.token_refused`); an answer changes nothing and is not recorded.
+    pub async fn introspect(
+        &self,
+        client: ClientCredentials,
+        token: &str,
+        origin: &Origin,
+    ) -> Result<Introspection, TokenEndpointError> {
+        let application = self.client(&client, origin).await?;
+        let issuer = self.auth.settings().issuer.clone();
+        let client_id = application.client_id.as_str().to_owned();
+        let active = match self.presented(&application, token).await? {
+            Presented::Nothing => return Ok(Introspection::Inactive),
+            Presented::Access(claims) => ActiveToken {
+                kind: IntrospectedKind::Access,
+                scope: Scope::parse(claims.scope.as_deref().unwrap_or_default())?,
+                client_id,
+                sub: claims.sub.to_string(),
+                username: Some(claims.email),
+                exp: claims.exp,
+                iat: claims.iat,
+                iss: claims.iss,
+                aud: Some(claims.aud),
+                jti: Some(claims.jti.to_string()),
+                org_id: None,
+            },
+            Presented::Machine(claims) => ActiveToken {
+                kind: IntrospectedKind::Access,
+                scope: Scope::parse(&claims.scope)?,
+                client_id,
+                sub: claims.sub,
+                username: None,
+                exp: claims.exp,
+                iat: claims.iat,
+                iss: claims.iss,
+                aud: Some(claims.aud),
+                jti: Some(claims.jti.to_string()),
+                org_id: Some(claims.org_id),
+            },
+            Presented::Refresh(session) => {
+                let Some(user) = self
+                    .ports
+                    .accounts
+                    .credentials_by_id(session.user_id)
+                    .await?
+                else {
+                    return Ok(Introspection::Inactive);
+                };
+                ActiveToken {
+                    kind: IntrospectedKind::Refresh,
+                    scope: session.grant.map(|grant| grant.scope).unwrap_or_default(),
+                    client_id,
+                    sub: session.user_id.to_string(),
+                    username: Some(user.user.email.as_ref().to_owned()),
+                    exp: session.expires_at.unix_timestamp(),
+                    iat: session.created_at.unix_timestamp(),
+                    iss: issuer,
+                    aud: None,
+                    jti: None,
+                    org_id: None,
+                }
+            }
+        };
+        Ok(Introspection::Active(Box::new(active)))
+    }
+
+    /// RFC 7009 revocation, for an authenticated client. A refresh token or an access token of
+    /// a session granted to this client ends that session: its refresh token and every access
+    /// token it issued stop working at once (`oauth.token_revoked`, by the application,
+    /// in the same transaction). A token that is not this client's, or no longer works, is
+    /// left alone and answered the same (RFC 7009 §2.2).
+    ///
+    /// # Errors
+    /// `unsupported_token_type` for a machine token: it cannot be revoked one by one (it
+    /// lives at most [`MACHINE_TOKEN_SECONDS`]; deactivating the application stops it at
+    /// once).
+    pub async fn revoke(
+        &self,
+        client: ClientCredentials,
+        token: &str,
+        origin: &Origin,
+    ) -> Result<(), TokenEndpointError> {
+        let application = self.client(&client, origin).await?;
+        let (session, user) = match self.presented(&application, token).await? {
+            Presented::Nothing => return Ok(()),
+            Presented::Machine(_) => {
+                return Err(OAuthError::new(
+                    OAuthErrorCode::UnsupportedTokenType,
+                    "a machine token cannot be revoked: it expires by itself within minutes; \
+                     deactivate the application to stop its machine tokens at once",
+                )
+                .into())
+            }
+            Presented::Access(claims) => (claims.sid, claims.sub),
+            Presented::Refresh(session) => (session.id, session.user_id),
+        };
+        let now = self.ports.clock.now();
+        let record = self
+            .by_application(&application, AuditAction::OAuthTokenRevoked, origin, now)
+            .on(TargetKind::User, user);
+        self.end_session(session, user, "revoked by the application", record, now)
+            .await?;
+        Ok(())
+    }
+
+    /// What the token is for this client: a Gatehouse JWT (by its shape), else a refresh
+    /// token.
+    async fn presented(
+        &self,
+        application: &Application,
+        token: &str,
+    ) -> Result<Presented, TokenEndpointError> {
+        let now = self.ports.clock.now();
+        if token.is_empty() || token.len() > super::principal::MAX_ACCESS_TOKEN_BYTES {
+            return Ok(Presented::Nothing);
+        }
+        if token.split('.').count() == 3 {
+            let claims = match self.ports.signer.verify(token).await {
+                Ok(claims) => claims,
+                Err(TokenError::Invalid) => return Ok(Presented::Nothing),
+                Err(failed) => return Err(internal(failed)),
+            };
+            return Ok(match claims {
+                BearerClaims::User(claims)
+                    if claims.client_id.as_deref() == Some(application.client_id.as_str())
+                        && self.ports.sessions.is_live(claims.sid, now).await? =>
+                {
+                    Presented::Access(claims)
+                }
+                BearerClaims::Machine(claims)
+                    if claims.client_id == application.client_id.as_str()
+                        && claims.org_id == application.organization_id
+                        && self
+                            .plan_includes(application.organization_id, Feature::OAuth)
+                            .await? =>
+                {
+                    Presented::Machine(claims)
+                }
+                _ => Presented::Nothing,
+            });
+        }
+        let session = self
+            .ports
+            .sessions
+            .session_by_refresh_token(&TokenHash::of(token), now)
+            .await?
+            .filter(|session| {
+                session
+                    .grant
+                    .as_ref()
+                    .is_some_and(|grant| grant.application_id == application.id)
+            });
+        Ok(session.map_or(Presented::Nothing, Presented::Refresh))
+    }
+
+    /// Whether the organization is live and its plan includes the feature.
+    async fn plan_includes(
+        &self,
+        organization: OrganizationId,
+        feature: Feature,
+    ) -> Result<bool, StoreError> {
+        Ok(self
+            .ports
+            .organizations
+            .organization(organization)
+            .await?
+            .is_some_and(|org| org.plan.includes(feature)))
+    }
+}
+
+fn insufficient_scope() -> OAuthError {
+    OAuthError::new(
+        OAuthErrorCode::InsufficientScope,
+        "userinfo needs an access token of the OAuth flow granted the scope openid",
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Discovery
+// ---------------------------------------------------------------------------------------------
+
+/// The OpenID Provider metadata (OpenID Connect Discovery 1.0 §3, RFC 8414): where the
+/// endpoints are and what they support. Everything a client needs besides its id and secret.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Discovery {
+    /// The issuer: the public URL, as every token's `iss`.
+    pub issuer: String,
+    /// `{issuer}/oauth/authorize`.
+    pub authorization_endpoint: String,
+    /// `{issuer}/oauth/token`.
+    pub token_endpoint: String,
+    /// `{issuer}/oauth/userinfo`.
+    pub userinfo_endpoint: String,
+    /// `{issuer}/oauth/revoke` (RFC 7009).
+    pub revocation_endpoint: String,
+    /// `{issuer}/oauth/introspect` (RFC 7662).
+    pub introspection_endpoint: String,
+    /// `{issuer}/.well-known/jwks.json`.
+    pub jwks_uri: String,
+    /// `openid`, `profile`, `email` and the API scopes (others are accepted and echoed).
+    pub scopes_supported: Vec<&'static str>,
+    /// The claims the ID token and userinfo may carry.
+    pub claims_supported: Vec<&'static str>,
+}
+
+impl Discovery {
+    /// `code`.
+    pub const RESPONSE_TYPES: &'static [&'static str] = &["code"];
+    /// `query`.
+    pub const RESPONSE_MODES: &'static [&'static str] = &["query"];
+    /// The grants of the token endpoint.
+    pub const GRANT_TYPES: &'static [&'static str] =
+        &["authorization_code", "refresh_token", "client_credentials"];
+    /// `public`: `sub` is the user's id, the same for every client.
+    pub const SUBJECT_TYPES: &'static [&'static str] = &["public"];
+    /// `RS256`.
+    pub const SIGNING_ALGORITHMS: &'static [&'static str] = &["RS256"];
+    /// How clients authenticate at the token, revocation and introspection endpoints.
+    pub const CLIENT_AUTH_METHODS: &'static [&'static str] =
+        &["client_secret_basic", "client_secret_post"];
+    /// `S256` only.
+    pub const CODE_CHALLENGE_METHODS: &'static [&'static str] = &["S256"];
+}
+
+impl OAuthService {
+    /// The OpenID Provider metadata of this server.
+    pub fn discovery(&self) -> Discovery {
+        let issuer = self.auth.settings().issuer.clone();
+        let at = |path: &str| format!("{issuer}{path}");
+        let mut scopes_supported = vec![OPENID, PROFILE_SCOPE, EMAIL_SCOPE];
+        scopes_supported.extend(ApiScope::ALL.iter().map(|scope| scope.as_str()));
+        Discovery {
+            authorization_endpoint: at("/oauth/authorize"),
+            token_endpoint: at("/oauth/token"),
+            userinfo_endpoint: at("/oauth/userinfo"),
+            revocation_endpoint: at("/oauth/revoke"),
+            introspection_endpoint: at("/oauth/introspect"),
+            jwks_uri: at("/.well-known/jwks.json"),
+            scopes_supported,
+            claims_supported: vec![
+                "iss",
+                "sub",
+                "aud",
+                "azp",
+                "exp",
+                "iat",
+                "auth_time",
+                "nonce",
+                "at_hash",
+                "amr",
+                "email",
+                "email_verified",
+                "name",
+            ],
+            issuer,
+        }
     }
 }

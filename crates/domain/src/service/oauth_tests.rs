@@ -7,19 +7,21 @@ use uuid::Uuid;
 use super::{
     tests::{
         acme, ada_in_acme, now, origin, ready, secret_of, settings, Mocks, Seen, ACME, ADA,
-        ADA_SESSION,
+        ADA_EMAIL, ADA_SESSION, SIGNED,
     },
-    AuthService, Authorization, AuthorizeError, AuthorizeRequest, BrowserSession,
-    ClientCredentials, OAuthService, OAuthTokens, TokenEndpointError, TokenGrant,
+    Agent, AuthService, Authorization, AuthorizeError, AuthorizeRequest, BrowserSession,
+    ClientCredentials, IntrospectedKind, Introspection, OAuthService, OAuthTokens, Principal,
+    TokenEndpointError, TokenGrant, MACHINE_TOKEN_SECONDS,
 };
 use crate::{
     model::{
-        Amr, Application, ApplicationId, ApplicationName, AuditAction, AuditActor, AuditOutcome,
-        AuditTarget, AuthorizationCode, ClientId, CodeVerifier, NewAuthorizationCode, NewSession,
-        OAuthErrorCode, Plan, RedirectUri, RedirectUris, Scope, SecretToken, SessionId, StoredCode,
-        TargetKind, TokenHash, TokenKind,
+        at_hash, Amr, Application, ApplicationId, ApplicationName, AuditAction, AuditActor,
+        AuditOutcome, AuditTarget, AuthorizationCode, ClientGrant, ClientId, CodeVerifier,
+        EventType, NewAuthorizationCode, NewSession, Nonce, OAuthErrorCode, Plan, RedirectUri,
+        RedirectUris, Scope, SecretToken, Session, SessionId, StoredCode, TargetKind, TokenHash,
+        TokenKind,
     },
-    ports::MockAuditStore,
+    ports::{BearerClaims, MachineClaims, MockAuditStore},
 };
 
 const CALLBACK: &str = "https://billing.example.com/cb";
@@ -45,6 +47,11 @@ fn billing(uris: &[&str]) -> Application {
     }
 }
 
+/// When Ada signed in on the hosted page.
+fn signed_in_at() -> time::OffsetDateTime {
+    now() - Duration::minutes(3)
+}
+
 fn request() -> AuthorizeRequest {
     AuthorizeRequest {
         client_id: Some(billing(&[CALLBACK]).client_id.as_str().to_owned()),
@@ -54,6 +61,7 @@ fn request() -> AuthorizeRequest {
         state: Some("xyz 1".to_owned()),
         code_challenge: Some(CHALLENGE.to_owned()),
         code_challenge_method: Some("S256".to_owned()),
+        nonce: None,
     }
 }
 
@@ -95,6 +103,7 @@ fn authorize(
         user_id: ADA,
         session_id: ADA_SESSION,
         amr: Amr::password(),
+        authenticated_at: signed_in_at(),
     };
     block_on(
         mocks
@@ -159,7 +168,9 @@ fn a_signed_in_member_gets_a_single_use_code_bound_to_client_uri_challenge_and_s
             ready(Ok(()))
         });
 
-    let (base, query) = redirected(authorize(mocks, request(), true));
+    let mut asked = request();
+    asked.nonce = Some("n-0S6_WzA2Mj".to_owned());
+    let (base, query) = redirected(authorize(mocks, asked, true));
 
     assert_eq!(base, CALLBACK);
     let code = param(&query, "code").unwrap();
@@ -178,6 +189,16 @@ fn a_signed_in_member_gets_a_single_use_code_bound_to_client_uri_challenge_and_s
     assert_eq!(
         new.code.expires_at - new.code.created_at,
         Duration::seconds(60)
+    );
+    assert_eq!(
+        new.code.nonce.as_ref().map(Nonce::as_str),
+        Some("n-0S6_WzA2Mj"),
+        "for the ID token"
+    );
+    assert_eq!(
+        new.code.authenticated_at,
+        signed_in_at(),
+        "the ID token's auth_time"
     );
     let record = records.only();
     assert_eq!(record.action, AuditAction::OAuthAuthorized);
@@ -381,6 +402,8 @@ fn stored(used: Option<SessionId>, expires_in: i64) -> StoredCode {
             challenge: CodeVerifier::parse(VERIFIER).unwrap().challenge(),
             scope: Scope::parse("read:user").unwrap(),
             amr: Amr::password(),
+            authenticated_at: signed_in_at(),
+            nonce: None,
             created_at: now() - Duration::seconds(10),
             expires_at: now() + Duration::seconds(expires_in),
         },
@@ -623,4 +646,356 @@ fn another_clients_code_or_an_unknown_code_is_an_invalid_grant() {
         .err(),
         Some(OAuthErrorCode::InvalidGrant)
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// OpenID Connect: the ID token, userinfo
+// ---------------------------------------------------------------------------------------------
+
+/// The success test's mocks for an exchange of `code`.
+fn exchanging(code: StoredCode) -> Mocks {
+    let mut mocks = Mocks::new();
+    mocks.client_is_billing();
+    mocks.code_is(code);
+    mocks.ada_is_member(true);
+    mocks.ada_is_registered();
+    mocks.policies_are(vec![]);
+    mocks
+        .authorization_codes
+        .expect_redeem_authorization_code()
+        .times(1)
+        .returning(|_, _, _, _, _, _| ready(Ok(true)));
+    mocks
+}
+
+#[test]
+fn an_openid_exchange_adds_an_id_token_for_the_client_with_the_nonce_sign_in_and_at_hash() {
+    let mut code = stored(None, 50);
+    code.code.scope = Scope::parse("openid email").unwrap();
+    code.code.nonce = Some(Nonce::parse("n-0S6_WzA2Mj").unwrap());
+    let mut mocks = exchanging(code);
+    mocks.signer_signs();
+    let id_tokens = Seen::new();
+    mocks
+        .signer
+        .expect_sign_id_token()
+        .times(1)
+        .returning(id_tokens.signing("id.token.signature"));
+
+    let tokens = token(
+        mocks,
+        credentials(CLIENT_SECRET),
+        exchange(VERIFIER, CALLBACK),
+    )
+    .unwrap();
+
+    assert_eq!(tokens.id_token.as_deref(), Some("id.token.signature"));
+    let claims = id_tokens.only();
+    let client_id = billing(&[CALLBACK]).client_id.as_str().to_owned();
+    assert_eq!(
+        (claims.aud.as_str(), claims.azp.as_str()),
+        (client_id.as_str(), client_id.as_str())
+    );
+    assert_eq!(claims.iss, settings().issuer);
+    assert_eq!(claims.sub, ADA);
+    assert_eq!(claims.nonce.as_deref(), Some("n-0S6_WzA2Mj"));
+    assert_eq!(
+        claims.at_hash,
+        at_hash(SIGNED),
+        "of the access token issued with it"
+    );
+    assert_eq!(claims.auth_time, signed_in_at().unix_timestamp());
+    assert_eq!(claims.iat, now().unix_timestamp());
+    assert_eq!(claims.exp, now().unix_timestamp() + tokens.expires_in);
+    assert_eq!(claims.amr, ["pwd"]);
+    assert_eq!(claims.email.as_deref(), Some(ADA_EMAIL));
+    assert_eq!(claims.email_verified, Some(false));
+    assert_eq!(claims.name, None, "no profile scope");
+}
+
+#[test]
+fn an_exchange_without_openid_signs_no_id_token() {
+    let mut mocks = exchanging(stored(None, 50));
+    mocks.signer_signs();
+    mocks.signer.expect_sign_id_token().never();
+    let tokens = token(
+        mocks,
+        credentials(CLIENT_SECRET),
+        exchange(VERIFIER, CALLBACK),
+    )
+    .unwrap();
+    assert_eq!(tokens.id_token, None);
+}
+
+fn ada_with_scope(scope: &str) -> Agent {
+    Agent::Person(Principal::User {
+        user_id: ADA,
+        session_id: ADA_SESSION,
+        amr: Amr::password(),
+        scope: Scope::parse(scope).unwrap(),
+    })
+}
+
+#[test]
+fn userinfo_tells_what_the_scope_allows_and_only_to_an_openid_token() {
+    let mut mocks = Mocks::new();
+    mocks.ada_is_registered();
+    let oauth = mocks.oauth();
+    let everything = block_on(oauth.userinfo(&ada_with_scope("openid email profile"))).unwrap();
+    assert_eq!(everything.sub, ADA);
+    assert_eq!(everything.email.as_deref(), Some(ADA_EMAIL));
+    assert_eq!(everything.email_verified, Some(false));
+    assert_eq!(everything.name.as_deref(), Some("Ada Lovelace"));
+    let who = block_on(oauth.userinfo(&ada_with_scope("openid"))).unwrap();
+    assert_eq!((who.email, who.name), (None, None));
+    for agent in [ada_with_scope("email profile"), ada_with_scope("")] {
+        match block_on(oauth.userinfo(&agent)) {
+            Err(TokenEndpointError::OAuth(error)) => {
+                assert_eq!(error.code, OAuthErrorCode::InsufficientScope)
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[test]
+fn discovery_names_the_endpoints_under_the_issuer() {
+    let discovery = Mocks::new().oauth().discovery();
+    let issuer = settings().issuer;
+    assert_eq!(discovery.issuer, issuer);
+    assert_eq!(discovery.token_endpoint, format!("{issuer}/oauth/token"));
+    assert_eq!(
+        discovery.userinfo_endpoint,
+        format!("{issuer}/oauth/userinfo")
+    );
+    assert_eq!(
+        discovery.revocation_endpoint,
+        format!("{issuer}/oauth/revoke")
+    );
+    assert_eq!(
+        discovery.introspection_endpoint,
+        format!("{issuer}/oauth/introspect")
+    );
+    assert_eq!(
+        discovery.jwks_uri,
+        format!("{issuer}/.well-known/jwks.json")
+    );
+    assert!(discovery.scopes_supported.contains(&"openid"));
+    assert!(discovery.scopes_supported.contains(&"webhooks:write"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Client credentials: machine tokens
+// ---------------------------------------------------------------------------------------------
+
+fn client_credentials(scope: &str) -> TokenGrant {
+    TokenGrant::ClientCredentials {
+        scope: Some(scope.to_owned()),
+    }
+}
+
+#[test]
+fn client_credentials_issue_a_machine_token_of_the_application_in_its_organization() {
+    let mut mocks = Mocks::new();
+    mocks.client_is_billing();
+    mocks.acme_is_on(Plan::Enterprise);
+    let signed = Seen::new();
+    mocks
+        .signer
+        .expect_sign_machine()
+        .times(1)
+        .returning(signed.signing("machine.token.signature"));
+    mocks.audit = MockAuditStore::new();
+    mocks
+        .audit
+        .expect_record_audit()
+        .withf(|record| {
+            let app = billing(&[CALLBACK]).id;
+            record.action == AuditAction::OAuthClientCredentialsIssued
+                && record.actor == AuditActor::Application(app)
+                && record.organization_id == Some(ACME)
+                && record.target == Some(AuditTarget::new(TargetKind::Application, app))
+        })
+        .times(1)
+        .returning(|_| ready(Ok(())));
+
+    let tokens = token(
+        mocks,
+        credentials(CLIENT_SECRET),
+        client_credentials("org:read members:read"),
+    )
+    .unwrap();
+
+    assert_eq!(tokens.access_token, "machine.token.signature");
+    assert_eq!(tokens.refresh_token, None);
+    assert_eq!(tokens.id_token, None);
+    assert_eq!(tokens.scope.to_string(), "org:read members:read");
+    assert_eq!(tokens.expires_in, MACHINE_TOKEN_SECONDS);
+    let claims = signed.only();
+    let client_id = billing(&[CALLBACK]).client_id.as_str().to_owned();
+    assert_eq!(
+        (claims.sub.as_str(), claims.client_id.as_str()),
+        (client_id.as_str(), client_id.as_str())
+    );
+    assert_eq!(claims.org_id, ACME);
+    assert_eq!(claims.aud, "gatehouse");
+    assert_eq!(claims.scope, "org:read members:read");
+    assert_eq!(claims.exp - claims.iat, MACHINE_TOKEN_SECONDS);
+}
+
+#[test]
+fn client_credentials_need_the_enterprise_plan_and_api_scopes_only() {
+    for plan in [Plan::Free, Plan::Pro, Plan::Business] {
+        let mut mocks = Mocks::new();
+        mocks.client_is_billing();
+        mocks.acme_is_on(plan);
+        mocks.signer.expect_sign_machine().never();
+        assert_eq!(
+            token(
+                mocks,
+                credentials(CLIENT_SECRET),
+                client_credentials("org:read")
+            )
+            .err(),
+            Some(OAuthErrorCode::UnauthorizedClient),
+            "{plan:?}"
+        );
+    }
+    for scope in ["", "openid", "org:read profile", "admin"] {
+        let mut mocks = Mocks::new();
+        mocks.client_is_billing();
+        mocks.acme_is_on(Plan::Enterprise);
+        mocks.signer.expect_sign_machine().never();
+        assert_eq!(
+            token(mocks, credentials(CLIENT_SECRET), client_credentials(scope)).err(),
+            Some(OAuthErrorCode::InvalidScope),
+            "{scope:?}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Revocation and introspection
+// ---------------------------------------------------------------------------------------------
+
+fn granted_session(application: ApplicationId) -> Session {
+    Session {
+        id: ADA_SESSION,
+        user_id: ADA,
+        created_at: now() - Duration::hours(1),
+        expires_at: now() + Duration::days(29),
+        last_used_at: now() - Duration::minutes(1),
+        grant: Some(ClientGrant {
+            application_id: application,
+            client_id: billing(&[CALLBACK]).client_id,
+            scope: Scope::parse("openid").unwrap(),
+        }),
+        amr: Amr::password(),
+    }
+}
+
+impl Mocks {
+    fn refresh_token_is(&mut self, session: Option<Session>) {
+        self.sessions
+            .expect_session_by_refresh_token()
+            .returning(move |_, _| ready(Ok(session.clone())));
+    }
+}
+
+#[test]
+fn revoking_the_clients_refresh_token_ends_its_session_on_record() {
+    let mut mocks = Mocks::new();
+    mocks.client_is_billing();
+    mocks.refresh_token_is(Some(granted_session(billing(&[CALLBACK]).id)));
+    mocks
+        .sessions
+        .expect_end_session()
+        .withf(|id, at, event, record| {
+            *id == ADA_SESSION
+                && *at == now()
+                && event.event_type == EventType::AuthLogout
+                && record.action == AuditAction::OAuthTokenRevoked
+                && record.actor == AuditActor::Application(billing(&[CALLBACK]).id)
+                && record.organization_id == Some(ACME)
+                && record.target == Some(AuditTarget::new(TargetKind::User, ADA))
+        })
+        .times(1)
+        .returning(|_, _, _, _| ready(Ok(true)));
+
+    block_on(mocks.oauth().revoke(
+        credentials(CLIENT_SECRET),
+        "ghr_the-refresh-token",
+        &origin(),
+    ))
+    .unwrap();
+}
+
+#[test]
+fn another_clients_token_is_neither_revoked_nor_shown() {
+    let theirs = ApplicationId::from_uuid(Uuid::from_u128(0xbad));
+    let mut mocks = Mocks::new();
+    mocks.client_is_billing();
+    mocks.refresh_token_is(Some(granted_session(theirs)));
+    mocks.sessions.expect_end_session().never();
+    let oauth = mocks.oauth();
+    block_on(oauth.revoke(credentials(CLIENT_SECRET), "ghr_theirs", &origin())).unwrap();
+    assert_eq!(
+        block_on(oauth.introspect(credentials(CLIENT_SECRET), "ghr_theirs", &origin())).unwrap(),
+        Introspection::Inactive
+    );
+}
+
+#[test]
+fn introspection_describes_the_clients_live_refresh_token() {
+    let mut mocks = Mocks::new();
+    mocks.client_is_billing();
+    mocks.ada_is_registered();
+    mocks.refresh_token_is(Some(granted_session(billing(&[CALLBACK]).id)));
+    let Introspection::Active(token) = block_on(mocks.oauth().introspect(
+        credentials(CLIENT_SECRET),
+        "ghr_ours",
+        &origin(),
+    ))
+    .unwrap() else {
+        panic!("inactive");
+    };
+    assert_eq!(token.kind, IntrospectedKind::Refresh);
+    assert_eq!(token.sub, ADA.to_string());
+    assert_eq!(token.username.as_deref(), Some(ADA_EMAIL));
+    assert_eq!(token.scope.to_string(), "openid");
+    assert_eq!(token.client_id, billing(&[CALLBACK]).client_id.as_str());
+    assert_eq!(token.exp, (now() + Duration::days(29)).unix_timestamp());
+}
+
+#[test]
+fn a_machine_token_cannot_be_revoked() {
+    let mut mocks = Mocks::new();
+    mocks.client_is_billing();
+    mocks.acme_is_on(Plan::Enterprise);
+    let client_id = billing(&[CALLBACK]).client_id.as_str().to_owned();
+    mocks.signer.expect_verify().returning(move |_| {
+        ready(Ok(BearerClaims::Machine(MachineClaims {
+            iss: settings().issuer,
+            sub: client_id.clone(),
+            aud: "gatehouse".into(),
+            iat: now().unix_timestamp(),
+            nbf: now().unix_timestamp(),
+            exp: now().unix_timestamp() + 600,
+            jti: Uuid::from_u128(7),
+            client_id: client_id.clone(),
+            org_id: ACME,
+            scope: "org:read".into(),
+        })))
+    });
+    mocks.sessions.expect_end_session().never();
+    match block_on(
+        mocks
+            .oauth()
+            .revoke(credentials(CLIENT_SECRET), "a.machine.token", &origin()),
+    ) {
+        Err(TokenEndpointError::OAuth(error)) => {
+            assert_eq!(error.code, OAuthErrorCode::UnsupportedTokenType)
+        }
+        other => panic!("{other:?}"),
+    }
 }

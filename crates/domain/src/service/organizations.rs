@@ -237,7 +237,7 @@ impl OrganizationService {
             now,
             EventType::OrganizationUpdated,
             Some(organization.id),
-            Some(actor.user_id()),
+            actor.user_id(),
             data,
         );
         if !self
@@ -249,7 +249,7 @@ impl OrganizationService {
                 now,
                 updated,
                 self.record(
-                    AuditActor::of(&actor.principal),
+                    actor.audit_actor(),
                     AuditAction::OrganizationUpdated,
                     organization.id,
                     origin,
@@ -291,7 +291,7 @@ impl OrganizationService {
             now,
             EventType::OrganizationUpdated,
             Some(organization.id),
-            Some(actor.user_id()),
+            actor.user_id(),
             data,
         );
         if !self
@@ -302,7 +302,7 @@ impl OrganizationService {
                 now,
                 deleted,
                 self.record(
-                    AuditActor::of(&actor.principal),
+                    actor.audit_actor(),
                     AuditAction::OrganizationDeleted,
                     organization.id,
                     origin,

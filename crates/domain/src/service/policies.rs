@@ -69,7 +69,7 @@ pub(crate) fn require_feature(
     feature: Feature,
 ) -> Result<(), SettingsError> {
     actor.require(permission)?;
-    let plan = actor.membership.plan;
+    let plan = actor.plan();
     if !plan.includes(feature) {
         return Err(SettingsError::PlanRequired { feature, plan });
     }
@@ -119,7 +119,7 @@ impl SettingsChange {
             at,
             EventType::OrganizationUpdated,
             Some(organization.id),
-            Some(actor.user_id()),
+            actor.user_id(),
             data,
         );
         let audit = actor

@@ -14,17 +14,20 @@ use super::{
         full_name, hash, now, ready, Mocks, Seen, ACME, ADA, ADA_EMAIL, ADA_PASSWORD, ADA_SESSION,
         NEW_PASSWORD, REFRESH_TOKEN, SIGNED,
     },
-    Actor, AuthenticateError, Authenticator, ChangePasswordError, LoginError, OrgAccessError,
-    PolicyService, Principal, RefreshError, RegisterError, SettingsError,
+    Actor, Agent, AuthenticateError, Authenticator, ChangePasswordError, LoginError,
+    OrgAccessError, PolicyService, Principal, RefreshError, RegisterError, SettingsError,
 };
 use crate::{
     model::{
         Amr, AuthMethod, ClientAddress, ConcurrentSessions, GraceHours, IdleMinutes, IpAllowlist,
         IpRange, MaxAgeDays, Membership, MfaMethod, MfaPolicy, MinLength, NewSession,
-        OrganizationPolicies, PasswordError, Permission, Plan, ReuseCount, Role, Session,
+        OrganizationPolicies, PasswordError, Permission, Plan, ReuseCount, Role, Scope, Session,
         SessionHours,
     },
-    ports::{MockMembershipStore, MockPolicyStore, MockSessionStore, SavedPolicies, SessionAccess},
+    ports::{
+        BearerClaims, MockMembershipStore, MockPolicyStore, MockSessionStore, SavedPolicies,
+        SessionAccess,
+    },
 };
 
 fn policies(edit: impl FnOnce(&mut OrganizationPolicies)) -> OrganizationPolicies {
@@ -45,7 +48,7 @@ fn ada_acting_in_acme(role: Role, plan: Plan) -> Actor {
     let mut membership = ada_in_acme();
     membership.role = role;
     membership.plan = plan;
-    Actor {
+    Actor::Member {
         principal: ada_in_session(),
         membership,
     }
@@ -479,13 +482,13 @@ fn the_allowlist_of_a_downgraded_organization_is_not_enforced() {
 fn bearer_in_acme(
     access: SessionAccess,
     from: &str,
-) -> Result<(Principal, Result<Actor, OrgAccessError>), AuthenticateError> {
+) -> Result<(Agent, Result<Actor, OrgAccessError>), AuthenticateError> {
     let mut mocks = Mocks::new();
     mocks
         .signer
         .expect_verify()
         .withf(|token| token == SIGNED)
-        .returning(|_| ready(Ok(claims_of_ada())));
+        .returning(|_| ready(Ok(BearerClaims::User(claims_of_ada()))));
     mocks.sessions = MockSessionStore::new();
     mocks.sessions.expect_is_live().never();
     mocks.policies = MockPolicyStore::new();
@@ -525,7 +528,7 @@ fn inside_an_organization_a_bearer_token_takes_one_store_read_and_the_same_rules
     };
     // Admitted from inside the allowlist; refused from outside, the principal known either way.
     let (principal, inside) = bearer_in_acme(allowlisted(Plan::Business), "192.0.2.44").unwrap();
-    assert_eq!(principal, ada_in_session());
+    assert_eq!(principal, Agent::Person(ada_in_session()));
     assert_eq!(inside.unwrap().organization_id(), ACME);
     let (_, outside) = bearer_in_acme(allowlisted(Plan::Business), "198.51.100.7").unwrap();
     assert!(matches!(outside, Err(OrgAccessError::AddressNotAllowed(_))));
@@ -702,6 +705,7 @@ fn as_ada_with(amr: Amr) -> Principal {
         user_id: ADA,
         session_id: ADA_SESSION,
         amr,
+        scope: Scope::default(),
     }
 }
 

@@ -5,13 +5,16 @@ use time::OffsetDateTime;
 use super::Actor;
 use crate::{
     model::{
-        Amr, ApiKeyId, AuthMethod, ClientAddress, Feature, Membership, MfaMethod, OrganizationId,
-        SessionId, TokenHash, UserId,
+        Amr, ApiKeyId, ApiScopes, ApplicationId, AuthMethod, ClientAddress, ClientId, Feature,
+        Membership, MfaMethod, OrganizationId, Plan, Scope, SessionId, TokenHash, UserId,
     },
-    ports::{service_ports, MembershipStore, SavedPolicies, StoreError, TokenError},
+    ports::{
+        service_ports, BearerClaims, MachineClaims, MembershipStore, SavedPolicies, StoreError,
+        TokenError,
+    },
 };
 
-/// An authenticated caller.
+/// An authenticated person: a user's Bearer token, or an API key acting as its creator.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Principal {
     /// A user with a Bearer access token of a live session.
@@ -23,6 +26,9 @@ pub enum Principal {
         /// How the user signed in, as the token says (`amr`); a token from before Gatehouse
         /// wrote the claim counts as a password sign-in.
         amr: Amr,
+        /// The scope an application was granted, for a token of the OAuth flow; empty for a
+        /// sign-in's own token. Its API scopes narrow what the token may do.
+        scope: Scope,
     },
     /// An API key: acts as its creator, inside its one organization.
     ApiKey {
@@ -50,6 +56,47 @@ impl Principal {
             Self::ApiKey { .. } => None,
         }
     }
+
+    /// The API scopes the credentials are narrowed to: those of an OAuth token's scope. Empty
+    /// (not narrowed) for a sign-in's own token and for an API key.
+    pub fn api_scopes(&self) -> ApiScopes {
+        match self {
+            Self::User { scope, .. } => ApiScopes::of(scope),
+            Self::ApiKey { .. } => ApiScopes::default(),
+        }
+    }
+}
+
+/// An application acting with a machine token (`grant_type=client_credentials`): inside its
+/// own organization, with exactly its token's API scopes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MachineClient {
+    /// The application.
+    pub application_id: ApplicationId,
+    /// Its client id, the token's `sub`.
+    pub client_id: ClientId,
+    /// Its organization, the only one it acts in.
+    pub organization_id: OrganizationId,
+    /// The organization's plan (enterprise, or the token would not have been accepted).
+    pub plan: Plan,
+    /// What the token may do.
+    pub scopes: ApiScopes,
+}
+
+/// Whom valid credentials speak for: a person, or an application with a machine token.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Agent {
+    /// A user's token or an API key.
+    Person(Principal),
+    /// An application's machine token.
+    Application(MachineClient),
+}
+
+/// A Bearer token whose signature and claims checked out, before its session or its
+/// application is looked at.
+enum Verified {
+    User(Principal),
+    Machine(MachineClaims),
 }
 
 /// Why credentials were refused.
@@ -96,9 +143,14 @@ service_ports! {
         api_keys: ApiKeyStore,
         memberships: MembershipStore,
         policies: PolicyStore,
+        applications: ApplicationStore,
+        organizations: OrganizationStore,
         clock: Clock,
     }
 }
+
+const INVALID_TOKEN: AuthenticateError =
+    AuthenticateError::Invalid("invalid or expired access token");
 
 /// Tells who is calling: checks a Bearer token or an API key, and what the caller may reach
 /// inside an organization.
@@ -113,66 +165,116 @@ impl Authenticator {
         Self { ports }
     }
 
-    /// The user a Bearer access token names, when its signature and claims are valid; whether
-    /// its session is live is the caller's to check.
-    async fn verified(&self, token: &str) -> Result<Principal, AuthenticateError> {
+    /// Whom a Bearer token names, when its signature and claims are valid; whether its
+    /// session is live, or its application active, is the caller's to check.
+    async fn verified(&self, token: &str) -> Result<Verified, AuthenticateError> {
         if token.len() > MAX_ACCESS_TOKEN_BYTES {
-            return Err(AuthenticateError::Invalid(
-                "invalid or expired access token",
-            ));
+            return Err(INVALID_TOKEN);
         }
         let claims = self.ports.signer.verify(token).await.map_err(|e| match e {
-            TokenError::Invalid => AuthenticateError::Invalid("invalid or expired access token"),
+            TokenError::Invalid => INVALID_TOKEN,
             failed @ TokenError::Failed(_) => AuthenticateError::Internal(failed),
         })?;
+        let claims = match claims {
+            BearerClaims::User(claims) => claims,
+            BearerClaims::Machine(claims) => return Ok(Verified::Machine(claims)),
+        };
         let amr = Amr::from_stored(&claims.amr.join(" ")).unwrap_or_else(Amr::password);
-        Ok(Principal::User {
+        // Gatehouse wrote the scope when it signed the token: it parses.
+        let scope =
+            Scope::parse(claims.scope.as_deref().unwrap_or_default()).map_err(|_| INVALID_TOKEN)?;
+        Ok(Verified::User(Principal::User {
             user_id: claims.sub,
             session_id: claims.sid,
             amr,
+            scope,
+        }))
+    }
+
+    /// The application a machine token acts for: active, in the organization the token
+    /// names, which is live and on a plan with OAuth. Deactivating or deleting the
+    /// application, or leaving the plan, stops its tokens at once.
+    async fn machine(&self, claims: MachineClaims) -> Result<MachineClient, AuthenticateError> {
+        let gone = AuthenticateError::Invalid("the token's application is inactive or gone");
+        let client_id = ClientId::parse(&claims.client_id).ok_or(INVALID_TOKEN)?;
+        let scope = Scope::parse(&claims.scope).map_err(|_| INVALID_TOKEN)?;
+        let (application, _) = self
+            .ports
+            .applications
+            .application_by_client_id(&client_id)
+            .await?
+            .filter(|(app, _)| app.is_active && app.organization_id == claims.org_id)
+            .ok_or(gone)?;
+        let plan = self
+            .ports
+            .organizations
+            .organization(application.organization_id)
+            .await?
+            .map(|organization| organization.plan)
+            .filter(|plan| plan.includes(Feature::OAuth))
+            .ok_or(AuthenticateError::Invalid(
+                "the token's organization is gone or no longer on the enterprise plan",
+            ))?;
+        Ok(MachineClient {
+            application_id: application.id,
+            client_id,
+            organization_id: application.organization_id,
+            plan,
+            scopes: ApiScopes::of(&scope),
         })
     }
 
-    /// Authenticates a Bearer access token: a valid signature and claims, and a live session.
-    pub async fn authenticate_bearer(&self, token: &str) -> Result<Principal, AuthenticateError> {
-        let principal = self.verified(token).await?;
-        let Principal::User { session_id, .. } = &principal else {
-            return Err(AuthenticateError::Invalid(
-                "invalid or expired access token",
-            ));
-        };
-        if !self
-            .ports
-            .sessions
-            .is_live(*session_id, self.ports.clock.now())
-            .await?
-        {
-            return Err(AuthenticateError::Invalid("the session has ended"));
+    /// Authenticates a Bearer token: a user's with valid claims and a live session, or an
+    /// application's machine token whose application is active.
+    pub async fn authenticate_bearer(&self, token: &str) -> Result<Agent, AuthenticateError> {
+        match self.verified(token).await? {
+            Verified::User(principal) => {
+                let live = match principal.session_id() {
+                    Some(session_id) => {
+                        self.ports
+                            .sessions
+                            .is_live(session_id, self.ports.clock.now())
+                            .await?
+                    }
+                    None => false,
+                };
+                if !live {
+                    return Err(AuthenticateError::Invalid("the session has ended"));
+                }
+                Ok(Agent::Person(principal))
+            }
+            Verified::Machine(claims) => Ok(Agent::Application(self.machine(claims).await?)),
         }
-        Ok(principal)
     }
 
-    /// [`Self::authenticate_bearer`] and [`Self::actor`] together, for a request inside an
-    /// organization: the session, the membership and the policies are read in one store round
-    /// trip. The principal comes back whether or not it may act there (a rate limit counts it
-    /// either way).
+    /// [`Self::authenticate_bearer`] and [`Self::actor_of`] together, for a request inside an
+    /// organization: for a user, the session, the membership and the policies are read in one
+    /// store round trip. The agent comes back whether or not it may act there (a rate limit
+    /// counts it either way).
     pub async fn authenticate_bearer_in(
         &self,
         token: &str,
         organization_id: OrganizationId,
         client: ClientAddress,
-    ) -> Result<(Principal, Result<Actor, OrgAccessError>), AuthenticateError> {
-        let principal = self.verified(token).await?;
-        let Principal::User { session_id, .. } = &principal else {
-            return Err(AuthenticateError::Invalid(
-                "invalid or expired access token",
-            ));
+    ) -> Result<(Agent, Result<Actor, OrgAccessError>), AuthenticateError> {
+        let principal = match self.verified(token).await? {
+            Verified::User(principal) => principal,
+            Verified::Machine(claims) => {
+                let machine = self.machine(claims).await?;
+                let actor = self
+                    .machine_actor(machine.clone(), organization_id, client)
+                    .await;
+                return Ok((Agent::Application(machine), actor));
+            }
+        };
+        let Some(session_id) = principal.session_id() else {
+            return Err(INVALID_TOKEN);
         };
         let now = self.ports.clock.now();
         let access = self
             .ports
             .memberships
-            .session_access(*session_id, principal.user_id(), organization_id, now)
+            .session_access(session_id, principal.user_id(), organization_id, now)
             .await?;
         if !access.session_live {
             return Err(AuthenticateError::Invalid("the session has ended"));
@@ -181,7 +283,7 @@ impl Authenticator {
             None => Err(OrgAccessError::NotFound),
             Some(membership) => admit(principal.clone(), membership, access.policies, client, now),
         };
-        Ok((principal, admitted))
+        Ok((Agent::Person(principal), admitted))
     }
 
     /// Authenticates an API key sent with the organization it belongs to.
@@ -232,6 +334,45 @@ impl Authenticator {
         )
     }
 
+    /// Whoever the agent is, acting inside an organization from the client's address: a
+    /// person as [`Self::actor`] says, an application only in its own organization and from
+    /// an address the organization's IP allowlist holds.
+    pub async fn actor_of(
+        &self,
+        agent: Agent,
+        organization_id: OrganizationId,
+        client: ClientAddress,
+    ) -> Result<Actor, OrgAccessError> {
+        match agent {
+            Agent::Person(principal) => self.actor(principal, organization_id, client).await,
+            Agent::Application(machine) => {
+                self.machine_actor(machine, organization_id, client).await
+            }
+        }
+    }
+
+    /// An application acting in an organization: its own (another is `NotFound`, as for an
+    /// outsider), from an address the organization's IP allowlist holds while the plan
+    /// enforces policies.
+    async fn machine_actor(
+        &self,
+        machine: MachineClient,
+        organization_id: OrganizationId,
+        client: ClientAddress,
+    ) -> Result<Actor, OrgAccessError> {
+        if machine.organization_id != organization_id {
+            return Err(OrgAccessError::NotFound);
+        }
+        if machine.plan.includes(Feature::Policies) {
+            if let Some(saved) = self.ports.policies.policies(organization_id).await? {
+                if !saved.policies.ip_allowlist.permits(client.0) {
+                    return Err(OrgAccessError::AddressNotAllowed(client));
+                }
+            }
+        }
+        Ok(Actor::Application(machine))
+    }
+
     /// The principal's membership in an organization; outsiders get `NotFound`.
     pub async fn membership_of(
         &self,
@@ -259,7 +400,7 @@ fn admit(
             return Err(OrgAccessError::MfaRequired);
         }
     }
-    Ok(Actor {
+    Ok(Actor::Member {
         principal,
         membership,
     })

@@ -1,10 +1,10 @@
-//! Per-plan rate limits: counted per principal (user or API key), or per client address when
+//! Per-plan rate limits: counted per principal (user, API key or application), or per client address when
 //! anonymous; sized by the plan of the organization in context, else the principal's highest
 //! plan, else `free`.
 
 use std::net::IpAddr;
 
-use super::Principal;
+use super::{Agent, Principal};
 use crate::{
     model::{Plan, RateLimits},
     ports::{service_ports, RateDecision, RateLimitError},
@@ -15,10 +15,11 @@ use crate::{
 pub enum Caller {
     /// No credentials: counted per client address, on the Free plan's limit.
     Anonymous(IpAddr),
-    /// An authenticated caller: counted per user (Bearer) or per key.
+    /// An authenticated caller: counted per user (Bearer), per key or per application
+    /// (machine token).
     Principal {
         /// Who calls.
-        principal: Principal,
+        principal: Agent,
         /// The plan of the organization the request is about, when it names one the
         /// principal belongs to.
         organization_plan: Option<Plan>,
@@ -56,11 +57,19 @@ impl RateLimitService {
     pub async fn check(&self, caller: &Caller) -> Result<RateDecision, RateLimitCheckError> {
         let (key, plan) = match caller {
             Caller::Anonymous(ip) => (format!("ip:{ip}"), Plan::Free),
+            // An application acts in its one organization, on its plan.
             Caller::Principal {
-                principal,
+                principal: Agent::Application(machine),
+                ..
+            } => (
+                format!("application:{}", machine.application_id),
+                machine.plan,
+            ),
+            Caller::Principal {
+                principal: Agent::Person(person),
                 organization_plan,
             } => {
-                let key = match principal {
+                let key = match person {
                     Principal::User { user_id, .. } => format!("user:{user_id}"),
                     Principal::ApiKey { key_id, .. } => format!("key:{key_id}"),
                 };
@@ -68,12 +77,7 @@ impl RateLimitService {
                     Some(plan) => *plan,
                     // A plan that cannot be read counts as free: the request is still
                     // counted, and answered with its headers.
-                    None => match self
-                        .ports
-                        .memberships
-                        .highest_plan(principal.user_id())
-                        .await
-                    {
+                    None => match self.ports.memberships.highest_plan(person.user_id()).await {
                         Ok(plan) => plan.unwrap_or(Plan::Free),
                         Err(error) => {
                             tracing::warn!(%error, "the caller's plan could not be read: counted on the free plan's limit");

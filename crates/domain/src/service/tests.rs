@@ -13,23 +13,24 @@ use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
 use super::{
-    Actor, ApiKeyService, AuthService, AuthSettings, AuthenticateError, Authenticator,
+    Actor, Agent, ApiKeyService, AuthService, AuthSettings, AuthenticateError, Authenticator,
     ChangePasswordError, CreateApiKeyError, Forbidden, LoginError, OrgAccessError, Principal,
     RefreshError, RegisterError,
 };
 use crate::{
-    mock::MockPorts,
+    mock::{MockFuture, MockPorts},
     model::{
-        Amr, ApiKey, ApiKeyId, ApiKeyName, ApplicationId, AuditAction, AuditActor, AuditOutcome,
-        AuditTarget, ClientGrant, ClientId, Email, EventType, FailedSignIns, FullName, Membership,
-        NewApiKey, NewEvent, NewSession, Organization, OrganizationId, OrganizationName,
-        OrganizationSettings, OrganizationType, Origin, PasswordError, PasswordHash, Permission,
-        Plan, Role, Scope, SecretToken, Session, SessionId, Slug, TargetKind, TokenHash, TokenKind,
-        User, UserCredentials, UserId, SESSION_TOUCH_INTERVAL,
+        Amr, ApiKey, ApiKeyId, ApiKeyName, Application, ApplicationId, ApplicationName,
+        AuditAction, AuditActor, AuditOutcome, AuditTarget, ClientAddress, ClientGrant, ClientId,
+        Email, EventType, FailedSignIns, FullName, Membership, NewApiKey, NewEvent, NewSession,
+        Organization, OrganizationId, OrganizationName, OrganizationSettings, OrganizationType,
+        Origin, PasswordError, PasswordHash, Permission, Plan, RedirectUri, RedirectUris, Role,
+        Scope, SecretToken, Session, SessionId, Slug, TargetKind, TokenHash, TokenKind, User,
+        UserCredentials, UserId, SESSION_TOUCH_INTERVAL,
     },
     ports::{
-        AccessClaims, MockAuditStore, MockPolicyStore, MockSignInAttempts, NewAccount,
-        PlanPolicies, Ports, StoreError, TokenError,
+        AccessClaims, BearerClaims, MachineClaims, MockAuditStore, MockPolicyStore,
+        MockSignInAttempts, NewAccount, PlanPolicies, Ports, StoreError, TokenError,
     },
 };
 
@@ -100,12 +101,13 @@ pub(super) fn ada_in_session() -> Principal {
         user_id: ADA,
         session_id: ADA_SESSION,
         amr: Amr::password(),
+        scope: Scope::default(),
     }
 }
 
 /// Ada acting in Acme, in her session, with `role`, Acme being on `plan`.
 pub(super) fn ada_acting(role: Role, plan: Plan) -> Actor {
-    Actor {
+    Actor::Member {
         principal: ada_in_session(),
         membership: Membership {
             organization_id: ACME,
@@ -194,6 +196,20 @@ pub(super) struct Seen<T>(Arc<Mutex<Vec<T>>>);
 impl<T> Clone for Seen<T> {
     fn clone(&self) -> Self {
         Self(Arc::clone(&self.0))
+    }
+}
+
+impl<T: Clone + Send + 'static> Seen<T> {
+    /// A signer mock's answer: records the claims it is asked to sign, returns `signature`.
+    pub(super) fn signing(
+        &self,
+        signature: &'static str,
+    ) -> impl FnMut(&T) -> MockFuture<Result<String, TokenError>> + Send + 'static {
+        let seen = self.clone();
+        move |claims| {
+            seen.record(claims.clone());
+            ready(Ok(signature.to_owned()))
+        }
     }
 }
 
@@ -340,11 +356,10 @@ impl Mocks {
     /// Signs anything as [`SIGNED`] and keeps the claims.
     pub(super) fn signer_signs(&mut self) -> Seen<AccessClaims> {
         let signed = Seen::new();
-        let seen = signed.clone();
-        self.signer.expect_sign().times(1).returning(move |claims| {
-            seen.record(claims.clone());
-            ready(Ok(SIGNED.to_owned()))
-        });
+        self.signer
+            .expect_sign()
+            .times(1)
+            .returning(signed.signing(SIGNED));
         signed
     }
 
@@ -1161,7 +1176,7 @@ fn a_valid_bearer_token_of_an_ended_session_is_invalid() {
     mocks
         .signer
         .expect_verify()
-        .returning(|_| ready(Ok(claims_of_ada())));
+        .returning(|_| ready(Ok(BearerClaims::User(claims_of_ada()))));
     mocks
         .sessions
         .expect_is_live()
@@ -1181,7 +1196,7 @@ fn a_valid_bearer_token_of_a_live_session_is_its_user() {
         .signer
         .expect_verify()
         .withf(|token| token == SIGNED)
-        .returning(|_| ready(Ok(claims_of_ada())));
+        .returning(|_| ready(Ok(BearerClaims::User(claims_of_ada()))));
     mocks
         .sessions
         .expect_is_live()
@@ -1189,10 +1204,170 @@ fn a_valid_bearer_token_of_a_live_session_is_its_user() {
         .times(1)
         .returning(|_, _| ready(Ok(true)));
 
-    let principal =
+    let agent =
         block_on(Authenticator::new((&mocks.ports()).into()).authenticate_bearer(SIGNED)).unwrap();
 
-    assert_eq!(principal, ada_in_session());
+    assert_eq!(agent, Agent::Person(ada_in_session()));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Machine tokens and API scopes
+// ---------------------------------------------------------------------------------------------
+
+const MACHINE_CLIENT: &str = "ghc_000000000000000000000000000000c1";
+
+fn acme_application(active: bool) -> Application {
+    Application {
+        id: ApplicationId::from_uuid(Uuid::from_u128(0xa9)),
+        organization_id: ACME,
+        name: ApplicationName::parse("Billing").unwrap(),
+        client_id: ClientId::parse(MACHINE_CLIENT).unwrap(),
+        redirect_uris: RedirectUris::new(vec![RedirectUri::parse(
+            "https://billing.example.com/cb",
+        )
+        .unwrap()])
+        .unwrap(),
+        is_active: active,
+        created_at: now() - Duration::days(1),
+        updated_at: now() - Duration::days(1),
+    }
+}
+
+fn machine_token_verifies(mocks: &mut Mocks, scope: &'static str) {
+    mocks.signer.expect_verify().returning(move |_| {
+        ready(Ok(BearerClaims::Machine(MachineClaims {
+            iss: ISSUER.into(),
+            sub: MACHINE_CLIENT.into(),
+            aud: "gatehouse".into(),
+            iat: now().unix_timestamp(),
+            nbf: now().unix_timestamp(),
+            exp: now().unix_timestamp() + 900,
+            jti: Uuid::from_u128(7),
+            client_id: MACHINE_CLIENT.into(),
+            org_id: ACME,
+            scope: scope.into(),
+        })))
+    });
+    mocks.sessions.expect_is_live().never();
+}
+
+fn application_is(mocks: &mut Mocks, active: bool, plan: Plan) {
+    mocks
+        .applications
+        .expect_application_by_client_id()
+        .returning(move |_| ready(Ok(Some((acme_application(active), TokenHash::of("s"))))));
+    mocks
+        .organizations
+        .expect_organization()
+        .returning(move |_| ready(Ok(Some(acme(plan)))));
+}
+
+#[test]
+fn a_machine_token_acts_for_its_application_in_its_organization_within_its_scopes() {
+    let mut mocks = Mocks::new();
+    machine_token_verifies(&mut mocks, "org:read members:read");
+    application_is(&mut mocks, true, Plan::Enterprise);
+    mocks.policies_are(vec![]);
+    let authenticator = Authenticator::new((&mocks.ports()).into());
+
+    let agent = block_on(authenticator.authenticate_bearer(SIGNED)).unwrap();
+    let Agent::Application(machine) = &agent else {
+        panic!("{agent:?}");
+    };
+    assert_eq!(machine.application_id, acme_application(true).id);
+    assert_eq!(machine.organization_id, ACME);
+
+    let actor =
+        block_on(authenticator.actor_of(agent.clone(), ACME, ClientAddress([192, 0, 2, 1].into())))
+            .unwrap();
+    assert!(actor.is_of(&agent));
+    assert_eq!(actor.user_id(), None);
+    assert_eq!(
+        actor.audit_actor(),
+        AuditActor::Application(acme_application(true).id)
+    );
+    for granted in [
+        Permission::OrganizationRead,
+        Permission::MembersRead,
+        Permission::AuditRead,
+    ] {
+        assert_eq!(actor.require(granted), Ok(()), "{granted}");
+    }
+    for refused in [
+        Permission::OrganizationUpdate,
+        Permission::MembersUpdate,
+        Permission::WebhooksRead,
+        Permission::OrganizationDelete,
+        Permission::ApiKeysCreate,
+    ] {
+        assert_eq!(actor.require(refused), Err(Forbidden(refused)), "{refused}");
+    }
+    // Another organization is not its to act in.
+    assert!(matches!(
+        block_on(authenticator.actor_of(agent, GLOBEX, ClientAddress([192, 0, 2, 1].into()))),
+        Err(OrgAccessError::NotFound)
+    ));
+}
+
+#[test]
+fn a_machine_token_stops_with_its_application_or_the_enterprise_plan() {
+    for (active, plan) in [(false, Plan::Enterprise), (true, Plan::Business)] {
+        let mut mocks = Mocks::new();
+        machine_token_verifies(&mut mocks, "org:read");
+        application_is(&mut mocks, active, plan);
+        let result =
+            block_on(Authenticator::new((&mocks.ports()).into()).authenticate_bearer(SIGNED));
+        assert!(
+            matches!(result, Err(AuthenticateError::Invalid(_))),
+            "{active} {plan:?}"
+        );
+    }
+}
+
+#[test]
+fn an_oauth_tokens_api_scopes_narrow_the_members_role_and_none_leave_it_whole() {
+    let narrowed = |scope: &str| Actor::Member {
+        principal: Principal::User {
+            user_id: ADA,
+            session_id: ADA_SESSION,
+            amr: Amr::password(),
+            scope: Scope::parse(scope).unwrap(),
+        },
+        membership: Membership {
+            organization_id: ACME,
+            user_id: ADA,
+            role: Role::Owner,
+            plan: Plan::Enterprise,
+            joined_at: now() - Duration::days(100),
+        },
+    };
+    let reader = narrowed("openid org:read");
+    assert_eq!(reader.require(Permission::OrganizationRead), Ok(()));
+    assert_eq!(
+        reader.require(Permission::OrganizationUpdate),
+        Err(Forbidden(Permission::OrganizationUpdate))
+    );
+    assert!(reader.require(Permission::MembersRead).is_err());
+    let whole = narrowed("openid profile read:user");
+    assert!(
+        Permission::ALL.iter().all(|p| whole.require(*p).is_ok()),
+        "no API scope: the owner's role"
+    );
+    // The scopes narrow; they never widen: a viewer with members:write still only reads.
+    let Actor::Member {
+        principal,
+        mut membership,
+    } = narrowed("members:write members:read")
+    else {
+        unreachable!()
+    };
+    membership.role = Role::Viewer;
+    let viewer = Actor::Member {
+        principal,
+        membership,
+    };
+    assert!(viewer.require(Permission::MembersRead).is_ok());
+    assert!(viewer.require(Permission::MembersUpdate).is_err());
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -133,12 +133,19 @@ fn cipher_failure() -> CipherError {
 }
 
 fn assert_forbidden<T: Debug>(result: Result<T, WebhookError>) {
+    assert_missing(result, Permission::WebhooksManage);
+}
+
+/// Reading endpoints and their deliveries needs `webhooks.read`.
+fn assert_read_forbidden<T: Debug>(result: Result<T, WebhookError>) {
+    assert_missing(result, Permission::WebhooksRead);
+}
+
+fn assert_missing<T: Debug>(result: Result<T, WebhookError>, permission: Permission) {
     assert!(
         matches!(
-            result,
-            Err(WebhookError::Forbidden(Forbidden(
-                Permission::WebhooksManage
-            )))
+            &result,
+            Err(WebhookError::Forbidden(Forbidden(missing))) if *missing == permission
         ),
         "{result:?}"
     );
@@ -262,7 +269,7 @@ impl Mocks {
 // ---------------------------------------------------------------------------------------------
 
 #[test]
-fn every_webhook_operation_needs_webhooks_manage_and_touches_nothing_without_it() {
+fn every_webhook_operation_needs_webhooks_read_or_manage_and_touches_nothing_without_it() {
     for role in [Role::Member, Role::Viewer] {
         let mut mocks = Mocks::new();
         mocks.webhooks.expect_create_endpoint().never();
@@ -289,8 +296,8 @@ fn every_webhook_operation_needs_webhooks_manage_and_touches_nothing_without_it(
             },
             &origin(),
         )));
-        assert_forbidden(block_on(service.list(&actor, None, PageRequest::default())));
-        assert_forbidden(block_on(service.get(&actor, HOOK)));
+        assert_read_forbidden(block_on(service.list(&actor, None, PageRequest::default())));
+        assert_read_forbidden(block_on(service.get(&actor, HOOK)));
         assert_forbidden(block_on(service.update(
             &actor,
             HOOK,
@@ -301,7 +308,7 @@ fn every_webhook_operation_needs_webhooks_manage_and_touches_nothing_without_it(
             &origin(),
         )));
         assert_forbidden(block_on(service.delete(&actor, HOOK, &origin())));
-        assert_forbidden(block_on(service.deliveries(
+        assert_read_forbidden(block_on(service.deliveries(
             &actor,
             HOOK,
             DeliveryFilter::default(),

@@ -128,7 +128,8 @@ service_ports! {
     pub struct WebhookPorts { webhooks: WebhookStore, cipher: SecretCipher, sender: WebhookSender, clock: Clock, random: Random }
 }
 
-/// The endpoint use cases; every one needs `webhooks.manage`, and reaches only the actor's
+/// The endpoint use cases: reading endpoints and their delivery logs needs `webhooks.read`,
+/// everything else `webhooks.manage`; each reaches only the actor's
 /// organization.
 #[derive(Clone)]
 pub struct WebhookService {
@@ -225,7 +226,7 @@ impl WebhookService {
         is_active: Option<bool>,
         page: PageRequest,
     ) -> Result<Page<WebhookEndpoint>, WebhookError> {
-        actor.require(Permission::WebhooksManage)?;
+        actor.require(Permission::WebhooksRead)?;
         Ok(self
             .ports
             .webhooks
@@ -235,7 +236,7 @@ impl WebhookService {
 
     /// One endpoint, with its delivery statistics.
     pub async fn get(&self, actor: &Actor, id: EndpointId) -> Result<EndpointDetail, WebhookError> {
-        actor.require(Permission::WebhooksManage)?;
+        actor.require(Permission::WebhooksRead)?;
         self.ports
             .webhooks
             .endpoint(actor.organization_id(), id)
@@ -314,7 +315,7 @@ impl WebhookService {
         filter: DeliveryFilter,
         page: PageRequest,
     ) -> Result<Page<Delivery>, WebhookError> {
-        actor.require(Permission::WebhooksManage)?;
+        actor.require(Permission::WebhooksRead)?;
         self.ports
             .webhooks
             .deliveries(actor.organization_id(), endpoint, filter, page)

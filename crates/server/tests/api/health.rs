@@ -40,11 +40,28 @@ on_both_backends! {
             "/api/v1/organizations/{id}/applications/{app_id}/secret",
             "/oauth/authorize",
             "/oauth/token",
+            "/oauth/revoke",
+            "/oauth/introspect",
+            "/.well-known/openid-configuration",
             "/livez",
             "/readyz",
         ] {
             assert!(document["paths"].get(path).is_some(), "{path} is not documented");
         }
+        let userinfo = &document["paths"]["/oauth/userinfo"];
+        assert!(userinfo["get"].is_object() && userinfo["post"].is_object(), "{userinfo}");
+        // Every operation has an id of its own.
+        let mut ids: Vec<&str> = document["paths"]
+            .as_object()
+            .unwrap()
+            .values()
+            .flat_map(|item| item.as_object().unwrap().values())
+            .filter_map(|operation| operation["operationId"].as_str())
+            .collect();
+        let count = ids.len();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), count, "operation ids repeat");
     }
 }
 

@@ -99,6 +99,27 @@ pub fn python() -> String {
     std::env::var("GATEHOUSE_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned())
 }
 
+/// Runs one of the OAuth client scripts of `tests/oauth_client` (a party written with authlib)
+/// with [`python`], and returns the JSON object it prints; fails the test when it fails.
+pub async fn oauth_client(script: &str, args: &[&str]) -> Value {
+    let path = format!("{}/tests/oauth_client/{script}", env!("CARGO_MANIFEST_DIR"));
+    let output = tokio::process::Command::new(python())
+        .arg(path)
+        .args(args)
+        .output()
+        .await
+        .unwrap_or_else(|e| {
+            panic!("python3 is needed for this test (apt-get install python3): {e}")
+        });
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !stderr.contains("ModuleNotFoundError"),
+        "authlib and requests are needed: run scripts/test, which installs them, or pip install authlib requests\n{stderr}"
+    );
+    assert!(output.status.success(), "{script} failed:\n{stderr}");
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
 impl TestApp {
     pub async fn spawn(backend: Backend) -> Self {
         Self::spawn_with(backend, Options::default()).await

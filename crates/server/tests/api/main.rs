@@ -18,6 +18,7 @@ mod members;
 mod metrics;
 mod mfa;
 mod oauth;
+mod oidc;
 mod organizations;
 mod permissions;
 mod policies;

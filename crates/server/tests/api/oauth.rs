@@ -6,7 +6,8 @@ use reqwest::{header, Method, Response};
 use serde_json::{json, Value};
 
 use crate::helpers::{
-    artifacts, hidden, in_browser, json_of, on_both_backends, python, Browser, TestApp, PASSWORD,
+    artifacts, hidden, in_browser, json_of, oauth_client, on_both_backends, Browser, TestApp,
+    PASSWORD,
 };
 
 /// An application of a fresh team: (client id, client secret, the owner's refresh token).
@@ -32,8 +33,22 @@ async fn client(app: &TestApp) -> (String, String, String) {
     )
 }
 
-async fn token_form(app: &TestApp, form: &[(&str, &str)], basic: Option<(&str, &str)>) -> Response {
-    let mut request = app.client.post(app.url("/oauth/token")).form(form);
+pub(crate) async fn token_form(
+    app: &TestApp,
+    form: &[(&str, &str)],
+    basic: Option<(&str, &str)>,
+) -> Response {
+    form_at(app, "/oauth/token", form, basic).await
+}
+
+/// A form posted to an OAuth endpoint, the client authenticated by HTTP Basic when given.
+pub(crate) async fn form_at(
+    app: &TestApp,
+    path: &str,
+    form: &[(&str, &str)],
+    basic: Option<(&str, &str)>,
+) -> Response {
+    let mut request = app.client.post(app.url(path)).form(form);
     if let Some((id, secret)) = basic {
         request = request.basic_auth(id, Some(secret));
     }
@@ -41,7 +56,7 @@ async fn token_form(app: &TestApp, form: &[(&str, &str)], basic: Option<(&str, &
 }
 
 /// The RFC 6749 error of a response with `status`, checked for its shape and headers.
-async fn oauth_error(response: Response, status: u16) -> (String, String) {
+pub(crate) async fn oauth_error(response: Response, status: u16) -> (String, String) {
     assert_eq!(response.status().as_u16(), status);
     assert_eq!(response.headers()[header::CACHE_CONTROL], "no-store");
     let body: Value = response.json().await.unwrap();
@@ -134,23 +149,23 @@ on_both_backends! {
 // The whole flow, as a browser and a client would go through it
 // ---------------------------------------------------------------------------------------------
 
-fn location(response: &Response) -> String {
+pub(crate) fn location(response: &Response) -> String {
     response.headers()[header::LOCATION]
         .to_str()
         .unwrap()
         .to_owned()
 }
 
-fn query_param(url: &str, name: &str) -> Option<String> {
+pub(crate) fn query_param(url: &str, name: &str) -> Option<String> {
     let url = url::Url::parse(url).unwrap();
     url.query_pairs()
         .find(|(n, _)| n == name)
         .map(|(_, v)| v.into_owned())
 }
 
-const VERIFIER: &str = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
-const CHALLENGE: &str = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
-const CALLBACK: &str = "https://billing.example.com/cb";
+pub(crate) const VERIFIER: &str = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
+pub(crate) const CHALLENGE: &str = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
+pub(crate) const CALLBACK: &str = "https://billing.example.com/cb";
 
 on_both_backends! {
     async fn a_member_signs_in_on_the_branded_page_and_the_client_gets_tokens_that_verify(app: TestApp) {
@@ -331,27 +346,14 @@ on_both_backends! {
                 Some(json!({ "name": "Billing", "redirect_uris": [CALLBACK] }))).await,
             201,
         ).await;
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/oauth_client/authlib_flow.py");
-        let output = tokio::process::Command::new(python())
-            .arg(script)
-            .args([
-                app.url(""),
-                created["client_id"].as_str().unwrap().to_owned(),
-                created["client_secret"].as_str().unwrap().to_owned(),
-                CALLBACK.to_owned(),
-                "owen@example.com".to_owned(),
-                PASSWORD.to_owned(),
-            ])
-            .output()
-            .await
-            .unwrap_or_else(|e| panic!("python3 is needed for this test (apt-get install python3): {e}"));
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(
-            !stderr.contains("ModuleNotFoundError"),
-            "authlib and requests are needed: run scripts/test, which installs them, or pip install authlib requests\n{stderr}"
-        );
-        assert!(output.status.success(), "the authlib client failed:\n{stderr}");
-        let seen: Value = serde_json::from_slice(&output.stdout).unwrap();
+        let seen = oauth_client("authlib_flow.py", &[
+            &app.url(""),
+            created["client_id"].as_str().unwrap(),
+            created["client_secret"].as_str().unwrap(),
+            CALLBACK,
+            "owen@example.com",
+            PASSWORD,
+        ]).await;
         assert_eq!(seen["client_id"], created["client_id"]);
         assert_eq!(seen["scope"], "read:user read:resources");
         assert_eq!(seen["sub"], owner.user_id.as_str());

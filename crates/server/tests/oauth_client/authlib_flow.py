@@ -6,9 +6,7 @@ authlib (a client library written by others), with requests standing in for the 
 Prints one JSON object of what it saw; exits non-zero on the first thing that is wrong.
 """
 
-import html
 import json
-import re
 import sys
 from urllib.parse import urljoin
 
@@ -16,13 +14,7 @@ import requests
 from authlib.common.security import generate_token
 from authlib.integrations.requests_client import OAuth2Session
 from authlib.jose import JsonWebKey, jwt
-
-
-def hidden(page: str, name: str) -> str:
-    match = re.search(r'name="%s" value="([^"]*)"' % re.escape(name), page)
-    if not match:
-        raise SystemExit(f"the login page has no {name} field")
-    return html.unescape(match.group(1))
+from hosted_login import sign_in
 
 
 def main() -> None:
@@ -42,27 +34,7 @@ def main() -> None:
     )
 
     # The browser: to the login page, sign in, back to the authorization, then to the client.
-    browser = requests.Session()
-    response = browser.get(authorization_url, allow_redirects=False)
-    assert response.status_code == 302, response.status_code
-    login_url = urljoin(base, response.headers["Location"])
-    page = browser.get(login_url)
-    assert page.status_code == 200, page.status_code
-    response = browser.post(
-        urljoin(base, "/login"),
-        data={
-            "email": email,
-            "password": password,
-            "csrf_token": hidden(page.text, "csrf_token"),
-            "return_to": hidden(page.text, "return_to"),
-        },
-        allow_redirects=False,
-    )
-    assert response.status_code == 303, (response.status_code, response.text[:200])
-    response = browser.get(urljoin(base, response.headers["Location"]), allow_redirects=False)
-    assert response.status_code == 302, response.status_code
-    callback = response.headers["Location"]
-    assert callback.startswith(redirect_uri), callback
+    callback = sign_in(base, authorization_url, email, password, redirect_uri)
 
     # The client: authlib checks the state, sends the verifier, and parses the answer.
     token = client.fetch_token(

@@ -7,7 +7,7 @@ use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{
         Amr, ApplicationId, AuditRecord, AuthorizationCode, CodeChallenge, NewAuthorizationCode,
-        NewEvent, NewSession, RedirectUri, Scope, StoredCode, TokenHash, UserId,
+        NewEvent, NewSession, Nonce, RedirectUri, Scope, StoredCode, TokenHash, UserId,
     },
     ports::{AuthorizationCodeStore, StoreError},
 };
@@ -35,6 +35,8 @@ struct CodeRow {
     used_at: Option<OffsetDateTime>,
     session_id: Option<DbUuid>,
     amr: String,
+    nonce: Option<String>,
+    authenticated_at: Option<OffsetDateTime>,
 }
 
 impl CodeRow {
@@ -50,6 +52,12 @@ impl CodeRow {
                     .map_err(|_| corrupt("oauth_authorization_codes.scope"))?,
                 amr: Amr::from_stored(&self.amr)
                     .ok_or_else(|| corrupt("oauth_authorization_codes.amr"))?,
+                authenticated_at: self.authenticated_at.unwrap_or(self.created_at),
+                nonce: self
+                    .nonce
+                    .map(|nonce| Nonce::parse(&nonce))
+                    .transpose()
+                    .map_err(|_| corrupt("oauth_authorization_codes.nonce"))?,
                 created_at: self.created_at,
                 expires_at: self.expires_at,
             },
@@ -81,6 +89,8 @@ impl AuthorizationCodeStore for DbStore {
                     used_at: None,
                     session_id: None,
                     amr: code.amr.stored(),
+                    nonce: code.nonce.as_ref().map(|nonce| nonce.as_str().to_owned()),
+                    authenticated_at: Some(code.authenticated_at),
                 })
                 .execute(conn)
                 .await?;
