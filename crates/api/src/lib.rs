@@ -27,8 +27,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             web::PathConfig::default()
                 .error_handler(|err, _| ApiError::NotFound(format!("not found: {err}")).into()),
         )
-        .route("/livez", web::get().to(health::livez))
-        .route("/readyz", web::get().to(health::readyz))
+        .service(resource("/livez").route(web::get().to(health::livez)))
+        .service(resource("/readyz").route(web::get().to(health::readyz)))
         .service(resource("/.well-known/jwks.json").route(web::get().to(auth::jwks)))
         .service(resource("/sso/saml/{id}/metadata").route(web::get().to(sso::metadata)))
         .service(resource("/sso/saml/{id}/login").route(web::get().to(saml::login)))
@@ -81,158 +81,169 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         )
         .service(
             web::scope("/api/v1")
-                .service(resource("/auth/register").route(web::post().to(auth::register)))
-                .service(resource("/auth/login").route(web::post().to(auth::login)))
-                .service(resource("/auth/refresh").route(web::post().to(auth::refresh)))
-                .service(resource("/auth/mfa").route(web::get().to(mfa::overview)))
+                .service(api_resource("/auth/register").route(web::post().to(auth::register)))
+                .service(api_resource("/auth/login").route(web::post().to(auth::login)))
+                .service(api_resource("/auth/refresh").route(web::post().to(auth::refresh)))
+                .service(api_resource("/auth/mfa").route(web::get().to(mfa::overview)))
                 .service(
-                    resource("/auth/magic-link").route(web::post().to(links::request_magic_link)),
+                    api_resource("/auth/magic-link")
+                        .route(web::post().to(links::request_magic_link)),
                 )
                 .service(
-                    resource("/auth/magic-link/verify")
+                    api_resource("/auth/magic-link/verify")
                         .route(web::post().to(links::verify_magic_link)),
                 )
                 .service(
-                    resource("/auth/password/forgot").route(web::post().to(links::forgot_password)),
+                    api_resource("/auth/password/forgot")
+                        .route(web::post().to(links::forgot_password)),
                 )
                 .service(
-                    resource("/auth/password/reset").route(web::post().to(links::reset_password)),
+                    api_resource("/auth/password/reset")
+                        .route(web::post().to(links::reset_password)),
                 )
                 .service(
-                    resource("/auth/email/verify-request")
+                    api_resource("/auth/email/verify-request")
                         .route(web::post().to(links::request_verification)),
                 )
-                .service(resource("/auth/email/verify").route(web::post().to(links::verify_email)))
-                .service(resource("/auth/mfa/verify").route(web::post().to(mfa::verify)))
-                .service(resource("/auth/mfa/totp").route(web::post().to(mfa::enroll_totp)))
                 .service(
-                    resource("/auth/mfa/totp/{id}/confirm")
+                    api_resource("/auth/email/verify").route(web::post().to(links::verify_email)),
+                )
+                .service(api_resource("/auth/mfa/verify").route(web::post().to(mfa::verify)))
+                .service(api_resource("/auth/mfa/totp").route(web::post().to(mfa::enroll_totp)))
+                .service(
+                    api_resource("/auth/mfa/totp/{id}/confirm")
                         .route(web::post().to(mfa::confirm_totp)),
                 )
                 .service(
-                    resource("/auth/mfa/webauthn/register")
+                    api_resource("/auth/mfa/webauthn/register")
                         .route(web::post().to(mfa::start_webauthn)),
                 )
                 .service(
-                    resource("/auth/mfa/webauthn/register/{challenge_id}")
+                    api_resource("/auth/mfa/webauthn/register/{challenge_id}")
                         .route(web::post().to(mfa::finish_webauthn)),
                 )
                 .service(
-                    resource("/auth/mfa/recovery-codes").route(web::post().to(mfa::recovery_codes)),
+                    api_resource("/auth/mfa/recovery-codes")
+                        .route(web::post().to(mfa::recovery_codes)),
                 )
-                .service(resource("/auth/mfa/{id}").route(web::delete().to(mfa::remove)))
-                .service(resource("/auth/logout").route(web::post().to(auth::logout)))
-                .service(resource("/auth/password").route(web::post().to(auth::change_password)))
+                .service(api_resource("/auth/mfa/{id}").route(web::delete().to(mfa::remove)))
+                .service(api_resource("/auth/logout").route(web::post().to(auth::logout)))
                 .service(
-                    resource("/auth/password/renew").route(web::post().to(auth::renew_password)),
+                    api_resource("/auth/password").route(web::post().to(auth::change_password)),
                 )
                 .service(
-                    resource("/users/me")
+                    api_resource("/auth/password/renew")
+                        .route(web::post().to(auth::renew_password)),
+                )
+                .service(
+                    api_resource("/users/me")
                         .route(web::get().to(users::me))
                         .route(web::patch().to(users::update_me))
                         .route(web::delete().to(users::delete_me)),
                 )
                 .service(
-                    resource("/organizations")
+                    api_resource("/organizations")
                         .route(web::get().to(organizations::list))
                         .route(web::post().to(organizations::create)),
                 )
                 .service(
-                    resource("/organizations/{id}")
+                    api_resource("/organizations/{id}")
                         .route(web::get().to(organizations::get))
                         .route(web::patch().to(organizations::update))
                         .route(web::delete().to(organizations::delete)),
                 )
                 .service(
-                    resource("/organizations/{id}/applications")
+                    api_resource("/organizations/{id}/applications")
                         .route(web::get().to(applications::list))
                         .route(web::post().to(applications::create)),
                 )
                 .service(
-                    resource("/organizations/{id}/applications/{app_id}")
+                    api_resource("/organizations/{id}/applications/{app_id}")
                         .route(web::get().to(applications::get))
                         .route(web::patch().to(applications::update))
                         .route(web::delete().to(applications::delete)),
                 )
                 .service(
-                    resource("/organizations/{id}/applications/{app_id}/secret")
+                    api_resource("/organizations/{id}/applications/{app_id}/secret")
                         .route(web::post().to(applications::rotate_secret)),
                 )
                 .service(
-                    resource("/organizations/{id}/policies")
+                    api_resource("/organizations/{id}/policies")
                         .route(web::get().to(policies::get_policies))
                         .route(web::put().to(policies::put_policies)),
                 )
                 .service(
-                    resource("/organizations/{id}/branding")
+                    api_resource("/organizations/{id}/branding")
                         .route(web::get().to(policies::get_branding))
                         .route(web::put().to(policies::put_branding)),
                 )
-                .service(resource("/sso/configurations").route(web::post().to(sso::create)))
-                .service(resource("/sso/lookup").route(web::post().to(saml::lookup)))
+                .service(api_resource("/sso/configurations").route(web::post().to(sso::create)))
+                .service(api_resource("/sso/lookup").route(web::post().to(saml::lookup)))
                 .service(
-                    resource("/sso/configurations/{id}")
+                    api_resource("/sso/configurations/{id}")
                         .route(web::get().to(sso::get))
                         .route(web::put().to(sso::update)),
                 )
                 .service(
-                    resource("/organizations/{id}/audit-log")
+                    api_resource("/organizations/{id}/audit-log")
                         .route(web::get().to(audit::organization_log)),
                 )
                 .service(
-                    resource("/organizations/{id}/members")
+                    api_resource("/organizations/{id}/members")
                         .route(web::get().to(members::list))
                         .route(web::post().to(members::invite)),
                 )
                 .service(
-                    resource("/organizations/{id}/members/{user_id}")
+                    api_resource("/organizations/{id}/members/{user_id}")
                         .route(web::patch().to(members::change_role))
                         .route(web::delete().to(members::remove)),
                 )
                 .service(
-                    resource("/organizations/{id}/invitations/{invitation_id}")
+                    api_resource("/organizations/{id}/invitations/{invitation_id}")
                         .route(web::delete().to(members::revoke_invitation)),
                 )
-                .service(resource("/invitations").route(web::get().to(members::my_invitations)))
+                .service(api_resource("/invitations").route(web::get().to(members::my_invitations)))
                 .service(
-                    resource("/invitations/accept").route(web::post().to(members::accept_by_token)),
+                    api_resource("/invitations/accept")
+                        .route(web::post().to(members::accept_by_token)),
                 )
                 .service(
-                    resource("/invitations/{invitation_id}/accept")
+                    api_resource("/invitations/{invitation_id}/accept")
                         .route(web::post().to(members::accept_by_id)),
                 )
-                .service(resource("/iam/users").route(web::get().to(members::iam_users)))
+                .service(api_resource("/iam/users").route(web::get().to(members::iam_users)))
                 .service(
-                    resource("/webhooks/endpoints")
+                    api_resource("/webhooks/endpoints")
                         .route(web::get().to(webhooks::list))
                         .route(web::post().to(webhooks::create)),
                 )
                 .service(
-                    resource("/webhooks/endpoints/{id}")
+                    api_resource("/webhooks/endpoints/{id}")
                         .route(web::get().to(webhooks::get))
                         .route(web::patch().to(webhooks::update))
                         .route(web::delete().to(webhooks::delete)),
                 )
                 .service(
-                    resource("/webhooks/endpoints/{id}/deliveries")
+                    api_resource("/webhooks/endpoints/{id}/deliveries")
                         .route(web::get().to(webhooks::deliveries)),
                 )
                 .service(
-                    resource("/webhooks/endpoints/{id}/test").route(web::post().to(webhooks::test)),
+                    api_resource("/webhooks/endpoints/{id}/test")
+                        .route(web::post().to(webhooks::test)),
                 )
-                .service(resource("/webhooks/events").route(web::get().to(webhooks::events)))
+                .service(api_resource("/webhooks/events").route(web::get().to(webhooks::events)))
                 .service(
-                    resource("/webhooks/deliveries/{id}/retry")
+                    api_resource("/webhooks/deliveries/{id}/retry")
                         .route(web::post().to(webhooks::retry)),
                 )
                 .service(
-                    resource("/api-keys")
+                    api_resource("/api-keys")
                         .route(web::get().to(api_keys::list))
                         .route(web::post().to(api_keys::create)),
                 )
-                .service(resource("/api-keys/{id}").route(web::delete().to(api_keys::delete)))
-                .service(resource("/health").route(web::get().to(health::health)))
-                .service(resource("/openapi.json").route(web::get().to(openapi_json))),
+                .service(api_resource("/api-keys/{id}").route(web::delete().to(api_keys::delete)))
+                .service(api_resource("/health").route(web::get().to(health::health)))
+                .service(api_resource("/openapi.json").route(web::get().to(openapi_json))),
         )
         .service(
             web::scope("/control")
@@ -264,15 +275,52 @@ pub use middleware::{
     RequestId, MAX_HEADER_BYTES, MAX_URI_BYTES,
 };
 
-/// A resource that answers an unsupported method with a JSON `405`.
+/// The template of the route a request reached (`/api/v1/organizations/{id}`), kept in its
+/// resource's data: the metrics label a request is counted under, read without matching the path
+/// against the routes a second time (`HttpRequest::match_pattern` does that, and on a read it cost
+/// as much as the routing itself; `docs/benchmarks.md`).
+#[derive(Debug)]
+pub(crate) struct RouteTemplate(String);
+
+impl RouteTemplate {
+    /// The template of the resource that answered `req`, or, for an answer given before any
+    /// resource was reached (a `429`, say), the template its path matches; `None` for a path no
+    /// route matches.
+    pub(crate) fn of(req: &actix_web::HttpRequest) -> Option<std::borrow::Cow<'_, str>> {
+        match req.app_data::<RouteTemplate>() {
+            Some(template) => Some(std::borrow::Cow::Borrowed(template.0.as_str())),
+            None => req.match_pattern().map(std::borrow::Cow::Owned),
+        }
+    }
+}
+
+/// A resource at `scope` + `path` that knows its template and answers an unsupported method with
+/// `unsupported`.
+fn templated<F, Args>(scope: &str, path: &str, unsupported: F) -> actix_web::Resource
+where
+    F: actix_web::Handler<Args>,
+    Args: actix_web::FromRequest + 'static,
+    F::Output: actix_web::Responder + 'static,
+{
+    web::resource(path)
+        .app_data(RouteTemplate(format!("{scope}{path}")))
+        .default_service(web::to(unsupported))
+}
+
+/// A resource at the root that answers an unsupported method with a JSON `405`.
 fn resource(path: &str) -> actix_web::Resource {
-    web::resource(path).default_service(web::to(method_not_allowed))
+    templated("", path, method_not_allowed)
+}
+
+/// A resource under `/api/v1`, as [`resource`].
+fn api_resource(path: &str) -> actix_web::Resource {
+    templated("/api/v1", path, method_not_allowed)
 }
 
 /// A control-plane resource: an unsupported method is `404` while the control plane is off
 /// (nothing under `/control` exists then) and `405` once it is on.
 fn control_resource(path: &str) -> actix_web::Resource {
-    web::resource(path).default_service(web::to(control_method_not_allowed))
+    templated("/control", path, control_method_not_allowed)
 }
 
 async fn control_method_not_allowed(state: web::Data<AppState>) -> HttpResponse {

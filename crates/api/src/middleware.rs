@@ -42,8 +42,6 @@ pub async fn request_id(
         path = %req.path(),
     );
     req.extensions_mut().insert(RequestId(id.clone()));
-    // The route's template, never the path: an id must not become a metrics label.
-    let route = req.match_pattern();
     let method = req.method().clone();
     let metrics = req
         .app_data::<actix_web::web::Data<crate::AppState>>()
@@ -63,6 +61,12 @@ pub async fn request_id(
         );
     });
     if let Some(metrics) = metrics {
+        // The route's template, never the path: an id must not become a metrics label. (An
+        // error that no middleware turned into a response has no request left to ask.)
+        let route = outcome
+            .as_ref()
+            .ok()
+            .and_then(|response| crate::RouteTemplate::of(response.request()));
         metrics.request(
             method.as_str(),
             route.as_deref().unwrap_or("unmatched"),

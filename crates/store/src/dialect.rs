@@ -19,15 +19,24 @@ pub(crate) trait Dialect {
     /// A new delivery, as the backend's schema inserts it.
     type NewDelivery<'a>;
 
-    /// Picks up to `limit` due deliveries of active endpoints not in `busy`, oldest due first,
-    /// as `(delivery, endpoint)`, and locks them for the caller's transaction so that no
-    /// concurrent leaser in any process picks the same.
-    async fn lease_ids(
+    /// Up to `limit` due deliveries of active endpoints not in `busy`, oldest due first, as
+    /// `(delivery, endpoint)`: the candidates a lease picks from. Nothing is locked; the lease
+    /// locks what it picks with [`Dialect::lock_for_lease`].
+    async fn lease_candidates(
         conn: &mut Self::Conn,
         now: OffsetDateTime,
         limit: i64,
         busy: &[DbUuid],
     ) -> QueryResult<Vec<(DbUuid, DbUuid)>>;
+
+    /// Of the picked deliveries `ids`, the ones still due and unleased at `now`, locked for the
+    /// caller's transaction so that no concurrent leaser in any process takes them too; one that
+    /// another leaser holds is left out, not waited for.
+    async fn lock_for_lease(
+        conn: &mut Self::Conn,
+        ids: &[DbUuid],
+        now: OffsetDateTime,
+    ) -> QueryResult<Vec<DbUuid>>;
 
     /// Lets the caller's transaction commit without waiting for its write-ahead log to reach the
     /// disk. Only for the delivery machinery's own bookkeeping (dispatching events, leases,

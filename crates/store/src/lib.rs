@@ -27,7 +27,7 @@ use gatehouse_domain::ports::{
 /// next attempt is due, no lease holds them, they are not finished, their endpoint is active and
 /// not among the `$busy` ones. Expands, in a backend module, to a select of their ids and
 /// endpoints that PostgreSQL runs locking the rows it picks, skipping locked ones. SQLite's
-/// `lease_ids` writes the same query out in SQL, to name the index it must use: keep the two
+/// `lease_candidates` writes the same query out in SQL, to name the index it must use: keep the two
 /// alike.
 macro_rules! due_deliveries {
     ($now:expr, $limit:expr, $busy:expr) => {{

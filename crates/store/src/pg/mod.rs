@@ -57,16 +57,53 @@ impl Dialect for Sql {
     type Conn = Conn;
     type NewDelivery<'a> = queries::NewDeliveryRow<'a>;
 
-    /// Picks the deliveries to lease (see `due_deliveries!`) and locks them for the caller's
-    /// transaction; rows another transaction has locked are skipped, not waited for, so that
-    /// concurrent leasers in any process never pick the same delivery.
-    async fn lease_ids(
+    /// The candidates of a lease (see `due_deliveries!`), read without locking them: a lease
+    /// reads several times the rows it takes (to find deliveries of endpoints with room behind
+    /// those of endpoints without), and `FOR UPDATE` on them all made every leased delivery cost
+    /// ten row locks, each a heap write (`docs/benchmarks.md`).
+    async fn lease_candidates(
         conn: &mut Conn,
         now: OffsetDateTime,
         limit: i64,
         busy: &[DbUuid],
     ) -> QueryResult<Vec<(DbUuid, DbUuid)>> {
-        due_deliveries!(now, limit, busy)
+        // The plan that reads only what the limit needs is the index's order: the due index
+        // (`next_attempt_at, id`) read from its start, stopping at the limit. Planned on the
+        // statistics of a table that was small when last analyzed (a burst after a quiet hour,
+        // or any fresh database), PostgreSQL preferred a bitmap scan of every due delivery, a
+        // join to the endpoints for each, and a sort: its cost grew with the backlog, a fifth
+        // of the database's time in a fan-out (`docs/benchmarks.md`). These settings last until
+        // the lease's transaction ends.
+        diesel_async::SimpleAsyncConnection::batch_execute(
+            conn,
+            "SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off",
+        )
+        .await?;
+        due_deliveries!(now, limit, busy).load(conn).await
+    }
+
+    /// Locks the picked deliveries that are still due and unleased; rows another transaction
+    /// has locked are skipped, not waited for. Under read committed, a row changed since the
+    /// candidates were read is checked again in its newest version (leased or recorded
+    /// meanwhile by another process: left out).
+    async fn lock_for_lease(
+        conn: &mut Conn,
+        ids: &[DbUuid],
+        now: OffsetDateTime,
+    ) -> QueryResult<Vec<DbUuid>> {
+        use schema::webhook_deliveries as d;
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        d::table
+            .filter(d::id.eq_any(ids))
+            .filter(d::next_attempt_at.le(now))
+            .filter(d::leased_until.is_null().or(d::leased_until.lt(now)))
+            .filter(d::status.eq_any([
+                gatehouse_domain::model::DeliveryStatus::Pending.as_str(),
+                gatehouse_domain::model::DeliveryStatus::Failed.as_str(),
+            ]))
+            .select(d::id)
             .for_update()
             .skip_locked()
             .load(conn)

@@ -626,13 +626,7 @@ impl WebhookStore for DbStore {
                 let full: Vec<DbUuid> = room.full().iter().map(|id| DbUuid(id.as_uuid())).collect();
                 let rows = write_tx!(&mut *conn, async |conn: &mut Conn| {
                     Sql::bookkeeping(conn).await?;
-                    // Locked against other leasers until this transaction ends (the backend's part).
-                    let candidates = Sql::lease_ids(conn, now, scan, &full).await?;
-                    let ids = room.pick(
-                        candidates
-                            .into_iter()
-                            .map(|(id, endpoint)| (id, EndpointId::from_uuid(endpoint.0))),
-                    );
+                    let ids = pick_and_lock(conn, &room, now, scan, &full).await?;
                     if ids.is_empty() {
                         return Ok(Vec::new());
                     }
@@ -731,6 +725,48 @@ impl WebhookStore for DbStore {
             Ok::<_, diesel::result::Error>(effects)
         })
     }
+}
+
+/// Lease passes at most: a pass after the first runs only when another leaser locked some of
+/// what this one picked.
+const LEASE_PASSES: usize = 3;
+
+/// Picks what fits `room` among the due deliveries (up to `scan` candidates, oldest due first,
+/// those of the `full` endpoints left out) and locks it for the caller's transaction: only the
+/// picked rows are locked. What another leaser locked first is left to it, and the pick is made
+/// again without it, so that concurrent leasers in several processes share the work instead of
+/// one of them coming back with less than it had room for.
+async fn pick_and_lock(
+    conn: &mut Conn,
+    room: &LeaseRoom,
+    now: OffsetDateTime,
+    scan: i64,
+    full: &[DbUuid],
+) -> QueryResult<Vec<DbUuid>> {
+    let mut held: Vec<DbUuid> = Vec::new();
+    let mut lost: HashSet<DbUuid> = HashSet::new();
+    for _ in 0..LEASE_PASSES {
+        let candidates = Sql::lease_candidates(conn, now, scan, full).await?;
+        // What this transaction holds is still due and read again: the pick counts it.
+        let picked = room.pick(
+            candidates
+                .into_iter()
+                .filter(|(id, _)| !lost.contains(id))
+                .map(|(id, endpoint)| (id, EndpointId::from_uuid(endpoint.0))),
+        );
+        let new: Vec<DbUuid> = picked.into_iter().filter(|id| !held.contains(id)).collect();
+        if new.is_empty() {
+            break;
+        }
+        let locked = Sql::lock_for_lease(conn, &new, now).await?;
+        let complete = locked.len() == new.len();
+        lost.extend(new.into_iter().filter(|id| !locked.contains(id)));
+        held.extend(locked);
+        if complete {
+            break;
+        }
+    }
+    Ok(held)
 }
 
 /// Successful attempts at `endpoint`, the latest at `at`: its run of failures ends, whatever

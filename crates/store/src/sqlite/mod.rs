@@ -67,9 +67,7 @@ impl Dialect for Sql {
     /// the (endpoint, created) index: it visits every delivery the endpoints ever had, reads each
     /// row, and sorts them, on every lease. `webhook_deliveries_lease_idx` holds every column the
     /// query filters on or returns, in the order it wants: it reads the due part of the index only.
-    /// The caller's `BEGIN IMMEDIATE` transaction holds the database's write lock: no other
-    /// leaser reads until it has written.
-    async fn lease_ids(
+    async fn lease_candidates(
         conn: &mut Conn,
         now: OffsetDateTime,
         limit: i64,
@@ -101,6 +99,17 @@ impl Dialect for Sql {
             .into_iter()
             .map(|c| (c.id, c.endpoint_id))
             .collect())
+    }
+
+    /// The picked deliveries as they are: the caller's `BEGIN IMMEDIATE` transaction holds the
+    /// database's write lock, so no other leaser has read, let alone taken, any of them since the
+    /// candidates were read.
+    async fn lock_for_lease(
+        _conn: &mut Conn,
+        ids: &[DbUuid],
+        _now: OffsetDateTime,
+    ) -> QueryResult<Vec<DbUuid>> {
+        Ok(ids.to_vec())
     }
 
     /// Nothing to relax: in WAL mode with `synchronous = NORMAL` no commit waits for the disk.
