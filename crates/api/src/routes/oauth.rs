@@ -566,8 +566,8 @@ pub async fn discovery(state: web::Data<AppState>) -> HttpResponse {
 }
 
 /// `GET /oauth/authorize` (RFC 6749 §4.1.1 with RFC 7636): back to the client with a code or an
-/// error, to the login page first when nobody is signed in, or an error page when the client or
-/// its redirect URI cannot be trusted.
+/// error, to the login page first when nobody is signed in (or not as `prompt` and `max_age`
+/// want), or an error page when the client or its redirect URI cannot be trusted.
 #[utoipa::path(
     get, path = "/oauth/authorize", tag = "oauth",
     params(
@@ -579,6 +579,8 @@ pub async fn discovery(state: web::Data<AppState>) -> HttpResponse {
         ("code_challenge" = String, Query, description = "BASE64URL(SHA256(code_verifier))"),
         ("code_challenge_method" = String, Query, description = "S256"),
         ("nonce" = Option<String>, Query, description = "OpenID Connect: echoed in the ID token"),
+        ("prompt" = Option<String>, Query, description = "OpenID Connect: login (a new sign-in), none (login_required instead of a page), consent, select_account"),
+        ("max_age" = Option<String>, Query, description = "OpenID Connect: the most seconds since the sign-in; an older one asks for a new sign-in"),
     ),
     responses(
         (status = 302, description = "to the redirect URI with code and state, or error and state; or to /login first"),
@@ -598,6 +600,8 @@ pub async fn authorize(req: HttpRequest, state: web::Data<AppState>) -> HttpResp
             "code_challenge" => &mut request.code_challenge,
             "code_challenge_method" => &mut request.code_challenge_method,
             "nonce" => &mut request.nonce,
+            "prompt" => &mut request.prompt,
+            "max_age" => &mut request.max_age,
             _ => continue,
         };
         *slot = Some(value);
@@ -617,7 +621,15 @@ pub async fn authorize(req: HttpRequest, state: web::Data<AppState>) -> HttpResp
         Ok(Authorization::Granted { redirect })
         | Err(AuthorizeError::Redirect { redirect, .. }) => found(redirect),
         Ok(Authorization::SignIn { .. }) => {
-            let back = format!("/oauth/authorize?{query}");
+            // The sign-in about to happen is what `prompt=login` and `max_age` ask for: asked
+            // again after it, they would ask for another, and another.
+            let again: String = url::form_urlencoded::Serializer::new(String::new())
+                .extend_pairs(
+                    url::form_urlencoded::parse(query.as_bytes())
+                        .filter(|(name, _)| name != "prompt" && name != "max_age"),
+                )
+                .finish();
+            let back = format!("/oauth/authorize?{again}");
             let encoded: String = url::form_urlencoded::byte_serialize(back.as_bytes()).collect();
             found(format!("/login?return_to={encoded}"))
         }

@@ -43,6 +43,9 @@ pub enum OAuthErrorCode {
     InvalidScope,
     /// `access_denied`: the user or the server refused the authorization.
     AccessDenied,
+    /// `login_required` (OpenID Connect Core 3.1.2.6): `prompt=none`, and nobody is signed in
+    /// on the hosted pages (or not recently enough for `max_age`).
+    LoginRequired,
     /// `server_error`: the server failed unexpectedly.
     ServerError,
     /// `temporarily_unavailable`: the server cannot answer now; the client may retry later.
@@ -64,6 +67,7 @@ impl OAuthErrorCode {
             Self::UnsupportedResponseType => "unsupported_response_type",
             Self::InvalidScope => "invalid_scope",
             Self::AccessDenied => "access_denied",
+            Self::LoginRequired => "login_required",
             Self::ServerError => "server_error",
             Self::TemporarilyUnavailable => "temporarily_unavailable",
         }

@@ -47,13 +47,73 @@ pub struct AuthorizeRequest {
     pub code_challenge_method: Option<String>,
     /// `nonce` (OpenID Connect): echoed in the ID token.
     pub nonce: Option<String>,
+    /// `prompt` (OpenID Connect): `login` asks for a new sign-in even when one is open, `none`
+    /// for none at all (`login_required` when one would be needed); `consent` and
+    /// `select_account` are accepted and change nothing (there is no consent screen, and one
+    /// sign-in on the pages at a time).
+    pub prompt: Option<String>,
+    /// `max_age` (OpenID Connect): the most seconds since the sign-in on the pages; an older
+    /// one asks for a new sign-in.
+    pub max_age: Option<String>,
+}
+
+/// What an authorization request asks of the sign-in behind it (`prompt`, `max_age`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct SignInDemand {
+    /// `prompt=none`: never show a page; `login_required` instead.
+    silent: bool,
+    /// `prompt=login`: a new sign-in, whatever is open.
+    fresh: bool,
+    /// `max_age`: a sign-in no older than this.
+    max_age: Option<Duration>,
+}
+
+impl SignInDemand {
+    fn parse(prompt: Option<&str>, max_age: Option<&str>) -> Result<Self, OAuthError> {
+        let invalid =
+            |description: &str| OAuthError::new(OAuthErrorCode::InvalidRequest, description);
+        let mut demand = Self::default();
+        let values: Vec<&str> = prompt
+            .map(|p| p.split_whitespace().collect())
+            .unwrap_or_default();
+        for value in &values {
+            match *value {
+                "none" => demand.silent = true,
+                "login" => demand.fresh = true,
+                "consent" | "select_account" => {}
+                _ => {
+                    return Err(invalid(
+                        "prompt takes none, login, consent or select_account",
+                    ))
+                }
+            }
+        }
+        if demand.silent && values.len() > 1 {
+            return Err(invalid("prompt=none goes with no other value"));
+        }
+        demand.max_age = max_age
+            .map(|seconds| {
+                seconds
+                    .parse::<u32>()
+                    .map(|s| Duration::seconds(s.into()))
+                    .map_err(|_| invalid("max_age is a number of seconds"))
+            })
+            .transpose()?;
+        Ok(demand)
+    }
+
+    /// Whether a sign-in made at `authenticated_at` will do at `now`.
+    fn accepts(&self, authenticated_at: OffsetDateTime, now: OffsetDateTime) -> bool {
+        !self.fresh && self.max_age.is_none_or(|age| now - authenticated_at <= age)
+    }
 }
 
 /// Where the person goes next.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Authorization {
-    /// Nobody is signed in: sign in (in the application's organization's branding), then make
-    /// the same request again.
+    /// Nobody is signed in, or not as the request's `prompt=login` or `max_age` wants: sign in
+    /// (in the application's organization's branding), then make the same request again
+    /// without `prompt` and `max_age`, which that sign-in satisfies.
     SignIn {
         /// The application asking, whose organization's branding the sign-in page wears.
         application: Application,
@@ -174,13 +234,23 @@ impl OAuthService {
             );
             return Err(back(error, state));
         }
+        let demand = SignInDemand::parse(request.prompt.as_deref(), request.max_age.as_deref())
+            .map_err(|error| back(error, state))?;
+        let now = self.ports.clock.now();
         let Some(BrowserSession {
             user_id: user,
             amr,
             authenticated_at,
             ..
-        }) = signed_in
+        }) = signed_in.filter(|session| demand.accepts(session.authenticated_at, now))
         else {
+            if demand.silent {
+                let error = OAuthError::new(
+                    OAuthErrorCode::LoginRequired,
+                    "prompt=none, and no sign-in on the hosted pages will do",
+                );
+                return Err(back(error, state));
+            }
             return Ok(Authorization::SignIn { application });
         };
         let user = *user;
@@ -191,7 +261,6 @@ impl OAuthService {
             );
             return Err(back(error, state));
         }
-        let now = self.ports.clock.now();
         let code = self.ports.random.secret(TokenKind::AuthorizationCode);
         let record = audit(
             self.ports.random.as_ref(),

@@ -62,6 +62,8 @@ fn request() -> AuthorizeRequest {
         code_challenge: Some(CHALLENGE.to_owned()),
         code_challenge_method: Some("S256".to_owned()),
         nonce: None,
+        prompt: None,
+        max_age: None,
     }
 }
 
@@ -226,6 +228,90 @@ fn nobody_signed_in_is_sent_to_sign_in_first() {
     match authorize(mocks, request(), false) {
         Ok(Authorization::SignIn { application }) => assert_eq!(application.organization_id, ACME),
         other => panic!("{other:?}"),
+    }
+}
+
+/// Mocks for an authorization that may issue a code: Billing of Acme, enterprise, Ada a member.
+fn may_grant() -> Mocks {
+    let mut mocks = Mocks::new();
+    mocks.application_is(Some(billing(&[CALLBACK])));
+    mocks.acme_is_on(Plan::Enterprise);
+    mocks.ada_is_member(true);
+    mocks
+        .authorization_codes
+        .expect_save_authorization_code()
+        .returning(|_, _| ready(Ok(())));
+    mocks
+}
+
+fn asking(prompt: Option<&str>, max_age: Option<&str>) -> AuthorizeRequest {
+    AuthorizeRequest {
+        prompt: prompt.map(str::to_owned),
+        max_age: max_age.map(str::to_owned),
+        ..request()
+    }
+}
+
+#[test]
+fn prompt_login_and_an_old_sign_in_for_max_age_send_the_member_to_sign_in_again() {
+    // Ada signed in three minutes ago.
+    for (prompt, max_age) in [
+        (Some("login"), None),
+        (None, Some("120")),
+        (None, Some("0")),
+        (Some("consent login"), Some("3600")),
+    ] {
+        match authorize(may_grant(), asking(prompt, max_age), true) {
+            Ok(Authorization::SignIn { .. }) => {}
+            other => panic!("prompt {prompt:?} max_age {max_age:?}: {other:?}"),
+        }
+    }
+    // A sign-in recent enough, and the values that change nothing, still get a code.
+    for (prompt, max_age) in [
+        (None, Some("180")),
+        (Some("consent"), None),
+        (Some("select_account"), Some("3600")),
+        (Some("none"), None),
+    ] {
+        let (base, query) = redirected(authorize(may_grant(), asking(prompt, max_age), true));
+        assert_eq!(base, CALLBACK);
+        assert!(
+            param(&query, "code").is_some(),
+            "prompt {prompt:?} max_age {max_age:?}"
+        );
+    }
+}
+
+#[test]
+fn prompt_none_without_a_sign_in_that_will_do_is_login_required_at_the_client() {
+    for (signed_in, max_age) in [(false, None), (true, Some("60"))] {
+        let (base, query) = redirected(authorize(
+            may_grant(),
+            asking(Some("none"), max_age),
+            signed_in,
+        ));
+        assert_eq!(base, CALLBACK);
+        assert_eq!(param(&query, "error"), Some("login_required"));
+        assert_eq!(param(&query, "state"), Some("xyz 1"));
+        assert_eq!(param(&query, "code"), None);
+    }
+}
+
+#[test]
+fn a_malformed_prompt_or_max_age_is_an_invalid_request_at_the_client() {
+    for (prompt, max_age) in [
+        (Some("none login"), None),
+        (Some("always"), None),
+        (None, Some("-1")),
+        (None, Some("soon")),
+    ] {
+        let (base, query) = redirected(authorize(may_grant(), asking(prompt, max_age), true));
+        assert_eq!(base, CALLBACK);
+        assert_eq!(
+            param(&query, "error"),
+            Some("invalid_request"),
+            "prompt {prompt:?} max_age {max_age:?}"
+        );
     }
 }
 

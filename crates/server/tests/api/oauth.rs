@@ -240,6 +240,19 @@ on_both_backends! {
         assert_eq!(query_param(&redirect, "state").as_deref(), Some("s+1"));
         let code = query_param(&redirect, "code").unwrap();
 
+        // Signed in, but the client asks for a new sign-in (OpenID Connect's prompt=login, or a
+        // max_age the sign-in is older than): the page again, and back without either, since
+        // the sign-in about to happen is what they ask for.
+        for demand in ["&prompt=login", "&max_age=0", "&prompt=consent%20login&max_age=3600"] {
+            let response = browser.get(&format!("{authorize}{demand}")).await;
+            assert_eq!(response.status(), 302, "{demand}");
+            let again = location(&response);
+            let return_to = query_param(&format!("http://x{again}"), "return_to").unwrap();
+            assert!(again.starts_with("/login?") && return_to.starts_with("/oauth/authorize?"), "{again}");
+            assert!(!return_to.contains("prompt") && !return_to.contains("max_age"), "{return_to}");
+            assert_eq!(query_param(&format!("http://x{return_to}"), "state").as_deref(), Some("s+1"));
+        }
+
         // 5. The client exchanges the code with its verifier.
         let exchange = [("grant_type", "authorization_code"), ("code", code.as_str()), ("redirect_uri", CALLBACK), ("code_verifier", VERIFIER)];
         let wrong_verifier = [("grant_type", "authorization_code"), ("code", code.as_str()), ("redirect_uri", CALLBACK), ("code_verifier", &"x".repeat(43))];
@@ -286,6 +299,14 @@ on_both_backends! {
         assert_eq!(response.status(), 303);
         let response = browser.get(&authorize).await;
         assert!(location(&response).starts_with("/login?"));
+        // With prompt=none the client hears at once that a sign-in is needed, with its state.
+        let response = browser.get(&format!("{authorize}&prompt=none")).await;
+        assert_eq!(response.status(), 302);
+        let redirect = location(&response);
+        assert!(redirect.starts_with(CALLBACK), "{redirect}");
+        assert_eq!(query_param(&redirect, "error").as_deref(), Some("login_required"));
+        assert_eq!(query_param(&redirect, "state").as_deref(), Some("s+1"));
+        assert_eq!(query_param(&redirect, "code"), None);
 
         // 9. The organization's admin reads it all: the code issued to Owen, the exchange, and
         // the three refusals (the wrong verifier, the code again, the refresh of what it issued).
