@@ -233,17 +233,7 @@ impl Config {
                 }
             })
             .transpose()?;
-        let db_pool_size = match layer.db_pool_size {
-            None => 16,
-            Some(raw) => raw
-                .parse::<usize>()
-                .ok()
-                .filter(|n| (1..=1000).contains(n))
-                .ok_or_else(|| ConfigError::Invalid {
-                    name: "GATEHOUSE_DB_POOL_SIZE",
-                    reason: format!("{raw:?} is not a number from 1 to 1000"),
-                })?,
-        };
+        let db_pool_size = count(layer.db_pool_size, "GATEHOUSE_DB_POOL_SIZE", 1..=1000, 16)?;
         let rate_limits = match layer.rate_limits {
             None => RateLimits::default(),
             Some(raw) => raw.parse().map_err(|reason| ConfigError::Invalid {
@@ -294,17 +284,12 @@ impl Config {
                 })
             }
         };
-        let webhook_endpoint_concurrency = match layer.webhook_endpoint_concurrency {
-            None => 4,
-            Some(raw) => raw
-                .parse::<usize>()
-                .ok()
-                .filter(|n| (1..=64).contains(n))
-                .ok_or_else(|| ConfigError::Invalid {
-                    name: "GATEHOUSE_WEBHOOK_ENDPOINT_CONCURRENCY",
-                    reason: format!("{raw:?} is not a number from 1 to 64"),
-                })?,
-        };
+        let webhook_endpoint_concurrency = count(
+            layer.webhook_endpoint_concurrency,
+            "GATEHOUSE_WEBHOOK_ENDPOINT_CONCURRENCY",
+            1..=64,
+            4,
+        )?;
         let control_token = layer
             .control_token
             .filter(|token| !token.0.is_empty())
@@ -367,6 +352,29 @@ impl Config {
             .clone()
             .unwrap_or_else(|| format!("http://{bound}"))
     }
+}
+
+/// A whole-number setting: `default` when unset, else a number in `range`.
+fn count(
+    raw: Option<String>,
+    name: &'static str,
+    range: std::ops::RangeInclusive<usize>,
+    default: usize,
+) -> Result<usize, ConfigError> {
+    let Some(raw) = raw else {
+        return Ok(default);
+    };
+    raw.parse::<usize>()
+        .ok()
+        .filter(|n| range.contains(n))
+        .ok_or_else(|| ConfigError::Invalid {
+            name,
+            reason: format!(
+                "{raw:?} is not a number from {} to {}",
+                range.start(),
+                range.end()
+            ),
+        })
 }
 
 #[cfg(test)]
