@@ -955,3 +955,49 @@ on_both_backends! {
         assert_eq!(all.len(), 50, "every delivery was leased");
     }
 }
+
+/// PostgreSQL only: a SQLite leaser holds the database's write lock, so no other transaction can
+/// hold one delivery while it leases.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_leaser_beaten_to_the_oldest_delivery_takes_the_next_one() {
+    use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+
+    let db = Db::new(gatehouse_store::Backend::Postgres).await;
+    let (_, org) = registered(&db, "ada@example.com").await;
+    let hook = endpoint(&db, org, &[EventType::OrganizationUpdated]).await;
+    let t0 = now();
+    let oldest = delivery_at(&db, org, hook, t0).await;
+    let next = delivery_at(&db, org, hook, t0 + Duration::minutes(1)).await;
+
+    // Another process's leaser has locked the oldest, its transaction still open.
+    let mut other = AsyncPgConnection::establish(db.url()).await.unwrap();
+    diesel::sql_query("BEGIN")
+        .execute(&mut other)
+        .await
+        .unwrap();
+    let locked = diesel::sql_query(format!(
+        "SELECT id FROM webhook_deliveries WHERE id = '{}' FOR UPDATE",
+        oldest.as_uuid()
+    ))
+    .execute(&mut other)
+    .await
+    .unwrap();
+    assert_eq!(locked, 1);
+
+    // Room for one: not nothing, but the next due.
+    let at = t0 + Duration::hours(1);
+    let room = LeaseRoom::new(1, 100);
+    let leased = db
+        .store
+        .lease_deliveries(at, at + Duration::minutes(1), room, Uuid::new_v4())
+        .await
+        .unwrap();
+    assert_eq!(ids(&leased), [next]);
+
+    // The other leaser gives up without leasing it: it is due again, to whoever asks.
+    diesel::sql_query("ROLLBACK")
+        .execute(&mut other)
+        .await
+        .unwrap();
+    assert_eq!(ids(&lease(&db, at, &[]).await), [oldest]);
+}

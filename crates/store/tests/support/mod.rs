@@ -196,6 +196,11 @@ impl Db {
         }
     }
 
+    /// The database's URL, for a connection of the test's own.
+    pub fn url(&self) -> &str {
+        &self.database.url
+    }
+
     /// Registers an account for the email and returns the user's id.
     pub async fn registered(&self, email: &str) -> UserId {
         let new = account(email, "Someone");
