@@ -6,12 +6,15 @@
 //!                                                 [--duration SECS] [--out FILE]
 //!                                                 [--only reads,logins,refreshes,fanout,steady]
 //!                                                 [--binary PATH] [--server-cpus LIST]
+//!                                                 [--client-cpus LIST] [--read-connections N]
 //!                                                 [--env NAME=VALUE]...
 //! ```
 //!
 //! `--binary` runs another build of `gatehouse` (the commit before a change, say) under the same
 //! load; `--server-cpus 0` (or `0-3`, `0,2`) pins the server to those CPUs with `taskset` and
-//! `wrk` to the others, to see how a row grows with cores.
+//! `wrk` to the others (one `wrk` thread each), to see how a row grows with cores;
+//! `--client-cpus 12-15` gives `wrk` those CPUs instead (leaving the rest to a database), and
+//! `--read-connections 256` keeps more requests in flight on many cores.
 //!
 //! `--only` runs some of the phases (all by default), to iterate on one row or to profile it.
 //!
@@ -63,6 +66,7 @@ const RATE_LIMITS: &str =
     "free=100000000,starter=100000000,pro=100000000,business=100000000,enterprise=100000000";
 /// How long each in-process limit is measured.
 const LIMIT_SECS: f64 = 3.0;
+/// Connections for the read row unless `--read-connections` says otherwise.
 const READ_CONNECTIONS: usize = 64;
 const ENDPOINTS: usize = 10;
 const CHANGES: usize = 1_000;
@@ -137,6 +141,12 @@ struct Options {
     /// `--env NAME=VALUE`, repeatable: more settings for the server (an experiment with
     /// `GATEHOUSE_WEBHOOK_ENDPOINT_CONCURRENCY`, say); the bench's own come first.
     extra_env: Vec<(String, String)>,
+    /// `--client-cpus LIST`: `wrk`'s CPUs instead of all those the server does not have (to
+    /// leave some to a database on the same machine).
+    client_cpus: Option<String>,
+    /// `--read-connections N`: `wrk`'s connections for the read row and its `/readyz`
+    /// (64 by default; more to keep many cores busy).
+    read_connections: usize,
 }
 
 /// One line of a table.
@@ -196,7 +206,8 @@ fn main() {
 fn parse_args() -> Options {
     let usage = "usage: load [--backend sqlite|postgres|both] [--duration SECS] [--out FILE] \
                  [--only reads,logins,refreshes,fanout,steady] [--binary PATH] \
-                 [--server-cpus LIST] [--env NAME=VALUE]...";
+                 [--server-cpus LIST] [--client-cpus LIST] [--read-connections N] \
+                 [--env NAME=VALUE]...";
     let mut options = Options {
         backends: vec![Backend::Sqlite, Backend::Postgres],
         duration: 10,
@@ -205,6 +216,8 @@ fn parse_args() -> Options {
         binary: PathBuf::from(BINARY),
         server_cpus: None,
         extra_env: Vec::new(),
+        read_connections: READ_CONNECTIONS,
+        client_cpus: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -251,6 +264,21 @@ fn parse_args() -> Options {
                     std::process::exit(2)
                 };
                 options.extra_env.push((name.to_owned(), value.to_owned()));
+            }
+            "--client-cpus" => {
+                let cpus = value();
+                if cpu_list(&cpus).is_none() {
+                    eprintln!("--client-cpus takes a CPU list such as 2 or 2-3\n{usage}");
+                    std::process::exit(2)
+                }
+                options.client_cpus = Some(cpus);
+            }
+            "--read-connections" => {
+                options.read_connections =
+                    value().parse().ok().filter(|n| *n > 0).unwrap_or_else(|| {
+                        eprintln!("--read-connections takes a whole number\n{usage}");
+                        std::process::exit(2)
+                    });
             }
             "--server-cpus" => {
                 let cpus = value();
@@ -320,8 +348,12 @@ impl Options {
             .map_or_else(cores, |cpus| cpus.len())
     }
 
-    /// The CPUs left to `wrk` when the server is pinned: every other one, if any.
+    /// The CPUs left to `wrk` when the server is pinned: those of `--client-cpus`, else every
+    /// other one, if any.
     fn client_cpus(&self) -> Option<String> {
+        if let Some(cpus) = &self.client_cpus {
+            return Some(cpus.clone());
+        }
         let server = cpu_list(self.server_cpus.as_deref()?)?;
         let others: Vec<String> = (0..cores())
             .filter(|cpu| !server.contains(cpu))
@@ -427,7 +459,9 @@ fn run_backend(runtime: &Runtime, backend: Backend, options: &Options) -> String
     let bench = Bench {
         base: server.base.clone(),
         client_cpus: options.client_cpus(),
+        server_cpus: options.server_cpus.clone(),
         cores: options.server_cores(),
+        read_connections: options.read_connections,
         scripts: work.path().to_owned(),
         duration: options.duration,
         name,
@@ -825,10 +859,14 @@ struct Bench {
     cores: usize,
     /// CPUs for `wrk` (`taskset -c`), when the server is pinned to others.
     client_cpus: Option<String>,
+    /// The server's CPUs when it is pinned: the limits are measured on them too.
+    server_cpus: Option<String>,
     /// Where the Lua scripts go.
     scripts: PathBuf,
     duration: u64,
     name: &'static str,
+    /// `wrk`'s connections for the read row.
+    read_connections: usize,
 }
 
 struct WrkResult {
@@ -877,7 +915,13 @@ fn lua_script(
 }
 
 fn wrk(bench: &Bench, path: &str, script: &Path, connections: usize) -> WrkResult {
-    let threads = bench.cores.min(connections);
+    // As many threads as `wrk` has CPUs: its own when it is pinned apart, else the server's.
+    let wrk_cores = bench
+        .client_cpus
+        .as_deref()
+        .and_then(cpu_list)
+        .map_or(bench.cores, |cpus| cpus.len());
+    let threads = wrk_cores.min(connections);
     let url = format!("{}{path}", bench.base);
     eprintln!(
         "[{}] wrk -t{threads} -c{connections} -d{}s {url}",
@@ -955,13 +999,42 @@ fn duration_ms(value: &str) -> Option<f64> {
 // Rows 1–3: the service under wrk, against limits measured here
 // ---------------------------------------------------------------------------------------------
 
+/// Runs `limit` on a thread pinned to the server's CPUs when the server is pinned (its threads
+/// inherit that), so that a limit measured on more threads than the server has cores (argon2's,
+/// at twice the cores) gets the server's cores and not the whole machine's.
+fn on_server_cpus<T: Send + 'static>(
+    bench: &Bench,
+    limit: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let cpus = bench.server_cpus.clone();
+    std::thread::spawn(move || {
+        if let Some(cpus) = cpus {
+            // This thread's id: /proc/thread-self links to `<pid>/task/<tid>`.
+            let link = fs::read_link("/proc/thread-self").unwrap();
+            let tid = link.file_name().unwrap().to_string_lossy().into_owned();
+            let status = Command::new("taskset")
+                .args(["-pc", &cpus, &tid])
+                .stdout(Stdio::null())
+                .status()
+                .unwrap();
+            assert!(status.success(), "taskset -pc {cpus} {tid} failed");
+        }
+        limit()
+    })
+    .join()
+    .unwrap()
+}
+
 fn row_logins(bench: &Bench) -> Row {
     let connections = 2 * bench.cores;
     eprintln!(
         "[{}] argon2id limit: {connections} threads, {LIMIT_SECS:.0} s",
         bench.name
     );
-    let hashes = gatehouse_crypto::limits::argon2_hashes_per_sec(connections, LIMIT_SECS).unwrap();
+    let hashes = on_server_cpus(bench, move || {
+        gatehouse_crypto::limits::argon2_hashes_per_sec(connections, LIMIT_SECS)
+    })
+    .unwrap();
     let script = lua_script(
         &bench.scripts,
         "login",
@@ -987,8 +1060,11 @@ fn row_refreshes(bench: &Bench, seed: &Seed) -> Row {
         "[{}] RS256 limit: {} threads, {LIMIT_SECS:.0} s",
         bench.name, bench.cores
     );
-    let signatures =
-        gatehouse_crypto::limits::rs256_signatures_per_sec(bench.cores, LIMIT_SECS).unwrap();
+    let cores = bench.cores;
+    let signatures = on_server_cpus(bench, move || {
+        gatehouse_crypto::limits::rs256_signatures_per_sec(cores, LIMIT_SECS)
+    })
+    .unwrap();
     let script = lua_script(
         &bench.scripts,
         "refresh",
@@ -1019,11 +1095,12 @@ fn row_reads(bench: &Bench, seed: &Seed) -> Row {
         None,
     );
     let path = format!("/api/v1/organizations/{}", seed.team_id);
-    let reads = wrk(bench, &path, &read, READ_CONNECTIONS);
+    let connections = bench.read_connections;
+    let reads = wrk(bench, &path, &read, connections);
     let ready = lua_script(&bench.scripts, "readyz", "GET", &[], None);
-    let readyz = wrk(bench, "/readyz", &ready, READ_CONNECTIONS);
+    let readyz = wrk(bench, "/readyz", &ready, connections);
     Row::new(
-        format!("Authenticated reads, GET /organizations/{{id}} ({READ_CONNECTIONS} conns)"),
+        format!("Authenticated reads, GET /organizations/{{id}} ({connections} conns)"),
         reads.summary(),
         format!("GET /readyz: {}", readyz.summary()),
         ratio(reads.requests_per_sec, readyz.requests_per_sec),
