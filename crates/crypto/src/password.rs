@@ -14,9 +14,12 @@ use tokio::sync::Semaphore;
 
 /// argon2id password hashing.
 ///
-/// At most one hash per core runs at a time (the rest wait, without holding a thread), each on
+/// At most `concurrency` hashes run at a time (the rest wait, without holding a thread), each on
 /// tokio's blocking pool, and each in one of a few reused working areas (19 MiB apiece with
-/// OWASP's parameters): the hasher's memory is at most `cores × m_cost`.
+/// OWASP's parameters): the hasher's memory is at most `concurrency × m_cost`. The default,
+/// [`Self::default_concurrency`], is one per core up to [`Self::MAX_DEFAULT_CONCURRENCY`], so
+/// that memory under a burst of logins stays bounded however many cores the machine has (and
+/// logins cannot take every core from the other requests).
 ///
 /// Allocating the area afresh for every hash left glibc's allocator holding hundreds of
 /// megabytes after a burst of logins (it keeps freed blocks of that size in its arenas), and a
@@ -58,11 +61,24 @@ impl Argon2Hasher {
     pub const OWASP_T_COST: u32 = 2;
     pub const OWASP_P_COST: u32 = 1;
 
-    /// A hasher with these parameters. Computes the dummy hash at once (one full hash, tens of
-    /// milliseconds): call it at startup, not on an async worker in the hot path.
-    pub fn new(params: Params) -> Result<Self, HashError> {
+    /// The most hashes [`Self::default_concurrency`] lets run at once, whatever the cores: 8 ×
+    /// 19 MiB of working areas at OWASP's parameters.
+    pub const MAX_DEFAULT_CONCURRENCY: usize = 8;
+
+    /// Hashes at once by default: one per core the process may run on, at most
+    /// [`Self::MAX_DEFAULT_CONCURRENCY`].
+    pub fn default_concurrency() -> usize {
+        std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .min(Self::MAX_DEFAULT_CONCURRENCY)
+    }
+
+    /// A hasher with these parameters that runs at most `concurrency` hashes at once (at least
+    /// one). Computes the dummy hash at once (one full hash, tens of milliseconds): call it at
+    /// startup, not on an async worker in the hot path.
+    pub fn new(params: Params, concurrency: usize) -> Result<Self, HashError> {
         let argon2 = Argon2::new(Algorithm::Argon2id, Version::V0x13, params);
-        let workers = std::thread::available_parallelism().map_or(1, usize::from);
+        let workers = concurrency.max(1);
         let mut hasher = Self {
             argon2,
             dummy: String::new(),
@@ -98,8 +114,14 @@ impl Argon2Hasher {
         self.memory.lock().map_or(0, |free| free.len())
     }
 
-    /// A hasher with OWASP's minimum parameters (m=19456 KiB, t=2, p=1).
+    /// A hasher with OWASP's minimum parameters (m=19456 KiB, t=2, p=1), running
+    /// [`Self::default_concurrency`] hashes at once.
     pub fn owasp() -> Result<Self, HashError> {
+        Self::owasp_with_concurrency(Self::default_concurrency())
+    }
+
+    /// A hasher with OWASP's minimum parameters running at most `concurrency` hashes at once.
+    pub fn owasp_with_concurrency(concurrency: usize) -> Result<Self, HashError> {
         let params = Params::new(
             Self::OWASP_M_COST_KIB,
             Self::OWASP_T_COST,
@@ -107,7 +129,7 @@ impl Argon2Hasher {
             None,
         )
         .map_err(failed)?;
-        Self::new(params)
+        Self::new(params, concurrency)
     }
 
     /// Runs argon2 with `argon2`'s parameters into `out`, in a reused memory area when one of the
@@ -357,6 +379,31 @@ mod tests {
                 .unwrap(),
             "a fresh area works as well"
         );
+    }
+
+    #[tokio::test]
+    async fn a_burst_of_hashes_keeps_no_more_working_areas_than_its_concurrency() {
+        let hasher = Argon2Hasher::owasp_with_concurrency(2).unwrap();
+        let tasks: Vec<_> = (0..6)
+            .map(|i| {
+                let hasher = hasher.clone();
+                tokio::spawn(async move { hasher.hash(password(&format!("password {i}"))).await })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap().unwrap();
+        }
+        assert!(
+            (1..=2).contains(&hasher.areas_kept()),
+            "at most one area per hash allowed at once, kept {}",
+            hasher.areas_kept()
+        );
+    }
+
+    #[test]
+    fn the_default_concurrency_is_bounded_whatever_the_cores() {
+        let default = Argon2Hasher::default_concurrency();
+        assert!((1..=Argon2Hasher::MAX_DEFAULT_CONCURRENCY).contains(&default));
     }
 
     #[test]

@@ -176,7 +176,10 @@ impl Application {
         let clock = Arc::new(SystemClock);
         // The hasher computes its one start-up hash on the blocking pool while the key ring
         // loads (or, on a fresh database, generates the first RSA key).
-        let hasher = tokio::task::spawn_blocking(Argon2Hasher::owasp);
+        let hash_concurrency = config.password_hash_concurrency;
+        let hasher = tokio::task::spawn_blocking(move || {
+            Argon2Hasher::owasp_with_concurrency(hash_concurrency)
+        });
         let keys = Arc::new(
             KeyRing::load_or_create(
                 store.clone(),

@@ -44,6 +44,9 @@ pub struct Config {
     /// `GATEHOUSE_WEBHOOK_ENDPOINT_CONCURRENCY`: attempts in flight at once to one endpoint from
     /// one process (1 to 64; 4 by default).
     pub webhook_endpoint_concurrency: usize,
+    /// `GATEHOUSE_PASSWORD_HASH_CONCURRENCY`: argon2id hashes at once (1 to 256; one per core,
+    /// at most 8, by default), each holding a 19 MiB working area.
+    pub password_hash_concurrency: usize,
     /// `GATEHOUSE_TRUSTED_PROXIES`: addresses or CIDR ranges whose `X-Forwarded-For` is believed.
     pub trusted_proxies: Vec<IpRange>,
     /// `GATEHOUSE_CONTROL_TOKEN`: the bearer token of the control plane (`/control`); unset, the
@@ -98,6 +101,7 @@ struct Layer {
     webhook_ca_file: Option<PathBuf>,
     webhook_allow_private_targets: Option<String>,
     webhook_endpoint_concurrency: Option<String>,
+    password_hash_concurrency: Option<String>,
     control_token: Option<SecretKeySetting>,
     metrics_bind: Option<String>,
     audit_retention_days: Option<String>,
@@ -122,6 +126,7 @@ impl Layer {
             webhook_ca_file: vars("GATEHOUSE_WEBHOOK_CA_FILE").map(PathBuf::from),
             webhook_allow_private_targets: vars("GATEHOUSE_WEBHOOK_ALLOW_PRIVATE_TARGETS"),
             webhook_endpoint_concurrency: vars("GATEHOUSE_WEBHOOK_ENDPOINT_CONCURRENCY"),
+            password_hash_concurrency: vars("GATEHOUSE_PASSWORD_HASH_CONCURRENCY"),
             control_token: vars("GATEHOUSE_CONTROL_TOKEN").map(SecretKeySetting),
             metrics_bind: vars("GATEHOUSE_METRICS_BIND"),
             audit_retention_days: vars("GATEHOUSE_AUDIT_RETENTION_DAYS"),
@@ -150,6 +155,9 @@ impl Layer {
             webhook_endpoint_concurrency: self
                 .webhook_endpoint_concurrency
                 .or(base.webhook_endpoint_concurrency),
+            password_hash_concurrency: self
+                .password_hash_concurrency
+                .or(base.password_hash_concurrency),
             control_token: self.control_token.or(base.control_token),
             metrics_bind: self.metrics_bind.or(base.metrics_bind),
             audit_retention_days: self.audit_retention_days.or(base.audit_retention_days),
@@ -290,6 +298,12 @@ impl Config {
             1..=64,
             4,
         )?;
+        let password_hash_concurrency = count(
+            layer.password_hash_concurrency,
+            "GATEHOUSE_PASSWORD_HASH_CONCURRENCY",
+            1..=256,
+            gatehouse_crypto::Argon2Hasher::default_concurrency(),
+        )?;
         let control_token = layer
             .control_token
             .filter(|token| !token.0.is_empty())
@@ -331,6 +345,7 @@ impl Config {
             webhook_ca_file: layer.webhook_ca_file.filter(|p| !p.as_os_str().is_empty()),
             webhook_allow_private_targets,
             webhook_endpoint_concurrency,
+            password_hash_concurrency,
             bind,
             database_url,
             public_url,
@@ -445,6 +460,7 @@ mod tests {
             ("GATEHOUSE_WEBHOOK_TIMEOUT_SECS", "forever"),
             ("GATEHOUSE_WEBHOOK_ALLOW_PRIVATE_TARGETS", "maybe"),
             ("GATEHOUSE_WEBHOOK_ENDPOINT_CONCURRENCY", "0"),
+            ("GATEHOUSE_PASSWORD_HASH_CONCURRENCY", "0"),
             ("GATEHOUSE_TRUSTED_PROXIES", "10.0.0.0/8, proxy.internal"),
         ] {
             let error = Config::load_from(None, env(&[(name, value)])).unwrap_err();
