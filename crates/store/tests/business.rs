@@ -372,6 +372,39 @@ on_both_backends! {
         );
         let stranger = UserId::from(Uuid::now_v7());
         assert_eq!(db.store.policies_of_member(stranger).await.unwrap(), vec![]);
+
+        // What a refresh reads in one statement: the session, its user and the same policies.
+        let (new, hash) = session(ada, at, Duration::hours(1));
+        let id = new.id;
+        db.store
+            .create_session(new, event(EventType::AuthLogin, None, Some(ada)), None, support::signed_in())
+            .await
+            .unwrap();
+        let used = at + Duration::minutes(1);
+        let context = db.store.refresh_context(&hash, used).await.unwrap().unwrap();
+        assert_eq!(
+            Some(context.session.clone()),
+            db.store.session_by_refresh_token(&hash, used).await.unwrap()
+        );
+        assert_eq!(context.session.id, id);
+        assert_eq!(context.credentials.user.id, ada);
+        assert_eq!(context.credentials.user.email.as_ref(), "ada@example.com");
+        assert_eq!(
+            by_plan(context.policies),
+            by_plan(db.store.policies_of_member(ada).await.unwrap())
+        );
+        assert!(
+            db.store.refresh_context(&hash, at + Duration::hours(1)).await.unwrap().is_none(),
+            "an expired session refreshes nothing"
+        );
+        let unknown = TokenHash::of("ghr_not-a-token-anyone-holds");
+        assert!(db.store.refresh_context(&unknown, used).await.unwrap().is_none());
+        let logout = event(EventType::AuthLogout, None, Some(ada));
+        assert!(db.store.end_session(id, used, logout, support::signed_in()).await.unwrap());
+        assert!(
+            db.store.refresh_context(&hash, used).await.unwrap().is_none(),
+            "an ended session refreshes nothing"
+        );
     }
 
     async fn policies_of_invitee_are_those_of_live_organizations_inviting_the_email(db: Db) {

@@ -5,7 +5,7 @@ use serde::Serialize;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{platform::RateLimitError, BoxError, StoreError};
+use super::{organizations::PlanPolicies, platform::RateLimitError, BoxError, StoreError};
 use crate::model::{
     AccountKey, AccountToken, AccountTokenPurpose, ApiKey, ApiKeyId, AuditRecord, Email,
     FailedSignIns, LockoutRule, NewApiKey, NewEvent, NewOrganization, NewPassword, NewSession,
@@ -24,6 +24,19 @@ pub struct NewAccount {
     pub workspace: NewOrganization,
     /// The events announcing the user and the workspace, recorded with them.
     pub events: Vec<NewEvent>,
+}
+
+/// What a refresh needs, read together: the session, its user's credentials and the plan and
+/// policies of each active organization the user belongs to.
+#[derive(Clone, Debug)]
+pub struct RefreshContext {
+    /// The live session the refresh token opens, as it stands (`last_used_at` unchanged).
+    pub session: Session,
+    /// Its user.
+    pub credentials: UserCredentials,
+    /// One entry per active organization the user is a member of (none for a user without
+    /// one), in no particular order.
+    pub policies: Vec<PlanPolicies>,
 }
 
 /// Users and their credentials.
@@ -136,6 +149,16 @@ pub trait SessionStore: Send + Sync + 'static {
         hash: &TokenHash,
         now: OffsetDateTime,
     ) -> Result<Option<Session>, StoreError>;
+
+    /// [`Self::session_by_refresh_token`], the user's credentials and
+    /// [`PolicyStore::policies_of_member`](super::organizations::PolicyStore::policies_of_member)
+    /// in one read (one statement): what a refresh needs. `None` when the token opens no live
+    /// session at `now`, or its user is gone.
+    async fn refresh_context(
+        &self,
+        hash: &TokenHash,
+        now: OffsetDateTime,
+    ) -> Result<Option<RefreshContext>, StoreError>;
 
     /// Marks a live session used at `now`. Returns false when it is no longer live.
     async fn touch_session(&self, id: SessionId, now: OffsetDateTime) -> Result<bool, StoreError>;

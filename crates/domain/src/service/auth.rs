@@ -16,8 +16,8 @@ use crate::{
         SESSION_TOUCH_INTERVAL,
     },
     ports::{
-        service_ports, AccessClaims, BoxError, HashError, NewAccount, StoreError, TokenError,
-        WebauthnError,
+        service_ports, AccessClaims, BoxError, HashError, NewAccount, RefreshContext, StoreError,
+        TokenError, WebauthnError,
     },
 };
 
@@ -811,21 +811,19 @@ impl AuthService {
     ) -> Result<AccessToken, RefreshError> {
         let now = self.ports.clock.now();
         let hash = TokenHash::of(refresh_token);
-        let session = self
+        // The session, its user and the user's policies in one read: one round trip.
+        let RefreshContext {
+            session,
+            credentials,
+            policies,
+        } = self
             .ports
             .sessions
-            .session_by_refresh_token(&hash, now)
+            .refresh_context(&hash, now)
             .await?
-            .filter(|session| session.grant.as_ref().map(|g| g.application_id) == application)
+            .filter(|found| found.session.grant.as_ref().map(|g| g.application_id) == application)
             .ok_or(RefreshError::InvalidToken)?;
-        // Both need only the user: asked together, they cost one round trip on PostgreSQL, not
-        // two (on SQLite they run one after the other, in this task).
-        let (credentials, policies) = futures_util::future::try_join(
-            self.ports.accounts.credentials_by_id(session.user_id),
-            self.policies_of(session.user_id),
-        )
-        .await?;
-        let credentials = credentials.ok_or(RefreshError::InvalidToken)?;
+        let policies = fold(&policies);
         if let Some(policy) = &policies.session {
             if now - session.last_used_at >= policy.idle_timeout() {
                 return Err(RefreshError::Idle(policy.idle_timeout_minutes.get()));

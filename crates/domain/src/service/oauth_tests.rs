@@ -982,9 +982,11 @@ fn granted_session(application: ApplicationId) -> Session {
 
 impl Mocks {
     fn refresh_token_is(&mut self, session: Option<Session>) {
+        let scope_of = session.clone();
         self.sessions
             .expect_session_by_refresh_token()
-            .returning(move |_, _| ready(Ok(session.clone())));
+            .returning(move |_, _| ready(Ok(scope_of.clone())));
+        self.refresh_token_opens(session);
     }
 }
 

@@ -313,10 +313,7 @@ fn refresh_with(mocks: Mocks) -> Result<super::AccessToken, RefreshError> {
 fn a_refresh_after_the_idle_timeout_fails() {
     let mut mocks = Mocks::new();
     // Ada's session was last used an hour ago; the policy allows 15 minutes.
-    mocks
-        .sessions
-        .expect_session_by_refresh_token()
-        .returning(|_, _| ready(Ok(Some(ada_session()))));
+    mocks.refresh_token_opens(Some(ada_session()));
     mocks.sessions.expect_touch_session().never();
     mocks.ada_is_registered();
     mocks.policies_are(vec![(Plan::Business, Some(tight_sessions()))]);
@@ -330,10 +327,7 @@ fn a_refresh_past_the_maximum_session_duration_fails() {
     let mut mocks = Mocks::new();
     let mut session = ada_session(); // opened three days ago
     session.last_used_at = now() - Duration::minutes(1);
-    mocks
-        .sessions
-        .expect_session_by_refresh_token()
-        .returning(move |_, _| ready(Ok(Some(session.clone()))));
+    mocks.refresh_token_opens(Some(session.clone()));
     mocks.sessions.expect_touch_session().never();
     mocks.ada_is_registered();
     mocks.policies_are(vec![(Plan::Business, Some(tight_sessions()))]);
@@ -347,10 +341,7 @@ fn a_refresh_within_the_policy_gets_a_token_bounded_by_the_idle_window() {
     let mut session = ada_session();
     session.created_at = now() - Duration::hours(1);
     session.last_used_at = now() - Duration::minutes(10);
-    mocks
-        .sessions
-        .expect_session_by_refresh_token()
-        .returning(move |_, _| ready(Ok(Some(session.clone()))));
+    mocks.refresh_token_opens(Some(session.clone()));
     mocks
         .sessions
         .expect_touch_session()
@@ -369,10 +360,7 @@ fn a_refresh_within_the_policy_gets_a_token_bounded_by_the_idle_window() {
 #[test]
 fn a_refresh_with_an_expired_password_fails() {
     let mut mocks = Mocks::new();
-    mocks
-        .sessions
-        .expect_session_by_refresh_token()
-        .returning(|_, _| ready(Ok(Some(ada_session()))));
+    mocks.refresh_token_opens(Some(ada_session()));
     mocks.sessions.expect_touch_session().never();
     mocks.ada_is_registered();
     mocks.policies_are(vec![(
@@ -393,15 +381,10 @@ fn a_refresh_with_an_expired_password_fails() {
 #[test]
 fn a_single_sign_on_session_does_not_depend_on_the_password() {
     let mut mocks = Mocks::new();
-    mocks
-        .sessions
-        .expect_session_by_refresh_token()
-        .returning(|_, _| {
-            ready(Ok(Some(Session {
-                amr: Amr::external(),
-                ..ada_session()
-            })))
-        });
+    mocks.refresh_token_opens(Some(Session {
+        amr: Amr::external(),
+        ..ada_session()
+    }));
     mocks
         .sessions
         .expect_touch_session()

@@ -30,7 +30,8 @@ use crate::{
     },
     ports::{
         AccessClaims, BearerClaims, MachineClaims, MockAuditStore, MockPolicyStore,
-        MockSignInAttempts, NewAccount, PlanPolicies, Ports, StoreError, TokenError,
+        MockSignInAttempts, NewAccount, PlanPolicies, Ports, RefreshContext, StoreError,
+        TokenError,
     },
 };
 
@@ -237,8 +238,9 @@ impl<T> Seen<T> {
 
 /// Every port, mocked ([`MockPorts`]). The clock is stopped at [`now`], ids count up from
 /// `f0000000-…-0001`, and secrets are [`secret_of`] their kind; everything else has no
-/// expectations until a test sets them.
-pub(super) struct Mocks(MockPorts);
+/// expectations until a test sets them. Beside them, the policies of Ada's organizations as
+/// [`Mocks::policies_are`] last set them, for the store's combined reads.
+pub(super) struct Mocks(MockPorts, Arc<Mutex<Vec<PlanPolicies>>>);
 
 impl std::ops::Deref for Mocks {
     type Target = MockPorts;
@@ -288,7 +290,7 @@ impl Mocks {
             .audit
             .expect_record_audit()
             .returning(|_| ready(Ok(())));
-        Self(mocks)
+        Self(mocks, Arc::default())
     }
 
     pub(super) fn ports(self) -> Ports {
@@ -300,6 +302,7 @@ impl Mocks {
     pub(super) fn policies_are(&mut self, organizations: Vec<PlanPolicies>) {
         let mut policies = MockPolicyStore::new();
         let of_member = organizations.clone();
+        let of_member_too = organizations.clone();
         policies
             .expect_policies_of_member()
             .returning(move |_| ready(Ok(of_member.clone())));
@@ -308,6 +311,24 @@ impl Mocks {
             .returning(move |_, _| ready(Ok(organizations.clone())));
         policies.expect_policies().returning(|_| ready(Ok(None)));
         self.policies = policies;
+        *self.1.lock().unwrap() = of_member_too;
+    }
+
+    /// A refresh token opens this session of Ada's (`None`: no live session, or its user is
+    /// gone), read with her credentials and the policies [`Self::policies_are`] set (as they
+    /// stand when the refresh runs).
+    pub(super) fn refresh_token_opens(&mut self, session: Option<Session>) {
+        let policies = Arc::clone(&self.1);
+        self.sessions
+            .expect_refresh_context()
+            .withf(|_, at| *at == now())
+            .returning(move |_, _| {
+                ready(Ok(session.clone().map(|session| RefreshContext {
+                    session,
+                    credentials: ada_credentials(),
+                    policies: policies.lock().unwrap().clone(),
+                })))
+            });
     }
 
     pub(super) fn auth(self) -> AuthService {
@@ -840,7 +861,7 @@ fn refresh_with_an_unknown_expired_or_revoked_token_is_invalid() {
     let mut mocks = Mocks::new();
     mocks
         .sessions
-        .expect_session_by_refresh_token()
+        .expect_refresh_context()
         .withf(|hash, at| *hash == TokenHash::of(REFRESH_TOKEN) && *at == now())
         .times(1)
         .returning(|_, _| ready(Ok(None)));
@@ -856,11 +877,7 @@ fn refresh_with_an_unknown_expired_or_revoked_token_is_invalid() {
 #[test]
 fn refresh_of_a_live_session_signs_a_new_access_token_for_the_same_session() {
     let mut mocks = Mocks::new();
-    mocks
-        .sessions
-        .expect_session_by_refresh_token()
-        .withf(|hash, _| *hash == TokenHash::of(REFRESH_TOKEN))
-        .returning(|_, _| ready(Ok(Some(ada_session()))));
+    mocks.refresh_token_opens(Some(ada_session()));
     mocks
         .sessions
         .expect_touch_session()
@@ -889,10 +906,7 @@ fn a_refresh_soon_after_the_last_use_writes_nothing() {
         let mut mocks = Mocks::new();
         let mut session = ada_session();
         session.last_used_at = now() - since;
-        mocks
-            .sessions
-            .expect_session_by_refresh_token()
-            .returning(move |_, _| ready(Ok(Some(session.clone()))));
+        mocks.refresh_token_opens(Some(session));
         mocks
             .sessions
             .expect_touch_session()
@@ -924,10 +938,7 @@ fn a_session_granted_to_an_application_refreshes_only_for_it_with_its_client_id_
     let other = ApplicationId::from_uuid(Uuid::from_u128(0xa8));
     for refused in [None, Some(other)] {
         let mut mocks = Mocks::new();
-        mocks
-            .sessions
-            .expect_session_by_refresh_token()
-            .returning(move |_, _| ready(Ok(Some(ada_session_granted_to(billing)))));
+        mocks.refresh_token_opens(Some(ada_session_granted_to(billing)));
         mocks.sessions.expect_touch_session().never();
         mocks.signer.expect_sign().never();
         let result = block_on(mocks.auth().refresh(REFRESH_TOKEN, refused));
@@ -938,19 +949,13 @@ fn a_session_granted_to_an_application_refreshes_only_for_it_with_its_client_id_
     }
     // A password login's session does not refresh through OAuth either.
     let mut mocks = Mocks::new();
-    mocks
-        .sessions
-        .expect_session_by_refresh_token()
-        .returning(|_, _| ready(Ok(Some(ada_session()))));
+    mocks.refresh_token_opens(Some(ada_session()));
     mocks.signer.expect_sign().never();
     let result = block_on(mocks.auth().refresh(REFRESH_TOKEN, Some(billing)));
     assert!(matches!(result, Err(RefreshError::InvalidToken)));
 
     let mut mocks = Mocks::new();
-    mocks
-        .sessions
-        .expect_session_by_refresh_token()
-        .returning(move |_, _| ready(Ok(Some(ada_session_granted_to(billing)))));
+    mocks.refresh_token_opens(Some(ada_session_granted_to(billing)));
     mocks
         .sessions
         .expect_touch_session()
@@ -969,15 +974,9 @@ fn a_session_granted_to_an_application_refreshes_only_for_it_with_its_client_id_
 #[test]
 fn refresh_for_a_user_who_is_gone_is_invalid() {
     let mut mocks = Mocks::new();
-    mocks
-        .sessions
-        .expect_session_by_refresh_token()
-        .returning(|_, _| ready(Ok(Some(ada_session()))));
+    // The session's user is gone: the store finds no session with a user.
+    mocks.refresh_token_opens(None);
     mocks.sessions.expect_touch_session().never();
-    mocks
-        .accounts
-        .expect_credentials_by_id()
-        .returning(|_| ready(Ok(None)));
     mocks.signer.expect_sign().never();
 
     let result = block_on(mocks.auth().refresh(REFRESH_TOKEN, None));

@@ -113,20 +113,25 @@ macro_rules! plan_policies_of {
                 .await
                 .map_err(db_error)?;
             rows.into_iter()
-                .map(|(plan, policies)| {
-                    let plan = plan
-                        .parse::<Plan>()
-                        .map_err(|_| corrupt("organizations.plan"))?;
-                    let policies = policies
-                        .map(|doc| {
-                            document::<OrganizationPolicies>(doc, "organization_policies.document")
-                        })
-                        .transpose()?;
-                    Ok((plan, policies))
-                })
+                .map(|(plan, policies)| plan_policies(plan, policies))
                 .collect()
         })
     }};
+}
+
+/// An organization's plan and policies as `organizations.plan` and
+/// `organization_policies.document` hold them.
+pub(super) fn plan_policies(
+    plan: String,
+    policies: Option<serde_json::Value>,
+) -> Result<PlanPolicies, StoreError> {
+    let plan = plan
+        .parse::<Plan>()
+        .map_err(|_| corrupt("organizations.plan"))?;
+    let policies = policies
+        .map(|doc| document::<OrganizationPolicies>(doc, "organization_policies.document"))
+        .transpose()?;
+    Ok((plan, policies))
 }
 
 #[async_trait]

@@ -3,14 +3,18 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{AuditRecord, NewEvent, NewSession, Session, SessionId, TokenHash},
-    ports::{SessionStore, StoreError},
+    ports::{RefreshContext, SessionStore, StoreError},
 };
 use time::OffsetDateTime;
 
 use super::{
-    super::{schema::sessions, Conn, DbStore},
+    super::{
+        schema::{memberships, organization_policies, organizations, sessions, users},
+        Conn, DbStore,
+    },
     audit::insert_audit,
-    rows::{record_events, NewSessionRow, SessionRow},
+    policies::plan_policies,
+    rows::{record_events, NewSessionRow, SessionRow, UserRow},
 };
 use crate::{db_error, types::DbUuid};
 
@@ -48,6 +52,65 @@ impl SessionStore for DbStore {
                 .map_err(db_error)?
                 .map(SessionRow::into_domain)
                 .transpose()
+        })
+    }
+
+    async fn refresh_context(
+        &self,
+        hash: &TokenHash,
+        now: OffsetDateTime,
+    ) -> Result<Option<RefreshContext>, StoreError> {
+        let hash = hash.clone();
+        in_read!(self, async |conn: &mut Conn| {
+            // One row per membership in an active organization (one with no plan when there
+            // is none), each with the session and its user.
+            let rows: Vec<(
+                SessionRow,
+                UserRow,
+                Option<String>,
+                Option<serde_json::Value>,
+            )> = sessions::table
+                .inner_join(users::table)
+                .left_join(memberships::table.on(memberships::user_id.eq(sessions::user_id)))
+                .left_join(
+                    organizations::table.on(organizations::id
+                        .eq(memberships::organization_id)
+                        .and(organizations::is_active.eq(true))),
+                )
+                .left_join(
+                    organization_policies::table
+                        .on(organization_policies::organization_id.eq(organizations::id)),
+                )
+                .filter(sessions::refresh_token_hash.eq(hash.as_hex()))
+                .filter(sessions::revoked_at.is_null())
+                .filter(sessions::expires_at.gt(now))
+                .select((
+                    SessionRow::as_select(),
+                    UserRow::as_select(),
+                    organizations::plan.nullable(),
+                    organization_policies::document.nullable(),
+                ))
+                .load(conn)
+                .await
+                .map_err(db_error)?;
+            let mut policies = Vec::with_capacity(rows.len());
+            let mut found = None;
+            for (session, user, plan, document) in rows {
+                if let Some(plan) = plan {
+                    policies.push(plan_policies(plan, document)?);
+                }
+                if found.is_none() {
+                    found = Some((session, user));
+                }
+            }
+            let Some((session, user)) = found else {
+                return Ok(None);
+            };
+            Ok(Some(RefreshContext {
+                session: session.into_domain()?,
+                credentials: user.into_credentials()?,
+                policies,
+            }))
         })
     }
 
