@@ -62,8 +62,8 @@ impl SessionStore for DbStore {
     ) -> Result<Option<RefreshContext>, StoreError> {
         let hash = hash.clone();
         in_read!(self, async |conn: &mut Conn| {
-            // One row per membership in an active organization (one with no plan when there
-            // is none), each with the session and its user.
+            // One row per membership (without a plan where the organization is not active),
+            // or one without a plan for a user with none; each with the session and its user.
             let rows: Vec<(
                 SessionRow,
                 UserRow,
