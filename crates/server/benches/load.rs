@@ -265,14 +265,7 @@ fn parse_args() -> Options {
                 };
                 options.extra_env.push((name.to_owned(), value.to_owned()));
             }
-            "--client-cpus" => {
-                let cpus = value();
-                if cpu_list(&cpus).is_none() {
-                    eprintln!("--client-cpus takes a CPU list such as 2 or 2-3\n{usage}");
-                    std::process::exit(2)
-                }
-                options.client_cpus = Some(cpus);
-            }
+            "--client-cpus" => options.client_cpus = Some(cpus_arg(&flag, value(), usage)),
             "--read-connections" => {
                 options.read_connections =
                     value().parse().ok().filter(|n| *n > 0).unwrap_or_else(|| {
@@ -280,14 +273,7 @@ fn parse_args() -> Options {
                         std::process::exit(2)
                     });
             }
-            "--server-cpus" => {
-                let cpus = value();
-                if cpu_list(&cpus).is_none() {
-                    eprintln!("--server-cpus takes a CPU list such as 0 or 0-3\n{usage}");
-                    std::process::exit(2)
-                }
-                options.server_cpus = Some(cpus);
-            }
+            "--server-cpus" => options.server_cpus = Some(cpus_arg(&flag, value(), usage)),
             "--only" => {
                 let wanted = value();
                 let mut phases = Vec::new();
@@ -315,6 +301,15 @@ fn parse_args() -> Options {
         }
     }
     options
+}
+
+/// A `--…-cpus` flag's value, which must be a CPU list; exits with the usage otherwise.
+fn cpus_arg(flag: &str, cpus: String, usage: &str) -> String {
+    if cpu_list(&cpus).is_none() {
+        eprintln!("{flag} takes a CPU list such as 0 or 0-3\n{usage}");
+        std::process::exit(2)
+    }
+    cpus
 }
 
 fn find_on_path(program: &str) -> Option<PathBuf> {

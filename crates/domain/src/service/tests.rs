@@ -300,9 +300,9 @@ impl Mocks {
     /// Ada belongs to (and, registering, is invited by) organizations with these plans and
     /// policies; no organization has an IP allowlist.
     pub(super) fn policies_are(&mut self, organizations: Vec<PlanPolicies>) {
+        *self.1.lock().unwrap() = organizations.clone();
         let mut policies = MockPolicyStore::new();
         let of_member = organizations.clone();
-        let of_member_too = organizations.clone();
         policies
             .expect_policies_of_member()
             .returning(move |_| ready(Ok(of_member.clone())));
@@ -311,7 +311,6 @@ impl Mocks {
             .returning(move |_, _| ready(Ok(organizations.clone())));
         policies.expect_policies().returning(|_| ready(Ok(None)));
         self.policies = policies;
-        *self.1.lock().unwrap() = of_member_too;
     }
 
     /// A refresh token opens this session of Ada's (`None`: no live session, or its user is
