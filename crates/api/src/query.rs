@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use actix_web::HttpRequest;
-use gatehouse_domain::model::{PageRequest, PageRequestError};
+use gatehouse_domain::model::{PageRequest, PageRequestError, SearchTerm};
 
 use crate::error::{ApiError, FieldError};
 
@@ -54,11 +54,9 @@ impl Query {
         })
     }
 
-    /// A free-text search, trimmed; empty means none.
-    pub fn search(&self) -> Option<String> {
-        self.get("search")
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(|s| s.chars().take(100).collect())
+    /// The free-text `search`: `None` when absent or blank, a 422 naming it when it holds a
+    /// control character.
+    pub fn search(&self) -> Result<Option<SearchTerm>, ApiError> {
+        Ok(self.parse("search", SearchTerm::parse)?.flatten())
     }
 }

@@ -10,7 +10,8 @@ use gatehouse_domain::{
         EventId, EventType, FullName, InvitableRole, InvitationId, InvitationState, MemberFilter,
         MemberStatus, NewApiKey, NewApplication, NewEvent, NewInvitation, NewOrganization, NewUser,
         OrganizationChange, OrganizationFilter, OrganizationId, OrganizationName, OrganizationType,
-        PageRequest, PasswordHash, Plan, RedirectUri, RedirectUris, Role, Slug, TokenHash, UserId,
+        PageRequest, PasswordHash, Plan, RedirectUri, RedirectUris, Role, SearchTerm, Slug,
+        TokenHash, UserId,
     },
     ports::{NewAccount, StoreError},
 };
@@ -379,10 +380,18 @@ fn page(page: i64, size: i64) -> PageRequest {
     PageRequest::new(Some(page), Some(size)).unwrap()
 }
 
+fn term(text: &str) -> Option<SearchTerm> {
+    Some(
+        SearchTerm::parse(text)
+            .expect("a search without control characters")
+            .expect("a search with text"),
+    )
+}
+
 fn search(text: &str) -> OrganizationFilter {
     OrganizationFilter {
         kind: None,
-        search: Some(text.to_owned()),
+        search: term(text),
     }
 }
 
@@ -1056,7 +1065,7 @@ async fn members_filters(db: Db) {
 
     // Names and emails of members, emails of invitations; case does not matter.
     let jones = MemberFilter {
-        search: Some("JONES".to_owned()),
+        search: term("JONES"),
         ..MemberFilter::default()
     };
     let (listed, total) = db.member_ids(acme, jones.clone(), page(1, 20), now).await;
@@ -1082,13 +1091,13 @@ async fn members_filters(db: Db) {
     assert_eq!((listed.len(), total), (2, 2));
     let smith_viewers = MemberFilter {
         role: Some(Role::Viewer),
-        search: Some("smith".to_owned()),
+        search: term("smith"),
         active_only: false,
     };
     let (listed, total) = db.member_ids(acme, smith_viewers, page(1, 20), now).await;
     assert_eq!((listed.len(), total), (0, 0));
     let wildcard = MemberFilter {
-        search: Some("_".to_owned()),
+        search: term("_"),
         ..MemberFilter::default()
     };
     let (listed, total) = db.member_ids(acme, wildcard, page(1, 20), now).await;

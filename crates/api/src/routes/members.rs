@@ -82,7 +82,7 @@ pub async fn list(
     let page = query.page()?;
     let filter = MemberFilter {
         role: query.parse("role", |raw| raw.parse::<Role>())?,
-        search: query.search(),
+        search: query.search()?,
         active_only: false,
     };
     let members = state.members.list(&actor, filter, page).await?;

@@ -115,7 +115,7 @@ pub async fn list(
     let page = query.page()?;
     let filter = OrganizationFilter {
         kind: query.parse("type", |raw| raw.parse::<OrganizationType>())?,
-        search: query.search(),
+        search: query.search()?,
     };
     let organizations = state.organizations.list(&principal, filter, page).await?;
     Ok(HttpResponse::Ok().json(PageResponse::from_page(

@@ -4,8 +4,8 @@
 use actix_web::{web, HttpRequest, HttpResponse};
 use gatehouse_domain::{
     model::{
-        Delivery, DeliveryId, DeliveryStatus, EndpointId, EventType, RetrySchedule,
-        WebhookEndpoint, WebhookUrl, WebhookUrlError,
+        Delivery, DeliveryId, DeliveryStatus, EndpointDescription, EndpointId, EventType,
+        RetrySchedule, WebhookEndpoint, WebhookUrl, WebhookUrlError,
     },
     ports::{DeliveryFilter, EndpointDetail},
     service::{EndpointUpdate, NewEndpointRequest, SigningSecret},
@@ -196,14 +196,6 @@ fn event_types(raw: Vec<String>) -> Result<Vec<EventType>, ApiError> {
     }
 }
 
-fn description(raw: String) -> Result<String, &'static str> {
-    let trimmed = raw.trim();
-    if trimmed.chars().count() > 500 {
-        return Err("must be at most 500 characters");
-    }
-    Ok(trimmed.to_owned())
-}
-
 #[derive(Deserialize, ToSchema)]
 pub struct CreateEndpointRequest {
     #[schema(example = "https://hooks.example.com/gatehouse")]
@@ -244,7 +236,9 @@ pub async fn create(
             Ok(events)
         }
     });
-    let description = fields.optional("description", body.description, description);
+    let description = fields.optional("description", body.description, |d| {
+        EndpointDescription::parse(&d)
+    });
     let secret = fields.optional("secret", body.secret, |s| SigningSecret::parse(&s));
     let (url, events, description, secret) =
         fields.finish(|| Some((url?, events?, description?, secret?)))?;
@@ -363,7 +357,9 @@ pub async fn update(
             Ok(events)
         }
     });
-    let description = fields.optional("description", body.description, description);
+    let description = fields.optional("description", body.description, |d| {
+        EndpointDescription::parse(&d)
+    });
     let secret = fields.optional("secret", body.secret, |s| SigningSecret::parse(&s));
     let update = fields.finish(|| {
         Some(EndpointUpdate {

@@ -109,7 +109,10 @@ impl RedirectUri {
         if raw.contains('#') {
             return Err(RedirectUriError::Fragment);
         }
-        if raw.is_empty() || raw.trim() != raw || raw.chars().any(char::is_whitespace) {
+        if raw.is_empty()
+            || raw.trim() != raw
+            || raw.chars().any(|c| c.is_whitespace() || c.is_control())
+        {
             return Err(RedirectUriError::NotAbsolute);
         }
         let url = Url::parse(raw).map_err(|_| RedirectUriError::NotAbsolute)?;

@@ -1,8 +1,8 @@
 use time::{Duration, OffsetDateTime};
 
 use super::{
-    Email, FullName, InvitationId, OrganizationId, OrganizationName, Plan, Role, Slug, TokenHash,
-    UserId,
+    Email, FullName, InvitationId, OrganizationId, OrganizationName, Plan, Role, SearchTerm, Slug,
+    TokenHash, UserId,
 };
 
 /// Whether a member has joined or is still invited.
@@ -60,7 +60,7 @@ pub struct MemberFilter {
     /// Only members holding, or invited with, this role; `None` for any role.
     pub role: Option<Role>,
     /// Case-insensitive substring of the name or email.
-    pub search: Option<String>,
+    pub search: Option<SearchTerm>,
     /// Only active members (the IAM users list).
     pub active_only: bool,
 }

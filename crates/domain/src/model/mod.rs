@@ -75,7 +75,7 @@ pub use org::{
 pub use organization::{
     Membership, NewOrganization, OrganizationName, OrganizationType, Plan, Role, Slug, SlugError,
 };
-pub use page::{Page, PageRequest, PageRequestError};
+pub use page::{Page, PageRequest, PageRequestError, SearchTerm, SearchTermError};
 pub use password::{NewPassword, PasswordError, PasswordHash, PasswordPolicy};
 pub use permission::{ApiScope, ApiScopes, Permission};
 pub use policy::{
@@ -98,6 +98,6 @@ pub use sso::{
 pub use text::{HttpsUrlError, TextError};
 pub use user::{FullName, FullNameError, NewUser, User, UserCredentials};
 pub use webhook::{
-    signature, Delivery, DeliveryId, DeliveryStats, DeliveryStatus, EndpointId, LeaseRoom,
-    RetrySchedule, WebhookEndpoint, WebhookUrl, WebhookUrlError,
+    signature, Delivery, DeliveryId, DeliveryStats, DeliveryStatus, EndpointDescription,
+    EndpointId, LeaseRoom, RetrySchedule, WebhookEndpoint, WebhookUrl, WebhookUrlError,
 };

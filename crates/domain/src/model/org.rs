@@ -1,6 +1,6 @@
 use time::OffsetDateTime;
 
-use super::{OrganizationId, OrganizationName, OrganizationType, Plan, Role, Slug};
+use super::{OrganizationId, OrganizationName, OrganizationType, Plan, Role, SearchTerm, Slug};
 
 /// The role new members get by default: `member` or `viewer`, never more.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,7 +82,7 @@ pub struct OrganizationFilter {
     /// Only organizations of this type; `None` for both.
     pub kind: Option<OrganizationType>,
     /// Case-insensitive substring of the name.
-    pub search: Option<String>,
+    pub search: Option<SearchTerm>,
 }
 
 /// A change to an organization: only the `Some` fields change.

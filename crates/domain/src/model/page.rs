@@ -150,9 +150,57 @@ impl<T> Page<T> {
     }
 }
 
+/// A list's free-text filter (`search`): a case-insensitive part of a name or email, as sent
+/// once trimmed and cut to [`SearchTerm::MAX_CHARS`] characters. No control character: no name
+/// or email holds one, and PostgreSQL refuses a NUL in any text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SearchTerm(String);
+
+/// Why a search was refused; the message completes "search ...".
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SearchTermError {
+    /// A control character (a NUL, a line break, ...).
+    #[error("must not contain control characters")]
+    ControlCharacter,
+}
+
+impl SearchTerm {
+    /// The most characters (not bytes) searched for; the rest of a longer search is dropped.
+    pub const MAX_CHARS: usize = 100;
+
+    /// The term in `raw`: `None` when nothing is left once trimmed (no filter).
+    pub fn parse(raw: &str) -> Result<Option<Self>, SearchTermError> {
+        let text: String = raw.trim().chars().take(Self::MAX_CHARS).collect();
+        if text.chars().any(char::is_control) {
+            return Err(SearchTermError::ControlCharacter);
+        }
+        Ok((!text.is_empty()).then_some(Self(text)))
+    }
+
+    /// The term, as sent.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn search_terms() {
+        let term = |raw: &str| SearchTerm::parse(raw).map(|t| t.map(|t| t.0));
+        assert_eq!(term("  Acme "), Ok(Some("Acme".to_owned())));
+        assert_eq!(term("   "), Ok(None));
+        assert_eq!(term(&"é".repeat(150)), Ok(Some("é".repeat(100))));
+        assert_eq!(term("a\0b"), Err(SearchTermError::ControlCharacter));
+        assert_eq!(term("a\nb"), Err(SearchTermError::ControlCharacter));
+        // A control character past the first 100 is dropped with the rest, not refused.
+        assert_eq!(
+            term(&format!("{}\0", "a".repeat(100))),
+            Ok(Some("a".repeat(100)))
+        );
+    }
 
     #[test]
     fn bounds() {

@@ -8,7 +8,37 @@ use sha2::Sha256;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{EventId, EventType, OrganizationId};
+use super::{
+    text::{parse_text, string_conversions, TextError},
+    EventId, EventType, OrganizationId,
+};
+
+/// A note for people on a webhook endpoint: trimmed, at most [`Self::MAX_CHARS`] characters,
+/// may be empty; line feeds allowed, no other control character (PostgreSQL refuses a NUL in
+/// any text, and no reader of the note wants the rest).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EndpointDescription(String);
+
+impl EndpointDescription {
+    /// The longest note, in characters.
+    pub const MAX_CHARS: usize = 500;
+
+    /// A note as given, trimmed.
+    ///
+    /// # Errors
+    /// When it is longer than [`Self::MAX_CHARS`] once trimmed, or holds a control character
+    /// other than a line feed.
+    pub fn parse(raw: &str) -> Result<Self, TextError> {
+        parse_text(raw, 0, Self::MAX_CHARS, true).map(Self)
+    }
+
+    /// The note, trimmed.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+string_conversions!(EndpointDescription, TextError);
 
 /// An endpoint URL: absolute `https`, with a host, no credentials, no fragment, at most 2048
 /// bytes. Plain `http` is refused (the spec's `400`).

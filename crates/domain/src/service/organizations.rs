@@ -110,7 +110,10 @@ impl OrganizationService {
                 .filter(|org| filter.kind.is_none_or(|kind| kind == org.kind))
                 .filter(|org| {
                     filter.search.as_ref().is_none_or(|s| {
-                        org.name.as_ref().to_lowercase().contains(&s.to_lowercase())
+                        org.name
+                            .as_ref()
+                            .to_lowercase()
+                            .contains(&s.as_str().to_lowercase())
                     })
                 })
                 .collect();

@@ -21,9 +21,9 @@ use super::{
 };
 use crate::{
     model::{
-        Delivery, DeliveryId, DeliveryState, DeliveryStatus, EndpointId, EventId, EventType,
-        Member, MemberStatus, OrganizationId, Page, PageRequest, Permission, Plan, Role, TokenKind,
-        UserId, WebhookEndpoint, WebhookUrl,
+        Delivery, DeliveryId, DeliveryState, DeliveryStatus, EndpointDescription, EndpointId,
+        EventId, EventType, Member, MemberStatus, OrganizationId, Page, PageRequest, Permission,
+        Plan, Role, TokenKind, UserId, WebhookEndpoint, WebhookUrl,
     },
     ports::{
         AttemptEffects, AttemptRecord, CipherError, DeliveryFilter, EndpointChange, LeasedDelivery,
@@ -291,7 +291,7 @@ fn every_webhook_operation_needs_webhooks_read_or_manage_and_touches_nothing_wit
             NewEndpointRequest {
                 url: url(),
                 events: vec![EventType::MemberJoined],
-                description: String::new(),
+                description: EndpointDescription::default(),
                 secret: None,
             },
             &origin(),
@@ -340,7 +340,7 @@ fn create_subscribes_to_each_event_type_once_in_the_order_given() {
                 EventType::UserCreated,
                 EventType::AuthLogin,
             ],
-            description: "CRM sync".to_owned(),
+            description: EndpointDescription::parse("CRM sync").unwrap(),
             secret: None,
         },
         &origin(),
@@ -368,7 +368,7 @@ fn create_with_no_event_types_is_refused_and_nothing_is_sealed_or_stored() {
         NewEndpointRequest {
             url: url(),
             events: Vec::new(),
-            description: String::new(),
+            description: EndpointDescription::default(),
             secret: Some(secret(CHOSEN_SECRET)),
         },
         &origin(),
@@ -388,7 +388,7 @@ fn create_without_a_secret_generates_a_whsec_secret_and_returns_it_once() {
         NewEndpointRequest {
             url: url(),
             events: vec![EventType::MemberJoined],
-            description: String::new(),
+            description: EndpointDescription::default(),
             secret: None,
         },
         &origin(),
@@ -412,7 +412,7 @@ fn create_makes_an_active_endpoint_of_the_actors_organization() {
         NewEndpointRequest {
             url: url(),
             events: vec![EventType::MemberJoined],
-            description: "CRM sync".to_owned(),
+            description: EndpointDescription::parse("CRM sync").unwrap(),
             secret: None,
         },
         &origin(),
@@ -447,7 +447,7 @@ fn create_seals_the_secret_for_its_endpoint_and_stores_only_the_sealed_bytes() {
         NewEndpointRequest {
             url: url(),
             events: vec![EventType::MemberJoined],
-            description: String::new(),
+            description: EndpointDescription::default(),
             secret: Some(secret(CHOSEN_SECRET)),
         },
         &origin(),
@@ -480,7 +480,7 @@ fn create_stores_nothing_when_the_secret_cannot_be_sealed() {
         NewEndpointRequest {
             url: url(),
             events: vec![EventType::MemberJoined],
-            description: String::new(),
+            description: EndpointDescription::default(),
             secret: None,
         },
         &origin(),
@@ -500,7 +500,7 @@ fn a_created_endpoint_does_not_debug_print_its_secret() {
         NewEndpointRequest {
             url: url(),
             events: vec![EventType::MemberJoined],
-            description: String::new(),
+            description: EndpointDescription::default(),
             secret: Some(secret(CHOSEN_SECRET)),
         },
         &origin(),
@@ -610,7 +610,7 @@ fn update_of_an_endpoint_the_organization_does_not_have_is_not_found() {
         &admin(),
         HOOK,
         EndpointUpdate {
-            description: Some("renamed".to_owned()),
+            description: Some(EndpointDescription::parse("renamed").unwrap()),
             ..EndpointUpdate::default()
         },
         &origin(),

@@ -12,8 +12,9 @@ use super::{Actor, Forbidden};
 use crate::{
     model::{
         signature, timestamp, AuditAction, AuditRecord, Delivery, DeliveryId, DeliveryState,
-        EndpointId, EventId, EventType, MemberFilter, OrganizationId, Origin, Page, PageRequest,
-        Permission, RetrySchedule, Role, TargetKind, TokenKind, WebhookEndpoint, WebhookUrl,
+        EndpointDescription, EndpointId, EventId, EventType, MemberFilter, OrganizationId, Origin,
+        Page, PageRequest, Permission, RetrySchedule, Role, TargetKind, TokenKind, WebhookEndpoint,
+        WebhookUrl,
     },
     ports::{
         service_ports, AttemptRecord, CipherError, DeliveryFilter, EndpointChange, EndpointDetail,
@@ -103,7 +104,7 @@ pub struct NewEndpointRequest {
     /// The event types it subscribes to (at least one).
     pub events: Vec<EventType>,
     /// A note for people.
-    pub description: String,
+    pub description: EndpointDescription,
     /// A signing secret of the caller's; `None` makes one.
     pub secret: Option<SigningSecret>,
 }
@@ -114,7 +115,7 @@ pub struct EndpointUpdate {
     /// A new URL; `None` keeps it.
     pub url: Option<WebhookUrl>,
     /// A new description; `None` keeps it.
-    pub description: Option<String>,
+    pub description: Option<EndpointDescription>,
     /// New event types to subscribe to; `None` keeps them.
     pub events: Option<Vec<EventType>>,
     /// A new signing secret; `None` keeps it.
@@ -193,7 +194,7 @@ impl WebhookService {
             id: EndpointId::from_uuid(self.ports.random.uuid()),
             organization_id: actor.organization_id(),
             url,
-            description,
+            description: description.into(),
             events,
             is_active: true,
             created_at: now,
@@ -263,7 +264,7 @@ impl WebhookService {
         };
         let change = EndpointChange {
             url: update.url,
-            description: update.description,
+            description: update.description.map(String::from),
             events,
             secret_sealed,
             is_active: update.is_active,

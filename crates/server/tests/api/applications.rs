@@ -74,6 +74,7 @@ on_both_backends! {
                 "http://app.example.com/cb",
                 "/relative",
                 "https://app.example.com/cb#frag",
+                "https://app.example.com/cb\u{0}",
             ],
         }))).await;
         assert_eq!(
@@ -83,6 +84,7 @@ on_both_backends! {
                 loc(&["body", "redirect_uris", "1"]),
                 loc(&["body", "redirect_uris", "2"]),
                 loc(&["body", "redirect_uris", "3"]),
+                loc(&["body", "redirect_uris", "4"]),
             ]
         );
         let eleven: Vec<String> = (0..11).map(|n| format!("https://a.example.com/{n}")).collect();

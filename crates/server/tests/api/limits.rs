@@ -53,6 +53,29 @@ on_both_backends! {
         json_of(app.get_as(&user.access_token, &format!("/api/v1/organizations?search={fits}")).await, 200).await;
     }
 
+    async fn a_search_with_a_control_character_is_refused_naming_it(app: TestApp) {
+        // No name or email holds one, and PostgreSQL refuses a NUL in any text: a 422 on both
+        // backends, never the store's error.
+        let user = app.logged_in("ada@example.com").await;
+        let team = app.create_team(&user.access_token, "Acme Team").await;
+        let org = team["id"].as_str().unwrap();
+        let members = format!("/api/v1/organizations/{org}/members");
+        for list in ["/api/v1/organizations", members.as_str()] {
+            for search in ["%00", "a%00b", "line%0Abreak", "%7F"] {
+                let path = format!("{list}?search={search}");
+                let response = app.in_org(Method::GET, &user.access_token, org, &path, None).await;
+                assert_eq!(locs_of(response).await, vec![loc(&["query", "search"])], "{path}");
+            }
+            // Blank is no filter.
+            let path = format!("{list}?search=%20%20");
+            json_of(app.in_org(Method::GET, &user.access_token, org, &path, None).await, 200).await;
+        }
+        // Trimmed: the spaces after the name are not searched for.
+        let path = format!("/api/v1/organizations?search=acme{}", "%20".repeat(200));
+        let found = json_of(app.get_as(&user.access_token, &path).await, 200).await;
+        assert_eq!(found["total"], 1, "{found}");
+    }
+
     async fn every_operation_documents_the_head_bounds(app: TestApp) {
         let document = json_of(app.client.get(app.url("/api/v1/openapi.json")).send().await.unwrap(), 200).await;
         let mut operations = 0;

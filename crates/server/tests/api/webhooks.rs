@@ -168,6 +168,24 @@ on_both_backends! {
         assert_eq!(patched["is_active"], false);
         assert!(!patched.to_string().contains("a-custom-secret"));
 
+        // The description: a note for people, trimmed, on several lines if need be; no other
+        // control character (PostgreSQL refuses a NUL in any text), at most 500 characters.
+        let described = json_of(
+            app.in_org(Method::PATCH, &token, &org, &format!("{path}/{id}"),
+                Some(json!({ "description": "  CRM sync\nowned by the sales team  " }))).await,
+            200,
+        )
+        .await;
+        assert_eq!(described["description"], "CRM sync\nowned by the sales team");
+        for bad in ["a\u{0}b", "tab\tbed", "x".repeat(501).as_str()] {
+            let response = app.in_org(Method::PATCH, &token, &org, &format!("{path}/{id}"), Some(json!({ "description": bad }))).await;
+            assert_eq!(locs_of(response).await, vec![loc(&["body", "description"])]);
+            let body = json!({ "url": "https://hooks.example.com/in", "events": ["user.created"], "description": bad });
+            assert_eq!(locs_of(app.in_org(Method::POST, &token, &org, path, Some(body)).await).await, vec![loc(&["body", "description"])]);
+        }
+        let detail = json_of(app.in_org(Method::GET, &token, &org, &format!("{path}/{id}"), None).await, 200).await;
+        assert_eq!(detail["description"], "CRM sync\nowned by the sales team");
+
         let catalog = json_of(app.in_org(Method::GET, &token, &org, "/api/v1/webhooks/events", None).await, 200).await;
         let catalog = catalog.as_array().unwrap();
         assert_eq!(catalog.len(), 21);

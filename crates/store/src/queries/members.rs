@@ -102,7 +102,7 @@ fn active_members(org: DbUuid, filter: &MemberFilter) -> MembersQuery {
         query = query.filter(memberships::role.eq(role.as_str()));
     }
     if let Some(search) = &filter.search {
-        let pattern = contains_pattern(search);
+        let pattern = contains_pattern(search.as_str());
         query = query.filter(
             lower(users::email)
                 .like(lower(pattern.clone()))
@@ -131,7 +131,7 @@ fn invited_members(
     if let Some(search) = &filter.search {
         query = query.filter(
             lower(invitations::email)
-                .like(lower(contains_pattern(search)))
+                .like(lower(contains_pattern(search.as_str())))
                 .escape('\\'),
         );
     }

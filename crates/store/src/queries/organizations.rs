@@ -137,7 +137,7 @@ fn organizations_of_query(
     if let Some(search) = &filter.search {
         query = query.filter(
             lower(organizations::name)
-                .like(lower(contains_pattern(search)))
+                .like(lower(contains_pattern(search.as_str())))
                 .escape('\\'),
         );
     }
