@@ -3,7 +3,9 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use gatehouse_domain::{
-    model::{timestamp, DeliveryId, EndpointId, EventSource, EventType, OrganizationId},
+    model::{
+        timestamp, DeliveryId, EndpointId, EventSource, EventType, OrganizationId, PostedEventData,
+    },
     ports::{DeadLetterFilter, EventFilter, ReplaySelection, StoredEvent},
     service::{PostEventError, MAX_REPLAY},
 };
@@ -107,10 +109,7 @@ pub async fn post_event(
     let organization = fields.required("organization_id", body.organization_id, |raw| {
         organization_id(&raw)
     });
-    let data = fields.required("data", body.data, |data| match data {
-        serde_json::Value::Object(data) => Ok(data),
-        _ => Err("must be an object"),
-    });
+    let data = fields.required("data", body.data, PostedEventData::parse);
     let (kind, organization, data) = fields.finish(|| Some((kind?, organization?, data?)))?;
     let event = state
         .control

@@ -195,9 +195,72 @@ pub struct NewEvent {
     pub occurred_at: OffsetDateTime,
 }
 
+/// The data of an event posted from outside (the billing system's, `POST /control/events`): a
+/// JSON object every store can hold, so no NUL character in a key or a string (PostgreSQL's
+/// `jsonb` refuses `\u0000`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PostedEventData(serde_json::Map<String, serde_json::Value>);
+
+/// Why posted event data was refused; the message completes "data ...".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PostedEventDataError {
+    /// Not a JSON object.
+    #[error("must be an object")]
+    NotAnObject,
+    /// A key or a string holds a NUL character.
+    #[error("must not contain the NUL character (\\u0000)")]
+    Nul,
+}
+
+impl PostedEventData {
+    /// The object in `value`, when no key or string in it holds a NUL.
+    pub fn parse(value: serde_json::Value) -> Result<Self, PostedEventDataError> {
+        type Map = serde_json::Map<String, serde_json::Value>;
+        fn storable_map(map: &Map) -> bool {
+            map.iter()
+                .all(|(key, value)| !key.contains('\0') && storable(value))
+        }
+        fn storable(value: &serde_json::Value) -> bool {
+            match value {
+                serde_json::Value::String(text) => !text.contains('\0'),
+                serde_json::Value::Array(items) => items.iter().all(storable),
+                serde_json::Value::Object(map) => storable_map(map),
+                _ => true,
+            }
+        }
+        match value {
+            serde_json::Value::Object(map) if storable_map(&map) => Ok(Self(map)),
+            serde_json::Value::Object(_) => Err(PostedEventDataError::Nul),
+            _ => Err(PostedEventDataError::NotAnObject),
+        }
+    }
+
+    /// The object.
+    pub fn into_map(self) -> serde_json::Map<String, serde_json::Value> {
+        self.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn posted_data_is_an_object_without_a_nul() {
+        use serde_json::json;
+        let ok = json!({ "plan": "business", "seats": [1, 2], "note": "a\tb" });
+        assert_eq!(
+            PostedEventData::parse(ok.clone()).map(|d| d.into_map().len()),
+            Ok(3)
+        );
+        assert_eq!(
+            PostedEventData::parse(json!([1])),
+            Err(PostedEventDataError::NotAnObject)
+        );
+        for bad in [json!({ "a\u{0}": 1 }), json!({ "a": { "b": ["\u{0}"] } })] {
+            assert_eq!(PostedEventData::parse(bad), Err(PostedEventDataError::Nul));
+        }
+    }
 
     #[test]
     fn catalog_has_the_sixteen_spec_types_five_more_and_the_test_ping() {

@@ -49,7 +49,9 @@ pub use branding::{
 };
 pub use delivery::{DeliveryState, FailureRun, InvalidDeliveryState, TransitionError};
 pub use email::{Email, EmailError};
-pub use event::{EventCategory, EventSource, EventType, NewEvent};
+pub use event::{
+    EventCategory, EventSource, EventType, NewEvent, PostedEventData, PostedEventDataError,
+};
 pub use ids::{
     ApiKeyId, ApplicationId, EventId, InvitationId, MfaFactorId, OrganizationId, SessionId, UserId,
 };

@@ -265,11 +265,17 @@ impl fmt::Display for Scope {
 }
 
 /// A parameter the client gets back exactly as it sent it (`state`, `nonce`): kept as it is,
-/// `invalid_request` when longer than 1024 characters.
+/// `invalid_request` when longer than 1024 characters or when it holds a control character
+/// (RFC 6749 makes `state` printable ASCII; a NUL could not even be stored).
 fn echoed(name: &str, raw: &str) -> Result<String, OAuthError> {
     if raw.chars().count() > MAX_PARAMETER_CHARS {
         return Err(OAuthError::invalid_request(format!(
             "{name} is longer than {MAX_PARAMETER_CHARS} characters"
+        )));
+    }
+    if raw.chars().any(char::is_control) {
+        return Err(OAuthError::invalid_request(format!(
+            "{name} must not contain control characters"
         )));
     }
     Ok(raw.to_owned())
@@ -496,7 +502,7 @@ mod tests {
     }
 
     #[test]
-    fn nonces_are_kept_as_given_up_to_1024_characters() {
+    fn nonces_and_states_are_kept_as_given_up_to_1024_printable_characters() {
         assert_eq!(
             Nonce::parse("n-0S6_WzA2Mj").unwrap().as_str(),
             "n-0S6_WzA2Mj"
@@ -505,5 +511,15 @@ mod tests {
             Nonce::parse(&"n".repeat(1025)).unwrap_err().code,
             OAuthErrorCode::InvalidRequest
         );
+        for raw in ["n\0", "a\nb"] {
+            assert_eq!(
+                Nonce::parse(raw).unwrap_err().code,
+                OAuthErrorCode::InvalidRequest
+            );
+            assert_eq!(
+                State::parse(raw).unwrap_err().code,
+                OAuthErrorCode::InvalidRequest
+            );
+        }
     }
 }

@@ -51,8 +51,8 @@ pub enum WebhookUrlError {
     /// The URL is plain `http`; only `https` is delivered to.
     #[error("must use https")]
     NotHttps,
-    /// Not an absolute `https` URL with a valid host and port, or it holds a fragment or white
-    /// space.
+    /// Not an absolute `https` URL with a valid host and port, or it holds a fragment, white
+    /// space or a control character.
     #[error("is not a valid absolute URL")]
     Invalid,
     /// The URL carries a user name or password (`user:password@`).
@@ -99,7 +99,11 @@ impl WebhookUrl {
                 || host
                     .split('.')
                     .all(|l| !l.is_empty() && l.chars().all(|c| c.is_alphanumeric() || c == '-')));
-        if !host_ok || !port_ok || raw.contains('#') || raw.chars().any(char::is_whitespace) {
+        if !host_ok
+            || !port_ok
+            || raw.contains('#')
+            || raw.chars().any(|c| c.is_whitespace() || c.is_control())
+        {
             return Err(WebhookUrlError::Invalid);
         }
         Ok(Self(raw.to_owned()))
@@ -482,6 +486,8 @@ mod tests {
             "https://a b.example",
             "https://x.example:0/",
             "https://x.example:99999/",
+            "https://x.example/a\0b",
+            "https://x.example/a\u{7f}",
         ] {
             assert_eq!(
                 WebhookUrl::parse(bad),

@@ -8,7 +8,7 @@ use super::{audit, event};
 use crate::{
     model::{
         AuditAction, AuditActor, AuditFilter, AuditRecord, Delivery, EventSource, EventType,
-        Operator, OrganizationId, Origin, Page, PageRequest, TargetKind,
+        Operator, OrganizationId, Origin, Page, PageRequest, PostedEventData, TargetKind,
     },
     ports::{
         service_ports, DeadLetterFilter, EventFilter, Gauges, ReplaySelection, StoreError,
@@ -74,9 +74,10 @@ impl ControlService {
         _operator: &Operator,
         event_type: EventType,
         organization_id: OrganizationId,
-        mut data: serde_json::Map<String, serde_json::Value>,
+        data: PostedEventData,
         origin: &Origin,
     ) -> Result<StoredEvent, PostEventError> {
+        let mut data = data.into_map();
         if event_type.source() != EventSource::Billing {
             return Err(PostEventError::NotBilling(event_type));
         }

@@ -433,6 +433,20 @@ async fn billing_posts_its_events(backend: Backend) {
             crate::helpers::loc(&["body", "data"])
         ]
     );
+    // No store can hold a NUL in JSON text (PostgreSQL's jsonb refuses it): named, not a 500.
+    for data in [
+        json!({ "note": "a\u{0}b" }),
+        json!({ "a\u{0}": 1 }),
+        json!({ "lines": [{ "x": "\u{0}" }] }),
+    ] {
+        let body = json!({ "type": "billing.invoice.paid", "organization_id": org, "data": data });
+        let locs = locs_of(
+            app.as_operator(Method::POST, "/control/events", Some(body.clone()))
+                .await,
+        )
+        .await;
+        assert_eq!(locs, [crate::helpers::loc(&["body", "data"])], "{body}");
+    }
     let unknown = uuid::Uuid::now_v7();
     detail_of(
         app.as_operator(

@@ -253,6 +253,16 @@ on_both_backends! {
             assert_eq!(query_param(&format!("http://x{return_to}"), "state").as_deref(), Some("s+1"));
         }
 
+        // A nonce no store could keep (a NUL: PostgreSQL refuses it in any text) is the
+        // client's invalid_request, with its state, not the server's failure.
+        let response = browser.get(&format!("{authorize}&nonce=n%00")).await;
+        assert_eq!(response.status(), 302);
+        let redirect = location(&response);
+        assert!(redirect.starts_with(CALLBACK), "{redirect}");
+        assert_eq!(query_param(&redirect, "error").as_deref(), Some("invalid_request"));
+        assert_eq!(query_param(&redirect, "state").as_deref(), Some("s+1"));
+        assert_eq!(query_param(&redirect, "code"), None);
+
         // 5. The client exchanges the code with its verifier.
         let exchange = [("grant_type", "authorization_code"), ("code", code.as_str()), ("redirect_uri", CALLBACK), ("code_verifier", VERIFIER)];
         let wrong_verifier = [("grant_type", "authorization_code"), ("code", code.as_str()), ("redirect_uri", CALLBACK), ("code_verifier", &"x".repeat(43))];

@@ -177,6 +177,9 @@ on_both_backends! {
         )
         .await;
         assert_eq!(described["description"], "CRM sync\nowned by the sales team");
+        let locs = locs_of(app.in_org(Method::POST, &token, &org, path,
+            Some(json!({ "url": "https://hooks.example.com/in\u{0}", "events": ["user.created"] }))).await).await;
+        assert_eq!(locs, vec![loc(&["body", "url"])]);
         for bad in ["a\u{0}b", "tab\tbed", "x".repeat(501).as_str()] {
             let response = app.in_org(Method::PATCH, &token, &org, &format!("{path}/{id}"), Some(json!({ "description": bad }))).await;
             assert_eq!(locs_of(response).await, vec![loc(&["body", "description"])]);
