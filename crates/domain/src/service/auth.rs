@@ -809,6 +809,18 @@ impl AuthService {
         refresh_token: &str,
         application: Option<ApplicationId>,
     ) -> Result<AccessToken, RefreshError> {
+        self.refresh_session(refresh_token, application)
+            .await
+            .map(|(access, _)| access)
+    }
+
+    /// [`Self::refresh`], with what the session was granted (`None` for a sign-in of the
+    /// user's own): the OAuth token endpoint answers with its scope, read in the same round trip.
+    pub(crate) async fn refresh_session(
+        &self,
+        refresh_token: &str,
+        application: Option<ApplicationId>,
+    ) -> Result<(AccessToken, Option<ClientGrant>), RefreshError> {
         let now = self.ports.clock.now();
         let hash = TokenHash::of(refresh_token);
         // The session, its user and the user's policies in one read: one round trip.
@@ -854,7 +866,7 @@ impl AuthService {
             ends_at = ends_at.min(session.created_at + policy.max_duration());
         }
         let not_after = access_token_bound(&policies, now, ends_at);
-        Ok(self
+        let access = self
             .issue_access_token(
                 &credentials.user,
                 session.id,
@@ -863,7 +875,8 @@ impl AuthService {
                 now,
                 not_after,
             )
-            .await?)
+            .await?;
+        Ok((access, session.grant))
     }
 
     /// Who is signed in on the hosted pages: the user of the live session whose refresh token

@@ -741,19 +741,10 @@ impl OAuthService {
         application: &Application,
         refresh_token: &str,
     ) -> Result<OAuthTokens, TokenEndpointError> {
-        let now = self.ports.clock.now();
-        let session = self
-            .ports
-            .sessions
-            .session_by_refresh_token(&TokenHash::of(refresh_token), now)
-            .await?;
-        let scope = session
-            .and_then(|session| session.grant)
-            .map(|grant| grant.scope)
-            .unwrap_or_default();
-        let access = self
+        // The session's grant comes with the refresh's own read: one round trip.
+        let (access, grant) = self
             .auth
-            .refresh(refresh_token, Some(application.id))
+            .refresh_session(refresh_token, Some(application.id))
             .await
             .map_err(|error| match error {
                 RefreshError::Store(e) => TokenEndpointError::Store(e),
@@ -764,7 +755,7 @@ impl OAuthService {
             access_token: access.access_token,
             expires_in: access.expires_in,
             refresh_token: None,
-            scope,
+            scope: grant.map(|grant| grant.scope).unwrap_or_default(),
             id_token: None,
         })
     }

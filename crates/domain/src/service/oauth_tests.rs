@@ -7,7 +7,7 @@ use uuid::Uuid;
 use super::{
     tests::{
         acme, ada_in_acme, now, origin, ready, secret_of, settings, Mocks, Seen, ACME, ADA,
-        ADA_EMAIL, ADA_SESSION, SIGNED,
+        ADA_EMAIL, ADA_SESSION, REFRESH_TOKEN, SIGNED,
     },
     Agent, AuthService, Authorization, AuthorizeError, AuthorizeRequest, BrowserSession,
     ClientCredentials, IntrospectedKind, Introspection, OAuthService, OAuthTokens, Principal,
@@ -988,6 +988,34 @@ impl Mocks {
             .returning(move |_, _| ready(Ok(scope_of.clone())));
         self.refresh_token_opens(session);
     }
+}
+
+#[test]
+fn a_refresh_grant_answers_with_the_sessions_scope_read_in_the_refreshs_one_round_trip() {
+    let mut mocks = Mocks::new();
+    mocks.client_is_billing();
+    mocks.refresh_token_opens(Some(granted_session(billing(&[CALLBACK]).id)));
+    // The scope comes with the refresh's own read of the session, not a second one.
+    mocks.sessions.expect_session_by_refresh_token().never();
+    // Used a minute ago: the one write a refresh makes at most every 30 s.
+    mocks
+        .sessions
+        .expect_touch_session()
+        .times(1)
+        .returning(|_, _| ready(Ok(true)));
+    mocks.ada_is_registered();
+    let signed = mocks.signer_signs();
+    let tokens = token(
+        mocks,
+        credentials(CLIENT_SECRET),
+        TokenGrant::RefreshToken {
+            refresh_token: REFRESH_TOKEN.to_owned(),
+        },
+    )
+    .unwrap();
+    assert_eq!(tokens.scope.to_string(), "openid");
+    assert!(tokens.refresh_token.is_none() && tokens.id_token.is_none());
+    assert_eq!(signed.only().scope.as_deref(), Some("openid"));
 }
 
 #[test]
