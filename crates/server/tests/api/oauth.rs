@@ -163,6 +163,16 @@ pub(crate) fn query_param(url: &str, name: &str) -> Option<String> {
         .map(|(_, v)| v.into_owned())
 }
 
+/// Asserts the client heard `error` at its callback, with its `state` and without a code.
+fn assert_client_hears(response: &Response, error: &str, state: &str) {
+    assert_eq!(response.status(), 302);
+    let redirect = location(response);
+    assert!(redirect.starts_with(CALLBACK), "{redirect}");
+    assert_eq!(query_param(&redirect, "error").as_deref(), Some(error));
+    assert_eq!(query_param(&redirect, "state").as_deref(), Some(state));
+    assert_eq!(query_param(&redirect, "code"), None);
+}
+
 pub(crate) const VERIFIER: &str = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
 pub(crate) const CHALLENGE: &str = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
 pub(crate) const CALLBACK: &str = "https://billing.example.com/cb";
@@ -256,12 +266,7 @@ on_both_backends! {
         // A nonce no store could keep (a NUL: PostgreSQL refuses it in any text) is the
         // client's invalid_request, with its state, not the server's failure.
         let response = browser.get(&format!("{authorize}&nonce=n%00")).await;
-        assert_eq!(response.status(), 302);
-        let redirect = location(&response);
-        assert!(redirect.starts_with(CALLBACK), "{redirect}");
-        assert_eq!(query_param(&redirect, "error").as_deref(), Some("invalid_request"));
-        assert_eq!(query_param(&redirect, "state").as_deref(), Some("s+1"));
-        assert_eq!(query_param(&redirect, "code"), None);
+        assert_client_hears(&response, "invalid_request", "s+1");
 
         // 5. The client exchanges the code with its verifier.
         let exchange = [("grant_type", "authorization_code"), ("code", code.as_str()), ("redirect_uri", CALLBACK), ("code_verifier", VERIFIER)];
@@ -311,12 +316,7 @@ on_both_backends! {
         assert!(location(&response).starts_with("/login?"));
         // With prompt=none the client hears at once that a sign-in is needed, with its state.
         let response = browser.get(&format!("{authorize}&prompt=none")).await;
-        assert_eq!(response.status(), 302);
-        let redirect = location(&response);
-        assert!(redirect.starts_with(CALLBACK), "{redirect}");
-        assert_eq!(query_param(&redirect, "error").as_deref(), Some("login_required"));
-        assert_eq!(query_param(&redirect, "state").as_deref(), Some("s+1"));
-        assert_eq!(query_param(&redirect, "code"), None);
+        assert_client_hears(&response, "login_required", "s+1");
 
         // 9. The organization's admin reads it all: the code issued to Owen, the exchange, and
         // the three refusals (the wrong verifier, the code again, the refresh of what it issued).
