@@ -12,9 +12,9 @@ use gatehouse_domain::{
     ports::StoreError,
     service::{
         ApplicationError, AuditLogError, AuthenticateError, ChangePasswordError, CreateApiKeyError,
-        DeleteApiKeyError, Forbidden, LockedOut, LoginError, MemberError, MfaError, OrgAccessError,
-        OrganizationError, RefreshError, RegisterError, ReplayError, SettingsError,
-        UpdateProfileError, VerifyError, WebhookError,
+        DeleteApiKeyError, Forbidden, IssuedToApplication, LockedOut, LoginError, MemberError,
+        MfaError, OrgAccessError, OrganizationError, RefreshError, RegisterError, ReplayError,
+        SettingsError, UpdateProfileError, VerifyError, WebhookError,
     },
 };
 use serde::Serialize;
@@ -328,11 +328,17 @@ impl From<OrgAccessError> for ApiError {
     fn from(error: OrgAccessError) -> Self {
         match error {
             OrgAccessError::NotFound => Self::NotFound(error.to_string()),
-            OrgAccessError::AddressNotAllowed(_) | OrgAccessError::MfaRequired => {
-                Self::Forbidden(error.to_string())
-            }
+            OrgAccessError::AddressNotAllowed(_)
+            | OrgAccessError::MfaRequired
+            | OrgAccessError::NoApiScope => Self::Forbidden(error.to_string()),
             OrgAccessError::Store(e) => e.into(),
         }
+    }
+}
+
+impl From<IssuedToApplication> for ApiError {
+    fn from(error: IssuedToApplication) -> Self {
+        Self::Forbidden(error.to_string())
     }
 }
 

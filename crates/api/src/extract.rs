@@ -2,7 +2,7 @@
 
 use std::{future::Future, pin::Pin};
 
-use actix_web::{dev::Payload, http::Method, web, FromRequest, HttpMessage, HttpRequest};
+use actix_web::{dev::Payload, web, FromRequest, HttpMessage, HttpRequest};
 use gatehouse_domain::{
     model::{ClientAddress, Operator, OrganizationId, Origin},
     service::{Actor, Agent, OrgAccessError, Principal},
@@ -206,9 +206,8 @@ fn nests_deeper_than(bytes: &[u8], max: usize) -> bool {
 
 /// An authenticated person, for a route outside any one organization: `Authorization: Bearer
 /// <access token>`, or `X-API-Key` with `X-Organization-ID`. An application's machine token is
-/// `403` here (it acts only inside its organization), and so is an OAuth token that carries API
-/// scopes on any request but a read (`GET`, `HEAD`): its scopes name what it may do inside
-/// organizations, and nothing outside them.
+/// `403` here (it acts only inside its organization), and so is a token of the OAuth flow
+/// (outside organizations it reads `/oauth/userinfo` only: [`Principal::outside_organizations`]).
 pub struct Authenticated(pub Principal);
 
 /// Any valid credentials, a machine token's included, for a route that then acts inside the
@@ -257,7 +256,7 @@ pub(crate) async fn authenticate(req: &HttpRequest) -> Result<Agent, ApiError> {
 
 /// The person behind the credentials, for a route outside any one organization (see
 /// [`Authenticated`]).
-fn person(req: &HttpRequest, agent: Agent) -> Result<Principal, ApiError> {
+fn person(agent: Agent) -> Result<Principal, ApiError> {
     let principal = match agent {
         Agent::Person(principal) => principal,
         Agent::Application(_) => {
@@ -266,12 +265,7 @@ fn person(req: &HttpRequest, agent: Agent) -> Result<Principal, ApiError> {
             ))
         }
     };
-    let scopes = principal.api_scopes();
-    if !scopes.is_empty() && !matches!(*req.method(), Method::GET | Method::HEAD) {
-        return Err(ApiError::Forbidden(format!(
-            "this token is narrowed to the API scopes {scopes}: outside an organization it may only read"
-        )));
-    }
+    principal.outside_organizations()?;
     Ok(principal)
 }
 
@@ -359,7 +353,7 @@ impl FromRequest for Authenticated {
         let req = req.clone();
         Box::pin(async move {
             let agent = authenticate(&req).await?;
-            person(&req, agent).map(Authenticated)
+            person(agent).map(Authenticated)
         })
     }
 }

@@ -60,7 +60,7 @@
 //!     user_id: ada,
 //!     session_id: Uuid::from_u128(1).into(),
 //!     amr: Amr::password(),
-//!     scope: Scope::default(),
+//!     application: None,
 //! };
 //! let created = futures::executor::block_on(organizations.create(
 //!     &caller,

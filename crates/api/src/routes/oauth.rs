@@ -15,7 +15,7 @@ use gatehouse_domain::{
     ports::StoreError,
     service::{
         Authorization, AuthorizeError, AuthorizeRequest, ClientCredentials, Discovery,
-        IntrospectedKind, Introspection, OAuthTokens, TokenEndpointError, TokenGrant,
+        IntrospectedKind, Introspection, NotAdmitted, OAuthTokens, TokenEndpointError, TokenGrant,
     },
 };
 use serde::Serialize;
@@ -632,6 +632,31 @@ pub async fn authorize(req: HttpRequest, state: web::Data<AppState>) -> HttpResp
             let back = format!("/oauth/authorize?{again}");
             let encoded: String = url::form_urlencoded::byte_serialize(back.as_bytes()).collect();
             found(format!("/login?return_to={encoded}"))
+        }
+        Ok(Authorization::NotAdmitted {
+            application,
+            reason,
+        }) => {
+            let look = login::look_for(&state, &format!("/oauth/authorize?{query}")).await;
+            let message = match reason {
+                NotAdmitted::SecondFactorNeeded => format!(
+                    "The organization behind {} requires multi-factor authentication. Set up an \
+                     authenticator app or a security key for your account, then sign in again.",
+                    application.name.as_str()
+                ),
+                NotAdmitted::AddressNotAllowed => format!(
+                    "The organization behind {} does not allow sign-ins from your network address.",
+                    application.name.as_str()
+                ),
+            };
+            login::html(
+                StatusCode::FORBIDDEN,
+                message_page(
+                    &look,
+                    "The organization does not admit this sign-in",
+                    &message,
+                ),
+            )
         }
         Err(AuthorizeError::NotRedirectable(message)) => login::html(
             StatusCode::BAD_REQUEST,

@@ -11,7 +11,7 @@ use std::{fmt, net::IpAddr, str::FromStr};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{ApiKeyId, ApplicationId, OrganizationId, UserId};
+use super::{ApiKeyId, ApplicationId, ClientAddress, OrganizationId, UserId};
 use crate::service::Principal;
 
 /// The longest user agent kept, in characters; the rest is cut.
@@ -43,6 +43,15 @@ impl Origin {
     /// No request: a background job's change.
     pub fn system() -> Self {
         Self::default()
+    }
+
+    /// The client's address, as an organization's IP allowlist judges it; an origin with no
+    /// address (the system's) is the unspecified address, which no allowlist holds.
+    pub fn client(&self) -> ClientAddress {
+        ClientAddress(
+            self.ip
+                .unwrap_or(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED)),
+        )
     }
 }
 

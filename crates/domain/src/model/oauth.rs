@@ -46,6 +46,13 @@ pub enum OAuthErrorCode {
     /// `login_required` (OpenID Connect Core 3.1.2.6): `prompt=none`, and nobody is signed in
     /// on the hosted pages (or not recently enough for `max_age`).
     LoginRequired,
+    /// `interaction_required` (OpenID Connect Core 3.1.2.6): `prompt=none`, and the
+    /// organization's policies need the user to do something on a page first (sign in with a
+    /// second factor, say).
+    InteractionRequired,
+    /// `consent_required` (OpenID Connect Core 3.1.2.6): `prompt=none`, and the user has not
+    /// consented to the API scopes asked for.
+    ConsentRequired,
     /// `server_error`: the server failed unexpectedly.
     ServerError,
     /// `temporarily_unavailable`: the server cannot answer now; the client may retry later.
@@ -68,6 +75,8 @@ impl OAuthErrorCode {
             Self::InvalidScope => "invalid_scope",
             Self::AccessDenied => "access_denied",
             Self::LoginRequired => "login_required",
+            Self::InteractionRequired => "interaction_required",
+            Self::ConsentRequired => "consent_required",
             Self::ServerError => "server_error",
             Self::TemporarilyUnavailable => "temporarily_unavailable",
         }

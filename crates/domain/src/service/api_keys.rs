@@ -3,7 +3,11 @@
 use serde::Serialize;
 use time::OffsetDateTime;
 
-use super::{audit, principal::membership_of, Forbidden, OrgAccessError, Principal};
+use super::{
+    audit,
+    principal::{admission, Admission},
+    Forbidden, OrgAccessError, Principal,
+};
 use crate::{
     model::{
         ApiKey, ApiKeyId, ApiKeyName, AuditAction, AuditActor, NewApiKey, OrganizationId, Origin,
@@ -45,7 +49,8 @@ pub enum CreateApiKeyError {
     /// The caller is an API key: keys are managed with a user's access token only.
     #[error("API keys cannot manage API keys: use a user's access token")]
     NotAUser,
-    /// The caller is not a member of the organization, or its IP allowlist refuses them.
+    /// The caller is not admitted into the organization: not a member, or its IP allowlist or
+    /// MFA policy refuses them.
     #[error(transparent)]
     Organization(#[from] OrgAccessError),
     /// The caller's role may not create keys for the organization (a viewer only reads).
@@ -72,7 +77,7 @@ pub enum DeleteApiKeyError {
 
 service_ports! {
     /// The ports [`ApiKeyService`] uses.
-    pub struct ApiKeyPorts { api_keys: ApiKeyStore, memberships: MembershipStore, clock: Clock, random: Random }
+    pub struct ApiKeyPorts { api_keys: ApiKeyStore, memberships: MembershipStore, policies: PolicyStore, applications: ApplicationStore, clock: Clock, random: Random }
 }
 
 /// Creates, lists and revokes a user's API keys.
@@ -87,8 +92,10 @@ impl ApiKeyService {
         Self { ports }
     }
 
-    /// Creates a key for an organization the caller belongs to with a role that may
-    /// ([`Permission::ApiKeysCreate`]: not a viewer), audited in the same transaction.
+    /// Creates a key for an organization the caller is admitted into, as every way into it
+    /// admits (membership, IP allowlist, MFA policy: a key must not be a way around them), with
+    /// a role that may ([`Permission::ApiKeysCreate`]: not a viewer); audited in the same
+    /// transaction.
     pub async fn create(
         &self,
         principal: &Principal,
@@ -99,14 +106,22 @@ impl ApiKeyService {
         if matches!(principal, Principal::ApiKey { .. }) {
             return Err(CreateApiKeyError::NotAUser);
         }
-        let membership =
-            membership_of(self.ports.memberships.as_ref(), principal, organization_id).await?;
-        if !membership.role.grants(Permission::ApiKeysCreate) {
-            return Err(Forbidden(Permission::ApiKeysCreate).into());
-        }
+        let now = self.ports.clock.now();
+        let actor = admission(
+            Admission {
+                memberships: self.ports.memberships.as_ref(),
+                policies: self.ports.policies.as_ref(),
+                applications: self.ports.applications.as_ref(),
+            },
+            principal.clone(),
+            organization_id,
+            origin.client(),
+            now,
+        )
+        .await?;
+        actor.require(Permission::ApiKeysCreate)?;
         let secret = self.ports.random.secret(TokenKind::ApiKey);
         let id: ApiKeyId = self.ports.random.uuid().into();
-        let now = self.ports.clock.now();
         let record = audit(
             self.ports.random.as_ref(),
             now,

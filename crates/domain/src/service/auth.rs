@@ -11,8 +11,8 @@ use crate::{
         ClientGrant, EffectivePolicies, Email, EventType, FullName, LockoutRule, MfaFactor,
         MfaLogin, MfaMethod, NewEvent, NewOrganization, NewPassword, NewSession, NewUser,
         Organization, OrganizationId, OrganizationName, OrganizationSettings, OrganizationType,
-        Origin, PasswordError, PasswordHash, PasswordPolicy, Plan, Scope, SecretToken, SessionId,
-        Slug, TargetKind, TokenHash, TokenKind, User, UserCredentials, UserId, MFA_TOKEN_TTL,
+        Origin, PasswordError, PasswordHash, PasswordPolicy, Plan, SecretToken, SessionId, Slug,
+        TargetKind, TokenHash, TokenKind, User, UserCredentials, UserId, MFA_TOKEN_TTL,
         SESSION_TOUCH_INTERVAL,
     },
     ports::{
@@ -137,7 +137,7 @@ impl BrowserSession {
             user_id: self.user_id,
             session_id: self.session_id,
             amr: self.amr.clone(),
-            scope: Scope::default(),
+            application: None,
         }
     }
 }

@@ -41,8 +41,8 @@ pub use mfa::{
 };
 pub use oauth::{
     ActiveToken, Authorization, AuthorizeError, AuthorizeRequest, ClientCredentials, Discovery,
-    IntrospectedKind, Introspection, OAuthPorts, OAuthService, OAuthTokens, TokenEndpointError,
-    TokenGrant, MACHINE_TOKEN_SECONDS,
+    IntrospectedKind, Introspection, NotAdmitted, OAuthPorts, OAuthService, OAuthTokens,
+    TokenEndpointError, TokenGrant, MACHINE_TOKEN_SECONDS,
 };
 pub use organizations::{
     DeletedOrganization, OrganizationError, OrganizationPorts, OrganizationService, RETENTION_DAYS,
@@ -52,8 +52,8 @@ pub use policies::{
     SettingsError,
 };
 pub use principal::{
-    Agent, AuthenticateError, Authenticator, AuthenticatorPorts, MachineClient, OrgAccessError,
-    Principal,
+    Agent, AppGrant, AuthenticateError, Authenticator, AuthenticatorPorts, IssuedToApplication,
+    MachineClient, OrgAccessError, Principal,
 };
 pub use rate_limit::{Caller, RateLimitCheckError, RateLimitPorts, RateLimitService};
 pub use saml::{SamlPorts, SamlService, SamlSignInError, SamlSignedIn, SsoLookup};

@@ -7,7 +7,9 @@ use time::{Duration, OffsetDateTime};
 use url::Url;
 
 use super::{
-    audit, event, AccessToken, Agent, AuthService, BrowserSession, Principal, RefreshError,
+    audit, event,
+    principal::{admission, Admission},
+    AccessToken, Agent, AuthService, BrowserSession, OrgAccessError, RefreshError,
 };
 use crate::{
     model::{
@@ -111,9 +113,11 @@ impl SignInDemand {
 /// Where the person goes next.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Authorization {
-    /// Nobody is signed in, or not as the request's `prompt=login` or `max_age` wants: sign in
-    /// (in the application's organization's branding), then make the same request again
-    /// without `prompt` and `max_age`, which that sign-in satisfies.
+    /// Nobody is signed in, or not as the request's `prompt=login` or `max_age` wants, or not
+    /// with the second factor the organization's MFA policy requires of a member who has one:
+    /// sign in (in the application's organization's branding, with the second factor when the
+    /// user has one), then make the same request again without `prompt` and `max_age`, which
+    /// that sign-in satisfies.
     SignIn {
         /// The application asking, whose organization's branding the sign-in page wears.
         application: Application,
@@ -123,6 +127,25 @@ pub enum Authorization {
         /// The client's redirect URI with `code` and `state`.
         redirect: String,
     },
+    /// The organization's policies refuse the signed-in member, and no sign-in on the pages
+    /// would change that now: say why on a page in the organization's branding (the member
+    /// must set up a second factor, or come from an allowed address), and send nothing to the
+    /// client.
+    NotAdmitted {
+        /// The application asking.
+        application: Application,
+        /// Why the organization refuses the member.
+        reason: NotAdmitted,
+    },
+}
+
+/// Why an organization's policies refuse a member at `/oauth/authorize`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NotAdmitted {
+    /// The organization requires a second factor and the member has none to sign in with.
+    SecondFactorNeeded,
+    /// The request's address is outside the organization's IP allowlist.
+    AddressNotAllowed,
 }
 
 /// Why an authorization request was not granted.
@@ -147,7 +170,7 @@ pub enum AuthorizeError {
 
 service_ports! {
     /// The ports [`OAuthService`] uses.
-    pub struct OAuthPorts { applications: ApplicationStore, authorization_codes: AuthorizationCodeStore, accounts: AccountStore, sessions: SessionStore, memberships: MembershipStore, organizations: OrganizationStore, branding: BrandingStore, signer: TokenSigner, clock: Clock, random: Random }
+    pub struct OAuthPorts { applications: ApplicationStore, authorization_codes: AuthorizationCodeStore, accounts: AccountStore, sessions: SessionStore, memberships: MembershipStore, policies: PolicyStore, mfa: MfaStore, organizations: OrganizationStore, branding: BrandingStore, signer: TokenSigner, clock: Clock, random: Random }
 }
 
 /// The OAuth 2.0 and OpenID Connect authorization server: the authorize step; the code
@@ -237,12 +260,14 @@ impl OAuthService {
         let demand = SignInDemand::parse(request.prompt.as_deref(), request.max_age.as_deref())
             .map_err(|error| back(error, state))?;
         let now = self.ports.clock.now();
-        let Some(BrowserSession {
-            user_id: user,
-            amr,
-            authenticated_at,
-            ..
-        }) = signed_in.filter(|session| demand.accepts(session.authenticated_at, now))
+        let Some(
+            session @ BrowserSession {
+                user_id: user,
+                amr,
+                authenticated_at,
+                ..
+            },
+        ) = signed_in.filter(|session| demand.accepts(session.authenticated_at, now))
         else {
             if demand.silent {
                 let error = OAuthError::new(
@@ -254,12 +279,66 @@ impl OAuthService {
             return Ok(Authorization::SignIn { application });
         };
         let user = *user;
-        if !self.is_member(user, &application).await? {
-            let error = OAuthError::new(
-                OAuthErrorCode::AccessDenied,
-                "the signed-in user is not a member of the application's organization",
-            );
-            return Err(back(error, state));
+        // The organization admits the member as at every other way in: its IP allowlist and
+        // MFA policy hold here too.
+        let admitted = admission(
+            Admission {
+                memberships: self.ports.memberships.as_ref(),
+                policies: self.ports.policies.as_ref(),
+                applications: self.ports.applications.as_ref(),
+            },
+            session.principal(),
+            application.organization_id,
+            origin.client(),
+            now,
+        )
+        .await;
+        match admitted {
+            Ok(_) => {}
+            Err(OrgAccessError::Store(error)) => return Err(error.into()),
+            Err(OrgAccessError::MfaRequired) => {
+                let has_factor = self
+                    .ports
+                    .mfa
+                    .mfa_factors(user)
+                    .await?
+                    .iter()
+                    .any(|factor| factor.confirmed_at.is_some());
+                if demand.silent {
+                    let error = OAuthError::new(
+                        OAuthErrorCode::InteractionRequired,
+                        "the organization requires a second factor this sign-in did not use",
+                    );
+                    return Err(back(error, state));
+                }
+                return Ok(match has_factor {
+                    true => Authorization::SignIn { application },
+                    false => Authorization::NotAdmitted {
+                        application,
+                        reason: NotAdmitted::SecondFactorNeeded,
+                    },
+                });
+            }
+            Err(OrgAccessError::AddressNotAllowed(_)) => {
+                if demand.silent {
+                    let error = OAuthError::new(
+                        OAuthErrorCode::AccessDenied,
+                        "the organization's IP allowlist does not hold this address",
+                    );
+                    return Err(back(error, state));
+                }
+                return Ok(Authorization::NotAdmitted {
+                    application,
+                    reason: NotAdmitted::AddressNotAllowed,
+                });
+            }
+            Err(OrgAccessError::NotFound | OrgAccessError::NoApiScope) => {
+                let error = OAuthError::new(
+                    OAuthErrorCode::AccessDenied,
+                    "the signed-in user is not a member of the application's organization",
+                );
+                return Err(back(error, state));
+            }
         }
         let code = self.ports.random.secret(TokenKind::AuthorizationCode);
         let record = audit(
@@ -971,16 +1050,21 @@ impl OAuthService {
     /// `insufficient_scope` for any other token (a sign-in's own, an API key, a machine
     /// token, a token without `openid`); `invalid_token` when the user is gone.
     pub async fn userinfo(&self, agent: &Agent) -> Result<UserClaims, TokenEndpointError> {
-        let Agent::Person(Principal::User { user_id, scope, .. }) = agent else {
+        let Agent::Person(principal) = agent else {
             return Err(insufficient_scope().into());
         };
-        if !scope.contains(OPENID) {
+        let Some(scope) = principal
+            .application()
+            .map(|grant| &grant.scope)
+            .filter(|scope| scope.contains(OPENID))
+        else {
             return Err(insufficient_scope().into());
-        }
+        };
+        let user_id = principal.user_id();
         let user = self
             .ports
             .accounts
-            .credentials_by_id(*user_id)
+            .credentials_by_id(user_id)
             .await?
             .ok_or_else(|| OAuthError::new(OAuthErrorCode::InvalidToken, "the user is gone"))?
             .user;

@@ -6,10 +6,10 @@ use uuid::Uuid;
 
 use super::{
     tests::{
-        acme, ada_in_acme, now, origin, ready, secret_of, settings, Mocks, Seen, ACME, ADA,
-        ADA_EMAIL, ADA_SESSION, REFRESH_TOKEN, SIGNED,
+        acme, acme_policies_are, ada_in_acme, now, origin, ready, secret_of, settings, Mocks, Seen,
+        ACME, ADA, ADA_EMAIL, ADA_SESSION, REFRESH_TOKEN, SIGNED,
     },
-    Agent, AuthService, Authorization, AuthorizeError, AuthorizeRequest, BrowserSession,
+    Agent, AppGrant, AuthService, Authorization, AuthorizeError, AuthorizeRequest, BrowserSession,
     ClientCredentials, IntrospectedKind, Introspection, OAuthService, OAuthTokens, Principal,
     TokenEndpointError, TokenGrant, MACHINE_TOKEN_SECONDS,
 };
@@ -24,12 +24,12 @@ use crate::{
     ports::{BearerClaims, MachineClaims, MockAuditStore},
 };
 
-const CALLBACK: &str = "https://billing.example.com/cb";
+pub(super) const CALLBACK: &str = "https://billing.example.com/cb";
 /// RFC 7636 Appendix B.
 const VERIFIER: &str = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
 const CHALLENGE: &str = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
 
-fn billing(uris: &[&str]) -> Application {
+pub(super) fn billing(uris: &[&str]) -> Application {
     Application {
         id: ApplicationId::from_uuid(Uuid::from_u128(0xa9)),
         organization_id: ACME,
@@ -818,7 +818,10 @@ fn ada_with_scope(scope: &str) -> Agent {
         user_id: ADA,
         session_id: ADA_SESSION,
         amr: Amr::password(),
-        scope: Scope::parse(scope).unwrap(),
+        application: Some(AppGrant {
+            client_id: ClientId::parse("ghc_0123456789abcdef0123456789abcdef").unwrap(),
+            scope: Scope::parse(scope).unwrap(),
+        }),
     })
 }
 
@@ -1113,5 +1116,123 @@ fn a_machine_token_cannot_be_revoked() {
             assert_eq!(error.code, OAuthErrorCode::UnsupportedTokenType)
         }
         other => panic!("{other:?}"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The organization admits the member at /oauth/authorize as at every other way in
+// ---------------------------------------------------------------------------------------------
+
+/// Acme (enterprise) requires a second factor, with no grace left; Ada's sign-in on the pages
+/// used a password only.
+fn acme_requires_a_second_factor(mocks: &mut Mocks) {
+    use crate::model::{MfaMethod, MfaPolicy, OrganizationPolicies};
+    mocks.application_is(Some(billing(&[CALLBACK])));
+    mocks.acme_is_on(Plan::Enterprise);
+    mocks.memberships.expect_membership().returning(|_, _| {
+        let mut membership = ada_in_acme();
+        membership.plan = Plan::Enterprise;
+        membership.joined_at = now() - Duration::days(30);
+        ready(Ok(Some(membership)))
+    });
+    let policies = OrganizationPolicies {
+        mfa_policy: MfaPolicy::new(
+            true,
+            MfaMethod::ALL.to_vec(),
+            crate::model::GraceHours::parse(0).unwrap(),
+        )
+        .unwrap(),
+        ..OrganizationPolicies::default()
+    };
+    mocks.policies = acme_policies_are(policies, Some(now() - Duration::days(2)));
+    mocks
+        .authorization_codes
+        .expect_save_authorization_code()
+        .never();
+}
+
+fn ada_has_a_confirmed_factor(mocks: &mut Mocks, confirmed: bool) {
+    use crate::model::{MfaFactor, MfaFactorId, MfaMethod};
+    let mut mfa = crate::ports::MockMfaStore::new();
+    mfa.expect_mfa_factors().returning(move |_| {
+        ready(Ok(vec![MfaFactor {
+            id: MfaFactorId::from_uuid(Uuid::from_u128(0xf1)),
+            user_id: ADA,
+            kind: MfaMethod::Totp,
+            created_at: now() - Duration::days(1),
+            confirmed_at: confirmed.then(|| now() - Duration::days(1)),
+            last_used_at: None,
+        }]))
+    });
+    mocks.mfa = mfa;
+}
+
+#[test]
+fn a_member_without_the_required_second_factor_gets_no_code() {
+    let mut mocks = Mocks::new();
+    acme_requires_a_second_factor(&mut mocks);
+    ada_has_a_confirmed_factor(&mut mocks, false);
+
+    match authorize(mocks, request(), true) {
+        Ok(Authorization::NotAdmitted { reason, .. }) => {
+            assert_eq!(reason, super::NotAdmitted::SecondFactorNeeded);
+        }
+        other => panic!("expected the page that says why, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_member_who_has_a_second_factor_is_asked_to_sign_in_with_it() {
+    let mut mocks = Mocks::new();
+    acme_requires_a_second_factor(&mut mocks);
+    ada_has_a_confirmed_factor(&mut mocks, true);
+
+    assert!(matches!(
+        authorize(mocks, request(), true),
+        Ok(Authorization::SignIn { .. })
+    ));
+}
+
+#[test]
+fn prompt_none_answers_interaction_required_when_a_second_factor_is_needed() {
+    let mut mocks = Mocks::new();
+    acme_requires_a_second_factor(&mut mocks);
+    ada_has_a_confirmed_factor(&mut mocks, true);
+    let mut silent = request();
+    silent.prompt = Some("none".to_owned());
+
+    let (_, query) = redirected(authorize(mocks, silent, true));
+    assert_eq!(param(&query, "error"), Some("interaction_required"));
+    assert_eq!(param(&query, "state"), Some("xyz 1"));
+}
+
+#[test]
+fn a_member_outside_the_ip_allowlist_gets_no_code() {
+    use crate::model::{IpAllowlist, IpRange, OrganizationPolicies};
+    let mut mocks = Mocks::new();
+    mocks.application_is(Some(billing(&[CALLBACK])));
+    mocks.acme_is_on(Plan::Enterprise);
+    mocks.memberships.expect_membership().returning(|_, _| {
+        let mut membership = ada_in_acme();
+        membership.plan = Plan::Enterprise;
+        ready(Ok(Some(membership)))
+    });
+    // The request comes from 192.0.2.7 (`origin()`).
+    let policies = OrganizationPolicies {
+        ip_allowlist: IpAllowlist::new(true, vec![IpRange::parse("198.51.100.0/24").unwrap()])
+            .unwrap(),
+        ..OrganizationPolicies::default()
+    };
+    mocks.policies = acme_policies_are(policies, None);
+    mocks
+        .authorization_codes
+        .expect_save_authorization_code()
+        .never();
+
+    match authorize(mocks, request(), true) {
+        Ok(Authorization::NotAdmitted { reason, .. }) => {
+            assert_eq!(reason, super::NotAdmitted::AddressNotAllowed);
+        }
+        other => panic!("expected the page that says why, got {other:?}"),
     }
 }

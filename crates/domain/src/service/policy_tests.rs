@@ -9,20 +9,22 @@ use futures::executor::block_on;
 use time::Duration;
 
 use super::{
+    oauth_tests::{billing, CALLBACK},
     tests::{
-        acme, ada_credentials, ada_in_acme, ada_in_session, ada_session, claims_of_ada, email,
-        full_name, hash, now, ready, Mocks, Seen, ACME, ADA, ADA_EMAIL, ADA_PASSWORD, ADA_SESSION,
-        NEW_PASSWORD, REFRESH_TOKEN, SIGNED,
+        acme, acme_policies_are, ada_credentials, ada_in_acme, ada_in_session, ada_session,
+        claims_of_ada, email, full_name, hash, now, ready, store_saves_api_keys, Mocks, Seen, ACME,
+        ADA, ADA_EMAIL, ADA_PASSWORD, ADA_SESSION, GLOBEX, NEW_PASSWORD, REFRESH_TOKEN, SIGNED,
     },
-    Actor, Agent, AuthenticateError, Authenticator, ChangePasswordError, LoginError,
-    OrgAccessError, PolicyService, Principal, RefreshError, RegisterError, SettingsError,
+    Actor, Agent, ApiKeyService, AppGrant, AuthenticateError, Authenticator, ChangePasswordError,
+    CreateApiKeyError, LoginError, OrgAccessError, PolicyService, Principal, RefreshError,
+    RegisterError, SettingsError,
 };
 use crate::{
     model::{
-        Amr, AuthMethod, ClientAddress, ConcurrentSessions, GraceHours, IdleMinutes, IpAllowlist,
-        IpRange, MaxAgeDays, Membership, MfaMethod, MfaPolicy, MinLength, NewSession,
-        OrganizationPolicies, PasswordError, Permission, Plan, ReuseCount, Role, Scope, Session,
-        SessionHours,
+        Amr, ApiKeyName, AuthMethod, ClientAddress, ConcurrentSessions, GraceHours, IdleMinutes,
+        IpAllowlist, IpRange, MaxAgeDays, Membership, MfaMethod, MfaPolicy, MinLength, NewSession,
+        OrganizationPolicies, Origin, PasswordError, Permission, Plan, ReuseCount, Role, Scope,
+        Session, SessionHours, TokenHash,
     },
     ports::{
         BearerClaims, MockMembershipStore, MockPolicyStore, MockSessionStore, SavedPolicies,
@@ -688,7 +690,7 @@ fn as_ada_with(amr: Amr) -> Principal {
         user_id: ADA,
         session_id: ADA_SESSION,
         amr,
-        scope: Scope::default(),
+        application: None,
     }
 }
 
@@ -797,5 +799,128 @@ fn mfa_is_required_since_the_save_that_turned_it_on() {
         ))
         .unwrap();
         assert_eq!(since.only(), expected, "{before:?}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// One admission: every way into an organization admits as its routes do
+// ---------------------------------------------------------------------------------------------
+
+fn create_key_from(
+    mocks: Mocks,
+    principal: Principal,
+    from: &str,
+) -> Result<crate::service::CreatedApiKey, CreateApiKeyError> {
+    let service = ApiKeyService::new((&mocks.ports()).into());
+    block_on(service.create(
+        &principal,
+        ApiKeyName::parse("CI deploys").unwrap(),
+        ACME,
+        &Origin::new(address(from).0, None, None),
+    ))
+}
+
+#[test]
+fn an_api_key_is_not_a_way_around_the_mfa_policy() {
+    let mut mocks = Mocks::new();
+    acme_requires_mfa(&mut mocks, MfaMethod::ALL.to_vec(), 100, 1000);
+    mocks.api_keys.expect_create_api_key().never();
+
+    assert!(matches!(
+        create_key_from(mocks, as_ada_with(Amr::password()), "192.0.2.44"),
+        Err(CreateApiKeyError::Organization(OrgAccessError::MfaRequired))
+    ));
+}
+
+#[test]
+fn an_api_key_is_not_a_way_around_the_ip_allowlist() {
+    let mut mocks = Mocks::new();
+    mocks.memberships.expect_membership().returning(|_, _| {
+        let mut membership = ada_in_acme();
+        membership.plan = Plan::Business;
+        ready(Ok(Some(membership)))
+    });
+    mocks.policies = acme_policies_are(policies(|p| p.ip_allowlist = office_only()), None);
+    mocks.api_keys.expect_create_api_key().never();
+
+    assert!(matches!(
+        create_key_from(mocks, as_ada_with(Amr::password()), "198.51.100.7"),
+        Err(CreateApiKeyError::Organization(
+            OrgAccessError::AddressNotAllowed(_)
+        ))
+    ));
+}
+
+#[test]
+fn a_member_with_the_required_second_factor_creates_an_api_key() {
+    let mut mocks = Mocks::new();
+    acme_requires_mfa(&mut mocks, MfaMethod::ALL.to_vec(), 100, 1000);
+    store_saves_api_keys(&mut mocks);
+
+    let with_otp = as_ada_with(Amr::password().and(AuthMethod::Otp));
+    assert!(create_key_from(mocks, with_otp, "192.0.2.44").is_ok());
+}
+
+/// Ada's token of the OAuth flow, issued to Acme's Billing application with `scope`.
+fn issued_to_billing(scope: &str) -> Principal {
+    Principal::User {
+        user_id: ADA,
+        session_id: ADA_SESSION,
+        amr: Amr::password(),
+        application: Some(AppGrant {
+            client_id: billing(&[CALLBACK]).client_id,
+            scope: Scope::parse(scope).unwrap(),
+        }),
+    }
+}
+
+#[test]
+fn a_token_issued_to_an_application_reads_nothing_outside_organizations() {
+    assert!(issued_to_billing("openid email")
+        .outside_organizations()
+        .is_err());
+    assert!(issued_to_billing("openid org:read")
+        .outside_organizations()
+        .is_err());
+    assert!(as_ada_with(Amr::password()).outside_organizations().is_ok());
+}
+
+#[test]
+fn a_token_issued_to_an_application_without_api_scopes_reads_nothing_of_the_organization() {
+    let mut mocks = Mocks::new();
+    mocks.ada_is_in_acme();
+    mocks.applications.expect_application_by_client_id().never();
+
+    assert!(matches!(
+        acting(mocks, issued_to_billing("openid profile email")),
+        Err(OrgAccessError::NoApiScope)
+    ));
+}
+
+#[test]
+fn a_token_with_api_scopes_acts_only_in_its_applications_organization() {
+    for (organization, active, admitted) in [
+        (ACME, true, true),
+        (GLOBEX, true, false),
+        (ACME, false, false),
+    ] {
+        let mut mocks = Mocks::new();
+        mocks.ada_is_in_acme();
+        let mut application = billing(&[CALLBACK]);
+        application.organization_id = organization;
+        application.is_active = active;
+        mocks
+            .applications
+            .expect_application_by_client_id()
+            .returning(move |_| ready(Ok(Some((application.clone(), TokenHash::of("s"))))));
+
+        let result = acting(mocks, issued_to_billing("openid org:read"));
+        match admitted {
+            true => assert!(result.is_ok(), "{organization:?} {active}"),
+            false => assert!(
+                matches!(result, Err(OrgAccessError::NotFound)),
+                "{organization:?} {active}"
+            ),
+        }
     }
 }

@@ -9,8 +9,8 @@ use crate::{
         Membership, MfaMethod, OrganizationId, Plan, Scope, SessionId, TokenHash, UserId,
     },
     ports::{
-        service_ports, BearerClaims, MachineClaims, MembershipStore, SavedPolicies, StoreError,
-        TokenError,
+        service_ports, ApplicationStore, BearerClaims, MachineClaims, MembershipStore, PolicyStore,
+        SavedPolicies, StoreError, TokenError,
     },
 };
 
@@ -26,9 +26,10 @@ pub enum Principal {
         /// How the user signed in, as the token says (`amr`); a token from before Gatehouse
         /// wrote the claim counts as a password sign-in.
         amr: Amr,
-        /// The scope an application was granted, for a token of the OAuth flow; empty for a
-        /// sign-in's own token. Its API scopes narrow what the token may do.
-        scope: Scope,
+        /// The application the token was issued to and what it was granted, for a token of
+        /// the OAuth flow; `None` for a sign-in's own token. Such a token reads `userinfo`,
+        /// and acts in the application's organization only within its API scopes.
+        application: Option<AppGrant>,
     },
     /// An API key: acts as its creator, inside its one organization.
     ApiKey {
@@ -61,11 +62,50 @@ impl Principal {
     /// (not narrowed) for a sign-in's own token and for an API key.
     pub fn api_scopes(&self) -> ApiScopes {
         match self {
-            Self::User { scope, .. } => ApiScopes::of(scope),
-            Self::ApiKey { .. } => ApiScopes::default(),
+            Self::User {
+                application: Some(grant),
+                ..
+            } => ApiScopes::of(&grant.scope),
+            Self::User { .. } | Self::ApiKey { .. } => ApiScopes::default(),
+        }
+    }
+
+    /// The application a token of the OAuth flow was issued to, and what it was granted.
+    pub fn application(&self) -> Option<&AppGrant> {
+        match self {
+            Self::User { application, .. } => application.as_ref(),
+            Self::ApiKey { .. } => None,
+        }
+    }
+
+    /// `Ok` when the credentials may be used outside any one organization (the account's own
+    /// routes: profile, API keys, second factors, invitations, the list of organizations): a
+    /// sign-in's own token or an API key. A token issued to an application reads
+    /// `/oauth/userinfo` there and nothing else: what the user granted it, if anything, is
+    /// inside the application's organization.
+    pub fn outside_organizations(&self) -> Result<(), IssuedToApplication> {
+        match self.application() {
+            Some(grant) => Err(IssuedToApplication(grant.client_id.clone())),
+            None => Ok(()),
         }
     }
 }
+
+/// What an application holds in a token of the OAuth flow: who it is and the scope the user
+/// granted it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AppGrant {
+    /// The application's client id (the token's `client_id`).
+    pub client_id: ClientId,
+    /// The scope granted (`openid email org:read`, ...).
+    pub scope: Scope,
+}
+
+/// A token issued to an application was used where the user granted it nothing: outside
+/// organizations it reads `/oauth/userinfo` only.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("this token was issued to the application {0}: outside its organization it reads /oauth/userinfo only")]
+pub struct IssuedToApplication(pub ClientId);
 
 /// An application acting with a machine token (`grant_type=client_credentials`): inside its
 /// own organization, with exactly its token's API scopes.
@@ -126,6 +166,10 @@ pub enum OrgAccessError {
     /// grace period is over.
     #[error("organization requires multi-factor authentication")]
     MfaRequired,
+    /// A token issued to an application that the user granted no API scope: it reads
+    /// `/oauth/userinfo`, and nothing of the organization.
+    #[error("this token was issued to an application and carries no API scope: it reads /oauth/userinfo only")]
+    NoApiScope,
     /// The store could not be asked.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -180,14 +224,20 @@ impl Authenticator {
             BearerClaims::Machine(claims) => return Ok(Verified::Machine(claims)),
         };
         let amr = Amr::from_stored(&claims.amr.join(" ")).unwrap_or_else(Amr::password);
-        // Gatehouse wrote the scope when it signed the token: it parses.
-        let scope =
-            Scope::parse(claims.scope.as_deref().unwrap_or_default()).map_err(|_| INVALID_TOKEN)?;
+        // Gatehouse wrote the client id and the scope when it signed the token: they parse.
+        let application = match claims.client_id.as_deref() {
+            Some(client_id) => Some(AppGrant {
+                client_id: ClientId::parse(client_id).ok_or(INVALID_TOKEN)?,
+                scope: Scope::parse(claims.scope.as_deref().unwrap_or_default())
+                    .map_err(|_| INVALID_TOKEN)?,
+            }),
+            None => None,
+        };
         Ok(Verified::User(Principal::User {
             user_id: claims.sub,
             session_id: claims.sid,
             amr,
-            scope,
+            application,
         }))
     }
 
@@ -281,7 +331,18 @@ impl Authenticator {
         }
         let admitted = match access.membership {
             None => Err(OrgAccessError::NotFound),
-            Some(membership) => admit(principal.clone(), membership, access.policies, client, now),
+            Some(membership) => {
+                match granted_in(
+                    self.ports.applications.as_ref(),
+                    &principal,
+                    organization_id,
+                )
+                .await
+                {
+                    Ok(()) => admit(principal.clone(), membership, access.policies, client, now),
+                    Err(refused) => Err(refused),
+                }
+            }
         };
         Ok((Agent::Person(principal), admitted))
     }
@@ -319,19 +380,18 @@ impl Authenticator {
         organization_id: OrganizationId,
         client: ClientAddress,
     ) -> Result<Actor, OrgAccessError> {
-        let membership =
-            membership_of(self.ports.memberships.as_ref(), &principal, organization_id).await?;
-        let policies = match membership.plan.includes(Feature::Policies) {
-            true => self.ports.policies.policies(organization_id).await?,
-            false => None,
-        };
-        admit(
+        admission(
+            Admission {
+                memberships: self.ports.memberships.as_ref(),
+                policies: self.ports.policies.as_ref(),
+                applications: self.ports.applications.as_ref(),
+            },
             principal,
-            membership,
-            policies,
+            organization_id,
             client,
             self.ports.clock.now(),
         )
+        .await
     }
 
     /// Whoever the agent is, acting inside an organization from the client's address: a
@@ -380,6 +440,63 @@ impl Authenticator {
         organization_id: OrganizationId,
     ) -> Result<Membership, OrgAccessError> {
         membership_of(self.ports.memberships.as_ref(), principal, organization_id).await
+    }
+}
+
+/// The stores [`admission`] reads.
+#[derive(Clone, Copy)]
+pub(crate) struct Admission<'a> {
+    pub(crate) memberships: &'a dyn MembershipStore,
+    pub(crate) policies: &'a dyn PolicyStore,
+    pub(crate) applications: &'a dyn ApplicationStore,
+}
+
+/// The one admission into an organization, which every way in makes (its routes, creating an
+/// API key for it, `/oauth/authorize` for its applications): the principal is a member (an API
+/// key only of its own organization; a token issued to an application only in that
+/// application's organization, while it is active, and with API scopes), from an address the
+/// organization's IP allowlist holds, with the second factor its MFA policy requires once the
+/// member's grace period is over.
+pub(crate) async fn admission(
+    stores: Admission<'_>,
+    principal: Principal,
+    organization_id: OrganizationId,
+    client: ClientAddress,
+    now: OffsetDateTime,
+) -> Result<Actor, OrgAccessError> {
+    let membership = membership_of(stores.memberships, &principal, organization_id).await?;
+    granted_in(stores.applications, &principal, organization_id).await?;
+    let policies = match membership.plan.includes(Feature::Policies) {
+        true => stores.policies.policies(organization_id).await?,
+        false => None,
+    };
+    admit(principal, membership, policies, client, now)
+}
+
+/// For a token issued to an application: the user granted it API scopes, and the organization
+/// is the application's own (another is `NotFound`, as for an outsider), while the application
+/// is active. Nothing to check for a sign-in's own token or an API key.
+async fn granted_in(
+    applications: &dyn ApplicationStore,
+    principal: &Principal,
+    organization_id: OrganizationId,
+) -> Result<(), OrgAccessError> {
+    let Some(grant) = principal.application() else {
+        return Ok(());
+    };
+    if ApiScopes::of(&grant.scope).is_empty() {
+        return Err(OrgAccessError::NoApiScope);
+    }
+    match applications
+        .application_by_client_id(&grant.client_id)
+        .await?
+    {
+        Some((application, _))
+            if application.is_active && application.organization_id == organization_id =>
+        {
+            Ok(())
+        }
+        _ => Err(OrgAccessError::NotFound),
     }
 }
 

@@ -13,9 +13,9 @@ use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
 use super::{
-    Actor, Agent, ApiKeyService, AuthService, AuthSettings, AuthenticateError, Authenticator,
-    ChangePasswordError, CreateApiKeyError, Forbidden, LoginError, OrgAccessError, Principal,
-    RefreshError, RegisterError,
+    Actor, Agent, ApiKeyService, AppGrant, AuthService, AuthSettings, AuthenticateError,
+    Authenticator, ChangePasswordError, CreateApiKeyError, Forbidden, LoginError, OrgAccessError,
+    Principal, RefreshError, RegisterError,
 };
 use crate::{
     mock::{MockFuture, MockPorts},
@@ -23,15 +23,15 @@ use crate::{
         Amr, ApiKey, ApiKeyId, ApiKeyName, Application, ApplicationId, ApplicationName,
         AuditAction, AuditActor, AuditOutcome, AuditTarget, ClientAddress, ClientGrant, ClientId,
         Email, EventType, FailedSignIns, FullName, Membership, NewApiKey, NewEvent, NewSession,
-        Organization, OrganizationId, OrganizationName, OrganizationSettings, OrganizationType,
-        Origin, PasswordError, PasswordHash, Permission, Plan, RedirectUri, RedirectUris, Role,
-        Scope, SecretToken, Session, SessionId, Slug, TargetKind, TokenHash, TokenKind, User,
-        UserCredentials, UserId, SESSION_TOUCH_INTERVAL,
+        Organization, OrganizationId, OrganizationName, OrganizationPolicies, OrganizationSettings,
+        OrganizationType, Origin, PasswordError, PasswordHash, Permission, Plan, RedirectUri,
+        RedirectUris, Role, Scope, SecretToken, Session, SessionId, Slug, TargetKind, TokenHash,
+        TokenKind, User, UserCredentials, UserId, SESSION_TOUCH_INTERVAL,
     },
     ports::{
         AccessClaims, BearerClaims, MachineClaims, MockAuditStore, MockPolicyStore,
-        MockSignInAttempts, NewAccount, PlanPolicies, Ports, RefreshContext, StoreError,
-        TokenError,
+        MockSignInAttempts, NewAccount, PlanPolicies, Ports, RefreshContext, SavedPolicies,
+        StoreError, TokenError,
     },
 };
 
@@ -42,7 +42,7 @@ use crate::{
 pub(super) const ADA: UserId = UserId::from_uuid(Uuid::from_u128(0xada));
 pub(super) const ADA_SESSION: SessionId = SessionId::from_uuid(Uuid::from_u128(0x5e55_1011));
 pub(super) const ACME: OrganizationId = OrganizationId::from_uuid(Uuid::from_u128(0xac3e));
-const GLOBEX: OrganizationId = OrganizationId::from_uuid(Uuid::from_u128(0x610b_e800));
+pub(super) const GLOBEX: OrganizationId = OrganizationId::from_uuid(Uuid::from_u128(0x610b_e800));
 const CI_KEY: ApiKeyId = ApiKeyId::from_uuid(Uuid::from_u128(0xc1_4e7));
 
 pub(super) const ADA_EMAIL: &str = "ada@example.com";
@@ -102,7 +102,7 @@ pub(super) fn ada_in_session() -> Principal {
         user_id: ADA,
         session_id: ADA_SESSION,
         amr: Amr::password(),
-        scope: Scope::default(),
+        application: None,
     }
 }
 
@@ -403,6 +403,24 @@ pub(super) fn no_failed_sign_ins() -> MockSignInAttempts {
         .returning(|_, _, _| ready(Ok(FailedSignIns::default())));
     attempts.expect_clear().returning(|_| ready(Ok(())));
     attempts
+}
+
+/// A policy store whose one organization (Acme) has these policies, saved two days ago,
+/// requiring MFA since `mfa_required_since`.
+pub(super) fn acme_policies_are(
+    policies: OrganizationPolicies,
+    mfa_required_since: Option<OffsetDateTime>,
+) -> MockPolicyStore {
+    let saved = SavedPolicies {
+        policies,
+        updated_at: now() - Duration::days(2),
+        mfa_required_since,
+    };
+    let mut store = MockPolicyStore::new();
+    store
+        .expect_policies()
+        .returning(move |_| ready(Ok(Some(saved.clone()))));
+    store
 }
 
 fn no_policies() -> MockPolicyStore {
@@ -1329,7 +1347,10 @@ fn an_oauth_tokens_api_scopes_narrow_the_members_role_and_none_leave_it_whole() 
             user_id: ADA,
             session_id: ADA_SESSION,
             amr: Amr::password(),
-            scope: Scope::parse(scope).unwrap(),
+            application: Some(AppGrant {
+                client_id: ClientId::parse("ghc_0123456789abcdef0123456789abcdef").unwrap(),
+                scope: Scope::parse(scope).unwrap(),
+            }),
         },
         membership: Membership {
             organization_id: ACME,
@@ -1500,7 +1521,7 @@ fn create_key(
 }
 
 /// The store saves the key as given and hands it back, keeping what it got.
-fn store_saves_api_keys(mocks: &mut Mocks) -> Seen<NewApiKey> {
+pub(super) fn store_saves_api_keys(mocks: &mut Mocks) -> Seen<NewApiKey> {
     let stored = Seen::new();
     let seen = stored.clone();
     mocks

@@ -647,6 +647,8 @@ pub fn loc(parts: &[&str]) -> Vec<String> {
 pub struct Browser {
     http: reqwest::Client,
     cookies: Vec<(String, String)>,
+    /// The client address a trusted proxy reports for every request, when set.
+    forwarded_for: Option<String>,
 }
 
 impl Browser {
@@ -659,6 +661,23 @@ impl Browser {
         Self {
             http,
             cookies: Vec::new(),
+            forwarded_for: None,
+        }
+    }
+
+    /// A browser whose requests a trusted proxy reports as coming from `address`.
+    pub fn behind_proxy_as(address: &str) -> Self {
+        Self {
+            forwarded_for: Some(address.to_owned()),
+            ..Self::new()
+        }
+    }
+
+    fn request(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        let request = request.header(header::COOKIE, self.cookie_header());
+        match &self.forwarded_for {
+            Some(address) => request.header("X-Forwarded-For", address),
+            None => request,
         }
     }
 
@@ -683,22 +702,14 @@ impl Browser {
     }
 
     pub async fn get(&mut self, url: &str) -> Response {
-        let response = self
-            .http
-            .get(url)
-            .header(header::COOKIE, self.cookie_header())
-            .send()
-            .await
-            .unwrap();
+        let response = self.request(self.http.get(url)).send().await.unwrap();
         self.keep_cookies(&response);
         response
     }
 
     pub async fn post_form(&mut self, url: &str, form: &[(&str, &str)]) -> Response {
         let response = self
-            .http
-            .post(url)
-            .header(header::COOKIE, self.cookie_header())
+            .request(self.http.post(url))
             .form(form)
             .send()
             .await

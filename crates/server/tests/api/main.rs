@@ -4,6 +4,7 @@
 mod helpers;
 
 mod accounts;
+mod admission;
 mod api_keys;
 mod applications;
 mod audit;

@@ -11,7 +11,7 @@ use crate::helpers::{
 };
 
 /// The code pyotp computes for the secret, `steps` steps from now.
-fn code(secret: &str, steps: i32) -> String {
+pub(crate) fn code(secret: &str, steps: i32) -> String {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/totp.py");
     let output = std::process::Command::new(python())
         .args([script, secret, &steps.to_string()])
@@ -26,7 +26,7 @@ fn code(secret: &str, steps: i32) -> String {
 }
 
 /// Ada with an authenticator app confirmed: (the secret, her recovery codes).
-async fn with_totp(app: &TestApp, ada: &LoggedIn) -> (String, Vec<String>) {
+pub(crate) async fn with_totp(app: &TestApp, ada: &LoggedIn) -> (String, Vec<String>) {
     let enrolment = json_of(
         app.send_as(
             Method::POST,
@@ -314,7 +314,7 @@ on_both_backends! {
 }
 
 /// Policies that require MFA with these methods and 72 hours of grace (the rest permissive).
-fn requiring_mfa(methods: &[&str]) -> Value {
+pub(crate) fn requiring_mfa(methods: &[&str]) -> Value {
     json!({
         "password_policy": { "min_length": 8, "require_uppercase": false, "require_lowercase": false,
             "require_numbers": false, "require_special_chars": false, "max_age_days": 0, "prevent_reuse_count": 0 },

@@ -11,7 +11,7 @@ use crate::helpers::{
     PASSWORD,
 };
 use crate::oauth::{
-    form_at, location, oauth_error, query_param, token_form, CALLBACK, CHALLENGE, VERIFIER,
+    exchanged, form_at, location, oauth_error, query_param, token_form, CALLBACK, CHALLENGE,
 };
 
 const NONCE: &str = "n-0S6_WzA2Mj";
@@ -69,17 +69,7 @@ async fn signed_in(app: &TestApp, client_id: &str, secret: &str, scope: &str) ->
     assert_eq!(response.status(), 303);
     let response = browser.get(&app.url(&location(&response))).await;
     let code = query_param(&location(&response), "code").unwrap();
-    let exchange = [
-        ("grant_type", "authorization_code"),
-        ("code", code.as_str()),
-        ("redirect_uri", CALLBACK),
-        ("code_verifier", VERIFIER),
-    ];
-    json_of(
-        token_form(app, &exchange, Some((client_id, secret))).await,
-        200,
-    )
-    .await
+    exchanged(app, &code, (client_id, secret)).await
 }
 
 fn payload(jwt: &str) -> Value {
@@ -382,21 +372,24 @@ on_both_backends! {
         let detail = detail_of(app.send_as(Method::PATCH, token, &path, rename()).await, 403).await;
         assert!(detail.contains("organization.update"), "{detail}");
         detail_of(app.get_as(token, &format!("{path}/members")).await, 403).await;
-        // Outside an organization it reads, and writes nothing (no new organization, no API key).
-        json_of(app.get_as(token, "/api/v1/users/me").await, 200).await;
-        let detail = detail_of(app.send_as(Method::POST, token, "/api/v1/organizations", Some(json!({ "name": "Mine" }))).await, 403).await;
-        assert!(detail.contains("org:read"), "{detail}");
+        // Outside the application's organization it does nothing: the user's account is not
+        // the application's (no profile, no new organization, no API key).
+        let detail = detail_of(app.get_as(token, "/api/v1/users/me").await, 403).await;
+        assert!(detail.contains("/oauth/userinfo"), "{detail}");
+        detail_of(app.send_as(Method::POST, token, "/api/v1/organizations", Some(json!({ "name": "Mine" }))).await, 403).await;
 
         // org:write: the owner's role, narrowed to it: renames, but lists no members.
         let writer = signed_in(&app, &client_id, &secret, "org:write").await;
         let writer = writer["access_token"].as_str().unwrap();
         json_of(app.send_as(Method::PATCH, writer, &path, rename()).await, 200).await;
 
-        // No API scope: the user's role, as before (free-form scopes are echoed, not read).
-        let whole = signed_in(&app, &client_id, &secret, "openid read:user").await;
-        assert_eq!(whole["scope"], "openid read:user");
-        let whole = whole["access_token"].as_str().unwrap();
-        json_of(app.send_as(Method::PATCH, whole, &path, Some(json!({ "name": "Acme Inc" }))).await, 200).await;
-        json_of(app.get_as(whole, &format!("{path}/members")).await, 200).await;
+        // No API scope: nothing of the API but userinfo (free-form scopes are echoed, not read).
+        let none = signed_in(&app, &client_id, &secret, "openid read:user").await;
+        assert_eq!(none["scope"], "openid read:user");
+        let none = none["access_token"].as_str().unwrap();
+        let detail = detail_of(app.send_as(Method::PATCH, none, &path, Some(json!({ "name": "Acme Inc" }))).await, 403).await;
+        assert!(detail.contains("no API scope"), "{detail}");
+        detail_of(app.get_as(none, &format!("{path}/members")).await, 403).await;
+        json_of(app.get_as(none, "/oauth/userinfo").await, 200).await;
     }
 }
