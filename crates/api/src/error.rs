@@ -14,7 +14,7 @@ use gatehouse_domain::{
         ApplicationError, AuditLogError, AuthenticateError, ChangePasswordError, CreateApiKeyError,
         DeleteApiKeyError, Forbidden, IssuedToApplication, LockedOut, LoginError, MemberError,
         MfaError, OrgAccessError, OrganizationError, RefreshError, RegisterError, ReplayError,
-        SettingsError, UpdateProfileError, VerifyError, WebhookError,
+        RevokeConsentError, SettingsError, UpdateProfileError, VerifyError, WebhookError,
     },
 };
 use serde::Serialize;
@@ -332,6 +332,15 @@ impl From<OrgAccessError> for ApiError {
             | OrgAccessError::MfaRequired
             | OrgAccessError::NoApiScope => Self::Forbidden(error.to_string()),
             OrgAccessError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<RevokeConsentError> for ApiError {
+    fn from(error: RevokeConsentError) -> Self {
+        match error {
+            RevokeConsentError::NotFound => Self::NotFound(error.to_string()),
+            RevokeConsentError::Store(e) => e.into(),
         }
     }
 }

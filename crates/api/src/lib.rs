@@ -49,6 +49,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .route(web::post().to(oauth::userinfo_post)),
         )
         .service(resource("/oauth/authorize").route(web::get().to(oauth::authorize)))
+        .service(resource("/oauth/consent").route(web::post().to(oauth::consent)))
         .service(
             resource("/login")
                 .route(web::get().to(login::page))
@@ -140,6 +141,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                         .route(web::get().to(users::me))
                         .route(web::patch().to(users::update_me))
                         .route(web::delete().to(users::delete_me)),
+                )
+                .service(api_resource("/users/me/consents").route(web::get().to(users::consents)))
+                .service(
+                    api_resource("/users/me/consents/{client_id}")
+                        .route(web::delete().to(users::revoke_consent)),
                 )
                 .service(
                     api_resource("/organizations")

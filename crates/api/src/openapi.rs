@@ -44,6 +44,8 @@ use crate::{
         users::me,
         users::update_me,
         users::delete_me,
+        users::consents,
+        users::revoke_consent,
         organizations::list,
         organizations::create,
         organizations::get,

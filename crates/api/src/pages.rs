@@ -10,6 +10,7 @@ const MESSAGE: &str = include_str!("../templates/message.html");
 const MFA: &str = include_str!("../templates/mfa.html");
 const TOKEN: &str = include_str!("../templates/token.html");
 const INVITATION: &str = include_str!("../templates/invitation.html");
+const CONSENT: &str = include_str!("../templates/consent.html");
 const WEBAUTHN_JS: &str = include_str!("../assets/webauthn.js");
 
 /// `GET /assets/webauthn.js`: the one script of the hosted pages (the security-key step).
@@ -325,6 +326,51 @@ pub fn invitation_page(look: &Branding, form: &InvitationForm<'_>) -> String {
         ],
     );
     page(look, form.heading, content)
+}
+
+/// What the consent page shows: the application, what it asks for, and the form's hidden
+/// fields (the authorization request to answer is its `return_to`).
+pub struct ConsentForm<'a> {
+    pub application: &'a str,
+    /// Each API scope asked for, with what it lets the application do.
+    pub scopes: &'a [(&'a str, &'a str)],
+    pub csrf_token: &'a str,
+    pub return_to: &'a str,
+}
+
+/// The consent page: an application asks to act in the organization for the signed-in user,
+/// with these API scopes; Allow or Deny.
+pub fn consent_page(look: &Branding, form: &ConsentForm<'_>) -> String {
+    let heading = format!("Allow {} to act for you?", form.application);
+    let scopes: String = form
+        .scopes
+        .iter()
+        .map(|(name, description)| {
+            format!(
+                "  <li>{} <code>{}</code></li>\n",
+                escape(description),
+                escape(name)
+            )
+        })
+        .collect();
+    let content = fill(
+        CONSENT,
+        &[
+            ("logo", logo(look)),
+            ("heading", escape(&heading)),
+            (
+                "subtitle",
+                escape(&format!(
+                    "{} asks to use your account in its organization, within your role, to:",
+                    form.application
+                )),
+            ),
+            ("scopes", scopes),
+            ("csrf_token", escape(form.csrf_token)),
+            ("return_to", escape(form.return_to)),
+        ],
+    );
+    page(look, &heading, content)
 }
 
 pub fn message_page(look: &Branding, heading: &str, message: &str) -> String {

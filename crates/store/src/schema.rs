@@ -85,6 +85,18 @@ diesel::table! {
     use diesel::sql_types::*;
     use super::{Id, Json, Strings, Moment};
 
+    oauth_consents (user_id, application_id) {
+        user_id -> Id,
+        application_id -> Id,
+        scope -> Text,
+        granted_at -> Moment,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use super::{Id, Json, Strings, Moment};
+
     oauth_authorization_codes (code_hash) {
         code_hash -> Text,
         application_id -> Id,
@@ -411,6 +423,7 @@ diesel::joinable!(applications -> organizations (organization_id));
 diesel::joinable!(memberships -> users (user_id));
 diesel::joinable!(sessions -> users (user_id));
 diesel::joinable!(oauth_authorization_codes -> applications (application_id));
+diesel::joinable!(oauth_consents -> applications (application_id));
 diesel::joinable!(api_keys -> organizations (organization_id));
 diesel::joinable!(webhook_endpoints -> organizations (organization_id));
 diesel::joinable!(webhook_deliveries -> webhook_endpoints (endpoint_id));
@@ -436,6 +449,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     sso_configurations,
     password_history,
     oauth_authorization_codes,
+    oauth_consents,
     saml_requests,
     saml_assertions,
     sso_domains,

@@ -6,9 +6,9 @@
 mod support;
 
 use gatehouse_domain::model::{
-    Amr, Application, ApplicationId, ApplicationName, AuditAction, AuthorizationCode, ClientGrant,
-    ClientId, CodeVerifier, EventType, NewApplication, NewAuthorizationCode, NewEvent, Nonce,
-    OrganizationId, RedirectUri, RedirectUris, Scope, TokenHash, UserId,
+    Amr, ApiScopes, Application, ApplicationId, ApplicationName, AuditAction, AuthorizationCode,
+    ClientGrant, ClientId, CodeVerifier, Consent, EventType, NewApplication, NewAuthorizationCode,
+    NewEvent, Nonce, OrganizationId, RedirectUri, RedirectUris, Scope, TokenHash, UserId,
 };
 use support::{account, audited, event, now, on_both_backends, session, Db};
 use time::Duration;
@@ -75,7 +75,52 @@ fn login_event(user: UserId) -> NewEvent {
     event(EventType::AuthLogin, None, Some(user))
 }
 
+fn scopes(raw: &str) -> ApiScopes {
+    ApiScopes::of(&Scope::parse(raw).unwrap())
+}
+
 on_both_backends! {
+    async fn a_consent_is_remembered_replaced_listed_and_revoked_with_its_sessions(db: Db) {
+        let (ada, org) = registered(&db, "ada@example.com").await;
+        let (bob, _) = registered(&db, "bob@example.com").await;
+        let app = application(&db, org).await;
+        assert!(db.store.consented_scopes(ada, app.id).await.unwrap().is_empty());
+
+        let consent = |user, raw: &str, at| Consent { user_id: user, application_id: app.id, scopes: scopes(raw), granted_at: at };
+        db.store.save_consent(consent(ada, "org:read", now()), audited(AuditAction::OAuthConsentGranted, ada)).await.unwrap();
+        let later = now() + Duration::minutes(1);
+        db.store.save_consent(consent(ada, "org:read members:read", later), audited(AuditAction::OAuthConsentGranted, ada)).await.unwrap();
+        assert_eq!(db.store.consented_scopes(ada, app.id).await.unwrap(), scopes("org:read members:read"), "replaced");
+        assert!(db.store.consented_scopes(bob, app.id).await.unwrap().is_empty(), "per user");
+        let listed = db.store.consents_of(ada).await.unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!((listed[0].client_id.clone(), listed[0].application_name.as_str(), listed[0].granted_at), (app.client_id.clone(), "Billing", later));
+        assert_eq!(listed[0].scopes, scopes("org:read members:read"));
+
+        // Ada's session of the application, and one of her own sign-in.
+        let (mut granted, granted_hash) = session(ada, now(), Duration::days(30));
+        granted.grant = Some(ClientGrant { application_id: app.id, client_id: app.client_id.clone(), scope: Scope::parse("org:read").unwrap() });
+        db.store.create_session(granted, login_event(ada), None, support::signed_in()).await.unwrap();
+        let (own, own_hash) = session(ada, now(), Duration::days(30));
+        db.store.create_session(own, login_event(ada), None, support::signed_in()).await.unwrap();
+
+        assert!(!db.store.revoke_consent(bob, &app.client_id, later, audited(AuditAction::OAuthConsentRevoked, bob)).await.unwrap(), "Bob gave none");
+        assert!(!db.store.revoke_consent(ada, &ClientId::generate(Uuid::new_v4()), later, audited(AuditAction::OAuthConsentRevoked, ada)).await.unwrap(), "no such application");
+        assert!(db.store.revoke_consent(ada, &app.client_id, later, audited(AuditAction::OAuthConsentRevoked, ada)).await.unwrap());
+        assert!(db.store.consented_scopes(ada, app.id).await.unwrap().is_empty());
+        assert!(db.store.consents_of(ada).await.unwrap().is_empty());
+        assert_eq!(db.store.session_by_refresh_token(&granted_hash, later).await.unwrap(), None, "the application's session ended");
+        assert!(db.store.session_by_refresh_token(&own_hash, later).await.unwrap().is_some(), "her own sign-in did not");
+        assert!(!db.store.revoke_consent(ada, &app.client_id, later, audited(AuditAction::OAuthConsentRevoked, ada)).await.unwrap(), "once");
+        assert_eq!(db.count("SELECT COUNT(*) AS n FROM audit_log WHERE action = 'oauth.consent_granted'").await, 2);
+        assert_eq!(db.count("SELECT COUNT(*) AS n FROM audit_log WHERE action = 'oauth.consent_revoked'").await, 1, "what revoked nothing wrote nothing");
+
+        // Deleting the application forgets the consents given it.
+        db.store.save_consent(consent(ada, "org:read", later), audited(AuditAction::OAuthConsentGranted, ada)).await.unwrap();
+        assert!(db.store.delete_application(org, app.id, event(EventType::ApplicationDeleted, Some(org), None), support::signed_in()).await.unwrap());
+        assert!(db.store.consents_of(ada).await.unwrap().is_empty());
+    }
+
     async fn a_code_is_kept_by_its_hash_and_redeemed_once_with_its_session(db: Db) {
         let (ada, org) = registered(&db, "ada@example.com").await;
         let app = application(&db, org).await;

@@ -11,7 +11,9 @@ use actix_web::{
 };
 use base64::{engine::general_purpose::STANDARD, Engine as _};
 use gatehouse_domain::{
-    model::{Branding, OAuthError, OAuthErrorCode, OrganizationId, SecretToken, UserClaims},
+    model::{
+        Branding, OAuthError, OAuthErrorCode, OrganizationId, SecretToken, TokenKind, UserClaims,
+    },
     ports::StoreError,
     service::{
         Authorization, AuthorizeError, AuthorizeRequest, ClientCredentials, Discovery,
@@ -25,7 +27,7 @@ use super::{auth::TokenResponse, login};
 use crate::{
     error::ApiError,
     extract::{authenticate, origin_of},
-    pages::message_page,
+    pages::{consent_page, message_page, ConsentForm},
     state::AppState,
 };
 
@@ -589,6 +591,17 @@ pub async fn discovery(state: web::Data<AppState>) -> HttpResponse {
 )]
 pub async fn authorize(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
     let query = req.query_string();
+    let request = authorize_request(query);
+    let signed_in = login::signed_in(&req, &state).await;
+    let decided = state
+        .oauth
+        .authorize(request, signed_in.as_ref(), &origin_of(&req))
+        .await;
+    answer(&state, query, decided).await
+}
+
+/// The authorization request's parameters, from its query string.
+fn authorize_request(query: &str) -> AuthorizeRequest {
     let mut request = AuthorizeRequest::default();
     for (name, value) in url::form_urlencoded::parse(query.as_bytes()).into_owned() {
         let slot = match name.as_str() {
@@ -606,18 +619,59 @@ pub async fn authorize(req: HttpRequest, state: web::Data<AppState>) -> HttpResp
         };
         *slot = Some(value);
     }
+    request
+}
+
+/// `POST /oauth/consent`: the consent page's answer (`decision` = `allow` or `deny`) to the
+/// authorization request it carries as `return_to`; then the client gets its code, or
+/// `access_denied`.
+pub async fn consent(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    body: web::Bytes,
+) -> HttpResponse {
+    let (fields, return_to) = match login::checked_form(&req, &state, &body).await {
+        Ok(form) => form,
+        Err(forged) => return forged,
+    };
+    let Some(query) = return_to.strip_prefix("/oauth/authorize?") else {
+        return login::html(
+            StatusCode::BAD_REQUEST,
+            message_page(
+                &Branding::default(),
+                "This consent form is not valid",
+                "It answers no authorization request. Go back to the application and try again.",
+            ),
+        );
+    };
+    let allowed = login::field(&fields, "decision") == "allow";
     let signed_in = login::signed_in(&req, &state).await;
+    let decided = state
+        .oauth
+        .consent(
+            authorize_request(query),
+            signed_in.as_ref(),
+            allowed,
+            &origin_of(&req),
+        )
+        .await;
+    answer(&state, query, decided).await
+}
+
+/// The answer to an authorization request (its query string) as the browser gets it: a
+/// redirect to the client or to the login page, or a page.
+async fn answer(
+    state: &AppState,
+    query: &str,
+    decided: Result<Authorization, AuthorizeError>,
+) -> HttpResponse {
     let found = |location: String| {
         HttpResponse::Found()
             .insert_header((header::LOCATION, location))
             .insert_header((header::CACHE_CONTROL, "no-store"))
             .finish()
     };
-    match state
-        .oauth
-        .authorize(request, signed_in.as_ref(), &origin_of(&req))
-        .await
-    {
+    match decided {
         Ok(Authorization::Granted { redirect })
         | Err(AuthorizeError::Redirect { redirect, .. }) => found(redirect),
         Ok(Authorization::SignIn { .. }) => {
@@ -633,11 +687,34 @@ pub async fn authorize(req: HttpRequest, state: web::Data<AppState>) -> HttpResp
             let encoded: String = url::form_urlencoded::byte_serialize(back.as_bytes()).collect();
             found(format!("/login?return_to={encoded}"))
         }
+        Ok(Authorization::Consent {
+            application,
+            scopes,
+        }) => {
+            let return_to = format!("/oauth/authorize?{query}");
+            let look = login::look_for(state, &return_to).await;
+            let token = state.ports.random.secret(TokenKind::Csrf);
+            let asked: Vec<(&str, &str)> = scopes
+                .scopes()
+                .iter()
+                .map(|scope| (scope.as_str(), scope.description()))
+                .collect();
+            let body = consent_page(
+                &look,
+                &ConsentForm {
+                    application: application.name.as_str(),
+                    scopes: &asked,
+                    csrf_token: token.expose(),
+                    return_to: &return_to,
+                },
+            );
+            login::with_csrf_cookie(state, login::html(StatusCode::OK, body), &token)
+        }
         Ok(Authorization::NotAdmitted {
             application,
             reason,
         }) => {
-            let look = login::look_for(&state, &format!("/oauth/authorize?{query}")).await;
+            let look = login::look_for(state, &format!("/oauth/authorize?{query}")).await;
             let message = match reason {
                 NotAdmitted::SecondFactorNeeded => format!(
                     "The organization behind {} requires multi-factor authentication. Set up an \

@@ -112,3 +112,72 @@ pub async fn delete_me(
     state.members.delete_me(&principal, &origin).await?;
     Ok(HttpResponse::NoContent().finish())
 }
+
+/// A consent the caller gave an application.
+#[derive(Serialize, ToSchema)]
+pub struct ConsentResponse {
+    /// The application's client id.
+    client_id: String,
+    /// The application's name.
+    application_name: String,
+    /// The API scopes consented to.
+    #[schema(example = "org:read members:read")]
+    scope: String,
+    #[serde(with = "gatehouse_domain::model::timestamp")]
+    granted_at: OffsetDateTime,
+}
+
+/// The consents the caller gave applications on the consent page, newest first.
+#[utoipa::path(
+    get, path = "/api/v1/users/me/consents", tag = "users",
+    security(("bearer" = []), ("api_key" = [])),
+    responses(
+        (status = 200, body = Vec<ConsentResponse>),
+        (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody, description = "A token issued to an application"),
+    )
+)]
+pub async fn consents(
+    state: web::Data<AppState>,
+    Authenticated(principal): Authenticated,
+) -> Result<HttpResponse, ApiError> {
+    let consents: Vec<ConsentResponse> = state
+        .oauth
+        .consents(&principal)
+        .await?
+        .into_iter()
+        .map(|consent| ConsentResponse {
+            client_id: consent.client_id.as_str().to_owned(),
+            application_name: consent.application_name.as_str().to_owned(),
+            scope: consent.scopes.to_string(),
+            granted_at: consent.granted_at,
+        })
+        .collect();
+    Ok(HttpResponse::Ok().json(consents))
+}
+
+/// Takes back the caller's consent to an application: the application's sessions of the
+/// caller end at once, and its next authorization asks again.
+#[utoipa::path(
+    delete, path = "/api/v1/users/me/consents/{client_id}", tag = "users",
+    security(("bearer" = []), ("api_key" = [])),
+    params(("client_id" = String, Path, description = "The application's client id")),
+    responses(
+        (status = 204, description = "Revoked"),
+        (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody, description = "A token issued to an application"),
+        (status = 404, body = ErrorBody, description = "No consent to that application"),
+    )
+)]
+pub async fn revoke_consent(
+    state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
+    Authenticated(principal): Authenticated,
+    client_id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    state
+        .oauth
+        .revoke_consent(&principal, &client_id, &origin)
+        .await?;
+    Ok(HttpResponse::NoContent().finish())
+}

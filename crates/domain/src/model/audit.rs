@@ -194,6 +194,8 @@ audit_actions! {
     MfaFactorRemoved => "mfa.factor_removed", "A user removed one of their second factors (with their password).";
     RecoveryCodesRegenerated => "mfa.recovery_codes_regenerated", "A user replaced their recovery codes (with their password): the old ones stopped working.";
     OAuthAuthorized => "oauth.authorized", "A signed-in user was sent back to an application with an authorization code.";
+    OAuthConsentGranted => "oauth.consent_granted", "A signed-in user allowed an application the API scopes it asked for, on the consent page.";
+    OAuthConsentRevoked => "oauth.consent_revoked", "A user took back their consent to an application: its sessions of theirs ended.";
     OAuthTokenIssued => "oauth.token_issued", "An application exchanged an authorization code for a user's tokens: the session opened.";
     OAuthTokenRefused => "oauth.token_refused", "An OAuth endpoint refused an application: a wrong client secret (at the token, revocation or introspection endpoint), a code or refresh token that is unknown, expired, reused or not its own, or client credentials it may not have.";
     OAuthClientCredentialsIssued => "oauth.client_credentials_issued", "An application got a machine token for its organization (client credentials).";

@@ -66,9 +66,9 @@ pub use mfa::{
 };
 pub use network::{ClientAddress, IpRange, IpRangeError};
 pub use oauth::{
-    at_hash, AuthorizationCode, CodeChallenge, CodeVerifier, NewAuthorizationCode, Nonce,
-    OAuthError, OAuthErrorCode, Scope, State, StoredCode, UserClaims, AUTHORIZATION_CODE_SECONDS,
-    EMAIL_SCOPE, OPENID, PROFILE_SCOPE,
+    at_hash, AuthorizationCode, CodeChallenge, CodeVerifier, Consent, GrantedConsent,
+    NewAuthorizationCode, Nonce, OAuthError, OAuthErrorCode, Scope, State, StoredCode, UserClaims,
+    AUTHORIZATION_CODE_SECONDS, EMAIL_SCOPE, OPENID, PROFILE_SCOPE,
 };
 pub use operator::{EmptyOperatorToken, Operator, OperatorToken};
 pub use org::{

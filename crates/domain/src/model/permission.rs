@@ -215,6 +215,20 @@ impl ApiScope {
         Self::WebhooksWrite,
     ];
 
+    /// What the scope lets an application do, as the consent page tells the user.
+    pub const fn description(self) -> &'static str {
+        match self {
+            Self::OrgRead => "See the organization, its applications and its audit log",
+            Self::OrgWrite => {
+                "Change the organization's settings, applications, policies, branding and single sign-on"
+            }
+            Self::MembersRead => "List the organization's members and pending invitations",
+            Self::MembersWrite => "Invite members, change their roles and remove them",
+            Self::WebhooksRead => "See webhook endpoints and their delivery logs",
+            Self::WebhooksWrite => "Create, change, test and delete webhook endpoints",
+        }
+    }
+
     /// The scope token (`members:read`).
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -278,6 +292,18 @@ impl ApiScopes {
     /// Whether one of them grants the permission.
     pub fn grant(&self, permission: Permission) -> bool {
         self.0.iter().any(|scope| scope.grants(permission))
+    }
+
+    /// Whether every one of these scopes is among `granted` (nothing asked is always covered).
+    pub fn covered_by(&self, granted: &ApiScopes) -> bool {
+        self.0.iter().all(|scope| granted.0.contains(scope))
+    }
+
+    /// These scopes and the ones of `other` not among them, in that order.
+    pub fn union(&self, other: &ApiScopes) -> ApiScopes {
+        let mut all = self.0.clone();
+        all.extend(other.0.iter().filter(|scope| !self.0.contains(scope)));
+        Self(all)
     }
 
     /// Whether a token with these scopes may use a permission its user's role grants: any

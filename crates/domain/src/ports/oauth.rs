@@ -1,12 +1,13 @@
-//! OAuth applications and their authorization codes.
+//! OAuth applications, their authorization codes and users' consents.
 
 use async_trait::async_trait;
 use time::OffsetDateTime;
 
 use super::StoreError;
 use crate::model::{
-    Application, ApplicationId, AuditRecord, ClientId, NewApplication, NewAuthorizationCode,
-    NewEvent, NewSession, OrganizationId, Page, PageRequest, StoredCode, TokenHash,
+    ApiScopes, Application, ApplicationId, AuditRecord, ClientId, Consent, GrantedConsent,
+    NewApplication, NewAuthorizationCode, NewEvent, NewSession, OrganizationId, Page, PageRequest,
+    StoredCode, TokenHash, UserId,
 };
 
 /// Applications (OAuth clients). Every read and write of an organization's applications takes
@@ -69,7 +70,7 @@ pub trait ApplicationStore: Send + Sync + 'static {
     ) -> Result<Option<(Application, TokenHash)>, StoreError>;
 }
 
-/// Authorization codes of the OAuth flow.
+/// Authorization codes of the OAuth flow, and the consents users gave applications.
 #[async_trait]
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 pub trait AuthorizationCodeStore: Send + Sync + 'static {
@@ -101,6 +102,32 @@ pub trait AuthorizationCodeStore: Send + Sync + 'static {
         session: NewSession,
         event: NewEvent,
         keep_at_most: Option<u32>,
+        at: OffsetDateTime,
+        audit: AuditRecord,
+    ) -> Result<bool, StoreError>;
+
+    /// The API scopes the user consented to for the application; empty when none.
+    async fn consented_scopes(
+        &self,
+        user_id: UserId,
+        application_id: ApplicationId,
+    ) -> Result<ApiScopes, StoreError>;
+
+    /// Remembers the consent (replacing the user's earlier one for the application) with its
+    /// audit record, in one transaction.
+    async fn save_consent(&self, consent: Consent, audit: AuditRecord) -> Result<(), StoreError>;
+
+    /// The user's consents, newest first, with their applications' client ids and names.
+    async fn consents_of(&self, user_id: UserId) -> Result<Vec<GrantedConsent>, StoreError>;
+
+    /// Forgets the user's consent to the application with this client id and ends the user's
+    /// live sessions of that application at `at` (their tokens stop working at once), with the
+    /// audit record, in one transaction. Returns false, writing nothing, when the user had no
+    /// consent for it.
+    async fn revoke_consent(
+        &self,
+        user_id: UserId,
+        client_id: &ClientId,
         at: OffsetDateTime,
         audit: AuditRecord,
     ) -> Result<bool, StoreError>;

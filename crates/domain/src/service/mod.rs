@@ -42,7 +42,7 @@ pub use mfa::{
 pub use oauth::{
     ActiveToken, Authorization, AuthorizeError, AuthorizeRequest, ClientCredentials, Discovery,
     IntrospectedKind, Introspection, NotAdmitted, OAuthPorts, OAuthService, OAuthTokens,
-    TokenEndpointError, TokenGrant, MACHINE_TOKEN_SECONDS,
+    RevokeConsentError, TokenEndpointError, TokenGrant, MACHINE_TOKEN_SECONDS,
 };
 pub use organizations::{
     DeletedOrganization, OrganizationError, OrganizationPorts, OrganizationService, RETENTION_DAYS,

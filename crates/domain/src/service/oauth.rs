@@ -9,16 +9,16 @@ use url::Url;
 use super::{
     audit, event,
     principal::{admission, Admission},
-    AccessToken, Agent, AuthService, BrowserSession, OrgAccessError, RefreshError,
+    AccessToken, Agent, AuthService, BrowserSession, OrgAccessError, Principal, RefreshError,
 };
 use crate::{
     model::{
-        at_hash, client_secret_matches, ApiScope, Application, AuditAction, AuditActor,
+        at_hash, client_secret_matches, ApiScope, ApiScopes, Application, AuditAction, AuditActor,
         AuditRecord, AuthMethod, AuthorizationCode, Branding, ClientGrant, ClientId, CodeChallenge,
-        CodeVerifier, EventType, Feature, NewAuthorizationCode, Nonce, OAuthError, OAuthErrorCode,
-        OrganizationId, Origin, RedirectUri, Scope, SecretToken, Session, SessionId, State,
-        TargetKind, TokenHash, TokenKind, User, UserClaims, UserId, AUTHORIZATION_CODE_SECONDS,
-        EMAIL_SCOPE, OPENID, PROFILE_SCOPE,
+        CodeVerifier, Consent, EventType, Feature, GrantedConsent, NewAuthorizationCode, Nonce,
+        OAuthError, OAuthErrorCode, OrganizationId, Origin, RedirectUri, Scope, SecretToken,
+        Session, SessionId, State, TargetKind, TokenHash, TokenKind, User, UserClaims, UserId,
+        AUTHORIZATION_CODE_SECONDS, EMAIL_SCOPE, OPENID, PROFILE_SCOPE,
     },
     ports::{
         service_ports, AccessClaims, BearerClaims, BoxError, IdTokenClaims, MachineClaims,
@@ -127,6 +127,15 @@ pub enum Authorization {
         /// The client's redirect URI with `code` and `state`.
         redirect: String,
     },
+    /// The request asks for API scopes the signed-in user has not consented to for this
+    /// application: ask them on the consent page (in the organization's branding), then
+    /// [`OAuthService::consent`] answers.
+    Consent {
+        /// The application asking.
+        application: Application,
+        /// The API scopes it asks for, all of them (some may have been consented to before).
+        scopes: ApiScopes,
+    },
     /// The organization's policies refuse the signed-in member, and no sign-in on the pages
     /// would change that now: say why on a page in the organization's branding (the member
     /// must set up a second factor, or come from an allowed address), and send nothing to the
@@ -163,6 +172,17 @@ pub enum AuthorizeError {
         /// The error it carries.
         error: OAuthError,
     },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Why a consent could not be taken back.
+#[derive(Debug, thiserror::Error)]
+pub enum RevokeConsentError {
+    /// The user gave no consent to an application with that client id.
+    #[error("no consent to that application")]
+    NotFound,
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -340,6 +360,28 @@ impl OAuthService {
                 return Err(back(error, state));
             }
         }
+        // API scopes act in the organization for the user: they need the user's consent.
+        let asked = ApiScopes::of(&scope);
+        if !asked.is_empty() {
+            let consented = self
+                .ports
+                .authorization_codes
+                .consented_scopes(user, application.id)
+                .await?;
+            if !asked.covered_by(&consented) {
+                if demand.silent {
+                    let error = OAuthError::new(
+                        OAuthErrorCode::ConsentRequired,
+                        "the user has not consented to the API scopes asked for",
+                    );
+                    return Err(back(error, state));
+                }
+                return Ok(Authorization::Consent {
+                    application,
+                    scopes: asked,
+                });
+            }
+        }
         let code = self.ports.random.secret(TokenKind::AuthorizationCode);
         let record = audit(
             self.ports.random.as_ref(),
@@ -374,6 +416,119 @@ impl OAuthService {
         Ok(Authorization::Granted {
             redirect: redirect_with(&redirect_uri, &[("code", code.expose())], state),
         })
+    }
+
+    /// The user's answer on the consent page to an authorization request (the same request's
+    /// parameters): allowed, the consent is remembered (with the API scopes consented to
+    /// before) and the request decided again, which now sends a code back; denied, the client
+    /// hears `access_denied`. Nobody signed in: sign in first.
+    pub async fn consent(
+        &self,
+        request: AuthorizeRequest,
+        signed_in: Option<&BrowserSession>,
+        allowed: bool,
+        origin: &Origin,
+    ) -> Result<Authorization, AuthorizeError> {
+        let (application, redirect_uri) = self.trusted_client(&request).await?;
+        let Some(session) = signed_in else {
+            return Ok(Authorization::SignIn { application });
+        };
+        let state = request.state.as_deref().and_then(|s| State::parse(s).ok());
+        let back = |error: OAuthError| AuthorizeError::Redirect {
+            redirect: redirect_with(
+                &redirect_uri,
+                &[
+                    ("error", error.code.as_str()),
+                    ("error_description", &error.description),
+                ],
+                state.as_ref(),
+            ),
+            error,
+        };
+        if !allowed {
+            return Err(back(OAuthError::new(
+                OAuthErrorCode::AccessDenied,
+                "the user did not allow the API scopes asked for",
+            )));
+        }
+        let (_, scope, _) = parse_grant(&request).map_err(back)?;
+        let asked = ApiScopes::of(&scope);
+        if !asked.is_empty() {
+            let now = self.ports.clock.now();
+            let consented = self
+                .ports
+                .authorization_codes
+                .consented_scopes(session.user_id, application.id)
+                .await?;
+            let record = audit(
+                self.ports.random.as_ref(),
+                now,
+                AuditActor::User(session.user_id),
+                AuditAction::OAuthConsentGranted,
+                origin,
+            )
+            .in_organization(application.organization_id)
+            .on(TargetKind::Application, application.id);
+            self.ports
+                .authorization_codes
+                .save_consent(
+                    Consent {
+                        user_id: session.user_id,
+                        application_id: application.id,
+                        scopes: consented.union(&asked),
+                        granted_at: now,
+                    },
+                    record,
+                )
+                .await?;
+        }
+        self.authorize(request, signed_in, origin).await
+    }
+
+    /// The consents the user gave applications, newest first.
+    pub async fn consents(&self, principal: &Principal) -> Result<Vec<GrantedConsent>, StoreError> {
+        self.ports
+            .authorization_codes
+            .consents_of(principal.user_id())
+            .await
+    }
+
+    /// Takes back the user's consent to the application with this client id: its sessions of
+    /// the user end at once (their tokens stop working), and the next authorization asks
+    /// again. Audited in the application's organization.
+    pub async fn revoke_consent(
+        &self,
+        principal: &Principal,
+        client_id: &str,
+        origin: &Origin,
+    ) -> Result<(), RevokeConsentError> {
+        let user = principal.user_id();
+        let client_id = ClientId::parse(client_id).ok_or(RevokeConsentError::NotFound)?;
+        let (application, _) = self
+            .ports
+            .applications
+            .application_by_client_id(&client_id)
+            .await?
+            .ok_or(RevokeConsentError::NotFound)?;
+        let now = self.ports.clock.now();
+        let record = audit(
+            self.ports.random.as_ref(),
+            now,
+            AuditActor::of(principal),
+            AuditAction::OAuthConsentRevoked,
+            origin,
+        )
+        .in_organization(application.organization_id)
+        .on(TargetKind::Application, application.id);
+        match self
+            .ports
+            .authorization_codes
+            .revoke_consent(user, &client_id, now, record)
+            .await?
+        {
+            true => Ok(()),
+            false => Err(RevokeConsentError::NotFound),
+        }
     }
 
     /// The application named by `client_id`, active, and the redirect URI: exactly one it

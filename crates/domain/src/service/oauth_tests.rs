@@ -15,11 +15,11 @@ use super::{
 };
 use crate::{
     model::{
-        at_hash, Amr, Application, ApplicationId, ApplicationName, AuditAction, AuditActor,
-        AuditOutcome, AuditTarget, AuthorizationCode, ClientGrant, ClientId, CodeVerifier,
-        EventType, NewAuthorizationCode, NewSession, Nonce, OAuthErrorCode, Plan, RedirectUri,
-        RedirectUris, Scope, SecretToken, Session, SessionId, StoredCode, TargetKind, TokenHash,
-        TokenKind,
+        at_hash, Amr, ApiScopes, Application, ApplicationId, ApplicationName, AuditAction,
+        AuditActor, AuditOutcome, AuditTarget, AuthorizationCode, ClientGrant, ClientId,
+        CodeVerifier, EventType, NewAuthorizationCode, NewSession, Nonce, OAuthErrorCode, Plan,
+        RedirectUri, RedirectUris, Scope, SecretToken, Session, SessionId, StoredCode, TargetKind,
+        TokenHash, TokenKind,
     },
     ports::{BearerClaims, MachineClaims, MockAuditStore},
 };
@@ -96,17 +96,22 @@ impl Mocks {
     }
 }
 
+/// Ada, signed in on the hosted pages with her password.
+fn ada_on_the_pages() -> BrowserSession {
+    BrowserSession {
+        user_id: ADA,
+        session_id: ADA_SESSION,
+        amr: Amr::password(),
+        authenticated_at: signed_in_at(),
+    }
+}
+
 fn authorize(
     mocks: Mocks,
     request: AuthorizeRequest,
     signed_in: bool,
 ) -> Result<Authorization, AuthorizeError> {
-    let session = BrowserSession {
-        user_id: ADA,
-        session_id: ADA_SESSION,
-        amr: Amr::password(),
-        authenticated_at: signed_in_at(),
-    };
+    let session = ada_on_the_pages();
     block_on(
         mocks
             .oauth()
@@ -1235,4 +1240,163 @@ fn a_member_outside_the_ip_allowlist_gets_no_code() {
         }
         other => panic!("expected the page that says why, got {other:?}"),
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// API scopes need the user's consent
+// ---------------------------------------------------------------------------------------------
+
+/// Billing of Acme, enterprise, Ada a member: admitted, with no code saved yet.
+fn admitted_mocks() -> Mocks {
+    let mut mocks = Mocks::new();
+    mocks.application_is(Some(billing(&[CALLBACK])));
+    mocks.acme_is_on(Plan::Enterprise);
+    mocks.ada_is_member(true);
+    mocks
+}
+
+fn asking_for(scope: &str) -> AuthorizeRequest {
+    AuthorizeRequest {
+        scope: Some(scope.to_owned()),
+        ..request()
+    }
+}
+
+fn ada_consented_to(mocks: &mut Mocks, scope: &'static str) {
+    mocks
+        .authorization_codes
+        .expect_consented_scopes()
+        .withf(|user, app| *user == ADA && *app == billing(&[CALLBACK]).id)
+        .returning(|_, _| ready(Ok(ApiScopes::of(&Scope::parse(scope).unwrap()))));
+}
+
+#[test]
+fn api_scopes_the_user_has_not_consented_to_ask_for_consent_first() {
+    let mut mocks = admitted_mocks();
+    ada_consented_to(&mut mocks, "org:read");
+    mocks
+        .authorization_codes
+        .expect_save_authorization_code()
+        .never();
+
+    match authorize(mocks, asking_for("openid org:read members:read"), true) {
+        Ok(Authorization::Consent { scopes, .. }) => {
+            assert_eq!(
+                scopes.to_string(),
+                "org:read members:read",
+                "all it asks for"
+            );
+        }
+        other => panic!("expected the consent page, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_remembered_consent_is_not_asked_for_again() {
+    let mut mocks = admitted_mocks();
+    ada_consented_to(&mut mocks, "members:read org:read");
+    mocks
+        .authorization_codes
+        .expect_save_authorization_code()
+        .times(1)
+        .returning(|_, _| ready(Ok(())));
+
+    let (base, query) = redirected(authorize(mocks, asking_for("org:read"), true));
+    assert_eq!(base, CALLBACK);
+    assert!(param(&query, "code").is_some());
+}
+
+#[test]
+fn scopes_that_are_not_api_scopes_need_no_consent() {
+    let mut mocks = admitted_mocks();
+    mocks.authorization_codes.expect_consented_scopes().never();
+    mocks
+        .authorization_codes
+        .expect_save_authorization_code()
+        .returning(|_, _| ready(Ok(())));
+
+    let (_, query) = redirected(authorize(mocks, asking_for("openid email profile"), true));
+    assert!(param(&query, "code").is_some());
+}
+
+#[test]
+fn prompt_none_answers_consent_required() {
+    let mut mocks = admitted_mocks();
+    ada_consented_to(&mut mocks, "");
+    let mut silent = asking_for("org:read");
+    silent.prompt = Some("none".to_owned());
+
+    let (_, query) = redirected(authorize(mocks, silent, true));
+    assert_eq!(param(&query, "error"), Some("consent_required"));
+    assert_eq!(param(&query, "state"), Some("xyz 1"));
+}
+
+fn answer_consent(
+    mocks: Mocks,
+    request: AuthorizeRequest,
+    allowed: bool,
+) -> Result<Authorization, AuthorizeError> {
+    let session = ada_on_the_pages();
+    block_on(
+        mocks
+            .oauth()
+            .consent(request, Some(&session), allowed, &origin()),
+    )
+}
+
+#[test]
+fn allowing_remembers_the_consent_with_the_earlier_one_and_sends_a_code() {
+    let mut mocks = admitted_mocks();
+    let saved = Seen::new();
+    let kept = saved.clone();
+    let granted = std::sync::Arc::new(std::sync::Mutex::new(ApiScopes::of(
+        &Scope::parse("webhooks:read").unwrap(),
+    )));
+    let read = std::sync::Arc::clone(&granted);
+    mocks
+        .authorization_codes
+        .expect_consented_scopes()
+        .returning(move |_, _| ready(Ok(read.lock().unwrap().clone())));
+    let write = std::sync::Arc::clone(&granted);
+    mocks
+        .authorization_codes
+        .expect_save_consent()
+        .times(1)
+        .returning(move |consent, record| {
+            *write.lock().unwrap() = consent.scopes.clone();
+            kept.record((consent, record));
+            ready(Ok(()))
+        });
+    mocks
+        .authorization_codes
+        .expect_save_authorization_code()
+        .times(1)
+        .returning(|_, _| ready(Ok(())));
+
+    let (base, query) = redirected(answer_consent(mocks, asking_for("openid org:read"), true));
+    assert_eq!(base, CALLBACK);
+    assert!(param(&query, "code").is_some());
+    let (consent, record) = saved.only();
+    assert_eq!(consent.user_id, ADA);
+    assert_eq!(consent.application_id, billing(&[CALLBACK]).id);
+    assert_eq!(consent.scopes.to_string(), "webhooks:read org:read");
+    assert_eq!(consent.granted_at, now());
+    assert_eq!(record.action, AuditAction::OAuthConsentGranted);
+    assert_eq!(record.actor, AuditActor::User(ADA));
+}
+
+#[test]
+fn denying_tells_the_client_access_denied_and_remembers_nothing() {
+    let mut mocks = admitted_mocks();
+    mocks.authorization_codes.expect_save_consent().never();
+    mocks
+        .authorization_codes
+        .expect_save_authorization_code()
+        .never();
+
+    let (base, query) = redirected(answer_consent(mocks, asking_for("org:read"), false));
+    assert_eq!(base, CALLBACK);
+    assert_eq!(param(&query, "error"), Some("access_denied"));
+    assert_eq!(param(&query, "state"), Some("xyz 1"));
+    assert_eq!(param(&query, "code"), None);
 }

@@ -11,12 +11,12 @@ use crate::helpers::{
     PASSWORD,
 };
 use crate::mfa::{code, requiring_mfa, with_totp};
-use crate::oauth::{exchanged, location, query_param, CALLBACK, CHALLENGE};
+use crate::oauth::{exchanged, location, past_consent, query_param, CALLBACK, CHALLENGE};
 
 const MFA_REFUSAL: &str = "organization requires multi-factor authentication";
 
 /// Ada's team on `plan`, with Bob as a member: (Ada, Bob, the organization's id).
-async fn team_with_bob(app: &TestApp, plan: &str) -> (LoggedIn, LoggedIn, String) {
+pub(crate) async fn team_with_bob(app: &TestApp, plan: &str) -> (LoggedIn, LoggedIn, String) {
     let ada = app.logged_in("ada@example.com").await;
     let team = app.create_team(&ada.access_token, "Acme").await;
     let org = team["id"].as_str().unwrap().to_owned();
@@ -158,7 +158,11 @@ async fn outside_the_allowlist_no_api_key_is_minted_postgres() {
 }
 
 /// An application of the organization: (client id, client secret).
-async fn billing_application(app: &TestApp, owner: &LoggedIn, org: &str) -> (String, String) {
+pub(crate) async fn billing_application(
+    app: &TestApp,
+    owner: &LoggedIn,
+    org: &str,
+) -> (String, String) {
     let created = json_of(
         app.send_as(
             Method::POST,
@@ -176,7 +180,7 @@ async fn billing_application(app: &TestApp, owner: &LoggedIn, org: &str) -> (Str
     )
 }
 
-fn authorize_url(app: &TestApp, client_id: &str, scope: &str) -> String {
+pub(crate) fn authorize_url(app: &TestApp, client_id: &str, scope: &str) -> String {
     let encode =
         |raw: &str| url::form_urlencoded::byte_serialize(raw.as_bytes()).collect::<String>();
     format!(
@@ -188,7 +192,7 @@ fn authorize_url(app: &TestApp, client_id: &str, scope: &str) -> String {
 }
 
 /// Signs the browser in on the hosted page with a password (and no second factor).
-async fn sign_in_on_the_page(app: &TestApp, browser: &mut Browser, email: &str) {
+pub(crate) async fn sign_in_on_the_page(app: &TestApp, browser: &mut Browser, email: &str) {
     let page = browser.get(&app.url("/login")).await.text().await.unwrap();
     let response = browser
         .post_form(
@@ -300,6 +304,7 @@ async fn tokens_for(
     scope: &str,
 ) -> Value {
     let response = browser.get(&authorize_url(app, client_id, scope)).await;
+    let response = past_consent(app, browser, response).await;
     assert_eq!(response.status(), 302);
     let code = query_param(&location(&response), "code").unwrap();
     exchanged(app, &code, (client_id, client_secret)).await

@@ -9,6 +9,7 @@ mod api_keys;
 mod applications;
 mod audit;
 mod brute_force;
+mod consent;
 mod control;
 mod errors;
 mod health;

@@ -61,6 +61,33 @@ pub(crate) async fn exchanged(
     .await
 }
 
+/// The browser's answer to an authorization, past the consent page when it is one: the user
+/// allows what the application asks for.
+pub(crate) async fn past_consent(
+    app: &TestApp,
+    browser: &mut Browser,
+    response: Response,
+) -> Response {
+    if response.status() != 200 {
+        return response;
+    }
+    let page = response.text().await.unwrap();
+    assert!(
+        page.contains("action=\"/oauth/consent\""),
+        "a consent page: {page}"
+    );
+    browser
+        .post_form(
+            &app.url("/oauth/consent"),
+            &[
+                ("csrf_token", &hidden(&page, "csrf_token")),
+                ("return_to", &hidden(&page, "return_to")),
+                ("decision", "allow"),
+            ],
+        )
+        .await
+}
+
 /// A form posted to an OAuth endpoint, the client authenticated by HTTP Basic when given.
 pub(crate) async fn form_at(
     app: &TestApp,

@@ -11,7 +11,8 @@ use crate::helpers::{
     PASSWORD,
 };
 use crate::oauth::{
-    exchanged, form_at, location, oauth_error, query_param, token_form, CALLBACK, CHALLENGE,
+    exchanged, form_at, location, oauth_error, past_consent, query_param, token_form, CALLBACK,
+    CHALLENGE,
 };
 
 const NONCE: &str = "n-0S6_WzA2Mj";
@@ -68,6 +69,7 @@ async fn signed_in(app: &TestApp, client_id: &str, secret: &str, scope: &str) ->
     let response = browser.post_form(&app.url("/login"), &form).await;
     assert_eq!(response.status(), 303);
     let response = browser.get(&app.url(&location(&response))).await;
+    let response = past_consent(app, &mut browser, response).await;
     let code = query_param(&location(&response), "code").unwrap();
     exchanged(app, &code, (client_id, secret)).await
 }

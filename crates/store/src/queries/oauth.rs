@@ -1,20 +1,27 @@
 //! Authorization codes of the OAuth flow, kept as their SHA-256; redeeming one opens its
-//! session in the same transaction.
+//! session in the same transaction. Users' consents to applications' API scopes.
 
 use async_trait::async_trait;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{
-        Amr, ApplicationId, AuditRecord, AuthorizationCode, CodeChallenge, NewAuthorizationCode,
-        NewEvent, NewSession, Nonce, RedirectUri, Scope, StoredCode, TokenHash, UserId,
+        Amr, ApiScopes, ApplicationId, ApplicationName, AuditRecord, AuthorizationCode, ClientId,
+        CodeChallenge, Consent, GrantedConsent, NewAuthorizationCode, NewEvent, NewSession, Nonce,
+        RedirectUri, Scope, StoredCode, TokenHash, UserId,
     },
     ports::{AuthorizationCodeStore, StoreError},
 };
 use time::OffsetDateTime;
 
 use super::{
-    super::{schema::oauth_authorization_codes as codes, Conn, Db, DbStore},
+    super::{
+        schema::{
+            applications, oauth_authorization_codes as codes, oauth_consents,
+            sessions as session_rows,
+        },
+        Conn, Db, DbStore,
+    },
     audit::insert_audit,
     rows::record_events,
     sessions::open_session,
@@ -141,4 +148,127 @@ impl AuthorizationCodeStore for DbStore {
             Ok::<_, diesel::result::Error>(true)
         })
     }
+
+    async fn consented_scopes(
+        &self,
+        user_id: UserId,
+        application_id: ApplicationId,
+    ) -> Result<ApiScopes, StoreError> {
+        in_read!(self, async |conn: &mut Conn| {
+            let scope: Option<String> = oauth_consents::table
+                .find((DbUuid(user_id.as_uuid()), DbUuid(application_id.as_uuid())))
+                .select(oauth_consents::scope)
+                .get_result(conn)
+                .await
+                .optional()
+                .map_err(db_error)?;
+            scope.map_or(Ok(ApiScopes::default()), |scope| api_scopes(&scope))
+        })
+    }
+
+    async fn save_consent(&self, consent: Consent, audit: AuditRecord) -> Result<(), StoreError> {
+        in_write_tx!(self, async |conn: &mut Conn| {
+            let row = ConsentRow {
+                user_id: DbUuid(consent.user_id.as_uuid()),
+                application_id: DbUuid(consent.application_id.as_uuid()),
+                scope: consent.scopes.to_string(),
+                granted_at: consent.granted_at,
+            };
+            diesel::insert_into(oauth_consents::table)
+                .values(&row)
+                .on_conflict((oauth_consents::user_id, oauth_consents::application_id))
+                .do_update()
+                .set((
+                    oauth_consents::scope.eq(&row.scope),
+                    oauth_consents::granted_at.eq(row.granted_at),
+                ))
+                .execute(conn)
+                .await?;
+            insert_audit(conn, audit).await
+        })
+    }
+
+    async fn consents_of(&self, user_id: UserId) -> Result<Vec<GrantedConsent>, StoreError> {
+        in_read!(self, async |conn: &mut Conn| {
+            let rows: Vec<(String, String, String, OffsetDateTime)> = oauth_consents::table
+                .inner_join(applications::table)
+                .filter(oauth_consents::user_id.eq(DbUuid(user_id.as_uuid())))
+                .order(oauth_consents::granted_at.desc())
+                .select((
+                    applications::client_id,
+                    applications::name,
+                    oauth_consents::scope,
+                    oauth_consents::granted_at,
+                ))
+                .load(conn)
+                .await
+                .map_err(db_error)?;
+            rows.into_iter()
+                .map(|(client_id, name, scope, granted_at)| {
+                    Ok(GrantedConsent {
+                        client_id: ClientId::parse(&client_id)
+                            .ok_or_else(|| corrupt("applications.client_id"))?,
+                        application_name: ApplicationName::parse(&name)
+                            .map_err(|_| corrupt("applications.name"))?,
+                        scopes: api_scopes(&scope)?,
+                        granted_at,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    async fn revoke_consent(
+        &self,
+        user_id: UserId,
+        client_id: &ClientId,
+        at: OffsetDateTime,
+        audit: AuditRecord,
+    ) -> Result<bool, StoreError> {
+        let client_id = client_id.as_str().to_owned();
+        in_write_tx!(self, async |conn: &mut Conn| {
+            let user = DbUuid(user_id.as_uuid());
+            let application: Option<DbUuid> = applications::table
+                .filter(applications::client_id.eq(&client_id))
+                .select(applications::id)
+                .get_result(conn)
+                .await
+                .optional()?;
+            let Some(application) = application else {
+                return Ok(false);
+            };
+            let forgotten = diesel::delete(oauth_consents::table.find((user, application)))
+                .execute(conn)
+                .await?;
+            if forgotten == 0 {
+                return Ok(false);
+            }
+            diesel::update(
+                session_rows::table
+                    .filter(session_rows::user_id.eq(user))
+                    .filter(session_rows::application_id.eq(application))
+                    .filter(session_rows::revoked_at.is_null()),
+            )
+            .set(session_rows::revoked_at.eq(at))
+            .execute(conn)
+            .await?;
+            insert_audit(conn, audit).await?;
+            Ok::<_, diesel::result::Error>(true)
+        })
+    }
+}
+
+#[derive(Insertable)]
+#[diesel(table_name = oauth_consents, check_for_backend(Db))]
+struct ConsentRow {
+    user_id: DbUuid,
+    application_id: DbUuid,
+    scope: String,
+    granted_at: OffsetDateTime,
+}
+
+/// The API scopes a consent keeps, as written (space-separated API scopes only).
+fn api_scopes(stored: &str) -> Result<ApiScopes, StoreError> {
+    let scope = Scope::parse(stored).map_err(|_| corrupt("oauth_consents.scope"))?;
+    Ok(ApiScopes::of(&scope))
 }
