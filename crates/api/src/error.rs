@@ -12,8 +12,8 @@ use gatehouse_domain::{
     ports::StoreError,
     service::{
         ApplicationError, AuditLogError, AuthenticateError, ChangePasswordError, CreateApiKeyError,
-        DeleteApiKeyError, Forbidden, LockedOut, LoginError, MemberError, MfaError, OrgAccessError,
-        OrganizationError, RefreshError, RegisterError, ReplayError, SettingsError,
+        DeleteApiKeyError, DomainError, Forbidden, LockedOut, LoginError, MemberError, MfaError,
+        OrgAccessError, OrganizationError, RefreshError, RegisterError, ReplayError, SettingsError,
         UpdateProfileError, VerifyError, WebhookError,
     },
 };
@@ -442,6 +442,23 @@ impl From<ApplicationError> for ApiError {
             ApplicationError::Forbidden(e) => e.into(),
             ApplicationError::NotFound => Self::NotFound(error.to_string()),
             ApplicationError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<DomainError> for ApiError {
+    fn from(error: DomainError) -> Self {
+        match error {
+            DomainError::Forbidden(e) => e.into(),
+            DomainError::NotFound => Self::NotFound(error.to_string()),
+            DomainError::AlreadyClaimed(_)
+            | DomainError::VerifiedElsewhere(_)
+            | DomainError::NotProven { .. } => Self::Conflict(error.to_string()),
+            DomainError::TooMany => {
+                Self::field(FieldError::invalid("body", "domain", error.to_string()))
+            }
+            DomainError::Dns(_) => Self::NotAvailable(error.to_string()),
+            DomainError::Store(e) => e.into(),
         }
     }
 }

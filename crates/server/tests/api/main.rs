@@ -9,6 +9,7 @@ mod applications;
 mod audit;
 mod brute_force;
 mod control;
+mod domains;
 mod errors;
 mod health;
 mod invitation_page;
