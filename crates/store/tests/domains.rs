@@ -60,7 +60,7 @@ on_both_backends! {
         assert!(stored.verified_at.is_some());
         assert_eq!(db.store.verifying_organization(&claimed.domain).await.unwrap(), Some(acme));
         assert_eq!(
-            db.count("SELECT count(*) FROM events WHERE event_type = 'organization.domain_verified'").await,
+            db.count("SELECT count(*) AS n FROM events WHERE event_type = 'organization.domain_verified'").await,
             1
         );
     }
