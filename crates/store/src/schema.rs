@@ -78,6 +78,7 @@ diesel::table! {
         client_id -> Nullable<Text>,
         scope -> Nullable<Text>,
         amr -> Text,
+        sso_organization_id -> Nullable<Id>,
     }
 }
 

@@ -292,9 +292,11 @@ impl SamlService {
         }
         let provisioned = matches!(provision, Provision::Account { .. });
         let user_id = user.id;
-        let opening = self
+        let mut opening = self
             .auth
             .opening(user, fold(&plans), None, Amr::external(), now);
+        // `ext` speaks for this organization only.
+        opening.session.sso_organization_id = Some(organization_id);
         events.push(opening.event.clone());
         let outcome = self
             .ports

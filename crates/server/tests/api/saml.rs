@@ -495,6 +495,42 @@ on_both_backends! {
         assert_eq!(signed_in_page(&app, &mut browser).await, 200);
     }
 
+    async fn an_idps_ext_satisfies_only_its_own_organizations_mfa_policy(app: TestApp) {
+        // Grace has a password account and is a member of Globex, which requires MFA at once.
+        let globex_owner = app.logged_in("owner@globex.test").await;
+        let globex = app.create_team(&globex_owner.access_token, "Globex").await;
+        let globex = globex["id"].as_str().unwrap().to_owned();
+        app.set_plan(&globex, "business").await;
+        app.member_of(&globex_owner.access_token, &globex, "grace@example.com", "member").await;
+        let at_once = crate::policies::policies(|p| {
+            p["mfa_policy"] = json!({ "required": true, "allowed_methods": ["totp"], "grace_period_hours": 0 });
+        });
+        // Acme, whose IdP signs Grace in, requires MFA at once too.
+        let sso = configured(&app, "business", true).await;
+        for (owner, org) in [(&globex_owner.access_token, &globex), (&sso.owner.access_token, &sso.org)] {
+            json_of(app.send_as(Method::PUT, owner, &format!("/api/v1/organizations/{org}/policies"), Some(at_once.clone())).await, 200).await;
+        }
+
+        // Grace signs in through Acme's IdP: a session with amr ext.
+        let mut browser = Browser::new();
+        let answered = sso.start(&app, &mut browser, "/login/done", "grace@example.com").await;
+        let response = sso.post(&app, &mut browser, answered["saml_response"].as_str().unwrap()).await;
+        assert_eq!(response.status(), 303);
+        let refresh_token = browser.cookie("gatehouse_session").expect("the session cookie");
+        let tokens = json_of(app.refresh(&refresh_token).await, 200).await;
+        let access = tokens["access_token"].as_str().unwrap();
+
+        // Acme trusts its own IdP's sign-in as its second factor...
+        json_of(app.get_as(access, &format!("/api/v1/organizations/{}", sso.org)).await, 200).await;
+        // ... Globex does not: it asks for a second factor of its own.
+        let refused = detail_of(app.get_as(access, &format!("/api/v1/organizations/{globex}")).await, 403).await;
+        assert_eq!(refused, "organization requires multi-factor authentication");
+        // Nor through X-Organization-ID.
+        let webhooks = app.client.get(app.url("/api/v1/webhooks/endpoints")).bearer_auth(access)
+            .header("X-Organization-ID", &globex).send().await.unwrap();
+        assert_eq!(detail_of(webhooks, 403).await, "organization requires multi-factor authentication");
+    }
+
     async fn home_realm_discovery_names_the_organization_of_a_whitelisted_domain(app: TestApp) {
         let sso = configured(&app, "business", true).await;
         let found = json_of(app.post_json("/api/v1/sso/lookup", &json!({ "email": "Grace@Example.com" })).await, 200).await;
