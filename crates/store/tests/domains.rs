@@ -45,7 +45,7 @@ on_both_backends! {
         let acme = db.team(owner, "acme", Plan::Free).await;
         let claimed = claim(acme, "acme.example");
         assert!(db.store.add_domain(claimed.clone(), support::signed_in()).await.unwrap());
-        assert_eq!(db.store.domains(acme).await.unwrap(), [claimed.clone()]);
+        assert_eq!(db.store.domains(acme).await.unwrap(), std::slice::from_ref(&claimed));
         assert_eq!(db.store.domain(acme, claimed.id).await.unwrap(), Some(claimed.clone()));
         assert_eq!(db.store.verifying_organization(&claimed.domain).await.unwrap(), None);
         // Claimed twice by the same organization: a conflict.

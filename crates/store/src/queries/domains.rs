@@ -187,7 +187,7 @@ impl DomainStore for DbStore {
                 .filter(organization_domains::verified_at.is_not_null())
                 .filter(organizations::is_active.eq(true))
                 .select(organization_domains::organization_id)
-                .first::<DbUuid>(conn)
+                .get_result::<DbUuid>(conn)
                 .await
                 .optional()
                 .map_err(db_error)
