@@ -12,9 +12,10 @@ use gatehouse_domain::{
     ports::StoreError,
     service::{
         ApplicationError, AuditLogError, AuthenticateError, ChangePasswordError, CreateApiKeyError,
-        DeleteApiKeyError, Forbidden, IssuedToApplication, LockedOut, LoginError, MemberError,
-        MfaError, OrgAccessError, OrganizationError, RefreshError, RegisterError, ReplayError,
-        RevokeConsentError, SettingsError, UpdateProfileError, VerifyError, WebhookError,
+        DeleteApiKeyError, DomainError, Forbidden, IssuedToApplication, LockedOut, LoginError,
+        MemberError, MfaError, OrgAccessError, OrganizationError, RefreshError, RegisterError,
+        ReplayError, RevokeConsentError, SettingsError, UpdateProfileError, VerifyError,
+        WebhookError,
     },
 };
 use serde::Serialize;
@@ -457,6 +458,23 @@ impl From<ApplicationError> for ApiError {
             ApplicationError::Forbidden(e) => e.into(),
             ApplicationError::NotFound => Self::NotFound(error.to_string()),
             ApplicationError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<DomainError> for ApiError {
+    fn from(error: DomainError) -> Self {
+        match error {
+            DomainError::Forbidden(e) => e.into(),
+            DomainError::NotFound => Self::NotFound(error.to_string()),
+            DomainError::AlreadyClaimed(_)
+            | DomainError::VerifiedElsewhere(_)
+            | DomainError::NotProven { .. } => Self::Conflict(error.to_string()),
+            DomainError::TooMany => {
+                Self::field(FieldError::invalid("body", "domain", error.to_string()))
+            }
+            DomainError::Dns(_) => Self::NotAvailable(error.to_string()),
+            DomainError::Store(e) => e.into(),
         }
     }
 }

@@ -183,6 +183,19 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                         .route(web::get().to(policies::get_branding))
                         .route(web::put().to(policies::put_branding)),
                 )
+                .service(
+                    api_resource("/organizations/{id}/domains")
+                        .route(web::get().to(domains::list))
+                        .route(web::post().to(domains::add)),
+                )
+                .service(
+                    api_resource("/organizations/{id}/domains/{domain_id}")
+                        .route(web::delete().to(domains::remove)),
+                )
+                .service(
+                    api_resource("/organizations/{id}/domains/{domain_id}/verify")
+                        .route(web::post().to(domains::verify)),
+                )
                 .service(api_resource("/sso/configurations").route(web::post().to(sso::create)))
                 .service(api_resource("/sso/lookup").route(web::post().to(saml::lookup)))
                 .service(

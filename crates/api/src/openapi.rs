@@ -8,8 +8,8 @@ use utoipa::{
 use crate::{
     error::{ErrorBody, FieldError, LocPart, ValidationErrorBody},
     routes::{
-        api_keys, applications, audit, auth, control, health, invitation_page, links, members, mfa,
-        oauth, organizations, policies, saml, sso, users, webhooks,
+        api_keys, applications, audit, auth, control, domains, health, invitation_page, links,
+        members, mfa, oauth, organizations, policies, saml, sso, users, webhooks,
     },
 };
 
@@ -65,6 +65,10 @@ use crate::{
         sso::get,
         sso::update,
         sso::metadata,
+        domains::add,
+        domains::list,
+        domains::verify,
+        domains::remove,
         saml::login,
         saml::acs,
         saml::lookup,
@@ -121,6 +125,7 @@ use crate::{
         (name = "applications", description = "OAuth clients of an organization"),
         (name = "policies", description = "Policies and branding (business and enterprise plans)"),
         (name = "sso", description = "SAML single sign-on (business and enterprise plans): configuration, discovery, the service provider's endpoints"),
+        (name = "domains", description = "Email domains an organization proves it holds with a DNS TXT record: what single sign-on may speak for"),
         (name = "invitations", description = "Invitations addressed to the caller, and the HTML page of the mailed link (/invitations/{token})"),
         (name = "webhooks", description = "Endpoints, signed deliveries, the delivery log"),
         (name = "api-keys", description = "Keys for server-to-server calls"),

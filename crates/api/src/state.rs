@@ -3,9 +3,9 @@ use gatehouse_domain::{
     ports::Ports,
     service::{
         ApiKeyService, ApplicationService, AuditLogService, AuthService, AuthSettings,
-        Authenticator, BrandingService, ControlService, EmailLinkService, MemberService,
-        MfaService, OAuthService, OrganizationService, PolicyService, RateLimitService,
-        SamlService, SsoService, WebhookService,
+        Authenticator, BrandingService, ControlService, DomainService, EmailLinkService,
+        MemberService, MfaService, OAuthService, OrganizationService, PolicyService,
+        RateLimitService, SamlService, SsoService, WebhookService,
     },
 };
 
@@ -25,6 +25,7 @@ pub struct AppState {
     pub policies: PolicyService,
     pub branding: BrandingService,
     pub sso: SsoService,
+    pub domains: DomainService,
     pub saml: SamlService,
     pub mfa: MfaService,
     pub links: EmailLinkService,
@@ -52,6 +53,7 @@ impl AppState {
             authenticator: Authenticator::new((&ports).into()),
             policies: PolicyService::new((&ports).into()),
             branding: BrandingService::new((&ports).into()),
+            domains: DomainService::new((&ports).into()),
             sso: SsoService::new((&ports).into(), settings.issuer.clone()),
             members: MemberService::new((&ports).into(), settings.issuer.clone()),
             oauth: OAuthService::new((&ports).into(), auth.clone()),

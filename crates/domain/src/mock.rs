@@ -24,11 +24,12 @@ use std::{future::Future, pin::Pin, sync::Arc};
 use crate::ports::Ports;
 pub use crate::ports::{
     MockAccountStore, MockAccountTokenStore, MockApiKeyStore, MockApplicationStore, MockAuditStore,
-    MockAuthorizationCodeStore, MockBrandingStore, MockClock, MockHealthStore, MockMailer,
-    MockMemberStore, MockMembershipStore, MockMetrics, MockMfaStore, MockOperationsStore,
-    MockOrganizationStore, MockPasswordHasher, MockPolicyStore, MockRandom, MockRateLimiter,
-    MockSamlProtocol, MockSamlStore, MockSecretCipher, MockSessionStore, MockSignInAttempts,
-    MockSsoStore, MockTokenSigner, MockTotp, MockWebauthn, MockWebhookSender, MockWebhookStore,
+    MockAuthorizationCodeStore, MockBrandingStore, MockClock, MockDnsTxt, MockDomainStore,
+    MockHealthStore, MockMailer, MockMemberStore, MockMembershipStore, MockMetrics, MockMfaStore,
+    MockOperationsStore, MockOrganizationStore, MockPasswordHasher, MockPolicyStore, MockRandom,
+    MockRateLimiter, MockSamlProtocol, MockSamlStore, MockSecretCipher, MockSessionStore,
+    MockSignInAttempts, MockSsoStore, MockTokenSigner, MockTotp, MockWebauthn, MockWebhookSender,
+    MockWebhookStore,
 };
 
 /// What a mocked async port method returns: a boxed future.
@@ -73,6 +74,10 @@ pub struct MockPorts {
     pub saml: MockSamlStore,
     /// The mock [`SamlProtocol`](crate::ports::SamlProtocol).
     pub saml_protocol: MockSamlProtocol,
+    /// The mock [`DomainStore`](crate::ports::DomainStore).
+    pub domains: MockDomainStore,
+    /// The mock [`DnsTxt`](crate::ports::DnsTxt).
+    pub dns: MockDnsTxt,
     /// The mock [`ApplicationStore`](crate::ports::ApplicationStore).
     pub applications: MockApplicationStore,
     /// The mock [`AuthorizationCodeStore`](crate::ports::AuthorizationCodeStore).
@@ -126,6 +131,8 @@ impl MockPorts {
             webauthn: MockWebauthn::new(),
             saml: MockSamlStore::new(),
             saml_protocol: MockSamlProtocol::new(),
+            domains: MockDomainStore::new(),
+            dns: MockDnsTxt::new(),
             applications: MockApplicationStore::new(),
             authorization_codes: MockAuthorizationCodeStore::new(),
             health: MockHealthStore::new(),
@@ -163,6 +170,8 @@ impl MockPorts {
             webauthn: Arc::new(self.webauthn),
             saml: Arc::new(self.saml),
             saml_protocol: Arc::new(self.saml_protocol),
+            domains: Arc::new(self.domains),
+            dns: Arc::new(self.dns),
             applications: Arc::new(self.applications),
             authorization_codes: Arc::new(self.authorization_codes),
             health: Arc::new(self.health),

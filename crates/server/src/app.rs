@@ -9,9 +9,10 @@ use gatehouse_api::{
     request_id, AppState, PanicCount,
 };
 use gatehouse_delivery::{HttpsSender, SenderConfig};
+use gatehouse_dns::HickoryDns;
 use gatehouse_domain::{
     model::{Organization, OrganizationId, Plan},
-    ports::{Ports, RateLimiter, SignInAttempts, TokenSigner},
+    ports::{DnsTxt, Ports, RateLimiter, SignInAttempts, TokenSigner},
     service::{
         AuthSettings, DeliveryEngine, DeliverySettings, OrganizationPorts, OrganizationService,
     },
@@ -98,6 +99,10 @@ pub async fn ports(
             "no GATEHOUSE_SMTP_URL or GATEHOUSE_MAIL_DIR: mail (invitation links included) goes to the log"
         );
     }
+    let dns: Arc<dyn DnsTxt> = Arc::new(match config.dns_resolver {
+        Some(address) => HickoryDns::at(address)?,
+        None => HickoryDns::system()?,
+    });
     let mailer = mailer_from_settings(
         config.smtp_url.as_ref().map(|u| u.0.as_str()),
         config.mail_dir.as_deref(),
@@ -116,6 +121,8 @@ pub async fn ports(
         sso: store.clone(),
         saml: store.clone(),
         saml_protocol: Arc::new(XmlSecSaml::new()),
+        domains: store.clone(),
+        dns,
         mfa: store.clone(),
         totp: Arc::new(RfcTotp),
         webauthn: Arc::new(webauthn),

@@ -57,6 +57,9 @@ pub struct Config {
     pub metrics_bind: Option<SocketAddr>,
     /// `GATEHOUSE_AUDIT_RETENTION_DAYS`: how long audit records are kept (default 365).
     pub audit_retention_days: u32,
+    /// `GATEHOUSE_DNS_RESOLVER`: the DNS server (`ip:port`) asked for domains' TXT records;
+    /// unset, the system's resolver (`/etc/resolv.conf`).
+    pub dns_resolver: Option<SocketAddr>,
 }
 
 /// A URL that may hold a password: `Debug` shows it without.
@@ -105,6 +108,7 @@ struct Layer {
     control_token: Option<SecretKeySetting>,
     metrics_bind: Option<String>,
     audit_retention_days: Option<String>,
+    dns_resolver: Option<String>,
 }
 
 impl Layer {
@@ -130,6 +134,7 @@ impl Layer {
             control_token: vars("GATEHOUSE_CONTROL_TOKEN").map(SecretKeySetting),
             metrics_bind: vars("GATEHOUSE_METRICS_BIND"),
             audit_retention_days: vars("GATEHOUSE_AUDIT_RETENTION_DAYS"),
+            dns_resolver: vars("GATEHOUSE_DNS_RESOLVER"),
         }
     }
 
@@ -161,6 +166,7 @@ impl Layer {
             control_token: self.control_token.or(base.control_token),
             metrics_bind: self.metrics_bind.or(base.metrics_bind),
             audit_retention_days: self.audit_retention_days.or(base.audit_retention_days),
+            dns_resolver: self.dns_resolver.or(base.dns_resolver),
         }
     }
 }
@@ -335,9 +341,20 @@ impl Config {
                     reason: format!("{raw:?} is not a number of days from 1 to 36500"),
                 })?,
         };
+        let dns_resolver = layer
+            .dns_resolver
+            .filter(|raw| !raw.is_empty())
+            .map(|raw| {
+                raw.parse::<SocketAddr>().map_err(|e| ConfigError::Invalid {
+                    name: "GATEHOUSE_DNS_RESOLVER",
+                    reason: format!("{raw:?}: {e} (expected ip:port, such as 127.0.0.53:53)"),
+                })
+            })
+            .transpose()?;
         Ok(Self {
             control_token,
             metrics_bind,
+            dns_resolver,
             audit_retention_days,
             trusted_proxies,
             webhook_retry_schedule,

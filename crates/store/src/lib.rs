@@ -18,9 +18,9 @@ use std::sync::Arc;
 
 use gatehouse_domain::ports::{
     AccountStore, AccountTokenStore, ApiKeyStore, ApplicationStore, AuditStore,
-    AuthorizationCodeStore, BoxError, BrandingStore, HealthStore, MemberStore, MembershipStore,
-    MfaStore, OperationsStore, OrganizationStore, PolicyStore, SamlStore, SessionStore,
-    SigningKeyStore, SsoStore, StoreError, WebhookStore,
+    AuthorizationCodeStore, BoxError, BrandingStore, DomainStore, HealthStore, MemberStore,
+    MembershipStore, MfaStore, OperationsStore, OrganizationStore, PolicyStore, SamlStore,
+    SessionStore, SigningKeyStore, SsoStore, StoreError, WebhookStore,
 };
 
 /// The deliveries due at `$now` that may be leased, oldest due first, up to `$limit`: their
@@ -100,6 +100,7 @@ pub trait Store:
     + PolicyStore
     + BrandingStore
     + SsoStore
+    + DomainStore
     + SamlStore
     + MfaStore
     + ApplicationStore

@@ -78,6 +78,7 @@ diesel::table! {
         client_id -> Nullable<Text>,
         scope -> Nullable<Text>,
         amr -> Text,
+        sso_organization_id -> Nullable<Id>,
     }
 }
 
@@ -417,7 +418,22 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    use diesel::sql_types::*;
+    use super::{Id, Json, Strings, Moment};
+
+    organization_domains (id) {
+        id -> Id,
+        organization_id -> Id,
+        domain -> Text,
+        verification_value -> Text,
+        verified_at -> Nullable<Moment>,
+        created_at -> Moment,
+    }
+}
+
 diesel::joinable!(memberships -> organizations (organization_id));
+diesel::joinable!(organization_domains -> organizations (organization_id));
 diesel::joinable!(invitations -> organizations (organization_id));
 diesel::joinable!(applications -> organizations (organization_id));
 diesel::joinable!(memberships -> users (user_id));
@@ -458,5 +474,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     mfa_logins,
     webauthn_registrations,
     account_tokens,
-    audit_log
+    audit_log,
+    organization_domains
 );

@@ -8,10 +8,10 @@ mod support;
 
 use gatehouse_domain::{
     model::{
-        AssetUrl, Branding, ConcurrentSessions, CustomLogin, DomainWhitelist, Email, EmailBranding,
-        EventType, FooterText, GraceHours, HexColor, IdleMinutes, IdpCertificate, IdpEntityId,
-        IdpSsoUrl, InvitableRole, InvitationId, IpAllowlist, IpRange, LoginSubtitle, LoginTitle,
-        MaxAgeDays, MfaMethod, MfaPolicy, MinLength, NewInvitation, OrganizationId,
+        Amr, AssetUrl, Branding, ConcurrentSessions, CustomLogin, DomainWhitelist, Email,
+        EmailBranding, EventType, FooterText, GraceHours, HexColor, IdleMinutes, IdpCertificate,
+        IdpEntityId, IdpSsoUrl, InvitableRole, InvitationId, IpAllowlist, IpRange, LoginSubtitle,
+        LoginTitle, MaxAgeDays, MfaMethod, MfaPolicy, MinLength, NewInvitation, OrganizationId,
         OrganizationPolicies, PasswordHash, PasswordPolicy, Plan, ProvisionRole, ReuseCount, Role,
         SenderName, SessionHours, SessionId, SessionPolicy, SsoConfiguration, SsoProvider,
         TokenHash, UserId,
@@ -223,6 +223,16 @@ on_both_backends! {
         assert_eq!(access.membership.as_ref().map(|m| (m.role, m.plan)), Some((Role::Owner, Plan::Business)));
         assert_eq!(access.policies, db.store.policies(acme).await.unwrap());
         assert!(access.policies.is_some());
+        assert_eq!(access.sso_organization, None, "a password sign-in");
+        // A session an organization's IdP signed in remembers that organization.
+        let (mut by_idp, _) = session(ada, now(), Duration::days(30));
+        by_idp.amr = Amr::external();
+        by_idp.sso_organization_id = Some(acme);
+        db.store.create_session(by_idp.clone(), event(EventType::AuthLogin, None, Some(ada)), None, support::signed_in()).await.unwrap();
+        for org in [acme, workspace] {
+            let access = db.store.session_access(by_idp.id, ada, org, at).await.unwrap();
+            assert_eq!(access.sso_organization, Some(acme));
+        }
 
         // Not a member: no membership, no policies, and still whether the session is live.
         let (bob, _) = registered(&db, "bob@example.com").await;

@@ -3,6 +3,7 @@ pub mod applications;
 pub mod audit;
 pub mod auth;
 pub mod control;
+pub mod domains;
 pub mod health;
 pub mod invitation_page;
 pub mod links;

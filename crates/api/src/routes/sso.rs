@@ -53,7 +53,11 @@ pub struct SsoResponse {
     sp_entity_id: String,
     /// ... and this assertion consumer URL.
     sp_acs_url: String,
+    /// Email domains whose users sign in through SSO: only those also verified by the
+    /// organization (`verified_domains`) do; the others are kept and do nothing.
     domain_whitelist: Vec<String>,
+    /// The whitelisted domains the organization verified (`/organizations/{id}/domains`).
+    verified_domains: Vec<String>,
     auto_provision: bool,
     default_role: &'static str,
     is_active: bool,
@@ -81,6 +85,11 @@ impl From<SsoView> for SsoResponse {
             domain_whitelist: c
                 .domain_whitelist
                 .as_slice()
+                .iter()
+                .map(|d| d.as_str().to_owned())
+                .collect(),
+            verified_domains: view
+                .verified_domains
                 .iter()
                 .map(|d| d.as_str().to_owned())
                 .collect(),

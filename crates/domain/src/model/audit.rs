@@ -180,6 +180,9 @@ audit_actions! {
     PoliciesChanged => "organization.policies_changed", "The organization's security policies were replaced.";
     BrandingChanged => "organization.branding_changed", "The organization's branding changed.";
     SsoConfigured => "sso.configured", "The organization's SAML configuration was created or changed.";
+    DomainAdded => "organization.domain_added", "An email domain was claimed for the organization (pending until its TXT record is found).";
+    DomainVerified => "organization.domain_verified", "The organization proved it holds an email domain: its TXT record was found.";
+    DomainRemoved => "organization.domain_removed", "An email domain of the organization was removed.";
     ApiKeyCreated => "api_key.created", "An API key was created.";
     ApiKeyRevoked => "api_key.revoked", "An API key was revoked.";
     EndpointCreated => "webhook_endpoint.created", "A webhook endpoint was created.";
@@ -229,11 +232,13 @@ pub enum TargetKind {
     Application,
     /// One of a user's second factors.
     MfaFactor,
+    /// An email domain the organization claimed.
+    Domain,
 }
 
 impl TargetKind {
     /// Every kind.
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 10] = [
         Self::User,
         Self::Member,
         Self::ApiKey,
@@ -243,10 +248,11 @@ impl TargetKind {
         Self::Delivery,
         Self::Application,
         Self::MfaFactor,
+        Self::Domain,
     ];
 
     /// `user`, `member`, `api_key`, `webhook_endpoint`, `organization`, `invitation`,
-    /// `delivery`, `application`, `mfa_factor`.
+    /// `delivery`, `application`, `mfa_factor`, `domain`.
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::User => "user",
@@ -258,6 +264,7 @@ impl TargetKind {
             Self::Delivery => "delivery",
             Self::Application => "application",
             Self::MfaFactor => "mfa_factor",
+            Self::Domain => "domain",
         }
     }
 }

@@ -8,7 +8,7 @@ use super::{EventId, OrganizationId, UserId};
 macro_rules! event_types {
     ($($variant:ident => $name:literal, $category:ident, $source:ident, $description:literal;)*) => {
         /// Every event type Gatehouse knows: the sixteen of the spec's catalog, the five more
-        /// it names as emitted, and the test ping.
+        /// it names as emitted, the two of verified domains, and the test ping.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub enum EventType {
             $(
@@ -76,6 +76,8 @@ event_types! {
     BillingSubscriptionUpdated => "billing.subscription.updated", Billing, Billing, "The organization's plan changed.";
     BillingSubscriptionCancelled => "billing.subscription.cancelled", Billing, Billing, "A subscription was cancelled.";
     BillingInvoiceOverdue => "billing.invoice.overdue", Billing, Billing, "An invoice is overdue.";
+    OrganizationDomainVerified => "organization.domain_verified", Organization, Gatehouse, "An organization proved it holds an email domain (its DNS TXT record was found).";
+    OrganizationDomainRemoved => "organization.domain_removed", Organization, Gatehouse, "An organization removed one of its email domains.";
     WebhookTest => "webhook.test", Webhook, Gatehouse, "A test ping sent to one endpoint on request; never subscribed to.";
 }
 
@@ -263,8 +265,8 @@ mod tests {
     }
 
     #[test]
-    fn catalog_has_the_sixteen_spec_types_five_more_and_the_test_ping() {
-        assert_eq!(EventType::ALL.len(), 22);
+    fn catalog_has_the_sixteen_spec_types_seven_more_and_the_test_ping() {
+        assert_eq!(EventType::ALL.len(), 24);
         let not_subscribable: Vec<_> = EventType::ALL
             .iter()
             .filter(|e| !e.subscribable())

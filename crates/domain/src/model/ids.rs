@@ -72,3 +72,7 @@ uuid_id!(
     /// A user's second factor (an authenticator app's TOTP secret, or a WebAuthn credential).
     MfaFactorId
 );
+uuid_id!(
+    /// A domain an organization claimed (`/organizations/{id}/domains/{domain_id}`).
+    DomainId
+);

@@ -30,6 +30,7 @@ mod sso;
 mod text;
 pub mod timestamp;
 mod user;
+mod verified_domain;
 mod webhook;
 
 pub use account_token::{AccountToken, AccountTokenPurpose};
@@ -53,7 +54,8 @@ pub use event::{
     EventCategory, EventSource, EventType, NewEvent, PostedEventData, PostedEventDataError,
 };
 pub use ids::{
-    ApiKeyId, ApplicationId, EventId, InvitationId, MfaFactorId, OrganizationId, SessionId, UserId,
+    ApiKeyId, ApplicationId, DomainId, EventId, InvitationId, MfaFactorId, OrganizationId,
+    SessionId, UserId,
 };
 pub use lockout::{AccountKey, FailedSignIns, InvalidLockoutRule, LockoutRule};
 pub use member::{
@@ -99,6 +101,10 @@ pub use sso::{
 };
 pub use text::{HttpsUrlError, TextError};
 pub use user::{FullName, FullNameError, NewUser, User, UserCredentials};
+pub use verified_domain::{
+    ClaimableDomain, ClaimableDomainError, DomainStatus, OrganizationDomain, VerifiedDomains,
+    DOMAIN_CHALLENGE_LABEL, FREE_MAIL_DOMAINS,
+};
 pub use webhook::{
     signature, Delivery, DeliveryId, DeliveryStats, DeliveryStatus, EndpointDescription,
     EndpointId, LeaseRoom, RetrySchedule, WebhookEndpoint, WebhookUrl, WebhookUrlError,

@@ -42,11 +42,13 @@ pub enum Permission {
     AuditRead,
     /// `api_keys.create`: create API keys that act in the organization.
     ApiKeysCreate,
+    /// `domains.manage`: claim, verify and remove the organization's email domains.
+    DomainsManage,
 }
 
 impl Permission {
     /// Every permission, in the table's order.
-    pub const ALL: [Permission; 17] = [
+    pub const ALL: [Permission; 18] = [
         Self::OrganizationRead,
         Self::OrganizationUpdate,
         Self::OrganizationDelete,
@@ -64,6 +66,7 @@ impl Permission {
         Self::SsoManage,
         Self::AuditRead,
         Self::ApiKeysCreate,
+        Self::DomainsManage,
     ];
 
     /// The dotted name (`organization.members.create`).
@@ -86,6 +89,7 @@ impl Permission {
             Self::SsoManage => "sso.manage",
             Self::AuditRead => "audit.read",
             Self::ApiKeysCreate => "api_keys.create",
+            Self::DomainsManage => "domains.manage",
         }
     }
 }
@@ -125,6 +129,7 @@ const TABLE: &[(Role, &[Permission])] = &[
             SsoManage,
             AuditRead,
             ApiKeysCreate,
+            DomainsManage,
         ],
     ),
     (
@@ -188,6 +193,7 @@ const SCOPES: &[(ApiScope, &[Permission])] = &[
             PoliciesManage,
             BrandingManage,
             SsoManage,
+            DomainsManage,
         ],
     ),
     (ApiScope::MembersRead, &[MembersRead]),

@@ -28,6 +28,8 @@ pub enum TokenKind {
     PasswordReset,
     /// A mailed email verification's token: `ghev_`.
     EmailVerification,
+    /// What a domain's TXT record must hold to prove the organization holds it: `ghdv_`.
+    DomainChallenge,
 }
 
 impl TokenKind {
@@ -45,6 +47,7 @@ impl TokenKind {
             Self::MagicLink => "ghml_",
             Self::PasswordReset => "ghpr_",
             Self::EmailVerification => "ghev_",
+            Self::DomainChallenge => "ghdv_",
         }
     }
 }

@@ -1,6 +1,6 @@
 use time::{Duration, OffsetDateTime};
 
-use super::{ApplicationId, ClientId, Scope, SessionId, TokenHash, UserId};
+use super::{ApplicationId, ClientId, OrganizationId, Scope, SessionId, TokenHash, UserId};
 
 /// How stale a session's `last_used_at` may get: a refresh writes it only when it is at least
 /// this old, so a client that refreshes often costs a write every half minute, not one per
@@ -25,6 +25,9 @@ pub struct NewSession {
     pub grant: Option<ClientGrant>,
     /// How the user signed in: what its access tokens say in `amr`.
     pub amr: Amr,
+    /// For a SAML sign-in, the organization whose identity provider signed the user in: the
+    /// only organization for which the session's `ext` method counts as a second factor.
+    pub sso_organization_id: Option<OrganizationId>,
 }
 
 /// What an application was granted: its refresh token works only for it, and its access tokens

@@ -10,13 +10,14 @@
 //! Ports are object safe (`async_trait`) because the backend is picked at run time from
 //! `GATEHOUSE_DATABASE_URL`; the services hold them as `Arc<dyn Port>`.
 //!
-//! By area: [`audit`], [`control`], [`identity`], [`metrics`], [`mfa`], [`organizations`], [`sso`], [`oauth`], [`webhooks`], [`platform`]; every port
+//! By area: [`audit`], [`control`], [`domains`], [`identity`], [`metrics`], [`mfa`], [`organizations`], [`sso`], [`oauth`], [`webhooks`], [`platform`]; every port
 //! is also re-exported here.
 
 use std::sync::Arc;
 
 pub mod audit;
 pub mod control;
+pub mod domains;
 pub mod identity;
 pub mod metrics;
 pub mod mfa;
@@ -28,6 +29,7 @@ pub mod webhooks;
 
 pub use audit::*;
 pub use control::*;
+pub use domains::*;
 pub use identity::*;
 pub use metrics::*;
 pub use mfa::*;
@@ -91,6 +93,10 @@ pub struct Ports {
     pub webauthn: Arc<dyn Webauthn>,
     /// The [`SamlStore`].
     pub saml: Arc<dyn SamlStore>,
+    /// The [`DomainStore`].
+    pub domains: Arc<dyn DomainStore>,
+    /// The [`DnsTxt`].
+    pub dns: Arc<dyn DnsTxt>,
     /// The [`SamlProtocol`].
     pub saml_protocol: Arc<dyn SamlProtocol>,
     /// The [`ApplicationStore`].

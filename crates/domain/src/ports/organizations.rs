@@ -23,6 +23,9 @@ pub struct SessionAccess {
     /// The organization's saved policies (read only for a member; whether they bind is the
     /// plan's to say).
     pub policies: Option<SavedPolicies>,
+    /// The organization whose identity provider signed the session in (SAML), read only for a
+    /// member: the one organization for which the session's `ext` counts as a second factor.
+    pub sso_organization: Option<OrganizationId>,
 }
 
 /// Who belongs where, with which role.

@@ -753,6 +753,7 @@ impl AuthService {
             expires_at,
             grant,
             amr,
+            sso_organization_id: None,
         };
         let event = event(
             self.ports.random.as_ref(),

@@ -6,6 +6,7 @@ mod applications;
 mod audit_log;
 mod auth;
 mod control;
+mod domains;
 mod links;
 mod members;
 mod mfa;
@@ -33,6 +34,7 @@ pub use auth::{
     SecondFactorNeeded, SignIn, TokenPair, UpdateProfileError,
 };
 pub use control::{ControlPorts, ControlService, PostEventError, ReplayError, MAX_REPLAY};
+pub use domains::{DomainError, DomainPorts, DomainService, MAX_DOMAINS};
 pub use links::{EmailLinkPorts, EmailLinkService, LinkError, LINKS_PER_CLIENT, LINKS_PER_EMAIL};
 pub use members::{InvitationLink, MemberError, MemberPorts, MemberService, Removed, RoleChanged};
 pub use mfa::{
@@ -107,6 +109,8 @@ pub(crate) fn audit(
 mod application_tests;
 #[cfg(test)]
 mod control_tests;
+#[cfg(test)]
+mod domain_tests;
 #[cfg(test)]
 mod invitation_tests;
 #[cfg(test)]

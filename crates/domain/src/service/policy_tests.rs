@@ -23,8 +23,8 @@ use crate::{
     model::{
         Amr, ApiKeyName, AuthMethod, ClientAddress, ConcurrentSessions, GraceHours, IdleMinutes,
         IpAllowlist, IpRange, MaxAgeDays, Membership, MfaMethod, MfaPolicy, MinLength, NewSession,
-        OrganizationPolicies, Origin, PasswordError, Permission, Plan, ReuseCount, Role, Scope,
-        Session, SessionHours, TokenHash,
+        OrganizationId, OrganizationPolicies, Origin, PasswordError, Permission, Plan, ReuseCount,
+        Role, Scope, Session, SessionHours, TokenHash,
     },
     ports::{
         BearerClaims, MockMembershipStore, MockPolicyStore, MockSessionStore, SavedPolicies,
@@ -510,6 +510,7 @@ fn inside_an_organization_a_bearer_token_takes_one_store_read_and_the_same_rules
             updated_at: now(),
             mfa_required_since: None,
         }),
+        sso_organization: None,
     };
     // Admitted from inside the allowlist; refused from outside, the principal known either way.
     let (principal, inside) = bearer_in_acme(allowlisted(Plan::Business), "192.0.2.44").unwrap();
@@ -726,12 +727,38 @@ fn only_an_allowed_second_factor_or_the_organizations_idp_counts() {
         (vec![MfaMethod::Totp], otp.clone(), true),
         (vec![MfaMethod::Webauthn], otp, false),
         (vec![MfaMethod::Webauthn], key, true),
-        (vec![MfaMethod::Totp], Amr::external(), true),
     ] {
         let mut mocks = Mocks::new();
         acme_requires_mfa(&mut mocks, allowed.clone(), 100, 1000);
         let result = acting(mocks, as_ada_with(amr.clone()));
         assert_eq!(result.is_ok(), admitted, "{allowed:?} {amr:?}");
+    }
+}
+
+#[test]
+fn an_idps_ext_counts_for_its_own_organization_only() {
+    let globex = OrganizationId::from_uuid(uuid::Uuid::from_u128(0x610b));
+    // The session was signed in by Acme's IdP, by another organization's, or by none.
+    for (signed_in_by, admitted) in [(Some(ACME), true), (Some(globex), false), (None, false)] {
+        let mut mocks = Mocks::new();
+        acme_requires_mfa(&mut mocks, vec![MfaMethod::Totp], 100, 1000);
+        mocks
+            .memberships
+            .expect_session_access()
+            .withf(|session, user, org, _| (*session, *user, *org) == (ADA_SESSION, ADA, ACME))
+            .returning(move |_, _, _, _| {
+                ready(Ok(SessionAccess {
+                    session_live: true,
+                    membership: Some(ada_in_acme()),
+                    policies: None,
+                    sso_organization: signed_in_by,
+                }))
+            });
+        let result = acting(mocks, as_ada_with(Amr::external()));
+        assert_eq!(result.is_ok(), admitted, "{signed_in_by:?}");
+        if !admitted {
+            assert!(matches!(result, Err(OrgAccessError::MfaRequired)));
+        }
     }
 }
 

@@ -339,7 +339,14 @@ impl Authenticator {
                 )
                 .await
                 {
-                    Ok(()) => admit(principal.clone(), membership, access.policies, client, now),
+                    Ok(()) => admit(
+                        principal.clone(),
+                        membership,
+                        access.policies,
+                        access.sso_organization,
+                        client,
+                        now,
+                    ),
                     Err(refused) => Err(refused),
                 }
             }
@@ -470,7 +477,30 @@ pub(crate) async fn admission(
         true => stores.policies.policies(organization_id).await?,
         false => None,
     };
-    admit(principal, membership, policies, client, now)
+    // Only an SSO session's `ext` needs the organization its IdP signed it in to.
+    let sso_organization = match &principal {
+        Principal::User {
+            user_id,
+            session_id,
+            amr,
+            ..
+        } if amr.includes(AuthMethod::External) => {
+            stores
+                .memberships
+                .session_access(*session_id, *user_id, organization_id, now)
+                .await?
+                .sso_organization
+        }
+        _ => None,
+    };
+    admit(
+        principal,
+        membership,
+        policies,
+        sso_organization,
+        client,
+        now,
+    )
 }
 
 /// For a token issued to an application: the user granted it API scopes, and the organization
@@ -506,6 +536,7 @@ fn admit(
     principal: Principal,
     membership: Membership,
     policies: Option<SavedPolicies>,
+    sso_organization: Option<OrganizationId>,
     client: ClientAddress,
     now: OffsetDateTime,
 ) -> Result<Actor, OrgAccessError> {
@@ -513,7 +544,7 @@ fn admit(
         if !saved.policies.ip_allowlist.permits(client.0) {
             return Err(OrgAccessError::AddressNotAllowed(client));
         }
-        if needs_second_factor(&principal, &membership, &saved, now) {
+        if needs_second_factor(&principal, &membership, &saved, sso_organization, now) {
             return Err(OrgAccessError::MfaRequired);
         }
     }
@@ -525,20 +556,25 @@ fn admit(
 
 /// Whether the organization's MFA policy refuses this principal now: it requires MFA, the
 /// sign-in behind the token used no allowed second factor (an identity provider's, `ext`,
-/// counts: the organization trusts its single sign-on), and the member's grace period, from
+/// counts when it is this organization's own: `sso_organization`, the organization whose IdP
+/// signed the session in; another organization's IdP vouches for nothing here), and the
+/// member's grace period, from
 /// when MFA became required or when they joined, whichever is later, is over. API keys act for
 /// servers, not people, and are not asked for a second factor.
 fn needs_second_factor(
     principal: &Principal,
     membership: &Membership,
     saved: &SavedPolicies,
+    sso_organization: Option<OrganizationId>,
     now: OffsetDateTime,
 ) -> bool {
     let policy = &saved.policies.mfa_policy;
     let Principal::User { amr, .. } = principal else {
         return false;
     };
-    if !policy.required() || amr.includes(AuthMethod::External) {
+    let own_idp =
+        amr.includes(AuthMethod::External) && sso_organization == Some(membership.organization_id);
+    if !policy.required() || own_idp {
         return false;
     }
     let allowed = policy.allowed_methods().iter().any(|method| {

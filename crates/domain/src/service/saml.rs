@@ -6,7 +6,9 @@
 //! signature and the protocol's checks (issuer, audience, destination, recipient, time
 //! window). What only Gatehouse knows is decided here: that the answer names a request this
 //! organization sent and nobody answered yet, that its assertion was never seen before, that
-//! the email's domain is one the organization whitelisted, and who becomes a member.
+//! the email's domain is one the organization whitelisted **and verified** (a DNS TXT record,
+//! [`super::DomainService`]): an identity provider speaks only for the domains its
+//! organization proved it holds, and who becomes a member.
 
 use time::OffsetDateTime;
 
@@ -26,7 +28,7 @@ use crate::{
 
 service_ports! {
     /// The ports [`SamlService`] uses.
-    pub struct SamlPorts { sso: SsoStore, saml: SamlStore, saml_protocol: SamlProtocol, organizations: OrganizationStore, accounts: AccountStore, memberships: MembershipStore, policies: PolicyStore, clock: Clock, random: Random }
+    pub struct SamlPorts { sso: SsoStore, domains: DomainStore, saml: SamlStore, saml_protocol: SamlProtocol, organizations: OrganizationStore, accounts: AccountStore, memberships: MembershipStore, policies: PolicyStore, clock: Clock, random: Random }
 }
 
 /// Where an email signs in through single sign-on.
@@ -76,6 +78,10 @@ pub enum SamlSignInError {
     /// The email's domain is not in the configuration's `domain_whitelist`.
     #[error("the email's domain is not in the organization's domain whitelist")]
     DomainNotAllowed,
+    /// The email's domain is whitelisted, but the organization has not verified it: its
+    /// identity provider does not speak for that domain.
+    #[error("the email's domain is not a verified domain of the organization")]
+    DomainNotVerified,
     /// The user has no account, or is not a member, and `auto_provision` is off.
     #[error("the user is not a member of the organization and auto_provision is off")]
     NotProvisioned,
@@ -108,12 +114,16 @@ impl SamlService {
     }
 
     /// Home realm discovery: the organization whose active configuration, on a plan with single
-    /// sign-on, whitelists the email's domain (the oldest such, should several), or `None`.
+    /// sign-on, whitelists the email's domain, when that organization verified the domain too;
+    /// else `None`.
     pub async fn lookup(&self, email: &str) -> Result<Option<SsoLookup>, StoreError> {
         let Some(domain) = Email::parse(email)
             .ok()
             .and_then(|email| EmailDomain::parse(email.domain()).ok())
         else {
+            return Ok(None);
+        };
+        let Some(verified_by) = self.ports.domains.verifying_organization(&domain).await? else {
             return Ok(None);
         };
         for configuration in self
@@ -123,7 +133,7 @@ impl SamlService {
             .await?
         {
             let id = configuration.organization_id;
-            if self.with_sso(id).await?.is_some() {
+            if id == verified_by && self.with_sso(id).await?.is_some() {
                 return Ok(Some(SsoLookup {
                     organization_id: id,
                     login_url: format!("{}/sso/saml/{id}/login", self.public_url),
@@ -212,6 +222,11 @@ impl SamlService {
         if !configuration.domain_whitelist.contains_email_domain(&email) {
             return Err(SamlSignInError::DomainNotAllowed);
         }
+        let domain =
+            EmailDomain::parse(email.domain()).map_err(|_| SamlSignInError::DomainNotAllowed)?;
+        if self.ports.domains.verifying_organization(&domain).await? != Some(organization_id) {
+            return Err(SamlSignInError::DomainNotVerified);
+        }
 
         let role = configuration.default_role.role();
         let joining = (
@@ -277,9 +292,11 @@ impl SamlService {
         }
         let provisioned = matches!(provision, Provision::Account { .. });
         let user_id = user.id;
-        let opening = self
+        let mut opening = self
             .auth
             .opening(user, fold(&plans), None, Amr::external(), now);
+        // `ext` speaks for this organization only.
+        opening.session.sso_organization_id = Some(organization_id);
         events.push(opening.event.clone());
         let outcome = self
             .ports

@@ -1,6 +1,6 @@
 //! SAML sign-in: the rules only Gatehouse can check (an outstanding request of this
-//! organization, an assertion never seen, a whitelisted domain, who is provisioned), with the
-//! XML adapter and the store mocked.
+//! organization, an assertion never seen, a whitelisted domain the organization verified, who
+//! is provisioned), with the XML adapter and the store mocked.
 
 use super::tests::origin;
 
@@ -14,8 +14,8 @@ use super::{
 };
 use crate::{
     model::{
-        Amr, DomainWhitelist, EventType, IdpCertificate, IdpEntityId, IdpSsoUrl, Plan,
-        ProvisionRole, ReturnPath, Role, SamlAssertion, SamlRequest, SamlRequestId,
+        Amr, DomainWhitelist, EventType, IdpCertificate, IdpEntityId, IdpSsoUrl, OrganizationId,
+        Plan, ProvisionRole, ReturnPath, Role, SamlAssertion, SamlRequest, SamlRequestId,
         SsoConfiguration, SsoProvider, SAML_CLOCK_SKEW, SAML_REQUEST_TTL,
     },
     ports::{Provision, SamlRejection, SamlSignIn, SamlSignInOutcome},
@@ -72,8 +72,22 @@ fn assertion(name_id: &str) -> SamlAssertion {
 }
 
 impl Mocks {
-    /// Acme is on `plan` with this configuration.
+    /// Acme is on `plan` with this configuration, and verified `example.com`.
     fn acme_configured(&mut self, plan: Plan, configuration: Option<SsoConfiguration>) {
+        self.example_com_verified_by(Some(ACME));
+        self.acme_configured_unverified(plan, configuration);
+    }
+
+    /// `example.com` is verified by this organization, or none.
+    fn example_com_verified_by(&mut self, organization: Option<OrganizationId>) {
+        self.domains
+            .expect_verifying_organization()
+            .withf(|domain| domain.as_str() == "example.com")
+            .returning(move |_| ready(Ok(organization)));
+    }
+
+    /// Acme is on `plan` with this configuration; no domain verification is set up.
+    fn acme_configured_unverified(&mut self, plan: Plan, configuration: Option<SsoConfiguration>) {
         self.organizations
             .expect_organization()
             .returning(move |_| ready(Ok(Some(acme(plan)))));
@@ -407,6 +421,25 @@ fn only_whitelisted_domains_and_email_name_ids_sign_in() {
 }
 
 #[test]
+fn a_whitelisted_domain_the_organization_did_not_verify_signs_nobody_in() {
+    // Not verified at all, or verified by another organization: the IdP does not speak for it.
+    let other = OrganizationId::from_uuid(Uuid::from_u128(0x07e));
+    for verified_by in [None, Some(other)] {
+        let mut mocks = Mocks::new();
+        mocks.example_com_verified_by(verified_by);
+        mocks.acme_configured_unverified(Plan::Business, Some(configuration(true)));
+        mocks.idp_asserts(Ok(assertion(ADA_EMAIL)));
+        mocks.request_is_outstanding();
+        mocks.accounts.expect_credentials_by_email().never();
+        mocks.saml.expect_saml_sign_in().never();
+        assert!(
+            matches!(sign_in(mocks), Err(SamlSignInError::DomainNotVerified)),
+            "{verified_by:?}"
+        );
+    }
+}
+
+#[test]
 fn what_the_adapter_refuses_is_refused_before_anything_is_read() {
     let mut mocks = Mocks::new();
     mocks.acme_configured(Plan::Business, Some(configuration(true)));
@@ -477,6 +510,24 @@ fn home_realm_discovery_finds_the_organization_that_whitelists_the_domain() {
         found.login_url,
         format!("{PUBLIC_URL}/sso/saml/{ACME}/login")
     );
+
+    // A domain the organization whitelisted but did not verify finds nothing.
+    for verified_by in [
+        None,
+        Some(OrganizationId::from_uuid(Uuid::from_u128(0x07e))),
+    ] {
+        let mut mocks = Mocks::new();
+        mocks.example_com_verified_by(verified_by);
+        mocks.acme_configured_unverified(Plan::Business, Some(configuration(false)));
+        mocks
+            .sso
+            .expect_sso_configurations_for_domain()
+            .returning(|_| ready(Ok(vec![configuration(false)])));
+        assert_eq!(
+            block_on(mocks.saml().lookup("grace@example.com")).unwrap(),
+            None
+        );
+    }
 
     // A plan without SSO, and an address that is not one, find nothing.
     let mut mocks = Mocks::new();

@@ -8,9 +8,9 @@ use super::{
 };
 use crate::{
     model::{
-        sp_acs_url, sp_entity_id, AuditAction, DomainWhitelist, Feature, IdpCertificate,
-        IdpEntityId, IdpSsoUrl, OrganizationId, Origin, Permission, ProvisionRole, SsoChange,
-        SsoConfiguration, SsoProvider,
+        sp_acs_url, sp_entity_id, AuditAction, DomainWhitelist, EmailDomain, Feature,
+        IdpCertificate, IdpEntityId, IdpSsoUrl, OrganizationId, Origin, Permission, ProvisionRole,
+        SsoChange, SsoConfiguration, SsoProvider, VerifiedDomains,
     },
     ports::{service_ports, StoreError},
 };
@@ -43,11 +43,14 @@ pub struct SsoView {
     pub sp_entity_id: String,
     /// Gatehouse's assertion consumer service URL, to register at the identity provider.
     pub sp_acs_url: String,
+    /// The whitelisted domains the organization verified: the only ones its identity provider
+    /// signs in (a whitelisted domain not verified is kept, and does nothing).
+    pub verified_domains: Vec<EmailDomain>,
 }
 
 service_ports! {
     /// The ports [`SsoService`] uses.
-    pub struct SsoPorts { sso: SsoStore, organizations: OrganizationStore, clock: Clock, random: Random }
+    pub struct SsoPorts { sso: SsoStore, domains: DomainStore, organizations: OrganizationStore, clock: Clock, random: Random }
 }
 
 /// Reads and saves an organization's SAML single sign-on configuration (Business plan and up).
@@ -64,13 +67,21 @@ impl SsoService {
         Self { ports, public_url }
     }
 
-    fn view(&self, configuration: SsoConfiguration) -> SsoView {
+    async fn view(&self, configuration: SsoConfiguration) -> Result<SsoView, StoreError> {
         let id = configuration.organization_id;
-        SsoView {
+        let verified = VerifiedDomains::of(&self.ports.domains.domains(id).await?);
+        Ok(SsoView {
             sp_entity_id: sp_entity_id(&self.public_url, id),
             sp_acs_url: sp_acs_url(&self.public_url, id),
+            verified_domains: configuration
+                .domain_whitelist
+                .as_slice()
+                .iter()
+                .filter(|domain| verified.contains(domain))
+                .cloned()
+                .collect(),
             configuration,
-        }
+        })
     }
 
     /// The configuration an identity provider may read without credentials (the service
@@ -86,13 +97,14 @@ impl SsoService {
             .await?
             .filter(|org| org.plan.includes(Feature::Sso))
             .ok_or(SettingsError::NotConfigured)?;
-        self.ports
+        let configuration = self
+            .ports
             .sso
             .sso_configuration(organization.id)
             .await?
             .filter(|configuration| configuration.is_active)
-            .map(|configuration| self.view(configuration))
-            .ok_or(SettingsError::NotConfigured)
+            .ok_or(SettingsError::NotConfigured)?;
+        Ok(self.view(configuration).await?)
     }
 
     /// Whether the actor may read and change SSO: the permission, then the plan.
@@ -142,7 +154,7 @@ impl SsoService {
             .create_sso_configuration(configuration.clone(), event, audit)
             .await
         {
-            Ok(true) => Ok(self.view(configuration)),
+            Ok(true) => Ok(self.view(configuration).await?),
             Ok(false) => Err(SettingsError::NotFound),
             Err(StoreError::Conflict) => Err(SettingsError::AlreadyConfigured),
             Err(e) => Err(e.into()),
@@ -152,12 +164,13 @@ impl SsoService {
     /// The organization's configuration, with the service provider's addresses.
     pub async fn configuration(&self, actor: &Actor) -> Result<SsoView, SettingsError> {
         Self::authorize(actor)?;
-        self.ports
+        let configuration = self
+            .ports
             .sso
             .sso_configuration(actor.organization_id())
             .await?
-            .map(|configuration| self.view(configuration))
-            .ok_or(SettingsError::NotConfigured)
+            .ok_or(SettingsError::NotConfigured)?;
+        Ok(self.view(configuration).await?)
     }
 
     /// Changes the fields the request names.
@@ -201,6 +214,7 @@ impl SsoService {
         {
             return Err(SettingsError::NotConfigured);
         }
-        Ok(view)
+        // The whitelist may have changed: which of it is verified too.
+        Ok(self.view(view.configuration).await?)
     }
 }

@@ -76,6 +76,8 @@ pub struct Options {
     pub control_plane_off: bool,
     /// Serve `/metrics` on a listener of its own (`GATEHOUSE_METRICS_BIND`, a free port).
     pub metrics_bind: bool,
+    /// `GATEHOUSE_DNS_RESOLVER`; unset, the tests' shared DNS server ([`dns`]).
+    pub dns_resolver: Option<std::net::SocketAddr>,
 }
 
 /// A registered user with a live session.
@@ -118,6 +120,31 @@ pub async fn oauth_client(script: &str, args: &[&str]) -> Value {
     );
     assert!(output.status.success(), "{script} failed:\n{stderr}");
     serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// The DNS server every test server asks (`GATEHOUSE_DNS_RESOLVER`): a real one on loopback,
+/// started once for the whole test binary on a thread of its own (each test's runtime ends with
+/// the test). Tests publish their TXT records with `add_txt`, each its own random value.
+pub fn dns() -> &'static gatehouse_dns::test_server::TestDnsServer {
+    static DNS: std::sync::OnceLock<gatehouse_dns::test_server::TestDnsServer> =
+        std::sync::OnceLock::new();
+    DNS.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let server = gatehouse_dns::test_server::TestDnsServer::start()
+                    .await
+                    .unwrap();
+                tx.send(server).unwrap();
+                std::future::pending::<()>().await;
+            });
+        });
+        rx.recv().unwrap()
+    })
 }
 
 impl TestApp {
@@ -169,6 +196,13 @@ impl TestApp {
         if options.metrics_bind {
             env.insert("GATEHOUSE_METRICS_BIND", "127.0.0.1:0".to_owned());
         }
+        env.insert(
+            "GATEHOUSE_DNS_RESOLVER",
+            options
+                .dns_resolver
+                .unwrap_or_else(|| dns().address())
+                .to_string(),
+        );
         if let Some(proxies) = options.trusted_proxies {
             env.insert("GATEHOUSE_TRUSTED_PROXIES", proxies.to_owned());
         }
@@ -414,6 +448,40 @@ impl TestApp {
         )
         .await;
         page["items"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// Claims `domain` for the organization, publishes its TXT record on the tests' DNS server
+    /// and verifies it; returns the verified domain's JSON.
+    pub async fn verified_domain(&self, token: &str, organization_id: &str, domain: &str) -> Value {
+        let path = format!("/api/v1/organizations/{organization_id}/domains");
+        let added = json_of(
+            self.send_as(
+                reqwest::Method::POST,
+                token,
+                &path,
+                Some(serde_json::json!({ "domain": domain })),
+            )
+            .await,
+            201,
+        )
+        .await;
+        dns().add_txt(
+            added["verification"]["name"].as_str().unwrap(),
+            added["verification"]["value"].as_str().unwrap(),
+        );
+        let verified = json_of(
+            self.send_as(
+                reqwest::Method::POST,
+                token,
+                &format!("{path}/{}/verify", added["id"].as_str().unwrap()),
+                None,
+            )
+            .await,
+            200,
+        )
+        .await;
+        assert_eq!(verified["status"], "verified");
+        verified
     }
 
     /// Creates a team organization as the caller; returns its JSON.
@@ -679,6 +747,14 @@ impl Browser {
             Some(address) => request.header("X-Forwarded-For", address),
             None => request,
         }
+    }
+
+    /// The value of one of the browser's cookies, as the server set it.
+    pub fn cookie(&self, name: &str) -> Option<String> {
+        self.cookies
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
     }
 
     fn cookie_header(&self) -> String {

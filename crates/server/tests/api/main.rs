@@ -11,6 +11,7 @@ mod audit;
 mod brute_force;
 mod consent;
 mod control;
+mod domains;
 mod errors;
 mod health;
 mod invitation_page;

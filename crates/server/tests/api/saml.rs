@@ -14,7 +14,8 @@ use crate::helpers::{
     LoggedIn, Options, TestApp,
 };
 
-/// An organization on `plan` whose SAML configuration trusts `idp` for `example.com`.
+/// An organization on `plan` whose SAML configuration trusts `idp` for `example.com`, a domain
+/// it verified (its TXT record on the tests' DNS server).
 struct Sso {
     owner: LoggedIn,
     org: String,
@@ -27,6 +28,8 @@ async fn configured(app: &TestApp, plan: &str, auto_provision: bool) -> Sso {
     let team = app.create_team(&owner.access_token, "Acme").await;
     let org = team["id"].as_str().unwrap().to_owned();
     app.set_plan(&org, plan).await;
+    app.verified_domain(&owner.access_token, &org, "example.com")
+        .await;
     let configuration = json!({
         "organization_id": org,
         "provider": "saml",
@@ -440,6 +443,92 @@ on_both_backends! {
             let response = Browser::new().get(&app.url(&format!("/sso/saml/{org}/login"))).await;
             assert_eq!(response.status(), 404, "{org}");
         }
+    }
+
+    async fn an_idp_speaks_only_for_domains_its_organization_verified(app: TestApp) {
+        // The victim: an account of another organization, signing in with a password.
+        let victim = app.logged_in("ceo@victimcorp.example").await;
+        let victims_team = app.create_team(&victim.access_token, "Victim Corp").await;
+        // The attacker: admin of a business organization with their own IdP, who whitelists
+        // the victim's domain (nothing stops a whitelist naming any domain).
+        let sso = configured(&app, "business", true).await;
+        let path = format!("/api/v1/sso/configurations/{}", sso.org);
+        let shown = json_of(app.send_as(Method::PUT, &sso.owner.access_token, &path,
+            Some(json!({ "domain_whitelist": ["example.com", "victimcorp.example"] }))).await, 200).await;
+        assert_eq!(shown["domain_whitelist"], json!(["example.com", "victimcorp.example"]));
+        assert_eq!(shown["verified_domains"], json!(["example.com"]), "kept, shown, and doing nothing");
+
+        // The IdP signs for the victim: refused, no cookie, no session, no membership.
+        sso.refused(&app, "ceo@victimcorp.example", json!({})).await;
+        let members = json_of(app.get_as(&sso.owner.access_token, &format!("/api/v1/organizations/{}/members", sso.org)).await, 200).await;
+        assert!(!members.to_string().contains("victimcorp"), "{members}");
+        // Home realm discovery does not send the victim's domain there either.
+        detail_of(app.post_json("/api/v1/sso/lookup", &json!({ "email": "ceo@victimcorp.example" })).await, 404).await;
+        // The attacker cannot verify it: the victim's DNS holds no record of theirs.
+        let claimed = json_of(app.send_as(Method::POST, &sso.owner.access_token, &format!("/api/v1/organizations/{}/domains", sso.org),
+            Some(json!({ "domain": "victimcorp.example" }))).await, 201).await;
+        detail_of(app.send_as(Method::POST, &sso.owner.access_token,
+            &format!("/api/v1/organizations/{}/domains/{}/verify", sso.org, claimed["id"].as_str().unwrap()), None).await, 409).await;
+        sso.refused(&app, "ceo@victimcorp.example", json!({})).await;
+        // The victim still signs in with a password, and their own organization is theirs.
+        json_of(app.login("ceo@victimcorp.example", crate::helpers::PASSWORD).await, 200).await;
+        json_of(app.get_as(&victim.access_token, &format!("/api/v1/organizations/{}", victims_team["id"].as_str().unwrap())).await, 200).await;
+    }
+
+    async fn a_whitelisted_domain_signs_in_once_it_is_verified(app: TestApp) {
+        let sso = configured(&app, "business", true).await;
+        let path = format!("/api/v1/sso/configurations/{}", sso.org);
+        json_of(app.send_as(Method::PUT, &sso.owner.access_token, &path,
+            Some(json!({ "domain_whitelist": ["example.com", "subsidiary.example"] }))).await, 200).await;
+        sso.refused(&app, "grace@subsidiary.example", json!({})).await;
+
+        // The organization proves it holds the domain through DNS: now its IdP speaks for it.
+        app.verified_domain(&sso.owner.access_token, &sso.org, "subsidiary.example").await;
+        let shown = json_of(app.get_as(&sso.owner.access_token, &path).await, 200).await;
+        assert_eq!(shown["verified_domains"], json!(["example.com", "subsidiary.example"]));
+        let found = json_of(app.post_json("/api/v1/sso/lookup", &json!({ "email": "grace@subsidiary.example" })).await, 200).await;
+        assert_eq!(found["organization_id"], sso.org.as_str());
+        let mut browser = Browser::new();
+        let answered = sso.start(&app, &mut browser, "/login/done", "grace@subsidiary.example").await;
+        let response = sso.post(&app, &mut browser, answered["saml_response"].as_str().unwrap()).await;
+        assert_eq!(response.status(), 303, "{:?}", response.text().await);
+        assert_eq!(signed_in_page(&app, &mut browser).await, 200);
+    }
+
+    async fn an_idps_ext_satisfies_only_its_own_organizations_mfa_policy(app: TestApp) {
+        // Grace has a password account and is a member of Globex, which requires MFA at once.
+        let globex_owner = app.logged_in("owner@globex.test").await;
+        let globex = app.create_team(&globex_owner.access_token, "Globex").await;
+        let globex = globex["id"].as_str().unwrap().to_owned();
+        app.set_plan(&globex, "business").await;
+        app.member_of(&globex_owner.access_token, &globex, "grace@example.com", "member").await;
+        let at_once = crate::policies::policies(|p| {
+            p["mfa_policy"] = json!({ "required": true, "allowed_methods": ["totp"], "grace_period_hours": 0 });
+        });
+        // Acme, whose IdP signs Grace in, requires MFA at once too.
+        let sso = configured(&app, "business", true).await;
+        for (owner, org) in [(&globex_owner.access_token, &globex), (&sso.owner.access_token, &sso.org)] {
+            json_of(app.send_as(Method::PUT, owner, &format!("/api/v1/organizations/{org}/policies"), Some(at_once.clone())).await, 200).await;
+        }
+
+        // Grace signs in through Acme's IdP: a session with amr ext.
+        let mut browser = Browser::new();
+        let answered = sso.start(&app, &mut browser, "/login/done", "grace@example.com").await;
+        let response = sso.post(&app, &mut browser, answered["saml_response"].as_str().unwrap()).await;
+        assert_eq!(response.status(), 303);
+        let refresh_token = browser.cookie("gatehouse_session").expect("the session cookie");
+        let tokens = json_of(app.refresh(&refresh_token).await, 200).await;
+        let access = tokens["access_token"].as_str().unwrap();
+
+        // Acme trusts its own IdP's sign-in as its second factor...
+        json_of(app.get_as(access, &format!("/api/v1/organizations/{}", sso.org)).await, 200).await;
+        // ... Globex does not: it asks for a second factor of its own.
+        let refused = detail_of(app.get_as(access, &format!("/api/v1/organizations/{globex}")).await, 403).await;
+        assert_eq!(refused, "organization requires multi-factor authentication");
+        // Nor through X-Organization-ID.
+        let webhooks = app.client.get(app.url("/api/v1/webhooks/endpoints")).bearer_auth(access)
+            .header("X-Organization-ID", &globex).send().await.unwrap();
+        assert_eq!(detail_of(webhooks, 403).await, "organization requires multi-factor authentication");
     }
 
     async fn home_realm_discovery_names_the_organization_of_a_whitelisted_domain(app: TestApp) {

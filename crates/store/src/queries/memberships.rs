@@ -87,16 +87,21 @@ impl MembershipStore for DbStore {
                     )
                         .nullable(),
                     live(),
+                    sessions::table
+                        .filter(sessions::id.eq(session))
+                        .select(sessions::sso_organization_id)
+                        .single_value(),
                 ))
-                .get_result::<(MembershipRow, Option<PoliciesRow>, bool)>(conn)
+                .get_result::<(MembershipRow, Option<PoliciesRow>, bool, Option<DbUuid>)>(conn)
                 .await
                 .optional()
                 .map_err(db_error)?;
             match member {
-                Some((membership, policies, session_live)) => Ok(SessionAccess {
+                Some((membership, policies, session_live, sso_organization)) => Ok(SessionAccess {
                     session_live,
                     membership: Some(membership.into_domain()?),
                     policies: policies.map(saved_policies).transpose()?,
+                    sso_organization: sso_organization.map(|id| OrganizationId::from_uuid(id.0)),
                 }),
                 // Not a member: whether the session is live still decides between 401 and 404.
                 None => Ok(SessionAccess {
@@ -106,6 +111,7 @@ impl MembershipStore for DbStore {
                         .map_err(db_error)?,
                     membership: None,
                     policies: None,
+                    sso_organization: None,
                 }),
             }
         })

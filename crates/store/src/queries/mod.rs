@@ -11,6 +11,7 @@ mod api_keys;
 mod applications;
 mod audit;
 mod branding_sso;
+mod domains;
 mod keys;
 mod members;
 mod memberships;

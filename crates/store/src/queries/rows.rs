@@ -291,6 +291,7 @@ pub(super) struct NewSessionRow<'a> {
     pub client_id: Option<&'a str>,
     pub scope: Option<String>,
     pub amr: String,
+    pub sso_organization_id: Option<DbUuid>,
 }
 
 impl<'a> NewSessionRow<'a> {
@@ -307,6 +308,7 @@ impl<'a> NewSessionRow<'a> {
             client_id: grant.map(|g| g.client_id.as_str()),
             scope: grant.map(|g| g.scope.to_string()),
             amr: session.amr.stored(),
+            sso_organization_id: session.sso_organization_id.map(|id| DbUuid(id.as_uuid())),
         }
     }
 }

@@ -349,6 +349,7 @@ pub fn session(
         expires_at: created_at + ttl,
         grant: None,
         amr: Amr::password(),
+        sso_organization_id: None,
     };
     (session, hash)
 }
