@@ -120,6 +120,9 @@ pub enum ApiError {
     Validation(Vec<FieldError>),
     #[error("request body is larger than {0} bytes")]
     PayloadTooLarge(usize),
+    /// `415`: a body whose `Content-Type` the operation does not take.
+    #[error("{0}")]
+    UnsupportedMediaType(String),
     /// `429` with `Retry-After`: an account locked out after failed sign-ins.
     #[error(transparent)]
     LockedOut(LockedOut),
@@ -149,6 +152,7 @@ impl ResponseError for ApiError {
             Self::Conflict(_) => StatusCode::CONFLICT,
             Self::Unprocessable(_) | Self::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::LockedOut(_) => StatusCode::TOO_MANY_REQUESTS,
             Self::Unavailable(_) | Self::NotAvailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -445,6 +449,9 @@ impl From<WebhookError> for ApiError {
             | WebhookError::NotRetryable => Self::Conflict(error.to_string()),
             WebhookError::NoEvents => {
                 Self::field(FieldError::invalid("body", "events", error.to_string()))
+            }
+            WebhookError::PrivateTarget => {
+                Self::field(FieldError::invalid("body", "url", error.to_string()))
             }
             WebhookError::Cipher(_) => Self::Internal(Box::new(error)),
             WebhookError::Store(e) => e.into(),

@@ -3,6 +3,7 @@
 use std::{future::Future, pin::Pin};
 
 use actix_web::{dev::Payload, web, FromRequest, HttpMessage, HttpRequest};
+use futures::channel::oneshot;
 use gatehouse_domain::{
     model::{ClientAddress, Operator, OrganizationId, Origin},
     service::{Actor, Agent, OrgAccessError, Principal},
@@ -24,9 +25,13 @@ pub const MAX_JSON_DEPTH: usize = 32;
 
 /// A JSON object body deserialised into `T`.
 ///
-/// Not JSON, or JSON that is not an object: `400`. A field of the wrong type: `422` with
-/// `loc = ["body", <path>...]`. Request types make their fields `Option` so that a missing
-/// field is reported by the handler's parse step, with its name, rather than by serde.
+/// Credentials first: when the handler also authenticates the caller, the body waits for that
+/// check (see [`gated`]), so that bad credentials are `401` whatever the body. Then a
+/// `Content-Type` other than JSON (`application/json`, or a `+json` type), or none on a body
+/// that is not empty: `415`. Not JSON, or JSON that is not an object: `400`. A field of the
+/// wrong type: `422` with `loc = ["body", <path>...]`. Request types make their fields `Option`
+/// so that a missing field is reported by the handler's parse step, with its name, rather than
+/// by serde.
 pub struct ValidJson<T>(pub T);
 
 impl<T: DeserializeOwned + 'static> FromRequest for ValidJson<T> {
@@ -35,13 +40,84 @@ impl<T: DeserializeOwned + 'static> FromRequest for ValidJson<T> {
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
         let bytes = web::Bytes::from_request(req, payload);
+        let req = req.clone();
         Box::pin(async move {
+            // Taken when first polled: by then every extractor of the handler has started.
+            let pending = req.extensions_mut().remove::<PendingCredentialChecks>();
+            for check in pending.into_iter().flat_map(|pending| pending.0) {
+                // Done, failed or abandoned: either way the body's turn has come.
+                let _ = check.await;
+            }
+            let declared = declared_json(&req)?;
             let bytes = bytes
                 .await
                 .map_err(|_| ApiError::PayloadTooLarge(MAX_BODY_BYTES))?;
+            if declared.is_none() && !bytes.is_empty() {
+                return Err(not_json());
+            }
             parse_body(&bytes).map(ValidJson)
         })
     }
+}
+
+fn not_json() -> ApiError {
+    ApiError::UnsupportedMediaType(
+        "the request body must be JSON: send it with 'Content-Type: application/json'".into(),
+    )
+}
+
+/// Whether the request declares a JSON body: `Some(())` for `application/json` (any
+/// parameters) or an `application/...+json` type, `None` when it declares nothing, and `415`
+/// for anything else (`text/plain`, a form, ...).
+fn declared_json(req: &HttpRequest) -> Result<Option<()>, ApiError> {
+    use actix_web::mime;
+    if !req
+        .headers()
+        .contains_key(actix_web::http::header::CONTENT_TYPE)
+    {
+        return Ok(None);
+    }
+    match req.mime_type() {
+        Ok(Some(kind))
+            if kind.type_() == mime::APPLICATION
+                && (kind.subtype() == mime::JSON || kind.suffix() == Some(mime::JSON)) =>
+        {
+            Ok(Some(()))
+        }
+        _ => Err(not_json()),
+    }
+}
+
+/// The credential checks of a request's extractors that have not finished yet: a JSON body
+/// ([`ValidJson`]) waits for them. actix-web polls a handler's extractors together and answers
+/// with the first error, so without this a body that fails to parse at once would be answered
+/// (`400`, `415`, `422`) before credentials that take a store round trip to refuse (`401`).
+#[derive(Default)]
+struct PendingCredentialChecks(Vec<oneshot::Receiver<()>>);
+
+/// Runs a credential extractor's `check`, registered for the request's JSON body to wait on:
+/// the body goes on once the check has finished, whatever came of it (when it failed, the
+/// extractor's error is the answer).
+fn gated<T: 'static>(
+    req: &HttpRequest,
+    check: impl Future<Output = Result<T, ApiError>> + 'static,
+) -> Pin<Box<dyn Future<Output = Result<T, ApiError>>>> {
+    let (finished, waited) = oneshot::channel::<()>();
+    {
+        let mut extensions = req.extensions_mut();
+        match extensions.get_mut::<PendingCredentialChecks>() {
+            Some(pending) => pending.0.push(waited),
+            None => {
+                extensions.insert(PendingCredentialChecks(vec![waited]));
+            }
+        }
+    }
+    Box::pin(async move {
+        let outcome = check.await;
+        // Dropping the sender is the signal: the body's wait ends.
+        drop(finished);
+        outcome
+    })
 }
 
 pub(crate) fn parse_body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
@@ -350,9 +426,9 @@ impl FromRequest for Authenticated {
     type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let req = req.clone();
-        Box::pin(async move {
-            let agent = authenticate(&req).await?;
+        let request = req.clone();
+        gated(req, async move {
+            let agent = authenticate(&request).await?;
             person(agent).map(Authenticated)
         })
     }
@@ -363,8 +439,10 @@ impl FromRequest for AuthenticatedAgent {
     type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let req = req.clone();
-        Box::pin(async move { authenticate(&req).await.map(AuthenticatedAgent) })
+        let request = req.clone();
+        gated(req, async move {
+            authenticate(&request).await.map(AuthenticatedAgent)
+        })
     }
 }
 
@@ -374,10 +452,10 @@ pub struct OperatorAuth(pub Operator);
 
 impl FromRequest for OperatorAuth {
     type Error = ApiError;
-    type Future = std::future::Ready<Result<Self, ApiError>>;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        std::future::ready(operator(req).map(OperatorAuth))
+        gated(req, std::future::ready(operator(req).map(OperatorAuth)))
     }
 }
 
@@ -438,13 +516,13 @@ impl FromRequest for HeaderOrganization {
     type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let req = req.clone();
-        Box::pin(async move {
+        let request = req.clone();
+        gated(req, async move {
             // Credentials first: a caller without them gets 401 whatever the headers say.
-            let agent = authenticate(&req).await?;
+            let agent = authenticate(&request).await?;
             let organization =
-                organization_header(&req)?.ok_or_else(missing_organization_header)?;
-            actor_in(&req, agent, organization).await.map(Self)
+                organization_header(&request)?.ok_or_else(missing_organization_header)?;
+            actor_in(&request, agent, organization).await.map(Self)
         })
     }
 }
@@ -459,16 +537,16 @@ impl FromRequest for PathOrganization {
     type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let req = req.clone();
-        Box::pin(async move {
-            let agent = authenticate(&req).await?;
-            let organization = req
+        let request = req.clone();
+        gated(req, async move {
+            let agent = authenticate(&request).await?;
+            let organization = request
                 .match_info()
                 .get("id")
                 .and_then(|id| Uuid::parse_str(id).ok())
                 .map(OrganizationId::from_uuid)
                 .ok_or_else(|| ApiError::NotFound("organization not found".into()))?;
-            actor_in(&req, agent, organization).await.map(Self)
+            actor_in(&request, agent, organization).await.map(Self)
         })
     }
 }

@@ -202,8 +202,9 @@ impl Modify for UniqueOperationIds {
 /// Answers that whole kinds of operations give, documented here, where the rule that gives them
 /// is named, rather than on every route:
 ///
-/// - a JSON body that is not a JSON object is `400`, one over the size limit `413`, and one
-///   whose fields do not parse `422` (the body extractor);
+/// - a JSON body that is not a JSON object is `400`, one over the size limit `413`, one whose
+///   `Content-Type` is not JSON `415`, and one whose fields do not parse `422` (the body
+///   extractor);
 /// - an operation that takes credentials answers `401` without valid ones, and `403` to an
 ///   OAuth token whose API scopes do not cover it or a machine token outside its organization
 ///   (the credential extractors);
@@ -253,6 +254,13 @@ impl Modify for CommonResponses {
                     add(
                         "413",
                         error("The body is larger than the limit", "ErrorBody"),
+                    );
+                    add(
+                        "415",
+                        error(
+                            "The body's Content-Type is not JSON (application/json)",
+                            "ErrorBody",
+                        ),
                     );
                     add(
                         "422",

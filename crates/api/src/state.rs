@@ -47,6 +47,7 @@ impl AppState {
         limits: RateLimits,
         trusted_proxies: Vec<IpRange>,
         control_token: Option<OperatorToken>,
+        webhook_private_targets: bool,
     ) -> Self {
         let auth = AuthService::new((&ports).into(), settings.clone());
         Self {
@@ -64,7 +65,8 @@ impl AppState {
             applications: ApplicationService::new((&ports).into()),
             organizations: OrganizationService::new((&ports).into()),
             rate_limits: RateLimitService::new((&ports).into(), limits),
-            webhooks: WebhookService::new((&ports).into()),
+            webhooks: WebhookService::new((&ports).into())
+                .allowing_private_targets(webhook_private_targets),
             control: ControlService::new((&ports).into()),
             audit_log: AuditLogService::new((&ports).into()),
             control_token,

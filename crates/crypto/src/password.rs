@@ -274,20 +274,23 @@ mod tests {
     use super::*;
 
     fn password(raw: &str) -> NewPassword {
-        NewPassword::parse(raw, &PasswordPolicy::default()).unwrap()
+        NewPassword::parse(raw, &PasswordPolicy::default(), &[]).unwrap()
     }
 
     #[tokio::test]
     async fn round_trip() {
         let hasher = Argon2Hasher::owasp().unwrap();
-        let hash = hasher.hash(password("correct horse")).await.unwrap();
+        let hash = hasher
+            .hash(password("correct horse battery"))
+            .await
+            .unwrap();
         assert!(hash.as_phc().starts_with("$argon2id$v=19$m=19456,t=2,p=1$"));
         assert!(hasher
-            .verify("correct horse".into(), Some(hash.clone()))
+            .verify("correct horse battery".into(), Some(hash.clone()))
             .await
             .unwrap());
         assert!(!hasher
-            .verify("wrong horse".into(), Some(hash))
+            .verify("wrong horse battery".into(), Some(hash))
             .await
             .unwrap());
     }
@@ -312,10 +315,13 @@ mod tests {
     async fn hashes_are_standard_phc_strings_that_the_argon2_crate_verifies() {
         use argon2::password_hash::{PasswordHasher as _, PasswordVerifier as _};
         let hasher = Argon2Hasher::owasp().unwrap();
-        let hash = hasher.hash(password("correct horse")).await.unwrap();
+        let hash = hasher
+            .hash(password("correct horse battery"))
+            .await
+            .unwrap();
         let parsed = PhcHash::new(hash.as_phc()).unwrap();
         assert!(Argon2::default()
-            .verify_password(b"correct horse", &parsed)
+            .verify_password(b"correct horse battery", &parsed)
             .is_ok());
         // And hashes made elsewhere, with other parameters, verify here.
         let other = Argon2::new(
@@ -341,7 +347,7 @@ mod tests {
         for i in 0..8 {
             let hasher = hasher.clone();
             tasks.push(tokio::spawn(async move {
-                let raw = format!("password number {i}");
+                let raw = format!("a passphrase of its own, number {i}");
                 let hash = hasher.hash(password(&raw)).await.unwrap();
                 hasher.verify(raw, Some(hash)).await.unwrap()
             }));
@@ -387,7 +393,11 @@ mod tests {
         let tasks: Vec<_> = (0..6)
             .map(|i| {
                 let hasher = hasher.clone();
-                tokio::spawn(async move { hasher.hash(password(&format!("password {i}"))).await })
+                tokio::spawn(async move {
+                    hasher
+                        .hash(password(&format!("a passphrase of its own, number {i}")))
+                        .await
+                })
             })
             .collect();
         for task in tasks {

@@ -32,8 +32,9 @@ use crate::verified::{TokenDigest, VerifiedTokens};
 /// The `aud` of every access token.
 pub const AUDIENCE: &str = "gatehouse";
 pub(crate) const KEY_BITS: usize = 2048;
-/// Clock skew tolerated on `exp` and `nbf`.
-const LEEWAY_SECS: u64 = 30;
+/// Clock skew tolerated on `exp` and `nbf`: at most 5 s, as the product's verifying library
+/// allows (`docs/decisions.md`).
+const LEEWAY_SECS: u64 = 5;
 /// How long a retired key outlives the access-token TTL: replicas keep signing with it until
 /// they next reload their keys.
 const RETIRE_GRACE_MINUTES: i64 = 5;
@@ -582,6 +583,33 @@ mod tests {
 
     fn kid_of_token(token: &str) -> String {
         jsonwebtoken::decode_header(token).unwrap().kid.unwrap()
+    }
+
+    #[tokio::test]
+    async fn expired_tokens_get_at_most_five_seconds_of_leeway() {
+        let store = Arc::new(MemStore::default());
+        let ring = ring(&store, &TestClock::new()).await;
+        let now = OffsetDateTime::now_utc().unix_timestamp();
+        let ended = |ago: i64| AccessClaims {
+            iat: now - 900,
+            nbf: now - 900,
+            exp: now - ago,
+            ..claims()
+        };
+        let just_ended = ring.sign(&ended(2)).await.unwrap();
+        assert!(ring.verify(&just_ended).await.is_ok());
+        let ended_ten_seconds_ago = ring.sign(&ended(10)).await.unwrap();
+        assert!(matches!(
+            ring.verify(&ended_ten_seconds_ago).await,
+            Err(TokenError::Invalid)
+        ));
+        // Not yet valid: 10 s ahead is refused too.
+        let early = AccessClaims {
+            nbf: now + 10,
+            ..claims()
+        };
+        let early = ring.sign(&early).await.unwrap();
+        assert!(ring.verify(&early).await.is_err());
     }
 
     #[tokio::test]

@@ -26,7 +26,7 @@ use hyper_util::{
 use tokio::net::TcpStream;
 use tower_service::Service;
 
-use crate::address::is_public_address;
+use gatehouse_domain::model::is_public_address;
 
 pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 

@@ -11,7 +11,6 @@
 //!
 //! With the `test-receiver` feature, [`test_receiver`] offers a real HTTPS receiver for tests.
 
-mod address;
 mod connect;
 #[cfg(feature = "test-receiver")]
 pub mod test_receiver;
@@ -39,8 +38,8 @@ use hyper_util::{
 use rustls::{ClientConfig, RootCertStore};
 use rustls_pki_types::{pem::PemObject, CertificateDer};
 
-pub use crate::address::is_public_address;
 use crate::connect::{GuardedConnector, RefusedTarget};
+pub use gatehouse_domain::model::is_public_address;
 
 /// How long an idle pooled connection is kept.
 const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);

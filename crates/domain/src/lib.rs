@@ -53,7 +53,7 @@
 //!             && audit.actor == AuditActor::User(ada)
 //!     })
 //!     .times(1)
-//!     .returning(|_, _, _, _| ready(Ok(())));
+//!     .returning(|new, _, _, _| ready(Ok(new.slug)));
 //!
 //! let organizations = OrganizationService::new((&mocks.into_ports()).into());
 //! let caller = Principal::User {

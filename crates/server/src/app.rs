@@ -221,6 +221,7 @@ impl Application {
             config.rate_limits,
             config.trusted_proxies.clone(),
             config.control_token.clone(),
+            config.webhook_allow_private_targets,
         ));
         let purge_organizations = state.organizations.clone();
         let purge_audit = state.control.clone();

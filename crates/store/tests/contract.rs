@@ -670,3 +670,35 @@ fn same_email_in_another_case(variant: usize) -> String {
         .collect();
     format!("{local}@Example.com")
 }
+
+/// A fresh SQLite database, its WAL and its shared-memory file are readable and writable by
+/// their owner only: they hold password hashes, sealed secrets and personal data.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_fresh_sqlite_database_and_its_wal_and_shm_are_created_0600() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let url = gatehouse_testkit::sqlite_url(&dir);
+    let store = gatehouse_store::open(
+        &url,
+        &StoreOptions {
+            max_connections: 2,
+            migrate: true,
+        },
+    )
+    .await
+    .unwrap();
+    store
+        .create_account(account("ada@example.com", "Ada"), support::signed_in())
+        .await
+        .unwrap();
+    let path = url.strip_prefix("sqlite://").unwrap();
+    for file in [
+        path.to_owned(),
+        format!("{path}-wal"),
+        format!("{path}-shm"),
+    ] {
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{file} is {mode:o}");
+    }
+}

@@ -245,7 +245,7 @@ impl Db {
                 record(),
             )
             .await
-            .map(|()| id)
+            .map(|_| id)
     }
 
     async fn team(

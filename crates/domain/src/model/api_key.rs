@@ -1,7 +1,10 @@
 use serde::Serialize;
 use time::OffsetDateTime;
 
-use super::{ApiKeyId, OrganizationId, TokenHash, UserId};
+use super::{
+    text::{parse_text, TextError},
+    ApiKeyId, OrganizationId, TokenHash, UserId,
+};
 
 /// A label for an API key: 1 to 100 characters once trimmed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -12,20 +15,11 @@ impl ApiKeyName {
     /// A label as given, trimmed.
     ///
     /// # Errors
-    /// A message completing "`name` ..." when it is empty once trimmed, longer than 100
-    /// characters, or holds a control character.
-    pub fn parse(raw: &str) -> Result<Self, &'static str> {
-        let trimmed = raw.trim();
-        if trimmed.is_empty() {
-            return Err("must not be empty");
-        }
-        if trimmed.chars().count() > 100 {
-            return Err("must be at most 100 characters");
-        }
-        if trimmed.chars().any(char::is_control) {
-            return Err("must not contain control characters");
-        }
-        Ok(Self(trimmed.to_owned()))
+    /// Why, completing "`name` ...", when it is empty once trimmed, longer than 100
+    /// characters, or holds a control character or a bidirectional or zero-width control. Kept
+    /// trimmed and composed (NFC).
+    pub fn parse(raw: &str) -> Result<Self, TextError> {
+        parse_text(raw, 1, 100, false).map(Self)
     }
 }
 

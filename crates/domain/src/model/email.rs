@@ -2,9 +2,14 @@ use std::fmt;
 
 use serde::Serialize;
 
-/// An email address, normalised: surrounding white space trimmed and the whole address
-/// lowercased, so that `Ada@Example.COM` and `ada@example.com` are one account (what users of
-/// Auth0, Clerk and ZITADEL expect).
+use super::text::{is_invisible_control, normalized, INVISIBLE_CONTROL};
+
+/// An email address, normalised: surrounding white space trimmed, the whole address composed
+/// (NFC) and lowercased, so that `Ada@Example.COM` and `ada@example.com` are one account (what
+/// users of Auth0, Clerk and ZITADEL expect), and the domain in its IDNA ASCII form (UTS #46:
+/// `ada@Bücher.de` is `ada@xn--bcher-kva.de`), the form DNS, mail and [`EmailDomain`] use.
+///
+/// [`EmailDomain`]: super::EmailDomain
 #[derive(Clone, PartialEq, Eq, Hash, Serialize)]
 #[serde(transparent)]
 pub struct Email(String);
@@ -13,23 +18,30 @@ pub struct Email(String);
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EmailError {
     /// Not `local@domain` with a local part of 1 to 64 bytes free of white space, control
-    /// characters and `@`, and a domain name of at least two labels.
+    /// characters and `@`, and a domain name of at least two labels that IDNA accepts.
     #[error("is not a valid email address")]
     Invalid,
-    /// More than [`Email::MAX_LEN`] characters, once trimmed.
+    /// More than [`Email::MAX_LEN`] characters, once trimmed (and its domain in ASCII).
     #[error("is longer than 254 characters")]
     TooLong,
+    /// A bidirectional control or a zero-width character anywhere in it (`text.rs`).
+    #[error("{INVISIBLE_CONTROL}")]
+    InvisibleControl,
 }
 
 impl Email {
     /// The longest address accepted, in characters, once trimmed.
     pub const MAX_LEN: usize = 254;
 
-    /// Trims `raw`, checks it is an address, and lowercases it whole.
+    /// Trims `raw`, composes it (NFC), checks it is an address, lowercases it whole and writes
+    /// its domain in IDNA's ASCII form.
     pub fn parse(raw: &str) -> Result<Self, EmailError> {
-        let trimmed = raw.trim();
+        let trimmed = normalized(raw);
         if trimmed.chars().count() > Self::MAX_LEN {
             return Err(EmailError::TooLong);
+        }
+        if trimmed.chars().any(is_invisible_control) {
+            return Err(EmailError::InvisibleControl);
         }
         let (local, domain) = trimmed.rsplit_once('@').ok_or(EmailError::Invalid)?;
         let local_ok = !local.is_empty()
@@ -39,7 +51,16 @@ impl Email {
         if !local_ok || !is_domain_name(domain) {
             return Err(EmailError::Invalid);
         }
-        Ok(Self(trimmed.to_lowercase()))
+        let domain = idna::domain_to_ascii_cow(domain.as_bytes(), idna::AsciiDenyList::URL)
+            .map_err(|_| EmailError::Invalid)?;
+        if !is_domain_name(&domain) {
+            return Err(EmailError::Invalid);
+        }
+        let email = format!("{}@{domain}", local.to_lowercase());
+        if email.chars().count() > Self::MAX_LEN {
+            return Err(EmailError::TooLong);
+        }
+        Ok(Self(email))
     }
 
     /// The part after the `@`.
@@ -111,6 +132,35 @@ mod tests {
             "ada@example..com",
         ] {
             assert_eq!(Email::parse(raw), Err(EmailError::Invalid), "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn composes_the_address_and_writes_the_domain_in_idna_ascii() {
+        let email = Email::parse("Jose\u{301}@B\u{dc}cher.DE").unwrap();
+        assert_eq!(email.as_ref(), "jos\u{e9}@xn--bcher-kva.de");
+        assert_eq!(email.domain(), "xn--bcher-kva.de");
+        // The same address typed composed, or with its domain already in ASCII, is the same.
+        assert_eq!(Email::parse("jos\u{e9}@bücher.de").unwrap(), email);
+        assert_eq!(Email::parse("JOS\u{c9}@XN--BCHER-KVA.DE").unwrap(), email);
+        assert_eq!(Email::parse("ada@xn--").err(), Some(EmailError::Invalid));
+    }
+
+    #[test]
+    fn refuses_bidirectional_and_zero_width_controls() {
+        for raw in [
+            "ada\u{202E}@example.com",
+            "a\u{200B}da@example.com",
+            "ada@exa\u{200B}mple.com",
+            "\u{2066}ada@example.com",
+            "ada@example.com\u{FEFF}",
+            "a\u{200D}da@example.com",
+        ] {
+            assert_eq!(
+                Email::parse(raw),
+                Err(EmailError::InvisibleControl),
+                "{raw:?}"
+            );
         }
     }
 

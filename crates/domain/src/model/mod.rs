@@ -1,6 +1,7 @@
 //! Value types and records of the domain.
 
 mod account_token;
+mod address;
 mod api_key;
 mod application;
 mod audit;
@@ -34,6 +35,7 @@ mod verified_domain;
 mod webhook;
 
 pub use account_token::{AccountToken, AccountTokenPurpose};
+pub use address::is_public_address;
 pub use api_key::{ApiKey, ApiKeyName, NewApiKey};
 pub use application::{
     client_secret_matches, Application, ApplicationChange, ApplicationName, ClientId,
@@ -80,7 +82,9 @@ pub use organization::{
     Membership, NewOrganization, OrganizationName, OrganizationType, Plan, Role, Slug, SlugError,
 };
 pub use page::{Page, PageRequest, PageRequestError, SearchTerm, SearchTermError};
-pub use password::{NewPassword, PasswordError, PasswordHash, PasswordPolicy};
+pub use password::{
+    password_user_inputs, NewPassword, PasswordError, PasswordHash, PasswordPolicy,
+};
 pub use permission::{ApiScope, ApiScopes, Permission};
 pub use policy::{
     Bounded, ConcurrentSessions, EffectivePolicies, Feature, GraceHours, IdleMinutes, IpAllowlist,

@@ -3,7 +3,10 @@ use std::{fmt, str::FromStr};
 use serde::Serialize;
 use time::OffsetDateTime;
 
-use super::{OrganizationId, UserId};
+use super::{
+    text::{is_invisible_control, normalized, INVISIBLE_CONTROL},
+    OrganizationId, UserId,
+};
 
 /// An organization's display name: 2 to 100 characters once trimmed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -16,21 +19,25 @@ impl OrganizationName {
     /// The most characters accepted, after trimming.
     pub const MAX_CHARS: usize = 100;
 
-    /// Trims `raw` and checks it: 2 to 100 characters (not bytes), no control characters. The
-    /// error is the message, completing "`<field>` ...".
+    /// Trims `raw`, composes it (NFC) and checks it: 2 to 100 characters (not bytes), no
+    /// control characters, no bidirectional or zero-width controls (the rule of every name:
+    /// `text.rs`). The error is the message, completing "`<field>` ...".
     pub fn parse(raw: &str) -> Result<Self, &'static str> {
-        let trimmed = raw.trim();
-        let chars = trimmed.chars().count();
+        let name = normalized(raw);
+        let chars = name.chars().count();
         if chars < Self::MIN_CHARS {
             return Err("must be at least 2 characters");
         }
         if chars > Self::MAX_CHARS {
             return Err("must be at most 100 characters");
         }
-        if trimmed.chars().any(char::is_control) {
+        if name.chars().any(char::is_control) {
             return Err("must not contain control characters");
         }
-        Ok(Self(trimmed.to_owned()))
+        if name.chars().any(is_invisible_control) {
+            return Err(INVISIBLE_CONTROL);
+        }
+        Ok(Self(name))
     }
 
     /// A name for a user's personal workspace, built from what they are called. Always valid.

@@ -89,9 +89,10 @@ pub enum PasswordError {
     /// The policy asks for a special character and every character is a letter or a digit.
     #[error("must contain a special character")]
     NoSpecial,
-    /// The whole password is a common password or dictionary word, however dressed up.
-    #[error("is too common: it is one of the words and passwords that attackers try first")]
-    Common,
+    /// zxcvbn scores the password below [`NewPassword::MIN_SCORE`]: it would fall to a guessing
+    /// attack. Carries zxcvbn's feedback (what is wrong, what would help).
+    #[error("is too easy to guess: {0}")]
+    TooGuessable(String),
 }
 
 /// A plaintext password that meets a policy, on its way to the hasher. Its `Debug` is redacted
@@ -104,9 +105,38 @@ impl NewPassword {
     /// is a denial-of-service attempt, not a secret.
     pub const MAX_CHARS: usize = 128;
 
-    /// A password as typed (not trimmed), checked against `policy`, then against the common
-    /// passwords; the first rule it breaks is the error.
-    pub fn parse(raw: &str, policy: &PasswordPolicy) -> Result<Self, PasswordError> {
+    /// The lowest zxcvbn score a new password may have: 3, "safely unguessable: moderate
+    /// protection from offline slow-hash scenario" (under 10^10 guesses scores 2 or less).
+    pub const MIN_SCORE: u8 = 3;
+
+    /// A password as typed (not trimmed), checked against `policy` ([`Self::meets`]), then
+    /// judged by zxcvbn with `user_inputs` (what the person is known by: see
+    /// [`password_user_inputs`]) counted as words an attacker tries first; the first rule it
+    /// breaks is the error. zxcvbn reads the first 100 characters.
+    pub fn parse(
+        raw: &str,
+        policy: &PasswordPolicy,
+        user_inputs: &[String],
+    ) -> Result<Self, PasswordError> {
+        let password = Self(raw.to_owned());
+        password.meets(policy)?;
+        let inputs: Vec<&str> = user_inputs.iter().map(String::as_str).collect();
+        let entropy = zxcvbn::zxcvbn(raw, &inputs);
+        if u8::from(entropy.score()) < Self::MIN_SCORE {
+            let feedback = entropy
+                .feedback()
+                .map(|feedback| feedback.to_string().trim().to_owned())
+                .filter(|text| !text.is_empty())
+                .unwrap_or_else(|| "Add another word or two. Uncommon words are better.".into());
+            return Err(PasswordError::TooGuessable(feedback));
+        }
+        Ok(password)
+    }
+
+    /// Whether the password meets `policy`'s length and composition rules (cheap: no strength
+    /// judgment), for a password already judged when a stricter policy is learnt later.
+    pub fn meets(&self, policy: &PasswordPolicy) -> Result<(), PasswordError> {
+        let raw = self.0.as_str();
         let chars = raw.chars().count();
         let min_length = policy.min_length.get() as usize;
         if chars < min_length {
@@ -127,10 +157,7 @@ impl NewPassword {
         if policy.require_special_chars && raw.chars().all(char::is_alphanumeric) {
             return Err(PasswordError::NoSpecial);
         }
-        if is_common(raw) {
-            return Err(PasswordError::Common);
-        }
-        Ok(Self(raw.to_owned()))
+        Ok(())
     }
 
     /// The plaintext, for the hasher only.
@@ -139,17 +166,23 @@ impl NewPassword {
     }
 }
 
-/// Whether the whole password is one entry of zxcvbn's dictionaries: its list of the most
-/// used passwords (leaked password corpora), English words, names, film and TV words; as
-/// written, capitalised, reversed or in l33t (`P@ssw0rd`, `drowssap`). zxcvbn does the
-/// matching; a password made of several words or of a word and more is not refused here.
-fn is_common(raw: &str) -> bool {
-    use zxcvbn::matching::patterns::MatchPattern;
-    let entropy = zxcvbn::zxcvbn(raw, &[]);
-    matches!(
-        entropy.sequence(),
-        [only] if matches!(only.pattern, MatchPattern::Dictionary(_))
-    )
+/// What a person is known by, as zxcvbn's user inputs: the address, its local part and the
+/// words in it, the full name and each of its words. A password built from them
+/// (`Lovelace1815!` for Ada Lovelace) is what anyone who knows whose it is tries first.
+pub fn password_user_inputs(email: &str, full_name: &str) -> Vec<String> {
+    let local = email.rsplit_once('@').map_or(email, |(local, _)| local);
+    let words = |text: &str| -> Vec<String> {
+        text.split(|c: char| !c.is_alphanumeric())
+            .filter(|word| word.chars().count() >= 3)
+            .map(str::to_owned)
+            .collect()
+    };
+    let mut inputs = vec![email.to_owned(), local.to_owned(), full_name.to_owned()];
+    inputs.extend(words(local));
+    inputs.extend(words(full_name));
+    inputs.sort();
+    inputs.dedup();
+    inputs
 }
 
 impl fmt::Debug for NewPassword {
@@ -185,48 +218,109 @@ impl fmt::Debug for PasswordHash {
 mod tests {
     use super::*;
 
+    fn parse(raw: &str, policy: &PasswordPolicy) -> Result<NewPassword, PasswordError> {
+        NewPassword::parse(
+            raw,
+            policy,
+            &password_user_inputs("ada.lovelace@example.com", "Ada Lovelace"),
+        )
+    }
+
     #[test]
-    fn default_policy_is_about_length() {
+    fn default_policy_is_about_length_and_guessability() {
         let policy = PasswordPolicy::default();
         assert_eq!(
-            NewPassword::parse("short", &policy).err(),
+            parse("short", &policy).err(),
             Some(PasswordError::TooShort(8))
         );
-        assert!(NewPassword::parse("correct horse", &policy).is_ok());
+        assert!(parse("correct horse battery", &policy).is_ok());
         assert_eq!(
-            NewPassword::parse(&"x".repeat(129), &policy).err(),
+            parse(&"x".repeat(129), &policy).err(),
             Some(PasswordError::TooLong)
         );
     }
 
     #[test]
-    fn common_passwords_are_refused_however_they_are_dressed_up() {
+    fn passwords_zxcvbn_scores_below_three_are_refused_with_its_feedback() {
         let policy = PasswordPolicy::default();
-        let check = |raw: &str| NewPassword::parse(raw, &policy).err();
-        for common in [
+        for weak in [
+            "Password1!",
+            "Summer2024!",
+            "iloveyou1234",
             "password",
-            "Password",
-            "PASSWORD",
-            "p@ssw0rd",
+            "P@ssw0rd",
             "drowssap",
             "12345678",
             "password123",
             "qwertyuiop",
             "iloveyou",
-            "sunshine",
             "football",
-            "elephant",
+            "hunter2hunter2",
+            "aaaaaaaaaaaa",
         ] {
-            assert_eq!(check(common), Some(PasswordError::Common), "{common}");
+            match parse(weak, &policy) {
+                Err(PasswordError::TooGuessable(feedback)) => {
+                    assert!(!feedback.is_empty(), "{weak}")
+                }
+                other => panic!("{weak}: {other:?}"),
+            }
         }
+        let refused = parse("Password1!", &policy).unwrap_err().to_string();
+        assert!(
+            refused.starts_with("is too easy to guess: ") && refused.contains("common"),
+            "{refused}"
+        );
         for fine in [
             "correct horse battery staple",
             "a much longer new passphrase",
             "tr0ub4dor&3-anvil",
             "Xk7#mQ2$vL9p",
         ] {
-            assert_eq!(check(fine), None, "{fine}");
+            assert!(parse(fine, &policy).is_ok(), "{fine}");
         }
+    }
+
+    #[test]
+    fn what_the_person_is_known_by_counts_against_their_password() {
+        let policy = PasswordPolicy::default();
+        let theirs = |raw: &str| {
+            NewPassword::parse(
+                raw,
+                &policy,
+                &password_user_inputs("ottoline.vandersteen@example.com", "Ottoline Vandersteen"),
+            )
+        };
+        let someone_elses = |raw: &str| {
+            NewPassword::parse(
+                raw,
+                &policy,
+                &password_user_inputs("grace@example.com", "Grace Hopper"),
+            )
+        };
+        for raw in ["vandersteen1815", "Ottoline.Vandersteen"] {
+            assert!(
+                matches!(theirs(raw), Err(PasswordError::TooGuessable(_))),
+                "{raw}: {:?}",
+                theirs(raw)
+            );
+            assert!(
+                someone_elses(raw).is_ok(),
+                "{raw}: {:?}",
+                someone_elses(raw)
+            );
+        }
+        assert_eq!(
+            password_user_inputs("ada.lovelace@example.com", "Ada Lovelace"),
+            [
+                "Ada",
+                "Ada Lovelace",
+                "Lovelace",
+                "ada",
+                "ada.lovelace",
+                "ada.lovelace@example.com",
+                "lovelace",
+            ]
+        );
     }
 
     #[test]
@@ -239,12 +333,18 @@ mod tests {
             require_special_chars: true,
             ..PasswordPolicy::default()
         };
-        let check = |raw: &str| NewPassword::parse(raw, &policy).err();
+        let check = |raw: &str| NewPassword(raw.to_owned()).meets(&policy).err();
         assert_eq!(check("abcdefghij"), Some(PasswordError::NoUppercase));
         assert_eq!(check("ABCDEFGHIJ"), Some(PasswordError::NoLowercase));
         assert_eq!(check("ABCDEfghij"), Some(PasswordError::NoDigit));
         assert_eq!(check("ABCDEfghi1"), Some(PasswordError::NoSpecial));
         assert_eq!(check("ABCDEfgh1!"), None);
+        // The policy first, then the guessing.
+        assert_eq!(
+            parse("abcdefghij", &policy).err(),
+            Some(PasswordError::NoUppercase)
+        );
+        assert!(parse("Tr0ub4dor&3-anvil", &policy).is_ok());
     }
 
     #[test]
@@ -259,7 +359,7 @@ mod tests {
 
     #[test]
     fn debug_never_shows_the_password() {
-        let password = NewPassword::parse("hunter2hunter2", &PasswordPolicy::default()).unwrap();
+        let password = parse("hunter2-very-secret", &PasswordPolicy::default()).unwrap();
         assert!(!format!("{password:?}").contains("hunter2"));
         let hash = PasswordHash::from_phc("$argon2id$v=19$secret".into());
         assert!(!format!("{hash:?}").contains("secret"));

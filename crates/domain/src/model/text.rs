@@ -17,17 +17,55 @@ pub enum TextError {
     /// A control character, or a line break where the text must stay on one line.
     #[error("must not contain control characters")]
     ControlCharacter,
+    /// A bidirectional control or an invisible, zero-width character (see
+    /// [`is_invisible_control`]).
+    #[error("{INVISIBLE_CONTROL}")]
+    InvisibleControl,
 }
 
-/// The rule shared by every bounded text: trimmed, `min..=max` characters (not bytes), no
-/// control characters except line feeds when `allow_newlines`.
+/// What a text holding an [`is_invisible_control`] character is told, completing
+/// "`<field>` ...".
+pub(crate) const INVISIBLE_CONTROL: &str =
+    "must not contain bidirectional or zero-width control characters";
+
+/// Whether `c` changes how the text around it is shown without being seen itself: Unicode's
+/// bidirectional controls (the property `Bidi_Control`: U+061C, U+200E, U+200F,
+/// U+202A..U+202E, U+2066..U+2069), with which `evil\u{202E}gpj.exe` reads as `evilexe.jpg`, and
+/// the zero-width and invisible format characters (U+00AD soft hyphen, U+180E, U+200B..U+200D
+/// zero-width space, non-joiner and joiner, U+2060..U+2064 word joiner and invisible operators,
+/// U+FEFF), with which two names that look the same are two names. No name or address needs
+/// them; refusing them costs emoji sequences joined by U+200D and the Persian non-joiner.
+pub(crate) fn is_invisible_control(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{061C}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{FEFF}'
+    )
+}
+
+/// `raw` trimmed and in Unicode's composed normal form (NFC): `e` followed by a combining acute
+/// accent and the single `é` are one text, stored one way.
+pub(crate) fn normalized(raw: &str) -> String {
+    use unicode_normalization::UnicodeNormalization as _;
+    raw.trim().nfc().collect()
+}
+
+/// The rule shared by every bounded text and name: trimmed and NFC ([`normalized`]),
+/// `min..=max` characters (not bytes), no control characters except line feeds when
+/// `allow_newlines`, no bidirectional or zero-width controls ([`is_invisible_control`]).
 pub(crate) fn parse_text(
     raw: &str,
     min: usize,
     max: usize,
     allow_newlines: bool,
 ) -> Result<String, TextError> {
-    let text = raw.trim();
+    let text = normalized(raw);
     let chars = text.chars().count();
     if chars < min {
         return Err(TextError::Empty);
@@ -41,7 +79,10 @@ pub(crate) fn parse_text(
     {
         return Err(TextError::ControlCharacter);
     }
-    Ok(text.to_owned())
+    if text.chars().any(is_invisible_control) {
+        return Err(TextError::InvisibleControl);
+    }
+    Ok(text)
 }
 
 /// Why a URL that must be `https` was refused. The messages complete "`<field>` ...".
@@ -151,3 +192,43 @@ macro_rules! string_conversions {
 }
 
 pub(crate) use string_conversions;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_bounded_text_refuses_bidirectional_and_zero_width_controls() {
+        for c in [
+            '\u{202E}', '\u{202A}', '\u{200E}', '\u{200F}', '\u{061C}', '\u{2066}', '\u{2067}',
+            '\u{2068}', '\u{2069}', '\u{200B}', '\u{200C}', '\u{200D}', '\u{2060}', '\u{FEFF}',
+            '\u{00AD}', '\u{180E}',
+        ] {
+            let raw = format!("Acme{c}Corp");
+            assert_eq!(
+                parse_text(&raw, 1, 100, true),
+                Err(TextError::InvisibleControl),
+                "U+{:04X}",
+                u32::from(c)
+            );
+        }
+        // Letters of every script, accents, emoji without joiners: kept.
+        for fine in ["Zoë", "Łódź", "東京", "محمد", "Acme 🚀", "a\nb"] {
+            assert_eq!(parse_text(fine, 1, 100, true).as_deref(), Ok(fine));
+        }
+    }
+
+    #[test]
+    fn texts_are_kept_in_nfc() {
+        let decomposed = "Zoe\u{308}";
+        assert_eq!(
+            parse_text(decomposed, 1, 100, false).as_deref(),
+            Ok("Zo\u{eb}")
+        );
+        // Counted once composed: four characters, not five.
+        assert_eq!(
+            parse_text(decomposed, 1, 4, false).as_deref(),
+            Ok("Zo\u{eb}")
+        );
+    }
+}

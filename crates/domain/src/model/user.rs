@@ -1,44 +1,28 @@
 use serde::Serialize;
 use time::OffsetDateTime;
 
-use super::{Email, PasswordHash, UserId};
+use super::{
+    text::{parse_text, TextError},
+    Email, PasswordHash, UserId,
+};
 
-/// What a person is called: 1 to 200 characters once trimmed, no control characters.
+/// What a person is called: 1 to 200 characters once trimmed, in NFC, no control characters,
+/// no bidirectional or zero-width controls (the rule of every name: `text.rs`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(transparent)]
 pub struct FullName(String);
 
-/// Why a full name was refused. The messages complete "`<field>` ...".
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum FullNameError {
-    /// Nothing but whitespace.
-    #[error("must not be empty")]
-    Empty,
-    /// More than [`FullName::MAX_CHARS`] characters once trimmed.
-    #[error("must be at most 200 characters")]
-    TooLong,
-    /// A control character, a line break among them.
-    #[error("must not contain control characters")]
-    Control,
-}
+/// Why a full name was refused: the rule every name shares. The messages complete
+/// "`<field>` ...".
+pub type FullNameError = TextError;
 
 impl FullName {
     /// The longest name, in characters.
     pub const MAX_CHARS: usize = 200;
 
-    /// A name as typed, trimmed.
+    /// A name as typed, trimmed and composed (NFC).
     pub fn parse(raw: &str) -> Result<Self, FullNameError> {
-        let trimmed = raw.trim();
-        if trimmed.is_empty() {
-            return Err(FullNameError::Empty);
-        }
-        if trimmed.chars().count() > Self::MAX_CHARS {
-            return Err(FullNameError::TooLong);
-        }
-        if trimmed.chars().any(char::is_control) {
-            return Err(FullNameError::Control);
-        }
-        Ok(Self(trimmed.to_owned()))
+        parse_text(raw, 1, Self::MAX_CHARS, false).map(Self)
     }
 }
 
@@ -107,8 +91,34 @@ mod tests {
         assert_eq!(FullName::parse("   "), Err(FullNameError::Empty));
         assert_eq!(
             FullName::parse(&"a".repeat(201)),
-            Err(FullNameError::TooLong)
+            Err(FullNameError::TooLong { max: 200 })
         );
-        assert_eq!(FullName::parse("a\u{0}b"), Err(FullNameError::Control));
+        assert_eq!(
+            FullName::parse("a\u{0}b"),
+            Err(FullNameError::ControlCharacter)
+        );
+    }
+
+    #[test]
+    fn full_names_refuse_bidirectional_and_zero_width_controls_and_are_nfc() {
+        for raw in [
+            "Ada\u{202E}ecalevoL",
+            "Ada\u{200B}Lovelace",
+            "\u{2066}Ada\u{2069}",
+            "\u{FEFF}Ada",
+            "Ada\u{200D}Lovelace",
+            "Ada\u{061C}",
+        ] {
+            assert_eq!(
+                FullName::parse(raw),
+                Err(FullNameError::InvisibleControl),
+                "{raw:?}"
+            );
+        }
+        // "José" typed with a combining accent is stored as the one composed "é".
+        assert_eq!(
+            FullName::parse("Jose\u{301}").unwrap().as_ref(),
+            "Jos\u{e9}"
+        );
     }
 }

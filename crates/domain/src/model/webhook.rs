@@ -110,6 +110,27 @@ impl WebhookUrl {
     }
 }
 
+impl WebhookUrl {
+    /// The IP address the URL names as its host, when it names one rather than a domain name:
+    /// as a browser reads it (the `url` crate's WHATWG rules), so `https://2130706433/` and
+    /// `https://0x7f.1/` are `127.0.0.1` too.
+    pub fn literal_address(&self) -> Option<IpAddr> {
+        match url::Url::parse(&self.0).ok()?.host()? {
+            url::Host::Ipv4(ip) => Some(IpAddr::V4(ip)),
+            url::Host::Ipv6(ip) => Some(IpAddr::V6(ip)),
+            url::Host::Domain(_) => None,
+        }
+    }
+
+    /// Whether the URL's host is a literal address that is not on the public internet
+    /// (private, loopback, link-local, ...: [`is_public_address`](super::is_public_address)
+    /// says which), where a webhook is never delivered unless the server allows private targets.
+    pub fn names_private_address(&self) -> bool {
+        self.literal_address()
+            .is_some_and(|ip| !super::is_public_address(ip))
+    }
+}
+
 impl AsRef<str> for WebhookUrl {
     fn as_ref(&self) -> &str {
         &self.0
@@ -494,6 +515,38 @@ mod tests {
                 Err(WebhookUrlError::Invalid),
                 "{bad}"
             );
+        }
+    }
+
+    #[test]
+    fn literal_private_loopback_and_link_local_hosts_are_told_apart() {
+        let private = |raw: &str| WebhookUrl::parse(raw).unwrap().names_private_address();
+        for raw in [
+            "https://127.0.0.1/hook",
+            "https://127.0.0.1:8443/hook",
+            "https://10.1.2.3/hook",
+            "https://172.16.0.1/hook",
+            "https://192.168.1.1/hook",
+            "https://169.254.169.254/latest/meta-data",
+            "https://0.0.0.0/hook",
+            "https://[::1]/hook",
+            "https://[fe80::1]/hook",
+            "https://[fd00::1]/hook",
+            "https://[::ffff:127.0.0.1]/hook",
+            // What a browser reads as 127.0.0.1.
+            "https://2130706433/hook",
+            "https://0x7f.1/hook",
+        ] {
+            assert!(private(raw), "{raw} names a private address");
+        }
+        for raw in [
+            "https://hooks.example.com/in",
+            "https://8.8.8.8/hook",
+            "https://[2606:4700:4700::1111]/hook",
+            // A name is judged when it resolves, by the sender.
+            "https://localhost/hook",
+        ] {
+            assert!(!private(raw), "{raw} names no private address");
         }
     }
 

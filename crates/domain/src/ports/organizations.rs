@@ -62,17 +62,20 @@ pub trait OrganizationStore: Send + Sync + 'static {
     /// The first of `base`'s candidates (`base`, `base-2`, ...) that no organization uses.
     async fn first_free_slug(&self, base: &Slug) -> Result<Slug, StoreError>;
 
-    /// Creates the organization with `owner` as its owner, and records the events and the audit record.
+    /// Creates the organization with `owner` as its owner, and records the events and the audit
+    /// record. With `slug_generated`, the slug is a base: the organization gets its first free
+    /// candidate (`base`, `base-2`, ...), the next one when a concurrent creation takes it, and
+    /// that slug goes into the events' data. Returns the slug the organization got.
     ///
     /// # Errors
-    /// [`StoreError::Conflict`] when the slug is taken.
+    /// [`StoreError::Conflict`] when a slug that was not generated is taken.
     async fn create_organization(
         &self,
         organization: NewOrganization,
         owner: UserId,
         events: Vec<NewEvent>,
         audit: AuditRecord,
-    ) -> Result<(), StoreError>;
+    ) -> Result<Slug, StoreError>;
 
     /// The live organizations the user is an active member of, filtered, newest first.
     async fn organizations_of(

@@ -7,13 +7,13 @@ use time::{Duration, OffsetDateTime};
 use super::{audit, event, payloads, Principal};
 use crate::{
     model::{
-        AccountKey, Amr, ApplicationId, AuditAction, AuditActor, AuditRecord, AuthMethod,
-        ClientGrant, EffectivePolicies, Email, EventType, FullName, LockoutRule, MfaFactor,
-        MfaLogin, MfaMethod, NewEvent, NewOrganization, NewPassword, NewSession, NewUser,
-        Organization, OrganizationId, OrganizationName, OrganizationSettings, OrganizationType,
-        Origin, PasswordError, PasswordHash, PasswordPolicy, Plan, SecretToken, SessionId, Slug,
-        TargetKind, TokenHash, TokenKind, User, UserCredentials, UserId, MFA_TOKEN_TTL,
-        SESSION_TOUCH_INTERVAL,
+        password_user_inputs, AccountKey, Amr, ApplicationId, AuditAction, AuditActor, AuditRecord,
+        AuthMethod, ClientGrant, EffectivePolicies, Email, EventType, FullName, LockoutRule,
+        MfaFactor, MfaLogin, MfaMethod, NewEvent, NewOrganization, NewPassword, NewSession,
+        NewUser, Organization, OrganizationId, OrganizationName, OrganizationSettings,
+        OrganizationType, Origin, PasswordError, PasswordHash, PasswordPolicy, Plan, SecretToken,
+        SessionId, Slug, TargetKind, TokenHash, TokenKind, User, UserCredentials, UserId,
+        MFA_TOKEN_TTL, SESSION_TOUCH_INTERVAL,
     },
     ports::{
         service_ports, AccessClaims, BoxError, HashError, NewAccount, RefreshContext, StoreError,
@@ -383,8 +383,10 @@ impl AuthService {
         full_name: FullName,
         origin: &Origin,
     ) -> Result<Registered, RegisterError> {
-        // Every policy is at least as strict as the default: refuse what fails it first.
-        NewPassword::parse(password, &PasswordPolicy::default())
+        // Every policy is at least as strict as the default: refuse what fails it first, judged
+        // with what the person is known by.
+        let user_inputs = password_user_inputs(email.as_ref(), full_name.as_ref());
+        let password = NewPassword::parse(password, &PasswordPolicy::default(), &user_inputs)
             .map_err(RegisterError::WeakPassword)?;
         // Refuse a taken email before paying for a hash; the unique index settles races.
         if self
@@ -400,8 +402,9 @@ impl AuthService {
         let now = self.ports.clock.now();
         let invited_by = self.ports.policies.policies_of_invitee(&email, now).await?;
         let policy = fold(&invited_by).password;
-        let password =
-            NewPassword::parse(password, &policy).map_err(RegisterError::WeakPassword)?;
+        password
+            .meets(&policy)
+            .map_err(RegisterError::WeakPassword)?;
         let password_hash = self
             .ports
             .hasher
@@ -1000,8 +1003,12 @@ impl AuthService {
     ) -> Result<(), ChangePasswordError> {
         let user_id = credentials.user.id;
         let policy = self.policies_of(user_id).await?.password;
-        let new_password =
-            NewPassword::parse(new_password, &policy).map_err(ChangePasswordError::WeakPassword)?;
+        let user_inputs = password_user_inputs(
+            credentials.user.email.as_ref(),
+            credentials.user.full_name.as_ref(),
+        );
+        let new_password = NewPassword::parse(new_password, &policy, &user_inputs)
+            .map_err(ChangePasswordError::WeakPassword)?;
         let unchanged = new_password.expose() == current_password;
         let account = AccountKey::for_email(credentials.user.email.as_ref());
         let matches = self

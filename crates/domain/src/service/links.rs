@@ -10,9 +10,9 @@ use super::{
 };
 use crate::{
     model::{
-        AccountKey, AccountToken, AccountTokenPurpose, Amr, AuditAction, AuditActor, ClientAddress,
-        Email, NewPassword, Origin, PasswordError, PasswordPolicy, TargetKind, TokenHash,
-        UserCredentials,
+        password_user_inputs, AccountKey, AccountToken, AccountTokenPurpose, Amr, AuditAction,
+        AuditActor, ClientAddress, Email, NewPassword, Origin, PasswordError, PasswordPolicy,
+        TargetKind, TokenHash, UserCredentials,
     },
     ports::{service_ports, BoxError, Mail, StoreError},
 };
@@ -344,18 +344,23 @@ impl EmailLinkService {
         origin: &Origin,
     ) -> Result<(), LinkError> {
         // Every policy is at least as strict as the default: refuse what fails it before the
-        // link is spent.
-        NewPassword::parse(new_password, &PasswordPolicy::default())
+        // link is spent (judged without knowing whose link it is: that comes with spending it).
+        NewPassword::parse(new_password, &PasswordPolicy::default(), &[])
             .map_err(LinkError::WeakPassword)?;
         let (taken, credentials) = self
             .taken(token, AccountTokenPurpose::PasswordReset)
             .await?;
         let user_id = credentials.user.id;
         let policy = self.auth.policies_of(user_id).await?.password;
-        // A stricter policy of the user's organizations, met only now: the link is spent, and
-        // the answer says why a new one is needed.
-        let new_password =
-            NewPassword::parse(new_password, &policy).map_err(LinkError::WeakPassword)?;
+        // A stricter policy of the user's organizations, or a password made of what the user
+        // is known by, met only now: the link is spent, and the answer says why a new one is
+        // needed.
+        let user_inputs = password_user_inputs(
+            credentials.user.email.as_ref(),
+            credentials.user.full_name.as_ref(),
+        );
+        let new_password = NewPassword::parse(new_password, &policy, &user_inputs)
+            .map_err(LinkError::WeakPassword)?;
         self.auth
             .store_new_password(
                 user_id,

@@ -14,9 +14,6 @@ use crate::{
     ports::{service_ports, StoreError},
 };
 
-/// How many times creation retries when a concurrent request took the same generated slug.
-const SLUG_RETRIES: usize = 3;
-
 /// Why an organization use case failed.
 #[derive(Debug, thiserror::Error)]
 pub enum OrganizationError {
@@ -139,68 +136,58 @@ impl OrganizationService {
         let owner = principal.user_id();
         let generated = slug.is_none();
         let base = slug.unwrap_or_else(|| Slug::generate_from(name.as_ref()));
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let slug = if generated {
-                self.ports.organizations.first_free_slug(&base).await?
-            } else {
-                base.clone()
-            };
-            let now = self.ports.clock.now();
-            let organization = Organization {
-                id: self.ports.random.uuid().into(),
-                name: name.clone(),
-                slug,
-                kind,
-                plan: Plan::Free,
-                is_active: true,
-                settings: OrganizationSettings::default(),
-                member_count: 1,
-                application_count: 0,
-                created_at: now,
-                updated_at: now,
-            };
-            let created = event(
-                self.ports.random.as_ref(),
-                now,
-                EventType::OrganizationCreated,
-                Some(organization.id),
-                Some(owner),
-                payloads::organization(&organization),
-            );
-            let new = NewOrganization {
-                id: organization.id,
-                name: organization.name.clone(),
-                slug: organization.slug.clone(),
-                slug_generated: false,
-                kind,
-                plan: Plan::Free,
-                created_at: now,
-            };
-            match self
-                .ports
-                .organizations
-                .create_organization(
-                    new,
-                    owner,
-                    vec![created],
-                    self.record(
-                        AuditActor::of(principal),
-                        AuditAction::OrganizationCreated,
-                        organization.id,
-                        origin,
-                        now,
-                    ),
-                )
-                .await
-            {
-                Ok(()) => return Ok(organization),
-                // Someone took the generated slug between the check and the insert: next one.
-                Err(StoreError::Conflict) if generated && attempt < SLUG_RETRIES => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
+        let now = self.ports.clock.now();
+        let mut organization = Organization {
+            id: self.ports.random.uuid().into(),
+            name,
+            slug: base,
+            kind,
+            plan: Plan::Free,
+            is_active: true,
+            settings: OrganizationSettings::default(),
+            member_count: 1,
+            application_count: 0,
+            created_at: now,
+            updated_at: now,
+        };
+        let created = event(
+            self.ports.random.as_ref(),
+            now,
+            EventType::OrganizationCreated,
+            Some(organization.id),
+            Some(owner),
+            payloads::organization(&organization),
+        );
+        // A generated slug is the store's to finish: it takes the first free candidate (`acme`,
+        // `acme-2`, ...) in the transaction that inserts, and the next one when a concurrent
+        // creation took it, so that any number of twins created at once all succeed. A slug the
+        // caller chose is taken as it is, or refused.
+        let new = NewOrganization {
+            id: organization.id,
+            name: organization.name.clone(),
+            slug: organization.slug.clone(),
+            slug_generated: generated,
+            kind,
+            plan: Plan::Free,
+            created_at: now,
+        };
+        organization.slug = self
+            .ports
+            .organizations
+            .create_organization(
+                new,
+                owner,
+                vec![created],
+                self.record(
+                    AuditActor::of(principal),
+                    AuditAction::OrganizationCreated,
+                    organization.id,
+                    origin,
+                    now,
+                ),
+            )
+            .await?;
+        Ok(organization)
     }
 
     /// The organization, with settings and counts.
@@ -379,3 +366,76 @@ impl OrganizationService {
 
 /// How long a deleted organization's data is kept.
 pub const RETENTION_DAYS: i64 = 30;
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use futures::executor::block_on;
+    use uuid::Uuid;
+
+    use super::*;
+    use crate::{
+        mock::{ready, MockPorts},
+        model::{Amr, UserId},
+    };
+
+    fn ada() -> Principal {
+        Principal::User {
+            user_id: UserId::from_uuid(Uuid::from_u128(0xada)),
+            session_id: Uuid::from_u128(1).into(),
+            amr: Amr::password(),
+            application: None,
+        }
+    }
+
+    fn mocks() -> MockPorts {
+        let mut mocks = MockPorts::new();
+        mocks
+            .clock
+            .expect_now()
+            .return_const(time::macros::datetime!(2026-11-26 10:00 UTC));
+        mocks.random.expect_uuid().returning(Uuid::now_v7);
+        mocks
+    }
+
+    fn create(mocks: MockPorts, slug: Option<&str>) -> Result<Organization, OrganizationError> {
+        let service = OrganizationService::new((&mocks.into_ports()).into());
+        block_on(service.create(
+            &ada(),
+            OrganizationName::parse("Acme").unwrap(),
+            slug.map(|s| Slug::parse(s).unwrap()),
+            OrganizationType::Team,
+            &Origin::system(),
+        ))
+    }
+
+    #[test]
+    fn a_generated_slug_is_finished_by_the_store_which_answers_the_one_it_took() {
+        let mut mocks = mocks();
+        mocks.organizations.expect_first_free_slug().never();
+        mocks
+            .organizations
+            .expect_create_organization()
+            .withf(|new, _, _, _| new.slug.as_ref() == "acme" && new.slug_generated)
+            .times(1)
+            .returning(|_, _, _, _| ready(Ok(Slug::parse("acme-7").unwrap())));
+        let created = create(mocks, None).unwrap();
+        assert_eq!(created.slug.as_ref(), "acme-7");
+    }
+
+    #[test]
+    fn a_chosen_slug_that_is_taken_is_refused_once_without_another_candidate() {
+        let mut mocks = mocks();
+        mocks
+            .organizations
+            .expect_create_organization()
+            .withf(|new, _, _, _| new.slug.as_ref() == "acme" && !new.slug_generated)
+            .times(1)
+            .returning(|_, _, _, _| ready(Err(StoreError::Conflict)));
+        let result = create(mocks, Some("acme"));
+        assert!(
+            matches!(result, Err(OrganizationError::SlugTaken)),
+            "{result:?}"
+        );
+    }
+}

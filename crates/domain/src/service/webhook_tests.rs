@@ -358,6 +358,43 @@ fn create_subscribes_to_each_event_type_once_in_the_order_given() {
 }
 
 #[test]
+fn an_endpoint_on_a_literal_private_address_is_refused_unless_private_targets_are_allowed() {
+    let metadata = || WebhookUrl::parse("https://169.254.169.254/latest/meta-data").unwrap();
+    let request = || NewEndpointRequest {
+        url: metadata(),
+        events: vec![EventType::MemberJoined],
+        description: EndpointDescription::default(),
+        secret: None,
+    };
+    let mut mocks = Mocks::new();
+    mocks.cipher.expect_seal().never();
+    mocks.webhooks.expect_create_endpoint().never();
+    mocks.webhooks.expect_update_endpoint().never();
+    let service = mocks.webhook_service();
+    let result = block_on(service.create(&admin(), request(), &origin()));
+    assert!(
+        matches!(result, Err(WebhookError::PrivateTarget)),
+        "{result:?}"
+    );
+    let update = EndpointUpdate {
+        url: Some(WebhookUrl::parse("https://[::1]:8443/hook").unwrap()),
+        ..EndpointUpdate::default()
+    };
+    let result = block_on(service.update(&admin(), HOOK, update, &origin()));
+    assert!(
+        matches!(result, Err(WebhookError::PrivateTarget)),
+        "{result:?}"
+    );
+
+    // GATEHOUSE_WEBHOOK_ALLOW_PRIVATE_TARGETS: for development and tests.
+    let mut mocks = Mocks::new();
+    mocks.cipher_seals();
+    mocks.store_creates_endpoint();
+    let service = mocks.webhook_service().allowing_private_targets(true);
+    assert!(block_on(service.create(&admin(), request(), &origin())).is_ok());
+}
+
+#[test]
 fn create_with_no_event_types_is_refused_and_nothing_is_sealed_or_stored() {
     let mut mocks = Mocks::new();
     mocks.cipher.expect_seal().never();

@@ -79,6 +79,10 @@ pub enum WebhookError {
     /// An endpoint must subscribe to at least one event type.
     #[error("events must name at least one event type")]
     NoEvents,
+    /// The URL's host is a literal private, loopback or link-local address (and the server
+    /// does not allow private targets).
+    #[error("url must not name a private, loopback or link-local address: webhooks go to the public internet")]
+    PrivateTarget,
     /// The signing secret could not be sealed or opened.
     #[error(transparent)]
     Cipher(#[from] CipherError),
@@ -135,6 +139,8 @@ service_ports! {
 #[derive(Clone)]
 pub struct WebhookService {
     ports: WebhookPorts,
+    /// `GATEHOUSE_WEBHOOK_ALLOW_PRIVATE_TARGETS`: endpoints may name private addresses.
+    allow_private_targets: bool,
 }
 
 /// The context a sealed secret is bound to: its endpoint.
@@ -145,7 +151,26 @@ fn secret_context(id: EndpointId) -> [u8; 16] {
 impl WebhookService {
     /// A service on these ports.
     pub fn new(ports: WebhookPorts) -> Self {
-        Self { ports }
+        Self {
+            ports,
+            allow_private_targets: false,
+        }
+    }
+
+    /// The same service, letting endpoints name private, loopback and link-local addresses
+    /// when `allow` (`GATEHOUSE_WEBHOOK_ALLOW_PRIVATE_TARGETS`, for development and tests).
+    pub fn allowing_private_targets(mut self, allow: bool) -> Self {
+        self.allow_private_targets = allow;
+        self
+    }
+
+    /// The target rule of an endpoint URL, at creation and at update (the sender checks every
+    /// address again when it connects).
+    fn check_target(&self, url: &WebhookUrl) -> Result<(), WebhookError> {
+        if !self.allow_private_targets && url.names_private_address() {
+            return Err(WebhookError::PrivateTarget);
+        }
+        Ok(())
     }
 
     fn seal(&self, id: EndpointId, secret: &SigningSecret) -> Result<Vec<u8>, CipherError> {
@@ -179,6 +204,7 @@ impl WebhookService {
             secret,
         } = endpoint;
         actor.require(Permission::WebhooksManage)?;
+        self.check_target(&url)?;
         let events = dedup(events).ok_or(WebhookError::NoEvents)?;
         let secret = secret.unwrap_or_else(|| {
             SigningSecret(
@@ -254,6 +280,9 @@ impl WebhookService {
         origin: &Origin,
     ) -> Result<WebhookEndpoint, WebhookError> {
         actor.require(Permission::WebhooksManage)?;
+        if let Some(url) = &update.url {
+            self.check_target(url)?;
+        }
         let events = match update.events {
             Some(events) => Some(dedup(events).ok_or(WebhookError::NoEvents)?),
             None => None,

@@ -248,6 +248,11 @@ impl TestApp {
         }
     }
 
+    /// The server's configuration, as it was started with.
+    pub fn config(&self) -> Config {
+        Config::load_from(None, |name| self.env.get(name).cloned()).unwrap()
+    }
+
     /// Where the `GATEHOUSE_METRICS_BIND` listener serves the metrics, when it was started.
     pub fn metrics_url(&self) -> Option<String> {
         self.metrics_url.clone()

@@ -26,5 +26,6 @@ mod organizations;
 mod permissions;
 mod policies;
 mod rate_limits;
+mod rules;
 mod saml;
 mod webhooks;

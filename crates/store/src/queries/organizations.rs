@@ -212,7 +212,7 @@ impl OrganizationStore for DbStore {
         owner: UserId,
         events: Vec<NewEvent>,
         audit: AuditRecord,
-    ) -> Result<(), StoreError> {
+    ) -> Result<Slug, StoreError> {
         let pool = self.writer.clone();
         self.runtime
             .run(async move {
@@ -229,11 +229,12 @@ impl OrganizationStore for DbStore {
                             stamp_slug(&mut events, organization.id, &slug);
                         }
                         record_events(conn, events).await?;
-                        insert_audit(conn, audit.clone()).await
+                        insert_audit(conn, audit.clone()).await?;
+                        Ok(slug)
                     })
                     .await;
                     match result {
-                        Ok(()) => return Ok(()),
+                        Ok(slug) => return Ok(slug),
                         // A concurrent creation took the generated slug: take the next free one.
                         Err(e)
                             if organization.slug_generated

@@ -225,12 +225,34 @@ async fn establish(url: &str) -> Result<Conn, ConnectionError> {
     Ok(conn)
 }
 
+/// Creates the database file, when there is none yet, readable and writable by its owner only
+/// (`0600`), before SQLite opens it: it holds password hashes, sealed secrets and personal data.
+/// SQLite gives the `-wal` and `-shm` files it makes beside it the database file's own mode, so
+/// they are `0600` too. A file that exists keeps the mode its operator gave it; an in-memory
+/// database has no file.
+fn create_owner_only(path: &std::path::Path) -> std::io::Result<()> {
+    let name = path.as_os_str().to_string_lossy();
+    if name.is_empty() || name == ":memory:" || name.starts_with("file:") {
+        return Ok(());
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 impl DbStore {
     pub(crate) async fn open(url: &str, options: &StoreOptions) -> Result<Self, OpenError> {
         let path = std::path::Path::new(path_of(url));
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|e| OpenError::Connect(Box::new(e)))?;
         }
+        create_owner_only(path).map_err(|e| OpenError::Connect(Box::new(e)))?;
         {
             // WAL is a property of the database file: set it once, before the pool opens.
             let mut conn = establish(url)

@@ -1,4 +1,6 @@
-//! Which addresses a webhook may be sent to: the SSRF rule.
+//! Which addresses a webhook may be sent to: the SSRF rule, one place for it. The endpoint URL's
+//! rule (a literal address in the URL) and the delivery adapter's (every address a name resolves
+//! to, and the peer it connects to) both ask [`is_public_address`].
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
