@@ -17,8 +17,8 @@ pub enum TextError {
     /// A control character, or a line break where the text must stay on one line.
     #[error("must not contain control characters")]
     ControlCharacter,
-    /// A bidirectional control or an invisible, zero-width character (see
-    /// [`is_invisible_control`]).
+    /// A bidirectional control or an invisible, zero-width character (U+202E, U+200B, U+2066,
+    /// U+FEFF and the rest of those classes).
     #[error("{INVISIBLE_CONTROL}")]
     InvisibleControl,
 }
