@@ -15,7 +15,7 @@ use gatehouse_domain::{
         DeleteApiKeyError, DomainError, Forbidden, IssuedToApplication, LockedOut, LoginError,
         MemberError, MfaError, OrgAccessError, OrganizationError, RefreshError, RegisterError,
         ReplayError, RevokeConsentError, SettingsError, UpdateProfileError, VerifyError,
-        WebhookError,
+        WebhookError, SSO_REQUIRED,
     },
 };
 use serde::Serialize;
@@ -126,6 +126,9 @@ pub enum ApiError {
     /// `429` with `Retry-After`: an account locked out after failed sign-ins.
     #[error(transparent)]
     LockedOut(LockedOut),
+    /// `403` with `sso_url`: the address signs in with its organization's single sign-on.
+    #[error("{}", SSO_REQUIRED)]
+    SsoRequired(String),
     #[error("the service is temporarily unavailable")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// `503` for a feature this server's configuration leaves out; the detail says which
@@ -134,6 +137,16 @@ pub enum ApiError {
     NotAvailable(String),
     #[error("internal error")]
     Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// The `403` of a password, a sign-in link or a password reset for an address that signs in
+/// with its organization's single sign-on: where to go instead.
+#[derive(Serialize, ToSchema)]
+pub struct SsoRequiredBody {
+    #[schema(example = "this account signs in with single sign-on")]
+    pub detail: String,
+    /// The organization's single sign-on: `{public_url}/sso/saml/{organization_id}/login`.
+    pub sso_url: String,
 }
 
 impl ApiError {
@@ -147,7 +160,7 @@ impl ResponseError for ApiError {
         match self {
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-            Self::Forbidden(_) => StatusCode::FORBIDDEN,
+            Self::Forbidden(_) | Self::SsoRequired(_) => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::Conflict(_) => StatusCode::CONFLICT,
             Self::Unprocessable(_) | Self::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
@@ -175,6 +188,10 @@ impl ResponseError for ApiError {
                 .json(ErrorBody {
                     detail: locked.to_string(),
                 }),
+            Self::SsoRequired(sso_url) => response.json(SsoRequiredBody {
+                detail: SSO_REQUIRED.to_owned(),
+                sso_url: sso_url.clone(),
+            }),
             Self::Unavailable(cause) => {
                 tracing::warn!(error = %cause, cause = ?cause.source(), "store unavailable");
                 response
@@ -227,6 +244,7 @@ impl From<LoginError> for ApiError {
             LoginError::InvalidCredentials => Self::Unauthorized(error.to_string()),
             LoginError::PasswordExpired => Self::Forbidden(error.to_string()),
             LoginError::LockedOut(locked) => Self::LockedOut(locked),
+            LoginError::SsoRequired(sso_url) => Self::SsoRequired(sso_url),
             LoginError::Store(e) => e.into(),
             LoginError::Internal(_) => Self::Internal(Box::new(error)),
         }

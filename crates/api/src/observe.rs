@@ -26,9 +26,11 @@ impl SignInResult for Result<SignIn, LoginError> {
     fn outcome(&self) -> SignInOutcome {
         match self {
             Ok(signed_in) => first_step(signed_in),
-            Err(LoginError::InvalidCredentials | LoginError::PasswordExpired) => {
-                SignInOutcome::Failure
-            }
+            Err(
+                LoginError::InvalidCredentials
+                | LoginError::PasswordExpired
+                | LoginError::SsoRequired(_),
+            ) => SignInOutcome::Failure,
             Err(LoginError::LockedOut(_)) => SignInOutcome::LockedOut,
             Err(LoginError::Store(_) | LoginError::Internal(_)) => SignInOutcome::Error,
         }

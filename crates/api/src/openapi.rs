@@ -6,7 +6,7 @@ use utoipa::{
 };
 
 use crate::{
-    error::{ErrorBody, FieldError, LocPart, ValidationErrorBody},
+    error::{ErrorBody, FieldError, LocPart, SsoRequiredBody, ValidationErrorBody},
     routes::{
         api_keys, applications, audit, auth, control, domains, health, invitation_page, links,
         members, mfa, oauth, organizations, policies, saml, sso, users, webhooks,
@@ -113,7 +113,7 @@ use crate::{
         health::readyz,
         health::health,
     ),
-    components(schemas(ErrorBody, ValidationErrorBody, FieldError, LocPart)),
+    components(schemas(ErrorBody, ValidationErrorBody, FieldError, LocPart, SsoRequiredBody)),
     modifiers(&SecuritySchemes, &UniqueOperationIds, &CommonResponses),
     tags(
         (name = "auth", description = "Registration, login, tokens"),

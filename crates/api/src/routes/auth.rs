@@ -159,7 +159,7 @@ impl LoginResponse {
     responses(
         (status = 200, body = LoginResponse),
         (status = 401, body = ErrorBody, description = "Unknown email or wrong password"),
-        (status = 403, body = ErrorBody, description = "The password expired under an organization's policy: renew it"),
+        (status = 403, body = ErrorBody, description = "The password expired under an organization's policy: renew it; or the address signs in with its organization's single sign-on (`sso_url` says where)"),
         (status = 422, body = ValidationErrorBody),
     )
 )]

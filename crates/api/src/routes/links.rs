@@ -17,7 +17,7 @@ use gatehouse_domain::ports::SignInMethod;
 use crate::extract::{origin_of, RequestOrigin};
 use crate::observe;
 use crate::{
-    error::{ApiError, ErrorBody, FieldError, ValidationErrorBody},
+    error::{ApiError, ErrorBody, FieldError, SsoRequiredBody, ValidationErrorBody},
     extract::{as_is, client_address, Authenticated, Fields, ValidJson},
     pages::{escape, message_page, token_page, TokenForm},
     routes::{
@@ -41,6 +41,7 @@ impl From<LinkError> for ApiError {
                 "new_password",
                 error.to_string(),
             )),
+            LinkError::SsoRequired(sso_url) => Self::SsoRequired(sso_url),
             LinkError::Store(e) => e.into(),
             LinkError::Internal(_) => Self::Internal(Box::new(error)),
         }
@@ -64,6 +65,7 @@ fn accepted() -> HttpResponse {
     request_body = EmailRequest,
     responses(
         (status = 202, description = "Mailed, if the address has an account"),
+        (status = 403, body = SsoRequiredBody, description = "The address signs in with its organization's single sign-on"),
         (status = 422, body = ValidationErrorBody),
         (status = 429, body = ErrorBody, description = "Asked too often for this address or from this client"),
     )
@@ -96,6 +98,7 @@ pub struct TokenRequest {
     request_body = TokenRequest,
     responses(
         (status = 200, body = LoginResponse),
+        (status = 403, body = SsoRequiredBody, description = "The address signs in with its organization's single sign-on"),
         (status = 422, body = ValidationErrorBody, description = "The token is invalid, expired or used"),
         (status = 429, body = ErrorBody, description = "The account is locked after failed sign-ins"),
     )
@@ -123,6 +126,7 @@ pub async fn verify_magic_link(
     request_body = EmailRequest,
     responses(
         (status = 202, description = "Mailed, if the address has an account"),
+        (status = 403, body = SsoRequiredBody, description = "The address signs in with its organization's single sign-on"),
         (status = 422, body = ValidationErrorBody),
         (status = 429, body = ErrorBody, description = "Asked too often for this address or from this client"),
     )
@@ -291,6 +295,12 @@ fn expired() -> HttpResponse {
 fn link_error(error: LinkError, what: &str) -> HttpResponse {
     match error {
         LinkError::InvalidToken => expired(),
+        LinkError::SsoRequired(_) => message(
+            StatusCode::FORBIDDEN,
+            "Sign in with single sign-on",
+            "This account signs in through its organization's identity provider, not with a link \
+             or a password.",
+        ),
         LinkError::LockedOut(_) | LinkError::RateLimited(_) => message(
             StatusCode::TOO_MANY_REQUESTS,
             "Too many attempts",

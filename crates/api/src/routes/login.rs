@@ -245,6 +245,16 @@ pub async fn sign_in(
             }
             response
         }
+        // The address signs in with its organization's identity provider: there it goes, and
+        // back to where this sign-in was going.
+        Err(LoginError::SsoRequired(sso_url)) => {
+            let return_to: String =
+                url::form_urlencoded::byte_serialize(return_to.as_bytes()).collect();
+            HttpResponse::SeeOther()
+                .insert_header((header::LOCATION, format!("{sso_url}?return_to={return_to}")))
+                .insert_header((header::CACHE_CONTROL, "no-store"))
+                .finish()
+        }
         Err(LoginError::PasswordExpired) => {
             let message = "Your password has expired: renew it, then sign in again.";
             show(

@@ -4,7 +4,7 @@ use serde::Serialize;
 use serde_json::json;
 use time::{Duration, OffsetDateTime};
 
-use super::{audit, event, payloads, Principal};
+use super::{audit, event, payloads, sso_realm::Realms, Principal};
 use crate::{
     model::{
         password_user_inputs, AccountKey, Amr, ApplicationId, AuditAction, AuditActor, AuditRecord,
@@ -236,6 +236,10 @@ pub enum LoginError {
     /// The password is right but older than an organization's `max_age_days`.
     #[error("{}", PASSWORD_EXPIRED)]
     PasswordExpired,
+    /// The address belongs to an organization's single sign-on: it signs in there, at this
+    /// URL (the organization's IdP), not with a password.
+    #[error("{}", SSO_REQUIRED)]
+    SsoRequired(String),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -243,6 +247,9 @@ pub enum LoginError {
     #[error("login failed")]
     Internal(#[source] BoxError),
 }
+
+/// What an address that must sign in with single sign-on is told.
+pub const SSO_REQUIRED: &str = "this account signs in with single sign-on";
 
 /// Why a refresh failed.
 #[derive(Debug, thiserror::Error)]
@@ -353,7 +360,7 @@ impl From<TokenError> for RefreshError {
 
 service_ports! {
     /// The ports [`AuthService`] uses.
-    pub struct AuthPorts { accounts: AccountStore, sessions: SessionStore, policies: PolicyStore, sign_in_attempts: SignInAttempts, hasher: PasswordHasher, signer: TokenSigner, mfa: MfaStore, webauthn: Webauthn, clock: Clock, random: Random, audit: AuditStore }
+    pub struct AuthPorts { accounts: AccountStore, sessions: SessionStore, policies: PolicyStore, sso: SsoStore, domains: DomainStore, organizations: OrganizationStore, memberships: MembershipStore, sign_in_attempts: SignInAttempts, hasher: PasswordHasher, signer: TokenSigner, mfa: MfaStore, webauthn: Webauthn, clock: Clock, random: Random, audit: AuditStore }
 }
 
 /// The account use cases.
@@ -515,21 +522,54 @@ impl AuthService {
         origin: &Origin,
     ) -> Result<SignIn, LoginError> {
         // An email that does not parse cannot have an account; it still costs a verification.
-        let credentials = match Email::parse(email) {
-            Ok(email) => self.ports.accounts.credentials_by_email(&email).await?,
-            Err(_) => None,
+        let parsed = Email::parse(email).ok();
+        let credentials = match &parsed {
+            Some(email) => self.ports.accounts.credentials_by_email(email).await?,
+            None => None,
         };
         let actor = credentials
             .as_ref()
             .map_or(AuditActor::UnknownUser, |c| AuditActor::User(c.user.id));
-        let signed_in = self.login_as(credentials, email, password, origin).await;
+        let barred = match &parsed {
+            Some(email) => {
+                self.sso_realm_barring(email, credentials.as_ref().map(|c| c.user.id))
+                    .await?
+            }
+            None => None,
+        };
+        let signed_in = match barred {
+            Some(login_url) => Err(LoginError::SsoRequired(login_url)),
+            None => self.login_as(credentials, email, password, origin).await,
+        };
         if let Err(
-            LoginError::InvalidCredentials | LoginError::LockedOut(_) | LoginError::PasswordExpired,
+            LoginError::InvalidCredentials
+            | LoginError::LockedOut(_)
+            | LoginError::PasswordExpired
+            | LoginError::SsoRequired(_),
         ) = &signed_in
         {
             self.refused(actor, origin).await?;
         }
         signed_in
+    }
+
+    /// Where the address must sign in instead, when an organization's single sign-on bars it
+    /// from a password, a sign-in link or a password reset (its owner excepted): the IdP's
+    /// sign-in URL.
+    pub(crate) async fn sso_realm_barring(
+        &self,
+        email: &Email,
+        user: Option<UserId>,
+    ) -> Result<Option<String>, StoreError> {
+        Ok(Realms {
+            sso: self.ports.sso.as_ref(),
+            domains: self.ports.domains.as_ref(),
+            organizations: self.ports.organizations.as_ref(),
+            memberships: self.ports.memberships.as_ref(),
+        }
+        .enforced(email, user, &self.settings.issuer)
+        .await?
+        .map(|realm| realm.login_url))
     }
 
     /// Writes a record that goes with no change (a refusal): it stands alone.

@@ -31,7 +31,10 @@ fn pending() -> OrganizationDomain {
 }
 
 impl Mocks {
+    /// Acme has these domains (and the store's default, that no domain is verified, is gone:
+    /// each test says who verified what).
     fn acme_has(&mut self, domains: Vec<OrganizationDomain>) {
+        self.domains = crate::ports::MockDomainStore::new();
         let one = domains.first().cloned();
         self.domains
             .expect_domains()

@@ -45,6 +45,10 @@ pub enum LinkError {
     /// The account is locked after failed sign-ins.
     #[error(transparent)]
     LockedOut(LockedOut),
+    /// The address belongs to an organization's single sign-on: no sign-in link or password
+    /// reset for it; it signs in at this URL (the organization's IdP).
+    #[error("{}", super::auth::SSO_REQUIRED)]
+    SsoRequired(String),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -57,6 +61,7 @@ impl From<LoginError> for LinkError {
     fn from(error: LoginError) -> Self {
         match error {
             LoginError::LockedOut(locked) => Self::LockedOut(locked),
+            LoginError::SsoRequired(url) => Self::SsoRequired(url),
             LoginError::Store(e) => Self::Store(e),
             other => Self::Internal(Box::new(other)),
         }
@@ -200,7 +205,15 @@ impl EmailLinkService {
         let Ok(email) = Email::parse(email) else {
             return Ok(());
         };
-        if let Some(credentials) = self.ports.accounts.credentials_by_email(&email).await? {
+        let credentials = self.ports.accounts.credentials_by_email(&email).await?;
+        if let Some(login_url) = self
+            .auth
+            .sso_realm_barring(&email, credentials.as_ref().map(|c| c.user.id))
+            .await?
+        {
+            return Err(LinkError::SsoRequired(login_url));
+        }
+        if let Some(credentials) = credentials {
             // Whoever asked has proved nothing yet: no actor.
             self.mail_token(purpose, &credentials, AuditActor::UnknownUser, origin)
                 .await?;
@@ -292,6 +305,16 @@ impl EmailLinkService {
             }
             taken => taken?,
         };
+        if let Some(login_url) = self
+            .auth
+            .sso_realm_barring(&credentials.user.email, Some(credentials.user.id))
+            .await?
+        {
+            self.auth
+                .refused(AuditActor::User(credentials.user.id), origin)
+                .await?;
+            return Err(LinkError::SsoRequired(login_url));
+        }
         let now = self.ports.clock.now();
         let account = AccountKey::for_email(credentials.user.email.as_ref());
         if let Ok(run) = self

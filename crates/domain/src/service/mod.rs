@@ -18,6 +18,7 @@ mod principal;
 mod rate_limit;
 mod saml;
 mod sso;
+mod sso_realm;
 mod webhooks;
 
 pub use access::{Actor, Forbidden};
@@ -31,7 +32,7 @@ pub use audit_log::{AuditLogError, AuditLogPorts, AuditLogService};
 pub use auth::{
     AccessToken, AuthPorts, AuthService, AuthSettings, BrowserSession, ChangePasswordError,
     LockedOut, LoginError, ProfileChange, RefreshError, RegisterError, Registered,
-    SecondFactorNeeded, SignIn, TokenPair, UpdateProfileError,
+    SecondFactorNeeded, SignIn, TokenPair, UpdateProfileError, SSO_REQUIRED,
 };
 pub use control::{ControlPorts, ControlService, PostEventError, ReplayError, MAX_REPLAY};
 pub use domains::{DomainError, DomainPorts, DomainService, MAX_DOMAINS};

@@ -12,7 +12,7 @@
 
 use time::OffsetDateTime;
 
-use super::{auth::fold, event, payloads, AuthService, TokenPair};
+use super::{auth::fold, event, payloads, sso_realm::Realms, AuthService, TokenPair};
 use crate::{
     model::{
         sp_acs_url, sp_entity_id, Amr, AuditAction, AuditActor, Email, EmailDomain, EventType,
@@ -117,30 +117,17 @@ impl SamlService {
     /// sign-on, whitelists the email's domain, when that organization verified the domain too;
     /// else `None`.
     pub async fn lookup(&self, email: &str) -> Result<Option<SsoLookup>, StoreError> {
-        let Some(domain) = Email::parse(email)
-            .ok()
-            .and_then(|email| EmailDomain::parse(email.domain()).ok())
-        else {
+        let Ok(email) = Email::parse(email) else {
             return Ok(None);
         };
-        let Some(verified_by) = self.ports.domains.verifying_organization(&domain).await? else {
-            return Ok(None);
-        };
-        for configuration in self
-            .ports
-            .sso
-            .sso_configurations_for_domain(&domain)
-            .await?
-        {
-            let id = configuration.organization_id;
-            if id == verified_by && self.with_sso(id).await?.is_some() {
-                return Ok(Some(SsoLookup {
-                    organization_id: id,
-                    login_url: format!("{}/sso/saml/{id}/login", self.public_url),
-                }));
-            }
+        Realms {
+            sso: self.ports.sso.as_ref(),
+            domains: self.ports.domains.as_ref(),
+            organizations: self.ports.organizations.as_ref(),
+            memberships: self.ports.memberships.as_ref(),
         }
-        Ok(None)
+        .of(&email, &self.public_url)
+        .await
     }
 
     /// Starts a sign-in: remembers a new request and returns where to send the browser (the

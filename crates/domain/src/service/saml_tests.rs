@@ -80,10 +80,12 @@ impl Mocks {
 
     /// `example.com` is verified by this organization, or none.
     fn example_com_verified_by(&mut self, organization: Option<OrganizationId>) {
-        self.domains
+        let mut domains = crate::ports::MockDomainStore::new();
+        domains
             .expect_verifying_organization()
             .withf(|domain| domain.as_str() == "example.com")
             .returning(move |_| ready(Ok(organization)));
+        self.domains = domains;
     }
 
     /// Acme is on `plan` with this configuration; no domain verification is set up.
@@ -539,4 +541,81 @@ fn home_realm_discovery_finds_the_organization_that_whitelists_the_domain() {
     let saml = mocks.saml();
     assert_eq!(block_on(saml.lookup("grace@example.com")).unwrap(), None);
     assert_eq!(block_on(saml.lookup("not an email")).unwrap(), None);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Single sign-on is enforced for its domains
+// ---------------------------------------------------------------------------------------------
+
+/// Acme (business) has an active configuration for example.com, which it verified; Ada, of
+/// example.com, is registered with a password, as a member of Acme with `role`.
+fn example_com_signs_in_with_acmes_idp(role: Option<Role>) -> Mocks {
+    let mut mocks = Mocks::new();
+    mocks.acme_configured(Plan::Business, Some(configuration(false)));
+    mocks
+        .sso
+        .expect_sso_configurations_for_domain()
+        .returning(|_| ready(Ok(vec![configuration(false)])));
+    mocks.ada_is_registered();
+    mocks
+        .memberships
+        .expect_membership()
+        .returning(move |_, _| {
+            ready(Ok(role.map(|role| crate::model::Membership {
+                role,
+                ..super::tests::ada_in_acme()
+            })))
+        });
+    mocks
+}
+
+fn sso_url() -> String {
+    format!("{PUBLIC_URL}/sso/saml/{ACME}/login")
+}
+
+#[test]
+fn an_address_of_an_enforced_domain_is_sent_to_its_idp_instead_of_a_password() {
+    for role in [None, Some(Role::Member), Some(Role::Admin)] {
+        let mut mocks = example_com_signs_in_with_acmes_idp(role);
+        mocks.hasher.expect_verify().never();
+        mocks.sessions.expect_create_session().never();
+        let refused = block_on(mocks.auth().login(ADA_EMAIL, "any".to_owned(), &origin()));
+        match refused {
+            Err(super::LoginError::SsoRequired(url)) => assert_eq!(url, sso_url(), "{role:?}"),
+            other => panic!("{role:?}: expected the IdP, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn an_unknown_address_of_an_enforced_domain_is_told_the_same() {
+    let mut mocks = example_com_signs_in_with_acmes_idp(None);
+    mocks.accounts = crate::ports::MockAccountStore::new();
+    mocks.email_is_free();
+    mocks.hasher.expect_verify().never();
+    let refused = block_on(
+        mocks
+            .auth()
+            .login("nobody@example.com", "any".to_owned(), &origin()),
+    );
+    assert!(matches!(refused, Err(super::LoginError::SsoRequired(_))));
+}
+
+#[test]
+fn the_owner_keeps_a_password_to_get_in_when_the_idp_cannot() {
+    let mut mocks = example_com_signs_in_with_acmes_idp(Some(Role::Owner));
+    mocks
+        .hasher
+        .expect_verify()
+        .times(1)
+        .returning(|_, _| ready(Ok(false)));
+    let answer = block_on(
+        mocks
+            .auth()
+            .login(ADA_EMAIL, "wrong password".to_owned(), &origin()),
+    );
+    assert!(
+        matches!(answer, Err(super::LoginError::InvalidCredentials)),
+        "the password is checked: {answer:?}"
+    );
 }

@@ -285,6 +285,12 @@ impl Mocks {
             .expect_mfa_factors()
             .returning(|_| ready(Ok(Vec::new())));
         mocks.sign_in_attempts = no_failed_sign_ins();
+        // No domain is verified, so no single sign-on bars a password, unless a test says so
+        // (replace `mocks.domains`).
+        mocks
+            .domains
+            .expect_verifying_organization()
+            .returning(|_| ready(Ok(None)));
         // Refused sign-ins are recorded; the audit tests replace `mocks.audit` to look.
         mocks
             .audit

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::helpers::{
     artifacts, browser_script, detail_of, hidden, json_of, on_both_backends, Backend, Browser,
-    LoggedIn, Options, TestApp,
+    LoggedIn, Options, TestApp, PASSWORD,
 };
 
 /// An organization on `plan` whose SAML configuration trusts `idp` for `example.com`, a domain
@@ -241,7 +241,9 @@ on_both_backends! {
         let members = json_of(app.get_as(&sso.owner.access_token, &format!("/api/v1/organizations/{}/members", sso.org)).await, 200).await;
         let grace = members["items"].as_array().unwrap().iter().find(|m| m["email"] == "grace@example.com").expect("a member");
         assert_eq!((grace["role"].as_str(), grace["status"].as_str()), (Some("member"), Some("active")));
-        detail_of(app.login("grace@example.com", "any password at all").await, 401).await;
+        // Her domain signs in with single sign-on: no password is even looked at.
+        let refused = json_of(app.login("grace@example.com", "any password at all").await, 403).await;
+        assert_eq!(refused["sso_url"], app.url(&format!("/sso/saml/{}/login", sso.org)));
 
         // The SSO sign-in is in the organization's audit log, as Grace's.
         let log = json_of(
@@ -362,7 +364,7 @@ on_both_backends! {
         let sso = configured(&app, "business", false).await;
         sso.refused(&app, "newcomer@example.com", json!({})).await;
         // Someone with an account who is not a member is not made one either.
-        app.logged_in("ada@example.com").await;
+        json_of(app.register("ada@example.com", PASSWORD, "Ada Lovelace").await, 201).await;
         sso.refused(&app, "ada@example.com", json!({})).await;
     }
 
@@ -471,7 +473,7 @@ on_both_backends! {
             &format!("/api/v1/organizations/{}/domains/{}/verify", sso.org, claimed["id"].as_str().unwrap()), None).await, 409).await;
         sso.refused(&app, "ceo@victimcorp.example", json!({})).await;
         // The victim still signs in with a password, and their own organization is theirs.
-        json_of(app.login("ceo@victimcorp.example", crate::helpers::PASSWORD).await, 200).await;
+        json_of(app.login("ceo@victimcorp.example", PASSWORD).await, 200).await;
         json_of(app.get_as(&victim.access_token, &format!("/api/v1/organizations/{}", victims_team["id"].as_str().unwrap())).await, 200).await;
     }
 
@@ -634,7 +636,13 @@ async fn wrapped(app: &TestApp, attack: &str) {
         accepted,
         "{attack}: the signed subject, if anyone"
     );
-    detail_of(app.login("mallory@example.com", "x").await, 401).await;
+    // No account was made for Mallory: the address is still free.
+    json_of(
+        app.register("mallory@example.com", PASSWORD, "Mallory")
+            .await,
+        201,
+    )
+    .await;
 }
 
 /// The events a SAML sign-in announces, at a real HTTPS receiver: `member.joined` and `auth.login`
@@ -702,4 +710,41 @@ async fn provisioning_is_announced_sqlite() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn provisioning_is_announced_postgres() {
     provisioning_is_announced(Backend::Postgres).await;
+}
+
+on_both_backends! {
+    async fn an_address_of_a_verified_sso_domain_signs_in_only_through_the_idp(app: TestApp) {
+        // Ada (example.com) had a password before her organization turned single sign-on on.
+        json_of(app.register("ada@example.com", PASSWORD, "Ada Lovelace").await, 201).await;
+        let sso = configured(&app, "business", true).await;
+        let sso_url = app.url(&format!("/sso/saml/{}/login", sso.org));
+
+        for (path, body) in [
+            ("/api/v1/auth/login", json!({ "email": "ada@example.com", "password": PASSWORD })),
+            ("/api/v1/auth/login", json!({ "email": "nobody@example.com", "password": PASSWORD })),
+            ("/api/v1/auth/magic-link", json!({ "email": "ada@example.com" })),
+            ("/api/v1/auth/password/forgot", json!({ "email": "ada@example.com" })),
+        ] {
+            let refused = json_of(app.post_json(path, &body).await, 403).await;
+            assert_eq!(refused["detail"], "this account signs in with single sign-on", "{path} {body}");
+            assert_eq!(refused["sso_url"], sso_url.as_str(), "{path} {body}");
+        }
+        assert!(app.mails().is_empty(), "no link was mailed");
+
+        // The hosted login page sends her to the IdP, and back to where she was going.
+        let mut browser = Browser::new();
+        let page = browser.get(&app.url("/login?return_to=/login/done")).await.text().await.unwrap();
+        let response = browser.post_form(&app.url("/login"), &[("email", "ada@example.com"), ("password", PASSWORD), ("csrf_token", &hidden(&page, "csrf_token")), ("return_to", "/login/done")]).await;
+        assert_eq!(response.status(), 303);
+        assert_eq!(location(&response), format!("{sso_url}?return_to=%2Flogin%2Fdone"));
+        assert!(!sets_cookie(&response) || response.headers().get_all(header::SET_COOKIE).iter().all(|c| !c.to_str().unwrap().starts_with("gatehouse_session=")));
+        let response = browser.get(&location(&response)).await;
+        assert_eq!(response.status(), 302, "on to the IdP");
+
+        // The owner keeps a password (break-glass), whatever their own domain.
+        json_of(app.login("owner@acme.test", PASSWORD).await, 200).await;
+        // Once the configuration is off, passwords work again.
+        json_of(app.send_as(Method::PUT, &sso.owner.access_token, &format!("/api/v1/sso/configurations/{}", sso.org), Some(json!({ "is_active": false }))).await, 200).await;
+        json_of(app.login("ada@example.com", PASSWORD).await, 200).await;
+    }
 }
