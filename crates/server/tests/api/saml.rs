@@ -10,8 +10,8 @@ use reqwest::{header, Method, Response};
 use serde_json::{json, Value};
 
 use crate::helpers::{
-    artifacts, browser_script, detail_of, hidden, json_of, on_both_backends, Backend, Browser,
-    LoggedIn, Options, TestApp, PASSWORD,
+    artifacts, browser_script, detail_of, hidden, in_browser, json_of, on_both_backends, Backend,
+    Browser, LoggedIn, Options, TestApp, PASSWORD,
 };
 
 /// An organization on `plan` whose SAML configuration trusts `idp` for `example.com`, a domain
@@ -746,5 +746,39 @@ on_both_backends! {
         // Once the configuration is off, passwords work again.
         json_of(app.send_as(Method::PUT, &sso.owner.access_token, &format!("/api/v1/sso/configurations/{}", sso.org), Some(json!({ "is_active": false }))).await, 200).await;
         json_of(app.login("ada@example.com", PASSWORD).await, 200).await;
+    }
+}
+
+on_both_backends! {
+    async fn in_headless_chromium_a_password_sign_in_of_an_sso_domain_goes_to_the_idp(app: TestApp) {
+        // Ada (example.com) had a password before Acme turned single sign-on on.
+        json_of(app.register("ada@example.com", PASSWORD, "Ada Lovelace").await, 201).await;
+        let sso = configured(&app, "enterprise", true).await;
+        let callback = "http://127.0.0.1:8765/callback";
+        let created = json_of(
+            app.send_as(Method::POST, &sso.owner.access_token, &format!("/api/v1/organizations/{}/applications", sso.org),
+                Some(json!({ "name": "Billing", "redirect_uris": [callback] }))).await,
+            201,
+        ).await;
+        let authorize = format!(
+            "{}?response_type=code&client_id={}&redirect_uri={}&state=sso&code_challenge={CHALLENGE}&code_challenge_method=S256",
+            app.url("/oauth/authorize"),
+            created["client_id"].as_str().unwrap(),
+            url::form_urlencoded::byte_serialize(callback.as_bytes()).collect::<String>(),
+        );
+        let screenshot = artifacts().join(format!("sso-redirect-{}.png", sso.org));
+        let seen = in_browser(
+            "sso_redirect_flow.mjs",
+            [authorize.as_str(), callback, "ada@example.com", PASSWORD, sso.idp.sso_url()],
+            &screenshot,
+        )
+        .await;
+        assert!(seen["idpPage"].as_str().unwrap().contains("SAMLRequest="), "{seen}");
+        let landed = seen["callback"].as_str().unwrap();
+        assert!(landed.starts_with(callback), "{landed}");
+        let landed = url::Url::parse(landed).unwrap();
+        let param = |name: &str| landed.query_pairs().find(|(n, _)| n == name).map(|(_, v)| v.into_owned());
+        assert_eq!(param("state").as_deref(), Some("sso"));
+        assert!(param("code").unwrap().starts_with("ghac_"));
     }
 }
