@@ -54,6 +54,33 @@ async fn configured(app: &TestApp, plan: &str, auto_provision: bool) -> Sso {
     Sso { owner, org, idp }
 }
 
+/// Where the browser tests' application sends its users back: nothing listens there.
+const BROWSER_CALLBACK: &str = "http://127.0.0.1:8765/callback";
+
+impl Sso {
+    /// An application of the organization (back to [`BROWSER_CALLBACK`]) and the URL of an
+    /// authorization request of it, with `state`.
+    async fn authorization_url(&self, app: &TestApp, state: &str) -> String {
+        let created = json_of(
+            app.send_as(
+                Method::POST,
+                &self.owner.access_token,
+                &format!("/api/v1/organizations/{}/applications", self.org),
+                Some(json!({ "name": "Billing", "redirect_uris": [BROWSER_CALLBACK] })),
+            )
+            .await,
+            201,
+        )
+        .await;
+        format!(
+            "{}?response_type=code&client_id={}&redirect_uri={}&state={state}&code_challenge={CHALLENGE}&code_challenge_method=S256",
+            app.url("/oauth/authorize"),
+            created["client_id"].as_str().unwrap(),
+            url::form_urlencoded::byte_serialize(BROWSER_CALLBACK.as_bytes()).collect::<String>(),
+        )
+    }
+}
+
 fn location(response: &Response) -> String {
     response.headers()[header::LOCATION]
         .to_str()
@@ -560,18 +587,8 @@ on_both_backends! {
         let sso = configured(&app, "enterprise", true).await;
         let branding = json!({ "primary_color": "#7C2D12", "custom_login": { "title": "Acme sign-in" } });
         json_of(app.send_as(Method::PUT, &sso.owner.access_token, &format!("/api/v1/organizations/{}/branding", sso.org), Some(branding)).await, 200).await;
-        let callback = "http://127.0.0.1:8765/callback";
-        let created = json_of(
-            app.send_as(Method::POST, &sso.owner.access_token, &format!("/api/v1/organizations/{}/applications", sso.org),
-                Some(json!({ "name": "Billing", "redirect_uris": [callback] }))).await,
-            201,
-        ).await;
-        let authorize = format!(
-            "{}?response_type=code&client_id={}&redirect_uri={}&state=saml&code_challenge={CHALLENGE}&code_challenge_method=S256",
-            app.url("/oauth/authorize"),
-            created["client_id"].as_str().unwrap(),
-            url::form_urlencoded::byte_serialize(callback.as_bytes()).collect::<String>(),
-        );
+        let callback = BROWSER_CALLBACK;
+        let authorize = sso.authorization_url(&app, "saml").await;
         let screenshot = artifacts().join(format!("saml-login-page-{}.png", sso.org));
         let output = tokio::process::Command::new("node")
             .arg(&script)
@@ -754,18 +771,8 @@ on_both_backends! {
         // Ada (example.com) had a password before Acme turned single sign-on on.
         json_of(app.register("ada@example.com", PASSWORD, "Ada Lovelace").await, 201).await;
         let sso = configured(&app, "enterprise", true).await;
-        let callback = "http://127.0.0.1:8765/callback";
-        let created = json_of(
-            app.send_as(Method::POST, &sso.owner.access_token, &format!("/api/v1/organizations/{}/applications", sso.org),
-                Some(json!({ "name": "Billing", "redirect_uris": [callback] }))).await,
-            201,
-        ).await;
-        let authorize = format!(
-            "{}?response_type=code&client_id={}&redirect_uri={}&state=sso&code_challenge={CHALLENGE}&code_challenge_method=S256",
-            app.url("/oauth/authorize"),
-            created["client_id"].as_str().unwrap(),
-            url::form_urlencoded::byte_serialize(callback.as_bytes()).collect::<String>(),
-        );
+        let callback = BROWSER_CALLBACK;
+        let authorize = sso.authorization_url(&app, "sso").await;
         let screenshot = artifacts().join(format!("sso-redirect-{}.png", sso.org));
         let seen = in_browser(
             "sso_redirect_flow.mjs",
