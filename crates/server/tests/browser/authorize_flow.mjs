@@ -18,6 +18,8 @@ const browser = await chromium.launch({
 });
 try {
   const page = await browser.newPage({ viewport: { width: 390, height: 844 } });
+  // A busy CI machine runs many browsers and Argon2 hashes at once: wait a minute, not 30 s.
+  page.setDefaultTimeout(60000);
   await page.goto(authorizeUrl);
   await page.locator("#email").focus();
   await page.keyboard.type(email);
@@ -36,7 +38,7 @@ try {
   // The client's redirect URI has no server behind it: the browser's request to it is the end.
   const landing = page.waitForEvent("request", {
     predicate: (request) => request.url().startsWith(callbackPrefix),
-    timeout: 15000,
+    timeout: 60000,
   });
   await page.getByRole("button", { name: "Allow" }).focus();
   await page.keyboard.press("Enter");

@@ -31,6 +31,8 @@ const browser = await chromium.launch({
 try {
   const context = await browser.newContext({ viewport: { width: 390, height: 844 } });
   const page = await context.newPage();
+  // A busy CI machine runs many browsers and Argon2 hashes at once: wait a minute, not 30 s.
+  page.setDefaultTimeout(60000);
   const opened = await page.goto(link);
   const heading = await page.locator("h1").innerText();
   const summary = await page.locator("p.subtitle").innerText();
@@ -60,7 +62,7 @@ try {
   if (focused !== "password") throw new Error(`the password field is not where Tab goes: ${focused}`);
   await page.keyboard.type(password);
   const [answer] = await Promise.all([
-    page.waitForNavigation({ timeout: 15000 }),
+    page.waitForNavigation({ timeout: 60000 }),
     page.keyboard.press("Enter"),
   ]);
   const landedHeading = await page.locator("h1").innerText();

@@ -17,6 +17,8 @@ const browser = await chromium.launch({
 });
 try {
   const page = await browser.newPage({ viewport: { width: 390, height: 844 } });
+  // A busy CI machine runs many browsers and Argon2 hashes at once: wait a minute, not 30 s.
+  page.setDefaultTimeout(60000);
   await page.goto(authorizeUrl);
   const heading = await page.locator("h1").innerText();
   if (heading !== expectedTitle) throw new Error(`heading ${JSON.stringify(heading)}`);
@@ -37,7 +39,7 @@ try {
   // The client's redirect URI has no server behind it: the browser's request to it is the end.
   const landing = page.waitForEvent("request", {
     predicate: (request) => request.url().startsWith(callbackPrefix),
-    timeout: 15000,
+    timeout: 60000,
   });
   await page.keyboard.press("Enter");
   const callback = (await landing).url();

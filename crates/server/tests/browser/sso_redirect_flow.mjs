@@ -19,6 +19,8 @@ const browser = await chromium.launch({
 });
 try {
   const page = await browser.newPage({ viewport: { width: 390, height: 844 } });
+  // A busy CI machine runs many browsers and Argon2 hashes at once: wait a minute, not 30 s.
+  page.setDefaultTimeout(60000);
   await page.goto(authorizeUrl);
   await page.locator("#email").focus();
   await page.keyboard.type(email);
@@ -34,7 +36,7 @@ try {
   await page.locator("#email").fill(email);
   const landing = page.waitForEvent("request", {
     predicate: (request) => request.url().startsWith(callbackPrefix),
-    timeout: 20000,
+    timeout: 60000,
   });
   await page.getByRole("button", { name: "Sign in" }).click();
   const callback = (await landing).url();

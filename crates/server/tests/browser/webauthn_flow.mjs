@@ -17,6 +17,8 @@ const browser = await chromium.launch({
 });
 try {
   const page = await browser.newPage({ viewport: { width: 390, height: 844 } });
+  // A busy CI machine runs many browsers and Argon2 hashes at once: wait a minute, not 30 s.
+  page.setDefaultTimeout(60000);
   const devtools = await page.context().newCDPSession(page);
   await devtools.send("WebAuthn.enable");
   await devtools.send("WebAuthn.addVirtualAuthenticator", {
