@@ -120,6 +120,10 @@ pub enum ApiError {
     Validation(Vec<FieldError>),
     #[error("request body is larger than {0} bytes")]
     PayloadTooLarge(usize),
+    /// `408`: the request body did not arrive within `GATEHOUSE_BODY_TIMEOUT_SECS` (the
+    /// connection closes after the answer).
+    #[error("the request body did not arrive within {0} s")]
+    BodyTimeout(u64),
     /// `415`: a body whose `Content-Type` the operation does not take.
     #[error("{0}")]
     UnsupportedMediaType(String),
@@ -165,6 +169,7 @@ impl ResponseError for ApiError {
             Self::Conflict(_) => StatusCode::CONFLICT,
             Self::Unprocessable(_) | Self::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::LockedOut(_) => StatusCode::TOO_MANY_REQUESTS,
             Self::Unavailable(_) | Self::NotAvailable(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -380,6 +385,7 @@ impl From<CreateApiKeyError> for ApiError {
             CreateApiKeyError::NotAUser => Self::Forbidden(error.to_string()),
             CreateApiKeyError::Organization(e) => e.into(),
             CreateApiKeyError::Forbidden(e) => e.into(),
+            CreateApiKeyError::TooMany => Self::Unprocessable(error.to_string()),
             CreateApiKeyError::Store(e) => e.into(),
         }
     }

@@ -290,8 +290,8 @@ pub fn configure_metrics_listener(cfg: &mut web::ServiceConfig) {
 }
 
 pub use middleware::{
-    bounded_head, catch_panics, json_errors, panic_message, rate_limit, request_id, PanicCount,
-    RequestId, MAX_HEADER_BYTES, MAX_URI_BYTES,
+    bounded_body, bounded_head, catch_panics, json_errors, panic_message, rate_limit, request_id,
+    PanicCount, RequestId, DEFAULT_BODY_TIMEOUT, MAX_HEADER_BYTES, MAX_URI_BYTES,
 };
 
 /// The template of the route a request reached (`/api/v1/organizations/{id}`), kept in its

@@ -18,6 +18,39 @@ pub const REQUEST_ID_HEADER: &str = "x-request-id";
 #[derive(Clone, Debug)]
 pub struct RequestId(pub String);
 
+/// The most characters of a request's path and query string that its log lines hold.
+pub const MAX_LOGGED_TARGET_CHARS: usize = 256;
+
+/// The hosted pages whose last path segment is a one-time secret (a mailed link's token).
+const SECRET_IN_PATH: [&str; 4] = [
+    "/magic-link/",
+    "/reset-password/",
+    "/invitations/",
+    "/verify-email/",
+];
+
+/// The request's path and query as its log lines show them: a mailed link's token replaced by
+/// `{token}`, and at most [`MAX_LOGGED_TARGET_CHARS`] characters, so that a client cannot fill
+/// the disk with long paths or read a secret out of the log.
+pub fn logged_target(req: &ServiceRequest) -> String {
+    let uri = req.uri();
+    let target = uri.path_and_query().map_or(uri.path(), |pq| pq.as_str());
+    let target = match SECRET_IN_PATH
+        .iter()
+        .find(|prefix| target.starts_with(*prefix))
+    {
+        Some(prefix) => {
+            let query = target.find('?').map_or("", |at| &target[at..]);
+            format!("{prefix}{{token}}{query}")
+        }
+        None => target.to_owned(),
+    };
+    match target.char_indices().nth(MAX_LOGGED_TARGET_CHARS) {
+        Some((cut, _)) => format!("{}…", &target[..cut]),
+        None => target,
+    }
+}
+
 /// Takes `X-Request-ID` from the request (a sane one) or makes one, runs the request inside a
 /// tracing span that carries it, echoes it on the response, and logs one line per request.
 pub async fn request_id(
@@ -39,7 +72,7 @@ pub async fn request_id(
         "request",
         request_id = %id,
         method = %req.method(),
-        path = %req.path(),
+        path = %logged_target(&req),
     );
     req.extensions_mut().insert(RequestId(id.clone()));
     let method = req.method().clone();
@@ -198,7 +231,9 @@ mod bounded_head_impl {
         Error, HttpResponse,
     };
 
-    use crate::error::ErrorBody;
+    use gatehouse_domain::service::Caller;
+
+    use crate::{error::ErrorBody, extract::client_address};
 
     /// Longest request target (path and query string) accepted, in bytes.
     pub const MAX_URI_BYTES: usize = 8 * 1024;
@@ -236,6 +271,17 @@ mod bounded_head_impl {
         let Some((status, detail)) = refusal else {
             return Ok(next.call(req).await?.map_into_left_body());
         };
+        // Refused before routing, but counted against the client's address all the same: a
+        // flood of oversized requests spends the budget that every other request does.
+        if let Ok(app) = crate::extract::state(req.request()) {
+            let caller = Caller::Anonymous(client_address(req.request()).0);
+            if let Ok(decision) = app.rate_limits.check(&caller).await {
+                if !decision.allowed {
+                    let response = super::rate_limit_impl::too_many_requests(&app, &decision);
+                    return Ok(req.into_response(response).map_into_right_body());
+                }
+            }
+        }
         let response = HttpResponse::build(status).json(ErrorBody { detail });
         Ok(req.into_response(response).map_into_right_body())
     }
@@ -310,6 +356,43 @@ mod rate_limit_impl {
     /// Probes are not counted: an orchestrator must always reach them.
     const UNCOUNTED: [&str; 2] = ["/livez", "/readyz"];
 
+    /// The routes anyone may call to get in (register, sign in, the second factor, mailed links,
+    /// password reset, the SAML ACS, OAuth's authorize, consent and token, the hosted pages):
+    /// always counted against the client's address, whatever credential the request also
+    /// carries, so that a key riding along buys no extra password guesses.
+    const PUBLIC: [&str; 13] = [
+        "/api/v1/auth/register",
+        "/api/v1/auth/login",
+        "/api/v1/auth/mfa/verify",
+        "/api/v1/auth/magic-link",
+        "/api/v1/auth/magic-link/verify",
+        "/api/v1/auth/password/forgot",
+        "/api/v1/auth/password/reset",
+        "/api/v1/auth/password/renew",
+        "/api/v1/auth/email/verify",
+        "/oauth/authorize",
+        "/oauth/consent",
+        "/oauth/token",
+        "/login",
+    ];
+    /// Public pages under a prefix: `/login/mfa`, `/login/sso`, the mailed links' pages.
+    const PUBLIC_PREFIXES: [&str; 5] = [
+        "/login/",
+        "/magic-link/",
+        "/reset-password/",
+        "/invitations/",
+        "/verify-email/",
+    ];
+
+    /// Whether the path is one of the [`PUBLIC`] ways in (the SAML ACS included).
+    pub(crate) fn is_public(path: &str) -> bool {
+        PUBLIC.contains(&path)
+            || PUBLIC_PREFIXES
+                .iter()
+                .any(|prefix| path.starts_with(prefix))
+            || (path.starts_with("/sso/saml/") && path.ends_with("/acs"))
+    }
+
     fn set_headers(headers: &mut HeaderMap, decision: &RateDecision) {
         for (name, value) in [
             ("x-ratelimit-limit", decision.limit.to_string()),
@@ -323,6 +406,25 @@ mod rate_limit_impl {
                 headers.insert(HeaderName::from_static(name), value);
             }
         }
+    }
+
+    /// `429 {detail}` with `Retry-After` and the `X-RateLimit-*` headers: the budget is spent.
+    pub(super) fn too_many_requests(
+        app: &crate::AppState,
+        decision: &RateDecision,
+    ) -> HttpResponse {
+        let now = app.ports.clock.now();
+        let retry_after = (decision.reset_at - now).whole_seconds().max(1);
+        let mut response = HttpResponse::build(StatusCode::TOO_MANY_REQUESTS)
+            .insert_header((header::RETRY_AFTER, retry_after.to_string()))
+            .json(ErrorBody {
+                detail: format!(
+                    "rate limit exceeded: {} requests per minute; retry in {retry_after} s",
+                    decision.limit
+                ),
+            });
+        set_headers(response.headers_mut(), decision);
+        response
     }
 
     /// Counts every request against its caller's per-plan budget, refuses it with `429` and
@@ -341,10 +443,12 @@ mod rate_limit_impl {
         }
         let client = client_address(req.request());
         let ip = client.0;
-        // The control plane's bearer is the operator token, not a user's: counted by address.
+        // The control plane's bearer is the operator token, not a user's: counted by address,
+        // as the public ways in are.
         let has_credentials = (req.headers().contains_key(header::AUTHORIZATION)
             || req.headers().contains_key(API_KEY_HEADER))
-            && !req.path().starts_with("/control/");
+            && !req.path().starts_with("/control/")
+            && !is_public(req.path());
         let caller = match has_credentials {
             false => Caller::Anonymous(ip),
             true => {
@@ -387,17 +491,7 @@ mod rate_limit_impl {
                 Caller::Anonymous(_) => RateLimitedCaller::Anonymous,
                 Caller::Principal { .. } => RateLimitedCaller::Authenticated,
             });
-            let now = app.ports.clock.now();
-            let retry_after = (decision.reset_at - now).whole_seconds().max(1);
-            let mut response = HttpResponse::build(StatusCode::TOO_MANY_REQUESTS)
-                .insert_header((header::RETRY_AFTER, retry_after.to_string()))
-                .json(ErrorBody {
-                    detail: format!(
-                        "rate limit exceeded: {} requests per minute; retry in {retry_after} s",
-                        decision.limit
-                    ),
-                });
-            set_headers(response.headers_mut(), &decision);
+            let response = too_many_requests(&app, &decision);
             return Ok(req.into_response(response).map_into_right_body());
         }
         let mut response = next.call(req).await?;
@@ -405,5 +499,165 @@ mod rate_limit_impl {
             set_headers(response.headers_mut(), &decision);
         }
         Ok(response.map_into_left_body())
+    }
+}
+
+pub use bounded_body_impl::{bounded_body, DEFAULT_BODY_TIMEOUT};
+
+mod bounded_body_impl {
+    use std::{
+        cell::{Cell, RefCell},
+        pin::Pin,
+        rc::Rc,
+        task::{Context, Poll},
+        time::Duration,
+    };
+
+    use actix_web::{
+        body::{BodySize, BoxBody, EitherBody, MessageBody},
+        dev::{Payload, ServiceRequest, ServiceResponse},
+        error::PayloadError,
+        http::{header, ConnectionType},
+        middleware::Next,
+        rt::time::{sleep, Sleep},
+        web::Bytes,
+        Error, HttpMessage, ResponseError,
+    };
+    use futures_util::{FutureExt, Stream, StreamExt};
+
+    use crate::{error::ApiError, extract::state};
+
+    /// `GATEHOUSE_BODY_TIMEOUT_SECS` by default: how long a request body may take to arrive.
+    pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(10);
+
+    /// The request's body as the handler reads it, watched: whether it arrived whole, whether its
+    /// time ran out, and the body itself, held until the response is on its way.
+    #[derive(Default)]
+    pub struct Watched {
+        payload: RefCell<Option<Payload>>,
+        finished: Cell<bool>,
+        expired: Cell<bool>,
+    }
+
+    /// What the handler reads in place of the body: the body, until the deadline.
+    struct Deadline {
+        watched: Rc<Watched>,
+        timer: Pin<Box<Sleep>>,
+    }
+
+    impl Stream for Deadline {
+        type Item = Result<Bytes, PayloadError>;
+
+        fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+            if self.watched.expired.get() || self.watched.finished.get() {
+                return Poll::Ready(None);
+            }
+            let polled = match self.watched.payload.borrow_mut().as_mut() {
+                Some(payload) => payload.poll_next_unpin(cx),
+                None => Poll::Ready(None),
+            };
+            match polled {
+                Poll::Ready(None) => {
+                    self.watched.finished.set(true);
+                    Poll::Ready(None)
+                }
+                Poll::Ready(Some(chunk)) => Poll::Ready(Some(chunk)),
+                Poll::Pending => match self.timer.poll_unpin(cx) {
+                    Poll::Ready(()) => {
+                        self.watched.expired.set(true);
+                        Poll::Ready(Some(Err(PayloadError::Io(std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            "the request body did not arrive in time",
+                        )))))
+                    }
+                    Poll::Pending => Poll::Pending,
+                },
+            }
+        }
+    }
+
+    /// Whether the request announces a body: a `Transfer-Encoding`, or a `Content-Length` other
+    /// than 0.
+    fn announces_body(req: &ServiceRequest) -> bool {
+        let headers = req.headers();
+        headers.contains_key(header::TRANSFER_ENCODING)
+            || headers
+                .get(header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok())
+                .is_none_or(|v| v.trim() != "0")
+                && headers.contains_key(header::CONTENT_LENGTH)
+    }
+
+    /// Bounds the time a request body may take (`GATEHOUSE_BODY_TIMEOUT_SECS`, in
+    /// [`AppState::body_timeout`](crate::AppState)): a body still arriving when it runs out is
+    /// answered `408 {detail}`, whatever the handler made of the cut-off body, and the connection
+    /// closes. A body the handler never read is not read afterwards either: the connection closes
+    /// after the response instead of draining it, so a client cannot hold a connection open by
+    /// sending a body (chunked, to a route that takes none) that never ends.
+    pub async fn bounded_body(
+        mut req: ServiceRequest,
+        next: Next<impl MessageBody + 'static>,
+    ) -> Result<ServiceResponse<EitherBody<impl MessageBody, HoldingBody>>, Error> {
+        if !announces_body(&req) {
+            return Ok(next.call(req).await?.map_into_left_body());
+        }
+        let timeout = state(req.request()).map_or(DEFAULT_BODY_TIMEOUT, |s| s.body_timeout);
+        let watched = Rc::new(Watched {
+            payload: RefCell::new(Some(req.take_payload())),
+            ..Watched::default()
+        });
+        let deadline = Deadline {
+            watched: watched.clone(),
+            timer: Box::pin(sleep(timeout)),
+        };
+        req.set_payload(Payload::Stream {
+            payload: Box::pin(deadline),
+        });
+        let outcome = next.call(req).await;
+        let timed_out = || ApiError::BodyTimeout(timeout.as_secs());
+        let response = match outcome {
+            Ok(response) if watched.expired.get() => {
+                let (request, _) = response.into_parts();
+                ServiceResponse::new(request, timed_out().error_response().map_into_boxed_body())
+            }
+            Ok(response) if !watched.finished.get() => response.map_into_boxed_body(),
+            Ok(response) => return Ok(response.map_into_left_body()),
+            Err(_) if watched.expired.get() => return Err(timed_out().into()),
+            Err(error) => return Err(error),
+        };
+        // The body was not read to its end: it is held until the response's last byte is
+        // written, and the connection closes then instead of reading on.
+        let mut response = response.map_body(|_, body| HoldingBody {
+            body,
+            _held: watched,
+        });
+        response
+            .response_mut()
+            .head_mut()
+            .set_connection_type(ConnectionType::Close);
+        Ok(response.map_into_right_body())
+    }
+
+    /// A response's body that holds the unread request body until it is sent: actix-web closes
+    /// a connection whose request body is unread (and still held) when its response ends, but
+    /// reads on a dropped chunked one, for as long as it comes.
+    pub struct HoldingBody {
+        body: BoxBody,
+        _held: Rc<Watched>,
+    }
+
+    impl MessageBody for HoldingBody {
+        type Error = <BoxBody as MessageBody>::Error;
+
+        fn size(&self) -> BodySize {
+            self.body.size()
+        }
+
+        fn poll_next(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+        ) -> Poll<Option<Result<Bytes, Self::Error>>> {
+            Pin::new(&mut self.body).poll_next(cx)
+        }
     }
 }

@@ -38,6 +38,9 @@ pub struct AppState {
     pub audit_log: AuditLogService,
     /// `GATEHOUSE_CONTROL_TOKEN`; `None`: the control plane is off.
     pub control_token: Option<OperatorToken>,
+    /// `GATEHOUSE_BODY_TIMEOUT_SECS`: how long a request body may take to arrive
+    /// ([`bounded_body`](crate::bounded_body)).
+    pub body_timeout: std::time::Duration,
 }
 
 impl AppState {
@@ -70,6 +73,7 @@ impl AppState {
             control: ControlService::new((&ports).into()),
             audit_log: AuditLogService::new((&ports).into()),
             control_token,
+            body_timeout: crate::DEFAULT_BODY_TIMEOUT,
             trusted_proxies,
             secure_cookies: settings.issuer.starts_with("https://"),
             auth,

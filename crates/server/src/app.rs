@@ -5,8 +5,8 @@ use std::{net::SocketAddr, sync::Arc, time::Duration};
 
 use actix_web::{dev::Server, middleware::from_fn, web, App, HttpServer};
 use gatehouse_api::{
-    bounded_head, catch_panics, configure, configure_metrics_listener, json_errors, rate_limit,
-    request_id, AppState, PanicCount,
+    bounded_body, bounded_head, catch_panics, configure, configure_metrics_listener, json_errors,
+    rate_limit, request_id, AppState, PanicCount,
 };
 use gatehouse_delivery::{HttpsSender, SenderConfig};
 use gatehouse_dns::HickoryDns;
@@ -32,7 +32,7 @@ use gatehouse_saml::XmlSecSaml;
 use gatehouse_webauthn::WebauthnRs;
 use gatehouse_worker::{self as worker, WorkerSettings};
 
-use crate::{config::Config, secret_key};
+use crate::{config::Config, connections::ConnectionLimit, secret_key};
 
 /// How often a server re-reads the signing keys, to pick up a rotation done elsewhere.
 const KEY_RELOAD_INTERVAL: Duration = Duration::from_secs(60);
@@ -215,14 +215,21 @@ impl Application {
                 ..DeliverySettings::default()
             },
         );
-        let state = web::Data::new(AppState::new(
+        let mut state = AppState::new(
             ports,
             settings,
             config.rate_limits,
             config.trusted_proxies.clone(),
             config.control_token.clone(),
             config.webhook_allow_private_targets,
-        ));
+        );
+        state.body_timeout = config.body_timeout;
+        let state = web::Data::new(state);
+        crate::connections::raise_open_file_limit();
+        let connections = ConnectionLimit::new(
+            config.max_connections_per_ip,
+            config.trusted_proxies.clone(),
+        );
         let purge_organizations = state.organizations.clone();
         let purge_audit = state.control.clone();
         let audit_retention_days = config.audit_retention_days;
@@ -233,6 +240,7 @@ impl Application {
             App::new()
                 .app_data(state.clone())
                 .app_data(panics.clone())
+                .wrap(from_fn(bounded_body))
                 .wrap(from_fn(rate_limit))
                 .wrap(from_fn(bounded_head))
                 .wrap(from_fn(json_errors))
@@ -240,6 +248,7 @@ impl Application {
                 .wrap(from_fn(request_id))
                 .configure(configure)
         })
+        .on_connect(move |connection, data| connections.on_connect(connection, data))
         .listen(listener)?
         .run();
         let metrics = match config.metrics_bind {

@@ -60,6 +60,12 @@ pub struct Config {
     /// `GATEHOUSE_DNS_RESOLVER`: the DNS server (`ip:port`) asked for domains' TXT records;
     /// unset, the system's resolver (`/etc/resolv.conf`).
     pub dns_resolver: Option<SocketAddr>,
+    /// `GATEHOUSE_BODY_TIMEOUT_SECS`: how long a request body may take to arrive (1 to 300; 10
+    /// by default); later, `408` and the connection closes.
+    pub body_timeout: std::time::Duration,
+    /// `GATEHOUSE_MAX_CONNECTIONS_PER_IP`: open connections from one client address (1 to
+    /// 1,000,000; 256 by default); more are closed as they are accepted.
+    pub max_connections_per_ip: usize,
 }
 
 /// A URL that may hold a password: `Debug` shows it without.
@@ -109,6 +115,8 @@ struct Layer {
     metrics_bind: Option<String>,
     audit_retention_days: Option<String>,
     dns_resolver: Option<String>,
+    body_timeout_secs: Option<String>,
+    max_connections_per_ip: Option<String>,
 }
 
 impl Layer {
@@ -135,6 +143,8 @@ impl Layer {
             metrics_bind: vars("GATEHOUSE_METRICS_BIND"),
             audit_retention_days: vars("GATEHOUSE_AUDIT_RETENTION_DAYS"),
             dns_resolver: vars("GATEHOUSE_DNS_RESOLVER"),
+            body_timeout_secs: vars("GATEHOUSE_BODY_TIMEOUT_SECS"),
+            max_connections_per_ip: vars("GATEHOUSE_MAX_CONNECTIONS_PER_IP"),
         }
     }
 
@@ -167,6 +177,8 @@ impl Layer {
             metrics_bind: self.metrics_bind.or(base.metrics_bind),
             audit_retention_days: self.audit_retention_days.or(base.audit_retention_days),
             dns_resolver: self.dns_resolver.or(base.dns_resolver),
+            body_timeout_secs: self.body_timeout_secs.or(base.body_timeout_secs),
+            max_connections_per_ip: self.max_connections_per_ip.or(base.max_connections_per_ip),
         }
     }
 }
@@ -190,6 +202,7 @@ pub enum ConfigError {
 pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://gatehouse.db";
 pub const DEFAULT_AUDIT_RETENTION_DAYS: u32 = 365;
+pub const DEFAULT_MAX_CONNECTIONS_PER_IP: usize = 256;
 pub const DEFAULT_MAIL_FROM: &str = "Gatehouse <no-reply@localhost>";
 
 impl Config {
@@ -351,7 +364,24 @@ impl Config {
                 })
             })
             .transpose()?;
+        let body_timeout = std::time::Duration::from_secs(
+            u64::try_from(count(
+                layer.body_timeout_secs,
+                "GATEHOUSE_BODY_TIMEOUT_SECS",
+                1..=300,
+                10,
+            )?)
+            .unwrap_or(10),
+        );
+        let max_connections_per_ip = count(
+            layer.max_connections_per_ip,
+            "GATEHOUSE_MAX_CONNECTIONS_PER_IP",
+            1..=1_000_000,
+            DEFAULT_MAX_CONNECTIONS_PER_IP,
+        )?;
         Ok(Self {
+            body_timeout,
+            max_connections_per_ip,
             control_token,
             metrics_bind,
             dns_resolver,

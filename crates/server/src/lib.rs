@@ -3,6 +3,7 @@
 
 pub mod app;
 pub mod config;
+pub mod connections;
 pub mod secret_key;
 pub mod telemetry;
 

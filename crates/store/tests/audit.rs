@@ -32,7 +32,7 @@ on_both_backends! {
         let record = audited(AuditAction::ApiKeyCreated, ada.user.id)
             .in_organization(ada.workspace.id)
             .on(TargetKind::ApiKey, key.id);
-        db.store.create_api_key(key, record.clone()).await.unwrap();
+        db.store.create_api_key(key, record.clone()).await.unwrap().expect("created");
 
         let log = db.store.audit_log(keys_created(), everything()).await.unwrap();
         assert_eq!(log.items(), &[record]);
@@ -45,7 +45,8 @@ on_both_backends! {
         db.store
             .create_api_key(key.clone(), audited(AuditAction::ApiKeyCreated, ada.user.id))
             .await
-            .unwrap();
+            .unwrap()
+            .expect("created");
         // The same key again: the insert fails inside the transaction the record was written
         // in, and the record goes with it.
         let again = db

@@ -460,7 +460,7 @@ on_both_backends! {
         for (i, name) in ["ci", "deploy", "backup"].into_iter().enumerate() {
             let at = t + Duration::seconds(i64::try_from(i).unwrap());
             let (new, _) = api_key(ada.user.id, ada.workspace.id, name, at);
-            let key = db.store.create_api_key(new.clone(), support::signed_in()).await.unwrap();
+            let key = db.store.create_api_key(new.clone(), support::signed_in()).await.unwrap().expect("created");
             assert_eq!(key.id, new.id);
             assert_eq!(key.name, new.name);
             assert_eq!(key.prefix, new.prefix);
@@ -482,7 +482,7 @@ on_both_backends! {
         db.store.create_account(ada.clone(), support::signed_in()).await.unwrap();
         let t = now();
         let (new, hash) = api_key(ada.user.id, ada.workspace.id, "ci", t);
-        db.store.create_api_key(new.clone(), support::signed_in()).await.unwrap();
+        db.store.create_api_key(new.clone(), support::signed_in()).await.unwrap().expect("created");
 
         let used_at = t + Duration::seconds(30);
         let found = db.store.use_api_key(&hash, used_at).await.unwrap().expect("found by hash");
@@ -507,7 +507,7 @@ on_both_backends! {
         let bob = db.registered("bob@example.com").await;
         let t = now();
         let (new, hash) = api_key(ada.user.id, ada.workspace.id, "ci", t);
-        db.store.create_api_key(new.clone(), support::signed_in()).await.unwrap();
+        db.store.create_api_key(new.clone(), support::signed_in()).await.unwrap().expect("created");
 
         assert!(!db.store.delete_api_key(bob, new.id, support::signed_in()).await.unwrap(), "not Bob's key");
         assert!(db.store.use_api_key(&hash, t).await.unwrap().is_some(), "still there");
@@ -522,11 +522,39 @@ on_both_backends! {
         let ada = account("ada@example.com", "Ada");
         db.store.create_account(ada.clone(), support::signed_in()).await.unwrap();
         let (first, _) = api_key(ada.user.id, ada.workspace.id, "ci", now());
-        db.store.create_api_key(first.clone(), support::signed_in()).await.unwrap();
+        db.store.create_api_key(first.clone(), support::signed_in()).await.unwrap().expect("created");
         let mut second = api_key(ada.user.id, ada.workspace.id, "other", now()).0;
         second.key_hash = first.key_hash.clone();
         let result = db.store.create_api_key(second, support::signed_in()).await;
         assert!(matches!(result, Err(StoreError::Conflict)), "{result:?}");
+    }
+
+    async fn a_user_holds_at_most_fifty_keys_in_an_organization_even_created_at_once(db: Db) {
+        let ada = account("ada@example.com", "Ada");
+        db.store.create_account(ada.clone(), support::signed_in()).await.unwrap();
+        let t = now();
+        for n in 0..45 {
+            let (new, _) = api_key(ada.user.id, ada.workspace.id, &format!("key {n}"), t);
+            db.store.create_api_key(new, support::signed_in()).await.unwrap().expect("created");
+        }
+        // Ten at once, where five fit: five are created, five refused, none past the bound.
+        let attempts = (45..55).map(|n| {
+            let (new, _) = api_key(ada.user.id, ada.workspace.id, &format!("key {n}"), t);
+            let store = db.store.clone();
+            async move { store.create_api_key(new, support::signed_in()).await.unwrap() }
+        });
+        let results = futures::future::join_all(attempts).await;
+        assert_eq!(results.iter().filter(|r| r.is_some()).count(), 5);
+        assert_eq!(db.store.api_keys_of(ada.user.id).await.unwrap().len(), 50);
+        let (one_more, hash) = api_key(ada.user.id, ada.workspace.id, "one more", t);
+        assert_eq!(db.store.create_api_key(one_more, support::signed_in()).await.unwrap(), None);
+        assert!(db.store.use_api_key(&hash, t).await.unwrap().is_none(), "nothing written");
+
+        // Another user's keys are counted apart.
+        let bob = account("bob@example.com", "Bob");
+        db.store.create_account(bob.clone(), support::signed_in()).await.unwrap();
+        let (new, _) = api_key(bob.user.id, bob.workspace.id, "bob's", t);
+        assert!(db.store.create_api_key(new, support::signed_in()).await.unwrap().is_some());
     }
 }
 

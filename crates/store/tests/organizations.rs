@@ -1474,12 +1474,17 @@ async fn roles_and_removal(db: Db) {
         user_id: bob.id,
         created_at: t0,
     };
-    db.store.create_api_key(key(acme), record()).await.unwrap();
+    db.store
+        .create_api_key(key(acme), record())
+        .await
+        .unwrap()
+        .expect("created");
     let kept = db
         .store
         .create_api_key(key(bob.workspace), record())
         .await
-        .unwrap();
+        .unwrap()
+        .expect("created");
 
     let remove = |user| {
         let store = db.store.clone();

@@ -29,6 +29,9 @@ impl AsRef<str> for ApiKeyName {
     }
 }
 
+/// The most API keys one user holds in one organization: creating one more is refused.
+pub const MAX_API_KEYS_PER_ORGANIZATION: u32 = 50;
+
 /// An API key about to be stored: the secret itself is gone, only its hash remains.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NewApiKey {

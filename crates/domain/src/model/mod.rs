@@ -36,7 +36,7 @@ mod webhook;
 
 pub use account_token::{AccountToken, AccountTokenPurpose};
 pub use address::is_public_address;
-pub use api_key::{ApiKey, ApiKeyName, NewApiKey};
+pub use api_key::{ApiKey, ApiKeyName, NewApiKey, MAX_API_KEYS_PER_ORGANIZATION};
 pub use application::{
     client_secret_matches, Application, ApplicationChange, ApplicationName, ClientId,
     NewApplication, RedirectUri, RedirectUriError, RedirectUris, RedirectUrisError,

@@ -181,7 +181,11 @@ pub trait SessionStore: Send + Sync + 'static {
 #[async_trait]
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 pub trait ApiKeyStore: Send + Sync + 'static {
-    /// Stores the key and returns it as listed (never used yet).
+    /// Stores the key and returns it as listed (never used yet); `None`, writing nothing, when
+    /// its user already holds [`MAX_API_KEYS_PER_ORGANIZATION`] keys in its organization
+    /// (counted in the same transaction, so concurrent creations cannot pass the bound).
+    ///
+    /// [`MAX_API_KEYS_PER_ORGANIZATION`]: crate::model::MAX_API_KEYS_PER_ORGANIZATION
     ///
     /// # Errors
     /// [`StoreError::Conflict`] when the id or the secret's hash is taken (a collision of
@@ -190,7 +194,7 @@ pub trait ApiKeyStore: Send + Sync + 'static {
         &self,
         key: NewApiKey,
         audit: AuditRecord,
-    ) -> Result<ApiKey, StoreError>;
+    ) -> Result<Option<ApiKey>, StoreError>;
 
     /// The keys a user created, newest first.
     async fn api_keys_of(&self, user_id: UserId) -> Result<Vec<ApiKey>, StoreError>;

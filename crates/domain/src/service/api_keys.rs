@@ -11,7 +11,7 @@ use super::{
 use crate::{
     model::{
         ApiKey, ApiKeyId, ApiKeyName, AuditAction, AuditActor, NewApiKey, OrganizationId, Origin,
-        Permission, TargetKind, TokenKind,
+        Permission, TargetKind, TokenKind, MAX_API_KEYS_PER_ORGANIZATION,
     },
     ports::{service_ports, StoreError},
 };
@@ -56,6 +56,9 @@ pub enum CreateApiKeyError {
     /// The caller's role may not create keys for the organization (a viewer only reads).
     #[error(transparent)]
     Forbidden(#[from] Forbidden),
+    /// The caller already holds [`MAX_API_KEYS_PER_ORGANIZATION`] keys in the organization.
+    #[error("you already hold {MAX_API_KEYS_PER_ORGANIZATION} API keys in this organization, the most one user may; delete one first")]
+    TooMany,
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -95,7 +98,7 @@ impl ApiKeyService {
     /// Creates a key for an organization the caller is admitted into, as every way into it
     /// admits (membership, IP allowlist, MFA policy: a key must not be a way around them), with
     /// a role that may ([`Permission::ApiKeysCreate`]: not a viewer); audited in the same
-    /// transaction.
+    /// transaction. At most [`MAX_API_KEYS_PER_ORGANIZATION`] per user and organization.
     pub async fn create(
         &self,
         principal: &Principal,
@@ -146,7 +149,8 @@ impl ApiKeyService {
                 },
                 record,
             )
-            .await?;
+            .await?
+            .ok_or(CreateApiKeyError::TooMany)?;
         Ok(CreatedApiKey {
             id: key.id,
             name: key.name,

@@ -1,10 +1,11 @@
-//! Per-plan rate limits: counted per principal (user, API key or application), or per client address when
-//! anonymous; sized by the plan of the organization in context, else the principal's highest
+//! Per-plan rate limits: counted per person (all of one user's tokens and API keys share one
+//! budget) or per application, or per client address when anonymous (and on the public ways
+//! in, whatever credential rides along); sized by the plan of the organization in context, else the principal's highest
 //! plan, else `free`.
 
 use std::net::IpAddr;
 
-use super::{Agent, Principal};
+use super::Agent;
 use crate::{
     model::{Plan, RateLimits},
     ports::{service_ports, RateDecision, RateLimitError},
@@ -15,8 +16,8 @@ use crate::{
 pub enum Caller {
     /// No credentials: counted per client address, on the Free plan's limit.
     Anonymous(IpAddr),
-    /// An authenticated caller: counted per user (Bearer), per key or per application
-    /// (machine token).
+    /// An authenticated caller: counted per person (their access tokens and API keys together)
+    /// or per application (machine token).
     Principal {
         /// Who calls.
         principal: Agent,
@@ -69,10 +70,9 @@ impl RateLimitService {
                 principal: Agent::Person(person),
                 organization_plan,
             } => {
-                let key = match person {
-                    Principal::User { user_id, .. } => format!("user:{user_id}"),
-                    Principal::ApiKey { key_id, .. } => format!("key:{key_id}"),
-                };
+                // One budget per person: every token and API key of one user counts against
+                // the same counter, so more keys buy no more requests.
+                let key = format!("user:{}", person.user_id());
                 let plan = match organization_plan {
                     Some(plan) => *plan,
                     // A plan that cannot be read counts as free: the request is still

@@ -1536,7 +1536,7 @@ pub(super) fn store_saves_api_keys(mocks: &mut Mocks) -> Seen<NewApiKey> {
         .times(1)
         .returning(move |new: NewApiKey, _| {
             seen.record(new.clone());
-            ready(Ok(ApiKey {
+            ready(Ok(Some(ApiKey {
                 id: new.id,
                 name: new.name,
                 prefix: new.prefix,
@@ -1544,7 +1544,7 @@ pub(super) fn store_saves_api_keys(mocks: &mut Mocks) -> Seen<NewApiKey> {
                 user_id: new.user_id,
                 created_at: new.created_at,
                 last_used_at: None,
-            }))
+            })))
         });
     stored
 }

@@ -105,3 +105,37 @@ on_both_backends! {
         detail_of(response, 404).await;
     }
 }
+
+on_both_backends! {
+    async fn a_user_holds_at_most_fifty_keys_in_one_organization(app: TestApp) {
+        let owner = app.logged_in("collector@example.com").await;
+        let team = app.create_team(&owner.access_token, "Key Hoarders").await;
+        let team = team["id"].as_str().unwrap().to_owned();
+        let mut first = String::new();
+        for n in 0..50 {
+            let created = json_of(app.create_api_key(&owner.access_token, &format!("key {n}"), &team).await, 201).await;
+            if n == 0 {
+                first = created["id"].as_str().unwrap().to_owned();
+            }
+        }
+        let refused = detail_of(app.create_api_key(&owner.access_token, "one more", &team).await, 422).await;
+        assert!(refused.contains("50 API keys"), "{refused}");
+
+        // Counted per organization: the personal workspace has room, and so does a colleague.
+        json_of(app.create_api_key(&owner.access_token, "elsewhere", &owner.organization_id).await, 201).await;
+        let colleague = app.member_of(&owner.access_token, &team, "colleague@example.com", "member").await;
+        json_of(app.create_api_key(&colleague.access_token, "theirs", &team).await, 201).await;
+
+        // A key deleted makes room for one.
+        let deleted = app
+            .client
+            .delete(app.url(&format!("/api/v1/api-keys/{first}")))
+            .bearer_auth(&owner.access_token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(deleted.status(), 204);
+        json_of(app.create_api_key(&owner.access_token, "replacement", &team).await, 201).await;
+        detail_of(app.create_api_key(&owner.access_token, "and another", &team).await, 422).await;
+    }
+}

@@ -206,3 +206,157 @@ async fn without_redis_the_limiter_counts_in_process_and_keeps_the_headers_sqlit
 async fn without_redis_the_limiter_counts_in_process_and_keeps_the_headers_postgres() {
     redis_going_away_keeps_the_count_and_the_headers(Backend::Postgres).await;
 }
+
+/// A request made with an API key.
+async fn me_with_key(app: &TestApp, key: &str, organization: &str) -> reqwest::Response {
+    app.client
+        .get(app.url("/api/v1/users/me"))
+        .header("X-API-Key", key)
+        .header("X-Organization-ID", organization)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// More keys buy no more requests: a user's access token and every key they made count against
+/// one budget.
+async fn one_persons_tokens_and_keys_share_one_budget(backend: Backend) {
+    let app = TestApp::spawn_with(
+        backend,
+        Options {
+            rate_limits: Some("free=8"),
+            ..Options::default()
+        },
+    )
+    .await;
+    let user = app.logged_in("many-keys@example.com").await;
+    let org = &user.organization_id;
+    let mut keys = Vec::new();
+    for name in ["one", "two", "three"] {
+        let created = json_of(app.create_api_key(&user.access_token, name, org).await, 201).await;
+        keys.push(created["key"].as_str().unwrap().to_owned());
+    }
+    // Three creations spent three of eight; five left, whichever credential asks.
+    let mut remaining = Vec::new();
+    for round in 0..5 {
+        let response = match round % 4 {
+            3 => app.me(&user.access_token).await,
+            n => me_with_key(&app, &keys[n], org).await,
+        };
+        assert_eq!(response.status(), 200);
+        remaining.push(header(&response, "x-ratelimit-remaining").unwrap());
+    }
+    assert_eq!(remaining, vec![4, 3, 2, 1, 0]);
+    for key in &keys {
+        detail_of(me_with_key(&app, key, org).await, 429).await;
+    }
+    detail_of(app.me(&user.access_token).await, 429).await;
+
+    // Another person has a budget of their own.
+    let other = app.logged_in("someone-else@example.com").await;
+    json_of(app.me(&other.access_token).await, 200).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_persons_tokens_and_keys_share_one_budget_sqlite() {
+    one_persons_tokens_and_keys_share_one_budget(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_persons_tokens_and_keys_share_one_budget_postgres() {
+    one_persons_tokens_and_keys_share_one_budget(Backend::Postgres).await;
+}
+
+/// Password guesses at the public ways in are counted against the client's address, whatever
+/// credential rides along: a valid key or token buys none.
+async fn the_public_ways_in_count_against_the_address(backend: Backend) {
+    let app = TestApp::spawn_with(
+        backend,
+        Options {
+            rate_limits: Some("free=6"),
+            ..Options::default()
+        },
+    )
+    .await;
+    // Registration and login: two of the address's six.
+    let user = app.logged_in("guesser@example.com").await;
+    let created = json_of(
+        app.create_api_key(&user.access_token, "rider", &user.organization_id)
+            .await,
+        201,
+    )
+    .await;
+    let key = created["key"].as_str().unwrap().to_owned();
+    let guess = |credential: usize| {
+        let request = app.client.post(app.url("/api/v1/auth/login")).json(
+            &serde_json::json!({ "email": "guesser@example.com", "password": "a wrong guess" }),
+        );
+        match credential {
+            0 => request
+                .header("X-API-Key", key.as_str())
+                .header("X-Organization-ID", user.organization_id.as_str()),
+            _ => request.bearer_auth(&user.access_token),
+        }
+        .send()
+    };
+    let mut statuses = Vec::new();
+    for n in 0..5 {
+        statuses.push(guess(n % 2).await.unwrap().status().as_u16());
+    }
+    assert_eq!(
+        statuses,
+        vec![401, 401, 401, 401, 429],
+        "four left of the address's budget"
+    );
+    // The person's own budget was not touched by the guesses.
+    let me = app.me(&user.access_token).await;
+    assert_eq!(me.status(), 200);
+    assert_eq!(header(&me, "x-ratelimit-remaining"), Some(4));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_public_ways_in_count_against_the_address_sqlite() {
+    the_public_ways_in_count_against_the_address(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_public_ways_in_count_against_the_address_postgres() {
+    the_public_ways_in_count_against_the_address(Backend::Postgres).await;
+}
+
+/// Requests refused before routing, for a path or headers too long, spend the address's budget.
+async fn oversized_requests_spend_the_address_budget(backend: Backend) {
+    let app = TestApp::spawn_with(
+        backend,
+        Options {
+            rate_limits: Some("free=3"),
+            ..Options::default()
+        },
+    )
+    .await;
+    let long = format!("/api/v1/{}", "a".repeat(9 * 1024));
+    let mut statuses = Vec::new();
+    for _ in 0..4 {
+        statuses.push(
+            app.client
+                .get(app.url(&long))
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16(),
+        );
+    }
+    assert_eq!(statuses, vec![414, 414, 414, 429]);
+    detail_of(nothing_here(&app).await, 429).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_requests_spend_the_address_budget_sqlite() {
+    oversized_requests_spend_the_address_budget(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_requests_spend_the_address_budget_postgres() {
+    oversized_requests_spend_the_address_budget(Backend::Postgres).await;
+}

@@ -2,14 +2,16 @@ use async_trait::async_trait;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
-    model::{ApiKey, ApiKeyId, AuditRecord, NewApiKey, TokenHash, UserId},
+    model::{
+        ApiKey, ApiKeyId, AuditRecord, NewApiKey, TokenHash, UserId, MAX_API_KEYS_PER_ORGANIZATION,
+    },
     ports::{ApiKeyStore, StoreError},
 };
 use time::OffsetDateTime;
 
 use super::{
     super::{
-        schema::{api_keys, organizations},
+        schema::{api_keys, memberships, organizations},
         Conn, DbStore,
     },
     audit::insert_audit,
@@ -23,12 +25,34 @@ impl ApiKeyStore for DbStore {
         &self,
         key: NewApiKey,
         audit: AuditRecord,
-    ) -> Result<ApiKey, StoreError> {
+    ) -> Result<Option<ApiKey>, StoreError> {
         let pool = self.writer.clone();
         self.runtime
             .run(async move {
                 let mut conn = pool.get().await.map_err(crate::pool_error)?;
                 let row = write_tx!(&mut *conn, async |conn: &mut Conn| {
+                    let organization = DbUuid(key.organization_id.as_uuid());
+                    let user = DbUuid(key.user_id.as_uuid());
+                    // The creator's membership row, locked for this transaction (PostgreSQL; a
+                    // SQLite write transaction holds the whole database): concurrent creations
+                    // by one user in one organization count one after the other.
+                    diesel::update(
+                        memberships::table
+                            .filter(memberships::organization_id.eq(organization))
+                            .filter(memberships::user_id.eq(user)),
+                    )
+                    .set(memberships::role.eq(memberships::role))
+                    .execute(conn)
+                    .await?;
+                    let held: i64 = api_keys::table
+                        .filter(api_keys::organization_id.eq(organization))
+                        .filter(api_keys::user_id.eq(user))
+                        .count()
+                        .get_result(conn)
+                        .await?;
+                    if held >= i64::from(MAX_API_KEYS_PER_ORGANIZATION) {
+                        return Ok(None);
+                    }
                     insert_audit(conn, audit.clone()).await?;
                     diesel::insert_into(api_keys::table)
                         .values(NewApiKeyRow {
@@ -43,10 +67,11 @@ impl ApiKeyStore for DbStore {
                         .returning(ApiKeyRow::as_returning())
                         .get_result(conn)
                         .await
+                        .map(Some)
                 })
                 .await
                 .map_err(db_error)?;
-                row.into_domain()
+                row.map(|row| row.into_domain()).transpose()
             })
             .await
     }
