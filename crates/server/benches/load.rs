@@ -567,6 +567,8 @@ fn server_env(database_url: &str, work: &Path, ca_file: &Path) -> Vec<(&'static 
         ("GATEHOUSE_MAIL_DIR", work.display().to_string()),
         ("GATEHOUSE_LOG", "warn".to_owned()),
         ("GATEHOUSE_LOG_FORMAT", "json".to_owned()),
+        // Every wrk connection comes from one address: lift the per-address bound above them.
+        ("GATEHOUSE_MAX_CONNECTIONS_PER_IP", "100000".to_owned()),
     ]
 }
 
