@@ -121,7 +121,7 @@ pub async fn ports(
         branding: store.clone(),
         sso: store.clone(),
         saml: store.clone(),
-        saml_protocol: Arc::new(XmlSecSaml::new()),
+        saml_protocol: Arc::new(XmlSecSaml::with_concurrency(config.saml_concurrency)),
         domains: store.clone(),
         dns,
         mfa: store.clone(),
