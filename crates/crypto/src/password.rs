@@ -12,6 +12,8 @@ use gatehouse_domain::ports::{HashError, PasswordHasher};
 use rand::rngs::OsRng;
 use tokio::sync::Semaphore;
 
+use crate::blocking::bounded;
+
 /// argon2id password hashing.
 ///
 /// At most `concurrency` hashes run at a time (the rest wait, without holding a thread), each on
@@ -209,20 +211,15 @@ impl Argon2Hasher {
         Ok(Output::new(&out).map_err(failed)? == expected)
     }
 
-    /// Runs `work` on the blocking pool once a hashing slot is free.
+    /// Runs `work` on the blocking pool once a hashing slot is free (see [`bounded`]).
     async fn blocking<T: Send + 'static>(
         &self,
         work: impl FnOnce(&Self) -> Result<T, HashError> + Send + 'static,
     ) -> Result<T, HashError> {
-        let permit = self.permits.clone().acquire_owned().await.map_err(failed)?;
         let hasher = self.clone();
-        tokio::task::spawn_blocking(move || {
-            let result = work(&hasher);
-            drop(permit);
-            result
-        })
-        .await
-        .map_err(failed)?
+        bounded(&self.permits, move || work(&hasher))
+            .await
+            .map_err(failed)?
     }
 }
 
@@ -269,12 +266,18 @@ impl PasswordHasher for Argon2Hasher {
 
 #[cfg(test)]
 mod tests {
-    use gatehouse_domain::model::PasswordPolicy;
+    use gatehouse_domain::model::{PasswordCandidate, PasswordPolicy, PasswordStrength};
 
     use super::*;
 
     fn password(raw: &str) -> NewPassword {
-        NewPassword::parse(raw, &PasswordPolicy::default(), &[]).unwrap()
+        PasswordCandidate::parse(raw, &PasswordPolicy::default())
+            .unwrap()
+            .judged(PasswordStrength {
+                score: 4,
+                feedback: None,
+            })
+            .unwrap()
     }
 
     #[tokio::test]

@@ -7,7 +7,7 @@
 //! open under the server's secret key and match its public half and its id.
 
 use std::fmt;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, LazyLock, PoisonError, RwLock};
 use std::time::{Duration as StdDuration, Instant};
 
 use async_trait::async_trait;
@@ -25,7 +25,9 @@ use rsa::pkcs1::{DecodeRsaPublicKey as _, EncodeRsaPrivateKey as _, EncodeRsaPub
 use rsa::traits::PublicKeyParts as _;
 use rsa::{RsaPrivateKey, RsaPublicKey};
 use time::{Duration, OffsetDateTime};
+use tokio::sync::Semaphore;
 
+use crate::blocking::bounded;
 use crate::secret_box::{SecretBox, SecretBoxError};
 use crate::verified::{TokenDigest, VerifiedTokens};
 
@@ -70,14 +72,19 @@ fn kid_of(public_der: &[u8]) -> String {
         .collect()
 }
 
+/// RSA key generations at once in this process: one (a 2048-bit key is tens to hundreds of
+/// milliseconds of one core, and keys are made at start-up and on rotation only).
+static KEY_GENERATIONS: LazyLock<Arc<Semaphore>> = LazyLock::new(|| Arc::new(Semaphore::new(1)));
+
 /// Generates a key pair, stores it (private half sealed) and returns its `kid`. What
-/// `gatehouse keys rotate` does; running rings pick the key up on their next reload.
+/// `gatehouse keys rotate` does; running rings pick the key up on their next reload. The
+/// generation runs on the blocking pool, one at a time in the process.
 pub async fn rotate_signing_key(
     store: &dyn SigningKeyStore,
     secret_box: &SecretBox,
     clock: &dyn Clock,
 ) -> Result<String, KeyRingError> {
-    let (private_der, public_der) = tokio::task::spawn_blocking(|| {
+    let (private_der, public_der) = bounded(&KEY_GENERATIONS, || {
         let private = RsaPrivateKey::new(&mut rand::rngs::OsRng, KEY_BITS)
             .map_err(|e| KeyRingError::Generate(e.to_string().into()))?;
         let private_der = private
@@ -557,6 +564,25 @@ mod tests {
         let payload = token.split('.').nth(1).unwrap();
         let bytes = URL_SAFE_NO_PAD.decode(payload).unwrap();
         serde_json::from_slice(&bytes).unwrap()
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn key_generation_waits_for_the_one_slot_off_the_runtime_thread() {
+        let store = Arc::new(MemStore::default());
+        let held = Arc::clone(&KEY_GENERATIONS).acquire_owned().await.unwrap();
+        let rotation = tokio::spawn({
+            let store = Arc::clone(&store);
+            async move { rotate_signing_key(&*store, &secret_box(), &*TestClock::new()).await }
+        });
+        // The one runtime thread stays free while the rotation waits for the slot.
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!rotation.is_finished(), "generated without the slot");
+        assert!(store.keys.lock().unwrap().is_empty());
+        drop(held);
+        let kid = rotation.await.unwrap().unwrap();
+        assert_eq!(store.keys.lock().unwrap()[0].kid, kid);
     }
 
     #[tokio::test]

@@ -26,10 +26,10 @@ pub use crate::ports::{
     MockAccountStore, MockAccountTokenStore, MockApiKeyStore, MockApplicationStore, MockAuditStore,
     MockAuthorizationCodeStore, MockBrandingStore, MockClock, MockDnsTxt, MockDomainStore,
     MockHealthStore, MockMailer, MockMemberStore, MockMembershipStore, MockMetrics, MockMfaStore,
-    MockOperationsStore, MockOrganizationStore, MockPasswordHasher, MockPolicyStore, MockRandom,
-    MockRateLimiter, MockSamlProtocol, MockSamlStore, MockSecretCipher, MockSessionStore,
-    MockSignInAttempts, MockSsoStore, MockTokenSigner, MockTotp, MockWebauthn, MockWebhookSender,
-    MockWebhookStore,
+    MockOperationsStore, MockOrganizationStore, MockPasswordHasher, MockPasswordJudge,
+    MockPolicyStore, MockRandom, MockRateLimiter, MockSamlProtocol, MockSamlStore,
+    MockSecretCipher, MockSessionStore, MockSignInAttempts, MockSsoStore, MockTokenSigner,
+    MockTotp, MockWebauthn, MockWebhookSender, MockWebhookStore,
 };
 
 /// What a mocked async port method returns: a boxed future.
@@ -90,6 +90,8 @@ pub struct MockPorts {
     pub random: MockRandom,
     /// The mock [`PasswordHasher`](crate::ports::PasswordHasher).
     pub hasher: MockPasswordHasher,
+    /// The mock [`PasswordJudge`](crate::ports::PasswordJudge).
+    pub judge: MockPasswordJudge,
     /// The mock [`TokenSigner`](crate::ports::TokenSigner).
     pub signer: MockTokenSigner,
     /// The mock [`Mailer`](crate::ports::Mailer).
@@ -139,6 +141,7 @@ impl MockPorts {
             clock: MockClock::new(),
             random: MockRandom::new(),
             hasher: MockPasswordHasher::new(),
+            judge: MockPasswordJudge::new(),
             signer: MockTokenSigner::new(),
             mailer: MockMailer::new(),
             rate_limiter: MockRateLimiter::new(),
@@ -178,6 +181,7 @@ impl MockPorts {
             clock: Arc::new(self.clock),
             random: Arc::new(self.random),
             hasher: Arc::new(self.hasher),
+            judge: Arc::new(self.judge),
             signer: Arc::new(self.signer),
             mailer: Arc::new(self.mailer),
             rate_limiter: Arc::new(self.rate_limiter),

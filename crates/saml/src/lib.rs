@@ -50,9 +50,24 @@
 //! `tests/threads.rs` verifies from eight threads at once, from a cold start. Note that xmlsec reports a failed verification on stderr itself (a line such as
 //! `func=xmlSecOpenSSLEvpDigestVerify:...:data and digest do not match`); the adapter cannot
 //! silence it without unsafe code.
+//!
+//! [`SamlProtocol::verify_response`] does all of its work (decoding, the pre-scan, samael's
+//! parse and signature checks, reading the assertion) on tokio's blocking pool, never on an
+//! async worker: a large response is tens of milliseconds of CPU. At most
+//! [`XmlSecSaml::concurrency`] verifications run at once (one per core by default); the rest wait
+//! for a slot as futures, holding no thread. Any thread of the pool may run any verification:
+//! libxml2 keeps its per-thread state (errors, parser globals) in thread-local storage it sets up
+//! itself on a thread's first use, the global initialisation is done once as above, and nothing
+//! is shared between calls, so correctness does not depend on which thread runs a call; the
+//! bound is about CPU, not thread safety. Writing an `AuthnRequest` is cheap (a small document,
+//! deflated; nothing is signed) and stays on the caller's thread.
 
+use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Once;
+use std::sync::{Arc, Once};
+
+use async_trait::async_trait;
+use tokio::sync::Semaphore;
 
 use gatehouse_domain::model::{SamlAssertion, SamlRequest, SamlTrust};
 use gatehouse_domain::ports::{BoxError, SamlProtocol, SamlRejection};
@@ -89,15 +104,66 @@ const ALLOWED_ALGORITHMS: [AllowedSignatureAlgorithm; 6] = [
     AllowedSignatureAlgorithm::EcdsaSha512,
 ];
 
-/// The [`SamlProtocol`] adapter over samael and libxmlsec1. Holds nothing: what a response is
-/// checked against comes with each call, as a [`SamlTrust`].
-#[derive(Clone, Copy, Debug, Default)]
-pub struct XmlSecSaml;
+/// The [`SamlProtocol`] adapter over samael and libxmlsec1. Holds only the bound on
+/// verifications at once: what a response is checked against comes with each call, as a
+/// [`SamlTrust`]. Clones share the bound.
+#[derive(Clone)]
+pub struct XmlSecSaml {
+    permits: Arc<Semaphore>,
+    concurrency: usize,
+}
 
 impl XmlSecSaml {
-    /// The adapter.
+    /// The adapter, running at most [`Self::default_concurrency`] verifications at once.
     pub fn new() -> Self {
-        Self
+        Self::with_concurrency(Self::default_concurrency())
+    }
+
+    /// Verifications at once by default: one per core the process may run on.
+    pub fn default_concurrency() -> usize {
+        std::thread::available_parallelism().map_or(1, usize::from)
+    }
+
+    /// The adapter, running at most `concurrency` verifications at once (at least one).
+    pub fn with_concurrency(concurrency: usize) -> Self {
+        let concurrency = concurrency.max(1);
+        Self {
+            permits: Arc::new(Semaphore::new(concurrency)),
+            concurrency,
+        }
+    }
+
+    /// The most verifications that run at once.
+    pub fn concurrency(&self) -> usize {
+        self.concurrency
+    }
+
+    /// [`SamlProtocol::verify_response`]'s checks, on the calling thread and outside the bound:
+    /// for a caller already off the async workers (a thread of its own, as in the tests).
+    pub fn verify_blocking(
+        &self,
+        saml_response: &str,
+        trust: &SamlTrust,
+    ) -> Result<SamlAssertion, SamlRejection> {
+        let xml = prescan::decode(saml_response)?;
+        match catch_unwind(AssertUnwindSafe(|| verify(&xml, trust))) {
+            Ok(verified) => verified,
+            Err(_) => Err(SamlRejection::Failed(Box::new(AdapterError::Panicked))),
+        }
+    }
+}
+
+impl Default for XmlSecSaml {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for XmlSecSaml {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("XmlSecSaml")
+            .field("concurrency", &self.concurrency)
+            .finish()
     }
 }
 
@@ -115,8 +181,13 @@ enum AdapterError {
     TimeOutOfRange,
     #[error("writing the AuthnRequest failed: {0}")]
     AuthnRequest(String),
+    #[error("no verification slot: {0}")]
+    Closed(#[from] tokio::sync::AcquireError),
+    #[error("the verification did not finish: {0}")]
+    Aborted(#[from] tokio::task::JoinError),
 }
 
+#[async_trait]
 impl SamlProtocol for XmlSecSaml {
     fn authn_request_url(
         &self,
@@ -151,16 +222,31 @@ impl SamlProtocol for XmlSecSaml {
         Ok(url.into())
     }
 
-    fn verify_response(
+    async fn verify_response(
         &self,
         saml_response: &str,
         trust: &SamlTrust,
     ) -> Result<SamlAssertion, SamlRejection> {
-        let xml = prescan::decode(saml_response)?;
-        match catch_unwind(AssertUnwindSafe(|| verify(&xml, trust))) {
-            Ok(verified) => verified,
-            Err(_) => Err(SamlRejection::Failed(Box::new(AdapterError::Panicked))),
+        let failed = |error: AdapterError| SamlRejection::Failed(Box::new(error));
+        // An oversized response is refused at once, without a copy or a wait for a slot.
+        if saml_response.len() > MAX_RESPONSE_BYTES {
+            return Err(SamlRejection::TooLarge(MAX_RESPONSE_BYTES));
         }
+        // The slot first, so that a queued verification holds no thread; the permit moves into
+        // the work and is released when it ends, even if the request was abandoned meanwhile.
+        let permit = Arc::clone(&self.permits)
+            .acquire_owned()
+            .await
+            .map_err(|error| failed(error.into()))?;
+        let saml = self.clone();
+        let (saml_response, trust) = (saml_response.to_owned(), trust.clone());
+        tokio::task::spawn_blocking(move || {
+            let verified = saml.verify_blocking(&saml_response, &trust);
+            drop(permit);
+            verified
+        })
+        .await
+        .map_err(|error| failed(error.into()))?
     }
 }
 
@@ -436,13 +522,18 @@ mod tests {
         assert_eq!(certificate_base64("garbage"), None);
     }
 
-    #[test]
-    fn a_signature_that_verifies_nothing_is_refused_without_a_panic() {
-        let trust = trust("https://idp.example.com/sso");
+    /// A signature that verifies nothing, base64 as posted.
+    fn unverifiable() -> String {
         let xml = r#"<r xmlns:ds="http://www.w3.org/2000/09/xmldsig#"><ds:Signature><ds:SignedInfo><ds:SignatureMethod Algorithm="http://www.w3.org/2001/04/xmldsig-more#rsa-sha256"/></ds:SignedInfo></ds:Signature></r>"#;
-        let encoded = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, xml);
+        base64::Engine::encode(&base64::engine::general_purpose::STANDARD, xml)
+    }
+
+    #[tokio::test]
+    async fn a_signature_that_verifies_nothing_is_refused_without_a_panic() {
+        let trust = trust("https://idp.example.com/sso");
         let rejection = XmlSecSaml::new()
-            .verify_response(&encoded, &trust)
+            .verify_response(&unverifiable(), &trust)
+            .await
             .unwrap_err();
         assert!(
             matches!(rejection, SamlRejection::BadSignature),
@@ -450,9 +541,94 @@ mod tests {
         );
     }
 
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_verification_waits_for_a_free_slot_without_blocking_the_runtime() {
+        let saml = XmlSecSaml::with_concurrency(1);
+        let held = Arc::clone(&saml.permits).acquire_owned().await.unwrap();
+        let waiting = tokio::spawn({
+            let saml = saml.clone();
+            async move {
+                let trust = trust("https://idp.example.com/sso");
+                saml.verify_response(&unverifiable(), &trust).await
+            }
+        });
+        // The one runtime thread stays free: this task runs while the verification waits.
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!waiting.is_finished(), "verified without a slot");
+        drop(held);
+        let rejection = waiting.await.unwrap().unwrap_err();
+        assert!(
+            matches!(rejection, SamlRejection::BadSignature),
+            "{rejection:?}"
+        );
+        assert_eq!(saml.permits.available_permits(), 1);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn abandoned_and_concurrent_verifications_give_their_slots_back() {
+        let saml = XmlSecSaml::with_concurrency(2);
+        let tasks: Vec<_> = (0..8)
+            .map(|_| {
+                let saml = saml.clone();
+                tokio::spawn(async move {
+                    let trust = trust("https://idp.example.com/sso");
+                    saml.verify_response(&unverifiable(), &trust).await
+                })
+            })
+            .collect();
+        // Half are abandoned, wherever they are (waiting, verifying or done).
+        for (i, task) in tasks.into_iter().enumerate() {
+            if i % 2 == 0 {
+                task.abort();
+                let _ = task.await;
+            } else {
+                let rejection = task.await.unwrap().unwrap_err();
+                assert!(matches!(rejection, SamlRejection::BadSignature));
+            }
+        }
+        // Every slot comes back: a verification after them all still runs.
+        let trust = trust("https://idp.example.com/sso");
+        let after = tokio::time::timeout(
+            std::time::Duration::from_secs(60),
+            saml.verify_response(&unverifiable(), &trust),
+        )
+        .await;
+        assert!(
+            matches!(after, Ok(Err(SamlRejection::BadSignature))),
+            "a slot leaked: {after:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_oversized_response_is_refused_without_waiting_for_a_slot() {
+        let saml = XmlSecSaml::with_concurrency(1);
+        let _held = Arc::clone(&saml.permits).acquire_owned().await.unwrap();
+        let trust = trust("https://idp.example.com/sso");
+        let huge = "A".repeat(MAX_RESPONSE_BYTES + 1);
+        let rejection = saml.verify_response(&huge, &trust).await.unwrap_err();
+        assert!(
+            matches!(rejection, SamlRejection::TooLarge(_)),
+            "{rejection:?}"
+        );
+    }
+
+    #[test]
+    fn the_bound_is_at_least_one() {
+        assert_eq!(XmlSecSaml::with_concurrency(0).concurrency(), 1);
+        assert_eq!(
+            XmlSecSaml::new().concurrency(),
+            XmlSecSaml::default_concurrency()
+        );
+    }
+
     #[test]
     fn debug_shows_nothing_secret() {
-        assert_eq!(format!("{:?}", XmlSecSaml::new()), "XmlSecSaml");
+        assert_eq!(
+            format!("{:?}", XmlSecSaml::with_concurrency(3)),
+            "XmlSecSaml { concurrency: 3 }"
+        );
         let failed = SamlRejection::Failed(Box::new(AdapterError::Panicked));
         assert!(!format!("{failed:?}").contains("BEGIN"));
     }

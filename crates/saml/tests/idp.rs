@@ -57,7 +57,7 @@ async fn crafted(overrides: Value) -> Value {
 }
 
 fn verify(saml_response: &str) -> Result<SamlAssertion, SamlRejection> {
-    XmlSecSaml::new().verify_response(saml_response, &trust())
+    XmlSecSaml::new().verify_blocking(saml_response, &trust())
 }
 
 fn verify_crafted(response: &Value) -> Result<SamlAssertion, SamlRejection> {
@@ -96,6 +96,36 @@ fn invalid_because(result: Result<SamlAssertion, SamlRejection>, words: &str) {
 async fn a_response_signed_on_the_assertion() {
     let response = crafted(json!({"sign": "assertion"})).await;
     assert_ada(&verify_crafted(&response).unwrap(), &response);
+}
+
+/// The port's own path: on the blocking pool, one verification at a time, while the one
+/// runtime thread goes on running other tasks.
+#[tokio::test(flavor = "current_thread")]
+async fn responses_verified_through_the_port_one_at_a_time() {
+    let response = crafted(json!({"sign": "both"})).await;
+    let saml_response = response["saml_response"].as_str().unwrap().to_owned();
+    let saml = XmlSecSaml::with_concurrency(1);
+    let trust = trust();
+    let ticks = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let ticker = tokio::spawn({
+        let ticks = ticks.clone();
+        async move {
+            loop {
+                ticks.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                tokio::task::yield_now().await;
+            }
+        }
+    });
+    // Four at once in this one task: were the work done on this thread, the ticker could not
+    // run before they were all done.
+    let verify = || saml.verify_response(&saml_response, &trust);
+    let (a, b, c, d) = tokio::join!(verify(), verify(), verify(), verify());
+    let ticked = ticks.load(std::sync::atomic::Ordering::SeqCst);
+    ticker.abort();
+    for assertion in [a, b, c, d] {
+        assert_ada(&assertion.unwrap(), &response);
+    }
+    assert!(ticked > 0, "the runtime thread was blocked");
 }
 
 #[tokio::test]

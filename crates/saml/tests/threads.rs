@@ -6,7 +6,7 @@
 use std::sync::{Arc, Barrier};
 
 use gatehouse_domain::model::{IdpCertificate, IdpEntityId, IdpSsoUrl, SamlTrust};
-use gatehouse_domain::ports::{SamlProtocol, SamlRejection};
+use gatehouse_domain::ports::SamlRejection;
 use gatehouse_saml::XmlSecSaml;
 use gatehouse_testkit::saml_idp::TestIdp;
 use serde_json::json;
@@ -63,12 +63,12 @@ async fn eight_threads_verify_at_once() {
                 let saml = XmlSecSaml::new();
                 barrier.wait();
                 for round in 0..ROUNDS {
-                    let assertion = saml.verify_response(&good, &trust).unwrap();
+                    let assertion = saml.verify_blocking(&good, &trust).unwrap();
                     assert_eq!(assertion.name_id, email, "thread {thread}, round {round}");
                     let expected = format!("_{thread:032x}");
                     assert_eq!(assertion.in_response_to.as_deref(), Some(expected.as_str()));
                     if thread % 2 == 1 {
-                        let refused = saml.verify_response(&bad, &trust);
+                        let refused = saml.verify_blocking(&bad, &trust);
                         assert!(
                             matches!(refused, Err(SamlRejection::BadSignature)),
                             "thread {thread}, round {round}: {refused:?}"

@@ -22,6 +22,7 @@ use tokio::task::JoinHandle;
 
 use gatehouse_crypto::{
     rotate_signing_key, Argon2Hasher, KeyRing, OsRandom, RfcTotp, SecretBox, SystemClock,
+    ZxcvbnJudge,
 };
 use gatehouse_mail::mailer_from_settings;
 use gatehouse_metrics::PrometheusMetrics;
@@ -120,7 +121,7 @@ pub async fn ports(
         branding: store.clone(),
         sso: store.clone(),
         saml: store.clone(),
-        saml_protocol: Arc::new(XmlSecSaml::new()),
+        saml_protocol: Arc::new(XmlSecSaml::with_concurrency(config.saml_concurrency)),
         domains: store.clone(),
         dns,
         mfa: store.clone(),
@@ -135,6 +136,7 @@ pub async fn ports(
         clock,
         random: Arc::new(OsRandom),
         hasher,
+        judge: Arc::new(ZxcvbnJudge::new(config.password_strength_concurrency)),
         signer,
         mailer,
         rate_limiter,

@@ -47,6 +47,12 @@ pub struct Config {
     /// `GATEHOUSE_PASSWORD_HASH_CONCURRENCY`: argon2id hashes at once (1 to 256; one per core,
     /// at most 8, by default), each holding a 19 MiB working area.
     pub password_hash_concurrency: usize,
+    /// `GATEHOUSE_PASSWORD_STRENGTH_CONCURRENCY`: new passwords judged by zxcvbn at once (1 to
+    /// 256; one per core by default).
+    pub password_strength_concurrency: usize,
+    /// `GATEHOUSE_SAML_CONCURRENCY`: SAML responses verified at once (XML parsing and
+    /// signatures; 1 to 256, one per core by default).
+    pub saml_concurrency: usize,
     /// `GATEHOUSE_TRUSTED_PROXIES`: addresses or CIDR ranges whose `X-Forwarded-For` is believed.
     pub trusted_proxies: Vec<IpRange>,
     /// `GATEHOUSE_CONTROL_TOKEN`: the bearer token of the control plane (`/control`); unset, the
@@ -111,6 +117,8 @@ struct Layer {
     webhook_allow_private_targets: Option<String>,
     webhook_endpoint_concurrency: Option<String>,
     password_hash_concurrency: Option<String>,
+    password_strength_concurrency: Option<String>,
+    saml_concurrency: Option<String>,
     control_token: Option<SecretKeySetting>,
     metrics_bind: Option<String>,
     audit_retention_days: Option<String>,
@@ -139,6 +147,8 @@ impl Layer {
             webhook_allow_private_targets: vars("GATEHOUSE_WEBHOOK_ALLOW_PRIVATE_TARGETS"),
             webhook_endpoint_concurrency: vars("GATEHOUSE_WEBHOOK_ENDPOINT_CONCURRENCY"),
             password_hash_concurrency: vars("GATEHOUSE_PASSWORD_HASH_CONCURRENCY"),
+            password_strength_concurrency: vars("GATEHOUSE_PASSWORD_STRENGTH_CONCURRENCY"),
+            saml_concurrency: vars("GATEHOUSE_SAML_CONCURRENCY"),
             control_token: vars("GATEHOUSE_CONTROL_TOKEN").map(SecretKeySetting),
             metrics_bind: vars("GATEHOUSE_METRICS_BIND"),
             audit_retention_days: vars("GATEHOUSE_AUDIT_RETENTION_DAYS"),
@@ -173,6 +183,10 @@ impl Layer {
             password_hash_concurrency: self
                 .password_hash_concurrency
                 .or(base.password_hash_concurrency),
+            password_strength_concurrency: self
+                .password_strength_concurrency
+                .or(base.password_strength_concurrency),
+            saml_concurrency: self.saml_concurrency.or(base.saml_concurrency),
             control_token: self.control_token.or(base.control_token),
             metrics_bind: self.metrics_bind.or(base.metrics_bind),
             audit_retention_days: self.audit_retention_days.or(base.audit_retention_days),
@@ -323,6 +337,18 @@ impl Config {
             1..=256,
             gatehouse_crypto::Argon2Hasher::default_concurrency(),
         )?;
+        let password_strength_concurrency = count(
+            layer.password_strength_concurrency,
+            "GATEHOUSE_PASSWORD_STRENGTH_CONCURRENCY",
+            1..=256,
+            gatehouse_crypto::ZxcvbnJudge::default_concurrency(),
+        )?;
+        let saml_concurrency = count(
+            layer.saml_concurrency,
+            "GATEHOUSE_SAML_CONCURRENCY",
+            1..=256,
+            gatehouse_saml::XmlSecSaml::default_concurrency(),
+        )?;
         let control_token = layer
             .control_token
             .filter(|token| !token.0.is_empty())
@@ -393,6 +419,8 @@ impl Config {
             webhook_allow_private_targets,
             webhook_endpoint_concurrency,
             password_hash_concurrency,
+            password_strength_concurrency,
+            saml_concurrency,
             bind,
             database_url,
             public_url,
@@ -508,11 +536,36 @@ mod tests {
             ("GATEHOUSE_WEBHOOK_ALLOW_PRIVATE_TARGETS", "maybe"),
             ("GATEHOUSE_WEBHOOK_ENDPOINT_CONCURRENCY", "0"),
             ("GATEHOUSE_PASSWORD_HASH_CONCURRENCY", "0"),
+            ("GATEHOUSE_PASSWORD_STRENGTH_CONCURRENCY", "0"),
+            ("GATEHOUSE_SAML_CONCURRENCY", "257"),
             ("GATEHOUSE_TRUSTED_PROXIES", "10.0.0.0/8, proxy.internal"),
         ] {
             let error = Config::load_from(None, env(&[(name, value)])).unwrap_err();
             assert!(error.to_string().contains(name), "{error}");
         }
+    }
+
+    #[test]
+    fn cpu_bounds_default_to_one_per_core_and_can_be_set() {
+        let config = Config::load_from(None, env(&[])).unwrap();
+        assert_eq!(
+            config.password_strength_concurrency,
+            gatehouse_crypto::ZxcvbnJudge::default_concurrency()
+        );
+        assert_eq!(
+            config.saml_concurrency,
+            gatehouse_saml::XmlSecSaml::default_concurrency()
+        );
+        let config = Config::load_from(
+            None,
+            env(&[
+                ("GATEHOUSE_PASSWORD_STRENGTH_CONCURRENCY", "3"),
+                ("GATEHOUSE_SAML_CONCURRENCY", "2"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(config.password_strength_concurrency, 3);
+        assert_eq!(config.saml_concurrency, 2);
     }
 
     #[test]

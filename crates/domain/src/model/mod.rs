@@ -83,7 +83,8 @@ pub use organization::{
 };
 pub use page::{Page, PageRequest, PageRequestError, SearchTerm, SearchTermError};
 pub use password::{
-    password_user_inputs, NewPassword, PasswordError, PasswordHash, PasswordPolicy,
+    password_user_inputs, NewPassword, PasswordCandidate, PasswordError, PasswordHash,
+    PasswordPolicy, PasswordStrength,
 };
 pub use permission::{ApiScope, ApiScopes, Permission};
 pub use policy::{

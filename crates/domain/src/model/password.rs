@@ -89,13 +89,76 @@ pub enum PasswordError {
     /// The policy asks for a special character and every character is a letter or a digit.
     #[error("must contain a special character")]
     NoSpecial,
-    /// zxcvbn scores the password below [`NewPassword::MIN_SCORE`]: it would fall to a guessing
-    /// attack. Carries zxcvbn's feedback (what is wrong, what would help).
+    /// The [`PasswordJudge`](crate::ports::PasswordJudge) (zxcvbn) scores the password below
+    /// [`NewPassword::MIN_SCORE`]: it would fall to a guessing attack. Carries the judge's
+    /// feedback (what is wrong, what would help).
     #[error("is too easy to guess: {0}")]
     TooGuessable(String),
 }
 
-/// A plaintext password that meets a policy, on its way to the hasher. Its `Debug` is redacted
+/// A password as typed that meets a policy's length and composition rules, not judged yet for
+/// how easy it is to guess: only [`PasswordCandidate::judged`], with the
+/// [`PasswordJudge`](crate::ports::PasswordJudge)'s verdict, makes the [`NewPassword`] the
+/// hasher takes. Its `Debug` is redacted and it is never serialised.
+#[derive(Clone)]
+pub struct PasswordCandidate(String);
+
+impl PasswordCandidate {
+    /// A password as typed (not trimmed), checked against `policy` ([`Self::meets`]): the cheap,
+    /// syntactic rules, the first it breaks being the error. Whether it is too easy to guess is
+    /// the judge's to say ([`Self::judged`]).
+    pub fn parse(raw: &str, policy: &PasswordPolicy) -> Result<Self, PasswordError> {
+        let candidate = Self(raw.to_owned());
+        candidate.meets(policy)?;
+        Ok(candidate)
+    }
+
+    /// Whether the password meets `policy`'s length and composition rules (cheap: no strength
+    /// judgment).
+    pub fn meets(&self, policy: &PasswordPolicy) -> Result<(), PasswordError> {
+        meets(&self.0, policy)
+    }
+
+    /// The plaintext, for the judge only.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// The password, once the judge scored it at least [`NewPassword::MIN_SCORE`];
+    /// [`PasswordError::TooGuessable`] with the judge's feedback (or a general hint when it gave
+    /// none) below that.
+    pub fn judged(self, strength: PasswordStrength) -> Result<NewPassword, PasswordError> {
+        if strength.score < NewPassword::MIN_SCORE {
+            let feedback = strength
+                .feedback
+                .map(|text| text.trim().to_owned())
+                .filter(|text| !text.is_empty())
+                .unwrap_or_else(|| "Add another word or two. Uncommon words are better.".into());
+            return Err(PasswordError::TooGuessable(feedback));
+        }
+        Ok(NewPassword(self.0))
+    }
+}
+
+impl fmt::Debug for PasswordCandidate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PasswordCandidate(<redacted>)")
+    }
+}
+
+/// How hard a password is to guess, as the [`PasswordJudge`](crate::ports::PasswordJudge)
+/// scored it (zxcvbn's scale).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PasswordStrength {
+    /// 0 (too guessable: under 10^3 guesses) to 4 (very unguessable: 10^10 guesses or more).
+    pub score: u8,
+    /// What is wrong with it and what would help, for the person choosing it; `None` when the
+    /// judge has nothing to say.
+    pub feedback: Option<String>,
+}
+
+/// A plaintext password that meets a policy and that the judge found hard enough to guess, on
+/// its way to the hasher: made only by [`PasswordCandidate::judged`]. Its `Debug` is redacted
 /// and it is never serialised.
 #[derive(Clone)]
 pub struct NewPassword(String);
@@ -109,61 +172,42 @@ impl NewPassword {
     /// protection from offline slow-hash scenario" (under 10^10 guesses scores 2 or less).
     pub const MIN_SCORE: u8 = 3;
 
-    /// A password as typed (not trimmed), checked against `policy` ([`Self::meets`]), then
-    /// judged by zxcvbn with `user_inputs` (what the person is known by: see
-    /// [`password_user_inputs`]) counted as words an attacker tries first; the first rule it
-    /// breaks is the error. zxcvbn reads the first 100 characters.
-    pub fn parse(
-        raw: &str,
-        policy: &PasswordPolicy,
-        user_inputs: &[String],
-    ) -> Result<Self, PasswordError> {
-        let password = Self(raw.to_owned());
-        password.meets(policy)?;
-        let inputs: Vec<&str> = user_inputs.iter().map(String::as_str).collect();
-        let entropy = zxcvbn::zxcvbn(raw, &inputs);
-        if u8::from(entropy.score()) < Self::MIN_SCORE {
-            let feedback = entropy
-                .feedback()
-                .map(|feedback| feedback.to_string().trim().to_owned())
-                .filter(|text| !text.is_empty())
-                .unwrap_or_else(|| "Add another word or two. Uncommon words are better.".into());
-            return Err(PasswordError::TooGuessable(feedback));
-        }
-        Ok(password)
-    }
-
     /// Whether the password meets `policy`'s length and composition rules (cheap: no strength
     /// judgment), for a password already judged when a stricter policy is learnt later.
     pub fn meets(&self, policy: &PasswordPolicy) -> Result<(), PasswordError> {
-        let raw = self.0.as_str();
-        let chars = raw.chars().count();
-        let min_length = policy.min_length.get() as usize;
-        if chars < min_length {
-            return Err(PasswordError::TooShort(min_length));
-        }
-        if chars > Self::MAX_CHARS {
-            return Err(PasswordError::TooLong);
-        }
-        if policy.require_uppercase && !raw.chars().any(char::is_uppercase) {
-            return Err(PasswordError::NoUppercase);
-        }
-        if policy.require_lowercase && !raw.chars().any(char::is_lowercase) {
-            return Err(PasswordError::NoLowercase);
-        }
-        if policy.require_numbers && !raw.chars().any(|c| c.is_ascii_digit()) {
-            return Err(PasswordError::NoDigit);
-        }
-        if policy.require_special_chars && raw.chars().all(char::is_alphanumeric) {
-            return Err(PasswordError::NoSpecial);
-        }
-        Ok(())
+        meets(&self.0, policy)
     }
 
     /// The plaintext, for the hasher only.
     pub fn expose(&self) -> &str {
         &self.0
     }
+}
+
+/// Whether `raw` meets `policy`'s length and composition rules; the first it breaks is the
+/// error.
+fn meets(raw: &str, policy: &PasswordPolicy) -> Result<(), PasswordError> {
+    let chars = raw.chars().count();
+    let min_length = policy.min_length.get() as usize;
+    if chars < min_length {
+        return Err(PasswordError::TooShort(min_length));
+    }
+    if chars > NewPassword::MAX_CHARS {
+        return Err(PasswordError::TooLong);
+    }
+    if policy.require_uppercase && !raw.chars().any(char::is_uppercase) {
+        return Err(PasswordError::NoUppercase);
+    }
+    if policy.require_lowercase && !raw.chars().any(char::is_lowercase) {
+        return Err(PasswordError::NoLowercase);
+    }
+    if policy.require_numbers && !raw.chars().any(|c| c.is_ascii_digit()) {
+        return Err(PasswordError::NoDigit);
+    }
+    if policy.require_special_chars && raw.chars().all(char::is_alphanumeric) {
+        return Err(PasswordError::NoSpecial);
+    }
+    Ok(())
 }
 
 /// What a person is known by, as zxcvbn's user inputs: the address, its local part and the
@@ -218,16 +262,19 @@ impl fmt::Debug for PasswordHash {
 mod tests {
     use super::*;
 
-    fn parse(raw: &str, policy: &PasswordPolicy) -> Result<NewPassword, PasswordError> {
-        NewPassword::parse(
-            raw,
-            policy,
-            &password_user_inputs("ada.lovelace@example.com", "Ada Lovelace"),
-        )
+    fn parse(raw: &str, policy: &PasswordPolicy) -> Result<PasswordCandidate, PasswordError> {
+        PasswordCandidate::parse(raw, policy)
+    }
+
+    fn scored(score: u8, feedback: Option<&str>) -> PasswordStrength {
+        PasswordStrength {
+            score,
+            feedback: feedback.map(str::to_owned),
+        }
     }
 
     #[test]
-    fn default_policy_is_about_length_and_guessability() {
+    fn default_policy_is_about_length() {
         let policy = PasswordPolicy::default();
         assert_eq!(
             parse("short", &policy).err(),
@@ -241,74 +288,33 @@ mod tests {
     }
 
     #[test]
-    fn passwords_zxcvbn_scores_below_three_are_refused_with_its_feedback() {
-        let policy = PasswordPolicy::default();
-        for weak in [
-            "Password1!",
-            "Summer2024!",
-            "iloveyou1234",
-            "password",
-            "P@ssw0rd",
-            "drowssap",
-            "12345678",
-            "password123",
-            "qwertyuiop",
-            "iloveyou",
-            "football",
-            "hunter2hunter2",
-            "aaaaaaaaaaaa",
-        ] {
-            match parse(weak, &policy) {
-                Err(PasswordError::TooGuessable(feedback)) => {
-                    assert!(!feedback.is_empty(), "{weak}")
-                }
-                other => panic!("{weak}: {other:?}"),
-            }
+    fn a_candidate_scored_below_three_is_refused_with_the_judges_feedback() {
+        let candidate = || parse("correct horse battery", &PasswordPolicy::default()).unwrap();
+        for score in 0..NewPassword::MIN_SCORE {
+            assert_eq!(
+                candidate()
+                    .judged(scored(score, Some(" This is a very common password. ")))
+                    .err(),
+                Some(PasswordError::TooGuessable(
+                    "This is a very common password.".into()
+                ))
+            );
         }
-        let refused = parse("Password1!", &policy).unwrap_err().to_string();
-        assert!(
-            refused.starts_with("is too easy to guess: ") && refused.contains("common"),
-            "{refused}"
-        );
-        for fine in [
-            "correct horse battery staple",
-            "a much longer new passphrase",
-            "tr0ub4dor&3-anvil",
-            "Xk7#mQ2$vL9p",
-        ] {
-            assert!(parse(fine, &policy).is_ok(), "{fine}");
+        for silent in [None, Some("  ")] {
+            let refused = candidate().judged(scored(2, silent)).unwrap_err();
+            assert_eq!(
+                refused.to_string(),
+                "is too easy to guess: Add another word or two. Uncommon words are better."
+            );
+        }
+        for score in NewPassword::MIN_SCORE..=4 {
+            let judged = candidate().judged(scored(score, Some("ignored"))).unwrap();
+            assert_eq!(judged.expose(), "correct horse battery");
         }
     }
 
     #[test]
-    fn what_the_person_is_known_by_counts_against_their_password() {
-        let policy = PasswordPolicy::default();
-        let theirs = |raw: &str| {
-            NewPassword::parse(
-                raw,
-                &policy,
-                &password_user_inputs("ottoline.vandersteen@example.com", "Ottoline Vandersteen"),
-            )
-        };
-        let someone_elses = |raw: &str| {
-            NewPassword::parse(
-                raw,
-                &policy,
-                &password_user_inputs("grace@example.com", "Grace Hopper"),
-            )
-        };
-        for raw in ["vandersteen1815", "Ottoline.Vandersteen"] {
-            assert!(
-                matches!(theirs(raw), Err(PasswordError::TooGuessable(_))),
-                "{raw}: {:?}",
-                theirs(raw)
-            );
-            assert!(
-                someone_elses(raw).is_ok(),
-                "{raw}: {:?}",
-                someone_elses(raw)
-            );
-        }
+    fn what_the_person_is_known_by_are_words_of_their_address_and_name() {
         assert_eq!(
             password_user_inputs("ada.lovelace@example.com", "Ada Lovelace"),
             [
@@ -333,17 +339,18 @@ mod tests {
             require_special_chars: true,
             ..PasswordPolicy::default()
         };
-        let check = |raw: &str| NewPassword(raw.to_owned()).meets(&policy).err();
+        let check = |raw: &str| parse(raw, &policy).err();
         assert_eq!(check("abcdefghij"), Some(PasswordError::NoUppercase));
         assert_eq!(check("ABCDEFGHIJ"), Some(PasswordError::NoLowercase));
         assert_eq!(check("ABCDEfghij"), Some(PasswordError::NoDigit));
         assert_eq!(check("ABCDEfghi1"), Some(PasswordError::NoSpecial));
         assert_eq!(check("ABCDEfgh1!"), None);
-        // The policy first, then the guessing.
-        assert_eq!(
-            parse("abcdefghij", &policy).err(),
-            Some(PasswordError::NoUppercase)
-        );
+        // A judged password is held to a stricter policy learnt later.
+        let judged = parse("abcdefghij", &PasswordPolicy::default())
+            .unwrap()
+            .judged(scored(4, None))
+            .unwrap();
+        assert_eq!(judged.meets(&policy), Err(PasswordError::NoUppercase));
         assert!(parse("Tr0ub4dor&3-anvil", &policy).is_ok());
     }
 
@@ -359,7 +366,9 @@ mod tests {
 
     #[test]
     fn debug_never_shows_the_password() {
-        let password = parse("hunter2-very-secret", &PasswordPolicy::default()).unwrap();
+        let candidate = parse("hunter2-very-secret", &PasswordPolicy::default()).unwrap();
+        assert!(!format!("{candidate:?}").contains("hunter2"));
+        let password = candidate.judged(scored(4, None)).unwrap();
         assert!(!format!("{password:?}").contains("hunter2"));
         let hash = PasswordHash::from_phc("$argon2id$v=19$secret".into());
         assert!(!format!("{hash:?}").contains("secret"));

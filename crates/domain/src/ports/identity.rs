@@ -9,8 +9,8 @@ use super::{organizations::PlanPolicies, platform::RateLimitError, BoxError, Sto
 use crate::model::{
     AccountKey, AccountToken, AccountTokenPurpose, ApiKey, ApiKeyId, AuditRecord, Email,
     FailedSignIns, LockoutRule, NewApiKey, NewEvent, NewOrganization, NewPassword, NewSession,
-    NewUser, OrganizationId, PasswordHash, Session, SessionId, TokenHash, User, UserCredentials,
-    UserId,
+    NewUser, OrganizationId, PasswordCandidate, PasswordHash, PasswordStrength, Session, SessionId,
+    TokenHash, User, UserCredentials, UserId,
 };
 
 /// A user's account as registration creates it: the user, their personal workspace and the
@@ -273,6 +273,28 @@ pub trait PasswordHasher: Send + Sync + 'static {
         presented: String,
         hash: Option<PasswordHash>,
     ) -> Result<bool, HashError>;
+}
+
+/// Judging a password failed (not a weak password: that is a low score); the source says why,
+/// for the log.
+#[derive(Debug, thiserror::Error)]
+#[error("judging a password's strength failed")]
+pub struct JudgeError(#[source] pub BoxError);
+
+/// How easy a new password is to guess (zxcvbn). CPU work of a few milliseconds, more for a
+/// long password: implementations do it off the async workers, a bounded number at a time.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait PasswordJudge: Send + Sync + 'static {
+    /// Scores `password`, counting `user_inputs` (what its owner is known by: see
+    /// [`password_user_inputs`](crate::model::password_user_inputs)) as the words an attacker
+    /// tries first. [`PasswordCandidate::judged`] turns the score into a
+    /// [`NewPassword`] or a refusal.
+    async fn strength(
+        &self,
+        password: &PasswordCandidate,
+        user_inputs: &[String],
+    ) -> Result<PasswordStrength, JudgeError>;
 }
 
 /// The claims of an access token.

@@ -111,6 +111,8 @@ pub struct Ports {
     pub random: Arc<dyn Random>,
     /// The [`PasswordHasher`].
     pub hasher: Arc<dyn PasswordHasher>,
+    /// The [`PasswordJudge`].
+    pub judge: Arc<dyn PasswordJudge>,
     /// The [`TokenSigner`].
     pub signer: Arc<dyn TokenSigner>,
     /// The [`Mailer`].

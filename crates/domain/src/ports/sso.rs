@@ -170,6 +170,11 @@ pub enum SamlRejection {
 }
 
 /// SAML 2.0's messages and XML signatures (the `gatehouse-saml` adapter, over xmlsec).
+///
+/// Verifying a response is CPU work (tens of milliseconds for a large one): implementations do
+/// it off the async workers, a bounded number at a time. Writing a request is cheap (nothing is
+/// signed) and stays synchronous.
+#[async_trait]
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 pub trait SamlProtocol: Send + Sync + 'static {
     /// Where to send the browser: the identity provider's single sign-on URL with the request
@@ -194,7 +199,7 @@ pub trait SamlProtocol: Send + Sync + 'static {
     ///
     /// # Errors
     /// A [`SamlRejection`] saying which check failed.
-    fn verify_response(
+    async fn verify_response(
         &self,
         saml_response: &str,
         trust: &SamlTrust,

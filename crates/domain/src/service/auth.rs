@@ -11,13 +11,13 @@ use crate::{
         AuthMethod, ClientGrant, EffectivePolicies, Email, EventType, FullName, LockoutRule,
         MfaFactor, MfaLogin, MfaMethod, NewEvent, NewOrganization, NewPassword, NewSession,
         NewUser, Organization, OrganizationId, OrganizationName, OrganizationSettings,
-        OrganizationType, Origin, PasswordError, PasswordHash, PasswordPolicy, Plan, SecretToken,
-        SessionId, Slug, TargetKind, TokenHash, TokenKind, User, UserCredentials, UserId,
-        MFA_TOKEN_TTL, SESSION_TOUCH_INTERVAL,
+        OrganizationType, Origin, PasswordCandidate, PasswordError, PasswordHash, PasswordPolicy,
+        Plan, SecretToken, SessionId, Slug, TargetKind, TokenHash, TokenKind, User,
+        UserCredentials, UserId, MFA_TOKEN_TTL, SESSION_TOUCH_INTERVAL,
     },
     ports::{
-        service_ports, AccessClaims, BoxError, HashError, NewAccount, RefreshContext, StoreError,
-        TokenError, WebauthnError,
+        service_ports, AccessClaims, BoxError, HashError, JudgeError, NewAccount, RefreshContext,
+        StoreError, TokenError, WebauthnError,
     },
 };
 
@@ -157,6 +157,34 @@ pub enum RegisterError {
     /// Hashing the password or signing the token failed.
     #[error("registration failed")]
     Internal(#[source] BoxError),
+}
+
+/// Why a typed password did not become a [`NewPassword`]: it breaks a rule, or the judge
+/// failed. Each use case turns it into its own error.
+#[derive(Debug)]
+pub(crate) enum PasswordRefused {
+    /// A rule of the policy, or too easy to guess.
+    Weak(PasswordError),
+    /// The judge could not say.
+    Failed(JudgeError),
+}
+
+impl From<PasswordRefused> for RegisterError {
+    fn from(refused: PasswordRefused) -> Self {
+        match refused {
+            PasswordRefused::Weak(reason) => Self::WeakPassword(reason),
+            PasswordRefused::Failed(error) => Self::Internal(Box::new(error)),
+        }
+    }
+}
+
+impl From<PasswordRefused> for ChangePasswordError {
+    fn from(refused: PasswordRefused) -> Self {
+        match refused {
+            PasswordRefused::Weak(reason) => Self::WeakPassword(reason),
+            PasswordRefused::Failed(error) => Self::Internal(Box::new(error)),
+        }
+    }
 }
 
 /// An account locked out after too many failed sign-ins (see [`LockoutRule`]): every attempt
@@ -360,7 +388,7 @@ impl From<TokenError> for RefreshError {
 
 service_ports! {
     /// The ports [`AuthService`] uses.
-    pub struct AuthPorts { accounts: AccountStore, sessions: SessionStore, policies: PolicyStore, sso: SsoStore, domains: DomainStore, organizations: OrganizationStore, memberships: MembershipStore, sign_in_attempts: SignInAttempts, hasher: PasswordHasher, signer: TokenSigner, mfa: MfaStore, webauthn: Webauthn, clock: Clock, random: Random, audit: AuditStore }
+    pub struct AuthPorts { accounts: AccountStore, sessions: SessionStore, policies: PolicyStore, sso: SsoStore, domains: DomainStore, organizations: OrganizationStore, memberships: MembershipStore, sign_in_attempts: SignInAttempts, hasher: PasswordHasher, judge: PasswordJudge, signer: TokenSigner, mfa: MfaStore, webauthn: Webauthn, clock: Clock, random: Random, audit: AuditStore }
 }
 
 /// The account use cases.
@@ -374,6 +402,24 @@ impl AuthService {
     /// A service on these ports, issuing tokens by `settings`.
     pub fn new(ports: AuthPorts, settings: AuthSettings) -> Self {
         Self { ports, settings }
+    }
+
+    /// `raw` as a new password: `policy`'s length and composition rules first (cheap), then
+    /// the judge's score with `user_inputs` (what the person is known by).
+    pub(crate) async fn new_password(
+        &self,
+        raw: &str,
+        policy: &PasswordPolicy,
+        user_inputs: &[String],
+    ) -> Result<NewPassword, PasswordRefused> {
+        let candidate = PasswordCandidate::parse(raw, policy).map_err(PasswordRefused::Weak)?;
+        let strength = self
+            .ports
+            .judge
+            .strength(&candidate, user_inputs)
+            .await
+            .map_err(PasswordRefused::Failed)?;
+        candidate.judged(strength).map_err(PasswordRefused::Weak)
     }
 
     /// The lifetimes and issuer it issues tokens with.
@@ -393,8 +439,9 @@ impl AuthService {
         // Every policy is at least as strict as the default: refuse what fails it first, judged
         // with what the person is known by.
         let user_inputs = password_user_inputs(email.as_ref(), full_name.as_ref());
-        let password = NewPassword::parse(password, &PasswordPolicy::default(), &user_inputs)
-            .map_err(RegisterError::WeakPassword)?;
+        let password = self
+            .new_password(password, &PasswordPolicy::default(), &user_inputs)
+            .await?;
         // Refuse a taken email before paying for a hash; the unique index settles races.
         if self
             .ports
@@ -1047,8 +1094,9 @@ impl AuthService {
             credentials.user.email.as_ref(),
             credentials.user.full_name.as_ref(),
         );
-        let new_password = NewPassword::parse(new_password, &policy, &user_inputs)
-            .map_err(ChangePasswordError::WeakPassword)?;
+        let new_password = self
+            .new_password(new_password, &policy, &user_inputs)
+            .await?;
         let unchanged = new_password.expose() == current_password;
         let account = AccountKey::for_email(credentials.user.email.as_ref());
         let matches = self

@@ -5,14 +5,14 @@
 
 use super::{
     audit,
-    auth::{ChangePasswordError, Changer, SignIn},
+    auth::{ChangePasswordError, Changer, PasswordRefused, SignIn},
     AuthService, LockedOut, LoginError, Principal,
 };
 use crate::{
     model::{
         password_user_inputs, AccountKey, AccountToken, AccountTokenPurpose, Amr, AuditAction,
-        AuditActor, ClientAddress, Email, NewPassword, Origin, PasswordError, PasswordPolicy,
-        TargetKind, TokenHash, UserCredentials,
+        AuditActor, ClientAddress, Email, Origin, PasswordError, PasswordPolicy, TargetKind,
+        TokenHash, UserCredentials,
     },
     ports::{service_ports, BoxError, Mail, StoreError},
 };
@@ -64,6 +64,15 @@ impl From<LoginError> for LinkError {
             LoginError::SsoRequired(url) => Self::SsoRequired(url),
             LoginError::Store(e) => Self::Store(e),
             other => Self::Internal(Box::new(other)),
+        }
+    }
+}
+
+impl From<PasswordRefused> for LinkError {
+    fn from(refused: PasswordRefused) -> Self {
+        match refused {
+            PasswordRefused::Weak(reason) => Self::WeakPassword(reason),
+            PasswordRefused::Failed(error) => Self::Internal(Box::new(error)),
         }
     }
 }
@@ -368,8 +377,9 @@ impl EmailLinkService {
     ) -> Result<(), LinkError> {
         // Every policy is at least as strict as the default: refuse what fails it before the
         // link is spent (judged without knowing whose link it is: that comes with spending it).
-        NewPassword::parse(new_password, &PasswordPolicy::default(), &[])
-            .map_err(LinkError::WeakPassword)?;
+        self.auth
+            .new_password(new_password, &PasswordPolicy::default(), &[])
+            .await?;
         let (taken, credentials) = self
             .taken(token, AccountTokenPurpose::PasswordReset)
             .await?;
@@ -382,8 +392,10 @@ impl EmailLinkService {
             credentials.user.email.as_ref(),
             credentials.user.full_name.as_ref(),
         );
-        let new_password = NewPassword::parse(new_password, &policy, &user_inputs)
-            .map_err(LinkError::WeakPassword)?;
+        let new_password = self
+            .auth
+            .new_password(new_password, &policy, &user_inputs)
+            .await?;
         self.auth
             .store_new_password(
                 user_id,

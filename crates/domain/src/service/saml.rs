@@ -192,7 +192,8 @@ impl SamlService {
         let assertion = self
             .ports
             .saml_protocol
-            .verify_response(saml_response, &self.trust(configuration.clone()))?;
+            .verify_response(saml_response, &self.trust(configuration.clone()))
+            .await?;
         let request_id = assertion
             .in_response_to
             .as_deref()

@@ -114,7 +114,7 @@ impl Mocks {
                     trust.idp_entity_id.as_ref(),
                     "https://idp.example.com/metadata"
                 );
-                assertion.clone().map_err(|rejection| rejection())
+                ready(assertion.clone().map_err(|rejection| rejection()))
             });
     }
 

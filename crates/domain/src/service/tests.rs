@@ -24,14 +24,14 @@ use crate::{
         AuditAction, AuditActor, AuditOutcome, AuditTarget, ClientAddress, ClientGrant, ClientId,
         Email, EventType, FailedSignIns, FullName, Membership, NewApiKey, NewEvent, NewSession,
         Organization, OrganizationId, OrganizationName, OrganizationPolicies, OrganizationSettings,
-        OrganizationType, Origin, PasswordError, PasswordHash, Permission, Plan, RedirectUri,
-        RedirectUris, Role, Scope, SecretToken, Session, SessionId, Slug, TargetKind, TokenHash,
-        TokenKind, User, UserCredentials, UserId, SESSION_TOUCH_INTERVAL,
+        OrganizationType, Origin, PasswordError, PasswordHash, PasswordStrength, Permission, Plan,
+        RedirectUri, RedirectUris, Role, Scope, SecretToken, Session, SessionId, Slug, TargetKind,
+        TokenHash, TokenKind, User, UserCredentials, UserId, SESSION_TOUCH_INTERVAL,
     },
     ports::{
-        AccessClaims, BearerClaims, MachineClaims, MockAuditStore, MockPolicyStore,
-        MockSignInAttempts, NewAccount, PlanPolicies, Ports, RefreshContext, SavedPolicies,
-        StoreError, TokenError,
+        AccessClaims, BearerClaims, JudgeError, MachineClaims, MockAuditStore, MockPasswordJudge,
+        MockPolicyStore, MockSignInAttempts, NewAccount, PlanPolicies, Ports, RefreshContext,
+        SavedPolicies, StoreError, TokenError,
     },
 };
 
@@ -285,6 +285,15 @@ impl Mocks {
             .expect_mfa_factors()
             .returning(|_| ready(Ok(Vec::new())));
         mocks.sign_in_attempts = no_failed_sign_ins();
+        // Every password is hard to guess unless a test says otherwise (replace `mocks.judge`
+        // to say so: mockall answers with the first expectation that matches).
+        mocks.judge.expect_strength().returning(|_, _| {
+            ready(Ok(PasswordStrength {
+                score: 4,
+                feedback: None,
+            }))
+        });
+        mocks.sign_in_attempts = no_failed_sign_ins();
         // No domain is verified, so no single sign-on bars a password, unless a test says so
         // (replace `mocks.domains`).
         mocks
@@ -466,6 +475,58 @@ fn register_refuses_a_weak_password_without_hashing_it() {
     assert!(matches!(
         result,
         Err(RegisterError::WeakPassword(PasswordError::TooShort(8)))
+    ));
+}
+
+#[test]
+fn register_refuses_what_the_judge_finds_too_guessable_judged_with_who_registers() {
+    let mut mocks = Mocks::new();
+    let mut judge = MockPasswordJudge::new();
+    judge
+        .expect_strength()
+        .withf(|password, inputs| {
+            password.expose() == ADA_PASSWORD
+                && inputs.iter().any(|input| input == ADA_EMAIL)
+                && inputs.iter().any(|input| input == "Lovelace")
+        })
+        .times(1)
+        .returning(|_, _| {
+            ready(Ok(PasswordStrength {
+                score: 2,
+                feedback: Some("Avoid your own name.".into()),
+            }))
+        });
+    mocks.judge = judge;
+    mocks.hasher.expect_hash().times(0);
+    mocks.accounts.expect_credentials_by_email().never();
+    mocks.accounts.expect_create_account().never();
+
+    let result = register(mocks, ADA_PASSWORD);
+
+    assert!(
+        matches!(
+            &result,
+            Err(RegisterError::WeakPassword(PasswordError::TooGuessable(why)))
+                if why == "Avoid your own name."
+        ),
+        "{result:?}"
+    );
+}
+
+#[test]
+fn register_fails_without_hashing_when_the_judge_fails() {
+    let mut mocks = Mocks::new();
+    let mut judge = MockPasswordJudge::new();
+    judge
+        .expect_strength()
+        .returning(|_, _| ready(Err(JudgeError("the pool is gone".into()))));
+    mocks.judge = judge;
+    mocks.hasher.expect_hash().times(0);
+    mocks.accounts.expect_create_account().never();
+
+    assert!(matches!(
+        register(mocks, ADA_PASSWORD),
+        Err(RegisterError::Internal(_))
     ));
 }
 
