@@ -251,10 +251,11 @@ async fn delivery_loop(
             continue;
         }
         // A lease that took less than it had room for took what fits now (all of it, unless
-        // more than its scan of candidates belonged to endpoints near their limit): another
-        // before a slot frees, the dispatcher makes deliveries or the poll interval passes
-        // would find nothing, after reading past the due deliveries of the endpoints at their
-        // limit to say so (on PostgreSQL, a third of all leases in a fan-out; docs/benchmarks.md).
+        // more than its scan of candidates belonged to endpoints or organizations near their
+        // limit): another before a slot frees, the dispatcher makes deliveries or the poll
+        // interval passes would find nothing, after reading every due delivery to rank them in
+        // their turns to say so (on PostgreSQL, a third of all leases in a fan-out before the
+        // turns; docs/benchmarks.md).
         let took_all_that_fits = leased.len() < wanted;
         // The lease took only what fits; this guards the limits should that ever change.
         let mut give_back = Vec::new();
