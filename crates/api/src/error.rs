@@ -477,6 +477,7 @@ impl From<WebhookError> for ApiError {
             WebhookError::PrivateTarget => {
                 Self::field(FieldError::invalid("body", "url", error.to_string()))
             }
+            WebhookError::TooManyEndpoints(_) => Self::Unprocessable(error.to_string()),
             WebhookError::Cipher(_) => Self::Internal(Box::new(error)),
             WebhookError::Store(e) => e.into(),
         }

@@ -447,7 +447,21 @@ fn run_backend(runtime: &Runtime, backend: Backend, options: &Options) -> String
     );
 
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
-    let seed = runtime.block_on(seed_data(&client, &server.base, &receiver));
+    let set_plan = |team: &str| {
+        // Ten endpoints: more than the free plan's five.
+        let status = Command::new(&options.binary)
+            .env_clear()
+            .envs(env.iter().map(|(k, v)| (*k, v)))
+            .args(["orgs", "set-plan", team, "starter"])
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(
+            status.success(),
+            "gatehouse orgs set-plan {team} starter: {status}"
+        );
+    };
+    let seed = runtime.block_on(seed_data(&client, &server.base, &receiver, &set_plan));
     std::thread::sleep(SETTLE);
     let idle_kb = server.rss_kb();
 
@@ -569,6 +583,8 @@ fn server_env(database_url: &str, work: &Path, ca_file: &Path) -> Vec<(&'static 
         ("GATEHOUSE_LOG_FORMAT", "json".to_owned()),
         // Every wrk connection comes from one address: lift the per-address bound above them.
         ("GATEHOUSE_MAX_CONNECTIONS_PER_IP", "100000".to_owned()),
+        // One organization makes the whole fan-out: every slot is its share.
+        ("GATEHOUSE_WEBHOOK_SLOTS_PER_ORGANIZATION", "64".to_owned()),
     ]
 }
 
@@ -776,7 +792,12 @@ struct Seed {
     team_id: String,
 }
 
-async fn seed_data(client: &reqwest::Client, base: &str, receiver: &TestReceiver) -> Seed {
+async fn seed_data(
+    client: &reqwest::Client,
+    base: &str,
+    receiver: &TestReceiver,
+    set_plan: &dyn Fn(&str),
+) -> Seed {
     let registered = post_json(
         client,
         &format!("{base}/api/v1/auth/register"),
@@ -805,6 +826,7 @@ async fn seed_data(client: &reqwest::Client, base: &str, receiver: &TestReceiver
     )
     .await;
     let team_id = team["id"].as_str().unwrap().to_owned();
+    set_plan(&team_id);
     for i in 0..ENDPOINTS {
         post_json(
             client,

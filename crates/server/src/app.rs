@@ -12,7 +12,7 @@ use gatehouse_delivery::{HttpsSender, SenderConfig};
 use gatehouse_dns::HickoryDns;
 use gatehouse_domain::{
     model::{Organization, OrganizationId, Plan},
-    ports::{DnsTxt, Ports, RateLimiter, SignInAttempts, TokenSigner},
+    ports::{DnsTxt, Ports, PurgedHistory, RateLimiter, SignInAttempts, TokenSigner},
     service::{
         AuthSettings, DeliveryEngine, DeliverySettings, OrganizationPorts, OrganizationService,
     },
@@ -235,6 +235,7 @@ impl Application {
         let purge_organizations = state.organizations.clone();
         let purge_audit = state.control.clone();
         let audit_retention_days = config.audit_retention_days;
+        let event_retention_days = config.event_retention_days;
         let state_for_metrics = state.clone();
         let delivery_metrics = state.ports.metrics.clone();
         let panics = web::Data::new(PanicCount::default());
@@ -305,6 +306,21 @@ impl Application {
                     Ok(count) => tracing::info!(count, "purged audit records past their retention"),
                     Err(error) => tracing::warn!(%error, "purging the audit log failed"),
                 }
+                match purge_audit
+                    .purge_webhook_history(event_retention_days)
+                    .await
+                {
+                    Ok(PurgedHistory {
+                        events: 0,
+                        deliveries: 0,
+                    }) => {}
+                    Ok(PurgedHistory { events, deliveries }) => tracing::info!(
+                        events,
+                        deliveries,
+                        "purged events and finished deliveries past their retention"
+                    ),
+                    Err(error) => tracing::warn!(%error, "purging webhook history failed"),
+                }
             }
         });
         tracing::info!(
@@ -325,7 +341,8 @@ impl Application {
                     WorkerSettings::new(
                         config.webhook_timeout,
                         config.webhook_endpoint_concurrency,
-                    ),
+                    )
+                    .per_organization(config.webhook_slots_per_organization),
                     delivery_metrics,
                     store.outbox_committed(),
                 ));

@@ -44,6 +44,10 @@ pub struct Config {
     /// `GATEHOUSE_WEBHOOK_ENDPOINT_CONCURRENCY`: attempts in flight at once to one endpoint from
     /// one process (1 to 64; 4 by default).
     pub webhook_endpoint_concurrency: usize,
+    /// `GATEHOUSE_WEBHOOK_SLOTS_PER_ORGANIZATION`: attempts in flight at once to the endpoints
+    /// of one organization from one process (1 to 64; 16, a quarter of the 64 slots, by
+    /// default).
+    pub webhook_slots_per_organization: usize,
     /// `GATEHOUSE_PASSWORD_HASH_CONCURRENCY`: argon2id hashes at once (1 to 256; one per core,
     /// at most 8, by default), each holding a 19 MiB working area.
     pub password_hash_concurrency: usize,
@@ -63,6 +67,9 @@ pub struct Config {
     pub metrics_bind: Option<SocketAddr>,
     /// `GATEHOUSE_AUDIT_RETENTION_DAYS`: how long audit records are kept (default 365).
     pub audit_retention_days: u32,
+    /// `GATEHOUSE_EVENT_RETENTION_DAYS`: how long stored events and finished deliveries are
+    /// kept (default 30).
+    pub event_retention_days: u32,
     /// `GATEHOUSE_DNS_RESOLVER`: the DNS server (`ip:port`) asked for domains' TXT records;
     /// unset, the system's resolver (`/etc/resolv.conf`).
     pub dns_resolver: Option<SocketAddr>,
@@ -116,12 +123,14 @@ struct Layer {
     webhook_ca_file: Option<PathBuf>,
     webhook_allow_private_targets: Option<String>,
     webhook_endpoint_concurrency: Option<String>,
+    webhook_slots_per_organization: Option<String>,
     password_hash_concurrency: Option<String>,
     password_strength_concurrency: Option<String>,
     saml_concurrency: Option<String>,
     control_token: Option<SecretKeySetting>,
     metrics_bind: Option<String>,
     audit_retention_days: Option<String>,
+    event_retention_days: Option<String>,
     dns_resolver: Option<String>,
     body_timeout_secs: Option<String>,
     max_connections_per_ip: Option<String>,
@@ -146,12 +155,14 @@ impl Layer {
             webhook_ca_file: vars("GATEHOUSE_WEBHOOK_CA_FILE").map(PathBuf::from),
             webhook_allow_private_targets: vars("GATEHOUSE_WEBHOOK_ALLOW_PRIVATE_TARGETS"),
             webhook_endpoint_concurrency: vars("GATEHOUSE_WEBHOOK_ENDPOINT_CONCURRENCY"),
+            webhook_slots_per_organization: vars("GATEHOUSE_WEBHOOK_SLOTS_PER_ORGANIZATION"),
             password_hash_concurrency: vars("GATEHOUSE_PASSWORD_HASH_CONCURRENCY"),
             password_strength_concurrency: vars("GATEHOUSE_PASSWORD_STRENGTH_CONCURRENCY"),
             saml_concurrency: vars("GATEHOUSE_SAML_CONCURRENCY"),
             control_token: vars("GATEHOUSE_CONTROL_TOKEN").map(SecretKeySetting),
             metrics_bind: vars("GATEHOUSE_METRICS_BIND"),
             audit_retention_days: vars("GATEHOUSE_AUDIT_RETENTION_DAYS"),
+            event_retention_days: vars("GATEHOUSE_EVENT_RETENTION_DAYS"),
             dns_resolver: vars("GATEHOUSE_DNS_RESOLVER"),
             body_timeout_secs: vars("GATEHOUSE_BODY_TIMEOUT_SECS"),
             max_connections_per_ip: vars("GATEHOUSE_MAX_CONNECTIONS_PER_IP"),
@@ -180,6 +191,9 @@ impl Layer {
             webhook_endpoint_concurrency: self
                 .webhook_endpoint_concurrency
                 .or(base.webhook_endpoint_concurrency),
+            webhook_slots_per_organization: self
+                .webhook_slots_per_organization
+                .or(base.webhook_slots_per_organization),
             password_hash_concurrency: self
                 .password_hash_concurrency
                 .or(base.password_hash_concurrency),
@@ -190,6 +204,7 @@ impl Layer {
             control_token: self.control_token.or(base.control_token),
             metrics_bind: self.metrics_bind.or(base.metrics_bind),
             audit_retention_days: self.audit_retention_days.or(base.audit_retention_days),
+            event_retention_days: self.event_retention_days.or(base.event_retention_days),
             dns_resolver: self.dns_resolver.or(base.dns_resolver),
             body_timeout_secs: self.body_timeout_secs.or(base.body_timeout_secs),
             max_connections_per_ip: self.max_connections_per_ip.or(base.max_connections_per_ip),
@@ -217,6 +232,10 @@ pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://gatehouse.db";
 pub const DEFAULT_AUDIT_RETENTION_DAYS: u32 = 365;
 pub const DEFAULT_MAX_CONNECTIONS_PER_IP: usize = 256;
+
+/// How long stored events and finished deliveries are kept when
+/// `GATEHOUSE_EVENT_RETENTION_DAYS` is not set.
+pub const DEFAULT_EVENT_RETENTION_DAYS: u32 = 30;
 pub const DEFAULT_MAIL_FROM: &str = "Gatehouse <no-reply@localhost>";
 
 impl Config {
@@ -331,6 +350,12 @@ impl Config {
             1..=64,
             4,
         )?;
+        let webhook_slots_per_organization = count(
+            layer.webhook_slots_per_organization,
+            "GATEHOUSE_WEBHOOK_SLOTS_PER_ORGANIZATION",
+            1..=64,
+            16,
+        )?;
         let password_hash_concurrency = count(
             layer.password_hash_concurrency,
             "GATEHOUSE_PASSWORD_HASH_CONCURRENCY",
@@ -369,17 +394,16 @@ impl Config {
                 })
             })
             .transpose()?;
-        let audit_retention_days = match layer.audit_retention_days.as_deref() {
-            None | Some("") => DEFAULT_AUDIT_RETENTION_DAYS,
-            Some(raw) => raw
-                .parse::<u32>()
-                .ok()
-                .filter(|days| (1..=36_500).contains(days))
-                .ok_or_else(|| ConfigError::Invalid {
-                    name: "GATEHOUSE_AUDIT_RETENTION_DAYS",
-                    reason: format!("{raw:?} is not a number of days from 1 to 36500"),
-                })?,
-        };
+        let audit_retention_days = retention_days(
+            layer.audit_retention_days,
+            "GATEHOUSE_AUDIT_RETENTION_DAYS",
+            DEFAULT_AUDIT_RETENTION_DAYS,
+        )?;
+        let event_retention_days = retention_days(
+            layer.event_retention_days,
+            "GATEHOUSE_EVENT_RETENTION_DAYS",
+            DEFAULT_EVENT_RETENTION_DAYS,
+        )?;
         let dns_resolver = layer
             .dns_resolver
             .filter(|raw| !raw.is_empty())
@@ -412,12 +436,14 @@ impl Config {
             metrics_bind,
             dns_resolver,
             audit_retention_days,
+            event_retention_days,
             trusted_proxies,
             webhook_retry_schedule,
             webhook_timeout,
             webhook_ca_file: layer.webhook_ca_file.filter(|p| !p.as_os_str().is_empty()),
             webhook_allow_private_targets,
             webhook_endpoint_concurrency,
+            webhook_slots_per_organization,
             password_hash_concurrency,
             password_strength_concurrency,
             saml_concurrency,
@@ -465,6 +491,25 @@ fn count(
                 range.end()
             ),
         })
+}
+
+/// A number of days a purge keeps records for: 1 to 36500, `default` when unset or empty.
+fn retention_days(
+    raw: Option<String>,
+    name: &'static str,
+    default: u32,
+) -> Result<u32, ConfigError> {
+    match raw.as_deref() {
+        None | Some("") => Ok(default),
+        Some(raw) => raw
+            .parse::<u32>()
+            .ok()
+            .filter(|days| (1..=36_500).contains(days))
+            .ok_or_else(|| ConfigError::Invalid {
+                name,
+                reason: format!("{raw:?} is not a number of days from 1 to 36500"),
+            }),
+    }
 }
 
 #[cfg(test)]
@@ -535,9 +580,13 @@ mod tests {
             ("GATEHOUSE_WEBHOOK_TIMEOUT_SECS", "forever"),
             ("GATEHOUSE_WEBHOOK_ALLOW_PRIVATE_TARGETS", "maybe"),
             ("GATEHOUSE_WEBHOOK_ENDPOINT_CONCURRENCY", "0"),
+            ("GATEHOUSE_WEBHOOK_SLOTS_PER_ORGANIZATION", "65"),
             ("GATEHOUSE_PASSWORD_HASH_CONCURRENCY", "0"),
             ("GATEHOUSE_PASSWORD_STRENGTH_CONCURRENCY", "0"),
             ("GATEHOUSE_SAML_CONCURRENCY", "257"),
+            ("GATEHOUSE_EVENT_RETENTION_DAYS", "0"),
+            ("GATEHOUSE_EVENT_RETENTION_DAYS", "-3"),
+            ("GATEHOUSE_EVENT_RETENTION_DAYS", "a month"),
             ("GATEHOUSE_TRUSTED_PROXIES", "10.0.0.0/8, proxy.internal"),
         ] {
             let error = Config::load_from(None, env(&[(name, value)])).unwrap_err();
@@ -566,6 +615,20 @@ mod tests {
         .unwrap();
         assert_eq!(config.password_strength_concurrency, 3);
         assert_eq!(config.saml_concurrency, 2);
+    fn webhook_bounds_default_to_the_documented_ones() {
+        let config = Config::load_from(None, env(&[])).unwrap();
+        assert_eq!(config.event_retention_days, 30);
+        assert_eq!(config.webhook_slots_per_organization, 16);
+        let config = Config::load_from(
+            None,
+            env(&[
+                ("GATEHOUSE_EVENT_RETENTION_DAYS", "7"),
+                ("GATEHOUSE_WEBHOOK_SLOTS_PER_ORGANIZATION", "64"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(config.event_retention_days, 7);
+        assert_eq!(config.webhook_slots_per_organization, 64);
     }
 
     #[test]

@@ -19,15 +19,20 @@ pub(crate) trait Dialect {
     /// A new delivery, as the backend's schema inserts it.
     type NewDelivery<'a>;
 
-    /// Up to `limit` due deliveries of active endpoints not in `busy`, oldest due first, as
-    /// `(delivery, endpoint)`: the candidates a lease picks from. Nothing is locked; the lease
-    /// locks what it picks with [`Dialect::lock_for_lease`].
+    /// Up to `limit` due deliveries of active endpoints not in `busy`, of organizations not in
+    /// `busy_organizations`, as `(delivery, endpoint, organization)`: the candidates a lease
+    /// picks from, in their turn: each organization's oldest due first, then each one's second,
+    /// and so on (oldest due first within a turn), so that one organization's backlog never
+    /// hides another's fresh delivery from the lease. Nothing is locked; the lease locks what it
+    /// picks with [`Dialect::lock_for_lease`]. Both backends write the same query out in SQL
+    /// (a window diesel's DSL does not write): keep the two alike.
     async fn lease_candidates(
         conn: &mut Self::Conn,
         now: OffsetDateTime,
         limit: i64,
         busy: &[DbUuid],
-    ) -> QueryResult<Vec<(DbUuid, DbUuid)>>;
+        busy_organizations: &[DbUuid],
+    ) -> QueryResult<Vec<(DbUuid, DbUuid, DbUuid)>>;
 
     /// Of the picked deliveries `ids`, the ones still due and unleased at `now`, locked for the
     /// caller's transaction so that no concurrent leaser in any process takes them too; one that

@@ -23,31 +23,6 @@ use gatehouse_domain::ports::{
     SessionStore, SigningKeyStore, SsoStore, StoreError, WebhookStore,
 };
 
-/// The deliveries due at `$now` that may be leased, oldest due first, up to `$limit`: their
-/// next attempt is due, no lease holds them, they are not finished, their endpoint is active and
-/// not among the `$busy` ones. Expands, in a backend module, to a select of their ids and
-/// endpoints that PostgreSQL runs locking the rows it picks, skipping locked ones. SQLite's
-/// `lease_candidates` writes the same query out in SQL, to name the index it must use: keep the two
-/// alike.
-macro_rules! due_deliveries {
-    ($now:expr, $limit:expr, $busy:expr) => {{
-        use schema::{webhook_deliveries as d, webhook_endpoints as e};
-        let active = e::table.filter(e::is_active.eq(true)).select(e::id);
-        d::table
-            .filter(d::next_attempt_at.le($now))
-            .filter(d::leased_until.is_null().or(d::leased_until.lt($now)))
-            .filter(d::status.eq_any([
-                gatehouse_domain::model::DeliveryStatus::Pending.as_str(),
-                gatehouse_domain::model::DeliveryStatus::Failed.as_str(),
-            ]))
-            .filter(d::endpoint_id.eq_any(active))
-            .filter(d::endpoint_id.ne_all($busy))
-            .order((d::next_attempt_at.asc(), d::id.asc()))
-            .limit($limit)
-            .select((d::id, d::endpoint_id))
-    }};
-}
-
 mod dialect;
 mod listing;
 /// Runs the body, `async |conn: &mut Conn| -> Result<T, diesel::result::Error>`, in one write

@@ -15,8 +15,8 @@ use gatehouse_domain::{
         WebhookUrl,
     },
     ports::{
-        AttemptEffects, AttemptRecord, DeliveryFilter, EndpointChange, LeasedDelivery, NewDelivery,
-        NewEndpoint, RetryOutcome,
+        AttemptEffects, AttemptRecord, DeliveryFilter, EndpointChange, EndpointLimit,
+        LeasedDelivery, NewDelivery, NewEndpoint, PurgedHistory, RetryOutcome,
     },
 };
 use gatehouse_store::StoreOptions;
@@ -72,6 +72,7 @@ async fn endpoint(db: &Db, org: OrganizationId, events: &[EventType]) -> Endpoin
     db.store
         .create_endpoint(new, support::signed_in())
         .await
+        .unwrap()
         .unwrap();
     id
 }
@@ -235,9 +236,9 @@ on_both_backends! {
         for (i, active) in [true, false, true].into_iter().enumerate() {
             let new = new_endpoint(ada, &[EventType::UserCreated], active, t0 + Duration::seconds(i as i64));
             created.push(new.endpoint.clone());
-            db.store.create_endpoint(new, support::signed_in()).await.unwrap();
+            db.store.create_endpoint(new, support::signed_in()).await.unwrap().unwrap();
         }
-        db.store.create_endpoint(new_endpoint(bob, &[EventType::UserCreated], true, t0), support::signed_in()).await.unwrap();
+        db.store.create_endpoint(new_endpoint(bob, &[EventType::UserCreated], true, t0), support::signed_in()).await.unwrap().unwrap();
 
         let all = db.store.endpoints(ada, None, PageRequest::default()).await.unwrap();
         assert_eq!(all.total(), 3);
@@ -264,7 +265,7 @@ on_both_backends! {
         let new = new_endpoint(ada, &[EventType::UserCreated], true, now());
         let created = new.endpoint.clone();
         let id = created.id;
-        db.store.create_endpoint(new, support::signed_in()).await.unwrap();
+        db.store.create_endpoint(new, support::signed_in()).await.unwrap().unwrap();
 
         let detail = db.store.endpoint(ada, id).await.unwrap().unwrap();
         assert_eq!(detail.endpoint, created);
@@ -442,7 +443,7 @@ on_both_backends! {
         let subscribed = endpoint(&db, org, &[EventType::MemberJoined, EventType::OrganizationUpdated]).await;
         let _elsewhere = endpoint(&db, org, &[EventType::MemberJoined]).await;
         let inactive = new_endpoint(org, &[EventType::OrganizationUpdated], false, now());
-        db.store.create_endpoint(inactive, support::signed_in()).await.unwrap();
+        db.store.create_endpoint(inactive, support::signed_in()).await.unwrap().unwrap();
         let others = endpoint(&db, other, &[EventType::OrganizationUpdated]).await;
 
         assert_eq!(
@@ -918,7 +919,7 @@ on_both_backends! {
         for _ in 0..5 {
             let new = new_endpoint(org, &[EventType::OrganizationUpdated], true, t0);
             hooks.push(new.endpoint.id);
-            first.create_endpoint(new, support::signed_in()).await.unwrap();
+            first.create_endpoint(new, support::signed_in()).await.unwrap().unwrap();
         }
         for _ in 0..10 {
             let recorded = NewEvent { occurred_at: t0, ..event(EventType::OrganizationUpdated, Some(org), None) };
@@ -1000,4 +1001,140 @@ async fn a_leaser_beaten_to_the_oldest_delivery_takes_the_next_one() {
         .await
         .unwrap();
     assert_eq!(ids(&lease(&db, at, &[]).await), [oldest]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bounds: fair leases, endpoints per plan, retention
+// ---------------------------------------------------------------------------------------------
+
+on_both_backends! {
+    async fn a_lease_takes_each_organizations_oldest_before_anyones_second(db: Db) {
+        let (_, noisy) = registered(&db, "noisy@example.com").await;
+        let (_, quiet) = registered(&db, "quiet@example.com").await;
+        let types = [EventType::OrganizationUpdated];
+        let (slow, slower) = (endpoint(&db, noisy, &types).await, endpoint(&db, noisy, &types).await);
+        let fast = endpoint(&db, quiet, &types).await;
+        let t0 = now();
+        // The noisy organization's backlog, all due before the quiet one's fresh delivery.
+        let mut backlog = Vec::new();
+        for minute in 0..6 {
+            let hook = if minute % 2 == 0 { slow } else { slower };
+            backlog.push(delivery_at(&db, noisy, hook, t0 + Duration::minutes(minute)).await);
+        }
+        let fresh = delivery_at(&db, quiet, fast, t0 + Duration::minutes(10)).await;
+
+        let at = t0 + Duration::hours(1);
+        let room = LeaseRoom::new(2, 100);
+        let leased = db.store.lease_deliveries(at, at + Duration::minutes(1), room, Uuid::new_v4())
+            .await.unwrap();
+        assert_eq!(ids(&leased), [backlog[0], fresh], "each organization's oldest first");
+        assert_eq!(leased[1].organization_id, quiet);
+
+        // An organization at its bound gets nothing more, however old its backlog.
+        let later = delivery_at(&db, quiet, fast, t0 + Duration::minutes(11)).await;
+        let room = LeaseRoom::new(10, 100).per_organization(2).with_in_flight_of(noisy, 1);
+        let leased = db.store.lease_deliveries(at, at + Duration::minutes(1), room, Uuid::new_v4())
+            .await.unwrap();
+        assert_eq!(ids(&leased), [backlog[1], later], "one more of noisy's fits, and quiet's next");
+        let full = LeaseRoom::new(10, 100).per_organization(2).with_in_flight_of(noisy, 2);
+        let leased = db.store.lease_deliveries(at, at + Duration::minutes(1), full, Uuid::new_v4())
+            .await.unwrap();
+        assert!(leased.is_empty(), "noisy is full and quiet has nothing due: {:?}", ids(&leased));
+        // Without a bound, the rest of the backlog, oldest first.
+        assert_eq!(ids(&lease(&db, at, &[]).await), backlog[2..]);
+    }
+
+    async fn an_organization_has_at_most_its_plans_endpoints(db: Db) {
+        let (_, free) = registered(&db, "ada@example.com").await;
+        let (_, other) = registered(&db, "bob@example.com").await;
+        let types = [EventType::UserCreated];
+        for _ in 0..Plan::Free.max_webhook_endpoints() {
+            endpoint(&db, free, &types).await;
+        }
+        let one_more = new_endpoint(free, &types, true, now());
+        let refused = db.store.create_endpoint(one_more.clone(), support::signed_in()).await.unwrap();
+        assert_eq!(refused, Err(EndpointLimit { plan: Plan::Free, max: 5 }));
+        let listed = db.store.endpoints(free, None, PageRequest::default()).await.unwrap();
+        assert_eq!(listed.total(), 5, "nothing written");
+        // Inactive endpoints count too: turning one off frees no room.
+        let inactive = new_endpoint(free, &types, false, now());
+        assert!(db.store.create_endpoint(inactive, support::signed_in()).await.unwrap().is_err());
+        // Another organization's bound is its own.
+        endpoint(&db, other, &types).await;
+
+        // A higher plan has room for more.
+        org_event(&db, free, EventType::OrganizationUpdated, now()).await;
+        assert_eq!(db.store.create_endpoint(one_more, support::signed_in()).await.unwrap(), Ok(()));
+    }
+
+    async fn concurrent_creations_never_pass_the_plans_bound(db: Db) {
+        let (_, org) = registered(&db, "ada@example.com").await;
+        let creations: Vec<_> = (0..12)
+            .map(|_| {
+                let store = db.store.clone();
+                let new = new_endpoint(org, &[EventType::UserCreated], true, now());
+                tokio::spawn(async move { store.create_endpoint(new, support::signed_in()).await })
+            })
+            .collect();
+        let mut created = 0;
+        for creation in creations {
+            if creation.await.unwrap().unwrap().is_ok() {
+                created += 1;
+            }
+        }
+        assert_eq!(created, 5);
+        let listed = db.store.endpoints(org, None, PageRequest::default()).await.unwrap();
+        assert_eq!(listed.total(), 5);
+    }
+
+    async fn finished_deliveries_and_their_events_are_purged_past_retention(db: Db) {
+        let (_, org) = registered(&db, "ada@example.com").await;
+        let hook = endpoint(&db, org, &[EventType::OrganizationUpdated]).await;
+        let t0 = now();
+        let old = t0 - Duration::days(40);
+        let mut olds = Vec::new();
+        for second in 0..4 {
+            olds.push(delivery_at(&db, org, hook, old + Duration::seconds(second)).await);
+        }
+        // An old event not dispatched yet: kept, whatever its age.
+        let waiting = NewEvent { occurred_at: old, ..event(EventType::OrganizationUpdated, Some(org), None) };
+        db.store.set_plan(org, Plan::Pro, old, waiting, support::signed_in()).await.unwrap();
+        let at = old + Duration::minutes(1);
+        // Leased until well after now: the fourth is still in flight when the purge runs.
+        let leased = db.store
+            .lease_deliveries(at, t0 + Duration::days(1), LeaseRoom::new(100, 100), Uuid::new_v4())
+            .await.unwrap();
+        assert_eq!(ids(&leased), olds);
+        // Delivered; failed for good (a dead letter); failed with a retry to come; the fourth
+        // stays leased, its attempt under way.
+        assert_eq!(db.store.record_attempt(attempt(&leased[0], true, at, None)).await.unwrap(), NOTHING);
+        assert_eq!(db.store.record_attempt(attempt(&leased[1], false, at, None)).await.unwrap(), NOTHING);
+        let retry_at = t0 + Duration::hours(1);
+        assert_eq!(db.store.record_attempt(attempt(&leased[2], false, at, Some(retry_at))).await.unwrap(), NOTHING);
+        // A recent delivery, delivered.
+        let recent = delivery_at(&db, org, hook, t0).await;
+        let fresh = lease(&db, t0, &[]).await;
+        assert_eq!(ids(&fresh), [recent]);
+        db.store.record_attempt(attempt(&fresh[0], true, t0, None)).await.unwrap();
+
+        let events_before = db.count("SELECT COUNT(*) AS n FROM events").await;
+        let before = t0 - Duration::days(30);
+        let purged = db.store.purge_webhook_history(before).await.unwrap();
+        assert_eq!(purged, PurgedHistory { events: 2, deliveries: 2 });
+        let kept: HashSet<DeliveryId> = log(&db, org, hook, DeliveryFilter::default())
+            .await
+            .into_iter()
+            .map(|d| d.id)
+            .collect();
+        assert_eq!(kept, HashSet::from([olds[2], olds[3], recent]));
+        assert_eq!(db.count("SELECT COUNT(*) AS n FROM events").await, events_before - 2);
+        // The kept ones still go on: the lease holds and the retry is due when it was.
+        assert_eq!(db.store.record_attempt(attempt(&leased[3], true, at, None)).await.unwrap(), NOTHING);
+        assert_eq!(ids(&lease(&db, retry_at, &[]).await), [olds[2]]);
+
+        // Finished now, the fourth goes at the next purge, and its event with it.
+        let purged = db.store.purge_webhook_history(before).await.unwrap();
+        assert_eq!(purged, PurgedHistory { events: 1, deliveries: 1 });
+        assert_eq!(db.store.purge_webhook_history(before).await.unwrap(), PurgedHistory::default());
+    }
 }

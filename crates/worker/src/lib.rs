@@ -1,6 +1,9 @@
 //! The background workers: the dispatcher turns outbox events into deliveries; the delivery
-//! loop leases due deliveries and attempts them, with bounded concurrency in all and per
-//! endpoint, so that one slow or dead endpoint never holds up the others.
+//! loop leases due deliveries and attempts them, with bounded concurrency in all, per endpoint
+//! and per organization, so that one slow or dead endpoint never holds up the others, and one
+//! organization's endpoints never hold every slot. The store hands out due deliveries in their
+//! turn (each organization's oldest before anyone's second), so that one organization's backlog
+//! never delays another's fresh delivery by more than a turn.
 //!
 //! Neither loop sleeps while there is work. The dispatcher wakes as soon as a change of this
 //! process commits its events (the store's outbox signal); the delivery loop as soon as the
@@ -14,7 +17,7 @@ use std::{
 };
 
 use gatehouse_domain::{
-    model::{DeliveryId, EndpointId, LeaseRoom},
+    model::{DeliveryId, EndpointId, LeaseRoom, OrganizationId},
     ports::{AttemptRecord, DeliveryOutcome, LeasedDelivery, Metrics, StoreError},
     service::{AttemptOutcome, DeliveryEngine},
 };
@@ -30,6 +33,10 @@ pub struct WorkerSettings {
     pub concurrency: usize,
     /// Attempts in flight at once to one endpoint from this process.
     pub per_endpoint: usize,
+    /// Attempts in flight at once to the endpoints of one organization from this process (a
+    /// quarter of `concurrency` by default), so that an organization with slow receivers
+    /// always leaves slots to everyone else.
+    pub per_organization: usize,
     /// How often an idle worker looks for work.
     pub poll_interval: Duration,
     /// How long a lease holds: the send timeout and a margin. A worker that dies leaves its
@@ -41,15 +48,25 @@ pub struct WorkerSettings {
 
 impl WorkerSettings {
     /// The settings for a send timeout and a per-endpoint limit: a lease lasts the timeout and
-    /// 30 s more.
+    /// 30 s more; 64 slots, at most 16 of them to one organization.
     pub fn new(timeout: Duration, per_endpoint: usize) -> Self {
+        let concurrency = 64;
         Self {
-            concurrency: 64,
+            concurrency,
             per_endpoint: per_endpoint.max(1),
+            per_organization: (concurrency / 4).max(1),
             poll_interval: Duration::from_millis(100),
             lease: timeout + Duration::from_secs(30),
             dispatch_batch: 100,
         }
+    }
+
+    /// The same settings with at most `attempts` in flight to one organization's endpoints
+    /// (`GATEHOUSE_WEBHOOK_SLOTS_PER_ORGANIZATION`).
+    #[must_use]
+    pub fn per_organization(mut self, attempts: usize) -> Self {
+        self.per_organization = attempts.max(1);
+        self
     }
 }
 
@@ -92,48 +109,79 @@ async fn dispatch_loop(
     }
 }
 
-/// Attempts in flight per endpoint.
+/// Attempts in flight per endpoint and per organization.
 #[derive(Default)]
-struct InFlight(Mutex<HashMap<EndpointId, usize>>);
+struct InFlight(Mutex<Counts>);
+
+/// The counts of [`InFlight`]: none at zero.
+#[derive(Default)]
+struct Counts {
+    endpoints: HashMap<EndpointId, usize>,
+    organizations: HashMap<OrganizationId, usize>,
+}
 
 impl InFlight {
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<EndpointId, usize>> {
+    fn counts(&self) -> std::sync::MutexGuard<'_, Counts> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn count(&self, endpoint: EndpointId) -> usize {
-        self.map().get(&endpoint).copied().unwrap_or(0)
+    /// In flight at `endpoint`, and to the endpoints of `organization`.
+    fn count(&self, endpoint: EndpointId, organization: OrganizationId) -> (usize, usize) {
+        let counts = self.counts();
+        (
+            counts.endpoints.get(&endpoint).copied().unwrap_or(0),
+            counts
+                .organizations
+                .get(&organization)
+                .copied()
+                .unwrap_or(0),
+        )
     }
 
     /// What a lease can take on now, with `total` free slots.
-    fn room(&self, total: usize, per_endpoint: usize) -> LeaseRoom {
-        self.map()
+    fn room(&self, total: usize, settings: &WorkerSettings) -> LeaseRoom {
+        let counts = self.counts();
+        let room = LeaseRoom::new(total, settings.per_endpoint)
+            .per_organization(settings.per_organization);
+        let room = counts
+            .endpoints
             .iter()
-            .fold(LeaseRoom::new(total, per_endpoint), |room, (id, n)| {
-                room.with_in_flight(*id, *n)
-            })
+            .fold(room, |room, (id, n)| room.with_in_flight(*id, *n));
+        counts
+            .organizations
+            .iter()
+            .fold(room, |room, (id, n)| room.with_in_flight_of(*id, *n))
     }
 
-    fn start(&self, endpoint: EndpointId) {
-        *self.map().entry(endpoint).or_insert(0) += 1;
+    fn start(&self, endpoint: EndpointId, organization: OrganizationId) {
+        let mut counts = self.counts();
+        *counts.endpoints.entry(endpoint).or_insert(0) += 1;
+        *counts.organizations.entry(organization).or_insert(0) += 1;
     }
 
-    fn finish(&self, endpoint: EndpointId) {
-        let mut map = self.map();
-        if let Some(n) = map.get_mut(&endpoint) {
-            *n -= 1;
-            if *n == 0 {
-                map.remove(&endpoint);
-            }
+    fn finish(&self, endpoint: EndpointId, organization: OrganizationId) {
+        let mut counts = self.counts();
+        decrement(&mut counts.endpoints, endpoint);
+        decrement(&mut counts.organizations, organization);
+    }
+}
+
+/// One fewer at `key`; the entry goes at zero.
+fn decrement<K: std::hash::Hash + Eq>(map: &mut HashMap<K, usize>, key: K) {
+    if let Some(n) = map.get_mut(&key) {
+        *n -= 1;
+        if *n == 0 {
+            map.remove(&key);
         }
     }
 }
 
-/// One attempt's place in the worker: a concurrency permit and a count at its endpoint, both
-/// given back, and the delivery loop woken, when it is dropped (after the attempt is recorded,
-/// or if it could not be).
+/// One attempt's place in the worker: a concurrency permit and a count at its endpoint and its
+/// organization, all given back, and the delivery loop woken, when it is dropped (after the
+/// attempt is recorded, or if it could not be).
 struct Slot {
     endpoint: EndpointId,
+    organization: OrganizationId,
     in_flight: Arc<InFlight>,
     work: Arc<Notify>,
     _permit: OwnedSemaphorePermit,
@@ -141,7 +189,7 @@ struct Slot {
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.in_flight.finish(self.endpoint);
+        self.in_flight.finish(self.endpoint, self.organization);
         self.work.notify_one();
     }
 }
@@ -183,7 +231,7 @@ async fn delivery_loop(
         let now = ports.clock.now();
         let lease_until =
             now + time::Duration::try_from(settings.lease).unwrap_or(time::Duration::seconds(60));
-        let room = in_flight.room(available, settings.per_endpoint);
+        let room = in_flight.room(available, &settings);
         let wanted = room.total();
         let leased = match ports
             .webhooks
@@ -198,21 +246,24 @@ async fn delivery_loop(
             }
         };
         if leased.is_empty() {
-            // Nothing due, or only at endpoints already at their limit.
+            // Nothing due, or only at endpoints or organizations already at their limit.
             idle(&work, &settings).await;
             continue;
         }
         // A lease that took less than it had room for took what fits now (all of it, unless
-        // more than its scan of candidates belonged to endpoints near their limit): another
-        // before a slot frees, the dispatcher makes deliveries or the poll interval passes
-        // would find nothing, after reading past the due deliveries of the endpoints at their
-        // limit to say so (on PostgreSQL, a third of all leases in a fan-out; docs/benchmarks.md).
+        // more than its scan of candidates belonged to endpoints or organizations near their
+        // limit): another before a slot frees, the dispatcher makes deliveries or the poll
+        // interval passes would find nothing, after reading every due delivery to rank them in
+        // their turns to say so (on PostgreSQL, a third of all leases in a fan-out before the
+        // turns; docs/benchmarks.md).
         let took_all_that_fits = leased.len() < wanted;
         // The lease took only what fits; this guards the limits should that ever change.
         let mut give_back = Vec::new();
         for delivery in leased {
-            let endpoint = delivery.endpoint_id;
-            if in_flight.count(endpoint) >= settings.per_endpoint {
+            let (endpoint, organization) = (delivery.endpoint_id, delivery.organization_id);
+            let (at_endpoint, of_organization) = in_flight.count(endpoint, organization);
+            if at_endpoint >= settings.per_endpoint || of_organization >= settings.per_organization
+            {
                 give_back.push((delivery.id, delivery.lease));
                 continue;
             }
@@ -220,9 +271,10 @@ async fn delivery_loop(
                 give_back.push((delivery.id, delivery.lease));
                 continue;
             };
-            in_flight.start(endpoint);
+            in_flight.start(endpoint, organization);
             let slot = Slot {
                 endpoint,
+                organization,
                 in_flight: in_flight.clone(),
                 work: work.clone(),
                 _permit: permit,
@@ -322,4 +374,40 @@ fn report(
 
 fn log_unrecorded(id: DeliveryId, error: &StoreError) {
     tracing::warn!(delivery.id = %id, %error, "recording a delivery attempt failed; it will be retried when its lease expires");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_organizations_attempts_in_flight_bound_what_the_next_lease_may_take() {
+        let settings = WorkerSettings::new(Duration::from_secs(10), 4).per_organization(2);
+        let [a, b] = [1, 2].map(|n| EndpointId::from_uuid(uuid_of(n)));
+        let [noisy, quiet] = [7, 8].map(|n| OrganizationId::from_uuid(uuid_of(n)));
+        let in_flight = InFlight::default();
+        in_flight.start(a, noisy);
+        in_flight.start(b, noisy);
+        assert_eq!(in_flight.count(a, noisy), (1, 2));
+        let room = in_flight.room(10, &settings);
+        assert_eq!(room.full_organizations(), [noisy]);
+        assert_eq!(room.pick([(1, a, noisy), (2, b, quiet)]), [2]);
+
+        in_flight.finish(a, noisy);
+        assert_eq!(in_flight.count(a, noisy), (0, 1));
+        assert!(in_flight
+            .room(10, &settings)
+            .full_organizations()
+            .is_empty());
+        in_flight.finish(b, noisy);
+        assert_eq!(in_flight.count(b, noisy), (0, 0));
+        assert!(
+            in_flight.counts().organizations.is_empty(),
+            "none kept at zero"
+        );
+    }
+
+    fn uuid_of(n: u128) -> uuid::Uuid {
+        uuid::Uuid::from_u128(n)
+    }
 }

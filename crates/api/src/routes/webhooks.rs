@@ -216,7 +216,7 @@ pub struct CreateEndpointRequest {
         (status = 201, body = CreatedEndpointResponse),
         (status = 400, body = ErrorBody, description = "URL is not https"),
         (status = 403, body = ErrorBody, description = "Missing webhooks.manage"),
-        (status = 422, body = ValidationErrorBody, description = "Unknown event type or bad field"),
+        (status = 422, body = ValidationErrorBody, description = "Unknown event type or bad field; or, as {detail}, the organization already has as many endpoints as its plan allows (free 5, starter 10, pro 20, business 50, enterprise 200)"),
     )
 )]
 pub async fn create(

@@ -204,6 +204,18 @@ impl Plan {
             Self::Enterprise => "enterprise",
         }
     }
+
+    /// The most webhook endpoints an organization on the plan may have: 5, 10, 20, 50, 200
+    /// from Free to Enterprise.
+    pub const fn max_webhook_endpoints(self) -> usize {
+        match self {
+            Self::Free => 5,
+            Self::Starter => 10,
+            Self::Pro => 20,
+            Self::Business => 50,
+            Self::Enterprise => 200,
+        }
+    }
 }
 
 impl FromStr for Plan {

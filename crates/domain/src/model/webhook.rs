@@ -390,31 +390,51 @@ pub struct Delivery {
     pub created_at: OffsetDateTime,
 }
 
-/// What a delivery worker can take on at one lease: `total` attempts in all, and at each
-/// endpoint `per_endpoint` less the attempts it already has in flight there. Leasing only what
-/// fits means a worker never leases a delivery it must give back.
+/// What a delivery worker can take on at one lease: `total` attempts in all, at each endpoint
+/// `per_endpoint` less the attempts it already has in flight there, and for each organization
+/// `per_organization` less the attempts in flight to its endpoints. Leasing only what fits
+/// means a worker never leases a delivery it must give back; the organization's bound means no
+/// organization's slow endpoints ever hold every slot.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LeaseRoom {
     total: usize,
     per_endpoint: usize,
+    per_organization: usize,
     in_flight: HashMap<EndpointId, usize>,
+    in_flight_of: HashMap<OrganizationId, usize>,
 }
 
 impl LeaseRoom {
     /// Room for `total` attempts in all and `per_endpoint` at each endpoint, none in flight
-    /// yet.
+    /// yet, and no bound per organization (see [`Self::per_organization`]).
     pub fn new(total: usize, per_endpoint: usize) -> Self {
         Self {
             total,
             per_endpoint,
+            per_organization: usize::MAX,
             in_flight: HashMap::new(),
+            in_flight_of: HashMap::new(),
         }
+    }
+
+    /// The same room, with at most `attempts` in flight to the endpoints of one organization.
+    #[must_use]
+    pub fn per_organization(mut self, attempts: usize) -> Self {
+        self.per_organization = attempts;
+        self
     }
 
     /// `attempts` more are in flight at `endpoint`.
     #[must_use]
     pub fn with_in_flight(mut self, endpoint: EndpointId, attempts: usize) -> Self {
         *self.in_flight.entry(endpoint).or_insert(0) += attempts;
+        self
+    }
+
+    /// `attempts` more are in flight to the endpoints of `organization`.
+    #[must_use]
+    pub fn with_in_flight_of(mut self, organization: OrganizationId, attempts: usize) -> Self {
+        *self.in_flight_of.entry(organization).or_insert(0) += attempts;
         self
     }
 
@@ -432,18 +452,35 @@ impl LeaseRoom {
             .collect()
     }
 
-    /// Of `candidates`, oldest due first, the ones that fit, in the same order.
-    pub fn pick<T>(&self, candidates: impl IntoIterator<Item = (T, EndpointId)>) -> Vec<T> {
+    /// Organizations with no room left: the lease need not look at their deliveries.
+    pub fn full_organizations(&self) -> Vec<OrganizationId> {
+        self.in_flight_of
+            .iter()
+            .filter(|(_, n)| **n >= self.per_organization)
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    /// Of `candidates`, in the order the store gives them (each organization's oldest due
+    /// first, then each one's second, and so on), the ones that fit, in the same order.
+    pub fn pick<T>(
+        &self,
+        candidates: impl IntoIterator<Item = (T, EndpointId, OrganizationId)>,
+    ) -> Vec<T> {
         let mut taken: HashMap<EndpointId, usize> = HashMap::new();
+        let mut taken_of: HashMap<OrganizationId, usize> = HashMap::new();
         let mut picked = Vec::new();
-        for (item, endpoint) in candidates {
+        for (item, endpoint, organization) in candidates {
             if picked.len() >= self.total {
                 break;
             }
             let busy = self.in_flight.get(&endpoint).copied().unwrap_or(0);
+            let busy_of = self.in_flight_of.get(&organization).copied().unwrap_or(0);
             let taken = taken.entry(endpoint).or_insert(0);
-            if busy + *taken < self.per_endpoint {
+            let taken_of = taken_of.entry(organization).or_insert(0);
+            if busy + *taken < self.per_endpoint && busy_of + *taken_of < self.per_organization {
                 *taken += 1;
+                *taken_of += 1;
                 picked.push(item);
             }
         }
@@ -462,15 +499,16 @@ mod tests {
             .with_in_flight(a, 1)
             .with_in_flight(c, 2);
         assert_eq!(room.full(), [c]);
+        let org = OrganizationId::from_uuid(Uuid::from_u128(9));
         let candidates = [
-            (1, a),
-            (2, a),
-            (3, b),
-            (4, c),
-            (5, b),
-            (6, b),
-            (7, a),
-            (8, b),
+            (1, a, org),
+            (2, a, org),
+            (3, b, org),
+            (4, c, org),
+            (5, b, org),
+            (6, b, org),
+            (7, a, org),
+            (8, b, org),
         ];
         assert_eq!(
             room.pick(candidates),
@@ -480,6 +518,31 @@ mod tests {
         let small = LeaseRoom::new(2, 4);
         assert_eq!(small.pick(candidates), [1, 2], "never more than the total");
         assert!(LeaseRoom::new(0, 4).pick(candidates).is_empty());
+    }
+
+    #[test]
+    fn no_organization_takes_more_than_its_share_of_a_lease() {
+        let [a, b, c] = [1, 2, 3].map(|n| EndpointId::from_uuid(Uuid::from_u128(n)));
+        let [noisy, quiet] = [7, 8].map(|n| OrganizationId::from_uuid(Uuid::from_u128(n)));
+        let room = LeaseRoom::new(10, 10)
+            .per_organization(3)
+            .with_in_flight_of(noisy, 1);
+        assert!(room.full_organizations().is_empty());
+        let candidates = [
+            (1, a, noisy),
+            (2, b, noisy),
+            (3, a, noisy),
+            (4, b, noisy),
+            (5, c, quiet),
+        ];
+        assert_eq!(
+            room.pick(candidates),
+            [1, 2, 5],
+            "noisy has room for two more"
+        );
+        let full = room.with_in_flight_of(noisy, 2);
+        assert_eq!(full.full_organizations(), [noisy]);
+        assert_eq!(full.pick(candidates), [5]);
     }
 
     #[test]

@@ -108,4 +108,22 @@ pub trait OperationsStore: Send + Sync + 'static {
 
     /// Deliveries with an attempt still to come: queued now, or waiting for a retry.
     async fn pending_deliveries(&self) -> Result<u64, StoreError>;
+
+    /// Deletes, in one transaction, the finished deliveries created before `before` (delivered,
+    /// and failed for good: dead letters and test pings included), then the events that
+    /// occurred before `before`, were dispatched, and have no delivery left. A delivery with an
+    /// attempt still to come, leased or not, is never deleted, nor its event.
+    async fn purge_webhook_history(
+        &self,
+        before: OffsetDateTime,
+    ) -> Result<PurgedHistory, StoreError>;
+}
+
+/// What a purge of webhook history deleted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PurgedHistory {
+    /// Stored events.
+    pub events: u64,
+    /// Finished deliveries.
+    pub deliveries: u64,
 }

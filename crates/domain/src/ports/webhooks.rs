@@ -7,8 +7,28 @@ use uuid::Uuid;
 use super::{BoxError, StoreError};
 use crate::model::{
     AuditRecord, Delivery, DeliveryId, DeliveryState, DeliveryStats, DeliveryStatus, EndpointId,
-    EventId, EventType, LeaseRoom, OrganizationId, Page, PageRequest, WebhookEndpoint, WebhookUrl,
+    EventId, EventType, LeaseRoom, OrganizationId, Page, PageRequest, Plan, WebhookEndpoint,
+    WebhookUrl,
 };
+
+/// An organization at its plan's bound on webhook endpoints: it may have no more.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EndpointLimit {
+    /// The organization's plan.
+    pub plan: Plan,
+    /// How many endpoints the plan allows ([`Plan::max_webhook_endpoints`]).
+    pub max: usize,
+}
+
+impl EndpointLimit {
+    /// The bound of `plan`.
+    pub const fn of(plan: Plan) -> Self {
+        Self {
+            plan,
+            max: plan.max_webhook_endpoints(),
+        }
+    }
+}
 
 /// A webhook endpoint about to be stored, with its signing secret sealed.
 #[derive(Clone, PartialEq)]
@@ -247,11 +267,17 @@ pub trait WebhookStore: Send + Sync + 'static {
     ///
     /// # Errors
     /// [`StoreError::Conflict`] when the endpoint id is taken (a collision of random ids).
+    ///
+    /// Nothing is written, and the answer is the organization's [`EndpointLimit`], when it
+    /// already has as many endpoints as its plan allows
+    /// ([`Plan::max_webhook_endpoints`](crate::model::Plan::max_webhook_endpoints)): counted in
+    /// the insert's transaction, with the organization's row locked, so that concurrent
+    /// creations never go past the bound together.
     async fn create_endpoint(
         &self,
         endpoint: NewEndpoint,
         audit: AuditRecord,
-    ) -> Result<(), StoreError>;
+    ) -> Result<Result<(), EndpointLimit>, StoreError>;
 
     /// The organization's endpoints, newest first; with `is_active`, only those active (or
     /// inactive).

@@ -11,8 +11,8 @@ use crate::{
         Operator, OrganizationId, Origin, Page, PageRequest, PostedEventData, TargetKind,
     },
     ports::{
-        service_ports, DeadLetterFilter, EventFilter, Gauges, ReplaySelection, StoreError,
-        StoredEvent,
+        service_ports, DeadLetterFilter, EventFilter, Gauges, PurgedHistory, ReplaySelection,
+        StoreError, StoredEvent,
     },
 };
 
@@ -194,6 +194,20 @@ impl ControlService {
         self.ports
             .audit
             .purge_audit(self.ports.clock.now() - retention)
+            .await
+    }
+
+    /// Deletes the stored events and finished deliveries older than `retention_days` days
+    /// (`GATEHOUSE_EVENT_RETENTION_DAYS`); deliveries with an attempt still to come are kept.
+    /// Run by the server every hour.
+    pub async fn purge_webhook_history(
+        &self,
+        retention_days: u32,
+    ) -> Result<PurgedHistory, StoreError> {
+        let retention = Duration::days(i64::from(retention_days));
+        self.ports
+            .operations
+            .purge_webhook_history(self.ports.clock.now() - retention)
             .await
     }
 

@@ -14,7 +14,7 @@ use crate::{
         AuditAction, AuditActor, AuditTarget, DeliveryId, EndpointId, Operator, OperatorToken,
         TargetKind,
     },
-    ports::{Gauges, PoolUse, ReplaySelection},
+    ports::{Gauges, PoolUse, PurgedHistory, ReplaySelection},
 };
 
 fn operator() -> Operator {
@@ -119,5 +119,24 @@ fn a_scrape_reads_the_backlog_and_the_pools() {
             pending_deliveries: 42,
             pools: vec![pool],
         }
+    );
+}
+
+#[test]
+fn the_webhook_history_is_purged_past_its_retention() {
+    let mut mocks = Mocks::new();
+    let purged = PurgedHistory {
+        events: 3,
+        deliveries: 5,
+    };
+    mocks
+        .operations
+        .expect_purge_webhook_history()
+        .withf(|before| *before == now() - time::Duration::days(30))
+        .times(1)
+        .returning(move |_| ready(Ok(purged)));
+    assert_eq!(
+        block_on(mocks.control().purge_webhook_history(30)).unwrap(),
+        purged
     );
 }

@@ -26,9 +26,9 @@ use crate::{
         Plan, Role, TokenKind, UserId, WebhookEndpoint, WebhookUrl,
     },
     ports::{
-        AttemptEffects, AttemptRecord, CipherError, DeliveryFilter, EndpointChange, LeasedDelivery,
-        Mail, NewDelivery, NewEndpoint, PendingEvent, RetryOutcome, SendTarget, SentTest,
-        StoreError, WebhookRequest, WebhookResponse,
+        AttemptEffects, AttemptRecord, CipherError, DeliveryFilter, EndpointChange, EndpointLimit,
+        LeasedDelivery, Mail, NewDelivery, NewEndpoint, PendingEvent, RetryOutcome, SendTarget,
+        SentTest, StoreError, WebhookRequest, WebhookResponse,
     },
 };
 
@@ -65,6 +65,17 @@ fn url() -> WebhookUrl {
 /// Ada acting in Acme with `role`.
 fn ada_as(role: Role) -> Actor {
     ada_acting(role, Plan::Pro)
+}
+
+/// A new endpoint at [`url`] subscribing to `events`, with no description and a generated
+/// secret.
+fn subscribing_to(events: Vec<EventType>) -> NewEndpointRequest {
+    NewEndpointRequest {
+        url: url(),
+        events,
+        description: EndpointDescription::default(),
+        secret: None,
+    }
 }
 
 fn admin() -> Actor {
@@ -183,7 +194,7 @@ impl Mocks {
             .times(1)
             .returning(move |endpoint, _| {
                 seen.record(endpoint);
-                ready(Ok(()))
+                ready(Ok(Ok(())))
             });
         created
     }
@@ -358,6 +369,45 @@ fn create_subscribes_to_each_event_type_once_in_the_order_given() {
 }
 
 #[test]
+fn an_endpoint_beyond_the_plans_bound_is_refused_naming_the_bound() {
+    assert_eq!(
+        Plan::ALL.map(Plan::max_webhook_endpoints),
+        [5, 10, 20, 50, 200]
+    );
+    let mut mocks = Mocks::new();
+    mocks
+        .cipher
+        .expect_seal()
+        .returning(|_, _| Ok(SEALED.to_vec()));
+    mocks
+        .webhooks
+        .expect_create_endpoint()
+        .times(1)
+        .returning(|_, _| ready(Ok(Err(EndpointLimit::of(Plan::Free)))));
+    let result = block_on(mocks.webhook_service().create(
+        &admin(),
+        subscribing_to(vec![EventType::MemberJoined]),
+        &origin(),
+    ));
+    match result {
+        Err(error @ WebhookError::TooManyEndpoints(limit)) => {
+            assert_eq!(
+                limit,
+                EndpointLimit {
+                    plan: Plan::Free,
+                    max: 5
+                }
+            );
+            assert_eq!(
+                error.to_string(),
+                "at most 5 webhook endpoints on the free plan: delete one first"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
 fn an_endpoint_on_a_literal_private_address_is_refused_unless_private_targets_are_allowed() {
     let metadata = || WebhookUrl::parse("https://169.254.169.254/latest/meta-data").unwrap();
     let request = || NewEndpointRequest {
@@ -422,12 +472,7 @@ fn create_without_a_secret_generates_a_whsec_secret_and_returns_it_once() {
 
     let created = block_on(mocks.webhook_service().create(
         &admin(),
-        NewEndpointRequest {
-            url: url(),
-            events: vec![EventType::MemberJoined],
-            description: EndpointDescription::default(),
-            secret: None,
-        },
+        subscribing_to(vec![EventType::MemberJoined]),
         &origin(),
     ))
     .unwrap();
@@ -514,12 +559,7 @@ fn create_stores_nothing_when_the_secret_cannot_be_sealed() {
 
     let result = block_on(mocks.webhook_service().create(
         &admin(),
-        NewEndpointRequest {
-            url: url(),
-            events: vec![EventType::MemberJoined],
-            description: EndpointDescription::default(),
-            secret: None,
-        },
+        subscribing_to(vec![EventType::MemberJoined]),
         &origin(),
     ));
 

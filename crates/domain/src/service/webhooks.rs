@@ -18,8 +18,8 @@ use crate::{
     },
     ports::{
         service_ports, AttemptRecord, CipherError, DeliveryFilter, EndpointChange, EndpointDetail,
-        LeasedDelivery, Mail, NewDelivery, NewEndpoint, RetryOutcome, SecretCipher, SentTest,
-        StoreError, WebhookRequest, WebhookResponse, WebhookSender,
+        EndpointLimit, LeasedDelivery, Mail, NewDelivery, NewEndpoint, RetryOutcome, SecretCipher,
+        SentTest, StoreError, WebhookRequest, WebhookResponse, WebhookSender,
     },
 };
 
@@ -83,6 +83,9 @@ pub enum WebhookError {
     /// does not allow private targets).
     #[error("url must not name a private, loopback or link-local address: webhooks go to the public internet")]
     PrivateTarget,
+    /// The organization has as many endpoints as its plan allows.
+    #[error("at most {} webhook endpoints on the {} plan: delete one first", .0.max, .0.plan.as_str())]
+    TooManyEndpoints(EndpointLimit),
     /// The signing secret could not be sealed or opened.
     #[error(transparent)]
     Cipher(#[from] CipherError),
@@ -239,7 +242,8 @@ impl WebhookService {
                 },
                 record,
             )
-            .await?;
+            .await?
+            .map_err(WebhookError::TooManyEndpoints)?;
         Ok(CreatedEndpoint {
             endpoint,
             signing_secret: secret,

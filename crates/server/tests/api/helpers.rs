@@ -78,6 +78,8 @@ pub struct Options {
     pub metrics_bind: bool,
     /// `GATEHOUSE_DNS_RESOLVER`; unset, the tests' shared DNS server ([`dns`]).
     pub dns_resolver: Option<std::net::SocketAddr>,
+    /// Any other `GATEHOUSE_*` settings, set last (over those the fields above make).
+    pub env: Vec<(&'static str, String)>,
 }
 
 /// A registered user with a live session.
@@ -214,6 +216,7 @@ impl TestApp {
             env.insert("GATEHOUSE_WEBHOOK_ALLOW_PRIVATE_TARGETS", "true".to_owned());
             env.insert("GATEHOUSE_WEBHOOK_TIMEOUT_SECS", "2".to_owned());
         }
+        env.extend(options.env);
         Self::start(env, std::sync::Arc::new(database)).await
     }
 

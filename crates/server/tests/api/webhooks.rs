@@ -87,6 +87,22 @@ pub(crate) async fn wait_until<F: Fn(&Value) -> bool>(
     }
 }
 
+/// Changes the user's full name (`PATCH /api/v1/users/me`): a `user.updated` event for each
+/// of their organizations.
+pub(crate) async fn change_name(app: &TestApp, token: &str, name: &str) {
+    json_of(
+        app.send_as(
+            Method::PATCH,
+            token,
+            "/api/v1/users/me",
+            Some(json!({ "full_name": name })),
+        )
+        .await,
+        200,
+    )
+    .await;
+}
+
 /// The `sid` claim of an access token (read, not verified: the server issued it).
 fn session_of(token: &str) -> Value {
     use base64::Engine;
@@ -476,17 +492,7 @@ async fn two_servers_on_one_postgres_send_each_delivery_once() {
     .await;
     for i in 0..60 {
         let app = if i % 2 == 0 { &first } else { &second };
-        json_of(
-            app.send_as(
-                Method::PATCH,
-                &owner.access_token,
-                "/api/v1/users/me",
-                Some(json!({ "full_name": format!("Burst {i}") })),
-            )
-            .await,
-            200,
-        )
-        .await;
+        change_name(app, &owner.access_token, &format!("Burst {i}")).await;
     }
     let requests = receiver.wait_for(60, Duration::from_secs(30)).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -649,4 +655,125 @@ async fn application_changes_are_announced_sqlite() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn application_changes_are_announced_postgres() {
     application_changes_are_announced(Backend::Postgres).await
+}
+
+on_both_backends! {
+    async fn endpoints_per_organization_are_bounded_by_plan(app: TestApp) {
+        let owner = app.logged_in("bounded@example.com").await;
+        let team = app.create_team(&owner.access_token, "Bounded Team").await;
+        let org = team["id"].as_str().unwrap();
+        let path = "/api/v1/webhooks/endpoints";
+        for i in 0..5 {
+            create_endpoint(&app, &owner.access_token, org, &format!("https://hooks.example.com/{i}"), json!(["user.updated"])).await;
+        }
+        let sixth = || json!({ "url": "https://hooks.example.com/6", "events": ["user.updated"] });
+        let detail = detail_of(app.in_org(Method::POST, &owner.access_token, org, path, Some(sixth())).await, 422).await;
+        assert_eq!(detail, "at most 5 webhook endpoints on the free plan: delete one first");
+        let listed = json_of(app.in_org(Method::GET, &owner.access_token, org, path, None).await, 200).await;
+        assert_eq!(listed["total"], 5, "nothing was created: {listed}");
+        // Another organization of the same person has its own bound.
+        create_endpoint(&app, &owner.access_token, &owner.organization_id, "https://hooks.example.com/mine", json!(["user.updated"])).await;
+
+        // A deleted endpoint frees its place; a higher plan has more.
+        let first = listed["items"][0]["id"].as_str().unwrap();
+        assert_eq!(app.in_org(Method::DELETE, &owner.access_token, org, &format!("{path}/{first}"), None).await.status(), 204);
+        json_of(app.in_org(Method::POST, &owner.access_token, org, path, Some(sixth())).await, 201).await;
+        detail_of(app.in_org(Method::POST, &owner.access_token, org, path, Some(sixth())).await, 422).await;
+        app.set_plan(org, "starter").await;
+        for _ in 5..10 {
+            json_of(app.in_org(Method::POST, &owner.access_token, org, path, Some(sixth())).await, 201).await;
+        }
+        let detail = detail_of(app.in_org(Method::POST, &owner.access_token, org, path, Some(sixth())).await, 422).await;
+        assert!(detail.contains("at most 10") && detail.contains("starter"), "{detail}");
+    }
+}
+
+/// How long the noisy organization's receiver takes to answer (successfully: its endpoints are
+/// never turned off).
+const SLOW_ANSWER: Duration = Duration::from_secs(6);
+
+/// One organization's slow endpoints and their backlog do not hold up another organization's
+/// fresh delivery: the noisy one gets at most its share of the slots (16 of 64 by default), and
+/// the lease takes the quiet one's delivery before the rest of the noisy backlog.
+async fn a_noisy_organization_leaves_slots_to_the_others(backend: Backend) {
+    let (slow, fast) = (TestReceiver::start().await, TestReceiver::start().await);
+    let cas = tempfile::tempdir().unwrap();
+    let ca_file = cas.path().join("both.pem");
+    std::fs::write(&ca_file, format!("{}\n{}", slow.ca_pem(), fast.ca_pem())).unwrap();
+    let app = TestApp::spawn_with(
+        backend,
+        Options {
+            webhook_ca_file: Some(ca_file),
+            env: vec![
+                // The slow receiver answers within the timeout, and five endpoints could take
+                // all 64 slots (16 attempts each in flight) but for the organization's share.
+                ("GATEHOUSE_WEBHOOK_TIMEOUT_SECS", "20".to_owned()),
+                ("GATEHOUSE_WEBHOOK_ENDPOINT_CONCURRENCY", "16".to_owned()),
+            ],
+            ..Options::default()
+        },
+    )
+    .await;
+    slow.delay(SLOW_ANSWER);
+
+    let noisy = app.logged_in("noisy@example.com").await;
+    for i in 0..5 {
+        create_endpoint(
+            &app,
+            &noisy.access_token,
+            &noisy.organization_id,
+            &slow.url(&format!("/slow/{i}")),
+            json!(["user.updated"]),
+        )
+        .await;
+    }
+    let quiet = app.logged_in("quiet@example.com").await;
+    create_endpoint(
+        &app,
+        &quiet.access_token,
+        &quiet.organization_id,
+        &fast.url("/fast"),
+        json!(["user.updated"]),
+    )
+    .await;
+
+    // A backlog of 80 deliveries of the noisy organization, more than all the slots.
+    const CHANGES: usize = 16;
+    for n in 0..CHANGES {
+        change_name(&app, &noisy.access_token, &format!("Noisy {n}")).await;
+    }
+    slow.wait_for(16, Duration::from_secs(30)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        slow.requests().len(),
+        16,
+        "the noisy organization holds its share of the slots, no more"
+    );
+
+    change_name(&app, &quiet.access_token, "Quiet Quentin").await;
+    let arrived = fast.wait_for(1, SLOW_ANSWER * 10).await;
+    let noisy_seen = slow.requests();
+    assert!(
+        noisy_seen.len() < CHANGES * 5,
+        "the quiet delivery came only after the noisy backlog drained ({} of {})",
+        noisy_seen.len(),
+        CHANGES * 5
+    );
+    // It took a free slot: none of the noisy attempts had to finish first.
+    if let Some(next_noisy) = noisy_seen.get(16) {
+        assert!(
+            arrived[0].received_at < next_noisy.received_at,
+            "the quiet delivery waited for a noisy slot"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_noisy_organization_leaves_slots_to_the_others_on_sqlite() {
+    a_noisy_organization_leaves_slots_to_the_others(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_noisy_organization_leaves_slots_to_the_others_on_postgres() {
+    a_noisy_organization_leaves_slots_to_the_others(Backend::Postgres).await;
 }

@@ -57,29 +57,58 @@ impl Dialect for Sql {
     type Conn = Conn;
     type NewDelivery<'a> = queries::NewDeliveryRow<'a>;
 
-    /// The candidates of a lease (see `due_deliveries!`), read without locking them: a lease
-    /// reads several times the rows it takes (to find deliveries of endpoints with room behind
-    /// those of endpoints without), and `FOR UPDATE` on them all made every leased delivery cost
-    /// ten row locks, each a heap write (`docs/benchmarks.md`).
+    /// The candidates of a lease, in their turn (see [`Dialect::lease_candidates`]), read
+    /// without locking them: a lease reads several times the rows it takes (to find deliveries
+    /// of endpoints with room behind those of endpoints without), and `FOR UPDATE` on them all
+    /// made every leased delivery cost ten row locks, each a heap write (`docs/benchmarks.md`).
     async fn lease_candidates(
         conn: &mut Conn,
         now: OffsetDateTime,
         limit: i64,
         busy: &[DbUuid],
-    ) -> QueryResult<Vec<(DbUuid, DbUuid)>> {
-        // The plan that reads only what the limit needs is the index's order: the due index
-        // (`next_attempt_at, id`) read from its start, stopping at the limit. Planned on the
-        // statistics of a table that was small when last analyzed (a burst after a quiet hour,
-        // or any fresh database), PostgreSQL preferred a bitmap scan of every due delivery, a
-        // join to the endpoints for each, and a sort: its cost grew with the backlog, a fifth
-        // of the database's time in a fan-out (`docs/benchmarks.md`). These settings last until
-        // the lease's transaction ends.
+        busy_organizations: &[DbUuid],
+    ) -> QueryResult<Vec<(DbUuid, DbUuid, DbUuid)>> {
+        use gatehouse_domain::model::DeliveryStatus;
+        // The due deliveries are read from the lease index (`next_attempt_at, id`, holding every
+        // other column the query reads) and not from the table: planned on the statistics of a
+        // table that was small when last analyzed (a burst after a quiet hour, or any fresh
+        // database), PostgreSQL preferred a bitmap scan and a lookup of each row, a fifth of the
+        // database's time in a fan-out (`docs/benchmarks.md`). These settings last until the
+        // lease's transaction ends.
         diesel_async::SimpleAsyncConnection::batch_execute(
             conn,
             "SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off",
         )
         .await?;
-        due_deliveries!(now, limit, busy).load(conn).await
+        let sql = format!(
+            "SELECT c.id, c.endpoint_id, c.organization_id FROM ( \
+               SELECT d.id, d.endpoint_id, d.organization_id, d.next_attempt_at, \
+                 row_number() OVER (PARTITION BY d.organization_id \
+                                    ORDER BY d.next_attempt_at, d.id) AS turn \
+               FROM webhook_deliveries AS d \
+               WHERE d.next_attempt_at <= $1 \
+               AND (d.leased_until IS NULL OR d.leased_until < $1) \
+               AND d.status IN ('{pending}', '{failed}') \
+               AND d.endpoint_id IN (SELECT e.id FROM webhook_endpoints AS e WHERE e.is_active) \
+               AND d.endpoint_id <> ALL($2) \
+               AND d.organization_id <> ALL($3) \
+             ) AS c \
+             ORDER BY c.turn, c.next_attempt_at, c.id \
+             LIMIT $4",
+            pending = DeliveryStatus::Pending.as_str(),
+            failed = DeliveryStatus::Failed.as_str(),
+        );
+        let candidates: Vec<Candidate> = diesel::sql_query(sql)
+            .bind::<sql_types::Timestamptz, _>(now)
+            .bind::<sql_types::Array<sql_types::Uuid>, _>(busy)
+            .bind::<sql_types::Array<sql_types::Uuid>, _>(busy_organizations)
+            .bind::<sql_types::BigInt, _>(limit)
+            .load(conn)
+            .await?;
+        Ok(candidates
+            .into_iter()
+            .map(|c| (c.id, c.endpoint_id, c.organization_id))
+            .collect())
     }
 
     /// Locks the picked deliveries that are still due and unleased; rows another transaction
@@ -294,4 +323,15 @@ impl DbStore {
     pub(crate) async fn revert_migrations(url: &str) -> Result<Vec<String>, OpenError> {
         migrate_with(Self::connect(url).await?, MIGRATIONS, Direction::DownAll).await
     }
+}
+
+/// A delivery that may be leased, its endpoint and its organization.
+#[derive(QueryableByName)]
+struct Candidate {
+    #[diesel(sql_type = sql_types::Uuid)]
+    id: DbUuid,
+    #[diesel(sql_type = sql_types::Uuid)]
+    endpoint_id: DbUuid,
+    #[diesel(sql_type = sql_types::Uuid)]
+    organization_id: DbUuid,
 }

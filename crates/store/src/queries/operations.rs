@@ -9,7 +9,8 @@ use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{AuditRecord, Delivery, DeliveryStatus, EventType, NewEvent, Page, PageRequest},
     ports::{
-        DeadLetterFilter, EventFilter, OperationsStore, ReplaySelection, StoreError, StoredEvent,
+        DeadLetterFilter, EventFilter, OperationsStore, PurgedHistory, ReplaySelection, StoreError,
+        StoredEvent,
     },
 };
 use time::{Duration, OffsetDateTime};
@@ -267,6 +268,40 @@ impl OperationsStore for DbStore {
                 .await
                 .map_err(db_error)?;
             Ok(pending.unsigned_abs())
+        })
+    }
+
+    async fn purge_webhook_history(
+        &self,
+        before: OffsetDateTime,
+    ) -> Result<PurgedHistory, StoreError> {
+        in_write_tx!(self, async |conn: &mut Conn| {
+            // Finished: no attempt to come (delivered, failed for good, a test ping), whatever
+            // a stale lease says. A delivery with an attempt due or awaited keeps its row.
+            let deliveries = diesel::delete(
+                webhook_deliveries::table
+                    .filter(webhook_deliveries::created_at.lt(before))
+                    .filter(webhook_deliveries::next_attempt_at.is_null())
+                    .filter(webhook_deliveries::status.ne(DeliveryStatus::Pending.as_str())),
+            )
+            .execute(conn)
+            .await?;
+            // An event goes once dispatched and none of its deliveries is left.
+            let events = diesel::delete(
+                events::table
+                    .filter(events::occurred_at.lt(before))
+                    .filter(events::dispatched_at.is_not_null())
+                    .filter(diesel::dsl::not(diesel::dsl::exists(
+                        webhook_deliveries::table
+                            .filter(webhook_deliveries::event_id.eq(events::id)),
+                    ))),
+            )
+            .execute(conn)
+            .await?;
+            Ok::<_, diesel::result::Error>(PurgedHistory {
+                events: events as u64,
+                deliveries: deliveries as u64,
+            })
         })
     }
 }

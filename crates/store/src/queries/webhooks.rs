@@ -15,12 +15,12 @@ use gatehouse_domain::{
     model::{
         AuditRecord, Delivery, DeliveryId, DeliveryState, DeliveryStats, DeliveryStatus,
         EndpointId, EventId, EventType, FailureRun, LeaseRoom, NewEvent, OrganizationId, Page,
-        PageRequest, TransitionError, WebhookEndpoint, WebhookUrl,
+        PageRequest, Plan, TransitionError, WebhookEndpoint, WebhookUrl,
     },
     ports::{
         AttemptEffects, AttemptRecord, DeliveryFilter, EndpointChange, EndpointDetail,
-        LeasedDelivery, NewDelivery, NewEndpoint, PendingEvent, RetryOutcome, SendTarget, SentTest,
-        StoreError, WebhookStore,
+        EndpointLimit, LeasedDelivery, NewDelivery, NewEndpoint, PendingEvent, RetryOutcome,
+        SendTarget, SentTest, StoreError, WebhookStore,
     },
 };
 use time::OffsetDateTime;
@@ -28,7 +28,7 @@ use uuid::Uuid;
 
 use super::{
     super::{
-        schema::{events, webhook_deliveries, webhook_endpoints},
+        schema::{events, organizations, webhook_deliveries, webhook_endpoints},
         Conn, Db, DbStore, Sql,
     },
     audit::insert_audit,
@@ -150,6 +150,14 @@ enum Retried {
     Corrupt,
 }
 
+/// What an endpoint's creation came to, before mapping to the domain.
+enum Creation {
+    Done,
+    AtLimit(EndpointLimit),
+    /// The organization's plan is not one the domain knows.
+    CorruptPlan,
+}
+
 /// The most due deliveries one lease looks at.
 const MAX_LEASE_SCAN: usize = 1_024;
 #[async_trait]
@@ -158,25 +166,62 @@ impl WebhookStore for DbStore {
         &self,
         new: NewEndpoint,
         audit: AuditRecord,
-    ) -> Result<(), StoreError> {
-        in_write_tx!(self, async |conn: &mut Conn| {
-            let endpoint = &new.endpoint;
-            diesel::insert_into(webhook_endpoints::table)
-                .values(NewEndpointRow {
-                    id: DbUuid(endpoint.id.as_uuid()),
-                    organization_id: DbUuid(endpoint.organization_id.as_uuid()),
-                    url: endpoint.url.as_ref(),
-                    description: &endpoint.description,
-                    events: event_strings(&endpoint.events),
-                    secret_sealed: &new.secret_sealed,
-                    is_active: endpoint.is_active,
-                    created_at: endpoint.created_at,
-                    updated_at: endpoint.updated_at,
+    ) -> Result<Result<(), EndpointLimit>, StoreError> {
+        let pool = self.writer.clone();
+        self.runtime
+            .run(async move {
+                let mut conn = pool.get().await.map_err(pool_error)?;
+                let created = write_tx!(&mut *conn, async |conn: &mut Conn| {
+                    let endpoint = &new.endpoint;
+                    let org = DbUuid(endpoint.organization_id.as_uuid());
+                    // A write that changes nothing, to read the plan under the organization's
+                    // write lock: concurrent creations in one organization count in turn.
+                    let plan: Option<String> = diesel::update(organizations::table.find(org))
+                        .set(organizations::plan.eq(organizations::plan))
+                        .returning(organizations::plan)
+                        .get_result(conn)
+                        .await
+                        .optional()?;
+                    if let Some(plan) = plan {
+                        let Ok(plan) = plan.parse::<Plan>() else {
+                            return Ok(Creation::CorruptPlan);
+                        };
+                        let limit = EndpointLimit::of(plan);
+                        let count: i64 = webhook_endpoints::table
+                            .filter(webhook_endpoints::organization_id.eq(org))
+                            .count()
+                            .get_result(conn)
+                            .await?;
+                        if usize::try_from(count).unwrap_or(usize::MAX) >= limit.max {
+                            return Ok(Creation::AtLimit(limit));
+                        }
+                    }
+                    diesel::insert_into(webhook_endpoints::table)
+                        .values(NewEndpointRow {
+                            id: DbUuid(endpoint.id.as_uuid()),
+                            organization_id: org,
+                            url: endpoint.url.as_ref(),
+                            description: &endpoint.description,
+                            events: event_strings(&endpoint.events),
+                            secret_sealed: &new.secret_sealed,
+                            is_active: endpoint.is_active,
+                            created_at: endpoint.created_at,
+                            updated_at: endpoint.updated_at,
+                        })
+                        .execute(conn)
+                        .await?;
+                    insert_audit(conn, audit.clone()).await?;
+                    Ok::<_, diesel::result::Error>(Creation::Done)
                 })
-                .execute(conn)
-                .await?;
-            insert_audit(conn, audit).await
-        })
+                .await
+                .map_err(db_error)?;
+                match created {
+                    Creation::Done => Ok(Ok(())),
+                    Creation::AtLimit(limit) => Ok(Err(limit)),
+                    Creation::CorruptPlan => Err(corrupt("organizations.plan")),
+                }
+            })
+            .await
     }
 
     async fn endpoints(
@@ -624,9 +669,15 @@ impl WebhookStore for DbStore {
             .run(async move {
                 let mut conn = pool.get().await.map_err(pool_error)?;
                 let full: Vec<DbUuid> = room.full().iter().map(|id| DbUuid(id.as_uuid())).collect();
+                let full_organizations: Vec<DbUuid> = room
+                    .full_organizations()
+                    .iter()
+                    .map(|id| DbUuid(id.as_uuid()))
+                    .collect();
                 let rows = write_tx!(&mut *conn, async |conn: &mut Conn| {
                     Sql::bookkeeping(conn).await?;
-                    let ids = pick_and_lock(conn, &room, now, scan, &full).await?;
+                    let ids =
+                        pick_and_lock(conn, &room, now, scan, &full, &full_organizations).await?;
                     if ids.is_empty() {
                         return Ok(Vec::new());
                     }
@@ -731,8 +782,9 @@ impl WebhookStore for DbStore {
 /// what this one picked.
 const LEASE_PASSES: usize = 3;
 
-/// Picks what fits `room` among the due deliveries (up to `scan` candidates, oldest due first,
-/// those of the `full` endpoints left out) and locks it for the caller's transaction: only the
+/// Picks what fits `room` among the due deliveries (up to `scan` candidates in their turn, each
+/// organization's oldest first, those of the `full` endpoints and `full_organizations` left out)
+/// and locks it for the caller's transaction: only the
 /// picked rows are locked. What another leaser locked first is left to it, and the pick is made
 /// again without it, so that concurrent leasers in several processes share the work instead of
 /// one of them coming back with less than it had room for.
@@ -742,17 +794,24 @@ async fn pick_and_lock(
     now: OffsetDateTime,
     scan: i64,
     full: &[DbUuid],
+    full_organizations: &[DbUuid],
 ) -> QueryResult<Vec<DbUuid>> {
     let mut held: Vec<DbUuid> = Vec::new();
     let mut lost: HashSet<DbUuid> = HashSet::new();
     for _ in 0..LEASE_PASSES {
-        let candidates = Sql::lease_candidates(conn, now, scan, full).await?;
+        let candidates = Sql::lease_candidates(conn, now, scan, full, full_organizations).await?;
         // What this transaction holds is still due and read again: the pick counts it.
         let picked = room.pick(
             candidates
                 .into_iter()
-                .filter(|(id, _)| !lost.contains(id))
-                .map(|(id, endpoint)| (id, EndpointId::from_uuid(endpoint.0))),
+                .filter(|(id, _, _)| !lost.contains(id))
+                .map(|(id, endpoint, organization)| {
+                    (
+                        id,
+                        EndpointId::from_uuid(endpoint.0),
+                        OrganizationId::from_uuid(organization.0),
+                    )
+                }),
         );
         let new: Vec<DbUuid> = picked.into_iter().filter(|id| !held.contains(id)).collect();
         if new.is_empty() {

@@ -62,27 +62,35 @@ impl Dialect for Sql {
     type Conn = Conn;
     type NewDelivery<'a> = queries::NewDeliveryRow<'a>;
 
-    /// Picks the deliveries to lease: `due_deliveries!`, written out so that it can name its
-    /// index. Left to itself, SQLite's planner answers `endpoint_id IN (active endpoints)` from
-    /// the (endpoint, created) index: it visits every delivery the endpoints ever had, reads each
-    /// row, and sorts them, on every lease. `webhook_deliveries_lease_idx` holds every column the
-    /// query filters on or returns, in the order it wants: it reads the due part of the index only.
+    /// The candidates of a lease, in their turn (see [`Dialect::lease_candidates`]). The query
+    /// names its index: left to itself, SQLite's planner answers `endpoint_id IN (active
+    /// endpoints)` from the (endpoint, created) index: it visits every delivery the endpoints
+    /// ever had, reads each row, and sorts them, on every lease. `webhook_deliveries_lease_idx`
+    /// holds every column the query filters on or returns: it reads the due part of the index
+    /// only.
     async fn lease_candidates(
         conn: &mut Conn,
         now: OffsetDateTime,
         limit: i64,
         busy: &[DbUuid],
-    ) -> QueryResult<Vec<(DbUuid, DbUuid)>> {
+        busy_organizations: &[DbUuid],
+    ) -> QueryResult<Vec<(DbUuid, DbUuid, DbUuid)>> {
         let skipped = vec!["?"; busy.len()].join(", ");
+        let skipped_organizations = vec!["?"; busy_organizations.len()].join(", ");
         let sql = format!(
-            "SELECT d.id, d.endpoint_id \
-             FROM webhook_deliveries AS d INDEXED BY webhook_deliveries_lease_idx \
-             WHERE d.next_attempt_at <= ? \
-             AND (d.leased_until IS NULL OR d.leased_until < ?) \
-             AND d.status IN ('{pending}', '{failed}') \
-             AND d.endpoint_id IN (SELECT e.id FROM webhook_endpoints AS e WHERE e.is_active) \
-             AND d.endpoint_id NOT IN ({skipped}) \
-             ORDER BY d.next_attempt_at, d.id \
+            "SELECT c.id, c.endpoint_id, c.organization_id FROM ( \
+               SELECT d.id, d.endpoint_id, d.organization_id, d.next_attempt_at, \
+                 row_number() OVER (PARTITION BY d.organization_id \
+                                    ORDER BY d.next_attempt_at, d.id) AS turn \
+               FROM webhook_deliveries AS d INDEXED BY webhook_deliveries_lease_idx \
+               WHERE d.next_attempt_at <= ? \
+               AND (d.leased_until IS NULL OR d.leased_until < ?) \
+               AND d.status IN ('{pending}', '{failed}') \
+               AND d.endpoint_id IN (SELECT e.id FROM webhook_endpoints AS e WHERE e.is_active) \
+               AND d.endpoint_id NOT IN ({skipped}) \
+               AND d.organization_id NOT IN ({skipped_organizations}) \
+             ) AS c \
+             ORDER BY c.turn, c.next_attempt_at, c.id \
              LIMIT ?",
             pending = DeliveryStatus::Pending.as_str(),
             failed = DeliveryStatus::Failed.as_str(),
@@ -94,10 +102,13 @@ impl Dialect for Sql {
         for endpoint in busy {
             query = query.bind::<Text, _>(*endpoint);
         }
+        for organization in busy_organizations {
+            query = query.bind::<Text, _>(*organization);
+        }
         let candidates: Vec<Candidate> = query.bind::<BigInt, _>(limit).load(conn).await?;
         Ok(candidates
             .into_iter()
-            .map(|c| (c.id, c.endpoint_id))
+            .map(|c| (c.id, c.endpoint_id, c.organization_id))
             .collect())
     }
 
@@ -149,13 +160,15 @@ impl Dialect for Sql {
     }
 }
 
-/// A delivery that may be leased, and its endpoint.
+/// A delivery that may be leased, its endpoint and its organization.
 #[derive(QueryableByName)]
 struct Candidate {
     #[diesel(sql_type = Text)]
     id: DbUuid,
     #[diesel(sql_type = Text)]
     endpoint_id: DbUuid,
+    #[diesel(sql_type = Text)]
+    organization_id: DbUuid,
 }
 
 /// Records an attempt on its delivery if the lease holds (see `record_attempts`): the

@@ -1,0 +1,4 @@
+DROP INDEX webhook_deliveries_lease_idx;
+CREATE INDEX webhook_deliveries_lease_idx
+    ON webhook_deliveries (next_attempt_at, id, endpoint_id, status, leased_until)
+    WHERE next_attempt_at IS NOT NULL;
