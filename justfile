@@ -27,6 +27,11 @@ deny:
 bench *args:
     cargo bench -p gatehouse-server --bench load -- {{args}}
 
+# What one abusive client costs everyone else (issue 30's findings as figures), against the
+# release binary: `just bench-abuse`, `just bench-abuse --backend sqlite --seconds 30`.
+bench-abuse *args:
+    cargo bench -p gatehouse-server --bench abuse -- {{args}}
+
 # A filtered page of the audit log at a million records, on SQLite and PostgreSQL:
 # `just bench-audit`, `just bench-audit --backend sqlite --records 100000`, `--try-indexes`.
 bench-audit *args:

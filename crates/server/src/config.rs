@@ -615,6 +615,9 @@ mod tests {
         .unwrap();
         assert_eq!(config.password_strength_concurrency, 3);
         assert_eq!(config.saml_concurrency, 2);
+    }
+
+    #[test]
     fn webhook_bounds_default_to_the_documented_ones() {
         let config = Config::load_from(None, env(&[])).unwrap();
         assert_eq!(config.event_retention_days, 30);
