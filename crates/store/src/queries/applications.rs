@@ -21,6 +21,7 @@ use super::{
 };
 use crate::{
     corrupt, db_error,
+    listing::{past_the_end, window},
     types::{DbStrings, DbUuid},
 };
 
@@ -131,15 +132,27 @@ impl ApplicationStore for DbStore {
                 .get_result(conn)
                 .await
                 .map_err(db_error)?;
-            let rows: Vec<ApplicationRow> = applications::table
-                .filter(applications::organization_id.eq(org))
-                .select(ApplicationRow::as_select())
-                .order((applications::created_at.desc(), applications::id.desc()))
-                .limit(page.limit())
-                .offset(page.offset())
-                .load(conn)
-                .await
-                .map_err(db_error)?;
+            let rows: Vec<ApplicationRow> = if past_the_end(page, total) {
+                Vec::new()
+            } else {
+                let window = window(page.offset(), page.limit(), total);
+                let query = applications::table
+                    .filter(applications::organization_id.eq(org))
+                    .into_boxed()
+                    .select(ApplicationRow::as_select());
+                let query = if window.reversed {
+                    query.order((applications::created_at.asc(), applications::id.asc()))
+                } else {
+                    query.order((applications::created_at.desc(), applications::id.desc()))
+                };
+                let rows = query
+                    .limit(window.limit)
+                    .offset(window.offset)
+                    .load(conn)
+                    .await
+                    .map_err(db_error)?;
+                window.in_order(rows)
+            };
             let items = rows
                 .into_iter()
                 .map(|row| row.into_domain().map(|(app, _)| app))

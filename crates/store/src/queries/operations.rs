@@ -1,6 +1,6 @@
 //! The control plane's queries: every organization's events and dead letters, replays, and the
 //! delivery backlog. A dead letter is a delivery `failed` with no attempt due (the partial
-//! index `webhook_deliveries_dead_idx` holds just those); a replay writes the state the
+//! indexes `webhook_deliveries_dead_*_idx` hold just those); a replay writes the state the
 //! domain's `DeliveryState::retried` returns, as a manual retry does.
 
 use async_trait::async_trait;
@@ -22,7 +22,11 @@ use super::{
     audit::insert_audit,
     rows::{record_events, stored_state, DeliveryRow},
 };
-use crate::{corrupt, db_error, types::DbUuid};
+use crate::{
+    corrupt, db_error,
+    listing::{past_the_end, window},
+    types::DbUuid,
+};
 
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = events, check_for_backend(Db))]
@@ -199,14 +203,24 @@ impl OperationsStore for DbStore {
                 .get_result(conn)
                 .await
                 .map_err(db_error)?;
-            let rows: Vec<StoredEventRow> = events_matching(&filter)
-                .select(StoredEventRow::as_select())
-                .order((events::occurred_at.desc(), events::id.desc()))
-                .limit(page.limit())
-                .offset(page.offset())
-                .load(conn)
-                .await
-                .map_err(db_error)?;
+            let rows: Vec<StoredEventRow> = if past_the_end(page, total) {
+                Vec::new()
+            } else {
+                let window = window(page.offset(), page.limit(), total);
+                let query = events_matching(&filter).select(StoredEventRow::as_select());
+                let query = if window.reversed {
+                    query.order((events::occurred_at.asc(), events::id.asc()))
+                } else {
+                    query.order((events::occurred_at.desc(), events::id.desc()))
+                };
+                let rows = query
+                    .limit(window.limit)
+                    .offset(window.offset)
+                    .load(conn)
+                    .await
+                    .map_err(db_error)?;
+                window.in_order(rows)
+            };
             let items = rows
                 .into_iter()
                 .map(StoredEventRow::into_domain)
@@ -226,17 +240,30 @@ impl OperationsStore for DbStore {
                 .get_result(conn)
                 .await
                 .map_err(db_error)?;
-            let rows: Vec<DeliveryRow> = dead_letters_matching(&filter)
-                .select(DeliveryRow::as_select())
-                .order((
-                    webhook_deliveries::created_at.desc(),
-                    webhook_deliveries::id.desc(),
-                ))
-                .limit(page.limit())
-                .offset(page.offset())
-                .load(conn)
-                .await
-                .map_err(db_error)?;
+            let rows: Vec<DeliveryRow> = if past_the_end(page, total) {
+                Vec::new()
+            } else {
+                let window = window(page.offset(), page.limit(), total);
+                let query = dead_letters_matching(&filter).select(DeliveryRow::as_select());
+                let query = if window.reversed {
+                    query.order((
+                        webhook_deliveries::created_at.asc(),
+                        webhook_deliveries::id.asc(),
+                    ))
+                } else {
+                    query.order((
+                        webhook_deliveries::created_at.desc(),
+                        webhook_deliveries::id.desc(),
+                    ))
+                };
+                let rows = query
+                    .limit(window.limit)
+                    .offset(window.offset)
+                    .load(conn)
+                    .await
+                    .map_err(db_error)?;
+                window.in_order(rows)
+            };
             let items = rows
                 .into_iter()
                 .map(DeliveryRow::into_domain)
