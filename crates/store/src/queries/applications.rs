@@ -21,7 +21,6 @@ use super::{
 };
 use crate::{
     corrupt, db_error,
-    listing::{past_the_end, window},
     types::{DbStrings, DbUuid},
 };
 
@@ -132,27 +131,16 @@ impl ApplicationStore for DbStore {
                 .get_result(conn)
                 .await
                 .map_err(db_error)?;
-            let rows: Vec<ApplicationRow> = if past_the_end(page, total) {
-                Vec::new()
-            } else {
-                let window = window(page.offset(), page.limit(), total);
-                let query = applications::table
+            let rows: Vec<ApplicationRow> = page_rows!(
+                conn,
+                page,
+                total,
+                applications::table
                     .filter(applications::organization_id.eq(org))
                     .into_boxed()
-                    .select(ApplicationRow::as_select());
-                let query = if window.reversed {
-                    query.order((applications::created_at.asc(), applications::id.asc()))
-                } else {
-                    query.order((applications::created_at.desc(), applications::id.desc()))
-                };
-                let rows = query
-                    .limit(window.limit)
-                    .offset(window.offset)
-                    .load(conn)
-                    .await
-                    .map_err(db_error)?;
-                window.in_order(rows)
-            };
+                    .select(ApplicationRow::as_select()),
+                desc / asc(applications::created_at, applications::id)
+            );
             let items = rows
                 .into_iter()
                 .map(|row| row.into_domain().map(|(app, _)| app))

@@ -22,11 +22,7 @@ use super::{
     audit::insert_audit,
     rows::{record_events, stored_state, DeliveryRow},
 };
-use crate::{
-    corrupt, db_error,
-    listing::{past_the_end, window},
-    types::DbUuid,
-};
+use crate::{corrupt, db_error, types::DbUuid};
 
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = events, check_for_backend(Db))]
@@ -203,24 +199,13 @@ impl OperationsStore for DbStore {
                 .get_result(conn)
                 .await
                 .map_err(db_error)?;
-            let rows: Vec<StoredEventRow> = if past_the_end(page, total) {
-                Vec::new()
-            } else {
-                let window = window(page.offset(), page.limit(), total);
-                let query = events_matching(&filter).select(StoredEventRow::as_select());
-                let query = if window.reversed {
-                    query.order((events::occurred_at.asc(), events::id.asc()))
-                } else {
-                    query.order((events::occurred_at.desc(), events::id.desc()))
-                };
-                let rows = query
-                    .limit(window.limit)
-                    .offset(window.offset)
-                    .load(conn)
-                    .await
-                    .map_err(db_error)?;
-                window.in_order(rows)
-            };
+            let rows: Vec<StoredEventRow> = page_rows!(
+                conn,
+                page,
+                total,
+                events_matching(&filter).select(StoredEventRow::as_select()),
+                desc / asc(events::occurred_at, events::id)
+            );
             let items = rows
                 .into_iter()
                 .map(StoredEventRow::into_domain)
@@ -240,30 +225,13 @@ impl OperationsStore for DbStore {
                 .get_result(conn)
                 .await
                 .map_err(db_error)?;
-            let rows: Vec<DeliveryRow> = if past_the_end(page, total) {
-                Vec::new()
-            } else {
-                let window = window(page.offset(), page.limit(), total);
-                let query = dead_letters_matching(&filter).select(DeliveryRow::as_select());
-                let query = if window.reversed {
-                    query.order((
-                        webhook_deliveries::created_at.asc(),
-                        webhook_deliveries::id.asc(),
-                    ))
-                } else {
-                    query.order((
-                        webhook_deliveries::created_at.desc(),
-                        webhook_deliveries::id.desc(),
-                    ))
-                };
-                let rows = query
-                    .limit(window.limit)
-                    .offset(window.offset)
-                    .load(conn)
-                    .await
-                    .map_err(db_error)?;
-                window.in_order(rows)
-            };
+            let rows: Vec<DeliveryRow> = page_rows!(
+                conn,
+                page,
+                total,
+                dead_letters_matching(&filter).select(DeliveryRow::as_select()),
+                desc / asc(webhook_deliveries::created_at, webhook_deliveries::id)
+            );
             let items = rows
                 .into_iter()
                 .map(DeliveryRow::into_domain)

@@ -21,12 +21,7 @@ use super::{
     contains_pattern, lower,
     rows::{record_events, NewMembershipRow, NewOrganizationRow, OrganizationRow},
 };
-use crate::{
-    db_error,
-    listing::{past_the_end, window},
-    types::DbUuid,
-    violates,
-};
+use crate::{db_error, types::DbUuid, violates};
 
 /// How many times creating an organization retries when a concurrent one took the same
 /// generated slug.
@@ -265,25 +260,13 @@ impl OrganizationStore for DbStore {
                 .get_result(conn)
                 .await
                 .map_err(db_error)?;
-            let rows: Vec<OrganizationRow> = if past_the_end(page, total) {
-                Vec::new()
-            } else {
-                let window = window(page.offset(), page.limit(), total);
-                let query =
-                    organizations_of_query(user, &filter).select(OrganizationRow::as_select());
-                let query = if window.reversed {
-                    query.order((organizations::created_at.asc(), organizations::id.asc()))
-                } else {
-                    query.order((organizations::created_at.desc(), organizations::id.desc()))
-                };
-                let rows = query
-                    .limit(window.limit)
-                    .offset(window.offset)
-                    .load(conn)
-                    .await
-                    .map_err(db_error)?;
-                window.in_order(rows)
-            };
+            let rows: Vec<OrganizationRow> = page_rows!(
+                conn,
+                page,
+                total,
+                organizations_of_query(user, &filter).select(OrganizationRow::as_select()),
+                desc / asc(organizations::created_at, organizations::id)
+            );
             let items = with_counts(conn, rows).await?;
             Ok(Page::new(items, total.unsigned_abs(), page))
         })

@@ -40,7 +40,6 @@ use super::{
 use crate::{
     corrupt, db_error,
     dialect::Dialect,
-    listing::{past_the_end, window},
     pool_error,
     types::{DbStrings, DbUuid},
 };
@@ -193,30 +192,13 @@ impl WebhookStore for DbStore {
                 .get_result(conn)
                 .await
                 .map_err(db_error)?;
-            let rows: Vec<EndpointRow> = if past_the_end(page, total) {
-                Vec::new()
-            } else {
-                let window = window(page.offset(), page.limit(), total);
-                let query = endpoints_of(org, is_active).select(EndpointRow::as_select());
-                let query = if window.reversed {
-                    query.order((
-                        webhook_endpoints::created_at.asc(),
-                        webhook_endpoints::id.asc(),
-                    ))
-                } else {
-                    query.order((
-                        webhook_endpoints::created_at.desc(),
-                        webhook_endpoints::id.desc(),
-                    ))
-                };
-                let rows = query
-                    .limit(window.limit)
-                    .offset(window.offset)
-                    .load(conn)
-                    .await
-                    .map_err(db_error)?;
-                window.in_order(rows)
-            };
+            let rows: Vec<EndpointRow> = page_rows!(
+                conn,
+                page,
+                total,
+                endpoints_of(org, is_active).select(EndpointRow::as_select()),
+                desc / asc(webhook_endpoints::created_at, webhook_endpoints::id)
+            );
             let items = rows
                 .into_iter()
                 .map(EndpointRow::into_domain)
@@ -357,30 +339,13 @@ impl WebhookStore for DbStore {
                 .get_result(conn)
                 .await
                 .map_err(db_error)?;
-            let rows: Vec<DeliveryRow> = if past_the_end(page, total) {
-                Vec::new()
-            } else {
-                let window = window(page.offset(), page.limit(), total);
-                let query = deliveries_of(org, endpoint, &filter).select(DeliveryRow::as_select());
-                let query = if window.reversed {
-                    query.order((
-                        webhook_deliveries::created_at.asc(),
-                        webhook_deliveries::id.asc(),
-                    ))
-                } else {
-                    query.order((
-                        webhook_deliveries::created_at.desc(),
-                        webhook_deliveries::id.desc(),
-                    ))
-                };
-                let rows = query
-                    .limit(window.limit)
-                    .offset(window.offset)
-                    .load(conn)
-                    .await
-                    .map_err(db_error)?;
-                window.in_order(rows)
-            };
+            let rows: Vec<DeliveryRow> = page_rows!(
+                conn,
+                page,
+                total,
+                deliveries_of(org, endpoint, &filter).select(DeliveryRow::as_select()),
+                desc / asc(webhook_deliveries::created_at, webhook_deliveries::id)
+            );
             let items = rows
                 .into_iter()
                 .map(DeliveryRow::into_domain)
