@@ -37,6 +37,12 @@ bench-abuse *args:
 bench-audit *args:
     cargo bench -p gatehouse-store --bench audit_page -- {{args}}
 
+# The deepest page of 100,000 members and audit records, on SQLite and PostgreSQL:
+# `just bench-listings`, `just bench-listings --backend sqlite --runs 50`,
+# `--without-listing-indexes` (the figures before migration 31).
+bench-listings *args:
+    cargo bench -p gatehouse-store --bench listing_page -- {{args}}
+
 # Print the OpenAPI document.
 openapi:
     cargo run --quiet -- openapi

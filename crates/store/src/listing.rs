@@ -1,6 +1,7 @@
 //! Pure helpers of the list queries, shared by both backends.
 
 use diesel::sql_types::Text;
+use gatehouse_domain::model::PageRequest;
 
 diesel::define_sql_function! {
     /// SQL `lower(text)`: both backends have it.
@@ -20,6 +21,78 @@ pub(crate) fn contains_pattern(search: &str) -> String {
     }
     pattern.push('%');
     pattern
+}
+
+/// Whether the page starts at or after the last of `total` matching rows: then it is empty, and
+/// the listing answers it from its count alone, without the page's query. That query would
+/// walk every matching row to reach its `OFFSET` (`page=4294967295` walked the whole collection
+/// for nothing), so a page past the end costs no more than the count.
+pub(crate) fn past_the_end(page: PageRequest, total: i64) -> bool {
+    page.offset() >= total
+}
+
+/// Which rows a query reads for a slice of `limit` rows at `offset` of a listing's `total`: a
+/// deep `OFFSET` walks every row before it, so a slice nearer the end is read in the reverse
+/// order from the end (`reversed`: the query orders the other way, and the rows it returns are
+/// reversed). The deepest page then costs what the first does, and no page walks more than half
+/// the listing. Only for a slice that starts before the end (see [`past_the_end`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Window {
+    pub offset: i64,
+    pub limit: i64,
+    pub reversed: bool,
+}
+
+pub(crate) fn window(offset: i64, limit: i64, total: i64) -> Window {
+    let after = total.saturating_sub(offset).saturating_sub(limit);
+    if after < offset && offset > 0 {
+        // The slice holds the last `total - offset` rows when it runs past the end.
+        let (offset, limit) = if after < 0 {
+            (0, total.saturating_sub(offset).max(0))
+        } else {
+            (after, limit)
+        };
+        Window {
+            offset,
+            limit,
+            reversed: true,
+        }
+    } else {
+        Window {
+            offset,
+            limit,
+            reversed: false,
+        }
+    }
+}
+
+impl Window {
+    /// The rows the query read, in the listing's order.
+    pub(crate) fn in_order<T>(self, mut rows: Vec<T>) -> Vec<T> {
+        if self.reversed {
+            rows.reverse();
+        }
+        rows
+    }
+}
+
+/// `rows` in the order of `keys` (the page's keys, read first, in the listing's order): the
+/// second step of a page read by its keys, whose query selects by key without an order. Rows
+/// whose key is not among `keys` are left out.
+pub(crate) fn in_key_order<K: PartialEq, T>(
+    keys: &[K],
+    rows: Vec<T>,
+    key: impl Fn(&T) -> &K,
+) -> Vec<T> {
+    let mut placed: Vec<(usize, T)> = rows
+        .into_iter()
+        .filter_map(|row| {
+            let at = keys.iter().position(|k| k == key(&row))?;
+            Some((at, row))
+        })
+        .collect();
+    placed.sort_by_key(|(at, _)| *at);
+    placed.into_iter().map(|(_, row)| row).collect()
 }
 
 /// A slice of one source of rows: `offset` and `limit` as SQL takes them.
@@ -84,6 +157,64 @@ mod tests {
         assert_eq!(split_page(3, 2, 3), (None, slice(0, 2)));
         assert_eq!(split_page(0, 2, 0), (None, slice(0, 2)));
         assert_eq!(split_page(40, 20, 3), (None, slice(37, 20)));
+    }
+
+    #[test]
+    fn pages_from_the_total_on_are_past_the_end() {
+        let request = |page, size| PageRequest::new(Some(page), Some(size)).unwrap();
+        assert!(!past_the_end(request(1, 20), 1));
+        assert!(past_the_end(request(1, 20), 0));
+        assert!(!past_the_end(request(5, 20), 81));
+        assert!(past_the_end(request(5, 20), 80));
+        let deepest = request(i64::from(u32::MAX), i64::from(PageRequest::MAX_SIZE));
+        assert_eq!(deepest.offset(), (i64::from(u32::MAX) - 1) * 100);
+        assert!(past_the_end(deepest, i64::from(u32::MAX)));
+    }
+
+    const fn forward(offset: i64, limit: i64) -> Window {
+        Window {
+            offset,
+            limit,
+            reversed: false,
+        }
+    }
+
+    const fn backward(offset: i64, limit: i64) -> Window {
+        Window {
+            offset,
+            limit,
+            reversed: true,
+        }
+    }
+
+    #[test]
+    fn slices_in_the_first_half_are_read_forward() {
+        assert_eq!(window(0, 100, 100_000), forward(0, 100));
+        assert_eq!(window(49_900, 100, 100_000), forward(49_900, 100));
+        assert_eq!(window(0, 20, 5), forward(0, 20));
+    }
+
+    #[test]
+    fn slices_in_the_second_half_are_read_backward_from_the_end() {
+        assert_eq!(window(50_000, 100, 100_000), backward(49_900, 100));
+        assert_eq!(window(99_900, 100, 100_000), backward(0, 100));
+        // The last page, not full: only the rows that are there.
+        assert_eq!(window(100_000, 100, 100_001), backward(0, 1));
+        assert_eq!(window(4, 2, 5), backward(0, 1));
+        assert_eq!(window(2, 2, 5), backward(1, 2));
+    }
+
+    #[test]
+    fn a_backward_read_is_put_back_in_order() {
+        assert_eq!(backward(0, 3).in_order(vec![3, 2, 1]), [1, 2, 3]);
+        assert_eq!(forward(0, 3).in_order(vec![1, 2, 3]), [1, 2, 3]);
+    }
+
+    #[test]
+    fn rows_read_by_key_follow_the_keys() {
+        let rows = vec![(3, "c"), (1, "a"), (9, "gone"), (2, "b")];
+        let ordered = in_key_order(&[1, 2, 3], rows, |row| &row.0);
+        assert_eq!(ordered, [(1, "a"), (2, "b"), (3, "c")]);
     }
 
     #[test]

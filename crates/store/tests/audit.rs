@@ -100,6 +100,13 @@ on_both_backends! {
         let second_page = PageRequest::new(Some(2), Some(2)).unwrap();
         let page = db.store.audit_log(AuditFilter::default(), second_page).await.unwrap();
         assert_eq!((page.total(), page.items()), (3, &[older][..]));
+        // Past the last page, up to the deepest a client can ask for: no records, the total.
+        for past in [(2, 3), (3, 2), (i64::from(u32::MAX), 100)] {
+            let request = PageRequest::new(Some(past.0), Some(past.1)).unwrap();
+            let page = db.store.audit_log(AuditFilter::default(), request).await.unwrap();
+            assert_eq!((page.total(), page.items().len()), (3, 0), "page {past:?}");
+            assert!(!page.has_next() && page.has_prev());
+        }
 
         // A year's retention drops the 400-day-old record only.
         assert_eq!(db.store.purge_audit(t - Duration::days(365)).await.unwrap(), 1);

@@ -1031,6 +1031,12 @@ async fn members_page_across_members_and_invitations(db: Db) {
     assert_eq!((active, total), (vec!["carol@example.com".to_owned()], 3));
     let (active, total) = db.member_ids(acme, active_only, page(3, 2), now).await;
     assert_eq!((active.len(), total), (0, 3));
+    // The deepest page a client can ask for: empty, with the total.
+    let deepest = page(i64::from(u32::MAX), 100);
+    let (listed, total) = db
+        .member_ids(acme, MemberFilter::default(), deepest, now)
+        .await;
+    assert_eq!((listed.len(), total), (0, 5));
 }
 
 async fn members_filters(db: Db) {

@@ -131,15 +131,16 @@ impl ApplicationStore for DbStore {
                 .get_result(conn)
                 .await
                 .map_err(db_error)?;
-            let rows: Vec<ApplicationRow> = applications::table
-                .filter(applications::organization_id.eq(org))
-                .select(ApplicationRow::as_select())
-                .order((applications::created_at.desc(), applications::id.desc()))
-                .limit(page.limit())
-                .offset(page.offset())
-                .load(conn)
-                .await
-                .map_err(db_error)?;
+            let rows: Vec<ApplicationRow> = page_rows!(
+                conn,
+                page,
+                total,
+                applications::table
+                    .filter(applications::organization_id.eq(org))
+                    .into_boxed()
+                    .select(ApplicationRow::as_select()),
+                desc / asc(applications::created_at, applications::id)
+            );
             let items = rows
                 .into_iter()
                 .map(|row| row.into_domain().map(|(app, _)| app))

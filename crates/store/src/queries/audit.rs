@@ -11,7 +11,11 @@ use gatehouse_domain::{
 use time::OffsetDateTime;
 
 use super::super::{schema::audit_log, Conn, Db, DbStore};
-use crate::{corrupt, db_error, types::DbUuid};
+use crate::{
+    corrupt, db_error,
+    listing::{in_key_order, past_the_end, window},
+    types::DbUuid,
+};
 
 #[derive(Queryable, Selectable, Insertable)]
 #[diesel(table_name = audit_log, check_for_backend(Db))]
@@ -132,14 +136,33 @@ impl AuditStore for DbStore {
                 .get_result(conn)
                 .await
                 .map_err(db_error)?;
-            let rows: Vec<AuditRow> = matching(&filter)
-                .select(AuditRow::as_select())
-                .order((audit_log::occurred_at.desc(), audit_log::id.desc()))
-                .limit(page.limit())
-                .offset(page.offset())
-                .load(conn)
-                .await
-                .map_err(db_error)?;
+            let rows: Vec<AuditRow> = if past_the_end(page, total) {
+                Vec::new()
+            } else {
+                // The page's ids first, from the filter's index alone (on PostgreSQL an
+                // index-only scan: the rows skipped are never read), then its records by id.
+                let window = window(page.offset(), page.limit(), total);
+                let ids = matching(&filter).select(audit_log::id);
+                let ids = if window.reversed {
+                    ids.order((audit_log::occurred_at.asc(), audit_log::id.asc()))
+                } else {
+                    ids.order((audit_log::occurred_at.desc(), audit_log::id.desc()))
+                };
+                let ids: Vec<DbUuid> = ids
+                    .limit(window.limit)
+                    .offset(window.offset)
+                    .load(conn)
+                    .await
+                    .map_err(db_error)?;
+                let ids = window.in_order(ids);
+                let rows: Vec<AuditRow> = audit_log::table
+                    .filter(audit_log::id.eq_any(ids.clone()))
+                    .select(AuditRow::as_select())
+                    .load(conn)
+                    .await
+                    .map_err(db_error)?;
+                in_key_order(&ids, rows, |row| &row.id)
+            };
             let items = rows
                 .into_iter()
                 .map(AuditRow::into_domain)

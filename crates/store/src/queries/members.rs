@@ -26,7 +26,11 @@ use super::{
         NewMembershipRow,
     },
 };
-use crate::{corrupt, db_error, listing::split_page, types::DbUuid};
+use crate::{
+    corrupt, db_error,
+    listing::{in_key_order, split_page, window},
+    types::DbUuid,
+};
 
 /// What a [`MemberRow`] is read from.
 const MEMBER_COLUMNS: (
@@ -113,6 +117,18 @@ fn active_members(org: DbUuid, filter: &MemberFilter) -> MembersQuery {
     query
 }
 
+/// The organization's memberships, of one role when asked: the active members, when no search
+/// needs their users.
+fn memberships_of(org: DbUuid, role: Option<Role>) -> memberships::BoxedQuery<'static, Db> {
+    let mut query = memberships::table
+        .filter(memberships::organization_id.eq(org))
+        .into_boxed();
+    if let Some(role) = role {
+        query = query.filter(memberships::role.eq(role.as_str()));
+    }
+    query
+}
+
 /// The organization's pending invitations that have not expired at `now`, filtered.
 fn invited_members(
     org: DbUuid,
@@ -191,11 +207,23 @@ impl MemberStore for DbStore {
     ) -> Result<Page<Member>, StoreError> {
         in_read!(self, async |conn: &mut Conn| {
             let org = DbUuid(organization_id.as_uuid());
-            let active_total: i64 = active_members(org, &filter)
-                .count()
-                .get_result(conn)
-                .await
-                .map_err(db_error)?;
+            // Without a search, the memberships alone answer (every one has its user: a
+            // foreign key): the count and the page's keys read only an index of the
+            // organization's memberships in the listing's order, and the users are joined
+            // for the page's rows alone. A search reads the users' names and emails.
+            let active_total: i64 = if filter.search.is_none() {
+                memberships_of(org, filter.role)
+                    .count()
+                    .get_result(conn)
+                    .await
+                    .map_err(db_error)?
+            } else {
+                active_members(org, &filter)
+                    .count()
+                    .get_result(conn)
+                    .await
+                    .map_err(db_error)?
+            };
             let invited_total: i64 = if filter.active_only {
                 0
             } else {
@@ -208,28 +236,64 @@ impl MemberStore for DbStore {
             let (active, invited) = split_page(page.offset(), page.limit(), active_total);
             let mut items = Vec::new();
             if let Some(slice) = active {
-                let rows: Vec<MemberRow> = active_members(org, &filter)
-                    .select(MEMBER_COLUMNS)
-                    .order((memberships::created_at.asc(), memberships::user_id.asc()))
-                    .offset(slice.offset)
-                    .limit(slice.limit)
-                    .load(conn)
-                    .await
-                    .map_err(db_error)?;
+                let window = window(slice.offset, slice.limit, active_total);
+                let rows: Vec<MemberRow> = if filter.search.is_none() {
+                    // The page's members first, from the index of the organization's
+                    // memberships alone, then their rows (users joined) by key.
+                    let keys = memberships_of(org, filter.role).select(memberships::user_id);
+                    let keys = if window.reversed {
+                        keys.order((memberships::created_at.desc(), memberships::user_id.desc()))
+                    } else {
+                        keys.order((memberships::created_at.asc(), memberships::user_id.asc()))
+                    };
+                    let keys: Vec<DbUuid> = keys
+                        .offset(window.offset)
+                        .limit(window.limit)
+                        .load(conn)
+                        .await
+                        .map_err(db_error)?;
+                    let keys = window.in_order(keys);
+                    let rows: Vec<MemberRow> = active_members(org, &MemberFilter::default())
+                        .filter(memberships::user_id.eq_any(keys.clone()))
+                        .select(MEMBER_COLUMNS)
+                        .load(conn)
+                        .await
+                        .map_err(db_error)?;
+                    in_key_order(&keys, rows, |row| &row.user_id)
+                } else {
+                    let query = active_members(org, &filter).select(MEMBER_COLUMNS);
+                    let query = if window.reversed {
+                        query.order((memberships::created_at.desc(), memberships::user_id.desc()))
+                    } else {
+                        query.order((memberships::created_at.asc(), memberships::user_id.asc()))
+                    };
+                    let rows = query
+                        .offset(window.offset)
+                        .limit(window.limit)
+                        .load(conn)
+                        .await
+                        .map_err(db_error)?;
+                    window.in_order(rows)
+                };
                 for row in rows {
                     items.push(row.into_domain()?);
                 }
             }
             if let Some(slice) = invited.filter(|slice| slice.offset < invited_total) {
-                let rows: Vec<InvitedMemberRow> = invited_members(org, &filter, now)
-                    .select(INVITED_MEMBER_COLUMNS)
-                    .order((invitations::invited_at.asc(), invitations::id.asc()))
-                    .offset(slice.offset)
-                    .limit(slice.limit)
+                let window = window(slice.offset, slice.limit, invited_total);
+                let query = invited_members(org, &filter, now).select(INVITED_MEMBER_COLUMNS);
+                let query = if window.reversed {
+                    query.order((invitations::invited_at.desc(), invitations::id.desc()))
+                } else {
+                    query.order((invitations::invited_at.asc(), invitations::id.asc()))
+                };
+                let rows: Vec<InvitedMemberRow> = query
+                    .offset(window.offset)
+                    .limit(window.limit)
                     .load(conn)
                     .await
                     .map_err(db_error)?;
-                for row in rows {
+                for row in window.in_order(rows) {
                     items.push(row.into_domain()?);
                 }
             }

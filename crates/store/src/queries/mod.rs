@@ -5,6 +5,34 @@
 //! write differently. Queries are functions over a connection so
 //! that they compose inside one transaction.
 
+/// The rows of `page` of a listing of `total` matching rows: none past the end (see
+/// `listing::past_the_end`), else the page's window (`listing::window`) of `$query` (boxed, its
+/// columns selected) in the listing's order, `$dir` on each of `$columns` (`$reverse` for a
+/// window read from the end), turned back into the listing's order.
+macro_rules! page_rows {
+    ($conn:expr, $page:expr, $total:expr, $query:expr, $dir:ident / $reverse:ident ($($column:expr),+ $(,)?)) => {{
+        let (page, total) = ($page, $total);
+        if $crate::listing::past_the_end(page, total) {
+            Vec::new()
+        } else {
+            let window = $crate::listing::window(page.offset(), page.limit(), total);
+            let query = $query;
+            let query = if window.reversed {
+                query.order(($($column.$reverse(),)+))
+            } else {
+                query.order(($($column.$dir(),)+))
+            };
+            let rows = query
+                .limit(window.limit)
+                .offset(window.offset)
+                .load($conn)
+                .await
+                .map_err($crate::db_error)?;
+            window.in_order(rows)
+        }
+    }};
+}
+
 mod account_tokens;
 mod accounts;
 mod api_keys;

@@ -1,6 +1,6 @@
 //! The control plane's queries: every organization's events and dead letters, replays, and the
 //! delivery backlog. A dead letter is a delivery `failed` with no attempt due (the partial
-//! index `webhook_deliveries_dead_idx` holds just those); a replay writes the state the
+//! indexes `webhook_deliveries_dead_*_idx` hold just those); a replay writes the state the
 //! domain's `DeliveryState::retried` returns, as a manual retry does.
 
 use async_trait::async_trait;
@@ -200,14 +200,13 @@ impl OperationsStore for DbStore {
                 .get_result(conn)
                 .await
                 .map_err(db_error)?;
-            let rows: Vec<StoredEventRow> = events_matching(&filter)
-                .select(StoredEventRow::as_select())
-                .order((events::occurred_at.desc(), events::id.desc()))
-                .limit(page.limit())
-                .offset(page.offset())
-                .load(conn)
-                .await
-                .map_err(db_error)?;
+            let rows: Vec<StoredEventRow> = page_rows!(
+                conn,
+                page,
+                total,
+                events_matching(&filter).select(StoredEventRow::as_select()),
+                desc / asc(events::occurred_at, events::id)
+            );
             let items = rows
                 .into_iter()
                 .map(StoredEventRow::into_domain)
@@ -227,17 +226,13 @@ impl OperationsStore for DbStore {
                 .get_result(conn)
                 .await
                 .map_err(db_error)?;
-            let rows: Vec<DeliveryRow> = dead_letters_matching(&filter)
-                .select(DeliveryRow::as_select())
-                .order((
-                    webhook_deliveries::created_at.desc(),
-                    webhook_deliveries::id.desc(),
-                ))
-                .limit(page.limit())
-                .offset(page.offset())
-                .load(conn)
-                .await
-                .map_err(db_error)?;
+            let rows: Vec<DeliveryRow> = page_rows!(
+                conn,
+                page,
+                total,
+                dead_letters_matching(&filter).select(DeliveryRow::as_select()),
+                desc / asc(webhook_deliveries::created_at, webhook_deliveries::id)
+            );
             let items = rows
                 .into_iter()
                 .map(DeliveryRow::into_domain)

@@ -260,14 +260,13 @@ impl OrganizationStore for DbStore {
                 .get_result(conn)
                 .await
                 .map_err(db_error)?;
-            let rows: Vec<OrganizationRow> = organizations_of_query(user, &filter)
-                .select(OrganizationRow::as_select())
-                .order((organizations::created_at.desc(), organizations::id.desc()))
-                .limit(page.limit())
-                .offset(page.offset())
-                .load(conn)
-                .await
-                .map_err(db_error)?;
+            let rows: Vec<OrganizationRow> = page_rows!(
+                conn,
+                page,
+                total,
+                organizations_of_query(user, &filter).select(OrganizationRow::as_select()),
+                desc / asc(organizations::created_at, organizations::id)
+            );
             let items = with_counts(conn, rows).await?;
             Ok(Page::new(items, total.unsigned_abs(), page))
         })

@@ -237,17 +237,13 @@ impl WebhookStore for DbStore {
                 .get_result(conn)
                 .await
                 .map_err(db_error)?;
-            let rows: Vec<EndpointRow> = endpoints_of(org, is_active)
-                .select(EndpointRow::as_select())
-                .order((
-                    webhook_endpoints::created_at.desc(),
-                    webhook_endpoints::id.desc(),
-                ))
-                .limit(page.limit())
-                .offset(page.offset())
-                .load(conn)
-                .await
-                .map_err(db_error)?;
+            let rows: Vec<EndpointRow> = page_rows!(
+                conn,
+                page,
+                total,
+                endpoints_of(org, is_active).select(EndpointRow::as_select()),
+                desc / asc(webhook_endpoints::created_at, webhook_endpoints::id)
+            );
             let items = rows
                 .into_iter()
                 .map(EndpointRow::into_domain)
@@ -388,17 +384,13 @@ impl WebhookStore for DbStore {
                 .get_result(conn)
                 .await
                 .map_err(db_error)?;
-            let rows: Vec<DeliveryRow> = deliveries_of(org, endpoint, &filter)
-                .select(DeliveryRow::as_select())
-                .order((
-                    webhook_deliveries::created_at.desc(),
-                    webhook_deliveries::id.desc(),
-                ))
-                .limit(page.limit())
-                .offset(page.offset())
-                .load(conn)
-                .await
-                .map_err(db_error)?;
+            let rows: Vec<DeliveryRow> = page_rows!(
+                conn,
+                page,
+                total,
+                deliveries_of(org, endpoint, &filter).select(DeliveryRow::as_select()),
+                desc / asc(webhook_deliveries::created_at, webhook_deliveries::id)
+            );
             let items = rows
                 .into_iter()
                 .map(DeliveryRow::into_domain)
