@@ -271,7 +271,7 @@ fn signed_response(dir: &Path, acs: &str, entity_id: &str) -> String {
             .collect::<String>();
     let padding = chunk.repeat(370_000 / chunk.len());
     let document = format!(
-        r#"<samlp:Response xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol" xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" ID="_bench" Version="2.0" IssueInstant="2026-01-01T00:00:00Z" Destination="{acs}" InResponseTo="_unknown"><saml:Issuer>{entity_id}</saml:Issuer><ds:Signature xmlns:ds="http://www.w3.org/2000/09/xmldsig#"><ds:SignedInfo><ds:CanonicalizationMethod Algorithm="http://www.w3.org/2001/10/xml-exc-c14n#"/><ds:SignatureMethod Algorithm="http://www.w3.org/2001/04/xmldsig-more#rsa-sha256"/><ds:Reference URI="#_bench"><ds:Transforms><ds:Transform Algorithm="http://www.w3.org/2000/09/xmldsig#enveloped-signature"/><ds:Transform Algorithm="http://www.w3.org/2001/10/xml-exc-c14n#"/></ds:Transforms><ds:DigestMethod Algorithm="http://www.w3.org/2001/04/xmlenc#sha256"/><ds:DigestValue></ds:DigestValue></ds:Reference></ds:SignedInfo><ds:SignatureValue></ds:SignatureValue></ds:Signature><samlp:Status><samlp:StatusCode Value="urn:oasis:names:tc:SAML:2.0:status:Success"/></samlp:Status><saml:Assertion ID="_assertion" Version="2.0" IssueInstant="2026-01-01T00:00:00Z"><saml:Issuer>{entity_id}</saml:Issuer><saml:Subject><saml:NameID Format="urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress">ada@example.com</saml:NameID><saml:SubjectConfirmation Method="urn:oasis:names:tc:SAML:2.0:cm:bearer"><saml:SubjectConfirmationData NotOnOrAfter="2099-01-01T00:00:00Z" Recipient="{acs}" InResponseTo="_unknown"/></saml:SubjectConfirmation></saml:Subject><saml:AttributeStatement><saml:Attribute Name="padding"><saml:AttributeValue>{padding}</saml:AttributeValue></saml:Attribute></saml:AttributeStatement></saml:Assertion></samlp:Response>"#
+        r##"<samlp:Response xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol" xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" ID="_bench" Version="2.0" IssueInstant="2026-01-01T00:00:00Z" Destination="{acs}" InResponseTo="_unknown"><saml:Issuer>{entity_id}</saml:Issuer><ds:Signature xmlns:ds="http://www.w3.org/2000/09/xmldsig#"><ds:SignedInfo><ds:CanonicalizationMethod Algorithm="http://www.w3.org/2001/10/xml-exc-c14n#"/><ds:SignatureMethod Algorithm="http://www.w3.org/2001/04/xmldsig-more#rsa-sha256"/><ds:Reference URI="#_bench"><ds:Transforms><ds:Transform Algorithm="http://www.w3.org/2000/09/xmldsig#enveloped-signature"/><ds:Transform Algorithm="http://www.w3.org/2001/10/xml-exc-c14n#"/></ds:Transforms><ds:DigestMethod Algorithm="http://www.w3.org/2001/04/xmlenc#sha256"/><ds:DigestValue></ds:DigestValue></ds:Reference></ds:SignedInfo><ds:SignatureValue></ds:SignatureValue></ds:Signature><samlp:Status><samlp:StatusCode Value="urn:oasis:names:tc:SAML:2.0:status:Success"/></samlp:Status><saml:Assertion ID="_assertion" Version="2.0" IssueInstant="2026-01-01T00:00:00Z"><saml:Issuer>{entity_id}</saml:Issuer><saml:Subject><saml:NameID Format="urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress">ada@example.com</saml:NameID><saml:SubjectConfirmation Method="urn:oasis:names:tc:SAML:2.0:cm:bearer"><saml:SubjectConfirmationData NotOnOrAfter="2099-01-01T00:00:00Z" Recipient="{acs}" InResponseTo="_unknown"/></saml:SubjectConfirmation></saml:Subject><saml:AttributeStatement><saml:Attribute Name="padding"><saml:AttributeValue>{padding}</saml:AttributeValue></saml:Attribute></saml:AttributeStatement></saml:Assertion></samlp:Response>"##
     );
     let template = dir.join("response.xml");
     let signed = dir.join("signed.xml");
@@ -428,30 +428,31 @@ async fn held_connections(backend: &str, options: &Options) -> String {
         }
     }
     tokio::time::sleep(Duration::from_secs(15)).await;
-    let open = streams
-        .iter_mut()
-        .filter(|stream| {
-            stream
-                .set_read_timeout(Some(Duration::from_millis(1)))
-                .unwrap();
-            let mut buffer = [0_u8; 4096];
-            loop {
-                match stream.read(&mut buffer) {
-                    Ok(0) => return false,
-                    Ok(_) => continue,
-                    Err(e)
-                        if matches!(
-                            e.kind(),
-                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                        ) =>
-                    {
-                        return true
-                    }
-                    Err(_) => return false,
+    let mut open = 0;
+    for stream in &mut streams {
+        stream
+            .set_read_timeout(Some(Duration::from_millis(1)))
+            .unwrap();
+        let mut buffer = [0_u8; 4096];
+        let still_open = loop {
+            match stream.read(&mut buffer) {
+                Ok(0) => break false,
+                Ok(_) => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    break true
                 }
+                Err(_) => break false,
             }
-        })
-        .count();
+        };
+        if still_open {
+            open += 1;
+        }
+    }
     format!("| connections still open 15 s after a never-ending chunked body to `GET /livez` | {open} of {} |\n", streams.len())
 }
 
