@@ -150,6 +150,9 @@ pub enum SamlRejection {
     /// Elements nested deeper than the adapter reads.
     #[error("the response nests elements deeper than {0} levels")]
     TooDeep(usize),
+    /// More elements than the adapter reads.
+    #[error("the response holds more than {0} elements")]
+    TooManyElements(usize),
     /// No signature on the response or the assertion.
     #[error("neither the response nor its assertion is signed")]
     Unsigned,
