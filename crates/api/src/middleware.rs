@@ -21,8 +21,9 @@ pub struct RequestId(pub String);
 /// The most characters of a request's path and query string that its log lines hold.
 pub const MAX_LOGGED_TARGET_CHARS: usize = 256;
 
-/// The hosted pages whose last path segment is a one-time secret (a mailed link's token).
-const SECRET_IN_PATH: [&str; 4] = [
+/// The hosted pages of mailed links, whose last path segment is a one-time secret (the link's
+/// token): redacted in the log, and public ways in for the rate limits.
+const MAILED_LINK_PAGES: [&str; 4] = [
     "/magic-link/",
     "/reset-password/",
     "/invitations/",
@@ -35,7 +36,7 @@ const SECRET_IN_PATH: [&str; 4] = [
 pub fn logged_target(req: &ServiceRequest) -> String {
     let uri = req.uri();
     let target = uri.path_and_query().map_or(uri.path(), |pq| pq.as_str());
-    let target = match SECRET_IN_PATH
+    let target = match MAILED_LINK_PAGES
         .iter()
         .find(|prefix| target.starts_with(*prefix))
     {
@@ -375,19 +376,13 @@ mod rate_limit_impl {
         "/oauth/token",
         "/login",
     ];
-    /// Public pages under a prefix: `/login/mfa`, `/login/sso`, the mailed links' pages.
-    const PUBLIC_PREFIXES: [&str; 5] = [
-        "/login/",
-        "/magic-link/",
-        "/reset-password/",
-        "/invitations/",
-        "/verify-email/",
-    ];
 
     /// Whether the path is one of the [`PUBLIC`] ways in (the SAML ACS included).
     pub(crate) fn is_public(path: &str) -> bool {
         PUBLIC.contains(&path)
-            || PUBLIC_PREFIXES
+            // `/login/mfa`, `/login/sso`, and the mailed links' pages.
+            || path.starts_with("/login/")
+            || super::MAILED_LINK_PAGES
                 .iter()
                 .any(|prefix| path.starts_with(prefix))
             || (path.starts_with("/sso/saml/") && path.ends_with("/acs"))

@@ -88,15 +88,6 @@ impl ConnectionLimit {
             let _ = socket2::SockRef::from(stream).shutdown(Shutdown::Both);
         }
     }
-
-    /// Open connections from `address` now.
-    pub fn open_from(&self, address: IpAddr) -> usize {
-        let open = self
-            .open
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        open.get(&address).copied().unwrap_or(0)
-    }
 }
 
 /// Raises the process's open-file limit (soft) to its hard limit, so that the connection bound
