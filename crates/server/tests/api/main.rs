@@ -24,6 +24,7 @@ mod oauth;
 mod oidc;
 mod organizations;
 mod permissions;
+mod pkce;
 mod policies;
 mod rate_limits;
 mod rules;
