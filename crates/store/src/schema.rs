@@ -211,6 +211,7 @@ diesel::table! {
         client_id -> Text,
         client_secret_hash -> Text,
         redirect_uris -> Strings,
+        require_pkce -> Bool,
     }
 }
 

@@ -40,6 +40,7 @@ fn app(org: OrganizationId, name: &str, at: OffsetDateTime) -> Application {
         ])
         .unwrap(),
         is_active: true,
+        require_pkce: false,
         created_at: at,
         updated_at: at,
     }
@@ -78,7 +79,8 @@ on_both_backends! {
         let (_, other) = registered(&db, "bob@example.com").await;
         let t0 = now();
         let first = app(acme, "Billing", t0);
-        let second = app(acme, "Portal", t0 + Duration::seconds(1));
+        let mut second = app(acme, "Portal", t0 + Duration::seconds(1));
+        second.require_pkce = true;
         let theirs = app(other, "Theirs", t0);
         create(&db, &first, "ghcs_first").await;
         create(&db, &second, "ghcs_second").await;
@@ -88,6 +90,7 @@ on_both_backends! {
         let page = db.store.applications(acme, PageRequest::default()).await.unwrap();
         assert_eq!(page.total(), 2);
         assert_eq!(page.items(), [second.clone(), first.clone()], "newest first");
+        assert_eq!(page.items().iter().map(|a| a.require_pkce).collect::<Vec<_>>(), [true, false], "require_pkce kept as registered");
         assert_eq!(db.store.application(acme, first.id).await.unwrap(), Some(first.clone()));
         assert_eq!(db.store.application(other, first.id).await.unwrap(), None, "not theirs");
 
@@ -124,6 +127,7 @@ on_both_backends! {
         billing.redirect_uris =
             RedirectUris::new(vec![RedirectUri::parse("https://invoices.example.com/cb").unwrap()]).unwrap();
         billing.is_active = false;
+        billing.require_pkce = true;
         billing.updated_at = now() + Duration::minutes(1);
         let updated = event(EventType::ApplicationUpdated, Some(acme), None);
         assert!(db.store.update_application(billing.clone(), None, updated.clone(), support::signed_in()).await.unwrap());

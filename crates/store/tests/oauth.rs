@@ -35,6 +35,7 @@ async fn application(db: &Db, org: OrganizationId) -> Application {
         ])
         .unwrap(),
         is_active: true,
+        require_pkce: false,
         created_at: now(),
         updated_at: now(),
     };
@@ -60,7 +61,7 @@ fn code_for(app: &Application, user: UserId) -> (TokenHash, AuthorizationCode) {
         application_id: app.id,
         user_id: user,
         redirect_uri: RedirectUri::parse("https://app.example.com/cb").unwrap(),
-        challenge: verifier.challenge(),
+        challenge: Some(verifier.challenge()),
         scope: Scope::parse("read:user read:resources").unwrap(),
         amr: Amr::external(),
         authenticated_at: now() - Duration::minutes(5),
@@ -155,6 +156,19 @@ on_both_backends! {
         // One code, one record of its issue and one of its exchange: what took nothing wrote none.
         assert_eq!(db.count("SELECT COUNT(*) AS n FROM audit_log WHERE action = 'oauth.authorized'").await, 1);
         assert_eq!(db.count("SELECT COUNT(*) AS n FROM audit_log WHERE action = 'oauth.token_issued'").await, 1);
+    }
+
+    async fn a_code_issued_without_a_challenge_is_read_back_without_one(db: Db) {
+        let (ada, org) = registered(&db, "ada@example.com").await;
+        let app = application(&db, org).await;
+        let (hash, mut code) = code_for(&app, ada);
+        code.challenge = None;
+        db.store.save_authorization_code(NewAuthorizationCode { hash: hash.clone(), code: code.clone() }, audited(AuditAction::OAuthAuthorized, ada)).await.unwrap();
+        let stored = db.store.authorization_code(&hash).await.unwrap().unwrap();
+        assert_eq!(stored.code.challenge, None);
+        assert_eq!(stored.code, code);
+        assert!(stored.code.proven_by(None).is_ok());
+        assert!(stored.code.proven_by(Some(&"v".repeat(43))).is_err(), "no verifier is taken for it");
     }
 
     async fn a_password_login_session_has_no_grant(db: Db) {

@@ -155,6 +155,7 @@ impl Db {
             .unwrap()])
             .unwrap(),
             is_active: active,
+            require_pkce: false,
             created_at: at,
             updated_at: at,
         };

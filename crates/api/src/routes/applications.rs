@@ -33,6 +33,9 @@ pub struct ApplicationResponse {
     #[schema(example = json!(["https://billing.example.com/oauth/callback"]))]
     redirect_uris: Vec<String>,
     is_active: bool,
+    /// Whether every authorization request must carry a PKCE challenge (S256). When `false`,
+    /// a request may leave PKCE out; a code issued with a challenge still needs its verifier.
+    require_pkce: bool,
     #[serde(with = "gatehouse_domain::model::timestamp")]
     created_at: OffsetDateTime,
     #[serde(with = "gatehouse_domain::model::timestamp")]
@@ -52,6 +55,7 @@ impl From<Application> for ApplicationResponse {
                 .map(|uri| uri.as_str().to_owned())
                 .collect(),
             is_active: app.is_active,
+            require_pkce: app.require_pkce,
             created_at: app.created_at,
             updated_at: app.updated_at,
         }
@@ -99,6 +103,9 @@ pub struct CreateApplicationRequest {
     /// 1 to 10 absolute URLs: https, or http on 127.0.0.1, [::1] or localhost; no fragment.
     #[schema(example = json!(["https://billing.example.com/oauth/callback"]))]
     redirect_uris: Option<Vec<String>>,
+    /// Require a PKCE challenge (S256) on every authorization request; `false` when absent.
+    #[schema(default = false)]
+    require_pkce: Option<bool>,
 }
 
 /// Registers an application. The response carries `client_secret`, shown this once.
@@ -126,7 +133,13 @@ pub async fn create(
     let (name, uris) = fields.finish(|| Some((name?, uris?)))?;
     let created = state
         .applications
-        .create(&actor, name, uris, &origin)
+        .create(
+            &actor,
+            name,
+            uris,
+            body.require_pkce.unwrap_or(false),
+            &origin,
+        )
         .await?;
     Ok(HttpResponse::Created()
         .insert_header(("Cache-Control", "no-store"))
@@ -176,9 +189,12 @@ pub struct UpdateApplicationRequest {
     name: Option<String>,
     redirect_uris: Option<Vec<String>>,
     is_active: Option<bool>,
+    /// Require a PKCE challenge (S256) on every authorization request, or stop requiring one.
+    require_pkce: Option<bool>,
 }
 
-/// Changes the name, the redirect URIs (the whole list) or `is_active`; absent fields stay.
+/// Changes the name, the redirect URIs (the whole list), `is_active` or `require_pkce`; absent
+/// fields stay.
 #[utoipa::path(
     patch, path = "/api/v1/organizations/{id}/applications/{app_id}", tag = "applications",
     security(("bearer" = []), ("api_key" = [])),
@@ -210,6 +226,7 @@ pub async fn update(
             name: name?,
             redirect_uris: uris?,
             is_active: body.is_active,
+            require_pkce: body.require_pkce,
         })
     })?;
     let app = state

@@ -254,12 +254,13 @@ fn client_form(req: &HttpRequest, body: &[u8]) -> Result<(ClientCredentials, For
     Ok((client, form))
 }
 
-/// Exchanges an authorization code (with its PKCE verifier) or a refresh token for tokens, or
-/// issues a machine token to the application (client credentials).
+/// Exchanges an authorization code (with its PKCE verifier when it was issued with a challenge)
+/// or a refresh token for tokens, or issues a machine token to the application (client
+/// credentials).
 #[utoipa::path(
     post, path = "/oauth/token", tag = "oauth",
     request_body(content_type = "application/x-www-form-urlencoded", content = String,
-        description = "grant_type=authorization_code&code=…&redirect_uri=…&code_verifier=…, grant_type=refresh_token&refresh_token=…, or grant_type=client_credentials&scope=org:read members:read (enterprise plan; API scopes only); client_id and client_secret here or as HTTP Basic"),
+        description = "grant_type=authorization_code&code=…&redirect_uri=…[&code_verifier=…, exactly when the code was issued with a code_challenge], grant_type=refresh_token&refresh_token=…, or grant_type=client_credentials&scope=org:read members:read (enterprise plan; API scopes only); client_id and client_secret here or as HTTP Basic"),
     responses(
         (status = 200, body = OAuthTokenResponse),
         (status = 400, body = OAuthErrorBody, description = "invalid_request, invalid_grant, unsupported_grant_type, unauthorized_client (client_credentials below the enterprise plan), invalid_scope"),
@@ -580,8 +581,8 @@ pub async fn discovery(state: web::Data<AppState>) -> HttpResponse {
         ("redirect_uri" = Option<String>, Query, description = "exactly one the application registered"),
         ("scope" = Option<String>, Query, description = "space-separated, e.g. read:user read:resources"),
         ("state" = Option<String>, Query),
-        ("code_challenge" = String, Query, description = "BASE64URL(SHA256(code_verifier))"),
-        ("code_challenge_method" = String, Query, description = "S256"),
+        ("code_challenge" = Option<String>, Query, description = "BASE64URL(SHA256(code_verifier)); optional unless the application requires PKCE (require_pkce)"),
+        ("code_challenge_method" = Option<String>, Query, description = "S256, with code_challenge"),
         ("nonce" = Option<String>, Query, description = "OpenID Connect: echoed in the ID token"),
         ("prompt" = Option<String>, Query, description = "OpenID Connect: login (a new sign-in), none (login_required instead of a page), consent, select_account"),
         ("max_age" = Option<String>, Query, description = "OpenID Connect: the most seconds since the sign-in; an older one asks for a new sign-in"),

@@ -214,6 +214,10 @@ pub struct Application {
     pub redirect_uris: RedirectUris,
     /// Whether it may use the OAuth flow; an inactive application's client is refused.
     pub is_active: bool,
+    /// Whether every authorization request must carry a PKCE challenge (S256). Without it, a
+    /// request may leave PKCE out: the application is a confidential client, and its secret
+    /// binds the code at the exchange.
+    pub require_pkce: bool,
     /// When it was registered.
     pub created_at: OffsetDateTime,
     /// When it last changed.
@@ -238,6 +242,8 @@ pub struct ApplicationChange {
     pub redirect_uris: Option<RedirectUris>,
     /// `false` deactivates the application, `true` reactivates it.
     pub is_active: Option<bool>,
+    /// Whether authorization requests must carry a PKCE challenge.
+    pub require_pkce: Option<bool>,
 }
 
 impl Application {
@@ -258,6 +264,13 @@ impl Application {
         if let Some(active) = change.is_active.filter(|active| *active != self.is_active) {
             self.is_active = active;
             changed.push("is_active");
+        }
+        if let Some(pkce) = change
+            .require_pkce
+            .filter(|pkce| *pkce != self.require_pkce)
+        {
+            self.require_pkce = pkce;
+            changed.push("require_pkce");
         }
         changed
     }
@@ -392,6 +405,7 @@ mod tests {
             client_id: ClientId::generate(uuid::Uuid::from_u128(3)),
             redirect_uris: RedirectUris::new(vec![uri("https://a.example.com/cb")]).unwrap(),
             is_active: true,
+            require_pkce: false,
             created_at: now,
             updated_at: now,
         };
@@ -404,9 +418,16 @@ mod tests {
             name: Some(ApplicationName::parse("Invoices").unwrap()),
             redirect_uris: None,
             is_active: Some(false),
+            require_pkce: Some(true),
         };
-        assert_eq!(app.apply(change), ["name", "is_active"]);
+        assert_eq!(app.apply(change), ["name", "is_active", "require_pkce"]);
         assert_eq!(app.name.as_str(), "Invoices");
         assert!(!app.is_active);
+        assert!(app.require_pkce);
+        let again = ApplicationChange {
+            require_pkce: Some(true),
+            ..ApplicationChange::default()
+        };
+        assert!(app.apply(again).is_empty(), "already required");
     }
 }

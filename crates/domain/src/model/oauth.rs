@@ -116,6 +116,12 @@ impl OAuthError {
     }
 }
 
+/// A parameter, unless it was sent without a value: that is as if it were left out (RFC 6749
+/// §3.1).
+fn given(value: Option<&str>) -> Option<&str> {
+    value.filter(|v| !v.is_empty())
+}
+
 /// Unreserved characters (RFC 3986 §2.3), the alphabet of a code verifier.
 fn is_unreserved(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | '~')
@@ -158,17 +164,36 @@ impl fmt::Debug for CodeVerifier {
 pub struct CodeChallenge(String);
 
 impl CodeChallenge {
-    /// The request's `code_challenge`; `method` is the request's `code_challenge_method`.
+    /// The challenge of an authorization request, if it has one: `challenge` and `method` are
+    /// the request's `code_challenge` and `code_challenge_method` (an empty one counts as
+    /// absent, RFC 6749 §3.1), `required` whether the application requires PKCE. Without a
+    /// challenge a confidential client's code is bound by its secret alone (RFC 6749 §4.1);
+    /// with one, the exchange needs its verifier.
     ///
     /// # Errors
-    /// `invalid_request` when the challenge is missing or not 43 characters of unpadded
-    /// base64url of 32 bytes, or the method is missing, `plain` or anything but `S256`.
-    pub fn parse(challenge: Option<&str>, method: Option<&str>) -> Result<Self, OAuthError> {
-        let Some(challenge) = challenge.filter(|c| !c.is_empty()) else {
-            return Err(OAuthError::invalid_request(
-                "code_challenge is required (PKCE with S256)",
-            ));
-        };
+    /// `invalid_request` when the application requires PKCE and there is no challenge, when a
+    /// method comes without a challenge, when the method is `plain` or anything but `S256` (or
+    /// missing beside a challenge), or when the challenge is not 43 characters of unpadded
+    /// base64url of 32 bytes.
+    pub fn requested(
+        challenge: Option<&str>,
+        method: Option<&str>,
+        required: bool,
+    ) -> Result<Option<Self>, OAuthError> {
+        match (given(challenge), given(method)) {
+            (None, None) if required => Err(OAuthError::invalid_request(
+                "code_challenge is required (PKCE with S256): the application requires PKCE",
+            )),
+            (None, None) => Ok(None),
+            (None, Some(_)) => Err(OAuthError::invalid_request(
+                "code_challenge_method was sent without a code_challenge",
+            )),
+            (Some(challenge), method) => Self::s256(challenge, method).map(Some),
+        }
+    }
+
+    /// A challenge that is there, with its method.
+    fn s256(challenge: &str, method: Option<&str>) -> Result<Self, OAuthError> {
         match method {
             Some("S256") => {}
             Some("plain") | None => {
@@ -387,8 +412,9 @@ pub struct AuthorizationCode {
     pub user_id: UserId,
     /// The registered redirect URI the code was sent to; the exchange must name the same one.
     pub redirect_uri: RedirectUri,
-    /// The PKCE challenge the exchange's verifier must meet.
-    pub challenge: CodeChallenge,
+    /// The PKCE challenge the exchange's verifier must meet; `None` when the request sent
+    /// none, and then the exchange must send no verifier ([`AuthorizationCode::proven_by`]).
+    pub challenge: Option<CodeChallenge>,
     /// The scope granted, which the tokens of the exchange carry.
     pub scope: Scope,
     /// How the user signed in to the page that granted the code: the session the exchange
@@ -403,6 +429,37 @@ pub struct AuthorizationCode {
     /// When the code stops being exchangeable: [`AUTHORIZATION_CODE_SECONDS`] after
     /// `created_at`.
     pub expires_at: OffsetDateTime,
+}
+
+impl AuthorizationCode {
+    /// Whether the exchange's `code_verifier` (an empty one counts as absent) is the proof
+    /// this code needs: the verifier of its challenge when it was issued with one (RFC 7636
+    /// §4.6), none when it was issued without (RFC 9700 §2.1.1: a verifier for a code without
+    /// a challenge is refused, so that PKCE cannot be downgraded by stripping the challenge).
+    ///
+    /// # Errors
+    /// `invalid_request` when a challenged code comes without a verifier or with a malformed
+    /// one; `invalid_grant` when the verifier does not meet the challenge, or when a verifier
+    /// comes for a code issued without a challenge.
+    pub fn proven_by(&self, verifier: Option<&str>) -> Result<(), OAuthError> {
+        match (&self.challenge, given(verifier)) {
+            (None, None) => Ok(()),
+            (Some(challenge), Some(verifier)) => {
+                match challenge.is_met_by(&CodeVerifier::parse(verifier)?) {
+                    true => Ok(()),
+                    false => Err(OAuthError::invalid_grant(
+                        "code_verifier does not match the code_challenge",
+                    )),
+                }
+            }
+            (Some(_), None) => Err(OAuthError::invalid_request(
+                "code_verifier is required: the code was issued with a code_challenge",
+            )),
+            (None, Some(_)) => Err(OAuthError::invalid_grant(
+                "code_verifier was sent for a code issued without a code_challenge",
+            )),
+        }
+    }
 }
 
 /// A stored code, and whether (and by which session) it was used.
@@ -433,11 +490,15 @@ mod tests {
     const RFC_VERIFIER: &str = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
     const RFC_CHALLENGE: &str = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
 
+    fn s256(challenge: Option<&str>, method: Option<&str>) -> Result<CodeChallenge, OAuthError> {
+        CodeChallenge::requested(challenge, method, true).map(|c| c.expect("a challenge"))
+    }
+
     #[test]
     fn the_rfc_7636_example_verifier_meets_its_challenge() {
         let verifier = CodeVerifier::parse(RFC_VERIFIER).unwrap();
         assert_eq!(verifier.challenge().as_str(), RFC_CHALLENGE);
-        let challenge = CodeChallenge::parse(Some(RFC_CHALLENGE), Some("S256")).unwrap();
+        let challenge = s256(Some(RFC_CHALLENGE), Some("S256")).unwrap();
         assert!(challenge.is_met_by(&verifier));
         let other = CodeVerifier::parse(&"a".repeat(43)).unwrap();
         assert!(!challenge.is_met_by(&other));
@@ -445,18 +506,96 @@ mod tests {
 
     #[test]
     fn only_s256_challenges_of_the_right_shape_are_taken() {
-        let plain = CodeChallenge::parse(Some(RFC_CHALLENGE), Some("plain"));
+        let plain = s256(Some(RFC_CHALLENGE), Some("plain"));
         assert_eq!(plain.unwrap_err().code, OAuthErrorCode::InvalidRequest);
-        assert!(
-            CodeChallenge::parse(Some(RFC_CHALLENGE), None).is_err(),
-            "plain by default"
+        assert!(s256(Some(RFC_CHALLENGE), None).is_err(), "plain by default");
+        assert!(s256(Some(RFC_CHALLENGE), Some("s256")).is_err());
+        assert!(s256(None, Some("S256")).is_err());
+        assert!(s256(Some(""), Some("S256")).is_err());
+        assert!(s256(Some(&RFC_CHALLENGE[1..]), Some("S256")).is_err());
+        assert!(s256(Some(&format!("{RFC_CHALLENGE}=")), Some("S256")).is_err());
+        assert!(s256(Some(&"+".repeat(43)), Some("S256")).is_err());
+    }
+
+    #[test]
+    fn a_challenge_may_be_left_out_unless_the_application_requires_pkce() {
+        assert_eq!(CodeChallenge::requested(None, None, false), Ok(None));
+        assert_eq!(
+            CodeChallenge::requested(Some(""), Some(""), false),
+            Ok(None),
+            "empty parameters are absent ones"
         );
-        assert!(CodeChallenge::parse(Some(RFC_CHALLENGE), Some("s256")).is_err());
-        assert!(CodeChallenge::parse(None, Some("S256")).is_err());
-        assert!(CodeChallenge::parse(Some(""), Some("S256")).is_err());
-        assert!(CodeChallenge::parse(Some(&RFC_CHALLENGE[1..]), Some("S256")).is_err());
-        assert!(CodeChallenge::parse(Some(&format!("{RFC_CHALLENGE}=")), Some("S256")).is_err());
-        assert!(CodeChallenge::parse(Some(&"+".repeat(43)), Some("S256")).is_err());
+        let required = CodeChallenge::requested(None, None, true).unwrap_err();
+        assert_eq!(required.code, OAuthErrorCode::InvalidRequest);
+        assert!(required
+            .description
+            .starts_with("code_challenge is required"));
+        for method in ["S256", "plain"] {
+            assert_eq!(
+                CodeChallenge::requested(None, Some(method), false)
+                    .unwrap_err()
+                    .code,
+                OAuthErrorCode::InvalidRequest,
+                "a method without a challenge: {method}"
+            );
+        }
+        for required in [false, true] {
+            assert!(
+                CodeChallenge::requested(Some(RFC_CHALLENGE), Some("plain"), required).is_err()
+            );
+            let taken = CodeChallenge::requested(Some(RFC_CHALLENGE), Some("S256"), required);
+            assert_eq!(taken.unwrap().unwrap().as_str(), RFC_CHALLENGE);
+        }
+    }
+
+    fn code(challenge: Option<CodeChallenge>) -> AuthorizationCode {
+        let at = OffsetDateTime::UNIX_EPOCH;
+        AuthorizationCode {
+            application_id: ApplicationId::from_uuid(uuid::Uuid::from_u128(1)),
+            user_id: UserId::from_uuid(uuid::Uuid::from_u128(2)),
+            redirect_uri: RedirectUri::parse("https://app.example.com/cb").unwrap(),
+            challenge,
+            scope: Scope::default(),
+            amr: Amr::password(),
+            authenticated_at: at,
+            nonce: None,
+            created_at: at,
+            expires_at: at,
+        }
+    }
+
+    #[test]
+    fn an_exchange_brings_the_verifier_of_the_codes_challenge_or_none_without_one() {
+        let challenged = code(Some(s256(Some(RFC_CHALLENGE), Some("S256")).unwrap()));
+        assert_eq!(challenged.proven_by(Some(RFC_VERIFIER)), Ok(()));
+        let error = |code: &AuthorizationCode, verifier: Option<&str>| {
+            code.proven_by(verifier).unwrap_err().code
+        };
+        let other = "a".repeat(43);
+        assert_eq!(
+            error(&challenged, Some(&other)),
+            OAuthErrorCode::InvalidGrant
+        );
+        assert_eq!(
+            error(&challenged, Some("short")),
+            OAuthErrorCode::InvalidRequest
+        );
+        assert_eq!(error(&challenged, None), OAuthErrorCode::InvalidRequest);
+        assert_eq!(error(&challenged, Some("")), OAuthErrorCode::InvalidRequest);
+
+        let unchallenged = code(None);
+        assert_eq!(unchallenged.proven_by(None), Ok(()));
+        assert_eq!(unchallenged.proven_by(Some("")), Ok(()), "empty is absent");
+        // A verifier, even a well-formed one, for a code issued without a challenge: someone
+        // stripped the challenge from the request, or the client is confused (RFC 9700 §4.8.2).
+        assert_eq!(
+            error(&unchallenged, Some(RFC_VERIFIER)),
+            OAuthErrorCode::InvalidGrant
+        );
+        assert_eq!(
+            error(&unchallenged, Some("short")),
+            OAuthErrorCode::InvalidGrant
+        );
     }
 
     #[test]

@@ -8,12 +8,12 @@ use uuid::Uuid;
 
 use super::{
     tests::{ada_acting, now, ready, secret_of, Mocks, Seen, ACME},
-    Actor, ApplicationError, ApplicationService,
+    Actor, ApplicationError, ApplicationService, ApplicationWithSecret,
 };
 use crate::model::{
-    Application, ApplicationChange, ApplicationId, ApplicationName, ClientId, EventType,
-    NewApplication, NewEvent, Permission, Plan, RedirectUri, RedirectUris, Role, TokenHash,
-    TokenKind,
+    Application, ApplicationChange, ApplicationId, ApplicationName, AuditAction, AuditRecord,
+    AuditTarget, ClientId, EventType, NewApplication, NewEvent, Permission, Plan, RedirectUri,
+    RedirectUris, Role, TargetKind, TokenHash, TokenKind,
 };
 
 const APP: ApplicationId = ApplicationId::from_uuid(Uuid::from_u128(0xa9_0001));
@@ -34,6 +34,7 @@ fn billing() -> Application {
         client_id: ClientId::generate(Uuid::from_u128(7)),
         redirect_uris: uris(&["https://billing.example.com/cb"]),
         is_active: true,
+        require_pkce: false,
         created_at: now() - Duration::days(1),
         updated_at: now() - Duration::days(1),
     }
@@ -61,8 +62,9 @@ impl Mocks {
     }
 }
 
-#[test]
-fn creating_stores_the_secret_hashed_shows_it_once_and_records_the_event_without_it() {
+/// Billing registered by an admin (requiring PKCE or not): the answer, and what was stored
+/// with its event.
+fn registered(require_pkce: bool) -> (ApplicationWithSecret, NewApplication, NewEvent) {
     let mut mocks = Mocks::new();
     let stored = Seen::<(NewApplication, NewEvent)>::new();
     let kept = stored.clone();
@@ -80,22 +82,34 @@ fn creating_stores_the_secret_hashed_shows_it_once_and_records_the_event_without
         &ada_as(Role::Admin),
         ApplicationName::parse("Billing").unwrap(),
         uris(&["https://billing.example.com/cb"]),
+        require_pkce,
         &origin(),
     ))
     .unwrap();
+    let (new, event) = stored.only();
+    (created, new, event)
+}
+
+#[test]
+fn creating_stores_the_secret_hashed_shows_it_once_and_records_the_event_without_it() {
+    let (created, new, event) = registered(false);
 
     let secret = secret_of(TokenKind::ClientSecret);
     assert_eq!(created.client_secret.expose(), secret);
     assert!(secret.starts_with("ghcs_"));
-    let (new, event) = stored.only();
     assert_eq!(new.application, created.application);
     assert_eq!(new.secret_hash, TokenHash::of(&secret));
     assert!(created.application.client_id.as_str().starts_with("ghc_"));
     assert_eq!(created.application.organization_id, ACME);
     assert!(created.application.is_active);
+    assert!(
+        !created.application.require_pkce,
+        "PKCE optional unless asked"
+    );
     assert_eq!(event.event_type, EventType::ApplicationCreated);
     assert_eq!(event.organization_id, Some(ACME));
     assert_eq!(event.data["name"], "Billing");
+    assert_eq!(event.data["require_pkce"], false);
     assert_eq!(
         event.data["client_id"],
         created.application.client_id.as_str()
@@ -123,6 +137,7 @@ fn members_and_viewers_may_read_but_not_change_applications() {
                 &actor,
                 ApplicationName::parse("x").unwrap(),
                 uris(&["https://x.example.com"]),
+                true,
                 &origin(),
             ))
             .map(|_| ()),
@@ -153,6 +168,7 @@ fn an_update_saves_and_announces_only_what_changed() {
         name: Some(ApplicationName::parse("Billing").unwrap()),
         redirect_uris: Some(uris(&["http://127.0.0.1:8000/cb"])),
         is_active: Some(true),
+        require_pkce: Some(false),
     };
     let updated = block_on(service.update(&ada_as(Role::Owner), APP, change, &origin())).unwrap();
 
@@ -162,6 +178,50 @@ fn an_update_saves_and_announces_only_what_changed() {
     assert_eq!(updated.updated_at, now());
     assert_eq!(event.event_type, EventType::ApplicationUpdated);
     assert_eq!(event.data["changed"], serde_json::json!(["redirect_uris"]));
+}
+
+#[test]
+fn an_application_registered_requiring_pkce_is_stored_and_announced_so() {
+    let (created, new, event) = registered(true);
+
+    assert!(created.application.require_pkce);
+    assert!(new.application.require_pkce);
+    assert_eq!(event.data["require_pkce"], true);
+}
+
+#[test]
+fn requiring_pkce_is_saved_announced_and_audited_like_any_change() {
+    let mut mocks = Mocks::new();
+    mocks.store_has(Some(billing()));
+    let saved = Seen::<(Application, NewEvent, AuditRecord)>::new();
+    let kept = saved.clone();
+    mocks
+        .applications
+        .expect_update_application()
+        .times(1)
+        .returning(move |app, _, event, record| {
+            kept.record((app, event, record));
+            ready(Ok(true))
+        });
+    let service = ApplicationService::new((&mocks.ports()).into());
+
+    let change = ApplicationChange {
+        require_pkce: Some(true),
+        ..ApplicationChange::default()
+    };
+    let updated = block_on(service.update(&ada_as(Role::Admin), APP, change, &origin())).unwrap();
+
+    assert!(updated.require_pkce);
+    let (app, event, record) = saved.only();
+    assert!(app.require_pkce);
+    assert_eq!(event.event_type, EventType::ApplicationUpdated);
+    assert_eq!(event.data["changed"], serde_json::json!(["require_pkce"]));
+    assert_eq!(event.data["require_pkce"], true);
+    assert_eq!(record.action, AuditAction::ApplicationUpdated);
+    assert_eq!(
+        record.target,
+        Some(AuditTarget::new(TargetKind::Application, APP))
+    );
 }
 
 #[test]

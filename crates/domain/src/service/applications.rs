@@ -92,12 +92,14 @@ impl ApplicationService {
             .on(TargetKind::Application, id)
     }
 
-    /// Registers an application; the answer holds its client secret, shown once.
+    /// Registers an application (requiring PKCE of its authorization requests when
+    /// `require_pkce`); the answer holds its client secret, shown once.
     pub async fn create(
         &self,
         actor: &Actor,
         name: ApplicationName,
         redirect_uris: RedirectUris,
+        require_pkce: bool,
         origin: &Origin,
     ) -> Result<ApplicationWithSecret, ApplicationError> {
         actor.require(Permission::ApplicationsManage)?;
@@ -109,6 +111,7 @@ impl ApplicationService {
             client_id: ClientId::generate(self.ports.random.uuid()),
             redirect_uris,
             is_active: true,
+            require_pkce,
             created_at: now,
             updated_at: now,
         };

@@ -15,8 +15,8 @@ use crate::{
     model::{
         at_hash, client_secret_matches, ApiScope, ApiScopes, Application, AuditAction, AuditActor,
         AuditRecord, AuthMethod, AuthorizationCode, Branding, ClientGrant, ClientId, CodeChallenge,
-        CodeVerifier, Consent, EventType, Feature, GrantedConsent, NewAuthorizationCode, Nonce,
-        OAuthError, OAuthErrorCode, OrganizationChoice, OrganizationId, Origin, RedirectUri, Scope,
+        Consent, EventType, Feature, GrantedConsent, NewAuthorizationCode, Nonce, OAuthError,
+        OAuthErrorCode, OrganizationChoice, OrganizationId, Origin, RedirectUri, Scope,
         SecretToken, Session, SessionId, State, TargetKind, TokenHash, TokenKind, User, UserClaims,
         UserId, AUTHORIZATION_CODE_SECONDS, EMAIL_SCOPE, OPENID, PROFILE_SCOPE,
     },
@@ -43,9 +43,10 @@ pub struct AuthorizeRequest {
     pub scope: Option<String>,
     /// `state`: the client's value, returned unchanged.
     pub state: Option<String>,
-    /// `code_challenge`: the PKCE challenge (RFC 7636).
+    /// `code_challenge`: the PKCE challenge (RFC 7636); optional unless the application
+    /// requires PKCE.
     pub code_challenge: Option<String>,
-    /// `code_challenge_method`: `S256`.
+    /// `code_challenge_method`: `S256`, with a `code_challenge`.
     pub code_challenge_method: Option<String>,
     /// `nonce` (OpenID Connect): echoed in the ID token.
     pub nonce: Option<String>,
@@ -266,7 +267,7 @@ impl OAuthService {
         let state = state.map_err(|error| back(error, None))?;
         let state = state.as_ref();
         let (challenge, scope, nonce) =
-            parse_grant(&request).map_err(|error| back(error, state))?;
+            parse_grant(&request, application.require_pkce).map_err(|error| back(error, state))?;
         if !self
             .plan_includes(application.organization_id, Feature::OAuth)
             .await?
@@ -451,7 +452,7 @@ impl OAuthService {
                 "the user did not allow the API scopes asked for",
             )));
         }
-        let (_, scope, _) = parse_grant(&request).map_err(back)?;
+        let (_, scope, _) = parse_grant(&request, application.require_pkce).map_err(back)?;
         let asked = ApiScopes::of(&scope);
         if !asked.is_empty() {
             let now = self.ports.clock.now();
@@ -569,11 +570,12 @@ impl OAuthService {
     }
 }
 
-/// The response type, the PKCE challenge, the scope and the nonce of a request, in the RFC's
-/// order of complaint.
+/// The response type, the PKCE challenge (if any; required when the application requires
+/// PKCE), the scope and the nonce of a request, in the RFC's order of complaint.
 fn parse_grant(
     request: &AuthorizeRequest,
-) -> Result<(CodeChallenge, Scope, Option<Nonce>), OAuthError> {
+    require_pkce: bool,
+) -> Result<(Option<CodeChallenge>, Scope, Option<Nonce>), OAuthError> {
     match request.response_type.as_deref() {
         Some("code") => {}
         None => return Err(OAuthError::invalid_request("response_type is required")),
@@ -584,9 +586,10 @@ fn parse_grant(
             ))
         }
     }
-    let challenge = CodeChallenge::parse(
+    let challenge = CodeChallenge::requested(
         request.code_challenge.as_deref(),
         request.code_challenge_method.as_deref(),
+        require_pkce,
     )?;
     let scope = Scope::parse(request.scope.as_deref().unwrap_or_default())?;
     let nonce = request.nonce.as_deref().map(Nonce::parse).transpose()?;
@@ -640,7 +643,7 @@ pub enum TokenGrant {
         code: String,
         /// The redirect URI the code was issued for, when the request named one.
         redirect_uri: Option<String>,
-        /// The PKCE verifier of the code's challenge.
+        /// The PKCE verifier of the code's challenge; none for a code issued without one.
         code_verifier: Option<String>,
     },
     /// `refresh_token`: a new access token from a refresh token.
@@ -862,10 +865,7 @@ impl OAuthService {
         if redirect_uri.as_deref() != Some(stored.code.redirect_uri.as_str()) {
             return Err(invalid("redirect_uri must be the one the code was issued for").into());
         }
-        let verifier = CodeVerifier::parse(verifier.as_deref().unwrap_or_default())?;
-        if !stored.code.challenge.is_met_by(&verifier) {
-            return Err(invalid("code_verifier does not match the code_challenge").into());
-        }
+        stored.code.proven_by(verifier.as_deref())?;
         let user = stored.code.user_id;
         if !self.is_member(user, application).await? {
             return Err(invalid(

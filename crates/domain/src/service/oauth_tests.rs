@@ -42,6 +42,7 @@ pub(super) fn billing(uris: &[&str]) -> Application {
         )
         .unwrap(),
         is_active: true,
+        require_pkce: false,
         created_at: now() - Duration::days(1),
         updated_at: now() - Duration::days(1),
     }
@@ -191,6 +192,8 @@ fn a_signed_in_member_gets_a_single_use_code_bound_to_client_uri_challenge_and_s
     assert!(new
         .code
         .challenge
+        .as_ref()
+        .unwrap()
         .is_met_by(&CodeVerifier::parse(VERIFIER).unwrap()));
     assert_eq!(new.code.scope.to_string(), "read:user read:resources");
     assert_eq!(
@@ -490,7 +493,7 @@ fn stored(used: Option<SessionId>, expires_in: i64) -> StoredCode {
             application_id: billing(&[CALLBACK]).id,
             user_id: ADA,
             redirect_uri: RedirectUri::parse(CALLBACK).unwrap(),
-            challenge: CodeVerifier::parse(VERIFIER).unwrap().challenge(),
+            challenge: Some(CodeVerifier::parse(VERIFIER).unwrap().challenge()),
             scope: Scope::parse("read:user").unwrap(),
             amr: Amr::password(),
             authenticated_at: signed_in_at(),
@@ -657,18 +660,9 @@ fn a_wrong_verifier_redirect_uri_or_an_expired_code_is_an_invalid_grant_and_open
         (stored(None, 0), exchange(VERIFIER, CALLBACK)),
     ];
     for (code, grant) in cases {
-        let mut mocks = Mocks::new();
-        mocks.client_is_billing();
-        mocks.code_is(code);
-        mocks.ada_is_member(true);
-        mocks
-            .authorization_codes
-            .expect_redeem_authorization_code()
-            .never();
-        mocks.signer.expect_sign().never();
         assert_eq!(
-            token(mocks, credentials(CLIENT_SECRET), grant).err(),
-            Some(OAuthErrorCode::InvalidGrant)
+            refused_without_redeeming(code, grant),
+            OAuthErrorCode::InvalidGrant
         );
     }
 }
@@ -1401,4 +1395,174 @@ fn denying_tells_the_client_access_denied_and_remembers_nothing() {
     assert_eq!(param(&query, "error"), Some("access_denied"));
     assert_eq!(param(&query, "state"), Some("xyz 1"));
     assert_eq!(param(&query, "code"), None);
+}
+
+// ---------------------------------------------------------------------------------------------
+// PKCE is optional for a confidential client, unless its application requires it
+// ---------------------------------------------------------------------------------------------
+
+/// A request with the spec's own fields only: no `code_challenge`, no method.
+fn without_pkce() -> AuthorizeRequest {
+    AuthorizeRequest {
+        code_challenge: None,
+        code_challenge_method: None,
+        ..request()
+    }
+}
+
+/// Mocks for an authorization of `app` that may issue a code; the code it saves.
+fn granting(app: Application) -> (Mocks, Seen<NewAuthorizationCode>) {
+    let mut mocks = Mocks::new();
+    mocks.application_is(Some(app));
+    mocks.acme_is_on(Plan::Enterprise);
+    mocks.ada_is_member(true);
+    let saved = Seen::new();
+    let kept = saved.clone();
+    mocks
+        .authorization_codes
+        .expect_save_authorization_code()
+        .returning(move |new, _| {
+            kept.record(new);
+            ready(Ok(()))
+        });
+    (mocks, saved)
+}
+
+#[test]
+fn a_request_without_pkce_gets_a_code_with_no_challenge() {
+    let (mocks, saved) = granting(billing(&[CALLBACK]));
+
+    let (base, query) = redirected(authorize(mocks, without_pkce(), true));
+
+    assert_eq!(base, CALLBACK);
+    assert_eq!(
+        param(&query, "code"),
+        Some(secret_of(TokenKind::AuthorizationCode).as_str())
+    );
+    assert_eq!(param(&query, "state"), Some("xyz 1"));
+    assert_eq!(saved.only().code.challenge, None);
+}
+
+#[test]
+fn an_application_that_requires_pkce_refuses_a_request_without_a_challenge_at_the_client() {
+    let mut strict = billing(&[CALLBACK]);
+    strict.require_pkce = true;
+    let (mocks, saved) = granting(strict.clone());
+
+    let (base, query) = redirected(authorize(mocks, without_pkce(), true));
+
+    assert_eq!(base, CALLBACK);
+    assert_eq!(param(&query, "error"), Some("invalid_request"));
+    assert_eq!(
+        param(&query, "error_description"),
+        Some("code_challenge is required (PKCE with S256): the application requires PKCE")
+    );
+    assert_eq!(param(&query, "state"), Some("xyz 1"));
+    assert_eq!(param(&query, "code"), None);
+    assert!(saved.all().is_empty(), "no code issued");
+
+    // With a challenge, the same application issues a code bound to it.
+    let (mocks, saved) = granting(strict);
+    let (_, query) = redirected(authorize(mocks, request(), true));
+    assert!(param(&query, "code").is_some());
+    assert_eq!(
+        saved.only().code.challenge.map(|c| c.as_str().to_owned()),
+        Some(CHALLENGE.to_owned())
+    );
+}
+
+#[test]
+fn a_method_without_a_challenge_or_plain_is_refused_even_where_pkce_is_optional() {
+    for method in ["S256", "plain"] {
+        let (mocks, saved) = granting(billing(&[CALLBACK]));
+        let asked = AuthorizeRequest {
+            code_challenge_method: Some(method.to_owned()),
+            ..without_pkce()
+        };
+        let (_, query) = redirected(authorize(mocks, asked, true));
+        assert_eq!(param(&query, "error"), Some("invalid_request"), "{method}");
+        assert!(saved.all().is_empty());
+    }
+    let (mocks, saved) = granting(billing(&[CALLBACK]));
+    let plain = AuthorizeRequest {
+        code_challenge_method: Some("plain".to_owned()),
+        ..request()
+    };
+    let (_, query) = redirected(authorize(mocks, plain, true));
+    assert_eq!(param(&query, "error"), Some("invalid_request"));
+    assert!(saved.all().is_empty());
+}
+
+/// A code issued without a challenge, unused, valid for 50 more seconds.
+fn unchallenged() -> StoredCode {
+    let mut code = stored(None, 50);
+    code.code.challenge = None;
+    code
+}
+
+fn exchange_without_verifier() -> TokenGrant {
+    TokenGrant::AuthorizationCode {
+        code: CODE.to_owned(),
+        redirect_uri: Some(CALLBACK.to_owned()),
+        code_verifier: None,
+    }
+}
+
+#[test]
+fn a_code_issued_without_a_challenge_is_exchanged_with_the_client_secret_alone() {
+    let mut mocks = exchanging(unchallenged());
+    mocks.signer_signs();
+
+    let tokens = token(
+        mocks,
+        credentials(CLIENT_SECRET),
+        exchange_without_verifier(),
+    )
+    .unwrap();
+
+    assert!(tokens.refresh_token.is_some());
+    assert_eq!(tokens.scope.to_string(), "read:user");
+}
+
+/// The exchange's refusal, with nothing redeemed or signed: the code stays as it was.
+fn refused_without_redeeming(code: StoredCode, grant: TokenGrant) -> OAuthErrorCode {
+    let mut mocks = Mocks::new();
+    mocks.client_is_billing();
+    mocks.code_is(code);
+    mocks.ada_is_member(true);
+    mocks
+        .authorization_codes
+        .expect_redeem_authorization_code()
+        .never();
+    mocks.signer.expect_sign().never();
+    match token(mocks, credentials(CLIENT_SECRET), grant) {
+        Err(code) => code,
+        Ok(_) => panic!("the exchange was expected to fail"),
+    }
+}
+
+#[test]
+fn a_verifier_for_a_code_issued_without_a_challenge_is_an_invalid_grant() {
+    // Even the verifier of a real challenge: the code was bound to none (no PKCE downgrade).
+    assert_eq!(
+        refused_without_redeeming(unchallenged(), exchange(VERIFIER, CALLBACK)),
+        OAuthErrorCode::InvalidGrant
+    );
+}
+
+#[test]
+fn a_code_issued_with_a_challenge_needs_its_verifier_and_is_not_used_up_without_it() {
+    assert_eq!(
+        refused_without_redeeming(stored(None, 50), exchange_without_verifier()),
+        OAuthErrorCode::InvalidRequest
+    );
+    let empty = TokenGrant::AuthorizationCode {
+        code: CODE.to_owned(),
+        redirect_uri: Some(CALLBACK.to_owned()),
+        code_verifier: Some(String::new()),
+    };
+    assert_eq!(
+        refused_without_redeeming(stored(None, 50), empty),
+        OAuthErrorCode::InvalidRequest
+    );
 }

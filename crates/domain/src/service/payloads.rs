@@ -52,6 +52,7 @@ pub(crate) fn application(app: &Application) -> Value {
         "client_id": app.client_id,
         "redirect_uris": app.redirect_uris,
         "is_active": app.is_active,
+        "require_pkce": app.require_pkce,
         "created_at": timestamp::format(app.created_at),
         "updated_at": timestamp::format(app.updated_at),
     })

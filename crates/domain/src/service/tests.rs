@@ -1358,6 +1358,7 @@ fn acme_application(active: bool) -> Application {
         .unwrap()])
         .unwrap(),
         is_active: active,
+        require_pkce: false,
         created_at: now() - Duration::days(1),
         updated_at: now() - Duration::days(1),
     }

@@ -25,6 +25,7 @@ mod oidc;
 mod org_tokens;
 mod organizations;
 mod permissions;
+mod pkce;
 mod policies;
 mod rate_limits;
 mod rules;

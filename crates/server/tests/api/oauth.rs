@@ -211,7 +211,7 @@ pub(crate) fn query_param(url: &str, name: &str) -> Option<String> {
 }
 
 /// Asserts the client heard `error` at its callback, with its `state` and without a code.
-fn assert_client_hears(response: &Response, error: &str, state: &str) {
+pub(crate) fn assert_client_hears(response: &Response, error: &str, state: &str) {
     assert_eq!(response.status(), 302);
     let redirect = location(response);
     assert!(redirect.starts_with(CALLBACK), "{redirect}");

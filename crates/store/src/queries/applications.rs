@@ -34,6 +34,7 @@ struct ApplicationRow {
     client_secret_hash: String,
     redirect_uris: DbStrings,
     is_active: bool,
+    require_pkce: bool,
     created_at: OffsetDateTime,
     updated_at: OffsetDateTime,
 }
@@ -49,6 +50,7 @@ impl ApplicationRow {
             client_secret_hash: new.secret_hash.as_hex().to_owned(),
             redirect_uris: uri_strings(&app.redirect_uris),
             is_active: app.is_active,
+            require_pkce: app.require_pkce,
             created_at: app.created_at,
             updated_at: app.updated_at,
         }
@@ -71,6 +73,7 @@ impl ApplicationRow {
             redirect_uris: RedirectUris::new(uris)
                 .map_err(|_| corrupt("applications.redirect_uris"))?,
             is_active: self.is_active,
+            require_pkce: self.require_pkce,
             created_at: self.created_at,
             updated_at: self.updated_at,
         };
@@ -180,6 +183,7 @@ impl ApplicationStore for DbStore {
                     applications::name.eq(application.name.as_str()),
                     applications::redirect_uris.eq(uri_strings(&application.redirect_uris)),
                     applications::is_active.eq(application.is_active),
+                    applications::require_pkce.eq(application.require_pkce),
                     applications::updated_at.eq(application.updated_at),
                 ))
                 .execute(conn)

@@ -35,6 +35,7 @@ struct CodeRow {
     application_id: DbUuid,
     user_id: DbUuid,
     redirect_uri: String,
+    /// The S256 challenge; empty for a code issued without one (no challenge parses as empty).
     code_challenge: String,
     scope: String,
     created_at: OffsetDateTime,
@@ -54,7 +55,8 @@ impl CodeRow {
                 user_id: UserId::from_uuid(self.user_id.0),
                 redirect_uri: RedirectUri::parse(&self.redirect_uri)
                     .map_err(|_| corrupt("oauth_authorization_codes.redirect_uri"))?,
-                challenge: CodeChallenge::from_stored(self.code_challenge),
+                challenge: (!self.code_challenge.is_empty())
+                    .then(|| CodeChallenge::from_stored(self.code_challenge)),
                 scope: Scope::parse(&self.scope)
                     .map_err(|_| corrupt("oauth_authorization_codes.scope"))?,
                 amr: Amr::from_stored(&self.amr)
@@ -89,7 +91,11 @@ impl AuthorizationCodeStore for DbStore {
                     application_id: DbUuid(code.application_id.as_uuid()),
                     user_id: DbUuid(code.user_id.as_uuid()),
                     redirect_uri: code.redirect_uri.as_str().to_owned(),
-                    code_challenge: code.challenge.as_str().to_owned(),
+                    code_challenge: code
+                        .challenge
+                        .as_ref()
+                        .map(|challenge| challenge.as_str().to_owned())
+                        .unwrap_or_default(),
                     scope: code.scope.to_string(),
                     created_at: code.created_at,
                     expires_at: code.expires_at,
