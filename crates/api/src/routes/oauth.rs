@@ -586,6 +586,7 @@ pub async fn discovery(state: web::Data<AppState>) -> HttpResponse {
         ("nonce" = Option<String>, Query, description = "OpenID Connect: echoed in the ID token"),
         ("prompt" = Option<String>, Query, description = "OpenID Connect: login (a new sign-in), none (login_required instead of a page), consent, select_account"),
         ("max_age" = Option<String>, Query, description = "OpenID Connect: the most seconds since the sign-in; an older one asks for a new sign-in"),
+        ("organization_id" = Option<String>, Query, description = "The organization the tokens speak for: the application's own, the only one its tokens may name (`org_id`, `org_role`, `org_permissions` are in them either way); another is `invalid_request` at the client"),
     ),
     responses(
         (status = 302, description = "to the redirect URI with code and state, or error and state; or to /login first"),
@@ -618,6 +619,7 @@ fn authorize_request(query: &str) -> AuthorizeRequest {
             "nonce" => &mut request.nonce,
             "prompt" => &mut request.prompt,
             "max_age" => &mut request.max_age,
+            "organization_id" => &mut request.organization_id,
             _ => continue,
         };
         *slot = Some(value);

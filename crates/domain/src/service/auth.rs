@@ -1157,6 +1157,18 @@ impl AuthService {
         }
         let scoped = organization.applied_to(session.organization_id);
         let speaks_for = match scoped {
+            // An application's session: its organization admitted the member at
+            // /oauth/authorize (from the member's own address, which this request, from the
+            // application's server, is not), and every use of its tokens inside Gatehouse is
+            // admitted again; the token says the member's role as it is now.
+            Some(organization_id) if session.grant.is_some() => Some(
+                self.ports
+                    .memberships
+                    .membership(credentials.user.id, organization_id)
+                    .await?
+                    .map(|membership| TokenOrganization::of(&membership))
+                    .ok_or(RefreshError::NotAdmitted(OrganizationRefused::NotMember))?,
+            ),
             Some(organization_id) => Some(
                 self.admit_token(
                     &credentials.user,

@@ -17,8 +17,9 @@ use crate::{
         AuditRecord, AuthMethod, AuthorizationCode, Branding, ClientGrant, ClientId, CodeChallenge,
         Consent, EventType, Feature, GrantedConsent, NewAuthorizationCode, Nonce, OAuthError,
         OAuthErrorCode, OrganizationChoice, OrganizationId, Origin, RedirectUri, Scope,
-        SecretToken, Session, SessionId, State, TargetKind, TokenHash, TokenKind, User, UserClaims,
-        UserId, AUTHORIZATION_CODE_SECONDS, EMAIL_SCOPE, OPENID, PROFILE_SCOPE,
+        SecretToken, Session, SessionId, State, TargetKind, TokenHash, TokenKind,
+        TokenOrganization, User, UserClaims, UserId, AUTHORIZATION_CODE_SECONDS, EMAIL_SCOPE,
+        OPENID, PROFILE_SCOPE,
     },
     ports::{
         service_ports, AccessClaims, Audience, BearerClaims, BoxError, IdTokenClaims,
@@ -58,6 +59,11 @@ pub struct AuthorizeRequest {
     /// `max_age` (OpenID Connect): the most seconds since the sign-in on the pages; an older
     /// one asks for a new sign-in.
     pub max_age: Option<String>,
+    /// `organization_id` (Gatehouse's): the organization the tokens speak for. An
+    /// application's tokens speak for its own organization, the only one they may name: they
+    /// carry its `org_id`, `org_role` and `org_permissions` whether or not the request names
+    /// it; another organization is `invalid_request`.
+    pub organization_id: Option<String>,
 }
 
 /// What an authorization request asks of the sign-in behind it (`prompt`, `max_age`).
@@ -280,6 +286,18 @@ impl OAuthService {
         }
         let demand = SignInDemand::parse(request.prompt.as_deref(), request.max_age.as_deref())
             .map_err(|error| back(error, state))?;
+        if let Some(named) = request.organization_id.as_deref() {
+            let named = uuid::Uuid::parse_str(named)
+                .ok()
+                .map(OrganizationId::from_uuid);
+            if named != Some(application.organization_id) {
+                let error = OAuthError::new(
+                    OAuthErrorCode::InvalidRequest,
+                    "organization_id must be the application's own organization",
+                );
+                return Err(back(error, state));
+            }
+        }
         let now = self.ports.clock.now();
         let Some(
             session @ BrowserSession {
@@ -867,12 +885,20 @@ impl OAuthService {
         }
         stored.code.proven_by(verifier.as_deref())?;
         let user = stored.code.user_id;
-        if !self.is_member(user, application).await? {
+        // The application's organization admitted the member at /oauth/authorize; the tokens
+        // speak for it, with the member's role as it is now.
+        let Some(membership) = self
+            .ports
+            .memberships
+            .membership(user, application.organization_id)
+            .await?
+        else {
             return Err(invalid(
                 "the user is no longer a member of the application's organization",
             )
             .into());
-        }
+        };
+        let speaks_for = TokenOrganization::of(&membership);
         let credentials = self
             .ports
             .accounts
@@ -893,13 +919,16 @@ impl OAuthService {
             scope: stored.code.scope.clone(),
         };
         let account = credentials.user.clone();
-        let opening = self.auth.opening(
-            credentials.user,
-            policies,
-            Some(grant),
-            stored.code.amr.clone(),
-            now,
-        );
+        let opening = self
+            .auth
+            .opening(
+                credentials.user,
+                policies,
+                Some(grant),
+                stored.code.amr.clone(),
+                now,
+            )
+            .for_organization(Some(speaks_for));
         let redeemed = self
             .ports
             .authorization_codes
@@ -920,8 +949,15 @@ impl OAuthService {
         let tokens = self.auth.tokens_for(opening).await.map_err(internal)?;
         let id_token = match stored.code.scope.contains(OPENID) {
             true => Some(
-                self.id_token(application, &account, &stored.code, &tokens.access, now)
-                    .await?,
+                self.id_token(
+                    application,
+                    &account,
+                    &stored.code,
+                    &tokens.access,
+                    speaks_for,
+                    now,
+                )
+                .await?,
             ),
             false => None,
         };
@@ -944,6 +980,7 @@ impl OAuthService {
         user: &User,
         code: &AuthorizationCode,
         access: &AccessToken,
+        organization: TokenOrganization,
         now: OffsetDateTime,
     ) -> Result<String, TokenEndpointError> {
         let claims = UserClaims::of(user, &code.scope);
@@ -962,9 +999,9 @@ impl OAuthService {
             email: claims.email,
             email_verified: claims.email_verified,
             name: claims.name,
-            org_id: None,
-            org_role: None,
-            org_permissions: Vec::new(),
+            org_id: Some(organization.organization_id),
+            org_role: Some(organization.role),
+            org_permissions: organization.permissions(),
         };
         self.ports
             .signer
@@ -1000,16 +1037,6 @@ impl OAuthService {
             scope: grant.map(|grant| grant.scope).unwrap_or_default(),
             id_token: None,
         })
-    }
-
-    /// Whether the user is an active member of the application's (live) organization.
-    async fn is_member(&self, user: UserId, application: &Application) -> Result<bool, StoreError> {
-        Ok(self
-            .ports
-            .memberships
-            .membership(user, application.organization_id)
-            .await?
-            .is_some())
     }
 
     /// Ends a session (its refresh token and access tokens stop working at once), recording

@@ -65,6 +65,7 @@ fn request() -> AuthorizeRequest {
         nonce: None,
         prompt: None,
         max_age: None,
+        organization_id: None,
     }
 }
 
@@ -796,6 +797,56 @@ fn an_openid_exchange_adds_an_id_token_for_the_client_with_the_nonce_sign_in_and
     assert_eq!(claims.email.as_deref(), Some(ADA_EMAIL));
     assert_eq!(claims.email_verified, Some(false));
     assert_eq!(claims.name, None, "no profile scope");
+    assert_eq!(
+        (claims.org_id, claims.org_role),
+        (Some(ACME), Some(crate::model::Role::Admin)),
+        "the application's organization, with Ada's role in it"
+    );
+    assert!(claims
+        .org_permissions
+        .contains(&"organization.members.update".to_owned()));
+}
+
+#[test]
+fn an_applications_tokens_speak_for_its_organization() {
+    let mut mocks = exchanging(stored(None, 50));
+    let signed = mocks.signer_signs();
+    mocks.signer.expect_sign_id_token().never();
+    token(
+        mocks,
+        credentials(CLIENT_SECRET),
+        exchange(VERIFIER, CALLBACK),
+    )
+    .unwrap();
+    let claims = signed.only();
+    let client_id = billing(&[CALLBACK]).client_id.as_str().to_owned();
+    assert_eq!(claims.aud, Audience::gatehouse_and(&client_id));
+    assert_eq!(claims.org_id, Some(ACME));
+    assert_eq!(claims.org_role, Some(crate::model::Role::Admin));
+}
+
+#[test]
+fn an_authorization_request_may_name_only_the_applications_organization() {
+    for (named, refused) in [
+        (ACME.to_string(), false),
+        (uuid::Uuid::from_u128(0x610b_e700).to_string(), true),
+        ("acme".to_owned(), true),
+    ] {
+        let mut asked = request();
+        asked.organization_id = Some(named.clone());
+        let mocks = may_grant();
+        let answer = authorize(mocks, asked, true);
+        if refused {
+            let (_, query) = redirected(answer);
+            assert_eq!(param(&query, "error"), Some("invalid_request"), "{named}");
+            assert_eq!(param(&query, "code"), None);
+        } else {
+            assert!(
+                matches!(answer, Ok(Authorization::Granted { .. })),
+                "{answer:?}"
+            );
+        }
+    }
 }
 
 #[test]

@@ -297,7 +297,7 @@ async fn authorize_from_outside_the_allowlist_gets_no_code_postgres() {
 
 /// A code for `scope`, issued to the organization's Billing application for the user signed
 /// in on `browser`, exchanged for tokens.
-async fn tokens_for(
+pub(crate) async fn tokens_for(
     app: &TestApp,
     browser: &mut Browser,
     (client_id, client_secret): (&str, &str),

@@ -7,10 +7,12 @@ use serde_json::{json, Value};
 
 use crate::accounts::verify_offline;
 use crate::admission::{
-    allow_only_the_office, behind_a_trusted_proxy, requires_mfa_now, team_with_bob,
+    allow_only_the_office, authorize_url, behind_a_trusted_proxy, billing_application,
+    requires_mfa_now, sign_in_on_the_page, team_with_bob, tokens_for,
 };
-use crate::helpers::{detail_of, json_of, on_both_backends, Backend, TestApp, PASSWORD};
+use crate::helpers::{detail_of, json_of, on_both_backends, Backend, Browser, TestApp, PASSWORD};
 use crate::mfa::{code, with_totp};
+use crate::oauth::{exchanged, location, past_consent, query_param, token_form};
 
 const MEMBER_PERMISSIONS: [&str; 5] = [
     "organization.read",
@@ -216,4 +218,59 @@ async fn the_allowlist_holds_for_organization_tokens_postgres() {
         TestApp::spawn_with(Backend::Postgres, behind_a_trusted_proxy()).await,
     )
     .await;
+}
+
+/// The claims of a JWT as sent, unverified (an ID token's audience is the client, which
+/// authlib checks in the OpenID Connect tests).
+fn payload_of(token: &str) -> Value {
+    use base64::Engine as _;
+    let payload = token.split('.').nth(1).unwrap();
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+on_both_backends! {
+    async fn an_applications_tokens_speak_for_its_organization_and_name_it_in_their_audience(app: TestApp) {
+        let (ada, _, org) = team_with_bob(&app, "enterprise").await;
+        let (client_id, client_secret) = billing_application(&app, &ada, &org).await;
+        let vera = app.member_of(&ada.access_token, &org, "vera@example.com", "viewer").await;
+        let mut browser = Browser::new();
+        sign_in_on_the_page(&app, &mut browser, "vera@example.com").await;
+
+        // Naming another organization than the application's is refused at the client.
+        let other = app.create_team(&vera.access_token, "Vera's").await;
+        let asked = format!("{}&organization_id={}", authorize_url(&app, &client_id, "openid"), other["id"].as_str().unwrap());
+        let response = browser.get(&asked).await;
+        assert_eq!(response.status(), 302);
+        let redirect = location(&response);
+        assert_eq!(query_param(&redirect, "error").as_deref(), Some("invalid_request"), "{redirect}");
+        assert_eq!(query_param(&redirect, "code"), None);
+
+        let asked = format!("{}&organization_id={org}", authorize_url(&app, &client_id, "openid"));
+        let response = browser.get(&asked).await;
+        let response = past_consent(&app, &mut browser, response).await;
+        let code = query_param(&location(&response), "code").expect("a code");
+        let tokens = exchanged(&app, &code, (&client_id, &client_secret)).await;
+
+        let claims = claims_of(&app, &tokens).await;
+        assert_eq!(claims["aud"], json!(["gatehouse", client_id]));
+        assert_eq!(claims["org_id"], org.as_str());
+        assert_eq!(claims["org_role"], "viewer");
+        let id_token = payload_of(tokens["id_token"].as_str().unwrap());
+        assert_eq!(id_token["aud"], client_id.as_str());
+        assert_eq!((&id_token["org_id"], &id_token["org_role"]), (&json!(org), &json!("viewer")));
+
+        // A role change reaches the application's next refresh.
+        let vera_path = format!("/api/v1/organizations/{org}/members/{}", vera.user_id);
+        json_of(app.send_as(Method::PATCH, &ada.access_token, &vera_path, Some(json!({ "role": "member" }))).await, 200).await;
+        let refresh = [("grant_type", "refresh_token"), ("refresh_token", tokens["refresh_token"].as_str().unwrap())];
+        let refreshed = json_of(token_form(&app, &refresh, Some((&client_id, &client_secret))).await, 200).await;
+        assert_eq!(claims_of(&app, &refreshed).await["org_role"], "member");
+
+        // Tokens of the flow made without naming it speak for it too: it is the only one.
+        let tokens = tokens_for(&app, &mut browser, (&client_id, &client_secret), "openid").await;
+        assert_eq!(claims_of(&app, &tokens).await["org_id"], org.as_str());
+    }
 }
