@@ -829,7 +829,7 @@ fn an_applications_tokens_speak_for_its_organization() {
 fn an_authorization_request_may_name_only_the_applications_organization() {
     for (named, refused) in [
         (ACME.to_string(), false),
-        (uuid::Uuid::from_u128(0x610b_e700).to_string(), true),
+        (Uuid::from_u128(0x610b_e700).to_string(), true),
         ("acme".to_owned(), true),
     ] {
         let mut asked = request();
