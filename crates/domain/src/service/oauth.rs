@@ -1517,6 +1517,9 @@ impl OAuthService {
                 "email",
                 "email_verified",
                 "name",
+                "org_id",
+                "org_role",
+                "org_permissions",
             ],
             issuer,
         }
