@@ -109,7 +109,7 @@ pub struct MagicLinkVerifyRequest {
     request_body = MagicLinkVerifyRequest,
     responses(
         (status = 200, body = LoginResponse),
-        (status = 403, body = SsoRequiredBody, description = "The address signs in with its organization's single sign-on; or the organization named does not admit the user (the detail says why)"),
+        (status = 403, body = ErrorBody, description = "The address signs in with its organization's single sign-on (`sso_url` says where); or the organization named does not admit the user (the detail says why; `sso_url` where its single sign-on is the way in)"),
         (status = 422, body = ValidationErrorBody, description = "The token is invalid, expired or used"),
         (status = 429, body = ErrorBody, description = "The account is locked after failed sign-ins"),
     )
