@@ -1,7 +1,8 @@
 //! An example product service behind Gatehouse: its routes trust only what `gatehouse-verify`
-//! verified. `GET /projects` needs `organization.members.read` in the token's organization,
-//! `POST /projects` needs `api_keys.create` (a member's, not a viewer's), and
-//! `POST /webhooks/gatehouse` takes Gatehouse's signed deliveries.
+//! verified. An organization's projects are served only to a token scoped to that organization:
+//! `GET /organizations/{id}/projects` needs `organization.members.read` there, `POST` needs
+//! `api_keys.create` (a member's, not a viewer's); `POST /webhooks/gatehouse` takes Gatehouse's
+//! signed deliveries.
 #![warn(missing_docs)]
 
 use actix_web::{http::StatusCode, web, HttpRequest, HttpResponse};
@@ -50,40 +51,54 @@ impl State {
 pub fn configure(app: &mut web::ServiceConfig, state: State) {
     app.app_data(web::Data::new(state.verifier))
         .app_data(web::Data::new(state.webhooks))
-        .route("/projects", web::get().to(list_projects))
-        .route("/projects", web::post().to(create_project))
+        .route("/organizations/{id}/projects", web::get().to(list_projects))
+        .route(
+            "/organizations/{id}/projects",
+            web::post().to(create_project),
+        )
         .route("/webhooks/gatehouse", web::post().to(webhook));
 }
 
-/// The organization the token acts in, when it grants `permission` there; else why not (a
-/// `403`'s detail).
-fn permitted(claims: &Claims, permission: Permission) -> Result<String, String> {
+/// The answer when the token may not act with `permission` in the organization of the path:
+/// `403` without an organization or the permission, `404` for another organization (whether it
+/// exists is none of the caller's business); `None` when it may.
+fn refusal(claims: &Claims, path: &str, permission: Permission) -> Option<HttpResponse> {
+    let refused = |status, detail: &str| Some(detail_response(status, detail));
     match claims.organization() {
-        Some(organization) if claims.can(permission) => Ok(organization.id.to_string()),
-        Some(_) => Err(format!("this needs the permission {permission}")),
-        None => Err("this needs a token scoped to an organization".to_owned()),
+        None => refused(
+            StatusCode::FORBIDDEN,
+            "this needs a token scoped to an organization",
+        ),
+        Some(organization) if organization.id.to_string() != path => {
+            refused(StatusCode::NOT_FOUND, "organization not found")
+        }
+        Some(_) if !claims.can(permission) => refused(
+            StatusCode::FORBIDDEN,
+            &format!("this needs the permission {permission}"),
+        ),
+        Some(_) => None,
     }
 }
 
-async fn list_projects(claims: VerifiedClaims) -> HttpResponse {
-    match permitted(&claims, Permission::MembersRead) {
-        Ok(organization) => HttpResponse::Ok().json(json!({
-            "organization_id": organization,
-            "role": claims.organization().and_then(|o| o.role).map(|role| role.as_str()),
-            "projects": [],
-        })),
-        Err(refused) => detail(StatusCode::FORBIDDEN, &refused),
+async fn list_projects(claims: VerifiedClaims, path: web::Path<String>) -> HttpResponse {
+    if let Some(refused) = refusal(&claims, &path, Permission::MembersRead) {
+        return refused;
     }
+    HttpResponse::Ok().json(json!({
+        "organization_id": path.as_str(),
+        "role": claims.organization().and_then(|o| o.role).map(|role| role.as_str()),
+        "projects": [],
+    }))
 }
 
-async fn create_project(claims: VerifiedClaims) -> HttpResponse {
-    match permitted(&claims, Permission::ApiKeysCreate) {
-        Ok(organization) => HttpResponse::Created().json(json!({
-            "organization_id": organization,
-            "created_by": claims.user_id().map(|user| user.to_string()),
-        })),
-        Err(refused) => detail(StatusCode::FORBIDDEN, &refused),
+async fn create_project(claims: VerifiedClaims, path: web::Path<String>) -> HttpResponse {
+    if let Some(refused) = refusal(&claims, &path, Permission::ApiKeysCreate) {
+        return refused;
     }
+    HttpResponse::Created().json(json!({
+        "organization_id": path.as_str(),
+        "created_by": claims.user_id().map(|user| user.to_string()),
+    }))
 }
 
 async fn webhook(
@@ -94,10 +109,10 @@ async fn webhook(
     match webhooks.verify_request(&request, &body) {
         // Deliveries are at least once: a real service deduplicates on X-Service-Delivery-ID.
         Ok(()) => HttpResponse::NoContent().finish(),
-        Err(refused) => detail(StatusCode::UNAUTHORIZED, &refused.to_string()),
+        Err(refused) => detail_response(StatusCode::UNAUTHORIZED, &refused.to_string()),
     }
 }
 
-fn detail(status: StatusCode, detail: &str) -> HttpResponse {
+fn detail_response(status: StatusCode, detail: &str) -> HttpResponse {
     HttpResponse::build(status).json(json!({ "detail": detail }))
 }

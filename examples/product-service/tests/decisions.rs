@@ -15,6 +15,9 @@ use gatehouse_verify::{
 use serde_json::{json, Value};
 
 const SECRET: &str = "whsec_example";
+/// The organization of the test issuer's tokens.
+const ORGANIZATION: &str = "0190a0a0-0000-7000-8000-0000000000cc";
+const PROJECTS: &str = "/organizations/0190a0a0-0000-7000-8000-0000000000cc/projects";
 
 async fn call(
     issuer: &TestIssuer,
@@ -63,22 +66,31 @@ fn viewer(issuer: &TestIssuer) -> Value {
 async fn a_member_lists_and_creates_projects_a_viewer_only_lists() {
     let issuer = TestIssuer::start("https://id.example.test").await.unwrap();
     let member = issuer.sign(&issuer.claims());
-    let (status, _, body) = call(&issuer, bearer("/projects", &member, false)).await;
+    let (status, _, body) = call(&issuer, bearer(PROJECTS, &member, false)).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["role"], "member");
-    assert_eq!(
-        body["organization_id"],
-        "0190a0a0-0000-7000-8000-0000000000cc"
-    );
-    let (status, _, body) = call(&issuer, bearer("/projects", &member, true)).await;
+    assert_eq!(body["organization_id"], ORGANIZATION);
+    let (status, _, body) = call(&issuer, bearer(PROJECTS, &member, true)).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
 
     let viewer = issuer.sign(&viewer(&issuer));
-    let (status, _, _) = call(&issuer, bearer("/projects", &viewer, false)).await;
+    let (status, _, _) = call(&issuer, bearer(PROJECTS, &viewer, false)).await;
     assert_eq!(status, StatusCode::OK);
-    let (status, _, body) = call(&issuer, bearer("/projects", &viewer, true)).await;
+    let (status, _, body) = call(&issuer, bearer(PROJECTS, &viewer, true)).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert_eq!(body["detail"], "this needs the permission api_keys.create");
+}
+
+#[actix_web::test]
+async fn another_organizations_projects_are_not_found() {
+    let issuer = TestIssuer::start("https://id.example.test").await.unwrap();
+    let member = issuer.sign(&issuer.claims());
+    let elsewhere = "/organizations/0190a0a0-0000-7000-8000-0000000000ee/projects";
+    for post in [false, true] {
+        let (status, _, body) = call(&issuer, bearer(elsewhere, &member, post)).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+        assert_eq!(body["detail"], "organization not found");
+    }
 }
 
 #[actix_web::test]
@@ -88,7 +100,7 @@ async fn a_token_without_an_organization_is_forbidden() {
     for name in ["org_id", "org_role", "org_permissions"] {
         claims.as_object_mut().unwrap().remove(name);
     }
-    let (status, _, body) = call(&issuer, bearer("/projects", &issuer.sign(&claims), false)).await;
+    let (status, _, body) = call(&issuer, bearer(PROJECTS, &issuer.sign(&claims), false)).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert_eq!(
         body["detail"],
@@ -99,7 +111,7 @@ async fn a_token_without_an_organization_is_forbidden() {
 #[actix_web::test]
 async fn missing_expired_and_foreign_tokens_are_unauthorized() {
     let issuer = TestIssuer::start("https://id.example.test").await.unwrap();
-    let (status, challenge, body) = call(&issuer, test::TestRequest::get().uri("/projects")).await;
+    let (status, challenge, body) = call(&issuer, test::TestRequest::get().uri(PROJECTS)).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     assert_eq!(challenge.as_deref(), Some("Bearer"));
     assert_eq!(body["detail"], "a bearer token is required");
@@ -109,7 +121,7 @@ async fn missing_expired_and_foreign_tokens_are_unauthorized() {
     expired["exp"] = json!(now - 60);
     let foreign = TestKey::generate("k1").sign(&issuer.claims());
     for token in [issuer.sign(&expired), foreign, "not-a-token".to_owned()] {
-        let (status, challenge, body) = call(&issuer, bearer("/projects", &token, false)).await;
+        let (status, challenge, body) = call(&issuer, bearer(PROJECTS, &token, false)).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
         assert_eq!(challenge.as_deref(), Some("Bearer error=\"invalid_token\""));
         assert!(body["detail"]
