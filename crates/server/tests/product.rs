@@ -1,0 +1,161 @@
+//! A product behind Gatehouse, against the real `gatehouse` binary on both databases: the
+//! example product service (examples/product-service, on gatehouse-verify) takes Gatehouse's
+//! tokens, refuses forged ones, picks up a rotated key without a restart and checks webhook
+//! signatures; and the snippets of docs/integrating.md (PyJWT, jose) verify a real token.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "support/served.rs"]
+mod served;
+
+#[path = "support/product.rs"]
+#[macro_use]
+mod product;
+
+use std::{path::Path, process::Command, time::Duration};
+
+use actix_web::{test, App};
+use gatehouse_domain::model::signature;
+use gatehouse_example_product::configure;
+use gatehouse_verify::testing::TestKey;
+use product::{bearer, unverified, Gatehouse, ISSUER, WEBHOOK_SECRET};
+use serde_json::Value;
+
+on_both_databases!(the_example_trusts_gatehouse_and_nothing_else);
+
+async fn the_example_trusts_gatehouse_and_nothing_else(backend: &str) {
+    let mut gatehouse = Gatehouse::start(backend).await;
+    let state = gatehouse.example();
+    let app = test::init_service(App::new().configure(|app| configure(app, state))).await;
+
+    let (_, personal) = gatehouse.register("ada@example.com").await;
+    let projects = format!("/organizations/{personal}/projects");
+    let token = gatehouse.access_token("ada@example.com", None).await;
+    // Verified (the refusal is about the organization, not the token).
+    let (status, body) = call!(&app, bearer(false, &projects, &token));
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(
+        body["detail"],
+        "this needs a token scoped to an organization"
+    );
+
+    // The same claims under the same kid, signed with another key.
+    let header = unverified(&token, 0);
+    let kid = header["kid"].as_str().unwrap();
+    let forged = TestKey::generate(kid).sign(&unverified(&token, 1));
+    let (status, body) = call!(&app, bearer(false, &projects, &forged));
+    assert_eq!(status, 401, "{body}");
+    let (status, _) = call!(&app, test::TestRequest::get().uri(&projects));
+    assert_eq!(status, 401);
+
+    // A rotated key: the next sign-in's token names it, and the example, still running, fetches
+    // it; the old key still verifies the tokens it signed.
+    let new_kid = gatehouse.rotate_key();
+    assert_ne!(new_kid, kid);
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let rotated = gatehouse.access_token("ada@example.com", None).await;
+    assert_eq!(unverified(&rotated, 0)["kid"], new_kid.as_str());
+    for token in [&rotated, &token] {
+        let (status, body) = call!(&app, bearer(false, &projects, token));
+        assert_eq!(status, 403, "{body}");
+        assert_eq!(
+            body["detail"],
+            "this needs a token scoped to an organization"
+        );
+    }
+
+    // A delivery signed as Gatehouse signs them is taken; a tampered one is not.
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let body = r#"{"type":"organization.member_added","data":{}}"#;
+    let delivery = |sent: &str| {
+        test::TestRequest::post()
+            .uri("/webhooks/gatehouse")
+            .insert_header(("X-Service-Timestamp", now.to_string()))
+            .insert_header((
+                "X-Service-Signature",
+                signature(WEBHOOK_SECRET.as_bytes(), now, body.as_bytes()),
+            ))
+            .set_payload(sent.to_owned())
+    };
+    let (status, _) = call!(&app, delivery(body));
+    assert_eq!(status, 204);
+    let (status, refused) = call!(&app, delivery(&body.replace("added", "removed")));
+    assert_eq!(status, 401);
+    assert_eq!(refused["detail"], "the signature does not match");
+}
+
+/// Runs a documented snippet (docs/examples) on a token; its exit status and what it printed.
+fn snippet(
+    program: &str,
+    script: &Path,
+    gatehouse: &Gatehouse,
+    token: &str,
+) -> (bool, Value, String) {
+    let output = Command::new(program)
+        .arg(script)
+        .arg(token)
+        .env("GATEHOUSE_URL", ISSUER)
+        .env("GATEHOUSE_JWKS_URL", gatehouse.jwks_url())
+        .output()
+        .unwrap_or_else(|e| panic!("{program} is needed for this test: {e}"));
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let printed = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
+    (output.status.success(), printed, stderr)
+}
+
+#[actix_web::test]
+async fn the_documented_snippets_verify_a_real_token() {
+    let gatehouse = Gatehouse::start("sqlite").await;
+    let (user, _) = gatehouse.register("grace@example.com").await;
+    let token = gatehouse.access_token("grace@example.com", None).await;
+    let forged = TestKey::generate(unverified(&token, 0)["kid"].as_str().unwrap())
+        .sign(&unverified(&token, 1));
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let guide = std::fs::read_to_string(Path::new(root).join("docs/integrating.md")).unwrap();
+    for quoted in ["verify_token.py", "verify-token.mjs"] {
+        let file =
+            std::fs::read_to_string(Path::new(root).join("docs/examples").join(quoted)).unwrap();
+        assert!(
+            guide.contains(&file),
+            "docs/integrating.md quotes docs/examples/{quoted} as it is"
+        );
+    }
+
+    // Python: PyJWT, from the project's virtual environment.
+    let python = std::env::var("GATEHOUSE_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let script = Path::new(root).join("docs/examples/verify_token.py");
+    let (verified, printed, stderr) = snippet(&python, &script, &gatehouse, &token);
+    assert!(
+        !stderr.contains("ModuleNotFoundError"),
+        "PyJWT is needed: run scripts/test, which installs scripts/test-requirements.txt into .venv, or pip install 'pyjwt[crypto]'\n{stderr}"
+    );
+    assert!(verified, "{stderr}");
+    assert_eq!(printed["sub"], user.as_str());
+    assert_eq!(printed["claims"]["aud"], "gatehouse");
+    assert_eq!(printed["org_id"], Value::Null);
+    assert_eq!(printed["can_read_members"], false);
+    let (verified, _, stderr) = snippet(&python, &script, &gatehouse, &forged);
+    assert!(!verified && stderr.contains("refused"), "{stderr}");
+
+    // Node: jose, installed beside the browser tests' playwright-core. The snippet runs from a
+    // folder of its own whose node_modules is theirs.
+    let modules = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/node_modules");
+    assert!(
+        modules.join("jose").is_dir(),
+        "jose is needed: npm ci --prefix crates/server/tests/browser (scripts/test runs it)"
+    );
+    let folder = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(&modules, folder.path().join("node_modules")).unwrap();
+    let script = folder.path().join("verify-token.mjs");
+    std::fs::copy(
+        Path::new(root).join("docs/examples/verify-token.mjs"),
+        &script,
+    )
+    .unwrap();
+    let (verified, printed, stderr) = snippet("node", &script, &gatehouse, &token);
+    assert!(verified, "{stderr}");
+    assert_eq!(printed["sub"], user.as_str());
+    assert_eq!(printed["org_id"], Value::Null);
+    assert_eq!(printed["can_read_members"], false);
+    let (verified, _, stderr) = snippet("node", &script, &gatehouse, &forged);
+    assert!(!verified && stderr.contains("refused"), "{stderr}");
+}
