@@ -176,3 +176,28 @@ async fn only_signed_fresh_deliveries_are_taken() {
         assert_eq!(refused["detail"], detail);
     }
 }
+
+#[actix_web::test]
+async fn a_key_set_out_of_reach_is_a_503_not_a_401() {
+    let issuer = TestIssuer::start("https://id.example.test").await.unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let unreachable = format!(
+        "http://{}/.well-known/jwks.json",
+        closed.local_addr().unwrap()
+    );
+    drop(closed);
+    let verifier = Verifier::builder(issuer.issuer())
+        .jwks_url(unreachable)
+        .build()
+        .unwrap();
+    let state = State::with(verifier, WebhookVerifier::new(SECRET));
+    let app = test::init_service(App::new().configure(|app| configure(app, state))).await;
+    let token = issuer.sign(&issuer.claims());
+    let response = test::call_service(&app, bearer(PROJECTS, &token, false).to_request()).await;
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let body: Value = serde_json::from_slice(&test::read_body(response).await).unwrap();
+    assert_eq!(
+        body["detail"],
+        "the token cannot be verified now; try again later"
+    );
+}
