@@ -129,6 +129,9 @@ pub enum KeySetError {
     /// The answer was not a JSON key set.
     #[error("not a key set: {0}")]
     Invalid(#[source] Arc<serde_json::Error>),
+    /// The answer is larger than a key set could be (1 MiB).
+    #[error("the answer is larger than a key set")]
+    TooLarge,
     /// The key set holds no RS256 signing key.
     #[error("the key set holds no RS256 signing key")]
     NoKeys,

@@ -16,6 +16,9 @@ use crate::{claims::RawClaims, BuildError, Claims, KeySetError, VerifyError};
 /// The most clock skew tolerated on `exp` and `nbf`.
 pub const MAX_LEEWAY: Duration = Duration::from_secs(5);
 
+/// The most of a key set read: Gatehouse's holds a few keys of about 400 bytes each.
+const MAX_KEY_SET_BYTES: usize = 1 << 20;
+
 /// The audience Gatehouse's own access tokens carry.
 pub const DEFAULT_AUDIENCE: &str = "gatehouse";
 
@@ -268,7 +271,7 @@ impl Inner {
     }
 
     async fn fetch(&self) -> Result<HashMap<String, Arc<DecodingKey>>, KeySetError> {
-        let response = self
+        let mut response = self
             .http
             .get(&self.jwks_url)
             .send()
@@ -278,10 +281,17 @@ impl Inner {
         if !status.is_success() {
             return Err(KeySetError::Status(status.as_u16()));
         }
-        let body = response
-            .bytes()
+        let mut body = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
             .await
-            .map_err(|error| KeySetError::Unreachable(Arc::new(error)))?;
+            .map_err(|error| KeySetError::Unreachable(Arc::new(error)))?
+        {
+            if body.len() + chunk.len() > MAX_KEY_SET_BYTES {
+                return Err(KeySetError::TooLarge);
+            }
+            body.extend_from_slice(&chunk);
+        }
         let set: KeySet =
             serde_json::from_slice(&body).map_err(|error| KeySetError::Invalid(Arc::new(error)))?;
         let keys: HashMap<_, _> = set
