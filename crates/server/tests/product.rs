@@ -1,7 +1,7 @@
 //! A product behind Gatehouse, against the real `gatehouse` binary on both databases: the
 //! example product service (examples/product-service, on gatehouse-verify) takes Gatehouse's
-//! tokens, refuses forged ones, picks up a rotated key without a restart and checks webhook
-//! signatures; and the snippets of docs/integrating.md (PyJWT, jose) verify a real token.
+//! tokens, refuses forged ones, picks up a rotated key without a restart and takes Gatehouse's
+//! own signed webhook deliveries but not tampered ones; and the snippets of docs/integrating.md (PyJWT, jose) verify a real token.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "support/served.rs"]
@@ -14,22 +14,43 @@ mod product;
 use std::{path::Path, process::Command, time::Duration};
 
 use actix_web::{test, App};
-use gatehouse_domain::model::signature;
+use gatehouse_delivery::test_receiver::TestReceiver;
 use gatehouse_example_product::configure;
 use gatehouse_verify::testing::TestKey;
-use product::{bearer, unverified, Gatehouse, ISSUER, WEBHOOK_SECRET};
-use serde_json::Value;
+use product::{bearer, unverified, Gatehouse, ISSUER};
+use serde_json::{json, Value};
 
 on_both_databases!(the_example_trusts_gatehouse_and_nothing_else);
 
 async fn the_example_trusts_gatehouse_and_nothing_else(backend: &str) {
-    let mut gatehouse = Gatehouse::start(backend).await;
-    let state = gatehouse.example();
-    let app = test::init_service(App::new().configure(|app| configure(app, state))).await;
-
+    // Gatehouse's deliveries go to an HTTPS receiver, which hands them to the example.
+    let receiver = TestReceiver::start().await;
+    let ca_file = receiver.ca_pem_path().to_str().unwrap().to_owned();
+    let mut gatehouse = Gatehouse::start_with(
+        backend,
+        &[
+            ("GATEHOUSE_WEBHOOK_CA_FILE", ca_file.as_str()),
+            ("GATEHOUSE_WEBHOOK_ALLOW_PRIVATE_TARGETS", "true"),
+            ("GATEHOUSE_WEBHOOK_TIMEOUT_SECS", "2"),
+        ],
+    )
+    .await;
     let (_, personal) = gatehouse.register("ada@example.com").await;
     let projects = format!("/organizations/{personal}/projects");
     let token = gatehouse.access_token("ada@example.com", None).await;
+    let team = gatehouse.create_team(&token, "Ada's").await;
+    let (status, endpoint) = gatehouse
+        .post_in(
+            "/api/v1/webhooks/endpoints",
+            Some(&token),
+            Some(&team),
+            json!({ "url": receiver.url("/webhooks/gatehouse"), "events": ["application.deleted"] }),
+        )
+        .await;
+    assert_eq!(status, 201, "{endpoint}");
+    let state = gatehouse.example(endpoint["signing_secret"].as_str().unwrap());
+    let app = test::init_service(App::new().configure(|app| configure(app, state))).await;
+
     // Verified (the refusal is about the organization, not the token).
     let (status, body) = call!(&app, bearer(false, &projects, &token));
     assert_eq!(status, 403, "{body}");
@@ -47,6 +68,31 @@ async fn the_example_trusts_gatehouse_and_nothing_else(backend: &str) {
     let (status, _) = call!(&app, test::TestRequest::get().uri(&projects));
     assert_eq!(status, 401);
 
+    // Gatehouse's own delivery (a ping of the endpoint) is taken; tampered, it is not.
+    let ping = format!(
+        "/api/v1/webhooks/endpoints/{}/test",
+        endpoint["id"].as_str().unwrap()
+    );
+    let (status, pinged) = gatehouse
+        .post_in(&ping, Some(&token), Some(&team), json!({}))
+        .await;
+    assert_eq!(status, 200, "{pinged}");
+    let delivered = receiver.requests().pop().unwrap();
+    let forward = |body: Vec<u8>| {
+        let mut request = test::TestRequest::post().uri("/webhooks/gatehouse");
+        for name in ["X-Service-Timestamp", "X-Service-Signature"] {
+            request = request.insert_header((name, delivered.header(name).unwrap().to_owned()));
+        }
+        request.set_payload(body)
+    };
+    let (status, body) = call!(&app, forward(delivered.body.clone()));
+    assert_eq!(status, 204, "{body}");
+    let mut tampered = delivered.body.clone();
+    tampered.push(b' ');
+    let (status, refused) = call!(&app, forward(tampered));
+    assert_eq!(status, 401);
+    assert_eq!(refused["detail"], "the signature does not match");
+
     // A rotated key: the next sign-in's token names it, and the example, still running, fetches
     // it; the old key still verifies the tokens it signed.
     let new_kid = gatehouse.rotate_key();
@@ -62,25 +108,6 @@ async fn the_example_trusts_gatehouse_and_nothing_else(backend: &str) {
             "this needs a token scoped to an organization"
         );
     }
-
-    // A delivery signed as Gatehouse signs them is taken; a tampered one is not.
-    let now = time::OffsetDateTime::now_utc().unix_timestamp();
-    let body = r#"{"type":"organization.member_added","data":{}}"#;
-    let delivery = |sent: &str| {
-        test::TestRequest::post()
-            .uri("/webhooks/gatehouse")
-            .insert_header(("X-Service-Timestamp", now.to_string()))
-            .insert_header((
-                "X-Service-Signature",
-                signature(WEBHOOK_SECRET.as_bytes(), now, body.as_bytes()),
-            ))
-            .set_payload(sent.to_owned())
-    };
-    let (status, _) = call!(&app, delivery(body));
-    assert_eq!(status, 204);
-    let (status, refused) = call!(&app, delivery(&body.replace("added", "removed")));
-    assert_eq!(status, 401);
-    assert_eq!(refused["detail"], "the signature does not match");
 }
 
 /// Runs a documented snippet (docs/examples) on a token; its exit status and what it printed.

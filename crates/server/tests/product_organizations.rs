@@ -20,7 +20,7 @@ on_both_databases!(roles_in_the_token_decide_what_the_example_allows);
 
 async fn roles_in_the_token_decide_what_the_example_allows(backend: &str) {
     let gatehouse = Gatehouse::start(backend).await;
-    let state = gatehouse.example();
+    let state = gatehouse.example("whsec_unused");
     let app = test::init_service(App::new().configure(|app| configure(app, state))).await;
 
     gatehouse.register("owner@example.com").await;

@@ -16,11 +16,11 @@ use crate::served::{gatehouse, Database, Served};
 /// The tokens' issuer: `GATEHOUSE_PUBLIC_URL` of every served binary.
 pub const ISSUER: &str = "http://gatehouse.test";
 pub const PASSWORD: &str = "correct horse battery";
-pub const WEBHOOK_SECRET: &str = "whsec_product_example";
 const SECRET_KEY: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
 
 pub struct Gatehouse {
     served: Option<Served>,
+    settings: Vec<(String, String)>,
     pub base: String,
     address: String,
     database: Database,
@@ -31,6 +31,11 @@ pub struct Gatehouse {
 impl Gatehouse {
     /// Serves the binary on `backend` ("sqlite" or "postgres").
     pub async fn start(backend: &str) -> Self {
+        Self::start_with(backend, &[]).await
+    }
+
+    /// Serves the binary on `backend` with these settings besides the usual ones.
+    pub async fn start_with(backend: &str, settings: &[(&str, &str)]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("mail")).unwrap();
         let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -40,6 +45,10 @@ impl Gatehouse {
             .port();
         let mut gatehouse = Self {
             served: None,
+            settings: settings
+                .iter()
+                .map(|(name, value)| (name.to_string(), value.to_string()))
+                .collect(),
             base: format!("http://127.0.0.1:{port}"),
             address: format!("127.0.0.1:{port}"),
             database: Database::of(backend).await,
@@ -59,7 +68,8 @@ impl Gatehouse {
             .env("GATEHOUSE_BIND", &self.address)
             .env("GATEHOUSE_MAIL_DIR", self.dir.path().join("mail"))
             .env("GATEHOUSE_RATE_LIMITS", "free=100000")
-            .env("GATEHOUSE_LOG", "info");
+            .env("GATEHOUSE_LOG", "info")
+            .envs(self.settings.iter().map(|(name, value)| (name, value)));
         command
     }
 
@@ -89,22 +99,37 @@ impl Gatehouse {
         format!("{}/.well-known/jwks.json", self.base)
     }
 
-    /// The example product service's state, trusting this server, with its keys refetched at
-    /// most once a second (a minute in production) so that a rotation shows at once.
-    pub fn example(&self) -> State {
+    /// The example product service's state, trusting this server (and the webhook endpoint
+    /// with this secret), with its keys refetched at most once a second (a minute in
+    /// production) so that a rotation shows at once.
+    pub fn example(&self, webhook_secret: &str) -> State {
         let verifier = Verifier::builder(ISSUER)
             .jwks_url(self.jwks_url())
             .refetch_interval(Duration::from_secs(1))
             .build()
             .unwrap();
-        State::with(verifier, WebhookVerifier::new(WEBHOOK_SECRET))
+        State::with(verifier, WebhookVerifier::new(webhook_secret))
     }
 
     /// Posts `body` (as `token`, when given); the status and the JSON answer.
     pub async fn post(&self, path: &str, token: Option<&str>, body: Value) -> (u16, Value) {
+        self.post_in(path, token, None, body).await
+    }
+
+    /// Posts `body` as `token` in `organization` (`X-Organization-ID`), when given.
+    pub async fn post_in(
+        &self,
+        path: &str,
+        token: Option<&str>,
+        organization: Option<&str>,
+        body: Value,
+    ) -> (u16, Value) {
         let mut request = self.client.post(format!("{}{path}", self.base)).json(&body);
         if let Some(token) = token {
             request = request.bearer_auth(token);
+        }
+        if let Some(organization) = organization {
+            request = request.header("X-Organization-ID", organization);
         }
         let response = request.send().await.unwrap();
         let status = response.status().as_u16();
