@@ -9,6 +9,7 @@ use actix_web::{http::StatusCode, web, HttpRequest, HttpResponse};
 use gatehouse_domain::model::Permission;
 use gatehouse_verify::{BuildError, Claims, VerifiedClaims, Verifier, WebhookVerifier};
 use serde_json::json;
+use uuid::Uuid;
 
 /// What the service needs to know of Gatehouse.
 #[derive(Clone, Debug)]
@@ -69,7 +70,7 @@ fn refusal(claims: &Claims, path: &str, permission: Permission) -> Option<HttpRe
             StatusCode::FORBIDDEN,
             "this needs a token scoped to an organization",
         ),
-        Some(organization) if organization.id.to_string() != path => {
+        Some(organization) if Uuid::parse_str(path).ok() != Some(organization.id.as_uuid()) => {
             refused(StatusCode::NOT_FOUND, "organization not found")
         }
         Some(_) if !claims.can(permission) => refused(

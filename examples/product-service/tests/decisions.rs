@@ -72,6 +72,9 @@ async fn a_member_lists_and_creates_projects_a_viewer_only_lists() {
     assert_eq!(body["organization_id"], ORGANIZATION);
     let (status, _, body) = call(&issuer, bearer(PROJECTS, &member, true)).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
+    let capitals = format!("/organizations/{}/projects", ORGANIZATION.to_uppercase());
+    let (status, _, body) = call(&issuer, bearer(&capitals, &member, false)).await;
+    assert_eq!(status, StatusCode::OK, "the same id in capitals: {body}");
 
     let viewer = issuer.sign(&viewer(&issuer));
     let (status, _, _) = call(&issuer, bearer(PROJECTS, &viewer, false)).await;
