@@ -13,9 +13,9 @@ use gatehouse_domain::{
     service::{
         ApplicationError, AuditLogError, AuthenticateError, ChangePasswordError, CreateApiKeyError,
         DeleteApiKeyError, DomainError, Forbidden, IssuedToApplication, LockedOut, LoginError,
-        MemberError, MfaError, OrgAccessError, OrganizationError, RefreshError, RegisterError,
-        ReplayError, RevokeConsentError, SettingsError, UpdateProfileError, VerifyError,
-        WebhookError, SSO_REQUIRED,
+        MemberError, MfaError, OrgAccessError, OrganizationError, OrganizationRefused,
+        RefreshError, RegisterError, ReplayError, RevokeConsentError, SettingsError,
+        UpdateProfileError, VerifyError, WebhookError, SSO_REQUIRED,
     },
 };
 use serde::Serialize;
@@ -133,6 +133,10 @@ pub enum ApiError {
     /// `403` with `sso_url`: the address signs in with its organization's single sign-on.
     #[error("{}", SSO_REQUIRED)]
     SsoRequired(String),
+    /// `403` with `sso_url`: the organization a token was to speak for signs this address in
+    /// with its single sign-on only.
+    #[error("organization requires single sign-on")]
+    OrganizationSso(String),
     #[error("the service is temporarily unavailable")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// `503` for a feature this server's configuration leaves out; the detail says which
@@ -164,7 +168,9 @@ impl ResponseError for ApiError {
         match self {
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-            Self::Forbidden(_) | Self::SsoRequired(_) => StatusCode::FORBIDDEN,
+            Self::Forbidden(_) | Self::SsoRequired(_) | Self::OrganizationSso(_) => {
+                StatusCode::FORBIDDEN
+            }
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::Conflict(_) => StatusCode::CONFLICT,
             Self::Unprocessable(_) | Self::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
@@ -193,10 +199,12 @@ impl ResponseError for ApiError {
                 .json(ErrorBody {
                     detail: locked.to_string(),
                 }),
-            Self::SsoRequired(sso_url) => response.json(SsoRequiredBody {
-                detail: SSO_REQUIRED.to_owned(),
-                sso_url: sso_url.clone(),
-            }),
+            Self::SsoRequired(sso_url) | Self::OrganizationSso(sso_url) => {
+                response.json(SsoRequiredBody {
+                    detail: self.to_string(),
+                    sso_url: sso_url.clone(),
+                })
+            }
             Self::Unavailable(cause) => {
                 tracing::warn!(error = %cause, cause = ?cause.source(), "store unavailable");
                 response
@@ -243,6 +251,19 @@ impl From<RegisterError> for ApiError {
     }
 }
 
+/// An organization named at a sign-in or a refresh that does not admit the user: `403`
+/// naming why (with `sso_url` where its single sign-on is the way in).
+impl From<OrganizationRefused> for ApiError {
+    fn from(refused: OrganizationRefused) -> Self {
+        match refused {
+            OrganizationRefused::SsoRequired(sso_url) => Self::OrganizationSso(sso_url),
+            OrganizationRefused::NotMember
+            | OrganizationRefused::AddressNotAllowed(_)
+            | OrganizationRefused::MfaRequired => Self::Forbidden(refused.to_string()),
+        }
+    }
+}
+
 impl From<LoginError> for ApiError {
     fn from(error: LoginError) -> Self {
         match error {
@@ -250,6 +271,7 @@ impl From<LoginError> for ApiError {
             LoginError::PasswordExpired => Self::Forbidden(error.to_string()),
             LoginError::LockedOut(locked) => Self::LockedOut(locked),
             LoginError::SsoRequired(sso_url) => Self::SsoRequired(sso_url),
+            LoginError::NotAdmitted(refused) => refused.into(),
             LoginError::Store(e) => e.into(),
             LoginError::Internal(_) => Self::Internal(Box::new(error)),
         }
@@ -263,6 +285,7 @@ impl From<RefreshError> for ApiError {
                 Self::Unauthorized(error.to_string())
             }
             RefreshError::PasswordExpired => Self::Forbidden(error.to_string()),
+            RefreshError::NotAdmitted(refused) => refused.into(),
             RefreshError::Store(e) => e.into(),
             RefreshError::Internal(_) => Self::Internal(Box::new(error)),
         }
@@ -327,6 +350,7 @@ impl From<VerifyError> for ApiError {
                 Self::Unauthorized(error.to_string())
             }
             VerifyError::LockedOut(locked) => Self::LockedOut(locked),
+            VerifyError::NotAdmitted(refused) => refused.into(),
             VerifyError::Store(e) => e.into(),
             VerifyError::Internal(_) => Self::Internal(Box::new(error)),
         }

@@ -611,6 +611,14 @@ pub(crate) fn organization_in_context(req: &HttpRequest) -> Option<OrganizationI
     from_path.or_else(|| organization_header(req).ok().flatten())
 }
 
+/// For `#[serde(default, deserialize_with = "nullable")]` on an `Option<Option<T>>` field:
+/// absent is `None` (the default), `null` is `Some(None)`, a value `Some(Some(value))`.
+pub(crate) fn nullable<'de, D: serde::Deserializer<'de>, T: serde::Deserialize<'de>>(
+    d: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    <Option<T> as serde::Deserialize>::deserialize(d).map(Some)
+}
+
 #[cfg(test)]
 mod tests {
     use super::nests_deeper_than;

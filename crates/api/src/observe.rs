@@ -29,7 +29,8 @@ impl SignInResult for Result<SignIn, LoginError> {
             Err(
                 LoginError::InvalidCredentials
                 | LoginError::PasswordExpired
-                | LoginError::SsoRequired(_),
+                | LoginError::SsoRequired(_)
+                | LoginError::NotAdmitted(_),
             ) => SignInOutcome::Failure,
             Err(LoginError::LockedOut(_)) => SignInOutcome::LockedOut,
             Err(LoginError::Store(_) | LoginError::Internal(_)) => SignInOutcome::Error,
@@ -41,7 +42,9 @@ impl SignInResult for Result<TokenPair, VerifyError> {
     fn outcome(&self) -> SignInOutcome {
         match self {
             Ok(_) => SignInOutcome::Success,
-            Err(VerifyError::InvalidToken | VerifyError::WrongFactor) => SignInOutcome::Failure,
+            Err(
+                VerifyError::InvalidToken | VerifyError::WrongFactor | VerifyError::NotAdmitted(_),
+            ) => SignInOutcome::Failure,
             Err(VerifyError::LockedOut(_)) => SignInOutcome::LockedOut,
             Err(VerifyError::Store(_) | VerifyError::Internal(_)) => SignInOutcome::Error,
         }

@@ -474,6 +474,7 @@ mod tests {
     use std::sync::Mutex;
 
     use gatehouse_domain::model::{SessionId, UserId};
+    use gatehouse_domain::ports::Audience;
     use uuid::Uuid;
 
     use super::*;
@@ -555,6 +556,9 @@ mod tests {
             client_id: None,
             scope: None,
             amr: vec!["pwd".into()],
+            org_id: None,
+            org_role: None,
+            org_permissions: Vec::new(),
         }
     }
 
@@ -597,13 +601,47 @@ mod tests {
         let mut granted = claims();
         granted.client_id = Some("ghc_00000000000000000000000000000abc".into());
         granted.scope = Some("read:user read:resources".into());
+        granted.aud = Audience::gatehouse_and("ghc_00000000000000000000000000000abc");
         let token = ring.sign(&granted).await.unwrap();
         let payload = payload_of(&token);
         assert_eq!(payload["client_id"], "ghc_00000000000000000000000000000abc");
         assert_eq!(payload["scope"], "read:user read:resources");
         assert_eq!(
+            payload["aud"],
+            serde_json::json!(["gatehouse", "ghc_00000000000000000000000000000abc"])
+        );
+        assert_eq!(
             ring.verify(&token).await.unwrap(),
             BearerClaims::User(granted)
+        );
+    }
+
+    #[tokio::test]
+    async fn organization_claims_are_signed_and_read_back() {
+        let store = Arc::new(MemStore::default());
+        let ring = ring(&store, &TestClock::new()).await;
+        let plain = payload_of(&ring.sign(&claims()).await.unwrap());
+        for absent in ["org_id", "org_role", "org_permissions"] {
+            assert!(plain.get(absent).is_none(), "{plain}");
+        }
+        let organization = gatehouse_domain::model::OrganizationId::from_uuid(Uuid::now_v7());
+        let scoped = AccessClaims {
+            org_id: Some(organization),
+            org_role: Some(gatehouse_domain::model::Role::Viewer),
+            org_permissions: vec!["organization.read".into()],
+            ..claims()
+        };
+        let token = ring.sign(&scoped).await.unwrap();
+        let payload = payload_of(&token);
+        assert_eq!(payload["org_id"], organization.to_string());
+        assert_eq!(payload["org_role"], "viewer");
+        assert_eq!(
+            payload["org_permissions"],
+            serde_json::json!(["organization.read"])
+        );
+        assert_eq!(
+            ring.verify(&token).await.unwrap(),
+            BearerClaims::User(scoped)
         );
     }
 
@@ -832,6 +870,13 @@ mod tests {
         );
         assert!(
             invalid(AccessClaims {
+                aud: Audience::Many(vec!["other".into(), "ghc_x".into()]),
+                ..claims()
+            })
+            .await
+        );
+        assert!(
+            invalid(AccessClaims {
                 iat: now - 1000,
                 nbf: now - 1000,
                 exp: now - 120,
@@ -951,6 +996,9 @@ mod tests {
             email: None,
             email_verified: None,
             name: Some("Ada Lovelace".into()),
+            org_id: None,
+            org_role: None,
+            org_permissions: Vec::new(),
         };
         let signed = ring.sign_id_token(&id_token).await.unwrap();
         let payload = payload_of(&signed);

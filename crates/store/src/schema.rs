@@ -79,6 +79,7 @@ diesel::table! {
         scope -> Nullable<Text>,
         amr -> Text,
         sso_organization_id -> Nullable<Id>,
+        organization_id -> Nullable<Id>,
     }
 }
 

@@ -618,6 +618,41 @@ on_both_backends! {
             "an ended session is not touched"
         );
     }
+
+    async fn a_session_keeps_the_organization_its_tokens_speak_for_until_a_refresh_changes_it(db: Db) {
+        let (ada, workspace) = registered(&db, "ada@example.com").await;
+        let t0 = now();
+        let (mut new, hash) = session(ada, t0, Duration::hours(1));
+        new.organization_id = Some(workspace);
+        let id = new.id;
+        db.store
+            .create_session(new, event(EventType::AuthLogin, None, Some(ada)), None, support::signed_in())
+            .await
+            .unwrap();
+        let found = |at| {
+            let store = db.store.clone();
+            let hash = hash.clone();
+            async move { store.refresh_context(&hash, at).await.unwrap().unwrap().session }
+        };
+        assert_eq!(found(t0).await.organization_id, Some(workspace), "kept as opened");
+
+        let cleared = t0 + Duration::minutes(1);
+        assert!(db.store.scope_session(id, None, cleared).await.unwrap());
+        let session = found(cleared).await;
+        assert_eq!(session.organization_id, None);
+        assert_eq!(session.last_used_at, cleared, "a scoping refresh is a use");
+
+        let other = OrganizationId::from_uuid(Uuid::now_v7());
+        let switched = t0 + Duration::minutes(2);
+        assert!(db.store.scope_session(id, Some(other), switched).await.unwrap());
+        assert_eq!(found(switched).await.organization_id, Some(other));
+
+        assert!(
+            !db.store.scope_session(id, None, t0 + Duration::hours(1)).await.unwrap(),
+            "an expired session is not scoped"
+        );
+        assert_eq!(found(switched).await.organization_id, Some(other), "the refusal changed nothing");
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

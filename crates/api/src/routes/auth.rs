@@ -2,7 +2,7 @@
 
 use actix_web::{web, HttpResponse};
 use gatehouse_domain::{
-    model::{Email, FullName},
+    model::{Email, FullName, OrganizationChoice, OrganizationId},
     service::SignIn,
 };
 use serde::{Deserialize, Serialize};
@@ -14,7 +14,7 @@ use crate::extract::RequestOrigin;
 use crate::observe;
 use crate::{
     error::{ApiError, ErrorBody, ValidationErrorBody},
-    extract::{as_is, Authenticated, Fields, ValidJson},
+    extract::{as_is, nullable, Authenticated, Fields, ValidJson},
     state::AppState,
 };
 
@@ -76,6 +76,22 @@ pub async fn register(
 pub struct LoginRequest {
     email: Option<String>,
     password: Option<String>,
+    /// The organization the tokens are to speak for: once it admits the user (membership,
+    /// IP allowlist, MFA and SSO policies), the access token carries `org_id`, `org_role` and
+    /// `org_permissions`, and the session keeps it for its refreshes. A user with a second
+    /// factor names it again at `POST /auth/mfa/verify`.
+    #[schema(format = "uuid")]
+    organization_id: Option<String>,
+}
+
+/// The `organization_id` of a sign-in, when it names one.
+pub(crate) fn organization_field(
+    fields: &mut Fields,
+    raw: Option<String>,
+) -> Option<Option<OrganizationId>> {
+    fields.optional("organization_id", raw, |raw: String| {
+        super::control::organization_id(raw.trim())
+    })
 }
 
 /// The login response. `refresh_token` is absent from the refresh response.
@@ -159,7 +175,7 @@ impl LoginResponse {
     responses(
         (status = 200, body = LoginResponse),
         (status = 401, body = ErrorBody, description = "Unknown email or wrong password"),
-        (status = 403, body = ErrorBody, description = "The password expired under an organization's policy: renew it; or the address signs in with its organization's single sign-on (`sso_url` says where)"),
+        (status = 403, body = ErrorBody, description = "The password expired under an organization's policy: renew it; or the address signs in with its organization's single sign-on (`sso_url` says where); or the organization named does not admit the user (not a member, IP allowlist, MFA or SSO policy: the detail says which)"),
         (status = 422, body = ValidationErrorBody),
     )
 )]
@@ -171,8 +187,13 @@ pub async fn login(
     let mut fields = Fields::new();
     let email = fields.required("email", body.email, as_is);
     let password = fields.required("password", body.password, as_is);
-    let (email, password) = fields.finish(|| Some((email?, password?)))?;
-    let signed_in = state.auth.login(&email, password, &origin).await;
+    let organization = organization_field(&mut fields, body.organization_id);
+    let (email, password, organization) =
+        fields.finish(|| Some((email?, password?, organization?)))?;
+    let signed_in = state
+        .auth
+        .login(&email, password, organization, &origin)
+        .await;
     observe::sign_in(&state, SignInMethod::Password, &signed_in);
     let signed_in = signed_in?;
     Ok(HttpResponse::Ok()
@@ -183,6 +204,12 @@ pub async fn login(
 #[derive(Deserialize, ToSchema)]
 pub struct RefreshRequest {
     refresh_token: Option<String>,
+    /// The organization the new token speaks for from now on (admitted again); `null` for
+    /// none; absent, the session's own (admitted again: a removal, a role change or a new
+    /// policy shows at the next refresh).
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>, format = "uuid", nullable = true)]
+    organization_id: Option<Option<String>>,
 }
 
 /// A new access token for a live session.
@@ -192,18 +219,28 @@ pub struct RefreshRequest {
     responses(
         (status = 200, body = TokenResponse),
         (status = 401, body = ErrorBody, description = "Refresh token invalid, expired or revoked, or the session idle or older than its policy allows"),
-        (status = 403, body = ErrorBody, description = "The password expired under an organization's policy: renew it"),
+        (status = 403, body = ErrorBody, description = "The password expired under an organization's policy: renew it; or the session's organization does not admit the user (any more): the detail says why"),
         (status = 422, body = ValidationErrorBody),
     )
 )]
 pub async fn refresh(
     state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
     ValidJson(body): ValidJson<RefreshRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let mut fields = Fields::new();
     let token = fields.required("refresh_token", body.refresh_token, as_is);
-    let token = fields.finish(|| token)?;
-    let access = state.auth.refresh(&token, None).await?;
+    let organization = match body.organization_id {
+        None => Some(OrganizationChoice::Keep),
+        Some(None) => Some(OrganizationChoice::Clear),
+        Some(raw) => organization_field(&mut fields, raw)
+            .map(|id| id.map_or(OrganizationChoice::Clear, OrganizationChoice::Switch)),
+    };
+    let (token, organization) = fields.finish(|| Some((token?, organization?)))?;
+    let access = state
+        .auth
+        .refresh(&token, None, organization, Some(origin.client()))
+        .await?;
     Ok(HttpResponse::Ok()
         .insert_header(("Cache-Control", "no-store"))
         .json(TokenResponse {

@@ -301,7 +301,10 @@ async fn sign_in(
     password: String,
     origin: &Origin,
 ) -> Result<TokenPair, SignInPage> {
-    let signed_in = state.auth.login(email.as_ref(), password, origin).await;
+    let signed_in = state
+        .auth
+        .login(email.as_ref(), password, None, origin)
+        .await;
     observe::sign_in(state, SignInMethod::Password, &signed_in);
     match signed_in {
         Ok(SignIn::Tokens(tokens)) => Ok(tokens),

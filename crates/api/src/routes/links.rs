@@ -14,6 +14,7 @@ use utoipa::ToSchema;
 
 use gatehouse_domain::ports::SignInMethod;
 
+use super::auth::organization_field;
 use crate::extract::{origin_of, RequestOrigin};
 use crate::observe;
 use crate::{
@@ -42,6 +43,7 @@ impl From<LinkError> for ApiError {
                 error.to_string(),
             )),
             LinkError::SsoRequired(sso_url) => Self::SsoRequired(sso_url),
+            LinkError::NotAdmitted(refused) => refused.into(),
             LinkError::Store(e) => e.into(),
             LinkError::Internal(_) => Self::Internal(Box::new(error)),
         }
@@ -91,14 +93,23 @@ pub struct TokenRequest {
     token: Option<String>,
 }
 
+#[derive(Deserialize, ToSchema)]
+pub struct MagicLinkVerifyRequest {
+    /// The token of the mailed link (the last part of its path).
+    token: Option<String>,
+    /// The organization the tokens are to speak for, as at `POST /auth/login`.
+    #[schema(format = "uuid")]
+    organization_id: Option<String>,
+}
+
 /// Signs in with a mailed link's token: the token response, or the second step of a user with
 /// MFA, as `POST /auth/login` answers.
 #[utoipa::path(
     post, path = "/api/v1/auth/magic-link/verify", tag = "auth",
-    request_body = TokenRequest,
+    request_body = MagicLinkVerifyRequest,
     responses(
         (status = 200, body = LoginResponse),
-        (status = 403, body = SsoRequiredBody, description = "The address signs in with its organization's single sign-on"),
+        (status = 403, body = SsoRequiredBody, description = "The address signs in with its organization's single sign-on; or the organization named does not admit the user (the detail says why)"),
         (status = 422, body = ValidationErrorBody, description = "The token is invalid, expired or used"),
         (status = 429, body = ErrorBody, description = "The account is locked after failed sign-ins"),
     )
@@ -106,12 +117,16 @@ pub struct TokenRequest {
 pub async fn verify_magic_link(
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    ValidJson(body): ValidJson<TokenRequest>,
+    ValidJson(body): ValidJson<MagicLinkVerifyRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let mut fields = Fields::new();
     let token = fields.required("token", body.token, as_is);
-    let token = fields.finish(|| token)?;
-    let signed_in = state.links.sign_in_with_link(&token, &origin).await;
+    let organization = organization_field(&mut fields, body.organization_id);
+    let (token, organization) = fields.finish(|| Some((token?, organization?)))?;
+    let signed_in = state
+        .links
+        .sign_in_with_link(&token, organization, &origin)
+        .await;
     observe::sign_in(&state, SignInMethod::MailedLink, &signed_in);
     let signed_in = signed_in?;
     Ok(HttpResponse::Ok()
@@ -333,7 +348,10 @@ pub async fn magic_link_sign_in(
         Ok((_, return_to)) => return_to,
         Err(forged) => return forged,
     };
-    let signed_in = state.links.sign_in_with_link(&path, &origin_of(&req)).await;
+    let signed_in = state
+        .links
+        .sign_in_with_link(&path, None, &origin_of(&req))
+        .await;
     observe::sign_in(&state, SignInMethod::MailedLink, &signed_in);
     match signed_in {
         Ok(SignIn::Tokens(tokens)) => open_page_session(&state, &tokens.refresh_token, &return_to),

@@ -198,7 +198,10 @@ pub async fn sign_in(
     };
     let email = field(&fields, "email").trim().to_owned();
     let password = field(&fields, "password").to_owned();
-    let signed_in = state.auth.login(&email, password, &origin_of(&req)).await;
+    let signed_in = state
+        .auth
+        .login(&email, password, None, &origin_of(&req))
+        .await;
     observe::sign_in(&state, SignInMethod::Password, &signed_in);
     match signed_in {
         Ok(SignIn::Tokens(tokens)) => open_page_session(&state, &tokens.refresh_token, &return_to),
@@ -330,7 +333,10 @@ pub async fn verify_second_factor(
     } else {
         SecondFactorProof::RecoveryCode(code)
     };
-    let verified = state.mfa.verify(&mfa_token, proof, &origin_of(&req)).await;
+    let verified = state
+        .mfa
+        .verify(&mfa_token, proof, None, &origin_of(&req))
+        .await;
     observe::sign_in(&state, SignInMethod::SecondFactor, &verified);
     match verified {
         Ok(tokens) => open_page_session(&state, &tokens.refresh_token, &return_to),

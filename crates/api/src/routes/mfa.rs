@@ -333,6 +333,9 @@ pub struct VerifyRequest {
     /// ... or the WebAuthn assertion (`credential.toJSON()`); exactly one of the three.
     #[schema(value_type = Option<Object>)]
     webauthn: Option<serde_json::Value>,
+    /// The organization the tokens are to speak for, as at `POST /auth/login`.
+    #[schema(format = "uuid")]
+    organization_id: Option<String>,
 }
 
 /// The second step of a sign-in: the `mfa_token` and one factor. Answers like a login.
@@ -342,6 +345,7 @@ pub struct VerifyRequest {
     responses(
         (status = 200, body = TokenResponse),
         (status = 401, body = ErrorBody, description = "The mfa_token is invalid, expired or used up, or the factor is wrong"),
+        (status = 403, body = ErrorBody, description = "The organization named does not admit the user (the detail says why); the mfa_token is not spent"),
         (status = 422, body = ValidationErrorBody),
     )
 )]
@@ -352,7 +356,8 @@ pub async fn verify(
 ) -> Result<HttpResponse, ApiError> {
     let mut fields = Fields::new();
     let token = fields.required("mfa_token", body.mfa_token, as_is);
-    let token = fields.finish(|| token)?;
+    let organization = super::auth::organization_field(&mut fields, body.organization_id);
+    let (token, organization) = fields.finish(|| Some((token?, organization?)))?;
     let proof = match (body.code, body.recovery_code, body.webauthn) {
         (Some(code), None, None) => SecondFactorProof::Code(code),
         (None, Some(code), None) => SecondFactorProof::RecoveryCode(code),
@@ -365,7 +370,7 @@ pub async fn verify(
             )))
         }
     };
-    let pair = state.mfa.verify(&token, proof, &origin).await;
+    let pair = state.mfa.verify(&token, proof, organization, &origin).await;
     observe::sign_in(&state, SignInMethod::SecondFactor, &pair);
     let pair = pair?;
     Ok(HttpResponse::Ok()

@@ -14,7 +14,7 @@ use gatehouse_domain::{
     model::{
         Branding, OAuthError, OAuthErrorCode, OrganizationId, SecretToken, TokenKind, UserClaims,
     },
-    ports::StoreError,
+    ports::{Audience, StoreError},
     service::{
         Authorization, AuthorizeError, AuthorizeRequest, ClientCredentials, Discovery,
         IntrospectedKind, Introspection, NotAdmitted, OAuthTokens, TokenEndpointError, TokenGrant,
@@ -341,13 +341,15 @@ pub struct IntrospectionResponse {
     /// The user's id, or a machine token's client id.
     #[serde(skip_serializing_if = "Option::is_none")]
     sub: Option<String>,
+    /// An access token's audiences: `gatehouse` and the client id.
     #[serde(skip_serializing_if = "Option::is_none")]
-    aud: Option<String>,
+    aud: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     iss: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     jti: Option<String>,
-    /// A machine token's organization.
+    /// The organization the token speaks for: a machine token's, or the one the user's
+    /// sign-in named.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>, format = Uuid)]
     org_id: Option<OrganizationId>,
@@ -384,7 +386,7 @@ impl From<Introspection> for IntrospectionResponse {
             exp: Some(token.exp),
             iat: Some(token.iat),
             sub: Some(token.sub),
-            aud: token.aud,
+            aud: token.aud.map(Audience::into_vec),
             iss: Some(token.iss),
             jti: token.jti,
             org_id: token.org_id,

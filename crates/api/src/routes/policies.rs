@@ -10,12 +10,12 @@ use gatehouse_domain::{
     },
     service::{BrandingService, BrandingView, PolicyService, PolicyView},
 };
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::extract::{origin_of, RequestOrigin};
+use crate::extract::{nullable, origin_of, RequestOrigin};
 use crate::{
     error::{ApiError, ErrorBody, ValidationErrorBody},
     extract::{as_is, client_address, Fields, PathOrganization, ValidJson},
@@ -323,13 +323,6 @@ pub async fn put_policies(
 // ---------------------------------------------------------------------------------------------
 // branding
 // ---------------------------------------------------------------------------------------------
-
-/// A field that may be absent (keep), `null` (remove) or a value (set).
-fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
-    d: D,
-) -> Result<Option<Option<T>>, D::Error> {
-    Option::<T>::deserialize(d).map(Some)
-}
 
 #[derive(Deserialize, ToSchema)]
 pub struct CustomLoginRequest {

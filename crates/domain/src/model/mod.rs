@@ -98,7 +98,10 @@ pub use saml::{
     SAML_CLOCK_SKEW, SAML_REQUEST_TTL,
 };
 pub use secret::{SecretToken, TokenHash, TokenKind};
-pub use session::{Amr, AuthMethod, ClientGrant, NewSession, Session, SESSION_TOUCH_INTERVAL};
+pub use session::{
+    Amr, AuthMethod, ClientGrant, NewSession, OrganizationChoice, Session, TokenOrganization,
+    SESSION_TOUCH_INTERVAL,
+};
 pub use sso::{
     sp_acs_url, sp_entity_id, CertificateError, DomainWhitelist, EmailDomain, EmailDomainError,
     IdpCertificate, IdpEntityId, IdpSsoUrl, ProvisionRole, ProvisionRoleError, SsoChange,

@@ -1,6 +1,9 @@
 use time::{Duration, OffsetDateTime};
 
-use super::{ApplicationId, ClientId, OrganizationId, Scope, SessionId, TokenHash, UserId};
+use super::{
+    ApplicationId, ClientId, Membership, OrganizationId, Permission, Role, Scope, SessionId,
+    TokenHash, UserId,
+};
 
 /// How stale a session's `last_used_at` may get: a refresh writes it only when it is at least
 /// this old, so a client that refreshes often costs a write every half minute, not one per
@@ -28,6 +31,10 @@ pub struct NewSession {
     /// For a SAML sign-in, the organization whose identity provider signed the user in: the
     /// only organization for which the session's `ext` method counts as a second factor.
     pub sso_organization_id: Option<OrganizationId>,
+    /// The organization its access tokens speak for (`org_id`, `org_role`,
+    /// `org_permissions`), chosen at sign-in and admitted then; `None` for tokens of no one
+    /// organization.
+    pub organization_id: Option<OrganizationId>,
 }
 
 /// What an application was granted: its refresh token works only for it, and its access tokens
@@ -60,6 +67,65 @@ pub struct Session {
     pub grant: Option<ClientGrant>,
     /// How the user signed in.
     pub amr: Amr,
+    /// For a SAML sign-in, the organization whose identity provider signed the user in.
+    pub sso_organization_id: Option<OrganizationId>,
+    /// The organization its access tokens speak for, until a refresh names another or none.
+    pub organization_id: Option<OrganizationId>,
+}
+
+/// The organization an access token speaks for, after the one admission: its id, the member's
+/// role there and what that role may do (the `org_id`, `org_role` and `org_permissions`
+/// claims), so that the product behind Gatehouse decides without calling back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TokenOrganization {
+    /// The organization (`org_id`).
+    pub organization_id: OrganizationId,
+    /// The member's role in it when the token was issued (`org_role`).
+    pub role: Role,
+}
+
+impl TokenOrganization {
+    /// What an admitted membership puts in a token.
+    pub fn of(membership: &Membership) -> Self {
+        Self {
+            organization_id: membership.organization_id,
+            role: membership.role,
+        }
+    }
+
+    /// The dotted names of the role's permissions, in the table's order (`org_permissions`).
+    pub fn permissions(&self) -> Vec<String> {
+        Permission::ALL
+            .iter()
+            .filter(|permission| self.role.grants(**permission))
+            .map(|permission| permission.as_str().to_owned())
+            .collect()
+    }
+}
+
+/// Which organization a refresh's token speaks for (`organization_id` of `POST
+/// /auth/refresh`): the session's as it stands, another one (admitted, and kept for the
+/// refreshes after), or none.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OrganizationChoice {
+    /// `organization_id` absent: the session's organization, if it has one.
+    #[default]
+    Keep,
+    /// `organization_id` given: this one from now on.
+    Switch(OrganizationId),
+    /// `organization_id: null`: none from now on.
+    Clear,
+}
+
+impl OrganizationChoice {
+    /// The organization chosen, given the session's current one.
+    pub fn applied_to(self, current: Option<OrganizationId>) -> Option<OrganizationId> {
+        match self {
+            Self::Keep => current,
+            Self::Switch(organization) => Some(organization),
+            Self::Clear => None,
+        }
+    }
 }
 
 /// One way of proving who one is, as RFC 8176 names it for the `amr` claim.

@@ -9,8 +9,8 @@ use super::{organizations::PlanPolicies, platform::RateLimitError, BoxError, Sto
 use crate::model::{
     AccountKey, AccountToken, AccountTokenPurpose, ApiKey, ApiKeyId, AuditRecord, Email,
     FailedSignIns, LockoutRule, NewApiKey, NewEvent, NewOrganization, NewPassword, NewSession,
-    NewUser, OrganizationId, PasswordCandidate, PasswordHash, PasswordStrength, Session, SessionId,
-    TokenHash, User, UserCredentials, UserId,
+    NewUser, OrganizationId, PasswordCandidate, PasswordHash, PasswordStrength, Role, Session,
+    SessionId, TokenHash, User, UserCredentials, UserId,
 };
 
 /// A user's account as registration creates it: the user, their personal workspace and the
@@ -163,6 +163,15 @@ pub trait SessionStore: Send + Sync + 'static {
     /// Marks a live session used at `now`. Returns false when it is no longer live.
     async fn touch_session(&self, id: SessionId, now: OffsetDateTime) -> Result<bool, StoreError>;
 
+    /// Makes `organization` the organization the live session's access tokens speak for from
+    /// now on (`None`: none). Returns false when the session is no longer live at `now`.
+    async fn scope_session(
+        &self,
+        id: SessionId,
+        organization: Option<OrganizationId>,
+        now: OffsetDateTime,
+    ) -> Result<bool, StoreError>;
+
     /// Whether the session is neither revoked nor expired at `now`: one indexed read, done on
     /// every authenticated request so that a logout takes effect at once on every replica.
     async fn is_live(&self, id: SessionId, now: OffsetDateTime) -> Result<bool, StoreError>;
@@ -297,6 +306,56 @@ pub trait PasswordJudge: Send + Sync + 'static {
     ) -> Result<PasswordStrength, JudgeError>;
 }
 
+/// The `aud` claim: one audience (`"gatehouse"`), or several (`["gatehouse", client id]` in a
+/// token issued to an application, so that the application, too, may check it is meant for
+/// it).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(untagged)]
+pub enum Audience {
+    /// A single audience, written as a string.
+    One(String),
+    /// Several audiences, written as an array.
+    Many(Vec<String>),
+}
+
+impl Audience {
+    /// Gatehouse alone: `"gatehouse"`.
+    pub fn gatehouse() -> Self {
+        Self::One(GATEHOUSE_AUDIENCE.to_owned())
+    }
+
+    /// Gatehouse and the application the token was issued to: `["gatehouse", client id]`.
+    pub fn gatehouse_and(client_id: &str) -> Self {
+        Self::Many(vec![GATEHOUSE_AUDIENCE.to_owned(), client_id.to_owned()])
+    }
+
+    /// The audiences, as a list.
+    pub fn into_vec(self) -> Vec<String> {
+        match self {
+            Self::One(one) => vec![one],
+            Self::Many(many) => many,
+        }
+    }
+
+    /// Whether `audience` is one of them.
+    pub fn contains(&self, audience: &str) -> bool {
+        match self {
+            Self::One(one) => one == audience,
+            Self::Many(many) => many.iter().any(|a| a == audience),
+        }
+    }
+}
+
+impl From<&str> for Audience {
+    fn from(audience: &str) -> Self {
+        Self::One(audience.to_owned())
+    }
+}
+
+/// `aud` of every access token Gatehouse issues (with the client id beside it in an
+/// application's).
+pub const GATEHOUSE_AUDIENCE: &str = "gatehouse";
+
 /// The claims of an access token.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct AccessClaims {
@@ -304,8 +363,8 @@ pub struct AccessClaims {
     pub iss: String,
     /// The subject: the signed-in user.
     pub sub: UserId,
-    /// The audience: always `gatehouse`.
-    pub aud: String,
+    /// The audience: `gatehouse`, and the client id in a token issued to an application.
+    pub aud: Audience,
     /// When the token was issued, in Unix seconds.
     pub iat: i64,
     /// The token is not valid before this time, in Unix seconds (its issue time).
@@ -328,6 +387,16 @@ pub struct AccessClaims {
     /// sign-on. Empty only in tokens issued before Gatehouse wrote the claim.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub amr: Vec<String>,
+    /// The organization the token speaks for, when the sign-in named one (and it admitted
+    /// the user): its id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub org_id: Option<OrganizationId>,
+    /// The user's role in `org_id` when the token was issued.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub org_role: Option<Role>,
+    /// The dotted permissions of that role (`organization.members.read`, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub org_permissions: Vec<String>,
 }
 
 /// The claims of a machine token, which `grant_type=client_credentials` issues to an
@@ -338,8 +407,8 @@ pub struct MachineClaims {
     pub iss: String,
     /// The subject: the application's client id.
     pub sub: String,
-    /// The audience: always `gatehouse`.
-    pub aud: String,
+    /// The audience: `["gatehouse", client id]`.
+    pub aud: Audience,
     /// When the token was issued, in Unix seconds.
     pub iat: i64,
     /// The token is not valid before this time, in Unix seconds (its issue time).
@@ -390,6 +459,15 @@ pub struct IdTokenClaims {
     /// The user's full name, with the scope `profile`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// The organization the sign-in was for, when the authorization request named one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub org_id: Option<OrganizationId>,
+    /// The user's role in `org_id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub org_role: Option<Role>,
+    /// The dotted permissions of that role.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub org_permissions: Vec<String>,
 }
 
 /// The claims of a Bearer token that verified: a user's access token, or an application's

@@ -4,20 +4,26 @@ use serde::Serialize;
 use serde_json::json;
 use time::{Duration, OffsetDateTime};
 
-use super::{audit, event, payloads, sso_realm::Realms, Principal};
+use super::{
+    audit, event, payloads,
+    principal::{admit, OrgAccessError},
+    sso_realm::Realms,
+    Principal,
+};
 use crate::{
     model::{
         password_user_inputs, AccountKey, Amr, ApplicationId, AuditAction, AuditActor, AuditRecord,
-        AuthMethod, ClientGrant, EffectivePolicies, Email, EventType, FullName, LockoutRule,
-        MfaFactor, MfaLogin, MfaMethod, NewEvent, NewOrganization, NewPassword, NewSession,
-        NewUser, Organization, OrganizationId, OrganizationName, OrganizationSettings,
-        OrganizationType, Origin, PasswordCandidate, PasswordError, PasswordHash, PasswordPolicy,
-        Plan, SecretToken, SessionId, Slug, TargetKind, TokenHash, TokenKind, User,
-        UserCredentials, UserId, MFA_TOKEN_TTL, SESSION_TOUCH_INTERVAL,
+        AuthMethod, ClientAddress, ClientGrant, EffectivePolicies, Email, EventType, Feature,
+        FullName, LockoutRule, MfaFactor, MfaLogin, MfaMethod, NewEvent, NewOrganization,
+        NewPassword, NewSession, NewUser, Organization, OrganizationChoice, OrganizationId,
+        OrganizationName, OrganizationSettings, OrganizationType, Origin, PasswordCandidate,
+        PasswordError, PasswordHash, PasswordPolicy, Plan, SecretToken, SessionId, Slug,
+        TargetKind, TokenHash, TokenKind, TokenOrganization, User, UserCredentials, UserId,
+        MFA_TOKEN_TTL, SESSION_TOUCH_INTERVAL,
     },
     ports::{
-        service_ports, AccessClaims, BoxError, HashError, JudgeError, NewAccount, RefreshContext,
-        StoreError, TokenError, WebauthnError,
+        service_ports, AccessClaims, Audience, BoxError, HashError, JudgeError, NewAccount,
+        RefreshContext, StoreError, TokenError, WebauthnError, GATEHOUSE_AUDIENCE,
     },
 };
 
@@ -29,6 +35,16 @@ pub(crate) struct Opening {
     refresh_token: SecretToken,
     policies: EffectivePolicies,
     user: User,
+    organization: Option<TokenOrganization>,
+}
+
+impl Opening {
+    /// The same session, its tokens speaking for `organization` (admitted by the caller).
+    pub(crate) fn for_organization(mut self, organization: Option<TokenOrganization>) -> Self {
+        self.session.organization_id = organization.map(|o| o.organization_id);
+        self.organization = organization;
+        self
+    }
 }
 
 /// Who changes a password, for its audit record, and the session that stays open.
@@ -54,7 +70,7 @@ pub struct AuthSettings {
 
 impl AuthSettings {
     /// `aud` of every access token Gatehouse issues.
-    pub const AUDIENCE: &'static str = "gatehouse";
+    pub const AUDIENCE: &'static str = GATEHOUSE_AUDIENCE;
 
     /// The default lifetimes, for tokens issued by `issuer`.
     pub fn new(issuer: String) -> Self {
@@ -268,6 +284,9 @@ pub enum LoginError {
     /// URL (the organization's IdP), not with a password.
     #[error("{}", SSO_REQUIRED)]
     SsoRequired(String),
+    /// The sign-in named an organization that does not admit the user.
+    #[error(transparent)]
+    NotAdmitted(OrganizationRefused),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -278,6 +297,57 @@ pub enum LoginError {
 
 /// What an address that must sign in with single sign-on is told.
 pub const SSO_REQUIRED: &str = "this account signs in with single sign-on";
+
+/// Why an organization named at a sign-in or a refresh (`organization_id`) does not let the
+/// user's tokens speak for it: the one admission's answer, at this way in.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum OrganizationRefused {
+    /// Not an active member of a live organization (or no such organization): one answer.
+    #[error("you are not a member of this organization")]
+    NotMember,
+    /// The organization's IP allowlist does not hold the request's address.
+    #[error("requests from {0} are not allowed by the organization's IP allowlist")]
+    AddressNotAllowed(ClientAddress),
+    /// The organization requires a second factor this sign-in did not use, and the member's
+    /// grace period is over.
+    #[error("organization requires multi-factor authentication")]
+    MfaRequired,
+    /// The address is of a domain whose organization signs its members in with single
+    /// sign-on, and this sign-in was not through its identity provider: at this URL.
+    #[error("organization requires single sign-on")]
+    SsoRequired(String),
+}
+
+/// Why a token could not be made to speak for an organization.
+#[derive(Debug)]
+pub(crate) enum Admitting {
+    Refused(OrganizationRefused),
+    Store(StoreError),
+}
+
+impl From<StoreError> for Admitting {
+    fn from(error: StoreError) -> Self {
+        Self::Store(error)
+    }
+}
+
+impl From<Admitting> for LoginError {
+    fn from(error: Admitting) -> Self {
+        match error {
+            Admitting::Refused(refused) => Self::NotAdmitted(refused),
+            Admitting::Store(error) => Self::Store(error),
+        }
+    }
+}
+
+impl From<Admitting> for RefreshError {
+    fn from(error: Admitting) -> Self {
+        match error {
+            Admitting::Refused(refused) => Self::NotAdmitted(refused),
+            Admitting::Store(error) => Self::Store(error),
+        }
+    }
+}
 
 /// Why a refresh failed.
 #[derive(Debug, thiserror::Error)]
@@ -294,6 +364,9 @@ pub enum RefreshError {
     /// The password is older than an organization's `max_age_days`: change it first.
     #[error("{}", PASSWORD_EXPIRED)]
     PasswordExpired,
+    /// The organization the token would speak for does not admit the user (any more).
+    #[error(transparent)]
+    NotAdmitted(OrganizationRefused),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -562,10 +635,15 @@ impl AuthService {
     /// Every attempt is audited: a refused one on its own (`auth.login_failed`, naming the
     /// account when there is one), an accepted one in the transaction that opens the session
     /// (`auth.login`) or starts the second step (`auth.mfa_required`).
+    ///
+    /// With `organization`, the tokens speak for that organization (`org_id`, `org_role`,
+    /// `org_permissions`) once it admits the user as every way into it does; a user with a
+    /// second factor names it again at the second step.
     pub async fn login(
         &self,
         email: &str,
         password: String,
+        organization: Option<OrganizationId>,
         origin: &Origin,
     ) -> Result<SignIn, LoginError> {
         // An email that does not parse cannot have an account; it still costs a verification.
@@ -586,13 +664,17 @@ impl AuthService {
         };
         let signed_in = match barred {
             Some(login_url) => Err(LoginError::SsoRequired(login_url)),
-            None => self.login_as(credentials, email, password, origin).await,
+            None => {
+                self.login_as(credentials, email, password, organization, origin)
+                    .await
+            }
         };
         if let Err(
             LoginError::InvalidCredentials
             | LoginError::LockedOut(_)
             | LoginError::PasswordExpired
-            | LoginError::SsoRequired(_),
+            | LoginError::SsoRequired(_)
+            | LoginError::NotAdmitted(_),
         ) = &signed_in
         {
             self.refused(actor, origin).await?;
@@ -608,15 +690,11 @@ impl AuthService {
         email: &Email,
         user: Option<UserId>,
     ) -> Result<Option<String>, StoreError> {
-        Ok(Realms {
-            sso: self.ports.sso.as_ref(),
-            domains: self.ports.domains.as_ref(),
-            organizations: self.ports.organizations.as_ref(),
-            memberships: self.ports.memberships.as_ref(),
-        }
-        .enforced(email, user, &self.settings.issuer)
-        .await?
-        .map(|realm| realm.login_url))
+        Ok(self
+            .realms()
+            .enforced(email, user, &self.settings.issuer)
+            .await?
+            .map(|realm| realm.login_url))
     }
 
     /// Writes a record that goes with no change (a refusal): it stands alone.
@@ -680,6 +758,7 @@ impl AuthService {
         credentials: Option<UserCredentials>,
         email: &str,
         password: String,
+        organization: Option<OrganizationId>,
         origin: &Origin,
     ) -> Result<SignIn, LoginError> {
         let factors = match &credentials {
@@ -716,23 +795,35 @@ impl AuthService {
             ));
         }
         Ok(SignIn::Tokens(
-            self.open_session(credentials.user, policies, Amr::password(), now, origin)
-                .await?,
+            self.open_session(
+                credentials.user,
+                policies,
+                Amr::password(),
+                organization,
+                now,
+                origin,
+            )
+            .await?,
         ))
     }
 
     /// Opens a session for a sign-in that is complete (no second step to come): stored with
-    /// its `auth.login`, then its tokens.
+    /// its `auth.login`, then its tokens; with `organization`, once it admits the user, and
+    /// its tokens speak for it. A refusal opens nothing.
     pub(crate) async fn open_session(
         &self,
         user: User,
         policies: EffectivePolicies,
         amr: Amr,
+        organization: Option<OrganizationId>,
         now: OffsetDateTime,
         origin: &Origin,
     ) -> Result<TokenPair, LoginError> {
         let record = self.sign_in_record(user.id, AuditAction::LoginSucceeded, origin, now);
         let opening = self.opening(user, policies, None, amr, now);
+        let opening = self
+            .admitted_opening(opening, organization, Some(origin.client()))
+            .await?;
         self.ports
             .sessions
             .create_session(
@@ -844,6 +935,7 @@ impl AuthService {
             grant,
             amr,
             sso_organization_id: None,
+            organization_id: None,
         };
         let event = event(
             self.ports.random.as_ref(),
@@ -867,6 +959,114 @@ impl AuthService {
             refresh_token,
             policies,
             user,
+            organization: None,
+        }
+    }
+
+    /// The opening, its tokens speaking for `organization` when one is named and it admits
+    /// the user (from `client`: see [`Self::admit_token`]).
+    pub(crate) async fn admitted_opening(
+        &self,
+        opening: Opening,
+        organization: Option<OrganizationId>,
+        client: Option<ClientAddress>,
+    ) -> Result<Opening, Admitting> {
+        let Some(organization) = organization else {
+            return Ok(opening);
+        };
+        let admitted = self
+            .admit_token(
+                &opening.user,
+                opening.session.id,
+                &opening.session.amr,
+                opening.session.sso_organization_id,
+                organization,
+                client,
+                opening.session.created_at,
+            )
+            .await?;
+        Ok(opening.for_organization(Some(admitted)))
+    }
+
+    /// The one admission, for a token that is to speak for an organization: the user is an
+    /// active member of it, from an address its IP allowlist holds (`client`; `None` where the
+    /// request is an application's server's, whose user was admitted at `/oauth/authorize`),
+    /// with the second factor its MFA policy requires after the member's grace, and, when the
+    /// organization signs the address's domain in with single sign-on, signed in through its
+    /// identity provider (its owner excepted: the break-glass password). What the token then
+    /// says: the organization and the member's role.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn admit_token(
+        &self,
+        user: &User,
+        session_id: SessionId,
+        amr: &Amr,
+        sso_organization: Option<OrganizationId>,
+        organization_id: OrganizationId,
+        client: Option<ClientAddress>,
+        now: OffsetDateTime,
+    ) -> Result<TokenOrganization, Admitting> {
+        let refused = |why| Err(Admitting::Refused(why));
+        let Some(membership) = self
+            .ports
+            .memberships
+            .membership(user.id, organization_id)
+            .await?
+        else {
+            return refused(OrganizationRefused::NotMember);
+        };
+        let policies = match membership.plan.includes(Feature::Policies) {
+            true => self.ports.policies.policies(organization_id).await?,
+            false => None,
+        };
+        let principal = Principal::User {
+            user_id: user.id,
+            session_id,
+            amr: amr.clone(),
+            application: None,
+        };
+        let admitted = admit(
+            principal,
+            membership.clone(),
+            policies,
+            sso_organization,
+            client,
+            now,
+        );
+        match admitted {
+            Ok(_) => {}
+            Err(OrgAccessError::AddressNotAllowed(address)) => {
+                return refused(OrganizationRefused::AddressNotAllowed(address))
+            }
+            Err(OrgAccessError::MfaRequired) => return refused(OrganizationRefused::MfaRequired),
+            Err(OrgAccessError::NotFound | OrgAccessError::NoApiScope) => {
+                return refused(OrganizationRefused::NotMember)
+            }
+            Err(OrgAccessError::Store(error)) => return Err(error.into()),
+        }
+        let own_idp =
+            amr.includes(AuthMethod::External) && sso_organization == Some(organization_id);
+        if !own_idp {
+            let realm = self
+                .realms()
+                .enforced(&user.email, Some(user.id), &self.settings.issuer)
+                .await?;
+            if let Some(realm) = realm {
+                if realm.organization_id == organization_id {
+                    return refused(OrganizationRefused::SsoRequired(realm.login_url));
+                }
+            }
+        }
+        Ok(TokenOrganization::of(&membership))
+    }
+
+    /// The stores single sign-on realms are read from.
+    fn realms(&self) -> Realms<'_> {
+        Realms {
+            sso: self.ports.sso.as_ref(),
+            domains: self.ports.domains.as_ref(),
+            organizations: self.ports.organizations.as_ref(),
+            memberships: self.ports.memberships.as_ref(),
         }
     }
 
@@ -880,6 +1080,7 @@ impl AuthService {
                 opening.session.id,
                 opening.session.grant.as_ref(),
                 &opening.session.amr,
+                opening.organization.as_ref(),
                 now,
                 not_after,
             )
@@ -895,12 +1096,19 @@ impl AuthService {
     /// idle timeout, or older than the maximum duration, is refused. `application` is the
     /// client refreshing through OAuth: a session an application was granted refreshes only
     /// for that application, and a password login's session only outside OAuth.
+    ///
+    /// `organization` chooses the organization the new token speaks for (the session keeps
+    /// the choice for later refreshes); it is admitted again on every refresh, from `client`
+    /// (the caller's address; `None` for an application's server), so that a removal, a role
+    /// change or a new policy reaches the next token.
     pub async fn refresh(
         &self,
         refresh_token: &str,
         application: Option<ApplicationId>,
+        organization: OrganizationChoice,
+        client: Option<ClientAddress>,
     ) -> Result<AccessToken, RefreshError> {
-        self.refresh_session(refresh_token, application)
+        self.refresh_session(refresh_token, application, organization, client)
             .await
             .map(|(access, _)| access)
     }
@@ -911,6 +1119,8 @@ impl AuthService {
         &self,
         refresh_token: &str,
         application: Option<ApplicationId>,
+        organization: OrganizationChoice,
+        client: Option<ClientAddress>,
     ) -> Result<(AccessToken, Option<ClientGrant>), RefreshError> {
         let now = self.ports.clock.now();
         let hash = TokenHash::of(refresh_token);
@@ -945,11 +1155,34 @@ impl AuthService {
         {
             return Err(RefreshError::PasswordExpired);
         }
+        let scoped = organization.applied_to(session.organization_id);
+        let speaks_for = match scoped {
+            Some(organization_id) => Some(
+                self.admit_token(
+                    &credentials.user,
+                    session.id,
+                    &session.amr,
+                    session.sso_organization_id,
+                    organization_id,
+                    client,
+                    now,
+                )
+                .await?,
+            ),
+            None => None,
+        };
         // The session was live when read; a revocation since then stops the access token at
         // its first use (every authenticated request checks the session).
-        if now - session.last_used_at >= SESSION_TOUCH_INTERVAL
-            && !self.ports.sessions.touch_session(session.id, now).await?
-        {
+        let still_live = if scoped != session.organization_id {
+            self.ports
+                .sessions
+                .scope_session(session.id, scoped, now)
+                .await?
+        } else {
+            now - session.last_used_at < SESSION_TOUCH_INTERVAL
+                || self.ports.sessions.touch_session(session.id, now).await?
+        };
+        if !still_live {
             return Err(RefreshError::InvalidToken);
         }
         let mut ends_at = session.expires_at;
@@ -963,6 +1196,7 @@ impl AuthService {
                 session.id,
                 session.grant.as_ref(),
                 &session.amr,
+                speaks_for.as_ref(),
                 now,
                 not_after,
             )
@@ -1302,12 +1536,14 @@ impl AuthService {
 
     /// An access token for the session, expiring after the configured lifetime or at
     /// `not_after`, whichever comes first.
+    #[allow(clippy::too_many_arguments)]
     async fn issue_access_token(
         &self,
         user: &User,
         session_id: SessionId,
         grant: Option<&ClientGrant>,
         amr: &Amr,
+        organization: Option<&TokenOrganization>,
         now: OffsetDateTime,
         not_after: OffsetDateTime,
     ) -> Result<AccessToken, TokenError> {
@@ -1315,7 +1551,10 @@ impl AuthService {
         let claims = AccessClaims {
             iss: self.settings.issuer.clone(),
             sub: user.id,
-            aud: AuthSettings::AUDIENCE.to_owned(),
+            aud: match grant {
+                Some(grant) => Audience::gatehouse_and(grant.client_id.as_str()),
+                None => Audience::gatehouse(),
+            },
             iat: now.unix_timestamp(),
             nbf: now.unix_timestamp(),
             exp: expires_at.unix_timestamp(),
@@ -1325,6 +1564,9 @@ impl AuthService {
             client_id: grant.map(|g| g.client_id.as_str().to_owned()),
             scope: grant.map(|g| g.scope.to_string()),
             amr: amr.claim(),
+            org_id: organization.map(|o| o.organization_id),
+            org_role: organization.map(|o| o.role),
+            org_permissions: organization.map(|o| o.permissions()).unwrap_or_default(),
         };
         Ok(AccessToken {
             access_token: self.ports.signer.sign(&claims).await?,

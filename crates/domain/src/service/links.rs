@@ -5,14 +5,14 @@
 
 use super::{
     audit,
-    auth::{ChangePasswordError, Changer, PasswordRefused, SignIn},
+    auth::{ChangePasswordError, Changer, OrganizationRefused, PasswordRefused, SignIn},
     AuthService, LockedOut, LoginError, Principal,
 };
 use crate::{
     model::{
         password_user_inputs, AccountKey, AccountToken, AccountTokenPurpose, Amr, AuditAction,
-        AuditActor, ClientAddress, Email, Origin, PasswordError, PasswordPolicy, TargetKind,
-        TokenHash, UserCredentials,
+        AuditActor, ClientAddress, Email, OrganizationId, Origin, PasswordError, PasswordPolicy,
+        TargetKind, TokenHash, UserCredentials,
     },
     ports::{service_ports, BoxError, Mail, StoreError},
 };
@@ -49,6 +49,10 @@ pub enum LinkError {
     /// reset for it; it signs in at this URL (the organization's IdP).
     #[error("{}", super::auth::SSO_REQUIRED)]
     SsoRequired(String),
+    /// The sign-in named an organization that does not admit the user (the link is spent:
+    /// ask for another one, naming another organization or none).
+    #[error(transparent)]
+    NotAdmitted(OrganizationRefused),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -62,6 +66,7 @@ impl From<LoginError> for LinkError {
         match error {
             LoginError::LockedOut(locked) => Self::LockedOut(locked),
             LoginError::SsoRequired(url) => Self::SsoRequired(url),
+            LoginError::NotAdmitted(refused) => Self::NotAdmitted(refused),
             LoginError::Store(e) => Self::Store(e),
             other => Self::Internal(Box::new(other)),
         }
@@ -302,9 +307,13 @@ impl EmailLinkService {
     /// Signs in with a mailed link: a session (`amr: ["email"]`), or, for a user with a second
     /// factor, the second step. The link proves the address too. Audited like a password
     /// sign-in: a refused link on its own, an accepted one with its session or second step.
+    ///
+    /// With `organization`, the tokens speak for it once it admits the user, as at a password
+    /// login (a user with a second factor names it again at the second step).
     pub async fn sign_in_with_link(
         &self,
         token: &str,
+        organization: Option<OrganizationId>,
         origin: &Origin,
     ) -> Result<SignIn, LinkError> {
         let (taken, credentials) = match self.taken(token, AccountTokenPurpose::MagicLink).await {
@@ -359,10 +368,25 @@ impl EmailLinkService {
             return Ok(SignIn::SecondFactor(needed));
         }
         let policies = self.auth.policies_of(credentials.user.id).await?;
+        let user_id = credentials.user.id;
         let tokens = self
             .auth
-            .open_session(credentials.user, policies, Amr::email_link(), now, origin)
-            .await?;
+            .open_session(
+                credentials.user,
+                policies,
+                Amr::email_link(),
+                organization,
+                now,
+                origin,
+            )
+            .await;
+        let tokens = match tokens {
+            Err(LoginError::NotAdmitted(refused)) => {
+                self.auth.refused(AuditActor::User(user_id), origin).await?;
+                return Err(LinkError::NotAdmitted(refused));
+            }
+            tokens => tokens?,
+        };
         Ok(SignIn::Tokens(tokens))
     }
 

@@ -161,7 +161,7 @@ fn a_link_mailed_to_an_address_the_user_has_left_signs_nobody_in() {
         .returning(|_, _, _| ready(Ok(Some(link_of("old@example.com")))));
     mocks.ada_is_registered();
     mocks.sessions.expect_create_session().never();
-    let result = block_on(mocks.links().sign_in_with_link("ghml_x", &origin()));
+    let result = block_on(mocks.links().sign_in_with_link("ghml_x", None, &origin()));
     assert!(matches!(result, Err(LinkError::InvalidToken)));
 }
 
@@ -198,7 +198,7 @@ fn a_sign_in_link_opens_an_email_session_and_proves_the_address() {
         });
     let signed = mocks.signer_signs();
 
-    let signed_in = block_on(mocks.links().sign_in_with_link("ghml_x", &origin())).unwrap();
+    let signed_in = block_on(mocks.links().sign_in_with_link("ghml_x", None, &origin())).unwrap();
 
     assert!(matches!(signed_in, SignIn::Tokens(_)));
     assert_eq!(opened.only().amr, Amr::email_link());

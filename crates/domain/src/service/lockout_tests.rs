@@ -67,8 +67,12 @@ impl Mocks {
 }
 
 fn login(mocks: Mocks, email: &str, password: &str) -> Result<super::TokenPair, LoginError> {
-    block_on(mocks.auth().login(email, password.to_owned(), &origin()))
-        .map(|signed_in| signed_in.into_tokens().expect("no second factor"))
+    block_on(
+        mocks
+            .auth()
+            .login(email, password.to_owned(), None, &origin()),
+    )
+    .map(|signed_in| signed_in.into_tokens().expect("no second factor"))
 }
 
 #[test]

@@ -12,15 +12,15 @@ use time::OffsetDateTime;
 
 use super::{
     audit,
-    auth::{CheckError, LockedOut},
+    auth::{Admitting, CheckError, LockedOut, OrganizationRefused},
     event, AuthService, Principal, TokenPair,
 };
 use crate::{
     model::{
         normalise_recovery_code, AccountKey, AuditAction, AuditActor, AuditRecord, AuthMethod,
-        EventType, LockoutRule, MfaFactor, MfaFactorId, MfaLogin, MfaMethod, NewEvent, Origin,
-        SecretToken, TargetKind, TokenHash, TotpCode, TotpSecret, UserCredentials, UserId,
-        WebauthnRegistration, RECOVERY_CODES, WEBAUTHN_REGISTRATION_TTL,
+        EventType, LockoutRule, MfaFactor, MfaFactorId, MfaLogin, MfaMethod, NewEvent,
+        OrganizationId, Origin, SecretToken, TargetKind, TokenHash, TotpCode, TotpSecret,
+        UserCredentials, UserId, WebauthnRegistration, RECOVERY_CODES, WEBAUTHN_REGISTRATION_TTL,
     },
     ports::{
         service_ports, BoxError, SecondFactorUse, StoreError, StoredTotp, WebauthnError,
@@ -166,12 +166,25 @@ pub enum VerifyError {
     /// Too many failed sign-ins: the account is locked for a while.
     #[error(transparent)]
     LockedOut(LockedOut),
+    /// The sign-in named an organization that does not admit the user; the `mfa_token` is
+    /// not spent (another organization, or none, may still be named with it).
+    #[error(transparent)]
+    NotAdmitted(OrganizationRefused),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
     /// An adapter failed.
     #[error("verifying the second factor failed")]
     Internal(#[source] BoxError),
+}
+
+impl From<Admitting> for VerifyError {
+    fn from(error: Admitting) -> Self {
+        match error {
+            Admitting::Refused(refused) => Self::NotAdmitted(refused),
+            Admitting::Store(error) => Self::Store(error),
+        }
+    }
 }
 
 impl From<CheckError> for MfaError {
@@ -588,10 +601,14 @@ impl MfaService {
     ///
     /// Audited: a refusal on its own (`auth.login_failed`, naming the user when the token
     /// does), the sign-in in the transaction that opens its session (`auth.login`).
+    ///
+    /// With `organization`, the tokens speak for it once it admits the user (the second
+    /// factor counted), as at a password login.
     pub async fn verify(
         &self,
         mfa_token: &str,
         proof: SecondFactorProof,
+        organization: Option<OrganizationId>,
         origin: &Origin,
     ) -> Result<TokenPair, VerifyError> {
         let token = TokenHash::of(mfa_token);
@@ -601,10 +618,13 @@ impl MfaService {
             return Err(VerifyError::InvalidToken);
         };
         let verified = self
-            .verify_login(&token, login.clone(), proof, origin, now)
+            .verify_login(&token, login.clone(), proof, organization, origin, now)
             .await;
         if let Err(
-            VerifyError::InvalidToken | VerifyError::WrongFactor | VerifyError::LockedOut(_),
+            VerifyError::InvalidToken
+            | VerifyError::WrongFactor
+            | VerifyError::LockedOut(_)
+            | VerifyError::NotAdmitted(_),
         ) = &verified
         {
             self.auth
@@ -619,6 +639,7 @@ impl MfaService {
         token: &TokenHash,
         login: MfaLogin,
         proof: SecondFactorProof,
+        organization: Option<OrganizationId>,
         origin: &Origin,
         now: OffsetDateTime,
     ) -> Result<TokenPair, VerifyError> {
@@ -658,6 +679,11 @@ impl MfaService {
             login.first_factor.clone().and(method),
             now,
         );
+        // Admitted before the token and the factor are spent: a refusal changes nothing.
+        let opening = self
+            .auth
+            .admitted_opening(opening, organization, Some(origin.client()))
+            .await?;
         if !self
             .ports
             .mfa

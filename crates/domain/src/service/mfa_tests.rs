@@ -349,11 +349,12 @@ fn a_user_with_a_factor_gets_a_second_step_not_tokens_and_keeps_the_failure_coun
     mocks.sessions.expect_create_session().never();
     mocks.signer.expect_sign().never();
 
-    let signed_in = block_on(
-        mocks
-            .auth()
-            .login(ADA_EMAIL, ADA_PASSWORD.to_owned(), &origin()),
-    )
+    let signed_in = block_on(mocks.auth().login(
+        ADA_EMAIL,
+        ADA_PASSWORD.to_owned(),
+        None,
+        &origin(),
+    ))
     .unwrap();
 
     let SignIn::SecondFactor(needed) = signed_in else {
@@ -395,6 +396,7 @@ fn the_second_step_opens_a_session_whose_tokens_say_otp() {
     block_on(mocks.mfa().verify(
         "ghm_token",
         SecondFactorProof::Code("123456".into()),
+        None,
         &origin(),
     ))
     .unwrap();
@@ -441,6 +443,7 @@ fn a_code_is_taken_once_and_a_wrong_one_counts_against_token_and_account() {
         let result = block_on(mocks.mfa().verify(
             "ghm_token",
             SecondFactorProof::Code("123456".into()),
+            None,
             &origin(),
         ));
         assert!(matches!(result, Err(VerifyError::WrongFactor)), "{last:?}");
@@ -458,6 +461,7 @@ fn a_dead_token_goes_nowhere() {
     let result = block_on(mocks.mfa().verify(
         "ghm_expired",
         SecondFactorProof::RecoveryCode("abcde-fghjk".into()),
+        None,
         &origin(),
     ));
     assert!(matches!(result, Err(VerifyError::InvalidToken)));
@@ -483,6 +487,7 @@ fn a_recovery_code_is_spent_by_its_hash_as_typed_loosely() {
     block_on(mocks.mfa().verify(
         "ghm_token",
         SecondFactorProof::RecoveryCode(" ABCDE-fghjk ".into()),
+        None,
         &origin(),
     ))
     .unwrap();
@@ -503,6 +508,7 @@ fn a_secret_that_will_not_open_is_an_internal_error_not_a_wrong_code() {
     let result = block_on(mocks.mfa().verify(
         "ghm_token",
         SecondFactorProof::Code("123456".into()),
+        None,
         &origin(),
     ));
     assert!(matches!(result, Err(VerifyError::Internal(_))));

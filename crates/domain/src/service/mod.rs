@@ -31,8 +31,8 @@ pub use applications::{
 pub use audit_log::{AuditLogError, AuditLogPorts, AuditLogService};
 pub use auth::{
     AccessToken, AuthPorts, AuthService, AuthSettings, BrowserSession, ChangePasswordError,
-    LockedOut, LoginError, ProfileChange, RefreshError, RegisterError, Registered,
-    SecondFactorNeeded, SignIn, TokenPair, UpdateProfileError, SSO_REQUIRED,
+    LockedOut, LoginError, OrganizationRefused, ProfileChange, RefreshError, RegisterError,
+    Registered, SecondFactorNeeded, SignIn, TokenPair, UpdateProfileError, SSO_REQUIRED,
 };
 pub use control::{ControlPorts, ControlService, PostEventError, ReplayError, MAX_REPLAY};
 pub use domains::{DomainError, DomainPorts, DomainService, MAX_DOMAINS};
@@ -122,6 +122,8 @@ mod lockout_tests;
 mod mfa_tests;
 #[cfg(test)]
 mod oauth_tests;
+#[cfg(test)]
+mod org_token_tests;
 #[cfg(test)]
 mod policy_tests;
 #[cfg(test)]

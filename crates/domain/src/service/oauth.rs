@@ -16,13 +16,13 @@ use crate::{
         at_hash, client_secret_matches, ApiScope, ApiScopes, Application, AuditAction, AuditActor,
         AuditRecord, AuthMethod, AuthorizationCode, Branding, ClientGrant, ClientId, CodeChallenge,
         CodeVerifier, Consent, EventType, Feature, GrantedConsent, NewAuthorizationCode, Nonce,
-        OAuthError, OAuthErrorCode, OrganizationId, Origin, RedirectUri, Scope, SecretToken,
-        Session, SessionId, State, TargetKind, TokenHash, TokenKind, User, UserClaims, UserId,
-        AUTHORIZATION_CODE_SECONDS, EMAIL_SCOPE, OPENID, PROFILE_SCOPE,
+        OAuthError, OAuthErrorCode, OrganizationChoice, OrganizationId, Origin, RedirectUri, Scope,
+        SecretToken, Session, SessionId, State, TargetKind, TokenHash, TokenKind, User, UserClaims,
+        UserId, AUTHORIZATION_CODE_SECONDS, EMAIL_SCOPE, OPENID, PROFILE_SCOPE,
     },
     ports::{
-        service_ports, AccessClaims, BearerClaims, BoxError, IdTokenClaims, MachineClaims,
-        StoreError, TokenError,
+        service_ports, AccessClaims, Audience, BearerClaims, BoxError, IdTokenClaims,
+        MachineClaims, StoreError, TokenError,
     },
 };
 
@@ -962,6 +962,9 @@ impl OAuthService {
             email: claims.email,
             email_verified: claims.email_verified,
             name: claims.name,
+            org_id: None,
+            org_role: None,
+            org_permissions: Vec::new(),
         };
         self.ports
             .signer
@@ -978,7 +981,12 @@ impl OAuthService {
         // The session's grant comes with the refresh's own read: one round trip.
         let (access, grant) = self
             .auth
-            .refresh_session(refresh_token, Some(application.id))
+            .refresh_session(
+                refresh_token,
+                Some(application.id),
+                OrganizationChoice::Keep,
+                None,
+            )
             .await
             .map_err(|error| match error {
                 RefreshError::Store(e) => TokenEndpointError::Store(e),
@@ -1068,7 +1076,7 @@ impl OAuthService {
         let claims = MachineClaims {
             iss: self.auth.settings().issuer.clone(),
             sub: client_id.clone(),
-            aud: super::AuthSettings::AUDIENCE.to_owned(),
+            aud: Audience::gatehouse_and(&client_id),
             iat: now.unix_timestamp(),
             nbf: now.unix_timestamp(),
             exp: (now + lifetime).unix_timestamp(),
@@ -1180,11 +1188,12 @@ pub struct ActiveToken {
     pub iat: i64,
     /// The issuer.
     pub iss: String,
-    /// An access token's audience (`gatehouse`) and id.
-    pub aud: Option<String>,
+    /// An access token's audience: `gatehouse` and the client id.
+    pub aud: Option<Audience>,
     /// An access token's id.
     pub jti: Option<String>,
-    /// A machine token's organization.
+    /// The organization the token speaks for: a machine token's, or the one an access
+    /// token's sign-in named.
     pub org_id: Option<OrganizationId>,
 }
 
@@ -1252,7 +1261,7 @@ impl OAuthService {
                 iss: claims.iss,
                 aud: Some(claims.aud),
                 jti: Some(claims.jti.to_string()),
-                org_id: None,
+                org_id: claims.org_id,
             },
             Presented::Machine(claims) => ActiveToken {
                 kind: IntrospectedKind::Access,

@@ -21,7 +21,7 @@ use crate::{
         RedirectUri, RedirectUris, Scope, SecretToken, Session, SessionId, StoredCode, TargetKind,
         TokenHash, TokenKind,
     },
-    ports::{BearerClaims, MachineClaims, MockAuditStore},
+    ports::{Audience, BearerClaims, MachineClaims, MockAuditStore},
 };
 
 pub(super) const CALLBACK: &str = "https://billing.example.com/cb";
@@ -932,7 +932,7 @@ fn client_credentials_issue_a_machine_token_of_the_application_in_its_organizati
         (client_id.as_str(), client_id.as_str())
     );
     assert_eq!(claims.org_id, ACME);
-    assert_eq!(claims.aud, "gatehouse");
+    assert_eq!(claims.aud, Audience::gatehouse_and(&client_id));
     assert_eq!(claims.scope, "org:read members:read");
     assert_eq!(claims.exp - claims.iat, MACHINE_TOKEN_SECONDS);
 }
@@ -985,6 +985,8 @@ fn granted_session(application: ApplicationId) -> Session {
             scope: Scope::parse("openid").unwrap(),
         }),
         amr: Amr::password(),
+        sso_organization_id: None,
+        organization_id: None,
     }
 }
 
@@ -1101,7 +1103,7 @@ fn a_machine_token_cannot_be_revoked() {
         ready(Ok(BearerClaims::Machine(MachineClaims {
             iss: settings().issuer,
             sub: client_id.clone(),
-            aud: "gatehouse".into(),
+            aud: Audience::gatehouse_and(&client_id),
             iat: now().unix_timestamp(),
             nbf: now().unix_timestamp(),
             exp: now().unix_timestamp() + 600,

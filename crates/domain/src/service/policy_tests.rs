@@ -23,8 +23,8 @@ use crate::{
     model::{
         Amr, ApiKeyName, AuthMethod, ClientAddress, ConcurrentSessions, GraceHours, IdleMinutes,
         IpAllowlist, IpRange, MaxAgeDays, Membership, MfaMethod, MfaPolicy, MinLength, NewSession,
-        OrganizationId, OrganizationPolicies, Origin, PasswordError, Permission, Plan, ReuseCount,
-        Role, Scope, Session, SessionHours, TokenHash,
+        OrganizationChoice, OrganizationId, OrganizationPolicies, Origin, PasswordError,
+        Permission, Plan, ReuseCount, Role, Scope, Session, SessionHours, TokenHash,
     },
     ports::{
         BearerClaims, MockMembershipStore, MockPolicyStore, MockSessionStore, SavedPolicies,
@@ -173,7 +173,7 @@ fn login_with_a_password_older_than_max_age_is_refused_before_a_session_opens() 
     let result = block_on(
         mocks
             .auth()
-            .login(ADA_EMAIL, ADA_PASSWORD.to_owned(), &origin()),
+            .login(ADA_EMAIL, ADA_PASSWORD.to_owned(), None, &origin()),
     );
 
     assert!(matches!(result, Err(LoginError::PasswordExpired)));
@@ -262,7 +262,7 @@ fn login_under_a_session_policy_bounds_the_session_the_token_and_the_session_cou
     let pair = block_on(
         mocks
             .auth()
-            .login(ADA_EMAIL, ADA_PASSWORD.to_owned(), &origin()),
+            .login(ADA_EMAIL, ADA_PASSWORD.to_owned(), None, &origin()),
     )
     .unwrap()
     .into_tokens()
@@ -298,7 +298,7 @@ fn policies_of_an_organization_whose_plan_lapsed_are_not_enforced() {
     let pair = block_on(
         mocks
             .auth()
-            .login(ADA_EMAIL, ADA_PASSWORD.to_owned(), &origin()),
+            .login(ADA_EMAIL, ADA_PASSWORD.to_owned(), None, &origin()),
     )
     .unwrap()
     .into_tokens()
@@ -308,7 +308,11 @@ fn policies_of_an_organization_whose_plan_lapsed_are_not_enforced() {
 }
 
 fn refresh_with(mocks: Mocks) -> Result<super::AccessToken, RefreshError> {
-    block_on(mocks.auth().refresh(REFRESH_TOKEN, None))
+    block_on(
+        mocks
+            .auth()
+            .refresh(REFRESH_TOKEN, None, OrganizationChoice::Keep, None),
+    )
 }
 
 #[test]

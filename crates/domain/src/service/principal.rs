@@ -344,7 +344,7 @@ impl Authenticator {
                         membership,
                         access.policies,
                         access.sso_organization,
-                        client,
+                        Some(client),
                         now,
                     ),
                     Err(refused) => Err(refused),
@@ -498,7 +498,7 @@ pub(crate) async fn admission(
         membership,
         policies,
         sso_organization,
-        client,
+        Some(client),
         now,
     )
 }
@@ -531,17 +531,19 @@ async fn granted_in(
 }
 
 /// The member acting, when the organization's policies let them from this address at `now`.
-/// Policies bind only while the plan includes them; a downgrade stops enforcing.
-fn admit(
+/// Policies bind only while the plan includes them; a downgrade stops enforcing. `client` is
+/// `None` where the request is not the member's own (an application's server refreshing a
+/// token): the IP allowlist was checked where the member was, at `/oauth/authorize`.
+pub(crate) fn admit(
     principal: Principal,
     membership: Membership,
     policies: Option<SavedPolicies>,
     sso_organization: Option<OrganizationId>,
-    client: ClientAddress,
+    client: Option<ClientAddress>,
     now: OffsetDateTime,
 ) -> Result<Actor, OrgAccessError> {
     if let Some(saved) = policies.filter(|_| membership.plan.includes(Feature::Policies)) {
-        if !saved.policies.ip_allowlist.permits(client.0) {
+        if let Some(client) = client.filter(|c| !saved.policies.ip_allowlist.permits(c.0)) {
             return Err(OrgAccessError::AddressNotAllowed(client));
         }
         if needs_second_factor(&principal, &membership, &saved, sso_organization, now) {

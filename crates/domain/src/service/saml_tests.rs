@@ -579,7 +579,11 @@ fn an_address_of_an_enforced_domain_is_sent_to_its_idp_instead_of_a_password() {
         let mut mocks = example_com_signs_in_with_acmes_idp(role);
         mocks.hasher.expect_verify().never();
         mocks.sessions.expect_create_session().never();
-        let refused = block_on(mocks.auth().login(ADA_EMAIL, "any".to_owned(), &origin()));
+        let refused = block_on(
+            mocks
+                .auth()
+                .login(ADA_EMAIL, "any".to_owned(), None, &origin()),
+        );
         match refused {
             Err(super::LoginError::SsoRequired(url)) => assert_eq!(url, sso_url(), "{role:?}"),
             other => panic!("{role:?}: expected the IdP, got {other:?}"),
@@ -593,11 +597,12 @@ fn an_unknown_address_of_an_enforced_domain_is_told_the_same() {
     mocks.accounts = crate::ports::MockAccountStore::new();
     mocks.email_is_free();
     mocks.hasher.expect_verify().never();
-    let refused = block_on(
-        mocks
-            .auth()
-            .login("nobody@example.com", "any".to_owned(), &origin()),
-    );
+    let refused = block_on(mocks.auth().login(
+        "nobody@example.com",
+        "any".to_owned(),
+        None,
+        &origin(),
+    ));
     assert!(matches!(refused, Err(super::LoginError::SsoRequired(_))));
 }
 
@@ -609,13 +614,55 @@ fn the_owner_keeps_a_password_to_get_in_when_the_idp_cannot() {
         .expect_verify()
         .times(1)
         .returning(|_, _| ready(Ok(false)));
-    let answer = block_on(
-        mocks
-            .auth()
-            .login(ADA_EMAIL, "wrong password".to_owned(), &origin()),
-    );
+    let answer = block_on(mocks.auth().login(
+        ADA_EMAIL,
+        "wrong password".to_owned(),
+        None,
+        &origin(),
+    ));
     assert!(
         matches!(answer, Err(super::LoginError::InvalidCredentials)),
         "the password is checked: {answer:?}"
+    );
+}
+
+#[test]
+fn a_token_for_an_sso_organization_needs_a_sign_in_through_its_idp() {
+    use crate::model::{OrganizationChoice, Session};
+    // A password session opened before Acme turned single sign-on on, or an owner's
+    // break-glass password: the member's token for Acme needs its IdP's sign-in.
+    let refreshed = |amr: Amr, sso_organization_id, role| {
+        let mut mocks = example_com_signs_in_with_acmes_idp(Some(role));
+        mocks.refresh_token_opens(Some(Session {
+            amr,
+            sso_organization_id,
+            organization_id: Some(ACME),
+            ..super::tests::ada_session()
+        }));
+        mocks
+            .sessions
+            .expect_touch_session()
+            .returning(|_, _| ready(Ok(true)));
+        mocks
+            .signer
+            .expect_sign()
+            .returning(|_| ready(Ok(super::tests::SIGNED.to_owned())));
+        block_on(mocks.auth().refresh(
+            super::tests::REFRESH_TOKEN,
+            None,
+            OrganizationChoice::Keep,
+            None,
+        ))
+    };
+    match refreshed(Amr::password(), None, Role::Member) {
+        Err(super::RefreshError::NotAdmitted(super::OrganizationRefused::SsoRequired(url))) => {
+            assert_eq!(url, sso_url())
+        }
+        other => panic!("expected the IdP, got {other:?}"),
+    }
+    assert!(refreshed(Amr::external(), Some(ACME), Role::Member).is_ok());
+    assert!(
+        refreshed(Amr::password(), None, Role::Owner).is_ok(),
+        "the owner's break-glass password"
     );
 }

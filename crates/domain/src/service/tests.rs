@@ -23,15 +23,16 @@ use crate::{
         Amr, ApiKey, ApiKeyId, ApiKeyName, Application, ApplicationId, ApplicationName,
         AuditAction, AuditActor, AuditOutcome, AuditTarget, ClientAddress, ClientGrant, ClientId,
         Email, EventType, FailedSignIns, FullName, Membership, NewApiKey, NewEvent, NewSession,
-        Organization, OrganizationId, OrganizationName, OrganizationPolicies, OrganizationSettings,
-        OrganizationType, Origin, PasswordError, PasswordHash, PasswordStrength, Permission, Plan,
-        RedirectUri, RedirectUris, Role, Scope, SecretToken, Session, SessionId, Slug, TargetKind,
-        TokenHash, TokenKind, User, UserCredentials, UserId, SESSION_TOUCH_INTERVAL,
+        Organization, OrganizationChoice, OrganizationId, OrganizationName, OrganizationPolicies,
+        OrganizationSettings, OrganizationType, Origin, PasswordError, PasswordHash,
+        PasswordStrength, Permission, Plan, RedirectUri, RedirectUris, Role, Scope, SecretToken,
+        Session, SessionId, Slug, TargetKind, TokenHash, TokenKind, User, UserCredentials, UserId,
+        SESSION_TOUCH_INTERVAL,
     },
     ports::{
-        AccessClaims, BearerClaims, JudgeError, MachineClaims, MockAuditStore, MockPasswordJudge,
-        MockPolicyStore, MockSignInAttempts, NewAccount, PlanPolicies, Ports, RefreshContext,
-        SavedPolicies, StoreError, TokenError,
+        AccessClaims, Audience, BearerClaims, JudgeError, MachineClaims, MockAuditStore,
+        MockPasswordJudge, MockPolicyStore, MockSignInAttempts, NewAccount, PlanPolicies, Ports,
+        RefreshContext, SavedPolicies, StoreError, TokenError,
     },
 };
 
@@ -165,6 +166,8 @@ pub(super) fn ada_session() -> Session {
         last_used_at: now() - Duration::hours(1),
         grant: None,
         amr: Amr::password(),
+        sso_organization_id: None,
+        organization_id: None,
     }
 }
 
@@ -172,7 +175,7 @@ pub(super) fn claims_of_ada() -> AccessClaims {
     AccessClaims {
         iss: ISSUER.to_owned(),
         sub: ADA,
-        aud: AuthSettings::AUDIENCE.to_owned(),
+        aud: Audience::gatehouse(),
         iat: now().unix_timestamp() - 60,
         nbf: now().unix_timestamp() - 60,
         exp: now().unix_timestamp() + 3540,
@@ -182,6 +185,9 @@ pub(super) fn claims_of_ada() -> AccessClaims {
         client_id: None,
         scope: None,
         amr: vec!["pwd".to_owned()],
+        org_id: None,
+        org_role: None,
+        org_permissions: Vec::new(),
     }
 }
 
@@ -680,8 +686,12 @@ fn register_events_carry_no_password_or_hash() {
 // ---------------------------------------------------------------------------------------------
 
 fn login(mocks: Mocks, email: &str, password: &str) -> Result<super::TokenPair, LoginError> {
-    block_on(mocks.auth().login(email, password.to_owned(), &origin()))
-        .map(|signed_in| signed_in.into_tokens().expect("no second factor"))
+    block_on(
+        mocks
+            .auth()
+            .login(email, password.to_owned(), None, &origin()),
+    )
+    .map(|signed_in| signed_in.into_tokens().expect("no second factor"))
 }
 
 #[test]
@@ -905,7 +915,7 @@ fn login_signs_an_hour_long_access_token_for_the_user_and_session() {
     let claims = signed.only();
 
     assert_eq!(claims.iss, ISSUER);
-    assert_eq!(claims.aud, "gatehouse");
+    assert_eq!(claims.aud, Audience::One("gatehouse".into()));
     assert_eq!(claims.sub, ADA);
     assert_eq!(claims.sid, session.id);
     assert_eq!(claims.email, ADA_EMAIL);
@@ -953,7 +963,12 @@ fn refresh_with_an_unknown_expired_or_revoked_token_is_invalid() {
     mocks.accounts.expect_credentials_by_id().never();
     mocks.signer.expect_sign().never();
 
-    let result = block_on(mocks.auth().refresh(REFRESH_TOKEN, None));
+    let result = block_on(mocks.auth().refresh(
+        REFRESH_TOKEN,
+        None,
+        OrganizationChoice::Keep,
+        None,
+    ));
 
     assert!(matches!(result, Err(RefreshError::InvalidToken)));
 }
@@ -971,7 +986,13 @@ fn refresh_of_a_live_session_signs_a_new_access_token_for_the_same_session() {
     mocks.ada_is_registered();
     let signed = mocks.signer_signs();
 
-    let access = block_on(mocks.auth().refresh(REFRESH_TOKEN, None)).unwrap();
+    let access = block_on(mocks.auth().refresh(
+        REFRESH_TOKEN,
+        None,
+        OrganizationChoice::Keep,
+        None,
+    ))
+    .unwrap();
     let claims = signed.only();
 
     assert_eq!(claims.sid, ADA_SESSION);
@@ -999,7 +1020,13 @@ fn a_refresh_soon_after_the_last_use_writes_nothing() {
         mocks.ada_is_registered();
         mocks.signer_signs();
 
-        let access = block_on(mocks.auth().refresh(REFRESH_TOKEN, None)).unwrap();
+        let access = block_on(mocks.auth().refresh(
+            REFRESH_TOKEN,
+            None,
+            OrganizationChoice::Keep,
+            None,
+        ))
+        .unwrap();
         assert_eq!(access.access_token, SIGNED, "used {since} ago");
     }
 }
@@ -1025,7 +1052,12 @@ fn a_session_granted_to_an_application_refreshes_only_for_it_with_its_client_id_
         mocks.refresh_token_opens(Some(ada_session_granted_to(billing)));
         mocks.sessions.expect_touch_session().never();
         mocks.signer.expect_sign().never();
-        let result = block_on(mocks.auth().refresh(REFRESH_TOKEN, refused));
+        let result = block_on(mocks.auth().refresh(
+            REFRESH_TOKEN,
+            refused,
+            OrganizationChoice::Keep,
+            None,
+        ));
         assert!(
             matches!(result, Err(RefreshError::InvalidToken)),
             "{refused:?}"
@@ -1035,7 +1067,12 @@ fn a_session_granted_to_an_application_refreshes_only_for_it_with_its_client_id_
     let mut mocks = Mocks::new();
     mocks.refresh_token_opens(Some(ada_session()));
     mocks.signer.expect_sign().never();
-    let result = block_on(mocks.auth().refresh(REFRESH_TOKEN, Some(billing)));
+    let result = block_on(mocks.auth().refresh(
+        REFRESH_TOKEN,
+        Some(billing),
+        OrganizationChoice::Keep,
+        None,
+    ));
     assert!(matches!(result, Err(RefreshError::InvalidToken)));
 
     let mut mocks = Mocks::new();
@@ -1046,7 +1083,12 @@ fn a_session_granted_to_an_application_refreshes_only_for_it_with_its_client_id_
         .returning(|_, _| ready(Ok(true)));
     mocks.ada_is_registered();
     let signed = mocks.signer_signs();
-    block_on(mocks.auth().refresh(REFRESH_TOKEN, Some(billing))).unwrap();
+    block_on(
+        mocks
+            .auth()
+            .refresh(REFRESH_TOKEN, Some(billing), OrganizationChoice::Keep, None),
+    )
+    .unwrap();
     let claims = signed.only();
     assert_eq!(
         claims.client_id.as_deref(),
@@ -1063,7 +1105,12 @@ fn refresh_for_a_user_who_is_gone_is_invalid() {
     mocks.sessions.expect_touch_session().never();
     mocks.signer.expect_sign().never();
 
-    let result = block_on(mocks.auth().refresh(REFRESH_TOKEN, None));
+    let result = block_on(mocks.auth().refresh(
+        REFRESH_TOKEN,
+        None,
+        OrganizationChoice::Keep,
+        None,
+    ));
 
     assert!(matches!(result, Err(RefreshError::InvalidToken)));
 }
@@ -1321,7 +1368,7 @@ fn machine_token_verifies(mocks: &mut Mocks, scope: &'static str) {
         ready(Ok(BearerClaims::Machine(MachineClaims {
             iss: ISSUER.into(),
             sub: MACHINE_CLIENT.into(),
-            aud: "gatehouse".into(),
+            aud: Audience::gatehouse_and(MACHINE_CLIENT),
             iat: now().unix_timestamp(),
             nbf: now().unix_timestamp(),
             exp: now().unix_timestamp() + 900,

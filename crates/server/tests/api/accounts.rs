@@ -7,7 +7,7 @@ use crate::helpers::{detail_of, json_of, on_both_backends, python, TestApp, PASS
 /// Verifies an access token the way a relying party would: against the published key set,
 /// with a JWT library written by others (PyJWT), which checks the signature, `iss`, `aud`,
 /// `exp` and `nbf`. Returns the claims.
-async fn verify_offline(app: &TestApp, token: &str) -> Value {
+pub(crate) async fn verify_offline(app: &TestApp, token: &str) -> Value {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/verify_jwt.py");
     let output = tokio::process::Command::new(python())
         .args([script, app.base.as_str(), token])

@@ -28,7 +28,7 @@ pub(crate) async fn team_with_bob(app: &TestApp, plan: &str) -> (LoggedIn, Logge
 }
 
 /// The organization requires MFA, and the grace period is over for everyone in it.
-async fn requires_mfa_now(app: &TestApp, owner: &LoggedIn, org: &str) {
+pub(crate) async fn requires_mfa_now(app: &TestApp, owner: &LoggedIn, org: &str) {
     json_of(
         app.send_as(
             Method::PUT,
@@ -91,7 +91,7 @@ async fn team_behind_an_allowlist(app: &TestApp, plan: &str) -> (LoggedIn, Logge
 }
 
 /// The organization admits only 203.0.113.0/24, saved from inside it.
-async fn allow_only_the_office(app: &TestApp, ada: &LoggedIn, org: &str) {
+pub(crate) async fn allow_only_the_office(app: &TestApp, ada: &LoggedIn, org: &str) {
     let mut policies = requiring_mfa(&["totp"]);
     policies["mfa_policy"]["required"] = json!(false);
     policies["ip_allowlist"] = json!({ "enabled": true, "allowed_ips": ["203.0.113.0/24"] });
@@ -134,7 +134,7 @@ async fn outside_the_allowlist_no_api_key_is_minted(app: TestApp) {
     .await;
 }
 
-fn behind_a_trusted_proxy() -> Options {
+pub(crate) fn behind_a_trusted_proxy() -> Options {
     Options {
         trusted_proxies: Some("127.0.0.1"),
         ..Options::default()

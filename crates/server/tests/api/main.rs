@@ -22,6 +22,7 @@ mod metrics;
 mod mfa;
 mod oauth;
 mod oidc;
+mod org_tokens;
 mod organizations;
 mod permissions;
 mod policies;

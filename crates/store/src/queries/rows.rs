@@ -7,8 +7,8 @@ use gatehouse_domain::{
         Amr, ApiKey, ApiKeyName, ApplicationId, ClientGrant, ClientId, DefaultRole, Delivery,
         DeliveryId, DeliveryState, DeliveryStatus, Email, EndpointId, EventType, FullName,
         Invitation, Member, MemberStatus, Membership, NewEvent, NewSession, Organization,
-        OrganizationName, OrganizationSettings, PasswordHash, Scope, Session, Slug, User,
-        UserCredentials, WebhookEndpoint, WebhookUrl,
+        OrganizationId, OrganizationName, OrganizationSettings, PasswordHash, Scope, Session, Slug,
+        User, UserCredentials, WebhookEndpoint, WebhookUrl,
     },
     ports::{LeasedDelivery, PendingEvent, StoreError, StoredSigningKey},
 };
@@ -292,6 +292,7 @@ pub(super) struct NewSessionRow<'a> {
     pub scope: Option<String>,
     pub amr: String,
     pub sso_organization_id: Option<DbUuid>,
+    pub organization_id: Option<DbUuid>,
 }
 
 impl<'a> NewSessionRow<'a> {
@@ -309,6 +310,7 @@ impl<'a> NewSessionRow<'a> {
             scope: grant.map(|g| g.scope.to_string()),
             amr: session.amr.stored(),
             sso_organization_id: session.sso_organization_id.map(|id| DbUuid(id.as_uuid())),
+            organization_id: session.organization_id.map(|id| DbUuid(id.as_uuid())),
         }
     }
 }
@@ -325,6 +327,8 @@ pub(super) struct SessionRow {
     pub client_id: Option<String>,
     pub scope: Option<String>,
     pub amr: String,
+    pub sso_organization_id: Option<DbUuid>,
+    pub organization_id: Option<DbUuid>,
 }
 
 impl SessionRow {
@@ -347,6 +351,12 @@ impl SessionRow {
             last_used_at: self.last_used_at,
             grant,
             amr: Amr::from_stored(&self.amr).ok_or_else(|| corrupt("sessions.amr"))?,
+            sso_organization_id: self
+                .sso_organization_id
+                .map(|id| OrganizationId::from_uuid(id.0)),
+            organization_id: self
+                .organization_id
+                .map(|id| OrganizationId::from_uuid(id.0)),
         })
     }
 }
@@ -662,7 +672,7 @@ pub(super) async fn record_events(conn: &mut Conn, events: Vec<NewEvent>) -> Que
             (None, Some(user)) => organizations_of_user(conn, DbUuid(user.as_uuid()))
                 .await?
                 .into_iter()
-                .map(|id| gatehouse_domain::model::OrganizationId::from_uuid(id.0))
+                .map(|id| OrganizationId::from_uuid(id.0))
                 .collect(),
             _ => Vec::new(),
         };

@@ -2,7 +2,7 @@ use async_trait::async_trait;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
-    model::{AuditRecord, NewEvent, NewSession, Session, SessionId, TokenHash},
+    model::{AuditRecord, NewEvent, NewSession, OrganizationId, Session, SessionId, TokenHash},
     ports::{RefreshContext, SessionStore, StoreError},
 };
 use time::OffsetDateTime;
@@ -125,6 +125,28 @@ impl SessionStore for DbStore {
                 .execute(conn)
                 .await
                 .map(|touched| touched == 1)
+        })
+    }
+
+    async fn scope_session(
+        &self,
+        id: SessionId,
+        organization: Option<OrganizationId>,
+        now: OffsetDateTime,
+    ) -> Result<bool, StoreError> {
+        in_write_tx!(self, async |conn: &mut Conn| {
+            let live = sessions::table
+                .filter(sessions::id.eq(DbUuid(id.as_uuid())))
+                .filter(sessions::revoked_at.is_null())
+                .filter(sessions::expires_at.gt(now));
+            diesel::update(live)
+                .set((
+                    sessions::organization_id.eq(organization.map(|o| DbUuid(o.as_uuid()))),
+                    sessions::last_used_at.eq(now),
+                ))
+                .execute(conn)
+                .await
+                .map(|scoped| scoped == 1)
         })
     }
 

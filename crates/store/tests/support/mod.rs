@@ -350,6 +350,7 @@ pub fn session(
         grant: None,
         amr: Amr::password(),
         sso_organization_id: None,
+        organization_id: None,
     };
     (session, hash)
 }

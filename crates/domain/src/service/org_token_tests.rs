@@ -1,0 +1,315 @@
+//! Organization-scoped tokens: a sign-in or a refresh that names an organization gets a token
+//! that speaks for it (`org_id`, `org_role`, `org_permissions`) only after the one admission,
+//! and every refresh admits the member again.
+
+use futures::executor::block_on;
+use time::Duration;
+
+use super::{
+    tests::{
+        acme_policies_are, ada_in_acme, ada_session, now, origin, ready, Mocks, Seen, ACME, ADA,
+        ADA_EMAIL, ADA_PASSWORD, ADA_SESSION, REFRESH_TOKEN, SIGNED,
+    },
+    LoginError, OrganizationRefused, RefreshError, SignIn,
+};
+use crate::model::{
+    ClientAddress, GraceHours, IpAllowlist, IpRange, Membership, MfaMethod, MfaPolicy, NewSession,
+    OrganizationChoice, OrganizationId, OrganizationPolicies, Plan, Role,
+};
+
+const GLOBEX: OrganizationId = OrganizationId::from_uuid(uuid::Uuid::from_u128(0x610b_e700));
+
+fn login_into(mocks: Mocks, organization: OrganizationId) -> Result<SignIn, LoginError> {
+    block_on(mocks.auth().login(
+        ADA_EMAIL,
+        ADA_PASSWORD.to_owned(),
+        Some(organization),
+        &origin(),
+    ))
+}
+
+fn refresh(mocks: Mocks, choice: OrganizationChoice) -> Result<String, RefreshError> {
+    block_on(
+        mocks
+            .auth()
+            .refresh(REFRESH_TOKEN, None, choice, Some(origin().client())),
+    )
+    .map(|access| access.access_token)
+}
+
+impl Mocks {
+    /// Ada signs in with her password, and the store keeps the session it is asked to open.
+    fn ada_signs_in(&mut self) -> Seen<NewSession> {
+        self.ada_is_registered();
+        self.password_check_says(true);
+        let created = Seen::new();
+        let seen = created.clone();
+        self.sessions
+            .expect_create_session()
+            .returning(move |session, _, _, _| {
+                seen.record(session);
+                ready(Ok(()))
+            });
+        created
+    }
+
+    /// Ada's membership of Acme is `role` (`None`: she is no member of it, or of anything).
+    fn ada_in_acme_as(&mut self, role: Option<Role>, plan: Plan) {
+        self.memberships
+            .expect_membership()
+            .returning(move |user, organization| {
+                let found = (user == ADA && organization == ACME).then_some(());
+                ready(Ok(found.and(role).map(|role| Membership {
+                    role,
+                    plan,
+                    ..ada_in_acme()
+                })))
+            });
+    }
+}
+
+#[test]
+fn a_login_naming_an_organization_gets_a_token_that_speaks_for_it() {
+    let mut mocks = Mocks::new();
+    let opened = mocks.ada_signs_in();
+    mocks.ada_in_acme_as(Some(Role::Member), Plan::Pro);
+    let signed = mocks.signer_signs();
+
+    let SignIn::Tokens(pair) = login_into(mocks, ACME).unwrap() else {
+        panic!("no second factor");
+    };
+    let claims = signed.only();
+
+    assert_eq!(pair.access.access_token, SIGNED);
+    assert_eq!(claims.org_id, Some(ACME));
+    assert_eq!(claims.org_role, Some(Role::Member));
+    assert_eq!(
+        claims.org_permissions,
+        [
+            "organization.read",
+            "organization.members.read",
+            "organization.members.invite",
+            "applications.read",
+            "api_keys.create",
+        ]
+    );
+    assert_eq!(
+        opened.only().organization_id,
+        Some(ACME),
+        "the session keeps the organization for its refreshes"
+    );
+}
+
+#[test]
+fn a_login_naming_no_organization_gets_no_organization_claims() {
+    let mut mocks = Mocks::new();
+    let opened = mocks.ada_signs_in();
+    mocks.memberships.expect_membership().never();
+    let signed = mocks.signer_signs();
+
+    block_on(
+        mocks
+            .auth()
+            .login(ADA_EMAIL, ADA_PASSWORD.to_owned(), None, &origin()),
+    )
+    .unwrap();
+    let claims = signed.only();
+
+    assert_eq!(
+        (claims.org_id, claims.org_role, claims.org_permissions.len()),
+        (None, None, 0)
+    );
+    assert_eq!(opened.only().organization_id, None);
+}
+
+#[test]
+fn a_login_into_an_organization_of_which_the_user_is_no_member_opens_nothing() {
+    let mut mocks = Mocks::new();
+    mocks.ada_is_registered();
+    mocks.password_check_says(true);
+    mocks.ada_in_acme_as(Some(Role::Owner), Plan::Pro);
+    mocks.sessions.expect_create_session().never();
+    mocks.signer.expect_sign().never();
+
+    let refused = login_into(mocks, GLOBEX);
+
+    assert!(
+        matches!(
+            refused,
+            Err(LoginError::NotAdmitted(OrganizationRefused::NotMember))
+        ),
+        "{refused:?}"
+    );
+}
+
+#[test]
+fn a_login_into_an_organization_requiring_mfa_without_a_second_factor_is_refused() {
+    let mut mocks = Mocks::new();
+    mocks.ada_is_registered();
+    mocks.password_check_says(true);
+    mocks.ada_in_acme_as(Some(Role::Admin), Plan::Business);
+    let policies = OrganizationPolicies {
+        mfa_policy: MfaPolicy::new(true, vec![MfaMethod::Totp], GraceHours::parse(0).unwrap())
+            .unwrap(),
+        ..OrganizationPolicies::default()
+    };
+    mocks.policies = acme_policies_are(policies, Some(now() - Duration::days(1)));
+    mocks
+        .policies
+        .expect_policies_of_member()
+        .returning(|_| ready(Ok(Vec::new())));
+    mocks.sessions.expect_create_session().never();
+    mocks.signer.expect_sign().never();
+
+    let refused = login_into(mocks, ACME);
+
+    assert!(
+        matches!(
+            refused,
+            Err(LoginError::NotAdmitted(OrganizationRefused::MfaRequired))
+        ),
+        "{refused:?}"
+    );
+}
+
+#[test]
+fn a_login_into_an_organization_from_outside_its_allowlist_is_refused() {
+    let mut mocks = Mocks::new();
+    mocks.ada_is_registered();
+    mocks.password_check_says(true);
+    mocks.ada_in_acme_as(Some(Role::Admin), Plan::Business);
+    let policies = OrganizationPolicies {
+        ip_allowlist: IpAllowlist::new(true, vec![IpRange::parse("203.0.113.0/24").unwrap()])
+            .unwrap(),
+        ..OrganizationPolicies::default()
+    };
+    mocks.policies = acme_policies_are(policies, None);
+    mocks
+        .policies
+        .expect_policies_of_member()
+        .returning(|_| ready(Ok(Vec::new())));
+    mocks.sessions.expect_create_session().never();
+
+    let refused = login_into(mocks, ACME);
+
+    assert!(
+        matches!(
+            refused,
+            Err(LoginError::NotAdmitted(OrganizationRefused::AddressNotAllowed(ClientAddress(address))))
+                if address == origin().client().0
+        ),
+        "{refused:?}"
+    );
+}
+
+/// Ada's session, scoped to Acme when it opened.
+fn session_in_acme() -> crate::model::Session {
+    crate::model::Session {
+        organization_id: Some(ACME),
+        ..ada_session()
+    }
+}
+
+#[test]
+fn a_refresh_admits_again_and_carries_the_members_role_as_it_is_now() {
+    let mut mocks = Mocks::new();
+    mocks.refresh_token_opens(Some(session_in_acme()));
+    mocks.ada_is_registered();
+    mocks.ada_in_acme_as(Some(Role::Viewer), Plan::Pro);
+    mocks
+        .sessions
+        .expect_touch_session()
+        .returning(|_, _| ready(Ok(true)));
+    mocks.sessions.expect_scope_session().never();
+    let signed = mocks.signer_signs();
+
+    refresh(mocks, OrganizationChoice::Keep).unwrap();
+    let claims = signed.only();
+
+    assert_eq!(claims.org_id, Some(ACME));
+    assert_eq!(
+        claims.org_role,
+        Some(Role::Viewer),
+        "the role changed since"
+    );
+    assert_eq!(
+        claims.org_permissions,
+        [
+            "organization.read",
+            "organization.members.read",
+            "applications.read"
+        ]
+    );
+}
+
+#[test]
+fn a_member_removed_since_gets_no_token_for_the_organization_at_the_next_refresh() {
+    let mut mocks = Mocks::new();
+    mocks.refresh_token_opens(Some(session_in_acme()));
+    mocks.ada_is_registered();
+    mocks.ada_in_acme_as(None, Plan::Pro);
+    mocks.sessions.expect_touch_session().never();
+    mocks.signer.expect_sign().never();
+
+    let refused = refresh(mocks, OrganizationChoice::Keep);
+
+    assert!(
+        matches!(
+            refused,
+            Err(RefreshError::NotAdmitted(OrganizationRefused::NotMember))
+        ),
+        "{refused:?}"
+    );
+}
+
+#[test]
+fn a_refresh_switches_the_sessions_organization_or_clears_it() {
+    for (choice, scoped) in [
+        (OrganizationChoice::Switch(ACME), Some(ACME)),
+        (OrganizationChoice::Clear, None),
+    ] {
+        let mut mocks = Mocks::new();
+        let mut session = ada_session();
+        session.organization_id = match scoped {
+            Some(_) => None,
+            None => Some(ACME),
+        };
+        mocks.refresh_token_opens(Some(session));
+        mocks.ada_is_registered();
+        mocks.ada_in_acme_as(Some(Role::Admin), Plan::Pro);
+        mocks
+            .sessions
+            .expect_scope_session()
+            .withf(move |id, organization, at| {
+                *id == ADA_SESSION && *organization == scoped && *at == now()
+            })
+            .times(1)
+            .returning(|_, _, _| ready(Ok(true)));
+        mocks.sessions.expect_touch_session().never();
+        let signed = mocks.signer_signs();
+
+        refresh(mocks, choice).unwrap();
+
+        assert_eq!(signed.only().org_id, scoped, "{choice:?}");
+    }
+}
+
+#[test]
+fn switching_to_an_organization_that_does_not_admit_changes_nothing() {
+    let mut mocks = Mocks::new();
+    mocks.refresh_token_opens(Some(session_in_acme()));
+    mocks.ada_is_registered();
+    mocks.ada_in_acme_as(Some(Role::Admin), Plan::Pro);
+    mocks.sessions.expect_scope_session().never();
+    mocks.signer.expect_sign().never();
+
+    let refused = refresh(mocks, OrganizationChoice::Switch(GLOBEX));
+
+    assert!(
+        matches!(
+            refused,
+            Err(RefreshError::NotAdmitted(OrganizationRefused::NotMember))
+        ),
+        "{refused:?}"
+    );
+}

@@ -1,0 +1,219 @@
+//! Organization-scoped tokens: how the product behind Gatehouse learns the organization, the
+//! member's role and what that role may do, from the token alone (verified offline with PyJWT,
+//! as a product would), and how what the organization decides reaches the next token.
+
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::accounts::verify_offline;
+use crate::admission::{
+    allow_only_the_office, behind_a_trusted_proxy, requires_mfa_now, team_with_bob,
+};
+use crate::helpers::{detail_of, json_of, on_both_backends, Backend, TestApp, PASSWORD};
+use crate::mfa::{code, with_totp};
+
+const MEMBER_PERMISSIONS: [&str; 5] = [
+    "organization.read",
+    "organization.members.read",
+    "organization.members.invite",
+    "applications.read",
+    "api_keys.create",
+];
+
+async fn login_into(app: &TestApp, email: &str, organization: &str) -> reqwest::Response {
+    app.post_json(
+        "/api/v1/auth/login",
+        &json!({ "email": email, "password": PASSWORD, "organization_id": organization }),
+    )
+    .await
+}
+
+async fn refresh_with(app: &TestApp, refresh_token: &str, body: Value) -> reqwest::Response {
+    let mut body = body;
+    body["refresh_token"] = json!(refresh_token);
+    app.post_json("/api/v1/auth/refresh", &body).await
+}
+
+/// The claims of the access token in `tokens`, as a product verifies them offline.
+async fn claims_of(app: &TestApp, tokens: &Value) -> Value {
+    verify_offline(app, tokens["access_token"].as_str().unwrap()).await
+}
+
+on_both_backends! {
+    async fn a_login_naming_an_organization_gets_a_token_that_speaks_for_it(app: TestApp) {
+        let (_, _, org) = team_with_bob(&app, "free").await;
+
+        let tokens = json_of(login_into(&app, "bob@example.com", &org).await, 200).await;
+        let claims = claims_of(&app, &tokens).await;
+        assert_eq!(claims["org_id"], org.as_str());
+        assert_eq!(claims["org_role"], "member");
+        assert_eq!(claims["org_permissions"], json!(MEMBER_PERMISSIONS));
+        assert_eq!(claims["aud"], "gatehouse");
+
+        // The session keeps the organization: the next token speaks for it too.
+        let refreshed = json_of(refresh_with(&app, tokens["refresh_token"].as_str().unwrap(), json!({})).await, 200).await;
+        assert_eq!(claims_of(&app, &refreshed).await["org_id"], org.as_str());
+
+        // Without one, a token speaks for no organization.
+        let plain = json_of(app.login("bob@example.com", PASSWORD).await, 200).await;
+        let claims = claims_of(&app, &plain).await;
+        for absent in ["org_id", "org_role", "org_permissions"] {
+            assert!(claims.get(absent).is_none(), "{claims}");
+        }
+    }
+
+    async fn an_organization_that_does_not_have_the_user_gives_no_token(app: TestApp) {
+        let (_, _, org) = team_with_bob(&app, "free").await;
+        app.logged_in("mallory@example.com").await;
+
+        let refused = detail_of(login_into(&app, "mallory@example.com", &org).await, 403).await;
+        assert_eq!(refused, "you are not a member of this organization");
+        let refused = detail_of(login_into(&app, "bob@example.com", "7d1d5b5e-0000-4000-8000-000000000000").await, 403).await;
+        assert_eq!(refused, "you are not a member of this organization");
+
+        let bad = json_of(login_into(&app, "bob@example.com", "acme").await, 422).await;
+        assert_eq!(bad["detail"][0]["loc"], json!(["body", "organization_id"]));
+        let bad = json_of(app.post_json("/api/v1/auth/refresh", &json!({ "refresh_token": "ghr_x", "organization_id": 7 })).await, 422).await;
+        assert!(bad["detail"].is_array(), "{bad}");
+    }
+
+    async fn a_role_change_and_a_removal_reach_the_next_refresh(app: TestApp) {
+        let (ada, bob, org) = team_with_bob(&app, "free").await;
+        let tokens = json_of(login_into(&app, "bob@example.com", &org).await, 200).await;
+        let refresh_token = tokens["refresh_token"].as_str().unwrap();
+        let bob_path = format!("/api/v1/organizations/{org}/members/{}", bob.user_id);
+
+        json_of(app.send_as(Method::PATCH, &ada.access_token, &bob_path, Some(json!({ "role": "viewer" }))).await, 200).await;
+        let refreshed = json_of(refresh_with(&app, refresh_token, json!({})).await, 200).await;
+        let claims = claims_of(&app, &refreshed).await;
+        assert_eq!(claims["org_role"], "viewer");
+        assert_eq!(
+            claims["org_permissions"],
+            json!(["organization.read", "organization.members.read", "applications.read"])
+        );
+
+        json_of(app.send_as(Method::DELETE, &ada.access_token, &bob_path, None).await, 200).await;
+        let refused = detail_of(refresh_with(&app, refresh_token, json!({})).await, 403).await;
+        assert_eq!(refused, "you are not a member of this organization");
+
+        // Naming no organization (null) clears it, for this refresh and the ones after.
+        let cleared = json_of(refresh_with(&app, refresh_token, json!({ "organization_id": null })).await, 200).await;
+        assert!(claims_of(&app, &cleared).await.get("org_id").is_none());
+        let after = json_of(refresh_with(&app, refresh_token, json!({})).await, 200).await;
+        assert!(claims_of(&app, &after).await.get("org_id").is_none());
+    }
+
+    async fn a_refresh_switches_to_another_organization_of_the_user(app: TestApp) {
+        let (ada, _, org) = team_with_bob(&app, "free").await;
+        let other = app.create_team(&ada.access_token, "Globex").await;
+        let other = other["id"].as_str().unwrap();
+        let tokens = json_of(login_into(&app, "ada@example.com", &org).await, 200).await;
+        let refresh_token = tokens["refresh_token"].as_str().unwrap();
+
+        let switched = json_of(refresh_with(&app, refresh_token, json!({ "organization_id": other })).await, 200).await;
+        let claims = claims_of(&app, &switched).await;
+        assert_eq!(claims["org_id"], other);
+        assert_eq!(claims["org_role"], "owner");
+        let kept = json_of(refresh_with(&app, refresh_token, json!({})).await, 200).await;
+        assert_eq!(claims_of(&app, &kept).await["org_id"], other, "the switch is kept");
+
+        // A switch the organization refuses changes nothing.
+        app.logged_in("mallory@example.com").await;
+        let mallory = json_of(app.login("mallory@example.com", PASSWORD).await, 200).await;
+        let refused = refresh_with(&app, mallory["refresh_token"].as_str().unwrap(), json!({ "organization_id": org })).await;
+        detail_of(refused, 403).await;
+        let still = json_of(refresh_with(&app, mallory["refresh_token"].as_str().unwrap(), json!({})).await, 200).await;
+        assert!(claims_of(&app, &still).await.get("org_id").is_none());
+    }
+
+    async fn the_mfa_policy_holds_for_organization_tokens_and_the_second_step_names_the_organization(app: TestApp) {
+        let (ada, bob, org) = team_with_bob(&app, "business").await;
+        let (secret, _) = with_totp(&app, &bob).await;
+        app.member_of(&ada.access_token, &org, "carla@example.com", "member").await;
+        requires_mfa_now(&app, &ada, &org).await;
+
+        // A member with a second factor names the organization again at the second step.
+        let step = json_of(login_into(&app, "bob@example.com", &org).await, 200).await;
+        assert_eq!(step["mfa_required"], true);
+        let tokens = json_of(
+            app.post_json(
+                "/api/v1/auth/mfa/verify",
+                &json!({ "mfa_token": step["mfa_token"], "code": code(&secret, 0), "organization_id": org }),
+            )
+            .await,
+            200,
+        )
+        .await;
+        let claims = claims_of(&app, &tokens).await;
+        assert_eq!(claims["org_id"], org.as_str());
+        assert_eq!(claims["amr"], json!(["pwd", "otp"]));
+
+        // Carla, without a second factor, gets no token for it.
+        let refused = detail_of(login_into(&app, "carla@example.com", &org).await, 403).await;
+        assert_eq!(refused, "organization requires multi-factor authentication");
+    }
+
+    async fn a_sign_in_link_names_the_organization_too(app: TestApp) {
+        let (_, _, org) = team_with_bob(&app, "free").await;
+        let asked = app.post_json("/api/v1/auth/magic-link", &json!({ "email": "bob@example.com" })).await;
+        assert_eq!(asked.status(), 202);
+        let token = app.mailed_token("bob@example.com", "/magic-link/");
+        let tokens = json_of(
+            app.post_json("/api/v1/auth/magic-link/verify", &json!({ "token": token, "organization_id": org })).await,
+            200,
+        )
+        .await;
+        let claims = claims_of(&app, &tokens).await;
+        assert_eq!(claims["org_id"], org.as_str());
+        assert_eq!(claims["amr"], json!(["email"]));
+    }
+}
+
+/// Bob, in a team behind an IP allowlist, signs in naming it from outside and from inside;
+/// his refresh from outside is refused too.
+async fn the_allowlist_holds_for_organization_tokens(app: TestApp) {
+    let (ada, _, org) = team_with_bob(&app, "business").await;
+    allow_only_the_office(&app, &ada, &org).await;
+    let from = |address: &'static str, body: Value| {
+        let app = &app;
+        async move {
+            app.client
+                .post(app.url(match body.get("refresh_token") {
+                    Some(_) => "/api/v1/auth/refresh",
+                    None => "/api/v1/auth/login",
+                }))
+                .header("X-Forwarded-For", address)
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    let bob = json!({ "email": "bob@example.com", "password": PASSWORD, "organization_id": org });
+
+    let refused = detail_of(from("198.51.100.20", bob.clone()).await, 403).await;
+    assert!(refused.contains("allowlist"), "{refused}");
+    let tokens = json_of(from("203.0.113.9", bob).await, 200).await;
+    assert_eq!(claims_of(&app, &tokens).await["org_id"], org.as_str());
+
+    let refresh = json!({ "refresh_token": tokens["refresh_token"] });
+    let refused = detail_of(from("198.51.100.20", refresh.clone()).await, 403).await;
+    assert!(refused.contains("allowlist"), "{refused}");
+    json_of(from("203.0.113.9", refresh).await, 200).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_allowlist_holds_for_organization_tokens_sqlite() {
+    the_allowlist_holds_for_organization_tokens(
+        TestApp::spawn_with(Backend::Sqlite, behind_a_trusted_proxy()).await,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_allowlist_holds_for_organization_tokens_postgres() {
+    the_allowlist_holds_for_organization_tokens(
+        TestApp::spawn_with(Backend::Postgres, behind_a_trusted_proxy()).await,
+    )
+    .await;
+}
