@@ -51,13 +51,20 @@ async fn the_example_trusts_gatehouse_and_nothing_else(backend: &str) {
     let state = gatehouse.example(endpoint["signing_secret"].as_str().unwrap());
     let app = test::init_service(App::new().configure(|app| configure(app, state))).await;
 
-    // Verified (the refusal is about the organization, not the token).
+    // A token without an organization is verified, and refused for want of one.
     let (status, body) = call!(&app, bearer(false, &projects, &token));
     assert_eq!(status, 403, "{body}");
     assert_eq!(
         body["detail"],
         "this needs a token scoped to an organization"
     );
+    // Scoped to her personal organization, where she is the owner, it passes.
+    let scoped = gatehouse
+        .access_token("ada@example.com", Some(&personal))
+        .await;
+    let (status, body) = call!(&app, bearer(true, &projects, &scoped));
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["organization_id"], personal.as_str());
 
     // The same claims under the same kid, signed with another key.
     let header = unverified(&token, 0);
@@ -98,15 +105,14 @@ async fn the_example_trusts_gatehouse_and_nothing_else(backend: &str) {
     let new_kid = gatehouse.rotate_key();
     assert_ne!(new_kid, kid);
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    let rotated = gatehouse.access_token("ada@example.com", None).await;
+    let rotated = gatehouse
+        .access_token("ada@example.com", Some(&personal))
+        .await;
     assert_eq!(unverified(&rotated, 0)["kid"], new_kid.as_str());
-    for token in [&rotated, &token] {
+    for token in [&rotated, &scoped] {
         let (status, body) = call!(&app, bearer(false, &projects, token));
-        assert_eq!(status, 403, "{body}");
-        assert_eq!(
-            body["detail"],
-            "this needs a token scoped to an organization"
-        );
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["role"], "owner");
     }
 }
 
@@ -132,8 +138,10 @@ fn snippet(
 #[actix_web::test]
 async fn the_documented_snippets_verify_a_real_token() {
     let gatehouse = Gatehouse::start("sqlite").await;
-    let (user, _) = gatehouse.register("grace@example.com").await;
-    let token = gatehouse.access_token("grace@example.com", None).await;
+    let (user, personal) = gatehouse.register("grace@example.com").await;
+    let token = gatehouse
+        .access_token("grace@example.com", Some(&personal))
+        .await;
     let forged = TestKey::generate(unverified(&token, 0)["kid"].as_str().unwrap())
         .sign(&unverified(&token, 1));
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
@@ -158,8 +166,9 @@ async fn the_documented_snippets_verify_a_real_token() {
     assert!(verified, "{stderr}");
     assert_eq!(printed["sub"], user.as_str());
     assert_eq!(printed["claims"]["aud"], "gatehouse");
-    assert_eq!(printed["org_id"], Value::Null);
-    assert_eq!(printed["can_read_members"], false);
+    assert_eq!(printed["org_id"], personal.as_str());
+    assert_eq!(printed["org_role"], "owner");
+    assert_eq!(printed["can_read_members"], true);
     let (verified, _, stderr) = snippet(&python, &script, &gatehouse, &forged);
     assert!(!verified && stderr.contains("refused"), "{stderr}");
 
@@ -181,8 +190,9 @@ async fn the_documented_snippets_verify_a_real_token() {
     let (verified, printed, stderr) = snippet("node", &script, &gatehouse, &token);
     assert!(verified, "{stderr}");
     assert_eq!(printed["sub"], user.as_str());
-    assert_eq!(printed["org_id"], Value::Null);
-    assert_eq!(printed["can_read_members"], false);
+    assert_eq!(printed["org_id"], personal.as_str());
+    assert_eq!(printed["org_role"], "owner");
+    assert_eq!(printed["can_read_members"], true);
     let (verified, _, stderr) = snippet("node", &script, &gatehouse, &forged);
     assert!(!verified && stderr.contains("refused"), "{stderr}");
 }
