@@ -43,6 +43,16 @@ bench-audit *args:
 bench-listings *args:
     cargo bench -p gatehouse-store --bench listing_page -- {{args}}
 
+# The example product service (examples/product-service) on http://127.0.0.1:8090, trusting the
+# Gatehouse of `just run`: `WEBHOOK_SECRET=whsec_... just example` (GATEHOUSE_URL, PORT to change).
+example:
+    cargo run -p gatehouse-example-product
+
+# What verifying a token costs a product: `Verifier::verify` on a cached key set beside a bare
+# `jsonwebtoken::decode` (`just bench-verify 50000` for more rounds).
+bench-verify *args:
+    cargo bench -p gatehouse-verify --bench verify -- {{args}}
+
 # Print the OpenAPI document.
 openapi:
     cargo run --quiet -- openapi

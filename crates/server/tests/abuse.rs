@@ -8,37 +8,14 @@ mod served;
 
 use std::time::Duration;
 
-use gatehouse_testkit::TestDatabase;
 use serde_json::Value;
-use served::{gatehouse, Served};
+use served::{gatehouse, Database, Served};
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
     net::TcpStream,
 };
 
 const SECRET_KEY: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
-
-/// A database for one server: a SQLite file in `dir`, or a fresh PostgreSQL database.
-enum Database {
-    Sqlite,
-    Postgres(TestDatabase),
-}
-
-impl Database {
-    async fn of(backend: &str) -> Self {
-        match backend {
-            "postgres" => Self::Postgres(TestDatabase::create().await),
-            _ => Self::Sqlite,
-        }
-    }
-
-    fn url(&self, dir: &tempfile::TempDir) -> String {
-        match self {
-            Self::Sqlite => gatehouse_testkit::sqlite_url(dir),
-            Self::Postgres(database) => database.url().to_owned(),
-        }
-    }
-}
 
 /// A served binary with these settings on `backend`.
 async fn serve(backend: &str, settings: &[(&str, &str)]) -> (Served, Database, tempfile::TempDir) {

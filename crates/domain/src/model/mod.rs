@@ -114,6 +114,7 @@ pub use verified_domain::{
     DOMAIN_CHALLENGE_LABEL, FREE_MAIL_DOMAINS,
 };
 pub use webhook::{
-    signature, Delivery, DeliveryId, DeliveryStats, DeliveryStatus, EndpointDescription,
-    EndpointId, LeaseRoom, RetrySchedule, WebhookEndpoint, WebhookUrl, WebhookUrlError,
+    signature, signature_matches, Delivery, DeliveryId, DeliveryStats, DeliveryStatus,
+    EndpointDescription, EndpointId, LeaseRoom, RetrySchedule, WebhookEndpoint, WebhookUrl,
+    WebhookUrlError,
 };

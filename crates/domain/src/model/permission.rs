@@ -92,6 +92,14 @@ impl Permission {
             Self::DomainsManage => "domains.manage",
         }
     }
+
+    /// The permission a dotted name names (the inverse of [`Permission::as_str`]); `None` for
+    /// any other name, such as one a newer Gatehouse added, which a reader should ignore.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|permission| permission.as_str() == name)
+    }
 }
 
 impl fmt::Display for Permission {
@@ -380,6 +388,15 @@ mod tests {
             assert!(Role::Member.grants(permission), "{permission}");
             assert!(!Role::Viewer.grants(permission), "{permission}");
         }
+    }
+
+    #[test]
+    fn every_permission_parses_back_from_its_name() {
+        for permission in Permission::ALL {
+            assert_eq!(Permission::parse(permission.as_str()), Some(permission));
+        }
+        assert_eq!(Permission::parse("organization.billing.read"), None);
+        assert_eq!(Permission::parse("Organization.Read"), None);
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::{
     time::Duration,
 };
 
+use gatehouse_testkit::TestDatabase;
 use serde_json::Value;
 
 pub const BINARY: &str = env!("CARGO_BIN_EXE_gatehouse");
@@ -83,5 +84,27 @@ impl Served {
     pub fn kill_hard(mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// A database for one server: a SQLite file in `dir`, or a fresh PostgreSQL database.
+pub enum Database {
+    Sqlite,
+    Postgres(TestDatabase),
+}
+
+impl Database {
+    pub async fn of(backend: &str) -> Self {
+        match backend {
+            "postgres" => Self::Postgres(TestDatabase::create().await),
+            _ => Self::Sqlite,
+        }
+    }
+
+    pub fn url(&self, dir: &tempfile::TempDir) -> String {
+        match self {
+            Self::Sqlite => gatehouse_testkit::sqlite_url(dir),
+            Self::Postgres(database) => database.url().to_owned(),
+        }
     }
 }
