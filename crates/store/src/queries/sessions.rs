@@ -18,6 +18,15 @@ use super::{
 };
 use crate::{db_error, types::DbUuid};
 
+/// The session while it is live at `now`: neither revoked nor expired.
+#[diesel::dsl::auto_type]
+fn live_session(id: DbUuid, now: OffsetDateTime) -> _ {
+    sessions::table
+        .filter(sessions::id.eq(id))
+        .filter(sessions::revoked_at.is_null())
+        .filter(sessions::expires_at.gt(now))
+}
+
 #[async_trait]
 impl SessionStore for DbStore {
     async fn create_session(
@@ -116,10 +125,7 @@ impl SessionStore for DbStore {
 
     async fn touch_session(&self, id: SessionId, now: OffsetDateTime) -> Result<bool, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
-            let live = sessions::table
-                .filter(sessions::id.eq(DbUuid(id.as_uuid())))
-                .filter(sessions::revoked_at.is_null())
-                .filter(sessions::expires_at.gt(now));
+            let live = live_session(DbUuid(id.as_uuid()), now);
             diesel::update(live)
                 .set(sessions::last_used_at.eq(now))
                 .execute(conn)
@@ -135,10 +141,7 @@ impl SessionStore for DbStore {
         now: OffsetDateTime,
     ) -> Result<bool, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
-            let live = sessions::table
-                .filter(sessions::id.eq(DbUuid(id.as_uuid())))
-                .filter(sessions::revoked_at.is_null())
-                .filter(sessions::expires_at.gt(now));
+            let live = live_session(DbUuid(id.as_uuid()), now);
             diesel::update(live)
                 .set((
                     sessions::organization_id.eq(organization.map(|o| DbUuid(o.as_uuid()))),
@@ -152,10 +155,7 @@ impl SessionStore for DbStore {
 
     async fn is_live(&self, id: SessionId, now: OffsetDateTime) -> Result<bool, StoreError> {
         in_read!(self, async |conn: &mut Conn| {
-            let live: i64 = sessions::table
-                .filter(sessions::id.eq(DbUuid(id.as_uuid())))
-                .filter(sessions::revoked_at.is_null())
-                .filter(sessions::expires_at.gt(now))
+            let live: i64 = live_session(DbUuid(id.as_uuid()), now)
                 .count()
                 .get_result(conn)
                 .await
