@@ -93,6 +93,7 @@ pub async fn list(
 pub struct InviteRequest {
     #[schema(example = "grace@example.com")]
     email: Option<String>,
+    /// The role to give; absent, the organization's `settings.default_role`.
     #[schema(example = "member")]
     role: Option<String>,
 }
@@ -109,7 +110,8 @@ pub struct InvitedResponse {
     invited_by: Option<Uuid>,
 }
 
-/// Invites someone by email; the invitation is mailed with a one-time link.
+/// Invites someone by email; the invitation is mailed with a one-time link. Without `role`, the
+/// invitee gets the organization's `settings.default_role`.
 #[utoipa::path(
     post, path = "/api/v1/organizations/{id}/members", tag = "members",
     security(("bearer" = []), ("api_key" = [])),
@@ -131,7 +133,7 @@ pub async fn invite(
 ) -> Result<HttpResponse, ApiError> {
     let mut fields = Fields::new();
     let email = fields.required("email", body.email, |s| Email::parse(&s));
-    let role = fields.required("role", body.role, |s| s.parse::<Role>());
+    let role = fields.optional("role", body.role, |s| s.parse::<Role>());
     let (email, role) = fields.finish(|| Some((email?, role?)))?;
     let member = state.members.invite(&actor, email, role, &origin).await?;
     Ok(HttpResponse::Created().json(InvitedResponse {

@@ -134,12 +134,14 @@ impl MemberService {
     }
 
     /// Invites someone by email: a pending member, an invitation mailed with a one-time link,
-    /// and `member.invited`.
+    /// and `member.invited`. With no `role`, the organization's `settings.default_role`
+    /// (which a member inviting under `allow_member_invite` may give too: it is `member` or
+    /// `viewer`).
     pub async fn invite(
         &self,
         actor: &Actor,
         email: Email,
-        role: Role,
+        role: Option<Role>,
         origin: &Origin,
     ) -> Result<Member, MemberError> {
         let inviter = actor.user_id().ok_or(MemberError::PersonNeeded)?;
@@ -154,6 +156,8 @@ impl MemberService {
                 "a personal workspace has only its owner: invite people into a team",
             ));
         }
+        // No role named: the organization's `settings.default_role`.
+        let role = role.unwrap_or(organization.settings.default_role.role());
         let role = InvitableRole::new(role).ok_or(MemberError::Unprocessable(
             "owner cannot be invited: an organization has one owner",
         ))?;

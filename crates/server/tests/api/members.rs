@@ -137,6 +137,36 @@ on_both_backends! {
         detail_of(app.invite(&member.access_token, org, "b2@example.com", "admin").await, 403).await;
     }
 
+    async fn an_invitation_without_a_role_gives_the_organizations_default_role(app: TestApp) {
+        let owner = app.logged_in("zoe@example.com").await;
+        let team = app.create_team(&owner.access_token, "Zoe Team").await;
+        let org = team["id"].as_str().unwrap();
+        let members = format!("/api/v1/organizations/{org}/members");
+        let without_role = |email: &str| json!({ "email": email });
+
+        let invited = json_of(app.send_as(Method::POST, &owner.access_token, &members, Some(without_role("m1@example.com"))).await, 201).await;
+        assert_eq!(invited["role"], "member", "the default default_role");
+
+        json_of(
+            app.send_as(Method::PATCH, &owner.access_token, &format!("/api/v1/organizations/{org}"),
+                Some(json!({ "settings": { "default_role": "viewer", "allow_member_invite": true } }))).await,
+            200,
+        )
+        .await;
+        let invited = json_of(app.send_as(Method::POST, &owner.access_token, &members, Some(without_role("v1@example.com"))).await, 201).await;
+        assert_eq!(invited["role"], "viewer");
+        // A role named still wins, and a member inviting under allow_member_invite gets the
+        // default too.
+        let invited = json_of(app.invite(&owner.access_token, org, "a1@example.com", "admin").await, 201).await;
+        assert_eq!(invited["role"], "admin");
+        let member = app.member_of(&owner.access_token, org, "abe@example.com", "member").await;
+        let invited = json_of(app.send_as(Method::POST, &member.access_token, &members, Some(without_role("v2@example.com"))).await, 201).await;
+        assert_eq!(invited["role"], "viewer");
+        // The pending member, as listed, has it.
+        let pending = json_of(app.get_as(&owner.access_token, &format!("{members}?search=v2@")).await, 200).await;
+        assert_eq!(pending["items"][0]["role"], "viewer", "{pending}");
+    }
+
     async fn a_member_can_leave(app: TestApp) {
         let owner = app.logged_in("cy@example.com").await;
         let team = app.create_team(&owner.access_token, "Cy Team").await;
