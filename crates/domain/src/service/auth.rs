@@ -991,10 +991,9 @@ impl AuthService {
     /// The one admission, for a token that is to speak for an organization: the user is an
     /// active member of it, from an address its IP allowlist holds (`client`; `None` where the
     /// request is an application's server's, whose user was admitted at `/oauth/authorize`),
-    /// with the second factor its MFA policy requires after the member's grace, and, when the
-    /// organization signs the address's domain in with single sign-on, signed in through its
-    /// identity provider (its owner excepted: the break-glass password). What the token then
-    /// says: the organization and the member's role.
+    /// with the second factor its MFA policy requires after the member's grace (its single
+    /// sign-on is [`Self::sso_admits`]'s). What the token then says: the organization and the
+    /// member's role.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn admit_token(
         &self,
@@ -1044,20 +1043,35 @@ impl AuthService {
             }
             Err(OrgAccessError::Store(error)) => return Err(error.into()),
         }
-        let own_idp =
-            amr.includes(AuthMethod::External) && sso_organization == Some(organization_id);
-        if !own_idp {
-            let realm = self
-                .realms()
-                .enforced(&user.email, Some(user.id), &self.settings.issuer)
-                .await?;
-            if let Some(realm) = realm {
-                if realm.organization_id == organization_id {
-                    return refused(OrganizationRefused::SsoRequired(realm.login_url));
-                }
-            }
-        }
         Ok(TokenOrganization::of(&membership))
+    }
+
+    /// The organization's single sign-on, for a session that is to speak for it: when the
+    /// organization signs the user's email domain in with its identity provider, only that
+    /// IdP's sign-in (`ext` of this organization) will do, the owner's break-glass password
+    /// excepted. A new sign-in met this rule at its first step (password, sign-in link:
+    /// [`Self::sso_realm_barring`]); a refresh asks again, for a session opened before the
+    /// organization turned single sign-on on.
+    async fn sso_admits(
+        &self,
+        user: &User,
+        amr: &Amr,
+        sso_organization: Option<OrganizationId>,
+        organization_id: OrganizationId,
+    ) -> Result<(), Admitting> {
+        if amr.includes(AuthMethod::External) && sso_organization == Some(organization_id) {
+            return Ok(());
+        }
+        let realm = self
+            .realms()
+            .enforced(&user.email, Some(user.id), &self.settings.issuer)
+            .await?;
+        match realm {
+            Some(realm) if realm.organization_id == organization_id => Err(Admitting::Refused(
+                OrganizationRefused::SsoRequired(realm.login_url),
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// The stores single sign-on realms are read from.
@@ -1169,18 +1183,27 @@ impl AuthService {
                     .map(|membership| TokenOrganization::of(&membership))
                     .ok_or(RefreshError::NotAdmitted(OrganizationRefused::NotMember))?,
             ),
-            Some(organization_id) => Some(
-                self.admit_token(
+            Some(organization_id) => {
+                let admitted = self
+                    .admit_token(
+                        &credentials.user,
+                        session.id,
+                        &session.amr,
+                        session.sso_organization_id,
+                        organization_id,
+                        client,
+                        now,
+                    )
+                    .await?;
+                self.sso_admits(
                     &credentials.user,
-                    session.id,
                     &session.amr,
                     session.sso_organization_id,
                     organization_id,
-                    client,
-                    now,
                 )
-                .await?,
-            ),
+                .await?;
+                Some(admitted)
+            }
             None => None,
         };
         // The session was live when read; a revocation since then stops the access token at
