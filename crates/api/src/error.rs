@@ -12,9 +12,9 @@ use gatehouse_domain::{
     ports::StoreError,
     service::{
         ApplicationError, AuditLogError, AuthenticateError, ChangePasswordError, CreateApiKeyError,
-        DeleteApiKeyError, DomainError, Forbidden, IssuedToApplication, LockedOut, LoginError,
-        MemberError, MfaError, OrgAccessError, OrganizationError, OrganizationRefused,
-        RefreshError, RegisterError, ReplayError, RevokeConsentError, SettingsError,
+        DeleteApiKeyError, DomainError, Forbidden, IamError, IssuedToApplication, LockedOut,
+        LoginError, MemberError, MfaError, OrgAccessError, OrganizationError, OrganizationRefused,
+        RefreshError, RegisterError, ReplayError, RevokeConsentError, SettingsError, TransferError,
         UpdateProfileError, VerifyError, WebhookError, SSO_REQUIRED,
     },
 };
@@ -439,6 +439,43 @@ impl From<OrganizationError> for ApiError {
             OrganizationError::SlugTaken => Self::Conflict(error.to_string()),
             OrganizationError::PersonalWorkspace => Self::Unprocessable(error.to_string()),
             OrganizationError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<IamError> for ApiError {
+    fn from(error: IamError) -> Self {
+        match error {
+            IamError::Forbidden(e) => e.into(),
+            IamError::RoleAboveYours(_) | IamError::PersonNeeded => {
+                Self::Forbidden(error.to_string())
+            }
+            IamError::OwnerRole => {
+                Self::field(FieldError::invalid("body", "role", error.to_string()))
+            }
+            IamError::NotFound(_) => Self::NotFound(error.to_string()),
+            IamError::TooManyAccounts | IamError::TooManyKeys => {
+                Self::Unprocessable(error.to_string())
+            }
+            IamError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<TransferError> for ApiError {
+    fn from(error: TransferError) -> Self {
+        match error {
+            TransferError::Forbidden(e) => e.into(),
+            TransferError::PersonNeeded => Self::Forbidden(error.to_string()),
+            TransferError::WrongPassword => {
+                Self::field(FieldError::invalid("body", "password", error.to_string()))
+            }
+            TransferError::LockedOut(locked) => Self::LockedOut(locked),
+            TransferError::NotFound => Self::NotFound(error.to_string()),
+            TransferError::Unprocessable(_) => Self::Unprocessable(error.to_string()),
+            TransferError::Changed => Self::Conflict(error.to_string()),
+            TransferError::Store(e) => e.into(),
+            TransferError::Internal(_) => Self::Internal(Box::new(error)),
         }
     }
 }

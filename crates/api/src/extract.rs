@@ -340,6 +340,11 @@ fn person(agent: Agent) -> Result<Principal, ApiError> {
                 "a machine token acts only inside its application's organization".into(),
             ))
         }
+        Agent::ServiceAccount(_) => {
+            return Err(ApiError::Forbidden(
+                "a service account's key acts only inside its organization".into(),
+            ))
+        }
     };
     principal.outside_organizations()?;
     Ok(principal)
@@ -388,11 +393,11 @@ pub(crate) async fn authenticate_credentials(req: &HttpRequest) -> Result<Agent,
     let authenticator = &state(req)?.authenticator;
     Ok(match credentials(req)? {
         Credentials::Bearer(token) => authenticator.authenticate_bearer(&token).await?,
-        Credentials::ApiKey(key, organization) => Agent::Person(
+        Credentials::ApiKey(key, organization) => {
             authenticator
                 .authenticate_api_key(&key, organization)
-                .await?,
-        ),
+                .await?
+        }
     })
 }
 
@@ -412,11 +417,11 @@ pub(crate) async fn authenticate_in(
                 .await?
         }
         Credentials::ApiKey(key, own) => {
-            let principal = authenticator.authenticate_api_key(&key, own).await?;
+            let agent = authenticator.authenticate_api_key(&key, own).await?;
             let actor = authenticator
-                .actor(principal.clone(), organization, client)
+                .actor_of(agent.clone(), organization, client)
                 .await;
-            (Agent::Person(principal), actor)
+            (agent, actor)
         }
     })
 }

@@ -218,6 +218,33 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                         .route(web::delete().to(members::remove)),
                 )
                 .service(
+                    api_resource("/organizations/{id}/service-accounts")
+                        .route(web::get().to(iam::list_service_accounts))
+                        .route(web::post().to(iam::create_service_account)),
+                )
+                .service(
+                    api_resource("/organizations/{id}/service-accounts/{sa_id}")
+                        .route(web::get().to(iam::get_service_account))
+                        .route(web::patch().to(iam::update_service_account))
+                        .route(web::delete().to(iam::delete_service_account)),
+                )
+                .service(
+                    api_resource("/organizations/{id}/service-accounts/{sa_id}/keys")
+                        .route(web::post().to(iam::create_service_account_key)),
+                )
+                .service(
+                    api_resource("/organizations/{id}/api-keys")
+                        .route(web::get().to(iam::organization_keys)),
+                )
+                .service(
+                    api_resource("/organizations/{id}/api-keys/{key_id}")
+                        .route(web::delete().to(iam::revoke_organization_key)),
+                )
+                .service(
+                    api_resource("/organizations/{id}/transfer-ownership")
+                        .route(web::post().to(members::transfer_ownership)),
+                )
+                .service(
                     api_resource("/organizations/{id}/invitations/{invitation_id}")
                         .route(web::delete().to(members::revoke_invitation)),
                 )
@@ -231,6 +258,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                         .route(web::post().to(members::accept_by_id)),
                 )
                 .service(api_resource("/iam/users").route(web::get().to(members::iam_users)))
+                .service(api_resource("/iam/permissions").route(web::get().to(iam::permissions)))
                 .service(
                     api_resource("/webhooks/endpoints")
                         .route(web::get().to(webhooks::list))

@@ -4,8 +4,8 @@ use gatehouse_domain::{
     service::{
         ApiKeyService, ApplicationService, AuditLogService, AuthService, AuthSettings,
         Authenticator, BrandingService, ControlService, DomainService, EmailLinkService,
-        MemberService, MfaService, OAuthService, OrganizationService, PolicyService,
-        RateLimitService, SamlService, SsoService, WebhookService,
+        IamService, MemberService, MfaService, OAuthService, OrganizationService, OwnershipService,
+        PolicyService, RateLimitService, SamlService, SsoService, WebhookService,
     },
 };
 
@@ -20,6 +20,8 @@ pub struct AppState {
     pub applications: ApplicationService,
     pub organizations: OrganizationService,
     pub members: MemberService,
+    pub ownership: OwnershipService,
+    pub iam: IamService,
     pub rate_limits: RateLimitService,
     pub webhooks: WebhookService,
     pub policies: PolicyService,
@@ -60,6 +62,8 @@ impl AppState {
             domains: DomainService::new((&ports).into()),
             sso: SsoService::new((&ports).into(), settings.issuer.clone()),
             members: MemberService::new((&ports).into(), settings.issuer.clone()),
+            iam: IamService::new((&ports).into()),
+            ownership: OwnershipService::new((&ports).into(), auth.clone()),
             oauth: OAuthService::new((&ports).into(), auth.clone()),
             saml: SamlService::new((&ports).into(), auth.clone(), settings.issuer.clone()),
             mfa: MfaService::new((&ports).into(), auth.clone()),

@@ -28,8 +28,8 @@ pub use crate::ports::{
     MockHealthStore, MockMailer, MockMemberStore, MockMembershipStore, MockMetrics, MockMfaStore,
     MockOperationsStore, MockOrganizationStore, MockPasswordHasher, MockPasswordJudge,
     MockPolicyStore, MockRandom, MockRateLimiter, MockSamlProtocol, MockSamlStore,
-    MockSecretCipher, MockSessionStore, MockSignInAttempts, MockSsoStore, MockTokenSigner,
-    MockTotp, MockWebauthn, MockWebhookSender, MockWebhookStore,
+    MockSecretCipher, MockServiceAccountStore, MockSessionStore, MockSignInAttempts, MockSsoStore,
+    MockTokenSigner, MockTotp, MockWebauthn, MockWebhookSender, MockWebhookStore,
 };
 
 /// What a mocked async port method returns: a boxed future.
@@ -54,6 +54,8 @@ pub struct MockPorts {
     pub api_keys: MockApiKeyStore,
     /// The mock [`MembershipStore`](crate::ports::MembershipStore).
     pub memberships: MockMembershipStore,
+    /// The mock [`ServiceAccountStore`](crate::ports::ServiceAccountStore).
+    pub service_accounts: MockServiceAccountStore,
     /// The mock [`OrganizationStore`](crate::ports::OrganizationStore).
     pub organizations: MockOrganizationStore,
     /// The mock [`MemberStore`](crate::ports::MemberStore).
@@ -123,6 +125,7 @@ impl MockPorts {
             account_tokens: MockAccountTokenStore::new(),
             api_keys: MockApiKeyStore::new(),
             memberships: MockMembershipStore::new(),
+            service_accounts: MockServiceAccountStore::new(),
             organizations: MockOrganizationStore::new(),
             members: MockMemberStore::new(),
             policies: MockPolicyStore::new(),
@@ -163,6 +166,7 @@ impl MockPorts {
             account_tokens: Arc::new(self.account_tokens),
             api_keys: Arc::new(self.api_keys),
             memberships: Arc::new(self.memberships),
+            service_accounts: Arc::new(self.service_accounts),
             organizations: Arc::new(self.organizations),
             members: Arc::new(self.members),
             policies: Arc::new(self.policies),

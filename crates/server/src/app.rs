@@ -115,6 +115,7 @@ pub async fn ports(
         account_tokens: store.clone(),
         api_keys: store.clone(),
         memberships: store.clone(),
+        service_accounts: store.clone(),
         organizations: store.clone(),
         members: store.clone(),
         policies: store.clone(),

@@ -20,7 +20,7 @@ use gatehouse_domain::ports::{
     AccountStore, AccountTokenStore, ApiKeyStore, ApplicationStore, AuditStore,
     AuthorizationCodeStore, BoxError, BrandingStore, DomainStore, HealthStore, MemberStore,
     MembershipStore, MfaStore, OperationsStore, OrganizationStore, PolicyStore, SamlStore,
-    SessionStore, SigningKeyStore, SsoStore, StoreError, WebhookStore,
+    ServiceAccountStore, SessionStore, SigningKeyStore, SsoStore, StoreError, WebhookStore,
 };
 
 mod dialect;
@@ -70,6 +70,7 @@ pub trait Store:
     + SessionStore
     + ApiKeyStore
     + MembershipStore
+    + ServiceAccountStore
     + OrganizationStore
     + MemberStore
     + PolicyStore

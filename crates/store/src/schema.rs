@@ -126,9 +126,25 @@ diesel::table! {
         prefix -> Text,
         key_hash -> Text,
         organization_id -> Id,
-        user_id -> Id,
+        user_id -> Nullable<Id>,
         created_at -> Moment,
         last_used_at -> Nullable<Moment>,
+        service_account_id -> Nullable<Id>,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use super::{Id, Moment};
+
+    service_accounts (id) {
+        id -> Id,
+        organization_id -> Id,
+        name -> Text,
+        role -> Text,
+        created_by -> Id,
+        created_at -> Moment,
+        updated_at -> Moment,
     }
 }
 
@@ -443,6 +459,8 @@ diesel::joinable!(sessions -> users (user_id));
 diesel::joinable!(oauth_authorization_codes -> applications (application_id));
 diesel::joinable!(oauth_consents -> applications (application_id));
 diesel::joinable!(api_keys -> organizations (organization_id));
+diesel::joinable!(service_accounts -> organizations (organization_id));
+diesel::joinable!(api_keys -> service_accounts (service_account_id));
 diesel::joinable!(webhook_endpoints -> organizations (organization_id));
 diesel::joinable!(webhook_deliveries -> webhook_endpoints (endpoint_id));
 diesel::joinable!(organization_policies -> organizations (organization_id));
@@ -477,5 +495,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     webauthn_registrations,
     account_tokens,
     audit_log,
-    organization_domains
+    organization_domains,
+    service_accounts
 );

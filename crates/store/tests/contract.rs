@@ -10,7 +10,7 @@
 mod support;
 
 use gatehouse_domain::{
-    model::{Email, EventType, FullName, PasswordHash, Plan, Role, User, UserId},
+    model::{Email, EventType, FullName, KeyHolder, PasswordHash, Plan, Role, User, UserId},
     ports::{StoreError, StoredSigningKey},
 };
 use gatehouse_store::{Backend, StoreOptions};
@@ -465,7 +465,7 @@ on_both_backends! {
             assert_eq!(key.name, new.name);
             assert_eq!(key.prefix, new.prefix);
             assert_eq!(key.organization_id, ada.workspace.id);
-            assert_eq!(key.user_id, ada.user.id);
+            assert_eq!(key.holder, KeyHolder::User(ada.user.id));
             assert_eq!(key.created_at, at);
             assert_eq!(key.last_used_at, None);
             created.push(key);
@@ -487,7 +487,7 @@ on_both_backends! {
         let used_at = t + Duration::seconds(30);
         let found = db.store.use_api_key(&hash, used_at).await.unwrap().expect("found by hash");
         assert_eq!(found.id, new.id);
-        assert_eq!(found.user_id, ada.user.id);
+        assert_eq!(found.holder, KeyHolder::User(ada.user.id));
         assert_eq!(found.organization_id, ada.workspace.id);
         let listed = db.store.api_keys_of(ada.user.id).await.unwrap();
         assert_eq!(listed[0].last_used_at, Some(used_at));

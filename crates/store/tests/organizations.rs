@@ -7,11 +7,12 @@ use diesel::{sql_types::BigInt, QueryableByName};
 use gatehouse_domain::{
     model::{
         ApiKeyName, Application, ApplicationId, ApplicationName, ClientId, DefaultRole, Email,
-        EventId, EventType, FullName, InvitableRole, InvitationId, InvitationState, MemberFilter,
-        MemberStatus, NewApiKey, NewApplication, NewEvent, NewInvitation, NewOrganization, NewUser,
-        OrganizationChange, OrganizationFilter, OrganizationId, OrganizationName, OrganizationType,
-        PageRequest, PasswordHash, Plan, RedirectUri, RedirectUris, Role, SearchTerm, Slug,
-        TokenHash, UserId,
+        EventId, EventType, FullName, InvitableRole, InvitationId, InvitationState, KeyHolder,
+        MemberFilter, MemberStatus, NewApiKey, NewApplication, NewEvent, NewInvitation,
+        NewOrganization, NewUser, OrganizationChange, OrganizationFilter, OrganizationId,
+        OrganizationName, OrganizationType, PageRequest, PasswordHash, Plan, RedirectUri,
+        RedirectUris, Role, SearchTerm, ServiceAccount, ServiceAccountName, Slug, TokenHash,
+        UserId,
     },
     ports::{NewAccount, StoreError},
 };
@@ -64,6 +65,9 @@ on_both_backends! {
         invitation_records_tell_what_became_of_each_sqlite;
     roles_and_removal => roles_and_removal_postgres, roles_and_removal_sqlite;
     deleting_users => deleting_users_postgres, deleting_users_sqlite;
+    transferring_ownership => transferring_ownership_postgres, transferring_ownership_sqlite;
+    service_accounts_and_their_keys =>
+        service_accounts_and_their_keys_postgres, service_accounts_and_their_keys_sqlite;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1478,7 +1482,7 @@ async fn roles_and_removal(db: Db) {
         prefix: "gh_abcd".to_owned(),
         key_hash: TokenHash::of(&Uuid::new_v4().to_string()),
         organization_id: org,
-        user_id: bob.id,
+        holder: KeyHolder::User(bob.id),
         created_at: t0,
     };
     db.store
@@ -1515,6 +1519,208 @@ async fn roles_and_removal(db: Db) {
     assert_eq!(db.events(EventType::MemberRemoved).await, 1);
     let org = db.store.organization(acme).await.unwrap().unwrap();
     assert_eq!(org.member_count, 1);
+}
+
+async fn transferring_ownership(db: Db) {
+    let t0 = now();
+    let alice = db.user("alice@example.com", "Alice", t0).await;
+    let bob = db.user("bob@example.com", "Bob", t0).await;
+    let carol = db.user("carol@example.com", "Carol", t0).await;
+    let acme = db.team(alice.id, "Acme", "acme", t0).await;
+    db.join(acme, &bob, Role::Member, alice.id, t0).await;
+    let t1 = t0 + Duration::seconds(1);
+    let transfer = |from, to| {
+        let store = db.store.clone();
+        async move {
+            store
+                .transfer_ownership(
+                    acme,
+                    from,
+                    to,
+                    t1,
+                    vec![
+                        event(EventType::MemberRoleChanged, Some(acme), None, t1),
+                        event(EventType::MemberRoleChanged, Some(acme), None, t1),
+                    ],
+                    record(),
+                )
+                .await
+                .unwrap()
+        }
+    };
+    let role = |user| {
+        let store = db.store.clone();
+        async move { store.member(acme, user).await.unwrap().map(|m| m.role) }
+    };
+    // To someone who is not a member: nothing moves, the demotion included.
+    assert!(!transfer(alice.id, carol.id).await);
+    assert_eq!(role(alice.id).await, Some(Role::Owner));
+    assert_eq!(db.events(EventType::MemberRoleChanged).await, 0);
+    // From someone who is not the owner: nothing moves.
+    assert!(!transfer(bob.id, bob.id).await);
+    assert_eq!(role(bob.id).await, Some(Role::Member));
+
+    assert!(transfer(alice.id, bob.id).await);
+    assert_eq!(role(alice.id).await, Some(Role::Admin));
+    assert_eq!(role(bob.id).await, Some(Role::Owner));
+    assert_eq!(db.events(EventType::MemberRoleChanged).await, 2);
+    assert_eq!(
+        db.count("SELECT count(*) AS n FROM memberships WHERE role = 'owner'")
+            .await,
+        4,
+        "one owner per organization: Acme's and the three personal workspaces'"
+    );
+    // Alice owns no team with people any more.
+    assert!(db
+        .store
+        .owned_teams_with_members(alice.id)
+        .await
+        .unwrap()
+        .is_empty());
+    // Twice is not possible: she is not the owner now.
+    assert!(!transfer(alice.id, bob.id).await);
+}
+
+async fn service_accounts_and_their_keys(db: Db) {
+    let t0 = now();
+    let alice = db.user("alice@example.com", "Alice", t0).await;
+    let acme = db.team(alice.id, "Acme", "acme", t0).await;
+    let globex = db.team(alice.id, "Globex", "globex", t0).await;
+    let account = ServiceAccount {
+        id: Uuid::now_v7().into(),
+        organization_id: acme,
+        name: ServiceAccountName::parse("CI deploys").unwrap(),
+        role: Role::Member,
+        created_by: alice.id,
+        created_at: t0,
+        updated_at: t0,
+    };
+    assert!(db
+        .store
+        .create_service_account(
+            account.clone(),
+            event(EventType::ServiceAccountCreated, Some(acme), None, t0),
+            record()
+        )
+        .await
+        .unwrap());
+    assert_eq!(
+        db.store.service_accounts(acme).await.unwrap(),
+        std::slice::from_ref(&account)
+    );
+    assert!(db.store.service_accounts(globex).await.unwrap().is_empty());
+    let access = db.store.service_account(account.id).await.unwrap().unwrap();
+    assert_eq!(access.account, account);
+    assert_eq!(access.plan, Plan::Free);
+
+    let token = Uuid::new_v4().to_string();
+    let key = NewApiKey {
+        id: Uuid::now_v7().into(),
+        name: ApiKeyName::parse("pipeline").unwrap(),
+        prefix: "ghk_abcd".to_owned(),
+        key_hash: TokenHash::of(&token),
+        organization_id: acme,
+        holder: KeyHolder::ServiceAccount(account.id),
+        created_at: t0,
+    };
+    let stored = db
+        .store
+        .create_api_key(key.clone(), record())
+        .await
+        .unwrap()
+        .expect("created");
+    assert_eq!(stored.holder, KeyHolder::ServiceAccount(account.id));
+    let used = db
+        .store
+        .use_api_key(&TokenHash::of(&token), t0)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(used.holder, KeyHolder::ServiceAccount(account.id));
+    // It is the organization's key, and no user's.
+    let listed = db
+        .store
+        .organization_api_keys(acme, PageRequest::default())
+        .await
+        .unwrap();
+    assert_eq!(listed.total(), 1);
+    assert_eq!(listed.items()[0].id, stored.id);
+    assert_eq!(listed.items()[0].last_used_at, Some(t0), "used once");
+    assert!(db.store.api_keys_of(alice.id).await.unwrap().is_empty());
+
+    // A change of role, only in its own organization.
+    let t1 = t0 + Duration::seconds(1);
+    let rename = |organization| {
+        let store = db.store.clone();
+        async move {
+            store
+                .update_service_account(
+                    organization,
+                    account.id,
+                    None,
+                    Some(Role::Admin),
+                    t1,
+                    event(
+                        EventType::ServiceAccountUpdated,
+                        Some(organization),
+                        None,
+                        t1,
+                    ),
+                    record(),
+                )
+                .await
+                .unwrap()
+        }
+    };
+    assert!(rename(globex).await.is_none());
+    let updated = rename(acme).await.unwrap();
+    assert_eq!(updated.role, Role::Admin);
+    assert_eq!(updated.name.as_ref(), "CI deploys");
+    assert_eq!(updated.updated_at, t1);
+    assert_eq!(db.events(EventType::ServiceAccountUpdated).await, 1);
+
+    // Deleting it, in its own organization only, deletes its keys.
+    let delete = |organization| {
+        let store = db.store.clone();
+        async move {
+            store
+                .delete_service_account(
+                    organization,
+                    account.id,
+                    event(
+                        EventType::ServiceAccountDeleted,
+                        Some(organization),
+                        None,
+                        t1,
+                    ),
+                    record(),
+                )
+                .await
+                .unwrap()
+        }
+    };
+    assert!(!delete(globex).await);
+    assert!(db
+        .store
+        .service_account(account.id)
+        .await
+        .unwrap()
+        .is_some());
+    assert!(delete(acme).await);
+    assert!(db
+        .store
+        .service_account(account.id)
+        .await
+        .unwrap()
+        .is_none());
+    assert!(db
+        .store
+        .use_api_key(&TokenHash::of(&token), t1)
+        .await
+        .unwrap()
+        .is_none());
+    assert_eq!(db.rows_of("api_keys", acme).await, 0);
+    assert_eq!(db.events(EventType::ServiceAccountDeleted).await, 1);
 }
 
 async fn deleting_users(db: Db) {

@@ -2,6 +2,7 @@
 
 use actix_web::{web, HttpResponse};
 use gatehouse_domain::model::{ApiKey, ApiKeyId, ApiKeyName, OrganizationId};
+use gatehouse_domain::service::CreatedApiKey;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
@@ -31,6 +32,19 @@ pub struct CreatedApiKeyResponse {
     organization_id: Uuid,
     #[serde(with = "gatehouse_domain::model::timestamp")]
     created_at: OffsetDateTime,
+}
+
+impl From<CreatedApiKey> for CreatedApiKeyResponse {
+    fn from(created: CreatedApiKey) -> Self {
+        Self {
+            id: created.id.as_uuid(),
+            name: created.name.as_ref().to_owned(),
+            key: created.key,
+            prefix: created.prefix,
+            organization_id: created.organization_id.as_uuid(),
+            created_at: created.created_at,
+        }
+    }
 }
 
 #[derive(Serialize, ToSchema)]
@@ -96,14 +110,7 @@ pub async fn create(
         .await?;
     Ok(HttpResponse::Created()
         .insert_header(("Cache-Control", "no-store"))
-        .json(CreatedApiKeyResponse {
-            id: created.id.as_uuid(),
-            name: created.name.as_ref().to_owned(),
-            key: created.key,
-            prefix: created.prefix,
-            organization_id: created.organization_id.as_uuid(),
-            created_at: created.created_at,
-        }))
+        .json(CreatedApiKeyResponse::from(created)))
 }
 
 /// The caller's API keys, newest first; never the keys themselves.

@@ -22,7 +22,7 @@ use crate::{
 
 #[derive(Serialize, ToSchema)]
 pub struct AuditActorResponse {
-    /// `user`, `api_key`, `application`, `operator` or `system`.
+    /// `user`, `api_key`, `service_account`, `application`, `operator` or `system`.
     #[serde(rename = "type")]
     #[schema(example = "user")]
     kind: &'static str,

@@ -410,3 +410,62 @@ pub async fn iam_users(
         })),
     )
 }
+
+#[derive(Deserialize, ToSchema)]
+pub struct TransferOwnershipRequest {
+    /// The active member who becomes the owner.
+    user_id: Option<String>,
+    /// The owner's password.
+    password: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct OwnershipTransferredResponse {
+    /// The new owner (`role` is `owner`).
+    owner: MemberResponse,
+    /// The previous owner (`role` is `admin` now).
+    previous_owner: MemberResponse,
+    #[serde(with = "gatehouse_domain::model::timestamp")]
+    transferred_at: OffsetDateTime,
+}
+
+/// Hands a team organization to another active member: the owner only, signed in, with their
+/// password. The new owner is `owner`, the caller `admin` (two `member.role_changed` events).
+#[utoipa::path(
+    post, path = "/api/v1/organizations/{id}/transfer-ownership", tag = "members",
+    security(("bearer" = [])),
+    params(("id" = Uuid, Path)),
+    request_body = TransferOwnershipRequest,
+    responses(
+        (status = 200, body = OwnershipTransferredResponse),
+        (status = 403, body = ErrorBody, description = "Not the owner, or the owner's API key"),
+        (status = 404, body = ErrorBody, description = "No such active member"),
+        (status = 409, body = ErrorBody, description = "The members changed meanwhile"),
+        (status = 422, body = ValidationErrorBody, description = "Wrong password, oneself, or a personal workspace"),
+        (status = 429, body = ErrorBody, description = "Locked out after wrong passwords"),
+    )
+)]
+pub async fn transfer_ownership(
+    state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
+    PathOrganization(actor): PathOrganization,
+    ValidJson(body): ValidJson<TransferOwnershipRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let mut fields = Fields::new();
+    let user_id = fields.required("user_id", body.user_id, |s| {
+        Uuid::parse_str(&s)
+            .map(UserId::from_uuid)
+            .map_err(|_| "must be a UUID")
+    });
+    let password = fields.required("password", body.password, as_is);
+    let (user_id, password) = fields.finish(|| Some((user_id?, password?)))?;
+    let transferred = state
+        .ownership
+        .transfer(&actor, user_id, password, &origin)
+        .await?;
+    Ok(HttpResponse::Ok().json(OwnershipTransferredResponse {
+        owner: transferred.owner.into(),
+        previous_owner: transferred.previous_owner.into(),
+        transferred_at: transferred.transferred_at,
+    }))
+}

@@ -5,6 +5,7 @@ pub mod auth;
 pub mod control;
 pub mod domains;
 pub mod health;
+pub mod iam;
 pub mod invitation_page;
 pub mod links;
 pub mod login;

@@ -3,7 +3,7 @@ use time::OffsetDateTime;
 
 use super::{
     text::{parse_text, TextError},
-    ApiKeyId, OrganizationId, TokenHash, UserId,
+    ApiKeyId, OrganizationId, ServiceAccountId, TokenHash, UserId,
 };
 
 /// A label for an API key: 1 to 100 characters once trimmed.
@@ -29,8 +29,38 @@ impl AsRef<str> for ApiKeyName {
     }
 }
 
-/// The most API keys one user holds in one organization: creating one more is refused.
+/// The most API keys one user (or one service account) holds in one organization: creating one
+/// more is refused.
 pub const MAX_API_KEYS_PER_ORGANIZATION: u32 = 50;
+
+/// Whom an API key acts as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyHolder {
+    /// The user who created it: the key acts as them, with their role, and goes when they leave
+    /// the organization.
+    User(UserId),
+    /// A service account of the organization: the key acts as it, with its role, whoever made
+    /// it, and goes when the account is deleted.
+    ServiceAccount(ServiceAccountId),
+}
+
+impl KeyHolder {
+    /// The user, for a user's key.
+    pub const fn user_id(self) -> Option<UserId> {
+        match self {
+            Self::User(user_id) => Some(user_id),
+            Self::ServiceAccount(_) => None,
+        }
+    }
+
+    /// The service account, for a service account's key.
+    pub const fn service_account_id(self) -> Option<ServiceAccountId> {
+        match self {
+            Self::User(_) => None,
+            Self::ServiceAccount(id) => Some(id),
+        }
+    }
+}
 
 /// An API key about to be stored: the secret itself is gone, only its hash remains.
 #[derive(Clone, Debug, PartialEq)]
@@ -48,8 +78,8 @@ pub struct NewApiKey {
     pub key_hash: TokenHash,
     /// The one organization the key acts in.
     pub organization_id: OrganizationId,
-    /// The user who created it, and whom it acts as; a member of that organization.
-    pub user_id: UserId,
+    /// Whom it acts as: the member who created it, or a service account of that organization.
+    pub holder: KeyHolder,
     /// When it was created.
     pub created_at: OffsetDateTime,
 }
@@ -65,9 +95,9 @@ pub struct ApiKey {
     pub prefix: String,
     /// The one organization the key acts in.
     pub organization_id: OrganizationId,
-    /// The user who created it and whom it acts as (not serialised).
+    /// Whom it acts as (not serialised).
     #[serde(skip)]
-    pub user_id: UserId,
+    pub holder: KeyHolder,
     /// When it was created.
     #[serde(with = "crate::model::timestamp")]
     pub created_at: OffsetDateTime,

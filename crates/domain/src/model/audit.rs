@@ -11,7 +11,7 @@ use std::{fmt, net::IpAddr, str::FromStr};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{ApiKeyId, ApplicationId, ClientAddress, OrganizationId, UserId};
+use super::{ApiKeyId, ApplicationId, ClientAddress, OrganizationId, ServiceAccountId, UserId};
 use crate::service::Principal;
 
 /// The longest user agent kept, in characters; the rest is cut.
@@ -64,6 +64,8 @@ pub enum AuditActor {
     UnknownUser,
     /// An API key (acting as its creator).
     ApiKey(ApiKeyId),
+    /// A service account, by one of its API keys.
+    ServiceAccount(ServiceAccountId),
     /// An application (OAuth client) at an OAuth endpoint, by the client id it gave (a
     /// refusal may be someone else's guess of its secret).
     Application(ApplicationId),
@@ -82,11 +84,12 @@ impl AuditActor {
         }
     }
 
-    /// `user`, `api_key`, `application`, `operator` or `system`.
+    /// `user`, `api_key`, `service_account`, `application`, `operator` or `system`.
     pub const fn kind(self) -> &'static str {
         match self {
             Self::User(_) | Self::UnknownUser => "user",
             Self::ApiKey(_) => "api_key",
+            Self::ServiceAccount(_) => "service_account",
             Self::Application(_) => "application",
             Self::Operator => "operator",
             Self::System => "system",
@@ -99,6 +102,7 @@ impl AuditActor {
         match self {
             Self::User(id) => Some(id.to_string()),
             Self::ApiKey(id) => Some(id.to_string()),
+            Self::ServiceAccount(id) => Some(id.to_string()),
             Self::Application(id) => Some(id.to_string()),
             Self::UnknownUser | Self::Operator | Self::System => None,
         }
@@ -110,6 +114,9 @@ impl AuditActor {
             ("user", None) => Some(Self::UnknownUser),
             ("user", Some(id)) => Uuid::parse_str(id).ok().map(|id| Self::User(id.into())),
             ("api_key", Some(id)) => Uuid::parse_str(id).ok().map(|id| Self::ApiKey(id.into())),
+            ("service_account", Some(id)) => Uuid::parse_str(id)
+                .ok()
+                .map(|id| Self::ServiceAccount(id.into())),
             ("application", Some(id)) => Uuid::parse_str(id)
                 .ok()
                 .map(|id| Self::Application(id.into())),
@@ -173,6 +180,7 @@ audit_actions! {
     MemberJoined => "member.joined", "An invitation was accepted: the invitee is a member now.";
     MemberRoleChanged => "member.role_changed", "A member's role was changed.";
     MemberRemoved => "member.removed", "A member was removed from the organization.";
+    OwnershipTransferred => "organization.ownership_transferred", "The owner handed the organization to another member (with their password): the new owner is `owner`, the old one `admin`.";
     ApplicationCreated => "application.created", "An application (OAuth client) was registered.";
     ApplicationUpdated => "application.updated", "An application's name, redirect URIs or active flag changed.";
     ApplicationSecretRotated => "application.secret_rotated", "An application's client secret was replaced.";
@@ -184,7 +192,10 @@ audit_actions! {
     DomainVerified => "organization.domain_verified", "The organization proved it holds an email domain: its TXT record was found.";
     DomainRemoved => "organization.domain_removed", "An email domain of the organization was removed.";
     ApiKeyCreated => "api_key.created", "An API key was created.";
-    ApiKeyRevoked => "api_key.revoked", "An API key was revoked.";
+    ApiKeyRevoked => "api_key.revoked", "An API key was revoked: by its user, or by an owner or admin of its organization.";
+    ServiceAccountCreated => "service_account.created", "A service account was created.";
+    ServiceAccountUpdated => "service_account.updated", "A service account's name or role changed.";
+    ServiceAccountDeleted => "service_account.deleted", "A service account was deleted: its keys stopped at once.";
     EndpointCreated => "webhook_endpoint.created", "A webhook endpoint was created.";
     EndpointUpdated => "webhook_endpoint.updated", "A webhook endpoint was changed (turned on or off included).";
     EndpointDeleted => "webhook_endpoint.deleted", "A webhook endpoint was deleted, with its deliveries.";
@@ -234,11 +245,13 @@ pub enum TargetKind {
     MfaFactor,
     /// An email domain the organization claimed.
     Domain,
+    /// A service account.
+    ServiceAccount,
 }
 
 impl TargetKind {
     /// Every kind.
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 11] = [
         Self::User,
         Self::Member,
         Self::ApiKey,
@@ -249,10 +262,11 @@ impl TargetKind {
         Self::Application,
         Self::MfaFactor,
         Self::Domain,
+        Self::ServiceAccount,
     ];
 
     /// `user`, `member`, `api_key`, `webhook_endpoint`, `organization`, `invitation`,
-    /// `delivery`, `application`, `mfa_factor`, `domain`.
+    /// `delivery`, `application`, `mfa_factor`, `domain`, `service_account`.
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::User => "user",
@@ -265,6 +279,7 @@ impl TargetKind {
             Self::Application => "application",
             Self::MfaFactor => "mfa_factor",
             Self::Domain => "domain",
+            Self::ServiceAccount => "service_account",
         }
     }
 }

@@ -78,6 +78,9 @@ event_types! {
     BillingInvoiceOverdue => "billing.invoice.overdue", Billing, Billing, "An invoice is overdue.";
     OrganizationDomainVerified => "organization.domain_verified", Organization, Gatehouse, "An organization proved it holds an email domain (its DNS TXT record was found).";
     OrganizationDomainRemoved => "organization.domain_removed", Organization, Gatehouse, "An organization removed one of its email domains.";
+    ServiceAccountCreated => "service_account.created", ServiceAccount, Gatehouse, "A service account was created in the organization.";
+    ServiceAccountUpdated => "service_account.updated", ServiceAccount, Gatehouse, "A service account's name or role changed.";
+    ServiceAccountDeleted => "service_account.deleted", ServiceAccount, Gatehouse, "A service account was deleted; its API keys stopped.";
     WebhookTest => "webhook.test", Webhook, Gatehouse, "A test ping sent to one endpoint on request; never subscribed to.";
 }
 
@@ -121,6 +124,8 @@ pub enum EventCategory {
     Billing,
     /// `webhook.*`: the webhook system's own messages (the test ping).
     Webhook,
+    /// `service_account.*`: an organization's service accounts.
+    ServiceAccount,
 }
 
 impl EventCategory {
@@ -134,6 +139,7 @@ impl EventCategory {
             Self::Auth => "auth",
             Self::Billing => "billing",
             Self::Webhook => "webhook",
+            Self::ServiceAccount => "service_account",
         }
     }
 }
@@ -265,8 +271,8 @@ mod tests {
     }
 
     #[test]
-    fn catalog_has_the_sixteen_spec_types_seven_more_and_the_test_ping() {
-        assert_eq!(EventType::ALL.len(), 24);
+    fn catalog_has_the_sixteen_spec_types_ten_more_and_the_test_ping() {
+        assert_eq!(EventType::ALL.len(), 27);
         let not_subscribable: Vec<_> = EventType::ALL
             .iter()
             .filter(|e| !e.subscribable())

@@ -57,6 +57,10 @@ uuid_id!(
     ApiKeyId
 );
 uuid_id!(
+    /// A service account: an organization's non-human member, acting through its API keys.
+    ServiceAccountId
+);
+uuid_id!(
     /// An event in the outbox.
     EventId
 );

@@ -26,6 +26,7 @@ mod policy;
 mod rate_limit;
 mod saml;
 mod secret;
+mod service_account;
 mod session;
 mod sso;
 mod text;
@@ -36,7 +37,7 @@ mod webhook;
 
 pub use account_token::{AccountToken, AccountTokenPurpose};
 pub use address::is_public_address;
-pub use api_key::{ApiKey, ApiKeyName, NewApiKey, MAX_API_KEYS_PER_ORGANIZATION};
+pub use api_key::{ApiKey, ApiKeyName, KeyHolder, NewApiKey, MAX_API_KEYS_PER_ORGANIZATION};
 pub use application::{
     client_secret_matches, Application, ApplicationChange, ApplicationName, ClientId,
     NewApplication, RedirectUri, RedirectUriError, RedirectUris, RedirectUrisError,
@@ -57,7 +58,7 @@ pub use event::{
 };
 pub use ids::{
     ApiKeyId, ApplicationId, DomainId, EventId, InvitationId, MfaFactorId, OrganizationId,
-    SessionId, UserId,
+    ServiceAccountId, SessionId, UserId,
 };
 pub use lockout::{AccountKey, FailedSignIns, InvalidLockoutRule, LockoutRule};
 pub use member::{
@@ -98,6 +99,7 @@ pub use saml::{
     SAML_CLOCK_SKEW, SAML_REQUEST_TTL,
 };
 pub use secret::{SecretToken, TokenHash, TokenKind};
+pub use service_account::{ServiceAccount, ServiceAccountName, MAX_SERVICE_ACCOUNTS};
 pub use session::{
     Amr, AuthMethod, ClientGrant, NewSession, OrganizationChoice, Session, TokenOrganization,
     SESSION_TOUCH_INTERVAL,

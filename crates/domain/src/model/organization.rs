@@ -250,6 +250,9 @@ pub enum Role {
 }
 
 impl Role {
+    /// The built-in roles, from the most to the least able.
+    pub const ALL: [Role; 4] = [Self::Owner, Self::Admin, Self::Member, Self::Viewer];
+
     /// The role's lowercase name, as the API and the store write it.
     pub const fn as_str(self) -> &'static str {
         match self {

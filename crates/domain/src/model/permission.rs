@@ -13,6 +13,9 @@ pub enum Permission {
     OrganizationUpdate,
     /// `organization.delete`: delete the organization (the owner only).
     OrganizationDelete,
+    /// `organization.transfer_ownership`: hand the organization to another member (the owner
+    /// only, with their password).
+    OwnershipTransfer,
     /// `organization.members.read`: list members and pending invitations.
     MembersRead,
     /// `organization.members.create`: invite people, as any role but owner.
@@ -42,16 +45,22 @@ pub enum Permission {
     AuditRead,
     /// `api_keys.create`: create API keys that act in the organization.
     ApiKeysCreate,
+    /// `api_keys.manage`: see every key that acts in the organization (never its secret) and
+    /// revoke any of them.
+    ApiKeysManage,
+    /// `service_accounts.manage`: create, change and delete service accounts and their keys.
+    ServiceAccountsManage,
     /// `domains.manage`: claim, verify and remove the organization's email domains.
     DomainsManage,
 }
 
 impl Permission {
     /// Every permission, in the table's order.
-    pub const ALL: [Permission; 18] = [
+    pub const ALL: [Permission; 21] = [
         Self::OrganizationRead,
         Self::OrganizationUpdate,
         Self::OrganizationDelete,
+        Self::OwnershipTransfer,
         Self::MembersRead,
         Self::MembersCreate,
         Self::MembersInviteWhenAllowed,
@@ -66,6 +75,8 @@ impl Permission {
         Self::SsoManage,
         Self::AuditRead,
         Self::ApiKeysCreate,
+        Self::ApiKeysManage,
+        Self::ServiceAccountsManage,
         Self::DomainsManage,
     ];
 
@@ -75,6 +86,7 @@ impl Permission {
             Self::OrganizationRead => "organization.read",
             Self::OrganizationUpdate => "organization.update",
             Self::OrganizationDelete => "organization.delete",
+            Self::OwnershipTransfer => "organization.transfer_ownership",
             Self::MembersRead => "organization.members.read",
             Self::MembersCreate => "organization.members.create",
             Self::MembersInviteWhenAllowed => "organization.members.invite",
@@ -89,9 +101,45 @@ impl Permission {
             Self::SsoManage => "sso.manage",
             Self::AuditRead => "audit.read",
             Self::ApiKeysCreate => "api_keys.create",
+            Self::ApiKeysManage => "api_keys.manage",
+            Self::ServiceAccountsManage => "service_accounts.manage",
             Self::DomainsManage => "domains.manage",
         }
     }
+
+    /// What the permission lets its holder do, for the catalogue.
+    pub const fn description(self) -> &'static str {
+        match self {
+            Self::OrganizationRead => "See the organization and its settings",
+            Self::OrganizationUpdate => "Change the organization's name, slug and settings",
+            Self::OrganizationDelete => "Delete the organization (the owner only)",
+            Self::OwnershipTransfer => "Hand the organization to another member (the owner only)",
+            Self::MembersRead => "List members and pending invitations",
+            Self::MembersCreate => "Invite people, as any role but owner",
+            Self::MembersInviteWhenAllowed => {
+                "Invite people as member or viewer, while the organization allows members to invite"
+            }
+            Self::MembersUpdate => "Change members' roles",
+            Self::MembersDelete => "Remove members and revoke invitations",
+            Self::ApplicationsRead => "See the organization's applications",
+            Self::ApplicationsManage => "Register, change and delete applications",
+            Self::WebhooksRead => "See webhook endpoints and their delivery logs",
+            Self::WebhooksManage => "Manage webhook endpoints and their deliveries",
+            Self::PoliciesManage => "Set the organization's security policies",
+            Self::BrandingManage => "Set the organization's branding",
+            Self::SsoManage => "Configure SAML single sign-on",
+            Self::AuditRead => "Read the organization's audit log",
+            Self::ApiKeysCreate => "Create API keys that act in the organization",
+            Self::ApiKeysManage => "See and revoke every API key that acts in the organization",
+            Self::ServiceAccountsManage => {
+                "Create, change and delete service accounts and their keys"
+            }
+            Self::DomainsManage => "Claim, verify and remove the organization's email domains",
+        }
+    }
+
+    /// The owner's own permissions: no other role, built-in or custom, holds them.
+    pub const OWNER_ONLY: [Permission; 2] = [Self::OrganizationDelete, Self::OwnershipTransfer];
 
     /// The permission a dotted name names (the inverse of [`Permission::as_str`]); `None` for
     /// any other name, such as one a newer Gatehouse added, which a reader should ignore.
@@ -137,6 +185,8 @@ const TABLE: &[(Role, &[Permission])] = &[
             SsoManage,
             AuditRead,
             ApiKeysCreate,
+            ApiKeysManage,
+            ServiceAccountsManage,
             DomainsManage,
         ],
     ),
@@ -186,8 +236,9 @@ pub enum ApiScope {
     WebhooksWrite,
 }
 
-/// What each API scope grants. Deleting the organization and creating API keys are in none:
-/// only a token that carries no API scope (acting with the user's whole role) does either.
+/// What each API scope grants. Deleting or handing over the organization, creating API keys,
+/// managing the organization's keys and its service accounts are in none: only a token that
+/// carries no API scope (acting with the user's whole role) does any of them.
 const SCOPES: &[(ApiScope, &[Permission])] = &[
     (
         ApiScope::OrgRead,
@@ -344,9 +395,22 @@ mod tests {
     }
 
     #[test]
-    fn only_the_owner_deletes_the_organization() {
+    fn only_the_owner_deletes_or_hands_over_the_organization() {
         for role in [Role::Admin, Role::Member, Role::Viewer] {
             assert!(!role.grants(OrganizationDelete), "{role}");
+            assert!(!role.grants(OwnershipTransfer), "{role}");
+        }
+    }
+
+    #[test]
+    fn owners_and_admins_manage_service_accounts_and_the_organizations_keys() {
+        for role in [Role::Owner, Role::Admin] {
+            assert!(role.grants(ServiceAccountsManage), "{role}");
+            assert!(role.grants(ApiKeysManage), "{role}");
+        }
+        for role in [Role::Member, Role::Viewer] {
+            assert!(!role.grants(ServiceAccountsManage), "{role}");
+            assert!(!role.grants(ApiKeysManage), "{role}");
         }
     }
 
@@ -449,13 +513,21 @@ mod tests {
     }
 
     #[test]
-    fn no_api_scope_deletes_the_organization_or_creates_api_keys() {
+    fn no_api_scope_deletes_or_hands_over_the_organization_or_manages_keys_and_accounts() {
         let all = scopes(&ApiScope::ALL.map(ApiScope::as_str).join(" "));
-        assert!(!all.grant(OrganizationDelete));
-        assert!(!all.grant(ApiKeysCreate));
+        let whole_role_only = [
+            OrganizationDelete,
+            OwnershipTransfer,
+            ApiKeysCreate,
+            ApiKeysManage,
+            ServiceAccountsManage,
+        ];
+        for permission in whole_role_only {
+            assert!(!all.grant(permission), "{permission}");
+        }
         // Every other permission is some scope's.
         for permission in Permission::ALL {
-            if ![OrganizationDelete, ApiKeysCreate].contains(&permission) {
+            if !whole_role_only.contains(&permission) {
                 assert!(all.grant(permission), "{permission}");
             }
         }

@@ -10,7 +10,7 @@
 //! Ports are object safe (`async_trait`) because the backend is picked at run time from
 //! `GATEHOUSE_DATABASE_URL`; the services hold them as `Arc<dyn Port>`.
 //!
-//! By area: [`audit`], [`control`], [`domains`], [`identity`], [`metrics`], [`mfa`], [`organizations`], [`sso`], [`oauth`], [`webhooks`], [`platform`]; every port
+//! By area: [`audit`], [`control`], [`domains`], [`iam`], [`identity`], [`metrics`], [`mfa`], [`organizations`], [`sso`], [`oauth`], [`webhooks`], [`platform`]; every port
 //! is also re-exported here.
 
 use std::sync::Arc;
@@ -18,6 +18,7 @@ use std::sync::Arc;
 pub mod audit;
 pub mod control;
 pub mod domains;
+pub mod iam;
 pub mod identity;
 pub mod metrics;
 pub mod mfa;
@@ -30,6 +31,7 @@ pub mod webhooks;
 pub use audit::*;
 pub use control::*;
 pub use domains::*;
+pub use iam::*;
 pub use identity::*;
 pub use metrics::*;
 pub use mfa::*;
@@ -75,6 +77,8 @@ pub struct Ports {
     pub api_keys: Arc<dyn ApiKeyStore>,
     /// The [`MembershipStore`].
     pub memberships: Arc<dyn MembershipStore>,
+    /// The [`ServiceAccountStore`].
+    pub service_accounts: Arc<dyn ServiceAccountStore>,
     /// The [`OrganizationStore`].
     pub organizations: Arc<dyn OrganizationStore>,
     /// The [`MemberStore`].

@@ -300,6 +300,20 @@ pub trait MemberStore: Send + Sync + 'static {
         audit: AuditRecord,
     ) -> Result<bool, StoreError>;
 
+    /// Hands the organization from its owner `from` to the active member `to`, in one
+    /// transaction: `from` becomes `admin`, then `to` becomes `owner` (the one-owner index holds
+    /// throughout), and the events and the audit record are written. Returns false, writing
+    /// nothing, when `from` is no longer the owner or `to` no longer a member.
+    async fn transfer_ownership(
+        &self,
+        organization_id: OrganizationId,
+        from: UserId,
+        to: UserId,
+        at: OffsetDateTime,
+        events: Vec<NewEvent>,
+        audit: AuditRecord,
+    ) -> Result<bool, StoreError>;
+
     /// Ends an active membership (the user's API keys for the organization go with it) and
     /// records the event and the audit record. Returns false, writing nothing, when not a
     /// member.

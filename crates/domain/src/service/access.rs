@@ -10,10 +10,10 @@ use crate::{
     ports::Random,
 };
 
-use super::{Agent, MachineClient, Principal};
+use super::{Agent, MachineClient, Principal, ServiceAccountKey};
 
-/// Someone acting inside one organization: a member (by a user's token or an API key), or an
-/// application with a machine token.
+/// Someone acting inside one organization: a member (by a user's token or an API key), an
+/// application with a machine token, or a service account with its key.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Actor {
     /// A person who belongs to the organization.
@@ -25,6 +25,8 @@ pub enum Actor {
     },
     /// An application of the organization, with exactly its machine token's API scopes.
     Application(MachineClient),
+    /// A service account of the organization, by one of its keys, with its role.
+    ServiceAccount(ServiceAccountKey),
 }
 
 /// The actor's role, narrowed by its token's scopes, does not grant the permission.
@@ -52,6 +54,7 @@ impl Actor {
         match self {
             Self::Member { principal, .. } => AuditActor::of(principal),
             Self::Application(machine) => AuditActor::Application(machine.application_id),
+            Self::ServiceAccount(key) => AuditActor::ServiceAccount(key.account.id),
         }
     }
 
@@ -60,6 +63,7 @@ impl Actor {
         match self {
             Self::Member { membership, .. } => membership.organization_id,
             Self::Application(machine) => machine.organization_id,
+            Self::ServiceAccount(key) => key.account.organization_id,
         }
     }
 
@@ -68,14 +72,16 @@ impl Actor {
         match self {
             Self::Member { membership, .. } => membership.plan,
             Self::Application(machine) => machine.plan,
+            Self::ServiceAccount(key) => key.plan,
         }
     }
 
-    /// The user acting, for an API key the user who created it; `None` for an application.
+    /// The user acting, for a user's API key the user who created it; `None` for an
+    /// application or a service account.
     pub fn user_id(&self) -> Option<UserId> {
         match self {
             Self::Member { principal, .. } => Some(principal.user_id()),
-            Self::Application(_) => None,
+            Self::Application(_) | Self::ServiceAccount(_) => None,
         }
     }
 
@@ -84,13 +90,14 @@ impl Actor {
         match (self, agent) {
             (Self::Member { principal, .. }, Agent::Person(person)) => principal == person,
             (Self::Application(machine), Agent::Application(other)) => machine == other,
+            (Self::ServiceAccount(key), Agent::ServiceAccount(other)) => key == other,
             _ => false,
         }
     }
 
     /// `Ok` when the actor may use the permission: a member's role grants it and, for an
     /// OAuth token that carries API scopes, one of them grants it too; an application's
-    /// token's scopes grant it.
+    /// token's scopes grant it; a service account's role grants it.
     pub fn require(&self, permission: Permission) -> Result<(), Forbidden> {
         let granted = match self {
             Self::Member {
@@ -98,6 +105,7 @@ impl Actor {
                 membership,
             } => membership.role.grants(permission) && principal.api_scopes().narrow(permission),
             Self::Application(machine) => machine.scopes.grant(permission),
+            Self::ServiceAccount(key) => key.account.role.grants(permission),
         };
         if granted {
             Ok(())

@@ -10,8 +10,9 @@ use super::{
 };
 use crate::{
     model::{
-        ApiKey, ApiKeyId, ApiKeyName, AuditAction, AuditActor, NewApiKey, OrganizationId, Origin,
-        Permission, TargetKind, TokenKind, MAX_API_KEYS_PER_ORGANIZATION,
+        ApiKey, ApiKeyId, ApiKeyName, AuditAction, AuditActor, KeyHolder, NewApiKey,
+        OrganizationId, Origin, Permission, SecretToken, TargetKind, TokenKind,
+        MAX_API_KEYS_PER_ORGANIZATION,
     },
     ports::{service_ports, StoreError},
 };
@@ -40,6 +41,20 @@ impl std::fmt::Debug for CreatedApiKey {
             .field("id", &self.id)
             .field("prefix", &self.prefix)
             .finish_non_exhaustive()
+    }
+}
+
+impl CreatedApiKey {
+    /// The key as stored, with its secret for this one response.
+    pub(crate) fn shown_once(key: ApiKey, secret: &SecretToken) -> Self {
+        Self {
+            id: key.id,
+            name: key.name,
+            key: secret.expose().to_owned(),
+            prefix: key.prefix,
+            organization_id: key.organization_id,
+            created_at: key.created_at,
+        }
     }
 }
 
@@ -144,21 +159,14 @@ impl ApiKeyService {
                     prefix: secret.display_prefix(),
                     key_hash: secret.hash(),
                     organization_id,
-                    user_id: principal.user_id(),
+                    holder: KeyHolder::User(principal.user_id()),
                     created_at: now,
                 },
                 record,
             )
             .await?
             .ok_or(CreateApiKeyError::TooMany)?;
-        Ok(CreatedApiKey {
-            id: key.id,
-            name: key.name,
-            key: secret.expose().to_owned(),
-            prefix: key.prefix,
-            organization_id: key.organization_id,
-            created_at: key.created_at,
-        })
+        Ok(CreatedApiKey::shown_once(key, &secret))
     }
 
     /// The caller's keys, without secrets. Keys are managed by their user: an API key cannot

@@ -7,11 +7,13 @@ mod audit_log;
 mod auth;
 mod control;
 mod domains;
+mod iam;
 mod links;
 mod members;
 mod mfa;
 mod oauth;
 mod organizations;
+mod ownership;
 mod payloads;
 mod policies;
 mod principal;
@@ -36,6 +38,7 @@ pub use auth::{
 };
 pub use control::{ControlPorts, ControlService, PostEventError, ReplayError, MAX_REPLAY};
 pub use domains::{DomainError, DomainPorts, DomainService, MAX_DOMAINS};
+pub use iam::{IamError, IamPorts, IamService, ServiceAccountChange};
 pub use links::{EmailLinkPorts, EmailLinkService, LinkError, LINKS_PER_CLIENT, LINKS_PER_EMAIL};
 pub use members::{InvitationLink, MemberError, MemberPorts, MemberService, Removed, RoleChanged};
 pub use mfa::{
@@ -50,13 +53,14 @@ pub use oauth::{
 pub use organizations::{
     DeletedOrganization, OrganizationError, OrganizationPorts, OrganizationService, RETENTION_DAYS,
 };
+pub use ownership::{OwnershipPorts, OwnershipService, TransferError, Transferred};
 pub use policies::{
     BrandingPorts, BrandingService, BrandingView, PolicyPorts, PolicyService, PolicyView,
     SettingsError,
 };
 pub use principal::{
     Agent, AppGrant, AuthenticateError, Authenticator, AuthenticatorPorts, IssuedToApplication,
-    MachineClient, OrgAccessError, Principal,
+    MachineClient, OrgAccessError, Principal, ServiceAccountKey,
 };
 pub use rate_limit::{Caller, RateLimitCheckError, RateLimitPorts, RateLimitService};
 pub use saml::{SamlPorts, SamlService, SamlSignInError, SamlSignedIn, SsoLookup};
@@ -112,6 +116,8 @@ mod application_tests;
 mod control_tests;
 #[cfg(test)]
 mod domain_tests;
+#[cfg(test)]
+mod iam_tests;
 #[cfg(test)]
 mod invitation_tests;
 #[cfg(test)]

@@ -6,7 +6,8 @@ use super::Actor;
 use crate::{
     model::{
         Amr, ApiKeyId, ApiScopes, ApplicationId, AuthMethod, ClientAddress, ClientId, Feature,
-        Membership, MfaMethod, OrganizationId, Plan, Scope, SessionId, TokenHash, UserId,
+        KeyHolder, Membership, MfaMethod, OrganizationId, Plan, Scope, ServiceAccount, SessionId,
+        TokenHash, UserId,
     },
     ports::{
         service_ports, ApplicationStore, BearerClaims, MachineClaims, MembershipStore, PolicyStore,
@@ -123,13 +124,28 @@ pub struct MachineClient {
     pub scopes: ApiScopes,
 }
 
-/// Whom valid credentials speak for: a person, or an application with a machine token.
+/// A service account acting with one of its API keys: inside its one organization, with its
+/// role, whoever made the key.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServiceAccountKey {
+    /// The key used.
+    pub key_id: ApiKeyId,
+    /// The account, as it is now (its role included).
+    pub account: ServiceAccount,
+    /// Its organization's plan.
+    pub plan: Plan,
+}
+
+/// Whom valid credentials speak for: a person, an application with a machine token, or a
+/// service account with its key.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Agent {
-    /// A user's token or an API key.
+    /// A user's token or a user's API key.
     Person(Principal),
     /// An application's machine token.
     Application(MachineClient),
+    /// A service account's API key.
+    ServiceAccount(ServiceAccountKey),
 }
 
 /// A Bearer token whose signature and claims checked out, before its session or its
@@ -185,6 +201,7 @@ service_ports! {
         signer: TokenSigner,
         sessions: SessionStore,
         api_keys: ApiKeyStore,
+        service_accounts: ServiceAccountStore,
         memberships: MembershipStore,
         policies: PolicyStore,
         applications: ApplicationStore,
@@ -354,12 +371,13 @@ impl Authenticator {
         Ok((Agent::Person(principal), admitted))
     }
 
-    /// Authenticates an API key sent with the organization it belongs to.
+    /// Authenticates an API key sent with the organization it belongs to: a user's key acts
+    /// as its user, a service account's as the account (while it exists).
     pub async fn authenticate_api_key(
         &self,
         key: &str,
         organization_id: OrganizationId,
-    ) -> Result<Principal, AuthenticateError> {
+    ) -> Result<Agent, AuthenticateError> {
         let now: OffsetDateTime = self.ports.clock.now();
         let api_key = self
             .ports
@@ -372,11 +390,28 @@ impl Authenticator {
                 "the API key does not belong to the organization in X-Organization-ID",
             ));
         }
-        Ok(Principal::ApiKey {
-            key_id: api_key.id,
-            user_id: api_key.user_id,
-            organization_id,
-        })
+        match api_key.holder {
+            KeyHolder::User(user_id) => Ok(Agent::Person(Principal::ApiKey {
+                key_id: api_key.id,
+                user_id,
+                organization_id,
+            })),
+            KeyHolder::ServiceAccount(id) => {
+                // Deleting the account deletes its keys; this read also gives its role now.
+                let access = self
+                    .ports
+                    .service_accounts
+                    .service_account(id)
+                    .await?
+                    .filter(|access| access.account.organization_id == organization_id)
+                    .ok_or(AuthenticateError::Invalid("invalid API key"))?;
+                Ok(Agent::ServiceAccount(ServiceAccountKey {
+                    key_id: api_key.id,
+                    account: access.account,
+                    plan: access.plan,
+                }))
+            }
+        }
     }
 
     /// The principal acting inside an organization, from the client's address; outsiders get
@@ -415,7 +450,33 @@ impl Authenticator {
             Agent::Application(machine) => {
                 self.machine_actor(machine, organization_id, client).await
             }
+            Agent::ServiceAccount(key) => {
+                if key.account.organization_id != organization_id {
+                    return Err(OrgAccessError::NotFound);
+                }
+                self.allowlisted(key.plan, organization_id, client).await?;
+                Ok(Actor::ServiceAccount(key))
+            }
         }
+    }
+
+    /// `Ok` when the organization's IP allowlist holds the client's address, or binds nothing
+    /// (none set, or a plan without policies): for those who act in one organization only,
+    /// applications and service accounts.
+    async fn allowlisted(
+        &self,
+        plan: Plan,
+        organization_id: OrganizationId,
+        client: ClientAddress,
+    ) -> Result<(), OrgAccessError> {
+        if plan.includes(Feature::Policies) {
+            if let Some(saved) = self.ports.policies.policies(organization_id).await? {
+                if !saved.policies.ip_allowlist.permits(client.0) {
+                    return Err(OrgAccessError::AddressNotAllowed(client));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// An application acting in an organization: its own (another is `NotFound`, as for an
@@ -430,13 +491,8 @@ impl Authenticator {
         if machine.organization_id != organization_id {
             return Err(OrgAccessError::NotFound);
         }
-        if machine.plan.includes(Feature::Policies) {
-            if let Some(saved) = self.ports.policies.policies(organization_id).await? {
-                if !saved.policies.ip_allowlist.permits(client.0) {
-                    return Err(OrgAccessError::AddressNotAllowed(client));
-                }
-            }
-        }
+        self.allowlisted(machine.plan, organization_id, client)
+            .await?;
         Ok(Actor::Application(machine))
     }
 

@@ -66,6 +66,11 @@ impl RateLimitService {
                 format!("application:{}", machine.application_id),
                 machine.plan,
             ),
+            // A service account has its own budget, on its organization's plan.
+            Caller::Principal {
+                principal: Agent::ServiceAccount(key),
+                ..
+            } => (format!("service_account:{}", key.account.id), key.plan),
             Caller::Principal {
                 principal: Agent::Person(person),
                 organization_plan,

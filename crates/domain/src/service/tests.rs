@@ -22,12 +22,12 @@ use crate::{
     model::{
         Amr, ApiKey, ApiKeyId, ApiKeyName, Application, ApplicationId, ApplicationName,
         AuditAction, AuditActor, AuditOutcome, AuditTarget, ClientAddress, ClientGrant, ClientId,
-        Email, EventType, FailedSignIns, FullName, Membership, NewApiKey, NewEvent, NewSession,
-        Organization, OrganizationChoice, OrganizationId, OrganizationName, OrganizationPolicies,
-        OrganizationSettings, OrganizationType, Origin, PasswordError, PasswordHash,
-        PasswordStrength, Permission, Plan, RedirectUri, RedirectUris, Role, Scope, SecretToken,
-        Session, SessionId, Slug, TargetKind, TokenHash, TokenKind, User, UserCredentials, UserId,
-        SESSION_TOUCH_INTERVAL,
+        Email, EventType, FailedSignIns, FullName, KeyHolder, Membership, NewApiKey, NewEvent,
+        NewSession, Organization, OrganizationChoice, OrganizationId, OrganizationName,
+        OrganizationPolicies, OrganizationSettings, OrganizationType, Origin, PasswordError,
+        PasswordHash, PasswordStrength, Permission, Plan, RedirectUri, RedirectUris, Role, Scope,
+        SecretToken, Session, SessionId, Slug, TargetKind, TokenHash, TokenKind, User,
+        UserCredentials, UserId, SESSION_TOUCH_INTERVAL,
     },
     ports::{
         AccessClaims, Audience, BearerClaims, JudgeError, MachineClaims, MockAuditStore,
@@ -1514,7 +1514,7 @@ fn ada_acme_api_key() -> ApiKey {
         name: ApiKeyName::parse("CI deploys").unwrap(),
         prefix: secret_of(TokenKind::ApiKey).chars().take(12).collect(),
         organization_id: ACME,
-        user_id: ADA,
+        holder: KeyHolder::User(ADA),
         created_at: now() - Duration::days(5),
         last_used_at: None,
     }
@@ -1563,13 +1563,13 @@ fn an_api_key_sent_with_its_organization_acts_as_its_creator_there() {
         .expect_use_api_key()
         .returning(|_, _| ready(Ok(Some(ada_acme_api_key()))));
 
-    let principal = block_on(
+    let agent = block_on(
         Authenticator::new((&mocks.ports()).into())
             .authenticate_api_key(&secret_of(TokenKind::ApiKey), ACME),
     )
     .unwrap();
 
-    assert_eq!(principal, ada_key_for_acme());
+    assert_eq!(agent, Agent::Person(ada_key_for_acme()));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1650,7 +1650,7 @@ pub(super) fn store_saves_api_keys(mocks: &mut Mocks) -> Seen<NewApiKey> {
                 name: new.name,
                 prefix: new.prefix,
                 organization_id: new.organization_id,
-                user_id: new.user_id,
+                holder: new.holder,
                 created_at: new.created_at,
                 last_used_at: None,
             })))
@@ -1740,7 +1740,7 @@ fn a_created_api_key_is_stored_only_as_its_hash_and_shown_once() {
         "the store gets no field holding the key"
     );
     assert_eq!(new.organization_id, ACME);
-    assert_eq!(new.user_id, ADA);
+    assert_eq!(new.holder, KeyHolder::User(ADA));
     assert_eq!(new.created_at, now());
     assert_eq!(created.id, new.id);
     assert_eq!(created.organization_id, ACME);

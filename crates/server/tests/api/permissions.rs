@@ -4,7 +4,7 @@
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::helpers::{detail_of, json_of, on_both_backends, TestApp};
+use crate::helpers::{detail_of, json_of, on_both_backends, TestApp, PASSWORD};
 
 /// How a caller authenticates.
 #[derive(Clone)]
@@ -72,6 +72,16 @@ on_both_backends! {
         let owner_key = json_of(app.create_api_key(&owner.access_token, "owner key", &org).await, 201).await;
         let outsider_key =
             json_of(app.create_api_key(&outsider.access_token, "other key", &outsider.organization_id).await, 201).await;
+        // Service accounts act with their own role, through their keys.
+        let mut bot_keys = Vec::new();
+        for (name, role) in [("admin bot", "admin"), ("viewer bot", "viewer")] {
+            let account = json_of(app.send_as(Method::POST, &owner.access_token,
+                &format!("/api/v1/organizations/{org}/service-accounts"), Some(json!({ "name": name, "role": role }))).await, 201).await;
+            let key = json_of(app.send_as(Method::POST, &owner.access_token,
+                &format!("/api/v1/organizations/{org}/service-accounts/{}/keys", account["id"].as_str().unwrap()),
+                Some(json!({ "name": name }))).await, 201).await;
+            bot_keys.push(key["key"].as_str().unwrap().to_owned());
+        }
 
         let callers = [
             Caller { name: "owner", credential: Credential::Bearer(owner.access_token.clone()) },
@@ -84,6 +94,10 @@ on_both_backends! {
             Caller { name: "API key of another organization", credential: Credential::ApiKey {
                 key: outsider_key["key"].as_str().unwrap().to_owned(), organization: outsider.organization_id.clone() } },
             Caller { name: "no credentials", credential: Credential::Nothing },
+            Caller { name: "admin service account's key", credential: Credential::ApiKey {
+                key: bot_keys[0].clone(), organization: org.clone() } },
+            Caller { name: "viewer service account's key", credential: Credential::ApiKey {
+                key: bot_keys[1].clone(), organization: org.clone() } },
         ];
 
         // The members each caller may remove or re-role, so that a permitted call really
@@ -96,17 +110,24 @@ on_both_backends! {
             targets.push(target.user_id);
         }
 
-        //              owner admin member viewer key  outsider other-key nothing
-        let read = [200, 200, 200, 200, 200, 404, 404, 401];
-        let manage = [200, 200, 403, 403, 200, 404, 404, 401];
-        let invite = [201, 201, 403, 403, 201, 404, 404, 401];
-        let revoke_missing = [404, 404, 403, 403, 404, 404, 404, 401];
+        //              owner admin member viewer key  outsider other-key nothing bot(admin) bot(viewer)
+        let read = [200, 200, 200, 200, 200, 404, 404, 401, 200, 200];
+        let manage = [200, 200, 403, 403, 200, 404, 404, 401, 200, 403];
+        // An invitation names the person who sends it: a service account sends none.
+        let invite = [201, 201, 403, 403, 201, 404, 404, 401, 403, 403];
+        let revoke_missing = [404, 404, 403, 403, 404, 404, 404, 401, 404, 403];
         // A member creates API keys for the organization; a viewer only reads. Keys are made
         // by a signed-in user, never by a key (403), and never for a stranger's organization.
-        let create_key = [201, 201, 201, 403, 403, 404, 403, 401];
+        let create_key = [201, 201, 201, 403, 403, 404, 403, 401, 403, 403];
         // With a header naming this organization, another organization's key is refused as a
         // credential (401), not as a stranger (404).
-        let iam = [200, 200, 200, 200, 200, 404, 401, 401];
+        let iam = [200, 200, 200, 200, 200, 404, 401, 401, 200, 200];
+        // Service accounts and the organization's keys: owners and admins (and keys acting as
+        // them); a service account names the member who made it, so no key makes one.
+        let iam_manage = [200, 200, 403, 403, 200, 404, 404, 401, 200, 403];
+        let create_account = [201, 201, 403, 403, 201, 404, 404, 401, 403, 403];
+        // Ownership moves by the owner signed in, with their password (to nobody here: 404).
+        let transfer = [404, 403, 403, 403, 403, 404, 404, 401, 403, 403];
 
         for (i, caller) in callers.iter().enumerate() {
             let org_path = format!("/api/v1/organizations/{org}");
@@ -125,6 +146,14 @@ on_both_backends! {
                 ("list IAM users", Method::GET, "/api/v1/iam/users".to_owned(), None, Some(org.as_str()), iam[i]),
                 ("create an API key for the organization", Method::POST, "/api/v1/api-keys".to_owned(),
                     Some(json!({ "name": format!("key {i}"), "organization_id": org })), None, create_key[i]),
+                ("list service accounts", Method::GET, format!("{org_path}/service-accounts"), None, None, iam_manage[i]),
+                ("create a service account", Method::POST, format!("{org_path}/service-accounts"),
+                    Some(json!({ "name": format!("bot {i}"), "role": "viewer" })), None, create_account[i]),
+                ("list the organization's keys", Method::GET, format!("{org_path}/api-keys"), None, None, iam_manage[i]),
+                ("revoke an unknown key", Method::DELETE,
+                    format!("{org_path}/api-keys/{}", uuid::Uuid::now_v7()), None, None, revoke_missing[i]),
+                ("transfer ownership", Method::POST, format!("{org_path}/transfer-ownership"),
+                    Some(json!({ "user_id": uuid::Uuid::now_v7(), "password": PASSWORD })), None, transfer[i]),
                 ("delete the organization", Method::DELETE, org_path.clone(), None, None,
                     // Only the owner may; it is tried last below.
                     match i { 0 | 4 => 0, 5 | 6 => 404, 7 => 401, _ => 403 }),
@@ -186,5 +215,27 @@ on_both_backends! {
             .json(&json!({ "email": "roles-by-key@example.com", "role": "member" }))
             .send().await.unwrap();
         json_of(invited, 201).await;
+    }
+}
+
+on_both_backends! {
+    async fn the_permission_catalogue_names_every_permission_and_the_roles_that_hold_it(app: TestApp) {
+        let ada = app.logged_in("catalogue@example.com").await;
+        let catalogue = json_of(app.get_as(&ada.access_token, "/api/v1/iam/permissions").await, 200).await;
+        let entries = catalogue.as_array().unwrap();
+        assert_eq!(entries.len(), 21, "{catalogue}");
+        let entry = |name: &str| entries.iter().find(|e| e["name"] == name).cloned().unwrap_or_else(|| panic!("{name} missing"));
+        assert_eq!(entry("organization.members.read")["roles"], json!(["owner", "admin", "member", "viewer"]));
+        assert_eq!(entry("api_keys.create")["roles"], json!(["owner", "admin", "member"]));
+        for owners in ["organization.delete", "organization.transfer_ownership"] {
+            assert_eq!(entry(owners)["roles"], json!(["owner"]));
+            assert_eq!(entry(owners)["owner_only"], true);
+        }
+        for admins in ["service_accounts.manage", "api_keys.manage", "sso.manage"] {
+            assert_eq!(entry(admins)["roles"], json!(["owner", "admin"]));
+            assert_eq!(entry(admins)["owner_only"], false);
+        }
+        assert!(entries.iter().all(|e| e["description"].as_str().is_some_and(|d| !d.is_empty())));
+        detail_of(app.client.get(app.url("/api/v1/iam/permissions")).send().await.unwrap(), 401).await;
     }
 }

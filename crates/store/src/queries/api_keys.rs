@@ -3,7 +3,8 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{
-        ApiKey, ApiKeyId, AuditRecord, NewApiKey, TokenHash, UserId, MAX_API_KEYS_PER_ORGANIZATION,
+        ApiKey, ApiKeyId, AuditRecord, KeyHolder, NewApiKey, TokenHash, UserId,
+        MAX_API_KEYS_PER_ORGANIZATION,
     },
     ports::{ApiKeyStore, StoreError},
 };
@@ -11,7 +12,7 @@ use time::OffsetDateTime;
 
 use super::{
     super::{
-        schema::{api_keys, memberships, organizations},
+        schema::{api_keys, memberships, organizations, service_accounts},
         Conn, DbStore,
     },
     audit::insert_audit,
@@ -32,24 +33,44 @@ impl ApiKeyStore for DbStore {
                 let mut conn = pool.get().await.map_err(crate::pool_error)?;
                 let row = write_tx!(&mut *conn, async |conn: &mut Conn| {
                     let organization = DbUuid(key.organization_id.as_uuid());
-                    let user = DbUuid(key.user_id.as_uuid());
-                    // The creator's membership row, locked for this transaction (PostgreSQL; a
-                    // SQLite write transaction holds the whole database): concurrent creations
-                    // by one user in one organization count one after the other.
-                    diesel::update(
-                        memberships::table
-                            .filter(memberships::organization_id.eq(organization))
-                            .filter(memberships::user_id.eq(user)),
-                    )
-                    .set(memberships::role.eq(memberships::role))
-                    .execute(conn)
-                    .await?;
-                    let held: i64 = api_keys::table
-                        .filter(api_keys::organization_id.eq(organization))
-                        .filter(api_keys::user_id.eq(user))
-                        .count()
-                        .get_result(conn)
-                        .await?;
+                    // The holder's row, locked for this transaction (PostgreSQL; a SQLite write
+                    // transaction holds the whole database): concurrent creations for one holder
+                    // in one organization count one after the other.
+                    let held: i64 = match key.holder {
+                        KeyHolder::User(user_id) => {
+                            let user = DbUuid(user_id.as_uuid());
+                            diesel::update(
+                                memberships::table
+                                    .filter(memberships::organization_id.eq(organization))
+                                    .filter(memberships::user_id.eq(user)),
+                            )
+                            .set(memberships::role.eq(memberships::role))
+                            .execute(conn)
+                            .await?;
+                            api_keys::table
+                                .filter(api_keys::organization_id.eq(organization))
+                                .filter(api_keys::user_id.eq(user))
+                                .count()
+                                .get_result(conn)
+                                .await?
+                        }
+                        KeyHolder::ServiceAccount(id) => {
+                            let account = DbUuid(id.as_uuid());
+                            diesel::update(
+                                service_accounts::table
+                                    .filter(service_accounts::id.eq(account))
+                                    .filter(service_accounts::organization_id.eq(organization)),
+                            )
+                            .set(service_accounts::name.eq(service_accounts::name))
+                            .execute(conn)
+                            .await?;
+                            api_keys::table
+                                .filter(api_keys::service_account_id.eq(account))
+                                .count()
+                                .get_result(conn)
+                                .await?
+                        }
+                    };
                     if held >= i64::from(MAX_API_KEYS_PER_ORGANIZATION) {
                         return Ok(None);
                     }
@@ -61,7 +82,11 @@ impl ApiKeyStore for DbStore {
                             prefix: &key.prefix,
                             key_hash: key.key_hash.as_hex(),
                             organization_id: DbUuid(key.organization_id.as_uuid()),
-                            user_id: DbUuid(key.user_id.as_uuid()),
+                            user_id: key.holder.user_id().map(|id| DbUuid(id.as_uuid())),
+                            service_account_id: key
+                                .holder
+                                .service_account_id()
+                                .map(|id| DbUuid(id.as_uuid())),
                             created_at: key.created_at,
                         })
                         .returning(ApiKeyRow::as_returning())

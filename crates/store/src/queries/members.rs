@@ -559,6 +559,64 @@ impl MemberStore for DbStore {
         })
     }
 
+    async fn transfer_ownership(
+        &self,
+        organization_id: OrganizationId,
+        from: UserId,
+        to: UserId,
+        at: OffsetDateTime,
+        events: Vec<NewEvent>,
+        audit: AuditRecord,
+    ) -> Result<bool, StoreError> {
+        let pool = self.writer.clone();
+        self.runtime
+            .run(async move {
+                let mut conn = pool.get().await.map_err(crate::pool_error)?;
+                let written = write_tx!(&mut *conn, async |conn: &mut Conn| {
+                    let org = DbUuid(organization_id.as_uuid());
+                    let of = |user: UserId| {
+                        memberships::table
+                            .filter(memberships::organization_id.eq(org))
+                            .filter(memberships::user_id.eq(DbUuid(user.as_uuid())))
+                    };
+                    let set_role = |role: Role| {
+                        (
+                            memberships::role.eq(role.as_str()),
+                            memberships::updated_at.eq(at),
+                        )
+                    };
+                    // Demote first: the one-owner index never sees two owners.
+                    let owner = of(from).filter(memberships::role.eq(Role::Owner.as_str()));
+                    let demoted = diesel::update(owner)
+                        .set(set_role(Role::Admin))
+                        .execute(conn)
+                        .await?;
+                    let promoted = match demoted {
+                        1 => {
+                            diesel::update(of(to))
+                                .set(set_role(Role::Owner))
+                                .execute(conn)
+                                .await?
+                        }
+                        _ => 0,
+                    };
+                    if promoted != 1 {
+                        // The owner or the new owner changed meanwhile: nothing may stay.
+                        return Err(diesel::result::Error::RollbackTransaction);
+                    }
+                    record_events(conn, events).await?;
+                    insert_audit(conn, audit).await
+                })
+                .await;
+                match written {
+                    Ok(()) => Ok(true),
+                    Err(diesel::result::Error::RollbackTransaction) => Ok(false),
+                    Err(error) => Err(db_error(error)),
+                }
+            })
+            .await
+    }
+
     async fn remove_member(
         &self,
         organization_id: OrganizationId,

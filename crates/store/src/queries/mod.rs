@@ -50,6 +50,7 @@ mod organizations;
 mod policies;
 mod rows;
 mod saml;
+mod service_accounts;
 pub(super) use rows::NewDeliveryRow;
 mod sessions;
 mod webhooks;

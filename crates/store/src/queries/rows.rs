@@ -6,9 +6,9 @@ use gatehouse_domain::{
     model::{
         Amr, ApiKey, ApiKeyName, ApplicationId, ClientGrant, ClientId, DefaultRole, Delivery,
         DeliveryId, DeliveryState, DeliveryStatus, Email, EndpointId, EventType, FullName,
-        Invitation, Member, MemberStatus, Membership, NewEvent, NewSession, Organization,
-        OrganizationId, OrganizationName, OrganizationSettings, PasswordHash, Scope, Session, Slug,
-        User, UserCredentials, WebhookEndpoint, WebhookUrl,
+        Invitation, KeyHolder, Member, MemberStatus, Membership, NewEvent, NewSession,
+        Organization, OrganizationId, OrganizationName, OrganizationSettings, PasswordHash, Scope,
+        Session, Slug, User, UserCredentials, WebhookEndpoint, WebhookUrl,
     },
     ports::{LeasedDelivery, PendingEvent, StoreError, StoredSigningKey},
 };
@@ -369,7 +369,8 @@ pub(super) struct NewApiKeyRow<'a> {
     pub prefix: &'a str,
     pub key_hash: &'a str,
     pub organization_id: DbUuid,
-    pub user_id: DbUuid,
+    pub user_id: Option<DbUuid>,
+    pub service_account_id: Option<DbUuid>,
     pub created_at: OffsetDateTime,
 }
 
@@ -380,19 +381,25 @@ pub(super) struct ApiKeyRow {
     pub name: String,
     pub prefix: String,
     pub organization_id: DbUuid,
-    pub user_id: DbUuid,
+    pub user_id: Option<DbUuid>,
+    pub service_account_id: Option<DbUuid>,
     pub created_at: OffsetDateTime,
     pub last_used_at: Option<OffsetDateTime>,
 }
 
 impl ApiKeyRow {
     pub fn into_domain(self) -> Result<ApiKey, StoreError> {
+        let holder = match (self.user_id, self.service_account_id) {
+            (Some(user), None) => KeyHolder::User(user.0.into()),
+            (None, Some(account)) => KeyHolder::ServiceAccount(account.0.into()),
+            _ => return Err(corrupt("api_keys.user_id")),
+        };
         Ok(ApiKey {
             id: self.id.0.into(),
             name: ApiKeyName::parse(&self.name).map_err(|_| corrupt("api_keys.name"))?,
             prefix: self.prefix,
             organization_id: self.organization_id.0.into(),
-            user_id: self.user_id.0.into(),
+            holder,
             created_at: self.created_at,
             last_used_at: self.last_used_at,
         })

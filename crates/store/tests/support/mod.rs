@@ -10,7 +10,7 @@ use diesel_async::{
 use gatehouse_domain::{
     model::{
         Amr, ApiKeyName, AuditAction, AuditActor, AuditRecord, Email, EventId, EventType, FullName,
-        NewApiKey, NewEvent, NewOrganization, NewSession, NewUser, OrganizationId,
+        KeyHolder, NewApiKey, NewEvent, NewOrganization, NewSession, NewUser, OrganizationId,
         OrganizationName, OrganizationType, Origin, PasswordHash, Plan, SecretToken, Slug,
         TokenHash, TokenKind, UserId,
     },
@@ -370,7 +370,7 @@ pub fn api_key(
         prefix: token.display_prefix(),
         key_hash: hash.clone(),
         organization_id,
-        user_id,
+        holder: KeyHolder::User(user_id),
         created_at,
     };
     (key, hash)

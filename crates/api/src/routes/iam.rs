@@ -1,0 +1,373 @@
+//! `/api/v1/organizations/{id}/service-accounts` and `/api/v1/organizations/{id}/api-keys`: an
+//! organization's service accounts and their keys, and every key that acts in it.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use gatehouse_domain::model::{
+    ApiKey, ApiKeyId, ApiKeyName, Permission, Role, ServiceAccount, ServiceAccountId,
+    ServiceAccountName,
+};
+use gatehouse_domain::service::ServiceAccountChange;
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::api_keys::CreatedApiKeyResponse;
+use super::organizations::PageResponse;
+use crate::{
+    error::{ApiError, ErrorBody, ValidationErrorBody},
+    extract::{AuthenticatedAgent, Fields, PathOrganization, RequestOrigin, ValidJson},
+    query::Query,
+    state::AppState,
+};
+
+#[derive(Serialize, ToSchema)]
+pub struct ServiceAccountResponse {
+    id: Uuid,
+    organization_id: Uuid,
+    #[schema(example = "CI deploys")]
+    name: String,
+    /// `admin`, `member` or `viewer`.
+    #[schema(example = "member")]
+    role: &'static str,
+    /// The member who created it.
+    created_by: Uuid,
+    #[serde(with = "gatehouse_domain::model::timestamp")]
+    created_at: OffsetDateTime,
+    #[serde(with = "gatehouse_domain::model::timestamp")]
+    updated_at: OffsetDateTime,
+}
+
+impl From<ServiceAccount> for ServiceAccountResponse {
+    fn from(account: ServiceAccount) -> Self {
+        Self {
+            id: account.id.as_uuid(),
+            organization_id: account.organization_id.as_uuid(),
+            name: account.name.as_ref().to_owned(),
+            role: account.role.as_str(),
+            created_by: account.created_by.as_uuid(),
+            created_at: account.created_at,
+            updated_at: account.updated_at,
+        }
+    }
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct CreateServiceAccountRequest {
+    #[schema(example = "CI deploys")]
+    name: Option<String>,
+    /// `admin`, `member` or `viewer`, no higher than the caller's own.
+    #[schema(example = "member")]
+    role: Option<String>,
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct UpdateServiceAccountRequest {
+    name: Option<String>,
+    /// `admin`, `member` or `viewer`, no higher than the caller's own.
+    role: Option<String>,
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct CreateServiceAccountKeyRequest {
+    #[schema(example = "deploy pipeline")]
+    name: Option<String>,
+}
+
+/// A key that acts in the organization, never its secret: a member's (`user_id`) or a service
+/// account's (`service_account_id`).
+#[derive(Serialize, ToSchema)]
+pub struct OrganizationApiKeyResponse {
+    id: Uuid,
+    name: String,
+    prefix: String,
+    organization_id: Uuid,
+    /// The member the key acts as; null for a service account's key.
+    user_id: Option<Uuid>,
+    /// The service account the key acts as; null for a member's key.
+    service_account_id: Option<Uuid>,
+    #[serde(with = "gatehouse_domain::model::timestamp")]
+    created_at: OffsetDateTime,
+    #[serde(with = "gatehouse_domain::model::timestamp::option")]
+    last_used_at: Option<OffsetDateTime>,
+}
+
+impl From<ApiKey> for OrganizationApiKeyResponse {
+    fn from(key: ApiKey) -> Self {
+        Self {
+            id: key.id.as_uuid(),
+            name: key.name.as_ref().to_owned(),
+            prefix: key.prefix,
+            organization_id: key.organization_id.as_uuid(),
+            user_id: key.holder.user_id().map(|id| id.as_uuid()),
+            service_account_id: key.holder.service_account_id().map(|id| id.as_uuid()),
+            created_at: key.created_at,
+            last_used_at: key.last_used_at,
+        }
+    }
+}
+
+fn service_account_id(raw: &str) -> Result<ServiceAccountId, ApiError> {
+    Uuid::parse_str(raw)
+        .map(ServiceAccountId::from_uuid)
+        .map_err(|_| ApiError::NotFound("service account not found".into()))
+}
+
+/// Creates a service account: a non-human member with a role, acting through its keys.
+#[utoipa::path(
+    post, path = "/api/v1/organizations/{id}/service-accounts", tag = "iam",
+    security(("bearer" = []), ("api_key" = [])),
+    params(("id" = Uuid, Path)),
+    request_body = CreateServiceAccountRequest,
+    responses(
+        (status = 201, body = ServiceAccountResponse),
+        (status = 403, body = ErrorBody, description = "Missing service_accounts.manage, a role above the caller's, or not a person"),
+        (status = 404, body = ErrorBody),
+        (status = 422, body = ValidationErrorBody),
+    )
+)]
+pub async fn create_service_account(
+    state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
+    PathOrganization(actor): PathOrganization,
+    ValidJson(body): ValidJson<CreateServiceAccountRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let mut fields = Fields::new();
+    let name = fields.required("name", body.name, |s| ServiceAccountName::parse(&s));
+    let role = fields.required("role", body.role, |s| s.parse::<Role>());
+    let (name, role) = fields.finish(|| Some((name?, role?)))?;
+    let account = state
+        .iam
+        .create_service_account(&actor, name, role, &origin)
+        .await?;
+    Ok(HttpResponse::Created().json(ServiceAccountResponse::from(account)))
+}
+
+/// The organization's service accounts, oldest first.
+#[utoipa::path(
+    get, path = "/api/v1/organizations/{id}/service-accounts", tag = "iam",
+    security(("bearer" = []), ("api_key" = [])),
+    params(("id" = Uuid, Path)),
+    responses(
+        (status = 200, body = Vec<ServiceAccountResponse>),
+        (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+    )
+)]
+pub async fn list_service_accounts(
+    state: web::Data<AppState>,
+    PathOrganization(actor): PathOrganization,
+) -> Result<HttpResponse, ApiError> {
+    let accounts = state.iam.service_accounts(&actor).await?;
+    Ok(HttpResponse::Ok().json(
+        accounts
+            .into_iter()
+            .map(ServiceAccountResponse::from)
+            .collect::<Vec<_>>(),
+    ))
+}
+
+/// One service account.
+#[utoipa::path(
+    get, path = "/api/v1/organizations/{id}/service-accounts/{sa_id}", tag = "iam",
+    security(("bearer" = []), ("api_key" = [])),
+    params(("id" = Uuid, Path), ("sa_id" = Uuid, Path)),
+    responses(
+        (status = 200, body = ServiceAccountResponse),
+        (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+    )
+)]
+pub async fn get_service_account(
+    state: web::Data<AppState>,
+    PathOrganization(actor): PathOrganization,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let id = service_account_id(&path.1)?;
+    let account = state.iam.service_account(&actor, id).await?;
+    Ok(HttpResponse::Ok().json(ServiceAccountResponse::from(account)))
+}
+
+/// Renames a service account or changes its role; its keys act with the new role at once.
+#[utoipa::path(
+    patch, path = "/api/v1/organizations/{id}/service-accounts/{sa_id}", tag = "iam",
+    security(("bearer" = []), ("api_key" = [])),
+    params(("id" = Uuid, Path), ("sa_id" = Uuid, Path)),
+    request_body = UpdateServiceAccountRequest,
+    responses(
+        (status = 200, body = ServiceAccountResponse),
+        (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 422, body = ValidationErrorBody),
+    )
+)]
+pub async fn update_service_account(
+    state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
+    PathOrganization(actor): PathOrganization,
+    path: web::Path<(String, String)>,
+    ValidJson(body): ValidJson<UpdateServiceAccountRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let id = service_account_id(&path.1)?;
+    let mut fields = Fields::new();
+    let name = fields.optional("name", body.name, |s| ServiceAccountName::parse(&s));
+    let role = fields.optional("role", body.role, |s| s.parse::<Role>());
+    let (name, role) = fields.finish(|| Some((name?, role?)))?;
+    let account = state
+        .iam
+        .update_service_account(&actor, id, ServiceAccountChange { name, role }, &origin)
+        .await?;
+    Ok(HttpResponse::Ok().json(ServiceAccountResponse::from(account)))
+}
+
+/// Deletes a service account: every key of it stops at once.
+#[utoipa::path(
+    delete, path = "/api/v1/organizations/{id}/service-accounts/{sa_id}", tag = "iam",
+    security(("bearer" = []), ("api_key" = [])),
+    params(("id" = Uuid, Path), ("sa_id" = Uuid, Path)),
+    responses(
+        (status = 204, description = "Deleted, with its keys"),
+        (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+    )
+)]
+pub async fn delete_service_account(
+    state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
+    PathOrganization(actor): PathOrganization,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let id = service_account_id(&path.1)?;
+    state
+        .iam
+        .delete_service_account(&actor, id, &origin)
+        .await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+/// Creates a key for a service account: shown this once; it acts as the account (with
+/// `X-API-Key` and `X-Organization-ID`), whoever made it.
+#[utoipa::path(
+    post, path = "/api/v1/organizations/{id}/service-accounts/{sa_id}/keys", tag = "iam",
+    security(("bearer" = []), ("api_key" = [])),
+    params(("id" = Uuid, Path), ("sa_id" = Uuid, Path)),
+    request_body = CreateServiceAccountKeyRequest,
+    responses(
+        (status = 201, body = CreatedApiKeyResponse),
+        (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 422, body = ValidationErrorBody),
+    )
+)]
+pub async fn create_service_account_key(
+    state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
+    PathOrganization(actor): PathOrganization,
+    path: web::Path<(String, String)>,
+    ValidJson(body): ValidJson<CreateServiceAccountKeyRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let id = service_account_id(&path.1)?;
+    let mut fields = Fields::new();
+    let name = fields.required("name", body.name, |s| ApiKeyName::parse(&s));
+    let name = fields.finish(|| name)?;
+    let created = state
+        .iam
+        .create_service_account_key(&actor, id, name, &origin)
+        .await?;
+    Ok(HttpResponse::Created()
+        .insert_header(("Cache-Control", "no-store"))
+        .json(CreatedApiKeyResponse::from(created)))
+}
+
+/// Every key that acts in the organization, members' and service accounts', newest first;
+/// never the keys themselves.
+#[utoipa::path(
+    get, path = "/api/v1/organizations/{id}/api-keys", tag = "iam",
+    security(("bearer" = []), ("api_key" = [])),
+    params(
+        ("id" = Uuid, Path),
+        ("page" = Option<u32>, Query), ("page_size" = Option<u32>, Query),
+    ),
+    responses(
+        (status = 200, body = PageResponse<OrganizationApiKeyResponse>),
+        (status = 403, body = ErrorBody, description = "Missing api_keys.manage"),
+        (status = 404, body = ErrorBody),
+        (status = 422, body = ValidationErrorBody),
+    )
+)]
+pub async fn organization_keys(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    PathOrganization(actor): PathOrganization,
+) -> Result<HttpResponse, ApiError> {
+    let page = Query::of(&req)?.page()?;
+    let keys = state.iam.organization_keys(&actor, page).await?;
+    Ok(HttpResponse::Ok().json(PageResponse::from_page(
+        keys,
+        OrganizationApiKeyResponse::from,
+    )))
+}
+
+/// Revokes any key that acts in the organization: it stops at once.
+#[utoipa::path(
+    delete, path = "/api/v1/organizations/{id}/api-keys/{key_id}", tag = "iam",
+    security(("bearer" = []), ("api_key" = [])),
+    params(("id" = Uuid, Path), ("key_id" = Uuid, Path)),
+    responses(
+        (status = 204, description = "Revoked"),
+        (status = 403, body = ErrorBody, description = "Missing api_keys.manage"),
+        (status = 404, body = ErrorBody),
+    )
+)]
+pub async fn revoke_organization_key(
+    state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
+    PathOrganization(actor): PathOrganization,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let id = Uuid::parse_str(&path.1)
+        .map(ApiKeyId::from_uuid)
+        .map_err(|_| ApiError::NotFound("API key not found".into()))?;
+    state.iam.revoke_key(&actor, id, &origin).await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct PermissionResponse {
+    /// The dotted name, as `403` bodies and `org_permissions` name it.
+    #[schema(example = "organization.members.read")]
+    name: &'static str,
+    description: &'static str,
+    /// The built-in roles that hold it.
+    #[schema(example = json!(["owner", "admin", "member", "viewer"]))]
+    roles: Vec<&'static str>,
+    /// Held by the owner alone: no other role, built-in or custom, holds it.
+    owner_only: bool,
+}
+
+/// The permission catalogue: every dotted permission, what it lets one do, and the built-in
+/// roles that hold it.
+#[utoipa::path(
+    get, path = "/api/v1/iam/permissions", tag = "iam",
+    security(("bearer" = []), ("api_key" = [])),
+    responses(
+        (status = 200, body = Vec<PermissionResponse>),
+        (status = 401, body = ErrorBody),
+    )
+)]
+pub async fn permissions(_caller: AuthenticatedAgent) -> HttpResponse {
+    let catalogue: Vec<PermissionResponse> = Permission::ALL
+        .into_iter()
+        .map(|permission| PermissionResponse {
+            name: permission.as_str(),
+            description: permission.description(),
+            roles: Role::ALL
+                .into_iter()
+                .filter(|role| role.grants(permission))
+                .map(Role::as_str)
+                .collect(),
+            owner_only: Permission::OWNER_ONLY.contains(&permission),
+        })
+        .collect();
+    HttpResponse::Ok().json(catalogue)
+}

@@ -1,0 +1,87 @@
+//! Identity and access management of an organization: its service accounts and the keys that
+//! act in it.
+
+use async_trait::async_trait;
+use time::OffsetDateTime;
+
+use super::StoreError;
+use crate::model::{
+    ApiKey, ApiKeyId, AuditRecord, NewEvent, OrganizationId, Page, PageRequest, Plan, Role,
+    ServiceAccount, ServiceAccountId, ServiceAccountName,
+};
+
+/// A service account with the plan of its organization, as a request it makes needs it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServiceAccountAccess {
+    /// The account.
+    pub account: ServiceAccount,
+    /// Its organization's plan.
+    pub plan: Plan,
+}
+
+/// Service accounts, and every key of an organization.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait ServiceAccountStore: Send + Sync + 'static {
+    /// Stores a new account with its event and audit record; `false`, writing nothing, when
+    /// the organization already holds [`MAX_SERVICE_ACCOUNTS`](crate::model::MAX_SERVICE_ACCOUNTS)
+    /// (counted in the same transaction).
+    async fn create_service_account(
+        &self,
+        account: ServiceAccount,
+        event: NewEvent,
+        audit: AuditRecord,
+    ) -> Result<bool, StoreError>;
+
+    /// The organization's accounts, oldest first.
+    async fn service_accounts(
+        &self,
+        organization_id: OrganizationId,
+    ) -> Result<Vec<ServiceAccount>, StoreError>;
+
+    /// One account with its organization's plan, while the organization is live.
+    async fn service_account(
+        &self,
+        id: ServiceAccountId,
+    ) -> Result<Option<ServiceAccountAccess>, StoreError>;
+
+    /// Renames the organization's account or changes its role, with the event and the audit
+    /// record; `None`, writing nothing, when there is no such account.
+    #[allow(clippy::too_many_arguments)]
+    async fn update_service_account(
+        &self,
+        organization_id: OrganizationId,
+        id: ServiceAccountId,
+        name: Option<ServiceAccountName>,
+        role: Option<Role>,
+        at: OffsetDateTime,
+        event: NewEvent,
+        audit: AuditRecord,
+    ) -> Result<Option<ServiceAccount>, StoreError>;
+
+    /// Deletes the organization's account and every key of it, with the event and the audit
+    /// record; `false`, writing nothing, when there is no such account.
+    async fn delete_service_account(
+        &self,
+        organization_id: OrganizationId,
+        id: ServiceAccountId,
+        event: NewEvent,
+        audit: AuditRecord,
+    ) -> Result<bool, StoreError>;
+
+    /// Every key that acts in the organization (members' and service accounts'), newest first.
+    async fn organization_api_keys(
+        &self,
+        organization_id: OrganizationId,
+        page: PageRequest,
+    ) -> Result<Page<ApiKey>, StoreError>;
+
+    /// Deletes a key that acts in the organization, whoever holds it, with the audit record;
+    /// `false`, writing nothing, when the organization has no such key.
+    async fn revoke_organization_api_key(
+        &self,
+        organization_id: OrganizationId,
+        id: ApiKeyId,
+        audit: AuditRecord,
+    ) -> Result<bool, StoreError>;
+}

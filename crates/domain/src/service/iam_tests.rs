@@ -1,0 +1,324 @@
+//! Service accounts, their keys and the organization's keys, against mocked ports: each test
+//! states one rule.
+
+use futures::executor::block_on;
+use time::Duration;
+use uuid::Uuid;
+
+use super::{
+    tests::{ada_acting, now, origin, ready, secret_of, Mocks, Seen, ACME, ADA, GLOBEX},
+    Actor, Agent, AuthenticateError, Authenticator, Forbidden, IamError, IamService,
+    ServiceAccountChange, ServiceAccountKey,
+};
+use crate::{
+    model::{
+        ApiKey, ApiKeyId, ApiKeyName, AuditActor, ClientAddress, EventType, KeyHolder, Permission,
+        Plan, Role, ServiceAccount, ServiceAccountId, ServiceAccountName, TokenHash, TokenKind,
+    },
+    ports::ServiceAccountAccess,
+};
+
+const DEPLOYER: ServiceAccountId = ServiceAccountId::from_uuid(Uuid::from_u128(0x5a_0001));
+const DEPLOY_KEY: ApiKeyId = ApiKeyId::from_uuid(Uuid::from_u128(0x5a_4e1));
+
+fn deployer(role: Role) -> ServiceAccount {
+    ServiceAccount {
+        id: DEPLOYER,
+        organization_id: ACME,
+        name: ServiceAccountName::parse("CI deploys").unwrap(),
+        role,
+        created_by: ADA,
+        created_at: now() - Duration::days(3),
+        updated_at: now() - Duration::days(3),
+    }
+}
+
+fn deployers_key() -> ApiKey {
+    ApiKey {
+        id: DEPLOY_KEY,
+        name: ApiKeyName::parse("pipeline").unwrap(),
+        prefix: "ghk_abcdefgh".to_owned(),
+        organization_id: ACME,
+        holder: KeyHolder::ServiceAccount(DEPLOYER),
+        created_at: now() - Duration::days(2),
+        last_used_at: None,
+    }
+}
+
+impl Mocks {
+    /// The store holds the deployer with `role` (in Acme, on `plan`), or nothing.
+    fn deployer_is(&mut self, account: Option<(Role, Plan)>) {
+        self.service_accounts
+            .expect_service_account()
+            .withf(|id| *id == DEPLOYER)
+            .returning(move |_| {
+                ready(Ok(account.map(|(role, plan)| ServiceAccountAccess {
+                    account: deployer(role),
+                    plan,
+                })))
+            });
+    }
+
+    fn the_key_is_the_deployers(&mut self) {
+        self.api_keys
+            .expect_use_api_key()
+            .withf(|hash, _| *hash == TokenHash::of(&secret_of(TokenKind::ApiKey)))
+            .returning(|_, _| ready(Ok(Some(deployers_key()))));
+    }
+}
+
+fn authenticate(
+    mocks: Mocks,
+    organization: crate::model::OrganizationId,
+) -> Result<Agent, AuthenticateError> {
+    block_on(
+        Authenticator::new((&mocks.ports()).into())
+            .authenticate_api_key(&secret_of(TokenKind::ApiKey), organization),
+    )
+}
+
+#[test]
+fn a_service_accounts_key_acts_as_the_account_with_its_role_now() {
+    let mut mocks = Mocks::new();
+    mocks.the_key_is_the_deployers();
+    mocks.deployer_is(Some((Role::Member, Plan::Pro)));
+    let agent = authenticate(mocks, ACME).unwrap();
+    let Agent::ServiceAccount(key) = agent.clone() else {
+        panic!("a person: {agent:?}");
+    };
+    assert_eq!(key.key_id, DEPLOY_KEY);
+    assert_eq!(key.account.role, Role::Member);
+    assert_eq!(key.plan, Plan::Pro);
+
+    let mut mocks = Mocks::new();
+    mocks.deployer_is(Some((Role::Member, Plan::Pro)));
+    let actor = block_on(Authenticator::new((&mocks.ports()).into()).actor_of(
+        agent,
+        ACME,
+        ClientAddress([192, 0, 2, 1].into()),
+    ))
+    .unwrap();
+    assert_eq!(actor.user_id(), None, "no person acts");
+    assert_eq!(actor.audit_actor(), AuditActor::ServiceAccount(DEPLOYER));
+    assert_eq!(actor.require(Permission::MembersRead), Ok(()));
+    assert_eq!(
+        actor.require(Permission::OrganizationUpdate),
+        Err(Forbidden(Permission::OrganizationUpdate))
+    );
+}
+
+#[test]
+fn a_key_whose_account_is_gone_or_elsewhere_is_invalid() {
+    let mut mocks = Mocks::new();
+    mocks.the_key_is_the_deployers();
+    mocks.deployer_is(None);
+    assert!(matches!(
+        authenticate(mocks, ACME),
+        Err(AuthenticateError::Invalid(_))
+    ));
+    let mut mocks = Mocks::new();
+    mocks.the_key_is_the_deployers();
+    assert!(matches!(
+        authenticate(mocks, GLOBEX),
+        Err(AuthenticateError::Invalid(_))
+    ));
+}
+
+#[test]
+fn a_service_account_acts_in_its_own_organization_only() {
+    let key = ServiceAccountKey {
+        key_id: DEPLOY_KEY,
+        account: deployer(Role::Admin),
+        plan: Plan::Free,
+    };
+    let refused = block_on(Authenticator::new((&Mocks::new().ports()).into()).actor_of(
+        Agent::ServiceAccount(key),
+        GLOBEX,
+        ClientAddress([192, 0, 2, 1].into()),
+    ));
+    assert!(matches!(refused, Err(super::OrgAccessError::NotFound)));
+}
+
+fn service(mocks: Mocks) -> IamService {
+    IamService::new((&mocks.ports()).into())
+}
+
+#[test]
+fn an_admin_creates_an_account_it_names_as_its_creator_with_an_event_and_a_record() {
+    let mut mocks = Mocks::new();
+    let stored = Seen::new();
+    let kept = stored.clone();
+    mocks
+        .service_accounts
+        .expect_create_service_account()
+        .times(1)
+        .returning(move |account, event, audit| {
+            kept.record((account, event, audit));
+            ready(Ok(true))
+        });
+    let account = block_on(service(mocks).create_service_account(
+        &ada_acting(Role::Admin, Plan::Free),
+        ServiceAccountName::parse("CI deploys").unwrap(),
+        Role::Admin,
+        &origin(),
+    ))
+    .unwrap();
+    assert_eq!(account.created_by, ADA);
+    assert_eq!(account.organization_id, ACME);
+    assert_eq!(account.role, Role::Admin);
+    let (saved, event, audit) = stored.only();
+    assert_eq!(saved, account);
+    assert_eq!(event.event_type, EventType::ServiceAccountCreated);
+    assert_eq!(event.data["name"], "CI deploys");
+    assert_eq!(audit.action.as_str(), "service_account.created");
+}
+
+#[test]
+fn no_one_makes_an_owner_account_and_members_make_none() {
+    let owner_role = block_on(service(Mocks::new()).create_service_account(
+        &ada_acting(Role::Owner, Plan::Free),
+        ServiceAccountName::parse("Boss").unwrap(),
+        Role::Owner,
+        &origin(),
+    ));
+    assert!(matches!(owner_role, Err(IamError::OwnerRole)));
+    for role in [Role::Member, Role::Viewer] {
+        let refused = block_on(service(Mocks::new()).create_service_account(
+            &ada_acting(role, Plan::Free),
+            ServiceAccountName::parse("Mine").unwrap(),
+            Role::Viewer,
+            &origin(),
+        ));
+        assert!(matches!(
+            refused,
+            Err(IamError::Forbidden(Forbidden(
+                Permission::ServiceAccountsManage
+            )))
+        ));
+    }
+}
+
+#[test]
+fn an_account_makes_no_account_for_it_names_no_member() {
+    let actor = Actor::ServiceAccount(ServiceAccountKey {
+        key_id: DEPLOY_KEY,
+        account: deployer(Role::Admin),
+        plan: Plan::Free,
+    });
+    let refused = block_on(service(Mocks::new()).create_service_account(
+        &actor,
+        ServiceAccountName::parse("Child").unwrap(),
+        Role::Viewer,
+        &origin(),
+    ));
+    assert!(matches!(refused, Err(IamError::PersonNeeded)));
+}
+
+#[test]
+fn another_organizations_account_is_not_found_and_nothing_is_written() {
+    let mut mocks = Mocks::new();
+    mocks
+        .service_accounts
+        .expect_service_account()
+        .returning(|_| {
+            let mut elsewhere = deployer(Role::Viewer);
+            elsewhere.organization_id = GLOBEX;
+            ready(Ok(Some(ServiceAccountAccess {
+                account: elsewhere,
+                plan: Plan::Free,
+            })))
+        });
+    let service = service(mocks);
+    let admin = ada_acting(Role::Admin, Plan::Free);
+    assert!(matches!(
+        block_on(service.update_service_account(
+            &admin,
+            DEPLOYER,
+            ServiceAccountChange {
+                role: Some(Role::Admin),
+                ..ServiceAccountChange::default()
+            },
+            &origin()
+        )),
+        Err(IamError::NotFound(_))
+    ));
+    assert!(matches!(
+        block_on(service.delete_service_account(&admin, DEPLOYER, &origin())),
+        Err(IamError::NotFound(_))
+    ));
+    assert!(matches!(
+        block_on(service.create_service_account_key(
+            &admin,
+            DEPLOYER,
+            ApiKeyName::parse("x").unwrap(),
+            &origin()
+        )),
+        Err(IamError::NotFound(_))
+    ));
+}
+
+#[test]
+fn a_change_that_changes_nothing_writes_nothing() {
+    let mut mocks = Mocks::new();
+    mocks.deployer_is(Some((Role::Member, Plan::Free)));
+    let same = block_on(service(mocks).update_service_account(
+        &ada_acting(Role::Admin, Plan::Free),
+        DEPLOYER,
+        ServiceAccountChange {
+            name: Some(ServiceAccountName::parse("CI deploys").unwrap()),
+            role: Some(Role::Member),
+        },
+        &origin(),
+    ))
+    .unwrap();
+    assert_eq!(same, deployer(Role::Member));
+}
+
+#[test]
+fn a_service_accounts_key_is_held_by_the_account_not_by_its_maker() {
+    let mut mocks = Mocks::new();
+    mocks.deployer_is(Some((Role::Member, Plan::Free)));
+    let stored = super::tests::store_saves_api_keys(&mut mocks);
+    let created = block_on(service(mocks).create_service_account_key(
+        &ada_acting(Role::Admin, Plan::Free),
+        DEPLOYER,
+        ApiKeyName::parse("pipeline").unwrap(),
+        &origin(),
+    ))
+    .unwrap();
+    assert_eq!(created.key, secret_of(TokenKind::ApiKey));
+    let new = stored.only();
+    assert_eq!(new.holder, KeyHolder::ServiceAccount(DEPLOYER));
+    assert_eq!(new.key_hash, TokenHash::of(&created.key));
+}
+
+#[test]
+fn only_owners_and_admins_see_and_revoke_the_organizations_keys() {
+    for role in [Role::Member, Role::Viewer] {
+        let service = service(Mocks::new());
+        let actor = ada_acting(role, Plan::Free);
+        assert!(matches!(
+            block_on(service.organization_keys(&actor, crate::model::PageRequest::default())),
+            Err(IamError::Forbidden(Forbidden(Permission::ApiKeysManage)))
+        ));
+        assert!(matches!(
+            block_on(service.revoke_key(&actor, DEPLOY_KEY, &origin())),
+            Err(IamError::Forbidden(Forbidden(Permission::ApiKeysManage)))
+        ));
+    }
+    let mut mocks = Mocks::new();
+    mocks
+        .service_accounts
+        .expect_revoke_organization_api_key()
+        .withf(|organization, id, audit| {
+            *organization == ACME && *id == DEPLOY_KEY && audit.action.as_str() == "api_key.revoked"
+        })
+        .times(1)
+        .returning(|_, _, _| ready(Ok(true)));
+    block_on(service(mocks).revoke_key(
+        &ada_acting(Role::Admin, Plan::Free),
+        DEPLOY_KEY,
+        &origin(),
+    ))
+    .unwrap();
+}
