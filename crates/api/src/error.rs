@@ -453,6 +453,11 @@ impl From<IamError> for ApiError {
             IamError::OwnerRole => {
                 Self::field(FieldError::invalid("body", "role", error.to_string()))
             }
+            IamError::UnknownRole(_) => {
+                Self::field(FieldError::invalid("body", "role", error.to_string()))
+            }
+            IamError::PlanRequired => Self::Forbidden(error.to_string()),
+            IamError::RoleTaken(_) | IamError::RoleHeld(_) => Self::Conflict(error.to_string()),
             IamError::NotFound(_) => Self::NotFound(error.to_string()),
             IamError::TooManyAccounts | IamError::TooManyKeys => {
                 Self::Unprocessable(error.to_string())
@@ -484,7 +489,11 @@ impl From<MemberError> for ApiError {
     fn from(error: MemberError) -> Self {
         match error {
             MemberError::Forbidden(e) => e.into(),
+            MemberError::UnknownRole(_) => {
+                Self::field(FieldError::invalid("body", "role", error.to_string()))
+            }
             MemberError::MemberInviteRole
+            | MemberError::RoleAboveYours(_)
             | MemberError::NotTheInvitee
             | MemberError::NotAUser
             | MemberError::PersonNeeded => Self::Forbidden(error.to_string()),

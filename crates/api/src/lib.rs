@@ -241,6 +241,17 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                         .route(web::delete().to(iam::revoke_organization_key)),
                 )
                 .service(
+                    api_resource("/organizations/{id}/roles")
+                        .route(web::get().to(iam::list_roles))
+                        .route(web::post().to(iam::create_role)),
+                )
+                .service(
+                    api_resource("/organizations/{id}/roles/{key}")
+                        .route(web::get().to(iam::get_role))
+                        .route(web::patch().to(iam::update_role))
+                        .route(web::delete().to(iam::delete_role)),
+                )
+                .service(
                     api_resource("/organizations/{id}/transfer-ownership")
                         .route(web::post().to(members::transfer_ownership)),
                 )

@@ -627,7 +627,7 @@ mod tests {
         let organization = gatehouse_domain::model::OrganizationId::from_uuid(Uuid::now_v7());
         let scoped = AccessClaims {
             org_id: Some(organization),
-            org_role: Some(gatehouse_domain::model::Role::Viewer),
+            org_role: Some("viewer".to_owned()),
             org_permissions: vec!["organization.read".into()],
             ..claims()
         };

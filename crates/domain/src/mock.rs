@@ -27,7 +27,7 @@ pub use crate::ports::{
     MockAuthorizationCodeStore, MockBrandingStore, MockClock, MockDnsTxt, MockDomainStore,
     MockHealthStore, MockMailer, MockMemberStore, MockMembershipStore, MockMetrics, MockMfaStore,
     MockOperationsStore, MockOrganizationStore, MockPasswordHasher, MockPasswordJudge,
-    MockPolicyStore, MockRandom, MockRateLimiter, MockSamlProtocol, MockSamlStore,
+    MockPolicyStore, MockRandom, MockRateLimiter, MockRoleStore, MockSamlProtocol, MockSamlStore,
     MockSecretCipher, MockServiceAccountStore, MockSessionStore, MockSignInAttempts, MockSsoStore,
     MockTokenSigner, MockTotp, MockWebauthn, MockWebhookSender, MockWebhookStore,
 };
@@ -56,6 +56,8 @@ pub struct MockPorts {
     pub memberships: MockMembershipStore,
     /// The mock [`ServiceAccountStore`](crate::ports::ServiceAccountStore).
     pub service_accounts: MockServiceAccountStore,
+    /// The mock [`RoleStore`](crate::ports::RoleStore).
+    pub roles: MockRoleStore,
     /// The mock [`OrganizationStore`](crate::ports::OrganizationStore).
     pub organizations: MockOrganizationStore,
     /// The mock [`MemberStore`](crate::ports::MemberStore).
@@ -126,6 +128,7 @@ impl MockPorts {
             api_keys: MockApiKeyStore::new(),
             memberships: MockMembershipStore::new(),
             service_accounts: MockServiceAccountStore::new(),
+            roles: MockRoleStore::new(),
             organizations: MockOrganizationStore::new(),
             members: MockMemberStore::new(),
             policies: MockPolicyStore::new(),
@@ -167,6 +170,7 @@ impl MockPorts {
             api_keys: Arc::new(self.api_keys),
             memberships: Arc::new(self.memberships),
             service_accounts: Arc::new(self.service_accounts),
+            roles: Arc::new(self.roles),
             organizations: Arc::new(self.organizations),
             members: Arc::new(self.members),
             policies: Arc::new(self.policies),

@@ -116,6 +116,7 @@ pub async fn ports(
         api_keys: store.clone(),
         memberships: store.clone(),
         service_accounts: store.clone(),
+        roles: store.clone(),
         organizations: store.clone(),
         members: store.clone(),
         policies: store.clone(),

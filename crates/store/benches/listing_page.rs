@@ -316,7 +316,7 @@ impl Listing {
     fn member_filter(self) -> MemberFilter {
         match self {
             Self::MembersOfRole(role) => MemberFilter {
-                role: Some(role),
+                role: Some(gatehouse_domain::model::RoleRef::BuiltIn(role)),
                 ..MemberFilter::default()
             },
             Self::MembersSearched => MemberFilter {

@@ -19,8 +19,9 @@ use std::sync::Arc;
 use gatehouse_domain::ports::{
     AccountStore, AccountTokenStore, ApiKeyStore, ApplicationStore, AuditStore,
     AuthorizationCodeStore, BoxError, BrandingStore, DomainStore, HealthStore, MemberStore,
-    MembershipStore, MfaStore, OperationsStore, OrganizationStore, PolicyStore, SamlStore,
-    ServiceAccountStore, SessionStore, SigningKeyStore, SsoStore, StoreError, WebhookStore,
+    MembershipStore, MfaStore, OperationsStore, OrganizationStore, PolicyStore, RoleStore,
+    SamlStore, ServiceAccountStore, SessionStore, SigningKeyStore, SsoStore, StoreError,
+    WebhookStore,
 };
 
 mod dialect;
@@ -71,6 +72,7 @@ pub trait Store:
     + ApiKeyStore
     + MembershipStore
     + ServiceAccountStore
+    + RoleStore
     + OrganizationStore
     + MemberStore
     + PolicyStore

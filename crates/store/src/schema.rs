@@ -135,6 +135,21 @@ diesel::table! {
 
 diesel::table! {
     use diesel::sql_types::*;
+    use super::{Id, Strings, Moment};
+
+    organization_roles (organization_id, key) {
+        organization_id -> Id,
+        key -> Text,
+        name -> Text,
+        description -> Text,
+        permissions -> Strings,
+        created_at -> Moment,
+        updated_at -> Moment,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
     use super::{Id, Moment};
 
     service_accounts (id) {
@@ -460,6 +475,7 @@ diesel::joinable!(oauth_authorization_codes -> applications (application_id));
 diesel::joinable!(oauth_consents -> applications (application_id));
 diesel::joinable!(api_keys -> organizations (organization_id));
 diesel::joinable!(service_accounts -> organizations (organization_id));
+diesel::joinable!(organization_roles -> organizations (organization_id));
 diesel::joinable!(api_keys -> service_accounts (service_account_id));
 diesel::joinable!(webhook_endpoints -> organizations (organization_id));
 diesel::joinable!(webhook_deliveries -> webhook_endpoints (endpoint_id));
@@ -496,5 +512,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     account_tokens,
     audit_log,
     organization_domains,
-    service_accounts
+    service_accounts,
+    organization_roles
 );

@@ -220,7 +220,7 @@ on_both_backends! {
         assert_eq!(access.policies, None);
         assert!(db.store.save_policies(acme, strict_policies(), Some(at), at, updated(acme), support::signed_in()).await.unwrap());
         let access = db.store.session_access(opened.id, ada, acme, at).await.unwrap();
-        assert_eq!(access.membership.as_ref().map(|m| (m.role, m.plan)), Some((Role::Owner, Plan::Business)));
+        assert_eq!(access.membership.as_ref().map(|m| (m.role.clone(), m.plan)), Some((Role::Owner.into(), Plan::Business)));
         assert_eq!(access.policies, db.store.policies(acme).await.unwrap());
         assert!(access.policies.is_some());
         assert_eq!(access.sso_organization, None, "a password sign-in");

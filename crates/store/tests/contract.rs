@@ -154,7 +154,7 @@ on_both_backends! {
         for new in [&first, &second, &third] {
             db.store.create_account(new.clone(), support::signed_in()).await.unwrap();
             let membership = db.store.membership(new.user.id, new.workspace.id).await.unwrap();
-            assert_eq!(membership.map(|m| m.role), Some(Role::Owner));
+            assert_eq!(membership.map(|m| m.role), Some(Role::Owner.into()));
         }
         let base = &first.workspace.slug;
         assert_eq!(
@@ -636,7 +636,7 @@ on_both_backends! {
         assert!(outcomes.iter().all(Result::is_ok), "every registration succeeds: {outcomes:?}");
         for new in &accounts {
             let membership = db.store.membership(new.user.id, new.workspace.id).await.unwrap();
-            assert_eq!(membership.map(|m| m.role), Some(Role::Owner));
+            assert_eq!(membership.map(|m| m.role), Some(Role::Owner.into()));
         }
         let mut expected: Vec<String> = (1..=8)
             .map(|n| accounts[0].workspace.slug.candidate(n).as_ref().to_owned())

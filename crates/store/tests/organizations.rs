@@ -11,8 +11,8 @@ use gatehouse_domain::{
         MemberFilter, MemberStatus, NewApiKey, NewApplication, NewEvent, NewInvitation,
         NewOrganization, NewUser, OrganizationChange, OrganizationFilter, OrganizationId,
         OrganizationName, OrganizationType, PageRequest, PasswordHash, Plan, RedirectUri,
-        RedirectUris, Role, SearchTerm, ServiceAccount, ServiceAccountName, Slug, TokenHash,
-        UserId,
+        RedirectUris, Role, RoleRef, SearchTerm, ServiceAccount, ServiceAccountName, Slug,
+        TokenHash, UserId,
     },
     ports::{NewAccount, StoreError},
 };
@@ -1062,7 +1062,7 @@ async fn members_filters(db: Db) {
     let now = at(6);
 
     let viewers = MemberFilter {
-        role: Some(Role::Viewer),
+        role: Some(RoleRef::BuiltIn(Role::Viewer)),
         ..MemberFilter::default()
     };
     let (listed, total) = db.member_ids(acme, viewers, page(1, 20), now).await;
@@ -1101,7 +1101,7 @@ async fn members_filters(db: Db) {
     let (listed, total) = db.member_ids(acme, active_jones, page(1, 20), now).await;
     assert_eq!((listed.len(), total), (2, 2));
     let smith_viewers = MemberFilter {
-        role: Some(Role::Viewer),
+        role: Some(RoleRef::BuiltIn(Role::Viewer)),
         search: term("smith"),
         active_only: false,
     };
@@ -1451,14 +1451,14 @@ async fn roles_and_removal(db: Db) {
     db.join(acme, &bob, Role::Member, alice.id, t0).await;
 
     let t1 = t0 + Duration::seconds(1);
-    let change = |user, role| {
+    let change = |user, role: Role| {
         let store = db.store.clone();
         async move {
             store
                 .change_role(
                     acme,
                     user,
-                    role,
+                    role.into(),
                     t1,
                     event(EventType::MemberRoleChanged, Some(acme), None, t1),
                     record(),
@@ -1554,15 +1554,15 @@ async fn transferring_ownership(db: Db) {
     };
     // To someone who is not a member: nothing moves, the demotion included.
     assert!(!transfer(alice.id, carol.id).await);
-    assert_eq!(role(alice.id).await, Some(Role::Owner));
+    assert_eq!(role(alice.id).await, Some(Role::Owner.into()));
     assert_eq!(db.events(EventType::MemberRoleChanged).await, 0);
     // From someone who is not the owner: nothing moves.
     assert!(!transfer(bob.id, bob.id).await);
-    assert_eq!(role(bob.id).await, Some(Role::Member));
+    assert_eq!(role(bob.id).await, Some(Role::Member.into()));
 
     assert!(transfer(alice.id, bob.id).await);
-    assert_eq!(role(alice.id).await, Some(Role::Admin));
-    assert_eq!(role(bob.id).await, Some(Role::Owner));
+    assert_eq!(role(alice.id).await, Some(Role::Admin.into()));
+    assert_eq!(role(bob.id).await, Some(Role::Owner.into()));
     assert_eq!(db.events(EventType::MemberRoleChanged).await, 2);
     assert_eq!(
         db.count("SELECT count(*) AS n FROM memberships WHERE role = 'owner'")
@@ -1590,7 +1590,7 @@ async fn service_accounts_and_their_keys(db: Db) {
         id: Uuid::now_v7().into(),
         organization_id: acme,
         name: ServiceAccountName::parse("CI deploys").unwrap(),
-        role: Role::Member,
+        role: Role::Member.into(),
         created_by: alice.id,
         created_at: t0,
         updated_at: t0,
@@ -1658,7 +1658,7 @@ async fn service_accounts_and_their_keys(db: Db) {
                     organization,
                     account.id,
                     None,
-                    Some(Role::Admin),
+                    Some(Role::Admin.into()),
                     t1,
                     event(
                         EventType::ServiceAccountUpdated,

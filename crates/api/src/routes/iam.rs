@@ -3,10 +3,14 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use gatehouse_domain::model::{
-    ApiKey, ApiKeyId, ApiKeyName, Permission, Role, ServiceAccount, ServiceAccountId,
+    custom_permissions, CustomRole, PermissionSet, RoleDescription, RoleKey, RoleName,
+};
+use gatehouse_domain::model::{
+    ApiKey, ApiKeyId, ApiKeyName, Permission, Role, RoleRef, ServiceAccount, ServiceAccountId,
     ServiceAccountName,
 };
-use gatehouse_domain::service::ServiceAccountChange;
+use gatehouse_domain::ports::RoleChange;
+use gatehouse_domain::service::{NewRole, ServiceAccountChange};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
@@ -29,7 +33,7 @@ pub struct ServiceAccountResponse {
     name: String,
     /// `admin`, `member` or `viewer`.
     #[schema(example = "member")]
-    role: &'static str,
+    role: String,
     /// The member who created it.
     created_by: Uuid,
     #[serde(with = "gatehouse_domain::model::timestamp")]
@@ -44,7 +48,7 @@ impl From<ServiceAccount> for ServiceAccountResponse {
             id: account.id.as_uuid(),
             organization_id: account.organization_id.as_uuid(),
             name: account.name.as_ref().to_owned(),
-            role: account.role.as_str(),
+            role: account.role.to_string(),
             created_by: account.created_by.as_uuid(),
             created_at: account.created_at,
             updated_at: account.updated_at,
@@ -134,7 +138,7 @@ pub async fn create_service_account(
 ) -> Result<HttpResponse, ApiError> {
     let mut fields = Fields::new();
     let name = fields.required("name", body.name, |s| ServiceAccountName::parse(&s));
-    let role = fields.required("role", body.role, |s| s.parse::<Role>());
+    let role = fields.required("role", body.role, |s| s.parse::<RoleRef>());
     let (name, role) = fields.finish(|| Some((name?, role?)))?;
     let account = state
         .iam
@@ -211,7 +215,7 @@ pub async fn update_service_account(
     let id = service_account_id(&path.1)?;
     let mut fields = Fields::new();
     let name = fields.optional("name", body.name, |s| ServiceAccountName::parse(&s));
-    let role = fields.optional("role", body.role, |s| s.parse::<Role>());
+    let role = fields.optional("role", body.role, |s| s.parse::<RoleRef>());
     let (name, role) = fields.finish(|| Some((name?, role?)))?;
     let account = state
         .iam
@@ -370,4 +374,252 @@ pub async fn permissions(_caller: AuthenticatedAgent) -> HttpResponse {
         })
         .collect();
     HttpResponse::Ok().json(catalogue)
+}
+
+/// A role as the organization has it: one of the four built-in roles (read-only, `built_in`),
+/// or one of its custom roles.
+#[derive(Serialize, ToSchema)]
+pub struct RoleResponse {
+    /// The name a member, an invitation or a service account is given (`billing-manager`).
+    #[schema(example = "auditor")]
+    key: String,
+    #[schema(example = "Auditor")]
+    name: String,
+    description: String,
+    /// The dotted permissions it grants, in the catalogue's order.
+    #[schema(example = json!(["organization.read", "organization.members.read", "audit.read"]))]
+    permissions: Vec<&'static str>,
+    /// One of the four built-in roles: read-only.
+    built_in: bool,
+    /// Null for a built-in role.
+    #[serde(with = "gatehouse_domain::model::timestamp::option")]
+    created_at: Option<OffsetDateTime>,
+    /// Null for a built-in role.
+    #[serde(with = "gatehouse_domain::model::timestamp::option")]
+    updated_at: Option<OffsetDateTime>,
+}
+
+impl RoleResponse {
+    fn built_in(role: Role) -> Self {
+        let description = match role {
+            Role::Owner => "Full control, deleting and handing over the organization included",
+            Role::Admin => {
+                "Manages members, applications, settings, policies, webhooks, branding, SSO, service accounts and keys"
+            }
+            Role::Member => "Reads the organization and its members, uses its applications, creates API keys",
+            Role::Viewer => "Reads the organization and its members; read-only",
+        };
+        Self {
+            key: role.as_str().to_owned(),
+            name: role.as_str().to_owned(),
+            description: description.to_owned(),
+            permissions: PermissionSet::of_role(role)
+                .iter()
+                .map(Permission::as_str)
+                .collect(),
+            built_in: true,
+            created_at: None,
+            updated_at: None,
+        }
+    }
+}
+
+impl From<CustomRole> for RoleResponse {
+    fn from(role: CustomRole) -> Self {
+        Self {
+            key: role.key.as_ref().to_owned(),
+            name: role.name.as_ref().to_owned(),
+            description: role.description.as_ref().to_owned(),
+            permissions: role.permissions.iter().map(Permission::as_str).collect(),
+            built_in: false,
+            created_at: Some(role.created_at),
+            updated_at: Some(role.updated_at),
+        }
+    }
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct CreateRoleRequest {
+    /// Lowercase letters, digits and single hyphens, 2 to 40 characters, not a built-in role's
+    /// name.
+    #[schema(example = "auditor")]
+    key: Option<String>,
+    #[schema(example = "Auditor")]
+    name: Option<String>,
+    #[schema(example = "Reads members and the audit log")]
+    description: Option<String>,
+    /// Dotted permissions from `GET /api/v1/iam/permissions`, none of the owner's own.
+    #[schema(example = json!(["organization.read", "organization.members.read", "audit.read"]))]
+    permissions: Option<Vec<String>>,
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct UpdateRoleRequest {
+    name: Option<String>,
+    description: Option<String>,
+    /// The whole new set of dotted permissions.
+    permissions: Option<Vec<String>>,
+}
+
+/// The custom role a path names; a built-in role's name is refused (they are read-only).
+fn role_key(raw: &str) -> Result<RoleKey, ApiError> {
+    if raw.parse::<Role>().is_ok() {
+        return Err(ApiError::Forbidden(
+            "the built-in roles are read-only: define a custom role instead".into(),
+        ));
+    }
+    RoleKey::parse(raw).map_err(|_| ApiError::NotFound("role not found".into()))
+}
+
+fn permission_set(names: Vec<String>) -> Result<PermissionSet, String> {
+    custom_permissions(names.iter().map(String::as_str))
+}
+
+/// The organization's roles: the four built-in ones, then its custom roles by key.
+#[utoipa::path(
+    get, path = "/api/v1/organizations/{id}/roles", tag = "iam",
+    security(("bearer" = []), ("api_key" = [])),
+    params(("id" = Uuid, Path)),
+    responses(
+        (status = 200, body = Vec<RoleResponse>),
+        (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+    )
+)]
+pub async fn list_roles(
+    state: web::Data<AppState>,
+    PathOrganization(actor): PathOrganization,
+) -> Result<HttpResponse, ApiError> {
+    let custom = state.iam.roles(&actor).await?;
+    let roles: Vec<RoleResponse> = Role::ALL
+        .into_iter()
+        .map(RoleResponse::built_in)
+        .chain(custom.into_iter().map(RoleResponse::from))
+        .collect();
+    Ok(HttpResponse::Ok().json(roles))
+}
+
+/// Defines a custom role (business and enterprise plans): `roles.manage`, and no permission
+/// the caller's own role does not hold.
+#[utoipa::path(
+    post, path = "/api/v1/organizations/{id}/roles", tag = "iam",
+    security(("bearer" = []), ("api_key" = [])),
+    params(("id" = Uuid, Path)),
+    request_body = CreateRoleRequest,
+    responses(
+        (status = 201, body = RoleResponse),
+        (status = 403, body = ErrorBody, description = "Missing roles.manage, the plan, or a permission the caller lacks"),
+        (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody, description = "The key is taken"),
+        (status = 422, body = ValidationErrorBody),
+    )
+)]
+pub async fn create_role(
+    state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
+    PathOrganization(actor): PathOrganization,
+    ValidJson(body): ValidJson<CreateRoleRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let mut fields = Fields::new();
+    let key = fields.required("key", body.key, |s| RoleKey::parse(&s));
+    let name = fields.required("name", body.name, |s| RoleName::parse(&s));
+    let description = fields.optional("description", body.description, |s| {
+        RoleDescription::parse(&s)
+    });
+    let permissions = fields.required("permissions", body.permissions, permission_set);
+    let new = fields.finish(|| {
+        Some(NewRole {
+            key: key?,
+            name: name?,
+            description: description?.unwrap_or_default(),
+            permissions: permissions?,
+        })
+    })?;
+    let role = state.iam.create_role(&actor, new, &origin).await?;
+    Ok(HttpResponse::Created().json(RoleResponse::from(role)))
+}
+
+/// One custom role.
+#[utoipa::path(
+    get, path = "/api/v1/organizations/{id}/roles/{key}", tag = "iam",
+    security(("bearer" = []), ("api_key" = [])),
+    params(("id" = Uuid, Path), ("key" = String, Path)),
+    responses(
+        (status = 200, body = RoleResponse),
+        (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+    )
+)]
+pub async fn get_role(
+    state: web::Data<AppState>,
+    PathOrganization(actor): PathOrganization,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    if let Ok(role) = path.1.parse::<Role>() {
+        return Ok(HttpResponse::Ok().json(RoleResponse::built_in(role)));
+    }
+    let key = role_key(&path.1)?;
+    let role = state.iam.role(&actor, &key).await?;
+    Ok(HttpResponse::Ok().json(RoleResponse::from(role)))
+}
+
+/// Changes a custom role: its holders act with what it grants from their next request.
+#[utoipa::path(
+    patch, path = "/api/v1/organizations/{id}/roles/{key}", tag = "iam",
+    security(("bearer" = []), ("api_key" = [])),
+    params(("id" = Uuid, Path), ("key" = String, Path)),
+    request_body = UpdateRoleRequest,
+    responses(
+        (status = 200, body = RoleResponse),
+        (status = 403, body = ErrorBody, description = "A built-in role, missing roles.manage, the plan, or a permission the caller lacks"),
+        (status = 404, body = ErrorBody),
+        (status = 422, body = ValidationErrorBody),
+    )
+)]
+pub async fn update_role(
+    state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
+    PathOrganization(actor): PathOrganization,
+    path: web::Path<(String, String)>,
+    ValidJson(body): ValidJson<UpdateRoleRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let key = role_key(&path.1)?;
+    let mut fields = Fields::new();
+    let name = fields.optional("name", body.name, |s| RoleName::parse(&s));
+    let description = fields.optional("description", body.description, |s| {
+        RoleDescription::parse(&s)
+    });
+    let permissions = fields.optional("permissions", body.permissions, permission_set);
+    let change = fields.finish(|| {
+        Some(RoleChange {
+            name: name?,
+            description: description?,
+            permissions: permissions?,
+        })
+    })?;
+    let role = state.iam.update_role(&actor, &key, change, &origin).await?;
+    Ok(HttpResponse::Ok().json(RoleResponse::from(role)))
+}
+
+/// Deletes a custom role nobody holds.
+#[utoipa::path(
+    delete, path = "/api/v1/organizations/{id}/roles/{key}", tag = "iam",
+    security(("bearer" = []), ("api_key" = [])),
+    params(("id" = Uuid, Path), ("key" = String, Path)),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody, description = "Members, pending invitations or service accounts hold it"),
+    )
+)]
+pub async fn delete_role(
+    state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
+    PathOrganization(actor): PathOrganization,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let key = role_key(&path.1)?;
+    state.iam.delete_role(&actor, &key, &origin).await?;
+    Ok(HttpResponse::NoContent().finish())
 }

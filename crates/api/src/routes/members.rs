@@ -2,7 +2,7 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use gatehouse_domain::model::{
-    Email, Invitation, InvitationId, Member, MemberFilter, Role, UserId,
+    Email, Invitation, InvitationId, Member, MemberFilter, RoleRef, UserId,
 };
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -25,7 +25,7 @@ pub struct MemberResponse {
     email: String,
     full_name: Option<String>,
     #[schema(example = "member")]
-    role: &'static str,
+    role: String,
     #[schema(example = "active")]
     status: &'static str,
     invitation_id: Option<Uuid>,
@@ -42,7 +42,7 @@ impl From<Member> for MemberResponse {
             user_id: member.user_id.map(|id| id.as_uuid()),
             email: member.email.as_ref().to_owned(),
             full_name: member.full_name.map(|n| n.as_ref().to_owned()),
-            role: member.role.as_str(),
+            role: member.role.to_string(),
             status: member.status.as_str(),
             invitation_id: member.invitation_id.map(|id| id.as_uuid()),
             invited_at: member.invited_at,
@@ -81,7 +81,7 @@ pub async fn list(
     let query = Query::of(&req)?;
     let page = query.page()?;
     let filter = MemberFilter {
-        role: query.parse("role", |raw| raw.parse::<Role>())?,
+        role: query.parse("role", |raw| raw.parse::<RoleRef>())?,
         search: query.search()?,
         active_only: false,
     };
@@ -101,7 +101,7 @@ pub struct InviteRequest {
 #[derive(Serialize, ToSchema)]
 pub struct InvitedResponse {
     email: String,
-    role: &'static str,
+    role: String,
     #[schema(example = "pending")]
     status: &'static str,
     invitation_id: Option<Uuid>,
@@ -133,12 +133,12 @@ pub async fn invite(
 ) -> Result<HttpResponse, ApiError> {
     let mut fields = Fields::new();
     let email = fields.required("email", body.email, |s| Email::parse(&s));
-    let role = fields.optional("role", body.role, |s| s.parse::<Role>());
+    let role = fields.optional("role", body.role, |s| s.parse::<RoleRef>());
     let (email, role) = fields.finish(|| Some((email?, role?)))?;
     let member = state.members.invite(&actor, email, role, &origin).await?;
     Ok(HttpResponse::Created().json(InvitedResponse {
         email: member.email.as_ref().to_owned(),
-        role: member.role.as_str(),
+        role: member.role.to_string(),
         status: member.status.as_str(),
         invitation_id: member.invitation_id.map(|id| id.as_uuid()),
         invited_at: member.invited_at,
@@ -156,7 +156,7 @@ pub struct ChangeRoleRequest {
 pub struct RoleChangedResponse {
     user_id: Uuid,
     email: String,
-    role: &'static str,
+    role: String,
     #[serde(with = "gatehouse_domain::model::timestamp")]
     updated_at: OffsetDateTime,
 }
@@ -183,7 +183,7 @@ pub async fn change_role(
 ) -> Result<HttpResponse, ApiError> {
     let user_id = parse_user_id(&path.1)?;
     let mut fields = Fields::new();
-    let role = fields.required("role", body.role, |s| s.parse::<Role>());
+    let role = fields.required("role", body.role, |s| s.parse::<RoleRef>());
     let role = fields.finish(|| role)?;
     let changed = state
         .members
@@ -192,7 +192,7 @@ pub async fn change_role(
     Ok(HttpResponse::Ok().json(RoleChangedResponse {
         user_id: user_id.as_uuid(),
         email: changed.member.email.as_ref().to_owned(),
-        role: changed.member.role.as_str(),
+        role: changed.member.role.to_string(),
         updated_at: changed.updated_at,
     }))
 }
@@ -266,7 +266,7 @@ pub struct InvitationResponse {
     id: Uuid,
     organization: InvitationOrganization,
     email: String,
-    role: &'static str,
+    role: String,
     invited_by: Uuid,
     #[serde(with = "gatehouse_domain::model::timestamp")]
     invited_at: OffsetDateTime,
@@ -284,7 +284,7 @@ impl From<Invitation> for InvitationResponse {
                 slug: invitation.organization_slug.as_ref().to_owned(),
             },
             email: invitation.email.as_ref().to_owned(),
-            role: invitation.role.as_str(),
+            role: invitation.role.to_string(),
             invited_by: invitation.invited_by.as_uuid(),
             invited_at: invitation.invited_at,
             expires_at: invitation.expires_at,
@@ -377,7 +377,7 @@ pub struct IamUserResponse {
     id: Uuid,
     email: String,
     full_name: Option<String>,
-    role: &'static str,
+    role: String,
     #[serde(with = "gatehouse_domain::model::timestamp")]
     joined_at: OffsetDateTime,
 }
@@ -405,7 +405,7 @@ pub async fn iam_users(
             id: member.user_id.map(|id| id.as_uuid()).unwrap_or_default(),
             email: member.email.as_ref().to_owned(),
             full_name: member.full_name.map(|n| n.as_ref().to_owned()),
-            role: member.role.as_str(),
+            role: member.role.to_string(),
             joined_at: member.joined_at,
         })),
     )

@@ -196,6 +196,9 @@ audit_actions! {
     ServiceAccountCreated => "service_account.created", "A service account was created.";
     ServiceAccountUpdated => "service_account.updated", "A service account's name or role changed.";
     ServiceAccountDeleted => "service_account.deleted", "A service account was deleted: its keys stopped at once.";
+    RoleCreated => "role.created", "A custom role was defined.";
+    RoleUpdated => "role.updated", "A custom role's name, description or permissions changed: its holders act with them at once.";
+    RoleDeleted => "role.deleted", "A custom role nobody held was deleted.";
     EndpointCreated => "webhook_endpoint.created", "A webhook endpoint was created.";
     EndpointUpdated => "webhook_endpoint.updated", "A webhook endpoint was changed (turned on or off included).";
     EndpointDeleted => "webhook_endpoint.deleted", "A webhook endpoint was deleted, with its deliveries.";
@@ -247,11 +250,13 @@ pub enum TargetKind {
     Domain,
     /// A service account.
     ServiceAccount,
+    /// A custom role, by its key.
+    Role,
 }
 
 impl TargetKind {
     /// Every kind.
-    pub const ALL: [Self; 11] = [
+    pub const ALL: [Self; 12] = [
         Self::User,
         Self::Member,
         Self::ApiKey,
@@ -263,10 +268,11 @@ impl TargetKind {
         Self::MfaFactor,
         Self::Domain,
         Self::ServiceAccount,
+        Self::Role,
     ];
 
     /// `user`, `member`, `api_key`, `webhook_endpoint`, `organization`, `invitation`,
-    /// `delivery`, `application`, `mfa_factor`, `domain`, `service_account`.
+    /// `delivery`, `application`, `mfa_factor`, `domain`, `service_account`, `role`.
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::User => "user",
@@ -280,6 +286,7 @@ impl TargetKind {
             Self::MfaFactor => "mfa_factor",
             Self::Domain => "domain",
             Self::ServiceAccount => "service_account",
+            Self::Role => "role",
         }
     }
 }

@@ -81,6 +81,9 @@ event_types! {
     ServiceAccountCreated => "service_account.created", ServiceAccount, Gatehouse, "A service account was created in the organization.";
     ServiceAccountUpdated => "service_account.updated", ServiceAccount, Gatehouse, "A service account's name or role changed.";
     ServiceAccountDeleted => "service_account.deleted", ServiceAccount, Gatehouse, "A service account was deleted; its API keys stopped.";
+    RoleCreated => "role.created", Role, Gatehouse, "A custom role was defined in the organization.";
+    RoleUpdated => "role.updated", Role, Gatehouse, "A custom role's name, description or permissions changed.";
+    RoleDeleted => "role.deleted", Role, Gatehouse, "A custom role was deleted.";
     WebhookTest => "webhook.test", Webhook, Gatehouse, "A test ping sent to one endpoint on request; never subscribed to.";
 }
 
@@ -126,6 +129,8 @@ pub enum EventCategory {
     Webhook,
     /// `service_account.*`: an organization's service accounts.
     ServiceAccount,
+    /// `role.*`: an organization's custom roles.
+    Role,
 }
 
 impl EventCategory {
@@ -140,6 +145,7 @@ impl EventCategory {
             Self::Billing => "billing",
             Self::Webhook => "webhook",
             Self::ServiceAccount => "service_account",
+            Self::Role => "role",
         }
     }
 }
@@ -271,8 +277,8 @@ mod tests {
     }
 
     #[test]
-    fn catalog_has_the_sixteen_spec_types_ten_more_and_the_test_ping() {
-        assert_eq!(EventType::ALL.len(), 27);
+    fn catalog_has_the_sixteen_spec_types_thirteen_more_and_the_test_ping() {
+        assert_eq!(EventType::ALL.len(), 30);
         let not_subscribable: Vec<_> = EventType::ALL
             .iter()
             .filter(|e| !e.subscribable())

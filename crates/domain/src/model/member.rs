@@ -1,8 +1,8 @@
 use time::{Duration, OffsetDateTime};
 
 use super::{
-    Email, FullName, InvitationId, OrganizationId, OrganizationName, Plan, Role, SearchTerm, Slug,
-    TokenHash, UserId,
+    AssignedRole, Email, FullName, InvitationId, OrganizationId, OrganizationName, Plan, Role,
+    RoleRef, SearchTerm, Slug, TokenHash, UserId,
 };
 
 /// Whether a member has joined or is still invited.
@@ -37,7 +37,7 @@ pub struct Member {
     /// The user's name; `None` for a pending invitation.
     pub full_name: Option<FullName>,
     /// The role held, or the one the invitation offers.
-    pub role: Role,
+    pub role: AssignedRole,
     /// Whether the member has joined or is still invited.
     pub status: MemberStatus,
     /// The pending invitation's id; `None` for an active member.
@@ -57,26 +57,34 @@ pub struct Member {
 /// Filters of the members list.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct MemberFilter {
-    /// Only members holding, or invited with, this role; `None` for any role.
-    pub role: Option<Role>,
+    /// Only members holding, or invited with, this role (a built-in one's name or a custom
+    /// one's key); `None` for any role.
+    pub role: Option<RoleRef>,
     /// Case-insensitive substring of the name or email.
     pub search: Option<SearchTerm>,
     /// Only active members (the IAM users list).
     pub active_only: bool,
 }
 
-/// The role an invitation may offer: never `owner`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct InvitableRole(Role);
+/// A role that may be given to a member, an invitee or a service account: never `owner` (an
+/// organization has one, and it moves only by a transfer).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InvitableRole(AssignedRole);
 
 impl InvitableRole {
     /// The role, or `None` when it is [`Role::Owner`].
-    pub fn new(role: Role) -> Option<Self> {
-        (role != Role::Owner).then_some(Self(role))
+    pub fn new(role: impl Into<AssignedRole>) -> Option<Self> {
+        let role = role.into();
+        (!role.is(Role::Owner)).then_some(Self(role))
     }
 
     /// The role offered.
-    pub const fn role(self) -> Role {
+    pub fn role(&self) -> &AssignedRole {
+        &self.0
+    }
+
+    /// The role offered, owned.
+    pub fn into_role(self) -> AssignedRole {
         self.0
     }
 }
@@ -128,7 +136,7 @@ pub struct Invitation {
     pub email: Email,
     /// The role the invitee gets on accepting: an [`InvitableRole`] when created, so not
     /// [`Role::Owner`].
-    pub role: Role,
+    pub role: AssignedRole,
     /// The member who sent the invitation.
     pub invited_by: UserId,
     /// When the invitation was sent.

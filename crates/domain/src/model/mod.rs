@@ -6,6 +6,7 @@ mod api_key;
 mod application;
 mod audit;
 mod branding;
+mod custom_role;
 mod delivery;
 mod email;
 mod event;
@@ -50,6 +51,10 @@ pub use branding::{
     AssetUrl, AssetUrlError, Branding, BrandingChange, CustomLogin, CustomLoginChange,
     EmailBranding, EmailBrandingChange, FooterText, HexColor, HexColorError, LoginSubtitle,
     LoginTitle, SenderName,
+};
+pub use custom_role::{
+    custom_permissions, AssignedRole, CustomRole, PermissionSet, RoleDescription, RoleKey,
+    RoleName, RoleRef,
 };
 pub use delivery::{DeliveryState, FailureRun, InvalidDeliveryState, TransitionError};
 pub use email::{Email, EmailError};

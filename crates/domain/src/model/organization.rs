@@ -5,7 +5,7 @@ use time::OffsetDateTime;
 
 use super::{
     text::{is_invisible_control, normalized, INVISIBLE_CONTROL},
-    OrganizationId, UserId,
+    AssignedRole, OrganizationId, UserId,
 };
 
 /// An organization's display name: 2 to 100 characters once trimmed.
@@ -312,7 +312,7 @@ pub struct Membership {
     /// The user who belongs to it.
     pub user_id: UserId,
     /// The member's role there, which decides their permissions.
-    pub role: Role,
+    pub role: AssignedRole,
     /// The organization's plan, which decides its features.
     pub plan: Plan,
     /// When the user joined (what an MFA requirement's grace period counts from, at the

@@ -50,13 +50,15 @@ pub enum Permission {
     ApiKeysManage,
     /// `service_accounts.manage`: create, change and delete service accounts and their keys.
     ServiceAccountsManage,
+    /// `roles.manage`: define, change and delete the organization's custom roles.
+    RolesManage,
     /// `domains.manage`: claim, verify and remove the organization's email domains.
     DomainsManage,
 }
 
 impl Permission {
     /// Every permission, in the table's order.
-    pub const ALL: [Permission; 21] = [
+    pub const ALL: [Permission; 22] = [
         Self::OrganizationRead,
         Self::OrganizationUpdate,
         Self::OrganizationDelete,
@@ -77,6 +79,7 @@ impl Permission {
         Self::ApiKeysCreate,
         Self::ApiKeysManage,
         Self::ServiceAccountsManage,
+        Self::RolesManage,
         Self::DomainsManage,
     ];
 
@@ -103,6 +106,7 @@ impl Permission {
             Self::ApiKeysCreate => "api_keys.create",
             Self::ApiKeysManage => "api_keys.manage",
             Self::ServiceAccountsManage => "service_accounts.manage",
+            Self::RolesManage => "roles.manage",
             Self::DomainsManage => "domains.manage",
         }
     }
@@ -134,6 +138,7 @@ impl Permission {
             Self::ServiceAccountsManage => {
                 "Create, change and delete service accounts and their keys"
             }
+            Self::RolesManage => "Define, change and delete the organization's custom roles",
             Self::DomainsManage => "Claim, verify and remove the organization's email domains",
         }
     }
@@ -187,6 +192,7 @@ const TABLE: &[(Role, &[Permission])] = &[
             ApiKeysCreate,
             ApiKeysManage,
             ServiceAccountsManage,
+            RolesManage,
             DomainsManage,
         ],
     ),
@@ -237,7 +243,7 @@ pub enum ApiScope {
 }
 
 /// What each API scope grants. Deleting or handing over the organization, creating API keys,
-/// managing the organization's keys and its service accounts are in none: only a token that
+/// managing the organization's keys, its service accounts and its custom roles are in none: only a token that
 /// carries no API scope (acting with the user's whole role) does any of them.
 const SCOPES: &[(ApiScope, &[Permission])] = &[
     (
@@ -521,6 +527,7 @@ mod tests {
             ApiKeysCreate,
             ApiKeysManage,
             ServiceAccountsManage,
+            RolesManage,
         ];
         for permission in whole_role_only {
             assert!(!all.grant(permission), "{permission}");

@@ -329,6 +329,8 @@ pub enum Feature {
     Branding,
     /// SAML single sign-on; from the Business plan.
     Sso,
+    /// Custom roles over the permission catalogue; from the Business plan.
+    CustomRoles,
     /// OAuth authorization for the organization's applications; Enterprise plan only.
     OAuth,
 }
@@ -337,7 +339,7 @@ impl Feature {
     /// The least plan that includes the feature; every plan above it does too.
     pub const fn minimum_plan(self) -> Plan {
         match self {
-            Self::Policies | Self::Branding | Self::Sso => Plan::Business,
+            Self::Policies | Self::Branding | Self::Sso | Self::CustomRoles => Plan::Business,
             Self::OAuth => Plan::Enterprise,
         }
     }
@@ -348,6 +350,7 @@ impl Feature {
             Self::Policies => "policies",
             Self::Branding => "branding",
             Self::Sso => "SSO",
+            Self::CustomRoles => "custom roles",
             Self::OAuth => "OAuth authorization",
         }
     }

@@ -5,7 +5,7 @@ use time::OffsetDateTime;
 
 use super::{
     text::{parse_text, TextError},
-    OrganizationId, Role, ServiceAccountId, UserId,
+    AssignedRole, OrganizationId, ServiceAccountId, UserId,
 };
 
 /// The most service accounts one organization holds: creating one more is refused.
@@ -41,8 +41,8 @@ pub struct ServiceAccount {
     pub organization_id: OrganizationId,
     /// Its name.
     pub name: ServiceAccountName,
-    /// What it may do there, as the permission table says for this role; never `owner`.
-    pub role: Role,
+    /// What it may do there: a built-in role (never `owner`) or a custom role.
+    pub role: AssignedRole,
     /// The member who created it (kept as a record: the account outlives them).
     pub created_by: UserId,
     /// When it was created.

@@ -1,8 +1,8 @@
 use time::{Duration, OffsetDateTime};
 
 use super::{
-    ApplicationId, ClientId, Membership, OrganizationId, Permission, Role, Scope, SessionId,
-    TokenHash, UserId,
+    ApplicationId, AssignedRole, ClientId, Membership, OrganizationId, Scope, SessionId, TokenHash,
+    UserId,
 };
 
 /// How stale a session's `last_used_at` may get: a refresh writes it only when it is at least
@@ -76,12 +76,13 @@ pub struct Session {
 /// The organization an access token speaks for, after the one admission: its id, the member's
 /// role there and what that role may do (the `org_id`, `org_role` and `org_permissions`
 /// claims), so that the product behind Gatehouse decides without calling back.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TokenOrganization {
     /// The organization (`org_id`).
     pub organization_id: OrganizationId,
-    /// The member's role in it when the token was issued (`org_role`).
-    pub role: Role,
+    /// The member's role in it when the token was issued (`org_role`: a built-in role's name
+    /// or a custom role's key).
+    pub role: AssignedRole,
 }
 
 impl TokenOrganization {
@@ -89,15 +90,15 @@ impl TokenOrganization {
     pub fn of(membership: &Membership) -> Self {
         Self {
             organization_id: membership.organization_id,
-            role: membership.role,
+            role: membership.role.clone(),
         }
     }
 
     /// The dotted names of the role's permissions, in the table's order (`org_permissions`).
     pub fn permissions(&self) -> Vec<String> {
-        Permission::ALL
+        self.role
+            .permissions()
             .iter()
-            .filter(|permission| self.role.grants(**permission))
             .map(|permission| permission.as_str().to_owned())
             .collect()
     }

@@ -6,8 +6,9 @@ use time::OffsetDateTime;
 
 use super::StoreError;
 use crate::model::{
-    ApiKey, ApiKeyId, AuditRecord, NewEvent, OrganizationId, Page, PageRequest, Plan, Role,
-    ServiceAccount, ServiceAccountId, ServiceAccountName,
+    ApiKey, ApiKeyId, AssignedRole, AuditRecord, CustomRole, NewEvent, OrganizationId, Page,
+    PageRequest, PermissionSet, Plan, RoleDescription, RoleKey, RoleName, ServiceAccount,
+    ServiceAccountId, ServiceAccountName,
 };
 
 /// A service account with the plan of its organization, as a request it makes needs it.
@@ -53,7 +54,7 @@ pub trait ServiceAccountStore: Send + Sync + 'static {
         organization_id: OrganizationId,
         id: ServiceAccountId,
         name: Option<ServiceAccountName>,
-        role: Option<Role>,
+        role: Option<AssignedRole>,
         at: OffsetDateTime,
         event: NewEvent,
         audit: AuditRecord,
@@ -84,4 +85,75 @@ pub trait ServiceAccountStore: Send + Sync + 'static {
         id: ApiKeyId,
         audit: AuditRecord,
     ) -> Result<bool, StoreError>;
+}
+
+/// A change to a custom role: what is `Some` changes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RoleChange {
+    /// Its new name.
+    pub name: Option<RoleName>,
+    /// Its new description.
+    pub description: Option<RoleDescription>,
+    /// What it grants from now on.
+    pub permissions: Option<PermissionSet>,
+}
+
+/// What deleting a custom role did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RoleDeletion {
+    /// Deleted, with its event and audit record.
+    Deleted,
+    /// The organization has no such role.
+    NotFound,
+    /// Members, pending invitations or service accounts hold it (this many): nothing written.
+    Held(u64),
+}
+
+/// An organization's custom roles. Reading a member, an invitation or a service account gives
+/// its role with what the custom role grants now (the store reads the definition with it).
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait RoleStore: Send + Sync + 'static {
+    /// Stores a new role with its event and audit record.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] when the organization already has a role with its key.
+    async fn create_role(
+        &self,
+        role: CustomRole,
+        event: NewEvent,
+        audit: AuditRecord,
+    ) -> Result<(), StoreError>;
+
+    /// The organization's custom roles, by key.
+    async fn roles(&self, organization_id: OrganizationId) -> Result<Vec<CustomRole>, StoreError>;
+
+    /// One custom role of the organization.
+    async fn role(
+        &self,
+        organization_id: OrganizationId,
+        key: &RoleKey,
+    ) -> Result<Option<CustomRole>, StoreError>;
+
+    /// Changes a role, with the event and the audit record; `None`, writing nothing, when the
+    /// organization has no such role.
+    async fn update_role(
+        &self,
+        organization_id: OrganizationId,
+        key: &RoleKey,
+        change: RoleChange,
+        at: OffsetDateTime,
+        event: NewEvent,
+        audit: AuditRecord,
+    ) -> Result<Option<CustomRole>, StoreError>;
+
+    /// Deletes a role nobody holds (counted in the same transaction: members, pending
+    /// invitations, service accounts), with the event and the audit record.
+    async fn delete_role(
+        &self,
+        organization_id: OrganizationId,
+        key: &RoleKey,
+        event: NewEvent,
+        audit: AuditRecord,
+    ) -> Result<RoleDeletion, StoreError>;
 }

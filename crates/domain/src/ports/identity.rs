@@ -9,8 +9,8 @@ use super::{organizations::PlanPolicies, platform::RateLimitError, BoxError, Sto
 use crate::model::{
     AccountKey, AccountToken, AccountTokenPurpose, ApiKey, ApiKeyId, AuditRecord, Email,
     FailedSignIns, LockoutRule, NewApiKey, NewEvent, NewOrganization, NewPassword, NewSession,
-    NewUser, OrganizationId, PasswordCandidate, PasswordHash, PasswordStrength, Role, Session,
-    SessionId, TokenHash, User, UserCredentials, UserId,
+    NewUser, OrganizationId, PasswordCandidate, PasswordHash, PasswordStrength, Session, SessionId,
+    TokenHash, User, UserCredentials, UserId,
 };
 
 /// A user's account as registration creates it: the user, their personal workspace and the
@@ -391,9 +391,10 @@ pub struct AccessClaims {
     /// the user): its id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub org_id: Option<OrganizationId>,
-    /// The user's role in `org_id` when the token was issued.
+    /// The user's role in `org_id` when the token was issued: a built-in role's name or a
+    /// custom role's key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub org_role: Option<Role>,
+    pub org_role: Option<String>,
     /// The dotted permissions of that role (`organization.members.read`, ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub org_permissions: Vec<String>,
@@ -462,9 +463,9 @@ pub struct IdTokenClaims {
     /// The organization the sign-in was for, when the authorization request named one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub org_id: Option<OrganizationId>,
-    /// The user's role in `org_id`.
+    /// The user's role in `org_id`: a built-in role's name or a custom role's key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub org_role: Option<Role>,
+    pub org_role: Option<String>,
     /// The dotted permissions of that role.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub org_permissions: Vec<String>,

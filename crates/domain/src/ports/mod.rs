@@ -79,6 +79,8 @@ pub struct Ports {
     pub memberships: Arc<dyn MembershipStore>,
     /// The [`ServiceAccountStore`].
     pub service_accounts: Arc<dyn ServiceAccountStore>,
+    /// The [`RoleStore`].
+    pub roles: Arc<dyn RoleStore>,
     /// The [`OrganizationStore`].
     pub organizations: Arc<dyn OrganizationStore>,
     /// The [`MemberStore`].

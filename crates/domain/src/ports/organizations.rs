@@ -6,10 +6,10 @@ use time::OffsetDateTime;
 
 use super::StoreError;
 use crate::model::{
-    AuditRecord, Branding, Email, Invitation, InvitationId, InvitationRecord, Member, MemberFilter,
-    Membership, NewEvent, NewInvitation, NewOrganization, Organization, OrganizationChange,
-    OrganizationFilter, OrganizationId, OrganizationPolicies, Page, PageRequest, Plan, Role,
-    SessionId, Slug, TokenHash, UserId,
+    AssignedRole, AuditRecord, Branding, Email, Invitation, InvitationId, InvitationRecord, Member,
+    MemberFilter, Membership, NewEvent, NewInvitation, NewOrganization, Organization,
+    OrganizationChange, OrganizationFilter, OrganizationId, OrganizationPolicies, Page,
+    PageRequest, Plan, SessionId, Slug, TokenHash, UserId,
 };
 
 /// What admitting a signed-in user to an organization needs, read together: whether their
@@ -294,7 +294,7 @@ pub trait MemberStore: Send + Sync + 'static {
         &self,
         organization_id: OrganizationId,
         user_id: UserId,
-        role: Role,
+        role: AssignedRole,
         at: OffsetDateTime,
         event: NewEvent,
         audit: AuditRecord,

@@ -4,8 +4,8 @@ use time::OffsetDateTime;
 
 use crate::{
     model::{
-        AuditAction, AuditActor, AuditRecord, Membership, OrganizationId, Origin, Permission, Plan,
-        UserId,
+        AssignedRole, AuditAction, AuditActor, AuditRecord, Membership, OrganizationId, Origin,
+        Permission, PermissionSet, Plan, Role, UserId,
     },
     ports::Random,
 };
@@ -93,6 +93,25 @@ impl Actor {
             (Self::ServiceAccount(key), Agent::ServiceAccount(other)) => key == other,
             _ => false,
         }
+    }
+
+    /// What the actor's role grants, before a token's scopes narrow it: a member's role, a
+    /// service account's role. An application has no role: what its scopes let it do is
+    /// checked by [`Self::require`], and the roles it gives (with `members:write`) are an
+    /// admin's to give.
+    pub fn role_permissions(&self) -> PermissionSet {
+        match self {
+            Self::Member { membership, .. } => membership.role.permissions(),
+            Self::Application(_) => PermissionSet::of_role(Role::Admin),
+            Self::ServiceAccount(key) => key.account.role.permissions(),
+        }
+    }
+
+    /// Whether the actor may give `role` to someone (a member, an invitee, a service account)
+    /// or take it from them: only when its own role grants everything `role` does. No one hands
+    /// out more than they hold.
+    pub fn may_give(&self, role: &AssignedRole) -> bool {
+        role.permissions().is_within(self.role_permissions())
     }
 
     /// `Ok` when the actor may use the permission: a member's role grants it and, for an

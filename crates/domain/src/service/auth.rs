@@ -41,7 +41,7 @@ pub(crate) struct Opening {
 impl Opening {
     /// The same session, its tokens speaking for `organization` (admitted by the caller).
     pub(crate) fn for_organization(mut self, organization: Option<TokenOrganization>) -> Self {
-        self.session.organization_id = organization.map(|o| o.organization_id);
+        self.session.organization_id = organization.as_ref().map(|o| o.organization_id);
         self.organization = organization;
         self
     }
@@ -1599,9 +1599,12 @@ impl AuthService {
             client_id: grant.map(|g| g.client_id.as_str().to_owned()),
             scope: grant.map(|g| g.scope.to_string()),
             amr: amr.claim(),
-            org_id: organization.map(|o| o.organization_id),
-            org_role: organization.map(|o| o.role),
-            org_permissions: organization.map(|o| o.permissions()).unwrap_or_default(),
+            org_id: organization.as_ref().map(|o| o.organization_id),
+            org_role: organization.as_ref().map(|o| o.role.name().to_owned()),
+            org_permissions: organization
+                .as_ref()
+                .map(|o| o.permissions())
+                .unwrap_or_default(),
         };
         Ok(AccessToken {
             access_token: self.ports.signer.sign(&claims).await?,

@@ -6,13 +6,30 @@ use serde_json::json;
 use super::{event, Actor, CreatedApiKey, Forbidden};
 use crate::{
     model::{
-        timestamp, ApiKey, ApiKeyId, ApiKeyName, AuditAction, EventType, InvitableRole, KeyHolder,
-        NewApiKey, Origin, Page, PageRequest, Permission, Role, ServiceAccount, ServiceAccountId,
-        ServiceAccountName, TargetKind, TokenKind, MAX_API_KEYS_PER_ORGANIZATION,
+        timestamp, ApiKey, ApiKeyId, ApiKeyName, AssignedRole, AuditAction, CustomRole, EventType,
+        Feature, InvitableRole, KeyHolder, NewApiKey, OrganizationId, Origin, Page, PageRequest,
+        Permission, PermissionSet, RoleDescription, RoleKey, RoleName, RoleRef, ServiceAccount,
+        ServiceAccountId, ServiceAccountName, TargetKind, TokenKind, MAX_API_KEYS_PER_ORGANIZATION,
         MAX_SERVICE_ACCOUNTS,
     },
-    ports::{service_ports, StoreError},
+    ports::{service_ports, RoleChange, RoleDeletion, RoleStore, StoreError},
 };
+
+/// A role asked for by name, as the organization has it: a built-in one, or one of its custom
+/// roles with what it grants now; `None` for a key the organization has no role for.
+pub(crate) async fn resolve_role(
+    roles: &dyn RoleStore,
+    organization_id: OrganizationId,
+    role: RoleRef,
+) -> Result<Option<AssignedRole>, StoreError> {
+    Ok(match role {
+        RoleRef::BuiltIn(role) => Some(AssignedRole::BuiltIn(role)),
+        RoleRef::Custom(key) => roles
+            .role(organization_id, &key)
+            .await?
+            .map(|role| AssignedRole::of(&role)),
+    })
+}
 
 /// Why an IAM use case failed.
 #[derive(Debug, thiserror::Error)]
@@ -21,8 +38,20 @@ pub enum IamError {
     #[error(transparent)]
     Forbidden(#[from] Forbidden),
     /// The role asked for grants something the caller's own role does not.
-    #[error("you cannot give the role {0}: it grants more than your own")]
-    RoleAboveYours(Role),
+    #[error("you cannot give or take the role {0}: it grants more than your own")]
+    RoleAboveYours(String),
+    /// The organization has no custom role with this key.
+    #[error("the organization has no role {0}: give owner, admin, member, viewer or one of its custom roles")]
+    UnknownRole(String),
+    /// The organization's plan does not include custom roles.
+    #[error("custom roles need the business or enterprise plan")]
+    PlanRequired,
+    /// A custom role with this key already exists.
+    #[error("the organization already has a role {0}")]
+    RoleTaken(String),
+    /// Members, invitations or service accounts hold the role.
+    #[error("{0} members, pending invitations or service accounts hold this role: give them another one first")]
+    RoleHeld(u64),
     /// A service account is created by a member, whom it names as its creator.
     #[error("a service account names the member who creates it: create it with a user's token")]
     PersonNeeded,
@@ -49,12 +78,26 @@ pub struct ServiceAccountChange {
     /// Its new name.
     pub name: Option<ServiceAccountName>,
     /// Its new role.
-    pub role: Option<Role>,
+    pub role: Option<RoleRef>,
+}
+
+/// A new custom role, as asked for.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewRole {
+    /// Its key.
+    pub key: RoleKey,
+    /// Its name.
+    pub name: RoleName,
+    /// What it is for.
+    pub description: RoleDescription,
+    /// What it grants (never one of the owner's own permissions: see
+    /// [`custom_permissions`](crate::model::custom_permissions)).
+    pub permissions: PermissionSet,
 }
 
 service_ports! {
     /// The ports [`IamService`] uses.
-    pub struct IamPorts { service_accounts: ServiceAccountStore, api_keys: ApiKeyStore, clock: Clock, random: Random }
+    pub struct IamPorts { service_accounts: ServiceAccountStore, roles: RoleStore, api_keys: ApiKeyStore, clock: Clock, random: Random }
 }
 
 /// Service accounts and the organization's keys.
@@ -75,26 +118,42 @@ fn payload(account: &ServiceAccount) -> serde_json::Value {
     })
 }
 
-/// `Ok` when the actor may give `role`: never `owner`, and nothing it grants beyond what the
-/// actor itself may do (so an admin gives admin, member or viewer, and no one hands out more
-/// than they hold).
-fn may_give(actor: &Actor, role: Role) -> Result<Role, IamError> {
-    let role = InvitableRole::new(role).ok_or(IamError::OwnerRole)?.role();
-    let within = Permission::ALL
-        .into_iter()
-        .filter(|permission| role.grants(*permission))
-        .all(|permission| actor.require(permission).is_ok());
-    if within {
+/// `Ok` when the actor may give `role` to a service account: never `owner`, and nothing it
+/// grants beyond what the actor's own role does ([`Actor::may_give`]).
+fn may_give(actor: &Actor, role: AssignedRole) -> Result<AssignedRole, IamError> {
+    let role = InvitableRole::new(role)
+        .ok_or(IamError::OwnerRole)?
+        .into_role();
+    if actor.may_give(&role) {
         Ok(role)
     } else {
-        Err(IamError::RoleAboveYours(role))
+        Err(IamError::RoleAboveYours(role.name().to_owned()))
     }
+}
+
+/// The event payload of a custom role.
+fn role_payload(role: &CustomRole) -> serde_json::Value {
+    json!({
+        "organization_id": role.organization_id,
+        "key": role.key.as_ref(),
+        "name": role.name.as_ref(),
+        "description": role.description.as_ref(),
+        "permissions": role.permissions,
+    })
 }
 
 impl IamService {
     /// A service on these ports.
     pub fn new(ports: IamPorts) -> Self {
         Self { ports }
+    }
+
+    /// The role named, in the actor's organization.
+    async fn resolve(&self, actor: &Actor, role: RoleRef) -> Result<AssignedRole, IamError> {
+        let name = role.name().to_owned();
+        resolve_role(self.ports.roles.as_ref(), actor.organization_id(), role)
+            .await?
+            .ok_or(IamError::UnknownRole(name))
     }
 
     /// The organization's service account, or `NotFound`.
@@ -118,11 +177,12 @@ impl IamService {
         &self,
         actor: &Actor,
         name: ServiceAccountName,
-        role: Role,
+        role: RoleRef,
         origin: &Origin,
     ) -> Result<ServiceAccount, IamError> {
         actor.require(Permission::ServiceAccountsManage)?;
         let created_by = actor.user_id().ok_or(IamError::PersonNeeded)?;
+        let role = self.resolve(actor, role).await?;
         let role = may_give(actor, role)?;
         let now = self.ports.clock.now();
         let random = self.ports.random.as_ref();
@@ -189,8 +249,11 @@ impl IamService {
     ) -> Result<ServiceAccount, IamError> {
         actor.require(Permission::ServiceAccountsManage)?;
         let current = self.account_of(actor, id).await?;
-        may_give(actor, current.role)?;
-        let role = change.role.map(|role| may_give(actor, role)).transpose()?;
+        may_give(actor, current.role.clone())?;
+        let role = match change.role {
+            Some(role) => Some(may_give(actor, self.resolve(actor, role).await?)?),
+            None => None,
+        };
         let name = change.name.filter(|name| *name != current.name);
         let role = role.filter(|role| *role != current.role);
         if name.is_none() && role.is_none() {
@@ -202,8 +265,8 @@ impl IamService {
         if let Some(name) = &name {
             updated.name = name.clone();
         }
-        if let Some(role) = role {
-            updated.role = role;
+        if let Some(role) = &role {
+            updated.role = role.clone();
         }
         let mut data = payload(&updated);
         data["previous_role"] = json!(current.role);
@@ -243,7 +306,7 @@ impl IamService {
     ) -> Result<(), IamError> {
         actor.require(Permission::ServiceAccountsManage)?;
         let account = self.account_of(actor, id).await?;
-        may_give(actor, account.role)?;
+        may_give(actor, account.role.clone())?;
         let now = self.ports.clock.now();
         let random = self.ports.random.as_ref();
         let mut data = payload(&account);
@@ -282,7 +345,7 @@ impl IamService {
     ) -> Result<CreatedApiKey, IamError> {
         actor.require(Permission::ServiceAccountsManage)?;
         let account = self.account_of(actor, id).await?;
-        may_give(actor, account.role)?;
+        may_give(actor, account.role.clone())?;
         let now = self.ports.clock.now();
         let random = self.ports.random.as_ref();
         let secret = random.secret(TokenKind::ApiKey);
@@ -351,6 +414,171 @@ impl IamService {
             Ok(())
         } else {
             Err(IamError::NotFound("API key"))
+        }
+    }
+
+    /// The organization's custom roles (the built-in ones are the permission table's): any
+    /// member reads them, on any plan.
+    pub async fn roles(&self, actor: &Actor) -> Result<Vec<CustomRole>, IamError> {
+        actor.require(Permission::OrganizationRead)?;
+        Ok(self.ports.roles.roles(actor.organization_id()).await?)
+    }
+
+    /// One custom role of the organization.
+    pub async fn role(&self, actor: &Actor, key: &RoleKey) -> Result<CustomRole, IamError> {
+        actor.require(Permission::OrganizationRead)?;
+        self.ports
+            .roles
+            .role(actor.organization_id(), key)
+            .await?
+            .ok_or(IamError::NotFound("role"))
+    }
+
+    /// `Ok` when the actor may define roles, and this one: `roles.manage`, a plan with custom
+    /// roles, and nothing granted beyond the actor's own role.
+    fn may_define(&self, actor: &Actor, permissions: PermissionSet) -> Result<(), IamError> {
+        actor.require(Permission::RolesManage)?;
+        if !actor.plan().includes(Feature::CustomRoles) {
+            return Err(IamError::PlanRequired);
+        }
+        if !permissions.is_within(actor.role_permissions()) {
+            return Err(IamError::RoleAboveYours(
+                "with permissions your own role does not hold".to_owned(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Defines a custom role (Business and Enterprise): `role.created`, audited.
+    pub async fn create_role(
+        &self,
+        actor: &Actor,
+        new: NewRole,
+        origin: &Origin,
+    ) -> Result<CustomRole, IamError> {
+        self.may_define(actor, new.permissions)?;
+        let now = self.ports.clock.now();
+        let random = self.ports.random.as_ref();
+        let role = CustomRole {
+            organization_id: actor.organization_id(),
+            key: new.key,
+            name: new.name,
+            description: new.description,
+            permissions: new.permissions,
+            created_at: now,
+            updated_at: now,
+        };
+        let created = event(
+            random,
+            now,
+            EventType::RoleCreated,
+            Some(role.organization_id),
+            actor.user_id(),
+            role_payload(&role),
+        );
+        let record = actor
+            .audit(random, now, AuditAction::RoleCreated, origin)
+            .on(TargetKind::Role, &role.key);
+        match self
+            .ports
+            .roles
+            .create_role(role.clone(), created, record)
+            .await
+        {
+            Ok(()) => Ok(role),
+            Err(StoreError::Conflict) => Err(IamError::RoleTaken(role.key.to_string())),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Changes a custom role: its holders act with what it grants from their next request.
+    /// `role.updated`, audited, when something changed.
+    pub async fn update_role(
+        &self,
+        actor: &Actor,
+        key: &RoleKey,
+        change: RoleChange,
+        origin: &Origin,
+    ) -> Result<CustomRole, IamError> {
+        let current = self.role(actor, key).await?;
+        self.may_define(actor, change.permissions.unwrap_or(current.permissions))?;
+        // Nor may anyone change a role that grants more than their own.
+        self.may_define(actor, current.permissions)?;
+        let change = RoleChange {
+            name: change.name.filter(|name| *name != current.name),
+            description: change
+                .description
+                .filter(|description| *description != current.description),
+            permissions: change
+                .permissions
+                .filter(|permissions| *permissions != current.permissions),
+        };
+        if change == RoleChange::default() {
+            return Ok(current);
+        }
+        let now = self.ports.clock.now();
+        let random = self.ports.random.as_ref();
+        let mut updated = current.clone();
+        if let Some(name) = &change.name {
+            updated.name = name.clone();
+        }
+        if let Some(description) = &change.description {
+            updated.description = description.clone();
+        }
+        if let Some(permissions) = change.permissions {
+            updated.permissions = permissions;
+        }
+        let mut data = role_payload(&updated);
+        data["previous_permissions"] = json!(current.permissions);
+        let changed = event(
+            random,
+            now,
+            EventType::RoleUpdated,
+            Some(current.organization_id),
+            actor.user_id(),
+            data,
+        );
+        let record = actor
+            .audit(random, now, AuditAction::RoleUpdated, origin)
+            .on(TargetKind::Role, key);
+        self.ports
+            .roles
+            .update_role(current.organization_id, key, change, now, changed, record)
+            .await?
+            .ok_or(IamError::NotFound("role"))
+    }
+
+    /// Deletes a custom role nobody holds: `role.deleted`, audited.
+    pub async fn delete_role(
+        &self,
+        actor: &Actor,
+        key: &RoleKey,
+        origin: &Origin,
+    ) -> Result<(), IamError> {
+        let current = self.role(actor, key).await?;
+        self.may_define(actor, current.permissions)?;
+        let now = self.ports.clock.now();
+        let random = self.ports.random.as_ref();
+        let deleted = event(
+            random,
+            now,
+            EventType::RoleDeleted,
+            Some(current.organization_id),
+            actor.user_id(),
+            role_payload(&current),
+        );
+        let record = actor
+            .audit(random, now, AuditAction::RoleDeleted, origin)
+            .on(TargetKind::Role, key);
+        match self
+            .ports
+            .roles
+            .delete_role(current.organization_id, key, deleted, record)
+            .await?
+        {
+            RoleDeletion::Deleted => Ok(()),
+            RoleDeletion::NotFound => Err(IamError::NotFound("role")),
+            RoleDeletion::Held(holders) => Err(IamError::RoleHeld(holders)),
         }
     }
 }

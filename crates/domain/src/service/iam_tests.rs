@@ -13,7 +13,8 @@ use super::{
 use crate::{
     model::{
         ApiKey, ApiKeyId, ApiKeyName, AuditActor, ClientAddress, EventType, KeyHolder, Permission,
-        Plan, Role, ServiceAccount, ServiceAccountId, ServiceAccountName, TokenHash, TokenKind,
+        Plan, Role, RoleRef, ServiceAccount, ServiceAccountId, ServiceAccountName, TokenHash,
+        TokenKind,
     },
     ports::ServiceAccountAccess,
 };
@@ -26,7 +27,7 @@ fn deployer(role: Role) -> ServiceAccount {
         id: DEPLOYER,
         organization_id: ACME,
         name: ServiceAccountName::parse("CI deploys").unwrap(),
-        role,
+        role: role.into(),
         created_by: ADA,
         created_at: now() - Duration::days(3),
         updated_at: now() - Duration::days(3),
@@ -159,7 +160,7 @@ fn an_admin_creates_an_account_it_names_as_its_creator_with_an_event_and_a_recor
     let account = block_on(service(mocks).create_service_account(
         &ada_acting(Role::Admin, Plan::Free),
         ServiceAccountName::parse("CI deploys").unwrap(),
-        Role::Admin,
+        RoleRef::BuiltIn(Role::Admin),
         &origin(),
     ))
     .unwrap();
@@ -178,7 +179,7 @@ fn no_one_makes_an_owner_account_and_members_make_none() {
     let owner_role = block_on(service(Mocks::new()).create_service_account(
         &ada_acting(Role::Owner, Plan::Free),
         ServiceAccountName::parse("Boss").unwrap(),
-        Role::Owner,
+        RoleRef::BuiltIn(Role::Owner),
         &origin(),
     ));
     assert!(matches!(owner_role, Err(IamError::OwnerRole)));
@@ -186,7 +187,7 @@ fn no_one_makes_an_owner_account_and_members_make_none() {
         let refused = block_on(service(Mocks::new()).create_service_account(
             &ada_acting(role, Plan::Free),
             ServiceAccountName::parse("Mine").unwrap(),
-            Role::Viewer,
+            RoleRef::BuiltIn(Role::Viewer),
             &origin(),
         ));
         assert!(matches!(
@@ -208,7 +209,7 @@ fn an_account_makes_no_account_for_it_names_no_member() {
     let refused = block_on(service(Mocks::new()).create_service_account(
         &actor,
         ServiceAccountName::parse("Child").unwrap(),
-        Role::Viewer,
+        RoleRef::BuiltIn(Role::Viewer),
         &origin(),
     ));
     assert!(matches!(refused, Err(IamError::PersonNeeded)));
@@ -235,7 +236,7 @@ fn another_organizations_account_is_not_found_and_nothing_is_written() {
             &admin,
             DEPLOYER,
             ServiceAccountChange {
-                role: Some(Role::Admin),
+                role: Some(RoleRef::BuiltIn(Role::Admin)),
                 ..ServiceAccountChange::default()
             },
             &origin()
@@ -266,7 +267,7 @@ fn a_change_that_changes_nothing_writes_nothing() {
         DEPLOYER,
         ServiceAccountChange {
             name: Some(ServiceAccountName::parse("CI deploys").unwrap()),
-            role: Some(Role::Member),
+            role: Some(RoleRef::BuiltIn(Role::Member)),
         },
         &origin(),
     ))
@@ -321,4 +322,98 @@ fn only_owners_and_admins_see_and_revoke_the_organizations_keys() {
         &origin(),
     ))
     .unwrap();
+}
+
+fn auditor_role() -> crate::service::NewRole {
+    crate::service::NewRole {
+        key: crate::model::RoleKey::parse("auditor").unwrap(),
+        name: crate::model::RoleName::parse("Auditor").unwrap(),
+        description: crate::model::RoleDescription::default(),
+        permissions: crate::model::PermissionSet::of([
+            Permission::OrganizationRead,
+            Permission::AuditRead,
+        ]),
+    }
+}
+
+#[test]
+fn custom_roles_need_a_plan_with_them_and_roles_manage() {
+    let refused = block_on(service(Mocks::new()).create_role(
+        &ada_acting(Role::Owner, Plan::Pro),
+        auditor_role(),
+        &origin(),
+    ));
+    assert!(matches!(refused, Err(IamError::PlanRequired)));
+    let refused = block_on(service(Mocks::new()).create_role(
+        &ada_acting(Role::Member, Plan::Business),
+        auditor_role(),
+        &origin(),
+    ));
+    assert!(matches!(
+        refused,
+        Err(IamError::Forbidden(Forbidden(Permission::RolesManage)))
+    ));
+}
+
+#[test]
+fn a_role_defined_is_stored_with_an_event_and_a_record_and_a_taken_key_conflicts() {
+    let mut mocks = Mocks::new();
+    let stored = Seen::new();
+    let kept = stored.clone();
+    mocks
+        .roles
+        .expect_create_role()
+        .times(1)
+        .returning(move |role, event, audit| {
+            kept.record((role, event, audit));
+            ready(Ok(()))
+        });
+    let role = block_on(service(mocks).create_role(
+        &ada_acting(Role::Admin, Plan::Business),
+        auditor_role(),
+        &origin(),
+    ))
+    .unwrap();
+    let (saved, event, audit) = stored.only();
+    assert_eq!(saved, role);
+    assert_eq!(event.event_type, EventType::RoleCreated);
+    assert_eq!(
+        event.data["permissions"],
+        serde_json::json!(["organization.read", "audit.read"])
+    );
+    assert_eq!(audit.action.as_str(), "role.created");
+
+    let mut mocks = Mocks::new();
+    mocks
+        .roles
+        .expect_create_role()
+        .returning(|_, _, _| ready(Err(crate::ports::StoreError::Conflict)));
+    let taken = block_on(service(mocks).create_role(
+        &ada_acting(Role::Admin, Plan::Business),
+        auditor_role(),
+        &origin(),
+    ));
+    assert!(matches!(taken, Err(IamError::RoleTaken(key)) if key == "auditor"));
+}
+
+#[test]
+fn an_auditor_acts_with_its_set_and_gives_nothing_beyond_it() {
+    let mut actor = ada_acting(Role::Viewer, Plan::Business);
+    let auditor = crate::model::AssignedRole::Custom {
+        key: crate::model::RoleKey::parse("auditor").unwrap(),
+        permissions: auditor_role().permissions,
+    };
+    if let Actor::Member { membership, .. } = &mut actor {
+        membership.role = auditor.clone();
+    }
+    assert_eq!(actor.require(Permission::AuditRead), Ok(()));
+    assert_eq!(
+        actor.require(Permission::MembersRead),
+        Err(Forbidden(Permission::MembersRead))
+    );
+    assert!(actor.may_give(&auditor));
+    assert!(
+        !actor.may_give(&Role::Viewer.into()),
+        "a viewer reads members; the auditor does not"
+    );
 }

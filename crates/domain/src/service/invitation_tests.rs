@@ -27,7 +27,7 @@ fn record(plan: Plan) -> InvitationRecord {
             organization_name: OrganizationName::parse("Acme").unwrap(),
             organization_slug: Slug::parse("acme").unwrap(),
             email: email("bob@example.com"),
-            role: Role::Member,
+            role: Role::Member.into(),
             invited_by: ADA,
             invited_at,
             expires_at: NewInvitation::expiry(invited_at),

@@ -7,10 +7,10 @@ use time::OffsetDateTime;
 use super::{audit, event, payloads, Actor, Forbidden, Principal};
 use crate::{
     model::{
-        timestamp, AuditAction, AuditActor, AuditRecord, Branding, Email, EventType, Feature,
-        InvitableRole, Invitation, InvitationId, InvitationState, Member, MemberFilter,
+        timestamp, AssignedRole, AuditAction, AuditActor, AuditRecord, Branding, Email, EventType,
+        Feature, InvitableRole, Invitation, InvitationId, InvitationState, Member, MemberFilter,
         MemberStatus, NewInvitation, Organization, OrganizationId, OrganizationType, Origin, Page,
-        PageRequest, Permission, Plan, Role, TargetKind, TokenHash, TokenKind, UserId,
+        PageRequest, Permission, Plan, Role, RoleRef, TargetKind, TokenHash, TokenKind, UserId,
     },
     ports::{service_ports, Mail, StoreError},
 };
@@ -24,6 +24,14 @@ pub enum MemberError {
     /// A member (not an admin or owner) tried to invite as admin.
     #[error("members may invite only as member or viewer")]
     MemberInviteRole,
+    /// The role given (or taken) grants something the caller's own role does not.
+    #[error("you cannot give or take the role {0}: it grants more than your own")]
+    RoleAboveYours(String),
+    /// The organization has no custom role with this key.
+    #[error(
+        "the organization has no role {0}: give admin, member, viewer or one of its custom roles"
+    )]
+    UnknownRole(String),
     /// The organization is gone.
     #[error("organization not found")]
     OrganizationNotFound,
@@ -101,7 +109,7 @@ pub struct Removed {
 
 service_ports! {
     /// The ports [`MemberService`] uses.
-    pub struct MemberPorts { members: MemberStore, accounts: AccountStore, organizations: OrganizationStore, branding: BrandingStore, mailer: Mailer, clock: Clock, random: Random }
+    pub struct MemberPorts { members: MemberStore, roles: RoleStore, accounts: AccountStore, organizations: OrganizationStore, branding: BrandingStore, mailer: Mailer, clock: Clock, random: Random }
 }
 
 /// Invites members, accepts invitations, changes roles and removes members.
@@ -141,7 +149,7 @@ impl MemberService {
         &self,
         actor: &Actor,
         email: Email,
-        role: Option<Role>,
+        role: Option<RoleRef>,
         origin: &Origin,
     ) -> Result<Member, MemberError> {
         let inviter = actor.user_id().ok_or(MemberError::PersonNeeded)?;
@@ -157,7 +165,10 @@ impl MemberService {
             ));
         }
         // No role named: the organization's `settings.default_role`.
-        let role = role.unwrap_or(organization.settings.default_role.role());
+        let role = match role {
+            Some(role) => self.resolve(organization.id, role).await?,
+            None => organization.settings.default_role.role().into(),
+        };
         let role = InvitableRole::new(role).ok_or(MemberError::Unprocessable(
             "owner cannot be invited: an organization has one owner",
         ))?;
@@ -170,9 +181,15 @@ impl MemberService {
             if !may_invite_when_allowed {
                 return Err(Forbidden(Permission::MembersCreate).into());
             }
-            if !matches!(role.role(), Role::Member | Role::Viewer) {
+            if !matches!(
+                role.role(),
+                AssignedRole::BuiltIn(Role::Member | Role::Viewer)
+            ) {
                 return Err(MemberError::MemberInviteRole);
             }
+        }
+        if !actor.may_give(role.role()) {
+            return Err(MemberError::RoleAboveYours(role.role().to_string()));
         }
         if self
             .ports
@@ -188,7 +205,7 @@ impl MemberService {
             id: self.ports.random.uuid().into(),
             organization_id: organization.id,
             email: email.clone(),
-            role,
+            role: role.clone(),
             token_hash: token.hash(),
             invited_by: inviter,
             invited_at: now,
@@ -199,7 +216,7 @@ impl MemberService {
             user_id: None,
             email: email.clone(),
             full_name: None,
-            role: role.role(),
+            role: role.role().clone(),
             status: MemberStatus::Pending,
             invitation_id: Some(invitation.id),
             invited_at: Some(now),
@@ -410,7 +427,7 @@ impl MemberService {
             user_id: Some(user.id),
             email: user.email.clone(),
             full_name: Some(user.full_name.clone()),
-            role: invitation.role,
+            role: invitation.role.clone(),
             status: MemberStatus::Active,
             invitation_id: Some(invitation.id),
             invited_at: Some(invitation.invited_at),
@@ -488,7 +505,7 @@ impl MemberService {
         &self,
         actor: &Actor,
         user_id: UserId,
-        role: Role,
+        role: RoleRef,
         origin: &Origin,
     ) -> Result<RoleChanged, MemberError> {
         actor.require(Permission::MembersUpdate)?;
@@ -498,19 +515,24 @@ impl MemberService {
             .member(actor.organization_id(), user_id)
             .await?
             .ok_or(MemberError::NotFound)?;
-        if role == Role::Owner {
+        let role = self.resolve(actor.organization_id(), role).await?;
+        if role.is(Role::Owner) {
             return Err(MemberError::Unprocessable(
                 "the owner role cannot be given: an organization has one owner",
             ));
         }
-        if member.role == Role::Owner {
+        if member.role.is(Role::Owner) {
             return Err(MemberError::Unprocessable(
                 "the owner's role cannot be changed",
             ));
         }
+        for held in [&role, &member.role] {
+            if !actor.may_give(held) {
+                return Err(MemberError::RoleAboveYours(held.to_string()));
+            }
+        }
         let now = self.ports.clock.now();
-        let previous = member.role;
-        member.role = role;
+        let previous = std::mem::replace(&mut member.role, role.clone());
         let mut data = payloads::member(&member);
         data["previous_role"] = json!(previous);
         let changed = event(
@@ -540,6 +562,18 @@ impl MemberService {
             member,
             updated_at: now,
         })
+    }
+
+    /// The role named, in the organization.
+    async fn resolve(
+        &self,
+        organization_id: OrganizationId,
+        role: RoleRef,
+    ) -> Result<AssignedRole, MemberError> {
+        let name = role.name().to_owned();
+        super::iam::resolve_role(self.ports.roles.as_ref(), organization_id, role)
+            .await?
+            .ok_or(MemberError::UnknownRole(name))
     }
 
     /// The audit record of a change to a member, by the actor.
@@ -573,7 +607,7 @@ impl MemberService {
             .member(actor.organization_id(), user_id)
             .await?
             .ok_or(MemberError::NotFound)?;
-        if member.role == Role::Owner {
+        if member.role.is(Role::Owner) {
             return Err(MemberError::Unprocessable(
                 "the owner cannot be removed: transfer ownership or delete the organization",
             ));

@@ -38,7 +38,7 @@ pub use auth::{
 };
 pub use control::{ControlPorts, ControlService, PostEventError, ReplayError, MAX_REPLAY};
 pub use domains::{DomainError, DomainPorts, DomainService, MAX_DOMAINS};
-pub use iam::{IamError, IamPorts, IamService, ServiceAccountChange};
+pub use iam::{IamError, IamPorts, IamService, NewRole, ServiceAccountChange};
 pub use links::{EmailLinkPorts, EmailLinkService, LinkError, LINKS_PER_CLIENT, LINKS_PER_EMAIL};
 pub use members::{InvitationLink, MemberError, MemberPorts, MemberService, Removed, RoleChanged};
 pub use mfa::{

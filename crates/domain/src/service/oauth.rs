@@ -928,7 +928,7 @@ impl OAuthService {
                 stored.code.amr.clone(),
                 now,
             )
-            .for_organization(Some(speaks_for));
+            .for_organization(Some(speaks_for.clone()));
         let redeemed = self
             .ports
             .authorization_codes
@@ -1000,7 +1000,7 @@ impl OAuthService {
             email_verified: claims.email_verified,
             name: claims.name,
             org_id: Some(organization.organization_id),
-            org_role: Some(organization.role),
+            org_role: Some(organization.role.name().to_owned()),
             org_permissions: organization.permissions(),
         };
         self.ports

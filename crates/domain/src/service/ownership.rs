@@ -10,8 +10,8 @@ use super::{
 };
 use crate::{
     model::{
-        AccountKey, AuditAction, EventType, Member, OrganizationType, Origin, Permission, Role,
-        TargetKind, UserId,
+        AccountKey, AssignedRole, AuditAction, EventType, Member, OrganizationType, Origin,
+        Permission, Role, TargetKind, UserId,
     },
     ports::{service_ports, StoreError},
 };
@@ -145,7 +145,7 @@ impl OwnershipService {
         let mut previous_owner = member(from).await?.ok_or(TransferError::Changed)?;
         let now = self.ports.clock.now();
         let random = self.ports.random.as_ref();
-        let role_changed = |member: &Member, previous: Role| {
+        let role_changed = |member: &Member, previous: AssignedRole| {
             let mut data = payloads::member(member);
             data["previous_role"] = json!(previous);
             event(
@@ -157,12 +157,11 @@ impl OwnershipService {
                 data,
             )
         };
-        let was = owner.role;
-        owner.role = Role::Owner;
-        previous_owner.role = Role::Admin;
+        let was = std::mem::replace(&mut owner.role, Role::Owner.into());
+        previous_owner.role = Role::Admin.into();
         let events = vec![
             role_changed(&owner, was),
-            role_changed(&previous_owner, Role::Owner),
+            role_changed(&previous_owner, Role::Owner.into()),
         ];
         let record = actor
             .audit(random, now, AuditAction::OwnershipTransferred, origin)

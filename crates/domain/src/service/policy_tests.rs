@@ -48,7 +48,7 @@ fn office_only() -> IpAllowlist {
 
 fn ada_acting_in_acme(role: Role, plan: Plan) -> Actor {
     let mut membership = ada_in_acme();
-    membership.role = role;
+    membership.role = role.into();
     membership.plan = plan;
     Actor::Member {
         principal: ada_in_session(),

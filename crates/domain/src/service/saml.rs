@@ -382,7 +382,7 @@ impl SamlService {
             user_id: Some(user.id),
             email: user.email.clone(),
             full_name: Some(user.full_name.clone()),
-            role,
+            role: role.into(),
             status: MemberStatus::Active,
             invitation_id: None,
             invited_at: None,

@@ -562,7 +562,7 @@ fn example_com_signs_in_with_acmes_idp(role: Option<Role>) -> Mocks {
         .expect_membership()
         .returning(move |_, _| {
             ready(Ok(role.map(|role| crate::model::Membership {
-                role,
+                role: role.into(),
                 ..super::tests::ada_in_acme()
             })))
         });

@@ -60,7 +60,7 @@ impl Realms<'_> {
                 .memberships
                 .membership(user, realm.organization_id)
                 .await?;
-            if membership.is_some_and(|m| m.role == Role::Owner) {
+            if membership.is_some_and(|m| m.role.is(Role::Owner)) {
                 return Ok(None);
             }
         }

@@ -114,7 +114,7 @@ pub(super) fn ada_acting(role: Role, plan: Plan) -> Actor {
         membership: Membership {
             organization_id: ACME,
             user_id: ADA,
-            role,
+            role: role.into(),
             plan,
             joined_at: now() - Duration::days(100),
         },
@@ -151,7 +151,7 @@ pub(super) fn ada_in_acme() -> Membership {
     Membership {
         organization_id: ACME,
         user_id: ADA,
-        role: Role::Admin,
+        role: Role::Admin.into(),
         plan: Plan::Pro,
         joined_at: now() - Duration::days(100),
     }
@@ -1470,7 +1470,7 @@ fn an_oauth_tokens_api_scopes_narrow_the_members_role_and_none_leave_it_whole() 
         membership: Membership {
             organization_id: ACME,
             user_id: ADA,
-            role: Role::Owner,
+            role: Role::Owner.into(),
             plan: Plan::Enterprise,
             joined_at: now() - Duration::days(100),
         },
@@ -1495,7 +1495,7 @@ fn an_oauth_tokens_api_scopes_narrow_the_members_role_and_none_leave_it_whole() 
     else {
         unreachable!()
     };
-    membership.role = Role::Viewer;
+    membership.role = Role::Viewer.into();
     let viewer = Actor::Member {
         principal,
         membership,
@@ -1693,7 +1693,7 @@ fn ada_in_acme_as(mocks: &mut Mocks, role: Role) {
         .withf(|user, org| *user == ADA && *org == ACME)
         .returning(move |_, _| {
             ready(Ok(Some(Membership {
-                role,
+                role: role.into(),
                 ..ada_in_acme()
             })))
         });

@@ -129,7 +129,7 @@ fn grace_the_owner() -> Member {
         user_id: Some(GRACE),
         email: email("grace@example.com"),
         full_name: None,
-        role: Role::Owner,
+        role: Role::Owner.into(),
         status: MemberStatus::Active,
         invitation_id: None,
         invited_at: None,
@@ -1176,7 +1176,8 @@ fn the_failure_that_disables_an_endpoint_mails_the_owner_once_naming_it() {
         .members
         .expect_members()
         .withf(|organization, filter, _, _| {
-            *organization == ACME && filter.role == Some(Role::Owner)
+            *organization == ACME
+                && filter.role == Some(crate::model::RoleRef::BuiltIn(Role::Owner))
         })
         .times(1)
         .returning(|_, _, _, _| ready(Ok(page_of(vec![grace_the_owner()]))));

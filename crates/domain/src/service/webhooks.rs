@@ -13,8 +13,8 @@ use crate::{
     model::{
         signature, timestamp, AuditAction, AuditRecord, Delivery, DeliveryId, DeliveryState,
         EndpointDescription, EndpointId, EventId, EventType, MemberFilter, OrganizationId, Origin,
-        Page, PageRequest, Permission, RetrySchedule, Role, TargetKind, TokenKind, WebhookEndpoint,
-        WebhookUrl,
+        Page, PageRequest, Permission, RetrySchedule, Role, RoleRef, TargetKind, TokenKind,
+        WebhookEndpoint, WebhookUrl,
     },
     ports::{
         service_ports, AttemptRecord, CipherError, DeliveryFilter, EndpointChange, EndpointDetail,
@@ -785,7 +785,7 @@ impl DeliveryEngine {
             .members(
                 delivery.organization_id,
                 MemberFilter {
-                    role: Some(Role::Owner),
+                    role: Some(RoleRef::BuiltIn(Role::Owner)),
                     search: None,
                     active_only: true,
                 },

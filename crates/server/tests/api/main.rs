@@ -29,6 +29,7 @@ mod permissions;
 mod pkce;
 mod policies;
 mod rate_limits;
+mod roles;
 mod rules;
 mod saml;
 mod service_accounts;

@@ -72,6 +72,12 @@ on_both_backends! {
         let owner_key = json_of(app.create_api_key(&owner.access_token, "owner key", &org).await, 201).await;
         let outsider_key =
             json_of(app.create_api_key(&outsider.access_token, "other key", &outsider.organization_id).await, 201).await;
+        // An auditor: a custom role that reads the organization, its members and its audit log.
+        app.set_plan(&org, "business").await;
+        json_of(app.send_as(Method::POST, &owner.access_token, &format!("/api/v1/organizations/{org}/roles"),
+            Some(json!({ "key": "auditor", "name": "Auditor",
+                "permissions": ["organization.read", "organization.members.read", "audit.read"] }))).await, 201).await;
+        let auditor = app.member_of(&owner.access_token, &org, "perm-auditor@example.com", "auditor").await;
         // Service accounts act with their own role, through their keys.
         let mut bot_keys = Vec::new();
         for (name, role) in [("admin bot", "admin"), ("viewer bot", "viewer")] {
@@ -98,6 +104,7 @@ on_both_backends! {
                 key: bot_keys[0].clone(), organization: org.clone() } },
             Caller { name: "viewer service account's key", credential: Credential::ApiKey {
                 key: bot_keys[1].clone(), organization: org.clone() } },
+            Caller { name: "auditor (a custom role)", credential: Credential::Bearer(auditor.access_token.clone()) },
         ];
 
         // The members each caller may remove or re-role, so that a permitted call really
@@ -110,24 +117,30 @@ on_both_backends! {
             targets.push(target.user_id);
         }
 
-        //              owner admin member viewer key  outsider other-key nothing bot(admin) bot(viewer)
-        let read = [200, 200, 200, 200, 200, 404, 404, 401, 200, 200];
-        let manage = [200, 200, 403, 403, 200, 404, 404, 401, 200, 403];
+        //              owner admin member viewer key  outsider other-key nothing bot(admin) bot(viewer) auditor
+        let read = [200, 200, 200, 200, 200, 404, 404, 401, 200, 200, 200];
+        let manage = [200, 200, 403, 403, 200, 404, 404, 401, 200, 403, 403];
         // An invitation names the person who sends it: a service account sends none.
-        let invite = [201, 201, 403, 403, 201, 404, 404, 401, 403, 403];
-        let revoke_missing = [404, 404, 403, 403, 404, 404, 404, 401, 404, 403];
+        let invite = [201, 201, 403, 403, 201, 404, 404, 401, 403, 403, 403];
+        let revoke_missing = [404, 404, 403, 403, 404, 404, 404, 401, 404, 403, 403];
         // A member creates API keys for the organization; a viewer only reads. Keys are made
         // by a signed-in user, never by a key (403), and never for a stranger's organization.
-        let create_key = [201, 201, 201, 403, 403, 404, 403, 401, 403, 403];
+        let create_key = [201, 201, 201, 403, 403, 404, 403, 401, 403, 403, 403];
         // With a header naming this organization, another organization's key is refused as a
         // credential (401), not as a stranger (404).
-        let iam = [200, 200, 200, 200, 200, 404, 401, 401, 200, 200];
+        let iam = [200, 200, 200, 200, 200, 404, 401, 401, 200, 200, 200];
         // Service accounts and the organization's keys: owners and admins (and keys acting as
         // them); a service account names the member who made it, so no key makes one.
-        let iam_manage = [200, 200, 403, 403, 200, 404, 404, 401, 200, 403];
-        let create_account = [201, 201, 403, 403, 201, 404, 404, 401, 403, 403];
+        let iam_manage = [200, 200, 403, 403, 200, 404, 404, 401, 200, 403, 403];
+        let create_account = [201, 201, 403, 403, 201, 404, 404, 401, 403, 403, 403];
         // Ownership moves by the owner signed in, with their password (to nobody here: 404).
-        let transfer = [404, 403, 403, 403, 403, 404, 404, 401, 403, 403];
+        let transfer = [404, 403, 403, 403, 403, 404, 404, 401, 403, 403, 403];
+        // Applications: every built-in role reads them; the auditor was not given them.
+        let applications = [200, 200, 200, 200, 200, 404, 404, 401, 200, 200, 403];
+        // The audit log: owners and admins, and the auditor it was given to.
+        let audit = [200, 200, 403, 403, 200, 404, 404, 401, 200, 403, 200];
+        // Roles: every member reads them; owners and admins define them.
+        let define_role = [201, 201, 403, 403, 201, 404, 404, 401, 201, 403, 403];
 
         for (i, caller) in callers.iter().enumerate() {
             let org_path = format!("/api/v1/organizations/{org}");
@@ -146,6 +159,11 @@ on_both_backends! {
                 ("list IAM users", Method::GET, "/api/v1/iam/users".to_owned(), None, Some(org.as_str()), iam[i]),
                 ("create an API key for the organization", Method::POST, "/api/v1/api-keys".to_owned(),
                     Some(json!({ "name": format!("key {i}"), "organization_id": org })), None, create_key[i]),
+                ("list applications", Method::GET, format!("{org_path}/applications"), None, None, applications[i]),
+                ("read the audit log", Method::GET, format!("{org_path}/audit-log"), None, None, audit[i]),
+                ("list roles", Method::GET, format!("{org_path}/roles"), None, None, read[i]),
+                ("define a role", Method::POST, format!("{org_path}/roles"),
+                    Some(json!({ "key": format!("role-{i}"), "name": "Reader", "permissions": ["organization.read"] })), None, define_role[i]),
                 ("list service accounts", Method::GET, format!("{org_path}/service-accounts"), None, None, iam_manage[i]),
                 ("create a service account", Method::POST, format!("{org_path}/service-accounts"),
                     Some(json!({ "name": format!("bot {i}"), "role": "viewer" })), None, create_account[i]),
@@ -223,7 +241,7 @@ on_both_backends! {
         let ada = app.logged_in("catalogue@example.com").await;
         let catalogue = json_of(app.get_as(&ada.access_token, "/api/v1/iam/permissions").await, 200).await;
         let entries = catalogue.as_array().unwrap();
-        assert_eq!(entries.len(), 21, "{catalogue}");
+        assert_eq!(entries.len(), 22, "{catalogue}");
         let entry = |name: &str| entries.iter().find(|e| e["name"] == name).cloned().unwrap_or_else(|| panic!("{name} missing"));
         assert_eq!(entry("organization.members.read")["roles"], json!(["owner", "admin", "member", "viewer"]));
         assert_eq!(entry("api_keys.create")["roles"], json!(["owner", "admin", "member"]));
@@ -231,7 +249,7 @@ on_both_backends! {
             assert_eq!(entry(owners)["roles"], json!(["owner"]));
             assert_eq!(entry(owners)["owner_only"], true);
         }
-        for admins in ["service_accounts.manage", "api_keys.manage", "sso.manage"] {
+        for admins in ["service_accounts.manage", "api_keys.manage", "roles.manage", "sso.manage"] {
             assert_eq!(entry(admins)["roles"], json!(["owner", "admin"]));
             assert_eq!(entry(admins)["owner_only"], false);
         }

@@ -141,7 +141,7 @@ on_both_backends! {
 
         let owner_role = app.send_as(Method::POST, &owner.access_token, &accounts, Some(json!({ "name": "Boss bot", "role": "owner" }))).await;
         assert_eq!(locs_of(owner_role).await, vec![loc(&["body", "role"])]);
-        let nonsense = app.send_as(Method::POST, &owner.access_token, &accounts, Some(json!({ "name": " ", "role": "superuser" }))).await;
+        let nonsense = app.send_as(Method::POST, &owner.access_token, &accounts, Some(json!({ "name": " ", "role": "Super User!" }))).await;
         assert_eq!(locs_of(nonsense).await, vec![loc(&["body", "name"]), loc(&["body", "role"])]);
         // An admin gives admin at most.
         json_of(app.send_as(Method::POST, &admin.access_token, &accounts, Some(json!({ "name": "Admin bot", "role": "admin" }))).await, 201).await;

@@ -207,7 +207,7 @@ on_both_backends! {
 
         let catalog = json_of(app.in_org(Method::GET, &token, &org, "/api/v1/webhooks/events", None).await, 200).await;
         let catalog = catalog.as_array().unwrap();
-        assert_eq!(catalog.len(), 26);
+        assert_eq!(catalog.len(), 29);
         assert!(catalog.iter().any(|e| e["type"] == "member.joined" && e["category"] == "member"));
         // Honest about who emits what: Gatehouse, or the billing system (through
         // POST /control/events). Every billing type comes from billing, and only those.

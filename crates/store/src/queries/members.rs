@@ -6,9 +6,9 @@ use diesel::{
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{
-        AuditRecord, Email, Invitation, InvitationId, InvitationRecord, Member, MemberFilter,
-        NewEvent, NewInvitation, OrganizationId, OrganizationType, Page, PageRequest, Role,
-        TokenHash, UserId,
+        AssignedRole, AuditRecord, Email, Invitation, InvitationId, InvitationRecord, Member,
+        MemberFilter, NewEvent, NewInvitation, OrganizationId, OrganizationType, Page, PageRequest,
+        Role, RoleRef, TokenHash, UserId,
     },
     ports::{MemberStore, StoreError},
 };
@@ -20,7 +20,9 @@ use super::{
         Conn, Db, DbStore,
     },
     audit::insert_audit,
-    contains_pattern, lower,
+    contains_pattern,
+    custom_roles::CustomRoles,
+    lower,
     rows::{
         record_events, InvitationRow, InvitedMemberRow, MemberRow, NewInvitationRow,
         NewMembershipRow,
@@ -102,8 +104,8 @@ fn active_members(org: DbUuid, filter: &MemberFilter) -> MembersQuery {
         .inner_join(users::table)
         .filter(memberships::organization_id.eq(org))
         .into_boxed();
-    if let Some(role) = filter.role {
-        query = query.filter(memberships::role.eq(role.as_str()));
+    if let Some(role) = &filter.role {
+        query = query.filter(memberships::role.eq(role.name().to_owned()));
     }
     if let Some(search) = &filter.search {
         let pattern = contains_pattern(search.as_str());
@@ -119,12 +121,12 @@ fn active_members(org: DbUuid, filter: &MemberFilter) -> MembersQuery {
 
 /// The organization's memberships, of one role when asked: the active members, when no search
 /// needs their users.
-fn memberships_of(org: DbUuid, role: Option<Role>) -> memberships::BoxedQuery<'static, Db> {
+fn memberships_of(org: DbUuid, role: Option<&RoleRef>) -> memberships::BoxedQuery<'static, Db> {
     let mut query = memberships::table
         .filter(memberships::organization_id.eq(org))
         .into_boxed();
     if let Some(role) = role {
-        query = query.filter(memberships::role.eq(role.as_str()));
+        query = query.filter(memberships::role.eq(role.name().to_owned()));
     }
     query
 }
@@ -141,8 +143,8 @@ fn invited_members(
         .filter(invitations::revoked_at.is_null())
         .filter(invitations::expires_at.gt(now))
         .into_boxed();
-    if let Some(role) = filter.role {
-        query = query.filter(invitations::role.eq(role.as_str()));
+    if let Some(role) = &filter.role {
+        query = query.filter(invitations::role.eq(role.name().to_owned()));
     }
     if let Some(search) = &filter.search {
         query = query.filter(
@@ -168,14 +170,17 @@ async fn load_invitation(
     conn: &mut Conn,
     query: InvitationsQuery,
 ) -> Result<Option<Invitation>, StoreError> {
-    query
+    let Some(row) = query
         .select(INVITATION_COLUMNS)
         .get_result::<InvitationRow>(conn)
         .await
         .optional()
         .map_err(db_error)?
-        .map(InvitationRow::into_domain)
-        .transpose()
+    else {
+        return Ok(None);
+    };
+    let roles = CustomRoles::of(conn, [(row.organization_id, row.role.as_str())]).await?;
+    row.into_domain(&roles).map(Some)
 }
 
 /// The organizations the user owns.
@@ -212,7 +217,7 @@ impl MemberStore for DbStore {
             // organization's memberships in the listing's order, and the users are joined
             // for the page's rows alone. A search reads the users' names and emails.
             let active_total: i64 = if filter.search.is_none() {
-                memberships_of(org, filter.role)
+                memberships_of(org, filter.role.as_ref())
                     .count()
                     .get_result(conn)
                     .await
@@ -240,7 +245,8 @@ impl MemberStore for DbStore {
                 let rows: Vec<MemberRow> = if filter.search.is_none() {
                     // The page's members first, from the index of the organization's
                     // memberships alone, then their rows (users joined) by key.
-                    let keys = memberships_of(org, filter.role).select(memberships::user_id);
+                    let keys =
+                        memberships_of(org, filter.role.as_ref()).select(memberships::user_id);
                     let keys = if window.reversed {
                         keys.order((memberships::created_at.desc(), memberships::user_id.desc()))
                     } else {
@@ -275,8 +281,13 @@ impl MemberStore for DbStore {
                         .map_err(db_error)?;
                     window.in_order(rows)
                 };
+                let roles = CustomRoles::of(
+                    conn,
+                    rows.iter().map(|r| (r.organization_id, r.role.as_str())),
+                )
+                .await?;
                 for row in rows {
-                    items.push(row.into_domain()?);
+                    items.push(row.into_domain(&roles)?);
                 }
             }
             if let Some(slice) = invited.filter(|slice| slice.offset < invited_total) {
@@ -293,8 +304,13 @@ impl MemberStore for DbStore {
                     .load(conn)
                     .await
                     .map_err(db_error)?;
+                let roles = CustomRoles::of(
+                    conn,
+                    rows.iter().map(|r| (r.organization_id, r.role.as_str())),
+                )
+                .await?;
                 for row in window.in_order(rows) {
-                    items.push(row.into_domain()?);
+                    items.push(row.into_domain(&roles)?);
                 }
             }
             let total = active_total.unsigned_abs() + invited_total.unsigned_abs();
@@ -308,15 +324,19 @@ impl MemberStore for DbStore {
         user_id: UserId,
     ) -> Result<Option<Member>, StoreError> {
         in_read!(self, async |conn: &mut Conn| {
-            active_members(DbUuid(organization_id.as_uuid()), &MemberFilter::default())
-                .filter(memberships::user_id.eq(DbUuid(user_id.as_uuid())))
-                .select(MEMBER_COLUMNS)
-                .get_result::<MemberRow>(conn)
-                .await
-                .optional()
-                .map_err(db_error)?
-                .map(MemberRow::into_domain)
-                .transpose()
+            let Some(row) =
+                active_members(DbUuid(organization_id.as_uuid()), &MemberFilter::default())
+                    .filter(memberships::user_id.eq(DbUuid(user_id.as_uuid())))
+                    .select(MEMBER_COLUMNS)
+                    .get_result::<MemberRow>(conn)
+                    .await
+                    .optional()
+                    .map_err(db_error)?
+            else {
+                return Ok(None);
+            };
+            let roles = CustomRoles::of(conn, [(row.organization_id, row.role.as_str())]).await?;
+            row.into_domain(&roles).map(Some)
         })
     }
 
@@ -364,7 +384,7 @@ impl MemberStore for DbStore {
                     id: DbUuid(invitation.id.as_uuid()),
                     organization_id: org,
                     email: invitation.email.as_ref(),
-                    role: invitation.role.role().as_str(),
+                    role: invitation.role.role().name(),
                     token_hash: invitation.token_hash.as_hex(),
                     invited_by: DbUuid(invitation.invited_by.as_uuid()),
                     invited_at: invitation.invited_at,
@@ -421,10 +441,14 @@ impl MemberStore for DbStore {
                 .await
                 .optional()
                 .map_err(db_error)?;
-            found
+            let Some((row, accepted_at, revoked_at, plan)) = found else {
+                return Ok(None);
+            };
+            let roles = CustomRoles::of(conn, [(row.organization_id, row.role.as_str())]).await?;
+            Some((row, accepted_at, revoked_at, plan))
                 .map(|(row, accepted_at, revoked_at, plan)| {
                     Ok(InvitationRecord {
-                        invitation: row.into_domain()?,
+                        invitation: row.into_domain(&roles)?,
                         accepted_at,
                         revoked_at,
                         plan: plan.parse().map_err(|_| corrupt("organizations.plan"))?,
@@ -441,16 +465,21 @@ impl MemberStore for DbStore {
     ) -> Result<Vec<Invitation>, StoreError> {
         let email = email.clone();
         in_read!(self, async |conn: &mut Conn| {
-            pending_invitations()
+            let rows = pending_invitations()
                 .filter(invitations::email.eq(email.as_ref().to_owned()))
                 .filter(invitations::expires_at.gt(now))
                 .select(INVITATION_COLUMNS)
                 .order((invitations::invited_at.desc(), invitations::id.desc()))
                 .load::<InvitationRow>(conn)
                 .await
-                .map_err(db_error)?
-                .into_iter()
-                .map(InvitationRow::into_domain)
+                .map_err(db_error)?;
+            let roles = CustomRoles::of(
+                conn,
+                rows.iter().map(|r| (r.organization_id, r.role.as_str())),
+            )
+            .await?;
+            rows.into_iter()
+                .map(|row| row.into_domain(&roles))
                 .collect()
         })
     }
@@ -535,7 +564,7 @@ impl MemberStore for DbStore {
         &self,
         organization_id: OrganizationId,
         user_id: UserId,
-        role: Role,
+        role: AssignedRole,
         at: OffsetDateTime,
         event: NewEvent,
         audit: AuditRecord,
@@ -546,7 +575,7 @@ impl MemberStore for DbStore {
                 .filter(memberships::user_id.eq(DbUuid(user_id.as_uuid())));
             let updated = diesel::update(membership)
                 .set((
-                    memberships::role.eq(role.as_str()),
+                    memberships::role.eq(role.name().to_owned()),
                     memberships::updated_at.eq(at),
                 ))
                 .execute(conn)

@@ -12,6 +12,7 @@ use super::{
         schema::{memberships, organization_policies, organizations, sessions},
         Conn, DbStore,
     },
+    custom_roles::CustomRoles,
     policies::{saved_policies, PoliciesRow},
     rows::MembershipRow,
 };
@@ -40,7 +41,7 @@ impl MembershipStore for DbStore {
         organization_id: OrganizationId,
     ) -> Result<Option<Membership>, StoreError> {
         in_read!(self, async |conn: &mut Conn| {
-            memberships::table
+            let Some(row) = memberships::table
                 .inner_join(organizations::table)
                 .filter(memberships::user_id.eq(DbUuid(user_id.as_uuid())))
                 .filter(memberships::organization_id.eq(DbUuid(organization_id.as_uuid())))
@@ -50,8 +51,11 @@ impl MembershipStore for DbStore {
                 .await
                 .optional()
                 .map_err(db_error)?
-                .map(MembershipRow::into_domain)
-                .transpose()
+            else {
+                return Ok(None);
+            };
+            let roles = CustomRoles::of(conn, [(row.organization_id, row.role.as_str())]).await?;
+            row.into_domain(&roles).map(Some)
         })
     }
 
@@ -99,7 +103,14 @@ impl MembershipStore for DbStore {
             match member {
                 Some((membership, policies, session_live, sso_organization)) => Ok(SessionAccess {
                     session_live,
-                    membership: Some(membership.into_domain()?),
+                    membership: Some({
+                        let roles = CustomRoles::of(
+                            conn,
+                            [(membership.organization_id, membership.role.as_str())],
+                        )
+                        .await?;
+                        membership.into_domain(&roles)?
+                    }),
                     policies: policies.map(saved_policies).transpose()?,
                     sso_organization: sso_organization.map(|id| OrganizationId::from_uuid(id.0)),
                 }),

@@ -39,6 +39,7 @@ mod api_keys;
 mod applications;
 mod audit;
 mod branding_sso;
+mod custom_roles;
 mod domains;
 mod keys;
 mod members;

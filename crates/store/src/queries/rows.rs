@@ -21,6 +21,7 @@ use super::super::{
     },
     Conn, Db,
 };
+use super::custom_roles::CustomRoles;
 
 use crate::{
     corrupt,
@@ -161,7 +162,7 @@ pub(super) struct MemberRow {
 }
 
 impl MemberRow {
-    pub fn into_domain(self) -> Result<Member, StoreError> {
+    pub fn into_domain(self, roles: &CustomRoles) -> Result<Member, StoreError> {
         Ok(Member {
             organization_id: self.organization_id.0.into(),
             user_id: Some(self.user_id.0.into()),
@@ -169,7 +170,7 @@ impl MemberRow {
             full_name: Some(
                 FullName::parse(&self.full_name).map_err(|_| corrupt("users.full_name"))?,
             ),
-            role: self.role.parse().map_err(|_| corrupt("memberships.role"))?,
+            role: roles.resolve(self.organization_id, &self.role, "memberships.role")?,
             status: MemberStatus::Active,
             invitation_id: None,
             invited_at: self.invited_at,
@@ -192,13 +193,13 @@ pub(super) struct InvitedMemberRow {
 }
 
 impl InvitedMemberRow {
-    pub fn into_domain(self) -> Result<Member, StoreError> {
+    pub fn into_domain(self, roles: &CustomRoles) -> Result<Member, StoreError> {
         Ok(Member {
             organization_id: self.organization_id.0.into(),
             user_id: None,
             email: Email::parse(&self.email).map_err(|_| corrupt("invitations.email"))?,
             full_name: None,
-            role: self.role.parse().map_err(|_| corrupt("invitations.role"))?,
+            role: roles.resolve(self.organization_id, &self.role, "invitations.role")?,
             status: MemberStatus::Pending,
             invitation_id: Some(self.id.0.into()),
             invited_at: Some(self.invited_at),
@@ -237,7 +238,7 @@ pub(super) struct InvitationRow {
 }
 
 impl InvitationRow {
-    pub fn into_domain(self) -> Result<Invitation, StoreError> {
+    pub fn into_domain(self, roles: &CustomRoles) -> Result<Invitation, StoreError> {
         Ok(Invitation {
             id: self.id.0.into(),
             organization_id: self.organization_id.0.into(),
@@ -246,7 +247,7 @@ impl InvitationRow {
             organization_slug: Slug::parse(&self.organization_slug)
                 .map_err(|_| corrupt("organizations.slug"))?,
             email: Email::parse(&self.email).map_err(|_| corrupt("invitations.email"))?,
-            role: self.role.parse().map_err(|_| corrupt("invitations.role"))?,
+            role: roles.resolve(self.organization_id, &self.role, "invitations.role")?,
             invited_by: self.invited_by.0.into(),
             invited_at: self.invited_at,
             expires_at: self.expires_at,
@@ -264,11 +265,11 @@ pub(super) struct MembershipRow {
 }
 
 impl MembershipRow {
-    pub fn into_domain(self) -> Result<Membership, StoreError> {
+    pub fn into_domain(self, roles: &CustomRoles) -> Result<Membership, StoreError> {
         Ok(Membership {
             organization_id: self.organization_id.0.into(),
             user_id: self.user_id.0.into(),
-            role: self.role.parse().map_err(|_| corrupt("memberships.role"))?,
+            role: roles.resolve(self.organization_id, &self.role, "memberships.role")?,
             joined_at: self.joined_at,
             plan: self
                 .plan

@@ -3,7 +3,7 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{
-        ApiKey, ApiKeyId, AuditRecord, NewEvent, OrganizationId, Page, PageRequest, Role,
+        ApiKey, ApiKeyId, AssignedRole, AuditRecord, NewEvent, OrganizationId, Page, PageRequest,
         ServiceAccount, ServiceAccountId, ServiceAccountName, MAX_SERVICE_ACCOUNTS,
     },
     ports::{ServiceAccountAccess, ServiceAccountStore, StoreError},
@@ -16,6 +16,7 @@ use super::{
         Conn, Db, DbStore,
     },
     audit::insert_audit,
+    custom_roles::CustomRoles,
     rows::{record_events, ApiKeyRow},
 };
 use crate::{corrupt, db_error, types::DbUuid};
@@ -38,23 +39,20 @@ impl ServiceAccountRow {
             id: DbUuid(account.id.as_uuid()),
             organization_id: DbUuid(account.organization_id.as_uuid()),
             name: account.name.as_ref().to_owned(),
-            role: account.role.as_str().to_owned(),
+            role: account.role.name().to_owned(),
             created_by: DbUuid(account.created_by.as_uuid()),
             created_at: account.created_at,
             updated_at: account.updated_at,
         }
     }
 
-    fn into_domain(self) -> Result<ServiceAccount, StoreError> {
+    fn into_domain(self, roles: &CustomRoles) -> Result<ServiceAccount, StoreError> {
         Ok(ServiceAccount {
             id: self.id.0.into(),
             organization_id: self.organization_id.0.into(),
             name: ServiceAccountName::parse(&self.name)
                 .map_err(|_| corrupt("service_accounts.name"))?,
-            role: self
-                .role
-                .parse::<Role>()
-                .map_err(|_| corrupt("service_accounts.role"))?,
+            role: roles.resolve(self.organization_id, &self.role, "service_accounts.role")?,
             created_by: self.created_by.0.into(),
             created_at: self.created_at,
             updated_at: self.updated_at,
@@ -102,7 +100,7 @@ impl ServiceAccountStore for DbStore {
         organization_id: OrganizationId,
     ) -> Result<Vec<ServiceAccount>, StoreError> {
         in_read!(self, async |conn: &mut Conn| {
-            service_accounts::table
+            let rows: Vec<ServiceAccountRow> = service_accounts::table
                 .filter(service_accounts::organization_id.eq(DbUuid(organization_id.as_uuid())))
                 .order((
                     service_accounts::created_at.asc(),
@@ -111,9 +109,14 @@ impl ServiceAccountStore for DbStore {
                 .select(ServiceAccountRow::as_select())
                 .load(conn)
                 .await
-                .map_err(db_error)?
-                .into_iter()
-                .map(ServiceAccountRow::into_domain)
+                .map_err(db_error)?;
+            let roles = CustomRoles::of(
+                conn,
+                rows.iter().map(|r| (r.organization_id, r.role.as_str())),
+            )
+            .await?;
+            rows.into_iter()
+                .map(|row| row.into_domain(&roles))
                 .collect()
         })
     }
@@ -132,13 +135,14 @@ impl ServiceAccountStore for DbStore {
                 .await
                 .optional()
                 .map_err(db_error)?;
-            row.map(|(row, plan)| {
-                Ok(ServiceAccountAccess {
-                    account: row.into_domain()?,
-                    plan: plan.parse().map_err(|_| corrupt("organizations.plan"))?,
-                })
-            })
-            .transpose()
+            let Some((row, plan)) = row else {
+                return Ok(None);
+            };
+            let roles = CustomRoles::of(conn, [(row.organization_id, row.role.as_str())]).await?;
+            Ok(Some(ServiceAccountAccess {
+                account: row.into_domain(&roles)?,
+                plan: plan.parse().map_err(|_| corrupt("organizations.plan"))?,
+            }))
         })
     }
 
@@ -147,12 +151,12 @@ impl ServiceAccountStore for DbStore {
         organization_id: OrganizationId,
         id: ServiceAccountId,
         name: Option<ServiceAccountName>,
-        role: Option<Role>,
+        role: Option<AssignedRole>,
         at: OffsetDateTime,
         event: NewEvent,
         audit: AuditRecord,
     ) -> Result<Option<ServiceAccount>, StoreError> {
-        let updated = in_write_tx!(self, async |conn: &mut Conn| {
+        let updated: Option<ServiceAccountRow> = in_write_tx!(self, async |conn: &mut Conn| {
             let account = service_accounts::table
                 .filter(service_accounts::id.eq(DbUuid(id.as_uuid())))
                 .filter(service_accounts::organization_id.eq(DbUuid(organization_id.as_uuid())));
@@ -160,7 +164,7 @@ impl ServiceAccountStore for DbStore {
                 .set((
                     name.as_ref()
                         .map(|name| service_accounts::name.eq(name.as_ref().to_owned())),
-                    role.map(|role| service_accounts::role.eq(role.as_str().to_owned())),
+                    role.map(|role| service_accounts::role.eq(role.name().to_owned())),
                     service_accounts::updated_at.eq(at),
                 ))
                 .returning(ServiceAccountRow::as_returning())
@@ -173,7 +177,15 @@ impl ServiceAccountStore for DbStore {
             }
             Ok(row)
         })?;
-        updated.map(ServiceAccountRow::into_domain).transpose()
+        let Some(row) = updated else {
+            return Ok(None);
+        };
+        // The role it now holds, as granted now (read after the change committed).
+        let (organization, name) = (row.organization_id, row.role.clone());
+        let roles = in_read!(self, async |conn: &mut Conn| {
+            CustomRoles::of(conn, [(organization, name.as_str())]).await
+        })?;
+        row.into_domain(&roles).map(Some)
     }
 
     async fn delete_service_account(
