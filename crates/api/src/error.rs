@@ -12,10 +12,10 @@ use gatehouse_domain::{
     ports::StoreError,
     service::{
         ApplicationError, AuditLogError, AuthenticateError, ChangePasswordError, CreateApiKeyError,
-        DeleteApiKeyError, DomainError, Forbidden, IamError, IssuedToApplication, LockedOut,
-        LoginError, MemberError, MfaError, OrgAccessError, OrganizationError, OrganizationRefused,
-        RefreshError, RegisterError, ReplayError, RevokeConsentError, SettingsError, TransferError,
-        UpdateProfileError, VerifyError, WebhookError, SSO_REQUIRED,
+        DeleteApiKeyError, DirectoryError, DomainError, Forbidden, IamError, IssuedToApplication,
+        LockedOut, LoginError, MemberError, MfaError, OrgAccessError, OrganizationError,
+        OrganizationRefused, RefreshError, RegisterError, ReplayError, RevokeConsentError,
+        SettingsError, TransferError, UpdateProfileError, VerifyError, WebhookError, SSO_REQUIRED,
     },
 };
 use serde::Serialize;
@@ -464,6 +464,110 @@ impl From<IamError> for ApiError {
             }
             IamError::Store(e) => e.into(),
         }
+    }
+}
+
+impl From<DirectoryError> for ApiError {
+    fn from(error: DirectoryError) -> Self {
+        match error {
+            DirectoryError::Forbidden(e) => e.into(),
+            DirectoryError::PlanRequired
+            | DirectoryError::PersonNeeded
+            | DirectoryError::RoleAboveYours(_) => Self::Forbidden(error.to_string()),
+            DirectoryError::NotFound(_) | DirectoryError::UnknownMember(_) => {
+                Self::NotFound(error.to_string())
+            }
+            DirectoryError::UserNameTaken(_)
+            | DirectoryError::OwnerProtected
+            | DirectoryError::Conflict => Self::Conflict(error.to_string()),
+            DirectoryError::TooManyTokens => Self::Unprocessable(error.to_string()),
+            DirectoryError::UnknownRole(_) | DirectoryError::GroupRoles(_) => {
+                Self::Unprocessable(error.to_string())
+            }
+            DirectoryError::Store(e) => e.into(),
+        }
+    }
+}
+
+/// An answer of the SCIM endpoints: SCIM's error schema (`application/scim+json`), never
+/// `{detail}`.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct ScimFailure(pub gatehouse_scim::ScimError);
+
+impl ResponseError for ScimFailure {
+    fn status_code(&self) -> StatusCode {
+        StatusCode::from_u16(self.0.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let mut response = HttpResponse::build(self.status_code());
+        if self.0.status == 401 {
+            response.insert_header((header::WWW_AUTHENTICATE, "Bearer"));
+        }
+        response
+            .content_type(gatehouse_scim::SCIM_CONTENT_TYPE)
+            .json(self.0.to_json())
+    }
+}
+
+impl From<gatehouse_scim::ScimError> for ScimFailure {
+    fn from(error: gatehouse_scim::ScimError) -> Self {
+        Self(error)
+    }
+}
+
+impl From<ApiError> for ScimFailure {
+    fn from(error: ApiError) -> Self {
+        use gatehouse_scim::{ScimError, ScimType};
+        let status = error.status_code().as_u16();
+        let detail = match &error {
+            ApiError::Validation(errors) => errors
+                .iter()
+                .map(|e| e.msg.clone())
+                .collect::<Vec<_>>()
+                .join("; "),
+            ApiError::Unavailable(_) | ApiError::Internal(_) => {
+                if let ApiError::Internal(source) = &error {
+                    tracing::error!(error = %source, "SCIM request failed");
+                }
+                error.to_string()
+            }
+            _ => error.to_string(),
+        };
+        let scim_type = match error {
+            ApiError::BadRequest(_) | ApiError::Validation(_) | ApiError::Unprocessable(_) => {
+                Some(ScimType::InvalidSyntax)
+            }
+            _ => None,
+        };
+        // A 422 of the JSON layer is SCIM's 400.
+        let status = if status == 422 { 400 } else { status };
+        Self(ScimError::new(status, scim_type, detail))
+    }
+}
+
+impl From<DirectoryError> for ScimFailure {
+    fn from(error: DirectoryError) -> Self {
+        use gatehouse_scim::{ScimError, ScimType};
+        let detail = error.to_string();
+        Self(match error {
+            DirectoryError::Forbidden(_)
+            | DirectoryError::PlanRequired
+            | DirectoryError::PersonNeeded
+            | DirectoryError::RoleAboveYours(_) => ScimError::new(403, None, detail),
+            DirectoryError::NotFound(_) => ScimError::not_found(detail),
+            DirectoryError::UserNameTaken(_) => ScimError::uniqueness(detail),
+            DirectoryError::UnknownMember(_)
+            | DirectoryError::UnknownRole(_)
+            | DirectoryError::GroupRoles(_)
+            | DirectoryError::TooManyTokens => ScimError::invalid_value(detail),
+            DirectoryError::OwnerProtected => {
+                ScimError::new(400, Some(ScimType::Mutability), detail)
+            }
+            DirectoryError::Conflict => ScimError::new(409, None, detail),
+            DirectoryError::Store(e) => return ApiError::from(e).into(),
+        })
     }
 }
 

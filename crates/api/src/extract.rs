@@ -345,6 +345,11 @@ fn person(agent: Agent) -> Result<Principal, ApiError> {
                 "a service account's key acts only inside its organization".into(),
             ))
         }
+        Agent::Directory(_) => {
+            return Err(ApiError::Forbidden(
+                "a SCIM token acts only at its organization's SCIM endpoints".into(),
+            ))
+        }
     };
     principal.outside_organizations()?;
     Ok(principal)
@@ -411,6 +416,16 @@ pub(crate) async fn authenticate_in(
     let authenticator = &state(req)?.authenticator;
     let client = client_address(req);
     Ok(match credentials(req)? {
+        // At an organization's SCIM endpoints, the bearer is one of its SCIM tokens.
+        Credentials::Bearer(token) if scim_organization(req.path()).is_some() => {
+            let agent = authenticator
+                .authenticate_scim_token(&token, organization)
+                .await?;
+            let actor = authenticator
+                .actor_of(agent.clone(), organization, client)
+                .await;
+            (agent, actor)
+        }
         Credentials::Bearer(token) => {
             authenticator
                 .authenticate_bearer_in(&token, organization, client)
@@ -613,7 +628,17 @@ pub(crate) fn organization_in_context(req: &HttpRequest) -> Option<OrganizationI
         .and_then(|rest| rest.split('/').next())
         .and_then(|id| Uuid::parse_str(id).ok())
         .map(OrganizationId::from_uuid);
-    from_path.or_else(|| organization_header(req).ok().flatten())
+    from_path
+        .or_else(|| scim_organization(req.path()))
+        .or_else(|| organization_header(req).ok().flatten())
+}
+
+/// The organization of a SCIM path, `/scim/v2/{organization_id}/...`.
+pub(crate) fn scim_organization(path: &str) -> Option<OrganizationId> {
+    path.strip_prefix("/scim/v2/")
+        .and_then(|rest| rest.split('/').next())
+        .and_then(|id| Uuid::parse_str(id).ok())
+        .map(OrganizationId::from_uuid)
 }
 
 /// For `#[serde(default, deserialize_with = "nullable")]` on an `Option<Option<T>>` field:

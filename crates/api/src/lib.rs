@@ -80,6 +80,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .route(web::get().to(links::verify_page))
                 .route(web::post().to(links::verify_submit)),
         )
+        .configure(scim::configure)
         .service(
             web::scope("/api/v1")
                 .service(api_resource("/auth/register").route(web::post().to(auth::register)))
@@ -216,6 +217,20 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                     api_resource("/organizations/{id}/members/{user_id}")
                         .route(web::patch().to(members::change_role))
                         .route(web::delete().to(members::remove)),
+                )
+                .service(
+                    api_resource("/organizations/{id}/scim-tokens")
+                        .route(web::get().to(directory::list_tokens))
+                        .route(web::post().to(directory::create_token)),
+                )
+                .service(
+                    api_resource("/organizations/{id}/scim-tokens/{token_id}")
+                        .route(web::delete().to(directory::revoke_token)),
+                )
+                .service(
+                    api_resource("/organizations/{id}/scim/group-roles")
+                        .route(web::get().to(directory::group_roles))
+                        .route(web::put().to(directory::save_group_roles)),
                 )
                 .service(
                     api_resource("/organizations/{id}/service-accounts")

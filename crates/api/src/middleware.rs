@@ -303,7 +303,8 @@ mod json_errors_impl {
 
     /// Gives every error response that actix produced by itself (no JSON body) the
     /// `{detail}` shape, so that no client ever meets a plain-text error. The hosted pages'
-    /// answers (HTML, for a person) are left as they are.
+    /// answers (HTML, for a person) and the SCIM endpoints' (SCIM's error schema) are left as
+    /// they are.
     pub async fn json_errors(
         req: ServiceRequest,
         next: Next<impl MessageBody + 'static>,
@@ -314,7 +315,11 @@ mod json_errors_impl {
             .headers()
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("application/json") || v.starts_with("text/html"));
+            .is_some_and(|v| {
+                v.starts_with("application/json")
+                    || v.starts_with("text/html")
+                    || v.starts_with(gatehouse_scim::SCIM_CONTENT_TYPE)
+            });
         if !(status.is_client_error() || status.is_server_error()) || ours {
             return Ok(response.map_into_left_body());
         }

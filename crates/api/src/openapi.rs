@@ -8,8 +8,9 @@ use utoipa::{
 use crate::{
     error::{ErrorBody, FieldError, LocPart, SsoRequiredBody, ValidationErrorBody},
     routes::{
-        api_keys, applications, audit, auth, control, domains, health, iam, invitation_page, links,
-        members, mfa, oauth, organizations, policies, saml, sso, users, webhooks,
+        api_keys, applications, audit, auth, control, directory, domains, health, iam,
+        invitation_page, links, members, mfa, oauth, organizations, policies, saml, sso, users,
+        webhooks,
     },
 };
 
@@ -84,6 +85,11 @@ use crate::{
         members::change_role,
         members::remove,
         members::transfer_ownership,
+        directory::create_token,
+        directory::list_tokens,
+        directory::revoke_token,
+        directory::group_roles,
+        directory::save_group_roles,
         iam::create_service_account,
         iam::list_service_accounts,
         iam::get_service_account,
@@ -137,6 +143,7 @@ use crate::{
         (name = "organizations", description = "Organizations the caller belongs to"),
         (name = "members", description = "Members, invitations, roles, ownership transfer"),
         (name = "iam", description = "Service accounts and their keys; every key that acts in the organization"),
+        (name = "directory", description = "Directory sync: SCIM tokens and the map from directory groups to roles (the SCIM 2.0 protocol itself, at /scim/v2/{organization_id}, describes itself at its discovery endpoints)"),
         (name = "oauth", description = "OAuth 2.0 authorization code with PKCE, OpenID Connect (ID tokens, userinfo, discovery), revocation, introspection and client credentials (enterprise plan); errors are RFC 6749 bodies"),
         (name = "applications", description = "OAuth clients of an organization"),
         (name = "policies", description = "Policies and branding (business and enterprise plans)"),

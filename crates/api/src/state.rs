@@ -3,9 +3,9 @@ use gatehouse_domain::{
     ports::Ports,
     service::{
         ApiKeyService, ApplicationService, AuditLogService, AuthService, AuthSettings,
-        Authenticator, BrandingService, ControlService, DomainService, EmailLinkService,
-        IamService, MemberService, MfaService, OAuthService, OrganizationService, OwnershipService,
-        PolicyService, RateLimitService, SamlService, SsoService, WebhookService,
+        Authenticator, BrandingService, ControlService, DirectoryService, DomainService,
+        EmailLinkService, IamService, MemberService, MfaService, OAuthService, OrganizationService,
+        OwnershipService, PolicyService, RateLimitService, SamlService, SsoService, WebhookService,
     },
 };
 
@@ -22,6 +22,9 @@ pub struct AppState {
     pub members: MemberService,
     pub ownership: OwnershipService,
     pub iam: IamService,
+    pub directory: DirectoryService,
+    /// `GATEHOUSE_PUBLIC_URL`: the base of each organization's SCIM address.
+    pub public_url: String,
     pub rate_limits: RateLimitService,
     pub webhooks: WebhookService,
     pub policies: PolicyService,
@@ -55,13 +58,16 @@ impl AppState {
         webhook_private_targets: bool,
     ) -> Self {
         let auth = AuthService::new((&ports).into(), settings.clone());
+        let members = MemberService::new((&ports).into(), settings.issuer.clone());
         Self {
             authenticator: Authenticator::new((&ports).into()),
             policies: PolicyService::new((&ports).into()),
             branding: BrandingService::new((&ports).into()),
             domains: DomainService::new((&ports).into()),
             sso: SsoService::new((&ports).into(), settings.issuer.clone()),
-            members: MemberService::new((&ports).into(), settings.issuer.clone()),
+            directory: DirectoryService::new((&ports).into(), auth.clone(), members.clone()),
+            members,
+            public_url: settings.issuer.clone(),
             iam: IamService::new((&ports).into()),
             ownership: OwnershipService::new((&ports).into(), auth.clone()),
             oauth: OAuthService::new((&ports).into(), auth.clone()),

@@ -24,12 +24,13 @@ use std::{future::Future, pin::Pin, sync::Arc};
 use crate::ports::Ports;
 pub use crate::ports::{
     MockAccountStore, MockAccountTokenStore, MockApiKeyStore, MockApplicationStore, MockAuditStore,
-    MockAuthorizationCodeStore, MockBrandingStore, MockClock, MockDnsTxt, MockDomainStore,
-    MockHealthStore, MockMailer, MockMemberStore, MockMembershipStore, MockMetrics, MockMfaStore,
-    MockOperationsStore, MockOrganizationStore, MockPasswordHasher, MockPasswordJudge,
-    MockPolicyStore, MockRandom, MockRateLimiter, MockRoleStore, MockSamlProtocol, MockSamlStore,
-    MockSecretCipher, MockServiceAccountStore, MockSessionStore, MockSignInAttempts, MockSsoStore,
-    MockTokenSigner, MockTotp, MockWebauthn, MockWebhookSender, MockWebhookStore,
+    MockAuthorizationCodeStore, MockBrandingStore, MockClock, MockDirectoryStore, MockDnsTxt,
+    MockDomainStore, MockHealthStore, MockMailer, MockMemberStore, MockMembershipStore,
+    MockMetrics, MockMfaStore, MockOperationsStore, MockOrganizationStore, MockPasswordHasher,
+    MockPasswordJudge, MockPolicyStore, MockRandom, MockRateLimiter, MockRoleStore,
+    MockSamlProtocol, MockSamlStore, MockSecretCipher, MockServiceAccountStore, MockSessionStore,
+    MockSignInAttempts, MockSsoStore, MockTokenSigner, MockTotp, MockWebauthn, MockWebhookSender,
+    MockWebhookStore,
 };
 
 /// What a mocked async port method returns: a boxed future.
@@ -80,6 +81,8 @@ pub struct MockPorts {
     pub saml_protocol: MockSamlProtocol,
     /// The mock [`DomainStore`](crate::ports::DomainStore).
     pub domains: MockDomainStore,
+    /// The mock [`DirectoryStore`](crate::ports::DirectoryStore).
+    pub directory: MockDirectoryStore,
     /// The mock [`DnsTxt`](crate::ports::DnsTxt).
     pub dns: MockDnsTxt,
     /// The mock [`ApplicationStore`](crate::ports::ApplicationStore).
@@ -140,6 +143,7 @@ impl MockPorts {
             saml: MockSamlStore::new(),
             saml_protocol: MockSamlProtocol::new(),
             domains: MockDomainStore::new(),
+            directory: MockDirectoryStore::new(),
             dns: MockDnsTxt::new(),
             applications: MockApplicationStore::new(),
             authorization_codes: MockAuthorizationCodeStore::new(),
@@ -182,6 +186,7 @@ impl MockPorts {
             saml: Arc::new(self.saml),
             saml_protocol: Arc::new(self.saml_protocol),
             domains: Arc::new(self.domains),
+            directory: Arc::new(self.directory),
             dns: Arc::new(self.dns),
             applications: Arc::new(self.applications),
             authorization_codes: Arc::new(self.authorization_codes),

@@ -125,6 +125,7 @@ pub async fn ports(
         saml: store.clone(),
         saml_protocol: Arc::new(XmlSecSaml::with_concurrency(config.saml_concurrency)),
         domains: store.clone(),
+        directory: store.clone(),
         dns,
         mfa: store.clone(),
         totp: Arc::new(RfcTotp),

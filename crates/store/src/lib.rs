@@ -18,9 +18,9 @@ use std::sync::Arc;
 
 use gatehouse_domain::ports::{
     AccountStore, AccountTokenStore, ApiKeyStore, ApplicationStore, AuditStore,
-    AuthorizationCodeStore, BoxError, BrandingStore, DomainStore, HealthStore, MemberStore,
-    MembershipStore, MfaStore, OperationsStore, OrganizationStore, PolicyStore, RoleStore,
-    SamlStore, ServiceAccountStore, SessionStore, SigningKeyStore, SsoStore, StoreError,
+    AuthorizationCodeStore, BoxError, BrandingStore, DirectoryStore, DomainStore, HealthStore,
+    MemberStore, MembershipStore, MfaStore, OperationsStore, OrganizationStore, PolicyStore,
+    RoleStore, SamlStore, ServiceAccountStore, SessionStore, SigningKeyStore, SsoStore, StoreError,
     WebhookStore,
 };
 
@@ -79,6 +79,7 @@ pub trait Store:
     + BrandingStore
     + SsoStore
     + DomainStore
+    + DirectoryStore
     + SamlStore
     + MfaStore
     + ApplicationStore

@@ -465,6 +465,79 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    use diesel::sql_types::*;
+    use super::{Id, Moment};
+
+    scim_tokens (id) {
+        id -> Id,
+        organization_id -> Id,
+        name -> Text,
+        prefix -> Text,
+        token_hash -> Text,
+        created_by -> Id,
+        created_at -> Moment,
+        last_used_at -> Nullable<Moment>,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use super::{Id, Moment};
+
+    scim_users (id) {
+        id -> Id,
+        organization_id -> Id,
+        user_name -> Text,
+        user_name_key -> Text,
+        external_id -> Nullable<Text>,
+        display_name -> Nullable<Text>,
+        name_formatted -> Nullable<Text>,
+        given_name -> Nullable<Text>,
+        family_name -> Nullable<Text>,
+        emails -> Text,
+        active -> Bool,
+        created_at -> Moment,
+        updated_at -> Moment,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use super::{Id, Moment};
+
+    scim_groups (id) {
+        id -> Id,
+        organization_id -> Id,
+        display_name -> Text,
+        external_id -> Nullable<Text>,
+        created_at -> Moment,
+        updated_at -> Moment,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use super::Id;
+
+    scim_group_members (group_id, user_id) {
+        organization_id -> Id,
+        group_id -> Id,
+        user_id -> Id,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use super::Id;
+
+    scim_group_roles (organization_id, group_name) {
+        organization_id -> Id,
+        group_name -> Text,
+        role -> Text,
+    }
+}
+
 diesel::joinable!(memberships -> organizations (organization_id));
 diesel::joinable!(organization_domains -> organizations (organization_id));
 diesel::joinable!(invitations -> organizations (organization_id));
@@ -475,6 +548,9 @@ diesel::joinable!(oauth_authorization_codes -> applications (application_id));
 diesel::joinable!(oauth_consents -> applications (application_id));
 diesel::joinable!(api_keys -> organizations (organization_id));
 diesel::joinable!(service_accounts -> organizations (organization_id));
+diesel::joinable!(scim_tokens -> organizations (organization_id));
+diesel::joinable!(scim_group_members -> scim_groups (group_id));
+diesel::joinable!(scim_group_members -> scim_users (user_id));
 diesel::joinable!(organization_roles -> organizations (organization_id));
 diesel::joinable!(api_keys -> service_accounts (service_account_id));
 diesel::joinable!(webhook_endpoints -> organizations (organization_id));
@@ -486,6 +562,11 @@ diesel::joinable!(password_history -> users (user_id));
 diesel::joinable!(sso_domains -> sso_configurations (organization_id));
 diesel::allow_tables_to_appear_in_same_query!(
     users,
+    scim_tokens,
+    scim_users,
+    scim_groups,
+    scim_group_members,
+    scim_group_roles,
     organizations,
     memberships,
     sessions,

@@ -11,7 +11,9 @@ use std::{fmt, net::IpAddr, str::FromStr};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{ApiKeyId, ApplicationId, ClientAddress, OrganizationId, ServiceAccountId, UserId};
+use super::{
+    ApiKeyId, ApplicationId, ClientAddress, OrganizationId, ScimTokenId, ServiceAccountId, UserId,
+};
 use crate::service::Principal;
 
 /// The longest user agent kept, in characters; the rest is cut.
@@ -66,6 +68,8 @@ pub enum AuditActor {
     ApiKey(ApiKeyId),
     /// A service account, by one of its API keys.
     ServiceAccount(ServiceAccountId),
+    /// The organization's identity provider, by one of its SCIM tokens.
+    Scim(ScimTokenId),
     /// An application (OAuth client) at an OAuth endpoint, by the client id it gave (a
     /// refusal may be someone else's guess of its secret).
     Application(ApplicationId),
@@ -84,12 +88,13 @@ impl AuditActor {
         }
     }
 
-    /// `user`, `api_key`, `service_account`, `application`, `operator` or `system`.
+    /// `user`, `api_key`, `service_account`, `scim`, `application`, `operator` or `system`.
     pub const fn kind(self) -> &'static str {
         match self {
             Self::User(_) | Self::UnknownUser => "user",
             Self::ApiKey(_) => "api_key",
             Self::ServiceAccount(_) => "service_account",
+            Self::Scim(_) => "scim",
             Self::Application(_) => "application",
             Self::Operator => "operator",
             Self::System => "system",
@@ -103,6 +108,7 @@ impl AuditActor {
             Self::User(id) => Some(id.to_string()),
             Self::ApiKey(id) => Some(id.to_string()),
             Self::ServiceAccount(id) => Some(id.to_string()),
+            Self::Scim(id) => Some(id.to_string()),
             Self::Application(id) => Some(id.to_string()),
             Self::UnknownUser | Self::Operator | Self::System => None,
         }
@@ -117,6 +123,7 @@ impl AuditActor {
             ("service_account", Some(id)) => Uuid::parse_str(id)
                 .ok()
                 .map(|id| Self::ServiceAccount(id.into())),
+            ("scim", Some(id)) => Uuid::parse_str(id).ok().map(|id| Self::Scim(id.into())),
             ("application", Some(id)) => Uuid::parse_str(id)
                 .ok()
                 .map(|id| Self::Application(id.into())),
@@ -199,6 +206,9 @@ audit_actions! {
     RoleCreated => "role.created", "A custom role was defined.";
     RoleUpdated => "role.updated", "A custom role's name, description or permissions changed: its holders act with them at once.";
     RoleDeleted => "role.deleted", "A custom role nobody held was deleted.";
+    ScimTokenCreated => "scim_token.created", "A SCIM token was created for the organization's identity provider.";
+    ScimTokenRevoked => "scim_token.revoked", "A SCIM token was revoked: it stopped at once.";
+    GroupRolesChanged => "scim.group_roles_changed", "The map from directory groups to roles was replaced (and the directory's members got their roles under it).";
     EndpointCreated => "webhook_endpoint.created", "A webhook endpoint was created.";
     EndpointUpdated => "webhook_endpoint.updated", "A webhook endpoint was changed (turned on or off included).";
     EndpointDeleted => "webhook_endpoint.deleted", "A webhook endpoint was deleted, with its deliveries.";
@@ -252,11 +262,13 @@ pub enum TargetKind {
     ServiceAccount,
     /// A custom role, by its key.
     Role,
+    /// A SCIM token.
+    ScimToken,
 }
 
 impl TargetKind {
     /// Every kind.
-    pub const ALL: [Self; 12] = [
+    pub const ALL: [Self; 13] = [
         Self::User,
         Self::Member,
         Self::ApiKey,
@@ -269,10 +281,11 @@ impl TargetKind {
         Self::Domain,
         Self::ServiceAccount,
         Self::Role,
+        Self::ScimToken,
     ];
 
     /// `user`, `member`, `api_key`, `webhook_endpoint`, `organization`, `invitation`,
-    /// `delivery`, `application`, `mfa_factor`, `domain`, `service_account`, `role`.
+    /// `delivery`, `application`, `mfa_factor`, `domain`, `service_account`, `role`, `scim_token`.
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::User => "user",
@@ -287,6 +300,7 @@ impl TargetKind {
             Self::Domain => "domain",
             Self::ServiceAccount => "service_account",
             Self::Role => "role",
+            Self::ScimToken => "scim_token",
         }
     }
 }

@@ -80,3 +80,15 @@ uuid_id!(
     /// A domain an organization claimed (`/organizations/{id}/domains/{domain_id}`).
     DomainId
 );
+uuid_id!(
+    /// A SCIM bearer token of an organization (the id, not the secret).
+    ScimTokenId
+);
+uuid_id!(
+    /// A user an organization's directory provisioned over SCIM (`/scim/v2/{org}/Users/{id}`).
+    DirectoryUserId
+);
+uuid_id!(
+    /// A group an organization's directory provisioned over SCIM (`/scim/v2/{org}/Groups/{id}`).
+    DirectoryGroupId
+);

@@ -8,6 +8,7 @@ mod audit;
 mod branding;
 mod custom_role;
 mod delivery;
+mod directory;
 mod email;
 mod event;
 mod ids;
@@ -57,13 +58,18 @@ pub use custom_role::{
     RoleName, RoleRef,
 };
 pub use delivery::{DeliveryState, FailureRun, InvalidDeliveryState, TransitionError};
+pub use directory::{
+    DirectoryEmail, DirectoryGroup, DirectoryName, DirectoryText, DirectoryUser, GroupAttributes,
+    GroupRoles, GroupRolesError, ScimToken, ScimTokenName, UserAttributes, DIRECTORY_PERMISSIONS,
+    MAX_DIRECTORY_EMAILS, MAX_DIRECTORY_TEXT, MAX_GROUP_MEMBERS, MAX_GROUP_ROLES, MAX_SCIM_TOKENS,
+};
 pub use email::{Email, EmailError};
 pub use event::{
     EventCategory, EventSource, EventType, NewEvent, PostedEventData, PostedEventDataError,
 };
 pub use ids::{
-    ApiKeyId, ApplicationId, DomainId, EventId, InvitationId, MfaFactorId, OrganizationId,
-    ServiceAccountId, SessionId, UserId,
+    ApiKeyId, ApplicationId, DirectoryGroupId, DirectoryUserId, DomainId, EventId, InvitationId,
+    MfaFactorId, OrganizationId, ScimTokenId, ServiceAccountId, SessionId, UserId,
 };
 pub use lockout::{AccountKey, FailedSignIns, InvalidLockoutRule, LockoutRule};
 pub use member::{

@@ -39,7 +39,8 @@ pub enum Permission {
     PoliciesManage,
     /// `branding.manage`: set the organization's white-label branding.
     BrandingManage,
-    /// `sso.manage`: configure SAML single sign-on.
+    /// `sso.manage`: configure SAML single sign-on and directory sync (SCIM tokens, the map
+    /// from directory groups to roles).
     SsoManage,
     /// `audit.read`: read the organization's audit log.
     AuditRead,
@@ -131,7 +132,7 @@ impl Permission {
             Self::WebhooksManage => "Manage webhook endpoints and their deliveries",
             Self::PoliciesManage => "Set the organization's security policies",
             Self::BrandingManage => "Set the organization's branding",
-            Self::SsoManage => "Configure SAML single sign-on",
+            Self::SsoManage => "Configure SAML single sign-on and directory sync (SCIM)",
             Self::AuditRead => "Read the organization's audit log",
             Self::ApiKeysCreate => "Create API keys that act in the organization",
             Self::ApiKeysManage => "See and revoke every API key that acts in the organization",

@@ -331,6 +331,9 @@ pub enum Feature {
     Sso,
     /// Custom roles over the permission catalogue; from the Business plan.
     CustomRoles,
+    /// Directory sync: an identity provider provisions members over SCIM; from the Business
+    /// plan.
+    DirectorySync,
     /// OAuth authorization for the organization's applications; Enterprise plan only.
     OAuth,
 }
@@ -339,7 +342,11 @@ impl Feature {
     /// The least plan that includes the feature; every plan above it does too.
     pub const fn minimum_plan(self) -> Plan {
         match self {
-            Self::Policies | Self::Branding | Self::Sso | Self::CustomRoles => Plan::Business,
+            Self::Policies
+            | Self::Branding
+            | Self::Sso
+            | Self::CustomRoles
+            | Self::DirectorySync => Plan::Business,
             Self::OAuth => Plan::Enterprise,
         }
     }
@@ -351,6 +358,7 @@ impl Feature {
             Self::Branding => "branding",
             Self::Sso => "SSO",
             Self::CustomRoles => "custom roles",
+            Self::DirectorySync => "directory sync (SCIM)",
             Self::OAuth => "OAuth authorization",
         }
     }

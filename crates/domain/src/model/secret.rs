@@ -30,6 +30,8 @@ pub enum TokenKind {
     EmailVerification,
     /// What a domain's TXT record must hold to prove the organization holds it: `ghdv_`.
     DomainChallenge,
+    /// An organization's SCIM bearer token, its identity provider's credential: `ghsc_`.
+    ScimToken,
 }
 
 impl TokenKind {
@@ -48,6 +50,7 @@ impl TokenKind {
             Self::PasswordReset => "ghpr_",
             Self::EmailVerification => "ghev_",
             Self::DomainChallenge => "ghdv_",
+            Self::ScimToken => "ghsc_",
         }
     }
 }

@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 pub mod audit;
 pub mod control;
+pub mod directory;
 pub mod domains;
 pub mod iam;
 pub mod identity;
@@ -30,6 +31,7 @@ pub mod webhooks;
 
 pub use audit::*;
 pub use control::*;
+pub use directory::*;
 pub use domains::*;
 pub use iam::*;
 pub use identity::*;
@@ -101,6 +103,8 @@ pub struct Ports {
     pub saml: Arc<dyn SamlStore>,
     /// The [`DomainStore`].
     pub domains: Arc<dyn DomainStore>,
+    /// The [`DirectoryStore`].
+    pub directory: Arc<dyn DirectoryStore>,
     /// The [`DnsTxt`].
     pub dns: Arc<dyn DnsTxt>,
     /// The [`SamlProtocol`].

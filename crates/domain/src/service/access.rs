@@ -5,12 +5,12 @@ use time::OffsetDateTime;
 use crate::{
     model::{
         AssignedRole, AuditAction, AuditActor, AuditRecord, Membership, OrganizationId, Origin,
-        Permission, PermissionSet, Plan, Role, UserId,
+        Permission, PermissionSet, Plan, Role, UserId, DIRECTORY_PERMISSIONS,
     },
     ports::Random,
 };
 
-use super::{Agent, MachineClient, Principal, ServiceAccountKey};
+use super::{Agent, DirectoryClient, MachineClient, Principal, ServiceAccountKey};
 
 /// Someone acting inside one organization: a member (by a user's token or an API key), an
 /// application with a machine token, or a service account with its key.
@@ -27,6 +27,9 @@ pub enum Actor {
     Application(MachineClient),
     /// A service account of the organization, by one of its keys, with its role.
     ServiceAccount(ServiceAccountKey),
+    /// The organization's identity provider, by one of its SCIM tokens: it manages members
+    /// ([`DIRECTORY_PERMISSIONS`]) and nothing else.
+    Directory(DirectoryClient),
 }
 
 /// The actor's role, narrowed by its token's scopes, does not grant the permission.
@@ -55,6 +58,7 @@ impl Actor {
             Self::Member { principal, .. } => AuditActor::of(principal),
             Self::Application(machine) => AuditActor::Application(machine.application_id),
             Self::ServiceAccount(key) => AuditActor::ServiceAccount(key.account.id),
+            Self::Directory(directory) => AuditActor::Scim(directory.token_id),
         }
     }
 
@@ -64,6 +68,7 @@ impl Actor {
             Self::Member { membership, .. } => membership.organization_id,
             Self::Application(machine) => machine.organization_id,
             Self::ServiceAccount(key) => key.account.organization_id,
+            Self::Directory(directory) => directory.organization_id,
         }
     }
 
@@ -73,6 +78,7 @@ impl Actor {
             Self::Member { membership, .. } => membership.plan,
             Self::Application(machine) => machine.plan,
             Self::ServiceAccount(key) => key.plan,
+            Self::Directory(directory) => directory.plan,
         }
     }
 
@@ -81,7 +87,7 @@ impl Actor {
     pub fn user_id(&self) -> Option<UserId> {
         match self {
             Self::Member { principal, .. } => Some(principal.user_id()),
-            Self::Application(_) | Self::ServiceAccount(_) => None,
+            Self::Application(_) | Self::ServiceAccount(_) | Self::Directory(_) => None,
         }
     }
 
@@ -91,6 +97,7 @@ impl Actor {
             (Self::Member { principal, .. }, Agent::Person(person)) => principal == person,
             (Self::Application(machine), Agent::Application(other)) => machine == other,
             (Self::ServiceAccount(key), Agent::ServiceAccount(other)) => key == other,
+            (Self::Directory(directory), Agent::Directory(other)) => directory == other,
             _ => false,
         }
     }
@@ -98,11 +105,11 @@ impl Actor {
     /// What the actor's role grants, before a token's scopes narrow it: a member's role, a
     /// service account's role. An application has no role: what its scopes let it do is
     /// checked by [`Self::require`], and the roles it gives (with `members:write`) are an
-    /// admin's to give.
+    /// admin's to give; so are a directory's (through the map an admin saved).
     pub fn role_permissions(&self) -> PermissionSet {
         match self {
             Self::Member { membership, .. } => membership.role.permissions(),
-            Self::Application(_) => PermissionSet::of_role(Role::Admin),
+            Self::Application(_) | Self::Directory(_) => PermissionSet::of_role(Role::Admin),
             Self::ServiceAccount(key) => key.account.role.permissions(),
         }
     }
@@ -125,6 +132,7 @@ impl Actor {
             } => membership.role.grants(permission) && principal.api_scopes().narrow(permission),
             Self::Application(machine) => machine.scopes.grant(permission),
             Self::ServiceAccount(key) => key.account.role.grants(permission),
+            Self::Directory(_) => DIRECTORY_PERMISSIONS.contains(&permission),
         };
         if granted {
             Ok(())

@@ -10,7 +10,8 @@ use crate::{
         timestamp, AssignedRole, AuditAction, AuditActor, AuditRecord, Branding, Email, EventType,
         Feature, InvitableRole, Invitation, InvitationId, InvitationState, Member, MemberFilter,
         MemberStatus, NewInvitation, Organization, OrganizationId, OrganizationType, Origin, Page,
-        PageRequest, Permission, Plan, Role, RoleRef, TargetKind, TokenHash, TokenKind, UserId,
+        PageRequest, Permission, Plan, Role, RoleRef, SecretToken, TargetKind, TokenHash,
+        TokenKind, UserId, INVITATION_TTL_DAYS,
     },
     ports::{service_ports, Mail, StoreError},
 };
@@ -255,6 +256,22 @@ impl MemberService {
         }
 
         let inviter = self.inviter_name(inviter).await;
+        self.mail_invitation(&organization, &inviter, email, role.role(), &token)
+            .await;
+        Ok(member)
+    }
+
+    /// Mails an invitation's one-time link, in the organization's branding. The invitation
+    /// stands whether or not the mail goes out: the invitee also finds it under
+    /// `GET /api/v1/invitations` once signed in.
+    pub(crate) async fn mail_invitation(
+        &self,
+        organization: &Organization,
+        inviter: &str,
+        email: Email,
+        role: &AssignedRole,
+        token: &SecretToken,
+    ) {
         let link = format!("{}/invitations/{}", self.public_url, token.expose());
         let mut mail = Mail::new(
             email,
@@ -266,18 +283,14 @@ impl MemberService {
                 "{inviter} invited you to join {org} as {role}.\n\n\
                  Accept the invitation: {link}\n\n\
                  The link signs you in, or lets you create your account with this email \
-                 address, and then adds you to {org}. It expires in 7 days.\n",
+                 address, and then adds you to {org}. It expires in {INVITATION_TTL_DAYS} days.\n",
                 org = organization.name.as_ref(),
-                role = role.role(),
             ),
         );
-        self.brand(&mut mail, &organization).await;
-        // The invitation stands whether or not the mail goes out: the invitee also finds it
-        // under GET /api/v1/invitations once signed in.
+        self.brand(&mut mail, organization).await;
         if let Err(error) = self.ports.mailer.send(mail).await {
             tracing::warn!(%error, organization.id = %organization.id, "the invitation mail could not be sent");
         }
-        Ok(member)
     }
 
     /// The full name of the member who invites, as mails and pages name them; "Someone" for

@@ -6,6 +6,7 @@ mod applications;
 mod audit_log;
 mod auth;
 mod control;
+mod directory;
 mod domains;
 mod iam;
 mod links;
@@ -37,6 +38,9 @@ pub use auth::{
     Registered, SecondFactorNeeded, SignIn, TokenPair, UpdateProfileError, SSO_REQUIRED,
 };
 pub use control::{ControlPorts, ControlService, PostEventError, ReplayError, MAX_REPLAY};
+pub use directory::{
+    CreatedScimToken, DirectoryError, DirectoryPorts, DirectoryService, PatchError,
+};
 pub use domains::{DomainError, DomainPorts, DomainService, MAX_DOMAINS};
 pub use iam::{IamError, IamPorts, IamService, NewRole, ServiceAccountChange};
 pub use links::{EmailLinkPorts, EmailLinkService, LinkError, LINKS_PER_CLIENT, LINKS_PER_EMAIL};
@@ -59,8 +63,8 @@ pub use policies::{
     SettingsError,
 };
 pub use principal::{
-    Agent, AppGrant, AuthenticateError, Authenticator, AuthenticatorPorts, IssuedToApplication,
-    MachineClient, OrgAccessError, Principal, ServiceAccountKey,
+    Agent, AppGrant, AuthenticateError, Authenticator, AuthenticatorPorts, DirectoryClient,
+    IssuedToApplication, MachineClient, OrgAccessError, Principal, ServiceAccountKey,
 };
 pub use rate_limit::{Caller, RateLimitCheckError, RateLimitPorts, RateLimitService};
 pub use saml::{SamlPorts, SamlService, SamlSignInError, SamlSignedIn, SsoLookup};

@@ -6,8 +6,8 @@ use super::Actor;
 use crate::{
     model::{
         Amr, ApiKeyId, ApiScopes, ApplicationId, AuthMethod, ClientAddress, ClientId, Feature,
-        KeyHolder, Membership, MfaMethod, OrganizationId, Plan, Scope, ServiceAccount, SessionId,
-        TokenHash, UserId,
+        KeyHolder, Membership, MfaMethod, OrganizationId, Plan, ScimTokenId, Scope, ServiceAccount,
+        SessionId, TokenHash, UserId,
     },
     ports::{
         service_ports, ApplicationStore, BearerClaims, MachineClaims, MembershipStore, PolicyStore,
@@ -136,8 +136,22 @@ pub struct ServiceAccountKey {
     pub plan: Plan,
 }
 
-/// Whom valid credentials speak for: a person, an application with a machine token, or a
-/// service account with its key.
+/// An organization's identity provider, provisioning with one of the organization's SCIM
+/// tokens: inside that organization only, as an admin would manage members.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DirectoryClient {
+    /// The token used.
+    pub token_id: ScimTokenId,
+    /// The organization it provisions.
+    pub organization_id: OrganizationId,
+    /// The organization's plan.
+    pub plan: Plan,
+    /// Who created the token: the inviter the directory's invitations name.
+    pub created_by: UserId,
+}
+
+/// Whom valid credentials speak for: a person, an application with a machine token, a service
+/// account with its key, or an organization's identity provider with a SCIM token.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Agent {
     /// A user's token or a user's API key.
@@ -146,6 +160,8 @@ pub enum Agent {
     Application(MachineClient),
     /// A service account's API key.
     ServiceAccount(ServiceAccountKey),
+    /// An organization's SCIM token.
+    Directory(DirectoryClient),
 }
 
 /// A Bearer token whose signature and claims checked out, before its session or its
@@ -202,6 +218,7 @@ service_ports! {
         sessions: SessionStore,
         api_keys: ApiKeyStore,
         service_accounts: ServiceAccountStore,
+        directory: DirectoryStore,
         memberships: MembershipStore,
         policies: PolicyStore,
         applications: ApplicationStore,
@@ -414,6 +431,28 @@ impl Authenticator {
         }
     }
 
+    /// The identity provider behind a SCIM token of the organization in the path: a token of
+    /// another organization, revoked, or of an organization gone is refused like a wrong one.
+    pub async fn authenticate_scim_token(
+        &self,
+        token: &str,
+        organization_id: OrganizationId,
+    ) -> Result<Agent, AuthenticateError> {
+        let access = self
+            .ports
+            .directory
+            .use_scim_token(&TokenHash::of(token), self.ports.clock.now())
+            .await?
+            .filter(|access| access.token.organization_id == organization_id)
+            .ok_or(AuthenticateError::Invalid("invalid SCIM token"))?;
+        Ok(Agent::Directory(DirectoryClient {
+            token_id: access.token.id,
+            organization_id,
+            plan: access.plan,
+            created_by: access.token.created_by,
+        }))
+    }
+
     /// The principal acting inside an organization, from the client's address; outsiders get
     /// `NotFound`, members outside an enforced IP allowlist `AddressNotAllowed`.
     pub async fn actor(
@@ -456,6 +495,14 @@ impl Authenticator {
                 }
                 self.allowlisted(key.plan, organization_id, client).await?;
                 Ok(Actor::ServiceAccount(key))
+            }
+            Agent::Directory(directory) => {
+                if directory.organization_id != organization_id {
+                    return Err(OrgAccessError::NotFound);
+                }
+                self.allowlisted(directory.plan, organization_id, client)
+                    .await?;
+                Ok(Actor::Directory(directory))
             }
         }
     }

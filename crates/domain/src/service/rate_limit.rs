@@ -71,6 +71,15 @@ impl RateLimitService {
                 principal: Agent::ServiceAccount(key),
                 ..
             } => (format!("service_account:{}", key.account.id), key.plan),
+            // An organization's directory has one budget, on the organization's plan, however
+            // many SCIM tokens it holds.
+            Caller::Principal {
+                principal: Agent::Directory(directory),
+                ..
+            } => (
+                format!("scim:{}", directory.organization_id),
+                directory.plan,
+            ),
             Caller::Principal {
                 principal: Agent::Person(person),
                 organization_plan,

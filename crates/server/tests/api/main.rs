@@ -32,5 +32,6 @@ mod rate_limits;
 mod roles;
 mod rules;
 mod saml;
+mod scim;
 mod service_accounts;
 mod webhooks;

@@ -40,6 +40,7 @@ mod applications;
 mod audit;
 mod branding_sso;
 mod custom_roles;
+mod directory;
 mod domains;
 mod keys;
 mod members;

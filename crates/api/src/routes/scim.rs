@@ -1,0 +1,475 @@
+//! `/scim/v2/{organization_id}/...`: the SCIM 2.0 service provider of each organization, for
+//! its identity provider (with one of the organization's SCIM tokens as its bearer). The
+//! protocol (JSON, filters, `PATCH`) is the `gatehouse-scim` crate's; what provisioning means
+//! for the organization is [`DirectoryService`](gatehouse_domain::service::DirectoryService)'s.
+//! Every answer, errors included, is `application/scim+json` in SCIM's own schemas.
+
+use std::{future::Future, pin::Pin};
+
+use actix_web::{dev::Payload, http::StatusCode, web, FromRequest, HttpRequest, HttpResponse};
+use gatehouse_domain::{
+    model::{DirectoryGroupId, DirectoryUserId, OrganizationId},
+    service::{Actor, PatchError},
+};
+use gatehouse_scim::{
+    list_response, parse_group, parse_user, project, ListQuery, Patch, Resources, ScimError,
+    SCIM_CONTENT_TYPE,
+};
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::{
+    error::{ApiError, ScimFailure},
+    extract::{actor_in, authenticate, scim_organization, RequestOrigin, ValidJson},
+    state::AppState,
+};
+
+type Answer = Result<HttpResponse, ScimFailure>;
+
+/// The organization's identity provider: a SCIM token of the organization in the path, through
+/// the one admission (the organization live, its IP allowlist). Anything else is `401`.
+pub struct ScimCaller(pub Actor);
+
+impl FromRequest for ScimCaller {
+    type Error = ScimFailure;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ScimFailure>>>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let request = req.clone();
+        Box::pin(async move {
+            let organization = scim_organization(request.path())
+                .ok_or_else(|| ScimError::not_found("no such organization"))?;
+            let agent = authenticate(&request).await?;
+            let actor = actor_in(&request, agent, organization).await?;
+            match actor {
+                Actor::Directory(_) => Ok(Self(actor)),
+                _ => Err(ApiError::Unauthorized(
+                    "SCIM requests carry one of the organization's SCIM tokens".into(),
+                )
+                .into()),
+            }
+        })
+    }
+}
+
+/// A JSON body (`application/scim+json` or `application/json`), or SCIM's `400`.
+pub struct ScimBody(pub Value);
+
+impl FromRequest for ScimBody {
+    type Error = ScimFailure;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ScimFailure>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let body = ValidJson::<Value>::from_request(req, payload);
+        Box::pin(async move {
+            match body.await {
+                Ok(ValidJson(value)) => Ok(Self(value)),
+                Err(error) => Err(error.into()),
+            }
+        })
+    }
+}
+
+fn scim_json(status: StatusCode, body: &Value) -> HttpResponse {
+    HttpResponse::build(status)
+        .content_type(SCIM_CONTENT_TYPE)
+        .json(body)
+}
+
+fn resources(state: &AppState, organization: OrganizationId) -> Resources {
+    Resources::new(format!("{}/scim/v2/{organization}", state.public_url))
+}
+
+fn query_pairs(req: &HttpRequest) -> Vec<(String, String)> {
+    url::form_urlencoded::parse(req.query_string().as_bytes())
+        .into_owned()
+        .collect()
+}
+
+fn user_id(raw: &str) -> Result<DirectoryUserId, ScimFailure> {
+    Uuid::parse_str(raw)
+        .map(DirectoryUserId::from_uuid)
+        .map_err(|_| ScimError::not_found("user not found").into())
+}
+
+fn group_id(raw: &str) -> Result<DirectoryGroupId, ScimFailure> {
+    Uuid::parse_str(raw)
+        .map(DirectoryGroupId::from_uuid)
+        .map_err(|_| ScimError::not_found("group not found").into())
+}
+
+/// One resource, with `attributes` / `excludedAttributes` applied.
+fn single(req: &HttpRequest, status: StatusCode, resource: Value, location: &str) -> Answer {
+    let query = ListQuery::parse(&query_pairs(req))?;
+    let body = project(resource, &query.attributes, &query.excluded_attributes);
+    Ok(HttpResponse::build(status)
+        .content_type(SCIM_CONTENT_TYPE)
+        .insert_header(("Location", location.to_owned()))
+        .json(body))
+}
+
+fn patch_failure(error: PatchError<ScimError>) -> ScimFailure {
+    match error {
+        PatchError::Patch(error) => error.into(),
+        PatchError::Directory(error) => error.into(),
+    }
+}
+
+// --- Discovery. ---
+
+/// `GET /ServiceProviderConfig`.
+pub async fn service_provider_config(
+    state: web::Data<AppState>,
+    ScimCaller(actor): ScimCaller,
+) -> Answer {
+    let body = resources(&state, actor.organization_id()).service_provider_config();
+    Ok(scim_json(StatusCode::OK, &body))
+}
+
+/// `GET /ResourceTypes`.
+pub async fn resource_types(state: web::Data<AppState>, ScimCaller(actor): ScimCaller) -> Answer {
+    let body = resources(&state, actor.organization_id()).resource_types();
+    Ok(scim_json(StatusCode::OK, &body))
+}
+
+/// `GET /ResourceTypes/{id}`.
+pub async fn resource_type(
+    state: web::Data<AppState>,
+    ScimCaller(actor): ScimCaller,
+    path: web::Path<(String, String)>,
+) -> Answer {
+    let body = resources(&state, actor.organization_id())
+        .resource_type(&path.1)
+        .ok_or_else(|| ScimError::not_found("no such resource type"))?;
+    Ok(scim_json(StatusCode::OK, &body))
+}
+
+/// `GET /Schemas`.
+pub async fn schemas(state: web::Data<AppState>, ScimCaller(actor): ScimCaller) -> Answer {
+    let body = resources(&state, actor.organization_id()).schemas();
+    Ok(scim_json(StatusCode::OK, &body))
+}
+
+/// `GET /Schemas/{id}`.
+pub async fn schema(
+    state: web::Data<AppState>,
+    ScimCaller(actor): ScimCaller,
+    path: web::Path<(String, String)>,
+) -> Answer {
+    let body = resources(&state, actor.organization_id())
+        .schema(&path.1)
+        .ok_or_else(|| ScimError::not_found("no such schema"))?;
+    Ok(scim_json(StatusCode::OK, &body))
+}
+
+/// A method the endpoint does not take: `405` in SCIM's error schema.
+pub async fn method_not_allowed(_: ScimCaller) -> Answer {
+    Err(ScimError::new(405, None, "this endpoint does not take this method").into())
+}
+
+/// `POST /.search`: not offered (search with `GET` and `filter`).
+pub async fn search_not_implemented(_: ScimCaller) -> Answer {
+    Err(ScimError::new(
+        501,
+        None,
+        "POST /.search is not supported: list with GET and a filter",
+    )
+    .into())
+}
+
+/// Any other path under an organization's SCIM base.
+pub async fn not_found(_: ScimCaller) -> Answer {
+    Err(ScimError::not_found("no such SCIM endpoint").into())
+}
+
+// --- Users. ---
+
+/// `GET /Users`: filtered, paged, projected.
+pub async fn list_users(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    ScimCaller(actor): ScimCaller,
+) -> Answer {
+    let query = ListQuery::parse(&query_pairs(&req))?;
+    let render = resources(&state, actor.organization_id());
+    let users = state.directory.users(&actor).await?;
+    let body = list_response(users.iter().map(|user| render.user(user)).collect(), &query);
+    Ok(scim_json(StatusCode::OK, &body))
+}
+
+/// `POST /Users`: provisions a user (`201`).
+pub async fn create_user(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
+    ScimCaller(actor): ScimCaller,
+    ScimBody(body): ScimBody,
+) -> Answer {
+    let attributes = parse_user(&body)?;
+    let user = state
+        .directory
+        .create_user(&actor, attributes, &origin)
+        .await?;
+    let render = resources(&state, actor.organization_id());
+    single(
+        &req,
+        StatusCode::CREATED,
+        render.user(&user),
+        &render.user_location(user.id),
+    )
+}
+
+/// `GET /Users/{id}`.
+pub async fn get_user(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    ScimCaller(actor): ScimCaller,
+    path: web::Path<(String, String)>,
+) -> Answer {
+    let id = user_id(&path.1)?;
+    let user = state.directory.user(&actor, id).await?;
+    let render = resources(&state, actor.organization_id());
+    single(
+        &req,
+        StatusCode::OK,
+        render.user(&user),
+        &render.user_location(id),
+    )
+}
+
+/// `PUT /Users/{id}`: replaces the user's attributes.
+pub async fn replace_user(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
+    ScimCaller(actor): ScimCaller,
+    path: web::Path<(String, String)>,
+    ScimBody(body): ScimBody,
+) -> Answer {
+    let id = user_id(&path.1)?;
+    let attributes = parse_user(&body)?;
+    let user = state
+        .directory
+        .replace_user(&actor, id, attributes, &origin)
+        .await?;
+    let render = resources(&state, actor.organization_id());
+    single(
+        &req,
+        StatusCode::OK,
+        render.user(&user),
+        &render.user_location(id),
+    )
+}
+
+/// `PATCH /Users/{id}`: RFC 7644 §3.5.2.
+pub async fn patch_user(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
+    ScimCaller(actor): ScimCaller,
+    path: web::Path<(String, String)>,
+    ScimBody(body): ScimBody,
+) -> Answer {
+    let id = user_id(&path.1)?;
+    let patch = Patch::parse(&body)?;
+    let user = state
+        .directory
+        .patch_user(&actor, id, |current| patch.apply_to_user(current), &origin)
+        .await
+        .map_err(patch_failure)?;
+    let render = resources(&state, actor.organization_id());
+    single(
+        &req,
+        StatusCode::OK,
+        render.user(&user),
+        &render.user_location(id),
+    )
+}
+
+/// `DELETE /Users/{id}`: deprovisions (`204`).
+pub async fn delete_user(
+    state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
+    ScimCaller(actor): ScimCaller,
+    path: web::Path<(String, String)>,
+) -> Answer {
+    let id = user_id(&path.1)?;
+    state.directory.delete_user(&actor, id, &origin).await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+// --- Groups. ---
+
+/// `GET /Groups`: filtered, paged, projected.
+pub async fn list_groups(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    ScimCaller(actor): ScimCaller,
+) -> Answer {
+    let query = ListQuery::parse(&query_pairs(&req))?;
+    let render = resources(&state, actor.organization_id());
+    let groups = state.directory.groups(&actor).await?;
+    let body = list_response(
+        groups.iter().map(|group| render.group(group)).collect(),
+        &query,
+    );
+    Ok(scim_json(StatusCode::OK, &body))
+}
+
+/// `POST /Groups` (`201`).
+pub async fn create_group(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
+    ScimCaller(actor): ScimCaller,
+    ScimBody(body): ScimBody,
+) -> Answer {
+    let attributes = parse_group(&body)?;
+    let group = state
+        .directory
+        .create_group(&actor, attributes, &origin)
+        .await?;
+    let render = resources(&state, actor.organization_id());
+    single(
+        &req,
+        StatusCode::CREATED,
+        render.group(&group),
+        &render.group_location(group.id),
+    )
+}
+
+/// `GET /Groups/{id}`.
+pub async fn get_group(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    ScimCaller(actor): ScimCaller,
+    path: web::Path<(String, String)>,
+) -> Answer {
+    let id = group_id(&path.1)?;
+    let group = state.directory.group(&actor, id).await?;
+    let render = resources(&state, actor.organization_id());
+    single(
+        &req,
+        StatusCode::OK,
+        render.group(&group),
+        &render.group_location(id),
+    )
+}
+
+/// `PUT /Groups/{id}`.
+pub async fn replace_group(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
+    ScimCaller(actor): ScimCaller,
+    path: web::Path<(String, String)>,
+    ScimBody(body): ScimBody,
+) -> Answer {
+    let id = group_id(&path.1)?;
+    let attributes = parse_group(&body)?;
+    let group = state
+        .directory
+        .replace_group(&actor, id, attributes, &origin)
+        .await?;
+    let render = resources(&state, actor.organization_id());
+    single(
+        &req,
+        StatusCode::OK,
+        render.group(&group),
+        &render.group_location(id),
+    )
+}
+
+/// `PATCH /Groups/{id}`: members added or removed, renamed.
+pub async fn patch_group(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
+    ScimCaller(actor): ScimCaller,
+    path: web::Path<(String, String)>,
+    ScimBody(body): ScimBody,
+) -> Answer {
+    let id = group_id(&path.1)?;
+    let patch = Patch::parse(&body)?;
+    let group = state
+        .directory
+        .patch_group(&actor, id, |current| patch.apply_to_group(current), &origin)
+        .await
+        .map_err(patch_failure)?;
+    let render = resources(&state, actor.organization_id());
+    single(
+        &req,
+        StatusCode::OK,
+        render.group(&group),
+        &render.group_location(id),
+    )
+}
+
+/// `DELETE /Groups/{id}` (`204`).
+pub async fn delete_group(
+    state: web::Data<AppState>,
+    RequestOrigin(origin): RequestOrigin,
+    ScimCaller(actor): ScimCaller,
+    path: web::Path<(String, String)>,
+) -> Answer {
+    let id = group_id(&path.1)?;
+    state.directory.delete_group(&actor, id, &origin).await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+/// The SCIM endpoints of every organization, under `/scim/v2/{id}`.
+pub fn configure(config: &mut web::ServiceConfig) {
+    let discovery = |path: &str, get: actix_web::Route| {
+        web::resource(path)
+            .route(get)
+            .default_service(web::to(method_not_allowed))
+    };
+    config.service(
+        web::scope("/scim/v2/{id}")
+            .service(discovery(
+                "/ServiceProviderConfig",
+                web::get().to(service_provider_config),
+            ))
+            .service(discovery("/ResourceTypes", web::get().to(resource_types)))
+            .service(discovery(
+                "/ResourceTypes/{rt}",
+                web::get().to(resource_type),
+            ))
+            .service(discovery("/Schemas", web::get().to(schemas)))
+            .service(discovery("/Schemas/{schema}", web::get().to(schema)))
+            .service(
+                web::resource("/.search")
+                    .route(web::post().to(search_not_implemented))
+                    .default_service(web::to(method_not_allowed)),
+            )
+            .service(
+                web::resource("/Users")
+                    .route(web::get().to(list_users))
+                    .route(web::post().to(create_user))
+                    .default_service(web::to(method_not_allowed)),
+            )
+            .service(
+                web::resource("/Users/{user_id}")
+                    .route(web::get().to(get_user))
+                    .route(web::put().to(replace_user))
+                    .route(web::patch().to(patch_user))
+                    .route(web::delete().to(delete_user))
+                    .default_service(web::to(method_not_allowed)),
+            )
+            .service(
+                web::resource("/Groups")
+                    .route(web::get().to(list_groups))
+                    .route(web::post().to(create_group))
+                    .default_service(web::to(method_not_allowed)),
+            )
+            .service(
+                web::resource("/Groups/{group_id}")
+                    .route(web::get().to(get_group))
+                    .route(web::put().to(replace_group))
+                    .route(web::patch().to(patch_group))
+                    .route(web::delete().to(delete_group))
+                    .default_service(web::to(method_not_allowed)),
+            )
+            .default_service(web::to(not_found)),
+    );
+}

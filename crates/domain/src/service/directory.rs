@@ -1,0 +1,1038 @@
+//! Directory sync: what an organization's identity provider provisions over SCIM, and what
+//! that means for the organization's membership.
+//!
+//! One rule decides it ([`DirectoryService::reconcile`]): a directory user stands for the
+//! person with its address ([`UserAttributes::provisioned_address`]) while it is `active`. An
+//! address in a domain the organization verified is made (or linked) an active member; any
+//! other address gets a mailed invitation, never a link to someone else's account. A user who
+//! stops standing for an address (deactivated, deleted, renamed) takes its member out of the
+//! organization in the same transaction: their membership and their keys for it end, and
+//! every request they make there is refused from then on. The role is the one the
+//! organization's [`GroupRoles`] map gives the user's groups, else `settings.default_role`;
+//! the owner is never changed or removed by the directory.
+
+use std::collections::BTreeSet;
+
+use serde_json::json;
+use time::OffsetDateTime;
+
+use super::{event, iam::resolve_role, payloads, Actor, AuthService, Forbidden, MemberService};
+use crate::{
+    model::{
+        timestamp, AssignedRole, AuditAction, AuditRecord, DirectoryGroup, DirectoryGroupId,
+        DirectoryText, DirectoryUser, DirectoryUserId, Email, EmailDomain, EventType, Feature,
+        GroupAttributes, GroupRoles, GroupRolesError, InvitableRole, Member, MemberStatus,
+        NewEvent, NewInvitation, Organization, Origin, Permission, Role, RoleRef, ScimToken,
+        ScimTokenId, ScimTokenName, SecretToken, TargetKind, TokenKind, UserAttributes, UserId,
+    },
+    ports::{service_ports, DirectoryChange, DirectoryWrite, MemberEffect, StoreError},
+};
+
+service_ports! {
+    /// The ports [`DirectoryService`] uses.
+    pub struct DirectoryPorts { directory: DirectoryStore, organizations: OrganizationStore, domains: DomainStore, accounts: AccountStore, memberships: MembershipStore, roles: RoleStore, clock: Clock, random: Random }
+}
+
+/// Why a directory use case failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DirectoryError {
+    /// The caller may not do this.
+    #[error(transparent)]
+    Forbidden(#[from] Forbidden),
+    /// The organization's plan has no directory sync.
+    #[error("directory sync (SCIM) needs the business or enterprise plan")]
+    PlanRequired,
+    /// No such user, group or token in the organization.
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    /// Another user of the directory has this `userName` (but for case).
+    #[error("userName {0:?} is taken by another user of this directory")]
+    UserNameTaken(String),
+    /// A group names a member that is no user of this directory.
+    #[error("member {0} is not a user of this directory")]
+    UnknownMember(DirectoryUserId),
+    /// The change would remove the organization's owner or change their role.
+    #[error("the organization's owner cannot be removed or demoted by the directory: transfer ownership first")]
+    OwnerProtected,
+    /// A token is created by a member, whom it names.
+    #[error("a SCIM token names the member who creates it: create it with a user's token")]
+    PersonNeeded,
+    /// The organization holds the most tokens it may.
+    #[error(
+        "the organization already has {} SCIM tokens, the most it may; revoke one first",
+        crate::model::MAX_SCIM_TOKENS
+    )]
+    TooManyTokens,
+    /// A role the map names does not exist.
+    #[error(
+        "the organization has no role {0}: map admin, member, viewer or one of its custom roles"
+    )]
+    UnknownRole(String),
+    /// A role the map names grants more than the caller's own.
+    #[error("you cannot map the role {0}: it grants more than your own")]
+    RoleAboveYours(String),
+    /// The map breaks a rule.
+    #[error(transparent)]
+    GroupRoles(#[from] GroupRolesError),
+    /// The membership changed while this request was deciding: try again.
+    #[error("the organization's members changed meanwhile: try again")]
+    Conflict,
+    /// The store failed.
+    #[error(transparent)]
+    Store(StoreError),
+}
+
+impl From<StoreError> for DirectoryError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Conflict => Self::Conflict,
+            error => Self::Store(error),
+        }
+    }
+}
+
+/// Why a `PATCH` failed: the patch itself (the protocol's error), or the use case.
+#[derive(Debug)]
+pub enum PatchError<E> {
+    /// The patch does not apply to the resource.
+    Patch(E),
+    /// The use case refused the result.
+    Directory(DirectoryError),
+}
+
+impl<E> From<DirectoryError> for PatchError<E> {
+    fn from(error: DirectoryError) -> Self {
+        Self::Directory(error)
+    }
+}
+
+/// A token just created, with its secret (shown once).
+#[derive(Debug)]
+pub struct CreatedScimToken {
+    /// The token.
+    pub token: ScimToken,
+    /// Its secret.
+    pub secret: SecretToken,
+}
+
+/// One request's decisions, gathered before they are written together.
+struct Plan<'a> {
+    actor: &'a Actor,
+    organization: Organization,
+    roles: GroupRoles,
+    origin: &'a Origin,
+    now: OffsetDateTime,
+    effects: Vec<MemberEffect>,
+    events: Vec<NewEvent>,
+    audit: Vec<AuditRecord>,
+    /// Invitations to mail once the write committed.
+    mails: Vec<(Email, AssignedRole, SecretToken)>,
+}
+
+impl Plan<'_> {
+    /// The role of someone in these groups.
+    fn role_of<'g>(&self, groups: impl IntoIterator<Item = &'g str>) -> AssignedRole {
+        self.roles.role_of(
+            groups,
+            self.organization.settings.default_role.role().into(),
+        )
+    }
+}
+
+/// Directory sync of organizations: their SCIM tokens and group-to-role map (for their
+/// admins), and the users and groups their identity provider provisions.
+#[derive(Clone)]
+pub struct DirectoryService {
+    ports: DirectoryPorts,
+    /// Makes accounts the way every sign-up does.
+    auth: AuthService,
+    /// Mails invitations the way every invitation is mailed.
+    members: MemberService,
+}
+
+impl DirectoryService {
+    /// A service on these ports.
+    pub fn new(ports: DirectoryPorts, auth: AuthService, members: MemberService) -> Self {
+        Self {
+            ports,
+            auth,
+            members,
+        }
+    }
+
+    /// `Ok` when the actor may use the permission and the plan includes directory sync.
+    fn allow(actor: &Actor, permission: Permission) -> Result<(), DirectoryError> {
+        actor.require(permission)?;
+        if !actor.plan().includes(Feature::DirectorySync) {
+            return Err(DirectoryError::PlanRequired);
+        }
+        Ok(())
+    }
+
+    // --- The organization's admins: tokens and the group-to-role map. ---
+
+    /// Creates a SCIM token; its secret is in the answer only.
+    pub async fn create_token(
+        &self,
+        actor: &Actor,
+        name: ScimTokenName,
+        origin: &Origin,
+    ) -> Result<CreatedScimToken, DirectoryError> {
+        Self::allow(actor, Permission::SsoManage)?;
+        let created_by = actor.user_id().ok_or(DirectoryError::PersonNeeded)?;
+        let now = self.ports.clock.now();
+        let secret = self.ports.random.secret(TokenKind::ScimToken);
+        let token = ScimToken {
+            id: self.ports.random.uuid().into(),
+            organization_id: actor.organization_id(),
+            name,
+            prefix: secret.expose().chars().take(12).collect(),
+            created_by,
+            created_at: now,
+            last_used_at: None,
+        };
+        let record = actor
+            .audit(
+                self.ports.random.as_ref(),
+                now,
+                AuditAction::ScimTokenCreated,
+                origin,
+            )
+            .on(TargetKind::ScimToken, token.id);
+        if !self
+            .ports
+            .directory
+            .create_scim_token(token.clone(), secret.hash(), record)
+            .await?
+        {
+            return Err(DirectoryError::TooManyTokens);
+        }
+        Ok(CreatedScimToken { token, secret })
+    }
+
+    /// The organization's tokens (never their secrets), oldest first.
+    pub async fn tokens(&self, actor: &Actor) -> Result<Vec<ScimToken>, DirectoryError> {
+        Self::allow(actor, Permission::SsoManage)?;
+        Ok(self
+            .ports
+            .directory
+            .scim_tokens(actor.organization_id())
+            .await?)
+    }
+
+    /// Revokes a token of the organization: it stops at once.
+    pub async fn revoke_token(
+        &self,
+        actor: &Actor,
+        id: ScimTokenId,
+        origin: &Origin,
+    ) -> Result<(), DirectoryError> {
+        actor.require(Permission::SsoManage)?;
+        let record = actor
+            .audit(
+                self.ports.random.as_ref(),
+                self.ports.clock.now(),
+                AuditAction::ScimTokenRevoked,
+                origin,
+            )
+            .on(TargetKind::ScimToken, id);
+        if self
+            .ports
+            .directory
+            .revoke_scim_token(actor.organization_id(), id, record)
+            .await?
+        {
+            Ok(())
+        } else {
+            Err(DirectoryError::NotFound("SCIM token"))
+        }
+    }
+
+    /// The organization's group-to-role map.
+    pub async fn group_roles(&self, actor: &Actor) -> Result<GroupRoles, DirectoryError> {
+        Self::allow(actor, Permission::SsoManage)?;
+        Ok(self
+            .ports
+            .directory
+            .group_roles(actor.organization_id())
+            .await?)
+    }
+
+    /// Replaces the group-to-role map, and gives every provisioned user the role it now
+    /// says, in the same transaction (`member.role_changed` for each change).
+    pub async fn save_group_roles(
+        &self,
+        actor: &Actor,
+        entries: Vec<(DirectoryText, RoleRef)>,
+        origin: &Origin,
+    ) -> Result<GroupRoles, DirectoryError> {
+        Self::allow(actor, Permission::SsoManage)?;
+        let organization_id = actor.organization_id();
+        let mut resolved = Vec::with_capacity(entries.len());
+        for (group, role) in entries {
+            let name = role.name().to_owned();
+            let role = resolve_role(self.ports.roles.as_ref(), organization_id, role)
+                .await?
+                .ok_or(DirectoryError::UnknownRole(name))?;
+            if !actor.may_give(&role) {
+                return Err(DirectoryError::RoleAboveYours(role.to_string()));
+            }
+            resolved.push((group, role));
+        }
+        let roles = GroupRoles::new(resolved)?;
+        let mut plan = self.plan(actor, origin).await?;
+        plan.roles = roles.clone();
+        plan.audit.push(
+            actor
+                .audit(
+                    self.ports.random.as_ref(),
+                    plan.now,
+                    AuditAction::GroupRolesChanged,
+                    origin,
+                )
+                .on(TargetKind::Organization, organization_id),
+        );
+        let groups = self
+            .ports
+            .directory
+            .directory_groups(organization_id)
+            .await?;
+        for user in self
+            .ports
+            .directory
+            .directory_users(organization_id)
+            .await?
+        {
+            let Some(address) = user.attributes.provisioned_address() else {
+                continue;
+            };
+            let names = groups
+                .iter()
+                .filter(|group| group.attributes.members.contains(&user.id))
+                .map(|group| group.attributes.display_name.as_str());
+            let role = plan.role_of(names);
+            self.set_role(&mut plan, &address, role).await?;
+        }
+        self.write(plan, vec![DirectoryChange::GroupRoles(roles.clone())])
+            .await?;
+        Ok(roles)
+    }
+
+    // --- The identity provider: users. ---
+
+    /// The organization's directory users, oldest first.
+    pub async fn users(&self, actor: &Actor) -> Result<Vec<DirectoryUser>, DirectoryError> {
+        Self::allow(actor, Permission::MembersRead)?;
+        Ok(self
+            .ports
+            .directory
+            .directory_users(actor.organization_id())
+            .await?)
+    }
+
+    /// One directory user.
+    pub async fn user(
+        &self,
+        actor: &Actor,
+        id: DirectoryUserId,
+    ) -> Result<DirectoryUser, DirectoryError> {
+        Self::allow(actor, Permission::MembersRead)?;
+        self.ports
+            .directory
+            .directory_user(actor.organization_id(), id)
+            .await?
+            .ok_or(DirectoryError::NotFound("user"))
+    }
+
+    /// Provisions a user: the resource, and the member or invitation its address makes.
+    pub async fn create_user(
+        &self,
+        actor: &Actor,
+        attributes: UserAttributes,
+        origin: &Origin,
+    ) -> Result<DirectoryUser, DirectoryError> {
+        Self::allow(actor, Permission::MembersCreate)?;
+        let mut plan = self.plan(actor, origin).await?;
+        let user = DirectoryUser {
+            id: self.ports.random.uuid().into(),
+            organization_id: actor.organization_id(),
+            attributes,
+            created_at: plan.now,
+            updated_at: plan.now,
+        };
+        let role = plan.role_of([]);
+        self.reconcile(
+            &mut plan,
+            None,
+            user.attributes.provisioned_address(),
+            &user.attributes,
+            role,
+        )
+        .await?;
+        let user_name = user.attributes.user_name.as_str().to_owned();
+        self.write_user(plan, DirectoryChange::CreateUser(user.clone()), user_name)
+            .await?;
+        Ok(user)
+    }
+
+    /// Replaces a user's attributes (`PUT`), and what they mean for the organization.
+    pub async fn replace_user(
+        &self,
+        actor: &Actor,
+        id: DirectoryUserId,
+        attributes: UserAttributes,
+        origin: &Origin,
+    ) -> Result<DirectoryUser, DirectoryError> {
+        self.patch_user(actor, id, |_| Ok::<_, DirectoryError>(attributes), origin)
+            .await
+            .map_err(|error| match error {
+                PatchError::Patch(error) | PatchError::Directory(error) => error,
+            })
+    }
+
+    /// Changes a user's attributes by a patch of the current ones (`PATCH`).
+    pub async fn patch_user<E>(
+        &self,
+        actor: &Actor,
+        id: DirectoryUserId,
+        patch: impl FnOnce(&UserAttributes) -> Result<UserAttributes, E>,
+        origin: &Origin,
+    ) -> Result<DirectoryUser, PatchError<E>> {
+        Self::allow(actor, Permission::MembersUpdate)?;
+        let current = self.user(actor, id).await?;
+        let attributes = patch(&current.attributes).map_err(PatchError::Patch)?;
+        let mut plan = self.plan(actor, origin).await?;
+        let groups = self
+            .ports
+            .directory
+            .groups_of(actor.organization_id(), id)
+            .await
+            .map_err(DirectoryError::from)?;
+        let role = plan.role_of(groups.iter().map(DirectoryText::as_str));
+        self.reconcile(
+            &mut plan,
+            current.attributes.provisioned_address(),
+            attributes.provisioned_address(),
+            &attributes,
+            role,
+        )
+        .await?;
+        let user = DirectoryUser {
+            attributes,
+            updated_at: plan.now,
+            ..current
+        };
+        let user_name = user.attributes.user_name.as_str().to_owned();
+        self.write_user(plan, DirectoryChange::ReplaceUser(user.clone()), user_name)
+            .await?;
+        Ok(user)
+    }
+
+    /// Deprovisions a user: the resource goes, and the member or invitation with it.
+    pub async fn delete_user(
+        &self,
+        actor: &Actor,
+        id: DirectoryUserId,
+        origin: &Origin,
+    ) -> Result<(), DirectoryError> {
+        Self::allow(actor, Permission::MembersDelete)?;
+        let current = self.user(actor, id).await?;
+        let mut plan = self.plan(actor, origin).await?;
+        let role = plan.role_of([]);
+        self.reconcile(
+            &mut plan,
+            current.attributes.provisioned_address(),
+            None,
+            &current.attributes,
+            role,
+        )
+        .await?;
+        if self
+            .write(plan, vec![DirectoryChange::DeleteUser(id)])
+            .await?
+        {
+            Ok(())
+        } else {
+            Err(DirectoryError::NotFound("user"))
+        }
+    }
+
+    // --- The identity provider: groups. ---
+
+    /// The organization's directory groups, oldest first.
+    pub async fn groups(&self, actor: &Actor) -> Result<Vec<DirectoryGroup>, DirectoryError> {
+        Self::allow(actor, Permission::MembersRead)?;
+        Ok(self
+            .ports
+            .directory
+            .directory_groups(actor.organization_id())
+            .await?)
+    }
+
+    /// One directory group.
+    pub async fn group(
+        &self,
+        actor: &Actor,
+        id: DirectoryGroupId,
+    ) -> Result<DirectoryGroup, DirectoryError> {
+        Self::allow(actor, Permission::MembersRead)?;
+        self.ports
+            .directory
+            .directory_group(actor.organization_id(), id)
+            .await?
+            .ok_or(DirectoryError::NotFound("group"))
+    }
+
+    /// Provisions a group; its members get the role it maps to.
+    pub async fn create_group(
+        &self,
+        actor: &Actor,
+        attributes: GroupAttributes,
+        origin: &Origin,
+    ) -> Result<DirectoryGroup, DirectoryError> {
+        Self::allow(actor, Permission::MembersUpdate)?;
+        let now = self.ports.clock.now();
+        let group = DirectoryGroup {
+            id: self.ports.random.uuid().into(),
+            organization_id: actor.organization_id(),
+            attributes: attributes.normalized(),
+            created_at: now,
+            updated_at: now,
+        };
+        self.known_members(actor, &group).await?;
+        if !self
+            .write_group(
+                actor,
+                origin,
+                None,
+                Some(&group),
+                DirectoryChange::CreateGroup(group.clone()),
+            )
+            .await?
+        {
+            return Err(DirectoryError::NotFound("member"));
+        }
+        Ok(group)
+    }
+
+    /// Replaces a group's attributes (`PUT`).
+    pub async fn replace_group(
+        &self,
+        actor: &Actor,
+        id: DirectoryGroupId,
+        attributes: GroupAttributes,
+        origin: &Origin,
+    ) -> Result<DirectoryGroup, DirectoryError> {
+        self.patch_group(actor, id, |_| Ok::<_, DirectoryError>(attributes), origin)
+            .await
+            .map_err(|error| match error {
+                PatchError::Patch(error) | PatchError::Directory(error) => error,
+            })
+    }
+
+    /// Changes a group by a patch of its current attributes (`PATCH`): members who join or
+    /// leave it, or all of them when it is renamed, get the role their groups now give.
+    pub async fn patch_group<E>(
+        &self,
+        actor: &Actor,
+        id: DirectoryGroupId,
+        patch: impl FnOnce(&GroupAttributes) -> Result<GroupAttributes, E>,
+        origin: &Origin,
+    ) -> Result<DirectoryGroup, PatchError<E>> {
+        Self::allow(actor, Permission::MembersUpdate)?;
+        let current = self.group(actor, id).await?;
+        let attributes = patch(&current.attributes).map_err(PatchError::Patch)?;
+        let group = DirectoryGroup {
+            attributes: attributes.normalized(),
+            updated_at: self.ports.clock.now(),
+            ..current.clone()
+        };
+        self.known_members(actor, &group).await?;
+        if self
+            .write_group(
+                actor,
+                origin,
+                Some(&current),
+                Some(&group),
+                DirectoryChange::ReplaceGroup(group.clone()),
+            )
+            .await?
+        {
+            Ok(group)
+        } else {
+            Err(DirectoryError::NotFound("group").into())
+        }
+    }
+
+    /// Deletes a group: its members get the role their other groups give.
+    pub async fn delete_group(
+        &self,
+        actor: &Actor,
+        id: DirectoryGroupId,
+        origin: &Origin,
+    ) -> Result<(), DirectoryError> {
+        Self::allow(actor, Permission::MembersUpdate)?;
+        let current = self.group(actor, id).await?;
+        if self
+            .write_group(
+                actor,
+                origin,
+                Some(&current),
+                None,
+                DirectoryChange::DeleteGroup(id),
+            )
+            .await?
+        {
+            Ok(())
+        } else {
+            Err(DirectoryError::NotFound("group"))
+        }
+    }
+
+    /// Every member a group names is a user of this directory.
+    async fn known_members(
+        &self,
+        actor: &Actor,
+        after: &DirectoryGroup,
+    ) -> Result<(), DirectoryError> {
+        if after.attributes.members.is_empty() {
+            return Ok(());
+        }
+        let known: BTreeSet<DirectoryUserId> = self
+            .ports
+            .directory
+            .directory_users(actor.organization_id())
+            .await?
+            .into_iter()
+            .map(|user| user.id)
+            .collect();
+        match after
+            .attributes
+            .members
+            .iter()
+            .find(|member| !known.contains(member))
+        {
+            Some(unknown) => Err(DirectoryError::UnknownMember(*unknown)),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes a group's change with the role changes of the users it touches: those who
+    /// join or leave it, or every member when its name changes.
+    async fn write_group(
+        &self,
+        actor: &Actor,
+        origin: &Origin,
+        before: Option<&DirectoryGroup>,
+        after: Option<&DirectoryGroup>,
+        change: DirectoryChange,
+    ) -> Result<bool, DirectoryError> {
+        let mut plan = self.plan(actor, origin).await?;
+        let organization_id = actor.organization_id();
+        let old: BTreeSet<DirectoryUserId> = before
+            .map(|g| g.attributes.members.iter().copied().collect())
+            .unwrap_or_default();
+        let new: BTreeSet<DirectoryUserId> = after
+            .map(|g| g.attributes.members.iter().copied().collect())
+            .unwrap_or_default();
+        let renamed = match (before, after) {
+            (Some(b), Some(a)) => b.attributes.display_name != a.attributes.display_name,
+            _ => false,
+        };
+        let touched: BTreeSet<DirectoryUserId> = if renamed {
+            old.union(&new).copied().collect()
+        } else {
+            old.symmetric_difference(&new).copied().collect()
+        };
+        let this = before.or(after).map(|group| group.id);
+        for id in touched {
+            let Some(user) = self
+                .ports
+                .directory
+                .directory_user(organization_id, id)
+                .await?
+            else {
+                continue;
+            };
+            let Some(address) = user.attributes.provisioned_address() else {
+                continue;
+            };
+            // Their groups once this change is written: the others as they are, and this one
+            // as it will be.
+            let others: Vec<DirectoryGroup> = self
+                .ports
+                .directory
+                .directory_groups(organization_id)
+                .await?
+                .into_iter()
+                .filter(|group| Some(group.id) != this && group.attributes.members.contains(&id))
+                .collect();
+            let mut names: Vec<&str> = others
+                .iter()
+                .map(|group| group.attributes.display_name.as_str())
+                .collect();
+            if new.contains(&id) {
+                if let Some(after) = after {
+                    names.push(after.attributes.display_name.as_str());
+                }
+            }
+            let role = plan.role_of(names);
+            self.set_role(&mut plan, &address, role).await?;
+        }
+        self.write(plan, vec![change]).await
+    }
+
+    // --- What provisioning means for the organization. ---
+
+    /// The decisions of one request, before any is made.
+    async fn plan<'a>(
+        &self,
+        actor: &'a Actor,
+        origin: &'a Origin,
+    ) -> Result<Plan<'a>, DirectoryError> {
+        let organization_id = actor.organization_id();
+        let organization = self
+            .ports
+            .organizations
+            .organization(organization_id)
+            .await?
+            .ok_or(DirectoryError::NotFound("organization"))?;
+        let roles = self.ports.directory.group_roles(organization_id).await?;
+        Ok(Plan {
+            actor,
+            organization,
+            roles,
+            origin,
+            now: self.ports.clock.now(),
+            effects: Vec::new(),
+            events: Vec::new(),
+            audit: Vec::new(),
+            mails: Vec::new(),
+        })
+    }
+
+    /// The one rule: the person of `before` leaves unless they are the person of `after`,
+    /// who joins (or is invited) with `role`, or gets `role` when they are there already.
+    async fn reconcile(
+        &self,
+        plan: &mut Plan<'_>,
+        before: Option<Email>,
+        after: Option<Email>,
+        attributes: &UserAttributes,
+        role: AssignedRole,
+    ) -> Result<(), DirectoryError> {
+        if before.is_some() && before == after {
+            if let Some(address) = after {
+                self.set_role(plan, &address, role).await?;
+            }
+            return Ok(());
+        }
+        if let Some(address) = before {
+            self.leave(plan, &address).await?;
+        }
+        if let Some(address) = after {
+            self.join(plan, &address, attributes, role).await?;
+        }
+        Ok(())
+    }
+
+    /// The account with this address and its membership, if any.
+    async fn member_with(
+        &self,
+        plan: &Plan<'_>,
+        address: &Email,
+    ) -> Result<(Option<UserId>, Option<AssignedRole>), DirectoryError> {
+        let Some(credentials) = self.ports.accounts.credentials_by_email(address).await? else {
+            return Ok((None, None));
+        };
+        let user_id = credentials.user.id;
+        let membership = self
+            .ports
+            .memberships
+            .membership(user_id, plan.organization.id)
+            .await?;
+        Ok((Some(user_id), membership.map(|m| m.role)))
+    }
+
+    /// The person with the address joins: an active member when the organization verified
+    /// the address's domain (the account made when there is none), else invited by mail.
+    async fn join(
+        &self,
+        plan: &mut Plan<'_>,
+        address: &Email,
+        attributes: &UserAttributes,
+        role: AssignedRole,
+    ) -> Result<(), DirectoryError> {
+        let (user_id, current) = self.member_with(plan, address).await?;
+        if current.is_some() {
+            return self.set_role(plan, address, role).await;
+        }
+        let verified = match EmailDomain::parse(address.domain()) {
+            Ok(domain) => {
+                self.ports.domains.verifying_organization(&domain).await?
+                    == Some(plan.organization.id)
+            }
+            Err(_) => false,
+        };
+        if verified {
+            let (user_id, account, full_name) = match user_id {
+                Some(user_id) => (user_id, None, None),
+                None => {
+                    let full_name = attributes
+                        .full_name(address)
+                        .ok_or(DirectoryError::NotFound("name"))?;
+                    // The organization proved it holds the domain: the address is verified.
+                    let account = self.auth.new_account(
+                        address.clone(),
+                        full_name.clone(),
+                        None,
+                        true,
+                        plan.now,
+                    );
+                    (account.user.id, Some(Box::new(account)), Some(full_name))
+                }
+            };
+            let member = Member {
+                organization_id: plan.organization.id,
+                user_id: Some(user_id),
+                email: address.clone(),
+                full_name,
+                role: role.clone(),
+                status: MemberStatus::Active,
+                invitation_id: None,
+                invited_at: None,
+                invited_by: None,
+                accepted_at: Some(plan.now),
+                joined_at: plan.now,
+            };
+            self.record(
+                plan,
+                EventType::MemberJoined,
+                AuditAction::MemberJoined,
+                &member,
+                user_id,
+                json!({}),
+            );
+            plan.effects.push(MemberEffect::Join {
+                user_id,
+                account,
+                role,
+            });
+            return Ok(());
+        }
+        let Some(invitable) = InvitableRole::new(role.clone()) else {
+            return Err(DirectoryError::OwnerProtected);
+        };
+        let Actor::Directory(directory) = plan.actor else {
+            return Err(DirectoryError::PersonNeeded);
+        };
+        let token = self.ports.random.secret(TokenKind::Invitation);
+        let invitation = NewInvitation {
+            id: self.ports.random.uuid().into(),
+            organization_id: plan.organization.id,
+            email: address.clone(),
+            role: invitable,
+            token_hash: token.hash(),
+            invited_by: directory.created_by,
+            invited_at: plan.now,
+            expires_at: NewInvitation::expiry(plan.now),
+        };
+        let member = Member {
+            organization_id: plan.organization.id,
+            user_id: None,
+            email: address.clone(),
+            full_name: None,
+            role: role.clone(),
+            status: MemberStatus::Pending,
+            invitation_id: Some(invitation.id),
+            invited_at: Some(plan.now),
+            invited_by: Some(directory.created_by),
+            accepted_at: None,
+            joined_at: plan.now,
+        };
+        let event = event(
+            self.ports.random.as_ref(),
+            plan.now,
+            EventType::MemberInvited,
+            Some(plan.organization.id),
+            None,
+            payloads::member(&member),
+        );
+        plan.events.push(event);
+        plan.audit.push(
+            plan.actor
+                .audit(
+                    self.ports.random.as_ref(),
+                    plan.now,
+                    AuditAction::MemberInvited,
+                    plan.origin,
+                )
+                .on(TargetKind::Invitation, invitation.id),
+        );
+        plan.effects.push(MemberEffect::Invite(invitation));
+        plan.mails.push((address.clone(), role, token));
+        Ok(())
+    }
+
+    /// The person with the address leaves: their membership (never the owner's) and any
+    /// open invitation end.
+    async fn leave(&self, plan: &mut Plan<'_>, address: &Email) -> Result<(), DirectoryError> {
+        let (user_id, current) = self.member_with(plan, address).await?;
+        if let (Some(user_id), Some(role)) = (user_id, current) {
+            if role.is(Role::Owner) {
+                return Err(DirectoryError::OwnerProtected);
+            }
+            let member = Member {
+                organization_id: plan.organization.id,
+                user_id: Some(user_id),
+                email: address.clone(),
+                full_name: None,
+                role,
+                status: MemberStatus::Active,
+                invitation_id: None,
+                invited_at: None,
+                invited_by: None,
+                accepted_at: None,
+                joined_at: plan.now,
+            };
+            self.record(
+                plan,
+                EventType::MemberRemoved,
+                AuditAction::MemberRemoved,
+                &member,
+                user_id,
+                json!({"removed_at": timestamp::format(plan.now), "left": false}),
+            );
+            plan.effects.push(MemberEffect::Remove { user_id });
+        }
+        plan.effects.push(MemberEffect::RevokeInvitations {
+            email: address.clone(),
+            at: plan.now,
+        });
+        Ok(())
+    }
+
+    /// The person with the address holds `role`: a member's changes (never the owner's), an
+    /// open invitation's is set.
+    async fn set_role(
+        &self,
+        plan: &mut Plan<'_>,
+        address: &Email,
+        role: AssignedRole,
+    ) -> Result<(), DirectoryError> {
+        let (user_id, current) = self.member_with(plan, address).await?;
+        let (Some(user_id), Some(previous)) = (user_id, current) else {
+            plan.effects.push(MemberEffect::InvitationRole {
+                email: address.clone(),
+                role,
+            });
+            return Ok(());
+        };
+        if previous.is(Role::Owner) || previous == role {
+            return Ok(());
+        }
+        let member = Member {
+            organization_id: plan.organization.id,
+            user_id: Some(user_id),
+            email: address.clone(),
+            full_name: None,
+            role: role.clone(),
+            status: MemberStatus::Active,
+            invitation_id: None,
+            invited_at: None,
+            invited_by: None,
+            accepted_at: None,
+            joined_at: plan.now,
+        };
+        self.record(
+            plan,
+            EventType::MemberRoleChanged,
+            AuditAction::MemberRoleChanged,
+            &member,
+            user_id,
+            json!({"previous_role": previous}),
+        );
+        plan.effects
+            .push(MemberEffect::ChangeRole { user_id, role });
+        Ok(())
+    }
+
+    /// The event and the audit record of a change to a member.
+    fn record(
+        &self,
+        plan: &mut Plan<'_>,
+        event_type: EventType,
+        action: AuditAction,
+        member: &Member,
+        user_id: UserId,
+        extra: serde_json::Value,
+    ) {
+        let mut data = payloads::member(member);
+        if let (Some(data), serde_json::Value::Object(extra)) = (data.as_object_mut(), extra) {
+            data.extend(extra);
+        }
+        plan.events.push(event(
+            self.ports.random.as_ref(),
+            plan.now,
+            event_type,
+            Some(plan.organization.id),
+            None,
+            data,
+        ));
+        plan.audit.push(
+            plan.actor
+                .audit(self.ports.random.as_ref(), plan.now, action, plan.origin)
+                .on(TargetKind::Member, user_id),
+        );
+    }
+
+    /// Writes a user's change; a `userName` taken is [`DirectoryError::UserNameTaken`].
+    async fn write_user(
+        &self,
+        plan: Plan<'_>,
+        change: DirectoryChange,
+        user_name: String,
+    ) -> Result<(), DirectoryError> {
+        let replacing = matches!(change, DirectoryChange::ReplaceUser(_));
+        match self.write(plan, vec![change]).await {
+            Ok(true) => Ok(()),
+            Ok(false) if replacing => Err(DirectoryError::NotFound("user")),
+            Ok(false) => Err(DirectoryError::Conflict),
+            Err(DirectoryError::Conflict) => {
+                // Taken, or the membership changed meanwhile: the name tells which.
+                Err(DirectoryError::UserNameTaken(user_name))
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Writes the plan in one transaction, then mails its invitations.
+    async fn write(
+        &self,
+        plan: Plan<'_>,
+        changes: Vec<DirectoryChange>,
+    ) -> Result<bool, DirectoryError> {
+        let organization = plan.organization.clone();
+        let written = self
+            .ports
+            .directory
+            .write_directory(DirectoryWrite {
+                organization_id: organization.id,
+                at: plan.now,
+                changes,
+                effects: plan.effects,
+                events: plan.events,
+                audit: plan.audit,
+            })
+            .await?;
+        if written {
+            let inviter = format!("The {} directory", organization.name.as_ref());
+            for (email, role, token) in plan.mails {
+                self.members
+                    .mail_invitation(&organization, &inviter, email, &role, &token)
+                    .await;
+            }
+        }
+        Ok(written)
+    }
+}
