@@ -121,8 +121,7 @@ impl ScimError {
         Self::new(404, None, detail)
     }
 
-    /// `501`: an operation Gatehouse does not implement (`POST /.search` across resource
-    /// types, `/Bulk`, `/Me`), no `scimType`.
+    /// `501`: an operation Gatehouse does not implement (`/Bulk`, `/Me`), no `scimType`.
     pub fn not_implemented(detail: impl Into<String>) -> Self {
         Self::new(501, None, detail)
     }

@@ -37,7 +37,8 @@
 //! nothing can be made (RFC 7644's `noTarget`), and removing `active` (which the schema
 //! announces as required: Gatehouse always has a value, `true` when a request leaves it out).
 //!
-//! `POST /.search` is not provided: answer it with [`ScimError::not_implemented`].
+//! `POST /.search` (RFC 7644 §3.4.3) is a list whose parameters come in the body: the routes
+//! turn the body into [`ListQuery`] parameters and list as for a `GET`.
 //!
 //! [`DirectoryUser`]: gatehouse_domain::model::DirectoryUser
 //! [`DirectoryGroup`]: gatehouse_domain::model::DirectoryGroup

@@ -4,6 +4,10 @@
 use std::sync::Arc;
 
 use diesel::{sql_types::BigInt, QueryableByName};
+use gatehouse_domain::model::{
+    DirectoryEmail, DirectoryGroup, DirectoryName, DirectoryText, DirectoryUser, GroupAttributes,
+    GroupRoles, ScimToken, ScimTokenName, UserAttributes,
+};
 use gatehouse_domain::{
     model::{
         ApiKeyName, Application, ApplicationId, ApplicationName, ClientId, DefaultRole, Email,
@@ -14,7 +18,7 @@ use gatehouse_domain::{
         RedirectUris, Role, RoleRef, SearchTerm, ServiceAccount, ServiceAccountName, Slug,
         TokenHash, UserId,
     },
-    ports::{NewAccount, StoreError},
+    ports::{DirectoryChange, DirectoryWrite, MemberEffect, NewAccount, StoreError},
 };
 use gatehouse_store::{Backend, Store, StoreOptions};
 use gatehouse_testkit::TestDatabase;
@@ -68,6 +72,9 @@ on_both_backends! {
     transferring_ownership => transferring_ownership_postgres, transferring_ownership_sqlite;
     service_accounts_and_their_keys =>
         service_accounts_and_their_keys_postgres, service_accounts_and_their_keys_sqlite;
+    directory_writes_are_whole_and_stay_in_their_organization =>
+        directory_writes_are_whole_and_stay_in_their_organization_postgres,
+        directory_writes_are_whole_and_stay_in_their_organization_sqlite;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1848,4 +1855,296 @@ fn record() -> gatehouse_domain::model::AuditRecord {
         gatehouse_domain::model::AuditAction::MemberRoleChanged,
         &gatehouse_domain::model::Origin::system(),
     )
+}
+
+fn directory_user(
+    org: OrganizationId,
+    user_name: &str,
+    active: bool,
+    at: OffsetDateTime,
+) -> DirectoryUser {
+    DirectoryUser {
+        id: Uuid::now_v7().into(),
+        organization_id: org,
+        attributes: UserAttributes {
+            user_name: DirectoryText::parse(user_name).unwrap(),
+            external_id: Some(DirectoryText::parse("00u1").unwrap()),
+            display_name: None,
+            name: DirectoryName::default(),
+            emails: vec![DirectoryEmail {
+                value: DirectoryText::parse(user_name).unwrap(),
+                kind: Some(DirectoryText::parse("work").unwrap()),
+                primary: true,
+            }],
+            active,
+        },
+        created_at: at,
+        updated_at: at,
+    }
+}
+
+fn directory_write(
+    org: OrganizationId,
+    at: OffsetDateTime,
+    changes: Vec<DirectoryChange>,
+    effects: Vec<MemberEffect>,
+) -> DirectoryWrite {
+    DirectoryWrite {
+        organization_id: org,
+        at,
+        changes,
+        effects,
+        events: vec![event(EventType::MemberJoined, Some(org), None, at)],
+        audit: vec![record()],
+    }
+}
+
+async fn directory_writes_are_whole_and_stay_in_their_organization(db: Db) {
+    let t0 = now();
+    let alice = db.user("alice@example.com", "Alice", t0).await;
+    let bob = db.user("bob@example.com", "Bob", t0).await;
+    let acme = db.team(alice.id, "Acme", "acme", t0).await;
+    let globex = db.team(alice.id, "Globex", "globex", t0).await;
+
+    // Bob provisioned: the resource and his membership, together.
+    let user = directory_user(acme, "bob@example.com", true, t0);
+    let join = MemberEffect::Join {
+        user_id: bob.id,
+        account: None,
+        role: Role::Member.into(),
+    };
+    assert!(db
+        .store
+        .write_directory(directory_write(
+            acme,
+            t0,
+            vec![DirectoryChange::CreateUser(user.clone())],
+            vec![join]
+        ))
+        .await
+        .unwrap());
+    assert_eq!(
+        db.store.directory_users(acme).await.unwrap(),
+        vec![user.clone()]
+    );
+    assert!(db.store.directory_users(globex).await.unwrap().is_empty());
+    assert!(db
+        .store
+        .directory_user(globex, user.id)
+        .await
+        .unwrap()
+        .is_none());
+    let membership = db.store.membership(bob.id, acme).await.unwrap().unwrap();
+    assert_eq!(membership.role, Role::Member);
+
+    // The same userName but for case: a conflict, and nothing of that write stays.
+    let twin = directory_user(acme, "BOB@example.com", true, t0);
+    let promote = MemberEffect::ChangeRole {
+        user_id: bob.id,
+        role: Role::Admin.into(),
+    };
+    let refused = db
+        .store
+        .write_directory(directory_write(
+            acme,
+            t0,
+            vec![DirectoryChange::CreateUser(twin)],
+            vec![promote],
+        ))
+        .await;
+    assert!(matches!(refused, Err(StoreError::Conflict)), "{refused:?}");
+    assert_eq!(
+        db.store
+            .membership(bob.id, acme)
+            .await
+            .unwrap()
+            .unwrap()
+            .role,
+        Role::Member
+    );
+
+    // A group of Acme holds Acme's users only: one of Globex naming Bob writes nothing.
+    let group = |org: OrganizationId, name: &str| DirectoryGroup {
+        id: Uuid::now_v7().into(),
+        organization_id: org,
+        attributes: GroupAttributes {
+            display_name: DirectoryText::parse(name).unwrap(),
+            external_id: None,
+            members: vec![user.id],
+        },
+        created_at: t0,
+        updated_at: t0,
+    };
+    let admins = group(acme, "Admins");
+    assert!(db
+        .store
+        .write_directory(directory_write(
+            acme,
+            t0,
+            vec![DirectoryChange::CreateGroup(admins.clone())],
+            vec![]
+        ))
+        .await
+        .unwrap());
+    assert_eq!(
+        db.store.directory_group(acme, admins.id).await.unwrap(),
+        Some(admins.clone())
+    );
+    assert_eq!(
+        db.store.groups_of(acme, user.id).await.unwrap(),
+        vec![DirectoryText::parse("Admins").unwrap()]
+    );
+    let stolen = group(globex, "Thieves");
+    assert!(!db
+        .store
+        .write_directory(directory_write(
+            globex,
+            t0,
+            vec![DirectoryChange::CreateGroup(stolen.clone())],
+            vec![]
+        ))
+        .await
+        .unwrap());
+    assert!(db.store.directory_groups(globex).await.unwrap().is_empty());
+
+    // The group-to-role map, resolved as written.
+    let roles =
+        GroupRoles::new([(DirectoryText::parse("Admins").unwrap(), Role::Admin.into())]).unwrap();
+    assert!(db
+        .store
+        .write_directory(directory_write(
+            acme,
+            t0,
+            vec![DirectoryChange::GroupRoles(roles.clone())],
+            vec![]
+        ))
+        .await
+        .unwrap());
+    assert_eq!(db.store.group_roles(acme).await.unwrap(), roles);
+    assert_eq!(
+        db.store.group_roles(globex).await.unwrap(),
+        GroupRoles::default()
+    );
+
+    // Deactivated: the membership and Bob's keys for Acme end with the same write.
+    let key = db
+        .store
+        .create_api_key(
+            NewApiKey {
+                id: Uuid::now_v7().into(),
+                name: ApiKeyName::parse("laptop").unwrap(),
+                prefix: "ghk_bob".to_owned(),
+                key_hash: TokenHash::of("bob's key"),
+                organization_id: acme,
+                holder: KeyHolder::User(bob.id),
+                created_at: t0,
+            },
+            record(),
+        )
+        .await
+        .unwrap();
+    assert!(key.is_some());
+    let mut inactive = user.clone();
+    inactive.attributes.active = false;
+    assert!(db
+        .store
+        .write_directory(directory_write(
+            acme,
+            t0,
+            vec![DirectoryChange::ReplaceUser(inactive.clone())],
+            vec![MemberEffect::Remove { user_id: bob.id }],
+        ))
+        .await
+        .unwrap());
+    assert!(db.store.membership(bob.id, acme).await.unwrap().is_none());
+    assert!(db
+        .store
+        .use_api_key(&TokenHash::of("bob's key"), t0)
+        .await
+        .unwrap()
+        .is_none());
+    assert_eq!(
+        db.store.directory_user(acme, user.id).await.unwrap(),
+        Some(inactive)
+    );
+
+    // Deleted: out of its groups too. Gone twice: nothing written.
+    assert!(db
+        .store
+        .write_directory(directory_write(
+            acme,
+            t0,
+            vec![DirectoryChange::DeleteUser(user.id)],
+            vec![]
+        ))
+        .await
+        .unwrap());
+    assert!(db
+        .store
+        .directory_group(acme, admins.id)
+        .await
+        .unwrap()
+        .unwrap()
+        .attributes
+        .members
+        .is_empty());
+    assert!(!db
+        .store
+        .write_directory(directory_write(
+            acme,
+            t0,
+            vec![DirectoryChange::DeleteUser(user.id)],
+            vec![]
+        ))
+        .await
+        .unwrap());
+
+    // Tokens: stored as hashes, used only while they exist, never another organization's.
+    let token = ScimToken {
+        id: Uuid::now_v7().into(),
+        organization_id: acme,
+        name: ScimTokenName::parse("Okta").unwrap(),
+        prefix: "ghsc_abcdefg".to_owned(),
+        created_by: alice.id,
+        created_at: t0,
+        last_used_at: None,
+    };
+    assert!(db
+        .store
+        .create_scim_token(token.clone(), TokenHash::of("ghsc_secret"), record())
+        .await
+        .unwrap());
+    assert_eq!(
+        db.store.scim_tokens(acme).await.unwrap(),
+        vec![token.clone()]
+    );
+    assert!(db.store.scim_tokens(globex).await.unwrap().is_empty());
+    let used = db
+        .store
+        .use_scim_token(&TokenHash::of("ghsc_secret"), t0)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(used.token.id, token.id);
+    assert_eq!(used.plan, Plan::Free);
+    assert_eq!(
+        db.store.scim_tokens(acme).await.unwrap()[0].last_used_at,
+        Some(t0)
+    );
+    assert!(!db
+        .store
+        .revoke_scim_token(globex, token.id, record())
+        .await
+        .unwrap());
+    assert!(db
+        .store
+        .revoke_scim_token(acme, token.id, record())
+        .await
+        .unwrap());
+    assert!(db
+        .store
+        .use_scim_token(&TokenHash::of("ghsc_secret"), t0)
+        .await
+        .unwrap()
+        .is_none());
 }

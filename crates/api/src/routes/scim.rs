@@ -167,14 +167,76 @@ pub async fn method_not_allowed(_: ScimCaller) -> Answer {
     Err(ScimError::new(405, None, "this endpoint does not take this method").into())
 }
 
-/// `POST /.search`: not offered (search with `GET` and `filter`).
-pub async fn search_not_implemented(_: ScimCaller) -> Answer {
-    Err(ScimError::new(
-        501,
-        None,
-        "POST /.search is not supported: list with GET and a filter",
-    )
-    .into())
+/// The list parameters of a `POST …/.search` body (RFC 7644 §3.4.3), as a query's.
+fn search_query(body: &Value) -> Result<ListQuery, ScimFailure> {
+    let Value::Object(fields) = body else {
+        return Err(ScimError::invalid_syntax("a search request is a JSON object").into());
+    };
+    let mut pairs = Vec::new();
+    for (name, value) in fields {
+        let text = match value {
+            Value::String(text) => text.clone(),
+            Value::Number(number) => number.to_string(),
+            Value::Array(items) => items
+                .iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(","),
+            _ => continue,
+        };
+        pairs.push((name.clone(), text));
+    }
+    Ok(ListQuery::parse(&pairs)?)
+}
+
+/// What a search lists: users, groups, or both (the root's `/.search`).
+#[derive(Clone, Copy)]
+enum Searched {
+    Users,
+    Groups,
+    Everything,
+}
+
+async fn search(state: &AppState, actor: &Actor, body: &Value, searched: Searched) -> Answer {
+    let query = search_query(body)?;
+    let render = resources(state, actor.organization_id());
+    let mut found = Vec::new();
+    if matches!(searched, Searched::Users | Searched::Everything) {
+        let users = state.directory.users(actor).await?;
+        found.extend(users.iter().map(|user| render.user(user)));
+    }
+    if matches!(searched, Searched::Groups | Searched::Everything) {
+        let groups = state.directory.groups(actor).await?;
+        found.extend(groups.iter().map(|group| render.group(group)));
+    }
+    Ok(scim_json(StatusCode::OK, &list_response(found, &query)))
+}
+
+/// `POST /.search`: users and groups, as a `GET` list with the body's parameters.
+pub async fn search_all(
+    state: web::Data<AppState>,
+    ScimCaller(actor): ScimCaller,
+    ScimBody(body): ScimBody,
+) -> Answer {
+    search(&state, &actor, &body, Searched::Everything).await
+}
+
+/// `POST /Users/.search`.
+pub async fn search_users(
+    state: web::Data<AppState>,
+    ScimCaller(actor): ScimCaller,
+    ScimBody(body): ScimBody,
+) -> Answer {
+    search(&state, &actor, &body, Searched::Users).await
+}
+
+/// `POST /Groups/.search`.
+pub async fn search_groups(
+    state: web::Data<AppState>,
+    ScimCaller(actor): ScimCaller,
+    ScimBody(body): ScimBody,
+) -> Answer {
+    search(&state, &actor, &body, Searched::Groups).await
 }
 
 /// Any other path under an organization's SCIM base.
@@ -439,7 +501,17 @@ pub fn configure(config: &mut web::ServiceConfig) {
             .service(discovery("/Schemas/{schema}", web::get().to(schema)))
             .service(
                 web::resource("/.search")
-                    .route(web::post().to(search_not_implemented))
+                    .route(web::post().to(search_all))
+                    .default_service(web::to(method_not_allowed)),
+            )
+            .service(
+                web::resource("/Users/.search")
+                    .route(web::post().to(search_users))
+                    .default_service(web::to(method_not_allowed)),
+            )
+            .service(
+                web::resource("/Groups/.search")
+                    .route(web::post().to(search_groups))
                     .default_service(web::to(method_not_allowed)),
             )
             .service(

@@ -119,6 +119,8 @@ mod application_tests;
 #[cfg(test)]
 mod control_tests;
 #[cfg(test)]
+mod directory_tests;
+#[cfg(test)]
 mod domain_tests;
 #[cfg(test)]
 mod iam_tests;

@@ -170,6 +170,13 @@ on_both_backends! {
                 ("list the organization's keys", Method::GET, format!("{org_path}/api-keys"), None, None, iam_manage[i]),
                 ("revoke an unknown key", Method::DELETE,
                     format!("{org_path}/api-keys/{}", uuid::Uuid::now_v7()), None, None, revoke_missing[i]),
+                ("list SCIM tokens", Method::GET, format!("{org_path}/scim-tokens"), None, None, iam_manage[i]),
+                ("read the group-to-role map", Method::GET, format!("{org_path}/scim/group-roles"), None, None, iam_manage[i]),
+                // A SCIM token names the person who made it, as a service account does.
+                ("create a SCIM token", Method::POST, format!("{org_path}/scim-tokens"),
+                    Some(json!({ "name": format!("idp {i}") })), None, create_account[i]),
+                ("revoke an unknown SCIM token", Method::DELETE,
+                    format!("{org_path}/scim-tokens/{}", uuid::Uuid::now_v7()), None, None, revoke_missing[i]),
                 ("transfer ownership", Method::POST, format!("{org_path}/transfer-ownership"),
                     Some(json!({ "user_id": uuid::Uuid::now_v7(), "password": PASSWORD })), None, transfer[i]),
                 ("delete the organization", Method::DELETE, org_path.clone(), None, None,

@@ -378,6 +378,10 @@ on_both_backends! {
         scim_error(scim(&app, &dir.owner.access_token, Method::GET, &users, None).await, 401, None).await;
         let anonymous = app.client.get(&users).send().await.unwrap();
         assert_eq!(anonymous.status(), 401);
+        // A SCIM token is no way into the rest of the API, nor into someone's account.
+        for path in [format!("/api/v1/organizations/{}", dir.org), format!("/api/v1/organizations/{}/members", dir.org), "/api/v1/users/me".to_owned()] {
+            assert_eq!(app.get_as(&dir.token, &path).await.status(), 401, "{path}");
+        }
         let tokens = json_of(app.get_as(&other.owner.access_token, &format!("/api/v1/organizations/{}/scim-tokens", other.org)).await, 200).await;
         assert_eq!(tokens.as_array().unwrap().len(), 1);
         assert!(tokens[0].get("token_secret").is_none() && tokens[0].get("token_hash").is_none(), "{tokens}");

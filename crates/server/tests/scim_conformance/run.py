@@ -1,6 +1,6 @@
 """SCIM 2.0 conformance run: scim2-tester against a live SCIM server.
 
-    run.py BASE_URL TOKEN      e.g. run.py http://127.0.0.1:8080/scim/v2/<org-uuid> gk_...
+    run.py BASE_URL TOKEN      e.g. run.py http://127.0.0.1:8080/scim/v2/<org-uuid> ghsc_...
 
 Runs every check of scim2-tester (RFC 7643/7644: discovery endpoints, then create, read,
 attribute selection, replace, delete and PATCH add/remove/replace for each announced

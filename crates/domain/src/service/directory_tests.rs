@@ -1,0 +1,218 @@
+//! Directory sync against mocked ports: what a provisioned user means for the membership, one
+//! rule per test.
+
+use futures::executor::block_on;
+use uuid::Uuid;
+
+use super::{
+    tests::{acme, ada_credentials, now, origin, ready, settings, Mocks, Seen, ACME, ADA},
+    Actor, AuthService, DirectoryClient, DirectoryError, DirectoryService, MemberService,
+};
+use crate::{
+    mock::MockDomainStore,
+    model::{
+        DirectoryName, DirectoryText, DirectoryUser, DirectoryUserId, GroupRoles, Membership, Plan,
+        Role, ScimTokenId, UserAttributes,
+    },
+    ports::{DirectoryChange, DirectoryWrite, MemberEffect},
+};
+
+const OKTA: ScimTokenId = ScimTokenId::from_uuid(Uuid::from_u128(0x0c7a));
+const ISAAC: DirectoryUserId = DirectoryUserId::from_uuid(Uuid::from_u128(0x15aac));
+
+fn directory(plan: Plan) -> Actor {
+    Actor::Directory(DirectoryClient {
+        token_id: OKTA,
+        organization_id: ACME,
+        plan,
+        created_by: ADA,
+    })
+}
+
+fn attributes(user_name: &str, active: bool) -> UserAttributes {
+    UserAttributes {
+        user_name: DirectoryText::parse(user_name).unwrap(),
+        external_id: None,
+        display_name: None,
+        name: DirectoryName {
+            formatted: None,
+            given_name: Some(DirectoryText::parse("Isaac").unwrap()),
+            family_name: Some(DirectoryText::parse("Brock").unwrap()),
+        },
+        emails: Vec::new(),
+        active,
+    }
+}
+
+impl Mocks {
+    /// Acme on `plan`, no group mapped, `verified` its verified domain; every write recorded.
+    fn acme_directory(&mut self, plan: Plan, verified: &'static str) -> Seen<DirectoryWrite> {
+        self.organizations
+            .expect_organization()
+            .returning(move |_| ready(Ok(Some(acme(plan)))));
+        self.directory
+            .expect_group_roles()
+            .returning(|_| ready(Ok(GroupRoles::default())));
+        let mut domains = MockDomainStore::new();
+        domains
+            .expect_verifying_organization()
+            .returning(move |domain| ready(Ok((domain.as_ref() == verified).then_some(ACME))));
+        self.domains = domains;
+        self.branding
+            .expect_branding()
+            .returning(|_| ready(Ok(None)));
+        let written = Seen::new();
+        let seen = written.clone();
+        self.directory
+            .expect_write_directory()
+            .returning(move |write| {
+                seen.record(write);
+                ready(Ok(true))
+            });
+        written
+    }
+
+    fn service(self) -> DirectoryService {
+        let ports = self.ports();
+        let auth = AuthService::new((&ports).into(), settings());
+        let members = MemberService::new((&ports).into(), "https://id.example.com".into());
+        DirectoryService::new((&ports).into(), auth, members)
+    }
+}
+
+#[test]
+fn an_address_in_a_verified_domain_without_an_account_gets_one_and_joins_with_the_default_role() {
+    let mut mocks = Mocks::new();
+    let written = mocks.acme_directory(Plan::Business, "acme.test");
+    mocks
+        .accounts
+        .expect_credentials_by_email()
+        .returning(|_| ready(Ok(None)));
+    mocks.mailer.expect_send().never();
+    let user = block_on(mocks.service().create_user(
+        &directory(Plan::Business),
+        attributes("isaac@acme.test", true),
+        &origin(),
+    ))
+    .unwrap();
+    let write = written.only();
+    assert_eq!(write.changes, vec![DirectoryChange::CreateUser(user)]);
+    match write.effects.as_slice() {
+        [MemberEffect::Join {
+            account: Some(account),
+            role,
+            ..
+        }] => {
+            assert_eq!(account.user.email.as_ref(), "isaac@acme.test");
+            assert_eq!(account.user.full_name.as_ref(), "Isaac Brock");
+            assert_eq!(*role, Role::Member);
+        }
+        other => panic!("expected one join with a new account: {other:?}"),
+    }
+    assert_eq!(write.events.len(), 1);
+    assert_eq!(write.events[0].event_type.as_str(), "member.joined");
+    assert_eq!(write.audit[0].actor.kind(), "scim");
+}
+
+#[test]
+fn another_address_is_invited_by_mail_never_linked_to_the_account_that_has_it() {
+    let mut mocks = Mocks::new();
+    let written = mocks.acme_directory(Plan::Business, "acme.test");
+    // Ada's account exists, but her domain is not one Acme verified.
+    mocks
+        .accounts
+        .expect_credentials_by_email()
+        .returning(|_| ready(Ok(Some(ada_credentials()))));
+    mocks
+        .memberships
+        .expect_membership()
+        .returning(|_, _| ready(Ok(None)));
+    mocks.mailer.expect_send().times(1).returning(|mail| {
+        assert_eq!(mail.to.as_ref(), "ada@example.com");
+        assert!(mail.text.contains("/invitations/ghi_"), "{}", mail.text);
+        ready(Ok(()))
+    });
+    block_on(mocks.service().create_user(
+        &directory(Plan::Business),
+        attributes("ada@example.com", true),
+        &origin(),
+    ))
+    .unwrap();
+    let write = written.only();
+    assert!(
+        matches!(write.effects.as_slice(), [MemberEffect::Invite(invitation)] if invitation.invited_by == ADA),
+        "{:?}",
+        write.effects
+    );
+    assert_eq!(write.events[0].event_type.as_str(), "member.invited");
+}
+
+#[test]
+fn deactivating_the_owner_is_refused_and_writes_nothing() {
+    let mut mocks = Mocks::new();
+    let written = mocks.acme_directory(Plan::Business, "example.com");
+    mocks.directory.expect_directory_user().returning(|_, _| {
+        ready(Ok(Some(DirectoryUser {
+            id: ISAAC,
+            organization_id: ACME,
+            attributes: attributes("ada@example.com", true),
+            created_at: now(),
+            updated_at: now(),
+        })))
+    });
+    mocks
+        .directory
+        .expect_groups_of()
+        .returning(|_, _| ready(Ok(Vec::new())));
+    mocks
+        .accounts
+        .expect_credentials_by_email()
+        .returning(|_| ready(Ok(Some(ada_credentials()))));
+    mocks.memberships.expect_membership().returning(|_, _| {
+        ready(Ok(Some(Membership {
+            organization_id: ACME,
+            user_id: ADA,
+            role: Role::Owner.into(),
+            plan: Plan::Business,
+            joined_at: now(),
+        })))
+    });
+    let refused = block_on(mocks.service().replace_user(
+        &directory(Plan::Business),
+        ISAAC,
+        attributes("ada@example.com", false),
+        &origin(),
+    ));
+    assert!(
+        matches!(refused, Err(DirectoryError::OwnerProtected)),
+        "{refused:?}"
+    );
+    assert!(written.all().is_empty());
+}
+
+#[test]
+fn a_plan_without_directory_sync_provisions_nothing() {
+    let mocks = Mocks::new();
+    let refused = block_on(mocks.service().create_user(
+        &directory(Plan::Pro),
+        attributes("isaac@acme.test", true),
+        &origin(),
+    ));
+    assert!(
+        matches!(refused, Err(DirectoryError::PlanRequired)),
+        "{refused:?}"
+    );
+}
+
+#[test]
+fn a_directory_token_manages_members_and_nothing_else() {
+    let actor = directory(Plan::Business);
+    for permission in crate::model::Permission::ALL {
+        let granted = actor.require(permission).is_ok();
+        assert_eq!(
+            granted,
+            crate::model::DIRECTORY_PERMISSIONS.contains(&permission),
+            "{permission:?}"
+        );
+    }
+}
