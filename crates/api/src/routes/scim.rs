@@ -6,10 +6,12 @@
 
 use std::{future::Future, pin::Pin};
 
-use actix_web::{dev::Payload, http::StatusCode, web, FromRequest, HttpRequest, HttpResponse};
+use actix_web::{
+    dev::Payload, http::StatusCode, web, FromRequest, HttpMessage, HttpRequest, HttpResponse,
+};
 use gatehouse_domain::{
     model::{DirectoryGroupId, DirectoryUserId, OrganizationId},
-    service::{Actor, PatchError},
+    service::{Actor, Agent, PatchError},
 };
 use gatehouse_scim::{
     list_response, parse_group, parse_user, project, ListQuery, Patch, Resources, ScimError,
@@ -20,7 +22,7 @@ use uuid::Uuid;
 
 use crate::{
     error::{ApiError, ScimFailure},
-    extract::{actor_in, authenticate, scim_organization, RequestOrigin, ValidJson},
+    extract::{actor_in, authenticate_in, scim_organization, RequestOrigin, ValidJson},
     state::AppState,
 };
 
@@ -39,7 +41,13 @@ impl FromRequest for ScimCaller {
         Box::pin(async move {
             let organization = scim_organization(request.path())
                 .ok_or_else(|| ScimError::not_found("no such organization"))?;
-            let agent = authenticate(&request).await?;
+            // The agent the rate-limit middleware found, or a fresh check, where a Bearer is
+            // one of the organization's SCIM tokens.
+            let cached = request.extensions().get::<Agent>().cloned();
+            let agent = match cached {
+                Some(agent) => agent,
+                None => authenticate_in(&request, organization).await?.0,
+            };
             let actor = actor_in(&request, agent, organization).await?;
             match actor {
                 Actor::Directory(_) => Ok(Self(actor)),

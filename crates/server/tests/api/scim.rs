@@ -374,7 +374,8 @@ on_both_backends! {
         let users = format!("{}/Users", dir.base);
 
         // Another organization's token, a user's own access token, no token, a revoked token.
-        scim_error(scim(&app, &other.token, Method::GET, &users, None).await, 401, None).await;
+        let refused = scim_error(scim(&app, &other.token, Method::GET, &users, None).await, 401, None).await;
+        assert_eq!(refused["detail"], "invalid SCIM token");
         scim_error(scim(&app, &dir.owner.access_token, Method::GET, &users, None).await, 401, None).await;
         let anonymous = app.client.get(&users).send().await.unwrap();
         assert_eq!(anonymous.status(), 401);
