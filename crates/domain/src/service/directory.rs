@@ -645,39 +645,40 @@ impl DirectoryService {
             old.symmetric_difference(&new).copied().collect()
         };
         let this = before.or(after).map(|group| group.id);
-        for id in touched {
-            let Some(user) = self
+        if !touched.is_empty() {
+            // Read once: the directory's users and its other groups as they are.
+            let users = self
                 .ports
                 .directory
-                .directory_user(organization_id, id)
-                .await?
-            else {
-                continue;
-            };
-            let Some(address) = user.attributes.provisioned_address() else {
-                continue;
-            };
-            // Their groups once this change is written: the others as they are, and this one
-            // as it will be.
+                .directory_users(organization_id)
+                .await?;
             let others: Vec<DirectoryGroup> = self
                 .ports
                 .directory
                 .directory_groups(organization_id)
                 .await?
                 .into_iter()
-                .filter(|group| Some(group.id) != this && group.attributes.members.contains(&id))
+                .filter(|group| Some(group.id) != this)
                 .collect();
-            let mut names: Vec<&str> = others
-                .iter()
-                .map(|group| group.attributes.display_name.as_str())
-                .collect();
-            if new.contains(&id) {
-                if let Some(after) = after {
-                    names.push(after.attributes.display_name.as_str());
+            for user in users.iter().filter(|user| touched.contains(&user.id)) {
+                let Some(address) = user.attributes.provisioned_address() else {
+                    continue;
+                };
+                // Their groups once this change is written: the others as they are, and this
+                // one as it will be.
+                let mut names: Vec<&str> = others
+                    .iter()
+                    .filter(|group| group.attributes.members.contains(&user.id))
+                    .map(|group| group.attributes.display_name.as_str())
+                    .collect();
+                if new.contains(&user.id) {
+                    if let Some(after) = after {
+                        names.push(after.attributes.display_name.as_str());
+                    }
                 }
+                let role = plan.role_of(names);
+                self.set_role(&mut plan, &address, role).await?;
             }
-            let role = plan.role_of(names);
-            self.set_role(&mut plan, &address, role).await?;
         }
         self.write(plan, vec![change]).await
     }
