@@ -98,7 +98,7 @@ struct PendingCredentialChecks(Vec<oneshot::Receiver<()>>);
 /// Runs a credential extractor's `check`, registered for the request's JSON body to wait on:
 /// the body goes on once the check has finished, whatever came of it (when it failed, the
 /// extractor's error is the answer).
-fn gated<T: 'static>(
+pub(crate) fn gated<T: 'static>(
     req: &HttpRequest,
     check: impl Future<Output = Result<T, ApiError>> + 'static,
 ) -> Pin<Box<dyn Future<Output = Result<T, ApiError>>>> {

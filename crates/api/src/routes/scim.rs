@@ -22,7 +22,7 @@ use uuid::Uuid;
 
 use crate::{
     error::{ApiError, ScimFailure},
-    extract::{actor_in, authenticate_in, scim_organization, RequestOrigin, ValidJson},
+    extract::{actor_in, authenticate_in, gated, scim_organization, RequestOrigin, ValidJson},
     state::AppState,
 };
 
@@ -38,9 +38,11 @@ impl FromRequest for ScimCaller {
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let request = req.clone();
-        Box::pin(async move {
+        // Registered as a credential check: a body (`ScimBody`) is parsed only once this is
+        // done, so a refused token with a bad body is `401`, never `400`.
+        let check = gated(req, async move {
             let organization = scim_organization(request.path())
-                .ok_or_else(|| ScimError::not_found("no such organization"))?;
+                .ok_or_else(|| ApiError::NotFound("no such organization".into()))?;
             // The agent the rate-limit middleware found, or a fresh check, where a Bearer is
             // one of the organization's SCIM tokens.
             let cached = request.extensions().get::<Agent>().cloned();
@@ -53,10 +55,10 @@ impl FromRequest for ScimCaller {
                 Actor::Directory(_) => Ok(Self(actor)),
                 _ => Err(ApiError::Unauthorized(
                     "SCIM requests carry one of the organization's SCIM tokens".into(),
-                )
-                .into()),
+                )),
             }
-        })
+        });
+        Box::pin(async move { check.await.map_err(ScimFailure::from) })
     }
 }
 

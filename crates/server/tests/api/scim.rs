@@ -376,6 +376,10 @@ on_both_backends! {
         // Another organization's token, a user's own access token, no token, a revoked token.
         let refused = scim_error(scim(&app, &other.token, Method::GET, &users, None).await, 401, None).await;
         assert_eq!(refused["detail"], "invalid SCIM token");
+        // The credential is judged before the body: a bad token with a bad body is 401.
+        let bad_body = app.client.post(&users).bearer_auth(&other.token)
+            .header("Content-Type", "application/scim+json").body("{not json").send().await.unwrap();
+        scim_error(bad_body, 401, None).await;
         scim_error(scim(&app, &dir.owner.access_token, Method::GET, &users, None).await, 401, None).await;
         let anonymous = app.client.get(&users).send().await.unwrap();
         assert_eq!(anonymous.status(), 401);
