@@ -20,15 +20,16 @@ use time::OffsetDateTime;
 use super::{
     super::{
         schema::{
-            api_keys, invitations, memberships, organizations, scim_group_members,
-            scim_group_roles, scim_groups, scim_tokens, scim_users,
+            invitations, memberships, organizations, scim_group_members, scim_group_roles,
+            scim_groups, scim_tokens, scim_users,
         },
         Conn, Db, DbStore,
     },
     accounts::{insert_account_rows, CreateError},
     audit::insert_audit,
     custom_roles::CustomRoles,
-    rows::{record_events, NewInvitationRow, NewMembershipRow},
+    members::{end_membership, insert_invitation},
+    rows::{record_events, NewMembershipRow},
 };
 use crate::{corrupt, db_error, types::DbUuid};
 
@@ -436,19 +437,7 @@ async fn apply_effect(
                 .set(invitations::revoked_at.eq(Some(invitation.invited_at)))
                 .execute(conn)
                 .await?;
-            diesel::insert_into(invitations::table)
-                .values(NewInvitationRow {
-                    id: DbUuid(invitation.id.as_uuid()),
-                    organization_id: organization,
-                    email: invitation.email.as_ref(),
-                    role: invitation.role.role().name(),
-                    token_hash: invitation.token_hash.as_hex(),
-                    invited_by: DbUuid(invitation.invited_by.as_uuid()),
-                    invited_at: invitation.invited_at,
-                    expires_at: invitation.expires_at,
-                })
-                .execute(conn)
-                .await?;
+            insert_invitation(conn, invitation).await?;
         }
         MemberEffect::ChangeRole { user_id, role } => {
             diesel::update(
@@ -470,24 +459,9 @@ async fn apply_effect(
                 .await?;
         }
         MemberEffect::Remove { user_id } => {
-            let user = DbUuid(user_id.as_uuid());
-            let removed = diesel::delete(
-                memberships::table
-                    .filter(memberships::organization_id.eq(organization))
-                    .filter(memberships::user_id.eq(user)),
-            )
-            .execute(conn)
-            .await?;
-            if removed != 1 {
+            if !end_membership(conn, OrganizationId::from_uuid(organization.0), *user_id).await? {
                 return Err(WriteError::Gone);
             }
-            diesel::delete(
-                api_keys::table
-                    .filter(api_keys::organization_id.eq(organization))
-                    .filter(api_keys::user_id.eq(user)),
-            )
-            .execute(conn)
-            .await?;
         }
         MemberEffect::RevokeInvitations { email, at } => {
             diesel::update(open_invitations!(organization, email.as_ref()))

@@ -379,19 +379,7 @@ impl MemberStore for DbStore {
                 .execute(conn)
                 .await?;
             // A live one makes `invitations_one_open_idx` refuse this: a conflict.
-            diesel::insert_into(invitations::table)
-                .values(NewInvitationRow {
-                    id: DbUuid(invitation.id.as_uuid()),
-                    organization_id: org,
-                    email: invitation.email.as_ref(),
-                    role: invitation.role.role().name(),
-                    token_hash: invitation.token_hash.as_hex(),
-                    invited_by: DbUuid(invitation.invited_by.as_uuid()),
-                    invited_at: invitation.invited_at,
-                    expires_at: invitation.expires_at,
-                })
-                .execute(conn)
-                .await?;
+            insert_invitation(conn, &invitation).await?;
             record_events(conn, vec![event]).await?;
             insert_audit(conn, audit).await
         })
@@ -654,20 +642,12 @@ impl MemberStore for DbStore {
         audit: AuditRecord,
     ) -> Result<bool, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
-            let (org, user) = (DbUuid(organization_id.as_uuid()), DbUuid(user_id.as_uuid()));
-            let membership = memberships::table
-                .filter(memberships::organization_id.eq(org))
-                .filter(memberships::user_id.eq(user));
-            let removed = diesel::delete(membership).execute(conn).await?;
-            if removed == 1 {
-                let keys = api_keys::table
-                    .filter(api_keys::organization_id.eq(org))
-                    .filter(api_keys::user_id.eq(user));
-                diesel::delete(keys).execute(conn).await?;
+            let removed = end_membership(conn, organization_id, user_id).await?;
+            if removed {
                 record_events(conn, vec![event]).await?;
                 insert_audit(conn, audit).await?;
             }
-            Ok::<_, diesel::result::Error>(removed == 1)
+            Ok::<_, diesel::result::Error>(removed)
         })
     }
 
@@ -724,4 +704,47 @@ impl MemberStore for DbStore {
             Ok::<_, diesel::result::Error>(())
         })
     }
+}
+
+/// Stores a new invitation, in the caller's transaction (an open one of the same address makes
+/// `invitations_one_open_idx` refuse it).
+pub(super) async fn insert_invitation(
+    conn: &mut Conn,
+    invitation: &NewInvitation,
+) -> QueryResult<()> {
+    diesel::insert_into(invitations::table)
+        .values(NewInvitationRow {
+            id: DbUuid(invitation.id.as_uuid()),
+            organization_id: DbUuid(invitation.organization_id.as_uuid()),
+            email: invitation.email.as_ref(),
+            role: invitation.role.role().name(),
+            token_hash: invitation.token_hash.as_hex(),
+            invited_by: DbUuid(invitation.invited_by.as_uuid()),
+            invited_at: invitation.invited_at,
+            expires_at: invitation.expires_at,
+        })
+        .execute(conn)
+        .await
+        .map(|_| ())
+}
+
+/// Ends an active membership and, with it, the user's API keys for the organization, in the
+/// caller's transaction; `false` when they were not a member.
+pub(super) async fn end_membership(
+    conn: &mut Conn,
+    organization_id: OrganizationId,
+    user_id: UserId,
+) -> QueryResult<bool> {
+    let (org, user) = (DbUuid(organization_id.as_uuid()), DbUuid(user_id.as_uuid()));
+    let membership = memberships::table
+        .filter(memberships::organization_id.eq(org))
+        .filter(memberships::user_id.eq(user));
+    let removed = diesel::delete(membership).execute(conn).await?;
+    if removed == 1 {
+        let keys = api_keys::table
+            .filter(api_keys::organization_id.eq(org))
+            .filter(api_keys::user_id.eq(user));
+        diesel::delete(keys).execute(conn).await?;
+    }
+    Ok(removed == 1)
 }
