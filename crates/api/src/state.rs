@@ -46,6 +46,9 @@ pub struct AppState {
     /// `GATEHOUSE_BODY_TIMEOUT_SECS`: how long a request body may take to arrive
     /// ([`bounded_body`](crate::bounded_body)).
     pub body_timeout: std::time::Duration,
+    /// Set when the replica has been told to stop: `/readyz` answers `503` from then on, so
+    /// that a load balancer takes it out while it drains.
+    pub stopping: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl AppState {
@@ -84,6 +87,7 @@ impl AppState {
             audit_log: AuditLogService::new((&ports).into()),
             control_token,
             body_timeout: crate::DEFAULT_BODY_TIMEOUT,
+            stopping: std::sync::Arc::default(),
             trusted_proxies,
             secure_cookies: settings.issuer.starts_with("https://"),
             auth,

@@ -126,6 +126,55 @@ struct Shared {
     /// The number of requests recorded, to wait on.
     received: watch::Sender<usize>,
     connections: AtomicUsize,
+    /// Requests being answered now, and the most there ever were at once.
+    in_flight: AtomicUsize,
+    most_in_flight: AtomicUsize,
+    /// Of the requests being answered, how many carry each delivery id
+    /// (`X-Service-Delivery-Id`), and the ids that arrived while another request of theirs
+    /// was still being answered.
+    in_flight_ids: Mutex<std::collections::HashMap<String, usize>>,
+    repeated_at_once: Mutex<Vec<String>>,
+}
+
+/// A request being answered: counted in [`Shared::in_flight`] until dropped (answered, or the
+/// connection gone).
+struct Answering {
+    shared: Arc<Shared>,
+    delivery_id: Option<String>,
+}
+
+impl Answering {
+    fn start(shared: Arc<Shared>, delivery_id: Option<String>) -> Self {
+        let now = shared.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        shared.most_in_flight.fetch_max(now, Ordering::SeqCst);
+        if let Some(id) = &delivery_id {
+            let mut ids = lock(&shared.in_flight_ids);
+            let count = ids.entry(id.clone()).or_insert(0);
+            if *count > 0 {
+                lock(&shared.repeated_at_once).push(id.clone());
+            }
+            *count += 1;
+        }
+        Self {
+            shared,
+            delivery_id,
+        }
+    }
+}
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        self.shared.in_flight.fetch_sub(1, Ordering::SeqCst);
+        if let Some(id) = &self.delivery_id {
+            let mut ids = lock(&self.shared.in_flight_ids);
+            if let Some(count) = ids.get_mut(id) {
+                *count -= 1;
+                if *count == 0 {
+                    ids.remove(id);
+                }
+            }
+        }
+    }
 }
 
 /// Locks, ignoring poisoning (a panicking test thread must not hide the receiver's state).
@@ -170,6 +219,10 @@ impl TestReceiver {
             answer: Mutex::new(Answer::default()),
             received: watch::Sender::new(0),
             connections: AtomicUsize::new(0),
+            in_flight: AtomicUsize::new(0),
+            most_in_flight: AtomicUsize::new(0),
+            in_flight_ids: Mutex::default(),
+            repeated_at_once: Mutex::default(),
         });
         let acceptor = TlsAcceptor::from(Arc::new(server_config));
         let server = tokio::spawn(serve(listener, acceptor, Arc::clone(&shared)));
@@ -213,6 +266,19 @@ impl TestReceiver {
     /// Every request received so far, in order of arrival (of the whole body).
     pub fn requests(&self) -> Vec<ReceivedRequest> {
         lock(&self.shared.requests).clone()
+    }
+
+    /// The most requests it was ever answering at once (a sender's concurrency, as the
+    /// receiver sees it: with [`Self::delay`], each is counted for the whole delay).
+    pub fn most_in_flight(&self) -> usize {
+        self.shared.most_in_flight.load(Ordering::SeqCst)
+    }
+
+    /// The delivery ids (`X-Service-Delivery-Id`) of requests that arrived while another
+    /// request with the same id was still being answered: the same delivery sent twice at
+    /// once.
+    pub fn repeated_at_once(&self) -> Vec<String> {
+        lock(&self.shared.repeated_at_once).clone()
     }
 
     /// How many TCP connections it has accepted, TLS handshakes that failed included.
@@ -371,6 +437,14 @@ async fn answer(
     connection: usize,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let (parts, body) = request.into_parts();
+    let _answering = Answering::start(
+        shared.clone(),
+        parts
+            .headers
+            .get("x-service-delivery-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
+    );
     let body = body
         .collect()
         .await

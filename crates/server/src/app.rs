@@ -1,7 +1,14 @@
 //! Wiring: configuration in, a running HTTP server out. `main` and the tests both start
 //! Gatehouse through [`Application::build`].
 
-use std::{net::SocketAddr, sync::Arc, time::Duration};
+use std::{
+    net::SocketAddr,
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
+    time::Duration,
+};
 
 use actix_web::{dev::Server, middleware::from_fn, web, App, HttpServer};
 use gatehouse_api::{
@@ -12,7 +19,7 @@ use gatehouse_delivery::{HttpsSender, SenderConfig};
 use gatehouse_dns::HickoryDns;
 use gatehouse_domain::{
     model::{Organization, OrganizationId, Plan},
-    ports::{DnsTxt, Ports, PurgedHistory, RateLimiter, SignInAttempts, TokenSigner},
+    ports::{DnsTxt, PeriodicTask, Ports, PurgedHistory, RateLimiter, SignInAttempts, TokenSigner},
     service::{
         AuthSettings, DeliveryEngine, DeliverySettings, OrganizationPorts, OrganizationService,
     },
@@ -31,7 +38,7 @@ use gatehouse_ratelimit::{
 };
 use gatehouse_saml::XmlSecSaml;
 use gatehouse_webauthn::WebauthnRs;
-use gatehouse_worker::{self as worker, WorkerSettings};
+use gatehouse_worker::{self as worker, WorkerSettings, Workers};
 
 use crate::{config::Config, connections::ConnectionLimit, secret_key};
 
@@ -44,8 +51,34 @@ pub struct Application {
     address: SocketAddr,
     public_url: String,
     background: Vec<JoinHandle<()>>,
+    /// The webhook workers, unless `GATEHOUSE_WORKER=false`.
+    workers: Option<Workers>,
     /// The `GATEHOUSE_METRICS_BIND` listener, when one is configured.
     metrics: Option<(Server, SocketAddr)>,
+    /// Set when told to stop: `/readyz` answers `503`.
+    stopping: Arc<AtomicBool>,
+    /// `GATEHOUSE_DRAIN_SECS` and `GATEHOUSE_SHUTDOWN_TIMEOUT_SECS`.
+    drain: Duration,
+    shutdown_timeout: Duration,
+}
+
+/// Waits for SIGTERM (what orchestrators and `scripts/cluster` send) or SIGINT (Ctrl-C).
+async fn stop_signal() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for SIGTERM; only Ctrl-C stops this");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    tokio::select! {
+        () = terminate => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
 }
 
 /// How often deleted organizations past their retention are purged.
@@ -229,6 +262,7 @@ impl Application {
             config.webhook_allow_private_targets,
         );
         state.body_timeout = config.body_timeout;
+        let stopping = state.stopping.clone();
         let state = web::Data::new(state);
         crate::connections::raise_open_file_limit();
         let connections = ConnectionLimit::new(
@@ -255,6 +289,9 @@ impl Application {
                 .configure(configure)
         })
         .on_connect(move |connection, data| connections.on_connect(connection, data))
+        // Signals are `run_until_stopped`'s: it drains before it stops the server.
+        .disable_signals()
+        .shutdown_timeout(config.shutdown_timeout.as_secs())
         .listen(listener)?
         .run();
         let metrics = match config.metrics_bind {
@@ -269,6 +306,7 @@ impl Application {
                         .configure(configure_metrics_listener)
                 })
                 .workers(1)
+                .disable_signals()
                 .listen(listener)?
                 .run();
                 tracing::info!(%address, "metrics are served at /metrics");
@@ -299,6 +337,18 @@ impl Application {
             let mut every = tokio::time::interval(PURGE_INTERVAL);
             loop {
                 every.tick().await;
+                // Once per cluster each hour: the replica whose claim lands first purges.
+                match purge_audit
+                    .claim_periodic(PeriodicTask::Purges, PURGE_INTERVAL)
+                    .await
+                {
+                    Ok(true) => {}
+                    Ok(false) => continue,
+                    Err(error) => {
+                        tracing::warn!(%error, "claiming the hourly purges failed");
+                        continue;
+                    }
+                }
                 match purge_organizations.purge_deleted().await {
                     Ok(0) => {}
                     Ok(count) => tracing::info!(count, "purged deleted organizations"),
@@ -332,25 +382,29 @@ impl Application {
             backend = store.backend().as_str(),
             "gatehouse is listening"
         );
+        let workers = config.worker.then(|| {
+            worker::spawn(
+                engine,
+                WorkerSettings::new(config.webhook_timeout, config.webhook_endpoint_concurrency)
+                    .per_organization(config.webhook_slots_per_organization)
+                    .poll_interval(config.webhook_poll_interval),
+                delivery_metrics,
+                store.outbox_committed(),
+            )
+        });
+        if workers.is_none() {
+            tracing::info!("GATEHOUSE_WORKER=false: this replica delivers no webhooks");
+        }
         Ok(Self {
             server,
             address,
             public_url,
             metrics,
-            background: {
-                let mut tasks = vec![reload, purge, release_hash_memory];
-                tasks.extend(worker::spawn(
-                    engine,
-                    WorkerSettings::new(
-                        config.webhook_timeout,
-                        config.webhook_endpoint_concurrency,
-                    )
-                    .per_organization(config.webhook_slots_per_organization),
-                    delivery_metrics,
-                    store.outbox_committed(),
-                ));
-                tasks
-            },
+            background: vec![reload, purge, release_hash_memory],
+            workers,
+            stopping,
+            drain: config.drain,
+            shutdown_timeout: config.shutdown_timeout,
         })
     }
 
@@ -372,15 +426,48 @@ impl Application {
         self.metrics.as_ref().map(|(_, address)| *address)
     }
 
-    /// Serves until the process is told to stop (SIGINT, SIGTERM), then drains.
+    /// Serves until the process is told to stop (SIGTERM, SIGINT), then drains: `/readyz`
+    /// answers `503` for `GATEHOUSE_DRAIN_SECS` while requests are still served; then no new
+    /// connection is accepted, and the requests accepted and the deliveries leased are
+    /// finished (for up to `GATEHOUSE_SHUTDOWN_TIMEOUT_SECS` each; unsent deliveries are then
+    /// given back) before it returns.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        let handles = (
+            self.server.handle(),
+            self.metrics.as_ref().map(|(server, _)| server.handle()),
+        );
+        let (stopping, drain) = (self.stopping.clone(), self.drain);
+        let told = tokio::spawn(async move {
+            stop_signal().await;
+            stopping.store(true, Ordering::Relaxed);
+            tracing::info!(
+                drain_secs = drain.as_secs(),
+                "told to stop: not ready; draining"
+            );
+            tokio::time::sleep(drain).await;
+            let (server, metrics) = handles;
+            // No new connections; the requests under way finish (the shutdown timeout).
+            server.stop(true).await;
+            if let Some(metrics) = metrics {
+                metrics.stop(true).await;
+            }
+        });
         let result = match self.metrics {
             Some((metrics, _)) => tokio::try_join!(self.server, metrics).map(|_| ()),
             None => self.server.await,
         };
+        told.abort();
+        if let Some(workers) = self.workers {
+            let stopped = workers.stop(self.shutdown_timeout).await;
+            tracing::info!(
+                given_back = stopped.given_back,
+                "webhook workers stopped; every attempt in flight was recorded or given back"
+            );
+        }
         for task in self.background {
             task.abort();
         }
+        tracing::info!("stopped");
         result
     }
 }

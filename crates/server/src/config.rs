@@ -41,8 +41,8 @@ pub struct Config {
     pub webhook_ca_file: Option<PathBuf>,
     /// `GATEHOUSE_WEBHOOK_ALLOW_PRIVATE_TARGETS`: allow loopback, private and link-local targets.
     pub webhook_allow_private_targets: bool,
-    /// `GATEHOUSE_WEBHOOK_ENDPOINT_CONCURRENCY`: attempts in flight at once to one endpoint from
-    /// one process (1 to 64; 4 by default).
+    /// `GATEHOUSE_WEBHOOK_ENDPOINT_CONCURRENCY`: attempts in flight at once to one endpoint,
+    /// from every replica on the database together (1 to 64; 4 by default).
     pub webhook_endpoint_concurrency: usize,
     /// `GATEHOUSE_WEBHOOK_SLOTS_PER_ORGANIZATION`: attempts in flight at once to the endpoints
     /// of one organization from one process (1 to 64; 16, a quarter of the 64 slots, by
@@ -79,6 +79,21 @@ pub struct Config {
     /// `GATEHOUSE_MAX_CONNECTIONS_PER_IP`: open connections from one client address (1 to
     /// 1,000,000; 256 by default); more are closed as they are accepted.
     pub max_connections_per_ip: usize,
+    /// `GATEHOUSE_WEBHOOK_POLL_MS`: how often an idle delivery worker looks for work no signal
+    /// told it of (10 to 60,000 ms; 100 by default). Changes committed by any replica wake the
+    /// workers at once (on PostgreSQL, by `NOTIFY`); the poll finds retries that came due.
+    pub webhook_poll_interval: std::time::Duration,
+    /// `GATEHOUSE_WORKER`: whether this replica runs the webhook dispatcher and delivery
+    /// workers (`true` by default); `false` serves HTTP only.
+    pub worker: bool,
+    /// `GATEHOUSE_DRAIN_SECS`: on SIGTERM, how long `/readyz` answers `503` while the replica
+    /// still serves, for a load balancer that polls readiness to take it out (0 to 300; 0 by
+    /// default).
+    pub drain: std::time::Duration,
+    /// `GATEHOUSE_SHUTDOWN_TIMEOUT_SECS`: once a stopping replica no longer accepts, the most it
+    /// waits for the requests it accepted and the deliveries it leased (1 to 600; 30 by
+    /// default). Deliveries still unsent then are given back.
+    pub shutdown_timeout: std::time::Duration,
 }
 
 /// A URL that may hold a password: `Debug` shows it without.
@@ -134,6 +149,10 @@ struct Layer {
     dns_resolver: Option<String>,
     body_timeout_secs: Option<String>,
     max_connections_per_ip: Option<String>,
+    webhook_poll_ms: Option<String>,
+    worker: Option<String>,
+    drain_secs: Option<String>,
+    shutdown_timeout_secs: Option<String>,
 }
 
 impl Layer {
@@ -166,6 +185,10 @@ impl Layer {
             dns_resolver: vars("GATEHOUSE_DNS_RESOLVER"),
             body_timeout_secs: vars("GATEHOUSE_BODY_TIMEOUT_SECS"),
             max_connections_per_ip: vars("GATEHOUSE_MAX_CONNECTIONS_PER_IP"),
+            webhook_poll_ms: vars("GATEHOUSE_WEBHOOK_POLL_MS"),
+            worker: vars("GATEHOUSE_WORKER"),
+            drain_secs: vars("GATEHOUSE_DRAIN_SECS"),
+            shutdown_timeout_secs: vars("GATEHOUSE_SHUTDOWN_TIMEOUT_SECS"),
         }
     }
 
@@ -208,6 +231,10 @@ impl Layer {
             dns_resolver: self.dns_resolver.or(base.dns_resolver),
             body_timeout_secs: self.body_timeout_secs.or(base.body_timeout_secs),
             max_connections_per_ip: self.max_connections_per_ip.or(base.max_connections_per_ip),
+            webhook_poll_ms: self.webhook_poll_ms.or(base.webhook_poll_ms),
+            worker: self.worker.or(base.worker),
+            drain_secs: self.drain_secs.or(base.drain_secs),
+            shutdown_timeout_secs: self.shutdown_timeout_secs.or(base.shutdown_timeout_secs),
         }
     }
 }
@@ -334,16 +361,33 @@ impl Config {
                     reason: format!("{raw:?} is not a number of seconds from 0 to 300"),
                 })?,
         };
-        let webhook_allow_private_targets = match layer.webhook_allow_private_targets.as_deref() {
-            None | Some("false" | "0" | "") => false,
-            Some("true" | "1") => true,
-            Some(other) => {
-                return Err(ConfigError::Invalid {
-                    name: "GATEHOUSE_WEBHOOK_ALLOW_PRIVATE_TARGETS",
-                    reason: format!("{other:?} is not true or false"),
-                })
-            }
+        let webhook_allow_private_targets = flag(
+            layer.webhook_allow_private_targets,
+            "GATEHOUSE_WEBHOOK_ALLOW_PRIVATE_TARGETS",
+            false,
+        )?;
+        let worker = flag(layer.worker, "GATEHOUSE_WORKER", true)?;
+        let millis = |raw, name, range, default| {
+            count(raw, name, range, default)
+                .map(|n| std::time::Duration::from_millis(u64::try_from(n).unwrap_or(u64::MAX)))
         };
+        let webhook_poll_interval = millis(
+            layer.webhook_poll_ms,
+            "GATEHOUSE_WEBHOOK_POLL_MS",
+            10..=60_000,
+            100,
+        )?;
+        let seconds = |raw, name, range, default| {
+            count(raw, name, range, default)
+                .map(|n| std::time::Duration::from_secs(u64::try_from(n).unwrap_or(u64::MAX)))
+        };
+        let drain = seconds(layer.drain_secs, "GATEHOUSE_DRAIN_SECS", 0..=300, 0)?;
+        let shutdown_timeout = seconds(
+            layer.shutdown_timeout_secs,
+            "GATEHOUSE_SHUTDOWN_TIMEOUT_SECS",
+            1..=600,
+            30,
+        )?;
         let webhook_endpoint_concurrency = count(
             layer.webhook_endpoint_concurrency,
             "GATEHOUSE_WEBHOOK_ENDPOINT_CONCURRENCY",
@@ -430,6 +474,10 @@ impl Config {
             DEFAULT_MAX_CONNECTIONS_PER_IP,
         )?;
         Ok(Self {
+            webhook_poll_interval,
+            worker,
+            drain,
+            shutdown_timeout,
             body_timeout,
             max_connections_per_ip,
             control_token,
@@ -493,6 +541,19 @@ fn count(
         })
 }
 
+/// A yes-or-no setting: `true`/`1` or `false`/`0` (empty: `default`).
+fn flag(raw: Option<String>, name: &'static str, default: bool) -> Result<bool, ConfigError> {
+    match raw.as_deref() {
+        None | Some("") => Ok(default),
+        Some("true" | "1") => Ok(true),
+        Some("false" | "0") => Ok(false),
+        Some(other) => Err(ConfigError::Invalid {
+            name,
+            reason: format!("{other:?} is not true or false"),
+        }),
+    }
+}
+
 /// A number of days a purge keeps records for: 1 to 36500, `default` when unset or empty.
 fn retention_days(
     raw: Option<String>,
@@ -514,7 +575,7 @@ fn retention_days(
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
+    use std::{collections::HashMap, time::Duration};
 
     use gatehouse_domain::model::Plan;
 
@@ -588,6 +649,10 @@ mod tests {
             ("GATEHOUSE_EVENT_RETENTION_DAYS", "-3"),
             ("GATEHOUSE_EVENT_RETENTION_DAYS", "a month"),
             ("GATEHOUSE_TRUSTED_PROXIES", "10.0.0.0/8, proxy.internal"),
+            ("GATEHOUSE_WEBHOOK_POLL_MS", "0"),
+            ("GATEHOUSE_WORKER", "sometimes"),
+            ("GATEHOUSE_DRAIN_SECS", "301"),
+            ("GATEHOUSE_SHUTDOWN_TIMEOUT_SECS", "0"),
         ] {
             let error = Config::load_from(None, env(&[(name, value)])).unwrap_err();
             assert!(error.to_string().contains(name), "{error}");
@@ -632,6 +697,29 @@ mod tests {
         .unwrap();
         assert_eq!(config.event_retention_days, 7);
         assert_eq!(config.webhook_slots_per_organization, 64);
+    }
+
+    #[test]
+    fn replica_settings_default_to_the_documented_ones() {
+        let config = Config::load_from(None, env(&[])).unwrap();
+        assert_eq!(config.webhook_poll_interval, Duration::from_millis(100));
+        assert!(config.worker);
+        assert_eq!(config.drain, Duration::ZERO);
+        assert_eq!(config.shutdown_timeout, Duration::from_secs(30));
+        let config = Config::load_from(
+            None,
+            env(&[
+                ("GATEHOUSE_WEBHOOK_POLL_MS", "60000"),
+                ("GATEHOUSE_WORKER", "false"),
+                ("GATEHOUSE_DRAIN_SECS", "5"),
+                ("GATEHOUSE_SHUTDOWN_TIMEOUT_SECS", "90"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(config.webhook_poll_interval, Duration::from_secs(60));
+        assert!(!config.worker);
+        assert_eq!(config.drain, Duration::from_secs(5));
+        assert_eq!(config.shutdown_timeout, Duration::from_secs(90));
     }
 
     #[test]

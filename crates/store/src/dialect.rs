@@ -50,6 +50,19 @@ pub(crate) trait Dialect {
     /// a change's own transaction, whose events must be as durable as the change.
     async fn bookkeeping(conn: &mut Self::Conn) -> QueryResult<()>;
 
+    /// Makes the caller's lease transaction the only one under way among every process on the
+    /// database until it ends, so that a lease counts the attempts in flight at each endpoint
+    /// (every replica's held leases) with no other lease taking more meanwhile: the
+    /// per-endpoint bound then holds for the cluster. PostgreSQL takes a transaction-level
+    /// advisory lock; SQLite's write transactions are one at a time already.
+    async fn serialize_leases(conn: &mut Self::Conn) -> QueryResult<()>;
+
+    /// Tells every process on the database, when the caller's transaction commits, that it
+    /// wrote outbox events (PostgreSQL `NOTIFY gatehouse_outbox`, delivered on commit and
+    /// never before; several in one transaction come as one). SQLite has one process: its
+    /// store's own signal is enough.
+    async fn announce_outbox(conn: &mut Self::Conn) -> QueryResult<()>;
+
     /// Inserts new deliveries, skipping (event, endpoint) pairs that exist.
     async fn insert_deliveries(
         conn: &mut Self::Conn,

@@ -47,6 +47,12 @@ impl OutboxSignal {
         result
     }
 
+    /// Wakes the dispatcher: another process committed events (PostgreSQL's `NOTIFY`), or it
+    /// may have while nobody listened.
+    pub(crate) fn wake(&self) {
+        self.0.notify_one();
+    }
+
     /// What the dispatcher waits on.
     pub(crate) fn notify(&self) -> Arc<Notify> {
         self.0.clone()

@@ -99,6 +99,14 @@ impl StoreRuntime {
     }
 }
 
+impl StoreRuntime {
+    /// Runs a task for as long as the store lives (a listener): it is not waited for when the
+    /// store goes, but stopped with the runtime.
+    pub(crate) fn spawn_background(&self, task: impl Future<Output = ()> + Send + 'static) {
+        drop(self.0.handle.spawn(task));
+    }
+}
+
 /// Worker threads for the store's runtime: its tasks mostly wait on the network, so a few
 /// suffice.
 pub(crate) fn worker_threads() -> usize {

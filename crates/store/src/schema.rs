@@ -538,6 +538,17 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    use diesel::sql_types::*;
+    use super::Moment;
+
+    /// Periodic work claimed once per cluster per interval (`OperationsStore::claim_periodic`).
+    periodic_runs (task) {
+        task -> Text,
+        last_run_at -> Moment,
+    }
+}
+
 diesel::joinable!(memberships -> organizations (organization_id));
 diesel::joinable!(organization_domains -> organizations (organization_id));
 diesel::joinable!(invitations -> organizations (organization_id));

@@ -5,16 +5,25 @@
 //! turn (each organization's oldest before anyone's second), so that one organization's backlog
 //! never delays another's fresh delivery by more than a turn.
 //!
-//! Neither loop sleeps while there is work. The dispatcher wakes as soon as a change of this
-//! process commits its events (the store's outbox signal); the delivery loop as soon as the
-//! dispatcher has made deliveries or an attempt has freed a slot. The poll interval is only the
-//! longest either waits for work that another process made, or that a retry schedule made due.
+//! Neither loop sleeps while there is work. The dispatcher wakes as soon as a change commits its
+//! events, in this process or (on PostgreSQL, by `NOTIFY`) in any replica: the store's outbox
+//! signal; the delivery loop as soon as the dispatcher has made deliveries or an attempt has
+//! freed a slot. The poll interval is only the longest either waits for work that a retry
+//! schedule made due, or that another replica's dispatcher made.
+//!
+//! The per-endpoint bound holds for the cluster: the store counts every replica's held leases
+//! when it leases. [`Workers::stop`] stops both loops, waits for the attempts in flight to be
+//! sent and recorded, and gives back the leases of any still unsent when its time is up, so
+//! that another replica takes them at once instead of when they expire.
 
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex, PoisonError},
     time::Duration,
 };
+
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
 
 use gatehouse_domain::{
     model::{DeliveryId, EndpointId, LeaseRoom, OrganizationId},
@@ -31,7 +40,7 @@ use tokio::{
 pub struct WorkerSettings {
     /// Attempts in flight at once in this process.
     pub concurrency: usize,
-    /// Attempts in flight at once to one endpoint from this process.
+    /// Attempts in flight at once to one endpoint, from every replica on the store together.
     pub per_endpoint: usize,
     /// Attempts in flight at once to the endpoints of one organization from this process (a
     /// quarter of `concurrency` by default), so that an organization with slow receivers
@@ -68,6 +77,59 @@ impl WorkerSettings {
         self.per_organization = attempts.max(1);
         self
     }
+
+    /// The same settings with idle workers looking for work every `interval`
+    /// (`GATEHOUSE_WEBHOOK_POLL_MS`).
+    #[must_use]
+    pub fn poll_interval(mut self, interval: Duration) -> Self {
+        self.poll_interval = interval;
+        self
+    }
+}
+
+/// The running workers.
+pub struct Workers {
+    stop: CancellationToken,
+    dispatcher: JoinHandle<()>,
+    deliverer: JoinHandle<()>,
+    in_flight: Arc<InFlight>,
+    engine: DeliveryEngine,
+}
+
+/// What [`Workers::stop`] came to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stopped {
+    /// Attempts still unsent when time was up, whose leases were given back.
+    pub given_back: usize,
+}
+
+impl Workers {
+    /// Stops leasing and dispatching, then waits up to `timeout` for the attempts in flight to
+    /// be sent and recorded. The leases of attempts still under way then are given back (their
+    /// deliveries are due again at once, for another replica; should such an attempt have
+    /// reached its receiver, it is sent again: at least once, as ever).
+    pub async fn stop(self, timeout: Duration) -> Stopped {
+        self.stop.cancel();
+        self.dispatcher.abort();
+        let finished = tokio::time::timeout(timeout, self.deliverer).await.is_ok();
+        let unsent = self.in_flight.leases();
+        let given_back = if finished { 0 } else { unsent.len() };
+        if !finished && !unsent.is_empty() {
+            match self
+                .engine
+                .ports()
+                .webhooks
+                .release_deliveries(unsent)
+                .await
+            {
+                Ok(()) => tracing::info!(given_back, "gave back the leases of unsent deliveries"),
+                Err(error) => {
+                    tracing::warn!(%error, "giving back leases failed; they expire by themselves");
+                }
+            }
+        }
+        Stopped { given_back }
+    }
 }
 
 /// Starts the dispatcher, which wakes on `events_committed` (the store's outbox signal) or its
@@ -77,16 +139,31 @@ pub fn spawn(
     settings: WorkerSettings,
     metrics: Arc<dyn Metrics>,
     events_committed: Arc<Notify>,
-) -> Vec<JoinHandle<()>> {
+) -> Workers {
     let work = Arc::new(Notify::new());
+    let stop = CancellationToken::new();
+    let in_flight = Arc::new(InFlight::default());
     let dispatcher = tokio::spawn(dispatch_loop(
         engine.clone(),
         settings.clone(),
         events_committed,
         work.clone(),
     ));
-    let deliverer = tokio::spawn(delivery_loop(engine, settings, work, metrics));
-    vec![dispatcher, deliverer]
+    let deliverer = tokio::spawn(delivery_loop(
+        engine.clone(),
+        settings,
+        work,
+        metrics,
+        in_flight.clone(),
+        stop.clone(),
+    ));
+    Workers {
+        stop,
+        dispatcher,
+        deliverer,
+        in_flight,
+        engine,
+    }
 }
 
 /// Dispatches while there are events, then waits for `events_committed` or the poll interval;
@@ -113,11 +190,12 @@ async fn dispatch_loop(
 #[derive(Default)]
 struct InFlight(Mutex<Counts>);
 
-/// The counts of [`InFlight`]: none at zero.
+/// The counts of [`InFlight`]: none at zero; and the lease of each attempt in flight.
 #[derive(Default)]
 struct Counts {
     endpoints: HashMap<EndpointId, usize>,
     organizations: HashMap<OrganizationId, usize>,
+    leases: HashMap<DeliveryId, Uuid>,
 }
 
 impl InFlight {
@@ -153,16 +231,30 @@ impl InFlight {
             .fold(room, |room, (id, n)| room.with_in_flight_of(*id, *n))
     }
 
-    fn start(&self, endpoint: EndpointId, organization: OrganizationId) {
+    fn start(&self, attempt: Attempt) {
         let mut counts = self.counts();
-        *counts.endpoints.entry(endpoint).or_insert(0) += 1;
-        *counts.organizations.entry(organization).or_insert(0) += 1;
+        *counts.endpoints.entry(attempt.endpoint).or_insert(0) += 1;
+        *counts
+            .organizations
+            .entry(attempt.organization)
+            .or_insert(0) += 1;
+        counts.leases.insert(attempt.delivery, attempt.lease);
     }
 
-    fn finish(&self, endpoint: EndpointId, organization: OrganizationId) {
+    fn finish(&self, attempt: Attempt) {
         let mut counts = self.counts();
-        decrement(&mut counts.endpoints, endpoint);
-        decrement(&mut counts.organizations, organization);
+        decrement(&mut counts.endpoints, attempt.endpoint);
+        decrement(&mut counts.organizations, attempt.organization);
+        counts.leases.remove(&attempt.delivery);
+    }
+
+    /// The deliveries in flight and their leases.
+    fn leases(&self) -> Vec<(DeliveryId, Uuid)> {
+        self.counts()
+            .leases
+            .iter()
+            .map(|(id, lease)| (*id, *lease))
+            .collect()
     }
 }
 
@@ -176,12 +268,31 @@ fn decrement<K: std::hash::Hash + Eq>(map: &mut HashMap<K, usize>, key: K) {
     }
 }
 
+/// An attempt in flight: its delivery and lease, where it goes and whose it is.
+#[derive(Clone, Copy)]
+struct Attempt {
+    delivery: DeliveryId,
+    lease: Uuid,
+    endpoint: EndpointId,
+    organization: OrganizationId,
+}
+
+impl Attempt {
+    fn of(delivery: &LeasedDelivery) -> Self {
+        Self {
+            delivery: delivery.id,
+            lease: delivery.lease,
+            endpoint: delivery.endpoint_id,
+            organization: delivery.organization_id,
+        }
+    }
+}
+
 /// One attempt's place in the worker: a concurrency permit and a count at its endpoint and its
 /// organization, all given back, and the delivery loop woken, when it is dropped (after the
 /// attempt is recorded, or if it could not be).
 struct Slot {
-    endpoint: EndpointId,
-    organization: OrganizationId,
+    attempt: Attempt,
     in_flight: Arc<InFlight>,
     work: Arc<Notify>,
     _permit: OwnedSemaphorePermit,
@@ -189,7 +300,7 @@ struct Slot {
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.in_flight.finish(self.endpoint, self.organization);
+        self.in_flight.finish(self.attempt);
         self.work.notify_one();
     }
 }
@@ -210,21 +321,29 @@ async fn idle(work: &Notify, settings: &WorkerSettings) {
 /// Attempts recorded in one transaction at most.
 const RECORD_BATCH: usize = 64;
 
+/// Leases and sends until `stop`, then returns once every attempt in flight has been sent and
+/// recorded.
 async fn delivery_loop(
     engine: DeliveryEngine,
     settings: WorkerSettings,
     work: Arc<Notify>,
     metrics: Arc<dyn Metrics>,
+    in_flight: Arc<InFlight>,
+    stop: CancellationToken,
 ) {
     let permits = Arc::new(Semaphore::new(settings.concurrency));
-    let in_flight = Arc::new(InFlight::default());
     let (sent, to_record) = mpsc::channel::<Sent>(settings.concurrency.max(1));
-    tokio::spawn(record_loop(engine.clone(), to_record, metrics));
-    loop {
+    let recorder = tokio::spawn(record_loop(engine.clone(), to_record, metrics));
+    // Told to stop, the loop leases no more; a lease under way is not cut short (what it took
+    // is sent), so the check is between leases.
+    while !stop.is_cancelled() {
         let available = permits.available_permits();
         if available == 0 {
             // Every slot is taken: an attempt that is recorded tells `work`.
-            work.notified().await;
+            tokio::select! {
+                () = work.notified() => {}
+                () = stop.cancelled() => {}
+            }
             continue;
         }
         let ports = engine.ports();
@@ -247,7 +366,7 @@ async fn delivery_loop(
         };
         if leased.is_empty() {
             // Nothing due, or only at endpoints or organizations already at their limit.
-            idle(&work, &settings).await;
+            idle_until_stopped(&work, &settings, &stop).await;
             continue;
         }
         // A lease that took less than it had room for took what fits now (all of it, unless
@@ -260,8 +379,9 @@ async fn delivery_loop(
         // The lease took only what fits; this guards the limits should that ever change.
         let mut give_back = Vec::new();
         for delivery in leased {
-            let (endpoint, organization) = (delivery.endpoint_id, delivery.organization_id);
-            let (at_endpoint, of_organization) = in_flight.count(endpoint, organization);
+            let attempt = Attempt::of(&delivery);
+            let (at_endpoint, of_organization) =
+                in_flight.count(attempt.endpoint, attempt.organization);
             if at_endpoint >= settings.per_endpoint || of_organization >= settings.per_organization
             {
                 give_back.push((delivery.id, delivery.lease));
@@ -271,10 +391,9 @@ async fn delivery_loop(
                 give_back.push((delivery.id, delivery.lease));
                 continue;
             };
-            in_flight.start(endpoint, organization);
+            in_flight.start(attempt);
             let slot = Slot {
-                endpoint,
-                organization,
+                attempt,
                 in_flight: in_flight.clone(),
                 work: work.clone(),
                 _permit: permit,
@@ -299,8 +418,19 @@ async fn delivery_loop(
             }
         }
         if took_all_that_fits {
-            idle(&work, &settings).await;
+            idle_until_stopped(&work, &settings, &stop).await;
         }
+    }
+    // The attempts in flight hold the other senders: the recorder ends once they are recorded.
+    drop(sent);
+    let _ = recorder.await;
+}
+
+/// [`idle`], or until `stop`.
+async fn idle_until_stopped(work: &Notify, settings: &WorkerSettings, stop: &CancellationToken) {
+    tokio::select! {
+        () = idle(work, settings) => {}
+        () = stop.cancelled() => {}
     }
 }
 
@@ -386,28 +516,37 @@ mod tests {
         let [a, b] = [1, 2].map(|n| EndpointId::from_uuid(uuid_of(n)));
         let [noisy, quiet] = [7, 8].map(|n| OrganizationId::from_uuid(uuid_of(n)));
         let in_flight = InFlight::default();
-        in_flight.start(a, noisy);
-        in_flight.start(b, noisy);
+        let attempt = |n: u128, endpoint, organization| Attempt {
+            delivery: DeliveryId::from_uuid(uuid_of(n)),
+            lease: uuid_of(100),
+            endpoint,
+            organization,
+        };
+        let (first, second) = (attempt(11, a, noisy), attempt(12, b, noisy));
+        in_flight.start(first);
+        in_flight.start(second);
+        assert_eq!(in_flight.leases().len(), 2);
         assert_eq!(in_flight.count(a, noisy), (1, 2));
         let room = in_flight.room(10, &settings);
         assert_eq!(room.full_organizations(), [noisy]);
         assert_eq!(room.pick([(1, a, noisy), (2, b, quiet)]), [2]);
 
-        in_flight.finish(a, noisy);
+        in_flight.finish(first);
         assert_eq!(in_flight.count(a, noisy), (0, 1));
         assert!(in_flight
             .room(10, &settings)
             .full_organizations()
             .is_empty());
-        in_flight.finish(b, noisy);
+        in_flight.finish(second);
         assert_eq!(in_flight.count(b, noisy), (0, 0));
         assert!(
             in_flight.counts().organizations.is_empty(),
             "none kept at zero"
         );
+        assert!(in_flight.leases().is_empty());
     }
 
-    fn uuid_of(n: u128) -> uuid::Uuid {
-        uuid::Uuid::from_u128(n)
+    fn uuid_of(n: u128) -> Uuid {
+        Uuid::from_u128(n)
     }
 }

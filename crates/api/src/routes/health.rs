@@ -22,12 +22,18 @@ pub async fn livez() -> HttpResponse {
     HttpResponse::Ok().json(Status { status: "ok" })
 }
 
-/// The process can reach its store: one round trip, never cached.
+/// The process can reach its store (one round trip, never cached) and is not stopping: a
+/// replica told to stop (SIGTERM) answers `503` while it drains.
 #[utoipa::path(
     get, path = "/readyz", tag = "health",
     responses((status = 200, body = Status), (status = 503, body = ErrorBody))
 )]
 pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    if state.stopping.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(ApiError::NotAvailable(
+            "this replica is stopping: send requests to another".to_owned(),
+        ));
+    }
     state
         .ports
         .health

@@ -449,6 +449,16 @@ impl LeaseRoom {
         self
     }
 
+    /// `attempts` are in flight at `endpoint` across every worker on the store (its held
+    /// leases, this worker's own among them): the endpoint's count is at least that, so that
+    /// the per-endpoint bound holds for a cluster of replicas and not only in each.
+    #[must_use]
+    pub fn with_held_in_cluster(mut self, endpoint: EndpointId, attempts: usize) -> Self {
+        let count = self.in_flight.entry(endpoint).or_insert(0);
+        *count = (*count).max(attempts);
+        self
+    }
+
     /// `attempts` more are in flight to the endpoints of `organization`.
     #[must_use]
     pub fn with_in_flight_of(mut self, organization: OrganizationId, attempts: usize) -> Self {
@@ -536,6 +546,26 @@ mod tests {
         let small = LeaseRoom::new(2, 4);
         assert_eq!(small.pick(candidates), [1, 2], "never more than the total");
         assert!(LeaseRoom::new(0, 4).pick(candidates).is_empty());
+    }
+
+    #[test]
+    fn attempts_other_replicas_hold_count_against_an_endpoints_bound() {
+        let [a, b] = [1, 2].map(|n| EndpointId::from_uuid(Uuid::from_u128(n)));
+        let org = OrganizationId::from_uuid(Uuid::from_u128(9));
+        // This worker has one in flight at `a`; the cluster holds three there (this one among
+        // them), and two at `b`, none of them this worker's.
+        let room = LeaseRoom::new(10, 4)
+            .with_in_flight(a, 1)
+            .with_held_in_cluster(a, 3)
+            .with_held_in_cluster(b, 4);
+        assert_eq!(room.full(), [b]);
+        let candidates = [(1, a, org), (2, a, org), (3, b, org)];
+        assert_eq!(room.pick(candidates), [1], "a has room for one, b none");
+        // A count older than this worker's own never lowers it.
+        let room = LeaseRoom::new(10, 4)
+            .with_in_flight(a, 4)
+            .with_held_in_cluster(a, 2);
+        assert_eq!(room.full(), [a]);
     }
 
     #[test]

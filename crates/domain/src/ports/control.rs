@@ -117,6 +117,34 @@ pub trait OperationsStore: Send + Sync + 'static {
         &self,
         before: OffsetDateTime,
     ) -> Result<PurgedHistory, StoreError>;
+
+    /// Claims this round of a periodic `task` for the caller, once for every process on the
+    /// store: `true` when the task last ran at or before `due_before` (or never), and its last
+    /// run is now `at`; `false` when another process claimed a round since. The claim is one
+    /// atomic write, so that of replicas that look at once, exactly one runs the task.
+    async fn claim_periodic(
+        &self,
+        task: PeriodicTask,
+        due_before: OffsetDateTime,
+        at: OffsetDateTime,
+    ) -> Result<bool, StoreError>;
+}
+
+/// Work that runs every so often, once per cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PeriodicTask {
+    /// The hourly purges: deleted organizations, audit records and webhook history past their
+    /// retention.
+    Purges,
+}
+
+impl PeriodicTask {
+    /// Its name in the store.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Purges => "purges",
+        }
+    }
 }
 
 /// What a purge of webhook history deleted.

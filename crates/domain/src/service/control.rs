@@ -11,8 +11,8 @@ use crate::{
         Operator, OrganizationId, Origin, Page, PageRequest, PostedEventData, TargetKind,
     },
     ports::{
-        service_ports, DeadLetterFilter, EventFilter, Gauges, PurgedHistory, ReplaySelection,
-        StoreError, StoredEvent,
+        service_ports, DeadLetterFilter, EventFilter, Gauges, PeriodicTask, PurgedHistory,
+        ReplaySelection, StoreError, StoredEvent,
     },
 };
 
@@ -208,6 +208,24 @@ impl ControlService {
         self.ports
             .operations
             .purge_webhook_history(self.ports.clock.now() - retention)
+            .await
+    }
+
+    /// Whether this process runs this round of `task`, due every `every`: `true` for exactly
+    /// one of the replicas that ask within an interval (see
+    /// [`OperationsStore::claim_periodic`](crate::ports::OperationsStore::claim_periodic)).
+    pub async fn claim_periodic(
+        &self,
+        task: PeriodicTask,
+        every: std::time::Duration,
+    ) -> Result<bool, StoreError> {
+        let now = self.ports.clock.now();
+        // A little early, so that a replica whose timer fires just before the hour is not put
+        // off by a whole interval.
+        let every = Duration::try_from(every).unwrap_or(Duration::HOUR) - Duration::seconds(1);
+        self.ports
+            .operations
+            .claim_periodic(task, now - every, now)
             .await
     }
 

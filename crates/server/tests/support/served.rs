@@ -80,6 +80,47 @@ impl Served {
 }
 
 impl Served {
+    /// Tells the process to stop (SIGTERM), as an orchestrator does; it drains, then exits.
+    pub fn terminate(&self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -TERM failed");
+    }
+
+    /// Waits up to `timeout` for the process to exit by itself; its exit status, or `None`
+    /// (then it is killed).
+    pub fn wait_exit(
+        mut self,
+        timeout: Duration,
+    ) -> (Option<std::process::ExitStatus>, Vec<String>) {
+        let deadline = std::time::Instant::now() + timeout;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break Some(status);
+            }
+            if std::time::Instant::now() >= deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        (status, self.logs.lock().unwrap().clone())
+    }
+
+    /// The log lines written so far.
+    pub fn logs(&self) -> Vec<String> {
+        self.logs.lock().unwrap().clone()
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.base.rsplit(':').next().unwrap().parse().unwrap()
+    }
+
     /// Kills the process at once (SIGKILL): no draining, no clean-up.
     pub fn kill_hard(mut self) {
         let _ = self.child.kill();

@@ -37,6 +37,13 @@ pub(crate) type Db = diesel::pg::Pg;
 pub(crate) type Conn = AsyncPgConnection;
 type DbPool = Pool<Conn>;
 
+/// The advisory lock under which migrations run (an arbitrary key of Gatehouse's own: "gh" and
+/// "migrate" in ASCII).
+const MIGRATION_LOCK: i64 = 0x6768_6d69_6772_6174;
+/// The advisory lock a lease holds for its transaction, so that leases in every replica count
+/// the attempts in flight at an endpoint one after another (see `Dialect::serialize_leases`).
+const LEASE_LOCK: i64 = 0x6768_6c65_6173_6573;
+
 const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/postgres");
 pub(crate) const BACKEND: Backend = Backend::Postgres;
 
@@ -144,6 +151,23 @@ impl Dialect for Sql {
     /// crash loses at most the last few hundred milliseconds of such commits, never a change.
     async fn bookkeeping(conn: &mut Conn) -> QueryResult<()> {
         diesel::sql_query("SET LOCAL synchronous_commit = off")
+            .execute(conn)
+            .await
+            .map(drop)
+    }
+
+    /// Waits for [`LEASE_LOCK`], held until the transaction ends (a lease's transaction is a
+    /// few milliseconds).
+    async fn serialize_leases(conn: &mut Conn) -> QueryResult<()> {
+        diesel::sql_query("SELECT pg_advisory_xact_lock($1)")
+            .bind::<sql_types::BigInt, _>(LEASE_LOCK)
+            .execute(conn)
+            .await
+            .map(drop)
+    }
+
+    async fn announce_outbox(conn: &mut Conn) -> QueryResult<()> {
+        diesel::sql_query(format!("NOTIFY {OUTBOX_CHANNEL}"))
             .execute(conn)
             .await
             .map(drop)
@@ -271,6 +295,7 @@ impl DbStore {
             StoreRuntime::new("gatehouse-store", runtime::worker_threads(), outbox.clone())
                 .map_err(|e| OpenError::Connect(Box::new(e)))?;
         let (url, options) = (url.to_owned(), options.clone());
+        let url_for_listener = url.clone();
         let pool = runtime
             .complete(async move {
                 if options.migrate {
@@ -292,6 +317,7 @@ impl DbStore {
             })
             .await
             .map_err(|e| OpenError::Connect(Box::new(e)))??;
+        runtime.spawn_background(listen_for_outbox(url_for_listener, outbox.clone()));
         Ok(Self {
             writer: pool.clone(),
             pool,
@@ -316,13 +342,71 @@ impl DbStore {
             .map_err(|e| OpenError::Connect(Box::new(e)))
     }
 
+    /// Runs the pending migrations under [`MIGRATION_LOCK`], so that replicas started together
+    /// on an empty database run them one at a time: the first applies them, the others wait,
+    /// then find nothing pending. The lock is the connection's: it goes with the connection,
+    /// should this process die holding it.
     pub(crate) async fn run_migrations(url: &str) -> Result<Vec<String>, OpenError> {
-        migrate_with(Self::connect(url).await?, MIGRATIONS, Direction::Up).await
+        migrate_with(Self::locked(url).await?, MIGRATIONS, Direction::Up).await
     }
 
     pub(crate) async fn revert_migrations(url: &str) -> Result<Vec<String>, OpenError> {
-        migrate_with(Self::connect(url).await?, MIGRATIONS, Direction::DownAll).await
+        migrate_with(Self::locked(url).await?, MIGRATIONS, Direction::DownAll).await
     }
+
+    /// A connection that holds [`MIGRATION_LOCK`] (waiting for it as long as another holds it).
+    async fn locked(url: &str) -> Result<Conn, OpenError> {
+        let mut conn = Self::connect(url).await?;
+        diesel::sql_query("SELECT pg_advisory_lock($1)")
+            .bind::<sql_types::BigInt, _>(MIGRATION_LOCK)
+            .execute(&mut conn)
+            .await
+            .map_err(|e| OpenError::Migrate(Box::new(e)))?;
+        Ok(conn)
+    }
+}
+
+/// The channel on which a transaction that wrote outbox events tells every replica
+/// (`Dialect::announce_outbox`).
+const OUTBOX_CHANNEL: &str = "gatehouse_outbox";
+
+/// How long the listener waits before it connects again after losing its connection.
+const LISTEN_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Wakes this process's dispatcher whenever any process on the database commits outbox events
+/// (`LISTEN gatehouse_outbox`), on a connection of its own, outside the pool: a replica then
+/// turns another's events into deliveries as soon as they commit, not at its next poll. A lost
+/// connection is made again; meanwhile (and always) the dispatcher's poll finds the events.
+async fn listen_for_outbox(url: String, outbox: OutboxSignal) {
+    loop {
+        match listen_once(&url, &outbox).await {
+            Ok(()) => tracing::warn!("the connection listening for outbox events closed"),
+            Err(error) => tracing::warn!(
+                %error,
+                "listening for other replicas' outbox events failed; polling until it connects again"
+            ),
+        }
+        // Events may have been committed while nobody listened: look once.
+        outbox.wake();
+        tokio::time::sleep(LISTEN_RETRY).await;
+    }
+}
+
+async fn listen_once(url: &str, outbox: &OutboxSignal) -> QueryResult<()> {
+    use futures_util::StreamExt as _;
+    let mut conn = Conn::establish(url)
+        .await
+        .map_err(|e| diesel::result::Error::QueryBuilderError(Box::new(e)))?;
+    diesel::sql_query(format!("LISTEN {OUTBOX_CHANNEL}"))
+        .execute(&mut conn)
+        .await?;
+    tracing::debug!("listening for outbox events on {OUTBOX_CHANNEL}");
+    let mut notifications = std::pin::pin!(conn.notifications_stream());
+    while let Some(notification) = notifications.next().await {
+        notification?;
+        outbox.wake();
+    }
+    Ok(())
 }
 
 /// A delivery that may be leased, its endpoint and its organization.

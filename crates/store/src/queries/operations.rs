@@ -9,15 +9,15 @@ use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{AuditRecord, Delivery, DeliveryStatus, EventType, NewEvent, Page, PageRequest},
     ports::{
-        DeadLetterFilter, EventFilter, OperationsStore, PurgedHistory, ReplaySelection, StoreError,
-        StoredEvent,
+        DeadLetterFilter, EventFilter, OperationsStore, PeriodicTask, PurgedHistory,
+        ReplaySelection, StoreError, StoredEvent,
     },
 };
 use time::{Duration, OffsetDateTime};
 
 use super::{
     super::{
-        schema::{events, organizations, webhook_deliveries},
+        schema::{events, organizations, periodic_runs, webhook_deliveries},
         Conn, Db, DbStore,
     },
     audit::insert_audit,
@@ -297,6 +297,41 @@ impl OperationsStore for DbStore {
                 events: events as u64,
                 deliveries: deliveries as u64,
             })
+        })
+    }
+
+    async fn claim_periodic(
+        &self,
+        task: PeriodicTask,
+        due_before: OffsetDateTime,
+        at: OffsetDateTime,
+    ) -> Result<bool, StoreError> {
+        in_write_tx!(self, async |conn: &mut Conn| {
+            // The first run ever: the row is made, by one process only.
+            let made = diesel::insert_into(periodic_runs::table)
+                .values((
+                    periodic_runs::task.eq(task.as_str()),
+                    periodic_runs::last_run_at.eq(at),
+                ))
+                .on_conflict(periodic_runs::task)
+                .do_nothing()
+                .execute(conn)
+                .await?;
+            if made == 1 {
+                return Ok(true);
+            }
+            // Later runs: the row moves forward only if its last run is old enough. Two
+            // processes that try at once both wait on the row; the second sees the first's
+            // write and moves nothing.
+            let moved = diesel::update(
+                periodic_runs::table
+                    .filter(periodic_runs::task.eq(task.as_str()))
+                    .filter(periodic_runs::last_run_at.le(due_before)),
+            )
+            .set(periodic_runs::last_run_at.eq(at))
+            .execute(conn)
+            .await?;
+            Ok::<_, diesel::result::Error>(moved == 1)
         })
     }
 }

@@ -19,12 +19,13 @@ use super::super::{
         api_keys, events, invitations, memberships, organizations, sessions, signing_keys, users,
         webhook_deliveries, webhook_endpoints,
     },
-    Conn, Db,
+    Conn, Db, Sql,
 };
 use super::custom_roles::CustomRoles;
 
 use crate::{
     corrupt,
+    dialect::Dialect,
     types::{DbStrings, DbUuid},
 };
 
@@ -674,6 +675,7 @@ impl LeasedRow {
 pub(super) async fn record_events(conn: &mut Conn, events: Vec<NewEvent>) -> QueryResult<()> {
     if !events.is_empty() {
         crate::outbox::mark_recorded();
+        Sql::announce_outbox(conn).await?;
     }
     for event in events {
         let member_of = match (event.organization_id, event.user_id) {

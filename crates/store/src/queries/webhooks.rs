@@ -660,14 +660,24 @@ impl WebhookStore for DbStore {
         self.runtime
             .run(async move {
                 let mut conn = pool.get().await.map_err(pool_error)?;
-                let full: Vec<DbUuid> = room.full().iter().map(|id| DbUuid(id.as_uuid())).collect();
-                let full_organizations: Vec<DbUuid> = room
-                    .full_organizations()
-                    .iter()
-                    .map(|id| DbUuid(id.as_uuid()))
-                    .collect();
                 let rows = write_tx!(&mut *conn, async |conn: &mut Conn| {
                     Sql::bookkeeping(conn).await?;
+                    // One lease at a time in the cluster, each counting every replica's
+                    // attempts in flight: the per-endpoint bound holds for all of them.
+                    Sql::serialize_leases(conn).await?;
+                    let room = held_in_cluster(conn, now)
+                        .await?
+                        .into_iter()
+                        .fold(room.clone(), |room, (endpoint, held)| {
+                            room.with_held_in_cluster(endpoint, held)
+                        });
+                    let full: Vec<DbUuid> =
+                        room.full().iter().map(|id| DbUuid(id.as_uuid())).collect();
+                    let full_organizations: Vec<DbUuid> = room
+                        .full_organizations()
+                        .iter()
+                        .map(|id| DbUuid(id.as_uuid()))
+                        .collect();
                     let ids =
                         pick_and_lock(conn, &room, now, scan, &full, &full_organizations).await?;
                     if ids.is_empty() {
@@ -768,6 +778,31 @@ impl WebhookStore for DbStore {
             Ok::<_, diesel::result::Error>(effects)
         })
     }
+}
+
+/// The attempts in flight at each endpoint in every process on the store: its deliveries
+/// whose leases hold at `now` (from the partial index `webhook_deliveries_held_idx`, as small as
+/// the work in flight). A lease a dead process left counts until it expires.
+async fn held_in_cluster(
+    conn: &mut Conn,
+    now: OffsetDateTime,
+) -> QueryResult<Vec<(EndpointId, usize)>> {
+    let held: Vec<(DbUuid, i64)> = webhook_deliveries::table
+        .filter(webhook_deliveries::lease.is_not_null())
+        .filter(webhook_deliveries::leased_until.ge(now))
+        .group_by(webhook_deliveries::endpoint_id)
+        .select((webhook_deliveries::endpoint_id, diesel::dsl::count_star()))
+        .load(conn)
+        .await?;
+    Ok(held
+        .into_iter()
+        .map(|(endpoint, n)| {
+            (
+                EndpointId::from_uuid(endpoint.0),
+                usize::try_from(n).unwrap_or(usize::MAX),
+            )
+        })
+        .collect())
 }
 
 /// Lease passes at most: a pass after the first runs only when another leaser locked some of

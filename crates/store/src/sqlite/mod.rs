@@ -128,6 +128,16 @@ impl Dialect for Sql {
         Ok(())
     }
 
+    /// Nothing: a write transaction begins `IMMEDIATE`, and holds the database's one write lock.
+    async fn serialize_leases(_conn: &mut Conn) -> QueryResult<()> {
+        Ok(())
+    }
+
+    /// Nothing: one process uses the file, and the store's own signal wakes its dispatcher.
+    async fn announce_outbox(_conn: &mut Conn) -> QueryResult<()> {
+        Ok(())
+    }
+
     /// Inserts new deliveries, skipping (event, endpoint) pairs that exist: a statement each, as
     /// diesel has no multi-row `INSERT ... ON CONFLICT` for SQLite (and no round trip to save).
     async fn insert_deliveries(
