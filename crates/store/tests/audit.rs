@@ -113,3 +113,29 @@ on_both_backends! {
         assert_eq!(db.store.audit_log(AuditFilter::default(), everything()).await.unwrap().total(), 2);
     }
 }
+
+on_both_backends! {
+    async fn periodic_work_is_claimed_by_one_replica_per_interval(db: Db) {
+        use gatehouse_domain::ports::PeriodicTask;
+        let other = gatehouse_store::open(db.url(), &gatehouse_store::StoreOptions::default())
+            .await
+            .unwrap();
+        let t0 = now();
+        let hour = Duration::hours(1);
+        // The first claim ever runs; the other replica's, a moment later, does not.
+        assert!(db.store.claim_periodic(PeriodicTask::Purges, t0 - hour, t0).await.unwrap());
+        let soon = t0 + Duration::seconds(5);
+        assert!(!other.claim_periodic(PeriodicTask::Purges, soon - hour, soon).await.unwrap());
+        // An hour on, whichever asks first runs it, once.
+        let later = t0 + hour;
+        let (a, b) = tokio::join!(
+            other.claim_periodic(PeriodicTask::Purges, later - hour, later),
+            db.store.claim_periodic(PeriodicTask::Purges, later - hour, later),
+        );
+        assert_eq!(
+            [a.unwrap(), b.unwrap()].iter().filter(|ran| **ran).count(),
+            1,
+            "exactly one replica runs the round"
+        );
+    }
+}

@@ -1138,3 +1138,97 @@ on_both_backends! {
         assert_eq!(db.store.purge_webhook_history(before).await.unwrap(), PurgedHistory::default());
     }
 }
+
+/// A second store on the test's database: another replica.
+async fn replica(db: &Db) -> std::sync::Arc<dyn gatehouse_store::Store> {
+    gatehouse_store::open(db.url(), &StoreOptions::default())
+        .await
+        .unwrap()
+}
+
+on_both_backends! {
+    async fn a_lease_counts_what_every_replica_holds_at_an_endpoint(db: Db) {
+        let other = replica(&db).await;
+        let (_, org) = registered(&db, "ada@example.com").await;
+        let types = [EventType::OrganizationUpdated];
+        let (busy, quiet) = (endpoint(&db, org, &types).await, endpoint(&db, org, &types).await);
+        let t0 = now();
+        for minute in 0..5 {
+            delivery_at(&db, org, busy, t0 + Duration::minutes(minute)).await;
+        }
+        let at = t0 + Duration::hours(1);
+        let until = at + Duration::minutes(1);
+
+        // This replica takes the endpoint's bound (2); the other, with nothing of its own in
+        // flight there, takes none: the bound is the cluster's.
+        let here = db.store.lease_deliveries(at, until, LeaseRoom::new(10, 2), Uuid::new_v4()).await.unwrap();
+        assert_eq!(here.len(), 2);
+        let there = other.lease_deliveries(at, until, LeaseRoom::new(10, 2), Uuid::new_v4()).await.unwrap();
+        assert!(there.is_empty(), "another replica went past the bound: {}", there.len());
+
+        // It still leases what fits elsewhere.
+        let elsewhere = delivery_at(&db, org, quiet, t0).await;
+        let there = other.lease_deliveries(at, until, LeaseRoom::new(10, 2), Uuid::new_v4()).await.unwrap();
+        assert_eq!(ids(&there), [elsewhere]);
+
+        // A recorded attempt frees its slot for every replica.
+        assert_eq!(db.store.record_attempt(attempt(&here[0], true, at, None)).await.unwrap(), NOTHING);
+        let there = other.lease_deliveries(at, until, LeaseRoom::new(10, 2), Uuid::new_v4()).await.unwrap();
+        assert_eq!(there.len(), 1);
+        assert_eq!(there[0].endpoint_id, busy);
+
+        // Leases a dead replica left count until they expire, and no longer.
+        let later = until + Duration::seconds(1);
+        let after = other.lease_deliveries(later, later + Duration::minutes(1), LeaseRoom::new(10, 2), Uuid::new_v4()).await.unwrap();
+        let at_busy = after.iter().filter(|d| d.endpoint_id == busy).count();
+        assert_eq!(at_busy, 2, "the expired leases hold no slots");
+    }
+}
+
+/// PostgreSQL's replicas wake each other: a change committed through one store notifies the
+/// other's dispatcher (`NOTIFY gatehouse_outbox` from the change's transaction), and a read
+/// does not. (SQLite has one process: its own signal is the whole story.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_change_committed_on_one_replica_wakes_the_others_dispatcher() {
+    let db = Db::new(gatehouse_store::Backend::Postgres).await;
+    let other = replica(&db).await;
+    let woken = other.outbox_committed();
+    // The listener connects in the background; a registration until one is heard.
+    let mut heard = false;
+    for n in 0..50 {
+        registered(&db, &format!("wake{n}@example.com")).await;
+        if tokio::time::timeout(std::time::Duration::from_millis(100), woken.notified())
+            .await
+            .is_ok()
+        {
+            heard = true;
+            break;
+        }
+    }
+    assert!(
+        heard,
+        "the other replica never heard of the committed events"
+    );
+    // Drain what came meanwhile, then: a read wakes nobody; a change does, at once.
+    while tokio::time::timeout(std::time::Duration::from_millis(300), woken.notified())
+        .await
+        .is_ok()
+    {}
+    db.store
+        .credentials_by_id(UserId::from_uuid(Uuid::new_v4()))
+        .await
+        .unwrap();
+    assert!(
+        tokio::time::timeout(std::time::Duration::from_millis(300), woken.notified())
+            .await
+            .is_err(),
+        "a read woke the other replica"
+    );
+    registered(&db, "last@example.com").await;
+    assert!(
+        tokio::time::timeout(std::time::Duration::from_secs(5), woken.notified())
+            .await
+            .is_ok(),
+        "a change did not wake the other replica"
+    );
+}
