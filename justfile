@@ -32,6 +32,12 @@ bench *args:
 bench-abuse *args:
     cargo bench -p gatehouse-server --bench abuse -- {{args}}
 
+# Three replicas behind nginx against one, on PostgreSQL (issue 34): reads, webhook fan-out and
+# cross-replica wake-ups, against the release binary (needs wrk and nginx): `just bench-cluster`,
+# `just bench-cluster --seconds 30 --changes 1000`.
+bench-cluster *args:
+    cargo bench -p gatehouse-server --bench cluster -- {{args}}
+
 # A filtered page of the audit log at a million records, on SQLite and PostgreSQL:
 # `just bench-audit`, `just bench-audit --backend sqlite --records 100000`, `--try-indexes`.
 bench-audit *args:

@@ -6,13 +6,14 @@
 //! what it accepted and what it leased; and a rolling restart behind nginx fails no request.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/nginx.rs"]
+mod nginx;
 #[path = "support/served.rs"]
 mod served;
 
 use std::{
     collections::BTreeSet,
-    path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
+    process::Command,
     sync::{
         atomic::{AtomicBool, AtomicUsize, Ordering},
         Arc, Mutex,
@@ -22,6 +23,7 @@ use std::{
 
 use gatehouse_delivery::test_receiver::TestReceiver;
 use gatehouse_testkit::TestDatabase;
+use nginx::Nginx;
 use serde_json::{json, Value};
 use served::{gatehouse, Served};
 
@@ -447,111 +449,6 @@ async fn a_replica_told_to_stop_finishes_what_it_accepted_and_what_it_leased() {
     assert_eq!(receiver.requests().len(), 1);
     drop(token);
     next.stop();
-}
-
-/// nginx, as `scripts/cluster` runs it: `deploy/nginx/gatehouse.conf.template` filled in.
-struct Nginx {
-    child: Child,
-    binary: PathBuf,
-    prefix: tempfile::TempDir,
-    listen: String,
-}
-
-impl Nginx {
-    fn binary() -> PathBuf {
-        ["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/bin/nginx"]
-            .iter()
-            .map(PathBuf::from)
-            .find(|path| path.is_file())
-            .unwrap_or_else(|| {
-                panic!(
-                    "the cluster test needs nginx, the cluster's load balancer: install it \
-                     (on Debian: apt-get install nginx; scripts/test does)"
-                )
-            })
-    }
-
-    fn start(upstreams: &[(u16, bool)]) -> Self {
-        let prefix = tempfile::tempdir().unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let listen = format!("127.0.0.1:{port}");
-        let nginx = Self::write_config(prefix.path(), &listen, upstreams);
-        let binary = Self::binary();
-        let child = Command::new(&binary)
-            .arg("-p")
-            .arg(prefix.path())
-            .arg("-c")
-            .arg(&nginx)
-            .arg("-e")
-            .arg(prefix.path().join("error.log"))
-            .args(["-g", "daemon off;"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let started = Self {
-            child,
-            binary,
-            prefix,
-            listen,
-        };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(&started.listen).is_err() {
-            assert!(Instant::now() < deadline, "nginx did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        started
-    }
-
-    fn write_config(prefix: &Path, listen: &str, upstreams: &[(u16, bool)]) -> PathBuf {
-        let template = std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../../deploy/nginx/gatehouse.conf.template"),
-        )
-        .unwrap();
-        let servers: Vec<String> = upstreams
-            .iter()
-            .map(|(port, up)| format!("server 127.0.0.1:{port}{};", if *up { "" } else { " down" }))
-            .collect();
-        let config = template
-            .replace("@LISTEN@", listen)
-            .replace("@UPSTREAM_SERVERS@", &servers.join("\n        "))
-            .replace("@PREFIX@", &prefix.display().to_string());
-        let path = prefix.join("nginx.conf");
-        std::fs::write(&path, config).unwrap();
-        path
-    }
-
-    /// Rewrites the upstreams and reloads, gracefully: old workers finish their requests.
-    fn reload(&self, upstreams: &[(u16, bool)]) {
-        let config = Self::write_config(self.prefix.path(), &self.listen, upstreams);
-        let status = Command::new(&self.binary)
-            .arg("-p")
-            .arg(self.prefix.path())
-            .arg("-c")
-            .arg(&config)
-            .arg("-e")
-            .arg(self.prefix.path().join("error.log"))
-            .args(["-s", "reload"])
-            .status()
-            .unwrap();
-        assert!(status.success(), "nginx -s reload failed");
-    }
-
-    fn url(&self) -> String {
-        format!("http://{}", self.listen)
-    }
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
