@@ -15,6 +15,19 @@ use tokio::sync::Notify;
 tokio::task_local! {
     /// Whether the store operation under way recorded outbox events.
     static RECORDED: Cell<bool>;
+    /// The [`OutboxSignal::tag`] of the store whose operation is under way.
+    static SENDER: Arc<str>;
+}
+
+/// Stores opened in this process so far, to tell their tags apart.
+static OPENED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The tag of the store whose operation is under way (empty outside one): what its `NOTIFY`
+/// carries, so that its own listener knows its own store's events from another replica's.
+pub(crate) fn sender() -> Arc<str> {
+    SENDER
+        .try_with(Arc::clone)
+        .unwrap_or_else(|_| Arc::from(""))
 }
 
 /// Marks the store operation under way as one that recorded outbox events.
@@ -24,25 +37,47 @@ pub(crate) fn mark_recorded() {
 }
 
 /// Notified after each store operation that recorded outbox events and succeeded.
-#[derive(Clone, Default)]
-pub(crate) struct OutboxSignal(Arc<Notify>);
+#[derive(Clone)]
+pub(crate) struct OutboxSignal {
+    notify: Arc<Notify>,
+    tag: Arc<str>,
+}
+
+impl Default for OutboxSignal {
+    fn default() -> Self {
+        let n = OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Self {
+            notify: Arc::default(),
+            tag: Arc::from(format!("{}.{n}", std::process::id())),
+        }
+    }
+}
 
 impl OutboxSignal {
+    /// This store's tag: its process and its number in it, unique among the replicas on a
+    /// database (their processes run at once, so their ids differ).
+    pub(crate) fn tag(&self) -> &str {
+        &self.tag
+    }
+
     /// Runs a store operation and notifies when it recorded events and succeeded.
     pub(crate) async fn watch<T>(
         &self,
         operation: impl Future<Output = Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
-        let (result, recorded) = RECORDED
-            .scope(Cell::new(false), async move {
-                let result = operation.await;
-                (result, RECORDED.with(Cell::get))
-            })
+        let (result, recorded) = SENDER
+            .scope(
+                self.tag.clone(),
+                RECORDED.scope(Cell::new(false), async move {
+                    let result = operation.await;
+                    (result, RECORDED.with(Cell::get))
+                }),
+            )
             .await;
         if recorded && result.is_ok() {
             // A permit is kept when nobody waits: a dispatcher busy with the last batch looks
             // again as soon as it is done.
-            self.0.notify_one();
+            self.notify.notify_one();
         }
         result
     }
@@ -50,11 +85,11 @@ impl OutboxSignal {
     /// Wakes the dispatcher: another process committed events (PostgreSQL's `NOTIFY`), or it
     /// may have while nobody listened.
     pub(crate) fn wake(&self) {
-        self.0.notify_one();
+        self.notify.notify_one();
     }
 
     /// What the dispatcher waits on.
     pub(crate) fn notify(&self) -> Arc<Notify> {
-        self.0.clone()
+        self.notify.clone()
     }
 }

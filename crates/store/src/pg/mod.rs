@@ -166,8 +166,12 @@ impl Dialect for Sql {
             .map(drop)
     }
 
+    /// The notice carries the store's tag, so that its own listener passes it over: its own
+    /// dispatcher has its store's signal already.
     async fn announce_outbox(conn: &mut Conn) -> QueryResult<()> {
-        diesel::sql_query(format!("NOTIFY {OUTBOX_CHANNEL}"))
+        diesel::sql_query("SELECT pg_notify($1, $2)")
+            .bind::<sql_types::Text, _>(OUTBOX_CHANNEL)
+            .bind::<sql_types::Text, _>(&*crate::outbox::sender())
             .execute(conn)
             .await
             .map(drop)
@@ -403,8 +407,10 @@ async fn listen_once(url: &str, outbox: &OutboxSignal) -> QueryResult<()> {
     tracing::debug!("listening for outbox events on {OUTBOX_CHANNEL}");
     let mut notifications = std::pin::pin!(conn.notifications_stream());
     while let Some(notification) = notifications.next().await {
-        notification?;
-        outbox.wake();
+        // Another replica's events; this store's own woke its dispatcher when they committed.
+        if notification?.payload != outbox.tag() {
+            outbox.wake();
+        }
     }
     Ok(())
 }
