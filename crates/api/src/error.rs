@@ -13,9 +13,10 @@ use gatehouse_domain::{
     service::{
         ApplicationError, AuditLogError, AuthenticateError, ChangePasswordError, CreateApiKeyError,
         DeleteApiKeyError, DirectoryError, DomainError, Forbidden, IamError, IssuedToApplication,
-        LockedOut, LoginError, MemberError, MfaError, OrgAccessError, OrganizationError,
-        OrganizationRefused, RefreshError, RegisterError, ReplayError, RevokeConsentError,
-        SettingsError, TransferError, UpdateProfileError, VerifyError, WebhookError, SSO_REQUIRED,
+        LockedOut, LoginError, MemberError, MfaError, OnlyInsideOrganization, OrgAccessError,
+        OrganizationError, OrganizationRefused, RefreshError, RegisterError, ReplayError,
+        RevokeConsentError, SettingsError, TransferError, UpdateProfileError, VerifyError,
+        WebhookError, SSO_REQUIRED,
     },
 };
 use serde::Serialize;
@@ -399,6 +400,12 @@ impl From<RevokeConsentError> for ApiError {
 
 impl From<IssuedToApplication> for ApiError {
     fn from(error: IssuedToApplication) -> Self {
+        Self::Forbidden(error.to_string())
+    }
+}
+
+impl From<OnlyInsideOrganization> for ApiError {
+    fn from(error: OnlyInsideOrganization) -> Self {
         Self::Forbidden(error.to_string())
     }
 }

@@ -330,31 +330,6 @@ pub(crate) async fn authenticate(req: &HttpRequest) -> Result<Agent, ApiError> {
     authenticate_credentials(req).await
 }
 
-/// The person behind the credentials, for a route outside any one organization (see
-/// [`Authenticated`]).
-fn person(agent: Agent) -> Result<Principal, ApiError> {
-    let principal = match agent {
-        Agent::Person(principal) => principal,
-        Agent::Application(_) => {
-            return Err(ApiError::Forbidden(
-                "a machine token acts only inside its application's organization".into(),
-            ))
-        }
-        Agent::ServiceAccount(_) => {
-            return Err(ApiError::Forbidden(
-                "a service account's key acts only inside its organization".into(),
-            ))
-        }
-        Agent::Directory(_) => {
-            return Err(ApiError::Forbidden(
-                "a SCIM token acts only at its organization's SCIM endpoints".into(),
-            ))
-        }
-    };
-    principal.outside_organizations()?;
-    Ok(principal)
-}
-
 /// The credentials a request sends, not yet checked.
 enum Credentials {
     /// `Authorization: Bearer <access token>`.
@@ -449,7 +424,7 @@ impl FromRequest for Authenticated {
         let request = req.clone();
         gated(req, async move {
             let agent = authenticate(&request).await?;
-            person(agent).map(Authenticated)
+            Ok(Authenticated(agent.person()?))
         })
     }
 }

@@ -31,11 +31,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(resource("/readyz").route(web::get().to(health::readyz)))
         .service(resource("/.well-known/jwks.json").route(web::get().to(auth::jwks)))
         .service(resource("/sso/saml/{id}/metadata").route(web::get().to(sso::metadata)))
-        .service(resource("/sso/saml/{id}/login").route(web::get().to(saml::login)))
+        .service(resource("/sso/saml/{id}/login").route(web::get().to(pages::saml::login)))
         .service(
             resource("/sso/saml/{id}/acs")
-                .app_data(web::PayloadConfig::new(saml::ACS_MAX_BODY_BYTES))
-                .route(web::post().to(saml::acs)),
+                .app_data(web::PayloadConfig::new(pages::saml::ACS_MAX_BODY_BYTES))
+                .route(web::post().to(pages::saml::acs)),
         )
         .service(
             resource("/.well-known/openid-configuration").route(web::get().to(oauth::discovery)),
@@ -48,37 +48,39 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .route(web::get().to(oauth::userinfo))
                 .route(web::post().to(oauth::userinfo_post)),
         )
-        .service(resource("/oauth/authorize").route(web::get().to(oauth::authorize)))
-        .service(resource("/oauth/consent").route(web::post().to(oauth::consent)))
+        .service(resource("/oauth/authorize").route(web::get().to(pages::consent::authorize)))
+        .service(resource("/oauth/consent").route(web::post().to(pages::consent::consent)))
         .service(
             resource("/login")
-                .route(web::get().to(login::page))
-                .route(web::post().to(login::sign_in)),
+                .route(web::get().to(pages::login::page))
+                .route(web::post().to(pages::login::sign_in)),
         )
-        .service(resource("/login/sso").route(web::post().to(login::sign_in_with_sso)))
-        .service(resource("/login/mfa").route(web::post().to(login::verify_second_factor)))
-        .service(resource("/login/done").route(web::get().to(saml::done)))
-        .service(resource("/logout").route(web::post().to(login::sign_out)))
-        .service(resource("/assets/webauthn.js").route(web::get().to(pages::webauthn_script)))
+        .service(resource("/login/sso").route(web::post().to(pages::login::sign_in_with_sso)))
+        .service(resource("/login/mfa").route(web::post().to(pages::second_step::verify)))
+        .service(resource("/login/done").route(web::get().to(pages::login::done)))
+        .service(resource("/logout").route(web::post().to(pages::login::sign_out)))
+        .service(
+            resource("/assets/webauthn.js").route(web::get().to(pages::assets::webauthn_script)),
+        )
         .service(
             resource("/magic-link/{token}")
-                .route(web::get().to(links::magic_link_page))
-                .route(web::post().to(links::magic_link_sign_in)),
+                .route(web::get().to(pages::magic_link::page))
+                .route(web::post().to(pages::magic_link::sign_in)),
         )
         .service(
             resource("/reset-password/{token}")
-                .route(web::get().to(links::reset_page))
-                .route(web::post().to(links::reset_submit)),
+                .route(web::get().to(pages::reset_password::page))
+                .route(web::post().to(pages::reset_password::submit)),
         )
         .service(
             resource("/invitations/{token}")
-                .route(web::get().to(invitation_page::page))
-                .route(web::post().to(invitation_page::accept)),
+                .route(web::get().to(pages::invitation::page))
+                .route(web::post().to(pages::invitation::accept)),
         )
         .service(
             resource("/verify-email/{token}")
-                .route(web::get().to(links::verify_page))
-                .route(web::post().to(links::verify_submit)),
+                .route(web::get().to(pages::verify_email::page))
+                .route(web::post().to(pages::verify_email::submit)),
         )
         .configure(scim::configure)
         .service(
@@ -198,7 +200,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                         .route(web::post().to(domains::verify)),
                 )
                 .service(api_resource("/sso/configurations").route(web::post().to(sso::create)))
-                .service(api_resource("/sso/lookup").route(web::post().to(saml::lookup)))
+                .service(api_resource("/sso/lookup").route(web::post().to(sso::lookup)))
                 .service(
                     api_resource("/sso/configurations/{id}")
                         .route(web::get().to(sso::get))

@@ -4,7 +4,8 @@
 use gatehouse_domain::{
     ports::{SignInMethod, SignInOutcome},
     service::{
-        LinkError, LoginError, SamlSignInError, SamlSignedIn, SignIn, TokenPair, VerifyError,
+        AnswerRefused, Answered, LinkError, LoginError, SamlSignInError, SamlSignedIn, SignIn,
+        TokenPair, VerifyError,
     },
 };
 
@@ -24,17 +25,21 @@ fn first_step(signed_in: &SignIn) -> SignInOutcome {
 
 impl SignInResult for Result<SignIn, LoginError> {
     fn outcome(&self) -> SignInOutcome {
-        match self {
-            Ok(signed_in) => first_step(signed_in),
-            Err(
-                LoginError::InvalidCredentials
-                | LoginError::PasswordExpired
-                | LoginError::SsoRequired(_)
-                | LoginError::NotAdmitted(_),
-            ) => SignInOutcome::Failure,
-            Err(LoginError::LockedOut(_)) => SignInOutcome::LockedOut,
-            Err(LoginError::Store(_) | LoginError::Internal(_)) => SignInOutcome::Error,
-        }
+        login_outcome(self.as_ref())
+    }
+}
+
+fn login_outcome(result: Result<&SignIn, &LoginError>) -> SignInOutcome {
+    match result {
+        Ok(signed_in) => first_step(signed_in),
+        Err(
+            LoginError::InvalidCredentials
+            | LoginError::PasswordExpired
+            | LoginError::SsoRequired(_)
+            | LoginError::NotAdmitted(_),
+        ) => SignInOutcome::Failure,
+        Err(LoginError::LockedOut(_)) => SignInOutcome::LockedOut,
+        Err(LoginError::Store(_) | LoginError::Internal(_)) => SignInOutcome::Error,
     }
 }
 
@@ -75,4 +80,22 @@ impl SignInResult for Result<SignIn, LinkError> {
 /// Counts a sign-in attempt by its method and how it ended.
 pub(crate) fn sign_in(state: &AppState, method: SignInMethod, result: &impl SignInResult) {
     state.ports.metrics.sign_in(method, result.outcome());
+}
+
+/// Counts the password sign-in an answer on an invitation's page made, if it made one (the
+/// signed-in invitee's click makes none).
+pub(crate) fn invitation_answered(state: &AppState, answered: &Answered) {
+    let outcome = match answered {
+        Answered::Joined {
+            opened: Some(_), ..
+        }
+        | Answered::AlreadyMember { opened: Some(_) } => SignInOutcome::Success,
+        Answered::SecondFactor(_) => SignInOutcome::SecondFactorRequired,
+        Answered::Again {
+            refused: AnswerRefused::SignIn(error),
+            ..
+        } => login_outcome(Err(error)),
+        _ => return,
+    };
+    state.ports.metrics.sign_in(SignInMethod::Password, outcome);
 }

@@ -8,9 +8,8 @@ use utoipa::{
 use crate::{
     error::{ErrorBody, FieldError, LocPart, SsoRequiredBody, ValidationErrorBody},
     routes::{
-        api_keys, applications, audit, auth, control, directory, domains, health, iam,
-        invitation_page, links, members, mfa, oauth, organizations, policies, saml, sso, users,
-        webhooks,
+        api_keys, applications, audit, auth, control, directory, domains, health, iam, links,
+        members, mfa, oauth, organizations, policies, sso, users, webhooks,
     },
 };
 
@@ -70,10 +69,10 @@ use crate::{
         domains::list,
         domains::verify,
         domains::remove,
-        saml::login,
-        saml::acs,
-        saml::lookup,
-        oauth::authorize,
+        crate::pages::saml::login,
+        crate::pages::saml::acs,
+        sso::lookup,
+        crate::pages::consent::authorize,
         oauth::token,
         oauth::revoke,
         oauth::introspect,
@@ -108,8 +107,8 @@ use crate::{
         members::my_invitations,
         members::accept_by_id,
         members::accept_by_token,
-        invitation_page::page,
-        invitation_page::accept,
+        crate::pages::invitation::page,
+        crate::pages::invitation::accept,
         members::iam_users,
         webhooks::create,
         webhooks::list,

@@ -4,8 +4,9 @@ use gatehouse_domain::{
     service::{
         ApiKeyService, ApplicationService, AuditLogService, AuthService, AuthSettings,
         Authenticator, BrandingService, ControlService, DirectoryService, DomainService,
-        EmailLinkService, IamService, MemberService, MfaService, OAuthService, OrganizationService,
-        OwnershipService, PolicyService, RateLimitService, SamlService, SsoService, WebhookService,
+        EmailLinkService, IamService, InvitationLinkService, MemberService, MfaService,
+        OAuthService, OrganizationService, OwnershipService, PolicyService, RateLimitService,
+        SamlService, SsoService, WebhookService,
     },
 };
 
@@ -20,6 +21,8 @@ pub struct AppState {
     pub applications: ApplicationService,
     pub organizations: OrganizationService,
     pub members: MemberService,
+    /// The page of an invitation's mailed link.
+    pub invitations: InvitationLinkService,
     pub ownership: OwnershipService,
     pub iam: IamService,
     pub directory: DirectoryService,
@@ -69,6 +72,7 @@ impl AppState {
             domains: DomainService::new((&ports).into()),
             sso: SsoService::new((&ports).into(), settings.issuer.clone()),
             directory: DirectoryService::new((&ports).into(), auth.clone(), members.clone()),
+            invitations: InvitationLinkService::new(auth.clone(), members.clone()),
             members,
             public_url: settings.issuer.clone(),
             iam: IamService::new((&ports).into()),

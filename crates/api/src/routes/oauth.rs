@@ -1,9 +1,10 @@
 //! The OAuth 2.0 and OpenID Connect endpoints: `POST /oauth/token` (RFC 6749 §3.2, §4.1.3, §4.4,
 //! §6), `POST /oauth/revoke` (RFC 7009) and `POST /oauth/introspect` (RFC 7662), form-encoded,
 //! the client authenticated by HTTP Basic or by `client_id` and `client_secret` in the form;
-//! `GET|POST /oauth/userinfo` with a Bearer token; `GET /oauth/authorize`; and the discovery
-//! document. The one place where an error body is not `{detail}`: it is RFC 6749's `{error,
-//! error_description}` (§5.2), which OAuth client libraries read.
+//! `GET|POST /oauth/userinfo` with a Bearer token; and the discovery document. (The browser's
+//! side, `/oauth/authorize` and its consent page, is [`crate::pages::consent`].) The one place
+//! where an error body is not `{detail}`: it is RFC 6749's `{error, error_description}` (§5.2),
+//! which OAuth client libraries read.
 
 use actix_web::{
     http::{header, StatusCode},
@@ -11,23 +12,20 @@ use actix_web::{
 };
 use base64::{engine::general_purpose::STANDARD, Engine as _};
 use gatehouse_domain::{
-    model::{
-        Branding, OAuthError, OAuthErrorCode, OrganizationId, SecretToken, TokenKind, UserClaims,
-    },
+    model::{OAuthError, OAuthErrorCode, OrganizationId, SecretToken, UserClaims},
     ports::{Audience, StoreError},
     service::{
-        Authorization, AuthorizeError, AuthorizeRequest, ClientCredentials, Discovery,
-        IntrospectedKind, Introspection, NotAdmitted, OAuthTokens, TokenEndpointError, TokenGrant,
+        ClientCredentials, Discovery, IntrospectedKind, Introspection, OAuthTokens,
+        TokenEndpointError, TokenGrant,
     },
 };
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::{auth::TokenResponse, login};
+use super::auth::TokenResponse;
 use crate::{
     error::ApiError,
     extract::{authenticate, origin_of},
-    pages::{consent_page, message_page, ConsentForm},
     state::AppState,
 };
 
@@ -568,196 +566,4 @@ pub async fn discovery(state: web::Data<AppState>) -> HttpResponse {
     HttpResponse::Ok()
         .insert_header((header::CACHE_CONTROL, "public, max-age=3600"))
         .json(DiscoveryDocument::from(state.oauth.discovery()))
-}
-
-/// `GET /oauth/authorize` (RFC 6749 §4.1.1 with RFC 7636): back to the client with a code or an
-/// error, to the login page first when nobody is signed in (or not as `prompt` and `max_age`
-/// want), or an error page when the client or its redirect URI cannot be trusted.
-#[utoipa::path(
-    get, path = "/oauth/authorize", tag = "oauth",
-    params(
-        ("response_type" = String, Query, description = "code"),
-        ("client_id" = String, Query),
-        ("redirect_uri" = Option<String>, Query, description = "exactly one the application registered"),
-        ("scope" = Option<String>, Query, description = "space-separated, e.g. read:user read:resources"),
-        ("state" = Option<String>, Query),
-        ("code_challenge" = Option<String>, Query, description = "BASE64URL(SHA256(code_verifier)); optional unless the application requires PKCE (require_pkce)"),
-        ("code_challenge_method" = Option<String>, Query, description = "S256, with code_challenge"),
-        ("nonce" = Option<String>, Query, description = "OpenID Connect: echoed in the ID token"),
-        ("prompt" = Option<String>, Query, description = "OpenID Connect: login (a new sign-in), none (login_required instead of a page), consent, select_account"),
-        ("max_age" = Option<String>, Query, description = "OpenID Connect: the most seconds since the sign-in; an older one asks for a new sign-in"),
-        ("organization_id" = Option<String>, Query, description = "The organization the tokens speak for: the application's own, the only one its tokens may name (`org_id`, `org_role`, `org_permissions` are in them either way); another is `invalid_request` at the client"),
-    ),
-    responses(
-        (status = 302, description = "to the redirect URI with code and state, or error and state; or to /login first"),
-        (status = 400, content_type = "text/html", description = "unknown client or redirect URI: an error page, no redirect"),
-    )
-)]
-pub async fn authorize(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
-    let query = req.query_string();
-    let request = authorize_request(query);
-    let signed_in = login::signed_in(&req, &state).await;
-    let decided = state
-        .oauth
-        .authorize(request, signed_in.as_ref(), &origin_of(&req))
-        .await;
-    answer(&state, query, decided).await
-}
-
-/// The authorization request's parameters, from its query string.
-fn authorize_request(query: &str) -> AuthorizeRequest {
-    let mut request = AuthorizeRequest::default();
-    for (name, value) in url::form_urlencoded::parse(query.as_bytes()).into_owned() {
-        let slot = match name.as_str() {
-            "client_id" => &mut request.client_id,
-            "redirect_uri" => &mut request.redirect_uri,
-            "response_type" => &mut request.response_type,
-            "scope" => &mut request.scope,
-            "state" => &mut request.state,
-            "code_challenge" => &mut request.code_challenge,
-            "code_challenge_method" => &mut request.code_challenge_method,
-            "nonce" => &mut request.nonce,
-            "prompt" => &mut request.prompt,
-            "max_age" => &mut request.max_age,
-            "organization_id" => &mut request.organization_id,
-            _ => continue,
-        };
-        *slot = Some(value);
-    }
-    request
-}
-
-/// `POST /oauth/consent`: the consent page's answer (`decision` = `allow` or `deny`) to the
-/// authorization request it carries as `return_to`; then the client gets its code, or
-/// `access_denied`.
-pub async fn consent(
-    req: HttpRequest,
-    state: web::Data<AppState>,
-    body: web::Bytes,
-) -> HttpResponse {
-    let (fields, return_to) = match login::checked_form(&req, &state, &body).await {
-        Ok(form) => form,
-        Err(forged) => return forged,
-    };
-    let Some(query) = return_to.strip_prefix("/oauth/authorize?") else {
-        return login::html(
-            StatusCode::BAD_REQUEST,
-            message_page(
-                &Branding::default(),
-                "This consent form is not valid",
-                "It answers no authorization request. Go back to the application and try again.",
-            ),
-        );
-    };
-    let allowed = login::field(&fields, "decision") == "allow";
-    let signed_in = login::signed_in(&req, &state).await;
-    let decided = state
-        .oauth
-        .consent(
-            authorize_request(query),
-            signed_in.as_ref(),
-            allowed,
-            &origin_of(&req),
-        )
-        .await;
-    answer(&state, query, decided).await
-}
-
-/// The answer to an authorization request (its query string) as the browser gets it: a
-/// redirect to the client or to the login page, or a page.
-async fn answer(
-    state: &AppState,
-    query: &str,
-    decided: Result<Authorization, AuthorizeError>,
-) -> HttpResponse {
-    let found = |location: String| {
-        HttpResponse::Found()
-            .insert_header((header::LOCATION, location))
-            .insert_header((header::CACHE_CONTROL, "no-store"))
-            .finish()
-    };
-    match decided {
-        Ok(Authorization::Granted { redirect })
-        | Err(AuthorizeError::Redirect { redirect, .. }) => found(redirect),
-        Ok(Authorization::SignIn { .. }) => {
-            // The sign-in about to happen is what `prompt=login` and `max_age` ask for: asked
-            // again after it, they would ask for another, and another.
-            let again: String = url::form_urlencoded::Serializer::new(String::new())
-                .extend_pairs(
-                    url::form_urlencoded::parse(query.as_bytes())
-                        .filter(|(name, _)| name != "prompt" && name != "max_age"),
-                )
-                .finish();
-            let back = format!("/oauth/authorize?{again}");
-            let encoded: String = url::form_urlencoded::byte_serialize(back.as_bytes()).collect();
-            found(format!("/login?return_to={encoded}"))
-        }
-        Ok(Authorization::Consent {
-            application,
-            scopes,
-        }) => {
-            let return_to = format!("/oauth/authorize?{query}");
-            let look = login::look_for(state, &return_to).await;
-            let token = state.ports.random.secret(TokenKind::Csrf);
-            let asked: Vec<(&str, &str)> = scopes
-                .scopes()
-                .iter()
-                .map(|scope| (scope.as_str(), scope.description()))
-                .collect();
-            let body = consent_page(
-                &look,
-                &ConsentForm {
-                    application: application.name.as_str(),
-                    scopes: &asked,
-                    csrf_token: token.expose(),
-                    return_to: &return_to,
-                },
-            );
-            login::with_csrf_cookie(state, login::html(StatusCode::OK, body), &token)
-        }
-        Ok(Authorization::NotAdmitted {
-            application,
-            reason,
-        }) => {
-            let look = login::look_for(state, &format!("/oauth/authorize?{query}")).await;
-            let message = match reason {
-                NotAdmitted::SecondFactorNeeded => format!(
-                    "The organization behind {} requires multi-factor authentication. Set up an \
-                     authenticator app or a security key for your account, then sign in again.",
-                    application.name.as_str()
-                ),
-                NotAdmitted::AddressNotAllowed => format!(
-                    "The organization behind {} does not allow sign-ins from your network address.",
-                    application.name.as_str()
-                ),
-            };
-            login::html(
-                StatusCode::FORBIDDEN,
-                message_page(
-                    &look,
-                    "The organization does not admit this sign-in",
-                    &message,
-                ),
-            )
-        }
-        Err(AuthorizeError::NotRedirectable(message)) => login::html(
-            StatusCode::BAD_REQUEST,
-            message_page(
-                &Branding::default(),
-                "This sign-in link is not valid",
-                &message,
-            ),
-        ),
-        Err(AuthorizeError::Store(error)) => {
-            tracing::warn!(%error, "the authorization endpoint failed");
-            login::html(
-                StatusCode::SERVICE_UNAVAILABLE,
-                message_page(
-                    &Branding::default(),
-                    "Signing in is not possible right now",
-                    "Try again in a moment.",
-                ),
-            )
-        }
-    }
 }

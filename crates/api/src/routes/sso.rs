@@ -16,7 +16,7 @@ use uuid::Uuid;
 use crate::extract::RequestOrigin;
 use crate::{
     error::{ApiError, ErrorBody, FieldError, ValidationErrorBody},
-    extract::{actor_in, AuthenticatedAgent, Fields, PathOrganization, ValidJson},
+    extract::{actor_in, as_is, AuthenticatedAgent, Fields, PathOrganization, ValidJson},
     state::AppState,
 };
 
@@ -351,4 +351,47 @@ pub async fn metadata(
         .content_type("application/samlmetadata+xml")
         .insert_header(("Cache-Control", "public, max-age=300"))
         .body(xml))
+}
+
+#[derive(Deserialize, ToSchema)]
+pub struct LookupRequest {
+    #[schema(example = "grace@example.com")]
+    email: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct LookupResponse {
+    /// The organization whose identity provider the email's domain belongs to.
+    organization_id: Uuid,
+    /// Where its sign-in starts; add `?return_to=/path` to come back to a page of this service.
+    #[schema(example = "https://id.example.com/sso/saml/0192.../login")]
+    login_url: String,
+}
+
+/// Home realm discovery: which organization's single sign-on an email uses.
+#[utoipa::path(
+    post, path = "/api/v1/sso/lookup", tag = "sso", operation_id = "sso_lookup",
+    request_body = LookupRequest,
+    responses(
+        (status = 200, body = LookupResponse, description = "An active configuration on a plan with SSO whitelists the email's domain"),
+        (status = 404, body = ErrorBody, description = "No single sign-on for this email"),
+        (status = 422, body = ValidationErrorBody),
+    )
+)]
+pub async fn lookup(
+    state: web::Data<AppState>,
+    ValidJson(body): ValidJson<LookupRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let mut fields = Fields::new();
+    let email = fields.required("email", body.email, as_is);
+    let email = fields.finish(|| email)?;
+    let found = state
+        .saml
+        .lookup(&email)
+        .await?
+        .ok_or_else(|| ApiError::NotFound("no single sign-on for this email".into()))?;
+    Ok(HttpResponse::Ok().json(LookupResponse {
+        organization_id: found.organization_id.as_uuid(),
+        login_url: found.login_url,
+    }))
 }

@@ -5,13 +5,15 @@ use time::Duration;
 use uuid::Uuid;
 
 use super::{
-    tests::{ada_credentials, email, now, ready, Mocks, ACME, ADA},
-    InvitationLink, MemberService,
+    tests::{ada_credentials, email, now, origin, ready, Mocks, ACME, ADA},
+    Answer, AnswerRefused, Answered, AuthService, BrowserSession, InvitationAnswer, InvitationLink,
+    InvitationLinkService, InvitationStep, MemberService, Opened,
 };
 use crate::{
     model::{
-        Branding, HexColor, Invitation, InvitationId, InvitationRecord, InvitationState,
-        LoginTitle, NewInvitation, OrganizationName, Plan, Role, Slug, TokenHash,
+        Amr, Branding, HexColor, Invitation, InvitationId, InvitationRecord, InvitationState,
+        LoginTitle, NewInvitation, OrganizationName, Plan, Role, SessionId, Slug, TokenHash,
+        UserId,
     },
     ports::SavedBranding,
 };
@@ -141,4 +143,166 @@ fn a_token_that_names_no_invitation_finds_nothing_and_reads_nothing_else() {
     mocks.branding.expect_branding().never();
 
     assert_eq!(link(mocks), None);
+}
+
+// The use case of the page: what it asks of the browser, and what an answer does.
+
+const BOB: UserId = UserId::from_uuid(Uuid::from_u128(0xb0b));
+
+impl Mocks {
+    fn invitation_link_service(self) -> InvitationLinkService {
+        let ports = self.ports();
+        InvitationLinkService::new(
+            AuthService::new((&ports).into(), super::tests::settings()),
+            MemberService::new((&ports).into(), "https://id.example.com".to_owned()),
+        )
+    }
+
+    /// The invitation of [`TOKEN`] is pending, and the invited address has an account (Bob's)
+    /// or not.
+    fn pending_invitation(&mut self, invitee_has_an_account: bool) {
+        let mut found = record(Plan::Free);
+        if invitee_has_an_account {
+            found.invitation.email = email("ada@example.com");
+        }
+        self.members
+            .expect_invitation_record()
+            .withf(|hash| *hash == TokenHash::of(TOKEN))
+            .returning(move |_| ready(Ok(Some(found.clone()))));
+        self.accounts
+            .expect_credentials_by_id()
+            .withf(|id| *id == ADA)
+            .returning(|_| ready(Ok(Some(ada_credentials()))));
+        self.accounts
+            .expect_credentials_by_email()
+            .returning(move |_| {
+                let mut bob = ada_credentials();
+                bob.user.id = BOB;
+                ready(Ok(invitee_has_an_account.then_some(bob)))
+            });
+    }
+}
+
+fn signed_in_as(user_id: UserId) -> BrowserSession {
+    BrowserSession {
+        user_id,
+        session_id: SessionId::from_uuid(Uuid::from_u128(0x5e5)),
+        amr: Amr::password(),
+        authenticated_at: now(),
+    }
+}
+
+fn opened(mocks: Mocks, session: Option<&BrowserSession>) -> Opened {
+    block_on(mocks.invitation_link_service().open(TOKEN, session)).unwrap()
+}
+
+fn pending_step(opened: Opened) -> (InvitationStep, bool) {
+    match opened {
+        Opened::Pending(pending) => (pending.step, pending.other_account),
+        other => panic!("expected a pending invitation, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_page_asks_a_new_address_to_register_and_a_known_one_for_its_password() {
+    let mut mocks = Mocks::new();
+    mocks.pending_invitation(false);
+    assert_eq!(
+        pending_step(opened(mocks, None)),
+        (InvitationStep::Register, false)
+    );
+
+    let mut mocks = Mocks::new();
+    mocks.pending_invitation(true);
+    assert_eq!(
+        pending_step(opened(mocks, None)),
+        (InvitationStep::SignIn, false)
+    );
+}
+
+#[test]
+fn the_signed_in_invitee_only_accepts_and_anyone_else_is_told_to_sign_in_as_the_invitee() {
+    let mut mocks = Mocks::new();
+    mocks.pending_invitation(true);
+    let bob = signed_in_as(BOB);
+    assert_eq!(
+        pending_step(opened(mocks, Some(&bob))),
+        (InvitationStep::Accept, false)
+    );
+
+    let mut mocks = Mocks::new();
+    mocks.pending_invitation(true);
+    let ada = signed_in_as(ADA);
+    assert_eq!(
+        pending_step(opened(mocks, Some(&ada))),
+        (InvitationStep::SignIn, true)
+    );
+}
+
+#[test]
+fn a_spent_link_opens_its_closed_page_and_an_unknown_one_nothing() {
+    let mut spent = record(Plan::Free);
+    spent.accepted_at = Some(now());
+    let mut mocks = Mocks::new();
+    mocks.invitation_of_the_token(spent);
+    match opened(mocks, None) {
+        Opened::Closed(link) => assert_eq!(link.state, InvitationState::Accepted),
+        other => panic!("expected the closed page, got {other:?}"),
+    }
+
+    let mut mocks = Mocks::new();
+    mocks
+        .members
+        .expect_invitation_record()
+        .returning(|_| ready(Ok(None)));
+    assert_eq!(opened(mocks, None), Opened::Unknown);
+}
+
+/// Posts the page's form with a password and `full_name`, signed in as nobody.
+fn answer_anonymously(mocks: Mocks, full_name: &str) -> Answer {
+    let answer = InvitationAnswer {
+        password: "a long and unusual passphrase",
+        full_name,
+    };
+    let service = mocks.invitation_link_service();
+    block_on(service.answer(TOKEN, None, answer, &origin())).unwrap()
+}
+
+#[test]
+fn registering_without_a_name_asks_again_and_creates_no_account() {
+    let mut mocks = Mocks::new();
+    mocks.pending_invitation(false);
+    // No account is created and nobody signs in: mockall fails any call not expected.
+    mocks.accounts.expect_create_account().never();
+
+    let answered = answer_anonymously(mocks, "  ");
+
+    match answered {
+        Answer::Answered(
+            _,
+            Answered::Again {
+                step: InvitationStep::Register,
+                refused: AnswerRefused::NameMissing,
+            },
+        ) => {}
+        other => panic!("expected the registration form again, got {other:?}"),
+    }
+}
+
+#[test]
+fn answering_a_spent_link_changes_nothing_and_says_what_the_link_opens() {
+    let mut withdrawn = record(Plan::Free);
+    withdrawn.revoked_at = Some(now());
+    let mut mocks = Mocks::new();
+    mocks.invitation_of_the_token(withdrawn);
+    mocks.accounts.expect_create_account().never();
+
+    let answered = answer_anonymously(mocks, "Bob");
+
+    match answered {
+        Answer::NotPending(Opened::Closed(link)) => {
+            assert_eq!(link.state, InvitationState::Revoked)
+        }
+        other => panic!("expected the closed page, got {other:?}"),
+    }
 }

@@ -9,6 +9,7 @@ mod control;
 mod directory;
 mod domains;
 mod iam;
+mod invitation_link;
 mod links;
 mod members;
 mod mfa;
@@ -43,6 +44,10 @@ pub use directory::{
 };
 pub use domains::{DomainError, DomainPorts, DomainService, MAX_DOMAINS};
 pub use iam::{IamError, IamPorts, IamService, NewRole, ServiceAccountChange};
+pub use invitation_link::{
+    Answer, AnswerRefused, Answered, InvitationAnswer, InvitationLinkError, InvitationLinkService,
+    InvitationStep, Opened, PendingInvitation,
+};
 pub use links::{EmailLinkPorts, EmailLinkService, LinkError, LINKS_PER_CLIENT, LINKS_PER_EMAIL};
 pub use members::{InvitationLink, MemberError, MemberPorts, MemberService, Removed, RoleChanged};
 pub use mfa::{
@@ -64,7 +69,8 @@ pub use policies::{
 };
 pub use principal::{
     Agent, AppGrant, AuthenticateError, Authenticator, AuthenticatorPorts, DirectoryClient,
-    IssuedToApplication, MachineClient, OrgAccessError, Principal, ServiceAccountKey,
+    IssuedToApplication, MachineClient, OnlyInsideOrganization, OrgAccessError, Principal,
+    ServiceAccountKey,
 };
 pub use rate_limit::{Caller, RateLimitCheckError, RateLimitPorts, RateLimitService};
 pub use saml::{SamlPorts, SamlService, SamlSignInError, SamlSignedIn, SsoLookup};

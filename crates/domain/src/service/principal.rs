@@ -164,6 +164,44 @@ pub enum Agent {
     Directory(DirectoryClient),
 }
 
+impl Agent {
+    /// The person behind the credentials, for a route outside any one organization (the
+    /// account's own routes: profile, API keys, second factors, invitations, the list of
+    /// organizations). Only a person's own credentials reach them: a sign-in's token or a
+    /// user's API key. Every other kind of credential acts inside its one organization only.
+    ///
+    /// # Errors
+    /// [`OnlyInsideOrganization`], saying which kind of credential it is.
+    pub fn person(self) -> Result<Principal, OnlyInsideOrganization> {
+        match self {
+            Self::Person(principal) => {
+                principal.outside_organizations()?;
+                Ok(principal)
+            }
+            Self::Application(_) => Err(OnlyInsideOrganization::MachineToken),
+            Self::ServiceAccount(_) => Err(OnlyInsideOrganization::ServiceAccountKey),
+            Self::Directory(_) => Err(OnlyInsideOrganization::ScimToken),
+        }
+    }
+}
+
+/// Why credentials may not be used outside any one organization.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum OnlyInsideOrganization {
+    /// An application's machine token.
+    #[error("a machine token acts only inside its application's organization")]
+    MachineToken,
+    /// A service account's API key.
+    #[error("a service account's key acts only inside its organization")]
+    ServiceAccountKey,
+    /// An organization's SCIM token.
+    #[error("a SCIM token acts only at its organization's SCIM endpoints")]
+    ScimToken,
+    /// A user's token issued to an application through OAuth.
+    #[error(transparent)]
+    IssuedToApplication(#[from] IssuedToApplication),
+}
+
 /// A Bearer token whose signature and claims checked out, before its session or its
 /// application is looked at.
 enum Verified {
@@ -719,4 +757,77 @@ pub(crate) async fn membership_of(
         .membership(principal.user_id(), organization_id)
         .await?
         .ok_or(OrgAccessError::NotFound)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use uuid::Uuid;
+
+    use super::*;
+
+    fn user(application: Option<AppGrant>) -> Principal {
+        Principal::User {
+            user_id: UserId::from_uuid(Uuid::from_u128(1)),
+            session_id: SessionId::from_uuid(Uuid::from_u128(2)),
+            amr: Amr::password(),
+            application,
+        }
+    }
+
+    fn acme() -> OrganizationId {
+        OrganizationId::from_uuid(Uuid::from_u128(3))
+    }
+
+    fn client_id() -> ClientId {
+        ClientId::generate(Uuid::from_u128(0xabc))
+    }
+
+    #[test]
+    fn only_a_persons_own_credentials_reach_the_routes_outside_organizations() {
+        let signed_in = user(None);
+        assert_eq!(Agent::Person(signed_in.clone()).person(), Ok(signed_in));
+        let key = Principal::ApiKey {
+            key_id: ApiKeyId::from_uuid(Uuid::from_u128(4)),
+            user_id: UserId::from_uuid(Uuid::from_u128(1)),
+            organization_id: acme(),
+        };
+        assert_eq!(Agent::Person(key.clone()).person(), Ok(key));
+    }
+
+    #[test]
+    fn every_other_credential_is_told_where_it_acts() {
+        let granted = user(Some(AppGrant {
+            client_id: client_id(),
+            scope: Scope::parse("openid").unwrap(),
+        }));
+        assert_eq!(
+            Agent::Person(granted).person(),
+            Err(OnlyInsideOrganization::IssuedToApplication(
+                IssuedToApplication(client_id())
+            ))
+        );
+        let machine = MachineClient {
+            application_id: ApplicationId::from_uuid(Uuid::from_u128(5)),
+            client_id: client_id(),
+            organization_id: acme(),
+            plan: Plan::Enterprise,
+            scopes: ApiScopes::default(),
+        };
+        assert_eq!(
+            Agent::Application(machine).person(),
+            Err(OnlyInsideOrganization::MachineToken)
+        );
+        let directory = DirectoryClient {
+            token_id: ScimTokenId::from_uuid(Uuid::from_u128(6)),
+            organization_id: acme(),
+            plan: Plan::Business,
+            created_by: UserId::from_uuid(Uuid::from_u128(1)),
+        };
+        assert_eq!(
+            Agent::Directory(directory).person(),
+            Err(OnlyInsideOrganization::ScimToken)
+        );
+    }
 }

@@ -4,23 +4,13 @@
 
 use gatehouse_domain::model::Branding;
 
-const PAGE: &str = include_str!("../templates/page.html");
-const LOGIN: &str = include_str!("../templates/login.html");
-const MESSAGE: &str = include_str!("../templates/message.html");
-const MFA: &str = include_str!("../templates/mfa.html");
-const TOKEN: &str = include_str!("../templates/token.html");
-const INVITATION: &str = include_str!("../templates/invitation.html");
-const CONSENT: &str = include_str!("../templates/consent.html");
-const WEBAUTHN_JS: &str = include_str!("../assets/webauthn.js");
-
-/// `GET /assets/webauthn.js`: the one script of the hosted pages (the security-key step).
-pub async fn webauthn_script() -> actix_web::HttpResponse {
-    actix_web::HttpResponse::Ok()
-        .content_type("text/javascript; charset=utf-8")
-        .insert_header(("Cache-Control", "public, max-age=3600"))
-        .insert_header(("X-Content-Type-Options", "nosniff"))
-        .body(WEBAUTHN_JS)
-}
+const PAGE: &str = include_str!("../../templates/page.html");
+const LOGIN: &str = include_str!("../../templates/login.html");
+const MESSAGE: &str = include_str!("../../templates/message.html");
+const MFA: &str = include_str!("../../templates/mfa.html");
+const TOKEN: &str = include_str!("../../templates/token.html");
+const INVITATION: &str = include_str!("../../templates/invitation.html");
+const CONSENT: &str = include_str!("../../templates/consent.html");
 
 /// Text made safe for HTML content and double-quoted attribute values (`&`, `<`, `>`, `"` and
 /// `'` become character references), by the `html-escape` crate.
@@ -248,7 +238,7 @@ pub fn token_page(look: &Branding, form: &TokenForm<'_>) -> String {
 }
 
 /// What the invitee does on an invitation's page.
-pub enum InvitationStep<'a> {
+pub enum InvitationFields<'a> {
     /// Signed in with the invited address: one button accepts.
     Accept,
     /// The invited address has an account: its password signs in and accepts.
@@ -270,7 +260,7 @@ pub struct InvitationForm<'a> {
     pub action: &'a str,
     /// The invited address, shown (read only) in the sign-in and registration forms.
     pub email: &'a str,
-    pub step: InvitationStep<'a>,
+    pub step: InvitationFields<'a>,
     /// A line above the form (signed in with another account, say).
     pub note: Option<&'a str>,
     pub error: Option<&'a str>,
@@ -289,15 +279,15 @@ pub fn invitation_page(look: &Branding, form: &InvitationForm<'_>) -> String {
         escape(form.email)
     );
     let (fields, button) = match &form.step {
-        InvitationStep::Accept => (String::new(), "Accept the invitation"),
-        InvitationStep::SignIn => (
+        InvitationFields::Accept => (String::new(), "Accept the invitation"),
+        InvitationFields::SignIn => (
             format!(
                 "{email}\n  {}",
                 password_field("password", "Password", false, &described_by)
             ),
             "Sign in and accept",
         ),
-        InvitationStep::Register { full_name } => (
+        InvitationFields::Register { full_name } => (
             format!(
                 "{email}\n  <label for=\"full_name\">Full name</label>\n  \
                  <input id=\"full_name\" name=\"full_name\" type=\"text\" autocomplete=\"name\" \
@@ -458,7 +448,7 @@ mod tests {
             summary: "Eve <script> invited you",
             action: "/invitations/ghi_1",
             email: "ann\"@example.com",
-            step: InvitationStep::Register {
+            step: InvitationFields::Register {
                 full_name: "<b>Ann</b>",
             },
             note: Some("signed in as <someone>"),
@@ -482,7 +472,7 @@ mod tests {
         assert!(!html.contains("<script") && !html.contains("{{"));
 
         let accept = InvitationForm {
-            step: InvitationStep::Accept,
+            step: InvitationFields::Accept,
             note: None,
             error: None,
             ..form

@@ -1,57 +1,49 @@
 //! SAML single sign-on in the browser: `GET /sso/saml/{id}/login` sends the browser to the
-//! organization's identity provider, `POST /sso/saml/{id}/acs` takes its signed answer and signs
-//! the person in with the hosted pages' session cookie; and home realm discovery,
-//! `POST /api/v1/sso/lookup` (also behind the login page's "Continue with SSO").
+//! organization's identity provider, `POST /sso/saml/{id}/acs` takes its signed answer and
+//! signs the person in with the pages' session cookie.
 
-use actix_web::{
-    http::{header, StatusCode},
-    web, HttpRequest, HttpResponse,
-};
+use actix_web::{http::StatusCode, web, HttpRequest, HttpResponse};
 use gatehouse_domain::{
     model::{Branding, OrganizationId, ReturnPath},
-    service::{SamlSignInError, SsoLookup},
+    ports::SignInMethod,
+    service::SamlSignInError,
 };
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use gatehouse_domain::ports::SignInMethod;
-
-use crate::extract::RequestOrigin;
-use crate::observe;
-use crate::{
-    error::{ApiError, ErrorBody, ValidationErrorBody},
-    extract::{as_is, Fields, ValidJson},
-    pages::message_page,
-    routes::login::{html, look_for, open_page_session},
-    state::AppState,
+use super::{
+    errors::{invalid_sign_in_link, unavailable},
+    response::{found, message},
+    session,
 };
+use crate::{extract::RequestOrigin, observe, state::AppState};
 
 /// The most the assertion consumer reads of a posted form: the adapter takes a `SAMLResponse`
 /// of up to 512 KiB of base64, which form encoding can make up to three times longer.
 pub const ACS_MAX_BODY_BYTES: usize = 1536 * 1024;
-
-fn page(status: StatusCode, heading: &str, message: &str) -> HttpResponse {
-    html(status, message_page(&Branding::default(), heading, message))
-}
 
 fn organization_in(path: &str) -> Option<OrganizationId> {
     Uuid::parse_str(path).ok().map(OrganizationId::from_uuid)
 }
 
 fn not_configured() -> HttpResponse {
-    page(
+    message(
+        &Branding::default(),
         StatusCode::NOT_FOUND,
         "Single sign-on is not available",
         "This organization has no active single sign-on. Sign in with your password instead.",
     )
 }
 
-fn unavailable() -> HttpResponse {
-    page(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "Single sign-on is not possible right now",
-        "Try again in a moment.",
+/// Every refusal of an identity provider's answer: one page, its reason in the log.
+fn refused() -> HttpResponse {
+    message(
+        &Branding::default(),
+        StatusCode::FORBIDDEN,
+        "Single sign-on was refused",
+        "Your identity provider's answer could not be accepted. Start again from the sign-in \
+         page, or ask your administrator.",
     )
 }
 
@@ -85,22 +77,17 @@ pub async fn login(
         None => ReturnPath::done(),
         Some(Ok(path)) => path,
         Some(Err(_)) => {
-            return page(
-                StatusCode::BAD_REQUEST,
-                "This sign-in link is not valid",
+            return invalid_sign_in_link(
                 "After signing in you can only be sent to a page of this service.",
             )
         }
     };
     match state.saml.begin(organization, return_to).await {
-        Ok(location) => HttpResponse::Found()
-            .insert_header((header::LOCATION, location))
-            .insert_header((header::CACHE_CONTROL, "no-store"))
-            .finish(),
+        Ok(location) => found(&location),
         Err(SamlSignInError::NotConfigured) => not_configured(),
         Err(error) => {
             tracing::error!(%error, org.id = %organization, "starting a SAML sign-in failed");
-            unavailable()
+            unavailable(&Branding::default())
         }
     }
 }
@@ -134,14 +121,6 @@ pub async fn acs(
     path: web::Path<String>,
     body: web::Bytes,
 ) -> HttpResponse {
-    let refused = || {
-        page(
-            StatusCode::FORBIDDEN,
-            "Single sign-on was refused",
-            "Your identity provider's answer could not be accepted. Start again from the \
-             sign-in page, or ask your administrator.",
-        )
-    };
     let Some(organization) = organization_in(&path) else {
         return refused();
     };
@@ -162,112 +141,19 @@ pub async fn acs(
                 provisioned = signed_in.provisioned,
                 "signed in through SAML"
             );
-            open_page_session(
+            session::open(
                 &state,
                 &signed_in.tokens.refresh_token,
                 signed_in.return_to.as_str(),
             )
         }
-        Err(SamlSignInError::Store(error)) => {
-            tracing::error!(%error, org.id = %organization, "a SAML sign-in could not be stored");
-            unavailable()
-        }
-        Err(SamlSignInError::Internal(error)) => {
+        Err(error @ (SamlSignInError::Store(_) | SamlSignInError::Internal(_))) => {
             tracing::error!(%error, org.id = %organization, "a SAML sign-in failed");
-            unavailable()
+            unavailable(&Branding::default())
         }
         Err(reason) => {
             tracing::warn!(%reason, org.id = %organization, "SAML response refused");
             refused()
         }
     }
-}
-
-/// The login page's "Continue with SSO": the email's organization, or the page again.
-pub async fn continue_with_sso(
-    state: &AppState,
-    email: &str,
-    return_to: &str,
-) -> Result<HttpResponse, &'static str> {
-    match state.saml.lookup(email).await {
-        Ok(Some(found)) => Ok(HttpResponse::SeeOther()
-            .insert_header((header::LOCATION, start_url(&found, return_to)))
-            .insert_header((header::CACHE_CONTROL, "no-store"))
-            .finish()),
-        Ok(None) => Err("Single sign-on is not set up for this email. Sign in with your password."),
-        Err(error) => {
-            tracing::error!(%error, "home realm discovery failed");
-            Err("Single sign-on is not possible right now. Try again in a moment.")
-        }
-    }
-}
-
-/// Where a found organization's sign-in starts, coming back to `return_to`.
-fn start_url(found: &SsoLookup, return_to: &str) -> String {
-    let encoded: String = url::form_urlencoded::byte_serialize(return_to.as_bytes()).collect();
-    format!("{}?return_to={encoded}", found.login_url)
-}
-
-#[derive(Deserialize, ToSchema)]
-pub struct LookupRequest {
-    #[schema(example = "grace@example.com")]
-    email: Option<String>,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct LookupResponse {
-    /// The organization whose identity provider the email's domain belongs to.
-    organization_id: Uuid,
-    /// Where its sign-in starts; add `?return_to=/path` to come back to a page of this service.
-    #[schema(example = "https://id.example.com/sso/saml/0192.../login")]
-    login_url: String,
-}
-
-/// Home realm discovery: which organization's single sign-on an email uses.
-#[utoipa::path(
-    post, path = "/api/v1/sso/lookup", tag = "sso", operation_id = "sso_lookup",
-    request_body = LookupRequest,
-    responses(
-        (status = 200, body = LookupResponse, description = "An active configuration on a plan with SSO whitelists the email's domain"),
-        (status = 404, body = ErrorBody, description = "No single sign-on for this email"),
-        (status = 422, body = ValidationErrorBody),
-    )
-)]
-pub async fn lookup(
-    state: web::Data<AppState>,
-    ValidJson(body): ValidJson<LookupRequest>,
-) -> Result<HttpResponse, ApiError> {
-    let mut fields = Fields::new();
-    let email = fields.required("email", body.email, as_is);
-    let email = fields.finish(|| email)?;
-    let found = state
-        .saml
-        .lookup(&email)
-        .await?
-        .ok_or_else(|| ApiError::NotFound("no single sign-on for this email".into()))?;
-    Ok(HttpResponse::Ok().json(LookupResponse {
-        organization_id: found.organization_id.as_uuid(),
-        login_url: found.login_url,
-    }))
-}
-
-/// `GET /login/done`: where a sign-in lands when nothing asked to go anywhere.
-pub async fn done(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
-    if crate::routes::login::signed_in(&req, &state)
-        .await
-        .is_none()
-    {
-        return HttpResponse::SeeOther()
-            .insert_header((header::LOCATION, "/login"))
-            .finish();
-    }
-    let look = look_for(&state, "/").await;
-    html(
-        StatusCode::OK,
-        message_page(
-            &look,
-            "You are signed in",
-            "You can close this window, or go back to the application you came from.",
-        ),
-    )
 }
