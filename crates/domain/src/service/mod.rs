@@ -139,8 +139,6 @@ mod lockout_tests;
 #[cfg(test)]
 mod mfa_tests;
 #[cfg(test)]
-mod oauth_tests;
-#[cfg(test)]
 mod org_token_tests;
 #[cfg(test)]
 mod policy_tests;

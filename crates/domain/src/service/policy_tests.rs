@@ -9,7 +9,7 @@ use futures::executor::block_on;
 use time::Duration;
 
 use super::{
-    oauth_tests::{billing, CALLBACK},
+    oauth::tests::{billing, CALLBACK},
     tests::{
         acme, acme_policies_are, ada_credentials, ada_in_acme, ada_in_session, ada_session,
         claims_of_ada, email, full_name, hash, now, ready, store_saves_api_keys, Mocks, Seen, ACME,

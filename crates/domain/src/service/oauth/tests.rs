@@ -5,13 +5,9 @@ use time::Duration;
 use uuid::Uuid;
 
 use super::{
-    tests::{
-        acme, acme_policies_are, ada_in_acme, now, origin, ready, secret_of, settings, Mocks, Seen,
-        ACME, ADA, ADA_EMAIL, ADA_SESSION, REFRESH_TOKEN, SIGNED,
-    },
-    Agent, AppGrant, AuthService, Authorization, AuthorizeError, AuthorizeRequest, BrowserSession,
-    ClientCredentials, IntrospectedKind, Introspection, OAuthService, OAuthTokens, Principal,
-    TokenEndpointError, TokenGrant, MACHINE_TOKEN_SECONDS,
+    Authorization, AuthorizeError, AuthorizeRequest, ClientCredentials, IntrospectedKind,
+    Introspection, OAuthService, OAuthTokens, TokenEndpointError, TokenGrant,
+    MACHINE_TOKEN_SECONDS,
 };
 use crate::{
     model::{
@@ -22,14 +18,21 @@ use crate::{
         TokenHash, TokenKind,
     },
     ports::{Audience, BearerClaims, MachineClaims, MockAuditStore},
+    service::{
+        tests::{
+            acme, acme_policies_are, ada_in_acme, now, origin, ready, secret_of, settings, Mocks,
+            Seen, ACME, ADA, ADA_EMAIL, ADA_SESSION, REFRESH_TOKEN, SIGNED,
+        },
+        Agent, AppGrant, AuthService, BrowserSession, Principal,
+    },
 };
 
-pub(super) const CALLBACK: &str = "https://billing.example.com/cb";
+pub(in crate::service) const CALLBACK: &str = "https://billing.example.com/cb";
 /// RFC 7636 Appendix B.
 const VERIFIER: &str = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
 const CHALLENGE: &str = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
 
-pub(super) fn billing(uris: &[&str]) -> Application {
+pub(in crate::service) fn billing(uris: &[&str]) -> Application {
     Application {
         id: ApplicationId::from_uuid(Uuid::from_u128(0xa9)),
         organization_id: ACME,

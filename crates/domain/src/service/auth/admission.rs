@@ -1,0 +1,190 @@
+//! Organization admission: whether an organization lets a token speak for the user (member,
+//! IP allowlist, MFA policy, single sign-on), and where an organization's single sign-on bars
+//! a sign-in by password or link.
+
+use time::OffsetDateTime;
+
+use super::{AuthService, Opening};
+use crate::{
+    model::{
+        Amr, AuthMethod, ClientAddress, Email, Feature, OrganizationId, SessionId,
+        TokenOrganization, User, UserId,
+    },
+    ports::StoreError,
+    service::{
+        principal::{admit, OrgAccessError},
+        sso_realm::Realms,
+        Principal,
+    },
+};
+
+/// Why an organization named at a sign-in or a refresh (`organization_id`) does not let the
+/// user's tokens speak for it: the one admission's answer, at this way in.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum OrganizationRefused {
+    /// Not an active member of a live organization (or no such organization): one answer.
+    #[error("you are not a member of this organization")]
+    NotMember,
+    /// The organization's IP allowlist does not hold the request's address.
+    #[error("requests from {0} are not allowed by the organization's IP allowlist")]
+    AddressNotAllowed(ClientAddress),
+    /// The organization requires a second factor this sign-in did not use, and the member's
+    /// grace period is over.
+    #[error("organization requires multi-factor authentication")]
+    MfaRequired,
+    /// The address is of a domain whose organization signs its members in with single
+    /// sign-on, and this sign-in was not through its identity provider: at this URL.
+    #[error("organization requires single sign-on")]
+    SsoRequired(String),
+}
+
+/// Why a token could not be made to speak for an organization.
+#[derive(Debug)]
+pub(crate) enum Admitting {
+    Refused(OrganizationRefused),
+    Store(StoreError),
+}
+
+impl From<StoreError> for Admitting {
+    fn from(error: StoreError) -> Self {
+        Self::Store(error)
+    }
+}
+
+impl AuthService {
+    /// Where the address must sign in instead, when an organization's single sign-on bars it
+    /// from a password, a sign-in link or a password reset (its owner excepted): the IdP's
+    /// sign-in URL.
+    pub(crate) async fn sso_realm_barring(
+        &self,
+        email: &Email,
+        user: Option<UserId>,
+    ) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .realms()
+            .enforced(email, user, &self.settings.issuer)
+            .await?
+            .map(|realm| realm.login_url))
+    }
+
+    /// The opening, its tokens speaking for `organization` when one is named and it admits
+    /// the user (from `client`: see [`Self::admit_token`]).
+    pub(crate) async fn admitted_opening(
+        &self,
+        opening: Opening,
+        organization: Option<OrganizationId>,
+        client: Option<ClientAddress>,
+    ) -> Result<Opening, Admitting> {
+        let Some(organization) = organization else {
+            return Ok(opening);
+        };
+        let admitted = self
+            .admit_token(
+                &opening.user,
+                opening.session.id,
+                &opening.session.amr,
+                opening.session.sso_organization_id,
+                organization,
+                client,
+                opening.session.created_at,
+            )
+            .await?;
+        Ok(opening.for_organization(Some(admitted)))
+    }
+
+    /// The one admission, for a token that is to speak for an organization: the user is an
+    /// active member of it, from an address its IP allowlist holds (`client`; `None` where the
+    /// request is an application's server's, whose user was admitted at `/oauth/authorize`),
+    /// with the second factor its MFA policy requires after the member's grace (its single
+    /// sign-on is [`Self::sso_admits`]'s). What the token then says: the organization and the
+    /// member's role.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn admit_token(
+        &self,
+        user: &User,
+        session_id: SessionId,
+        amr: &Amr,
+        sso_organization: Option<OrganizationId>,
+        organization_id: OrganizationId,
+        client: Option<ClientAddress>,
+        now: OffsetDateTime,
+    ) -> Result<TokenOrganization, Admitting> {
+        let refused = |why| Err(Admitting::Refused(why));
+        let Some(membership) = self
+            .ports
+            .memberships
+            .membership(user.id, organization_id)
+            .await?
+        else {
+            return refused(OrganizationRefused::NotMember);
+        };
+        let policies = match membership.plan.includes(Feature::Policies) {
+            true => self.ports.policies.policies(organization_id).await?,
+            false => None,
+        };
+        let principal = Principal::User {
+            user_id: user.id,
+            session_id,
+            amr: amr.clone(),
+            application: None,
+        };
+        let admitted = admit(
+            principal,
+            membership.clone(),
+            policies,
+            sso_organization,
+            client,
+            now,
+        );
+        match admitted {
+            Ok(_) => {}
+            Err(OrgAccessError::AddressNotAllowed(address)) => {
+                return refused(OrganizationRefused::AddressNotAllowed(address))
+            }
+            Err(OrgAccessError::MfaRequired) => return refused(OrganizationRefused::MfaRequired),
+            Err(OrgAccessError::NotFound | OrgAccessError::NoApiScope) => {
+                return refused(OrganizationRefused::NotMember)
+            }
+            Err(OrgAccessError::Store(error)) => return Err(error.into()),
+        }
+        Ok(TokenOrganization::of(&membership))
+    }
+
+    /// The organization's single sign-on, for a session that is to speak for it: when the
+    /// organization signs the user's email domain in with its identity provider, only that
+    /// IdP's sign-in (`ext` of this organization) will do, the owner's break-glass password
+    /// excepted. A new sign-in met this rule at its first step (password, sign-in link:
+    /// [`Self::sso_realm_barring`]); a refresh asks again, for a session opened before the
+    /// organization turned single sign-on on.
+    pub(super) async fn sso_admits(
+        &self,
+        user: &User,
+        amr: &Amr,
+        sso_organization: Option<OrganizationId>,
+        organization_id: OrganizationId,
+    ) -> Result<(), Admitting> {
+        if amr.includes(AuthMethod::External) && sso_organization == Some(organization_id) {
+            return Ok(());
+        }
+        let realm = self
+            .realms()
+            .enforced(&user.email, Some(user.id), &self.settings.issuer)
+            .await?;
+        match realm {
+            Some(realm) if realm.organization_id == organization_id => Err(Admitting::Refused(
+                OrganizationRefused::SsoRequired(realm.login_url),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The stores single sign-on realms are read from.
+    fn realms(&self) -> Realms<'_> {
+        Realms {
+            sso: self.ports.sso.as_ref(),
+            domains: self.ports.domains.as_ref(),
+            organizations: self.ports.organizations.as_ref(),
+            memberships: self.ports.memberships.as_ref(),
+        }
+    }
+}

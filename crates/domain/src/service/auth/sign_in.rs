@@ -1,0 +1,338 @@
+//! Password sign-in: checking the password (and the lockout after too many wrong ones),
+//! recording refused sign-ins, and opening the session of a complete one.
+
+use time::{Duration, OffsetDateTime};
+
+use super::{
+    Admitting, AuthService, OrganizationRefused, SecondFactorNeeded, TokenPair, PASSWORD_EXPIRED,
+};
+use crate::{
+    model::{
+        AccountKey, Amr, AuditAction, AuditActor, EffectivePolicies, Email, LockoutRule,
+        NewPassword, OrganizationId, Origin, PasswordHash, TargetKind, User, UserCredentials,
+    },
+    ports::{BoxError, HashError, StoreError, TokenError},
+    service::audit,
+};
+
+/// An account locked out after too many failed sign-ins (see [`LockoutRule`]): every attempt
+/// is refused, a right password too, until `retry_after` has passed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("too many failed sign-ins for this account; try again in {} seconds", self.seconds())]
+pub struct LockedOut {
+    /// How long until sign-ins are accepted again.
+    pub retry_after: Duration,
+}
+
+impl LockedOut {
+    /// The wait in whole seconds, rounded up, at least 1: what `Retry-After` says.
+    pub fn seconds(&self) -> i64 {
+        let millis = self.retry_after.whole_milliseconds();
+        i64::try_from((millis.saturating_add(999) / 1000).max(1)).unwrap_or(i64::MAX)
+    }
+}
+
+/// What a right password leads to.
+#[derive(Debug)]
+pub enum SignIn {
+    /// No second factor: the session is open.
+    Tokens(TokenPair),
+    /// The user has a second factor: the sign-in goes on at `POST /auth/mfa/verify`.
+    SecondFactor(SecondFactorNeeded),
+}
+
+impl SignIn {
+    /// The tokens, when no second step is needed.
+    pub fn into_tokens(self) -> Option<TokenPair> {
+        match self {
+            Self::Tokens(pair) => Some(pair),
+            Self::SecondFactor(_) => None,
+        }
+    }
+}
+
+/// Why a password could not be checked.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CheckError {
+    #[error(transparent)]
+    LockedOut(LockedOut),
+    #[error(transparent)]
+    Hasher(HashError),
+}
+
+/// Why a login failed.
+#[derive(Debug, thiserror::Error)]
+pub enum LoginError {
+    /// Unknown email or wrong password: deliberately the same error.
+    #[error("invalid email or password")]
+    InvalidCredentials,
+    /// Too many failed sign-ins: the account is locked for a while.
+    #[error(transparent)]
+    LockedOut(LockedOut),
+    /// The password is right but older than an organization's `max_age_days`.
+    #[error("{}", PASSWORD_EXPIRED)]
+    PasswordExpired,
+    /// The address belongs to an organization's single sign-on: it signs in there, at this
+    /// URL (the organization's IdP), not with a password.
+    #[error("{}", SSO_REQUIRED)]
+    SsoRequired(String),
+    /// The sign-in named an organization that does not admit the user.
+    #[error(transparent)]
+    NotAdmitted(OrganizationRefused),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Hashing or signing failed.
+    #[error("login failed")]
+    Internal(#[source] BoxError),
+}
+
+/// What an address that must sign in with single sign-on is told.
+pub const SSO_REQUIRED: &str = "this account signs in with single sign-on";
+
+impl From<Admitting> for LoginError {
+    fn from(error: Admitting) -> Self {
+        match error {
+            Admitting::Refused(refused) => Self::NotAdmitted(refused),
+            Admitting::Store(error) => Self::Store(error),
+        }
+    }
+}
+
+impl From<CheckError> for LoginError {
+    fn from(e: CheckError) -> Self {
+        match e {
+            CheckError::LockedOut(locked) => Self::LockedOut(locked),
+            CheckError::Hasher(e) => Self::Internal(Box::new(e)),
+        }
+    }
+}
+
+impl From<TokenError> for LoginError {
+    fn from(e: TokenError) -> Self {
+        Self::Internal(Box::new(e))
+    }
+}
+
+impl AuthService {
+    /// Checks the password and opens a session (an access token and a refresh token), or, for a
+    /// user with a confirmed second factor, starts the second step instead.
+    ///
+    /// Every attempt is audited: a refused one on its own (`auth.login_failed`, naming the
+    /// account when there is one), an accepted one in the transaction that opens the session
+    /// (`auth.login`) or starts the second step (`auth.mfa_required`).
+    ///
+    /// With `organization`, the tokens speak for that organization (`org_id`, `org_role`,
+    /// `org_permissions`) once it admits the user as every way into it does; a user with a
+    /// second factor names it again at the second step.
+    pub async fn login(
+        &self,
+        email: &str,
+        password: String,
+        organization: Option<OrganizationId>,
+        origin: &Origin,
+    ) -> Result<SignIn, LoginError> {
+        // An email that does not parse cannot have an account; it still costs a verification.
+        let parsed = Email::parse(email).ok();
+        let credentials = match &parsed {
+            Some(email) => self.ports.accounts.credentials_by_email(email).await?,
+            None => None,
+        };
+        let actor = credentials
+            .as_ref()
+            .map_or(AuditActor::UnknownUser, |c| AuditActor::User(c.user.id));
+        let barred = match &parsed {
+            Some(email) => {
+                self.sso_realm_barring(email, credentials.as_ref().map(|c| c.user.id))
+                    .await?
+            }
+            None => None,
+        };
+        let signed_in = match barred {
+            Some(login_url) => Err(LoginError::SsoRequired(login_url)),
+            None => {
+                self.login_as(credentials, email, password, organization, origin)
+                    .await
+            }
+        };
+        if let Err(
+            LoginError::InvalidCredentials
+            | LoginError::LockedOut(_)
+            | LoginError::PasswordExpired
+            | LoginError::SsoRequired(_)
+            | LoginError::NotAdmitted(_),
+        ) = &signed_in
+        {
+            self.refused(actor, origin).await?;
+        }
+        signed_in
+    }
+
+    /// Writes the record of a refused sign-in: it changed nothing, so the record stands alone.
+    pub(crate) async fn refused(
+        &self,
+        actor: AuditActor,
+        origin: &Origin,
+    ) -> Result<(), StoreError> {
+        self.refused_in(actor, origin, None).await
+    }
+
+    /// [`Self::refused`], for a sign-in into one organization (SAML).
+    pub(crate) async fn refused_in(
+        &self,
+        actor: AuditActor,
+        origin: &Origin,
+        organization: Option<OrganizationId>,
+    ) -> Result<(), StoreError> {
+        let mut record = audit(
+            self.ports.random.as_ref(),
+            self.ports.clock.now(),
+            actor,
+            AuditAction::LoginFailed,
+            origin,
+        )
+        .failed();
+        if let AuditActor::User(user_id) = actor {
+            record = record.on(TargetKind::User, user_id);
+        }
+        if let Some(organization) = organization {
+            record = record.in_organization(organization);
+        }
+        self.record_alone(record).await
+    }
+
+    async fn login_as(
+        &self,
+        credentials: Option<UserCredentials>,
+        email: &str,
+        password: String,
+        organization: Option<OrganizationId>,
+        origin: &Origin,
+    ) -> Result<SignIn, LoginError> {
+        let factors = match &credentials {
+            Some(credentials) => self.confirmed_factors(credentials.user.id).await?,
+            None => Vec::new(),
+        };
+        let hash = credentials.as_ref().and_then(|c| c.password_hash.clone());
+        // With a second step to come, a right password does not clear the failed sign-ins:
+        // only the whole sign-in does.
+        let matches = self
+            .check_password(
+                &AccountKey::for_email(email),
+                password,
+                hash,
+                factors.is_empty(),
+            )
+            .await?;
+        let credentials = match credentials {
+            Some(credentials) if matches => credentials,
+            _ => return Err(LoginError::InvalidCredentials),
+        };
+        let now = self.ports.clock.now();
+        let policies = self.policies_of(credentials.user.id).await?;
+        if policies
+            .password
+            .is_expired(credentials.password_changed_at, now)
+        {
+            return Err(LoginError::PasswordExpired);
+        }
+        if !factors.is_empty() {
+            return Ok(SignIn::SecondFactor(
+                self.second_step(credentials.user.id, &factors, Amr::password(), now, origin)
+                    .await?,
+            ));
+        }
+        Ok(SignIn::Tokens(
+            self.open_session(
+                credentials.user,
+                policies,
+                Amr::password(),
+                organization,
+                now,
+                origin,
+            )
+            .await?,
+        ))
+    }
+
+    /// Opens a session for a sign-in that is complete (no second step to come): stored with
+    /// its `auth.login`, then its tokens; with `organization`, once it admits the user, and
+    /// its tokens speak for it. A refusal opens nothing.
+    pub(crate) async fn open_session(
+        &self,
+        user: User,
+        policies: EffectivePolicies,
+        amr: Amr,
+        organization: Option<OrganizationId>,
+        now: OffsetDateTime,
+        origin: &Origin,
+    ) -> Result<TokenPair, LoginError> {
+        let record = self.sign_in_record(user.id, AuditAction::LoginSucceeded, origin, now);
+        let opening = self.opening(user, policies, None, amr, now);
+        let opening = self
+            .admitted_opening(opening, organization, Some(origin.client()))
+            .await?;
+        self.ports
+            .sessions
+            .create_session(
+                opening.session.clone(),
+                opening.event.clone(),
+                opening.keep_at_most,
+                record,
+            )
+            .await?;
+        Ok(self.tokens_for(opening).await?)
+    }
+
+    /// Whether `password` is the account's: the one place where a password is checked for
+    /// someone signing in. Refused while the account is locked out (a right password too);
+    /// a wrong one counts towards a lockout, a right one ends the count. `hash` is `None` when
+    /// the email names no account: the same work and the same counting, so that neither the
+    /// answer nor its timing tells the two apart. A password longer than any that can be set
+    /// is wrong without hashing it. A right password clears the count only when `clear` (not
+    /// when a second step is still to come).
+    pub(crate) async fn check_password(
+        &self,
+        account: &AccountKey,
+        password: String,
+        hash: Option<PasswordHash>,
+        clear: bool,
+    ) -> Result<bool, CheckError> {
+        let attempts = &self.ports.sign_in_attempts;
+        let now = self.ports.clock.now();
+        match attempts.failed_sign_ins(account, now).await {
+            Ok(run) => {
+                if let Some(retry_after) = run.retry_after(now) {
+                    return Err(CheckError::LockedOut(LockedOut { retry_after }));
+                }
+            }
+            // Fail open: an unreachable counter store must not lock everybody out.
+            Err(error) => tracing::warn!(%error, "failed sign-ins not checked"),
+        }
+        let matches = if password.chars().count() > NewPassword::MAX_CHARS {
+            false
+        } else {
+            self.ports
+                .hasher
+                .verify(password, hash.clone())
+                .await
+                .map_err(CheckError::Hasher)?
+        };
+        let counted = if matches && hash.is_some() {
+            if clear {
+                attempts.clear(account).await
+            } else {
+                Ok(())
+            }
+        } else {
+            attempts
+                .record_failure(account, now, &LockoutRule::DEFAULT)
+                .await
+                .map(|_| ())
+        };
+        if let Err(error) = counted {
+            tracing::warn!(%error, "a sign-in attempt was not counted");
+        }
+        Ok(matches && hash.is_some())
+    }
+}
