@@ -319,6 +319,6 @@ mod tests {
             assert_eq!(event.as_str().parse::<EventType>(), Ok(*event));
             assert!(event.as_str().starts_with(event.category().as_str()));
         }
-        assert!("user.exploded".parse::<EventType>().is_err());
+        assert_eq!("user.exploded".parse::<EventType>(), Err(()));
     }
 }
