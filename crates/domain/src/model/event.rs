@@ -8,7 +8,8 @@ use super::{EventId, OrganizationId, UserId};
 macro_rules! event_types {
     ($($variant:ident => $name:literal, $category:ident, $source:ident, $description:literal;)*) => {
         /// Every event type Gatehouse knows: the sixteen of the spec's catalog, the five more
-        /// it names as emitted, the two of verified domains, and the test ping.
+        /// it names as emitted, the two of verified domains, the three of service accounts,
+        /// the three of custom roles, and the test ping.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub enum EventType {
             $(
