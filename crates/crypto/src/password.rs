@@ -311,7 +311,12 @@ mod tests {
     async fn unparsable_hash_is_an_error() {
         let hasher = Argon2Hasher::owasp().unwrap();
         let broken = PasswordHash::from_phc("not a phc string".into());
-        assert!(hasher.verify("x".into(), Some(broken)).await.is_err());
+        let error = hasher.verify("x".into(), Some(broken)).await.unwrap_err();
+        assert_eq!(
+            error.0.downcast_ref::<argon2::password_hash::Error>(),
+            Some(&argon2::password_hash::Error::PhcStringField),
+            "{error:?}"
+        );
     }
 
     #[tokio::test]

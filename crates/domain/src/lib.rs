@@ -6,7 +6,8 @@
 //! - [`ports`]: the traits the use cases need from the outside world (stores, clock, randomness,
 //!   password hashing, token signing, mail, webhook sending). Adapters in other crates
 //!   implement them: `gatehouse-store` (PostgreSQL and SQLite), `gatehouse-crypto`,
-//!   `gatehouse-mail`, `gatehouse-ratelimit`, `gatehouse-delivery`.
+//!   `gatehouse-mail`, `gatehouse-ratelimit`, `gatehouse-delivery`, `gatehouse-saml`,
+//!   `gatehouse-webauthn`, `gatehouse-dns`, `gatehouse-metrics`.
 //! - [`service`]: the use cases, written against the ports only. Each service takes the ports
 //!   it uses and nothing else, as one struct ([`service::OrganizationPorts`] for
 //!   [`service::OrganizationService`], and so on); the whole set, [`ports::Ports`], converts into

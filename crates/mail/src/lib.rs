@@ -355,6 +355,29 @@ mod tests {
         )
     }
 
+    /// The error of a mailer that could not be made (one that was made has no `Debug`, so no
+    /// `unwrap_err`).
+    fn refused<T>(made: Result<T, MailError>) -> MailError {
+        made.err().expect("the mailer was made")
+    }
+
+    /// How the error of a sender that is no mailbox begins (the parser's reason follows).
+    fn not_a_mailbox(from: &str) -> String {
+        format!("the mail sender {from:?} is not a valid mailbox: ")
+    }
+
+    /// The error lettre gave for an SMTP URL it cannot use (a connection error, in its
+    /// words), as it reads.
+    fn lettre_url_error(error: &MailError) -> String {
+        let cause = error
+            .0
+            .downcast_ref::<lettre::transport::smtp::Error>()
+            .expect("lettre refused the URL");
+        let text = cause.to_string();
+        assert!(text.starts_with("Connection error: "), "{text}");
+        text
+    }
+
     /// The `.eml` files in a directory, oldest first.
     fn eml_files(dir: &Path) -> Vec<PathBuf> {
         let mut files: Vec<PathBuf> = fs::read_dir(dir)
@@ -609,7 +632,8 @@ mod tests {
             LogMailer::new(from).unwrap();
         }
         for from in ["", "Gatehouse", "Gatehouse <>", "a@b@c"] {
-            assert!(LogMailer::new(from).is_err(), "{from:?}");
+            let why = refused(LogMailer::new(from)).0.to_string();
+            assert!(why.starts_with(&not_a_mailbox(from)), "{from:?}: {why}");
         }
     }
 
@@ -618,12 +642,17 @@ mod tests {
         SmtpMailer::from_url("smtp://127.0.0.1:2525", FROM).unwrap();
         SmtpMailer::from_url("smtps://user:pass@smtp.example.com", FROM).unwrap();
         SmtpMailer::from_url("smtp://user:pass@smtp.example.com:587?tls=required", FROM).unwrap();
-        for url in [
-            "not a url",
-            "http://smtp.example.com",
-            "smtp://smtp.example.com?tls=sometimes",
+        for (url, why) in [
+            ("not a url", "relative URL without a base"),
+            ("http://smtp.example.com", "Unknown scheme 'http'"),
+            (
+                "smtp://smtp.example.com?tls=sometimes",
+                "tls parameter 'Some(\"sometimes\")'",
+            ),
         ] {
-            assert!(SmtpMailer::from_url(url, FROM).is_err(), "{url}");
+            let error = SmtpMailer::from_url(url, FROM).unwrap_err();
+            let refused = lettre_url_error(&error);
+            assert!(refused.contains(why), "{url}: {refused}");
         }
     }
 
@@ -659,7 +688,8 @@ mod tests {
         assert_eq!(eml_files(temp.path()).len(), 1);
 
         // SMTP wins over the directory (a bad URL proves it was the one used).
-        assert!(mailer_from_settings(Some("bogus"), Some(temp.path()), FROM).is_err());
+        let error = refused(mailer_from_settings(Some("bogus"), Some(temp.path()), FROM));
+        assert!(lettre_url_error(&error).contains("relative URL without a base"));
 
         // Empty settings are unset: the log mailer, which accepts anything.
         let mailer = mailer_from_settings(Some(" "), Some(Path::new("")), FROM).unwrap();
@@ -667,7 +697,11 @@ mod tests {
         assert_eq!(eml_files(temp.path()).len(), 1);
 
         // A bad sender is refused whichever mailer is picked.
-        assert!(mailer_from_settings(None, None, "nobody").is_err());
-        assert!(mailer_from_settings(None, Some(temp.path()), "nobody").is_err());
+        for dir in [None, Some(temp.path())] {
+            let why = refused(mailer_from_settings(None, dir, "nobody"))
+                .0
+                .to_string();
+            assert!(why.starts_with(&not_a_mailbox("nobody")), "{dir:?}: {why}");
+        }
     }
 }

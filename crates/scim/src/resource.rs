@@ -720,7 +720,12 @@ pub(crate) mod tests {
         let two_primaries = json!({"userName": "ada", "emails": [
             {"value": "a@b.test", "primary": true}, {"value": "c@b.test", "primary": "True"}
         ]});
-        assert!(parse_user(&two_primaries).is_err());
+        assert_eq!(
+            parse_user(&two_primaries),
+            Err(ScimError::invalid_value(
+                "emails: at most one address may be primary"
+            ))
+        );
     }
 
     #[test]

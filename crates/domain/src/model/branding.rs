@@ -720,9 +720,14 @@ mod tests {
             serde_json::from_value::<Branding>(doc)
         };
 
+        let refused = |path: &[&str], value| corrupt(path, value).unwrap_err().to_string();
+
         let err = corrupt(&["primary_color"], json!("red")).unwrap_err();
         assert!(err.to_string().contains("#RRGGBB"), "{err}");
-        assert!(corrupt(&["accent_color"], json!("#12345")).is_err());
+        assert_eq!(
+            refused(&["accent_color"], json!("#12345")),
+            "must be a color in the form #RRGGBB"
+        );
         let err = corrupt(&["logo_url"], json!("https://cdn.acme.test/logo.gif")).unwrap_err();
         assert!(
             err.to_string()
@@ -730,21 +735,47 @@ mod tests {
             "{err}"
         );
         // A favicon's rules, not a logo's, apply to the favicon.
-        assert!(corrupt(&["favicon_url"], json!("https://cdn.acme.test/f.svg")).is_err());
-        assert!(corrupt(&["logo_url"], json!("http://cdn.acme.test/logo.png")).is_err());
-        assert!(corrupt(
-            &["custom_login", "background_url"],
-            json!("https://x.test/a.ico")
-        )
-        .is_err());
-        assert!(corrupt(&["custom_login", "title"], json!("")).is_err());
-        assert!(corrupt(&["custom_login", "subtitle"], json!("x".repeat(201))).is_err());
-        assert!(corrupt(&["email_branding", "from_name"], json!("A\r\nB")).is_err());
-        assert!(corrupt(&["email_branding", "footer_text"], json!("a\rb")).is_err());
+        assert_eq!(
+            refused(&["favicon_url"], json!("https://cdn.acme.test/f.svg")),
+            "favicon_url must end in .ico or .png"
+        );
+        assert_eq!(
+            refused(&["logo_url"], json!("http://cdn.acme.test/logo.png")),
+            "logo_url must be an https URL"
+        );
+        assert_eq!(
+            refused(
+                &["custom_login", "background_url"],
+                json!("https://x.test/a.ico")
+            ),
+            "background_url must end in .png, .jpg, .jpeg, .webp or .svg"
+        );
+        assert_eq!(
+            refused(&["custom_login", "title"], json!("")),
+            "must not be empty"
+        );
+        assert_eq!(
+            refused(&["custom_login", "subtitle"], json!("x".repeat(201))),
+            "must be at most 200 characters"
+        );
+        assert_eq!(
+            refused(&["email_branding", "from_name"], json!("A\r\nB")),
+            "must not contain control characters"
+        );
+        assert_eq!(
+            refused(&["email_branding", "footer_text"], json!("a\rb")),
+            "must not contain control characters"
+        );
         let err = corrupt(&["email_branding", "reply_to"], json!("not-an-email")).unwrap_err();
         assert!(err.to_string().contains("reply_to"), "{err}");
-        assert!(corrupt(&["primary_color"], json!(null)).is_err());
-        assert!(corrupt(&["custom_login"], json!(null)).is_err());
+        assert_eq!(
+            refused(&["primary_color"], json!(null)),
+            "invalid type: null, expected a string"
+        );
+        assert_eq!(
+            refused(&["custom_login"], json!(null)),
+            "invalid type: null, expected struct CustomLogin"
+        );
 
         // The nullable fields may be null.
         let cleared = corrupt(&["logo_url"], json!(null)).unwrap();

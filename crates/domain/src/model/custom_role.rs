@@ -340,26 +340,47 @@ mod tests {
     fn a_custom_role_never_holds_the_owners_own_permissions() {
         assert!(custom_permissions(["audit.read", "organization.members.read"]).is_ok());
         for owners in ["organization.delete", "organization.transfer_ownership"] {
-            assert!(custom_permissions([owners]).is_err(), "{owners}");
+            assert_eq!(
+                custom_permissions([owners]),
+                Err(format!(
+                    "has {owners:?}, which is the owner's alone: no custom role may hold it"
+                ))
+            );
         }
-        assert!(custom_permissions(["everything"]).is_err());
+        assert_eq!(
+            custom_permissions(["audit.read", "everything"]),
+            Err("has \"everything\", which is no permission: GET /api/v1/iam/permissions lists them".to_owned())
+        );
     }
 
     #[test]
     fn a_key_is_a_slug_that_is_no_built_in_role() {
         assert!(RoleKey::parse("billing-manager").is_ok());
         assert!(RoleKey::parse("auditor2").is_ok());
-        for bad in [
-            "admin", "owner", "a", "Billing", "-x", "x-", "a--b", "a b", "",
+        let characters = "may contain only lowercase letters, digits and single hyphens, and may not start or end with a hyphen";
+        for (bad, why) in [
+            ("admin", "is a built-in role's name"),
+            ("owner", "is a built-in role's name"),
+            ("a", "must be 2 to 40 characters"),
+            ("", "must be 2 to 40 characters"),
+            (&"a".repeat(41), "must be 2 to 40 characters"),
+            ("Billing", characters),
+            ("-x", characters),
+            ("x-", characters),
+            ("a--b", characters),
+            ("a b", characters),
         ] {
-            assert!(RoleKey::parse(bad).is_err(), "{bad:?}");
+            assert_eq!(RoleKey::parse(bad), Err(why), "{bad:?}");
         }
         assert_eq!("admin".parse(), Ok(RoleRef::BuiltIn(Role::Admin)));
         assert_eq!(
             "auditor".parse(),
             Ok(RoleRef::Custom(RoleKey::parse("auditor").unwrap()))
         );
-        assert!("Not A Role".parse::<RoleRef>().is_err());
+        assert_eq!(
+            "Not A Role".parse::<RoleRef>(),
+            Err("must be owner, admin, member, viewer or the key of one of the organization's custom roles")
+        );
     }
 
     #[test]

@@ -506,15 +506,42 @@ mod tests {
 
     #[test]
     fn only_s256_challenges_of_the_right_shape_are_taken() {
-        let plain = s256(Some(RFC_CHALLENGE), Some("plain"));
-        assert_eq!(plain.unwrap_err().code, OAuthErrorCode::InvalidRequest);
-        assert!(s256(Some(RFC_CHALLENGE), None).is_err(), "plain by default");
-        assert!(s256(Some(RFC_CHALLENGE), Some("s256")).is_err());
-        assert!(s256(None, Some("S256")).is_err());
-        assert!(s256(Some(""), Some("S256")).is_err());
-        assert!(s256(Some(&RFC_CHALLENGE[1..]), Some("S256")).is_err());
-        assert!(s256(Some(&format!("{RFC_CHALLENGE}=")), Some("S256")).is_err());
-        assert!(s256(Some(&"+".repeat(43)), Some("S256")).is_err());
+        let no_plain = OAuthError::invalid_request(
+            "code_challenge_method must be S256; plain is not accepted",
+        );
+        assert_eq!(
+            s256(Some(RFC_CHALLENGE), Some("plain")),
+            Err(no_plain.clone())
+        );
+        assert_eq!(
+            s256(Some(RFC_CHALLENGE), None),
+            Err(no_plain),
+            "plain by default"
+        );
+        assert_eq!(
+            s256(Some(RFC_CHALLENGE), Some("s256")),
+            Err(OAuthError::invalid_request(
+                "code_challenge_method must be S256"
+            ))
+        );
+        let no_challenge =
+            OAuthError::invalid_request("code_challenge_method was sent without a code_challenge");
+        assert_eq!(s256(None, Some("S256")), Err(no_challenge.clone()));
+        assert_eq!(s256(Some(""), Some("S256")), Err(no_challenge));
+        let misshapen = OAuthError::invalid_request(
+            "code_challenge must be the unpadded base64url SHA-256 of the verifier (43 characters)",
+        );
+        for bad in [
+            RFC_CHALLENGE[1..].to_owned(),
+            format!("{RFC_CHALLENGE}="),
+            "+".repeat(43),
+        ] {
+            assert_eq!(
+                s256(Some(&bad), Some("S256")),
+                Err(misshapen.clone()),
+                "{bad}"
+            );
+        }
     }
 
     #[test]
@@ -540,8 +567,11 @@ mod tests {
             );
         }
         for required in [false, true] {
-            assert!(
-                CodeChallenge::requested(Some(RFC_CHALLENGE), Some("plain"), required).is_err()
+            assert_eq!(
+                CodeChallenge::requested(Some(RFC_CHALLENGE), Some("plain"), required),
+                Err(OAuthError::invalid_request(
+                    "code_challenge_method must be S256; plain is not accepted"
+                ))
             );
             let taken = CodeChallenge::requested(Some(RFC_CHALLENGE), Some("S256"), required);
             assert_eq!(taken.unwrap().unwrap().as_str(), RFC_CHALLENGE);
@@ -600,11 +630,17 @@ mod tests {
 
     #[test]
     fn verifiers_are_43_to_128_unreserved_characters_and_never_printed() {
-        assert!(CodeVerifier::parse(&"a".repeat(42)).is_err());
+        let refused = OAuthError::invalid_request(
+            "code_verifier must be 43 to 128 characters of A-Z, a-z, 0-9, '-', '.', '_', '~'",
+        );
+        assert_eq!(CodeVerifier::parse(&"a".repeat(42)), Err(refused.clone()));
         assert!(CodeVerifier::parse(&"a".repeat(43)).is_ok());
         assert!(CodeVerifier::parse(&"~._-".repeat(32)).is_ok());
-        assert!(CodeVerifier::parse(&"a".repeat(129)).is_err());
-        assert!(CodeVerifier::parse(&format!("{}+", "a".repeat(43))).is_err());
+        assert_eq!(CodeVerifier::parse(&"a".repeat(129)), Err(refused.clone()));
+        assert_eq!(
+            CodeVerifier::parse(&format!("{}+", "a".repeat(43))),
+            Err(refused)
+        );
         let verifier = CodeVerifier::parse(RFC_VERIFIER).unwrap();
         assert!(!format!("{verifier:?}").contains(RFC_VERIFIER));
     }
@@ -618,9 +654,19 @@ mod tests {
             Scope::parse("read\"user").unwrap_err().code,
             OAuthErrorCode::InvalidScope
         );
-        assert!(Scope::parse("read\\user").is_err());
-        assert!(Scope::parse("café").is_err());
-        assert!(Scope::parse(&"a".repeat(1025)).is_err());
+        let unprintable = OAuthError::new(
+            OAuthErrorCode::InvalidScope,
+            "scope tokens are printable ASCII without '\"' and '\\', separated by spaces",
+        );
+        assert_eq!(Scope::parse("read\\user"), Err(unprintable.clone()));
+        assert_eq!(Scope::parse("café"), Err(unprintable));
+        assert_eq!(
+            Scope::parse(&"a".repeat(1025)),
+            Err(OAuthError::new(
+                OAuthErrorCode::InvalidScope,
+                "scope is longer than 1024 characters"
+            ))
+        );
         let wide = Scope::parse("a b c").unwrap();
         assert!(wide.includes(&Scope::parse("c a").unwrap()));
         assert!(!wide.includes(&Scope::parse("a d").unwrap()));
@@ -629,7 +675,12 @@ mod tests {
     #[test]
     fn states_are_returned_as_given_up_to_1024_characters() {
         assert_eq!(State::parse("xyz 1/2").unwrap().as_str(), "xyz 1/2");
-        assert!(State::parse(&"s".repeat(1025)).is_err());
+        assert_eq!(
+            State::parse(&"s".repeat(1025)),
+            Err(OAuthError::invalid_request(
+                "state is longer than 1024 characters"
+            ))
+        );
     }
 
     #[test]

@@ -416,16 +416,20 @@ mod tests {
     fn bounds_are_the_specs() {
         assert_eq!(MinLength::parse(7), Err(OutOfBounds { min: 8, max: 128 }));
         assert_eq!(MinLength::parse(8).unwrap().get(), 8);
-        assert!(MinLength::parse(129).is_err());
-        assert!(ReuseCount::parse(25).is_err());
-        assert!(ReuseCount::parse(-1).is_err());
-        assert!(SessionHours::parse(0).is_err());
-        assert!(SessionHours::parse(721).is_err());
-        assert!(IdleMinutes::parse(4).is_err());
-        assert!(IdleMinutes::parse(1441).is_err());
-        assert!(ConcurrentSessions::parse(0).is_err());
-        assert!(ConcurrentSessions::parse(101).is_err());
-        assert!(ConcurrentSessions::parse(i64::MAX).is_err());
+        assert_eq!(MinLength::parse(129), Err(OutOfBounds { min: 8, max: 128 }));
+        let reuse = OutOfBounds { min: 0, max: 24 };
+        assert_eq!(ReuseCount::parse(25), Err(reuse));
+        assert_eq!(ReuseCount::parse(-1), Err(reuse));
+        let hours = OutOfBounds { min: 1, max: 720 };
+        assert_eq!(SessionHours::parse(0), Err(hours));
+        assert_eq!(SessionHours::parse(721), Err(hours));
+        let idle = OutOfBounds { min: 5, max: 1440 };
+        assert_eq!(IdleMinutes::parse(4), Err(idle));
+        assert_eq!(IdleMinutes::parse(1441), Err(idle));
+        let sessions = OutOfBounds { min: 1, max: 100 };
+        assert_eq!(ConcurrentSessions::parse(0), Err(sessions));
+        assert_eq!(ConcurrentSessions::parse(101), Err(sessions));
+        assert_eq!(ConcurrentSessions::parse(i64::MAX), Err(sessions));
         assert_eq!(
             OutOfBounds { min: 1, max: 100 }.to_string(),
             "must be an integer from 1 to 100"
@@ -470,7 +474,8 @@ mod tests {
         // A stored document that breaks a bound does not load.
         let mut corrupt = json;
         corrupt["session_policy"]["idle_timeout_minutes"] = 1.into();
-        assert!(serde_json::from_value::<OrganizationPolicies>(corrupt).is_err());
+        let refused = serde_json::from_value::<OrganizationPolicies>(corrupt).unwrap_err();
+        assert_eq!(refused.to_string(), "must be an integer from 5 to 1440");
     }
 
     #[test]

@@ -53,8 +53,17 @@ mod tests {
         assert_eq!(limits.per_minute(Plan::Free), 10);
         assert_eq!(limits.per_minute(Plan::Pro), 20);
         assert_eq!(limits.per_minute(Plan::Enterprise), 5000);
-        assert!("free".parse::<RateLimits>().is_err());
-        assert!("gold=5".parse::<RateLimits>().is_err());
-        assert!("free=0".parse::<RateLimits>().is_err());
+        assert_eq!(
+            "free".parse::<RateLimits>(),
+            Err(r#""free" is not plan=requests"#.to_owned())
+        );
+        assert_eq!(
+            "gold=5".parse::<RateLimits>(),
+            Err(r#""gold": must be one of: free, starter, pro, business, enterprise"#.to_owned())
+        );
+        assert_eq!(
+            "free=0".parse::<RateLimits>(),
+            Err(r#""0" is not a positive number of requests"#.to_owned())
+        );
     }
 }

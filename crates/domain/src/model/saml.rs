@@ -178,7 +178,7 @@ mod tests {
             assert_eq!(ReturnPath::parse(bad), Err(ReturnPathError), "{bad:?}");
         }
         let long = format!("/{}", "a".repeat(ReturnPath::MAX_CHARS));
-        assert!(ReturnPath::parse(&long).is_err());
+        assert_eq!(ReturnPath::parse(&long), Err(ReturnPathError));
     }
 
     #[test]

@@ -121,7 +121,17 @@ mod tests {
         let at = parse("2026-11-25T12:30:00.5+02:30").unwrap();
         assert_eq!(at, datetime!(2026-11-25 10:00:00.5 UTC));
         assert_eq!(at.offset(), UtcOffset::UTC);
-        assert!(parse("2026-11-25 10:00").is_err());
+        // A space where RFC 3339 puts `T`, and no seconds: a literal out of place.
+        let refused = parse("2026-11-25 10:00");
+        assert!(
+            matches!(
+                refused,
+                Err(time::error::Parse::ParseFromDescription(
+                    time::error::ParseFromDescription::InvalidLiteral { .. }
+                ))
+            ),
+            "{refused:?}"
+        );
     }
 
     #[test]

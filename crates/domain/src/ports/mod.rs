@@ -1,17 +1,20 @@
 //! The ports: everything the use cases need from the outside world, as traits.
 //!
 //! Adapters live elsewhere, one crate per outside thing: `gatehouse-store` implements the store
-//! ports on PostgreSQL and SQLite, `gatehouse-crypto` the clock, randomness, password hashing,
-//! token signing and the secret cipher, `gatehouse-ratelimit` the counters, `gatehouse-mail` the
-//! mailer, `gatehouse-delivery` the webhook sender.
+//! ports on PostgreSQL and SQLite, `gatehouse-crypto` the clock, randomness, password hashing
+//! and judging, token signing, TOTP and the secret cipher, `gatehouse-ratelimit` the counters,
+//! `gatehouse-mail` the mailer, `gatehouse-delivery` the webhook sender, `gatehouse-saml` the
+//! SAML protocol, `gatehouse-webauthn` the WebAuthn ceremonies, `gatehouse-dns` the TXT
+//! lookups, `gatehouse-metrics` the metrics. `docs/architecture.md` lists every port.
 //! Every store method that writes is one transaction: it commits everything it was given,
 //! the outbox events included, or nothing.
 //!
 //! Ports are object safe (`async_trait`) because the backend is picked at run time from
 //! `GATEHOUSE_DATABASE_URL`; the services hold them as `Arc<dyn Port>`.
 //!
-//! By area: [`audit`], [`control`], [`domains`], [`iam`], [`identity`], [`metrics`], [`mfa`], [`organizations`], [`sso`], [`oauth`], [`webhooks`], [`platform`]; every port
-//! is also re-exported here.
+//! By area: [`audit`], [`control`], [`directory`], [`domains`], [`iam`], [`identity`],
+//! [`metrics`], [`mfa`], [`organizations`], [`sso`], [`oauth`], [`webhooks`], [`platform`];
+//! every port is also re-exported here.
 
 use std::sync::Arc;
 
