@@ -79,7 +79,7 @@ pub async fn request_id(
     let method = req.method().clone();
     let metrics = req
         .app_data::<actix_web::web::Data<crate::AppState>>()
-        .map(|state| state.ports.metrics.clone());
+        .map(|state| state.metrics.clone());
     let started = Instant::now();
     let outcome = next.call(req).instrument(span.clone()).await;
     let status = match &outcome {
@@ -413,7 +413,7 @@ mod rate_limit_impl {
         app: &crate::AppState,
         decision: &RateDecision,
     ) -> HttpResponse {
-        let now = app.ports.clock.now();
+        let now = app.clock.now();
         let retry_after = (decision.reset_at - now).whole_seconds().max(1);
         let mut response = HttpResponse::build(StatusCode::TOO_MANY_REQUESTS)
             .insert_header((header::RETRY_AFTER, retry_after.to_string()))
@@ -487,7 +487,7 @@ mod rate_limit_impl {
             }
         };
         if let Some(decision) = decision.filter(|d| !d.allowed) {
-            app.ports.metrics.rate_limited(match caller {
+            app.metrics.rate_limited(match caller {
                 Caller::Anonymous(_) => RateLimitedCaller::Anonymous,
                 Caller::Principal { .. } => RateLimitedCaller::Authenticated,
             });

@@ -79,7 +79,7 @@ impl SignInResult for Result<SignIn, LinkError> {
 
 /// Counts a sign-in attempt by its method and how it ended.
 pub(crate) fn sign_in(state: &AppState, method: SignInMethod, result: &impl SignInResult) {
-    state.ports.metrics.sign_in(method, result.outcome());
+    state.metrics.sign_in(method, result.outcome());
 }
 
 /// Counts the password sign-in an answer on an invitation's page made, if it made one (the
@@ -97,5 +97,5 @@ pub(crate) fn invitation_answered(state: &AppState, answered: &Answered) {
         } => login_outcome(Err(error)),
         _ => return,
     };
-    state.ports.metrics.sign_in(SignInMethod::Password, outcome);
+    state.metrics.sign_in(SignInMethod::Password, outcome);
 }

@@ -1,6 +1,8 @@
+use std::sync::Arc;
+
 use gatehouse_domain::{
     model::{IpRange, OperatorToken, RateLimits},
-    ports::Ports,
+    ports::{Clock, HealthStore, Metrics, Ports, Random, TokenSigner},
     service::{
         ApiKeyService, ApplicationService, AuditLogService, AuthService, AuthSettings,
         Authenticator, BrandingService, ControlService, DirectoryService, DomainService,
@@ -10,11 +12,21 @@ use gatehouse_domain::{
     },
 };
 
-/// What every handler can reach: the use cases, each with only the ports it uses, and the whole
-/// set of ports for the clock, randomness and the readiness check.
+/// What every handler can reach: the use cases, each with only the ports it uses, and the few
+/// ports a handler uses itself (the clock, randomness, the metrics, the readiness check, the
+/// public signing keys). Nothing else of the outside world: a handler calls a use case.
 #[derive(Clone)]
 pub struct AppState {
-    pub ports: Ports,
+    /// The clock, for the handlers that stamp or compare times.
+    pub clock: Arc<dyn Clock>,
+    /// Randomness: the pages' anti-forgery tokens.
+    pub random: Arc<dyn Random>,
+    /// Where sign-ins and rate-limited requests are counted, and the metrics page rendered.
+    pub metrics: Arc<dyn Metrics>,
+    /// The store's readiness, for `/readyz`.
+    pub health: Arc<dyn HealthStore>,
+    /// The signing keys, for `/.well-known/jwks.json`.
+    pub signer: Arc<dyn TokenSigner>,
     pub authenticator: Authenticator,
     pub auth: AuthService,
     pub api_keys: ApiKeyService,
@@ -51,7 +63,7 @@ pub struct AppState {
     pub body_timeout: std::time::Duration,
     /// Set when the replica has been told to stop: `/readyz` answers `503` from then on, so
     /// that a load balancer takes it out while it drains.
-    pub stopping: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    pub stopping: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl AppState {
@@ -91,11 +103,15 @@ impl AppState {
             audit_log: AuditLogService::new((&ports).into()),
             control_token,
             body_timeout: crate::DEFAULT_BODY_TIMEOUT,
-            stopping: std::sync::Arc::default(),
+            stopping: Arc::default(),
             trusted_proxies,
             secure_cookies: settings.issuer.starts_with("https://"),
             auth,
-            ports,
+            clock: ports.clock.clone(),
+            random: ports.random.clone(),
+            metrics: ports.metrics.clone(),
+            health: ports.health.clone(),
+            signer: ports.signer.clone(),
         }
     }
 }

@@ -274,7 +274,7 @@ impl Application {
         let audit_retention_days = config.audit_retention_days;
         let event_retention_days = config.event_retention_days;
         let state_for_metrics = state.clone();
-        let delivery_metrics = state.ports.metrics.clone();
+        let delivery_metrics = state.metrics.clone();
         let panics = web::Data::new(PanicCount::default());
         let server = HttpServer::new(move || {
             App::new()

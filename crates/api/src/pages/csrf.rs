@@ -22,7 +22,7 @@ pub const CSRF_COOKIE: &str = "gatehouse_csrf";
 
 /// A fresh anti-forgery token for a form about to be shown.
 pub fn fresh(state: &AppState) -> SecretToken {
-    state.ports.random.secret(TokenKind::Csrf)
+    state.random.secret(TokenKind::Csrf)
 }
 
 /// The page with the anti-forgery cookie its form's token must match.

@@ -353,7 +353,6 @@ pub struct Jwks {
 )]
 pub async fn jwks(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let keys = state
-        .ports
         .signer
         .public_keys()
         .await

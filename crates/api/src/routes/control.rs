@@ -311,5 +311,5 @@ async fn scrape(state: &AppState) -> Result<HttpResponse, ApiError> {
     Ok(HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4; charset=utf-8")
         .insert_header(("Cache-Control", "no-store"))
-        .body(state.ports.metrics.render(&gauges)))
+        .body(state.metrics.render(&gauges)))
 }

@@ -35,7 +35,6 @@ pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError
         ));
     }
     state
-        .ports
         .health
         .ping()
         .await

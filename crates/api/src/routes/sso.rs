@@ -215,7 +215,7 @@ pub async fn create(
         .ok_or_else(|| ApiError::field(FieldError::missing("body", "organization_id")))?;
     let actor = actor_in(&req, agent, organization).await?;
     SsoService::authorize(&actor)?;
-    let now = state.ports.clock.now();
+    let now = state.clock.now();
     let parsed = parse(body, &CREATE_REQUIRED, now)?;
     let (Some(provider), Some(idp_entity_id), Some(idp_sso_url), Some(idp_certificate)) = (
         parsed.provider,
@@ -289,7 +289,7 @@ pub async fn update(
             "organization_id must be the organization of the path, or left out",
         )));
     }
-    let parsed = parse(body, &[], state.ports.clock.now())?;
+    let parsed = parse(body, &[], state.clock.now())?;
     let change = SsoChange {
         provider: parsed.provider,
         idp_entity_id: parsed.idp_entity_id,

@@ -497,7 +497,7 @@ pub async fn retry(
         attempt: delivery.attempt,
         max_attempts: RetrySchedule::MAX_ATTEMPTS,
         next_retry_at: None,
-        queued_at: state.ports.clock.now(),
+        queued_at: state.clock.now(),
     }))
 }
 
