@@ -27,11 +27,11 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::{
-    super::{
+    audit::insert_audit,
+    backend::{
         schema::{events, organizations, webhook_deliveries, webhook_endpoints},
         Conn, Db, DbStore, Sql,
     },
-    audit::insert_audit,
     rows::{
         event_strings, record_events, stored_state, DeliveryRow, EndpointRow, EventRow, LeasedRow,
         NewDeliveryRow, NewEndpointRow,
