@@ -5,7 +5,9 @@
 //! into [`sqlite`], each against its own `schema`). Only what must differ, differs: the schema's
 //! column types, connection set-up, how a write transaction begins (`BEGIN IMMEDIATE` on
 //! SQLite, so that concurrent writers queue on `busy_timeout` instead of failing), and how due
-//! webhook deliveries are picked for a lease (`FOR UPDATE SKIP LOCKED` on PostgreSQL).
+//! webhook deliveries are picked for a lease (`FOR UPDATE SKIP LOCKED` on PostgreSQL). Which
+//! deliveries are due is the domain's `DueRule`, translated once (`due`); which endpoints an
+//! event goes to is the domain's `Subscription`.
 //!
 //! [`open`] picks the backend from the URL, runs the embedded migrations and returns one
 //! [`Store`] that implements every store port.
@@ -25,6 +27,7 @@ use gatehouse_domain::ports::{
 };
 
 mod dialect;
+mod due;
 mod listing;
 /// Runs the body, `async |conn: &mut Conn| -> Result<T, diesel::result::Error>`, in one write
 /// transaction (the backend's `write_tx!`) on a connection of the store's `writer` pool, on the
