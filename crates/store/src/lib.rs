@@ -11,6 +11,7 @@
 //!
 //! [`open`] picks the backend from the URL, runs the embedded migrations and returns one
 //! [`Store`] that implements every store port.
+#![warn(missing_docs)]
 #![expect(
     clippy::duplicate_mod,
     reason = "the shared queries module is compiled once per backend, on purpose"
@@ -106,11 +107,15 @@ pub trait Store:
 /// Which database a URL names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backend {
+    /// PostgreSQL (`postgres://` or `postgresql://`): production, one database for many
+    /// replicas.
     Postgres,
+    /// SQLite (`sqlite://`): the embedded default, one process on one file.
     Sqlite,
 }
 
 impl Backend {
+    /// The backend's name, as logs and metrics write it: `postgres` or `sqlite`.
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Postgres => "postgres",
@@ -122,10 +127,13 @@ impl Backend {
 /// Why the store could not be opened.
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
+    /// The URL names no backend Gatehouse has; it is kept with its password redacted.
     #[error("unsupported database URL {0:?}: use postgres://... or sqlite://path.db")]
     UnsupportedUrl(String),
+    /// The database could not be reached, or its file, pool or runtime not set up.
     #[error("cannot connect to the database")]
     Connect(#[source] BoxError),
+    /// A migration failed, or could not be run.
     #[error("running migrations failed")]
     Migrate(#[source] BoxError),
 }
@@ -133,6 +141,8 @@ pub enum OpenError {
 /// Pool and start-up options.
 #[derive(Clone, Debug)]
 pub struct StoreOptions {
+    /// The most connections the pool opens (on SQLite, the read pool's: writes have one
+    /// connection of their own).
     pub max_connections: usize,
     /// Run pending migrations when opening (what `gatehouse serve` does).
     pub migrate: bool,
@@ -206,6 +216,8 @@ where
     .map_err(|e| OpenError::Migrate(Box::new(e)))?
 }
 
+/// The backend a database URL names: `postgres://` or `postgresql://`, or `sqlite://`; any
+/// other URL is [`OpenError::UnsupportedUrl`].
 pub fn backend_of(url: &str) -> Result<Backend, OpenError> {
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         Ok(Backend::Postgres)
