@@ -511,9 +511,30 @@ mod tests {
                 Ok(state)
             );
         }
-        assert!(DeliveryState::restore(DeliveryStatus::Pending, 1, None).is_err());
-        assert!(DeliveryState::restore(DeliveryStatus::Success, 1, Some(t0())).is_err());
-        assert!(DeliveryState::restore(DeliveryStatus::Failed, 0, None).is_err());
+        assert_eq!(
+            DeliveryState::restore(DeliveryStatus::Pending, 1, None),
+            Err(InvalidDeliveryState {
+                status: "pending",
+                attempt: 1,
+                next: None
+            })
+        );
+        assert_eq!(
+            DeliveryState::restore(DeliveryStatus::Success, 1, Some(t0())),
+            Err(InvalidDeliveryState {
+                status: "success",
+                attempt: 1,
+                next: Some(t0())
+            })
+        );
+        assert_eq!(
+            DeliveryState::restore(DeliveryStatus::Failed, 0, None),
+            Err(InvalidDeliveryState {
+                status: "failed",
+                attempt: 0,
+                next: None
+            })
+        );
     }
 
     #[test]

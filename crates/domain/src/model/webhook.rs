@@ -705,8 +705,8 @@ mod tests {
         let text = id.to_string();
         assert!(text.starts_with("ep_") && text.len() == 35);
         assert_eq!(text.parse::<EndpointId>(), Ok(id));
-        assert!(text.replace("ep_", "dlv_").parse::<EndpointId>().is_err());
-        assert!("ep_zz".parse::<EndpointId>().is_err());
+        assert_eq!(text.replace("ep_", "dlv_").parse::<EndpointId>(), Err(()));
+        assert_eq!("ep_zz".parse::<EndpointId>(), Err(()));
     }
 
     #[test]
@@ -723,9 +723,15 @@ mod tests {
         );
         assert_eq!(schedule.next_after(5, t), None);
         assert_eq!(schedule.next_after(6, t), None);
-        assert!("1,2,3".parse::<RetrySchedule>().is_err());
+        assert_eq!(
+            "1,2,3".parse::<RetrySchedule>(),
+            Err("needs at least 4 delays (one after each failed attempt but the last)".into())
+        );
         assert!("1,2,3,4".parse::<RetrySchedule>().is_ok());
-        assert!("1,x,3,4".parse::<RetrySchedule>().is_err());
+        assert_eq!(
+            "1,x,3,4".parse::<RetrySchedule>(),
+            Err("\"x\" is not a number of seconds".into())
+        );
     }
 
     #[test]
