@@ -833,8 +833,9 @@ impl WebhookStore for DbStore {
 }
 
 /// The attempts in flight at each endpoint in every process on the store: its deliveries
-/// whose leases hold at `now` (`DueRule::lease_holds`: not run out), read from the partial index `webhook_deliveries_held_idx`, as small as
-/// the work in flight). A lease a dead process left counts until it expires.
+/// whose leases hold at `now` (`DueRule::lease_holds`: not run out), read from the partial
+/// index `webhook_deliveries_held_idx`, as small as the work in flight. A lease a dead process
+/// left counts until it expires.
 async fn held_in_cluster(
     conn: &mut Conn,
     now: OffsetDateTime,
