@@ -18,14 +18,16 @@ pub(crate) trait Dialect {
     type Conn;
     /// A new delivery, as the backend's schema inserts it.
     type NewDelivery<'a>;
+    /// A condition on the deliveries' rows, as the backend's diesel writes it.
+    type Condition;
 
-    /// Up to `limit` due deliveries of active endpoints not in `busy`, of organizations not in
-    /// `busy_organizations`, as `(delivery, endpoint, organization)`: the candidates a lease
-    /// picks from, in their turn: each organization's oldest due first, then each one's second,
-    /// and so on (oldest due first within a turn), so that one organization's backlog never
-    /// hides another's fresh delivery from the lease. Nothing is locked; the lease locks what it
-    /// picks with [`Dialect::lock_for_lease`]. Both backends write the same query out in SQL
-    /// (a window diesel's DSL does not write): keep the two alike.
+    /// Up to `limit` deliveries due at `now` by the domain's `DueRule` (of active endpoints),
+    /// not of the `busy` endpoints nor of the `busy_organizations`, as `(delivery, endpoint,
+    /// organization)`: the candidates a lease picks from, in the rule's order (each
+    /// organization's oldest due first, then each one's second, and so on). Nothing is locked;
+    /// the lease locks what it picks with [`Dialect::lock_for_lease`]. Both backends run the
+    /// statement `due::lease_candidates` builds from the rule (a window diesel's DSL does not
+    /// write), and differ only in how they bind it.
     async fn lease_candidates(
         conn: &mut Self::Conn,
         now: OffsetDateTime,
@@ -34,13 +36,14 @@ pub(crate) trait Dialect {
         busy_organizations: &[DbUuid],
     ) -> QueryResult<Vec<(DbUuid, DbUuid, DbUuid)>>;
 
-    /// Of the picked deliveries `ids`, the ones still due and unleased at `now`, locked for the
+    /// Of the picked deliveries `ids`, the ones that still meet `still_due` (the domain's
+    /// `DueRule` as far as a delivery's own row says: due and unleased now), locked for the
     /// caller's transaction so that no concurrent leaser in any process takes them too; one that
     /// another leaser holds is left out, not waited for.
     async fn lock_for_lease(
         conn: &mut Self::Conn,
         ids: &[DbUuid],
-        now: OffsetDateTime,
+        still_due: Self::Condition,
     ) -> QueryResult<Vec<DbUuid>>;
 
     /// Lets the caller's transaction commit without waiting for its write-ahead log to reach the

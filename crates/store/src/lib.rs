@@ -5,10 +5,13 @@
 //! into [`sqlite`], each against its own `schema`). Only what must differ, differs: the schema's
 //! column types, connection set-up, how a write transaction begins (`BEGIN IMMEDIATE` on
 //! SQLite, so that concurrent writers queue on `busy_timeout` instead of failing), and how due
-//! webhook deliveries are picked for a lease (`FOR UPDATE SKIP LOCKED` on PostgreSQL).
+//! webhook deliveries are picked for a lease (`FOR UPDATE SKIP LOCKED` on PostgreSQL). Which
+//! deliveries are due is the domain's `DueRule`, translated once (`due`); which endpoints an
+//! event goes to is the domain's `Subscription`.
 //!
 //! [`open`] picks the backend from the URL, runs the embedded migrations and returns one
 //! [`Store`] that implements every store port.
+#![warn(missing_docs)]
 #![expect(
     clippy::duplicate_mod,
     reason = "the shared queries module is compiled once per backend, on purpose"
@@ -25,6 +28,7 @@ use gatehouse_domain::ports::{
 };
 
 mod dialect;
+mod due;
 mod listing;
 /// Runs the body, `async |conn: &mut Conn| -> Result<T, diesel::result::Error>`, in one write
 /// transaction (the backend's `write_tx!`) on a connection of the store's `writer` pool, on the
@@ -103,11 +107,15 @@ pub trait Store:
 /// Which database a URL names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backend {
+    /// PostgreSQL (`postgres://` or `postgresql://`): production, one database for many
+    /// replicas.
     Postgres,
+    /// SQLite (`sqlite://`): the embedded default, one process on one file.
     Sqlite,
 }
 
 impl Backend {
+    /// The backend's name, as logs and metrics write it: `postgres` or `sqlite`.
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Postgres => "postgres",
@@ -119,10 +127,13 @@ impl Backend {
 /// Why the store could not be opened.
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
+    /// The URL names no backend Gatehouse has; it is kept with its password redacted.
     #[error("unsupported database URL {0:?}: use postgres://... or sqlite://path.db")]
     UnsupportedUrl(String),
+    /// The database could not be reached, or its file, pool or runtime not set up.
     #[error("cannot connect to the database")]
     Connect(#[source] BoxError),
+    /// A migration failed, or could not be run.
     #[error("running migrations failed")]
     Migrate(#[source] BoxError),
 }
@@ -130,6 +141,8 @@ pub enum OpenError {
 /// Pool and start-up options.
 #[derive(Clone, Debug)]
 pub struct StoreOptions {
+    /// The most connections the pool opens (on SQLite, the read pool's: writes have one
+    /// connection of their own).
     pub max_connections: usize,
     /// Run pending migrations when opening (what `gatehouse serve` does).
     pub migrate: bool,
@@ -203,6 +216,8 @@ where
     .map_err(|e| OpenError::Migrate(Box::new(e)))?
 }
 
+/// The backend a database URL names: `postgres://` or `postgresql://`, or `sqlite://`; any
+/// other URL is [`OpenError::UnsupportedUrl`].
 pub fn backend_of(url: &str) -> Result<Backend, OpenError> {
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         Ok(Backend::Postgres)

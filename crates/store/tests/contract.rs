@@ -175,7 +175,10 @@ on_both_backends! {
         // The second event cannot be recorded (its id is taken): the whole account goes.
         let mut broken = account("bob@example.com", "Bob");
         broken.events[1].id = broken.events[0].id;
-        assert!(db.store.create_account(broken.clone(), support::signed_in()).await.is_err());
+        assert!(matches!(
+            db.store.create_account(broken.clone(), support::signed_in()).await,
+            Err(StoreError::Conflict)
+        ));
         assert!(db.store.credentials_by_id(broken.user.id).await.unwrap().is_none());
         assert!(db
             .store
@@ -360,7 +363,10 @@ on_both_backends! {
 
         // The event's id is taken, so the event cannot be recorded: neither can the session.
         let (second, hash) = session(ada, created, Duration::days(1));
-        assert!(db.store.create_session(second.clone(), login, None, support::signed_in()).await.is_err());
+        assert!(matches!(
+            db.store.create_session(second.clone(), login, None, support::signed_in()).await,
+            Err(StoreError::Conflict)
+        ));
         assert!(!db.store.is_live(second.id, created).await.unwrap());
         assert!(db.store.session_by_refresh_token(&hash, created).await.unwrap().is_none());
         assert_eq!(db.count("SELECT COUNT(*) AS n FROM sessions").await, 1);

@@ -16,7 +16,7 @@ use gatehouse_domain::{
     },
     ports::{
         AttemptEffects, AttemptRecord, DeliveryFilter, EndpointChange, EndpointLimit,
-        LeasedDelivery, NewDelivery, NewEndpoint, PurgedHistory, RetryOutcome,
+        LeasedDelivery, NewDelivery, NewEndpoint, PurgedHistory, RetryOutcome, StoreError,
     },
 };
 use gatehouse_store::StoreOptions;
@@ -378,7 +378,7 @@ on_both_backends! {
 
         // A change refused leaves it asleep too.
         let twin = db.store.create_account(account("ada@example.com", "Twin"), support::signed_in()).await;
-        assert!(twin.is_err());
+        assert!(matches!(twin, Err(StoreError::Conflict)), "the email is taken");
         assert!(!woken().await, "nothing was committed");
     }
 
@@ -1058,7 +1058,10 @@ on_both_backends! {
         assert_eq!(listed.total(), 5, "nothing written");
         // Inactive endpoints count too: turning one off frees no room.
         let inactive = new_endpoint(free, &types, false, now());
-        assert!(db.store.create_endpoint(inactive, support::signed_in()).await.unwrap().is_err());
+        assert_eq!(
+            db.store.create_endpoint(inactive, support::signed_in()).await.unwrap(),
+            Err(EndpointLimit { plan: Plan::Free, max: 5 })
+        );
         // Another organization's bound is its own.
         endpoint(&db, other, &types).await;
 
@@ -1219,9 +1222,10 @@ async fn a_change_committed_on_one_replica_wakes_the_others_dispatcher() {
         .await
         .unwrap();
     assert!(
-        tokio::time::timeout(std::time::Duration::from_millis(300), woken.notified())
-            .await
-            .is_err(),
+        matches!(
+            tokio::time::timeout(std::time::Duration::from_millis(300), woken.notified()).await,
+            Err(tokio::time::error::Elapsed { .. })
+        ),
         "a read woke the other replica"
     );
     registered(&db, "last@example.com").await;

@@ -22,10 +22,16 @@
 //! The store keeps a state as three columns (`status`, `attempt`, `next_attempt_at`), reads it
 //! back with [`DeliveryState::restore`] and writes what a transition returned; it decides
 //! nothing itself.
+//!
+//! Which deliveries are due for an attempt, and in which order a lease takes them, is
+//! [`DueRule`]: checked here in memory ([`DueRule::is_due`], [`DueRule::in_order`]), and
+//! translated by the store, term by term, into its lease query.
+
+use std::{cmp::Ordering, collections::HashMap};
 
 use time::OffsetDateTime;
 
-use super::{DeliveryStatus, RetrySchedule};
+use super::{DeliveryId, DeliveryStatus, OrganizationId, RetrySchedule};
 
 /// Where one delivery stands. Its fields are private: a state comes from [`Self::new`], from a
 /// transition, or from [`Self::restore`], which refuses combinations no transition makes.
@@ -238,9 +244,156 @@ impl FailureRun {
     }
 }
 
+/// How a stored time stands against the moment a rule is applied at (`now`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeBound {
+    /// The time is `now` or earlier (`time <= now`).
+    AtOrBefore,
+    /// The time is earlier than `now` (`time < now`).
+    Before,
+}
+
+impl TimeBound {
+    /// Whether `time` stands so against `now`.
+    pub fn holds(self, time: OffsetDateTime, now: OffsetDateTime) -> bool {
+        match self {
+            Self::AtOrBefore => time <= now,
+            Self::Before => time < now,
+        }
+    }
+}
+
+/// What due deliveries are put in order by, most significant first (see [`DueRule::ORDER`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DueKey {
+    /// The delivery's turn in its organization: 1 for each organization's first due delivery,
+    /// 2 for its second, and so on, first and second by the keys that follow this one.
+    OrganizationTurn,
+    /// When its attempt fell due, earliest first.
+    NextAttemptAt,
+    /// Its id, smallest first: the tie-break.
+    Id,
+}
+
+/// What [`DueRule`] looks at in one delivery.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DueDelivery {
+    /// The delivery.
+    pub id: DeliveryId,
+    /// Its endpoint's organization.
+    pub organization_id: OrganizationId,
+    /// Where it stands.
+    pub state: DeliveryState,
+    /// Until when a worker's lease on it holds; `None` when no worker holds it.
+    pub leased_until: Option<OffsetDateTime>,
+    /// Whether its endpoint is active.
+    pub endpoint_active: bool,
+}
+
+/// Which deliveries are due for an attempt at a moment, and the order a lease takes them in:
+/// the one place the rule is written. [`Self::is_due`] and [`Self::in_order`] apply it in
+/// memory; the store builds its lease query from the constants, term by term.
+///
+/// A delivery is due at `now` when its status is one of [`Self::STATUSES`], its next attempt's
+/// time has come ([`Self::ATTEMPT_TIME`]), no worker's lease on it holds (none, or one that
+/// ran out: [`Self::LEASE_EXPIRED`]), and its endpoint is active
+/// ([`Self::ACTIVE_ENDPOINTS_ONLY`]). Due deliveries are taken in [`Self::ORDER`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DueRule;
+
+impl DueRule {
+    /// The statuses of a delivery that may have an attempt due: pending (its first attempt, or
+    /// one a manual retry queued), or failed with an automatic retry scheduled.
+    pub const STATUSES: [DeliveryStatus; 2] = [DeliveryStatus::Pending, DeliveryStatus::Failed];
+
+    /// How [`DeliveryState::next_attempt_at`] stands against `now` when the attempt's time has
+    /// come: at that moment or after it. A delivery with no next attempt has nothing due.
+    pub const ATTEMPT_TIME: TimeBound = TimeBound::AtOrBefore;
+
+    /// How a lease's `leased_until` stands against `now` once the lease ran out (its worker
+    /// died or stalled): strictly after it. Until then the lease holds and the delivery is its
+    /// worker's.
+    pub const LEASE_EXPIRED: TimeBound = TimeBound::Before;
+
+    /// Only deliveries to active endpoints are due: those of an endpoint turned off wait until
+    /// it is turned back on.
+    pub const ACTIVE_ENDPOINTS_ONLY: bool = true;
+
+    /// The order a lease takes due deliveries in: each organization's oldest due first, then
+    /// each one's second, and so on, oldest due first within a turn, so that one
+    /// organization's backlog never hides another's fresh delivery.
+    pub const ORDER: [DueKey; 3] = [DueKey::OrganizationTurn, DueKey::NextAttemptAt, DueKey::Id];
+
+    /// Whether a worker's lease that runs until `leased_until` still holds at `now`.
+    pub fn lease_holds(leased_until: OffsetDateTime, now: OffsetDateTime) -> bool {
+        !Self::LEASE_EXPIRED.holds(leased_until, now)
+    }
+
+    /// Whether `delivery` is due for an attempt at `now`.
+    pub fn is_due(delivery: &DueDelivery, now: OffsetDateTime) -> bool {
+        let status = Self::STATUSES.contains(&delivery.state.status());
+        let time_has_come = delivery
+            .state
+            .next_attempt_at()
+            .is_some_and(|at| Self::ATTEMPT_TIME.holds(at, now));
+        let free = delivery
+            .leased_until
+            .is_none_or(|until| !Self::lease_holds(until, now));
+        let endpoint = delivery.endpoint_active || !Self::ACTIVE_ENDPOINTS_ONLY;
+        status && time_has_come && free && endpoint
+    }
+
+    /// The deliveries of `deliveries` due at `now`, in [`Self::ORDER`].
+    pub fn in_order(
+        deliveries: impl IntoIterator<Item = DueDelivery>,
+        now: OffsetDateTime,
+    ) -> Vec<DeliveryId> {
+        let mut due: Vec<DueDelivery> = deliveries
+            .into_iter()
+            .filter(|delivery| Self::is_due(delivery, now))
+            .collect();
+        // Each delivery's turn in its organization, counted in the order of the keys after
+        // the turn's.
+        let after_turn = Self::ORDER
+            .iter()
+            .position(|key| *key == DueKey::OrganizationTurn)
+            .map_or(&Self::ORDER[..0], |at| &Self::ORDER[at + 1..]);
+        due.sort_by(|a, b| Self::compare(after_turn, a, b, &HashMap::new()));
+        let mut counted: HashMap<OrganizationId, usize> = HashMap::new();
+        let turns: HashMap<DeliveryId, usize> = due
+            .iter()
+            .map(|delivery| {
+                let turn = counted.entry(delivery.organization_id).or_insert(0);
+                *turn += 1;
+                (delivery.id, *turn)
+            })
+            .collect();
+        due.sort_by(|a, b| Self::compare(&Self::ORDER, a, b, &turns));
+        due.into_iter().map(|delivery| delivery.id).collect()
+    }
+
+    /// `a` against `b` by `keys`, a turn read from `turns`.
+    fn compare(
+        keys: &[DueKey],
+        a: &DueDelivery,
+        b: &DueDelivery,
+        turns: &HashMap<DeliveryId, usize>,
+    ) -> Ordering {
+        keys.iter()
+            .map(|key| match key {
+                DueKey::OrganizationTurn => turns.get(&a.id).cmp(&turns.get(&b.id)),
+                DueKey::NextAttemptAt => a.state.next_attempt_at().cmp(&b.state.next_attempt_at()),
+                DueKey::Id => a.id.cmp(&b.id),
+            })
+            .find(|order| order.is_ne())
+            .unwrap_or(Ordering::Equal)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use time::{macros::datetime, Duration};
+    use uuid::Uuid;
 
     use super::*;
 
@@ -358,9 +511,30 @@ mod tests {
                 Ok(state)
             );
         }
-        assert!(DeliveryState::restore(DeliveryStatus::Pending, 1, None).is_err());
-        assert!(DeliveryState::restore(DeliveryStatus::Success, 1, Some(t0())).is_err());
-        assert!(DeliveryState::restore(DeliveryStatus::Failed, 0, None).is_err());
+        assert_eq!(
+            DeliveryState::restore(DeliveryStatus::Pending, 1, None),
+            Err(InvalidDeliveryState {
+                status: "pending",
+                attempt: 1,
+                next: None
+            })
+        );
+        assert_eq!(
+            DeliveryState::restore(DeliveryStatus::Success, 1, Some(t0())),
+            Err(InvalidDeliveryState {
+                status: "success",
+                attempt: 1,
+                next: Some(t0())
+            })
+        );
+        assert_eq!(
+            DeliveryState::restore(DeliveryStatus::Failed, 0, None),
+            Err(InvalidDeliveryState {
+                status: "failed",
+                attempt: 0,
+                next: None
+            })
+        );
     }
 
     #[test]
@@ -372,5 +546,131 @@ mod tests {
         }
         assert!(run.after(false).disables(5));
         assert_eq!(run.after(true), FailureRun::of(0));
+    }
+
+    /// Delivery `n` of organization `org`, in `state`, unleased, to an active endpoint.
+    fn delivery(n: u128, org: u128, state: DeliveryState) -> DueDelivery {
+        DueDelivery {
+            id: DeliveryId::from_uuid(Uuid::from_u128(n)),
+            organization_id: OrganizationId::from_uuid(Uuid::from_u128(org)),
+            state,
+            leased_until: None,
+            endpoint_active: true,
+        }
+    }
+
+    fn id(n: u128) -> DeliveryId {
+        DeliveryId::from_uuid(Uuid::from_u128(n))
+    }
+
+    #[test]
+    fn a_pending_delivery_is_due_once_its_time_has_come() {
+        let pending = delivery(1, 1, DeliveryState::new(t0()));
+        assert!(!DueRule::is_due(&pending, t0() - Duration::seconds(1)));
+        assert!(DueRule::is_due(&pending, t0()), "due at its very moment");
+        assert!(DueRule::is_due(&pending, t0() + Duration::hours(1)));
+    }
+
+    #[test]
+    fn a_failed_delivery_is_due_at_its_retry_and_never_after_its_last_attempt() {
+        let failed = DeliveryState::new(t0())
+            .attempted(false, t0(), &schedule())
+            .unwrap();
+        let retry_at = failed.next_retry_at().unwrap();
+        assert!(!DueRule::is_due(
+            &delivery(1, 1, failed),
+            retry_at - Duration::seconds(1)
+        ));
+        assert!(DueRule::is_due(&delivery(1, 1, failed), retry_at));
+
+        let given_up = DeliveryState::sent_once(false);
+        assert!(!DueRule::is_due(
+            &delivery(1, 1, given_up),
+            t0() + Duration::days(365)
+        ));
+    }
+
+    #[test]
+    fn a_delivery_that_succeeded_is_never_due() {
+        let succeeded = DeliveryState::new(t0())
+            .attempted(true, t0(), &schedule())
+            .unwrap();
+        assert!(!DueRule::STATUSES.contains(&DeliveryStatus::Success));
+        assert!(!DueRule::is_due(
+            &delivery(1, 1, succeeded),
+            t0() + Duration::days(365)
+        ));
+    }
+
+    #[test]
+    fn a_held_lease_keeps_a_delivery_from_others_until_it_runs_out() {
+        let leased = DueDelivery {
+            leased_until: Some(t0() + Duration::seconds(30)),
+            ..delivery(1, 1, DeliveryState::new(t0()))
+        };
+        assert!(!DueRule::is_due(&leased, t0()));
+        assert!(
+            !DueRule::is_due(&leased, t0() + Duration::seconds(30)),
+            "a lease holds up to its last moment"
+        );
+        assert!(DueRule::lease_holds(
+            t0() + Duration::seconds(30),
+            t0() + Duration::seconds(30)
+        ));
+        assert!(
+            DueRule::is_due(&leased, t0() + Duration::seconds(31)),
+            "a lease that ran out frees the delivery"
+        );
+        assert!(!DueRule::lease_holds(
+            t0() + Duration::seconds(30),
+            t0() + Duration::seconds(31)
+        ));
+    }
+
+    #[test]
+    fn deliveries_to_an_inactive_endpoint_wait() {
+        let waiting = DueDelivery {
+            endpoint_active: false,
+            ..delivery(1, 1, DeliveryState::new(t0()))
+        };
+        assert!(!DueRule::is_due(&waiting, t0()));
+        assert!(DueRule::is_due(
+            &DueDelivery {
+                endpoint_active: true,
+                ..waiting
+            },
+            t0()
+        ));
+    }
+
+    #[test]
+    fn organizations_take_turns_each_oldest_due_first() {
+        let at = |seconds: i64| DeliveryState::new(t0() + Duration::seconds(seconds));
+        let (noisy, quiet, other) = (1, 2, 3);
+        let deliveries = [
+            delivery(10, noisy, at(0)),
+            delivery(11, noisy, at(1)),
+            delivery(12, noisy, at(2)),
+            // Ties on time are broken by id.
+            delivery(21, quiet, at(5)),
+            delivery(20, quiet, at(5)),
+            delivery(30, other, at(3)),
+            // Not due yet: left out.
+            delivery(31, other, at(60)),
+        ];
+        assert_eq!(
+            DueRule::in_order(deliveries, t0() + Duration::seconds(10)),
+            [
+                // Every organization's first, oldest first.
+                id(10),
+                id(30),
+                id(20),
+                // Then each one's second.
+                id(11),
+                id(21),
+                // Then the third.
+                id(12),
+            ]
+        );
     }
 }

@@ -57,7 +57,10 @@ pub use custom_role::{
     custom_permissions, AssignedRole, CustomRole, PermissionSet, RoleDescription, RoleKey,
     RoleName, RoleRef,
 };
-pub use delivery::{DeliveryState, FailureRun, InvalidDeliveryState, TransitionError};
+pub use delivery::{
+    DeliveryState, DueDelivery, DueKey, DueRule, FailureRun, InvalidDeliveryState, TimeBound,
+    TransitionError,
+};
 pub use directory::{
     DirectoryEmail, DirectoryGroup, DirectoryName, DirectoryText, DirectoryUser, GroupAttributes,
     GroupRoles, GroupRolesError, ScimToken, ScimTokenName, UserAttributes, DIRECTORY_PERMISSIONS,
@@ -128,6 +131,6 @@ pub use verified_domain::{
 };
 pub use webhook::{
     signature, signature_matches, Delivery, DeliveryId, DeliveryStats, DeliveryStatus,
-    EndpointDescription, EndpointId, LeaseRoom, RetrySchedule, WebhookEndpoint, WebhookUrl,
-    WebhookUrlError,
+    EndpointDescription, EndpointId, LeaseRoom, RetrySchedule, Subscription, WebhookEndpoint,
+    WebhookUrl, WebhookUrlError,
 };

@@ -1,5 +1,5 @@
-//! Webhook endpoints and deliveries: the URL rules, the ids, the retry schedule, the delivery
-//! state machine and the signature.
+//! Webhook endpoints and deliveries: the URL rules, the ids, which events an endpoint is sent
+//! ([`Subscription`]), the retry schedule, the lease's room and the signature.
 
 use std::{collections::HashMap, fmt, net::IpAddr, str::FromStr, time::Duration};
 
@@ -358,6 +358,44 @@ pub struct WebhookEndpoint {
 impl WebhookEndpoint {
     /// The most event types an endpoint may list (there are fewer types than this).
     pub const MAX_EVENTS: usize = 64;
+
+    /// What decides which events it is sent.
+    pub fn subscription(&self) -> Subscription {
+        Subscription {
+            is_active: self.is_active,
+            events: self.events.clone(),
+        }
+    }
+}
+
+/// What decides whether an event goes to an endpoint: the one place the rule is written (the
+/// store reads an organization's endpoints and keeps those whose subscription
+/// [`matches`](Self::matches)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Subscription {
+    /// Whether the endpoint is active: an inactive one is sent nothing.
+    pub is_active: bool,
+    /// The event types it lists.
+    pub events: Vec<EventType>,
+}
+
+impl Subscription {
+    /// The subscription of an endpoint that lists the event types named `names`, as stored. A
+    /// name of no event type Gatehouse knows names nothing the endpoint is sent.
+    pub fn from_names<S: AsRef<str>>(is_active: bool, names: impl IntoIterator<Item = S>) -> Self {
+        Self {
+            is_active,
+            events: names
+                .into_iter()
+                .filter_map(|name| name.as_ref().parse().ok())
+                .collect(),
+        }
+    }
+
+    /// Whether an event of type `event` goes to the endpoint: it is active and lists the type.
+    pub fn matches(&self, event: EventType) -> bool {
+        self.is_active && self.events.contains(&event)
+    }
 }
 
 /// Delivery counts of an endpoint.
@@ -667,8 +705,8 @@ mod tests {
         let text = id.to_string();
         assert!(text.starts_with("ep_") && text.len() == 35);
         assert_eq!(text.parse::<EndpointId>(), Ok(id));
-        assert!(text.replace("ep_", "dlv_").parse::<EndpointId>().is_err());
-        assert!("ep_zz".parse::<EndpointId>().is_err());
+        assert_eq!(text.replace("ep_", "dlv_").parse::<EndpointId>(), Err(()));
+        assert_eq!("ep_zz".parse::<EndpointId>(), Err(()));
     }
 
     #[test]
@@ -685,9 +723,15 @@ mod tests {
         );
         assert_eq!(schedule.next_after(5, t), None);
         assert_eq!(schedule.next_after(6, t), None);
-        assert!("1,2,3".parse::<RetrySchedule>().is_err());
+        assert_eq!(
+            "1,2,3".parse::<RetrySchedule>(),
+            Err("needs at least 4 delays (one after each failed attempt but the last)".into())
+        );
         assert!("1,2,3,4".parse::<RetrySchedule>().is_ok());
-        assert!("1,x,3,4".parse::<RetrySchedule>().is_err());
+        assert_eq!(
+            "1,x,3,4".parse::<RetrySchedule>(),
+            Err("\"x\" is not a number of seconds".into())
+        );
     }
 
     #[test]
@@ -749,5 +793,60 @@ mod tests {
             b"{}",
             &header[..20]
         ));
+    }
+
+    #[test]
+    fn an_event_goes_to_an_active_endpoint_that_lists_its_type() {
+        let listing = |is_active| {
+            Subscription::from_names(
+                is_active,
+                [
+                    EventType::MemberJoined.as_str(),
+                    EventType::UserDeleted.as_str(),
+                ],
+            )
+        };
+        assert!(listing(true).matches(EventType::MemberJoined));
+        assert!(listing(true).matches(EventType::UserDeleted));
+        assert!(
+            !listing(true).matches(EventType::MemberRemoved),
+            "a type it does not list"
+        );
+        assert!(
+            !listing(false).matches(EventType::MemberJoined),
+            "an inactive endpoint is sent nothing"
+        );
+    }
+
+    #[test]
+    fn a_stored_name_of_no_known_event_type_matches_nothing() {
+        let subscription = Subscription::from_names(true, ["member.joined", "member.*", ""]);
+        assert_eq!(subscription.events, [EventType::MemberJoined]);
+        assert!(EventType::ALL
+            .iter()
+            .filter(|event| subscription.matches(**event))
+            .eq([&EventType::MemberJoined]));
+    }
+
+    #[test]
+    fn an_endpoints_subscription_is_its_state_and_its_list() {
+        let endpoint = WebhookEndpoint {
+            id: EndpointId::from_uuid(Uuid::from_u128(1)),
+            organization_id: OrganizationId::from_uuid(Uuid::from_u128(2)),
+            url: WebhookUrl::parse("https://hooks.example.com/in").unwrap(),
+            description: String::new(),
+            events: vec![EventType::OrganizationUpdated],
+            is_active: true,
+            created_at: OffsetDateTime::UNIX_EPOCH,
+            updated_at: OffsetDateTime::UNIX_EPOCH,
+        };
+        assert!(endpoint
+            .subscription()
+            .matches(EventType::OrganizationUpdated));
+        let off = WebhookEndpoint {
+            is_active: false,
+            ..endpoint
+        };
+        assert!(!off.subscription().matches(EventType::OrganizationUpdated));
     }
 }

@@ -15,7 +15,7 @@ use gatehouse_domain::ports::AttemptRecord;
 
 use crate::{
     dialect::Dialect,
-    migrate_with,
+    due, migrate_with,
     outbox::OutboxSignal,
     runtime::{self, StoreRuntime},
     types::DbUuid,
@@ -63,6 +63,7 @@ pub(crate) struct Sql;
 impl Dialect for Sql {
     type Conn = Conn;
     type NewDelivery<'a> = queries::NewDeliveryRow<'a>;
+    type Condition = queries::Condition;
 
     /// The candidates of a lease, in their turn (see [`Dialect::lease_candidates`]), read
     /// without locking them: a lease reads several times the rows it takes (to find deliveries
@@ -75,7 +76,6 @@ impl Dialect for Sql {
         busy: &[DbUuid],
         busy_organizations: &[DbUuid],
     ) -> QueryResult<Vec<(DbUuid, DbUuid, DbUuid)>> {
-        use gatehouse_domain::model::DeliveryStatus;
         // The due deliveries are read from the lease index (`next_attempt_at, id`, holding every
         // other column the query reads) and not from the table: planned on the statistics of a
         // table that was small when last analyzed (a burst after a quiet hour, or any fresh
@@ -87,24 +87,7 @@ impl Dialect for Sql {
             "SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off",
         )
         .await?;
-        let sql = format!(
-            "SELECT c.id, c.endpoint_id, c.organization_id FROM ( \
-               SELECT d.id, d.endpoint_id, d.organization_id, d.next_attempt_at, \
-                 row_number() OVER (PARTITION BY d.organization_id \
-                                    ORDER BY d.next_attempt_at, d.id) AS turn \
-               FROM webhook_deliveries AS d \
-               WHERE d.next_attempt_at <= $1 \
-               AND (d.leased_until IS NULL OR d.leased_until < $1) \
-               AND d.status IN ('{pending}', '{failed}') \
-               AND d.endpoint_id IN (SELECT e.id FROM webhook_endpoints AS e WHERE e.is_active) \
-               AND d.endpoint_id <> ALL($2) \
-               AND d.organization_id <> ALL($3) \
-             ) AS c \
-             ORDER BY c.turn, c.next_attempt_at, c.id \
-             LIMIT $4",
-            pending = DeliveryStatus::Pending.as_str(),
-            failed = DeliveryStatus::Failed.as_str(),
-        );
+        let sql = due::lease_candidates::<Self>(busy.len(), busy_organizations.len());
         let candidates: Vec<Candidate> = diesel::sql_query(sql)
             .bind::<sql_types::Timestamptz, _>(now)
             .bind::<sql_types::Array<sql_types::Uuid>, _>(busy)
@@ -121,29 +104,29 @@ impl Dialect for Sql {
     /// Locks the picked deliveries that are still due and unleased; rows another transaction
     /// has locked are skipped, not waited for. Under read committed, a row changed since the
     /// candidates were read is checked again in its newest version (leased or recorded
-    /// meanwhile by another process: left out).
-    async fn lock_for_lease(
+    /// meanwhile by another process: left out). The statement is made before the future is:
+    /// the future holds its text and binds, not the condition (which is not `Send`).
+    fn lock_for_lease(
         conn: &mut Conn,
         ids: &[DbUuid],
-        now: OffsetDateTime,
-    ) -> QueryResult<Vec<DbUuid>> {
+        still_due: queries::Condition,
+    ) -> impl std::future::Future<Output = QueryResult<Vec<DbUuid>>> {
         use schema::webhook_deliveries as d;
-        if ids.is_empty() {
-            return Ok(Vec::new());
+        let locked = (!ids.is_empty()).then(|| {
+            d::table
+                .filter(d::id.eq_any(ids))
+                .filter(still_due)
+                .select(d::id)
+                .for_update()
+                .skip_locked()
+                .load(conn)
+        });
+        async move {
+            match locked {
+                Some(locked) => locked.await,
+                None => Ok(Vec::new()),
+            }
         }
-        d::table
-            .filter(d::id.eq_any(ids))
-            .filter(d::next_attempt_at.le(now))
-            .filter(d::leased_until.is_null().or(d::leased_until.lt(now)))
-            .filter(d::status.eq_any([
-                gatehouse_domain::model::DeliveryStatus::Pending.as_str(),
-                gatehouse_domain::model::DeliveryStatus::Failed.as_str(),
-            ]))
-            .select(d::id)
-            .for_update()
-            .skip_locked()
-            .load(conn)
-            .await
     }
 
     /// `synchronous_commit = off` for this transaction: a commit returns before its WAL is
@@ -258,6 +241,19 @@ impl Dialect for Sql {
             .iter()
             .map(|r| by_id.get(&r.delivery_id.as_uuid()).copied())
             .collect())
+    }
+}
+
+/// `$n` parameters; a list left out is one array parameter (`<> ALL`), whatever its length.
+impl due::CandidatesSql for Sql {
+    const DELIVERIES: &'static str = "webhook_deliveries AS d";
+
+    fn param(n: usize) -> String {
+        format!("${n}")
+    }
+
+    fn not_among(column: &str, first: usize, _count: usize) -> (String, usize) {
+        (format!("{column} <> ALL(${first})"), 1)
     }
 }
 

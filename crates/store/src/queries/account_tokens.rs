@@ -8,8 +8,8 @@ use gatehouse_domain::{
 use time::OffsetDateTime;
 
 use super::{
-    super::{schema::account_tokens, Conn, Db, DbStore},
     audit::insert_audit,
+    backend::{schema::account_tokens, Conn, Db, DbStore},
 };
 use crate::{corrupt, types::DbUuid};
 

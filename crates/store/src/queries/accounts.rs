@@ -8,11 +8,11 @@ use gatehouse_domain::{
 use time::OffsetDateTime;
 
 use super::{
-    super::{
+    audit::insert_audit,
+    backend::{
         schema::{password_history, sessions, users},
         Conn, DbStore,
     },
-    audit::insert_audit,
     organizations::{insert_organization, stamp_slug, SLUG_RACE_RETRIES},
     rows::{record_events, NewUserRow, UserRow, NO_PASSWORD},
 };

@@ -11,11 +11,11 @@ use gatehouse_domain::{
 use time::OffsetDateTime;
 
 use super::{
-    super::{
+    audit::insert_audit,
+    backend::{
         schema::{api_keys, memberships, organizations, service_accounts},
         Conn, DbStore,
     },
-    audit::insert_audit,
     rows::{ApiKeyRow, NewApiKeyRow},
 };
 use crate::{db_error, types::DbUuid};

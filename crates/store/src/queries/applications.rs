@@ -14,8 +14,8 @@ use gatehouse_domain::{
 use time::OffsetDateTime;
 
 use super::{
-    super::{schema::applications, Conn, Db, DbStore},
     audit::insert_audit,
+    backend::{schema::applications, Conn, Db, DbStore},
     policies::is_live,
     rows::record_events,
 };

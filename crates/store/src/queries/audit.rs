@@ -10,7 +10,7 @@ use gatehouse_domain::{
 };
 use time::OffsetDateTime;
 
-use super::super::{schema::audit_log, Conn, Db, DbStore};
+use super::backend::{schema::audit_log, Conn, Db, DbStore};
 use crate::{
     corrupt, db_error,
     listing::{in_key_order, past_the_end, window},

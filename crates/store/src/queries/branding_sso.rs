@@ -11,11 +11,11 @@ use gatehouse_domain::{
 use time::OffsetDateTime;
 
 use super::{
-    super::{
+    audit::insert_audit,
+    backend::{
         schema::{organization_branding, organizations, sso_configurations, sso_domains},
         Conn, Db, DbStore,
     },
-    audit::insert_audit,
     policies::{document, is_live, read_document, save_document},
     rows::record_events,
 };

@@ -14,11 +14,11 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::{
-    super::{
+    audit::insert_audit,
+    backend::{
         schema::{invitations, memberships, organization_roles, service_accounts},
         Conn, Db, DbStore,
     },
-    audit::insert_audit,
     rows::record_events,
 };
 use crate::{

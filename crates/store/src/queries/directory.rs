@@ -18,15 +18,15 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
 use super::{
-    super::{
+    accounts::{insert_account_rows, CreateError},
+    audit::insert_audit,
+    backend::{
         schema::{
             invitations, memberships, organizations, scim_group_members, scim_group_roles,
             scim_groups, scim_tokens, scim_users,
         },
         Conn, Db, DbStore,
     },
-    accounts::{insert_account_rows, CreateError},
-    audit::insert_audit,
     custom_roles::CustomRoles,
     members::{end_membership, insert_invitation},
     rows::{record_events, NewMembershipRow},

@@ -12,11 +12,11 @@ use gatehouse_domain::{
 use time::OffsetDateTime;
 
 use super::{
-    super::{
+    audit::insert_audit,
+    backend::{
         schema::{organization_domains, organizations},
         Conn, Db, DbStore,
     },
-    audit::insert_audit,
     policies::is_live,
     rows::record_events,
 };

@@ -4,7 +4,7 @@ use diesel_async::RunQueryDsl;
 use gatehouse_domain::ports::{SigningKeyStore, StoreError, StoredSigningKey};
 
 use super::{
-    super::{schema::signing_keys, Conn, DbStore},
+    backend::{schema::signing_keys, Conn, DbStore},
     rows::SigningKeyRow,
 };
 use crate::db_error;

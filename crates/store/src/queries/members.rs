@@ -15,11 +15,11 @@ use gatehouse_domain::{
 use time::OffsetDateTime;
 
 use super::{
-    super::{
+    audit::insert_audit,
+    backend::{
         schema::{api_keys, invitations, memberships, organizations, users},
         Conn, Db, DbStore,
     },
-    audit::insert_audit,
     contains_pattern,
     custom_roles::CustomRoles,
     lower,

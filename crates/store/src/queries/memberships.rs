@@ -8,7 +8,7 @@ use gatehouse_domain::{
 use time::OffsetDateTime;
 
 use super::{
-    super::{
+    backend::{
         schema::{memberships, organization_policies, organizations, sessions},
         Conn, DbStore,
     },

@@ -11,11 +11,11 @@ use gatehouse_domain::{
 use time::OffsetDateTime;
 
 use super::{
-    super::{
+    audit::insert_audit,
+    backend::{
         schema::{mfa_factors, mfa_logins, recovery_codes, webauthn_registrations},
         Conn, Db, DbStore,
     },
-    audit::insert_audit,
     rows::record_events,
     sessions::open_session,
 };

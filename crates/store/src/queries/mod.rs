@@ -1,9 +1,11 @@
 //! The queries, written once. This module is compiled twice: as `pg::queries` and as
-//! `sqlite::queries`, where `super::schema` (one description, `src/schema.rs`, with the
-//! backend's column types), `super::Db`, `super::Conn`, `super::DbStore` and the `write_tx!`
-//! macro are each backend's own, and `super::Sql` is its `Dialect`: the statements the backends
-//! write differently. Queries are functions over a connection so
-//! that they compose inside one transaction.
+//! `sqlite::queries`. Every query file reaches the backend it is compiled into by one path,
+//! `super::backend` (this module's name for its parent, `pg` or `sqlite`): there
+//! `backend::schema` (one description, `src/schema.rs`, with the backend's column types),
+//! `backend::Db`, `backend::Conn`, `backend::DbStore` and the `write_tx!` macro are each
+//! backend's own, and `backend::Sql` is its `Dialect`: the statements the backends write
+//! differently. Queries are functions over a connection so that they compose inside one
+//! transaction.
 
 /// The rows of `page` of a listing of `total` matching rows: none past the end (see
 /// `listing::past_the_end`), else the page's window (`listing::window`) of `$query` (boxed, its
@@ -54,6 +56,7 @@ mod rows;
 mod saml;
 mod service_accounts;
 pub(super) use rows::NewDeliveryRow;
+pub(super) use webhooks::Condition;
 mod sessions;
 mod webhooks;
 
@@ -61,16 +64,19 @@ use async_trait::async_trait;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::ports::{HealthStore, PoolUse, StoreError};
 
-use super::{Conn, DbStore};
+/// The backend module this copy of the queries is compiled into: `pg` or `sqlite`.
+use super as backend;
+
 use crate::{
     db_error,
     listing::{contains_pattern, lower},
     Backend, Store,
 };
+use backend::{Conn, DbStore};
 
 impl Store for DbStore {
     fn backend(&self) -> Backend {
-        super::BACKEND
+        backend::BACKEND
     }
 
     fn outbox_committed(&self) -> std::sync::Arc<tokio::sync::Notify> {

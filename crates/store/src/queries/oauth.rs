@@ -15,14 +15,14 @@ use gatehouse_domain::{
 use time::OffsetDateTime;
 
 use super::{
-    super::{
+    audit::insert_audit,
+    backend::{
         schema::{
             applications, oauth_authorization_codes as codes, oauth_consents,
             sessions as session_rows,
         },
         Conn, Db, DbStore,
     },
-    audit::insert_audit,
     rows::record_events,
     sessions::open_session,
 };

@@ -16,11 +16,11 @@ use gatehouse_domain::{
 use time::{Duration, OffsetDateTime};
 
 use super::{
-    super::{
+    audit::insert_audit,
+    backend::{
         schema::{events, organizations, periodic_runs, webhook_deliveries},
         Conn, Db, DbStore,
     },
-    audit::insert_audit,
     rows::{record_events, stored_state, DeliveryRow},
 };
 use crate::{corrupt, db_error, types::DbUuid};

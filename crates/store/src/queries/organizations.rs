@@ -13,11 +13,11 @@ use gatehouse_domain::{
 use time::OffsetDateTime;
 
 use super::{
-    super::{
+    audit::insert_audit,
+    backend::{
         schema::{applications, memberships, organizations},
         Conn, Db, DbStore,
     },
-    audit::insert_audit,
     contains_pattern, lower,
     rows::{record_events, NewMembershipRow, NewOrganizationRow, OrganizationRow},
 };

@@ -8,11 +8,11 @@ use gatehouse_domain::{
 use time::OffsetDateTime;
 
 use super::{
-    super::{
+    audit::insert_audit,
+    backend::{
         schema::{invitations, memberships, organization_policies, organizations},
         Conn, DbStore,
     },
-    audit::insert_audit,
     rows::record_events,
 };
 use crate::{corrupt, db_error, types::DbUuid};

@@ -14,7 +14,7 @@ use gatehouse_domain::{
 };
 use time::OffsetDateTime;
 
-use super::super::{
+use super::backend::{
     schema::{
         api_keys, events, invitations, memberships, organizations, sessions, signing_keys, users,
         webhook_deliveries, webhook_endpoints,

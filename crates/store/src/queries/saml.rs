@@ -8,12 +8,12 @@ use gatehouse_domain::{
 use time::OffsetDateTime;
 
 use super::{
-    super::{
+    accounts::{insert_account_rows, CreateError},
+    audit::insert_audit,
+    backend::{
         schema::{memberships, saml_assertions, saml_requests},
         Conn, Db, DbStore,
     },
-    accounts::{insert_account_rows, CreateError},
-    audit::insert_audit,
     organizations::SLUG_RACE_RETRIES,
     rows::{record_events, NewMembershipRow},
     sessions::open_session,

@@ -11,11 +11,11 @@ use gatehouse_domain::{
 use time::OffsetDateTime;
 
 use super::{
-    super::{
+    audit::insert_audit,
+    backend::{
         schema::{api_keys, organizations, service_accounts},
         Conn, Db, DbStore,
     },
-    audit::insert_audit,
     custom_roles::CustomRoles,
     rows::{record_events, ApiKeyRow},
 };

@@ -8,11 +8,11 @@ use gatehouse_domain::{
 use time::OffsetDateTime;
 
 use super::{
-    super::{
+    audit::insert_audit,
+    backend::{
         schema::{memberships, organization_policies, organizations, sessions, users},
         Conn, DbStore,
     },
-    audit::insert_audit,
     policies::plan_policies,
     rows::{record_events, NewSessionRow, SessionRow, UserRow},
 };

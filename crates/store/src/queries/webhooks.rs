@@ -9,13 +9,16 @@
 use std::collections::HashSet;
 
 use async_trait::async_trait;
-use diesel::prelude::*;
+use diesel::{
+    prelude::*,
+    sql_types::{Bool, Nullable},
+};
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{
-        AuditRecord, Delivery, DeliveryId, DeliveryState, DeliveryStats, DeliveryStatus,
+        AuditRecord, Delivery, DeliveryId, DeliveryState, DeliveryStats, DeliveryStatus, DueRule,
         EndpointId, EventId, EventType, FailureRun, LeaseRoom, NewEvent, OrganizationId, Page,
-        PageRequest, Plan, TransitionError, WebhookEndpoint, WebhookUrl,
+        PageRequest, Plan, Subscription, TimeBound, TransitionError, WebhookEndpoint, WebhookUrl,
     },
     ports::{
         AttemptEffects, AttemptRecord, DeliveryFilter, EndpointChange, EndpointDetail,
@@ -27,11 +30,12 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::{
-    super::{
+    audit::insert_audit,
+    backend::{
+        column_types::Moment,
         schema::{events, organizations, webhook_deliveries, webhook_endpoints},
         Conn, Db, DbStore, Sql,
     },
-    audit::insert_audit,
     rows::{
         event_strings, record_events, stored_state, DeliveryRow, EndpointRow, EventRow, LeasedRow,
         NewDeliveryRow, NewEndpointRow,
@@ -72,6 +76,47 @@ const LEASED_COLUMNS: (
     webhook_deliveries::lease,
     webhook_deliveries::created_at,
 );
+
+/// A condition on the deliveries' rows, as this backend's diesel writes it.
+pub(crate) type Condition =
+    Box<dyn BoxableExpression<webhook_deliveries::table, Db, SqlType = Nullable<Bool>>>;
+
+/// `column` (a delivery's time) stands against `now` as `bound` says: the domain's
+/// [`TimeBound`] in diesel (`due::operator` writes it in SQL).
+fn stands<C>(column: C, bound: TimeBound, now: OffsetDateTime) -> Condition
+where
+    C: Expression<SqlType = Nullable<Moment>>,
+    diesel::dsl::LtEq<C, OffsetDateTime>:
+        BoxableExpression<webhook_deliveries::table, Db, SqlType = Nullable<Bool>> + 'static,
+    diesel::dsl::Lt<C, OffsetDateTime>:
+        BoxableExpression<webhook_deliveries::table, Db, SqlType = Nullable<Bool>> + 'static,
+{
+    match bound {
+        TimeBound::AtOrBefore => Box::new(column.le(now)),
+        TimeBound::Before => Box::new(column.lt(now)),
+    }
+}
+
+/// Deliveries that are due at `now` by the domain's [`DueRule`] as far as their own row
+/// says: a due status, the attempt's time come, and no lease that holds. (Whether the
+/// endpoint is active is the rule's last term, which the lease's candidates query checks.)
+fn still_due(now: OffsetDateTime) -> Condition {
+    let statuses = DueRule::STATUSES.map(DeliveryStatus::as_str);
+    Box::new(
+        webhook_deliveries::status
+            .eq_any(statuses)
+            .and(stands(
+                webhook_deliveries::next_attempt_at,
+                DueRule::ATTEMPT_TIME,
+                now,
+            ))
+            .and(webhook_deliveries::leased_until.is_null().or(stands(
+                webhook_deliveries::leased_until,
+                DueRule::LEASE_EXPIRED,
+                now,
+            ))),
+    )
+}
 
 /// The organization's endpoints, optionally only the active (or inactive) ones.
 fn endpoints_of(
@@ -605,11 +650,16 @@ impl WebhookStore for DbStore {
         event: EventType,
     ) -> Result<Vec<EndpointId>, StoreError> {
         in_read!(self, async |conn: &mut Conn| {
-            // An organization has few endpoints: filtering them here reads the same on both
-            // backends (a `text[]` on one, a JSON array on the other).
-            let active: Vec<(DbUuid, DbStrings)> =
-                endpoints_of(DbUuid(organization_id.as_uuid()), Some(true))
-                    .select((webhook_endpoints::id, webhook_endpoints::events))
+            // An organization has few endpoints (its plan bounds them): the domain's
+            // `Subscription` decides which of them the event goes to, the same way on both
+            // backends (the list is a `text[]` on one, a JSON array on the other).
+            let endpoints: Vec<(DbUuid, bool, DbStrings)> =
+                endpoints_of(DbUuid(organization_id.as_uuid()), None)
+                    .select((
+                        webhook_endpoints::id,
+                        webhook_endpoints::is_active,
+                        webhook_endpoints::events,
+                    ))
                     .order((
                         webhook_endpoints::created_at.asc(),
                         webhook_endpoints::id.asc(),
@@ -617,10 +667,12 @@ impl WebhookStore for DbStore {
                     .load(conn)
                     .await
                     .map_err(db_error)?;
-            Ok(active
+            Ok(endpoints
                 .into_iter()
-                .filter(|(_, events)| events.0.iter().any(|e| e == event.as_str()))
-                .map(|(id, _)| EndpointId::from_uuid(id.0))
+                .filter(|(_, is_active, events)| {
+                    Subscription::from_names(*is_active, &events.0).matches(event)
+                })
+                .map(|(id, _, _)| EndpointId::from_uuid(id.0))
                 .collect())
         })
     }
@@ -781,15 +833,20 @@ impl WebhookStore for DbStore {
 }
 
 /// The attempts in flight at each endpoint in every process on the store: its deliveries
-/// whose leases hold at `now` (from the partial index `webhook_deliveries_held_idx`, as small as
-/// the work in flight). A lease a dead process left counts until it expires.
+/// whose leases hold at `now` (`DueRule::lease_holds`: not run out), read from the partial
+/// index `webhook_deliveries_held_idx`, as small as the work in flight. A lease a dead process
+/// left counts until it expires.
 async fn held_in_cluster(
     conn: &mut Conn,
     now: OffsetDateTime,
 ) -> QueryResult<Vec<(EndpointId, usize)>> {
     let held: Vec<(DbUuid, i64)> = webhook_deliveries::table
         .filter(webhook_deliveries::lease.is_not_null())
-        .filter(webhook_deliveries::leased_until.ge(now))
+        .filter(diesel::dsl::not(stands(
+            webhook_deliveries::leased_until,
+            DueRule::LEASE_EXPIRED,
+            now,
+        )))
         .group_by(webhook_deliveries::endpoint_id)
         .select((webhook_deliveries::endpoint_id, diesel::dsl::count_star()))
         .load(conn)
@@ -844,7 +901,7 @@ async fn pick_and_lock(
         if new.is_empty() {
             break;
         }
-        let locked = Sql::lock_for_lease(conn, &new, now).await?;
+        let locked = Sql::lock_for_lease(conn, &new, still_due(now)).await?;
         let complete = locked.len() == new.len();
         lost.extend(new.into_iter().filter(|id| !locked.contains(id)));
         held.extend(locked);

@@ -16,10 +16,10 @@ use futures_util::FutureExt;
 use time::OffsetDateTime;
 
 use diesel::sql_types::{BigInt, Text, TimestamptzSqlite};
-use gatehouse_domain::{model::DeliveryStatus, ports::AttemptRecord};
+use gatehouse_domain::ports::AttemptRecord;
 
 use crate::{
-    dialect::Dialect, migrate_with, types::DbUuid, Backend, Direction, OpenError, StoreOptions,
+    dialect::Dialect, due, migrate_with, types::DbUuid, Backend, Direction, OpenError, StoreOptions,
 };
 
 mod inline;
@@ -61,6 +61,7 @@ pub(crate) struct Sql;
 impl Dialect for Sql {
     type Conn = Conn;
     type NewDelivery<'a> = queries::NewDeliveryRow<'a>;
+    type Condition = queries::Condition;
 
     /// The candidates of a lease, in their turn (see [`Dialect::lease_candidates`]). The query
     /// names its index: left to itself, SQLite's planner answers `endpoint_id IN (active
@@ -75,29 +76,9 @@ impl Dialect for Sql {
         busy: &[DbUuid],
         busy_organizations: &[DbUuid],
     ) -> QueryResult<Vec<(DbUuid, DbUuid, DbUuid)>> {
-        let skipped = vec!["?"; busy.len()].join(", ");
-        let skipped_organizations = vec!["?"; busy_organizations.len()].join(", ");
-        let sql = format!(
-            "SELECT c.id, c.endpoint_id, c.organization_id FROM ( \
-               SELECT d.id, d.endpoint_id, d.organization_id, d.next_attempt_at, \
-                 row_number() OVER (PARTITION BY d.organization_id \
-                                    ORDER BY d.next_attempt_at, d.id) AS turn \
-               FROM webhook_deliveries AS d INDEXED BY webhook_deliveries_lease_idx \
-               WHERE d.next_attempt_at <= ? \
-               AND (d.leased_until IS NULL OR d.leased_until < ?) \
-               AND d.status IN ('{pending}', '{failed}') \
-               AND d.endpoint_id IN (SELECT e.id FROM webhook_endpoints AS e WHERE e.is_active) \
-               AND d.endpoint_id NOT IN ({skipped}) \
-               AND d.organization_id NOT IN ({skipped_organizations}) \
-             ) AS c \
-             ORDER BY c.turn, c.next_attempt_at, c.id \
-             LIMIT ?",
-            pending = DeliveryStatus::Pending.as_str(),
-            failed = DeliveryStatus::Failed.as_str(),
-        );
+        let sql = due::lease_candidates::<Self>(busy.len(), busy_organizations.len());
         let mut query = diesel::sql_query(sql)
             .into_boxed::<Db>()
-            .bind::<TimestamptzSqlite, _>(now)
             .bind::<TimestamptzSqlite, _>(now);
         for endpoint in busy {
             query = query.bind::<Text, _>(*endpoint);
@@ -114,13 +95,13 @@ impl Dialect for Sql {
 
     /// The picked deliveries as they are: the caller's `BEGIN IMMEDIATE` transaction holds the
     /// database's write lock, so no other leaser has read, let alone taken, any of them since the
-    /// candidates were read.
-    async fn lock_for_lease(
+    /// candidates were read, and they are still due.
+    fn lock_for_lease(
         _conn: &mut Conn,
         ids: &[DbUuid],
-        _now: OffsetDateTime,
-    ) -> QueryResult<Vec<DbUuid>> {
-        Ok(ids.to_vec())
+        _still_due: queries::Condition,
+    ) -> impl std::future::Future<Output = QueryResult<Vec<DbUuid>>> {
+        std::future::ready(Ok(ids.to_vec()))
     }
 
     /// Nothing to relax: in WAL mode with `synchronous = NORMAL` no commit waits for the disk.
@@ -167,6 +148,22 @@ impl Dialect for Sql {
             endpoints.push(record_delivery(conn, record).await?);
         }
         Ok(endpoints)
+    }
+}
+
+/// Numbered `?n` parameters (`now` is bound once and read twice); a list left out is a
+/// parameter for each value. The query names its index (see [`Dialect::lease_candidates`]).
+impl due::CandidatesSql for Sql {
+    const DELIVERIES: &'static str =
+        "webhook_deliveries AS d INDEXED BY webhook_deliveries_lease_idx";
+
+    fn param(n: usize) -> String {
+        format!("?{n}")
+    }
+
+    fn not_among(column: &str, first: usize, count: usize) -> (String, usize) {
+        let params: Vec<String> = (first..first + count).map(Self::param).collect();
+        (format!("{column} NOT IN ({})", params.join(", ")), count)
     }
 }
 
