@@ -16,6 +16,13 @@ use crate::{
     state::AppState,
 };
 
+/// The header that carries a request's id, in and out.
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// The request's id, as the `request_id` middleware chose it, in the request's extensions.
+#[derive(Clone, Debug)]
+pub struct RequestId(pub String);
+
 /// Largest JSON body accepted.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
@@ -489,10 +496,7 @@ impl FromRequest for RequestOrigin {
 
 /// The request's [`Origin`].
 pub fn origin_of(req: &HttpRequest) -> Origin {
-    let request_id = req
-        .extensions()
-        .get::<crate::RequestId>()
-        .map(|id| id.0.clone());
+    let request_id = req.extensions().get::<RequestId>().map(|id| id.0.clone());
     Origin::new(
         client_address(req).0,
         req.headers()

@@ -12,11 +12,7 @@ use actix_web::{
 use tracing::Instrument;
 use uuid::Uuid;
 
-pub const REQUEST_ID_HEADER: &str = "x-request-id";
-
-/// The request's id, as [`request_id`] chose it, in the request's extensions.
-#[derive(Clone, Debug)]
-pub struct RequestId(pub String);
+pub use crate::extract::{RequestId, REQUEST_ID_HEADER};
 
 /// The most characters of a request's path and query string that its log lines hold.
 pub const MAX_LOGGED_TARGET_CHARS: usize = 256;
@@ -510,7 +506,6 @@ mod bounded_body_impl {
         pin::Pin,
         rc::Rc,
         task::{Context, Poll},
-        time::Duration,
     };
 
     use actix_web::{
@@ -527,8 +522,7 @@ mod bounded_body_impl {
 
     use crate::{error::ApiError, extract::state};
 
-    /// `GATEHOUSE_BODY_TIMEOUT_SECS` by default: how long a request body may take to arrive.
-    pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(10);
+    pub use crate::state::DEFAULT_BODY_TIMEOUT;
 
     /// The request's body as the handler reads it, watched: whether it arrived whole, whether its
     /// time ran out, and the body itself, held until the response is on its way.

@@ -12,6 +12,9 @@ use gatehouse_domain::{
     },
 };
 
+/// `GATEHOUSE_BODY_TIMEOUT_SECS` by default: how long a request body may take to arrive.
+pub const DEFAULT_BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// What every handler can reach: the use cases, each with only the ports it uses, and the few
 /// ports a handler uses itself (the clock, randomness, the metrics, the readiness check, the
 /// public signing keys). Nothing else of the outside world: a handler calls a use case.
@@ -102,7 +105,7 @@ impl AppState {
             control: ControlService::new((&ports).into()),
             audit_log: AuditLogService::new((&ports).into()),
             control_token,
-            body_timeout: crate::DEFAULT_BODY_TIMEOUT,
+            body_timeout: DEFAULT_BODY_TIMEOUT,
             stopping: Arc::default(),
             trusted_proxies,
             secure_cookies: settings.issuer.starts_with("https://"),

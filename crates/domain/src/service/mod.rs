@@ -73,8 +73,9 @@ pub use principal::{
     ServiceAccountKey,
 };
 pub use rate_limit::{Caller, RateLimitCheckError, RateLimitPorts, RateLimitService};
-pub use saml::{SamlPorts, SamlService, SamlSignInError, SamlSignedIn, SsoLookup};
+pub use saml::{SamlPorts, SamlService, SamlSignInError, SamlSignedIn};
 pub use sso::{NewSsoConfiguration, SsoPorts, SsoService, SsoView};
+pub use sso_realm::SsoLookup;
 pub use webhooks::{
     AttemptOutcome, CreatedEndpoint, DeliveryEngine, DeliveryPorts, DeliverySettings,
     EndpointUpdate, NewEndpointRequest, SecretRuleError, SigningSecret, TestOutcome, WebhookError,

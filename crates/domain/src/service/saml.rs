@@ -12,7 +12,12 @@
 
 use time::OffsetDateTime;
 
-use super::{auth::fold, event, payloads, sso_realm::Realms, AuthService, TokenPair};
+use super::{
+    auth::fold,
+    event, payloads,
+    sso_realm::{Realms, SsoLookup},
+    AuthService, TokenPair,
+};
 use crate::{
     model::{
         sp_acs_url, sp_entity_id, Amr, AuditAction, AuditActor, Email, EmailDomain, EventType,
@@ -29,15 +34,6 @@ use crate::{
 service_ports! {
     /// The ports [`SamlService`] uses.
     pub struct SamlPorts { sso: SsoStore, domains: DomainStore, saml: SamlStore, saml_protocol: SamlProtocol, organizations: OrganizationStore, accounts: AccountStore, memberships: MembershipStore, policies: PolicyStore, clock: Clock, random: Random }
-}
-
-/// Where an email signs in through single sign-on.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SsoLookup {
-    /// The organization whose identity provider the email's domain belongs to.
-    pub organization_id: OrganizationId,
-    /// Where its sign-in starts: `{public_url}/sso/saml/{organization_id}/login`.
-    pub login_url: String,
 }
 
 /// A sign-in through SAML that succeeded.

@@ -1,11 +1,19 @@
 //! Single sign-on realms: which organization's identity provider an email address belongs to
 //! (home realm discovery), and whether that bars the address from signing in any other way.
 
-use super::SsoLookup;
 use crate::{
     model::{Email, EmailDomain, Feature, OrganizationId, Role, UserId},
     ports::{DomainStore, MembershipStore, OrganizationStore, SsoStore, StoreError},
 };
+
+/// Where an email signs in through single sign-on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SsoLookup {
+    /// The organization whose identity provider the email's domain belongs to.
+    pub organization_id: OrganizationId,
+    /// Where its sign-in starts: `{public_url}/sso/saml/{organization_id}/login`.
+    pub login_url: String,
+}
 
 /// The stores a realm is read from.
 #[derive(Clone, Copy)]

@@ -1,15 +1,13 @@
-//! The second step of a sign-in (a user with a confirmed second factor), and who is signed in
-//! on the hosted pages (the browser's session).
+//! What the second step of a sign-in needs (a user's confirmed second factors, the
+//! `mfa_token` it is named by) and who is signed in on the hosted pages (the browser's
+//! session). The step itself starts in [`sign_in`](super::sign_in).
 
 use time::OffsetDateTime;
 
-use super::{AuthService, LoginError};
+use super::AuthService;
 use crate::{
-    model::{
-        Amr, AuditAction, MfaFactor, MfaLogin, MfaMethod, Origin, SecretToken, SessionId,
-        TokenHash, TokenKind, UserId, MFA_TOKEN_TTL,
-    },
-    ports::{StoreError, WebauthnError},
+    model::{Amr, MfaFactor, MfaMethod, SecretToken, SessionId, TokenHash, UserId},
+    ports::StoreError,
     service::Principal,
 };
 
@@ -67,71 +65,6 @@ impl AuthService {
         let mut factors = self.ports.mfa.mfa_factors(user_id).await?;
         factors.retain(|factor| factor.confirmed_at.is_some());
         Ok(factors)
-    }
-
-    /// Starts the second step of a sign-in: a fresh `mfa_token`, and, when the user has
-    /// security keys, the WebAuthn ceremony for them.
-    pub(crate) async fn second_step(
-        &self,
-        user_id: UserId,
-        factors: &[MfaFactor],
-        first_factor: Amr,
-        now: OffsetDateTime,
-        origin: &Origin,
-    ) -> Result<SecondFactorNeeded, LoginError> {
-        let mut methods: Vec<MfaMethod> = Vec::new();
-        for factor in factors {
-            if !methods.contains(&factor.kind) {
-                methods.push(factor.kind);
-            }
-        }
-        let ceremony = if methods.contains(&MfaMethod::Webauthn) {
-            let keys: Vec<_> = self
-                .ports
-                .mfa
-                .webauthn_factors(user_id)
-                .await?
-                .into_iter()
-                .filter(|key| key.factor.confirmed_at.is_some())
-                .map(|key| key.passkey)
-                .collect();
-            match self.ports.webauthn.start_authentication(&keys) {
-                Ok(ceremony) => Some(ceremony),
-                // Keys registered before the public URL changed: codes still work.
-                Err(error @ WebauthnError::Unavailable(_)) => {
-                    tracing::warn!(%error, "a user's security keys cannot be offered");
-                    None
-                }
-                Err(error) => return Err(LoginError::Internal(Box::new(error))),
-            }
-        } else {
-            None
-        };
-        let token = self.ports.random.secret(TokenKind::MfaToken);
-        let (options, state) = match ceremony {
-            Some(ceremony) => (Some(ceremony.options), Some(ceremony.state)),
-            None => (None, None),
-        };
-        self.ports
-            .mfa
-            .create_mfa_login(
-                token.hash(),
-                MfaLogin {
-                    user_id,
-                    first_factor,
-                    created_at: now,
-                    expires_at: now + MFA_TOKEN_TTL,
-                    failures: 0,
-                    webauthn_state: state,
-                },
-                self.sign_in_record(user_id, AuditAction::MfaRequired, origin, now),
-            )
-            .await?;
-        Ok(SecondFactorNeeded {
-            mfa_token: token,
-            methods,
-            webauthn_options: options,
-        })
     }
 
     /// Who is signed in on the hosted pages: the user of the live session whose refresh token

@@ -1,5 +1,6 @@
 //! Password sign-in: checking the password (and the lockout after too many wrong ones),
-//! recording refused sign-ins, and opening the session of a complete one.
+//! recording refused sign-ins, opening the session of a complete one, and starting the second
+//! step of one that needs it.
 
 use time::{Duration, OffsetDateTime};
 
@@ -8,10 +9,11 @@ use super::{
 };
 use crate::{
     model::{
-        AccountKey, Amr, AuditAction, AuditActor, EffectivePolicies, Email, LockoutRule,
-        NewPassword, OrganizationId, Origin, PasswordHash, TargetKind, User, UserCredentials,
+        AccountKey, Amr, AuditAction, AuditActor, EffectivePolicies, Email, LockoutRule, MfaFactor,
+        MfaLogin, MfaMethod, NewPassword, OrganizationId, Origin, PasswordHash, TargetKind,
+        TokenKind, User, UserCredentials, UserId, MFA_TOKEN_TTL,
     },
-    ports::{BoxError, HashError, StoreError, TokenError},
+    ports::{BoxError, HashError, StoreError, TokenError, WebauthnError},
     service::audit,
 };
 
@@ -334,5 +336,72 @@ impl AuthService {
             tracing::warn!(%error, "a sign-in attempt was not counted");
         }
         Ok(matches && hash.is_some())
+    }
+}
+
+impl AuthService {
+    /// Starts the second step of a sign-in: a fresh `mfa_token`, and, when the user has
+    /// security keys, the WebAuthn ceremony for them.
+    pub(crate) async fn second_step(
+        &self,
+        user_id: UserId,
+        factors: &[MfaFactor],
+        first_factor: Amr,
+        now: OffsetDateTime,
+        origin: &Origin,
+    ) -> Result<SecondFactorNeeded, LoginError> {
+        let mut methods: Vec<MfaMethod> = Vec::new();
+        for factor in factors {
+            if !methods.contains(&factor.kind) {
+                methods.push(factor.kind);
+            }
+        }
+        let ceremony = if methods.contains(&MfaMethod::Webauthn) {
+            let keys: Vec<_> = self
+                .ports
+                .mfa
+                .webauthn_factors(user_id)
+                .await?
+                .into_iter()
+                .filter(|key| key.factor.confirmed_at.is_some())
+                .map(|key| key.passkey)
+                .collect();
+            match self.ports.webauthn.start_authentication(&keys) {
+                Ok(ceremony) => Some(ceremony),
+                // Keys registered before the public URL changed: codes still work.
+                Err(error @ WebauthnError::Unavailable(_)) => {
+                    tracing::warn!(%error, "a user's security keys cannot be offered");
+                    None
+                }
+                Err(error) => return Err(LoginError::Internal(Box::new(error))),
+            }
+        } else {
+            None
+        };
+        let token = self.ports.random.secret(TokenKind::MfaToken);
+        let (options, state) = match ceremony {
+            Some(ceremony) => (Some(ceremony.options), Some(ceremony.state)),
+            None => (None, None),
+        };
+        self.ports
+            .mfa
+            .create_mfa_login(
+                token.hash(),
+                MfaLogin {
+                    user_id,
+                    first_factor,
+                    created_at: now,
+                    expires_at: now + MFA_TOKEN_TTL,
+                    failures: 0,
+                    webauthn_state: state,
+                },
+                self.sign_in_record(user_id, AuditAction::MfaRequired, origin, now),
+            )
+            .await?;
+        Ok(SecondFactorNeeded {
+            mfa_token: token,
+            methods,
+            webauthn_options: options,
+        })
     }
 }
