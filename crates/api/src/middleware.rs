@@ -459,14 +459,14 @@ mod rate_limit_impl {
                 match authenticated {
                     // The extractor answers the 401; the attempt counts against the address.
                     Err(_) => Caller::Anonymous(ip),
-                    Ok((principal, actor)) => {
-                        req.extensions_mut().insert(principal.clone());
+                    Ok((agent, actor)) => {
+                        req.extensions_mut().insert(agent.clone());
                         let organization_plan = actor.as_ref().map(|a| a.plan());
                         if let Some(actor) = actor {
                             req.extensions_mut().insert(actor);
                         }
-                        Caller::Principal {
-                            principal,
+                        Caller::Authenticated {
+                            agent,
                             organization_plan,
                         }
                     }
@@ -485,7 +485,7 @@ mod rate_limit_impl {
         if let Some(decision) = decision.filter(|d| !d.allowed) {
             app.metrics.rate_limited(match caller {
                 Caller::Anonymous(_) => RateLimitedCaller::Anonymous,
-                Caller::Principal { .. } => RateLimitedCaller::Authenticated,
+                Caller::Authenticated { .. } => RateLimitedCaller::Authenticated,
             });
             let response = too_many_requests(&app, &decision);
             return Ok(req.into_response(response).map_into_right_body());

@@ -5,7 +5,7 @@ use time::OffsetDateTime;
 
 use super::{
     audit,
-    principal::{admission, Admission},
+    authenticator::{admission, Admission},
     Forbidden, OrgAccessError, Principal,
 };
 use crate::{

@@ -1,10 +1,11 @@
 //! The use cases, written against the ports.
 
-mod access;
 mod api_keys;
 mod applications;
 mod audit_log;
 mod auth;
+mod authenticator;
+mod caller;
 mod control;
 mod directory;
 mod domains;
@@ -18,14 +19,12 @@ mod organizations;
 mod ownership;
 mod payloads;
 mod policies;
-mod principal;
 mod rate_limit;
 mod saml;
 mod sso;
 mod sso_realm;
 mod webhooks;
 
-pub use access::{Actor, Forbidden};
 pub use api_keys::{
     ApiKeyPorts, ApiKeyService, CreateApiKeyError, CreatedApiKey, DeleteApiKeyError,
 };
@@ -34,9 +33,15 @@ pub use applications::{
 };
 pub use audit_log::{AuditLogError, AuditLogPorts, AuditLogService};
 pub use auth::{
-    AccessToken, AuthPorts, AuthService, AuthSettings, BrowserSession, ChangePasswordError,
-    LockedOut, LoginError, OrganizationRefused, ProfileChange, RefreshError, RegisterError,
-    Registered, SecondFactorNeeded, SignIn, TokenPair, UpdateProfileError, SSO_REQUIRED,
+    AccessToken, AuthPorts, AuthService, AuthSettings, ChangePasswordError, LockedOut, LoginError,
+    OrganizationRefused, ProfileChange, RefreshError, RegisterError, Registered,
+    SecondFactorNeeded, SignIn, TokenPair, UpdateProfileError, SSO_REQUIRED,
+};
+pub use authenticator::{AuthenticateError, Authenticator, AuthenticatorPorts, OrgAccessError};
+pub use caller::{Actor, Forbidden};
+pub use caller::{
+    Agent, AppGrant, BrowserSession, DirectoryClient, IssuedToApplication, MachineClient,
+    OnlyInsideOrganization, Principal, ServiceAccountKey,
 };
 pub use control::{ControlPorts, ControlService, PostEventError, ReplayError, MAX_REPLAY};
 pub use directory::{
@@ -66,11 +71,6 @@ pub use ownership::{OwnershipPorts, OwnershipService, TransferError, Transferred
 pub use policies::{
     BrandingPorts, BrandingService, BrandingView, PolicyPorts, PolicyService, PolicyView,
     SettingsError,
-};
-pub use principal::{
-    Agent, AppGrant, AuthenticateError, Authenticator, AuthenticatorPorts, DirectoryClient,
-    IssuedToApplication, MachineClient, OnlyInsideOrganization, OrgAccessError, Principal,
-    ServiceAccountKey,
 };
 pub use rate_limit::{Caller, RateLimitCheckError, RateLimitPorts, RateLimitService};
 pub use saml::{SamlPorts, SamlService, SamlSignInError, SamlSignedIn};

@@ -18,9 +18,9 @@ pub enum Caller {
     Anonymous(IpAddr),
     /// An authenticated caller: counted per person (their access tokens and API keys together)
     /// or per application (machine token).
-    Principal {
-        /// Who calls.
-        principal: Agent,
+    Authenticated {
+        /// Whom the credentials speak for.
+        agent: Agent,
         /// The plan of the organization the request is about, when it names one the
         /// principal belongs to.
         organization_plan: Option<Plan>,
@@ -59,29 +59,29 @@ impl RateLimitService {
         let (key, plan) = match caller {
             Caller::Anonymous(ip) => (format!("ip:{ip}"), Plan::Free),
             // An application acts in its one organization, on its plan.
-            Caller::Principal {
-                principal: Agent::Application(machine),
+            Caller::Authenticated {
+                agent: Agent::Application(machine),
                 ..
             } => (
                 format!("application:{}", machine.application_id),
                 machine.plan,
             ),
             // A service account has its own budget, on its organization's plan.
-            Caller::Principal {
-                principal: Agent::ServiceAccount(key),
+            Caller::Authenticated {
+                agent: Agent::ServiceAccount(key),
                 ..
             } => (format!("service_account:{}", key.account.id), key.plan),
             // An organization's directory has one budget, on the organization's plan, however
             // many SCIM tokens it holds.
-            Caller::Principal {
-                principal: Agent::Directory(directory),
+            Caller::Authenticated {
+                agent: Agent::Directory(directory),
                 ..
             } => (
                 format!("scim:{}", directory.organization_id),
                 directory.plan,
             ),
-            Caller::Principal {
-                principal: Agent::Person(person),
+            Caller::Authenticated {
+                agent: Agent::Person(person),
                 organization_plan,
             } => {
                 // One budget per person: every token and API key of one user counts against

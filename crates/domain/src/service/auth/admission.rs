@@ -12,7 +12,7 @@ use crate::{
     },
     ports::StoreError,
     service::{
-        principal::{admit, OrgAccessError},
+        authenticator::{admit, OrgAccessError},
         sso_realm::Realms,
         Principal,
     },

@@ -28,7 +28,7 @@ pub(crate) use password::{Changer, PasswordRefused};
 pub use profile::{ProfileChange, UpdateProfileError};
 pub use refresh::RefreshError;
 pub use registration::{RegisterError, Registered};
-pub use second_factor::{BrowserSession, SecondFactorNeeded};
+pub use second_factor::SecondFactorNeeded;
 pub(crate) use sign_in::CheckError;
 pub use sign_in::{LockedOut, LoginError, SignIn, SSO_REQUIRED};
 

@@ -2,39 +2,12 @@
 //! `mfa_token` it is named by) and who is signed in on the hosted pages (the browser's
 //! session). The step itself starts in [`sign_in`](super::sign_in).
 
-use time::OffsetDateTime;
-
 use super::AuthService;
 use crate::{
-    model::{Amr, MfaFactor, MfaMethod, SecretToken, SessionId, TokenHash, UserId},
+    model::{MfaFactor, MfaMethod, SecretToken, TokenHash, UserId},
     ports::StoreError,
-    service::Principal,
+    service::BrowserSession,
 };
-
-/// Who is signed in on the hosted pages, by their session cookie.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BrowserSession {
-    /// The signed-in user.
-    pub user_id: UserId,
-    /// The session the cookie holds the refresh token of.
-    pub session_id: SessionId,
-    /// How the user signed in; an application's code, and the session it opens, say the same.
-    pub amr: Amr,
-    /// When the user signed in (the session opened): an ID token's `auth_time`.
-    pub authenticated_at: OffsetDateTime,
-}
-
-impl BrowserSession {
-    /// The user as a caller of the use cases (signing out, for one).
-    pub fn principal(&self) -> Principal {
-        Principal::User {
-            user_id: self.user_id,
-            session_id: self.session_id,
-            amr: self.amr.clone(),
-            application: None,
-        }
-    }
-}
 
 /// The second step a sign-in waits for.
 #[derive(Clone, PartialEq)]

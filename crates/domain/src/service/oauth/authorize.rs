@@ -17,7 +17,7 @@ use crate::{
     ports::StoreError,
     service::{
         audit,
-        principal::{admission, Admission},
+        authenticator::{admission, Admission},
         BrowserSession, OrgAccessError, Principal,
     },
 };

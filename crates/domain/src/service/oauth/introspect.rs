@@ -214,7 +214,7 @@ impl OAuthService {
         token: &str,
     ) -> Result<Presented, TokenEndpointError> {
         let now = self.ports.clock.now();
-        if token.is_empty() || token.len() > crate::service::principal::MAX_ACCESS_TOKEN_BYTES {
+        if token.is_empty() || token.len() > crate::service::authenticator::MAX_ACCESS_TOKEN_BYTES {
             return Ok(Presented::Nothing);
         }
         if token.split('.').count() == 3 {
