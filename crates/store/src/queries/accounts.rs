@@ -13,8 +13,9 @@ use super::{
         schema::{password_history, sessions, users},
         Conn, DbStore,
     },
+    events::record_events,
     organizations::{insert_organization, stamp_slug, SLUG_RACE_RETRIES},
-    rows::{record_events, NewUserRow, UserRow, NO_PASSWORD},
+    rows::{NewUserRow, UserRow, NO_PASSWORD},
 };
 use crate::{db_error, types::DbUuid, violates};
 

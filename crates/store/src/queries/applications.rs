@@ -16,8 +16,8 @@ use time::OffsetDateTime;
 use super::{
     audit::insert_audit,
     backend::{schema::applications, Conn, Db, DbStore},
+    events::record_events,
     policies::is_live,
-    rows::record_events,
 };
 use crate::{
     corrupt, db_error,

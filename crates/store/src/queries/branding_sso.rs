@@ -16,8 +16,8 @@ use super::{
         schema::{organization_branding, organizations, sso_configurations, sso_domains},
         Conn, Db, DbStore,
     },
+    events::record_events,
     policies::{document, is_live, read_document, save_document},
-    rows::record_events,
 };
 use crate::{
     corrupt, db_error,

@@ -19,7 +19,7 @@ use super::{
         schema::{invitations, memberships, organization_roles, service_accounts},
         Conn, Db, DbStore,
     },
-    rows::record_events,
+    events::record_events,
 };
 use crate::{
     corrupt, db_error,

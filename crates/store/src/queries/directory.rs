@@ -28,8 +28,9 @@ use super::{
         Conn, Db, DbStore,
     },
     custom_roles::CustomRoles,
+    events::record_events,
     members::{end_membership, insert_invitation},
-    rows::{record_events, NewMembershipRow},
+    rows::NewMembershipRow,
 };
 use crate::{corrupt, db_error, types::DbUuid};
 

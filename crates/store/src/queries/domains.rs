@@ -17,8 +17,8 @@ use super::{
         schema::{organization_domains, organizations},
         Conn, Db, DbStore,
     },
+    events::record_events,
     policies::is_live,
-    rows::record_events,
 };
 use crate::{corrupt, db_error, types::DbUuid};
 

@@ -22,11 +22,9 @@ use super::{
     },
     contains_pattern,
     custom_roles::CustomRoles,
+    events::record_events,
     lower,
-    rows::{
-        record_events, InvitationRow, InvitedMemberRow, MemberRow, NewInvitationRow,
-        NewMembershipRow,
-    },
+    rows::{InvitationRow, InvitedMemberRow, MemberRow, NewInvitationRow, NewMembershipRow},
 };
 use crate::{
     corrupt, db_error,

@@ -16,7 +16,7 @@ use super::{
         schema::{mfa_factors, mfa_logins, recovery_codes, webauthn_registrations},
         Conn, Db, DbStore,
     },
-    rows::record_events,
+    events::record_events,
     sessions::open_session,
 };
 use crate::{corrupt, db_error, types::DbUuid};

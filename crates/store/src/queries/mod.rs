@@ -44,6 +44,7 @@ mod branding_sso;
 mod custom_roles;
 mod directory;
 mod domains;
+mod events;
 mod keys;
 mod members;
 mod memberships;

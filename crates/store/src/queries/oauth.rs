@@ -23,7 +23,7 @@ use super::{
         },
         Conn, Db, DbStore,
     },
-    rows::record_events,
+    events::record_events,
     sessions::open_session,
 };
 use crate::{corrupt, db_error, types::DbUuid};

@@ -21,7 +21,8 @@ use super::{
         schema::{events, organizations, periodic_runs, webhook_deliveries},
         Conn, Db, DbStore,
     },
-    rows::{record_events, stored_state, DeliveryRow},
+    events::record_events,
+    rows::{stored_state, DeliveryRow},
 };
 use crate::{corrupt, db_error, types::DbUuid};
 

@@ -18,8 +18,10 @@ use super::{
         schema::{applications, memberships, organizations},
         Conn, Db, DbStore,
     },
-    contains_pattern, lower,
-    rows::{record_events, NewMembershipRow, NewOrganizationRow, OrganizationRow},
+    contains_pattern,
+    events::record_events,
+    lower,
+    rows::{NewMembershipRow, NewOrganizationRow, OrganizationRow},
 };
 use crate::{db_error, types::DbUuid, violates};
 

@@ -13,7 +13,7 @@ use super::{
         schema::{invitations, memberships, organization_policies, organizations},
         Conn, DbStore,
     },
-    rows::record_events,
+    events::record_events,
 };
 use crate::{corrupt, db_error, types::DbUuid};
 

@@ -1,14 +1,13 @@
 //! Per table, a read struct and an insert struct, and their mapping to domain types.
 
 use diesel::prelude::*;
-use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{
         Amr, ApiKey, ApiKeyName, ApplicationId, ClientGrant, ClientId, DefaultRole, Delivery,
         DeliveryId, DeliveryState, DeliveryStatus, Email, EndpointId, EventType, FullName,
-        Invitation, KeyHolder, Member, MemberStatus, Membership, NewEvent, NewSession,
-        Organization, OrganizationId, OrganizationName, OrganizationSettings, PasswordHash, Scope,
-        Session, Slug, User, UserCredentials, WebhookEndpoint, WebhookUrl,
+        Invitation, KeyHolder, Member, MemberStatus, Membership, NewSession, Organization,
+        OrganizationId, OrganizationName, OrganizationSettings, PasswordHash, Scope, Session, Slug,
+        User, UserCredentials, WebhookEndpoint, WebhookUrl,
     },
     ports::{LeasedDelivery, PendingEvent, StoreError, StoredSigningKey},
 };
@@ -19,13 +18,12 @@ use super::backend::{
         api_keys, events, invitations, memberships, organizations, sessions, signing_keys, users,
         webhook_deliveries, webhook_endpoints,
     },
-    Conn, Db, Sql,
+    Db,
 };
 use super::custom_roles::CustomRoles;
 
 use crate::{
     corrupt,
-    dialect::Dialect,
     types::{DbStrings, DbUuid},
 };
 
@@ -439,30 +437,6 @@ impl From<StoredSigningKey> for SigningKeyRow {
     }
 }
 
-#[derive(Insertable)]
-#[diesel(table_name = events)]
-pub(super) struct NewEventRow {
-    pub id: DbUuid,
-    pub event_type: &'static str,
-    pub organization_id: Option<DbUuid>,
-    pub user_id: Option<DbUuid>,
-    pub data: serde_json::Value,
-    pub occurred_at: OffsetDateTime,
-}
-
-impl From<NewEvent> for NewEventRow {
-    fn from(event: NewEvent) -> Self {
-        Self {
-            id: DbUuid(event.id.as_uuid()),
-            event_type: event.event_type.as_str(),
-            organization_id: event.organization_id.map(|id| DbUuid(id.as_uuid())),
-            user_id: event.user_id.map(|id| DbUuid(id.as_uuid())),
-            data: event.data,
-            occurred_at: event.occurred_at,
-        }
-    }
-}
-
 /// An outbox event not yet dispatched.
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = events, check_for_backend(Db))]
@@ -667,46 +641,4 @@ impl LeasedRow {
             created_at: self.created_at,
         })
     }
-}
-
-/// Records events in the outbox, inside the caller's transaction: the rows the domain's
-/// fan-out rule (`NewEvent::fan_out`) makes of each, given the live organizations its user
-/// belongs to as this transaction sees them.
-pub(super) async fn record_events(conn: &mut Conn, events: Vec<NewEvent>) -> QueryResult<()> {
-    if !events.is_empty() {
-        crate::outbox::mark_recorded();
-        Sql::announce_outbox(conn).await?;
-    }
-    for event in events {
-        let member_of = match (event.organization_id, event.user_id) {
-            (None, Some(user)) => organizations_of_user(conn, DbUuid(user.as_uuid()))
-                .await?
-                .into_iter()
-                .map(|id| OrganizationId::from_uuid(id.0))
-                .collect(),
-            _ => Vec::new(),
-        };
-        for row in event.fan_out(&member_of) {
-            diesel::insert_into(events::table)
-                .values(NewEventRow::from(row))
-                .execute(conn)
-                .await?;
-        }
-    }
-    Ok(())
-}
-
-/// The live organizations the user is a member of, oldest membership first.
-async fn organizations_of_user(conn: &mut Conn, user: DbUuid) -> QueryResult<Vec<DbUuid>> {
-    memberships::table
-        .inner_join(organizations::table)
-        .filter(memberships::user_id.eq(user))
-        .filter(organizations::is_active.eq(true))
-        .select(memberships::organization_id)
-        .order((
-            memberships::created_at.asc(),
-            memberships::organization_id.asc(),
-        ))
-        .load(conn)
-        .await
 }

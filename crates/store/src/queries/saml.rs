@@ -14,8 +14,9 @@ use super::{
         schema::{memberships, saml_assertions, saml_requests},
         Conn, Db, DbStore,
     },
+    events::record_events,
     organizations::SLUG_RACE_RETRIES,
-    rows::{record_events, NewMembershipRow},
+    rows::NewMembershipRow,
     sessions::open_session,
 };
 use crate::{corrupt, db_error, types::DbUuid, violates};

@@ -17,7 +17,8 @@ use super::{
         Conn, Db, DbStore,
     },
     custom_roles::CustomRoles,
-    rows::{record_events, ApiKeyRow},
+    events::record_events,
+    rows::ApiKeyRow,
 };
 use crate::{corrupt, db_error, types::DbUuid};
 

@@ -13,8 +13,9 @@ use super::{
         schema::{memberships, organization_policies, organizations, sessions, users},
         Conn, DbStore,
     },
+    events::record_events,
     policies::plan_policies,
-    rows::{record_events, NewSessionRow, SessionRow, UserRow},
+    rows::{NewSessionRow, SessionRow, UserRow},
 };
 use crate::{db_error, types::DbUuid};
 

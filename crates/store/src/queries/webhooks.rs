@@ -36,9 +36,10 @@ use super::{
         schema::{events, organizations, webhook_deliveries, webhook_endpoints},
         Conn, Db, DbStore, Sql,
     },
+    events::record_events,
     rows::{
-        event_strings, record_events, stored_state, DeliveryRow, EndpointRow, EventRow, LeasedRow,
-        NewDeliveryRow, NewEndpointRow,
+        event_strings, stored_state, DeliveryRow, EndpointRow, EventRow, LeasedRow, NewDeliveryRow,
+        NewEndpointRow,
     },
 };
 use crate::{
