@@ -27,7 +27,9 @@ use utoipa::ToSchema;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(untagged)]
 pub enum LocPart {
+    /// A location (`body`, `query`, `path`, `header`) or a field's name, written as a string.
     Name(String),
+    /// The position of an item in a list field, counted from 0, written as a number.
     Index(u64),
 }
 
@@ -49,7 +51,11 @@ pub struct FieldError {
     /// Where: `["body", "email"]`, `["query", "page"]`, `["header", "X-Organization-ID"]`,
     /// `["body", "events", 0]`.
     pub loc: Vec<LocPart>,
+    /// What is wrong with the value, in words for a person.
     pub msg: String,
+    /// The error's kind, written as `type`: `missing` for an absent required field,
+    /// `value_error` for a value that breaks a rule, `type_error` for a body field of the wrong
+    /// JSON type.
     #[serde(rename = "type")]
     pub kind: &'static str,
 }
@@ -73,10 +79,14 @@ impl FieldError {
         }
     }
 
+    /// A required `field` absent from `location` (`body`, `query`, `path`, `header`):
+    /// `field required`, of kind `missing`.
     pub fn missing(location: &str, field: &str) -> Self {
         Self::new(&[location, field], "field required", "missing")
     }
 
+    /// A `field` of `location` whose value breaks a rule that `msg` names, of kind
+    /// `value_error`.
     pub fn invalid(location: &str, field: &str, msg: impl Into<String>) -> Self {
         Self::new(&[location, field], msg, "value_error")
     }
@@ -94,31 +104,48 @@ impl FieldError {
 /// `{"detail": "..."}`, the body of every error but field validation.
 #[derive(Serialize, ToSchema)]
 pub struct ErrorBody {
+    /// Why the request failed, in words for a person (generic for a `5xx`).
     pub detail: String,
 }
 
 /// `{"detail": [{loc, msg, type}, ...]}`.
 #[derive(Serialize, ToSchema)]
 pub struct ValidationErrorBody {
+    /// One entry per field that failed validation.
     pub detail: Vec<FieldError>,
 }
 
+/// A failed request as the client will see it: each variant fixes the status, and the
+/// [`ResponseError`] impl writes the body (`{detail}`, or the field list of a validation
+/// error) and any header the status carries. Handlers return it, mostly through `?` on a
+/// domain error.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
+    /// `400`: a request the server cannot take as sent (a body that is not a JSON object, a
+    /// webhook URL that is not https); the string is the detail.
     #[error("{0}")]
     BadRequest(String),
+    /// `401` with `WWW-Authenticate: Bearer`: missing, invalid or expired credentials.
     #[error("{0}")]
     Unauthorized(String),
+    /// `403`: a known caller who may not do this: a permission, role or plan it lacks, or a
+    /// policy that refuses it.
     #[error("{0}")]
     Forbidden(String),
+    /// `404`: the resource the request names was not found.
     #[error("{0}")]
     NotFound(String),
+    /// `409`: the request clashes with the resource's current state, such as a taken slug.
     #[error("{0}")]
     Conflict(String),
+    /// `422` with a string detail: a well-formed request that the resource's rules refuse,
+    /// such as a webhook endpoint past the plan's limit.
     #[error("{0}")]
     Unprocessable(String),
+    /// `422` with `detail` a list of [`FieldError`]s.
     #[error("validation failed")]
     Validation(Vec<FieldError>),
+    /// `413`: a body over the limit, in bytes.
     #[error("request body is larger than {0} bytes")]
     PayloadTooLarge(usize),
     /// `408`: the request body did not arrive within `GATEHOUSE_BODY_TIMEOUT_SECS` (the
@@ -138,12 +165,16 @@ pub enum ApiError {
     /// with its single sign-on only.
     #[error("organization requires single sign-on")]
     OrganizationSso(String),
+    /// `503` with `Retry-After: 1`: a backing service (the store) did not answer. The
+    /// body is generic; the cause goes to the log.
     #[error("the service is temporarily unavailable")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// `503` for a feature this server's configuration leaves out; the detail says which
     /// setting.
     #[error("{0}")]
     NotAvailable(String),
+    /// `500`: a failure the client cannot fix. The body says only `internal error`; the
+    /// cause goes to the log.
     #[error("internal error")]
     Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
@@ -152,6 +183,7 @@ pub enum ApiError {
 /// with its organization's single sign-on: where to go instead.
 #[derive(Serialize, ToSchema)]
 pub struct SsoRequiredBody {
+    /// Why the sign-in was refused.
     #[schema(example = "this account signs in with single sign-on")]
     pub detail: String,
     /// The organization's single sign-on: `{public_url}/sso/saml/{organization_id}/login`.
@@ -159,6 +191,7 @@ pub struct SsoRequiredBody {
 }
 
 impl ApiError {
+    /// A `422` validation error about one field.
     pub fn field(error: FieldError) -> Self {
         Self::Validation(vec![error])
     }

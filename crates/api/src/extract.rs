@@ -173,6 +173,7 @@ pub struct Fields {
 }
 
 impl Fields {
+    /// A collector with no errors yet.
     pub fn new() -> Self {
         Self::default()
     }
@@ -297,7 +298,11 @@ pub struct Authenticated(pub Principal);
 /// organization the request names.
 pub struct AuthenticatedAgent(pub Agent);
 
+/// The header that carries an API key; the key acts only in the organization named by
+/// [`ORGANIZATION_HEADER`], which must come with it.
 pub const API_KEY_HEADER: &str = "X-API-Key";
+/// The header that names the organization, as a UUID, for an API key and for routes that act
+/// inside an organization not named in their path. A value that is not a UUID is a `422`.
 pub const ORGANIZATION_HEADER: &str = "X-Organization-ID";
 
 pub(crate) fn state(req: &HttpRequest) -> Result<web::Data<AppState>, ApiError> {

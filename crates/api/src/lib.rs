@@ -4,6 +4,8 @@
 //! never see the store: data flows api -> domain -> ports <- adapters. Errors become HTTP in one
 //! place, [`error`].
 
+#![warn(missing_docs)]
+
 pub mod error;
 pub mod extract;
 mod middleware;

@@ -13,6 +13,9 @@ use crate::{
     },
 };
 
+/// The OpenAPI document of the JSON API: the operations of [`crate::routes`] and the schemas
+/// they use, with the security schemes and the answers every operation shares added.
+/// [`document`] renders it; `ApiDoc::openapi()` builds it.
 #[derive(OpenApi)]
 #[openapi(
     info(

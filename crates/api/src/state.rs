@@ -30,34 +30,58 @@ pub struct AppState {
     pub health: Arc<dyn HealthStore>,
     /// The signing keys, for `/.well-known/jwks.json`.
     pub signer: Arc<dyn TokenSigner>,
+    /// Checks credentials (access tokens, API keys, SCIM tokens) and whether the caller may act
+    /// in an organization: what the extractors use.
     pub authenticator: Authenticator,
+    /// Registration, password sign-in, refresh, logout, passwords and the caller's profile.
     pub auth: AuthService,
+    /// The caller's own API keys (`/api/v1/api-keys`).
     pub api_keys: ApiKeyService,
+    /// An organization's OAuth clients (`/api/v1/organizations/{id}/applications`).
     pub applications: ApplicationService,
+    /// Organizations: list, create, read, change, delete.
     pub organizations: OrganizationService,
+    /// Members, invitations and the organization's users (`/api/v1/iam/users`).
     pub members: MemberService,
     /// The page of an invitation's mailed link.
     pub invitations: InvitationLinkService,
+    /// Handing a team organization to another member.
     pub ownership: OwnershipService,
+    /// Service accounts and their keys, every key of an organization, custom roles.
     pub iam: IamService,
+    /// Directory sync: SCIM tokens, the group-to-role map, and the SCIM endpoints themselves.
     pub directory: DirectoryService,
     /// `GATEHOUSE_PUBLIC_URL`: the base of each organization's SCIM address.
     pub public_url: String,
+    /// The per-plan request limits the rate-limit middleware applies.
     pub rate_limits: RateLimitService,
+    /// Webhook endpoints, the delivery log, retries and test pings.
     pub webhooks: WebhookService,
+    /// An organization's security policies (password, MFA, session, IP allowlist).
     pub policies: PolicyService,
+    /// An organization's branding (logos, colors, sign-in page, email).
     pub branding: BrandingService,
+    /// An organization's SAML configuration (`/api/v1/sso/configurations`).
     pub sso: SsoService,
+    /// An organization's email domains and their DNS verification.
     pub domains: DomainService,
+    /// SAML sign-in itself: home realm discovery, the request to the identity provider, the
+    /// assertion consumer.
     pub saml: SamlService,
+    /// The caller's second factors, recovery codes, and the second step of a sign-in.
     pub mfa: MfaService,
+    /// The mailed links: sign-in links, password resets, email verification.
     pub links: EmailLinkService,
+    /// The OAuth 2.0 and OpenID Connect provider (`/oauth/*`, discovery, consent).
     pub oauth: OAuthService,
     /// Whether the hosted pages' cookies are `Secure`: the public URL is https.
     pub secure_cookies: bool,
     /// `GATEHOUSE_TRUSTED_PROXIES`: peers whose `X-Forwarded-For` is believed.
     pub trusted_proxies: Vec<IpRange>,
+    /// The control plane (`/control/*`): billing events posted in, stored events, dead letters
+    /// and their replay, every organization's audit log, the metrics' gauges.
     pub control: ControlService,
+    /// An organization's own audit log (`/api/v1/organizations/{id}/audit-log`).
     pub audit_log: AuditLogService,
     /// `GATEHOUSE_CONTROL_TOKEN`; `None`: the control plane is off.
     pub control_token: Option<OperatorToken>,
@@ -70,6 +94,11 @@ pub struct AppState {
 }
 
 impl AppState {
+    /// Builds every use case from `ports`. `settings` carries the issuer (the public URL) and
+    /// token lifetimes; `limits` the per-plan rate limits; `trusted_proxies` and
+    /// `control_token` come from their settings; `webhook_private_targets` lets webhook
+    /// endpoints name private addresses (development and tests). The body timeout starts at
+    /// [`DEFAULT_BODY_TIMEOUT`](crate::DEFAULT_BODY_TIMEOUT).
     pub fn new(
         ports: Ports,
         settings: AuthSettings,

@@ -102,8 +102,11 @@ fn logo(look: &Branding) -> String {
 pub struct LoginForm<'a> {
     /// As the person typed it (kept after an error); never the password.
     pub email: &'a str,
+    /// The error to announce above the form (wrong credentials, say); `None` on a fresh form.
     pub error: Option<&'a str>,
+    /// The anti-forgery token, posted back in a hidden field.
     pub csrf_token: &'a str,
+    /// The path of this service to go to after signing in, posted back in a hidden field.
     pub return_to: &'a str,
 }
 
@@ -121,6 +124,8 @@ fn form_error(error: Option<&str>) -> (String, String) {
     }
 }
 
+/// The hosted login page (email and password), in `look`'s branding: its sign-in title as the
+/// heading, its subtitle and logo.
 pub fn login_page(look: &Branding, form: &LoginForm<'_>) -> String {
     let title = look.custom_login.title.as_str();
     let (error, described_by) = form_error(form.error);
@@ -142,9 +147,13 @@ pub fn login_page(look: &Branding, form: &LoginForm<'_>) -> String {
 
 /// What the second step's form shows.
 pub struct MfaForm<'a> {
+    /// The token that names this sign-in at its second step, posted back in a hidden field.
     pub mfa_token: &'a str,
+    /// The error to announce above the form (a wrong code, say); `None` on a fresh form.
     pub error: Option<&'a str>,
+    /// The anti-forgery token, posted back in a hidden field.
     pub csrf_token: &'a str,
+    /// The path of this service to go to after signing in, posted back in a hidden field.
     pub return_to: &'a str,
     /// The WebAuthn request options for the user's security keys, when they have any: a
     /// button asks the browser for one (the page's one script, `/assets/webauthn.js`).
@@ -189,12 +198,17 @@ pub fn mfa_page(look: &Branding, form: &MfaForm<'_>) -> String {
 
 /// What a mailed link's page shows: one button, and for a reset the new password.
 pub struct TokenForm<'a> {
+    /// The page's heading and title.
     pub heading: &'a str,
     /// Where the form posts (already escaped).
     pub action: &'a str,
+    /// The submit button's label.
     pub button: &'a str,
+    /// Whether the form asks for a new password (a password reset).
     pub new_password: bool,
+    /// The error to announce above the form; `None` on a fresh form.
     pub error: Option<&'a str>,
+    /// The anti-forgery token, posted back in a hidden field.
     pub csrf_token: &'a str,
 }
 
@@ -260,10 +274,13 @@ pub struct InvitationForm<'a> {
     pub action: &'a str,
     /// The invited address, shown (read only) in the sign-in and registration forms.
     pub email: &'a str,
+    /// Which form the invitee gets: accept, sign in and accept, or register and accept.
     pub step: InvitationFields<'a>,
     /// A line above the form (signed in with another account, say).
     pub note: Option<&'a str>,
+    /// The error to announce above the form; `None` on a fresh form.
     pub error: Option<&'a str>,
+    /// The anti-forgery token, posted back in a hidden field.
     pub csrf_token: &'a str,
 }
 
@@ -321,10 +338,13 @@ pub fn invitation_page(look: &Branding, form: &InvitationForm<'_>) -> String {
 /// What the consent page shows: the application, what it asks for, and the form's hidden
 /// fields (the authorization request to answer is its `return_to`).
 pub struct ConsentForm<'a> {
+    /// The name of the application asking.
     pub application: &'a str,
     /// Each API scope asked for, with what it lets the application do.
     pub scopes: &'a [(&'a str, &'a str)],
+    /// The anti-forgery token, posted back in a hidden field.
     pub csrf_token: &'a str,
+    /// The authorization request being answered, posted back in a hidden field.
     pub return_to: &'a str,
 }
 
@@ -363,6 +383,8 @@ pub fn consent_page(look: &Branding, form: &ConsentForm<'_>) -> String {
     page(look, &heading, content)
 }
 
+/// A page with only a heading and a line of text, in `look`'s branding: what a page shows
+/// when there is no form to fill (done, expired, not possible right now).
 pub fn message_page(look: &Branding, heading: &str, message: &str) -> String {
     let content = fill(
         MESSAGE,

@@ -15,6 +15,8 @@ use crate::{
     state::AppState,
 };
 
+/// The body of `POST /api/v1/api-keys`: `name` (a label for the key) and `organization_id`
+/// (a UUID of an organization the caller belongs to, where the key will act), both required.
 #[derive(Deserialize, ToSchema)]
 pub struct CreateApiKeyRequest {
     #[schema(example = "CI deploys")]
@@ -47,6 +49,8 @@ impl From<CreatedApiKey> for CreatedApiKeyResponse {
     }
 }
 
+/// An API key as `GET /api/v1/api-keys` lists it: its `prefix` identifies it, but the key
+/// itself is never returned after creation.
 #[derive(Serialize, ToSchema)]
 pub struct ApiKeyResponse {
     id: Uuid,

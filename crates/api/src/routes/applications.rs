@@ -21,6 +21,8 @@ use crate::{
     state::AppState,
 };
 
+/// An application (an OAuth client) of the organization, as every read and change returns
+/// it; never its client secret.
 #[derive(Serialize, ToSchema)]
 pub struct ApplicationResponse {
     id: String,
@@ -62,6 +64,8 @@ impl From<Application> for ApplicationResponse {
     }
 }
 
+/// An application with its `client_secret`: the answer of registering one and of rotating
+/// its secret, the only times the secret is shown.
 #[derive(Serialize, ToSchema)]
 pub struct ApplicationWithSecretResponse {
     #[serde(flatten)]
@@ -96,6 +100,7 @@ fn redirect_uris(fields: &mut Fields, raw: Option<Vec<String>>) -> Option<Redire
         .ok()
 }
 
+/// The body that registers an application: `name` and `redirect_uris` are required.
 #[derive(Deserialize, ToSchema)]
 pub struct CreateApplicationRequest {
     #[schema(example = "Billing portal")]
@@ -184,6 +189,8 @@ pub async fn get(
     Ok(HttpResponse::Ok().json(ApplicationResponse::from(app)))
 }
 
+/// The body that changes an application: every field is optional, and an absent one stays
+/// as it is. `redirect_uris` replaces the whole list.
 #[derive(Deserialize, ToSchema)]
 pub struct UpdateApplicationRequest {
     name: Option<String>,

@@ -20,6 +20,7 @@ use crate::{
     state::AppState,
 };
 
+/// Who acted in an audit record: the kind of actor and, where there is one, its id.
 #[derive(Serialize, ToSchema)]
 pub struct AuditActorResponse {
     /// `user`, `api_key`, `service_account`, `application`, `operator` or `system`.
@@ -31,6 +32,7 @@ pub struct AuditActorResponse {
     id: Option<String>,
 }
 
+/// What an audited action was done to: the kind of thing and its id.
 #[derive(Serialize, ToSchema)]
 pub struct AuditTargetResponse {
     /// `user`, `member`, `api_key`, `webhook_endpoint`, `organization`, `invitation`,
@@ -41,6 +43,9 @@ pub struct AuditTargetResponse {
     id: String,
 }
 
+/// One entry of the audit log, as both `GET /control/audit` and
+/// `GET /api/v1/organizations/{id}/audit-log` list it: who did what to what, when, from where,
+/// and whether it succeeded.
 #[derive(Serialize, ToSchema)]
 pub struct AuditRecordResponse {
     id: Uuid,

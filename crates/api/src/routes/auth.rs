@@ -18,6 +18,8 @@ use crate::{
     state::AppState,
 };
 
+/// The body of `POST /api/v1/auth/register`: `email`, `password` and `full_name`, all
+/// required.
 #[derive(Deserialize, ToSchema)]
 pub struct RegisterRequest {
     #[schema(example = "ada@example.com")]
@@ -32,6 +34,7 @@ pub struct RegisterRequest {
     full_name: Option<String>,
 }
 
+/// The `201` of a registration: the new user and their personal workspace.
 #[derive(Serialize, ToSchema)]
 pub struct RegisterResponse {
     user_id: uuid::Uuid,
@@ -72,6 +75,8 @@ pub async fn register(
     }))
 }
 
+/// The body of `POST /api/v1/auth/login`: `email` and `password` (required), and optionally
+/// the organization the tokens are to speak for.
 #[derive(Deserialize, ToSchema)]
 pub struct LoginRequest {
     email: Option<String>,
@@ -201,6 +206,8 @@ pub async fn login(
         .json(LoginResponse::of(signed_in)))
 }
 
+/// The body of `POST /api/v1/auth/refresh`: the `refresh_token` of the login (required), and
+/// optionally a change of organization.
 #[derive(Deserialize, ToSchema)]
 pub struct RefreshRequest {
     refresh_token: Option<String>,
@@ -269,6 +276,8 @@ pub async fn logout(
     Ok(HttpResponse::NoContent().finish())
 }
 
+/// The body of `POST /api/v1/auth/password`: `current_password` and `new_password`, both
+/// required.
 #[derive(Deserialize, ToSchema)]
 pub struct ChangePasswordRequest {
     current_password: Option<String>,
@@ -303,6 +312,8 @@ pub async fn change_password(
     Ok(HttpResponse::NoContent().finish())
 }
 
+/// The body of `POST /api/v1/auth/password/renew`: `email`, `current_password` (the expired
+/// one) and `new_password`, all required.
 #[derive(Deserialize, ToSchema)]
 pub struct RenewPasswordRequest {
     email: Option<String>,

@@ -23,6 +23,9 @@ use crate::{
     state::AppState,
 };
 
+/// An event as the outbox stored it, as `GET /control/events` lists it and
+/// `POST /control/events` answers it: its type, the organization and user it concerns, its
+/// data, when it happened and when it was dispatched.
 #[derive(Serialize, ToSchema)]
 pub struct StoredEventResponse {
     #[schema(example = "0193a0c4-7d1e-7b2c-9d4e-6f8a0b1c2d3e")]
@@ -67,6 +70,8 @@ impl From<PostEventError> for ApiError {
     }
 }
 
+/// The body of `POST /control/events`: a billing event's `type`, `organization_id` and
+/// `data`, all required.
 #[derive(Deserialize, ToSchema)]
 pub struct PostEventRequest {
     /// A billing event type (`source: "billing"` in the catalog).
@@ -118,6 +123,8 @@ pub async fn post_event(
     Ok(HttpResponse::Accepted().json(StoredEventResponse::from(event)))
 }
 
+/// A delivery that failed for good, as `GET /control/dead-letters` lists it: the delivery
+/// with the organization whose endpoint it was for.
 #[derive(Serialize, ToSchema)]
 pub struct DeadLetterResponse {
     #[serde(flatten)]
@@ -212,6 +219,8 @@ pub async fn dead_letters(
     )
 }
 
+/// The body of `POST /control/dead-letters/replay`: which dead letters to send again, named
+/// either by `delivery_ids` or by `endpoint_id` (with `since`, if wanted), not both.
 #[derive(Deserialize, ToSchema)]
 pub struct ReplayRequest {
     /// These dead letters (at most 1000); or name `endpoint_id` instead.
@@ -222,6 +231,7 @@ pub struct ReplayRequest {
     since: Option<String>,
 }
 
+/// The `202` of a replay: how many dead letters it queued.
 #[derive(Serialize, ToSchema)]
 pub struct ReplayResponse {
     /// How many dead letters were queued again.

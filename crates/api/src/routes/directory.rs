@@ -64,6 +64,8 @@ pub struct CreatedScimTokenResponse {
     scim_base_url: String,
 }
 
+/// The body of `POST /api/v1/organizations/{id}/scim-tokens`: `name` (required), a label
+/// that tells the token apart, such as the identity provider's name.
 #[derive(Deserialize, ToSchema)]
 pub struct CreateScimTokenRequest {
     #[schema(example = "Okta")]

@@ -25,6 +25,7 @@ pub struct DomainVerification {
     value: String,
 }
 
+/// An email domain the organization claimed: its status and the TXT record that verifies it.
 #[derive(Serialize, ToSchema)]
 pub struct DomainResponse {
     id: String,
@@ -57,11 +58,14 @@ impl From<OrganizationDomain> for DomainResponse {
     }
 }
 
+/// The `200` of `GET /api/v1/organizations/{id}/domains`: the organization's domains, oldest
+/// first, under `data`.
 #[derive(Serialize, ToSchema)]
 pub struct DomainListResponse {
     data: Vec<DomainResponse>,
 }
 
+/// The body of `POST /api/v1/organizations/{id}/domains`: the `domain` to claim (required).
 #[derive(Deserialize, ToSchema)]
 pub struct AddDomainRequest {
     /// A domain the organization holds; not a public suffix (`co.uk`) nor a free-mail

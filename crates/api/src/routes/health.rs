@@ -10,6 +10,7 @@ use crate::{
     state::AppState,
 };
 
+/// The `200` of `/livez` and `/readyz`: `{"status": "ok"}`.
 #[derive(Serialize, ToSchema)]
 pub struct Status {
     #[schema(example = "ok")]
@@ -44,6 +45,8 @@ pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError
         .json(Status { status: "ok" }))
 }
 
+/// The `200` of `GET /api/v1/health`: the credentials work, and act in the organization
+/// named by `organization_id`.
 #[derive(Serialize, ToSchema)]
 pub struct CredentialHealth {
     #[schema(example = "ok")]

@@ -25,6 +25,8 @@ use crate::{
     state::AppState,
 };
 
+/// A service account of the organization: a non-human member with a role, acting through
+/// its API keys.
 #[derive(Serialize, ToSchema)]
 pub struct ServiceAccountResponse {
     id: Uuid,
@@ -56,6 +58,8 @@ impl From<ServiceAccount> for ServiceAccountResponse {
     }
 }
 
+/// The body of `POST /api/v1/organizations/{id}/service-accounts`: `name` and `role`, both
+/// required.
 #[derive(Deserialize, ToSchema)]
 pub struct CreateServiceAccountRequest {
     #[schema(example = "CI deploys")]
@@ -65,6 +69,8 @@ pub struct CreateServiceAccountRequest {
     role: Option<String>,
 }
 
+/// The body of `PATCH /api/v1/organizations/{id}/service-accounts/{sa_id}`: a new `name`, a
+/// new `role`, or both; an absent field stays as it is.
 #[derive(Deserialize, ToSchema)]
 pub struct UpdateServiceAccountRequest {
     name: Option<String>,
@@ -72,6 +78,8 @@ pub struct UpdateServiceAccountRequest {
     role: Option<String>,
 }
 
+/// The body of `POST /api/v1/organizations/{id}/service-accounts/{sa_id}/keys`: the key's
+/// `name` (required), a label that tells it apart.
 #[derive(Deserialize, ToSchema)]
 pub struct CreateServiceAccountKeyRequest {
     #[schema(example = "deploy pipeline")]
@@ -336,6 +344,8 @@ pub async fn revoke_organization_key(
     Ok(HttpResponse::NoContent().finish())
 }
 
+/// One entry of the permission catalogue (`GET /api/v1/iam/permissions`): a dotted
+/// permission, what it lets one do, and who holds it.
 #[derive(Serialize, ToSchema)]
 pub struct PermissionResponse {
     /// The dotted name, as `403` bodies and `org_permissions` name it.
@@ -438,6 +448,8 @@ impl From<CustomRole> for RoleResponse {
     }
 }
 
+/// The body of `POST /api/v1/organizations/{id}/roles`: `key`, `name` and `permissions` are
+/// required, `description` is optional.
 #[derive(Deserialize, ToSchema)]
 pub struct CreateRoleRequest {
     /// Lowercase letters, digits and single hyphens, 2 to 40 characters, not a built-in role's
@@ -453,6 +465,8 @@ pub struct CreateRoleRequest {
     permissions: Option<Vec<String>>,
 }
 
+/// The body of `PATCH /api/v1/organizations/{id}/roles/{key}`: every field is optional, and
+/// an absent one stays as it is. The key cannot change.
 #[derive(Deserialize, ToSchema)]
 pub struct UpdateRoleRequest {
     name: Option<String>,

@@ -43,6 +43,8 @@ impl From<LinkError> for ApiError {
     }
 }
 
+/// The body of `POST /api/v1/auth/magic-link` and `POST /api/v1/auth/password/forgot`: the
+/// `email` to mail the link to (required).
 #[derive(Deserialize, ToSchema)]
 pub struct EmailRequest {
     #[schema(example = "ada@example.com")]
@@ -80,12 +82,15 @@ pub async fn request_magic_link(
     Ok(accepted())
 }
 
+/// The body of `POST /api/v1/auth/email/verify`: the `token` of the mailed link (required).
 #[derive(Deserialize, ToSchema)]
 pub struct TokenRequest {
     /// The token of the mailed link (the last part of its path).
     token: Option<String>,
 }
 
+/// The body of `POST /api/v1/auth/magic-link/verify`: the mailed link's `token` (required),
+/// and optionally the organization the tokens are to speak for.
 #[derive(Deserialize, ToSchema)]
 pub struct MagicLinkVerifyRequest {
     /// The token of the mailed link (the last part of its path).
@@ -154,6 +159,8 @@ pub async fn forgot_password(
     Ok(accepted())
 }
 
+/// The body of `POST /api/v1/auth/password/reset`: the mailed reset link's `token` and the
+/// `new_password`, both required.
 #[derive(Deserialize, ToSchema)]
 pub struct ResetRequest {
     token: Option<String>,

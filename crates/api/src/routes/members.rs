@@ -18,6 +18,8 @@ use crate::{
     state::AppState,
 };
 
+/// A member of the organization, or a pending invitation (`status` `pending`, no `user_id`
+/// yet), as the member listing and the acceptance of an invitation return it.
 #[derive(Serialize, ToSchema)]
 pub struct MemberResponse {
     /// Null while the invitation is pending.
@@ -89,6 +91,8 @@ pub async fn list(
     Ok(HttpResponse::Ok().json(PageResponse::from_page(members, MemberResponse::from)))
 }
 
+/// The body of `POST /api/v1/organizations/{id}/members`: the invitee's `email` and the
+/// `role` to give them.
 #[derive(Deserialize, ToSchema)]
 pub struct InviteRequest {
     #[schema(example = "grace@example.com")]
@@ -98,6 +102,7 @@ pub struct InviteRequest {
     role: Option<String>,
 }
 
+/// The `201` of an invitation: the pending membership, who invited and when.
 #[derive(Serialize, ToSchema)]
 pub struct InvitedResponse {
     email: String,
@@ -146,12 +151,15 @@ pub async fn invite(
     }))
 }
 
+/// The body of `PATCH /api/v1/organizations/{id}/members/{user_id}`: the member's new
+/// `role` (required).
 #[derive(Deserialize, ToSchema)]
 pub struct ChangeRoleRequest {
     #[schema(example = "admin")]
     role: Option<String>,
 }
 
+/// The `200` of a role change: the member, their new role, and when it changed.
 #[derive(Serialize, ToSchema)]
 pub struct RoleChangedResponse {
     user_id: Uuid,
@@ -197,6 +205,7 @@ pub async fn change_role(
     }))
 }
 
+/// The `200` of removing a member: who was removed, and when.
 #[derive(Serialize, ToSchema)]
 pub struct RemovedResponse {
     user_id: Uuid,
@@ -254,6 +263,7 @@ pub async fn revoke_invitation(
     Ok(HttpResponse::NoContent().finish())
 }
 
+/// The organization an invitation is to: its id, name and slug.
 #[derive(Serialize, ToSchema)]
 pub struct InvitationOrganization {
     id: Uuid,
@@ -261,6 +271,8 @@ pub struct InvitationOrganization {
     slug: String,
 }
 
+/// An open invitation addressed to the caller's email (`GET /api/v1/invitations`): the
+/// organization, the role it gives, who sent it and when it expires.
 #[derive(Serialize, ToSchema)]
 pub struct InvitationResponse {
     id: Uuid,
@@ -337,6 +349,7 @@ pub async fn accept_by_id(
     Ok(HttpResponse::Ok().json(MemberResponse::from(member)))
 }
 
+/// The body of `POST /api/v1/invitations/accept`: the invitation link's `token` (required).
 #[derive(Deserialize, ToSchema)]
 pub struct AcceptByTokenRequest {
     /// The token of the invitation link.
@@ -372,6 +385,8 @@ pub async fn accept_by_token(
     Ok(HttpResponse::Ok().json(MemberResponse::from(member)))
 }
 
+/// A user of the organization as `GET /api/v1/iam/users` lists it: an active member, their
+/// role, and when they joined.
 #[derive(Serialize, ToSchema)]
 pub struct IamUserResponse {
     id: Uuid,
@@ -411,6 +426,8 @@ pub async fn iam_users(
     )
 }
 
+/// The body of `POST /api/v1/organizations/{id}/transfer-ownership`: the new owner's
+/// `user_id` and the current owner's `password`, both required.
 #[derive(Deserialize, ToSchema)]
 pub struct TransferOwnershipRequest {
     /// The active member who becomes the owner.
@@ -419,6 +436,7 @@ pub struct TransferOwnershipRequest {
     password: Option<String>,
 }
 
+/// The `200` of an ownership transfer: the new owner, the previous one, and when.
 #[derive(Serialize, ToSchema)]
 pub struct OwnershipTransferredResponse {
     /// The new owner (`role` is `owner`).

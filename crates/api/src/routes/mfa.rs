@@ -44,6 +44,8 @@ impl From<&MfaFactor> for MfaMethodResponse {
     }
 }
 
+/// The `200` of `GET /api/v1/auth/mfa`: the caller's second factors and how many recovery
+/// codes they have left.
 #[derive(Serialize, ToSchema)]
 pub struct MfaOverviewResponse {
     /// The confirmed second factors, oldest first.
@@ -72,6 +74,8 @@ pub async fn overview(
     }))
 }
 
+/// The `201` of `POST /api/v1/auth/mfa/totp`: a pending authenticator app, with its secret
+/// shown this once.
 #[derive(Serialize, ToSchema)]
 pub struct TotpEnrolmentResponse {
     /// Confirm the enrolment with `POST /api/v1/auth/mfa/totp/{id}/confirm`.
@@ -107,6 +111,8 @@ pub async fn enroll_totp(
         }))
 }
 
+/// The body of `POST /api/v1/auth/mfa/totp/{id}/confirm`: the app's current `code`
+/// (required).
 #[derive(Deserialize, ToSchema)]
 pub struct ConfirmTotpRequest {
     /// The six-digit code the app shows now.
@@ -114,6 +120,8 @@ pub struct ConfirmTotpRequest {
     code: Option<String>,
 }
 
+/// Recovery codes, shown this once: the answer of confirming an authenticator app and of
+/// asking for new codes.
 #[derive(Serialize, ToSchema)]
 pub struct RecoveryCodesResponse {
     /// Ten codes, each good for one sign-in instead of a second factor: shown this once. Empty
@@ -168,6 +176,8 @@ pub async fn confirm_totp(
         }))
 }
 
+/// The `200` of `POST /api/v1/auth/mfa/webauthn/register`: the challenge to finish with, and
+/// the options to hand the browser.
 #[derive(Serialize, ToSchema)]
 pub struct WebauthnStartResponse {
     /// Finish with `POST /api/v1/auth/mfa/webauthn/register/{challenge_id}`.
@@ -202,6 +212,8 @@ pub async fn start_webauthn(
         }))
 }
 
+/// The body of `POST /api/v1/auth/mfa/webauthn/register/{challenge_id}`: the browser's
+/// `credential` (required).
 #[derive(Deserialize, ToSchema)]
 pub struct FinishWebauthnRequest {
     /// The browser's `PublicKeyCredential`, as `credential.toJSON()` gives it.
@@ -209,6 +221,8 @@ pub struct FinishWebauthnRequest {
     credential: Option<serde_json::Value>,
 }
 
+/// The `201` of a finished security-key registration: the new factor's `id`, and the
+/// recovery codes of a first second factor.
 #[derive(Serialize, ToSchema)]
 pub struct WebauthnRegisteredResponse {
     id: Uuid,
@@ -254,6 +268,8 @@ pub async fn finish_webauthn(
         }))
 }
 
+/// The body of `DELETE /api/v1/auth/mfa/{id}` and `POST /api/v1/auth/mfa/recovery-codes`:
+/// the caller's `password` (required), confirming the change.
 #[derive(Deserialize, ToSchema)]
 pub struct PasswordRequest {
     /// The caller's current password.
@@ -322,6 +338,8 @@ pub async fn recovery_codes(
         }))
 }
 
+/// The body of `POST /api/v1/auth/mfa/verify`: the `mfa_token` of the login (required) and
+/// exactly one factor (`code`, `recovery_code` or `webauthn`).
 #[derive(Deserialize, ToSchema)]
 pub struct VerifyRequest {
     /// From the login response.

@@ -1,3 +1,9 @@
+//! The JSON API's handlers, one module per resource: each handler parses the request into
+//! domain types, calls one use case, and shapes its answer. [`crate::configure`] mounts them
+//! at their paths, and each `#[utoipa::path]` annotation describes one operation in the
+//! OpenAPI document ([`crate::openapi`]). Two speak other protocols' formats: [`scim`]
+//! answers and fails as SCIM 2.0 does, and [`oauth`]'s errors are RFC 6749 bodies.
+
 pub mod api_keys;
 pub mod applications;
 pub mod audit;

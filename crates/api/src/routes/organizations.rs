@@ -18,6 +18,8 @@ use crate::{
     state::AppState,
 };
 
+/// An organization's `settings`: the role new members get, and whether members who are not
+/// admins may invite.
 #[derive(Serialize, ToSchema)]
 pub struct SettingsResponse {
     #[schema(example = "member")]
@@ -25,6 +27,8 @@ pub struct SettingsResponse {
     allow_member_invite: bool,
 }
 
+/// An organization, as the listing, the detail, creation and change return it, with its
+/// settings and its counts of members and applications.
 #[derive(Serialize, ToSchema)]
 pub struct OrganizationResponse {
     id: Uuid,
@@ -78,6 +82,7 @@ pub struct PageResponse<T: ToSchema> {
 }
 
 impl<T: ToSchema> PageResponse<T> {
+    /// The envelope of one page of the domain's results, each item shaped by `f`.
     pub fn from_page<D>(page: Page<D>, f: impl FnMut(D) -> T) -> Self {
         let page = page.map(f);
         Self {
@@ -124,6 +129,8 @@ pub async fn list(
     )))
 }
 
+/// The body of `POST /api/v1/organizations`: `name` (required), `slug` (generated from the
+/// name when absent) and `type` (`team` when absent, or `personal`).
 #[derive(Deserialize, ToSchema)]
 pub struct CreateOrganizationRequest {
     #[schema(example = "Acme Research")]
@@ -190,6 +197,8 @@ pub async fn get(
     Ok(HttpResponse::Ok().json(OrganizationResponse::from(organization)))
 }
 
+/// The `settings` of an organization's change: `default_role` (`member` or `viewer`) and
+/// `allow_member_invite`; an absent field stays as it is.
 #[derive(Deserialize, ToSchema)]
 pub struct SettingsRequest {
     #[schema(example = "viewer")]
@@ -197,6 +206,7 @@ pub struct SettingsRequest {
     allow_member_invite: Option<bool>,
 }
 
+/// The body of `PATCH /api/v1/organizations/{id}`: only the fields sent change.
 #[derive(Deserialize, ToSchema)]
 pub struct UpdateOrganizationRequest {
     name: Option<String>,
@@ -248,6 +258,8 @@ pub async fn update(
     Ok(HttpResponse::Ok().json(OrganizationResponse::from(organization)))
 }
 
+/// The `200` of deleting an organization: its `id`, `is_active` now `false`, and when it
+/// was deleted.
 #[derive(Serialize, ToSchema)]
 pub struct DeletedResponse {
     id: Uuid,

@@ -26,6 +26,9 @@ use crate::{
 // policies
 // ---------------------------------------------------------------------------------------------
 
+/// The `password_policy` section: what a member's new password must hold, how long it lasts,
+/// and how many earlier ones it may not repeat. Every field is required in a `PUT` and present
+/// in a response.
 #[derive(Serialize, Deserialize, ToSchema)]
 pub struct PasswordPolicyBody {
     /// 8 to 128.
@@ -43,6 +46,9 @@ pub struct PasswordPolicyBody {
     prevent_reuse_count: Option<i64>,
 }
 
+/// The `mfa_policy` section: whether members must have a second factor, which kinds count,
+/// and the grace period in hours after a policy change. Every field is required in a `PUT` and
+/// present in a response.
 #[derive(Serialize, Deserialize, ToSchema)]
 pub struct MfaPolicyBody {
     required: Option<bool>,
@@ -53,6 +59,9 @@ pub struct MfaPolicyBody {
     grace_period_hours: Option<i64>,
 }
 
+/// The `session_policy` section: a session's absolute lifetime in hours, its idle timeout in
+/// minutes, and how many sessions a user may hold at once. Every field is required in a `PUT`
+/// and present in a response.
 #[derive(Serialize, Deserialize, ToSchema)]
 pub struct SessionPolicyBody {
     /// 1 to 720.
@@ -66,6 +75,9 @@ pub struct SessionPolicyBody {
     max_concurrent_sessions: Option<i64>,
 }
 
+/// The `ip_allowlist` section: when `enabled`, requests that act in the organization must
+/// come from an address in `allowed_ips`. Both fields are required in a `PUT` and present in a
+/// response.
 #[derive(Serialize, Deserialize, ToSchema)]
 pub struct IpAllowlistBody {
     enabled: Option<bool>,
@@ -83,6 +95,8 @@ pub struct PoliciesRequest {
     ip_allowlist: Option<IpAllowlistBody>,
 }
 
+/// The organization's policies, every section and field, as `GET` and `PUT
+/// /api/v1/organizations/{id}/policies` answer.
 #[derive(Serialize, ToSchema)]
 pub struct PoliciesResponse {
     organization_id: Uuid,
@@ -324,6 +338,8 @@ pub async fn put_policies(
 // branding
 // ---------------------------------------------------------------------------------------------
 
+/// The `custom_login` section of a branding change: the sign-in page's heading, subheading
+/// and background image. Absent fields keep their value.
 #[derive(Deserialize, ToSchema)]
 pub struct CustomLoginRequest {
     title: Option<String>,
@@ -334,6 +350,9 @@ pub struct CustomLoginRequest {
     background_url: Option<Option<String>>,
 }
 
+/// The `email_branding` section of a branding change: the sender's display name, the
+/// reply-to address and the footer of the organization's transactional emails. Absent fields
+/// keep their value.
 #[derive(Deserialize, ToSchema)]
 pub struct EmailBrandingRequest {
     from_name: Option<String>,
@@ -363,6 +382,8 @@ pub struct BrandingRequest {
     email_branding: Option<EmailBrandingRequest>,
 }
 
+/// The `custom_login` section of the branding: the sign-in page's heading, subheading and
+/// background image (null when none).
 #[derive(Serialize, ToSchema)]
 pub struct CustomLoginResponse {
     title: String,
@@ -370,6 +391,8 @@ pub struct CustomLoginResponse {
     background_url: Option<String>,
 }
 
+/// The `email_branding` section of the branding: the sender's display name, the reply-to
+/// address (null when none) and the footer of the organization's transactional emails.
 #[derive(Serialize, ToSchema)]
 pub struct EmailBrandingResponse {
     from_name: String,
@@ -377,6 +400,8 @@ pub struct EmailBrandingResponse {
     footer_text: String,
 }
 
+/// The organization's branding, every field, as `GET` and `PUT
+/// /api/v1/organizations/{id}/branding` answer.
 #[derive(Serialize, ToSchema)]
 pub struct BrandingResponse {
     organization_id: Uuid,

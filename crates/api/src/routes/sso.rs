@@ -20,6 +20,9 @@ use crate::{
     state::AppState,
 };
 
+/// The body of `POST /api/v1/sso/configurations` and `PUT /api/v1/sso/configurations/{org_id}`.
+/// A create needs `organization_id`, `provider`, `idp_entity_id`, `idp_sso_url` and
+/// `idp_certificate`; an update changes only the fields it sends.
 #[derive(Deserialize, ToSchema)]
 pub struct SsoRequest {
     /// Required on create: the organization to configure.
@@ -42,6 +45,9 @@ pub struct SsoRequest {
     is_active: Option<bool>,
 }
 
+/// An organization's SAML configuration, as create, read and update return it: the identity
+/// provider's settings (never its certificate, only the certificate's fingerprint and expiry)
+/// and the service-provider addresses the service generated.
 #[derive(Serialize, ToSchema)]
 pub struct SsoResponse {
     organization_id: Uuid,
@@ -353,12 +359,15 @@ pub async fn metadata(
         .body(xml))
 }
 
+/// The body of `POST /api/v1/sso/lookup`: the `email` (required) whose single sign-on to find.
 #[derive(Deserialize, ToSchema)]
 pub struct LookupRequest {
     #[schema(example = "grace@example.com")]
     email: Option<String>,
 }
 
+/// The `200` of `POST /api/v1/sso/lookup`: the organization whose single sign-on the email
+/// uses, and where that sign-in starts.
 #[derive(Serialize, ToSchema)]
 pub struct LookupResponse {
     /// The organization whose identity provider the email's domain belongs to.

@@ -16,6 +16,7 @@ use crate::{
     state::AppState,
 };
 
+/// The caller's profile, as `GET` and `PATCH /api/v1/users/me` return it.
 #[derive(Serialize, ToSchema)]
 pub struct UserResponse {
     id: uuid::Uuid,
@@ -60,6 +61,7 @@ pub async fn me(
     Ok(HttpResponse::Ok().json(UserResponse::from(user)))
 }
 
+/// The body of `PATCH /api/v1/users/me`: a new `full_name`; absent, it stays as it is.
 #[derive(Deserialize, ToSchema)]
 pub struct UpdateMeRequest {
     full_name: Option<String>,

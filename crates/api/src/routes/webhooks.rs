@@ -23,6 +23,8 @@ use crate::{
     state::AppState,
 };
 
+/// A webhook endpoint of the organization: where deliveries go and which event types it
+/// subscribes to; never its signing secret.
 #[derive(Serialize, ToSchema)]
 pub struct EndpointResponse {
     #[schema(example = "ep_01939f1e8f5a7b2c9d4e6f8a0b1c2d3e")]
@@ -52,6 +54,8 @@ impl From<WebhookEndpoint> for EndpointResponse {
     }
 }
 
+/// The `201` of `POST /api/v1/webhooks/endpoints`: the new endpoint with its
+/// `signing_secret`, the only time the secret is returned.
 #[derive(Serialize, ToSchema)]
 pub struct CreatedEndpointResponse {
     #[serde(flatten)]
@@ -60,6 +64,8 @@ pub struct CreatedEndpointResponse {
     signing_secret: String,
 }
 
+/// An endpoint's `delivery_stats`: how many deliveries it has in all, how many succeeded and
+/// how many failed.
 #[derive(Serialize, ToSchema)]
 pub struct DeliveryStatsResponse {
     total: u64,
@@ -67,6 +73,8 @@ pub struct DeliveryStatsResponse {
     failed: u64,
 }
 
+/// The `200` of `GET /api/v1/webhooks/endpoints/{id}`: the endpoint, when it last received a
+/// delivery, and its delivery counts.
 #[derive(Serialize, ToSchema)]
 pub struct EndpointDetailResponse {
     #[serde(flatten)]
@@ -90,6 +98,8 @@ impl From<EndpointDetail> for EndpointDetailResponse {
     }
 }
 
+/// One delivery of an event to an endpoint, as the delivery log lists it: its status, the
+/// attempt it is at, what was sent and what the receiver answered.
 #[derive(Serialize, ToSchema)]
 pub struct DeliveryResponse {
     #[schema(example = "dlv_01939f1e8f5a7b2c9d4e6f8a0b1c2d3e")]
@@ -131,6 +141,7 @@ impl From<Delivery> for DeliveryResponse {
     }
 }
 
+/// An event type an endpoint can subscribe to, as `GET /api/v1/webhooks/events` lists it.
 #[derive(Serialize, ToSchema)]
 pub struct EventTypeResponse {
     #[serde(rename = "type")]
@@ -196,6 +207,8 @@ fn event_types(raw: Vec<String>) -> Result<Vec<EventType>, ApiError> {
     }
 }
 
+/// The body of `POST /api/v1/webhooks/endpoints`: `url` (https) and `events` are required,
+/// `description` and `secret` optional.
 #[derive(Deserialize, ToSchema)]
 pub struct CreateEndpointRequest {
     #[schema(example = "https://hooks.example.com/gatehouse")]
@@ -313,6 +326,8 @@ pub async fn get(
     Ok(HttpResponse::Ok().json(EndpointDetailResponse::from(detail)))
 }
 
+/// The body of `PATCH /api/v1/webhooks/endpoints/{id}`: every field is optional, and an
+/// absent one stays as it is.
 #[derive(Deserialize, ToSchema)]
 pub struct UpdateEndpointRequest {
     url: Option<String>,
@@ -456,6 +471,8 @@ pub async fn deliveries(
     Ok(HttpResponse::Ok().json(PageResponse::from_page(deliveries, DeliveryResponse::from)))
 }
 
+/// The `200` of `POST /api/v1/webhooks/deliveries/{id}/retry`: the delivery, queued again
+/// now (`next_retry_at` null), with its attempt count.
 #[derive(Serialize, ToSchema)]
 pub struct RetryResponse {
     id: String,
@@ -501,6 +518,7 @@ pub async fn retry(
     }))
 }
 
+/// The `200` of `POST /api/v1/webhooks/endpoints/{id}/test`: what came of the ping.
 #[derive(Serialize, ToSchema)]
 pub struct TestResponse {
     /// The ping's delivery, in the endpoint's delivery log (event `webhook.test`).
