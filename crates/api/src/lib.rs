@@ -11,7 +11,7 @@ pub mod extract;
 mod middleware;
 mod observe;
 pub mod openapi;
-pub mod pages;
+pub(crate) mod pages;
 mod query;
 pub mod routes;
 mod state;
