@@ -99,13 +99,13 @@ pub use organization::{
 pub use page::{Page, PageRequest, PageRequestError, SearchTerm, SearchTermError};
 pub use password::{
     password_user_inputs, NewPassword, PasswordCandidate, PasswordError, PasswordHash,
-    PasswordPolicy, PasswordStrength,
+    PasswordStrength,
 };
 pub use permission::{ApiScope, ApiScopes, Permission};
 pub use policy::{
     Bounded, ConcurrentSessions, EffectivePolicies, Feature, GraceHours, IdleMinutes, IpAllowlist,
     IpAllowlistError, MaxAgeDays, MfaMethod, MfaPolicy, MfaPolicyError, MinLength,
-    OrganizationPolicies, OutOfBounds, ReuseCount, SessionHours, SessionPolicy,
+    OrganizationPolicies, OutOfBounds, PasswordPolicy, ReuseCount, SessionHours, SessionPolicy,
 };
 pub use rate_limit::RateLimits;
 pub use saml::{
