@@ -24,6 +24,7 @@ mod outbox;
 mod page;
 mod password;
 mod permission;
+mod plan;
 mod policy;
 mod rate_limit;
 mod saml;
@@ -94,7 +95,7 @@ pub use org::{
     DefaultRole, Organization, OrganizationChange, OrganizationFilter, OrganizationSettings,
 };
 pub use organization::{
-    Membership, NewOrganization, OrganizationName, OrganizationType, Plan, Role, Slug, SlugError,
+    Membership, NewOrganization, OrganizationName, OrganizationType, Role, Slug, SlugError,
 };
 pub use page::{Page, PageRequest, PageRequestError, SearchTerm, SearchTermError};
 pub use password::{
@@ -102,8 +103,9 @@ pub use password::{
     PasswordStrength,
 };
 pub use permission::{ApiScope, ApiScopes, Permission};
+pub use plan::{Feature, Plan};
 pub use policy::{
-    Bounded, ConcurrentSessions, EffectivePolicies, Feature, GraceHours, IdleMinutes, IpAllowlist,
+    Bounded, ConcurrentSessions, EffectivePolicies, GraceHours, IdleMinutes, IpAllowlist,
     IpAllowlistError, MaxAgeDays, MfaMethod, MfaPolicy, MfaPolicyError, MinLength,
     OrganizationPolicies, OutOfBounds, PasswordPolicy, ReuseCount, SessionHours, SessionPolicy,
 };

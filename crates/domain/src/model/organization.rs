@@ -5,7 +5,7 @@ use time::OffsetDateTime;
 
 use super::{
     text::{is_invisible_control, normalized, INVISIBLE_CONTROL},
-    AssignedRole, OrganizationId, UserId,
+    AssignedRole, OrganizationId, Plan, UserId,
 };
 
 /// An organization's display name: 2 to 100 characters once trimmed.
@@ -168,72 +168,6 @@ impl FromStr for OrganizationType {
     }
 }
 
-/// The plan an organization is on; sold elsewhere, set by an operator.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Plan {
-    /// The lowest plan.
-    Free,
-    /// Above Free.
-    Starter,
-    /// Above Starter.
-    Pro,
-    /// Adds policies, branding and SSO.
-    Business,
-    /// Adds OAuth authorization; the highest plan.
-    Enterprise,
-}
-
-impl Plan {
-    /// Every plan, from the lowest to the highest.
-    pub const ALL: [Plan; 5] = [
-        Self::Free,
-        Self::Starter,
-        Self::Pro,
-        Self::Business,
-        Self::Enterprise,
-    ];
-
-    /// The plan's lowercase name, as the API and the store write it.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Free => "free",
-            Self::Starter => "starter",
-            Self::Pro => "pro",
-            Self::Business => "business",
-            Self::Enterprise => "enterprise",
-        }
-    }
-
-    /// The most webhook endpoints an organization on the plan may have: 5, 10, 20, 50, 200
-    /// from Free to Enterprise.
-    pub const fn max_webhook_endpoints(self) -> usize {
-        match self {
-            Self::Free => 5,
-            Self::Starter => 10,
-            Self::Pro => 20,
-            Self::Business => 50,
-            Self::Enterprise => 200,
-        }
-    }
-}
-
-impl FromStr for Plan {
-    type Err = &'static str;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|plan| plan.as_str() == s)
-            .ok_or("must be one of: free, starter, pro, business, enterprise")
-    }
-}
-
-impl fmt::Display for Plan {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// A member's role in an organization.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -367,11 +301,7 @@ mod tests {
     }
 
     #[test]
-    fn plans_and_roles_round_trip() {
-        for plan in Plan::ALL {
-            assert_eq!(plan.as_str().parse::<Plan>(), Ok(plan));
-        }
-        assert!(Plan::Business > Plan::Pro);
+    fn roles_round_trip() {
         assert_eq!("viewer".parse::<Role>(), Ok(Role::Viewer));
         assert_eq!(
             "root".parse::<Role>(),

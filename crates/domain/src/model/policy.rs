@@ -8,7 +8,7 @@ use std::{fmt, net::IpAddr};
 use serde::{Deserialize, Serialize};
 use time::{Duration, OffsetDateTime};
 
-use super::{IpRange, Plan};
+use super::{Feature, IpRange, Plan};
 
 /// An integer within bounds fixed at compile time: a policy value out of its bounds cannot be
 /// built.
@@ -384,57 +384,6 @@ pub struct OrganizationPolicies {
     pub ip_allowlist: IpAllowlist,
 }
 
-/// A paid capability and the least plan that includes it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Feature {
-    /// Password, MFA, session and network policies; from the Business plan.
-    Policies,
-    /// White-label branding of the login page and emails; from the Business plan.
-    Branding,
-    /// SAML single sign-on; from the Business plan.
-    Sso,
-    /// Custom roles over the permission catalogue; from the Business plan.
-    CustomRoles,
-    /// Directory sync: an identity provider provisions members over SCIM; from the Business
-    /// plan.
-    DirectorySync,
-    /// OAuth authorization for the organization's applications; Enterprise plan only.
-    OAuth,
-}
-
-impl Feature {
-    /// The least plan that includes the feature; every plan above it does too.
-    pub const fn minimum_plan(self) -> Plan {
-        match self {
-            Self::Policies
-            | Self::Branding
-            | Self::Sso
-            | Self::CustomRoles
-            | Self::DirectorySync => Plan::Business,
-            Self::OAuth => Plan::Enterprise,
-        }
-    }
-
-    /// The feature's name as error messages write it: `policies`, `SSO`, ...
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Policies => "policies",
-            Self::Branding => "branding",
-            Self::Sso => "SSO",
-            Self::CustomRoles => "custom roles",
-            Self::DirectorySync => "directory sync (SCIM)",
-            Self::OAuth => "OAuth authorization",
-        }
-    }
-}
-
-impl Plan {
-    /// Whether an organization on this plan has the feature.
-    pub fn includes(self, feature: Feature) -> bool {
-        self >= feature.minimum_plan()
-    }
-}
-
 /// What a user's organizations demand of them together: the strictest password policy, and the
 /// strictest session policy when any organization enforces one. Only organizations whose plan
 /// includes policies count; a downgraded organization keeps its policies but stops enforcing
@@ -540,14 +489,6 @@ mod tests {
         corrupt["session_policy"]["idle_timeout_minutes"] = 1.into();
         let refused = serde_json::from_value::<OrganizationPolicies>(corrupt).unwrap_err();
         assert_eq!(refused.to_string(), "must be an integer from 5 to 1440");
-    }
-
-    #[test]
-    fn only_plans_from_business_up_have_policies() {
-        assert!(!Plan::Pro.includes(Feature::Policies));
-        assert!(Plan::Business.includes(Feature::Sso));
-        assert!(!Plan::Business.includes(Feature::OAuth));
-        assert!(Plan::Enterprise.includes(Feature::OAuth));
     }
 
     #[test]
