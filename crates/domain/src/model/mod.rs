@@ -27,6 +27,7 @@ mod permission;
 mod plan;
 mod policy;
 mod rate_limit;
+mod role;
 mod saml;
 mod secret;
 mod service_account;
@@ -95,7 +96,7 @@ pub use org::{
     DefaultRole, Organization, OrganizationChange, OrganizationFilter, OrganizationSettings,
 };
 pub use organization::{
-    Membership, NewOrganization, OrganizationName, OrganizationType, Role, Slug, SlugError,
+    Membership, NewOrganization, OrganizationName, OrganizationType, Slug, SlugError,
 };
 pub use page::{Page, PageRequest, PageRequestError, SearchTerm, SearchTermError};
 pub use password::{
@@ -110,6 +111,7 @@ pub use policy::{
     OrganizationPolicies, OutOfBounds, PasswordPolicy, ReuseCount, SessionHours, SessionPolicy,
 };
 pub use rate_limit::RateLimits;
+pub use role::Role;
 pub use saml::{
     ReturnPath, ReturnPathError, SamlAssertion, SamlRequest, SamlRequestId, SamlTrust,
     SAML_CLOCK_SKEW, SAML_REQUEST_TTL,

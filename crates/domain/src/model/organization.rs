@@ -1,6 +1,6 @@
-use std::{fmt, str::FromStr};
+use std::str::FromStr;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use time::OffsetDateTime;
 
 use super::{
@@ -168,55 +168,6 @@ impl FromStr for OrganizationType {
     }
 }
 
-/// A member's role in an organization.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// Full control, deleting the organization included.
-    Owner,
-    /// Manages members, applications, settings, policies, webhooks, branding and SSO; cannot
-    /// delete the organization.
-    Admin,
-    /// Reads the organization and its members, and uses its applications.
-    Member,
-    /// Reads the organization and its members; read-only.
-    Viewer,
-}
-
-impl Role {
-    /// The built-in roles, from the most to the least able.
-    pub const ALL: [Role; 4] = [Self::Owner, Self::Admin, Self::Member, Self::Viewer];
-
-    /// The role's lowercase name, as the API and the store write it.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Owner => "owner",
-            Self::Admin => "admin",
-            Self::Member => "member",
-            Self::Viewer => "viewer",
-        }
-    }
-}
-
-impl FromStr for Role {
-    type Err = &'static str;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "owner" => Ok(Self::Owner),
-            "admin" => Ok(Self::Admin),
-            "member" => Ok(Self::Member),
-            "viewer" => Ok(Self::Viewer),
-            _ => Err("must be one of: owner, admin, member, viewer"),
-        }
-    }
-}
-
-impl fmt::Display for Role {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// An organization about to be created. `slug` is the first candidate: when it was generated
 /// (`slug_generated`), the store takes the first free one of [`Slug::candidate`].
 #[derive(Clone, Debug, PartialEq)]
@@ -298,14 +249,5 @@ mod tests {
         );
         let personal = OrganizationName::personal_workspace_of(&"z".repeat(500));
         assert!(OrganizationName::parse(personal.as_ref()).is_ok());
-    }
-
-    #[test]
-    fn roles_round_trip() {
-        assert_eq!("viewer".parse::<Role>(), Ok(Role::Viewer));
-        assert_eq!(
-            "root".parse::<Role>(),
-            Err("must be one of: owner, admin, member, viewer")
-        );
     }
 }
