@@ -79,7 +79,7 @@ pub use ids::{
 pub use lockout::{AccountKey, FailedSignIns, InvalidLockoutRule, LockoutRule};
 pub use member::{
     InvitableRole, Invitation, InvitationRecord, InvitationState, Member, MemberFilter,
-    MemberStatus, NewInvitation, INVITATION_TTL_DAYS,
+    MemberStatus, Membership, NewInvitation, INVITATION_TTL_DAYS,
 };
 pub use mfa::{
     normalise_recovery_code, MfaFactor, MfaLogin, TotpCode, TotpSecret, WebauthnRegistration,
@@ -95,9 +95,7 @@ pub use operator::{EmptyOperatorToken, Operator, OperatorToken};
 pub use org::{
     DefaultRole, Organization, OrganizationChange, OrganizationFilter, OrganizationSettings,
 };
-pub use organization::{
-    Membership, NewOrganization, OrganizationName, OrganizationType, Slug, SlugError,
-};
+pub use organization::{NewOrganization, OrganizationName, OrganizationType, Slug, SlugError};
 pub use page::{Page, PageRequest, PageRequestError, SearchTerm, SearchTermError};
 pub use password::{
     password_user_inputs, NewPassword, PasswordCandidate, PasswordError, PasswordHash,

@@ -5,7 +5,7 @@ use time::OffsetDateTime;
 
 use super::{
     text::{is_invisible_control, normalized, INVISIBLE_CONTROL},
-    AssignedRole, OrganizationId, Plan, UserId,
+    OrganizationId, Plan,
 };
 
 /// An organization's display name: 2 to 100 characters once trimmed.
@@ -187,22 +187,6 @@ pub struct NewOrganization {
     pub plan: Plan,
     /// When it is created.
     pub created_at: OffsetDateTime,
-}
-
-/// A user's active membership in a live organization.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Membership {
-    /// The organization the user belongs to.
-    pub organization_id: OrganizationId,
-    /// The user who belongs to it.
-    pub user_id: UserId,
-    /// The member's role there, which decides their permissions.
-    pub role: AssignedRole,
-    /// The organization's plan, which decides its features.
-    pub plan: Plan,
-    /// When the user joined (what an MFA requirement's grace period counts from, at the
-    /// latest).
-    pub joined_at: OffsetDateTime,
 }
 
 #[cfg(test)]
