@@ -18,7 +18,6 @@ mod mfa;
 mod network;
 mod oauth;
 mod operator;
-mod org;
 mod organization;
 mod outbox;
 mod page;
@@ -92,10 +91,10 @@ pub use oauth::{
     AUTHORIZATION_CODE_SECONDS, EMAIL_SCOPE, OPENID, PROFILE_SCOPE,
 };
 pub use operator::{EmptyOperatorToken, Operator, OperatorToken};
-pub use org::{
-    DefaultRole, Organization, OrganizationChange, OrganizationFilter, OrganizationSettings,
+pub use organization::{
+    DefaultRole, NewOrganization, Organization, OrganizationChange, OrganizationFilter,
+    OrganizationName, OrganizationSettings, OrganizationType, Slug, SlugError,
 };
-pub use organization::{NewOrganization, OrganizationName, OrganizationType, Slug, SlugError};
 pub use page::{Page, PageRequest, PageRequestError, SearchTerm, SearchTermError};
 pub use password::{
     password_user_inputs, NewPassword, PasswordCandidate, PasswordError, PasswordHash,
