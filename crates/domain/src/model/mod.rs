@@ -6,6 +6,7 @@ mod api_key;
 mod application;
 mod audit;
 mod branding;
+mod consent;
 mod custom_role;
 mod delivery;
 mod directory;
@@ -54,6 +55,7 @@ pub use branding::{
     EmailBranding, EmailBrandingChange, FooterText, HexColor, HexColorError, LoginSubtitle,
     LoginTitle, SenderName,
 };
+pub use consent::{Consent, GrantedConsent};
 pub use custom_role::{
     custom_permissions, AssignedRole, CustomRole, PermissionSet, RoleDescription, RoleKey,
     RoleName, RoleRef,
@@ -86,9 +88,9 @@ pub use mfa::{
 };
 pub use network::{ClientAddress, IpRange, IpRangeError};
 pub use oauth::{
-    at_hash, AuthorizationCode, CodeChallenge, CodeVerifier, Consent, GrantedConsent,
-    NewAuthorizationCode, Nonce, OAuthError, OAuthErrorCode, Scope, State, StoredCode, UserClaims,
-    AUTHORIZATION_CODE_SECONDS, EMAIL_SCOPE, OPENID, PROFILE_SCOPE,
+    at_hash, AuthorizationCode, CodeChallenge, CodeVerifier, NewAuthorizationCode, Nonce,
+    OAuthError, OAuthErrorCode, Scope, State, StoredCode, UserClaims, AUTHORIZATION_CODE_SECONDS,
+    EMAIL_SCOPE, OPENID, PROFILE_SCOPE,
 };
 pub use operator::{EmptyOperatorToken, Operator, OperatorToken};
 pub use organization::{
