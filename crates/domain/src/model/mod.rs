@@ -2,6 +2,7 @@
 
 mod account_token;
 mod address;
+mod amr;
 mod api_key;
 mod application;
 mod audit;
@@ -41,6 +42,7 @@ mod webhook;
 
 pub use account_token::{AccountToken, AccountTokenPurpose};
 pub use address::is_public_address;
+pub use amr::{Amr, AuthMethod};
 pub use api_key::{ApiKey, ApiKeyName, KeyHolder, NewApiKey, MAX_API_KEYS_PER_ORGANIZATION};
 pub use application::{
     client_secret_matches, Application, ApplicationChange, ApplicationName, ClientId,
@@ -118,8 +120,7 @@ pub use saml::{
 pub use secret::{SecretToken, TokenHash, TokenKind};
 pub use service_account::{ServiceAccount, ServiceAccountName, MAX_SERVICE_ACCOUNTS};
 pub use session::{
-    Amr, AuthMethod, ClientGrant, NewSession, OrganizationChoice, Session, TokenOrganization,
-    SESSION_TOUCH_INTERVAL,
+    ClientGrant, NewSession, OrganizationChoice, Session, TokenOrganization, SESSION_TOUCH_INTERVAL,
 };
 pub use sso::{
     sp_acs_url, sp_entity_id, CertificateError, DomainWhitelist, EmailDomain, EmailDomainError,
