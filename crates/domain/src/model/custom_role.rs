@@ -1,6 +1,8 @@
 //! Custom roles: an organization's own roles over the permission catalogue, given to members,
 //! invitations and service accounts like a built-in role. The permission check reads them as it
 //! reads the built-in table ([`AssignedRole::grants`]): a custom role is data, not a second path.
+//! Here too are the role held ([`AssignedRole`]) and the role asked for by name ([`RoleRef`]),
+//! built-in or custom alike.
 
 use std::{fmt, str::FromStr};
 

@@ -1,9 +1,28 @@
+//! An organization's members: a user's membership, the members list (who joined and who is
+//! invited), and invitations, from sending to what became of them.
+
 use time::{Duration, OffsetDateTime};
 
 use super::{
     AssignedRole, Email, FullName, InvitationId, OrganizationId, OrganizationName, Plan, Role,
     RoleRef, SearchTerm, Slug, TokenHash, UserId,
 };
+
+/// A user's active membership in a live organization.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Membership {
+    /// The organization the user belongs to.
+    pub organization_id: OrganizationId,
+    /// The user who belongs to it.
+    pub user_id: UserId,
+    /// The member's role there, which decides their permissions.
+    pub role: AssignedRole,
+    /// The organization's plan, which decides its features.
+    pub plan: Plan,
+    /// When the user joined (what an MFA requirement's grace period counts from, at the
+    /// latest).
+    pub joined_at: OffsetDateTime,
+}
 
 /// Whether a member has joined or is still invited.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,10 +2,12 @@
 
 mod account_token;
 mod address;
+mod amr;
 mod api_key;
 mod application;
 mod audit;
 mod branding;
+mod consent;
 mod custom_role;
 mod delivery;
 mod directory;
@@ -18,14 +20,15 @@ mod mfa;
 mod network;
 mod oauth;
 mod operator;
-mod org;
 mod organization;
 mod outbox;
 mod page;
 mod password;
 mod permission;
+mod plan;
 mod policy;
 mod rate_limit;
+mod role;
 mod saml;
 mod secret;
 mod service_account;
@@ -39,6 +42,7 @@ mod webhook;
 
 pub use account_token::{AccountToken, AccountTokenPurpose};
 pub use address::is_public_address;
+pub use amr::{Amr, AuthMethod};
 pub use api_key::{ApiKey, ApiKeyName, KeyHolder, NewApiKey, MAX_API_KEYS_PER_ORGANIZATION};
 pub use application::{
     client_secret_matches, Application, ApplicationChange, ApplicationName, ClientId,
@@ -53,6 +57,7 @@ pub use branding::{
     EmailBranding, EmailBrandingChange, FooterText, HexColor, HexColorError, LoginSubtitle,
     LoginTitle, SenderName,
 };
+pub use consent::{Consent, GrantedConsent};
 pub use custom_role::{
     custom_permissions, AssignedRole, CustomRole, PermissionSet, RoleDescription, RoleKey,
     RoleName, RoleRef,
@@ -77,7 +82,7 @@ pub use ids::{
 pub use lockout::{AccountKey, FailedSignIns, InvalidLockoutRule, LockoutRule};
 pub use member::{
     InvitableRole, Invitation, InvitationRecord, InvitationState, Member, MemberFilter,
-    MemberStatus, NewInvitation, INVITATION_TTL_DAYS,
+    MemberStatus, Membership, NewInvitation, INVITATION_TTL_DAYS,
 };
 pub use mfa::{
     normalise_recovery_code, MfaFactor, MfaLogin, TotpCode, TotpSecret, WebauthnRegistration,
@@ -85,29 +90,29 @@ pub use mfa::{
 };
 pub use network::{ClientAddress, IpRange, IpRangeError};
 pub use oauth::{
-    at_hash, AuthorizationCode, CodeChallenge, CodeVerifier, Consent, GrantedConsent,
-    NewAuthorizationCode, Nonce, OAuthError, OAuthErrorCode, Scope, State, StoredCode, UserClaims,
-    AUTHORIZATION_CODE_SECONDS, EMAIL_SCOPE, OPENID, PROFILE_SCOPE,
+    at_hash, AuthorizationCode, CodeChallenge, CodeVerifier, NewAuthorizationCode, Nonce,
+    OAuthError, OAuthErrorCode, Scope, State, StoredCode, UserClaims, AUTHORIZATION_CODE_SECONDS,
+    EMAIL_SCOPE, OPENID, PROFILE_SCOPE,
 };
 pub use operator::{EmptyOperatorToken, Operator, OperatorToken};
-pub use org::{
-    DefaultRole, Organization, OrganizationChange, OrganizationFilter, OrganizationSettings,
-};
 pub use organization::{
-    Membership, NewOrganization, OrganizationName, OrganizationType, Plan, Role, Slug, SlugError,
+    DefaultRole, NewOrganization, Organization, OrganizationChange, OrganizationFilter,
+    OrganizationName, OrganizationSettings, OrganizationType, Slug, SlugError,
 };
 pub use page::{Page, PageRequest, PageRequestError, SearchTerm, SearchTermError};
 pub use password::{
     password_user_inputs, NewPassword, PasswordCandidate, PasswordError, PasswordHash,
-    PasswordPolicy, PasswordStrength,
+    PasswordStrength,
 };
 pub use permission::{ApiScope, ApiScopes, Permission};
+pub use plan::{Feature, Plan};
 pub use policy::{
-    Bounded, ConcurrentSessions, EffectivePolicies, Feature, GraceHours, IdleMinutes, IpAllowlist,
+    Bounded, ConcurrentSessions, EffectivePolicies, GraceHours, IdleMinutes, IpAllowlist,
     IpAllowlistError, MaxAgeDays, MfaMethod, MfaPolicy, MfaPolicyError, MinLength,
-    OrganizationPolicies, OutOfBounds, ReuseCount, SessionHours, SessionPolicy,
+    OrganizationPolicies, OutOfBounds, PasswordPolicy, ReuseCount, SessionHours, SessionPolicy,
 };
 pub use rate_limit::RateLimits;
+pub use role::Role;
 pub use saml::{
     ReturnPath, ReturnPathError, SamlAssertion, SamlRequest, SamlRequestId, SamlTrust,
     SAML_CLOCK_SKEW, SAML_REQUEST_TTL,
@@ -115,8 +120,7 @@ pub use saml::{
 pub use secret::{SecretToken, TokenHash, TokenKind};
 pub use service_account::{ServiceAccount, ServiceAccountName, MAX_SERVICE_ACCOUNTS};
 pub use session::{
-    Amr, AuthMethod, ClientGrant, NewSession, OrganizationChoice, Session, TokenOrganization,
-    SESSION_TOUCH_INTERVAL,
+    ClientGrant, NewSession, OrganizationChoice, Session, TokenOrganization, SESSION_TOUCH_INTERVAL,
 };
 pub use sso::{
     sp_acs_url, sp_entity_id, CertificateError, DomainWhitelist, EmailDomain, EmailDomainError,

@@ -7,10 +7,7 @@ use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine as _};
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 
-use super::{
-    Amr, ApiScopes, ApplicationId, ApplicationName, ClientId, RedirectUri, SessionId, TokenHash,
-    User, UserId,
-};
+use super::{Amr, ApplicationId, RedirectUri, SessionId, TokenHash, User, UserId};
 
 /// How long an authorization code may be exchanged (RFC 6749 §4.1.2 recommends at most 10
 /// minutes; a code travels one redirect, so a minute is plenty).
@@ -724,31 +721,4 @@ mod tests {
             );
         }
     }
-}
-
-/// A user's consent to the API scopes an application asked for, given on the hosted consent
-/// page and remembered until the user takes it back.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Consent {
-    /// Who consented.
-    pub user_id: UserId,
-    /// To which application.
-    pub application_id: ApplicationId,
-    /// The API scopes consented to (`org:read members:read`); other scopes need no consent.
-    pub scopes: ApiScopes,
-    /// When the consent was (last) given.
-    pub granted_at: OffsetDateTime,
-}
-
-/// A consent as its user sees it in their account.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GrantedConsent {
-    /// The application's client id.
-    pub client_id: ClientId,
-    /// The application's name.
-    pub application_name: ApplicationName,
-    /// The API scopes consented to.
-    pub scopes: ApiScopes,
-    /// When the consent was (last) given.
-    pub granted_at: OffsetDateTime,
 }

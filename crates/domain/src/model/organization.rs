@@ -1,11 +1,14 @@
-use std::{fmt, str::FromStr};
+//! Organizations: an organization as it is kept, with its name, slug, type and settings; one
+//! about to be created; a change to one; and the filters of the organizations list.
 
-use serde::{Deserialize, Serialize};
+use std::str::FromStr;
+
+use serde::Serialize;
 use time::OffsetDateTime;
 
 use super::{
     text::{is_invisible_control, normalized, INVISIBLE_CONTROL},
-    AssignedRole, OrganizationId, UserId,
+    OrganizationId, Plan, Role, SearchTerm,
 };
 
 /// An organization's display name: 2 to 100 characters once trimmed.
@@ -168,121 +171,6 @@ impl FromStr for OrganizationType {
     }
 }
 
-/// The plan an organization is on; sold elsewhere, set by an operator.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Plan {
-    /// The lowest plan.
-    Free,
-    /// Above Free.
-    Starter,
-    /// Above Starter.
-    Pro,
-    /// Adds policies, branding and SSO.
-    Business,
-    /// Adds OAuth authorization; the highest plan.
-    Enterprise,
-}
-
-impl Plan {
-    /// Every plan, from the lowest to the highest.
-    pub const ALL: [Plan; 5] = [
-        Self::Free,
-        Self::Starter,
-        Self::Pro,
-        Self::Business,
-        Self::Enterprise,
-    ];
-
-    /// The plan's lowercase name, as the API and the store write it.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Free => "free",
-            Self::Starter => "starter",
-            Self::Pro => "pro",
-            Self::Business => "business",
-            Self::Enterprise => "enterprise",
-        }
-    }
-
-    /// The most webhook endpoints an organization on the plan may have: 5, 10, 20, 50, 200
-    /// from Free to Enterprise.
-    pub const fn max_webhook_endpoints(self) -> usize {
-        match self {
-            Self::Free => 5,
-            Self::Starter => 10,
-            Self::Pro => 20,
-            Self::Business => 50,
-            Self::Enterprise => 200,
-        }
-    }
-}
-
-impl FromStr for Plan {
-    type Err = &'static str;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|plan| plan.as_str() == s)
-            .ok_or("must be one of: free, starter, pro, business, enterprise")
-    }
-}
-
-impl fmt::Display for Plan {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A member's role in an organization.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// Full control, deleting the organization included.
-    Owner,
-    /// Manages members, applications, settings, policies, webhooks, branding and SSO; cannot
-    /// delete the organization.
-    Admin,
-    /// Reads the organization and its members, and uses its applications.
-    Member,
-    /// Reads the organization and its members; read-only.
-    Viewer,
-}
-
-impl Role {
-    /// The built-in roles, from the most to the least able.
-    pub const ALL: [Role; 4] = [Self::Owner, Self::Admin, Self::Member, Self::Viewer];
-
-    /// The role's lowercase name, as the API and the store write it.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Owner => "owner",
-            Self::Admin => "admin",
-            Self::Member => "member",
-            Self::Viewer => "viewer",
-        }
-    }
-}
-
-impl FromStr for Role {
-    type Err = &'static str;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "owner" => Ok(Self::Owner),
-            "admin" => Ok(Self::Admin),
-            "member" => Ok(Self::Member),
-            "viewer" => Ok(Self::Viewer),
-            _ => Err("must be one of: owner, admin, member, viewer"),
-        }
-    }
-}
-
-impl fmt::Display for Role {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// An organization about to be created. `slug` is the first candidate: when it was generated
 /// (`slug_generated`), the store takes the first free one of [`Slug::candidate`].
 #[derive(Clone, Debug, PartialEq)]
@@ -304,20 +192,132 @@ pub struct NewOrganization {
     pub created_at: OffsetDateTime,
 }
 
-/// A user's active membership in a live organization.
+/// The role new members get by default: `member` or `viewer`, never more.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DefaultRole {
+    /// New members get [`Role::Member`]; the default.
+    Member,
+    /// New members get [`Role::Viewer`].
+    Viewer,
+}
+
+impl DefaultRole {
+    /// The organization role new members get.
+    pub const fn role(self) -> Role {
+        match self {
+            Self::Member => Role::Member,
+            Self::Viewer => Role::Viewer,
+        }
+    }
+
+    /// Parses the role's lowercase name, `member` or `viewer`; the error is the message.
+    pub fn parse(raw: &str) -> Result<Self, &'static str> {
+        match raw {
+            "member" => Ok(Self::Member),
+            "viewer" => Ok(Self::Viewer),
+            _ => Err("must be one of: member, viewer"),
+        }
+    }
+}
+
+/// An organization's settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OrganizationSettings {
+    /// The role new members get by default.
+    pub default_role: DefaultRole,
+    /// Whether members (not only owners and admins) may invite, as `member` or `viewer`.
+    pub allow_member_invite: bool,
+}
+
+impl Default for OrganizationSettings {
+    fn default() -> Self {
+        Self {
+            default_role: DefaultRole::Member,
+            allow_member_invite: false,
+        }
+    }
+}
+
+/// A live organization with its counts.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Membership {
-    /// The organization the user belongs to.
-    pub organization_id: OrganizationId,
-    /// The user who belongs to it.
-    pub user_id: UserId,
-    /// The member's role there, which decides their permissions.
-    pub role: AssignedRole,
-    /// The organization's plan, which decides its features.
+pub struct Organization {
+    /// The organization's id.
+    pub id: OrganizationId,
+    /// Its display name.
+    pub name: OrganizationName,
+    /// Its unique handle.
+    pub slug: Slug,
+    /// Personal workspace or team.
+    pub kind: OrganizationType,
+    /// The plan it is on, which decides its features and rate limit.
     pub plan: Plan,
-    /// When the user joined (what an MFA requirement's grace period counts from, at the
-    /// latest).
-    pub joined_at: OffsetDateTime,
+    /// `true` while the organization is live; `false` once it is deleted (kept for the
+    /// retention period).
+    pub is_active: bool,
+    /// The default role of new members, and whether members may invite.
+    pub settings: OrganizationSettings,
+    /// How many members have joined; pending invitations are not counted.
+    pub member_count: u64,
+    /// How many applications it has registered.
+    pub application_count: u64,
+    /// When it was created.
+    pub created_at: OffsetDateTime,
+    /// When it last changed.
+    pub updated_at: OffsetDateTime,
+}
+
+/// Filters of the organizations list.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OrganizationFilter {
+    /// Only organizations of this type; `None` for both.
+    pub kind: Option<OrganizationType>,
+    /// Case-insensitive substring of the name.
+    pub search: Option<SearchTerm>,
+}
+
+/// A change to an organization: only the `Some` fields change.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OrganizationChange {
+    /// The new display name.
+    pub name: Option<OrganizationName>,
+    /// The new handle; it must not be taken.
+    pub slug: Option<Slug>,
+    /// The new default role of new members.
+    pub default_role: Option<DefaultRole>,
+    /// Whether members may now invite.
+    pub allow_member_invite: Option<bool>,
+}
+
+impl OrganizationChange {
+    /// Applies the change; returns the names of the fields that actually changed.
+    pub fn apply_to(&self, org: &mut Organization) -> Vec<&'static str> {
+        let mut changed = Vec::new();
+        if let Some(name) = &self.name {
+            if *name != org.name {
+                org.name = name.clone();
+                changed.push("name");
+            }
+        }
+        if let Some(slug) = &self.slug {
+            if *slug != org.slug {
+                org.slug = slug.clone();
+                changed.push("slug");
+            }
+        }
+        if let Some(role) = self.default_role {
+            if role != org.settings.default_role {
+                org.settings.default_role = role;
+                changed.push("settings.default_role");
+            }
+        }
+        if let Some(allow) = self.allow_member_invite {
+            if allow != org.settings.allow_member_invite {
+                org.settings.allow_member_invite = allow;
+                changed.push("settings.allow_member_invite");
+            }
+        }
+        changed
+    }
 }
 
 #[cfg(test)]
@@ -364,18 +364,5 @@ mod tests {
         );
         let personal = OrganizationName::personal_workspace_of(&"z".repeat(500));
         assert!(OrganizationName::parse(personal.as_ref()).is_ok());
-    }
-
-    #[test]
-    fn plans_and_roles_round_trip() {
-        for plan in Plan::ALL {
-            assert_eq!(plan.as_str().parse::<Plan>(), Ok(plan));
-        }
-        assert!(Plan::Business > Plan::Pro);
-        assert_eq!("viewer".parse::<Role>(), Ok(Role::Viewer));
-        assert_eq!(
-            "root".parse::<Role>(),
-            Err("must be one of: owner, admin, member, viewer")
-        );
     }
 }

@@ -1,72 +1,10 @@
+//! Passwords: a candidate as typed, checked against a [`PasswordPolicy`]; the
+//! [`NewPassword`] the judge found hard enough to guess, which alone goes to the hasher; its
+//! [`PasswordHash`]; and what a person is known by, for the judge.
+
 use std::fmt;
 
-use serde::{Deserialize, Serialize};
-use time::{Duration, OffsetDateTime};
-
-use super::{MaxAgeDays, MinLength, ReuseCount};
-
-/// The rules a new password must meet: an organization's `password_policy` (Business plan), or
-/// without one the defaults below (NIST 800-63B: length over composition).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PasswordPolicy {
-    /// The fewest characters a password may have.
-    pub min_length: MinLength,
-    /// Whether a password needs an uppercase letter.
-    pub require_uppercase: bool,
-    /// Whether a password needs a lowercase letter.
-    pub require_lowercase: bool,
-    /// Whether a password needs an ASCII digit.
-    pub require_numbers: bool,
-    /// Whether a password needs a character that is neither a letter nor a digit.
-    pub require_special_chars: bool,
-    /// Days after which a password must be changed; 0 disables.
-    pub max_age_days: MaxAgeDays,
-    /// How many previous passwords may not be chosen again.
-    pub prevent_reuse_count: ReuseCount,
-}
-
-impl Default for PasswordPolicy {
-    fn default() -> Self {
-        Self {
-            min_length: MinLength::MIN,
-            require_uppercase: false,
-            require_lowercase: false,
-            require_numbers: false,
-            require_special_chars: false,
-            max_age_days: MaxAgeDays::MIN,
-            prevent_reuse_count: ReuseCount::MIN,
-        }
-    }
-}
-
-impl PasswordPolicy {
-    /// The policy that meets both: the longer minimum, every composition rule of either, the
-    /// shorter maximum age (0 counting as none), the longer history.
-    pub fn strictest(&self, other: &Self) -> Self {
-        let max_age_days = match (self.max_age_days.get(), other.max_age_days.get()) {
-            (0, _) => other.max_age_days,
-            (_, 0) => self.max_age_days,
-            _ => self.max_age_days.min(other.max_age_days),
-        };
-        Self {
-            min_length: self.min_length.max(other.min_length),
-            require_uppercase: self.require_uppercase || other.require_uppercase,
-            require_lowercase: self.require_lowercase || other.require_lowercase,
-            require_numbers: self.require_numbers || other.require_numbers,
-            require_special_chars: self.require_special_chars || other.require_special_chars,
-            max_age_days,
-            prevent_reuse_count: self.prevent_reuse_count.max(other.prevent_reuse_count),
-        }
-    }
-
-    /// Whether a password set at `changed_at` is too old at `now`.
-    pub fn is_expired(&self, changed_at: OffsetDateTime, now: OffsetDateTime) -> bool {
-        match self.max_age_days.get() {
-            0 => false,
-            days => now - changed_at >= Duration::days(i64::from(days)),
-        }
-    }
-}
+use super::PasswordPolicy;
 
 /// Why a new password was refused. The messages are shown to the person choosing it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -261,6 +199,7 @@ impl fmt::Debug for PasswordHash {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::model::MinLength;
 
     fn parse(raw: &str, policy: &PasswordPolicy) -> Result<PasswordCandidate, PasswordError> {
         PasswordCandidate::parse(raw, policy)
@@ -352,16 +291,6 @@ mod tests {
             .unwrap();
         assert_eq!(judged.meets(&policy), Err(PasswordError::NoUppercase));
         assert!(parse("Tr0ub4dor&3-anvil", &policy).is_ok());
-    }
-
-    #[test]
-    fn passwords_expire_after_max_age_days_unless_zero() {
-        let changed = time::macros::datetime!(2026-01-01 00:00:00 UTC);
-        let mut policy = PasswordPolicy::default();
-        assert!(!policy.is_expired(changed, changed + Duration::days(10_000)));
-        policy.max_age_days = MaxAgeDays::parse(90).unwrap();
-        assert!(!policy.is_expired(changed, changed + Duration::days(89)));
-        assert!(policy.is_expired(changed, changed + Duration::days(90)));
     }
 
     #[test]

@@ -1,4 +1,5 @@
 //! The permission table: what each role may do inside an organization. One place, one table.
+//! Beside it, Gatehouse's own API scopes and what each grants, which narrow a token's role.
 
 use std::fmt;
 

@@ -1,13 +1,14 @@
 //! Organization policies (Business and Enterprise plans): the password, MFA, session and network
 //! rules an organization sets for its members, and how the policies of several organizations
-//! combine for one user (the strictest wins).
+//! combine for one user (the strictest wins). The password policy's defaults hold for every
+//! password no organization's policy covers.
 
 use std::{fmt, net::IpAddr};
 
 use serde::{Deserialize, Serialize};
-use time::Duration;
+use time::{Duration, OffsetDateTime};
 
-use super::{IpRange, PasswordPolicy, Plan};
+use super::{Feature, IpRange, Plan};
 
 /// An integer within bounds fixed at compile time: a policy value out of its bounds cannot be
 /// built.
@@ -83,6 +84,69 @@ pub type SessionHours = Bounded<1, 720>;
 pub type IdleMinutes = Bounded<5, 1440>;
 /// `session_policy.max_concurrent_sessions`.
 pub type ConcurrentSessions = Bounded<1, 100>;
+
+/// The rules a new password must meet: an organization's `password_policy` (Business plan), or
+/// without one the defaults below (NIST 800-63B: length over composition).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PasswordPolicy {
+    /// The fewest characters a password may have.
+    pub min_length: MinLength,
+    /// Whether a password needs an uppercase letter.
+    pub require_uppercase: bool,
+    /// Whether a password needs a lowercase letter.
+    pub require_lowercase: bool,
+    /// Whether a password needs an ASCII digit.
+    pub require_numbers: bool,
+    /// Whether a password needs a character that is neither a letter nor a digit.
+    pub require_special_chars: bool,
+    /// Days after which a password must be changed; 0 disables.
+    pub max_age_days: MaxAgeDays,
+    /// How many previous passwords may not be chosen again.
+    pub prevent_reuse_count: ReuseCount,
+}
+
+impl Default for PasswordPolicy {
+    fn default() -> Self {
+        Self {
+            min_length: MinLength::MIN,
+            require_uppercase: false,
+            require_lowercase: false,
+            require_numbers: false,
+            require_special_chars: false,
+            max_age_days: MaxAgeDays::MIN,
+            prevent_reuse_count: ReuseCount::MIN,
+        }
+    }
+}
+
+impl PasswordPolicy {
+    /// The policy that meets both: the longer minimum, every composition rule of either, the
+    /// shorter maximum age (0 counting as none), the longer history.
+    pub fn strictest(&self, other: &Self) -> Self {
+        let max_age_days = match (self.max_age_days.get(), other.max_age_days.get()) {
+            (0, _) => other.max_age_days,
+            (_, 0) => self.max_age_days,
+            _ => self.max_age_days.min(other.max_age_days),
+        };
+        Self {
+            min_length: self.min_length.max(other.min_length),
+            require_uppercase: self.require_uppercase || other.require_uppercase,
+            require_lowercase: self.require_lowercase || other.require_lowercase,
+            require_numbers: self.require_numbers || other.require_numbers,
+            require_special_chars: self.require_special_chars || other.require_special_chars,
+            max_age_days,
+            prevent_reuse_count: self.prevent_reuse_count.max(other.prevent_reuse_count),
+        }
+    }
+
+    /// Whether a password set at `changed_at` is too old at `now`.
+    pub fn is_expired(&self, changed_at: OffsetDateTime, now: OffsetDateTime) -> bool {
+        match self.max_age_days.get() {
+            0 => false,
+            days => now - changed_at >= Duration::days(i64::from(days)),
+        }
+    }
+}
 
 /// A second factor an organization may allow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -320,57 +384,6 @@ pub struct OrganizationPolicies {
     pub ip_allowlist: IpAllowlist,
 }
 
-/// A paid capability and the least plan that includes it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Feature {
-    /// Password, MFA, session and network policies; from the Business plan.
-    Policies,
-    /// White-label branding of the login page and emails; from the Business plan.
-    Branding,
-    /// SAML single sign-on; from the Business plan.
-    Sso,
-    /// Custom roles over the permission catalogue; from the Business plan.
-    CustomRoles,
-    /// Directory sync: an identity provider provisions members over SCIM; from the Business
-    /// plan.
-    DirectorySync,
-    /// OAuth authorization for the organization's applications; Enterprise plan only.
-    OAuth,
-}
-
-impl Feature {
-    /// The least plan that includes the feature; every plan above it does too.
-    pub const fn minimum_plan(self) -> Plan {
-        match self {
-            Self::Policies
-            | Self::Branding
-            | Self::Sso
-            | Self::CustomRoles
-            | Self::DirectorySync => Plan::Business,
-            Self::OAuth => Plan::Enterprise,
-        }
-    }
-
-    /// The feature's name as error messages write it: `policies`, `SSO`, ...
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Policies => "policies",
-            Self::Branding => "branding",
-            Self::Sso => "SSO",
-            Self::CustomRoles => "custom roles",
-            Self::DirectorySync => "directory sync (SCIM)",
-            Self::OAuth => "OAuth authorization",
-        }
-    }
-}
-
-impl Plan {
-    /// Whether an organization on this plan has the feature.
-    pub fn includes(self, feature: Feature) -> bool {
-        self >= feature.minimum_plan()
-    }
-}
-
 /// What a user's organizations demand of them together: the strictest password policy, and the
 /// strictest session policy when any organization enforces one. Only organizations whose plan
 /// includes policies count; a downgraded organization keeps its policies but stops enforcing
@@ -479,14 +492,6 @@ mod tests {
     }
 
     #[test]
-    fn only_plans_from_business_up_have_policies() {
-        assert!(!Plan::Pro.includes(Feature::Policies));
-        assert!(Plan::Business.includes(Feature::Sso));
-        assert!(!Plan::Business.includes(Feature::OAuth));
-        assert!(Plan::Enterprise.includes(Feature::OAuth));
-    }
-
-    #[test]
     fn the_strictest_policy_wins_and_lapsed_plans_do_not_count() {
         let mut strict = OrganizationPolicies::default();
         strict.password_policy.min_length = MinLength::parse(14).unwrap();
@@ -518,5 +523,15 @@ mod tests {
         let lapsed = EffectivePolicies::of([(Plan::Pro, Some(&strict))]);
         assert_eq!(lapsed, EffectivePolicies::default());
         assert_eq!(lapsed.session, None);
+    }
+
+    #[test]
+    fn passwords_expire_after_max_age_days_unless_zero() {
+        let changed = time::macros::datetime!(2026-01-01 00:00:00 UTC);
+        let mut policy = PasswordPolicy::default();
+        assert!(!policy.is_expired(changed, changed + Duration::days(10_000)));
+        policy.max_age_days = MaxAgeDays::parse(90).unwrap();
+        assert!(!policy.is_expired(changed, changed + Duration::days(89)));
+        assert!(policy.is_expired(changed, changed + Duration::days(90)));
     }
 }
