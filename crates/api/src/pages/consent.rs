@@ -10,7 +10,7 @@ use super::{
     csrf,
     errors::{invalid_sign_in_link, not_admitted, unavailable},
     layout::{consent_page, ConsentForm},
-    response::{found, html, message},
+    response::{found, message},
     session,
 };
 use crate::{extract::origin_of, state::AppState};
@@ -131,22 +131,20 @@ async fn answer(
         }) => {
             let return_to = format!("/oauth/authorize?{query}");
             let look = branding_for(state, &return_to).await;
-            let token = csrf::fresh(state);
             let asked: Vec<(&str, &str)> = scopes
                 .scopes()
                 .iter()
                 .map(|scope| (scope.as_str(), scope.description()))
                 .collect();
-            let body = consent_page(
-                &look,
-                &ConsentForm {
+            csrf::form_page(state, StatusCode::OK, |csrf_token| {
+                let form = ConsentForm {
                     application: application.name.as_str(),
                     scopes: &asked,
-                    csrf_token: token.expose(),
+                    csrf_token,
                     return_to: &return_to,
-                },
-            );
-            csrf::with_cookie(state, html(StatusCode::OK, body), &token)
+                };
+                consent_page(&look, &form)
+            })
         }
         Ok(Authorization::NotAdmitted {
             application,

@@ -13,6 +13,7 @@ use subtle::ConstantTimeEq;
 use super::{
     branding::branding_for,
     errors::forged,
+    response::html,
     session::{self, cookie},
 };
 use crate::{extract::state, state::AppState};
@@ -21,12 +22,24 @@ use crate::{extract::state, state::AppState};
 pub const CSRF_COOKIE: &str = "gatehouse_csrf";
 
 /// A fresh anti-forgery token for a form about to be shown.
-pub fn fresh(state: &AppState) -> SecretToken {
+fn fresh(state: &AppState) -> SecretToken {
     state.random.secret(TokenKind::Csrf)
 }
 
+/// A page with a form: `render` draws it around a fresh anti-forgery token, and the answer
+/// sets the cookie that token must match.
+pub fn form_page(
+    state: &AppState,
+    status: StatusCode,
+    render: impl FnOnce(&str) -> String,
+) -> HttpResponse {
+    let token = fresh(state);
+    let body = render(token.expose());
+    with_cookie(state, html(status, body), &token)
+}
+
 /// The page with the anti-forgery cookie its form's token must match.
-pub fn with_cookie(state: &AppState, response: HttpResponse, token: &SecretToken) -> HttpResponse {
+fn with_cookie(state: &AppState, response: HttpResponse, token: &SecretToken) -> HttpResponse {
     let csrf = cookie(
         CSRF_COOKIE,
         token.expose().to_owned(),

@@ -9,7 +9,6 @@ use super::{
     csrf,
     errors::Refusal,
     layout::{escape, login_page, mfa_page, token_page, LoginForm, MfaForm, TokenForm},
-    response::html,
 };
 use crate::state::AppState;
 
@@ -22,17 +21,15 @@ pub async fn login(
     error: Option<&str>,
 ) -> HttpResponse {
     let look = branding_for(state, return_to).await;
-    let token = csrf::fresh(state);
-    let body = login_page(
-        &look,
-        &LoginForm {
+    csrf::form_page(state, status, |csrf_token| {
+        let form = LoginForm {
             email,
             error,
-            csrf_token: token.expose(),
+            csrf_token,
             return_to,
-        },
-    );
-    csrf::with_cookie(state, html(status, body), &token)
+        };
+        login_page(&look, &form)
+    })
 }
 
 /// The login form again after a refused sign-in, with the refusal's status, words and
@@ -58,18 +55,16 @@ pub async fn second_step(
     error: Option<&str>,
 ) -> HttpResponse {
     let look = branding_for(state, return_to).await;
-    let token = csrf::fresh(state);
-    let body = mfa_page(
-        &look,
-        &MfaForm {
+    csrf::form_page(state, status, |csrf_token| {
+        let form = MfaForm {
             mfa_token,
             error,
-            csrf_token: token.expose(),
+            csrf_token,
             return_to,
             webauthn_options,
-        },
-    );
-    csrf::with_cookie(state, html(status, body), &token)
+        };
+        mfa_page(&look, &form)
+    })
 }
 
 /// The second step a right password (or a link) asked for.
@@ -133,18 +128,17 @@ impl LinkForm {
         token: &str,
         error: Option<&str>,
     ) -> HttpResponse {
-        let csrf = csrf::fresh(state);
-        let body = token_page(
-            &Branding::default(),
-            &TokenForm {
+        let action = format!("{}{}", self.action(), escape(token));
+        csrf::form_page(state, status, |csrf_token| {
+            let form = TokenForm {
                 heading: self.heading(),
-                action: &format!("{}{}", self.action(), escape(token)),
+                action: &action,
                 button: self.button(),
                 new_password: matches!(self, Self::ResetPassword),
                 error,
-                csrf_token: csrf.expose(),
-            },
-        );
-        csrf::with_cookie(state, html(status, body), &csrf)
+                csrf_token,
+            };
+            token_page(&Branding::default(), &form)
+        })
     }
 }

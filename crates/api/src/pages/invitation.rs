@@ -19,7 +19,7 @@ use super::{
     errors::{self, PasswordForm, Refusal},
     forms,
     layout::{escape, invitation_page, InvitationFields, InvitationForm},
-    response::{html, message},
+    response::message,
     session,
 };
 use crate::{extract::origin_of, observe, state::AppState};
@@ -107,21 +107,20 @@ fn show(
         InvitationStep::SignIn => InvitationFields::SignIn,
         InvitationStep::Register => InvitationFields::Register { full_name },
     };
-    let csrf = csrf::fresh(state);
-    let body = invitation_page(
-        &pending.link.branding,
-        &InvitationForm {
+    let action = escape(&path_of(token));
+    csrf::form_page(state, status, |csrf_token| {
+        let form = InvitationForm {
             heading: &heading,
             summary: &summary,
-            action: &escape(&path_of(token)),
+            action: &action,
             email: invitation.email.as_ref(),
             step: fields,
             note,
             error,
-            csrf_token: csrf.expose(),
-        },
-    );
-    csrf::with_cookie(state, html(status, body), &csrf)
+            csrf_token,
+        };
+        invitation_page(&pending.link.branding, &form)
+    })
 }
 
 /// `GET /invitations/{token}`: the invitation, and the form that accepts it.
