@@ -47,19 +47,27 @@ impl Mocks {
             .withf(|organization, id| *organization == ACME && *id == APP)
             .returning(move |_, _| ready(Ok(app.clone())));
     }
+}
 
-    fn store_updates(&mut self) -> Seen<(Application, Option<TokenHash>, NewEvent)> {
-        let seen = Seen::new();
-        let kept = seen.clone();
-        self.applications
-            .expect_update_application()
-            .times(1)
-            .returning(move |app, hash, event, _| {
-                kept.record((app, hash, event));
-                ready(Ok(true))
-            });
-        seen
-    }
+/// What the store was asked to save for an update: the application, the hash of its new secret
+/// if any, the event and the audit record.
+type Update = (Application, Option<TokenHash>, NewEvent, AuditRecord);
+
+/// The service over a store that has Billing and saves its updates, and what they saved (each
+/// test checks with [`Seen::only`] that there was one).
+fn billing_updated() -> (ApplicationService, Seen<Update>) {
+    let mut mocks = Mocks::new();
+    mocks.store_has(Some(billing()));
+    let saved = Seen::new();
+    let kept = saved.clone();
+    mocks
+        .applications
+        .expect_update_application()
+        .returning(move |app, hash, event, audit| {
+            kept.record((app, hash, event, audit));
+            ready(Ok(true))
+        });
+    (ApplicationService::new((&mocks.ports()).into()), saved)
 }
 
 /// Billing registered by an admin (requiring PKCE or not): the answer, and what was stored
@@ -159,10 +167,7 @@ fn members_and_viewers_may_read_but_not_change_applications() {
 
 #[test]
 fn an_update_saves_and_announces_only_what_changed() {
-    let mut mocks = Mocks::new();
-    mocks.store_has(Some(billing()));
-    let saved = mocks.store_updates();
-    let service = ApplicationService::new((&mocks.ports()).into());
+    let (service, saved) = billing_updated();
 
     let change = ApplicationChange {
         name: Some(ApplicationName::parse("Billing").unwrap()),
@@ -172,9 +177,9 @@ fn an_update_saves_and_announces_only_what_changed() {
     };
     let updated = block_on(service.update(&ada_as(Role::Owner), APP, change, &origin())).unwrap();
 
-    let (app, hash, event) = saved.only();
+    let (app, secret_hash, event, _) = saved.only();
     assert_eq!(app, updated);
-    assert_eq!(hash, None, "the secret is kept");
+    assert_eq!(secret_hash, None, "the secret is kept");
     assert_eq!(updated.updated_at, now());
     assert_eq!(event.event_type, EventType::ApplicationUpdated);
     assert_eq!(event.data["changed"], serde_json::json!(["redirect_uris"]));
@@ -191,19 +196,7 @@ fn an_application_registered_requiring_pkce_is_stored_and_announced_so() {
 
 #[test]
 fn requiring_pkce_is_saved_announced_and_audited_like_any_change() {
-    let mut mocks = Mocks::new();
-    mocks.store_has(Some(billing()));
-    let saved = Seen::<(Application, NewEvent, AuditRecord)>::new();
-    let kept = saved.clone();
-    mocks
-        .applications
-        .expect_update_application()
-        .times(1)
-        .returning(move |app, _, event, record| {
-            kept.record((app, event, record));
-            ready(Ok(true))
-        });
-    let service = ApplicationService::new((&mocks.ports()).into());
+    let (service, saved) = billing_updated();
 
     let change = ApplicationChange {
         require_pkce: Some(true),
@@ -212,7 +205,7 @@ fn requiring_pkce_is_saved_announced_and_audited_like_any_change() {
     let updated = block_on(service.update(&ada_as(Role::Admin), APP, change, &origin())).unwrap();
 
     assert!(updated.require_pkce);
-    let (app, event, record) = saved.only();
+    let (app, _, event, record) = saved.only();
     assert!(app.require_pkce);
     assert_eq!(event.event_type, EventType::ApplicationUpdated);
     assert_eq!(event.data["changed"], serde_json::json!(["require_pkce"]));
@@ -243,15 +236,12 @@ fn an_update_that_changes_nothing_saves_nothing() {
 
 #[test]
 fn rotating_replaces_the_secret_hash_and_announces_it_without_the_secret() {
-    let mut mocks = Mocks::new();
-    mocks.store_has(Some(billing()));
-    let saved = mocks.store_updates();
-    let service = ApplicationService::new((&mocks.ports()).into());
+    let (service, saved) = billing_updated();
 
     let rotated = block_on(service.rotate_secret(&ada_as(Role::Admin), APP, &origin())).unwrap();
 
-    let (_, hash, event) = saved.only();
-    assert_eq!(hash, Some(rotated.client_secret.hash()));
+    let (_, secret_hash, event, _) = saved.only();
+    assert_eq!(secret_hash, Some(rotated.client_secret.hash()));
     assert_eq!(event.data["changed"], serde_json::json!(["client_secret"]));
     assert!(!event
         .data

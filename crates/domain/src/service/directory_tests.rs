@@ -5,8 +5,8 @@ use futures::executor::block_on;
 use uuid::Uuid;
 
 use super::{
-    tests::{acme, ada_credentials, now, origin, ready, settings, Mocks, Seen, ACME, ADA},
-    Actor, AuthService, DirectoryClient, DirectoryError, DirectoryService, MemberService,
+    tests::{acme, ada_credentials, now, origin, ready, Mocks, Seen, ACME, ADA},
+    Actor, DirectoryClient, DirectoryError, DirectoryService, MemberService,
 };
 use crate::{
     mock::MockDomainStore,
@@ -73,8 +73,7 @@ impl Mocks {
     }
 
     fn service(self) -> DirectoryService {
-        let ports = self.ports();
-        let auth = AuthService::new((&ports).into(), settings());
+        let (ports, auth) = self.ports_with_auth();
         let members = MemberService::new((&ports).into(), "https://id.example.com".into());
         DirectoryService::new((&ports).into(), auth, members)
     }
@@ -84,10 +83,7 @@ impl Mocks {
 fn an_address_in_a_verified_domain_without_an_account_gets_one_and_joins_with_the_default_role() {
     let mut mocks = Mocks::new();
     let written = mocks.acme_directory(Plan::Business, "acme.test");
-    mocks
-        .accounts
-        .expect_credentials_by_email()
-        .returning(|_| ready(Ok(None)));
+    mocks.email_is_free();
     mocks.mailer.expect_send().never();
     let user = block_on(mocks.service().create_user(
         &directory(Plan::Business),

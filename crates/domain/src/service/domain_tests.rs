@@ -52,10 +52,22 @@ impl Mocks {
             .times(1)
             .returning(move |_| ready(Ok(records.clone())));
     }
+
+    /// The DNS lookup fails (times out).
+    fn dns_fails(&mut self) {
+        self.dns
+            .expect_txt_records()
+            .returning(|_| ready(Err(DnsError("timed out".into()))));
+    }
 }
 
 fn service(mocks: Mocks) -> DomainService {
     DomainService::new((&mocks.ports()).into())
+}
+
+/// An admin of Acme verifies acme.com.
+fn admin_verifies(mocks: Mocks) -> Result<OrganizationDomain, DomainError> {
+    block_on(service(mocks).verify(&ada_acting(Role::Admin, Plan::Free), ACME_COM, &origin()))
 }
 
 #[test]
@@ -158,9 +170,7 @@ fn the_txt_record_holding_the_value_verifies_the_domain_with_its_event() {
             kept.record(event);
             ready(Ok(true))
         });
-    let domain =
-        block_on(service(mocks).verify(&ada_acting(Role::Admin, Plan::Free), ACME_COM, &origin()))
-            .unwrap();
+    let domain = admin_verifies(mocks).unwrap();
     assert_eq!(domain.status(), DomainStatus::Verified);
     let event = verified.only();
     assert_eq!(event.event_type, EventType::OrganizationDomainVerified);
@@ -174,8 +184,7 @@ fn without_the_value_in_dns_the_domain_stays_pending_and_the_answer_names_what_w
     let mut mocks = Mocks::new();
     mocks.acme_has(vec![pending()]);
     mocks.dns_says(vec!["someone-else".to_owned()]);
-    let refused =
-        block_on(service(mocks).verify(&ada_acting(Role::Admin, Plan::Free), ACME_COM, &origin()));
+    let refused = admin_verifies(mocks);
     let Err(refused @ DomainError::NotProven { .. }) = refused else {
         panic!("{refused:?}");
     };
@@ -187,8 +196,7 @@ fn without_the_value_in_dns_the_domain_stays_pending_and_the_answer_names_what_w
     let mut mocks = Mocks::new();
     mocks.acme_has(vec![pending()]);
     mocks.dns_says(Vec::new());
-    let refused =
-        block_on(service(mocks).verify(&ada_acting(Role::Admin, Plan::Free), ACME_COM, &origin()));
+    let refused = admin_verifies(mocks);
     assert_eq!(
         refused.unwrap_err().to_string(),
         "no TXT record found at _gatehouse-challenge.acme.com"
@@ -199,12 +207,8 @@ fn without_the_value_in_dns_the_domain_stays_pending_and_the_answer_names_what_w
 fn a_dns_failure_is_no_answer() {
     let mut mocks = Mocks::new();
     mocks.acme_has(vec![pending()]);
-    mocks
-        .dns
-        .expect_txt_records()
-        .returning(|_| ready(Err(DnsError("timed out".into()))));
-    let refused =
-        block_on(service(mocks).verify(&ada_acting(Role::Admin, Plan::Free), ACME_COM, &origin()));
+    mocks.dns_fails();
+    let refused = admin_verifies(mocks);
     assert!(matches!(refused, Err(DomainError::Dns(_))));
 }
 
@@ -217,8 +221,7 @@ fn a_domain_verified_by_another_organization_meanwhile_is_a_conflict() {
         .domains
         .expect_verify_domain()
         .returning(|_, _, _, _, _| ready(Err(StoreError::Conflict)));
-    let refused =
-        block_on(service(mocks).verify(&ada_acting(Role::Admin, Plan::Free), ACME_COM, &origin()));
+    let refused = admin_verifies(mocks);
     assert!(matches!(refused, Err(DomainError::VerifiedElsewhere(_))));
 }
 

@@ -13,7 +13,7 @@ use crate::{
     model::{
         Amr, Branding, HexColor, Invitation, InvitationId, InvitationRecord, InvitationState,
         LoginTitle, NewInvitation, OrganizationName, Plan, Role, SessionId, Slug, TokenHash,
-        UserId,
+        UserCredentials, UserId,
     },
     ports::SavedBranding,
 };
@@ -52,9 +52,13 @@ impl Mocks {
         MemberService::new((&self.ports()).into(), "https://id.example.com".to_owned())
     }
 
-    /// The store knows the invitation of [`TOKEN`] (looked up by its hash only), sent by Ada,
-    /// to an address without an account.
-    fn invitation_of_the_token(&mut self, found: InvitationRecord) {
+    /// The store knows the invitation of [`TOKEN`] (looked up by its hash only, once), sent by
+    /// Ada, to an address whose account is `invitee` (`None`: it has none).
+    fn invitation_of_the_token(
+        &mut self,
+        found: InvitationRecord,
+        invitee: Option<UserCredentials>,
+    ) {
         self.members
             .expect_invitation_record()
             .withf(|hash| *hash == TokenHash::of(TOKEN))
@@ -66,7 +70,7 @@ impl Mocks {
             .returning(|_| ready(Ok(Some(ada_credentials()))));
         self.accounts
             .expect_credentials_by_email()
-            .returning(|_| ready(Ok(None)));
+            .returning(move |_| ready(Ok(invitee.clone())));
     }
 }
 
@@ -77,7 +81,7 @@ fn link(mocks: Mocks) -> Option<InvitationLink> {
 #[test]
 fn a_pending_link_names_the_inviter_in_the_organizations_branding() {
     let mut mocks = Mocks::new();
-    mocks.invitation_of_the_token(record(Plan::Business));
+    mocks.invitation_of_the_token(record(Plan::Business), None);
     mocks
         .branding
         .expect_branding()
@@ -102,7 +106,7 @@ fn a_pending_link_names_the_inviter_in_the_organizations_branding() {
 #[test]
 fn below_the_business_plan_the_page_has_the_default_look() {
     let mut mocks = Mocks::new();
-    mocks.invitation_of_the_token(record(Plan::Pro));
+    mocks.invitation_of_the_token(record(Plan::Pro), None);
     mocks.branding.expect_branding().never();
 
     assert_eq!(link(mocks).unwrap().branding, Branding::default());
@@ -127,17 +131,14 @@ fn used_withdrawn_and_expired_invitations_say_so_used_first() {
     );
 
     let mut mocks = Mocks::new();
-    mocks.invitation_of_the_token(withdrawn);
+    mocks.invitation_of_the_token(withdrawn, None);
     assert_eq!(link(mocks).unwrap().state, InvitationState::Revoked);
 }
 
 #[test]
 fn a_token_that_names_no_invitation_finds_nothing_and_reads_nothing_else() {
     let mut mocks = Mocks::new();
-    mocks
-        .members
-        .expect_invitation_record()
-        .returning(|_| ready(Ok(None)));
+    mocks.no_invitation_has_the_token();
     mocks.accounts.expect_credentials_by_id().never();
     mocks.accounts.expect_credentials_by_email().never();
     mocks.branding.expect_branding().never();
@@ -150,6 +151,12 @@ fn a_token_that_names_no_invitation_finds_nothing_and_reads_nothing_else() {
 const BOB: UserId = UserId::from_uuid(Uuid::from_u128(0xb0b));
 
 impl Mocks {
+    fn no_invitation_has_the_token(&mut self) {
+        self.members
+            .expect_invitation_record()
+            .returning(|_| ready(Ok(None)));
+    }
+
     fn invitation_link_service(self) -> InvitationLinkService {
         let ports = self.ports();
         InvitationLinkService::new(
@@ -162,24 +169,14 @@ impl Mocks {
     /// or not.
     fn pending_invitation(&mut self, invitee_has_an_account: bool) {
         let mut found = record(Plan::Free);
+        let mut bob = None;
         if invitee_has_an_account {
             found.invitation.email = email("ada@example.com");
+            let mut credentials = ada_credentials();
+            credentials.user.id = BOB;
+            bob = Some(credentials);
         }
-        self.members
-            .expect_invitation_record()
-            .withf(|hash| *hash == TokenHash::of(TOKEN))
-            .returning(move |_| ready(Ok(Some(found.clone()))));
-        self.accounts
-            .expect_credentials_by_id()
-            .withf(|id| *id == ADA)
-            .returning(|_| ready(Ok(Some(ada_credentials()))));
-        self.accounts
-            .expect_credentials_by_email()
-            .returning(move |_| {
-                let mut bob = ada_credentials();
-                bob.user.id = BOB;
-                ready(Ok(invitee_has_an_account.then_some(bob)))
-            });
+        self.invitation_of_the_token(found, bob);
     }
 }
 
@@ -203,40 +200,25 @@ fn pending_step(opened: Opened) -> (InvitationStep, bool) {
     }
 }
 
+/// The step the page of a pending invitation asks for, when the invited address has an account
+/// (Bob's) or not, and the browser is signed in as `signed_in` or as nobody.
+fn step_for(invitee_has_an_account: bool, signed_in: Option<UserId>) -> (InvitationStep, bool) {
+    let mut mocks = Mocks::new();
+    mocks.pending_invitation(invitee_has_an_account);
+    let session = signed_in.map(signed_in_as);
+    pending_step(opened(mocks, session.as_ref()))
+}
+
 #[test]
 fn the_page_asks_a_new_address_to_register_and_a_known_one_for_its_password() {
-    let mut mocks = Mocks::new();
-    mocks.pending_invitation(false);
-    assert_eq!(
-        pending_step(opened(mocks, None)),
-        (InvitationStep::Register, false)
-    );
-
-    let mut mocks = Mocks::new();
-    mocks.pending_invitation(true);
-    assert_eq!(
-        pending_step(opened(mocks, None)),
-        (InvitationStep::SignIn, false)
-    );
+    assert_eq!(step_for(false, None), (InvitationStep::Register, false));
+    assert_eq!(step_for(true, None), (InvitationStep::SignIn, false));
 }
 
 #[test]
 fn the_signed_in_invitee_only_accepts_and_anyone_else_is_told_to_sign_in_as_the_invitee() {
-    let mut mocks = Mocks::new();
-    mocks.pending_invitation(true);
-    let bob = signed_in_as(BOB);
-    assert_eq!(
-        pending_step(opened(mocks, Some(&bob))),
-        (InvitationStep::Accept, false)
-    );
-
-    let mut mocks = Mocks::new();
-    mocks.pending_invitation(true);
-    let ada = signed_in_as(ADA);
-    assert_eq!(
-        pending_step(opened(mocks, Some(&ada))),
-        (InvitationStep::SignIn, true)
-    );
+    assert_eq!(step_for(true, Some(BOB)), (InvitationStep::Accept, false));
+    assert_eq!(step_for(true, Some(ADA)), (InvitationStep::SignIn, true));
 }
 
 #[test]
@@ -244,17 +226,14 @@ fn a_spent_link_opens_its_closed_page_and_an_unknown_one_nothing() {
     let mut spent = record(Plan::Free);
     spent.accepted_at = Some(now());
     let mut mocks = Mocks::new();
-    mocks.invitation_of_the_token(spent);
+    mocks.invitation_of_the_token(spent, None);
     match opened(mocks, None) {
         Opened::Closed(link) => assert_eq!(link.state, InvitationState::Accepted),
         other => panic!("expected the closed page, got {other:?}"),
     }
 
     let mut mocks = Mocks::new();
-    mocks
-        .members
-        .expect_invitation_record()
-        .returning(|_| ready(Ok(None)));
+    mocks.no_invitation_has_the_token();
     assert_eq!(opened(mocks, None), Opened::Unknown);
 }
 
@@ -294,7 +273,7 @@ fn answering_a_spent_link_changes_nothing_and_says_what_the_link_opens() {
     let mut withdrawn = record(Plan::Free);
     withdrawn.revoked_at = Some(now());
     let mut mocks = Mocks::new();
-    mocks.invitation_of_the_token(withdrawn);
+    mocks.invitation_of_the_token(withdrawn, None);
     mocks.accounts.expect_create_account().never();
 
     let answered = answer_anonymously(mocks, "Bob");

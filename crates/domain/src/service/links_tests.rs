@@ -10,8 +10,8 @@ use futures::executor::block_on;
 use time::Duration;
 
 use super::{
-    tests::{now, ready, secret_of, settings, Mocks, Seen, ADA, ADA_EMAIL},
-    AuthService, EmailLinkService, LinkError, SignIn,
+    tests::{now, ready, secret_of, Mocks, Seen, ADA, ADA_EMAIL},
+    EmailLinkService, LinkError, SignIn,
 };
 use crate::{
     model::{
@@ -29,12 +29,8 @@ fn client() -> ClientAddress {
 
 impl Mocks {
     fn links(self) -> EmailLinkService {
-        let ports = self.ports();
-        EmailLinkService::new(
-            (&ports).into(),
-            AuthService::new((&ports).into(), settings()),
-            PUBLIC_URL.to_owned(),
-        )
+        let (ports, auth) = self.ports_with_auth();
+        EmailLinkService::new((&ports).into(), auth, PUBLIC_URL.to_owned())
     }
 
     /// The limiter allows everything but keys starting with `refused`, and keeps the keys.
@@ -186,22 +182,13 @@ fn a_sign_in_link_opens_an_email_session_and_proves_the_address() {
         })
         .times(1)
         .returning(|_, _, _, _| ready(Ok(true)));
-    let opened = Seen::new();
-    let keep = opened.clone();
-    mocks
-        .sessions
-        .expect_create_session()
-        .times(1)
-        .returning(move |session, _, _, _| {
-            keep.record(session);
-            ready(Ok(()))
-        });
+    let opened = mocks.sessions_open();
     let signed = mocks.signer_signs();
 
     let signed_in = block_on(mocks.links().sign_in_with_link("ghml_x", None, &origin())).unwrap();
 
     assert!(matches!(signed_in, SignIn::Tokens(_)));
-    assert_eq!(opened.only().amr, Amr::email_link());
+    assert_eq!(opened.only().session.amr, Amr::email_link());
     assert_eq!(signed.only().amr, ["email"]);
 }
 

@@ -7,7 +7,10 @@ use futures::executor::block_on;
 use time::Duration;
 
 use super::{
-    tests::{ada_in_session, now, ready, Mocks, Seen, ADA_EMAIL, ADA_PASSWORD, NEW_PASSWORD},
+    tests::{
+        ada_in_session, change_password, login, now, ready, Mocks, Seen, ADA_EMAIL, ADA_PASSWORD,
+        NEW_PASSWORD,
+    },
     ChangePasswordError, LockedOut, LoginError,
 };
 use crate::{
@@ -64,15 +67,6 @@ impl Mocks {
             .times(1)
             .returning(|_, _| ready(Ok(false)));
     }
-}
-
-fn login(mocks: Mocks, email: &str, password: &str) -> Result<super::TokenPair, LoginError> {
-    block_on(
-        mocks
-            .auth()
-            .login(email, password.to_owned(), None, &origin()),
-    )
-    .map(|signed_in| signed_in.into_tokens().expect("no second factor"))
 }
 
 #[test]
@@ -201,12 +195,7 @@ fn a_wrong_current_password_on_change_counts_and_a_lockout_refuses_the_change() 
     mocks.ada_is_registered();
     mocks.password_check_says(false);
     mocks.sign_in_attempts = counting(&failures, &clears);
-    let changed = block_on(mocks.auth().change_password(
-        &ada_in_session(),
-        "not my password".to_owned(),
-        NEW_PASSWORD,
-        &origin(),
-    ));
+    let changed = change_password(mocks, &ada_in_session(), "not my password", NEW_PASSWORD);
     assert!(matches!(changed, Err(ChangePasswordError::WrongPassword)));
     assert_eq!(failures.all(), vec![AccountKey::for_email(ADA_EMAIL)]);
 
@@ -215,12 +204,7 @@ fn a_wrong_current_password_on_change_counts_and_a_lockout_refuses_the_change() 
     mocks.sign_in_attempts = locked_for(120);
     mocks.hasher.expect_verify().never();
     mocks.accounts.expect_change_password().never();
-    let changed = block_on(mocks.auth().change_password(
-        &ada_in_session(),
-        ADA_PASSWORD.to_owned(),
-        NEW_PASSWORD,
-        &origin(),
-    ));
+    let changed = change_password(mocks, &ada_in_session(), ADA_PASSWORD, NEW_PASSWORD);
     assert!(matches!(
         changed,
         Err(ChangePasswordError::LockedOut(LockedOut { retry_after })) if retry_after == Duration::seconds(120)

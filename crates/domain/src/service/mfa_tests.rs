@@ -10,10 +10,10 @@ use uuid::Uuid;
 
 use super::{
     tests::{
-        ada_credentials, ada_in_session, now, ready, secret_of, settings, Mocks, Seen, ADA,
-        ADA_EMAIL, ADA_PASSWORD,
+        ada_credentials, ada_in_session, now, ready, secret_of, Mocks, Seen, ADA, ADA_EMAIL,
+        ADA_PASSWORD,
     },
-    AuthService, MfaError, MfaService, SecondFactorProof, SignIn, VerifyError,
+    MfaError, MfaService, SecondFactorProof, SignIn, VerifyError,
 };
 use crate::{
     model::{
@@ -48,11 +48,8 @@ fn stored(confirmed: bool, last_step: Option<u64>) -> StoredTotp {
 
 impl Mocks {
     fn mfa(self) -> MfaService {
-        let ports = self.ports();
-        MfaService::new(
-            (&ports).into(),
-            AuthService::new((&ports).into(), settings()),
-        )
+        let (ports, auth) = self.ports_with_auth();
+        MfaService::new((&ports).into(), auth)
     }
 
     /// The cipher opens the factor's sealed secret (under the factor's own context).

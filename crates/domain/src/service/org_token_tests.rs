@@ -7,13 +7,13 @@ use time::Duration;
 
 use super::{
     tests::{
-        acme_policies_are, ada_in_acme, ada_session, now, origin, ready, Mocks, Seen, ACME, ADA,
-        ADA_EMAIL, ADA_PASSWORD, ADA_SESSION, REFRESH_TOKEN, SIGNED,
+        acme_policies_are, ada_in_acme, ada_session, now, origin, ready, Mocks, OpenedSession,
+        Seen, ACME, ADA, ADA_EMAIL, ADA_PASSWORD, ADA_SESSION, REFRESH_TOKEN, SIGNED,
     },
     LoginError, OrganizationRefused, RefreshError, SignIn,
 };
 use crate::model::{
-    ClientAddress, GraceHours, IpAllowlist, IpRange, Membership, MfaMethod, MfaPolicy, NewSession,
+    ClientAddress, GraceHours, IpAllowlist, IpRange, Membership, MfaMethod, MfaPolicy,
     OrganizationChoice, OrganizationId, OrganizationPolicies, Plan, Role,
 };
 
@@ -39,18 +39,10 @@ fn refresh(mocks: Mocks, choice: OrganizationChoice) -> Result<String, RefreshEr
 
 impl Mocks {
     /// Ada signs in with her password, and the store keeps the session it is asked to open.
-    fn ada_signs_in(&mut self) -> Seen<NewSession> {
+    fn ada_signs_in(&mut self) -> Seen<OpenedSession> {
         self.ada_is_registered();
         self.password_check_says(true);
-        let created = Seen::new();
-        let seen = created.clone();
-        self.sessions
-            .expect_create_session()
-            .returning(move |session, _, _, _| {
-                seen.record(session);
-                ready(Ok(()))
-            });
-        created
+        self.sessions_open()
     }
 
     /// Ada's membership of Acme is `role` (`None`: she is no member of it, or of anything).
@@ -94,7 +86,7 @@ fn a_login_naming_an_organization_gets_a_token_that_speaks_for_it() {
         ]
     );
     assert_eq!(
-        opened.only().organization_id,
+        opened.only().session.organization_id,
         Some(ACME),
         "the session keeps the organization for its refreshes"
     );
@@ -119,7 +111,7 @@ fn a_login_naming_no_organization_gets_no_organization_claims() {
         (claims.org_id, claims.org_role, claims.org_permissions.len()),
         (None, None, 0)
     );
-    assert_eq!(opened.only().organization_id, None);
+    assert_eq!(opened.only().session.organization_id, None);
 }
 
 #[test]

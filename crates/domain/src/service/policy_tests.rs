@@ -12,8 +12,9 @@ use super::{
     oauth::tests::{billing, CALLBACK},
     tests::{
         acme, acme_policies_are, ada_credentials, ada_in_acme, ada_in_session, ada_session,
-        claims_of_ada, email, full_name, hash, now, ready, store_saves_api_keys, Mocks, Seen, ACME,
-        ADA, ADA_EMAIL, ADA_PASSWORD, ADA_SESSION, GLOBEX, NEW_PASSWORD, REFRESH_TOKEN, SIGNED,
+        change_password, claims_of_ada, email, full_name, hash, login, now, ready,
+        store_saves_api_keys, Mocks, OpenedSession, Seen, ACME, ADA, ADA_EMAIL, ADA_PASSWORD,
+        ADA_SESSION, GLOBEX, NEW_PASSWORD, REFRESH_TOKEN, SIGNED,
     },
     Actor, Agent, ApiKeyService, AppGrant, AuthenticateError, Authenticator, ChangePasswordError,
     CreateApiKeyError, LoginError, OrgAccessError, PolicyService, Principal, RefreshError,
@@ -22,7 +23,7 @@ use super::{
 use crate::{
     model::{
         Amr, ApiKeyName, AuthMethod, ClientAddress, ConcurrentSessions, GraceHours, IdleMinutes,
-        IpAllowlist, IpRange, MaxAgeDays, Membership, MfaMethod, MfaPolicy, MinLength, NewSession,
+        IpAllowlist, IpRange, MaxAgeDays, Membership, MfaMethod, MfaPolicy, MinLength,
         OrganizationChoice, OrganizationId, OrganizationPolicies, Origin, PasswordError,
         Permission, Plan, ReuseCount, Role, Scope, Session, SessionHours, TokenHash,
     },
@@ -101,12 +102,12 @@ fn a_password_change_meets_the_strictest_policy_of_the_users_organizations() {
     ]);
     mocks.accounts.expect_change_password().never();
 
-    let result = block_on(mocks.auth().change_password(
+    let result = change_password(
+        mocks,
         &ada_in_session(),
-        ADA_PASSWORD.to_owned(),
+        ADA_PASSWORD,
         "Has Uppercase But No Digit",
-        &origin(),
-    ));
+    );
 
     assert!(matches!(
         result,
@@ -147,12 +148,7 @@ fn a_remembered_previous_password_cannot_be_chosen_again() {
     mocks.hasher.expect_hash().never();
     mocks.accounts.expect_change_password().never();
 
-    let result = block_on(mocks.auth().change_password(
-        &ada_in_session(),
-        ADA_PASSWORD.to_owned(),
-        NEW_PASSWORD,
-        &origin(),
-    ));
+    let result = change_password(mocks, &ada_in_session(), ADA_PASSWORD, NEW_PASSWORD);
 
     assert!(matches!(result, Err(ChangePasswordError::Reused(3))));
 }
@@ -170,11 +166,7 @@ fn login_with_a_password_older_than_max_age_is_refused_before_a_session_opens() 
     )]);
     mocks.sessions.expect_create_session().never();
 
-    let result = block_on(
-        mocks
-            .auth()
-            .login(ADA_EMAIL, ADA_PASSWORD.to_owned(), None, &origin()),
-    );
+    let result = login(mocks, ADA_EMAIL, ADA_PASSWORD);
 
     assert!(matches!(result, Err(LoginError::PasswordExpired)));
 }
@@ -247,27 +239,15 @@ fn login_under_a_session_policy_bounds_the_session_the_token_and_the_session_cou
     mocks.ada_is_registered();
     mocks.password_check_says(true);
     mocks.policies_are(vec![(Plan::Business, Some(tight_sessions()))]);
-    let created = Seen::<(NewSession, Option<u32>)>::new();
-    let seen = created.clone();
-    mocks
-        .sessions
-        .expect_create_session()
-        .times(1)
-        .returning(move |session, _, keep, _| {
-            seen.record((session, keep));
-            ready(Ok(()))
-        });
+    let created = mocks.sessions_open();
     let signed = mocks.signer_signs();
 
-    let pair = block_on(
-        mocks
-            .auth()
-            .login(ADA_EMAIL, ADA_PASSWORD.to_owned(), None, &origin()),
-    )
-    .unwrap()
-    .into_tokens()
-    .unwrap();
-    let (session, keep_at_most) = created.only();
+    let pair = login(mocks, ADA_EMAIL, ADA_PASSWORD).unwrap();
+    let OpenedSession {
+        session,
+        keep_at_most,
+        ..
+    } = created.only();
 
     assert_eq!(session.expires_at, now() + Duration::hours(8));
     assert_eq!(keep_at_most, Some(2));
@@ -295,14 +275,7 @@ fn policies_of_an_organization_whose_plan_lapsed_are_not_enforced() {
         .returning(|_, _, _, _| ready(Ok(())));
     mocks.signer_signs();
 
-    let pair = block_on(
-        mocks
-            .auth()
-            .login(ADA_EMAIL, ADA_PASSWORD.to_owned(), None, &origin()),
-    )
-    .unwrap()
-    .into_tokens()
-    .unwrap();
+    let pair = login(mocks, ADA_EMAIL, ADA_PASSWORD).unwrap();
 
     assert_eq!(pair.access.expires_in, 3600);
 }

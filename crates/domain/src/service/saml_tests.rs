@@ -9,8 +9,8 @@ use time::Duration;
 use uuid::Uuid;
 
 use super::{
-    tests::{acme, now, ready, settings, Mocks, Seen, ACME, ADA, ADA_EMAIL},
-    AuthService, SamlService, SamlSignInError, SamlSignedIn,
+    tests::{acme, now, ready, Mocks, Seen, ACME, ADA, ADA_EMAIL},
+    SamlService, SamlSignInError, SamlSignedIn,
 };
 use crate::{
     model::{
@@ -140,12 +140,8 @@ impl Mocks {
     }
 
     fn saml(self) -> SamlService {
-        let ports = self.ports();
-        SamlService::new(
-            (&ports).into(),
-            AuthService::new((&ports).into(), settings()),
-            PUBLIC_URL.to_owned(),
-        )
+        let (ports, auth) = self.ports_with_auth();
+        SamlService::new((&ports).into(), auth, PUBLIC_URL.to_owned())
     }
 }
 

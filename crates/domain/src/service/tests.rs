@@ -21,12 +21,12 @@ use crate::{
     mock::{MockFuture, MockPorts},
     model::{
         Amr, ApiKey, ApiKeyId, ApiKeyName, Application, ApplicationId, ApplicationName,
-        AuditAction, AuditActor, AuditOutcome, AuditTarget, ClientAddress, ClientGrant, ClientId,
-        Email, EventType, FailedSignIns, FullName, KeyHolder, Membership, NewApiKey, NewEvent,
-        NewSession, Organization, OrganizationChoice, OrganizationId, OrganizationName,
-        OrganizationPolicies, OrganizationSettings, OrganizationType, Origin, PasswordError,
-        PasswordHash, PasswordStrength, Permission, Plan, RedirectUri, RedirectUris, Role, Scope,
-        SecretToken, Session, SessionId, Slug, TargetKind, TokenHash, TokenKind, User,
+        AuditAction, AuditActor, AuditOutcome, AuditRecord, AuditTarget, ClientAddress,
+        ClientGrant, ClientId, Email, EventType, FailedSignIns, FullName, KeyHolder, Membership,
+        NewApiKey, NewEvent, NewSession, Organization, OrganizationChoice, OrganizationId,
+        OrganizationName, OrganizationPolicies, OrganizationSettings, OrganizationType, Origin,
+        PasswordError, PasswordHash, PasswordStrength, Permission, Plan, RedirectUri, RedirectUris,
+        Role, Scope, SecretToken, Session, SessionId, Slug, TargetKind, TokenHash, TokenKind, User,
         UserCredentials, UserId, SESSION_TOUCH_INTERVAL,
     },
     ports::{
@@ -355,6 +355,13 @@ impl Mocks {
         AuthService::new((&self.ports()).into(), settings())
     }
 
+    /// The ports, and the password sign-in service over them, for a use case built on both.
+    pub(super) fn ports_with_auth(self) -> (Ports, AuthService) {
+        let ports = self.ports();
+        let auth = AuthService::new((&ports).into(), settings());
+        (ports, auth)
+    }
+
     fn api_key_service(self) -> ApiKeyService {
         ApiKeyService::new((&self.ports()).into())
     }
@@ -365,6 +372,19 @@ impl Mocks {
         self.accounts
             .expect_credentials_by_email()
             .returning(|_| ready(Ok(None)));
+    }
+
+    /// The store creates every account it is asked to, keeping what it was given.
+    pub(super) fn accounts_are_created(&mut self) -> Seen<NewAccount> {
+        let created = Seen::new();
+        let kept = created.clone();
+        self.accounts
+            .expect_create_account()
+            .returning(move |account, _| {
+                kept.record(account);
+                ready(Ok(()))
+            });
+        created
     }
 
     pub(super) fn ada_is_registered(&mut self) {
@@ -404,12 +424,38 @@ impl Mocks {
         signed
     }
 
+    /// The store opens every session it is asked to, keeping what it was given.
+    pub(super) fn sessions_open(&mut self) -> Seen<OpenedSession> {
+        let opened = Seen::new();
+        let kept = opened.clone();
+        self.sessions.expect_create_session().returning(
+            move |session, event, keep_at_most, audit| {
+                kept.record(OpenedSession {
+                    session,
+                    event,
+                    keep_at_most,
+                    audit,
+                });
+                ready(Ok(()))
+            },
+        );
+        opened
+    }
+
     pub(super) fn ada_is_in_acme(&mut self) {
         self.memberships
             .expect_membership()
             .withf(|user, org| *user == ADA && *org == ACME)
             .returning(|_, _| ready(Ok(Some(ada_in_acme()))));
     }
+}
+
+/// What the store was asked to open a session with ([`Mocks::sessions_open`]).
+pub(super) struct OpenedSession {
+    pub(super) session: NewSession,
+    pub(super) event: NewEvent,
+    pub(super) keep_at_most: Option<u32>,
+    pub(super) audit: AuditRecord,
 }
 
 /// No organization with policies anywhere.
@@ -593,16 +639,7 @@ fn register_creates_the_user_with_a_free_personal_workspace_and_announces_both()
     let mut mocks = Mocks::new();
     mocks.email_is_free();
     mocks.hashing_gives(ADA_HASH);
-    let created = Seen::<NewAccount>::new();
-    let seen = created.clone();
-    mocks
-        .accounts
-        .expect_create_account()
-        .times(1)
-        .returning(move |account, _| {
-            seen.record(account);
-            ready(Ok(()))
-        });
+    let created = mocks.accounts_are_created();
 
     let registered = register(mocks, ADA_PASSWORD).unwrap();
     let NewAccount {
@@ -660,15 +697,7 @@ fn register_events_carry_no_password_or_hash() {
     let mut mocks = Mocks::new();
     mocks.email_is_free();
     mocks.hashing_gives(ADA_HASH);
-    let created = Seen::<NewAccount>::new();
-    let seen = created.clone();
-    mocks
-        .accounts
-        .expect_create_account()
-        .returning(move |account, _| {
-            seen.record(account);
-            ready(Ok(()))
-        });
+    let created = mocks.accounts_are_created();
 
     register(mocks, ADA_PASSWORD).unwrap();
 
@@ -685,7 +714,12 @@ fn register_events_carry_no_password_or_hash() {
 // login
 // ---------------------------------------------------------------------------------------------
 
-fn login(mocks: Mocks, email: &str, password: &str) -> Result<super::TokenPair, LoginError> {
+/// Signs in with a password, expecting tokens (no second factor asked).
+pub(super) fn login(
+    mocks: Mocks,
+    email: &str,
+    password: &str,
+) -> Result<super::TokenPair, LoginError> {
     block_on(
         mocks
             .auth()
@@ -819,21 +853,16 @@ fn an_accepted_sign_in_is_audited_in_the_sessions_transaction() {
     mocks.password_check_says(true);
     mocks.audit = MockAuditStore::new();
     mocks.audit.expect_record_audit().never();
-    mocks
-        .sessions
-        .expect_create_session()
-        .withf(|session, _, _, record| {
-            record.action == AuditAction::LoginSucceeded
-                && record.actor == AuditActor::User(session.user_id)
-                && record.outcome == AuditOutcome::Success
-                && record.occurred_at == now()
-                && record.origin == origin()
-        })
-        .times(1)
-        .returning(|_, _, _, _| ready(Ok(())));
+    let opened = mocks.sessions_open();
     mocks.signer_signs();
 
     assert!(login(mocks, ADA_EMAIL, ADA_PASSWORD).is_ok());
+    let OpenedSession { session, audit, .. } = opened.only();
+    assert_eq!(audit.action, AuditAction::LoginSucceeded);
+    assert_eq!(audit.actor, AuditActor::User(session.user_id));
+    assert_eq!(audit.outcome, AuditOutcome::Success);
+    assert_eq!(audit.occurred_at, now());
+    assert_eq!(audit.origin, origin());
 }
 
 #[test]
@@ -853,20 +882,15 @@ fn login_opens_a_thirty_day_session_known_only_by_the_refresh_token_hash() {
     let mut mocks = Mocks::new();
     mocks.ada_is_registered();
     mocks.password_check_says(true);
-    let created = Seen::<(NewSession, NewEvent)>::new();
-    let seen = created.clone();
-    mocks
-        .sessions
-        .expect_create_session()
-        .times(1)
-        .returning(move |session, event, _, _| {
-            seen.record((session, event));
-            ready(Ok(()))
-        });
+    let created = mocks.sessions_open();
     let signed = mocks.signer_signs();
 
     let pair = login(mocks, ADA_EMAIL, ADA_PASSWORD).unwrap();
-    let (session, login_event) = created.only();
+    let OpenedSession {
+        session,
+        event: login_event,
+        ..
+    } = created.only();
 
     assert_eq!(pair.refresh_token.expose(), secret_of(TokenKind::Refresh));
     assert_eq!(
@@ -899,19 +923,11 @@ fn login_signs_an_hour_long_access_token_for_the_user_and_session() {
     let mut mocks = Mocks::new();
     mocks.ada_is_registered();
     mocks.password_check_says(true);
-    let created = Seen::<NewSession>::new();
-    let seen = created.clone();
-    mocks
-        .sessions
-        .expect_create_session()
-        .returning(move |session, _, _, _| {
-            seen.record(session);
-            ready(Ok(()))
-        });
+    let created = mocks.sessions_open();
     let signed = mocks.signer_signs();
 
     let pair = login(mocks, ADA_EMAIL, ADA_PASSWORD).unwrap();
-    let session = created.only();
+    let session = created.only().session;
     let claims = signed.only();
 
     assert_eq!(claims.iss, ISSUER);
@@ -1151,7 +1167,8 @@ fn logout_with_an_api_key_does_nothing() {
 // change_password
 // ---------------------------------------------------------------------------------------------
 
-fn change_password(
+/// Changes the password of `principal` from `current` to `new`.
+pub(super) fn change_password(
     mocks: Mocks,
     principal: &Principal,
     current: &str,

@@ -23,7 +23,7 @@ use crate::{
             acme, acme_policies_are, ada_in_acme, now, origin, ready, secret_of, settings, Mocks,
             Seen, ACME, ADA, ADA_EMAIL, ADA_SESSION, REFRESH_TOKEN, SIGNED,
         },
-        Agent, AppGrant, AuthService, BrowserSession, Principal,
+        Agent, AppGrant, BrowserSession, Principal,
     },
 };
 
@@ -74,11 +74,8 @@ fn request() -> AuthorizeRequest {
 
 impl Mocks {
     fn oauth(self) -> OAuthService {
-        let ports = self.ports();
-        OAuthService::new(
-            (&ports).into(),
-            AuthService::new((&ports).into(), settings()),
-        )
+        let (ports, auth) = self.ports_with_auth();
+        OAuthService::new((&ports).into(), auth)
     }
 
     fn application_is(&mut self, app: Option<Application>) {
