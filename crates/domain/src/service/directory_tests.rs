@@ -119,10 +119,7 @@ fn another_address_is_invited_by_mail_never_linked_to_the_account_that_has_it() 
         .accounts
         .expect_credentials_by_email()
         .returning(|_| ready(Ok(Some(ada_credentials()))));
-    mocks
-        .memberships
-        .expect_membership()
-        .returning(|_, _| ready(Ok(None)));
+    mocks.no_membership_is_found();
     mocks.mailer.expect_send().times(1).returning(|mail| {
         assert_eq!(mail.to.as_ref(), "ada@example.com");
         assert!(mail.text.contains("/invitations/ghi_"), "{}", mail.text);

@@ -10,18 +10,18 @@ use uuid::Uuid;
 
 use super::{
     tests::{
-        ada_credentials, ada_in_session, now, ready, secret_of, Mocks, Seen, ADA, ADA_EMAIL,
-        ADA_PASSWORD,
+        ada_credentials, ada_in_session, counting, now, ready, secret_of, Mocks, Seen, ADA,
+        ADA_EMAIL, ADA_PASSWORD,
     },
-    MfaError, MfaService, SecondFactorProof, SignIn, VerifyError,
+    Confirmed, MfaError, MfaService, SecondFactorProof, SignIn, TokenPair, VerifyError,
 };
 use crate::{
     model::{
-        Amr, AuditAction, AuditActor, AuditTarget, AuthMethod, EventType, MfaFactor, MfaFactorId,
-        MfaLogin, MfaMethod, MfaPolicy, OrganizationPolicies, Plan, TargetKind, TokenHash,
-        TokenKind, TotpSecret, MFA_TOKEN_TTL,
+        AccountKey, Amr, AuditAction, AuditActor, AuditTarget, AuthMethod, EventType, MfaFactor,
+        MfaFactorId, MfaLogin, MfaMethod, MfaPolicy, OrganizationPolicies, Plan, TargetKind,
+        TokenHash, TokenKind, TotpSecret, MFA_TOKEN_TTL,
     },
-    ports::{CipherError, MockMfaStore, MockSignInAttempts, SecondFactorUse, StoredTotp},
+    ports::{CipherError, MockMfaStore, SecondFactorUse, StoredTotp},
 };
 
 const FACTOR: MfaFactorId = MfaFactorId::from_uuid(Uuid::from_u128(0xfac7));
@@ -82,6 +82,13 @@ impl Mocks {
     }
 
     /// Ada's live second step.
+    /// No sign-in waits for a second step under any token (it expired, or was never made).
+    fn second_step_is_dead(&mut self) {
+        self.mfa
+            .expect_mfa_login()
+            .returning(|_, _| ready(Ok(None)));
+    }
+
     fn second_step_is_live(&mut self) {
         self.mfa
             .expect_mfa_login()
@@ -105,10 +112,7 @@ impl Mocks {
 #[test]
 fn enrolment_seals_a_new_secret_under_its_factor_and_shows_it_once() {
     let mut mocks = Mocks::new();
-    mocks
-        .accounts
-        .expect_credentials_by_id()
-        .returning(|_| ready(Ok(Some(ada_credentials()))));
+    mocks.ada_is_registered();
     let pending_totp = MfaFactor {
         confirmed_at: None,
         ..factor(false)
@@ -163,6 +167,15 @@ fn enrolment_seals_a_new_secret_under_its_factor_and_shows_it_once() {
     );
 }
 
+/// Ada, in her session, confirms her factor with `code`.
+fn confirm(mocks: Mocks, code: &str) -> Result<Confirmed, MfaError> {
+    block_on(
+        mocks
+            .mfa()
+            .confirm_totp(&ada_in_session(), FACTOR, code, &origin()),
+    )
+}
+
 #[test]
 fn the_first_confirmed_factor_brings_ten_recovery_codes_and_mfa_enabled() {
     let mut mocks = Mocks::new();
@@ -181,12 +194,7 @@ fn the_first_confirmed_factor_brings_ten_recovery_codes_and_mfa_enabled() {
     mocks.cipher_opens();
     mocks.code_matches(Some(STEP));
 
-    let done = block_on(
-        mocks
-            .mfa()
-            .confirm_totp(&ada_in_session(), FACTOR, "123 456", &origin()),
-    )
-    .unwrap();
+    let done = confirm(mocks, "123 456").unwrap();
 
     assert_eq!(done.recovery_codes.len(), 10);
     let (step, hashes, events, record) = confirmed.only();
@@ -229,12 +237,7 @@ fn a_second_factor_keeps_the_codes_and_a_wrong_code_confirms_nothing() {
         .returning(|_, _, _, _, _, _, _| ready(Ok(true)));
     mocks.cipher_opens();
     mocks.code_matches(Some(STEP));
-    let done = block_on(
-        mocks
-            .mfa()
-            .confirm_totp(&ada_in_session(), FACTOR, "123456", &origin()),
-    )
-    .unwrap();
+    let done = confirm(mocks, "123456").unwrap();
     assert!(done.recovery_codes.is_empty());
 
     let mut mocks = Mocks::new();
@@ -245,11 +248,7 @@ fn a_second_factor_keeps_the_codes_and_a_wrong_code_confirms_nothing() {
     store.expect_confirm_totp_factor().never();
     mocks.cipher_opens();
     mocks.code_matches(None);
-    let wrong = block_on(
-        mocks
-            .mfa()
-            .confirm_totp(&ada_in_session(), FACTOR, "000000", &origin()),
-    );
+    let wrong = confirm(mocks, "000000");
     assert!(matches!(wrong, Err(MfaError::WrongCode)));
 }
 
@@ -267,10 +266,7 @@ fn the_last_factor_stays_while_an_organization_requires_mfa() {
     };
     for required in [true, false] {
         let mut mocks = Mocks::new();
-        mocks
-            .accounts
-            .expect_credentials_by_id()
-            .returning(|_| ready(Ok(Some(ada_credentials()))));
+        mocks.ada_is_registered();
         mocks.password_check_says(true);
         mocks.policies_are(requiring(required));
         let store = mocks.factors_are(vec![factor(true)]);
@@ -304,10 +300,7 @@ fn the_last_factor_stays_while_an_organization_requires_mfa() {
 
     // And never without the password.
     let mut mocks = Mocks::new();
-    mocks
-        .accounts
-        .expect_credentials_by_id()
-        .returning(|_| ready(Ok(Some(ada_credentials()))));
+    mocks.ada_is_registered();
     mocks.password_check_says(false);
     mocks
         .factors_are(vec![factor(true)])
@@ -327,12 +320,8 @@ fn a_user_with_a_factor_gets_a_second_step_not_tokens_and_keeps_the_failure_coun
     let mut mocks = Mocks::new();
     mocks.ada_is_registered();
     mocks.password_check_says(true);
-    let mut attempts = MockSignInAttempts::new();
-    attempts
-        .expect_failed_sign_ins()
-        .returning(|_, _| ready(Ok(Default::default())));
-    attempts.expect_clear().never();
-    mocks.sign_in_attempts = attempts;
+    let (failures, clears) = (Seen::new(), Seen::new());
+    mocks.sign_in_attempts = counting(&failures, &clears);
     let created = Seen::new();
     let keep = created.clone();
     let store = mocks.factors_are(vec![factor(true)]);
@@ -368,6 +357,18 @@ fn a_user_with_a_factor_gets_a_second_step_not_tokens_and_keeps_the_failure_coun
     );
     assert_eq!((login.user_id, login.failures), (ADA, 0));
     assert_eq!(login.expires_at - login.created_at, MFA_TOKEN_TTL);
+    assert!(failures.all().is_empty());
+    assert!(clears.all().is_empty(), "the failure count is kept");
+}
+
+/// Takes the second step of a sign-in with the mailed `mfa_token` and `proof`, naming no
+/// organization.
+fn second_step(
+    mocks: Mocks,
+    mfa_token: &str,
+    proof: SecondFactorProof,
+) -> Result<TokenPair, VerifyError> {
+    block_on(mocks.mfa().verify(mfa_token, proof, None, &origin()))
 }
 
 #[test]
@@ -390,13 +391,7 @@ fn the_second_step_opens_a_session_whose_tokens_say_otp() {
     );
     let signed = mocks.signer_signs();
 
-    block_on(mocks.mfa().verify(
-        "ghm_token",
-        SecondFactorProof::Code("123456".into()),
-        None,
-        &origin(),
-    ))
-    .unwrap();
+    second_step(mocks, "ghm_token", SecondFactorProof::Code("123456".into())).unwrap();
 
     let (used, session, event) = completed.only();
     assert_eq!(
@@ -428,39 +423,29 @@ fn a_code_is_taken_once_and_a_wrong_one_counts_against_token_and_account() {
             .expect_fail_mfa_login()
             .times(1)
             .returning(|_| ready(Ok(1)));
-        let mut attempts = MockSignInAttempts::new();
-        attempts
-            .expect_failed_sign_ins()
-            .returning(|_, _| ready(Ok(Default::default())));
-        attempts
-            .expect_record_failure()
-            .times(1)
-            .returning(|_, _, _| ready(Ok(Default::default())));
-        mocks.sign_in_attempts = attempts;
-        let result = block_on(mocks.mfa().verify(
-            "ghm_token",
-            SecondFactorProof::Code("123456".into()),
-            None,
-            &origin(),
-        ));
+        let (failures, clears) = (Seen::new(), Seen::new());
+        mocks.sign_in_attempts = counting(&failures, &clears);
+        let result = second_step(mocks, "ghm_token", SecondFactorProof::Code("123456".into()));
         assert!(matches!(result, Err(VerifyError::WrongFactor)), "{last:?}");
+        assert_eq!(
+            failures.all(),
+            [AccountKey::for_email(ADA_EMAIL)],
+            "{last:?}"
+        );
+        assert!(clears.all().is_empty(), "{last:?}");
     }
 }
 
 #[test]
 fn a_dead_token_goes_nowhere() {
     let mut mocks = Mocks::new();
-    mocks
-        .mfa
-        .expect_mfa_login()
-        .returning(|_, _| ready(Ok(None)));
+    mocks.second_step_is_dead();
     mocks.mfa.expect_complete_mfa_login().never();
-    let result = block_on(mocks.mfa().verify(
+    let result = second_step(
+        mocks,
         "ghm_expired",
         SecondFactorProof::RecoveryCode("abcde-fghjk".into()),
-        None,
-        &origin(),
-    ));
+    );
     assert!(matches!(result, Err(VerifyError::InvalidToken)));
 }
 
@@ -481,12 +466,11 @@ fn a_recovery_code_is_spent_by_its_hash_as_typed_loosely() {
         .times(1)
         .returning(|_, _, _, _, _, _, _| ready(Ok(true)));
     mocks.signer_signs();
-    block_on(mocks.mfa().verify(
+    second_step(
+        mocks,
         "ghm_token",
         SecondFactorProof::RecoveryCode(" ABCDE-fghjk ".into()),
-        None,
-        &origin(),
-    ))
+    )
     .unwrap();
 }
 
@@ -502,11 +486,6 @@ fn a_secret_that_will_not_open_is_an_internal_error_not_a_wrong_code() {
         .cipher
         .expect_open()
         .returning(|_, _| Err(CipherError("tampered".into())));
-    let result = block_on(mocks.mfa().verify(
-        "ghm_token",
-        SecondFactorProof::Code("123456".into()),
-        None,
-        &origin(),
-    ));
+    let result = second_step(mocks, "ghm_token", SecondFactorProof::Code("123456".into()));
     assert!(matches!(result, Err(VerifyError::Internal(_))));
 }

@@ -268,10 +268,7 @@ fn an_existing_user_joins_with_the_default_role_when_auto_provisioned() {
     mocks.idp_asserts(Ok(assertion(ADA_EMAIL)));
     mocks.request_is_outstanding();
     mocks.ada_is_registered();
-    mocks
-        .memberships
-        .expect_membership()
-        .returning(|_, _| ready(Ok(None)));
+    mocks.no_membership_is_found();
     mocks.signer_signs();
     let stored = mocks.store_signs_in(SamlSignInOutcome::SignedIn);
 
@@ -347,10 +344,7 @@ fn without_auto_provision_only_members_sign_in() {
     mocks.idp_asserts(Ok(assertion(ADA_EMAIL)));
     mocks.request_is_outstanding();
     mocks.ada_is_registered();
-    mocks
-        .memberships
-        .expect_membership()
-        .returning(|_, _| ready(Ok(None)));
+    mocks.no_membership_is_found();
     mocks.saml.expect_saml_sign_in().never();
     assert!(matches!(
         sign_in(mocks),

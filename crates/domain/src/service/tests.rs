@@ -20,14 +20,14 @@ use super::{
 use crate::{
     mock::{MockFuture, MockPorts},
     model::{
-        Amr, ApiKey, ApiKeyId, ApiKeyName, Application, ApplicationId, ApplicationName,
+        AccountKey, Amr, ApiKey, ApiKeyId, ApiKeyName, Application, ApplicationId, ApplicationName,
         AuditAction, AuditActor, AuditOutcome, AuditRecord, AuditTarget, ClientAddress,
-        ClientGrant, ClientId, Email, EventType, FailedSignIns, FullName, KeyHolder, Membership,
-        NewApiKey, NewEvent, NewSession, Organization, OrganizationChoice, OrganizationId,
-        OrganizationName, OrganizationPolicies, OrganizationSettings, OrganizationType, Origin,
-        PasswordError, PasswordHash, PasswordStrength, Permission, Plan, RedirectUri, RedirectUris,
-        Role, Scope, SecretToken, Session, SessionId, Slug, TargetKind, TokenHash, TokenKind, User,
-        UserCredentials, UserId, SESSION_TOUCH_INTERVAL,
+        ClientGrant, ClientId, Email, EventType, FailedSignIns, FullName, KeyHolder, LockoutRule,
+        Membership, NewApiKey, NewEvent, NewSession, Organization, OrganizationChoice,
+        OrganizationId, OrganizationName, OrganizationPolicies, OrganizationSettings,
+        OrganizationType, Origin, PasswordError, PasswordHash, PasswordStrength, Permission, Plan,
+        RedirectUri, RedirectUris, Role, Scope, SecretToken, Session, SessionId, Slug, TargetKind,
+        TokenHash, TokenKind, User, UserCredentials, UserId, SESSION_TOUCH_INTERVAL,
     },
     ports::{
         AccessClaims, Audience, BearerClaims, JudgeError, MachineClaims, MockAuditStore,
@@ -442,6 +442,13 @@ impl Mocks {
         opened
     }
 
+    /// The store finds no membership, whoever is asked about in whichever organization.
+    pub(super) fn no_membership_is_found(&mut self) {
+        self.memberships
+            .expect_membership()
+            .returning(|_, _| ready(Ok(None)));
+    }
+
     pub(super) fn ada_is_in_acme(&mut self) {
         self.memberships
             .expect_membership()
@@ -469,6 +476,34 @@ pub(super) fn no_failed_sign_ins() -> MockSignInAttempts {
         .expect_record_failure()
         .returning(|_, _, _| ready(Ok(FailedSignIns::default())));
     attempts.expect_clear().returning(|_| ready(Ok(())));
+    attempts
+}
+
+/// No run yet; keeps the keys failures and clears were recorded for.
+pub(super) fn counting(
+    failures: &Seen<AccountKey>,
+    clears: &Seen<AccountKey>,
+) -> MockSignInAttempts {
+    let mut attempts = MockSignInAttempts::new();
+    attempts
+        .expect_failed_sign_ins()
+        .returning(|_, _| ready(Ok(FailedSignIns::default())));
+    let seen = failures.clone();
+    attempts
+        .expect_record_failure()
+        .withf(|_, at, rule| *at == now() && *rule == LockoutRule::DEFAULT)
+        .returning(move |account, _, _| {
+            seen.record(account.clone());
+            ready(Ok(FailedSignIns {
+                failures: 1,
+                locked_until: None,
+            }))
+        });
+    let seen = clears.clone();
+    attempts.expect_clear().returning(move |account| {
+        seen.record(account.clone());
+        ready(Ok(()))
+    });
     attempts
 }
 
@@ -1690,10 +1725,7 @@ fn an_api_key_cannot_create_api_keys() {
 #[test]
 fn an_api_key_for_an_organization_the_user_is_not_in_is_not_found() {
     let mut mocks = Mocks::new();
-    mocks
-        .memberships
-        .expect_membership()
-        .returning(|_, _| ready(Ok(None)));
+    mocks.no_membership_is_found();
     mocks.api_keys.expect_create_api_key().never();
 
     assert!(matches!(
