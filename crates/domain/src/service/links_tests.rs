@@ -51,6 +51,17 @@ impl Mocks {
         self.rate_limiter = limiter;
         keys
     }
+
+    /// The store hands over `link` for `token`, asked for with the link's purpose, now.
+    fn link_is_taken(&mut self, token: &'static str, link: AccountToken) {
+        let purpose = link.purpose;
+        self.account_tokens
+            .expect_take_account_token()
+            .withf(move |hash, asked_for, at| {
+                *hash == TokenHash::of(token) && *asked_for == purpose && *at == now()
+            })
+            .returning(move |_, _, _| ready(Ok(Some(link.clone()))));
+    }
 }
 
 fn link_of(user_email: &str) -> AccountToken {
@@ -151,10 +162,7 @@ fn a_known_address_gets_a_link_to_the_page_with_a_token_kept_hashed() {
 #[test]
 fn a_link_mailed_to_an_address_the_user_has_left_signs_nobody_in() {
     let mut mocks = Mocks::new();
-    mocks
-        .account_tokens
-        .expect_take_account_token()
-        .returning(|_, _, _| ready(Ok(Some(link_of("old@example.com")))));
+    mocks.link_is_taken("ghml_x", link_of("old@example.com"));
     mocks.ada_is_registered();
     mocks.sessions.expect_create_session().never();
     let result = block_on(mocks.links().sign_in_with_link("ghml_x", None, &origin()));
@@ -164,15 +172,7 @@ fn a_link_mailed_to_an_address_the_user_has_left_signs_nobody_in() {
 #[test]
 fn a_sign_in_link_opens_an_email_session_and_proves_the_address() {
     let mut mocks = Mocks::new();
-    mocks
-        .account_tokens
-        .expect_take_account_token()
-        .withf(|hash, purpose, at| {
-            *hash == TokenHash::of("ghml_x")
-                && *purpose == AccountTokenPurpose::MagicLink
-                && *at == now()
-        })
-        .returning(|_, _, _| ready(Ok(Some(link_of(ADA_EMAIL)))));
+    mocks.link_is_taken("ghml_x", link_of(ADA_EMAIL));
     mocks.ada_is_registered();
     mocks
         .accounts
@@ -203,17 +203,9 @@ fn a_weak_password_is_refused_before_the_reset_link_is_spent() {
 #[test]
 fn a_verification_link_verifies_the_address_with_the_users_record() {
     let mut mocks = Mocks::new();
-    mocks
-        .account_tokens
-        .expect_take_account_token()
-        .withf(|hash, purpose, _| {
-            *hash == TokenHash::of("ghev_x") && *purpose == AccountTokenPurpose::EmailVerification
-        })
-        .returning(|_, _, _| {
-            let mut link = link_of(ADA_EMAIL);
-            link.purpose = AccountTokenPurpose::EmailVerification;
-            ready(Ok(Some(link)))
-        });
+    let mut link = link_of(ADA_EMAIL);
+    link.purpose = AccountTokenPurpose::EmailVerification;
+    mocks.link_is_taken("ghev_x", link);
     mocks.ada_is_registered();
     let verified = Seen::new();
     let keep = verified.clone();
