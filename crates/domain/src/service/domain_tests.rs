@@ -53,12 +53,26 @@ impl Mocks {
             .returning(move |_| ready(Ok(records.clone())));
     }
 
+    /// Whoever claims a domain finds it verified by `organization` (`None`: by nobody yet).
+    fn domain_is_verified_by(&mut self, organization: Option<OrganizationId>) {
+        self.domains
+            .expect_verifying_organization()
+            .returning(move |_| ready(Ok(organization)));
+    }
+
     /// The DNS lookup fails (times out).
     fn dns_fails(&mut self) {
         self.dns
             .expect_txt_records()
             .returning(|_| ready(Err(DnsError("timed out".into()))));
     }
+}
+
+/// Mocks in which Acme has claimed acme.com and not yet verified it.
+fn with_acme_com_pending() -> Mocks {
+    let mut mocks = Mocks::new();
+    mocks.acme_has(vec![pending()]);
+    mocks
 }
 
 fn service(mocks: Mocks) -> DomainService {
@@ -74,10 +88,7 @@ fn admin_verifies(mocks: Mocks) -> Result<OrganizationDomain, DomainError> {
 fn an_admin_claims_a_domain_pending_with_a_random_value_for_its_txt_record() {
     let mut mocks = Mocks::new();
     mocks.acme_has(Vec::new());
-    mocks
-        .domains
-        .expect_verifying_organization()
-        .returning(|_| ready(Ok(None)));
+    mocks.domain_is_verified_by(None);
     let added = Seen::new();
     let kept = added.clone();
     mocks
@@ -137,10 +148,7 @@ fn members_and_viewers_may_not_manage_domains() {
 fn a_domain_another_organization_verified_cannot_be_claimed() {
     let mut mocks = Mocks::new();
     mocks.acme_has(Vec::new());
-    mocks
-        .domains
-        .expect_verifying_organization()
-        .returning(|_| ready(Ok(Some(OTHER))));
+    mocks.domain_is_verified_by(Some(OTHER));
     let refused = block_on(service(mocks).add(
         &ada_acting(Role::Owner, Plan::Free),
         ClaimableDomain::parse("acme.com").unwrap(),
@@ -151,8 +159,7 @@ fn a_domain_another_organization_verified_cannot_be_claimed() {
 
 #[test]
 fn the_txt_record_holding_the_value_verifies_the_domain_with_its_event() {
-    let mut mocks = Mocks::new();
-    mocks.acme_has(vec![pending()]);
+    let mut mocks = with_acme_com_pending();
     mocks.dns_says(vec![
         "v=spf1 -all".to_owned(),
         secret_of(TokenKind::DomainChallenge),
@@ -181,8 +188,7 @@ fn the_txt_record_holding_the_value_verifies_the_domain_with_its_event() {
 
 #[test]
 fn without_the_value_in_dns_the_domain_stays_pending_and_the_answer_names_what_was_found() {
-    let mut mocks = Mocks::new();
-    mocks.acme_has(vec![pending()]);
+    let mut mocks = with_acme_com_pending();
     mocks.dns_says(vec!["someone-else".to_owned()]);
     let refused = admin_verifies(mocks);
     let Err(refused @ DomainError::NotProven { .. }) = refused else {
@@ -193,8 +199,7 @@ fn without_the_value_in_dns_the_domain_stays_pending_and_the_answer_names_what_w
         "no TXT record at _gatehouse-challenge.acme.com holds the verification value; found: \"someone-else\""
     );
 
-    let mut mocks = Mocks::new();
-    mocks.acme_has(vec![pending()]);
+    let mut mocks = with_acme_com_pending();
     mocks.dns_says(Vec::new());
     let refused = admin_verifies(mocks);
     assert_eq!(
@@ -205,8 +210,7 @@ fn without_the_value_in_dns_the_domain_stays_pending_and_the_answer_names_what_w
 
 #[test]
 fn a_dns_failure_is_no_answer() {
-    let mut mocks = Mocks::new();
-    mocks.acme_has(vec![pending()]);
+    let mut mocks = with_acme_com_pending();
     mocks.dns_fails();
     let refused = admin_verifies(mocks);
     assert!(matches!(refused, Err(DomainError::Dns(_))));
@@ -214,8 +218,7 @@ fn a_dns_failure_is_no_answer() {
 
 #[test]
 fn a_domain_verified_by_another_organization_meanwhile_is_a_conflict() {
-    let mut mocks = Mocks::new();
-    mocks.acme_has(vec![pending()]);
+    let mut mocks = with_acme_com_pending();
     mocks.dns_says(vec![secret_of(TokenKind::DomainChallenge)]);
     mocks
         .domains
@@ -227,8 +230,7 @@ fn a_domain_verified_by_another_organization_meanwhile_is_a_conflict() {
 
 #[test]
 fn removing_records_the_event() {
-    let mut mocks = Mocks::new();
-    mocks.acme_has(vec![pending()]);
+    let mut mocks = with_acme_com_pending();
     let removed = Seen::<NewEvent>::new();
     let kept = removed.clone();
     mocks

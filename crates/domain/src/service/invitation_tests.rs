@@ -40,6 +40,22 @@ fn record(plan: Plan) -> InvitationRecord {
     }
 }
 
+/// An invitation on the free plan, accepted now.
+fn accepted_invitation() -> InvitationRecord {
+    InvitationRecord {
+        accepted_at: Some(now()),
+        ..record(Plan::Free)
+    }
+}
+
+/// An invitation on the free plan, withdrawn now.
+fn withdrawn_invitation() -> InvitationRecord {
+    InvitationRecord {
+        revoked_at: Some(now()),
+        ..record(Plan::Free)
+    }
+}
+
 fn acme_look() -> Branding {
     let mut look = Branding::default();
     look.custom_login.title = LoginTitle::parse("Acme sign-in").unwrap();
@@ -114,12 +130,10 @@ fn below_the_business_plan_the_page_has_the_default_look() {
 
 #[test]
 fn used_withdrawn_and_expired_invitations_say_so_used_first() {
-    let mut used = record(Plan::Free);
-    used.accepted_at = Some(now());
+    let mut used = accepted_invitation();
     used.revoked_at = Some(now());
     assert_eq!(used.state(now()), InvitationState::Accepted);
-    let mut withdrawn = record(Plan::Free);
-    withdrawn.revoked_at = Some(now());
+    let withdrawn = withdrawn_invitation();
     assert_eq!(
         withdrawn.state(now() + Duration::days(30)),
         InvitationState::Revoked
@@ -223,10 +237,8 @@ fn the_signed_in_invitee_only_accepts_and_anyone_else_is_told_to_sign_in_as_the_
 
 #[test]
 fn a_spent_link_opens_its_closed_page_and_an_unknown_one_nothing() {
-    let mut spent = record(Plan::Free);
-    spent.accepted_at = Some(now());
     let mut mocks = Mocks::new();
-    mocks.invitation_of_the_token(spent, None);
+    mocks.invitation_of_the_token(accepted_invitation(), None);
     match opened(mocks, None) {
         Opened::Closed(link) => assert_eq!(link.state, InvitationState::Accepted),
         other => panic!("expected the closed page, got {other:?}"),
@@ -270,10 +282,8 @@ fn registering_without_a_name_asks_again_and_creates_no_account() {
 
 #[test]
 fn answering_a_spent_link_changes_nothing_and_says_what_the_link_opens() {
-    let mut withdrawn = record(Plan::Free);
-    withdrawn.revoked_at = Some(now());
     let mut mocks = Mocks::new();
-    mocks.invitation_of_the_token(withdrawn, None);
+    mocks.invitation_of_the_token(withdrawn_invitation(), None);
     mocks.accounts.expect_create_account().never();
 
     let answered = answer_anonymously(mocks, "Bob");
