@@ -7,14 +7,14 @@ use time::Duration;
 
 use super::{
     tests::{
-        acme_policies_are, ada_in_acme, ada_session, now, origin, ready, Mocks, OpenedSession,
-        Seen, ACME, ADA, ADA_EMAIL, ADA_PASSWORD, ADA_SESSION, REFRESH_TOKEN, SIGNED,
+        acme_allows_only, acme_requires_mfa_at_once, ada_in_acme, ada_session, now, origin, ready,
+        Mocks, OpenedSession, Seen, ACME, ADA, ADA_EMAIL, ADA_PASSWORD, ADA_SESSION, REFRESH_TOKEN,
+        SIGNED,
     },
     LoginError, OrganizationRefused, RefreshError, SignIn,
 };
 use crate::model::{
-    ClientAddress, GraceHours, IpAllowlist, IpRange, Membership, MfaMethod, MfaPolicy,
-    OrganizationChoice, OrganizationId, OrganizationPolicies, Plan, Role,
+    ClientAddress, Membership, MfaMethod, OrganizationChoice, OrganizationId, Plan, Role,
 };
 
 const GLOBEX: OrganizationId = OrganizationId::from_uuid(uuid::Uuid::from_u128(0x610b_e700));
@@ -140,12 +140,7 @@ fn a_login_into_an_organization_requiring_mfa_without_a_second_factor_is_refused
     mocks.ada_is_registered();
     mocks.password_check_says(true);
     mocks.ada_in_acme_as(Some(Role::Admin), Plan::Business);
-    let policies = OrganizationPolicies {
-        mfa_policy: MfaPolicy::new(true, vec![MfaMethod::Totp], GraceHours::parse(0).unwrap())
-            .unwrap(),
-        ..OrganizationPolicies::default()
-    };
-    mocks.policies = acme_policies_are(policies, Some(now() - Duration::days(1)));
+    mocks.policies = acme_requires_mfa_at_once(vec![MfaMethod::Totp], now() - Duration::days(1));
     mocks
         .policies
         .expect_policies_of_member()
@@ -170,12 +165,7 @@ fn a_login_into_an_organization_from_outside_its_allowlist_is_refused() {
     mocks.ada_is_registered();
     mocks.password_check_says(true);
     mocks.ada_in_acme_as(Some(Role::Admin), Plan::Business);
-    let policies = OrganizationPolicies {
-        ip_allowlist: IpAllowlist::new(true, vec![IpRange::parse("203.0.113.0/24").unwrap()])
-            .unwrap(),
-        ..OrganizationPolicies::default()
-    };
-    mocks.policies = acme_policies_are(policies, None);
+    mocks.policies = acme_allows_only("203.0.113.0/24");
     mocks
         .policies
         .expect_policies_of_member()

@@ -22,12 +22,13 @@ use crate::{
     model::{
         AccountKey, Amr, ApiKey, ApiKeyId, ApiKeyName, Application, ApplicationId, ApplicationName,
         AuditAction, AuditActor, AuditOutcome, AuditRecord, AuditTarget, ClientAddress,
-        ClientGrant, ClientId, Email, EventType, FailedSignIns, FullName, KeyHolder, LockoutRule,
-        Membership, NewApiKey, NewEvent, NewSession, Organization, OrganizationChoice,
-        OrganizationId, OrganizationName, OrganizationPolicies, OrganizationSettings,
-        OrganizationType, Origin, PasswordError, PasswordHash, PasswordStrength, Permission, Plan,
-        RedirectUri, RedirectUris, Role, Scope, SecretToken, Session, SessionId, Slug, TargetKind,
-        TokenHash, TokenKind, User, UserCredentials, UserId, SESSION_TOUCH_INTERVAL,
+        ClientGrant, ClientId, Email, EventType, FailedSignIns, FullName, GraceHours, IpAllowlist,
+        IpRange, KeyHolder, LockoutRule, Membership, MfaMethod, MfaPolicy, NewApiKey, NewEvent,
+        NewSession, Organization, OrganizationChoice, OrganizationId, OrganizationName,
+        OrganizationPolicies, OrganizationSettings, OrganizationType, Origin, PasswordError,
+        PasswordHash, PasswordStrength, Permission, Plan, RedirectUri, RedirectUris, Role, Scope,
+        SecretToken, Session, SessionId, Slug, TargetKind, TokenHash, TokenKind, User,
+        UserCredentials, UserId, SESSION_TOUCH_INTERVAL,
     },
     ports::{
         AccessClaims, Audience, BearerClaims, JudgeError, MachineClaims, MockAuditStore,
@@ -523,6 +524,28 @@ pub(super) fn acme_policies_are(
         .expect_policies()
         .returning(move |_| ready(Ok(Some(saved.clone()))));
     store
+}
+
+/// A policy store whose one organization (Acme) admits requests from `range` only.
+pub(super) fn acme_allows_only(range: &str) -> MockPolicyStore {
+    let policies = OrganizationPolicies {
+        ip_allowlist: IpAllowlist::new(true, vec![IpRange::parse(range).unwrap()]).unwrap(),
+        ..OrganizationPolicies::default()
+    };
+    acme_policies_are(policies, None)
+}
+
+/// A policy store whose one organization (Acme) requires a second factor of `methods`, with
+/// no grace period, since `since`.
+pub(super) fn acme_requires_mfa_at_once(
+    methods: Vec<MfaMethod>,
+    since: OffsetDateTime,
+) -> MockPolicyStore {
+    let policies = OrganizationPolicies {
+        mfa_policy: MfaPolicy::new(true, methods, GraceHours::parse(0).unwrap()).unwrap(),
+        ..OrganizationPolicies::default()
+    };
+    acme_policies_are(policies, Some(since))
 }
 
 fn no_policies() -> MockPolicyStore {

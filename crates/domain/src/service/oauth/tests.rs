@@ -20,8 +20,9 @@ use crate::{
     ports::{Audience, BearerClaims, MachineClaims, MockAuditStore},
     service::{
         tests::{
-            acme, acme_policies_are, ada_in_acme, now, origin, ready, secret_of, settings, Mocks,
-            Seen, ACME, ADA, ADA_EMAIL, ADA_SESSION, REFRESH_TOKEN, SIGNED,
+            acme, acme_allows_only, acme_requires_mfa_at_once, ada_in_acme, now, origin, ready,
+            secret_of, settings, Mocks, Seen, ACME, ADA, ADA_EMAIL, ADA_SESSION, REFRESH_TOKEN,
+            SIGNED,
         },
         Agent, AppGrant, BrowserSession, Principal,
     },
@@ -1178,7 +1179,6 @@ fn a_machine_token_cannot_be_revoked() {
 /// Acme (enterprise) requires a second factor, with no grace left; Ada's sign-in on the pages
 /// used a password only.
 fn acme_requires_a_second_factor(mocks: &mut Mocks) {
-    use crate::model::{MfaMethod, MfaPolicy, OrganizationPolicies};
     mocks.application_is(Some(billing(&[CALLBACK])));
     mocks.acme_is_on(Plan::Enterprise);
     mocks.memberships.expect_membership().returning(|_, _| {
@@ -1187,16 +1187,10 @@ fn acme_requires_a_second_factor(mocks: &mut Mocks) {
         membership.joined_at = now() - Duration::days(30);
         ready(Ok(Some(membership)))
     });
-    let policies = OrganizationPolicies {
-        mfa_policy: MfaPolicy::new(
-            true,
-            MfaMethod::ALL.to_vec(),
-            crate::model::GraceHours::parse(0).unwrap(),
-        )
-        .unwrap(),
-        ..OrganizationPolicies::default()
-    };
-    mocks.policies = acme_policies_are(policies, Some(now() - Duration::days(2)));
+    mocks.policies = acme_requires_mfa_at_once(
+        crate::model::MfaMethod::ALL.to_vec(),
+        now() - Duration::days(2),
+    );
     mocks
         .authorization_codes
         .expect_save_authorization_code()
@@ -1260,7 +1254,6 @@ fn prompt_none_answers_interaction_required_when_a_second_factor_is_needed() {
 
 #[test]
 fn a_member_outside_the_ip_allowlist_gets_no_code() {
-    use crate::model::{IpAllowlist, IpRange, OrganizationPolicies};
     let mut mocks = Mocks::new();
     mocks.application_is(Some(billing(&[CALLBACK])));
     mocks.acme_is_on(Plan::Enterprise);
@@ -1270,12 +1263,7 @@ fn a_member_outside_the_ip_allowlist_gets_no_code() {
         ready(Ok(Some(membership)))
     });
     // The request comes from 192.0.2.7 (`origin()`).
-    let policies = OrganizationPolicies {
-        ip_allowlist: IpAllowlist::new(true, vec![IpRange::parse("198.51.100.0/24").unwrap()])
-            .unwrap(),
-        ..OrganizationPolicies::default()
-    };
-    mocks.policies = acme_policies_are(policies, None);
+    mocks.policies = acme_allows_only("198.51.100.0/24");
     mocks
         .authorization_codes
         .expect_save_authorization_code()
