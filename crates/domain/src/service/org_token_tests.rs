@@ -13,8 +13,9 @@ use super::{
     },
     LoginError, OrganizationRefused, RefreshError, SignIn,
 };
-use crate::model::{
-    ClientAddress, Membership, MfaMethod, OrganizationChoice, OrganizationId, Plan, Role,
+use crate::{
+    model::{Membership, MfaMethod, OrganizationChoice, OrganizationId, Plan, Role},
+    ports::MockPolicyStore,
 };
 
 const GLOBEX: OrganizationId = OrganizationId::from_uuid(uuid::Uuid::from_u128(0x610b_e700));
@@ -26,6 +27,22 @@ fn login_into(mocks: Mocks, organization: OrganizationId) -> Result<SignIn, Logi
         Some(organization),
         &origin(),
     ))
+}
+
+/// Why the organization did not admit the sign-in (the test fails if it did).
+fn login_refusal(result: Result<SignIn, LoginError>) -> OrganizationRefused {
+    match result {
+        Err(LoginError::NotAdmitted(why)) => why,
+        other => panic!("expected the organization to refuse, got {other:?}"),
+    }
+}
+
+/// Why the organization did not admit the refresh (the test fails if it did).
+fn refresh_refusal(result: Result<String, RefreshError>) -> OrganizationRefused {
+    match result {
+        Err(RefreshError::NotAdmitted(why)) => why,
+        other => panic!("expected the organization to refuse, got {other:?}"),
+    }
 }
 
 fn refresh(mocks: Mocks, choice: OrganizationChoice) -> Result<String, RefreshError> {
@@ -125,79 +142,62 @@ fn a_login_into_an_organization_of_which_the_user_is_no_member_opens_nothing() {
 
     let refused = login_into(mocks, GLOBEX);
 
-    assert!(
-        matches!(
-            refused,
-            Err(LoginError::NotAdmitted(OrganizationRefused::NotMember))
-        ),
-        "{refused:?}"
-    );
+    assert_eq!(login_refusal(refused), OrganizationRefused::NotMember);
 }
 
-#[test]
-fn a_login_into_an_organization_requiring_mfa_without_a_second_factor_is_refused() {
+/// Ada, an admin of Acme on the business plan, signs in with her password into Acme under
+/// `policies`; no session may open, no token be signed.
+fn login_into_acme_under(policies: MockPolicyStore) -> Result<SignIn, LoginError> {
     let mut mocks = Mocks::new();
     mocks.ada_is_registered();
     mocks.password_check_says(true);
     mocks.ada_in_acme_as(Some(Role::Admin), Plan::Business);
-    mocks.policies = acme_requires_mfa_at_once(vec![MfaMethod::Totp], now() - Duration::days(1));
+    mocks.policies = policies;
     mocks
         .policies
         .expect_policies_of_member()
         .returning(|_| ready(Ok(Vec::new())));
     mocks.sessions.expect_create_session().never();
     mocks.signer.expect_sign().never();
+    login_into(mocks, ACME)
+}
 
-    let refused = login_into(mocks, ACME);
+#[test]
+fn a_login_into_an_organization_requiring_mfa_without_a_second_factor_is_refused() {
+    let refused = login_into_acme_under(acme_requires_mfa_at_once(
+        vec![MfaMethod::Totp],
+        now() - Duration::days(1),
+    ));
 
-    assert!(
-        matches!(
-            refused,
-            Err(LoginError::NotAdmitted(OrganizationRefused::MfaRequired))
-        ),
-        "{refused:?}"
-    );
+    assert_eq!(login_refusal(refused), OrganizationRefused::MfaRequired);
 }
 
 #[test]
 fn a_login_into_an_organization_from_outside_its_allowlist_is_refused() {
-    let mut mocks = Mocks::new();
-    mocks.ada_is_registered();
-    mocks.password_check_says(true);
-    mocks.ada_in_acme_as(Some(Role::Admin), Plan::Business);
-    mocks.policies = acme_allows_only("203.0.113.0/24");
-    mocks
-        .policies
-        .expect_policies_of_member()
-        .returning(|_| ready(Ok(Vec::new())));
-    mocks.sessions.expect_create_session().never();
+    let refused = login_into_acme_under(acme_allows_only("203.0.113.0/24"));
 
-    let refused = login_into(mocks, ACME);
-
-    assert!(
-        matches!(
-            refused,
-            Err(LoginError::NotAdmitted(OrganizationRefused::AddressNotAllowed(ClientAddress(address))))
-                if address == origin().client().0
-        ),
-        "{refused:?}"
+    assert_eq!(
+        login_refusal(refused),
+        OrganizationRefused::AddressNotAllowed(origin().client())
     );
 }
 
-/// Ada's session, scoped to Acme when it opened.
-fn session_in_acme() -> crate::model::Session {
-    crate::model::Session {
+/// Ada refreshes her session, scoped to Acme when it opened, where she is now `role` (`None`:
+/// no member) on the pro plan.
+fn refreshing_in_acme_as(role: Option<Role>) -> Mocks {
+    let mut mocks = Mocks::new();
+    mocks.refresh_token_opens(Some(crate::model::Session {
         organization_id: Some(ACME),
         ..ada_session()
-    }
+    }));
+    mocks.ada_is_registered();
+    mocks.ada_in_acme_as(role, Plan::Pro);
+    mocks
 }
 
 #[test]
 fn a_refresh_admits_again_and_carries_the_members_role_as_it_is_now() {
-    let mut mocks = Mocks::new();
-    mocks.refresh_token_opens(Some(session_in_acme()));
-    mocks.ada_is_registered();
-    mocks.ada_in_acme_as(Some(Role::Viewer), Plan::Pro);
+    let mut mocks = refreshing_in_acme_as(Some(Role::Viewer));
     mocks
         .sessions
         .expect_touch_session()
@@ -226,22 +226,13 @@ fn a_refresh_admits_again_and_carries_the_members_role_as_it_is_now() {
 
 #[test]
 fn a_member_removed_since_gets_no_token_for_the_organization_at_the_next_refresh() {
-    let mut mocks = Mocks::new();
-    mocks.refresh_token_opens(Some(session_in_acme()));
-    mocks.ada_is_registered();
-    mocks.ada_in_acme_as(None, Plan::Pro);
+    let mut mocks = refreshing_in_acme_as(None);
     mocks.sessions.expect_touch_session().never();
     mocks.signer.expect_sign().never();
 
     let refused = refresh(mocks, OrganizationChoice::Keep);
 
-    assert!(
-        matches!(
-            refused,
-            Err(RefreshError::NotAdmitted(OrganizationRefused::NotMember))
-        ),
-        "{refused:?}"
-    );
+    assert_eq!(refresh_refusal(refused), OrganizationRefused::NotMember);
 }
 
 #[test]
@@ -278,20 +269,11 @@ fn a_refresh_switches_the_sessions_organization_or_clears_it() {
 
 #[test]
 fn switching_to_an_organization_that_does_not_admit_changes_nothing() {
-    let mut mocks = Mocks::new();
-    mocks.refresh_token_opens(Some(session_in_acme()));
-    mocks.ada_is_registered();
-    mocks.ada_in_acme_as(Some(Role::Admin), Plan::Pro);
+    let mut mocks = refreshing_in_acme_as(Some(Role::Admin));
     mocks.sessions.expect_scope_session().never();
     mocks.signer.expect_sign().never();
 
     let refused = refresh(mocks, OrganizationChoice::Switch(GLOBEX));
 
-    assert!(
-        matches!(
-            refused,
-            Err(RefreshError::NotAdmitted(OrganizationRefused::NotMember))
-        ),
-        "{refused:?}"
-    );
+    assert_eq!(refresh_refusal(refused), OrganizationRefused::NotMember);
 }
