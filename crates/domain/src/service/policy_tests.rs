@@ -145,8 +145,7 @@ fn a_remembered_previous_password_cannot_be_chosen_again() {
             presented == NEW_PASSWORD && stored.as_ref().map(|h| h.as_phc()) == Some("$old-2")
         })
         .returning(|_, _| ready(Ok(true)));
-    mocks.hasher.expect_hash().never();
-    mocks.accounts.expect_change_password().never();
+    mocks.no_new_password_is_hashed_or_saved();
 
     let result = change_password(mocks, &ada_in_session(), ADA_PASSWORD, NEW_PASSWORD);
 

@@ -399,6 +399,12 @@ impl Mocks {
             .returning(|_| ready(Ok(Some(ada_credentials()))));
     }
 
+    /// The use case must refuse before it hashes a new password, and save none.
+    pub(super) fn no_new_password_is_hashed_or_saved(&mut self) {
+        self.hasher.expect_hash().never();
+        self.accounts.expect_change_password().never();
+    }
+
     pub(super) fn hashing_gives(&mut self, phc: &'static str) {
         self.hasher
             .expect_hash()
@@ -1244,8 +1250,7 @@ fn change_password_with_a_wrong_current_password_writes_nothing() {
     let mut mocks = Mocks::new();
     mocks.ada_is_registered();
     mocks.password_check_says(false);
-    mocks.hasher.expect_hash().never();
-    mocks.accounts.expect_change_password().never();
+    mocks.no_new_password_is_hashed_or_saved();
 
     assert!(matches!(
         change_password(mocks, &ada_in_session(), "not my password", NEW_PASSWORD),
@@ -1259,8 +1264,7 @@ fn change_password_to_the_same_password_is_refused() {
     mocks.ada_is_registered();
     // The current password is checked first, so the answer reveals nothing without it.
     mocks.password_check_says(true);
-    mocks.hasher.expect_hash().never();
-    mocks.accounts.expect_change_password().never();
+    mocks.no_new_password_is_hashed_or_saved();
 
     assert!(matches!(
         change_password(mocks, &ada_in_session(), ADA_PASSWORD, ADA_PASSWORD),
@@ -1272,8 +1276,7 @@ fn change_password_to_the_same_password_is_refused() {
 fn change_password_to_a_weak_password_is_refused() {
     let mut mocks = Mocks::new();
     mocks.ada_is_registered();
-    mocks.hasher.expect_hash().never();
-    mocks.accounts.expect_change_password().never();
+    mocks.no_new_password_is_hashed_or_saved();
 
     assert!(matches!(
         change_password(mocks, &ada_in_session(), ADA_PASSWORD, "short"),

@@ -79,6 +79,20 @@ impl Mocks {
         OAuthService::new((&ports).into(), auth)
     }
 
+    /// The use case must not issue a code.
+    fn no_code_is_saved(&mut self) {
+        self.authorization_codes
+            .expect_save_authorization_code()
+            .never();
+    }
+
+    /// The store saves every code it is given.
+    fn codes_are_saved(&mut self) {
+        self.authorization_codes
+            .expect_save_authorization_code()
+            .returning(|_, _| ready(Ok(())));
+    }
+
     fn application_is(&mut self, app: Option<Application>) {
         self.applications
             .expect_application_by_client_id()
@@ -230,10 +244,7 @@ fn nobody_signed_in_is_sent_to_sign_in_first() {
     let mut mocks = Mocks::new();
     mocks.application_is(Some(billing(&[CALLBACK])));
     mocks.acme_is_on(Plan::Enterprise);
-    mocks
-        .authorization_codes
-        .expect_save_authorization_code()
-        .never();
+    mocks.no_code_is_saved();
 
     match authorize(mocks, request(), false) {
         Ok(Authorization::SignIn { application }) => assert_eq!(application.organization_id, ACME),
@@ -247,10 +258,7 @@ fn may_grant() -> Mocks {
     mocks.application_is(Some(billing(&[CALLBACK])));
     mocks.acme_is_on(Plan::Enterprise);
     mocks.ada_is_member(true);
-    mocks
-        .authorization_codes
-        .expect_save_authorization_code()
-        .returning(|_, _| ready(Ok(())));
+    mocks.codes_are_saved();
     mocks
 }
 
@@ -406,10 +414,7 @@ fn request_errors_go_back_to_the_client_with_the_rfc_code_and_the_state() {
     for (edit, expected) in cases {
         let mut mocks = Mocks::new();
         mocks.application_is(Some(billing(&[CALLBACK])));
-        mocks
-            .authorization_codes
-            .expect_save_authorization_code()
-            .never();
+        mocks.no_code_is_saved();
         let mut bad = request();
         edit(&mut bad);
         let (base, query) = redirected(authorize(mocks, bad, true));
@@ -427,10 +432,7 @@ fn below_the_enterprise_plan_or_outside_the_organization_access_is_denied() {
         let mut mocks = Mocks::new();
         mocks.application_is(Some(billing(&[CALLBACK])));
         mocks.acme_is_on(plan);
-        mocks
-            .authorization_codes
-            .expect_save_authorization_code()
-            .never();
+        mocks.no_code_is_saved();
         let (_, query) = redirected(authorize(mocks, request(), true));
         assert_eq!(param(&query, "error"), Some("access_denied"), "{plan:?}");
         assert!(param(&query, "error_description")
@@ -441,10 +443,7 @@ fn below_the_enterprise_plan_or_outside_the_organization_access_is_denied() {
     mocks.application_is(Some(billing(&[CALLBACK])));
     mocks.acme_is_on(Plan::Enterprise);
     mocks.ada_is_member(false);
-    mocks
-        .authorization_codes
-        .expect_save_authorization_code()
-        .never();
+    mocks.no_code_is_saved();
     let (_, query) = redirected(authorize(mocks, request(), true));
     assert_eq!(param(&query, "error"), Some("access_denied"));
     assert_eq!(param(&query, "state"), Some("xyz 1"));
@@ -1191,10 +1190,7 @@ fn acme_requires_a_second_factor(mocks: &mut Mocks) {
         crate::model::MfaMethod::ALL.to_vec(),
         now() - Duration::days(2),
     );
-    mocks
-        .authorization_codes
-        .expect_save_authorization_code()
-        .never();
+    mocks.no_code_is_saved();
 }
 
 fn ada_has_a_confirmed_factor(mocks: &mut Mocks, confirmed: bool) {
@@ -1264,10 +1260,7 @@ fn a_member_outside_the_ip_allowlist_gets_no_code() {
     });
     // The request comes from 192.0.2.7 (`origin()`).
     mocks.policies = acme_allows_only("198.51.100.0/24");
-    mocks
-        .authorization_codes
-        .expect_save_authorization_code()
-        .never();
+    mocks.no_code_is_saved();
 
     match authorize(mocks, request(), true) {
         Ok(Authorization::NotAdmitted { reason, .. }) => {
@@ -1309,10 +1302,7 @@ fn ada_consented_to(mocks: &mut Mocks, scope: &'static str) {
 fn api_scopes_the_user_has_not_consented_to_ask_for_consent_first() {
     let mut mocks = admitted_mocks();
     ada_consented_to(&mut mocks, "org:read");
-    mocks
-        .authorization_codes
-        .expect_save_authorization_code()
-        .never();
+    mocks.no_code_is_saved();
 
     match authorize(mocks, asking_for("openid org:read members:read"), true) {
         Ok(Authorization::Consent { scopes, .. }) => {
@@ -1345,10 +1335,7 @@ fn a_remembered_consent_is_not_asked_for_again() {
 fn scopes_that_are_not_api_scopes_need_no_consent() {
     let mut mocks = admitted_mocks();
     mocks.authorization_codes.expect_consented_scopes().never();
-    mocks
-        .authorization_codes
-        .expect_save_authorization_code()
-        .returning(|_, _| ready(Ok(())));
+    mocks.codes_are_saved();
 
     let (_, query) = redirected(authorize(mocks, asking_for("openid email profile"), true));
     assert!(param(&query, "code").is_some());
@@ -1424,10 +1411,7 @@ fn allowing_remembers_the_consent_with_the_earlier_one_and_sends_a_code() {
 fn denying_tells_the_client_access_denied_and_remembers_nothing() {
     let mut mocks = admitted_mocks();
     mocks.authorization_codes.expect_save_consent().never();
-    mocks
-        .authorization_codes
-        .expect_save_authorization_code()
-        .never();
+    mocks.no_code_is_saved();
 
     let (base, query) = redirected(answer_consent(mocks, asking_for("org:read"), false));
     assert_eq!(base, CALLBACK);
