@@ -73,14 +73,7 @@ impl From<LoginError> for LinkError {
     }
 }
 
-impl From<PasswordRefused> for LinkError {
-    fn from(refused: PasswordRefused) -> Self {
-        match refused {
-            PasswordRefused::Weak(reason) => Self::WeakPassword(reason),
-            PasswordRefused::Failed(error) => Self::Internal(Box::new(error)),
-        }
-    }
-}
+from_refusals!(LinkError: PasswordRefused);
 
 impl From<ChangePasswordError> for LinkError {
     fn from(error: ChangePasswordError) -> Self {

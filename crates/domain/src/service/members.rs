@@ -548,12 +548,10 @@ impl MemberService {
         let previous = std::mem::replace(&mut member.role, role.clone());
         let mut data = payloads::member(&member);
         data["previous_role"] = json!(previous);
-        let changed = event(
+        let changed = actor.event(
             self.ports.random.as_ref(),
             now,
             EventType::MemberRoleChanged,
-            Some(actor.organization_id()),
-            actor.user_id(),
             data,
         );
         if !self
@@ -629,12 +627,10 @@ impl MemberService {
         let mut data = payloads::member(&member);
         data["removed_at"] = json!(timestamp::format(now));
         data["left"] = json!(leaving);
-        let removed = event(
+        let removed = actor.event(
             self.ports.random.as_ref(),
             now,
             EventType::MemberRemoved,
-            Some(actor.organization_id()),
-            actor.user_id(),
             data,
         );
         if !self

@@ -178,23 +178,9 @@ pub enum VerifyError {
     Internal(#[source] BoxError),
 }
 
-impl From<Admitting> for VerifyError {
-    fn from(error: Admitting) -> Self {
-        match error {
-            Admitting::Refused(refused) => Self::NotAdmitted(refused),
-            Admitting::Store(error) => Self::Store(error),
-        }
-    }
-}
+from_refusals!(VerifyError: Admitting);
 
-impl From<CheckError> for MfaError {
-    fn from(e: CheckError) -> Self {
-        match e {
-            CheckError::LockedOut(locked) => Self::LockedOut(locked),
-            CheckError::Hasher(e) => Self::Internal(Box::new(e)),
-        }
-    }
-}
+from_refusals!(MfaError: CheckError);
 
 /// Second factors and the second step of sign-ins.
 #[derive(Clone)]

@@ -1,5 +1,43 @@
 //! The use cases, written against the ports.
 
+/// `From` conversions of the refusals several use cases share into one use case's error, each
+/// to the variant of the same meaning: `Admitting` to `NotAdmitted` or `Store`, `CheckError`
+/// to `LockedOut` or `Internal`, `TokenError` to `Internal`, `PasswordRefused` to
+/// `WeakPassword` or `Internal`. The refusals' names are the caller's imports:
+/// `from_refusals!(LoginError: Admitting, TokenError);`
+macro_rules! from_refusals {
+    ($error:ty: $($refusal:ident),+ $(,)?) => {
+        $(
+            impl From<$refusal> for $error {
+                fn from(refusal: $refusal) -> Self {
+                    from_refusals!(@into refusal, $refusal)
+                }
+            }
+        )+
+    };
+    (@into $refusal:ident, Admitting) => {
+        match $refusal {
+            Admitting::Refused(refused) => Self::NotAdmitted(refused),
+            Admitting::Store(error) => Self::Store(error),
+        }
+    };
+    (@into $refusal:ident, CheckError) => {
+        match $refusal {
+            CheckError::LockedOut(locked) => Self::LockedOut(locked),
+            CheckError::Hasher(error) => Self::Internal(Box::new(error)),
+        }
+    };
+    (@into $refusal:ident, TokenError) => {
+        Self::Internal(Box::new($refusal))
+    };
+    (@into $refusal:ident, PasswordRefused) => {
+        match $refusal {
+            PasswordRefused::Weak(reason) => Self::WeakPassword(reason),
+            PasswordRefused::Failed(error) => Self::Internal(Box::new(error)),
+        }
+    };
+}
+
 mod api_keys;
 mod applications;
 mod audit_log;

@@ -222,12 +222,10 @@ impl OrganizationService {
         organization.updated_at = now;
         let mut data = payloads::organization(&organization);
         data["changed"] = json!(changed);
-        let updated = event(
+        let updated = actor.event(
             self.ports.random.as_ref(),
             now,
             EventType::OrganizationUpdated,
-            Some(organization.id),
-            actor.user_id(),
             data,
         );
         if !self
@@ -276,12 +274,10 @@ impl OrganizationService {
         let mut data = payloads::organization(&organization);
         data["changed"] = json!(["is_active"]);
         data["deleted_at"] = json!(timestamp::format(now));
-        let deleted = event(
+        let deleted = actor.event(
             self.ports.random.as_ref(),
             now,
             EventType::OrganizationUpdated,
-            Some(organization.id),
-            actor.user_id(),
             data,
         );
         if !self

@@ -49,14 +49,7 @@ pub enum TransferError {
     Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
-impl From<CheckError> for TransferError {
-    fn from(e: CheckError) -> Self {
-        match e {
-            CheckError::LockedOut(locked) => Self::LockedOut(locked),
-            CheckError::Hasher(e) => Self::Internal(Box::new(e)),
-        }
-    }
-}
+from_refusals!(TransferError: CheckError);
 
 /// What a transfer did.
 #[derive(Clone, Debug, PartialEq)]

@@ -4,7 +4,7 @@
 use serde_json::json;
 use time::OffsetDateTime;
 
-use super::{event, payloads, Actor, Forbidden};
+use super::{payloads, Actor, Forbidden};
 use crate::{
     model::{
         AuditAction, AuditRecord, Branding, BrandingChange, ClientAddress, EventType, Feature,
@@ -114,14 +114,7 @@ impl SettingsChange {
         let at = clock.now();
         let mut data = payloads::organization(&organization);
         data["changed"] = json!(changed);
-        let event = event(
-            random,
-            at,
-            EventType::OrganizationUpdated,
-            Some(organization.id),
-            actor.user_id(),
-            data,
-        );
+        let event = actor.event(random, at, EventType::OrganizationUpdated, data);
         let audit = actor
             .audit(random, at, action, origin)
             .on(TargetKind::Organization, organization.id);

@@ -66,23 +66,7 @@ pub enum ChangePasswordError {
     Internal(#[source] BoxError),
 }
 
-impl From<PasswordRefused> for ChangePasswordError {
-    fn from(refused: PasswordRefused) -> Self {
-        match refused {
-            PasswordRefused::Weak(reason) => Self::WeakPassword(reason),
-            PasswordRefused::Failed(error) => Self::Internal(Box::new(error)),
-        }
-    }
-}
-
-impl From<CheckError> for ChangePasswordError {
-    fn from(e: CheckError) -> Self {
-        match e {
-            CheckError::LockedOut(locked) => Self::LockedOut(locked),
-            CheckError::Hasher(e) => Self::Internal(Box::new(e)),
-        }
-    }
-}
+from_refusals!(ChangePasswordError: PasswordRefused, CheckError);
 
 impl AuthService {
     /// `raw` as a new password: `policy`'s length and composition rules first (cheap), then

@@ -42,20 +42,7 @@ pub enum RefreshError {
     Internal(#[source] BoxError),
 }
 
-impl From<Admitting> for RefreshError {
-    fn from(error: Admitting) -> Self {
-        match error {
-            Admitting::Refused(refused) => Self::NotAdmitted(refused),
-            Admitting::Store(error) => Self::Store(error),
-        }
-    }
-}
-
-impl From<TokenError> for RefreshError {
-    fn from(e: TokenError) -> Self {
-        Self::Internal(Box::new(e))
-    }
-}
+from_refusals!(RefreshError: Admitting, TokenError);
 
 impl AuthService {
     /// A new access token for a live session. The refresh token itself is not rotated (spec).

@@ -42,14 +42,7 @@ pub enum RegisterError {
     Internal(#[source] BoxError),
 }
 
-impl From<PasswordRefused> for RegisterError {
-    fn from(refused: PasswordRefused) -> Self {
-        match refused {
-            PasswordRefused::Weak(reason) => Self::WeakPassword(reason),
-            PasswordRefused::Failed(error) => Self::Internal(Box::new(error)),
-        }
-    }
-}
+from_refusals!(RegisterError: PasswordRefused);
 
 impl AuthService {
     /// Creates the user, their personal workspace and the owner membership, and records
