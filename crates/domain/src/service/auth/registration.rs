@@ -7,11 +7,11 @@ use super::{fold, AuthService, PasswordRefused};
 use crate::{
     model::{
         password_user_inputs, AuditAction, Email, EventType, FullName, NewOrganization, NewUser,
-        Organization, OrganizationId, OrganizationName, OrganizationSettings, OrganizationType,
-        Origin, PasswordError, PasswordHash, PasswordPolicy, Plan, Slug, User, UserId,
+        OrganizationId, OrganizationName, OrganizationType, Origin, PasswordError, PasswordHash,
+        PasswordPolicy, Plan, Slug, User, UserId,
     },
     ports::{BoxError, NewAccount, StoreError},
-    service::{event, payloads},
+    service::{event, organizations::founded, payloads},
 };
 
 /// What registration returns.
@@ -136,19 +136,7 @@ impl AuthService {
             updated_at: now,
             email_verified,
         });
-        let org_data = payloads::organization(&Organization {
-            id: workspace.id,
-            name: workspace.name.clone(),
-            slug: workspace.slug.clone(),
-            kind: workspace.kind,
-            plan: workspace.plan,
-            is_active: true,
-            settings: OrganizationSettings::default(),
-            member_count: 1,
-            application_count: 0,
-            created_at: now,
-            updated_at: now,
-        });
+        let org_data = payloads::organization(&founded(&workspace));
         let events = vec![
             event(
                 random,
