@@ -4,7 +4,7 @@
 use serde_json::json;
 use time::OffsetDateTime;
 
-use super::{audit, event, payloads, Actor, Forbidden, Principal};
+use super::{audit, event, payloads, user_event, Actor, Forbidden, Principal};
 use crate::{
     model::{
         timestamp, AssignedRole, AuditAction, AuditActor, AuditRecord, Branding, Email, EventType,
@@ -696,12 +696,11 @@ impl MemberService {
             return Err(MemberError::OwnsTeams);
         }
         let now = self.ports.clock.now();
-        let deleted = event(
+        let deleted = user_event(
             self.ports.random.as_ref(),
             now,
             EventType::UserDeleted,
-            None,
-            Some(user.id),
+            user.id,
             payloads::user(&user),
         );
         self.ports

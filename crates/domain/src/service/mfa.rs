@@ -13,7 +13,7 @@ use time::OffsetDateTime;
 use super::{
     audit,
     auth::{Admitting, CheckError, LockedOut, OrganizationRefused},
-    event, AuthService, Principal, TokenPair,
+    user_event, AuthService, Principal, TokenPair,
 };
 use crate::{
     model::{
@@ -295,12 +295,11 @@ impl MfaService {
         }
         let codes = self.recovery_codes();
         let hashes = codes.iter().map(|c| TokenHash::of(c.expose())).collect();
-        let enabled = event(
+        let enabled = user_event(
             self.ports.random.as_ref(),
             now,
             EventType::AuthMfaEnabled,
-            None,
-            Some(user),
+            user,
             json!({ "user_id": user, "method": method.as_str(), "factor_id": factor }),
         );
         Ok((codes, hashes, vec![enabled]))

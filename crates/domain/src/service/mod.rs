@@ -148,6 +148,18 @@ pub(crate) fn event(
     }
 }
 
+/// Builds the outbox event of something that happens to a user's own account (signing in or
+/// out, a profile, a password, a second factor): it names the user and no organization.
+pub(crate) fn user_event(
+    random: &dyn Random,
+    at: OffsetDateTime,
+    event_type: EventType,
+    user_id: UserId,
+    data: serde_json::Value,
+) -> NewEvent {
+    event(random, at, event_type, None, Some(user_id), data)
+}
+
 /// Starts an audit record with a fresh id, stamped with the time of the change.
 pub(crate) fn audit(
     random: &dyn Random,

@@ -36,7 +36,7 @@ use serde::Serialize;
 use serde_json::json;
 use time::{Duration, OffsetDateTime};
 
-use super::{audit, event};
+use super::{audit, user_event};
 use crate::{
     model::{
         Amr, AuditAction, AuditActor, AuditRecord, ClientGrant, EffectivePolicies, EventType,
@@ -207,12 +207,11 @@ impl AuthService {
             sso_organization_id: None,
             organization_id: None,
         };
-        let event = event(
+        let event = user_event(
             self.ports.random.as_ref(),
             now,
             EventType::AuthLogin,
-            None,
-            Some(user.id),
+            user.id,
             json!({
                 "user_id": user.id,
                 "session_id": session.id,

@@ -11,7 +11,7 @@ use crate::{
         UserCredentials, UserId,
     },
     ports::{BoxError, JudgeError, StoreError},
-    service::{audit, event, Principal},
+    service::{audit, user_event, Principal},
 };
 
 /// Who changes a password, for its audit record, and the session that stays open.
@@ -216,12 +216,11 @@ impl AuthService {
             .await
             .map_err(internal)?;
         let now = self.ports.clock.now();
-        let changed = event(
+        let changed = user_event(
             self.ports.random.as_ref(),
             now,
             EventType::AuthPasswordChanged,
-            None,
-            Some(user_id),
+            user_id,
             json!({ "user_id": user_id, "session_id": keep }),
         );
         let record = audit(

@@ -11,7 +11,7 @@ use crate::{
         PasswordPolicy, Plan, Slug, User, UserId,
     },
     ports::{BoxError, NewAccount, StoreError},
-    service::{event, organizations::founded, payloads},
+    service::{event, organizations::founded, payloads, user_event},
 };
 
 /// What registration returns.
@@ -138,14 +138,7 @@ impl AuthService {
         });
         let org_data = payloads::organization(&founded(&workspace));
         let events = vec![
-            event(
-                random,
-                now,
-                EventType::UserCreated,
-                None,
-                Some(user.id),
-                user_data,
-            ),
+            user_event(random, now, EventType::UserCreated, user.id, user_data),
             event(
                 random,
                 now,

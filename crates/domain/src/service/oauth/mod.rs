@@ -24,7 +24,7 @@ pub use token::{OAuthTokens, TokenGrant, MACHINE_TOKEN_SECONDS};
 use serde_json::json;
 use time::OffsetDateTime;
 
-use super::{audit, event, AuthService};
+use super::{audit, user_event, AuthService};
 use crate::{
     model::{
         client_secret_matches, Application, AuditAction, AuditActor, AuditRecord, ClientId,
@@ -186,12 +186,11 @@ impl OAuthService {
         record: AuditRecord,
         now: OffsetDateTime,
     ) -> Result<(), StoreError> {
-        let ended = event(
+        let ended = user_event(
             self.ports.random.as_ref(),
             now,
             EventType::AuthLogout,
-            None,
-            Some(user),
+            user,
             json!({ "user_id": user, "session_id": session, "reason": reason }),
         );
         self.ports
