@@ -104,12 +104,8 @@ impl OrganizationService {
         let now = organization.updated_at;
         let mut data = payloads::organization(organization);
         data["changed"] = json!(changed);
-        let event = actor.event(
-            self.ports.random.as_ref(),
-            now,
-            EventType::OrganizationUpdated,
-            data,
-        );
+        let random = self.ports.random.as_ref();
+        let event = actor.event(random, now, EventType::OrganizationUpdated, data);
         let record = self.record(actor.audit_actor(), action, organization.id, origin, now);
         (event, record)
     }
