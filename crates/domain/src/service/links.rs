@@ -6,7 +6,7 @@
 use super::{
     audit,
     auth::{ChangePasswordError, Changer, OrganizationRefused, PasswordRefused, SignIn},
-    AuthService, LockedOut, LoginError, Principal,
+    user_audit, AuthService, LockedOut, LoginError, Principal,
 };
 use crate::{
     model::{
@@ -452,10 +452,10 @@ impl EmailLinkService {
                 &taken.email,
                 now,
                 Some(
-                    audit(
+                    user_audit(
                         self.ports.random.as_ref(),
                         now,
-                        AuditActor::User(credentials.user.id),
+                        credentials.user.id,
                         AuditAction::EmailVerified,
                         origin,
                     )

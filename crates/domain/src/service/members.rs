@@ -4,11 +4,11 @@
 use serde_json::json;
 use time::OffsetDateTime;
 
-use super::{audit, event, payloads, user_event, Actor, Forbidden, Principal};
+use super::{event, payloads, user_audit, user_event, Actor, Forbidden, Principal};
 use crate::{
     model::{
-        timestamp, AssignedRole, AuditAction, AuditActor, AuditRecord, Branding, Email, EventType,
-        Feature, InvitableRole, Invitation, InvitationId, InvitationState, Member, MemberFilter,
+        timestamp, AssignedRole, AuditAction, AuditRecord, Branding, Email, EventType, Feature,
+        InvitableRole, Invitation, InvitationId, InvitationState, Member, MemberFilter,
         MemberStatus, NewInvitation, Organization, OrganizationId, OrganizationType, Origin, Page,
         PageRequest, Permission, Plan, Role, RoleRef, SecretToken, TargetKind, TokenHash,
         TokenKind, UserId, INVITATION_TTL_DAYS,
@@ -464,10 +464,10 @@ impl MemberService {
                 user.id,
                 now,
                 joined,
-                audit(
+                user_audit(
                     self.ports.random.as_ref(),
                     now,
-                    AuditActor::User(user.id),
+                    user.id,
                     AuditAction::MemberJoined,
                     origin,
                 )
@@ -708,10 +708,10 @@ impl MemberService {
             .delete_user(
                 user.id,
                 vec![deleted],
-                audit(
+                user_audit(
                     self.ports.random.as_ref(),
                     now,
-                    AuditActor::User(user.id),
+                    user.id,
                     AuditAction::UserDeleted,
                     origin,
                 )

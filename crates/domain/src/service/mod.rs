@@ -160,6 +160,18 @@ pub(crate) fn user_event(
     event(random, at, event_type, None, Some(user_id), data)
 }
 
+/// Starts the audit record of something a user does as themselves (by their session, not as a
+/// member of an organization nor through an API key).
+pub(crate) fn user_audit(
+    random: &dyn Random,
+    at: OffsetDateTime,
+    user_id: UserId,
+    action: AuditAction,
+    origin: &Origin,
+) -> AuditRecord {
+    audit(random, at, AuditActor::User(user_id), action, origin)
+}
+
 /// Starts an audit record with a fresh id, stamped with the time of the change.
 pub(crate) fn audit(
     random: &dyn Random,

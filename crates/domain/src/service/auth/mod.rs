@@ -36,12 +36,12 @@ use serde::Serialize;
 use serde_json::json;
 use time::{Duration, OffsetDateTime};
 
-use super::{audit, user_event};
+use super::{user_audit, user_event};
 use crate::{
     model::{
-        Amr, AuditAction, AuditActor, AuditRecord, ClientGrant, EffectivePolicies, EventType,
-        NewEvent, NewSession, Origin, SecretToken, SessionId, TargetKind, TokenKind,
-        TokenOrganization, User, UserId,
+        Amr, AuditAction, AuditRecord, ClientGrant, EffectivePolicies, EventType, NewEvent,
+        NewSession, Origin, SecretToken, SessionId, TargetKind, TokenKind, TokenOrganization, User,
+        UserId,
     },
     ports::{service_ports, AccessClaims, Audience, StoreError, TokenError, GATEHOUSE_AUDIENCE},
 };
@@ -171,14 +171,8 @@ impl AuthService {
         origin: &Origin,
         now: OffsetDateTime,
     ) -> AuditRecord {
-        audit(
-            self.ports.random.as_ref(),
-            now,
-            AuditActor::User(user_id),
-            action,
-            origin,
-        )
-        .on(TargetKind::User, user_id)
+        user_audit(self.ports.random.as_ref(), now, user_id, action, origin)
+            .on(TargetKind::User, user_id)
     }
 
     /// The session a sign-in opens for the user under their policies (and, through OAuth, for
