@@ -59,13 +59,7 @@ pub struct TotpEnrolment {
     pub otpauth_uri: String,
 }
 
-impl std::fmt::Debug for TotpEnrolment {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TotpEnrolment")
-            .field("id", &self.id)
-            .finish_non_exhaustive()
-    }
-}
+debug_showing!(TotpEnrolment { id });
 
 /// A WebAuthn registration handed to the browser.
 #[derive(Clone, Debug, PartialEq)]

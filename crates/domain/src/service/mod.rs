@@ -38,6 +38,20 @@ macro_rules! from_refusals {
     };
 }
 
+/// `Debug` that shows only the fields named: the others hold a secret (a token, a key, a
+/// password) that must never reach a log. `debug_showing!(CreatedApiKey { id, prefix });`
+macro_rules! debug_showing {
+    ($type:ident { $($field:ident),* $(,)? }) => {
+        impl std::fmt::Debug for $type {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($type))
+                    $(.field(stringify!($field), &self.$field))*
+                    .finish_non_exhaustive()
+            }
+        }
+    };
+}
+
 mod api_keys;
 mod applications;
 mod audit_log;

@@ -117,19 +117,9 @@ fn expose_secret<S: serde::Serializer>(secret: &SecretToken, s: S) -> Result<S::
     s.serialize_str(secret.expose())
 }
 
-impl std::fmt::Debug for AccessToken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AccessToken")
-            .field("expires_in", &self.expires_in)
-            .finish_non_exhaustive()
-    }
-}
+debug_showing!(AccessToken { expires_in });
 
-impl std::fmt::Debug for TokenPair {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TokenPair").finish_non_exhaustive()
-    }
-}
+debug_showing!(TokenPair {});
 
 /// What a refused login or refresh says when the password has expired.
 pub const PASSWORD_EXPIRED: &str = "the password has expired under your organization's \

@@ -59,13 +59,7 @@ pub struct ClientCredentials {
     pub client_secret: SecretToken,
 }
 
-impl std::fmt::Debug for ClientCredentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ClientCredentials")
-            .field("client_id", &self.client_id)
-            .finish_non_exhaustive()
-    }
-}
+debug_showing!(ClientCredentials { client_id });
 
 /// Why an OAuth endpoint (token, userinfo, revocation, introspection) refused a request.
 #[derive(Debug, thiserror::Error)]
