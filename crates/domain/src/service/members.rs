@@ -11,7 +11,7 @@ use crate::{
         InvitableRole, Invitation, InvitationId, InvitationState, Member, MemberFilter,
         MemberStatus, NewInvitation, Organization, OrganizationId, OrganizationType, Origin, Page,
         PageRequest, Permission, Plan, Role, RoleRef, SecretToken, TargetKind, TokenHash,
-        TokenKind, UserId, INVITATION_TTL_DAYS,
+        TokenKind, User, UserId, INVITATION_TTL_DAYS,
     },
     ports::{service_ports, Mail, StoreError},
 };
@@ -225,12 +225,10 @@ impl MemberService {
             accepted_at: None,
             joined_at: now,
         };
-        let invited = event(
+        let invited = actor.event(
             self.ports.random.as_ref(),
             now,
             EventType::MemberInvited,
-            Some(organization.id),
-            Some(inviter),
             payloads::member(&member),
         );
         match self
@@ -421,13 +419,7 @@ impl MemberService {
             return Err(MemberError::NotAUser);
         }
         let invitation = invitation.ok_or(MemberError::InvitationNotFound)?;
-        let user = self
-            .ports
-            .accounts
-            .credentials_by_id(principal.user_id())
-            .await?
-            .ok_or(MemberError::NotAUser)?
-            .user;
+        let user = self.user_of(principal).await?;
         if user.email != invitation.email {
             return Err(MemberError::NotTheInvitee);
         }
@@ -587,6 +579,17 @@ impl MemberService {
             .ok_or(MemberError::UnknownRole(name))
     }
 
+    /// The principal's user account; gone, [`MemberError::NotAUser`].
+    async fn user_of(&self, principal: &Principal) -> Result<User, MemberError> {
+        Ok(self
+            .ports
+            .accounts
+            .credentials_by_id(principal.user_id())
+            .await?
+            .ok_or(MemberError::NotAUser)?
+            .user)
+    }
+
     /// The audit record of a change to a member, by the actor.
     fn member_audit(
         &self,
@@ -679,13 +682,7 @@ impl MemberService {
         if matches!(principal, Principal::ApiKey { .. }) {
             return Err(MemberError::NotAUser);
         }
-        let user = self
-            .ports
-            .accounts
-            .credentials_by_id(principal.user_id())
-            .await?
-            .ok_or(MemberError::NotAUser)?
-            .user;
+        let user = self.user_of(principal).await?;
         if !self
             .ports
             .members
@@ -722,13 +719,6 @@ impl MemberService {
     }
 
     async fn email_of(&self, principal: &Principal) -> Result<Email, MemberError> {
-        Ok(self
-            .ports
-            .accounts
-            .credentials_by_id(principal.user_id())
-            .await?
-            .ok_or(MemberError::NotAUser)?
-            .user
-            .email)
+        Ok(self.user_of(principal).await?.email)
     }
 }
