@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::{event, Actor, CreatedApiKey, Forbidden};
+use super::{Actor, CreatedApiKey, Forbidden};
 use crate::{
     model::{
         timestamp, ApiKey, ApiKeyId, ApiKeyName, AssignedRole, AuditAction, CustomRole, EventType,
@@ -195,12 +195,10 @@ impl IamService {
             created_at: now,
             updated_at: now,
         };
-        let created = event(
+        let created = actor.event(
             random,
             now,
             EventType::ServiceAccountCreated,
-            Some(account.organization_id),
-            Some(created_by),
             payload(&account),
         );
         let record = actor
