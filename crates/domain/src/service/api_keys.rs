@@ -35,14 +35,7 @@ pub struct CreatedApiKey {
     pub created_at: OffsetDateTime,
 }
 
-impl std::fmt::Debug for CreatedApiKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CreatedApiKey")
-            .field("id", &self.id)
-            .field("prefix", &self.prefix)
-            .finish_non_exhaustive()
-    }
-}
+debug_showing!(CreatedApiKey { id, prefix });
 
 impl CreatedApiKey {
     /// The key as stored, with its secret for this one response.

@@ -6,7 +6,7 @@
 use serde_json::json;
 use time::OffsetDateTime;
 
-use super::{event, payloads, Actor, Forbidden};
+use super::{payloads, Actor, Forbidden};
 use crate::{
     model::{
         Application, ApplicationChange, ApplicationId, ApplicationName, AuditAction, AuditRecord,
@@ -68,14 +68,7 @@ impl ApplicationService {
         if let Some(changed) = changed {
             data["changed"] = json!(changed);
         }
-        event(
-            self.ports.random.as_ref(),
-            at,
-            event_type,
-            Some(app.organization_id),
-            actor.user_id(),
-            data,
-        )
+        actor.event(self.ports.random.as_ref(), at, event_type, data)
     }
 
     /// The audit record of a change to an application, by the actor.

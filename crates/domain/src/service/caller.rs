@@ -19,8 +19,9 @@ use time::OffsetDateTime;
 use crate::{
     model::{
         Amr, ApiKeyId, ApiScopes, ApplicationId, AssignedRole, AuditAction, AuditActor,
-        AuditRecord, ClientId, Membership, OrganizationId, Origin, Permission, PermissionSet, Plan,
-        Role, ScimTokenId, Scope, ServiceAccount, SessionId, UserId, DIRECTORY_PERMISSIONS,
+        AuditRecord, ClientId, EventType, Membership, NewEvent, OrganizationId, Origin, Permission,
+        PermissionSet, Plan, Role, ScimTokenId, Scope, ServiceAccount, SessionId, UserId,
+        DIRECTORY_PERMISSIONS,
     },
     ports::Random,
 };
@@ -275,6 +276,25 @@ impl Actor {
     ) -> AuditRecord {
         super::audit(random, at, self.audit_actor(), action, origin)
             .in_organization(self.organization_id())
+    }
+
+    /// The outbox event of a change the actor makes in their organization now: the
+    /// organization's, and their user's when a person acts.
+    pub(crate) fn event(
+        &self,
+        random: &dyn Random,
+        at: OffsetDateTime,
+        event_type: EventType,
+        data: serde_json::Value,
+    ) -> NewEvent {
+        super::event(
+            random,
+            at,
+            event_type,
+            Some(self.organization_id()),
+            self.user_id(),
+            data,
+        )
     }
 
     /// Who acts, as the audit log names them.

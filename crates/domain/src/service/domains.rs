@@ -6,7 +6,7 @@
 use serde_json::json;
 use time::OffsetDateTime;
 
-use super::{event, Actor, Forbidden};
+use super::{Actor, Forbidden};
 use crate::{
     model::{
         AuditAction, AuditRecord, ClaimableDomain, DomainId, EventType, NewEvent,
@@ -102,12 +102,10 @@ impl DomainService {
         domain: &OrganizationDomain,
         now: OffsetDateTime,
     ) -> NewEvent {
-        event(
+        actor.event(
             self.ports.random.as_ref(),
             now,
             event_type,
-            Some(domain.organization_id),
-            actor.user_id(),
             json!({
                 "id": domain.id,
                 "organization_id": domain.organization_id,

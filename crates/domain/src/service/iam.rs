@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::{event, Actor, CreatedApiKey, Forbidden};
+use super::{Actor, CreatedApiKey, Forbidden};
 use crate::{
     model::{
         timestamp, ApiKey, ApiKeyId, ApiKeyName, AssignedRole, AuditAction, CustomRole, EventType,
@@ -195,12 +195,10 @@ impl IamService {
             created_at: now,
             updated_at: now,
         };
-        let created = event(
+        let created = actor.event(
             random,
             now,
             EventType::ServiceAccountCreated,
-            Some(account.organization_id),
-            Some(created_by),
             payload(&account),
         );
         let record = actor
@@ -270,14 +268,7 @@ impl IamService {
         }
         let mut data = payload(&updated);
         data["previous_role"] = json!(current.role);
-        let changed = event(
-            random,
-            now,
-            EventType::ServiceAccountUpdated,
-            Some(current.organization_id),
-            actor.user_id(),
-            data,
-        );
+        let changed = actor.event(random, now, EventType::ServiceAccountUpdated, data);
         let record = actor
             .audit(random, now, AuditAction::ServiceAccountUpdated, origin)
             .on(TargetKind::ServiceAccount, id);
@@ -311,14 +302,7 @@ impl IamService {
         let random = self.ports.random.as_ref();
         let mut data = payload(&account);
         data["deleted_at"] = json!(timestamp::format(now));
-        let deleted = event(
-            random,
-            now,
-            EventType::ServiceAccountDeleted,
-            Some(account.organization_id),
-            actor.user_id(),
-            data,
-        );
+        let deleted = actor.event(random, now, EventType::ServiceAccountDeleted, data);
         let record = actor
             .audit(random, now, AuditAction::ServiceAccountDeleted, origin)
             .on(TargetKind::ServiceAccount, id);
@@ -468,14 +452,7 @@ impl IamService {
             created_at: now,
             updated_at: now,
         };
-        let created = event(
-            random,
-            now,
-            EventType::RoleCreated,
-            Some(role.organization_id),
-            actor.user_id(),
-            role_payload(&role),
-        );
+        let created = actor.event(random, now, EventType::RoleCreated, role_payload(&role));
         let record = actor
             .audit(random, now, AuditAction::RoleCreated, origin)
             .on(TargetKind::Role, &role.key);
@@ -530,14 +507,7 @@ impl IamService {
         }
         let mut data = role_payload(&updated);
         data["previous_permissions"] = json!(current.permissions);
-        let changed = event(
-            random,
-            now,
-            EventType::RoleUpdated,
-            Some(current.organization_id),
-            actor.user_id(),
-            data,
-        );
+        let changed = actor.event(random, now, EventType::RoleUpdated, data);
         let record = actor
             .audit(random, now, AuditAction::RoleUpdated, origin)
             .on(TargetKind::Role, key);
@@ -559,14 +529,7 @@ impl IamService {
         self.may_define(actor, current.permissions)?;
         let now = self.ports.clock.now();
         let random = self.ports.random.as_ref();
-        let deleted = event(
-            random,
-            now,
-            EventType::RoleDeleted,
-            Some(current.organization_id),
-            actor.user_id(),
-            role_payload(&current),
-        );
+        let deleted = actor.event(random, now, EventType::RoleDeleted, role_payload(&current));
         let record = actor
             .audit(random, now, AuditAction::RoleDeleted, origin)
             .on(TargetKind::Role, key);

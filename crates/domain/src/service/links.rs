@@ -6,7 +6,7 @@
 use super::{
     audit,
     auth::{ChangePasswordError, Changer, OrganizationRefused, PasswordRefused, SignIn},
-    AuthService, LockedOut, LoginError, Principal,
+    user_audit, AuthService, LockedOut, LoginError, Principal,
 };
 use crate::{
     model::{
@@ -73,14 +73,7 @@ impl From<LoginError> for LinkError {
     }
 }
 
-impl From<PasswordRefused> for LinkError {
-    fn from(refused: PasswordRefused) -> Self {
-        match refused {
-            PasswordRefused::Weak(reason) => Self::WeakPassword(reason),
-            PasswordRefused::Failed(error) => Self::Internal(Box::new(error)),
-        }
-    }
-}
+from_refusals!(LinkError: PasswordRefused);
 
 impl From<ChangePasswordError> for LinkError {
     fn from(error: ChangePasswordError) -> Self {
@@ -459,10 +452,10 @@ impl EmailLinkService {
                 &taken.email,
                 now,
                 Some(
-                    audit(
+                    user_audit(
                         self.ports.random.as_ref(),
                         now,
-                        AuditActor::User(credentials.user.id),
+                        credentials.user.id,
                         AuditAction::EmailVerified,
                         origin,
                     )

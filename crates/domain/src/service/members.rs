@@ -4,14 +4,14 @@
 use serde_json::json;
 use time::OffsetDateTime;
 
-use super::{audit, event, payloads, Actor, Forbidden, Principal};
+use super::{event, payloads, user_audit, user_event, Actor, Forbidden, Principal};
 use crate::{
     model::{
-        timestamp, AssignedRole, AuditAction, AuditActor, AuditRecord, Branding, Email, EventType,
-        Feature, InvitableRole, Invitation, InvitationId, InvitationState, Member, MemberFilter,
+        timestamp, AssignedRole, AuditAction, AuditRecord, Branding, Email, EventType, Feature,
+        InvitableRole, Invitation, InvitationId, InvitationState, Member, MemberFilter,
         MemberStatus, NewInvitation, Organization, OrganizationId, OrganizationType, Origin, Page,
         PageRequest, Permission, Plan, Role, RoleRef, SecretToken, TargetKind, TokenHash,
-        TokenKind, UserId, INVITATION_TTL_DAYS,
+        TokenKind, User, UserId, INVITATION_TTL_DAYS,
     },
     ports::{service_ports, Mail, StoreError},
 };
@@ -225,12 +225,10 @@ impl MemberService {
             accepted_at: None,
             joined_at: now,
         };
-        let invited = event(
+        let invited = actor.event(
             self.ports.random.as_ref(),
             now,
             EventType::MemberInvited,
-            Some(organization.id),
-            Some(inviter),
             payloads::member(&member),
         );
         match self
@@ -421,13 +419,7 @@ impl MemberService {
             return Err(MemberError::NotAUser);
         }
         let invitation = invitation.ok_or(MemberError::InvitationNotFound)?;
-        let user = self
-            .ports
-            .accounts
-            .credentials_by_id(principal.user_id())
-            .await?
-            .ok_or(MemberError::NotAUser)?
-            .user;
+        let user = self.user_of(principal).await?;
         if user.email != invitation.email {
             return Err(MemberError::NotTheInvitee);
         }
@@ -464,10 +456,10 @@ impl MemberService {
                 user.id,
                 now,
                 joined,
-                audit(
+                user_audit(
                     self.ports.random.as_ref(),
                     now,
-                    AuditActor::User(user.id),
+                    user.id,
                     AuditAction::MemberJoined,
                     origin,
                 )
@@ -548,12 +540,10 @@ impl MemberService {
         let previous = std::mem::replace(&mut member.role, role.clone());
         let mut data = payloads::member(&member);
         data["previous_role"] = json!(previous);
-        let changed = event(
+        let changed = actor.event(
             self.ports.random.as_ref(),
             now,
             EventType::MemberRoleChanged,
-            Some(actor.organization_id()),
-            actor.user_id(),
             data,
         );
         if !self
@@ -587,6 +577,17 @@ impl MemberService {
         super::iam::resolve_role(self.ports.roles.as_ref(), organization_id, role)
             .await?
             .ok_or(MemberError::UnknownRole(name))
+    }
+
+    /// The principal's user account; gone, [`MemberError::NotAUser`].
+    async fn user_of(&self, principal: &Principal) -> Result<User, MemberError> {
+        Ok(self
+            .ports
+            .accounts
+            .credentials_by_id(principal.user_id())
+            .await?
+            .ok_or(MemberError::NotAUser)?
+            .user)
     }
 
     /// The audit record of a change to a member, by the actor.
@@ -629,12 +630,10 @@ impl MemberService {
         let mut data = payloads::member(&member);
         data["removed_at"] = json!(timestamp::format(now));
         data["left"] = json!(leaving);
-        let removed = event(
+        let removed = actor.event(
             self.ports.random.as_ref(),
             now,
             EventType::MemberRemoved,
-            Some(actor.organization_id()),
-            actor.user_id(),
             data,
         );
         if !self
@@ -683,13 +682,7 @@ impl MemberService {
         if matches!(principal, Principal::ApiKey { .. }) {
             return Err(MemberError::NotAUser);
         }
-        let user = self
-            .ports
-            .accounts
-            .credentials_by_id(principal.user_id())
-            .await?
-            .ok_or(MemberError::NotAUser)?
-            .user;
+        let user = self.user_of(principal).await?;
         if !self
             .ports
             .members
@@ -700,12 +693,11 @@ impl MemberService {
             return Err(MemberError::OwnsTeams);
         }
         let now = self.ports.clock.now();
-        let deleted = event(
+        let deleted = user_event(
             self.ports.random.as_ref(),
             now,
             EventType::UserDeleted,
-            None,
-            Some(user.id),
+            user.id,
             payloads::user(&user),
         );
         self.ports
@@ -713,10 +705,10 @@ impl MemberService {
             .delete_user(
                 user.id,
                 vec![deleted],
-                audit(
+                user_audit(
                     self.ports.random.as_ref(),
                     now,
-                    AuditActor::User(user.id),
+                    user.id,
                     AuditAction::UserDeleted,
                     origin,
                 )
@@ -727,13 +719,6 @@ impl MemberService {
     }
 
     async fn email_of(&self, principal: &Principal) -> Result<Email, MemberError> {
-        Ok(self
-            .ports
-            .accounts
-            .credentials_by_id(principal.user_id())
-            .await?
-            .ok_or(MemberError::NotAUser)?
-            .user
-            .email)
+        Ok(self.user_of(principal).await?.email)
     }
 }

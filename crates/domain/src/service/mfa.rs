@@ -13,7 +13,7 @@ use time::OffsetDateTime;
 use super::{
     audit,
     auth::{Admitting, CheckError, LockedOut, OrganizationRefused},
-    event, AuthService, Principal, TokenPair,
+    user_event, AuthService, Principal, TokenPair,
 };
 use crate::{
     model::{
@@ -59,13 +59,7 @@ pub struct TotpEnrolment {
     pub otpauth_uri: String,
 }
 
-impl std::fmt::Debug for TotpEnrolment {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TotpEnrolment")
-            .field("id", &self.id)
-            .finish_non_exhaustive()
-    }
-}
+debug_showing!(TotpEnrolment { id });
 
 /// A WebAuthn registration handed to the browser.
 #[derive(Clone, Debug, PartialEq)]
@@ -178,23 +172,9 @@ pub enum VerifyError {
     Internal(#[source] BoxError),
 }
 
-impl From<Admitting> for VerifyError {
-    fn from(error: Admitting) -> Self {
-        match error {
-            Admitting::Refused(refused) => Self::NotAdmitted(refused),
-            Admitting::Store(error) => Self::Store(error),
-        }
-    }
-}
+from_refusals!(VerifyError: Admitting);
 
-impl From<CheckError> for MfaError {
-    fn from(e: CheckError) -> Self {
-        match e {
-            CheckError::LockedOut(locked) => Self::LockedOut(locked),
-            CheckError::Hasher(e) => Self::Internal(Box::new(e)),
-        }
-    }
-}
+from_refusals!(MfaError: CheckError);
 
 /// Second factors and the second step of sign-ins.
 #[derive(Clone)]
@@ -309,12 +289,11 @@ impl MfaService {
         }
         let codes = self.recovery_codes();
         let hashes = codes.iter().map(|c| TokenHash::of(c.expose())).collect();
-        let enabled = event(
+        let enabled = user_event(
             self.ports.random.as_ref(),
             now,
             EventType::AuthMfaEnabled,
-            None,
-            Some(user),
+            user,
             json!({ "user_id": user, "method": method.as_str(), "factor_id": factor }),
         );
         Ok((codes, hashes, vec![enabled]))

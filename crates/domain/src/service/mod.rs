@@ -1,5 +1,57 @@
 //! The use cases, written against the ports.
 
+/// `From` conversions of the refusals several use cases share into one use case's error, each
+/// to the variant of the same meaning: `Admitting` to `NotAdmitted` or `Store`, `CheckError`
+/// to `LockedOut` or `Internal`, `TokenError` to `Internal`, `PasswordRefused` to
+/// `WeakPassword` or `Internal`. The refusals' names are the caller's imports:
+/// `from_refusals!(LoginError: Admitting, TokenError);`
+macro_rules! from_refusals {
+    ($error:ty: $($refusal:ident),+ $(,)?) => {
+        $(
+            impl From<$refusal> for $error {
+                fn from(refusal: $refusal) -> Self {
+                    from_refusals!(@into refusal, $refusal)
+                }
+            }
+        )+
+    };
+    (@into $refusal:ident, Admitting) => {
+        match $refusal {
+            Admitting::Refused(refused) => Self::NotAdmitted(refused),
+            Admitting::Store(error) => Self::Store(error),
+        }
+    };
+    (@into $refusal:ident, CheckError) => {
+        match $refusal {
+            CheckError::LockedOut(locked) => Self::LockedOut(locked),
+            CheckError::Hasher(error) => Self::Internal(Box::new(error)),
+        }
+    };
+    (@into $refusal:ident, TokenError) => {
+        Self::Internal(Box::new($refusal))
+    };
+    (@into $refusal:ident, PasswordRefused) => {
+        match $refusal {
+            PasswordRefused::Weak(reason) => Self::WeakPassword(reason),
+            PasswordRefused::Failed(error) => Self::Internal(Box::new(error)),
+        }
+    };
+}
+
+/// `Debug` that shows only the fields named: the others hold a secret (a token, a key, a
+/// password) that must never reach a log. `debug_showing!(CreatedApiKey { id, prefix });`
+macro_rules! debug_showing {
+    ($type:ident { $($field:ident),* $(,)? }) => {
+        impl std::fmt::Debug for $type {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($type))
+                    $(.field(stringify!($field), &self.$field))*
+                    .finish_non_exhaustive()
+            }
+        }
+    };
+}
+
 mod api_keys;
 mod applications;
 mod audit_log;
@@ -108,6 +160,30 @@ pub(crate) fn event(
         data,
         occurred_at: at,
     }
+}
+
+/// Builds the outbox event of something that happens to a user's own account (signing in or
+/// out, a profile, a password, a second factor): it names the user and no organization.
+pub(crate) fn user_event(
+    random: &dyn Random,
+    at: OffsetDateTime,
+    event_type: EventType,
+    user_id: UserId,
+    data: serde_json::Value,
+) -> NewEvent {
+    event(random, at, event_type, None, Some(user_id), data)
+}
+
+/// Starts the audit record of something a user does as themselves (by their session, not as a
+/// member of an organization nor through an API key).
+pub(crate) fn user_audit(
+    random: &dyn Random,
+    at: OffsetDateTime,
+    user_id: UserId,
+    action: AuditAction,
+    origin: &Origin,
+) -> AuditRecord {
+    audit(random, at, AuditActor::User(user_id), action, origin)
 }
 
 /// Starts an audit record with a fresh id, stamped with the time of the change.

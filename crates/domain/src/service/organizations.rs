@@ -6,8 +6,8 @@ use time::OffsetDateTime;
 use super::{audit, event, payloads, Actor, Forbidden, Principal};
 use crate::{
     model::{
-        timestamp, AuditAction, AuditActor, AuditRecord, EventType, NewOrganization, Organization,
-        OrganizationChange, OrganizationFilter, OrganizationId, OrganizationName,
+        timestamp, AuditAction, AuditActor, AuditRecord, EventType, NewEvent, NewOrganization,
+        Organization, OrganizationChange, OrganizationFilter, OrganizationId, OrganizationName,
         OrganizationSettings, OrganizationType, Origin, Page, PageRequest, Permission, Plan, Slug,
         TargetKind,
     },
@@ -52,6 +52,24 @@ pub struct DeletedOrganization {
     pub deleted_at: OffsetDateTime,
 }
 
+/// An organization as its creation makes it: active, with the default settings, its owner its
+/// one member, no applications yet.
+pub(crate) fn founded(new: &NewOrganization) -> Organization {
+    Organization {
+        id: new.id,
+        name: new.name.clone(),
+        slug: new.slug.clone(),
+        kind: new.kind,
+        plan: new.plan,
+        is_active: true,
+        settings: OrganizationSettings::default(),
+        member_count: 1,
+        application_count: 0,
+        created_at: new.created_at,
+        updated_at: new.created_at,
+    }
+}
+
 service_ports! {
     /// The ports [`OrganizationService`] uses.
     pub struct OrganizationPorts { organizations: OrganizationStore, clock: Clock, random: Random }
@@ -70,6 +88,26 @@ impl OrganizationService {
         audit(self.ports.random.as_ref(), now, actor, action, origin)
             .in_organization(organization_id)
             .on(TargetKind::Organization, organization_id)
+    }
+
+    /// The `organization.updated` event of the actor's change to the organization, naming the
+    /// fields that changed, and its audit record as `action`; at the organization's
+    /// `updated_at`.
+    fn updated(
+        &self,
+        actor: &Actor,
+        organization: &Organization,
+        changed: &[&str],
+        action: AuditAction,
+        origin: &Origin,
+    ) -> (NewEvent, AuditRecord) {
+        let now = organization.updated_at;
+        let mut data = payloads::organization(organization);
+        data["changed"] = json!(changed);
+        let random = self.ports.random.as_ref();
+        let event = actor.event(random, now, EventType::OrganizationUpdated, data);
+        let record = self.record(actor.audit_actor(), action, organization.id, origin, now);
+        (event, record)
     }
 }
 
@@ -134,22 +172,21 @@ impl OrganizationService {
         origin: &Origin,
     ) -> Result<Organization, OrganizationError> {
         let owner = principal.user_id();
-        let generated = slug.is_none();
-        let base = slug.unwrap_or_else(|| Slug::generate_from(name.as_ref()));
         let now = self.ports.clock.now();
-        let mut organization = Organization {
+        // A generated slug is the store's to finish: it takes the first free candidate (`acme`,
+        // `acme-2`, ...) in the transaction that inserts, and the next one when a concurrent
+        // creation took it, so that any number of twins created at once all succeed. A slug the
+        // caller chose is taken as it is, or refused.
+        let new = NewOrganization {
             id: self.ports.random.uuid().into(),
+            slug_generated: slug.is_none(),
+            slug: slug.unwrap_or_else(|| Slug::generate_from(name.as_ref())),
             name,
-            slug: base,
             kind,
             plan: Plan::Free,
-            is_active: true,
-            settings: OrganizationSettings::default(),
-            member_count: 1,
-            application_count: 0,
             created_at: now,
-            updated_at: now,
         };
+        let mut organization = founded(&new);
         let created = event(
             self.ports.random.as_ref(),
             now,
@@ -158,19 +195,6 @@ impl OrganizationService {
             Some(owner),
             payloads::organization(&organization),
         );
-        // A generated slug is the store's to finish: it takes the first free candidate (`acme`,
-        // `acme-2`, ...) in the transaction that inserts, and the next one when a concurrent
-        // creation took it, so that any number of twins created at once all succeed. A slug the
-        // caller chose is taken as it is, or refused.
-        let new = NewOrganization {
-            id: organization.id,
-            name: organization.name.clone(),
-            slug: organization.slug.clone(),
-            slug_generated: generated,
-            kind,
-            plan: Plan::Free,
-            created_at: now,
-        };
         organization.slug = self
             .ports
             .organizations
@@ -192,7 +216,16 @@ impl OrganizationService {
 
     /// The organization, with settings and counts.
     pub async fn get(&self, actor: &Actor) -> Result<Organization, OrganizationError> {
-        actor.require(Permission::OrganizationRead)?;
+        self.organization(actor, Permission::OrganizationRead).await
+    }
+
+    /// The actor's organization, when the actor has the permission.
+    async fn organization(
+        &self,
+        actor: &Actor,
+        permission: Permission,
+    ) -> Result<Organization, OrganizationError> {
+        actor.require(permission)?;
         self.ports
             .organizations
             .organization(actor.organization_id())
@@ -207,45 +240,26 @@ impl OrganizationService {
         change: OrganizationChange,
         origin: &Origin,
     ) -> Result<Organization, OrganizationError> {
-        actor.require(Permission::OrganizationUpdate)?;
         let mut organization = self
-            .ports
-            .organizations
-            .organization(actor.organization_id())
-            .await?
-            .ok_or(OrganizationError::NotFound)?;
+            .organization(actor, Permission::OrganizationUpdate)
+            .await?;
         let changed = change.apply_to(&mut organization);
         if changed.is_empty() {
             return Ok(organization);
         }
         let now = self.ports.clock.now();
         organization.updated_at = now;
-        let mut data = payloads::organization(&organization);
-        data["changed"] = json!(changed);
-        let updated = event(
-            self.ports.random.as_ref(),
-            now,
-            EventType::OrganizationUpdated,
-            Some(organization.id),
-            actor.user_id(),
-            data,
+        let (updated, record) = self.updated(
+            actor,
+            &organization,
+            &changed,
+            AuditAction::OrganizationUpdated,
+            origin,
         );
         if !self
             .ports
             .organizations
-            .update_organization(
-                organization.id,
-                change,
-                now,
-                updated,
-                self.record(
-                    actor.audit_actor(),
-                    AuditAction::OrganizationUpdated,
-                    organization.id,
-                    origin,
-                    now,
-                ),
-            )
+            .update_organization(organization.id, change, now, updated, record)
             .await?
         {
             return Err(OrganizationError::NotFound);
@@ -260,45 +274,27 @@ impl OrganizationService {
         actor: &Actor,
         origin: &Origin,
     ) -> Result<DeletedOrganization, OrganizationError> {
-        actor.require(Permission::OrganizationDelete)?;
         let mut organization = self
-            .ports
-            .organizations
-            .organization(actor.organization_id())
-            .await?
-            .ok_or(OrganizationError::NotFound)?;
+            .organization(actor, Permission::OrganizationDelete)
+            .await?;
         if organization.kind == OrganizationType::Personal {
             return Err(OrganizationError::PersonalWorkspace);
         }
         let now = self.ports.clock.now();
         organization.is_active = false;
         organization.updated_at = now;
-        let mut data = payloads::organization(&organization);
-        data["changed"] = json!(["is_active"]);
-        data["deleted_at"] = json!(timestamp::format(now));
-        let deleted = event(
-            self.ports.random.as_ref(),
-            now,
-            EventType::OrganizationUpdated,
-            Some(organization.id),
-            actor.user_id(),
-            data,
+        let (mut deleted, record) = self.updated(
+            actor,
+            &organization,
+            &["is_active"],
+            AuditAction::OrganizationDeleted,
+            origin,
         );
+        deleted.data["deleted_at"] = json!(timestamp::format(now));
         if !self
             .ports
             .organizations
-            .delete_organization(
-                organization.id,
-                now,
-                deleted,
-                self.record(
-                    actor.audit_actor(),
-                    AuditAction::OrganizationDeleted,
-                    organization.id,
-                    origin,
-                    now,
-                ),
-            )
+            .delete_organization(organization.id, now, deleted, record)
             .await?
         {
             return Err(OrganizationError::NotFound);

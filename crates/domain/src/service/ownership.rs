@@ -5,9 +5,7 @@
 use serde_json::json;
 use time::OffsetDateTime;
 
-use super::{
-    auth::CheckError, event, payloads, Actor, AuthService, Forbidden, LockedOut, Principal,
-};
+use super::{auth::CheckError, payloads, Actor, AuthService, Forbidden, LockedOut, Principal};
 use crate::{
     model::{
         AccountKey, AssignedRole, AuditAction, EventType, Member, OrganizationType, Origin,
@@ -49,14 +47,7 @@ pub enum TransferError {
     Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
-impl From<CheckError> for TransferError {
-    fn from(e: CheckError) -> Self {
-        match e {
-            CheckError::LockedOut(locked) => Self::LockedOut(locked),
-            CheckError::Hasher(e) => Self::Internal(Box::new(e)),
-        }
-    }
-}
+from_refusals!(TransferError: CheckError);
 
 /// What a transfer did.
 #[derive(Clone, Debug, PartialEq)]
@@ -148,14 +139,7 @@ impl OwnershipService {
         let role_changed = |member: &Member, previous: AssignedRole| {
             let mut data = payloads::member(member);
             data["previous_role"] = json!(previous);
-            event(
-                random,
-                now,
-                EventType::MemberRoleChanged,
-                Some(organization_id),
-                Some(from),
-                data,
-            )
+            actor.event(random, now, EventType::MemberRoleChanged, data)
         };
         let was = std::mem::replace(&mut owner.role, Role::Owner.into());
         previous_owner.role = Role::Admin.into();

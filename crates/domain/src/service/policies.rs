@@ -1,10 +1,12 @@
 //! Business-plan configuration of an organization: its policies, and the rules every section of
 //! it shares (the permission, the plan, the `organization.updated` event).
 
+use std::fmt;
+
 use serde_json::json;
 use time::OffsetDateTime;
 
-use super::{event, payloads, Actor, Forbidden};
+use super::{payloads, Actor, Forbidden};
 use crate::{
     model::{
         AuditAction, AuditRecord, Branding, BrandingChange, ClientAddress, EventType, Feature,
@@ -87,6 +89,64 @@ pub(crate) async fn organization_of(
         .ok_or(SettingsError::NotFound)
 }
 
+/// A section as saved and when, or its defaults since the organization was created.
+async fn saved_or_default<T: Default>(
+    ports: &dyn SettingsPorts,
+    actor: &Actor,
+    saved: Option<(T, OffsetDateTime)>,
+) -> Result<(T, OffsetDateTime), SettingsError> {
+    match saved {
+        Some(saved) => Ok(saved),
+        None => {
+            let organization = organization_of(ports.organizations(), actor).await?;
+            Ok((T::default(), organization.created_at))
+        }
+    }
+}
+
+/// What the `organization.updated` event lists for the fields of a section that changed:
+/// `branding.logo_url`, `policies.session_policy`, ...
+pub(crate) fn changed_in(
+    section: &str,
+    fields: impl IntoIterator<Item = impl fmt::Display>,
+) -> Vec<String> {
+    fields
+        .into_iter()
+        .map(|field| format!("{section}.{field}"))
+        .collect()
+}
+
+/// The ports of every section of the settings: the organization, the time, fresh ids.
+pub(crate) trait SettingsPorts {
+    /// Where the organization is read.
+    fn organizations(&self) -> &dyn OrganizationStore;
+    /// The time of a change.
+    fn clock(&self) -> &dyn Clock;
+    /// The ids of a change's event and audit record.
+    fn random(&self) -> &dyn Random;
+}
+
+/// Each section's ports are [`SettingsPorts`], by their fields of those names.
+macro_rules! settings_ports {
+    ($($ports:ty),+) => {
+        $(
+            impl SettingsPorts for $ports {
+                fn organizations(&self) -> &dyn OrganizationStore {
+                    self.organizations.as_ref()
+                }
+                fn clock(&self) -> &dyn Clock {
+                    self.clock.as_ref()
+                }
+                fn random(&self) -> &dyn Random {
+                    self.random.as_ref()
+                }
+            }
+        )+
+    };
+}
+
+settings_ports!(PolicyPorts, BrandingPorts, super::SsoPorts);
+
 /// A change to the actor's organization's settings, about to be saved: the live organization,
 /// the time of the change, and its `organization.updated` event naming what changed
 /// (`policies.session_policy`, `branding.logo_url`, `sso`, ...).
@@ -102,26 +162,18 @@ impl SettingsChange {
     /// The change of `changed` in the actor's organization, now, audited as `action`;
     /// `NotFound` when the organization is gone.
     pub(crate) async fn now(
-        organizations: &dyn OrganizationStore,
-        clock: &dyn Clock,
-        random: &dyn Random,
+        ports: &dyn SettingsPorts,
         actor: &Actor,
         changed: &[String],
         action: AuditAction,
         origin: &Origin,
     ) -> Result<Self, SettingsError> {
-        let organization = organization_of(organizations, actor).await?;
-        let at = clock.now();
+        let organization = organization_of(ports.organizations(), actor).await?;
+        let at = ports.clock().now();
+        let random = ports.random();
         let mut data = payloads::organization(&organization);
         data["changed"] = json!(changed);
-        let event = event(
-            random,
-            at,
-            EventType::OrganizationUpdated,
-            Some(organization.id),
-            actor.user_id(),
-            data,
-        );
+        let event = actor.event(random, at, EventType::OrganizationUpdated, data);
         let audit = actor
             .audit(random, at, action, origin)
             .on(TargetKind::Organization, organization.id);
@@ -171,20 +223,18 @@ impl PolicyService {
     pub async fn policies(&self, actor: &Actor) -> Result<PolicyView, SettingsError> {
         Self::authorize(actor)?;
         let organization_id = actor.organization_id();
-        match self.ports.policies.policies(organization_id).await? {
-            Some(saved) => Ok(PolicyView {
-                organization_id,
-                policies: saved.policies,
-                updated_at: saved.updated_at,
-            }),
-            None => Ok(PolicyView {
-                organization_id,
-                policies: OrganizationPolicies::default(),
-                updated_at: organization_of(self.ports.organizations.as_ref(), actor)
-                    .await?
-                    .created_at,
-            }),
-        }
+        let saved = self.ports.policies.policies(organization_id).await?;
+        let (policies, updated_at) = saved_or_default(
+            &self.ports,
+            actor,
+            saved.map(|saved| (saved.policies, saved.updated_at)),
+        )
+        .await?;
+        Ok(PolicyView {
+            organization_id,
+            policies,
+            updated_at,
+        })
     }
 
     /// Replaces the organization's policies. An enabled allowlist must hold the address the
@@ -208,7 +258,7 @@ impl PolicyService {
             .await?
             .and_then(|saved| saved.mfa_required_since);
         let old = &current.policies;
-        let changed: Vec<String> = [
+        let sections = [
             (
                 "password_policy",
                 old.password_policy != policies.password_policy,
@@ -219,11 +269,14 @@ impl PolicyService {
                 old.session_policy != policies.session_policy,
             ),
             ("ip_allowlist", old.ip_allowlist != policies.ip_allowlist),
-        ]
-        .into_iter()
-        .filter(|(_, changed)| *changed)
-        .map(|(section, _)| format!("policies.{section}"))
-        .collect();
+        ];
+        let changed = changed_in(
+            "policies",
+            sections
+                .into_iter()
+                .filter(|(_, changed)| *changed)
+                .map(|(section, _)| section),
+        );
         if changed.is_empty() {
             return Ok(current);
         }
@@ -233,9 +286,7 @@ impl PolicyService {
             event: updated,
             audit: record,
         } = SettingsChange::now(
-            self.ports.organizations.as_ref(),
-            self.ports.clock.as_ref(),
-            self.ports.random.as_ref(),
+            &self.ports,
             actor,
             &changed,
             AuditAction::PoliciesChanged,
@@ -310,20 +361,18 @@ impl BrandingService {
     pub async fn branding(&self, actor: &Actor) -> Result<BrandingView, SettingsError> {
         Self::authorize(actor)?;
         let organization_id = actor.organization_id();
-        match self.ports.branding.branding(organization_id).await? {
-            Some(saved) => Ok(BrandingView {
-                organization_id,
-                branding: saved.branding,
-                updated_at: saved.updated_at,
-            }),
-            None => Ok(BrandingView {
-                organization_id,
-                branding: Branding::default(),
-                updated_at: organization_of(self.ports.organizations.as_ref(), actor)
-                    .await?
-                    .created_at,
-            }),
-        }
+        let saved = self.ports.branding.branding(organization_id).await?;
+        let (branding, updated_at) = saved_or_default(
+            &self.ports,
+            actor,
+            saved.map(|saved| (saved.branding, saved.updated_at)),
+        )
+        .await?;
+        Ok(BrandingView {
+            organization_id,
+            branding,
+            updated_at,
+        })
     }
 
     /// Changes the fields the request names; `null` removes an optional image or address.
@@ -334,24 +383,12 @@ impl BrandingService {
         origin: &Origin,
     ) -> Result<BrandingView, SettingsError> {
         let mut view = self.branding(actor).await?;
-        let changed: Vec<String> = view
-            .branding
-            .apply(change)
-            .into_iter()
-            .map(|field| format!("branding.{field}"))
-            .collect();
+        let changed = changed_in("branding", view.branding.apply(change));
         if changed.is_empty() {
             return Ok(view);
         }
-        let SettingsChange {
-            organization,
-            at: now,
-            event: updated,
-            audit: record,
-        } = SettingsChange::now(
-            self.ports.organizations.as_ref(),
-            self.ports.clock.as_ref(),
-            self.ports.random.as_ref(),
+        let saved = SettingsChange::now(
+            &self.ports,
             actor,
             &changed,
             AuditAction::BrandingChanged,
@@ -361,12 +398,18 @@ impl BrandingService {
         if !self
             .ports
             .branding
-            .save_branding(organization.id, view.branding.clone(), now, updated, record)
+            .save_branding(
+                saved.organization.id,
+                view.branding.clone(),
+                saved.at,
+                saved.event,
+                saved.audit,
+            )
             .await?
         {
             return Err(SettingsError::NotFound);
         }
-        view.updated_at = now;
+        view.updated_at = saved.at;
         Ok(view)
     }
 }

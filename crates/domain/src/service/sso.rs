@@ -3,7 +3,7 @@
 //! checked when it arrives and never shown again.
 
 use super::{
-    policies::{require_feature, SettingsChange},
+    policies::{changed_in, require_feature, SettingsChange},
     Actor, SettingsError,
 };
 use crate::{
@@ -126,9 +126,7 @@ impl SsoService {
             event,
             audit,
         } = SettingsChange::now(
-            self.ports.organizations.as_ref(),
-            self.ports.clock.as_ref(),
-            self.ports.random.as_ref(),
+            &self.ports,
             actor,
             &["sso".to_owned()],
             AuditAction::SsoConfigured,
@@ -181,35 +179,23 @@ impl SsoService {
         origin: &Origin,
     ) -> Result<SsoView, SettingsError> {
         let mut view = self.configuration(actor).await?;
-        let changed: Vec<String> = view
-            .configuration
-            .apply(change)
-            .into_iter()
-            .map(|field| format!("sso.{field}"))
-            .collect();
+        let changed = changed_in("sso", view.configuration.apply(change));
         if changed.is_empty() {
             return Ok(view);
         }
-        let SettingsChange {
-            at: now,
-            event,
-            audit,
-            ..
-        } = SettingsChange::now(
-            self.ports.organizations.as_ref(),
-            self.ports.clock.as_ref(),
-            self.ports.random.as_ref(),
+        let saved = SettingsChange::now(
+            &self.ports,
             actor,
             &changed,
             AuditAction::SsoConfigured,
             origin,
         )
         .await?;
-        view.configuration.updated_at = now;
+        view.configuration.updated_at = saved.at;
         if !self
             .ports
             .sso
-            .update_sso_configuration(view.configuration.clone(), event, audit)
+            .update_sso_configuration(view.configuration.clone(), saved.event, saved.audit)
             .await?
         {
             return Err(SettingsError::NotConfigured);

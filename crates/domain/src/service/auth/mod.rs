@@ -36,12 +36,12 @@ use serde::Serialize;
 use serde_json::json;
 use time::{Duration, OffsetDateTime};
 
-use super::{audit, event};
+use super::{user_audit, user_event};
 use crate::{
     model::{
-        Amr, AuditAction, AuditActor, AuditRecord, ClientGrant, EffectivePolicies, EventType,
-        NewEvent, NewSession, Origin, SecretToken, SessionId, TargetKind, TokenKind,
-        TokenOrganization, User, UserId,
+        Amr, AuditAction, AuditRecord, ClientGrant, EffectivePolicies, EventType, NewEvent,
+        NewSession, Origin, SecretToken, SessionId, TargetKind, TokenKind, TokenOrganization, User,
+        UserId,
     },
     ports::{service_ports, AccessClaims, Audience, StoreError, TokenError, GATEHOUSE_AUDIENCE},
 };
@@ -117,19 +117,9 @@ fn expose_secret<S: serde::Serializer>(secret: &SecretToken, s: S) -> Result<S::
     s.serialize_str(secret.expose())
 }
 
-impl std::fmt::Debug for AccessToken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AccessToken")
-            .field("expires_in", &self.expires_in)
-            .finish_non_exhaustive()
-    }
-}
+debug_showing!(AccessToken { expires_in });
 
-impl std::fmt::Debug for TokenPair {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TokenPair").finish_non_exhaustive()
-    }
-}
+debug_showing!(TokenPair {});
 
 /// What a refused login or refresh says when the password has expired.
 pub const PASSWORD_EXPIRED: &str = "the password has expired under your organization's \
@@ -171,14 +161,8 @@ impl AuthService {
         origin: &Origin,
         now: OffsetDateTime,
     ) -> AuditRecord {
-        audit(
-            self.ports.random.as_ref(),
-            now,
-            AuditActor::User(user_id),
-            action,
-            origin,
-        )
-        .on(TargetKind::User, user_id)
+        user_audit(self.ports.random.as_ref(), now, user_id, action, origin)
+            .on(TargetKind::User, user_id)
     }
 
     /// The session a sign-in opens for the user under their policies (and, through OAuth, for
@@ -207,12 +191,11 @@ impl AuthService {
             sso_organization_id: None,
             organization_id: None,
         };
-        let event = event(
+        let event = user_event(
             self.ports.random.as_ref(),
             now,
             EventType::AuthLogin,
-            None,
-            Some(user.id),
+            user.id,
             json!({
                 "user_id": user.id,
                 "session_id": session.id,

@@ -11,7 +11,7 @@ use crate::{
         UserCredentials, UserId,
     },
     ports::{BoxError, JudgeError, StoreError},
-    service::{audit, event, Principal},
+    service::{audit, user_event, Principal},
 };
 
 /// Who changes a password, for its audit record, and the session that stays open.
@@ -66,23 +66,7 @@ pub enum ChangePasswordError {
     Internal(#[source] BoxError),
 }
 
-impl From<PasswordRefused> for ChangePasswordError {
-    fn from(refused: PasswordRefused) -> Self {
-        match refused {
-            PasswordRefused::Weak(reason) => Self::WeakPassword(reason),
-            PasswordRefused::Failed(error) => Self::Internal(Box::new(error)),
-        }
-    }
-}
-
-impl From<CheckError> for ChangePasswordError {
-    fn from(e: CheckError) -> Self {
-        match e {
-            CheckError::LockedOut(locked) => Self::LockedOut(locked),
-            CheckError::Hasher(e) => Self::Internal(Box::new(e)),
-        }
-    }
-}
+from_refusals!(ChangePasswordError: PasswordRefused, CheckError);
 
 impl AuthService {
     /// `raw` as a new password: `policy`'s length and composition rules first (cheap), then
@@ -232,12 +216,11 @@ impl AuthService {
             .await
             .map_err(internal)?;
         let now = self.ports.clock.now();
-        let changed = event(
+        let changed = user_event(
             self.ports.random.as_ref(),
             now,
             EventType::AuthPasswordChanged,
-            None,
-            Some(user_id),
+            user_id,
             json!({ "user_id": user_id, "session_id": keep }),
         );
         let record = audit(

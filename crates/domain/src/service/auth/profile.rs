@@ -6,7 +6,7 @@ use super::AuthService;
 use crate::{
     model::{AuditAction, AuditActor, EventType, FullName, Origin, TargetKind, User},
     ports::StoreError,
-    service::{audit, event, payloads, Principal},
+    service::{audit, payloads, user_event, Principal},
 };
 
 /// Why a profile change failed.
@@ -63,12 +63,11 @@ impl AuthService {
         user.updated_at = now;
         let mut data = payloads::user(&user);
         data["changed"] = json!(changed);
-        let updated = event(
+        let updated = user_event(
             self.ports.random.as_ref(),
             now,
             EventType::UserUpdated,
-            None,
-            Some(user.id),
+            user.id,
             data,
         );
         if !self

@@ -13,7 +13,7 @@ use crate::{
         OrganizationChoice, Origin, TokenHash, TokenOrganization, SESSION_TOUCH_INTERVAL,
     },
     ports::{BoxError, RefreshContext, StoreError, TokenError},
-    service::{event, Principal},
+    service::{user_event, Principal},
 };
 
 /// Why a refresh failed.
@@ -42,20 +42,7 @@ pub enum RefreshError {
     Internal(#[source] BoxError),
 }
 
-impl From<Admitting> for RefreshError {
-    fn from(error: Admitting) -> Self {
-        match error {
-            Admitting::Refused(refused) => Self::NotAdmitted(refused),
-            Admitting::Store(error) => Self::Store(error),
-        }
-    }
-}
-
-impl From<TokenError> for RefreshError {
-    fn from(e: TokenError) -> Self {
-        Self::Internal(Box::new(e))
-    }
-}
+from_refusals!(RefreshError: Admitting, TokenError);
 
 impl AuthService {
     /// A new access token for a live session. The refresh token itself is not rotated (spec).
@@ -205,12 +192,11 @@ impl AuthService {
             return Ok(());
         };
         let now = self.ports.clock.now();
-        let logout_event = event(
+        let logout_event = user_event(
             self.ports.random.as_ref(),
             now,
             EventType::AuthLogout,
-            None,
-            Some(*user_id),
+            *user_id,
             json!({ "user_id": user_id, "session_id": session_id }),
         );
         let record = self.sign_in_record(*user_id, AuditAction::Logout, origin, now);

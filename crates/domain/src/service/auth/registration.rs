@@ -7,11 +7,11 @@ use super::{fold, AuthService, PasswordRefused};
 use crate::{
     model::{
         password_user_inputs, AuditAction, Email, EventType, FullName, NewOrganization, NewUser,
-        Organization, OrganizationId, OrganizationName, OrganizationSettings, OrganizationType,
-        Origin, PasswordError, PasswordHash, PasswordPolicy, Plan, Slug, User, UserId,
+        OrganizationId, OrganizationName, OrganizationType, Origin, PasswordError, PasswordHash,
+        PasswordPolicy, Plan, Slug, User, UserId,
     },
     ports::{BoxError, NewAccount, StoreError},
-    service::{event, payloads},
+    service::{event, organizations::founded, payloads, user_event},
 };
 
 /// What registration returns.
@@ -42,14 +42,7 @@ pub enum RegisterError {
     Internal(#[source] BoxError),
 }
 
-impl From<PasswordRefused> for RegisterError {
-    fn from(refused: PasswordRefused) -> Self {
-        match refused {
-            PasswordRefused::Weak(reason) => Self::WeakPassword(reason),
-            PasswordRefused::Failed(error) => Self::Internal(Box::new(error)),
-        }
-    }
-}
+from_refusals!(RegisterError: PasswordRefused);
 
 impl AuthService {
     /// Creates the user, their personal workspace and the owner membership, and records
@@ -143,28 +136,9 @@ impl AuthService {
             updated_at: now,
             email_verified,
         });
-        let org_data = payloads::organization(&Organization {
-            id: workspace.id,
-            name: workspace.name.clone(),
-            slug: workspace.slug.clone(),
-            kind: workspace.kind,
-            plan: workspace.plan,
-            is_active: true,
-            settings: OrganizationSettings::default(),
-            member_count: 1,
-            application_count: 0,
-            created_at: now,
-            updated_at: now,
-        });
+        let org_data = payloads::organization(&founded(&workspace));
         let events = vec![
-            event(
-                random,
-                now,
-                EventType::UserCreated,
-                None,
-                Some(user.id),
-                user_data,
-            ),
+            user_event(random, now, EventType::UserCreated, user.id, user_data),
             event(
                 random,
                 now,

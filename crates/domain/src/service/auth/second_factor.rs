@@ -21,13 +21,7 @@ pub struct SecondFactorNeeded {
     pub webauthn_options: Option<serde_json::Value>,
 }
 
-impl std::fmt::Debug for SecondFactorNeeded {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SecondFactorNeeded")
-            .field("methods", &self.methods)
-            .finish_non_exhaustive()
-    }
-}
+debug_showing!(SecondFactorNeeded { methods });
 
 impl AuthService {
     /// The user's confirmed second factors.

@@ -92,29 +92,7 @@ pub enum LoginError {
 /// What an address that must sign in with single sign-on is told.
 pub const SSO_REQUIRED: &str = "this account signs in with single sign-on";
 
-impl From<Admitting> for LoginError {
-    fn from(error: Admitting) -> Self {
-        match error {
-            Admitting::Refused(refused) => Self::NotAdmitted(refused),
-            Admitting::Store(error) => Self::Store(error),
-        }
-    }
-}
-
-impl From<CheckError> for LoginError {
-    fn from(e: CheckError) -> Self {
-        match e {
-            CheckError::LockedOut(locked) => Self::LockedOut(locked),
-            CheckError::Hasher(e) => Self::Internal(Box::new(e)),
-        }
-    }
-}
-
-impl From<TokenError> for LoginError {
-    fn from(e: TokenError) -> Self {
-        Self::Internal(Box::new(e))
-    }
-}
+from_refusals!(LoginError: Admitting, CheckError, TokenError);
 
 impl AuthService {
     /// Checks the password and opens a session (an access token and a refresh token), or, for a

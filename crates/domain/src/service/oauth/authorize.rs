@@ -18,7 +18,7 @@ use crate::{
     service::{
         audit,
         authenticator::{admission, Admission},
-        BrowserSession, OrgAccessError, Principal,
+        user_audit, BrowserSession, OrgAccessError, Principal,
     },
 };
 
@@ -373,10 +373,10 @@ impl OAuthService {
             }
         }
         let code = self.ports.random.secret(TokenKind::AuthorizationCode);
-        let record = audit(
+        let record = user_audit(
             self.ports.random.as_ref(),
             now,
-            AuditActor::User(user),
+            user,
             AuditAction::OAuthAuthorized,
             origin,
         )
@@ -450,10 +450,10 @@ impl OAuthService {
                 .authorization_codes
                 .consented_scopes(session.user_id, application.id)
                 .await?;
-            let record = audit(
+            let record = user_audit(
                 self.ports.random.as_ref(),
                 now,
-                AuditActor::User(session.user_id),
+                session.user_id,
                 AuditAction::OAuthConsentGranted,
                 origin,
             )

@@ -24,7 +24,7 @@ pub use token::{OAuthTokens, TokenGrant, MACHINE_TOKEN_SECONDS};
 use serde_json::json;
 use time::OffsetDateTime;
 
-use super::{audit, event, AuthService};
+use super::{audit, user_event, AuthService};
 use crate::{
     model::{
         client_secret_matches, Application, AuditAction, AuditActor, AuditRecord, ClientId,
@@ -59,13 +59,7 @@ pub struct ClientCredentials {
     pub client_secret: SecretToken,
 }
 
-impl std::fmt::Debug for ClientCredentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ClientCredentials")
-            .field("client_id", &self.client_id)
-            .finish_non_exhaustive()
-    }
-}
+debug_showing!(ClientCredentials { client_id });
 
 /// Why an OAuth endpoint (token, userinfo, revocation, introspection) refused a request.
 #[derive(Debug, thiserror::Error)]
@@ -186,12 +180,11 @@ impl OAuthService {
         record: AuditRecord,
         now: OffsetDateTime,
     ) -> Result<(), StoreError> {
-        let ended = event(
+        let ended = user_event(
             self.ports.random.as_ref(),
             now,
             EventType::AuthLogout,
-            None,
-            Some(user),
+            user,
             json!({ "user_id": user, "session_id": session, "reason": reason }),
         );
         self.ports
