@@ -1,14 +1,12 @@
 //! Applications: the OAuth clients an organization registers (a name, a public `client_id`, a
 //! secret stored hashed, and the redirect URIs the authorization flow may return to).
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use url::Url;
 
 use super::{
-    text::{is_loopback, parse_text, string_conversions, TextError},
+    text::{is_loopback, parse_text, str_display, string_conversions, TextError},
     ApplicationId, OrganizationId, SecretToken, TokenHash,
 };
 
@@ -66,11 +64,7 @@ impl ClientId {
     }
 }
 
-impl fmt::Display for ClientId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+str_display!(ClientId);
 
 /// Why a redirect URI was refused. The messages complete "`<field>` ...".
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -5,12 +5,11 @@
 //! document is read back: [`Branding`]'s `Deserialize` goes through the same parsers, so a
 //! corrupt document cannot produce an invalid value.
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
 use super::text::{
-    parse_https_url, parse_text, replace, string_conversions, HttpsUrlError, TextError,
+    parse_https_url, parse_text, replace, str_display, str_ref, string_conversions, HttpsUrlError,
+    TextError,
 };
 use super::Email;
 
@@ -146,17 +145,9 @@ macro_rules! bounded_text {
 
 string_conversions!(HexColor, HexColorError);
 
-impl AsRef<str> for AssetUrl {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
+str_ref!(AssetUrl);
 
-impl fmt::Display for AssetUrl {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+str_display!(AssetUrl);
 
 bounded_text!(
     /// The login page's title: 1 to 100 characters, on one line.
@@ -400,6 +391,7 @@ mod email_serde {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use crate::model::testing::refuses_each;
     use serde_json::json;
 
     use super::*;
@@ -409,23 +401,25 @@ mod tests {
         for ok in ["#4F46E5", "#0ea5e9", "#000000", "#FfFfFf"] {
             assert_eq!(HexColor::parse(ok).unwrap().as_str(), ok);
         }
-        for bad in [
-            "",
-            "#",
-            "4F46E5",
-            "#4F46E",
-            "#4F46E5F",
-            "#FFF",
-            "#GGGGGG",
-            " #4F46E5",
-            "#4F46E5 ",
-            "##4F46E",
-            "#4F46E5FF",
-            "rgb(0,0,0)",
-            "#ÄÄÄÄÄÄ",
-        ] {
-            assert_eq!(HexColor::parse(bad), Err(HexColorError::Invalid), "{bad:?}");
-        }
+        refuses_each(
+            HexColor::parse,
+            &[
+                "",
+                "#",
+                "4F46E5",
+                "#4F46E",
+                "#4F46E5F",
+                "#FFF",
+                "#GGGGGG",
+                " #4F46E5",
+                "#4F46E5 ",
+                "##4F46E",
+                "#4F46E5FF",
+                "rgb(0,0,0)",
+                "#ÄÄÄÄÄÄ",
+            ],
+            HexColorError::Invalid,
+        );
         assert_eq!(
             HexColorError::Invalid.to_string(),
             "must be a color in the form #RRGGBB"
@@ -448,20 +442,22 @@ mod tests {
         let wrong = AssetUrlError::Extension {
             allowed: ".png or .svg",
         };
-        for bad in [
-            "https://cdn.example.com/logo.jpg",
-            "https://cdn.example.com/logo.ico",
-            "https://cdn.example.com/logo",
-            "https://cdn.example.com/",
-            "https://cdn.example.com",
-            "https://cdn.example.com/.png",
-            "https://cdn.example.com/logo.png/",
-            "https://cdn.example.com/logo.pngx",
-            "https://cdn.example.com/logo?format=.png",
-            "https://cdn.example.com/logo#.svg",
-        ] {
-            assert_eq!(AssetUrl::logo(bad), Err(wrong.clone()), "{bad}");
-        }
+        refuses_each(
+            AssetUrl::logo,
+            &[
+                "https://cdn.example.com/logo.jpg",
+                "https://cdn.example.com/logo.ico",
+                "https://cdn.example.com/logo",
+                "https://cdn.example.com/",
+                "https://cdn.example.com",
+                "https://cdn.example.com/.png",
+                "https://cdn.example.com/logo.png/",
+                "https://cdn.example.com/logo.pngx",
+                "https://cdn.example.com/logo?format=.png",
+                "https://cdn.example.com/logo#.svg",
+            ],
+            wrong.clone(),
+        );
         assert_eq!(wrong.to_string(), "must end in .png or .svg");
     }
 
@@ -505,21 +501,19 @@ mod tests {
             AssetUrl::logo("https://user@example.com/logo.png"),
             url_err(HttpsUrlError::Credentials)
         );
-        for not_a_url in [
-            "",
-            "logo.png",
-            "/logo.png",
-            "example.com/logo.png",
-            "https://",
-            "https://exa mple.com/logo.png",
-            "https://example.com/lo\ngo.png",
-        ] {
-            assert_eq!(
-                AssetUrl::logo(not_a_url),
-                url_err(HttpsUrlError::Invalid),
-                "{not_a_url:?}"
-            );
-        }
+        refuses_each(
+            AssetUrl::logo,
+            &[
+                "",
+                "logo.png",
+                "/logo.png",
+                "example.com/logo.png",
+                "https://",
+                "https://exa mple.com/logo.png",
+                "https://example.com/lo\ngo.png",
+            ],
+            AssetUrlError::Url(HttpsUrlError::Invalid),
+        );
         assert_eq!(
             AssetUrlError::from(HttpsUrlError::NotHttps).to_string(),
             "must be an https URL"
@@ -582,13 +576,11 @@ mod tests {
             FooterText::parse(&"f".repeat(1001)),
             Err(TextError::TooLong { max: 1000 })
         );
-        for bad in ["a\u{0}b", "a\u{7f}b", "a\u{85}b", "a\u{1b}[31mb"] {
-            assert_eq!(
-                FooterText::parse(bad),
-                Err(TextError::ControlCharacter),
-                "{bad:?}"
-            );
-        }
+        refuses_each(
+            FooterText::parse,
+            &["a\u{0}b", "a\u{7f}b", "a\u{85}b", "a\u{1b}[31mb"],
+            TextError::ControlCharacter,
+        );
         assert_eq!(
             TextError::TooLong { max: 100 }.to_string(),
             "must be at most 100 characters"
@@ -597,13 +589,11 @@ mod tests {
 
     #[test]
     fn sender_names_never_break_the_mail_header() {
-        for bad in ["Acme\r\nBcc: victim@example.com", "Acme\nX", "Acme\rX"] {
-            assert_eq!(
-                SenderName::parse(bad),
-                Err(TextError::ControlCharacter),
-                "{bad:?}"
-            );
-        }
+        refuses_each(
+            SenderName::parse,
+            &["Acme\r\nBcc: victim@example.com", "Acme\nX", "Acme\rX"],
+            TextError::ControlCharacter,
+        );
     }
 
     #[test]

@@ -138,3 +138,25 @@ pub use webhook::{
     EndpointDescription, EndpointId, LeaseRoom, RetrySchedule, Subscription, WebhookEndpoint,
     WebhookUrl, WebhookUrlError,
 };
+
+/// What the model's tests share.
+#[cfg(test)]
+mod testing {
+    use std::fmt::Debug;
+
+    /// Asserts that `parse` refuses every one of `inputs`, each with `expected`; a failure names
+    /// the input.
+    #[track_caller]
+    pub(crate) fn refuses_each<T, E>(
+        parse: impl Fn(&str) -> Result<T, E>,
+        inputs: &[&str],
+        expected: E,
+    ) where
+        T: Debug + PartialEq,
+        E: Clone + Debug + PartialEq,
+    {
+        for raw in inputs {
+            assert_eq!(parse(raw), Err(expected.clone()), "{raw:?}");
+        }
+    }
+}

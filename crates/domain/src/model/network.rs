@@ -108,6 +108,7 @@ impl fmt::Display for ClientAddress {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::model::testing::refuses_each;
 
     fn ip(raw: &str) -> IpAddr {
         raw.parse().unwrap()
@@ -137,16 +138,18 @@ mod tests {
             IpRange::parse("10.1.2.3/8").unwrap().to_string(),
             "10.0.0.0/8"
         );
-        for bad in [
-            "",
-            "example.com",
-            "10.0.0.0/33",
-            "10.0.0",
-            "1.2.3.4/",
-            "::g",
-        ] {
-            assert_eq!(IpRange::parse(bad), Err(IpRangeError), "{bad}");
-        }
+        refuses_each(
+            IpRange::parse,
+            &[
+                "",
+                "example.com",
+                "10.0.0.0/33",
+                "10.0.0",
+                "1.2.3.4/",
+                "::g",
+            ],
+            IpRangeError,
+        );
     }
 
     #[test]

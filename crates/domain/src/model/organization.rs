@@ -7,7 +7,7 @@ use serde::Serialize;
 use time::OffsetDateTime;
 
 use super::{
-    text::{is_invisible_control, normalized, INVISIBLE_CONTROL},
+    text::{is_invisible_control, normalized, str_ref, INVISIBLE_CONTROL},
     OrganizationId, Plan, Role, SearchTerm,
 };
 
@@ -59,11 +59,7 @@ impl OrganizationName {
     }
 }
 
-impl AsRef<str> for OrganizationName {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
+str_ref!(OrganizationName);
 
 /// A URL-friendly, unique organization handle: lowercase `a-z`, `0-9` and single inner hyphens,
 /// 2 to 64 characters.
@@ -133,11 +129,7 @@ impl Slug {
     }
 }
 
-impl AsRef<str> for Slug {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
+str_ref!(Slug);
 
 /// `personal` (created with the account, only its owner) or `team`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -323,6 +315,7 @@ impl OrganizationChange {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::testing::refuses_each;
 
     #[test]
     fn slugs_follow_the_documented_rules() {
@@ -331,9 +324,11 @@ mod tests {
         }
         assert_eq!(Slug::parse("a"), Err(SlugError::Length));
         assert_eq!(Slug::parse(&"a".repeat(65)), Err(SlugError::Length));
-        for bad in ["Acme", "-acme", "acme-", "ac--me", "ac me", "acmé", "ac_me"] {
-            assert_eq!(Slug::parse(bad), Err(SlugError::Characters), "{bad}");
-        }
+        refuses_each(
+            Slug::parse,
+            &["Acme", "-acme", "acme-", "ac--me", "ac me", "acmé", "ac_me"],
+            SlugError::Characters,
+        );
     }
 
     #[test]

@@ -161,20 +161,37 @@ pub(crate) fn replace<T: PartialEq>(slot: &mut T, new: Option<T>) -> bool {
     }
 }
 
+/// `AsRef<str>` for newtypes that hold their text in a `String`: the text.
+macro_rules! str_ref {
+    ($($name:ty),+ $(,)?) => {
+        $(
+            impl AsRef<str> for $name {
+                fn as_ref(&self) -> &str {
+                    &self.0
+                }
+            }
+        )+
+    };
+}
+
+/// `Display` for newtypes that hold their text in a `String`: the text, as it is.
+macro_rules! str_display {
+    ($($name:ty),+ $(,)?) => {
+        $(
+            impl ::std::fmt::Display for $name {
+                fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                    f.write_str(&self.0)
+                }
+            }
+        )+
+    };
+}
+
 /// `AsRef<str>`, `Display`, and the `String` conversions serde goes through.
 macro_rules! string_conversions {
     ($name:ident, $error:ty) => {
-        impl AsRef<str> for $name {
-            fn as_ref(&self) -> &str {
-                &self.0
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.0)
-            }
-        }
+        $crate::model::text::str_ref!($name);
+        $crate::model::text::str_display!($name);
 
         impl From<$name> for String {
             fn from(value: $name) -> Self {
@@ -191,7 +208,7 @@ macro_rules! string_conversions {
     };
 }
 
-pub(crate) use string_conversions;
+pub(crate) use {str_display, str_ref, string_conversions};
 
 #[cfg(test)]
 mod tests {

@@ -9,7 +9,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::{
-    text::{parse_text, string_conversions, TextError},
+    text::{parse_text, str_ref, string_conversions, TextError},
     EventId, EventType, OrganizationId,
 };
 
@@ -131,11 +131,7 @@ impl WebhookUrl {
     }
 }
 
-impl AsRef<str> for WebhookUrl {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
+str_ref!(WebhookUrl);
 
 macro_rules! prefixed_id {
     ($(#[$doc:meta])* $name:ident, $prefix:literal) => {
@@ -557,6 +553,7 @@ impl LeaseRoom {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::testing::refuses_each;
 
     #[test]
     fn a_lease_takes_only_what_fits_at_each_endpoint_and_in_all() {
@@ -648,23 +645,21 @@ mod tests {
             WebhookUrl::parse("https://u:p@x.example"),
             Err(WebhookUrlError::Credentials)
         );
-        for bad in [
-            "ftp://x",
-            "https://",
-            "https:///path",
-            "x.example",
-            "https://a b.example",
-            "https://x.example:0/",
-            "https://x.example:99999/",
-            "https://x.example/a\0b",
-            "https://x.example/a\u{7f}",
-        ] {
-            assert_eq!(
-                WebhookUrl::parse(bad),
-                Err(WebhookUrlError::Invalid),
-                "{bad}"
-            );
-        }
+        refuses_each(
+            WebhookUrl::parse,
+            &[
+                "ftp://x",
+                "https://",
+                "https:///path",
+                "x.example",
+                "https://a b.example",
+                "https://x.example:0/",
+                "https://x.example:99999/",
+                "https://x.example/a\0b",
+                "https://x.example/a\u{7f}",
+            ],
+            WebhookUrlError::Invalid,
+        );
     }
 
     #[test]
