@@ -6,7 +6,7 @@ use time::OffsetDateTime;
 use url::Url;
 
 use super::{
-    text::{is_loopback, parse_text, str_display, string_conversions, TextError},
+    text::{apply_changes, is_loopback, parse_text, str_display, string_conversions, TextError},
     ApplicationId, OrganizationId, SecretToken, TokenHash,
 };
 
@@ -243,30 +243,7 @@ pub struct ApplicationChange {
 impl Application {
     /// Applies the change; the names of the fields it changed.
     pub fn apply(&mut self, change: ApplicationChange) -> Vec<&'static str> {
-        let mut changed = Vec::new();
-        if let Some(name) = change.name.filter(|name| *name != self.name) {
-            self.name = name;
-            changed.push("name");
-        }
-        if let Some(uris) = change
-            .redirect_uris
-            .filter(|uris| *uris != self.redirect_uris)
-        {
-            self.redirect_uris = uris;
-            changed.push("redirect_uris");
-        }
-        if let Some(active) = change.is_active.filter(|active| *active != self.is_active) {
-            self.is_active = active;
-            changed.push("is_active");
-        }
-        if let Some(pkce) = change
-            .require_pkce
-            .filter(|pkce| *pkce != self.require_pkce)
-        {
-            self.require_pkce = pkce;
-            changed.push("require_pkce");
-        }
-        changed
+        apply_changes!(self, change; name, redirect_uris, is_active, require_pkce)
     }
 }
 

@@ -8,8 +8,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::text::{
-    parse_https_url, parse_text, replace, str_display, str_ref, string_conversions, HttpsUrlError,
-    TextError,
+    apply_changes, parse_https_url, parse_text, str_display, str_ref, string_conversions,
+    HttpsUrlError, TextError,
 };
 use super::Email;
 
@@ -293,52 +293,11 @@ impl Branding {
     /// Applies the change; returns the dotted names of the fields that actually changed, in
     /// document order (empty when the change changes nothing).
     pub fn apply(&mut self, change: BrandingChange) -> Vec<&'static str> {
-        let mut changed = Vec::new();
-        let mut set = |name, changed_now: bool| {
-            if changed_now {
-                changed.push(name);
-            }
-        };
-        set("logo_url", replace(&mut self.logo_url, change.logo_url));
-        set(
-            "favicon_url",
-            replace(&mut self.favicon_url, change.favicon_url),
-        );
-        set(
-            "primary_color",
-            replace(&mut self.primary_color, change.primary_color),
-        );
-        set(
-            "accent_color",
-            replace(&mut self.accent_color, change.accent_color),
-        );
-        let (login, login_change) = (&mut self.custom_login, change.custom_login);
-        set(
-            "custom_login.title",
-            replace(&mut login.title, login_change.title),
-        );
-        set(
-            "custom_login.subtitle",
-            replace(&mut login.subtitle, login_change.subtitle),
-        );
-        set(
-            "custom_login.background_url",
-            replace(&mut login.background_url, login_change.background_url),
-        );
-        let (email, email_change) = (&mut self.email_branding, change.email_branding);
-        set(
-            "email_branding.from_name",
-            replace(&mut email.from_name, email_change.from_name),
-        );
-        set(
-            "email_branding.reply_to",
-            replace(&mut email.reply_to, email_change.reply_to),
-        );
-        set(
-            "email_branding.footer_text",
-            replace(&mut email.footer_text, email_change.footer_text),
-        );
-        changed
+        apply_changes!(self, change;
+            logo_url, favicon_url, primary_color, accent_color,
+            custom_login.title, custom_login.subtitle, custom_login.background_url,
+            email_branding.from_name, email_branding.reply_to, email_branding.footer_text,
+        )
     }
 }
 

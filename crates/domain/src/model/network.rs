@@ -1,8 +1,10 @@
 //! Network addresses: the ranges of an IP allowlist and of the trusted proxies.
 
-use std::{fmt, net::IpAddr, str::FromStr};
+use std::{fmt, net::IpAddr};
 
 use ipnet::IpNet;
+
+use super::text::from_str_by_parse;
 
 /// An IPv4 or IPv6 address, or a CIDR range of them (`203.0.113.7`, `10.0.0.0/8`,
 /// `2001:db8::/32`). A bare address is a range of one. IPv4-mapped IPv6 addresses
@@ -34,12 +36,7 @@ impl IpRange {
     }
 }
 
-impl FromStr for IpRange {
-    type Err = IpRangeError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::parse(s)
-    }
-}
+from_str_by_parse!(IpRange, IpRangeError);
 
 /// A range of one is written as the bare address; a wider range in CIDR form.
 impl fmt::Display for IpRange {

@@ -1,9 +1,11 @@
 //! The built-in roles a member may hold in an organization. What each grants is the
 //! permission table's (`permission.rs`); an organization's own roles are `custom_role.rs`'s.
 
-use std::{fmt, str::FromStr};
+use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
+
+use super::text::display_as_str;
 
 /// A member's role in an organization.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -48,11 +50,7 @@ impl FromStr for Role {
     }
 }
 
-impl fmt::Display for Role {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+display_as_str!(Role);
 
 #[cfg(test)]
 mod tests {

@@ -187,6 +187,47 @@ macro_rules! str_display {
     };
 }
 
+/// `Display` for types that name themselves with `as_str()`: that name.
+macro_rules! display_as_str {
+    ($($name:ty),+ $(,)?) => {
+        $(
+            impl ::std::fmt::Display for $name {
+                fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                    f.write_str(self.as_str())
+                }
+            }
+        )+
+    };
+}
+
+/// `FromStr` for a type with a `parse(&str) -> Result<Self, $error>`: the same.
+macro_rules! from_str_by_parse {
+    ($name:ty, $error:ty) => {
+        impl ::std::str::FromStr for $name {
+            type Err = $error;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                Self::parse(s)
+            }
+        }
+    };
+}
+
+/// Applies a merge-style change field by field with [`replace`]: each named field of
+/// `$change` (a path such as `custom_login.title`) that is `Some` and differs replaces the same
+/// field of `$target`. Evaluates to the names of the fields that changed (`custom_login.title`),
+/// in the order named.
+macro_rules! apply_changes {
+    ($target:ident, $change:ident; $($($field:ident).+),+ $(,)?) => {{
+        let mut changed: Vec<&'static str> = Vec::new();
+        $(
+            if $crate::model::text::replace(&mut $target.$($field).+, $change.$($field).+) {
+                changed.push(stringify!($($field).+));
+            }
+        )+
+        changed
+    }};
+}
+
 /// `AsRef<str>`, `Display`, and the `String` conversions serde goes through.
 macro_rules! string_conversions {
     ($name:ident, $error:ty) => {
@@ -208,7 +249,9 @@ macro_rules! string_conversions {
     };
 }
 
-pub(crate) use {str_display, str_ref, string_conversions};
+pub(crate) use {
+    apply_changes, display_as_str, from_str_by_parse, str_display, str_ref, string_conversions,
+};
 
 #[cfg(test)]
 mod tests {
