@@ -633,13 +633,10 @@ mod tests {
         assert!(WebhookUrl::parse("https://hooks.example.com/in?x=1").is_ok());
         assert!(WebhookUrl::parse("https://127.0.0.1:8443/hook").is_ok());
         assert!(WebhookUrl::parse("https://[::1]:8443/hook").is_ok());
-        assert_eq!(
-            WebhookUrl::parse("http://hooks.example.com"),
-            Err(WebhookUrlError::NotHttps)
-        );
-        assert_eq!(
-            WebhookUrl::parse("HTTP://x.example"),
-            Err(WebhookUrlError::NotHttps)
+        refuses_each(
+            WebhookUrl::parse,
+            &["http://hooks.example.com", "HTTP://x.example"],
+            WebhookUrlError::NotHttps,
         );
         assert_eq!(
             WebhookUrl::parse("https://u:p@x.example"),
