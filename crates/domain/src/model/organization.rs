@@ -1,13 +1,11 @@
 //! Organizations: an organization as it is kept, with its name, slug, type and settings; one
 //! about to be created; a change to one; and the filters of the organizations list.
 
-use std::str::FromStr;
-
 use serde::Serialize;
 use time::OffsetDateTime;
 
 use super::{
-    text::{is_invisible_control, normalized, str_ref, INVISIBLE_CONTROL},
+    text::{is_invisible_control, named_variants, normalized, str_ref, INVISIBLE_CONTROL},
     OrganizationId, Plan, Role, SearchTerm,
 };
 
@@ -142,26 +140,12 @@ pub enum OrganizationType {
     Team,
 }
 
-impl OrganizationType {
+named_variants!(
+    OrganizationType,
     /// The type's lowercase name, as the API and the store write it.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Personal => "personal",
-            Self::Team => "team",
-        }
-    }
-}
-
-impl FromStr for OrganizationType {
-    type Err = &'static str;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "personal" => Ok(Self::Personal),
-            "team" => Ok(Self::Team),
-            _ => Err("must be one of: personal, team"),
-        }
-    }
-}
+    refused = "must be one of: personal, team",
+    { Personal => "personal", Team => "team" }
+);
 
 /// An organization about to be created. `slug` is the first candidate: when it was generated
 /// (`slug_generated`), the store takes the first free one of [`Slug::candidate`].

@@ -228,6 +228,36 @@ macro_rules! apply_changes {
     }};
 }
 
+/// `as_str()` (documented by the attributes given) and `FromStr` of a field-less enum, from
+/// one table of its variants' names; `FromStr` refuses any other name with `$refused`.
+macro_rules! named_variants {
+    (
+        $name:ty,
+        $(#[$doc:meta])*
+        refused = $refused:literal,
+        { $($variant:ident => $text:literal),+ $(,)? }
+    ) => {
+        impl $name {
+            $(#[$doc])*
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $text,)+
+                }
+            }
+        }
+
+        impl ::std::str::FromStr for $name {
+            type Err = &'static str;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                match s {
+                    $($text => Ok(Self::$variant),)+
+                    _ => Err($refused),
+                }
+            }
+        }
+    };
+}
+
 /// `AsRef<str>`, `Display`, and the `String` conversions serde goes through.
 macro_rules! string_conversions {
     ($name:ident, $error:ty) => {
@@ -250,7 +280,8 @@ macro_rules! string_conversions {
 }
 
 pub(crate) use {
-    apply_changes, display_as_str, from_str_by_parse, str_display, str_ref, string_conversions,
+    apply_changes, display_as_str, from_str_by_parse, named_variants, str_display, str_ref,
+    string_conversions,
 };
 
 #[cfg(test)]

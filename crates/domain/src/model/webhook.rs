@@ -9,7 +9,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::{
-    text::{parse_text, str_ref, string_conversions, TextError},
+    text::{named_variants, parse_text, str_ref, string_conversions, TextError},
     EventId, EventType, OrganizationId,
 };
 
@@ -202,28 +202,12 @@ pub enum DeliveryStatus {
     Failed,
 }
 
-impl DeliveryStatus {
+named_variants!(
+    DeliveryStatus,
     /// The status's lowercase name, as the API and the store write it.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Pending => "pending",
-            Self::Success => "success",
-            Self::Failed => "failed",
-        }
-    }
-}
-
-impl FromStr for DeliveryStatus {
-    type Err = &'static str;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "pending" => Ok(Self::Pending),
-            "success" => Ok(Self::Success),
-            "failed" => Ok(Self::Failed),
-            _ => Err("must be one of: success, failed, pending"),
-        }
-    }
-}
+    refused = "must be one of: success, failed, pending",
+    { Pending => "pending", Success => "success", Failed => "failed" }
+);
 
 /// The automatic attempts of a delivery: attempt 1 at once; a failed attempt `k` schedules
 /// attempt `k + 1` after `delays[k - 1]`; after `max_attempts` failures the delivery is
