@@ -2,7 +2,7 @@ use serde::Serialize;
 use time::OffsetDateTime;
 
 use super::{
-    text::{parse_text, TextError},
+    text::{parse_text, str_ref, TextError},
     ApiKeyId, OrganizationId, ServiceAccountId, TokenHash, UserId,
 };
 
@@ -23,11 +23,7 @@ impl ApiKeyName {
     }
 }
 
-impl AsRef<str> for ApiKeyName {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
+str_ref!(ApiKeyName);
 
 /// The most API keys one user (or one service account) holds in one organization: creating one
 /// more is refused.

@@ -1,14 +1,12 @@
 //! Applications: the OAuth clients an organization registers (a name, a public `client_id`, a
 //! secret stored hashed, and the redirect URIs the authorization flow may return to).
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use url::Url;
 
 use super::{
-    text::{is_loopback, parse_text, string_conversions, TextError},
+    text::{apply_changes, is_loopback, parse_text, str_display, string_conversions, TextError},
     ApplicationId, OrganizationId, SecretToken, TokenHash,
 };
 
@@ -66,11 +64,7 @@ impl ClientId {
     }
 }
 
-impl fmt::Display for ClientId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+str_display!(ClientId);
 
 /// Why a redirect URI was refused. The messages complete "`<field>` ...".
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -249,30 +243,7 @@ pub struct ApplicationChange {
 impl Application {
     /// Applies the change; the names of the fields it changed.
     pub fn apply(&mut self, change: ApplicationChange) -> Vec<&'static str> {
-        let mut changed = Vec::new();
-        if let Some(name) = change.name.filter(|name| *name != self.name) {
-            self.name = name;
-            changed.push("name");
-        }
-        if let Some(uris) = change
-            .redirect_uris
-            .filter(|uris| *uris != self.redirect_uris)
-        {
-            self.redirect_uris = uris;
-            changed.push("redirect_uris");
-        }
-        if let Some(active) = change.is_active.filter(|active| *active != self.is_active) {
-            self.is_active = active;
-            changed.push("is_active");
-        }
-        if let Some(pkce) = change
-            .require_pkce
-            .filter(|pkce| *pkce != self.require_pkce)
-        {
-            self.require_pkce = pkce;
-            changed.push("require_pkce");
-        }
-        changed
+        apply_changes!(self, change; name, redirect_uris, is_active, require_pkce)
     }
 }
 
@@ -287,6 +258,7 @@ pub fn client_secret_matches(presented: &SecretToken, stored: &TokenHash) -> boo
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::testing::holds_at_most;
 
     fn uri(raw: &str) -> RedirectUri {
         RedirectUri::parse(raw).unwrap()
@@ -299,11 +271,7 @@ mod tests {
             "Billing"
         );
         assert_eq!(ApplicationName::parse("   "), Err(TextError::Empty));
-        assert!(ApplicationName::parse(&"é".repeat(100)).is_ok());
-        assert_eq!(
-            ApplicationName::parse(&"é".repeat(101)),
-            Err(TextError::TooLong { max: 100 })
-        );
+        holds_at_most(ApplicationName::parse, "é", 100);
         assert_eq!(
             ApplicationName::parse("two\nlines"),
             Err(TextError::ControlCharacter)

@@ -12,7 +12,8 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::{
-    ApiKeyId, ApplicationId, ClientAddress, OrganizationId, ScimTokenId, ServiceAccountId, UserId,
+    text::display_as_str, ApiKeyId, ApplicationId, ClientAddress, OrganizationId, ScimTokenId,
+    ServiceAccountId, UserId,
 };
 use crate::service::Principal;
 
@@ -229,11 +230,7 @@ audit_actions! {
     OAuthTokenRevoked => "oauth.token_revoked", "An application revoked a token of a user's session it was granted: the session ended.";
 }
 
-impl fmt::Display for AuditAction {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+display_as_str!(AuditAction);
 
 /// The kind of thing an action was done to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -5,12 +5,11 @@
 //! document is read back: [`Branding`]'s `Deserialize` goes through the same parsers, so a
 //! corrupt document cannot produce an invalid value.
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
 use super::text::{
-    parse_https_url, parse_text, replace, string_conversions, HttpsUrlError, TextError,
+    apply_changes, parse_https_url, parse_text, str_display, str_ref, string_conversions,
+    HttpsUrlError, TextError,
 };
 use super::Email;
 
@@ -146,17 +145,9 @@ macro_rules! bounded_text {
 
 string_conversions!(HexColor, HexColorError);
 
-impl AsRef<str> for AssetUrl {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
+str_ref!(AssetUrl);
 
-impl fmt::Display for AssetUrl {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+str_display!(AssetUrl);
 
 bounded_text!(
     /// The login page's title: 1 to 100 characters, on one line.
@@ -302,52 +293,11 @@ impl Branding {
     /// Applies the change; returns the dotted names of the fields that actually changed, in
     /// document order (empty when the change changes nothing).
     pub fn apply(&mut self, change: BrandingChange) -> Vec<&'static str> {
-        let mut changed = Vec::new();
-        let mut set = |name, changed_now: bool| {
-            if changed_now {
-                changed.push(name);
-            }
-        };
-        set("logo_url", replace(&mut self.logo_url, change.logo_url));
-        set(
-            "favicon_url",
-            replace(&mut self.favicon_url, change.favicon_url),
-        );
-        set(
-            "primary_color",
-            replace(&mut self.primary_color, change.primary_color),
-        );
-        set(
-            "accent_color",
-            replace(&mut self.accent_color, change.accent_color),
-        );
-        let (login, login_change) = (&mut self.custom_login, change.custom_login);
-        set(
-            "custom_login.title",
-            replace(&mut login.title, login_change.title),
-        );
-        set(
-            "custom_login.subtitle",
-            replace(&mut login.subtitle, login_change.subtitle),
-        );
-        set(
-            "custom_login.background_url",
-            replace(&mut login.background_url, login_change.background_url),
-        );
-        let (email, email_change) = (&mut self.email_branding, change.email_branding);
-        set(
-            "email_branding.from_name",
-            replace(&mut email.from_name, email_change.from_name),
-        );
-        set(
-            "email_branding.reply_to",
-            replace(&mut email.reply_to, email_change.reply_to),
-        );
-        set(
-            "email_branding.footer_text",
-            replace(&mut email.footer_text, email_change.footer_text),
-        );
-        changed
+        apply_changes!(self, change;
+            logo_url, favicon_url, primary_color, accent_color,
+            custom_login.title, custom_login.subtitle, custom_login.background_url,
+            email_branding.from_name, email_branding.reply_to, email_branding.footer_text,
+        )
     }
 }
 
@@ -400,6 +350,7 @@ mod email_serde {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use crate::model::testing::{holds_at_most, refuses_each};
     use serde_json::json;
 
     use super::*;
@@ -409,23 +360,25 @@ mod tests {
         for ok in ["#4F46E5", "#0ea5e9", "#000000", "#FfFfFf"] {
             assert_eq!(HexColor::parse(ok).unwrap().as_str(), ok);
         }
-        for bad in [
-            "",
-            "#",
-            "4F46E5",
-            "#4F46E",
-            "#4F46E5F",
-            "#FFF",
-            "#GGGGGG",
-            " #4F46E5",
-            "#4F46E5 ",
-            "##4F46E",
-            "#4F46E5FF",
-            "rgb(0,0,0)",
-            "#ÄÄÄÄÄÄ",
-        ] {
-            assert_eq!(HexColor::parse(bad), Err(HexColorError::Invalid), "{bad:?}");
-        }
+        refuses_each(
+            HexColor::parse,
+            &[
+                "",
+                "#",
+                "4F46E5",
+                "#4F46E",
+                "#4F46E5F",
+                "#FFF",
+                "#GGGGGG",
+                " #4F46E5",
+                "#4F46E5 ",
+                "##4F46E",
+                "#4F46E5FF",
+                "rgb(0,0,0)",
+                "#ÄÄÄÄÄÄ",
+            ],
+            HexColorError::Invalid,
+        );
         assert_eq!(
             HexColorError::Invalid.to_string(),
             "must be a color in the form #RRGGBB"
@@ -448,20 +401,22 @@ mod tests {
         let wrong = AssetUrlError::Extension {
             allowed: ".png or .svg",
         };
-        for bad in [
-            "https://cdn.example.com/logo.jpg",
-            "https://cdn.example.com/logo.ico",
-            "https://cdn.example.com/logo",
-            "https://cdn.example.com/",
-            "https://cdn.example.com",
-            "https://cdn.example.com/.png",
-            "https://cdn.example.com/logo.png/",
-            "https://cdn.example.com/logo.pngx",
-            "https://cdn.example.com/logo?format=.png",
-            "https://cdn.example.com/logo#.svg",
-        ] {
-            assert_eq!(AssetUrl::logo(bad), Err(wrong.clone()), "{bad}");
-        }
+        refuses_each(
+            AssetUrl::logo,
+            &[
+                "https://cdn.example.com/logo.jpg",
+                "https://cdn.example.com/logo.ico",
+                "https://cdn.example.com/logo",
+                "https://cdn.example.com/",
+                "https://cdn.example.com",
+                "https://cdn.example.com/.png",
+                "https://cdn.example.com/logo.png/",
+                "https://cdn.example.com/logo.pngx",
+                "https://cdn.example.com/logo?format=.png",
+                "https://cdn.example.com/logo#.svg",
+            ],
+            wrong.clone(),
+        );
         assert_eq!(wrong.to_string(), "must end in .png or .svg");
     }
 
@@ -488,38 +443,32 @@ mod tests {
 
     #[test]
     fn asset_urls_must_be_plain_https() {
-        let url_err = |e| Err(AssetUrlError::Url(e));
-        assert_eq!(
-            AssetUrl::logo("http://example.com/logo.png"),
-            url_err(HttpsUrlError::NotHttps)
+        refuses_each(
+            AssetUrl::logo,
+            &["http://example.com/logo.png", "ftp://example.com/logo.png"],
+            AssetUrlError::Url(HttpsUrlError::NotHttps),
         );
-        assert_eq!(
-            AssetUrl::logo("ftp://example.com/logo.png"),
-            url_err(HttpsUrlError::NotHttps)
+        refuses_each(
+            AssetUrl::logo,
+            &[
+                "https://user:pw@example.com/logo.png",
+                "https://user@example.com/logo.png",
+            ],
+            AssetUrlError::Url(HttpsUrlError::Credentials),
         );
-        assert_eq!(
-            AssetUrl::logo("https://user:pw@example.com/logo.png"),
-            url_err(HttpsUrlError::Credentials)
+        refuses_each(
+            AssetUrl::logo,
+            &[
+                "",
+                "logo.png",
+                "/logo.png",
+                "example.com/logo.png",
+                "https://",
+                "https://exa mple.com/logo.png",
+                "https://example.com/lo\ngo.png",
+            ],
+            AssetUrlError::Url(HttpsUrlError::Invalid),
         );
-        assert_eq!(
-            AssetUrl::logo("https://user@example.com/logo.png"),
-            url_err(HttpsUrlError::Credentials)
-        );
-        for not_a_url in [
-            "",
-            "logo.png",
-            "/logo.png",
-            "example.com/logo.png",
-            "https://",
-            "https://exa mple.com/logo.png",
-            "https://example.com/lo\ngo.png",
-        ] {
-            assert_eq!(
-                AssetUrl::logo(not_a_url),
-                url_err(HttpsUrlError::Invalid),
-                "{not_a_url:?}"
-            );
-        }
         assert_eq!(
             AssetUrlError::from(HttpsUrlError::NotHttps).to_string(),
             "must be an https URL"
@@ -548,47 +497,29 @@ mod tests {
         assert_eq!(LoginTitle::parse("   "), Err(TextError::Empty));
         assert_eq!(LoginTitle::parse(" Welcome ").unwrap().as_str(), "Welcome");
         // 100 two-byte characters fit: characters are counted, not bytes.
-        assert!(LoginTitle::parse(&"é".repeat(100)).is_ok());
-        assert_eq!(
-            LoginTitle::parse(&"é".repeat(101)),
-            Err(TextError::TooLong { max: 100 })
-        );
+        holds_at_most(LoginTitle::parse, "é", 100);
         assert_eq!(
             LoginTitle::parse("Sign\nin"),
             Err(TextError::ControlCharacter)
         );
 
         assert_eq!(LoginSubtitle::parse("").unwrap().as_str(), "");
-        assert!(LoginSubtitle::parse(&"x".repeat(200)).is_ok());
-        assert_eq!(
-            LoginSubtitle::parse(&"x".repeat(201)),
-            Err(TextError::TooLong { max: 200 })
-        );
+        holds_at_most(LoginSubtitle::parse, "x", 200);
         assert_eq!(
             LoginSubtitle::parse("tab\there"),
             Err(TextError::ControlCharacter)
         );
 
         assert_eq!(SenderName::parse(""), Err(TextError::Empty));
-        assert!(SenderName::parse(&"n".repeat(100)).is_ok());
-        assert_eq!(
-            SenderName::parse(&"n".repeat(101)),
-            Err(TextError::TooLong { max: 100 })
-        );
+        holds_at_most(SenderName::parse, "n", 100);
 
         assert_eq!(FooterText::parse("").unwrap().as_str(), "");
-        assert!(FooterText::parse(&"f".repeat(1000)).is_ok());
-        assert_eq!(
-            FooterText::parse(&"f".repeat(1001)),
-            Err(TextError::TooLong { max: 1000 })
+        holds_at_most(FooterText::parse, "f", 1000);
+        refuses_each(
+            FooterText::parse,
+            &["a\u{0}b", "a\u{7f}b", "a\u{85}b", "a\u{1b}[31mb"],
+            TextError::ControlCharacter,
         );
-        for bad in ["a\u{0}b", "a\u{7f}b", "a\u{85}b", "a\u{1b}[31mb"] {
-            assert_eq!(
-                FooterText::parse(bad),
-                Err(TextError::ControlCharacter),
-                "{bad:?}"
-            );
-        }
         assert_eq!(
             TextError::TooLong { max: 100 }.to_string(),
             "must be at most 100 characters"
@@ -597,13 +528,11 @@ mod tests {
 
     #[test]
     fn sender_names_never_break_the_mail_header() {
-        for bad in ["Acme\r\nBcc: victim@example.com", "Acme\nX", "Acme\rX"] {
-            assert_eq!(
-                SenderName::parse(bad),
-                Err(TextError::ControlCharacter),
-                "{bad:?}"
-            );
-        }
+        refuses_each(
+            SenderName::parse,
+            &["Acme\r\nBcc: victim@example.com", "Acme\nX", "Acme\rX"],
+            TextError::ControlCharacter,
+        );
     }
 
     #[test]

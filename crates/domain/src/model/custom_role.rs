@@ -10,7 +10,7 @@ use serde::{Serialize, Serializer};
 use time::OffsetDateTime;
 
 use super::{
-    text::{parse_text, TextError},
+    text::{parse_text, str_display, str_ref, TextError},
     OrganizationId, Permission, Role,
 };
 
@@ -133,17 +133,9 @@ impl RoleKey {
     }
 }
 
-impl AsRef<str> for RoleKey {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
+str_ref!(RoleKey);
 
-impl fmt::Display for RoleKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+str_display!(RoleKey);
 
 /// A custom role's display name: 1 to 100 characters once trimmed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -159,11 +151,7 @@ impl RoleName {
     }
 }
 
-impl AsRef<str> for RoleName {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
+str_ref!(RoleName);
 
 /// A custom role's description: at most 500 characters once trimmed (may be empty).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -179,11 +167,7 @@ impl RoleDescription {
     }
 }
 
-impl AsRef<str> for RoleDescription {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
+str_ref!(RoleDescription);
 
 /// A role an organization defined.
 #[derive(Clone, Debug, PartialEq)]

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use time::OffsetDateTime;
 
 use super::{
-    text::{parse_text, TextError},
+    text::{parse_text, str_ref, TextError},
     AssignedRole, DirectoryGroupId, DirectoryUserId, Email, FullName, OrganizationId, Permission,
     Role, ScimTokenId, UserId,
 };
@@ -47,11 +47,7 @@ impl ScimTokenName {
     }
 }
 
-impl AsRef<str> for ScimTokenName {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
+str_ref!(ScimTokenName);
 
 /// A bearer token an organization's identity provider provisions with. Its secret is shown
 /// once, at creation; the store keeps its SHA-256 hash.
@@ -99,11 +95,7 @@ impl DirectoryText {
     }
 }
 
-impl AsRef<str> for DirectoryText {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
+str_ref!(DirectoryText);
 
 /// One of a directory user's addresses, as the directory sent it (not necessarily an address
 /// Gatehouse could mail).

@@ -2,7 +2,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use super::text::{is_invisible_control, normalized, INVISIBLE_CONTROL};
+use super::text::{is_invisible_control, normalized, str_display, str_ref, INVISIBLE_CONTROL};
 
 /// An email address, normalised: surrounding white space trimmed, the whole address composed
 /// (NFC) and lowercased, so that `Ada@Example.COM` and `ada@example.com` are one account (what
@@ -88,17 +88,9 @@ pub(crate) fn is_domain_name(name: &str) -> bool {
         })
 }
 
-impl AsRef<str> for Email {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
+str_ref!(Email);
 
-impl fmt::Display for Email {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+str_display!(Email);
 
 impl fmt::Debug for Email {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -110,6 +102,7 @@ impl fmt::Debug for Email {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::testing::refuses_each;
 
     #[test]
     fn trims_and_lowercases() {
@@ -120,19 +113,21 @@ mod tests {
 
     #[test]
     fn rejects_what_is_not_an_address() {
-        for raw in [
-            "",
-            "ada",
-            "@example.com",
-            "ada@",
-            "ada@localhost",
-            "ada@exa mple.com",
-            "a da@example.com",
-            "ada@-example.com",
-            "ada@example..com",
-        ] {
-            assert_eq!(Email::parse(raw), Err(EmailError::Invalid), "{raw:?}");
-        }
+        refuses_each(
+            Email::parse,
+            &[
+                "",
+                "ada",
+                "@example.com",
+                "ada@",
+                "ada@localhost",
+                "ada@exa mple.com",
+                "a da@example.com",
+                "ada@-example.com",
+                "ada@example..com",
+            ],
+            EmailError::Invalid,
+        );
     }
 
     #[test]
@@ -148,20 +143,18 @@ mod tests {
 
     #[test]
     fn refuses_bidirectional_and_zero_width_controls() {
-        for raw in [
-            "ada\u{202E}@example.com",
-            "a\u{200B}da@example.com",
-            "ada@exa\u{200B}mple.com",
-            "\u{2066}ada@example.com",
-            "ada@example.com\u{FEFF}",
-            "a\u{200D}da@example.com",
-        ] {
-            assert_eq!(
-                Email::parse(raw),
-                Err(EmailError::InvisibleControl),
-                "{raw:?}"
-            );
-        }
+        refuses_each(
+            Email::parse,
+            &[
+                "ada\u{202E}@example.com",
+                "a\u{200B}da@example.com",
+                "ada@exa\u{200B}mple.com",
+                "\u{2066}ada@example.com",
+                "ada@example.com\u{FEFF}",
+                "a\u{200D}da@example.com",
+            ],
+            EmailError::InvisibleControl,
+        );
     }
 
     #[test]

@@ -1,9 +1,9 @@
-use std::{fmt, str::FromStr};
+use std::str::FromStr;
 
 use serde::Serialize;
 use time::OffsetDateTime;
 
-use super::{EventId, OrganizationId, UserId};
+use super::{text::display_as_str, EventId, OrganizationId, UserId};
 
 macro_rules! event_types {
     ($($variant:ident => $name:literal, $category:ident, $source:ident, $description:literal;)*) => {
@@ -176,11 +176,7 @@ impl FromStr for EventType {
     }
 }
 
-impl fmt::Display for EventType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+display_as_str!(EventType);
 
 impl Serialize for EventType {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {

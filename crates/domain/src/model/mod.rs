@@ -138,3 +138,44 @@ pub use webhook::{
     EndpointDescription, EndpointId, LeaseRoom, RetrySchedule, Subscription, WebhookEndpoint,
     WebhookUrl, WebhookUrlError,
 };
+
+/// What the model's tests share.
+#[cfg(test)]
+mod testing {
+    use std::fmt::Debug;
+
+    use super::TextError;
+
+    /// Asserts that `parse` refuses every one of `inputs`, each with `expected`; a failure names
+    /// the input.
+    #[track_caller]
+    pub(crate) fn refuses_each<T, E>(
+        parse: impl Fn(&str) -> Result<T, E>,
+        inputs: &[&str],
+        expected: E,
+    ) where
+        T: Debug + PartialEq,
+        E: Clone + Debug + PartialEq,
+    {
+        for raw in inputs {
+            assert_eq!(parse(raw), Err(expected.clone()), "{raw:?}");
+        }
+    }
+
+    /// Asserts that `parse` takes `fill` repeated `max` times, and refuses one more with
+    /// [`TextError::TooLong`].
+    #[track_caller]
+    pub(crate) fn holds_at_most<T>(
+        parse: impl Fn(&str) -> Result<T, TextError>,
+        fill: &str,
+        max: usize,
+    ) where
+        T: Debug + PartialEq,
+    {
+        assert!(parse(&fill.repeat(max)).is_ok(), "{max} × {fill:?}");
+        assert_eq!(
+            parse(&fill.repeat(max + 1)),
+            Err(TextError::TooLong { max })
+        );
+    }
+}

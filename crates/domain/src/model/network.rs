@@ -1,8 +1,10 @@
 //! Network addresses: the ranges of an IP allowlist and of the trusted proxies.
 
-use std::{fmt, net::IpAddr, str::FromStr};
+use std::{fmt, net::IpAddr};
 
 use ipnet::IpNet;
+
+use super::text::from_str_by_parse;
 
 /// An IPv4 or IPv6 address, or a CIDR range of them (`203.0.113.7`, `10.0.0.0/8`,
 /// `2001:db8::/32`). A bare address is a range of one. IPv4-mapped IPv6 addresses
@@ -34,12 +36,7 @@ impl IpRange {
     }
 }
 
-impl FromStr for IpRange {
-    type Err = IpRangeError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::parse(s)
-    }
-}
+from_str_by_parse!(IpRange, IpRangeError);
 
 /// A range of one is written as the bare address; a wider range in CIDR form.
 impl fmt::Display for IpRange {
@@ -108,6 +105,7 @@ impl fmt::Display for ClientAddress {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::model::testing::refuses_each;
 
     fn ip(raw: &str) -> IpAddr {
         raw.parse().unwrap()
@@ -137,16 +135,18 @@ mod tests {
             IpRange::parse("10.1.2.3/8").unwrap().to_string(),
             "10.0.0.0/8"
         );
-        for bad in [
-            "",
-            "example.com",
-            "10.0.0.0/33",
-            "10.0.0",
-            "1.2.3.4/",
-            "::g",
-        ] {
-            assert_eq!(IpRange::parse(bad), Err(IpRangeError), "{bad}");
-        }
+        refuses_each(
+            IpRange::parse,
+            &[
+                "",
+                "example.com",
+                "10.0.0.0/33",
+                "10.0.0",
+                "1.2.3.4/",
+                "::g",
+            ],
+            IpRangeError,
+        );
     }
 
     #[test]

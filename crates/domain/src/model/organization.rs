@@ -1,13 +1,11 @@
 //! Organizations: an organization as it is kept, with its name, slug, type and settings; one
 //! about to be created; a change to one; and the filters of the organizations list.
 
-use std::str::FromStr;
-
 use serde::Serialize;
 use time::OffsetDateTime;
 
 use super::{
-    text::{is_invisible_control, normalized, INVISIBLE_CONTROL},
+    text::{is_invisible_control, named_variants, normalized, str_ref, INVISIBLE_CONTROL},
     OrganizationId, Plan, Role, SearchTerm,
 };
 
@@ -59,11 +57,7 @@ impl OrganizationName {
     }
 }
 
-impl AsRef<str> for OrganizationName {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
+str_ref!(OrganizationName);
 
 /// A URL-friendly, unique organization handle: lowercase `a-z`, `0-9` and single inner hyphens,
 /// 2 to 64 characters.
@@ -133,11 +127,7 @@ impl Slug {
     }
 }
 
-impl AsRef<str> for Slug {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
+str_ref!(Slug);
 
 /// `personal` (created with the account, only its owner) or `team`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -150,26 +140,12 @@ pub enum OrganizationType {
     Team,
 }
 
-impl OrganizationType {
+named_variants!(
+    OrganizationType,
     /// The type's lowercase name, as the API and the store write it.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Personal => "personal",
-            Self::Team => "team",
-        }
-    }
-}
-
-impl FromStr for OrganizationType {
-    type Err = &'static str;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "personal" => Ok(Self::Personal),
-            "team" => Ok(Self::Team),
-            _ => Err("must be one of: personal, team"),
-        }
-    }
-}
+    refused = "must be one of: personal, team",
+    { Personal => "personal", Team => "team" }
+);
 
 /// An organization about to be created. `slug` is the first candidate: when it was generated
 /// (`slug_generated`), the store takes the first free one of [`Slug::candidate`].
@@ -323,6 +299,7 @@ impl OrganizationChange {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::testing::refuses_each;
 
     #[test]
     fn slugs_follow_the_documented_rules() {
@@ -331,9 +308,11 @@ mod tests {
         }
         assert_eq!(Slug::parse("a"), Err(SlugError::Length));
         assert_eq!(Slug::parse(&"a".repeat(65)), Err(SlugError::Length));
-        for bad in ["Acme", "-acme", "acme-", "ac--me", "ac me", "acmé", "ac_me"] {
-            assert_eq!(Slug::parse(bad), Err(SlugError::Characters), "{bad}");
-        }
+        refuses_each(
+            Slug::parse,
+            &["Acme", "-acme", "acme-", "ac--me", "ac me", "acmé", "ac_me"],
+            SlugError::Characters,
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use super::{Role, Scope};
+use super::{text::display_as_str, Role, Scope};
 
 /// A dotted permission, as `403` bodies name it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -157,11 +157,7 @@ impl Permission {
     }
 }
 
-impl fmt::Display for Permission {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+display_as_str!(Permission);
 
 use Permission::*;
 
@@ -329,11 +325,7 @@ impl ApiScope {
     }
 }
 
-impl fmt::Display for ApiScope {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+display_as_str!(ApiScope);
 
 /// The API scopes among a token's scope, each once, in the scope's order. Empty: the token is
 /// not narrowed (it acts with the user's role).

@@ -1,8 +1,10 @@
 //! Plans: the one an organization is on, and the paid features each includes.
 
-use std::{fmt, str::FromStr};
+use std::str::FromStr;
 
 use serde::Serialize;
+
+use super::text::display_as_str;
 
 /// The plan an organization is on; sold elsewhere, set by an operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -64,11 +66,7 @@ impl FromStr for Plan {
     }
 }
 
-impl fmt::Display for Plan {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+display_as_str!(Plan);
 
 /// A paid capability and the least plan that includes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,9 +1,9 @@
 //! The built-in roles a member may hold in an organization. What each grants is the
 //! permission table's (`permission.rs`); an organization's own roles are `custom_role.rs`'s.
 
-use std::{fmt, str::FromStr};
-
 use serde::{Deserialize, Serialize};
+
+use super::text::{display_as_str, named_variants};
 
 /// A member's role in an organization.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -23,36 +23,21 @@ pub enum Role {
 impl Role {
     /// The built-in roles, from the most to the least able.
     pub const ALL: [Role; 4] = [Self::Owner, Self::Admin, Self::Member, Self::Viewer];
+}
 
+named_variants!(
+    Role,
     /// The role's lowercase name, as the API and the store write it.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Owner => "owner",
-            Self::Admin => "admin",
-            Self::Member => "member",
-            Self::Viewer => "viewer",
-        }
+    refused = "must be one of: owner, admin, member, viewer",
+    {
+        Owner => "owner",
+        Admin => "admin",
+        Member => "member",
+        Viewer => "viewer",
     }
-}
+);
 
-impl FromStr for Role {
-    type Err = &'static str;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "owner" => Ok(Self::Owner),
-            "admin" => Ok(Self::Admin),
-            "member" => Ok(Self::Member),
-            "viewer" => Ok(Self::Viewer),
-            _ => Err("must be one of: owner, admin, member, viewer"),
-        }
-    }
-}
-
-impl fmt::Display for Role {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+display_as_str!(Role);
 
 #[cfg(test)]
 mod tests {

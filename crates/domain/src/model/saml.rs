@@ -4,12 +4,10 @@
 //! [`SamlProtocol`](crate::ports::SamlProtocol) adapter; these are the values the use case
 //! reasons about once the adapter has vouched for them.
 
-use std::fmt;
-
 use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
-use super::{IdpCertificate, IdpEntityId, IdpSsoUrl, OrganizationId};
+use super::{text::str_display, IdpCertificate, IdpEntityId, IdpSsoUrl, OrganizationId};
 
 /// How long an `AuthnRequest` waits for its response: 10 minutes.
 pub const SAML_REQUEST_TTL: Duration = Duration::minutes(10);
@@ -60,11 +58,7 @@ impl ReturnPath {
     }
 }
 
-impl fmt::Display for ReturnPath {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+str_display!(ReturnPath);
 
 /// The `ID` of an `AuthnRequest`, which the identity provider's answer names in
 /// `InResponseTo`: `_` and 32 hexadecimal digits of a random UUID (an XML name must not start
@@ -95,11 +89,7 @@ impl SamlRequestId {
     }
 }
 
-impl fmt::Display for SamlRequestId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+str_display!(SamlRequestId);
 
 /// An `AuthnRequest` sent to an organization's identity provider and not yet answered: single
 /// use, for [`SAML_REQUEST_TTL`].
@@ -159,24 +149,27 @@ pub struct SamlAssertion {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::testing::refuses_each;
 
     #[test]
     fn return_paths_stay_on_this_service() {
         for good in ["/oauth/authorize?client_id=a&state=b", "/", "/login/done"] {
             assert_eq!(ReturnPath::parse(good).unwrap().as_str(), good);
         }
-        for bad in [
-            "https://evil.example.com",
-            "//evil.example.com",
-            "/\\evil.example.com",
-            "/a\\b",
-            "evil",
-            "",
-            "/a b",
-            "/a\nb",
-        ] {
-            assert_eq!(ReturnPath::parse(bad), Err(ReturnPathError), "{bad:?}");
-        }
+        refuses_each(
+            ReturnPath::parse,
+            &[
+                "https://evil.example.com",
+                "//evil.example.com",
+                "/\\evil.example.com",
+                "/a\\b",
+                "evil",
+                "",
+                "/a b",
+                "/a\nb",
+            ],
+            ReturnPathError,
+        );
         let long = format!("/{}", "a".repeat(ReturnPath::MAX_CHARS));
         assert_eq!(ReturnPath::parse(&long), Err(ReturnPathError));
     }

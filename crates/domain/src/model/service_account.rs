@@ -4,7 +4,7 @@
 use time::OffsetDateTime;
 
 use super::{
-    text::{parse_text, TextError},
+    text::{parse_text, str_ref, TextError},
     AssignedRole, OrganizationId, ServiceAccountId, UserId,
 };
 
@@ -26,11 +26,7 @@ impl ServiceAccountName {
     }
 }
 
-impl AsRef<str> for ServiceAccountName {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
+str_ref!(ServiceAccountName);
 
 /// A service account of an organization.
 #[derive(Clone, Debug, PartialEq)]

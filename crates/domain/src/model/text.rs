@@ -161,20 +161,108 @@ pub(crate) fn replace<T: PartialEq>(slot: &mut T, new: Option<T>) -> bool {
     }
 }
 
-/// `AsRef<str>`, `Display`, and the `String` conversions serde goes through.
-macro_rules! string_conversions {
-    ($name:ident, $error:ty) => {
-        impl AsRef<str> for $name {
-            fn as_ref(&self) -> &str {
-                &self.0
+/// `AsRef<str>` for newtypes that hold their text in a `String`: the text.
+macro_rules! str_ref {
+    ($($name:ty),+ $(,)?) => {
+        $(
+            impl AsRef<str> for $name {
+                fn as_ref(&self) -> &str {
+                    &self.0
+                }
+            }
+        )+
+    };
+}
+
+/// `Display` for newtypes that hold their text in a `String`: the text, as it is.
+macro_rules! str_display {
+    ($($name:ty),+ $(,)?) => {
+        $(
+            impl ::std::fmt::Display for $name {
+                fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                    f.write_str(&self.0)
+                }
+            }
+        )+
+    };
+}
+
+/// `Display` for types that name themselves with `as_str()`: that name.
+macro_rules! display_as_str {
+    ($($name:ty),+ $(,)?) => {
+        $(
+            impl ::std::fmt::Display for $name {
+                fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                    f.write_str(self.as_str())
+                }
+            }
+        )+
+    };
+}
+
+/// `FromStr` for a type with a `parse(&str) -> Result<Self, $error>`: the same.
+macro_rules! from_str_by_parse {
+    ($name:ty, $error:ty) => {
+        impl ::std::str::FromStr for $name {
+            type Err = $error;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                Self::parse(s)
+            }
+        }
+    };
+}
+
+/// Applies a merge-style change field by field with [`replace`]: each named field of
+/// `$change` (a path such as `custom_login.title`) that is `Some` and differs replaces the same
+/// field of `$target`. Evaluates to the names of the fields that changed (`custom_login.title`),
+/// in the order named.
+macro_rules! apply_changes {
+    ($target:ident, $change:ident; $($($field:ident).+),+ $(,)?) => {{
+        let mut changed: Vec<&'static str> = Vec::new();
+        $(
+            if $crate::model::text::replace(&mut $target.$($field).+, $change.$($field).+) {
+                changed.push(stringify!($($field).+));
+            }
+        )+
+        changed
+    }};
+}
+
+/// `as_str()` (documented by the attributes given) and `FromStr` of a field-less enum, from
+/// one table of its variants' names; `FromStr` refuses any other name with `$refused`.
+macro_rules! named_variants {
+    (
+        $name:ty,
+        $(#[$doc:meta])*
+        refused = $refused:literal,
+        { $($variant:ident => $text:literal),+ $(,)? }
+    ) => {
+        impl $name {
+            $(#[$doc])*
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $text,)+
+                }
             }
         }
 
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.0)
+        impl ::std::str::FromStr for $name {
+            type Err = &'static str;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                match s {
+                    $($text => Ok(Self::$variant),)+
+                    _ => Err($refused),
+                }
             }
         }
+    };
+}
+
+/// `AsRef<str>`, `Display`, and the `String` conversions serde goes through.
+macro_rules! string_conversions {
+    ($name:ident, $error:ty) => {
+        $crate::model::text::str_ref!($name);
+        $crate::model::text::str_display!($name);
 
         impl From<$name> for String {
             fn from(value: $name) -> Self {
@@ -191,7 +279,10 @@ macro_rules! string_conversions {
     };
 }
 
-pub(crate) use string_conversions;
+pub(crate) use {
+    apply_changes, display_as_str, from_str_by_parse, named_variants, str_display, str_ref,
+    string_conversions,
+};
 
 #[cfg(test)]
 mod tests {

@@ -2,7 +2,7 @@ use serde::Serialize;
 use time::OffsetDateTime;
 
 use super::{
-    text::{parse_text, TextError},
+    text::{parse_text, str_ref, TextError},
     Email, PasswordHash, UserId,
 };
 
@@ -26,11 +26,7 @@ impl FullName {
     }
 }
 
-impl AsRef<str> for FullName {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
+str_ref!(FullName);
 
 /// A user as every API response shows it (the `user.*` event payload too).
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -84,6 +80,7 @@ pub struct NewUser {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::testing::refuses_each;
 
     #[test]
     fn full_names_are_trimmed_and_bounded() {
@@ -101,20 +98,18 @@ mod tests {
 
     #[test]
     fn full_names_refuse_bidirectional_and_zero_width_controls_and_are_nfc() {
-        for raw in [
-            "Ada\u{202E}ecalevoL",
-            "Ada\u{200B}Lovelace",
-            "\u{2066}Ada\u{2069}",
-            "\u{FEFF}Ada",
-            "Ada\u{200D}Lovelace",
-            "Ada\u{061C}",
-        ] {
-            assert_eq!(
-                FullName::parse(raw),
-                Err(FullNameError::InvisibleControl),
-                "{raw:?}"
-            );
-        }
+        refuses_each(
+            FullName::parse,
+            &[
+                "Ada\u{202E}ecalevoL",
+                "Ada\u{200B}Lovelace",
+                "\u{2066}Ada\u{2069}",
+                "\u{FEFF}Ada",
+                "Ada\u{200D}Lovelace",
+                "Ada\u{061C}",
+            ],
+            FullNameError::InvisibleControl,
+        );
         // "José" typed with a combining accent is stored as the one composed "é".
         assert_eq!(
             FullName::parse("Jose\u{301}").unwrap().as_ref(),

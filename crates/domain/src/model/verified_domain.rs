@@ -196,6 +196,7 @@ impl VerifiedDomains {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::testing::refuses_each;
 
     #[test]
     fn an_organizations_own_domains_may_be_claimed() {
@@ -216,39 +217,33 @@ mod tests {
 
     #[test]
     fn public_suffixes_are_refused() {
-        for suffix in ["co.uk", "com.au", "github.io", "s3.amazonaws.com"] {
-            assert_eq!(
-                ClaimableDomain::parse(suffix),
-                Err(ClaimableDomainError::PublicSuffix),
-                "{suffix}"
-            );
-        }
+        refuses_each(
+            ClaimableDomain::parse,
+            &["co.uk", "com.au", "github.io", "s3.amazonaws.com"],
+            ClaimableDomainError::PublicSuffix,
+        );
     }
 
     #[test]
     fn free_mail_domains_and_their_subdomains_are_refused() {
-        for free in [
-            "gmail.com",
-            "outlook.com",
-            "mail.gmail.com",
-            "hotmail.co.uk",
-        ] {
-            assert_eq!(
-                ClaimableDomain::parse(free),
-                Err(ClaimableDomainError::FreeMail),
-                "{free}"
-            );
-        }
+        refuses_each(
+            ClaimableDomain::parse,
+            &[
+                "gmail.com",
+                "outlook.com",
+                "mail.gmail.com",
+                "hotmail.co.uk",
+            ],
+            ClaimableDomainError::FreeMail,
+        );
     }
 
     #[test]
     fn what_is_no_domain_is_invalid() {
-        for bad in ["", "com", "acme..com", "10.0.0.1", "acme.com/x"] {
-            assert_eq!(
-                ClaimableDomain::parse(bad),
-                Err(ClaimableDomainError::Invalid),
-                "{bad}"
-            );
-        }
+        refuses_each(
+            ClaimableDomain::parse,
+            &["", "com", "acme..com", "10.0.0.1", "acme.com/x"],
+            ClaimableDomainError::Invalid,
+        );
     }
 }

@@ -9,7 +9,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::{
-    text::{parse_text, string_conversions, TextError},
+    text::{named_variants, parse_text, str_ref, string_conversions, TextError},
     EventId, EventType, OrganizationId,
 };
 
@@ -131,11 +131,7 @@ impl WebhookUrl {
     }
 }
 
-impl AsRef<str> for WebhookUrl {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
+str_ref!(WebhookUrl);
 
 macro_rules! prefixed_id {
     ($(#[$doc:meta])* $name:ident, $prefix:literal) => {
@@ -206,28 +202,12 @@ pub enum DeliveryStatus {
     Failed,
 }
 
-impl DeliveryStatus {
+named_variants!(
+    DeliveryStatus,
     /// The status's lowercase name, as the API and the store write it.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Pending => "pending",
-            Self::Success => "success",
-            Self::Failed => "failed",
-        }
-    }
-}
-
-impl FromStr for DeliveryStatus {
-    type Err = &'static str;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "pending" => Ok(Self::Pending),
-            "success" => Ok(Self::Success),
-            "failed" => Ok(Self::Failed),
-            _ => Err("must be one of: success, failed, pending"),
-        }
-    }
-}
+    refused = "must be one of: success, failed, pending",
+    { Pending => "pending", Success => "success", Failed => "failed" }
+);
 
 /// The automatic attempts of a delivery: attempt 1 at once; a failed attempt `k` schedules
 /// attempt `k + 1` after `delays[k - 1]`; after `max_attempts` failures the delivery is
@@ -557,6 +537,7 @@ impl LeaseRoom {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::testing::refuses_each;
 
     #[test]
     fn a_lease_takes_only_what_fits_at_each_endpoint_and_in_all() {
@@ -636,35 +617,30 @@ mod tests {
         assert!(WebhookUrl::parse("https://hooks.example.com/in?x=1").is_ok());
         assert!(WebhookUrl::parse("https://127.0.0.1:8443/hook").is_ok());
         assert!(WebhookUrl::parse("https://[::1]:8443/hook").is_ok());
-        assert_eq!(
-            WebhookUrl::parse("http://hooks.example.com"),
-            Err(WebhookUrlError::NotHttps)
-        );
-        assert_eq!(
-            WebhookUrl::parse("HTTP://x.example"),
-            Err(WebhookUrlError::NotHttps)
+        refuses_each(
+            WebhookUrl::parse,
+            &["http://hooks.example.com", "HTTP://x.example"],
+            WebhookUrlError::NotHttps,
         );
         assert_eq!(
             WebhookUrl::parse("https://u:p@x.example"),
             Err(WebhookUrlError::Credentials)
         );
-        for bad in [
-            "ftp://x",
-            "https://",
-            "https:///path",
-            "x.example",
-            "https://a b.example",
-            "https://x.example:0/",
-            "https://x.example:99999/",
-            "https://x.example/a\0b",
-            "https://x.example/a\u{7f}",
-        ] {
-            assert_eq!(
-                WebhookUrl::parse(bad),
-                Err(WebhookUrlError::Invalid),
-                "{bad}"
-            );
-        }
+        refuses_each(
+            WebhookUrl::parse,
+            &[
+                "ftp://x",
+                "https://",
+                "https:///path",
+                "x.example",
+                "https://a b.example",
+                "https://x.example:0/",
+                "https://x.example:99999/",
+                "https://x.example/a\0b",
+                "https://x.example/a\u{7f}",
+            ],
+            WebhookUrlError::Invalid,
+        );
     }
 
     #[test]

@@ -1,12 +1,13 @@
 //! An organization's SSO configuration: the protocol it speaks, the configuration as stored
 //! and the changes made to it, and the service provider's (Gatehouse's) URLs the IdP is given.
 
-use std::{fmt, str::FromStr};
-
 use time::OffsetDateTime;
 
 use super::{DomainWhitelist, IdpCertificate, IdpEntityId, IdpSsoUrl, ProvisionRole};
-use crate::model::{text::replace, OrganizationId};
+use crate::model::{
+    text::{apply_changes, display_as_str, from_str_by_parse},
+    OrganizationId,
+};
 
 /// The SSO protocol. Only SAML 2.0 for now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -37,18 +38,9 @@ impl SsoProvider {
     }
 }
 
-impl FromStr for SsoProvider {
-    type Err = SsoProviderError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::parse(s)
-    }
-}
+from_str_by_parse!(SsoProvider, SsoProviderError);
 
-impl fmt::Display for SsoProvider {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+display_as_str!(SsoProvider);
 
 /// An organization's SSO configuration, as stored.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -103,40 +95,11 @@ impl SsoConfiguration {
     /// Applies the change; returns the names of the fields that actually changed (a new
     /// certificate counts when its fingerprint differs). Leaves `updated_at` to the caller.
     pub fn apply(&mut self, change: SsoChange) -> Vec<&'static str> {
-        let mut changed = Vec::new();
-        let mut set = |name, changed_now: bool| {
-            if changed_now {
-                changed.push(name);
-            }
-        };
-        set("provider", replace(&mut self.provider, change.provider));
-        set(
-            "idp_entity_id",
-            replace(&mut self.idp_entity_id, change.idp_entity_id),
-        );
-        set(
-            "idp_sso_url",
-            replace(&mut self.idp_sso_url, change.idp_sso_url),
-        );
         // Certificates are kept normalised, so equal fingerprints mean equal certificates.
-        set(
-            "idp_certificate",
-            replace(&mut self.idp_certificate, change.idp_certificate),
-        );
-        set(
-            "domain_whitelist",
-            replace(&mut self.domain_whitelist, change.domain_whitelist),
-        );
-        set(
-            "auto_provision",
-            replace(&mut self.auto_provision, change.auto_provision),
-        );
-        set(
-            "default_role",
-            replace(&mut self.default_role, change.default_role),
-        );
-        set("is_active", replace(&mut self.is_active, change.is_active));
-        changed
+        apply_changes!(self, change;
+            provider, idp_entity_id, idp_sso_url, idp_certificate, domain_whitelist,
+            auto_provision, default_role, is_active,
+        )
     }
 }
 

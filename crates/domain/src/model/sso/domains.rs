@@ -1,9 +1,10 @@
 //! The email domains whose users sign in through the IdP: one domain, and the whitelist of
 //! them.
 
-use std::fmt;
-
-use crate::model::Email;
+use crate::model::{
+    text::{str_display, str_ref},
+    Email,
+};
 
 /// A DNS domain whose users may sign in through the IdP: trimmed and lowercased, ASCII only
 /// (internationalised names in their `xn--` form), at most 253 characters, at least two
@@ -60,17 +61,9 @@ impl EmailDomain {
     }
 }
 
-impl AsRef<str> for EmailDomain {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
+str_ref!(EmailDomain);
 
-impl fmt::Display for EmailDomain {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+str_display!(EmailDomain);
 
 /// The email domains allowed to sign in through the IdP: distinct, in the order first given,
 /// at most 100.

@@ -6,7 +6,9 @@ use std::fmt;
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 
-use crate::model::text::{parse_https_or_loopback_url, parse_text, HttpsUrlError, TextError};
+use crate::model::text::{
+    parse_https_or_loopback_url, parse_text, str_display, str_ref, HttpsUrlError, TextError,
+};
 
 /// The IdP's entity id (the `Issuer` of its assertions): usually a URL or a URN, compared
 /// verbatim, so only trimmed: 1 to 1024 characters, no control characters.
@@ -28,11 +30,7 @@ impl IdpEntityId {
     }
 }
 
-impl AsRef<str> for IdpEntityId {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
+str_ref!(IdpEntityId);
 
 /// The IdP's single sign-on endpoint, where browsers are sent with an `AuthnRequest`: an
 /// absolute `https` URL, or `http` on a loopback host (a test IdP on one's own machine). Kept as
@@ -55,17 +53,9 @@ impl IdpSsoUrl {
     }
 }
 
-impl AsRef<str> for IdpSsoUrl {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
+str_ref!(IdpSsoUrl);
 
-impl fmt::Display for IdpSsoUrl {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+str_display!(IdpSsoUrl);
 
 /// Why an IdP certificate was refused. The messages complete "`<field>` ...".
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

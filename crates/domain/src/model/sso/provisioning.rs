@@ -1,8 +1,9 @@
 //! Provisioning: the role a user the IdP provisions gets in the organization.
 
-use std::{fmt, str::FromStr};
-
-use crate::model::Role;
+use crate::model::{
+    text::{display_as_str, from_str_by_parse},
+    Role,
+};
 
 /// The role given to users the IdP provisions: like [`Role`] but never `owner`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -47,15 +48,6 @@ impl ProvisionRole {
     }
 }
 
-impl FromStr for ProvisionRole {
-    type Err = ProvisionRoleError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::parse(s)
-    }
-}
+from_str_by_parse!(ProvisionRole, ProvisionRoleError);
 
-impl fmt::Display for ProvisionRole {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+display_as_str!(ProvisionRole);
