@@ -7,7 +7,7 @@ use time::Duration;
 use uuid::Uuid;
 
 use super::{
-    tests::{ada_acting, now, ready, secret_of, Mocks, Seen, ACME},
+    tests::{ada_acting, now, ready, recording, secret_of, Mocks, Seen, ACME},
     Actor, ApplicationError, ApplicationService, ApplicationWithSecret,
 };
 use crate::model::{
@@ -59,14 +59,14 @@ fn billing_updated() -> (ApplicationService, Seen<Update>) {
     let mut mocks = Mocks::new();
     mocks.store_has(Some(billing()));
     let saved = Seen::new();
-    let kept = saved.clone();
     mocks
         .applications
         .expect_update_application()
-        .returning(move |app, hash, event, audit| {
-            kept.record((app, hash, event, audit));
-            ready(Ok(true))
-        });
+        .returning(recording!(
+            saved,
+            |app, hash, event, audit| (app, hash, event, audit),
+            Ok(true)
+        ));
     (ApplicationService::new((&mocks.ports()).into()), saved)
 }
 
@@ -75,15 +75,11 @@ fn billing_updated() -> (ApplicationService, Seen<Update>) {
 fn registered(require_pkce: bool) -> (ApplicationWithSecret, NewApplication, NewEvent) {
     let mut mocks = Mocks::new();
     let stored = Seen::<(NewApplication, NewEvent)>::new();
-    let kept = stored.clone();
     mocks
         .applications
         .expect_create_application()
         .times(1)
-        .returning(move |new, event, _| {
-            kept.record((new, event));
-            ready(Ok(true))
-        });
+        .returning(recording!(stored, |new, event, _| (new, event), Ok(true)));
     let service = ApplicationService::new((&mocks.ports()).into());
 
     let created = block_on(service.create(
@@ -272,16 +268,12 @@ fn deleting_records_the_application_as_it_stood() {
     let mut mocks = Mocks::new();
     mocks.store_has(Some(billing()));
     let deleted = Seen::<NewEvent>::new();
-    let kept = deleted.clone();
     mocks
         .applications
         .expect_delete_application()
         .withf(|organization, id, _, _| *organization == ACME && *id == APP)
         .times(1)
-        .returning(move |_, _, event, _| {
-            kept.record(event);
-            ready(Ok(true))
-        });
+        .returning(recording!(deleted, |_, _, event, _| event, Ok(true)));
     let service = ApplicationService::new((&mocks.ports()).into());
 
     block_on(service.delete(&ada_as(Role::Admin), APP, &origin())).unwrap();

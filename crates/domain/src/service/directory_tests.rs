@@ -5,7 +5,7 @@ use futures::executor::block_on;
 use uuid::Uuid;
 
 use super::{
-    tests::{acme, ada_credentials, now, origin, ready, Mocks, Seen, ACME, ADA},
+    tests::{acme, ada_credentials, now, origin, ready, recording, Mocks, Seen, ACME, ADA},
     Actor, DirectoryClient, DirectoryError, DirectoryService, MemberService,
 };
 use crate::{
@@ -62,13 +62,9 @@ impl Mocks {
             .expect_branding()
             .returning(|_| ready(Ok(None)));
         let written = Seen::new();
-        let seen = written.clone();
         self.directory
             .expect_write_directory()
-            .returning(move |write| {
-                seen.record(write);
-                ready(Ok(true))
-            });
+            .returning(recording!(written, |write| write, Ok(true)));
         written
     }
 

@@ -10,8 +10,8 @@ use uuid::Uuid;
 
 use super::{
     tests::{
-        ada_credentials, ada_in_session, counting, now, ready, secret_of, Mocks, Seen, ADA,
-        ADA_EMAIL, ADA_PASSWORD,
+        ada_credentials, ada_in_session, counting, now, ready, recording, secret_of, Mocks, Seen,
+        ADA, ADA_EMAIL, ADA_PASSWORD,
     },
     Confirmed, MfaError, MfaService, SecondFactorProof, SignIn, TokenPair, VerifyError,
 };
@@ -124,14 +124,10 @@ fn enrolment_seals_a_new_secret_under_its_factor_and_shows_it_once() {
         .times(1)
         .returning(|_, _, _| ready(Ok(true)));
     let added = Seen::new();
-    let keep = added.clone();
     store
         .expect_add_totp_factor()
         .times(1)
-        .returning(move |factor, sealed| {
-            keep.record((factor, sealed));
-            ready(Ok(()))
-        });
+        .returning(recording!(added, |factor, sealed| (factor, sealed), Ok(())));
     mocks
         .totp
         .expect_generate()
@@ -271,14 +267,10 @@ fn the_last_factor_stays_while_an_organization_requires_mfa() {
         mocks.policies_are(requiring(required));
         let store = mocks.factors_are(vec![factor(true)]);
         let removals = Seen::new();
-        let keep = removals.clone();
         store
             .expect_remove_factor()
             .times(usize::from(!required))
-            .returning(move |_, _, record| {
-                keep.record(record);
-                ready(Ok(true))
-            });
+            .returning(recording!(removals, |_, _, record| record, Ok(true)));
         let removed = block_on(mocks.mfa().remove(
             &ada_in_session(),
             FACTOR,
@@ -323,15 +315,15 @@ fn a_user_with_a_factor_gets_a_second_step_not_tokens_and_keeps_the_failure_coun
     let (failures, clears) = (Seen::new(), Seen::new());
     mocks.sign_in_attempts = counting(&failures, &clears);
     let created = Seen::new();
-    let keep = created.clone();
     let store = mocks.factors_are(vec![factor(true)]);
     store
         .expect_create_mfa_login()
         .times(1)
-        .returning(move |token, login, _| {
-            keep.record((token, login));
-            ready(Ok(()))
-        });
+        .returning(recording!(
+            created,
+            |token, login, _| (token, login),
+            Ok(())
+        ));
     mocks.sessions.expect_create_session().never();
     mocks.signer.expect_sign().never();
 

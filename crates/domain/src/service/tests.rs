@@ -243,6 +243,20 @@ impl<T> Seen<T> {
     }
 }
 
+/// A mock's answer that records in the [`Seen`] `$seen` what `$keep` makes of the call's
+/// arguments, then answers `ready($answer)`:
+/// `.returning(recording!(saved, |new, _| new, Ok(true)))`.
+macro_rules! recording {
+    ($seen:expr, |$($arg:pat_param),*| $keep:expr, $answer:expr) => {{
+        let seen = $seen.clone();
+        move |$($arg),*| {
+            seen.record($keep);
+            $crate::mock::ready($answer)
+        }
+    }};
+}
+pub(super) use recording;
+
 /// Every port, mocked ([`MockPorts`]). The clock is stopped at [`now`], ids count up from
 /// `f0000000-…-0001`, and secrets are [`secret_of`] their kind; everything else has no
 /// expectations until a test sets them. Beside them, the policies of Ada's organizations as
@@ -378,13 +392,11 @@ impl Mocks {
     /// The store creates every account it is asked to, keeping what it was given.
     pub(super) fn accounts_are_created(&mut self) -> Seen<NewAccount> {
         let created = Seen::new();
-        let kept = created.clone();
-        self.accounts
-            .expect_create_account()
-            .returning(move |account, _| {
-                kept.record(account);
-                ready(Ok(()))
-            });
+        self.accounts.expect_create_account().returning(recording!(
+            created,
+            |account, _| account,
+            Ok(())
+        ));
         created
     }
 

@@ -15,7 +15,7 @@ use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
 use super::{
-    tests::{ada_acting, email, now, ready, secret_of, Mocks, Seen, ACME, ADA},
+    tests::{ada_acting, email, now, ready, recording, secret_of, Mocks, Seen, ACME, ADA},
     Actor, AttemptOutcome, DeliveryEngine, DeliverySettings, EndpointUpdate, Forbidden,
     NewEndpointRequest, SigningSecret, WebhookError, WebhookService, DISABLE_AFTER_FAILURES,
 };
@@ -188,14 +188,10 @@ impl Mocks {
     /// The store accepts the new endpoint, once, and keeps it.
     fn store_creates_endpoint(&mut self) -> Seen<NewEndpoint> {
         let created = Seen::new();
-        let seen = created.clone();
         self.webhooks
             .expect_create_endpoint()
             .times(1)
-            .returning(move |endpoint, _| {
-                seen.record(endpoint);
-                ready(Ok(Ok(())))
-            });
+            .returning(recording!(created, |endpoint, _| endpoint, Ok(Ok(()))));
         created
     }
 
@@ -226,14 +222,11 @@ impl Mocks {
     /// The receiver gives `response`, once, and the request is kept.
     fn receiver_gives(&mut self, response: WebhookResponse) -> Seen<WebhookRequest> {
         let sent = Seen::new();
-        let seen = sent.clone();
-        self.sender
-            .expect_send()
-            .times(1)
-            .returning(move |request| {
-                seen.record(request);
-                ready(response.clone())
-            });
+        self.sender.expect_send().times(1).returning(recording!(
+            sent,
+            |request| request,
+            response.clone()
+        ));
         sent
     }
 
@@ -1182,11 +1175,11 @@ fn the_failure_that_disables_an_endpoint_mails_the_owner_once_naming_it() {
         .times(1)
         .returning(|_, _, _, _| ready(Ok(page_of(vec![grace_the_owner()]))));
     let mailed = Seen::<Mail>::new();
-    let seen = mailed.clone();
-    mocks.mailer.expect_send().times(1).returning(move |mail| {
-        seen.record(mail);
-        ready(Ok(()))
-    });
+    mocks
+        .mailer
+        .expect_send()
+        .times(1)
+        .returning(recording!(mailed, |mail| mail, Ok(())));
 
     let outcome = attempt(mocks, 3);
 
@@ -1302,14 +1295,10 @@ impl Mocks {
     /// The ping is recorded (`true`: the endpoint is still there), once, and kept.
     fn store_records_test(&mut self, still_there: bool) -> Seen<SentTest> {
         let recorded = Seen::new();
-        let seen = recorded.clone();
         self.webhooks
             .expect_record_test()
             .times(1)
-            .returning(move |test| {
-                seen.record(test);
-                ready(Ok(still_there))
-            });
+            .returning(recording!(recorded, |test| test, Ok(still_there)));
         recorded
     }
 }

@@ -21,8 +21,8 @@ use crate::{
     service::{
         tests::{
             acme, acme_allows_only, acme_requires_mfa_at_once, ada_in_acme, now, origin, ready,
-            secret_of, settings, Mocks, Seen, ACME, ADA, ADA_EMAIL, ADA_SESSION, REFRESH_TOKEN,
-            SIGNED,
+            recording, secret_of, settings, Mocks, Seen, ACME, ADA, ADA_EMAIL, ADA_SESSION,
+            REFRESH_TOKEN, SIGNED,
         },
         Agent, AppGrant, BrowserSession, Principal,
     },
@@ -548,7 +548,6 @@ fn a_code_is_exchanged_once_with_its_verifier_for_tokens_bound_to_the_client() {
     mocks.ada_is_registered();
     mocks.policies_are(vec![]);
     let opened = Seen::<NewSession>::new();
-    let kept = opened.clone();
     mocks
         .authorization_codes
         .expect_redeem_authorization_code()
@@ -560,10 +559,11 @@ fn a_code_is_exchanged_once_with_its_verifier_for_tokens_bound_to_the_client() {
                 && record.target == Some(AuditTarget::new(TargetKind::User, ADA))
         })
         .times(1)
-        .returning(move |_, session, _, _, _, _| {
-            kept.record(session);
-            ready(Ok(true))
-        });
+        .returning(recording!(
+            opened,
+            |_, session, _, _, _, _| session,
+            Ok(true)
+        ));
     let signed = mocks.signer_signs();
 
     let tokens = token(
@@ -679,15 +679,11 @@ fn a_code_used_twice_fails_and_ends_what_its_first_use_issued() {
         .expect_redeem_authorization_code()
         .never();
     let ended = Seen::<SessionId>::new();
-    let kept = ended.clone();
     mocks
         .sessions
         .expect_end_session()
         .times(1)
-        .returning(move |id, _, _, _| {
-            kept.record(id);
-            ready(Ok(true))
-        });
+        .returning(recording!(ended, |id, _, _, _| id, Ok(true)));
 
     assert_eq!(
         token(
@@ -1440,14 +1436,10 @@ fn granting(app: Application) -> (Mocks, Seen<NewAuthorizationCode>) {
     mocks.acme_is_on(Plan::Enterprise);
     mocks.ada_is_member(true);
     let saved = Seen::new();
-    let kept = saved.clone();
     mocks
         .authorization_codes
         .expect_save_authorization_code()
-        .returning(move |new, _| {
-            kept.record(new);
-            ready(Ok(()))
-        });
+        .returning(recording!(saved, |new, _| new, Ok(())));
     (mocks, saved)
 }
 
