@@ -61,11 +61,11 @@ impl Mocks {
         self.branding
             .expect_branding()
             .returning(|_| ready(Ok(None)));
-        let written = Seen::new();
-        self.directory
-            .expect_write_directory()
-            .returning(recording!(written, |write| write, Ok(true)));
-        written
+        recording!(
+            self.directory.expect_write_directory(),
+            |write| write,
+            Ok(true)
+        )
     }
 
     fn service(self) -> DirectoryService {

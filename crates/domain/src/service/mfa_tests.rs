@@ -123,11 +123,11 @@ fn enrolment_seals_a_new_secret_under_its_factor_and_shows_it_once() {
         .withf(|user, id, record| *user == ADA && *id == FACTOR && record.is_none())
         .times(1)
         .returning(|_, _, _| ready(Ok(true)));
-    let added = Seen::new();
-    store
-        .expect_add_totp_factor()
-        .times(1)
-        .returning(recording!(added, |factor, sealed| (factor, sealed), Ok(())));
+    let added = recording!(
+        store.expect_add_totp_factor().times(1),
+        |factor, sealed| (factor, sealed),
+        Ok(())
+    );
     mocks
         .totp
         .expect_generate()
@@ -266,11 +266,11 @@ fn the_last_factor_stays_while_an_organization_requires_mfa() {
         mocks.password_check_says(true);
         mocks.policies_are(requiring(required));
         let store = mocks.factors_are(vec![factor(true)]);
-        let removals = Seen::new();
-        store
-            .expect_remove_factor()
-            .times(usize::from(!required))
-            .returning(recording!(removals, |_, _, record| record, Ok(true)));
+        let removals = recording!(
+            store.expect_remove_factor().times(usize::from(!required)),
+            |_, _, record| record,
+            Ok(true)
+        );
         let removed = block_on(mocks.mfa().remove(
             &ada_in_session(),
             FACTOR,
@@ -314,16 +314,12 @@ fn a_user_with_a_factor_gets_a_second_step_not_tokens_and_keeps_the_failure_coun
     mocks.password_check_says(true);
     let (failures, clears) = (Seen::new(), Seen::new());
     mocks.sign_in_attempts = counting(&failures, &clears);
-    let created = Seen::new();
     let store = mocks.factors_are(vec![factor(true)]);
-    store
-        .expect_create_mfa_login()
-        .times(1)
-        .returning(recording!(
-            created,
-            |token, login, _| (token, login),
-            Ok(())
-        ));
+    let created = recording!(
+        store.expect_create_mfa_login().times(1),
+        |token, login, _| (token, login),
+        Ok(())
+    );
     mocks.sessions.expect_create_session().never();
     mocks.signer.expect_sign().never();
 

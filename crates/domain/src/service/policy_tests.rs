@@ -781,12 +781,11 @@ fn mfa_is_required_since_the_save_that_turned_it_on() {
         store
             .expect_policies()
             .returning(move |_| ready(Ok(stored.clone())));
-        let since = Seen::new();
-        store.expect_save_policies().returning(recording!(
-            since,
+        let since = recording!(
+            store.expect_save_policies(),
             |_, _, since, _, _, _| since,
             Ok(true)
-        ));
+        );
         mocks.policies = store;
         let service = PolicyService::new((&mocks.ports()).into());
         // A change other than MFA too, so that every case saves.

@@ -243,16 +243,19 @@ impl<T> Seen<T> {
     }
 }
 
-/// A mock's answer that records in the [`Seen`] `$seen` what `$keep` makes of the call's
-/// arguments, then answers `ready($answer)`:
-/// `.returning(recording!(saved, |new, _| new, Ok(true)))`.
+/// Lets the mock `$expectation` (set up as the test needs: `.times(1)`, `.withf(…)`) answer
+/// `ready($answer)` and keep what `$keep` makes of each call's arguments; gives back the
+/// [`Seen`] that holds them:
+/// `let saved = recording!(mocks.x.expect_save().times(1), |new, _| new, Ok(true));`.
 macro_rules! recording {
-    ($seen:expr, |$($arg:pat_param),*| $keep:expr, $answer:expr) => {{
-        let seen = $seen.clone();
-        move |$($arg),*| {
-            seen.record($keep);
+    ($expectation:expr, |$($arg:pat_param),*| $keep:expr, $answer:expr) => {{
+        let seen = $crate::service::tests::Seen::new();
+        let kept = seen.clone();
+        $expectation.returning(move |$($arg),*| {
+            kept.record($keep);
             $crate::mock::ready($answer)
-        }
+        });
+        seen
     }};
 }
 pub(super) use recording;
@@ -391,13 +394,11 @@ impl Mocks {
 
     /// The store creates every account it is asked to, keeping what it was given.
     pub(super) fn accounts_are_created(&mut self) -> Seen<NewAccount> {
-        let created = Seen::new();
-        self.accounts.expect_create_account().returning(recording!(
-            created,
+        recording!(
+            self.accounts.expect_create_account(),
             |account, _| account,
             Ok(())
-        ));
-        created
+        )
     }
 
     pub(super) fn ada_is_registered(&mut self) {

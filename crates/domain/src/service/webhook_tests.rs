@@ -27,8 +27,8 @@ use crate::{
     },
     ports::{
         AttemptEffects, AttemptRecord, CipherError, DeliveryFilter, EndpointChange, EndpointLimit,
-        LeasedDelivery, Mail, NewDelivery, NewEndpoint, PendingEvent, RetryOutcome, SendTarget,
-        SentTest, StoreError, WebhookRequest, WebhookResponse,
+        LeasedDelivery, NewDelivery, NewEndpoint, PendingEvent, RetryOutcome, SendTarget, SentTest,
+        StoreError, WebhookRequest, WebhookResponse,
     },
 };
 
@@ -187,12 +187,11 @@ impl Mocks {
 
     /// The store accepts the new endpoint, once, and keeps it.
     fn store_creates_endpoint(&mut self) -> Seen<NewEndpoint> {
-        let created = Seen::new();
-        self.webhooks
-            .expect_create_endpoint()
-            .times(1)
-            .returning(recording!(created, |endpoint, _| endpoint, Ok(Ok(()))));
-        created
+        recording!(
+            self.webhooks.expect_create_endpoint().times(1),
+            |endpoint, _| endpoint,
+            Ok(Ok(()))
+        )
     }
 
     /// The store updates the endpoint, once, and keeps (organization, id, change, at).
@@ -221,13 +220,11 @@ impl Mocks {
 
     /// The receiver gives `response`, once, and the request is kept.
     fn receiver_gives(&mut self, response: WebhookResponse) -> Seen<WebhookRequest> {
-        let sent = Seen::new();
-        self.sender.expect_send().times(1).returning(recording!(
-            sent,
+        recording!(
+            self.sender.expect_send().times(1),
             |request| request,
             response.clone()
-        ));
-        sent
+        )
     }
 
     /// The receiver answers `status` with a short body.
@@ -1174,12 +1171,7 @@ fn the_failure_that_disables_an_endpoint_mails_the_owner_once_naming_it() {
         })
         .times(1)
         .returning(|_, _, _, _| ready(Ok(page_of(vec![grace_the_owner()]))));
-    let mailed = Seen::<Mail>::new();
-    mocks
-        .mailer
-        .expect_send()
-        .times(1)
-        .returning(recording!(mailed, |mail| mail, Ok(())));
+    let mailed = recording!(mocks.mailer.expect_send().times(1), |mail| mail, Ok(()));
 
     let outcome = attempt(mocks, 3);
 
@@ -1294,12 +1286,11 @@ impl Mocks {
 
     /// The ping is recorded (`true`: the endpoint is still there), once, and kept.
     fn store_records_test(&mut self, still_there: bool) -> Seen<SentTest> {
-        let recorded = Seen::new();
-        self.webhooks
-            .expect_record_test()
-            .times(1)
-            .returning(recording!(recorded, |test| test, Ok(still_there)));
-        recorded
+        recording!(
+            self.webhooks.expect_record_test().times(1),
+            |test| test,
+            Ok(still_there)
+        )
     }
 }
 

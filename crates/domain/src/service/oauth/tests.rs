@@ -13,9 +13,9 @@ use crate::{
     model::{
         at_hash, Amr, ApiScopes, Application, ApplicationId, ApplicationName, AuditAction,
         AuditActor, AuditOutcome, AuditTarget, AuthorizationCode, ClientGrant, ClientId,
-        CodeVerifier, EventType, NewAuthorizationCode, NewSession, Nonce, OAuthErrorCode, Plan,
-        RedirectUri, RedirectUris, Scope, SecretToken, Session, SessionId, StoredCode, TargetKind,
-        TokenHash, TokenKind,
+        CodeVerifier, EventType, NewAuthorizationCode, Nonce, OAuthErrorCode, Plan, RedirectUri,
+        RedirectUris, Scope, SecretToken, Session, SessionId, StoredCode, TargetKind, TokenHash,
+        TokenKind,
     },
     ports::{Audience, BearerClaims, MachineClaims, MockAuditStore},
     service::{
@@ -178,19 +178,14 @@ fn a_signed_in_member_gets_a_single_use_code_bound_to_client_uri_challenge_and_s
     mocks.application_is(Some(billing(&[CALLBACK])));
     mocks.acme_is_on(Plan::Enterprise);
     mocks.ada_is_member(true);
-    let saved = Seen::<NewAuthorizationCode>::new();
-    let kept = saved.clone();
-    let records = Seen::new();
-    let audited = records.clone();
-    mocks
-        .authorization_codes
-        .expect_save_authorization_code()
-        .times(1)
-        .returning(move |new, record| {
-            kept.record(new);
-            audited.record(record);
-            ready(Ok(()))
-        });
+    let saved = recording!(
+        mocks
+            .authorization_codes
+            .expect_save_authorization_code()
+            .times(1),
+        |new, record| (new, record),
+        Ok(())
+    );
 
     let mut asked = request();
     asked.nonce = Some("n-0S6_WzA2Mj".to_owned());
@@ -200,7 +195,7 @@ fn a_signed_in_member_gets_a_single_use_code_bound_to_client_uri_challenge_and_s
     let code = param(&query, "code").unwrap();
     assert_eq!(code, secret_of(TokenKind::AuthorizationCode));
     assert_eq!(param(&query, "state"), Some("xyz 1"));
-    let new = saved.only();
+    let (new, record) = saved.only();
     assert_eq!(new.hash, TokenHash::of(code), "kept by its hash only");
     assert_eq!(new.code.application_id, billing(&[CALLBACK]).id);
     assert_eq!(new.code.user_id, ADA);
@@ -226,7 +221,6 @@ fn a_signed_in_member_gets_a_single_use_code_bound_to_client_uri_challenge_and_s
         signed_in_at(),
         "the ID token's auth_time"
     );
-    let record = records.only();
     assert_eq!(record.action, AuditAction::OAuthAuthorized);
     assert_eq!(record.actor, AuditActor::User(ADA));
     assert_eq!(record.organization_id, Some(ACME));
@@ -547,23 +541,21 @@ fn a_code_is_exchanged_once_with_its_verifier_for_tokens_bound_to_the_client() {
     mocks.ada_is_member(true);
     mocks.ada_is_registered();
     mocks.policies_are(vec![]);
-    let opened = Seen::<NewSession>::new();
-    mocks
-        .authorization_codes
-        .expect_redeem_authorization_code()
-        .withf(|hash, _, _, _, at, record| {
-            *hash == TokenHash::of(CODE)
-                && *at == now()
-                && record.action == AuditAction::OAuthTokenIssued
-                && record.actor == AuditActor::Application(billing(&[CALLBACK]).id)
-                && record.target == Some(AuditTarget::new(TargetKind::User, ADA))
-        })
-        .times(1)
-        .returning(recording!(
-            opened,
-            |_, session, _, _, _, _| session,
-            Ok(true)
-        ));
+    let opened = recording!(
+        mocks
+            .authorization_codes
+            .expect_redeem_authorization_code()
+            .withf(|hash, _, _, _, at, record| {
+                *hash == TokenHash::of(CODE)
+                    && *at == now()
+                    && record.action == AuditAction::OAuthTokenIssued
+                    && record.actor == AuditActor::Application(billing(&[CALLBACK]).id)
+                    && record.target == Some(AuditTarget::new(TargetKind::User, ADA))
+            })
+            .times(1),
+        |_, session, _, _, _, _| session,
+        Ok(true)
+    );
     let signed = mocks.signer_signs();
 
     let tokens = token(
@@ -678,12 +670,11 @@ fn a_code_used_twice_fails_and_ends_what_its_first_use_issued() {
         .authorization_codes
         .expect_redeem_authorization_code()
         .never();
-    let ended = Seen::<SessionId>::new();
-    mocks
-        .sessions
-        .expect_end_session()
-        .times(1)
-        .returning(recording!(ended, |id, _, _, _| id, Ok(true)));
+    let ended = recording!(
+        mocks.sessions.expect_end_session().times(1),
+        |id, _, _, _| id,
+        Ok(true)
+    );
 
     assert_eq!(
         token(
@@ -1435,11 +1426,11 @@ fn granting(app: Application) -> (Mocks, Seen<NewAuthorizationCode>) {
     mocks.application_is(Some(app));
     mocks.acme_is_on(Plan::Enterprise);
     mocks.ada_is_member(true);
-    let saved = Seen::new();
-    mocks
-        .authorization_codes
-        .expect_save_authorization_code()
-        .returning(recording!(saved, |new, _| new, Ok(())));
+    let saved = recording!(
+        mocks.authorization_codes.expect_save_authorization_code(),
+        |new, _| new,
+        Ok(())
+    );
     (mocks, saved)
 }
 
