@@ -179,13 +179,10 @@ fn the_first_confirmed_factor_brings_ten_recovery_codes_and_mfa_enabled() {
     store
         .expect_totp_factor()
         .returning(|_, _| ready(Ok(Some(stored(false, None)))));
-    let confirmed = Seen::new();
-    let keep = confirmed.clone();
-    store.expect_confirm_totp_factor().times(1).returning(
-        move |_, _, step, _, codes, events, record| {
-            keep.record((step, codes, events, record));
-            ready(Ok(true))
-        },
+    let confirmed = recording!(
+        store.expect_confirm_totp_factor().times(1),
+        |_, _, step, _, codes, events, record| (step, codes, events, record),
+        Ok(true)
     );
     mocks.cipher_opens();
     mocks.code_matches(Some(STEP));
@@ -369,13 +366,10 @@ fn the_second_step_opens_a_session_whose_tokens_say_otp() {
         .returning(|_| ready(Ok(vec![stored(true, Some(STEP - 2))])));
     mocks.cipher_opens();
     mocks.code_matches(Some(STEP));
-    let completed = Seen::new();
-    let keep = completed.clone();
-    mocks.mfa.expect_complete_mfa_login().times(1).returning(
-        move |_, used, session, event, _, _, _| {
-            keep.record((used, session, event));
-            ready(Ok(true))
-        },
+    let completed = recording!(
+        mocks.mfa.expect_complete_mfa_login().times(1),
+        |_, used, session, event, _, _, _| (used, session, event),
+        Ok(true)
     );
     let signed = mocks.signer_signs();
 

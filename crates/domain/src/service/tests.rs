@@ -446,20 +446,16 @@ impl Mocks {
 
     /// The store opens every session it is asked to, keeping what it was given.
     pub(super) fn sessions_open(&mut self) -> Seen<OpenedSession> {
-        let opened = Seen::new();
-        let kept = opened.clone();
-        self.sessions.expect_create_session().returning(
-            move |session, event, keep_at_most, audit| {
-                kept.record(OpenedSession {
-                    session,
-                    event,
-                    keep_at_most,
-                    audit,
-                });
-                ready(Ok(()))
+        recording!(
+            self.sessions.expect_create_session(),
+            |session, event, keep_at_most, audit| OpenedSession {
+                session,
+                event,
+                keep_at_most,
+                audit,
             },
-        );
-        opened
+            Ok(())
+        )
     }
 
     /// The store finds no membership, whoever is asked about in whichever organization.

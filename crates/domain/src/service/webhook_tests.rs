@@ -198,15 +198,11 @@ impl Mocks {
     fn store_updates_endpoint(
         &mut self,
     ) -> Seen<(OrganizationId, EndpointId, EndpointChange, OffsetDateTime)> {
-        let updated = Seen::new();
-        let seen = updated.clone();
-        self.webhooks.expect_update_endpoint().times(1).returning(
-            move |organization, id, change, at, _| {
-                seen.record((organization, id, change, at));
-                ready(Ok(Some(endpoint())))
-            },
-        );
-        updated
+        recording!(
+            self.webhooks.expect_update_endpoint().times(1),
+            |organization, id, change, at, _| (organization, id, change, at),
+            Ok(Some(endpoint()))
+        )
     }
 
     /// The sealed secret of [`HOOK`] opens into [`ENDPOINT_SECRET`].
