@@ -707,39 +707,27 @@ fn retry_of_a_delivery_requeued_by_the_store_returns_it() {
 }
 
 #[test]
-fn retry_of_a_pending_delivery_is_already_pending() {
-    let result = retry_when_store_says(RetryOutcome::AlreadyPending);
-    assert!(
-        matches!(result, Err(WebhookError::AlreadyPending)),
-        "{result:?}"
-    );
-}
-
-#[test]
-fn retry_of_a_delivery_that_succeeded_is_refused_only_a_failed_one_is_retried() {
-    let result = retry_when_store_says(RetryOutcome::AlreadySucceeded);
-    assert!(
-        matches!(result, Err(WebhookError::AlreadySucceeded)),
-        "{result:?}"
-    );
-}
-
-#[test]
-fn retry_of_a_test_ping_is_refused_another_test_is_another_ping() {
-    let result = retry_when_store_says(RetryOutcome::NotRetryable);
-    assert!(
-        matches!(result, Err(WebhookError::NotRetryable)),
-        "{result:?}"
-    );
-}
-
-#[test]
-fn retry_of_an_unknown_delivery_is_not_found() {
-    let result = retry_when_store_says(RetryOutcome::NotFound);
-    assert!(
-        matches!(result, Err(WebhookError::DeliveryNotFound)),
-        "{result:?}"
-    );
+fn retry_is_refused_for_each_delivery_the_store_will_not_requeue() {
+    for outcome in [
+        RetryOutcome::AlreadyPending,
+        RetryOutcome::AlreadySucceeded,
+        RetryOutcome::NotRetryable,
+        RetryOutcome::NotFound,
+    ] {
+        let result = retry_when_store_says(outcome.clone());
+        assert!(
+            matches!(
+                (&outcome, &result),
+                (RetryOutcome::AlreadyPending, Err(WebhookError::AlreadyPending))
+                    // Only a failed delivery is retried, not one that succeeded.
+                    | (RetryOutcome::AlreadySucceeded, Err(WebhookError::AlreadySucceeded))
+                    // A test ping is not retried: another test is another ping.
+                    | (RetryOutcome::NotRetryable, Err(WebhookError::NotRetryable))
+                    | (RetryOutcome::NotFound, Err(WebhookError::DeliveryNotFound))
+            ),
+            "{outcome:?}: {result:?}"
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
