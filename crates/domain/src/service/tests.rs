@@ -109,6 +109,19 @@ pub(super) fn ada_in_session() -> Principal {
 }
 
 /// Ada acting in Acme, in her session, with `role`, Acme being on `plan`.
+/// Ada signed in with a password through an application's token limited to `scope`.
+pub(super) fn ada_granted(scope: &str) -> Principal {
+    Principal::User {
+        user_id: ADA,
+        session_id: ADA_SESSION,
+        amr: Amr::password(),
+        application: Some(AppGrant {
+            client_id: ClientId::parse("ghc_0123456789abcdef0123456789abcdef").unwrap(),
+            scope: Scope::parse(scope).unwrap(),
+        }),
+    }
+}
+
 pub(super) fn ada_acting(role: Role, plan: Plan) -> Actor {
     Actor::Member {
         principal: ada_in_session(),
@@ -1208,6 +1221,11 @@ fn refresh_for_a_user_who_is_gone_is_invalid() {
 // logout
 // ---------------------------------------------------------------------------------------------
 
+/// Whether a session's end is Ada's session ending now, announced as a logout.
+pub(super) fn ada_logs_out_now(id: &SessionId, at: &OffsetDateTime, event: &NewEvent) -> bool {
+    *id == ADA_SESSION && *at == now() && event.event_type == EventType::AuthLogout
+}
+
 #[test]
 fn logout_ends_the_callers_session_and_announces_it() {
     let mut mocks = Mocks::new();
@@ -1215,9 +1233,7 @@ fn logout_ends_the_callers_session_and_announces_it() {
         .sessions
         .expect_end_session()
         .withf(|id, at, event, _| {
-            *id == ADA_SESSION
-                && *at == now()
-                && event.event_type == EventType::AuthLogout
+            ada_logs_out_now(id, at, event)
                 && event.user_id == Some(ADA)
                 && event.organization_id.is_none()
                 && event.data["session_id"] == serde_json::json!(ADA_SESSION)
@@ -1451,20 +1467,28 @@ fn acme_application(active: bool) -> Application {
     }
 }
 
+/// The claims of a fifteen-minute machine token issued just now to `client_id` for Acme.
+pub(super) fn machine_claims(client_id: &str, scope: &str) -> MachineClaims {
+    MachineClaims {
+        iss: ISSUER.into(),
+        sub: client_id.into(),
+        aud: Audience::gatehouse_and(client_id),
+        iat: now().unix_timestamp(),
+        nbf: now().unix_timestamp(),
+        exp: now().unix_timestamp() + 900,
+        jti: Uuid::from_u128(7),
+        client_id: client_id.into(),
+        org_id: ACME,
+        scope: scope.into(),
+    }
+}
+
 fn machine_token_verifies(mocks: &mut Mocks, scope: &'static str) {
     mocks.signer.expect_verify().returning(move |_| {
-        ready(Ok(BearerClaims::Machine(MachineClaims {
-            iss: ISSUER.into(),
-            sub: MACHINE_CLIENT.into(),
-            aud: Audience::gatehouse_and(MACHINE_CLIENT),
-            iat: now().unix_timestamp(),
-            nbf: now().unix_timestamp(),
-            exp: now().unix_timestamp() + 900,
-            jti: Uuid::from_u128(7),
-            client_id: MACHINE_CLIENT.into(),
-            org_id: ACME,
-            scope: scope.into(),
-        })))
+        ready(Ok(BearerClaims::Machine(machine_claims(
+            MACHINE_CLIENT,
+            scope,
+        ))))
     });
     mocks.sessions.expect_is_live().never();
 }
@@ -1545,15 +1569,7 @@ fn a_machine_token_stops_with_its_application_or_the_enterprise_plan() {
 #[test]
 fn an_oauth_tokens_api_scopes_narrow_the_members_role_and_none_leave_it_whole() {
     let narrowed = |scope: &str| Actor::Member {
-        principal: Principal::User {
-            user_id: ADA,
-            session_id: ADA_SESSION,
-            amr: Amr::password(),
-            application: Some(AppGrant {
-                client_id: ClientId::parse("ghc_0123456789abcdef0123456789abcdef").unwrap(),
-                scope: Scope::parse(scope).unwrap(),
-            }),
-        },
+        principal: ada_granted(scope),
         membership: Membership {
             organization_id: ACME,
             user_id: ADA,

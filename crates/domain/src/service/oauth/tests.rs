@@ -13,18 +13,18 @@ use crate::{
     model::{
         at_hash, Amr, ApiScopes, Application, ApplicationId, ApplicationName, AuditAction,
         AuditActor, AuditOutcome, AuditTarget, AuthorizationCode, ClientGrant, ClientId,
-        CodeVerifier, EventType, NewAuthorizationCode, Nonce, OAuthErrorCode, Plan, RedirectUri,
-        RedirectUris, Scope, SecretToken, Session, SessionId, StoredCode, TargetKind, TokenHash,
-        TokenKind,
+        CodeVerifier, NewAuthorizationCode, Nonce, OAuthErrorCode, Plan, RedirectUri, RedirectUris,
+        Scope, SecretToken, Session, SessionId, StoredCode, TargetKind, TokenHash, TokenKind,
     },
     ports::{Audience, BearerClaims, MachineClaims, MockAuditStore},
     service::{
         tests::{
-            acme, acme_allows_only, acme_requires_mfa_at_once, ada_in_acme, now, origin, ready,
-            recording, secret_of, settings, Mocks, Seen, ACME, ADA, ADA_EMAIL, ADA_SESSION,
-            REFRESH_TOKEN, SIGNED,
+            acme, acme_allows_only, acme_requires_mfa_at_once, ada_granted, ada_in_acme,
+            ada_logs_out_now, ada_session, machine_claims, now, origin, ready, recording,
+            secret_of, settings, Mocks, Seen, ACME, ADA, ADA_EMAIL, ADA_SESSION, REFRESH_TOKEN,
+            SIGNED,
         },
-        Agent, AppGrant, BrowserSession, Principal,
+        Agent, BrowserSession,
     },
 };
 
@@ -851,15 +851,7 @@ fn an_exchange_without_openid_signs_no_id_token() {
 }
 
 fn ada_with_scope(scope: &str) -> Agent {
-    Agent::Person(Principal::User {
-        user_id: ADA,
-        session_id: ADA_SESSION,
-        amr: Amr::password(),
-        application: Some(AppGrant {
-            client_id: ClientId::parse("ghc_0123456789abcdef0123456789abcdef").unwrap(),
-            scope: Scope::parse(scope).unwrap(),
-        }),
-    })
+    Agent::Person(ada_granted(scope))
 }
 
 #[test]
@@ -1006,8 +998,6 @@ fn client_credentials_need_the_enterprise_plan_and_api_scopes_only() {
 
 fn granted_session(application: ApplicationId) -> Session {
     Session {
-        id: ADA_SESSION,
-        user_id: ADA,
         created_at: now() - Duration::hours(1),
         expires_at: now() + Duration::days(29),
         last_used_at: now() - Duration::minutes(1),
@@ -1016,9 +1006,7 @@ fn granted_session(application: ApplicationId) -> Session {
             client_id: billing(&[CALLBACK]).client_id,
             scope: Scope::parse("openid").unwrap(),
         }),
-        amr: Amr::password(),
-        sso_organization_id: None,
-        organization_id: None,
+        ..ada_session()
     }
 }
 
@@ -1069,9 +1057,7 @@ fn revoking_the_clients_refresh_token_ends_its_session_on_record() {
         .sessions
         .expect_end_session()
         .withf(|id, at, event, record| {
-            *id == ADA_SESSION
-                && *at == now()
-                && event.event_type == EventType::AuthLogout
+            ada_logs_out_now(id, at, event)
                 && record.action == AuditAction::OAuthTokenRevoked
                 && record.actor == AuditActor::Application(billing(&[CALLBACK]).id)
                 && record.organization_id == Some(ACME)
@@ -1133,16 +1119,8 @@ fn a_machine_token_cannot_be_revoked() {
     let client_id = billing(&[CALLBACK]).client_id.as_str().to_owned();
     mocks.signer.expect_verify().returning(move |_| {
         ready(Ok(BearerClaims::Machine(MachineClaims {
-            iss: settings().issuer,
-            sub: client_id.clone(),
-            aud: Audience::gatehouse_and(&client_id),
-            iat: now().unix_timestamp(),
-            nbf: now().unix_timestamp(),
             exp: now().unix_timestamp() + 600,
-            jti: Uuid::from_u128(7),
-            client_id: client_id.clone(),
-            org_id: ACME,
-            scope: "org:read".into(),
+            ..machine_claims(&client_id, "org:read")
         })))
     });
     mocks.sessions.expect_end_session().never();
