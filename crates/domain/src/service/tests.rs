@@ -257,8 +257,8 @@ impl<T> Seen<T> {
 }
 
 /// Lets the mock `$expectation` (set up as the test needs: `.times(1)`, `.withf(…)`) answer
-/// `ready($answer)` and keep what `$keep` makes of each call's arguments; gives back the
-/// [`Seen`] that holds them:
+/// `ready($answer)` (which may use the arguments, after `$keep`) and keep what `$keep` makes of
+/// each call's arguments; gives back the [`Seen`] that holds them:
 /// `let saved = recording!(mocks.x.expect_save().times(1), |new, _| new, Ok(true));`.
 macro_rules! recording {
     ($expectation:expr, |$($arg:pat_param),*| $keep:expr, $answer:expr) => {{
@@ -1740,25 +1740,19 @@ fn create_key(
 
 /// The store saves the key as given and hands it back, keeping what it got.
 pub(super) fn store_saves_api_keys(mocks: &mut Mocks) -> Seen<NewApiKey> {
-    let stored = Seen::new();
-    let seen = stored.clone();
-    mocks
-        .api_keys
-        .expect_create_api_key()
-        .times(1)
-        .returning(move |new: NewApiKey, _| {
-            seen.record(new.clone());
-            ready(Ok(Some(ApiKey {
-                id: new.id,
-                name: new.name,
-                prefix: new.prefix,
-                organization_id: new.organization_id,
-                holder: new.holder,
-                created_at: new.created_at,
-                last_used_at: None,
-            })))
-        });
-    stored
+    recording!(
+        mocks.api_keys.expect_create_api_key().times(1),
+        |new, _| new.clone(),
+        Ok(Some(ApiKey {
+            id: new.id,
+            name: new.name,
+            prefix: new.prefix,
+            organization_id: new.organization_id,
+            holder: new.holder,
+            created_at: new.created_at,
+            last_used_at: None,
+        }))
+    )
 }
 
 #[test]
