@@ -7,7 +7,7 @@ use time::Duration;
 use uuid::Uuid;
 
 use super::{
-    tests::{ada_acting, now, ready, secret_of, Mocks, Seen, ACME},
+    tests::{ada_acting, now, ready, recording, secret_of, Mocks, Seen, ACME},
     Actor, ApplicationError, ApplicationService, ApplicationWithSecret,
 };
 use crate::model::{
@@ -58,15 +58,11 @@ type Update = (Application, Option<TokenHash>, NewEvent, AuditRecord);
 fn billing_updated() -> (ApplicationService, Seen<Update>) {
     let mut mocks = Mocks::new();
     mocks.store_has(Some(billing()));
-    let saved = Seen::new();
-    let kept = saved.clone();
-    mocks
-        .applications
-        .expect_update_application()
-        .returning(move |app, hash, event, audit| {
-            kept.record((app, hash, event, audit));
-            ready(Ok(true))
-        });
+    let saved = recording!(
+        mocks.applications.expect_update_application(),
+        |app, hash, event, audit| (app, hash, event, audit),
+        Ok(true)
+    );
     (ApplicationService::new((&mocks.ports()).into()), saved)
 }
 
@@ -74,16 +70,11 @@ fn billing_updated() -> (ApplicationService, Seen<Update>) {
 /// with its event.
 fn registered(require_pkce: bool) -> (ApplicationWithSecret, NewApplication, NewEvent) {
     let mut mocks = Mocks::new();
-    let stored = Seen::<(NewApplication, NewEvent)>::new();
-    let kept = stored.clone();
-    mocks
-        .applications
-        .expect_create_application()
-        .times(1)
-        .returning(move |new, event, _| {
-            kept.record((new, event));
-            ready(Ok(true))
-        });
+    let stored = recording!(
+        mocks.applications.expect_create_application().times(1),
+        |new, event, _| (new, event),
+        Ok(true)
+    );
     let service = ApplicationService::new((&mocks.ports()).into());
 
     let created = block_on(service.create(
@@ -271,17 +262,15 @@ fn an_application_the_organization_does_not_have_is_not_found() {
 fn deleting_records_the_application_as_it_stood() {
     let mut mocks = Mocks::new();
     mocks.store_has(Some(billing()));
-    let deleted = Seen::<NewEvent>::new();
-    let kept = deleted.clone();
-    mocks
-        .applications
-        .expect_delete_application()
-        .withf(|organization, id, _, _| *organization == ACME && *id == APP)
-        .times(1)
-        .returning(move |_, _, event, _| {
-            kept.record(event);
-            ready(Ok(true))
-        });
+    let deleted = recording!(
+        mocks
+            .applications
+            .expect_delete_application()
+            .withf(|organization, id, _, _| *organization == ACME && *id == APP)
+            .times(1),
+        |_, _, event, _| event,
+        Ok(true)
+    );
     let service = ApplicationService::new((&mocks.ports()).into());
 
     block_on(service.delete(&ada_as(Role::Admin), APP, &origin())).unwrap();

@@ -5,7 +5,7 @@ use futures::executor::block_on;
 use uuid::Uuid;
 
 use super::{
-    tests::{acme, ada_credentials, now, origin, ready, Mocks, Seen, ACME, ADA},
+    tests::{acme, ada_credentials, now, origin, ready, recording, Mocks, Seen, ACME, ADA},
     Actor, DirectoryClient, DirectoryError, DirectoryService, MemberService,
 };
 use crate::{
@@ -61,15 +61,11 @@ impl Mocks {
         self.branding
             .expect_branding()
             .returning(|_| ready(Ok(None)));
-        let written = Seen::new();
-        let seen = written.clone();
-        self.directory
-            .expect_write_directory()
-            .returning(move |write| {
-                seen.record(write);
-                ready(Ok(true))
-            });
-        written
+        recording!(
+            self.directory.expect_write_directory(),
+            |write| write,
+            Ok(true)
+        )
     }
 
     fn service(self) -> DirectoryService {

@@ -5,13 +5,13 @@ use time::Duration;
 use uuid::Uuid;
 
 use super::{
-    tests::{ada_acting, now, origin, ready, secret_of, Mocks, Seen, ACME},
+    tests::{ada_acting, now, origin, ready, recording, secret_of, Mocks, ACME},
     DomainError, DomainService,
 };
 use crate::{
     model::{
-        ClaimableDomain, DomainId, DomainStatus, EmailDomain, EventType, NewEvent,
-        OrganizationDomain, OrganizationId, Plan, Role, TokenKind,
+        ClaimableDomain, DomainId, DomainStatus, EmailDomain, EventType, OrganizationDomain,
+        OrganizationId, Plan, Role, TokenKind,
     },
     ports::{DnsError, StoreError},
 };
@@ -89,16 +89,11 @@ fn an_admin_claims_a_domain_pending_with_a_random_value_for_its_txt_record() {
     let mut mocks = Mocks::new();
     mocks.acme_has(Vec::new());
     mocks.domain_is_verified_by(None);
-    let added = Seen::new();
-    let kept = added.clone();
-    mocks
-        .domains
-        .expect_add_domain()
-        .times(1)
-        .returning(move |domain, audit| {
-            kept.record((domain, audit));
-            ready(Ok(true))
-        });
+    let added = recording!(
+        mocks.domains.expect_add_domain().times(1),
+        |domain, audit| (domain, audit),
+        Ok(true)
+    );
     let domain = block_on(service(mocks).add(
         &ada_acting(Role::Admin, Plan::Free),
         ClaimableDomain::parse("Acme.com").unwrap(),
@@ -164,19 +159,17 @@ fn the_txt_record_holding_the_value_verifies_the_domain_with_its_event() {
         "v=spf1 -all".to_owned(),
         secret_of(TokenKind::DomainChallenge),
     ]);
-    let verified = Seen::<NewEvent>::new();
-    let kept = verified.clone();
-    mocks
-        .domains
-        .expect_verify_domain()
-        .withf(|organization, id, at, _, _| {
-            *organization == ACME && *id == ACME_COM && *at == now()
-        })
-        .times(1)
-        .returning(move |_, _, _, event, _| {
-            kept.record(event);
-            ready(Ok(true))
-        });
+    let verified = recording!(
+        mocks
+            .domains
+            .expect_verify_domain()
+            .withf(|organization, id, at, _, _| {
+                *organization == ACME && *id == ACME_COM && *at == now()
+            })
+            .times(1),
+        |_, _, _, event, _| event,
+        Ok(true)
+    );
     let domain = admin_verifies(mocks).unwrap();
     assert_eq!(domain.status(), DomainStatus::Verified);
     let event = verified.only();
@@ -231,16 +224,11 @@ fn a_domain_verified_by_another_organization_meanwhile_is_a_conflict() {
 #[test]
 fn removing_records_the_event() {
     let mut mocks = with_acme_com_pending();
-    let removed = Seen::<NewEvent>::new();
-    let kept = removed.clone();
-    mocks
-        .domains
-        .expect_remove_domain()
-        .times(1)
-        .returning(move |_, _, event, _| {
-            kept.record(event);
-            ready(Ok(true))
-        });
+    let removed = recording!(
+        mocks.domains.expect_remove_domain().times(1),
+        |_, _, event, _| event,
+        Ok(true)
+    );
     block_on(service(mocks).remove(&ada_acting(Role::Owner, Plan::Free), ACME_COM, &origin()))
         .unwrap();
     assert_eq!(

@@ -6,7 +6,7 @@ use time::Duration;
 use uuid::Uuid;
 
 use super::{
-    tests::{ada_acting, now, origin, ready, secret_of, Mocks, Seen, ACME, ADA, GLOBEX},
+    tests::{ada_acting, now, origin, ready, recording, secret_of, Mocks, ACME, ADA, GLOBEX},
     Actor, Agent, AuthenticateError, Authenticator, Forbidden, IamError, IamService,
     ServiceAccountChange, ServiceAccountKey,
 };
@@ -147,16 +147,14 @@ fn service(mocks: Mocks) -> IamService {
 #[test]
 fn an_admin_creates_an_account_it_names_as_its_creator_with_an_event_and_a_record() {
     let mut mocks = Mocks::new();
-    let stored = Seen::new();
-    let kept = stored.clone();
-    mocks
-        .service_accounts
-        .expect_create_service_account()
-        .times(1)
-        .returning(move |account, event, audit| {
-            kept.record((account, event, audit));
-            ready(Ok(true))
-        });
+    let stored = recording!(
+        mocks
+            .service_accounts
+            .expect_create_service_account()
+            .times(1),
+        |account, event, audit| (account, event, audit),
+        Ok(true)
+    );
     let account = block_on(service(mocks).create_service_account(
         &ada_acting(Role::Admin, Plan::Free),
         ServiceAccountName::parse("CI deploys").unwrap(),
@@ -358,16 +356,11 @@ fn custom_roles_need_a_plan_with_them_and_roles_manage() {
 #[test]
 fn a_role_defined_is_stored_with_an_event_and_a_record_and_a_taken_key_conflicts() {
     let mut mocks = Mocks::new();
-    let stored = Seen::new();
-    let kept = stored.clone();
-    mocks
-        .roles
-        .expect_create_role()
-        .times(1)
-        .returning(move |role, event, audit| {
-            kept.record((role, event, audit));
-            ready(Ok(()))
-        });
+    let stored = recording!(
+        mocks.roles.expect_create_role().times(1),
+        |role, event, audit| (role, event, audit),
+        Ok(())
+    );
     let role = block_on(service(mocks).create_role(
         &ada_acting(Role::Admin, Plan::Business),
         auditor_role(),

@@ -10,7 +10,7 @@ use futures::executor::block_on;
 use time::Duration;
 
 use super::{
-    tests::{now, ready, secret_of, Mocks, Seen, ADA, ADA_EMAIL},
+    tests::{now, ready, recording, secret_of, Mocks, Seen, ADA, ADA_EMAIL},
     EmailLinkService, LinkError, SignIn,
 };
 use crate::{
@@ -118,22 +118,12 @@ fn a_known_address_gets_a_link_to_the_page_with_a_token_kept_hashed() {
     let mut mocks = Mocks::new();
     mocks.limits(None);
     mocks.ada_is_registered();
-    let saved = Seen::new();
-    let keep = saved.clone();
-    mocks
-        .account_tokens
-        .expect_save_account_token()
-        .times(1)
-        .returning(move |hash, token, record| {
-            keep.record((hash, token, record));
-            ready(Ok(()))
-        });
-    let mailed = Seen::new();
-    let sent = mailed.clone();
-    mocks.mailer.expect_send().times(1).returning(move |mail| {
-        sent.record(mail);
-        ready(Ok(()))
-    });
+    let saved = recording!(
+        mocks.account_tokens.expect_save_account_token().times(1),
+        |hash, token, record| (hash, token, record),
+        Ok(())
+    );
+    let mailed = recording!(mocks.mailer.expect_send().times(1), |mail| mail, Ok(()));
 
     block_on(
         mocks
@@ -207,16 +197,11 @@ fn a_verification_link_verifies_the_address_with_the_users_record() {
     link.purpose = AccountTokenPurpose::EmailVerification;
     mocks.link_is_taken("ghev_x", link);
     mocks.ada_is_registered();
-    let verified = Seen::new();
-    let keep = verified.clone();
-    mocks
-        .accounts
-        .expect_set_email_verified()
-        .times(1)
-        .returning(move |user, email, _, record| {
-            keep.record((user, email.as_ref().to_owned(), record));
-            ready(Ok(true))
-        });
+    let verified = recording!(
+        mocks.accounts.expect_set_email_verified().times(1),
+        |user, email, _, record| (user, email.as_ref().to_owned(), record),
+        Ok(true)
+    );
 
     block_on(mocks.links().verify_email("ghev_x", &origin())).unwrap();
 

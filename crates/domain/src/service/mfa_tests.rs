@@ -10,8 +10,8 @@ use uuid::Uuid;
 
 use super::{
     tests::{
-        ada_credentials, ada_in_session, counting, now, ready, secret_of, Mocks, Seen, ADA,
-        ADA_EMAIL, ADA_PASSWORD,
+        ada_credentials, ada_in_session, counting, now, ready, recording, secret_of, Mocks, Seen,
+        ADA, ADA_EMAIL, ADA_PASSWORD,
     },
     Confirmed, MfaError, MfaService, SecondFactorProof, SignIn, TokenPair, VerifyError,
 };
@@ -123,15 +123,11 @@ fn enrolment_seals_a_new_secret_under_its_factor_and_shows_it_once() {
         .withf(|user, id, record| *user == ADA && *id == FACTOR && record.is_none())
         .times(1)
         .returning(|_, _, _| ready(Ok(true)));
-    let added = Seen::new();
-    let keep = added.clone();
-    store
-        .expect_add_totp_factor()
-        .times(1)
-        .returning(move |factor, sealed| {
-            keep.record((factor, sealed));
-            ready(Ok(()))
-        });
+    let added = recording!(
+        store.expect_add_totp_factor().times(1),
+        |factor, sealed| (factor, sealed),
+        Ok(())
+    );
     mocks
         .totp
         .expect_generate()
@@ -183,13 +179,10 @@ fn the_first_confirmed_factor_brings_ten_recovery_codes_and_mfa_enabled() {
     store
         .expect_totp_factor()
         .returning(|_, _| ready(Ok(Some(stored(false, None)))));
-    let confirmed = Seen::new();
-    let keep = confirmed.clone();
-    store.expect_confirm_totp_factor().times(1).returning(
-        move |_, _, step, _, codes, events, record| {
-            keep.record((step, codes, events, record));
-            ready(Ok(true))
-        },
+    let confirmed = recording!(
+        store.expect_confirm_totp_factor().times(1),
+        |_, _, step, _, codes, events, record| (step, codes, events, record),
+        Ok(true)
     );
     mocks.cipher_opens();
     mocks.code_matches(Some(STEP));
@@ -270,15 +263,11 @@ fn the_last_factor_stays_while_an_organization_requires_mfa() {
         mocks.password_check_says(true);
         mocks.policies_are(requiring(required));
         let store = mocks.factors_are(vec![factor(true)]);
-        let removals = Seen::new();
-        let keep = removals.clone();
-        store
-            .expect_remove_factor()
-            .times(usize::from(!required))
-            .returning(move |_, _, record| {
-                keep.record(record);
-                ready(Ok(true))
-            });
+        let removals = recording!(
+            store.expect_remove_factor().times(usize::from(!required)),
+            |_, _, record| record,
+            Ok(true)
+        );
         let removed = block_on(mocks.mfa().remove(
             &ada_in_session(),
             FACTOR,
@@ -322,16 +311,12 @@ fn a_user_with_a_factor_gets_a_second_step_not_tokens_and_keeps_the_failure_coun
     mocks.password_check_says(true);
     let (failures, clears) = (Seen::new(), Seen::new());
     mocks.sign_in_attempts = counting(&failures, &clears);
-    let created = Seen::new();
-    let keep = created.clone();
     let store = mocks.factors_are(vec![factor(true)]);
-    store
-        .expect_create_mfa_login()
-        .times(1)
-        .returning(move |token, login, _| {
-            keep.record((token, login));
-            ready(Ok(()))
-        });
+    let created = recording!(
+        store.expect_create_mfa_login().times(1),
+        |token, login, _| (token, login),
+        Ok(())
+    );
     mocks.sessions.expect_create_session().never();
     mocks.signer.expect_sign().never();
 
@@ -381,13 +366,10 @@ fn the_second_step_opens_a_session_whose_tokens_say_otp() {
         .returning(|_| ready(Ok(vec![stored(true, Some(STEP - 2))])));
     mocks.cipher_opens();
     mocks.code_matches(Some(STEP));
-    let completed = Seen::new();
-    let keep = completed.clone();
-    mocks.mfa.expect_complete_mfa_login().times(1).returning(
-        move |_, used, session, event, _, _, _| {
-            keep.record((used, session, event));
-            ready(Ok(true))
-        },
+    let completed = recording!(
+        mocks.mfa.expect_complete_mfa_login().times(1),
+        |_, used, session, event, _, _, _| (used, session, event),
+        Ok(true)
     );
     let signed = mocks.signer_signs();
 

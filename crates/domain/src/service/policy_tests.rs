@@ -12,7 +12,7 @@ use super::{
     oauth::tests::{billing, CALLBACK},
     tests::{
         acme, acme_policies_are, ada_credentials, ada_in_acme, ada_in_session, ada_session,
-        change_password, claims_of_ada, email, full_name, hash, login, now, ready,
+        change_password, claims_of_ada, email, full_name, hash, login, now, ready, recording,
         store_saves_api_keys, Mocks, OpenedSession, Seen, ACME, ADA, ADA_EMAIL, ADA_PASSWORD,
         ADA_SESSION, GLOBEX, NEW_PASSWORD, REFRESH_TOKEN, SIGNED,
     },
@@ -781,14 +781,11 @@ fn mfa_is_required_since_the_save_that_turned_it_on() {
         store
             .expect_policies()
             .returning(move |_| ready(Ok(stored.clone())));
-        let since = Seen::new();
-        let seen = since.clone();
-        store
-            .expect_save_policies()
-            .returning(move |_, _, since, _, _, _| {
-                seen.record(since);
-                ready(Ok(true))
-            });
+        let since = recording!(
+            store.expect_save_policies(),
+            |_, _, since, _, _, _| since,
+            Ok(true)
+        );
         mocks.policies = store;
         let service = PolicyService::new((&mocks.ports()).into());
         // A change other than MFA too, so that every case saves.

@@ -9,7 +9,7 @@ use time::Duration;
 use uuid::Uuid;
 
 use super::{
-    tests::{acme, now, ready, Mocks, Seen, ACME, ADA, ADA_EMAIL},
+    tests::{acme, now, ready, recording, Mocks, Seen, ACME, ADA, ADA_EMAIL},
     SamlService, SamlSignInError, SamlSignedIn,
 };
 use crate::{
@@ -127,16 +127,11 @@ impl Mocks {
 
     /// The store's sign-in answers `outcome` and keeps what it was given.
     fn store_signs_in(&mut self, outcome: SamlSignInOutcome) -> Seen<SamlSignIn> {
-        let seen = Seen::new();
-        let kept = seen.clone();
-        self.saml
-            .expect_saml_sign_in()
-            .times(1)
-            .returning(move |sign_in| {
-                kept.record(sign_in);
-                ready(Ok(outcome))
-            });
-        seen
+        recording!(
+            self.saml.expect_saml_sign_in().times(1),
+            |sign_in| sign_in,
+            Ok(outcome)
+        )
     }
 
     fn saml(self) -> SamlService {
@@ -167,16 +162,11 @@ fn a_sign_in_starts_with_a_remembered_request_sent_to_the_idp() {
             kept.record((request.clone(), trust.idp_sso_url.clone()));
             Ok("https://idp.example.com/sso?SAMLRequest=x&RelayState=y".to_owned())
         });
-    let saved = Seen::new();
-    let keep = saved.clone();
-    mocks
-        .saml
-        .expect_save_saml_request()
-        .times(1)
-        .returning(move |request| {
-            keep.record(request);
-            ready(Ok(()))
-        });
+    let saved = recording!(
+        mocks.saml.expect_save_saml_request().times(1),
+        |request| request,
+        Ok(())
+    );
 
     let url = block_on(
         mocks

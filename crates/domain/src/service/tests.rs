@@ -109,6 +109,19 @@ pub(super) fn ada_in_session() -> Principal {
 }
 
 /// Ada acting in Acme, in her session, with `role`, Acme being on `plan`.
+/// Ada signed in with a password through an application's token limited to `scope`.
+pub(super) fn ada_granted(scope: &str) -> Principal {
+    Principal::User {
+        user_id: ADA,
+        session_id: ADA_SESSION,
+        amr: Amr::password(),
+        application: Some(AppGrant {
+            client_id: ClientId::parse("ghc_0123456789abcdef0123456789abcdef").unwrap(),
+            scope: Scope::parse(scope).unwrap(),
+        }),
+    }
+}
+
 pub(super) fn ada_acting(role: Role, plan: Plan) -> Actor {
     Actor::Member {
         principal: ada_in_session(),
@@ -242,6 +255,23 @@ impl<T> Seen<T> {
         std::mem::take(&mut *self.0.lock().unwrap())
     }
 }
+
+/// Lets the mock `$expectation` (set up as the test needs: `.times(1)`, `.withf(…)`) answer
+/// `ready($answer)` (which may use the arguments, after `$keep`) and keep what `$keep` makes of
+/// each call's arguments; gives back the [`Seen`] that holds them:
+/// `let saved = recording!(mocks.x.expect_save().times(1), |new, _| new, Ok(true));`.
+macro_rules! recording {
+    ($expectation:expr, |$($arg:pat_param),*| $keep:expr, $answer:expr) => {{
+        let seen = $crate::service::tests::Seen::new();
+        let kept = seen.clone();
+        $expectation.returning(move |$($arg),*| {
+            kept.record($keep);
+            $crate::mock::ready($answer)
+        });
+        seen
+    }};
+}
+pub(super) use recording;
 
 /// Every port, mocked ([`MockPorts`]). The clock is stopped at [`now`], ids count up from
 /// `f0000000-…-0001`, and secrets are [`secret_of`] their kind; everything else has no
@@ -377,15 +407,11 @@ impl Mocks {
 
     /// The store creates every account it is asked to, keeping what it was given.
     pub(super) fn accounts_are_created(&mut self) -> Seen<NewAccount> {
-        let created = Seen::new();
-        let kept = created.clone();
-        self.accounts
-            .expect_create_account()
-            .returning(move |account, _| {
-                kept.record(account);
-                ready(Ok(()))
-            });
-        created
+        recording!(
+            self.accounts.expect_create_account(),
+            |account, _| account,
+            Ok(())
+        )
     }
 
     pub(super) fn ada_is_registered(&mut self) {
@@ -433,20 +459,16 @@ impl Mocks {
 
     /// The store opens every session it is asked to, keeping what it was given.
     pub(super) fn sessions_open(&mut self) -> Seen<OpenedSession> {
-        let opened = Seen::new();
-        let kept = opened.clone();
-        self.sessions.expect_create_session().returning(
-            move |session, event, keep_at_most, audit| {
-                kept.record(OpenedSession {
-                    session,
-                    event,
-                    keep_at_most,
-                    audit,
-                });
-                ready(Ok(()))
+        recording!(
+            self.sessions.expect_create_session(),
+            |session, event, keep_at_most, audit| OpenedSession {
+                session,
+                event,
+                keep_at_most,
+                audit,
             },
-        );
-        opened
+            Ok(())
+        )
     }
 
     /// The store finds no membership, whoever is asked about in whichever organization.
@@ -1199,6 +1221,11 @@ fn refresh_for_a_user_who_is_gone_is_invalid() {
 // logout
 // ---------------------------------------------------------------------------------------------
 
+/// Whether a session's end is Ada's session ending now, announced as a logout.
+pub(super) fn ada_logs_out_now(id: &SessionId, at: &OffsetDateTime, event: &NewEvent) -> bool {
+    *id == ADA_SESSION && *at == now() && event.event_type == EventType::AuthLogout
+}
+
 #[test]
 fn logout_ends_the_callers_session_and_announces_it() {
     let mut mocks = Mocks::new();
@@ -1206,9 +1233,7 @@ fn logout_ends_the_callers_session_and_announces_it() {
         .sessions
         .expect_end_session()
         .withf(|id, at, event, _| {
-            *id == ADA_SESSION
-                && *at == now()
-                && event.event_type == EventType::AuthLogout
+            ada_logs_out_now(id, at, event)
                 && event.user_id == Some(ADA)
                 && event.organization_id.is_none()
                 && event.data["session_id"] == serde_json::json!(ADA_SESSION)
@@ -1442,20 +1467,28 @@ fn acme_application(active: bool) -> Application {
     }
 }
 
+/// The claims of a fifteen-minute machine token issued just now to `client_id` for Acme.
+pub(super) fn machine_claims(client_id: &str, scope: &str) -> MachineClaims {
+    MachineClaims {
+        iss: ISSUER.into(),
+        sub: client_id.into(),
+        aud: Audience::gatehouse_and(client_id),
+        iat: now().unix_timestamp(),
+        nbf: now().unix_timestamp(),
+        exp: now().unix_timestamp() + 900,
+        jti: Uuid::from_u128(7),
+        client_id: client_id.into(),
+        org_id: ACME,
+        scope: scope.into(),
+    }
+}
+
 fn machine_token_verifies(mocks: &mut Mocks, scope: &'static str) {
     mocks.signer.expect_verify().returning(move |_| {
-        ready(Ok(BearerClaims::Machine(MachineClaims {
-            iss: ISSUER.into(),
-            sub: MACHINE_CLIENT.into(),
-            aud: Audience::gatehouse_and(MACHINE_CLIENT),
-            iat: now().unix_timestamp(),
-            nbf: now().unix_timestamp(),
-            exp: now().unix_timestamp() + 900,
-            jti: Uuid::from_u128(7),
-            client_id: MACHINE_CLIENT.into(),
-            org_id: ACME,
-            scope: scope.into(),
-        })))
+        ready(Ok(BearerClaims::Machine(machine_claims(
+            MACHINE_CLIENT,
+            scope,
+        ))))
     });
     mocks.sessions.expect_is_live().never();
 }
@@ -1536,15 +1569,7 @@ fn a_machine_token_stops_with_its_application_or_the_enterprise_plan() {
 #[test]
 fn an_oauth_tokens_api_scopes_narrow_the_members_role_and_none_leave_it_whole() {
     let narrowed = |scope: &str| Actor::Member {
-        principal: Principal::User {
-            user_id: ADA,
-            session_id: ADA_SESSION,
-            amr: Amr::password(),
-            application: Some(AppGrant {
-                client_id: ClientId::parse("ghc_0123456789abcdef0123456789abcdef").unwrap(),
-                scope: Scope::parse(scope).unwrap(),
-            }),
-        },
+        principal: ada_granted(scope),
         membership: Membership {
             organization_id: ACME,
             user_id: ADA,
@@ -1715,25 +1740,19 @@ fn create_key(
 
 /// The store saves the key as given and hands it back, keeping what it got.
 pub(super) fn store_saves_api_keys(mocks: &mut Mocks) -> Seen<NewApiKey> {
-    let stored = Seen::new();
-    let seen = stored.clone();
-    mocks
-        .api_keys
-        .expect_create_api_key()
-        .times(1)
-        .returning(move |new: NewApiKey, _| {
-            seen.record(new.clone());
-            ready(Ok(Some(ApiKey {
-                id: new.id,
-                name: new.name,
-                prefix: new.prefix,
-                organization_id: new.organization_id,
-                holder: new.holder,
-                created_at: new.created_at,
-                last_used_at: None,
-            })))
-        });
-    stored
+    recording!(
+        mocks.api_keys.expect_create_api_key().times(1),
+        |new, _| new.clone(),
+        Ok(Some(ApiKey {
+            id: new.id,
+            name: new.name,
+            prefix: new.prefix,
+            organization_id: new.organization_id,
+            holder: new.holder,
+            created_at: new.created_at,
+            last_used_at: None,
+        }))
+    )
 }
 
 #[test]

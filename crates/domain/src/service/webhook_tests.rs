@@ -15,7 +15,7 @@ use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
 use super::{
-    tests::{ada_acting, email, now, ready, secret_of, Mocks, Seen, ACME, ADA},
+    tests::{ada_acting, email, now, ready, recording, secret_of, Mocks, Seen, ACME, ADA},
     Actor, AttemptOutcome, DeliveryEngine, DeliverySettings, EndpointUpdate, Forbidden,
     NewEndpointRequest, SigningSecret, WebhookError, WebhookService, DISABLE_AFTER_FAILURES,
 };
@@ -27,8 +27,8 @@ use crate::{
     },
     ports::{
         AttemptEffects, AttemptRecord, CipherError, DeliveryFilter, EndpointChange, EndpointLimit,
-        LeasedDelivery, Mail, NewDelivery, NewEndpoint, PendingEvent, RetryOutcome, SendTarget,
-        SentTest, StoreError, WebhookRequest, WebhookResponse,
+        LeasedDelivery, NewDelivery, NewEndpoint, PendingEvent, RetryOutcome, SendTarget, SentTest,
+        StoreError, WebhookRequest, WebhookResponse,
     },
 };
 
@@ -187,31 +187,22 @@ impl Mocks {
 
     /// The store accepts the new endpoint, once, and keeps it.
     fn store_creates_endpoint(&mut self) -> Seen<NewEndpoint> {
-        let created = Seen::new();
-        let seen = created.clone();
-        self.webhooks
-            .expect_create_endpoint()
-            .times(1)
-            .returning(move |endpoint, _| {
-                seen.record(endpoint);
-                ready(Ok(Ok(())))
-            });
-        created
+        recording!(
+            self.webhooks.expect_create_endpoint().times(1),
+            |endpoint, _| endpoint,
+            Ok(Ok(()))
+        )
     }
 
     /// The store updates the endpoint, once, and keeps (organization, id, change, at).
     fn store_updates_endpoint(
         &mut self,
     ) -> Seen<(OrganizationId, EndpointId, EndpointChange, OffsetDateTime)> {
-        let updated = Seen::new();
-        let seen = updated.clone();
-        self.webhooks.expect_update_endpoint().times(1).returning(
-            move |organization, id, change, at, _| {
-                seen.record((organization, id, change, at));
-                ready(Ok(Some(endpoint())))
-            },
-        );
-        updated
+        recording!(
+            self.webhooks.expect_update_endpoint().times(1),
+            |organization, id, change, at, _| (organization, id, change, at),
+            Ok(Some(endpoint()))
+        )
     }
 
     /// The sealed secret of [`HOOK`] opens into [`ENDPOINT_SECRET`].
@@ -225,16 +216,11 @@ impl Mocks {
 
     /// The receiver gives `response`, once, and the request is kept.
     fn receiver_gives(&mut self, response: WebhookResponse) -> Seen<WebhookRequest> {
-        let sent = Seen::new();
-        let seen = sent.clone();
-        self.sender
-            .expect_send()
-            .times(1)
-            .returning(move |request| {
-                seen.record(request);
-                ready(response.clone())
-            });
-        sent
+        recording!(
+            self.sender.expect_send().times(1),
+            |request| request,
+            response.clone()
+        )
     }
 
     /// The receiver answers `status` with a short body.
@@ -721,39 +707,27 @@ fn retry_of_a_delivery_requeued_by_the_store_returns_it() {
 }
 
 #[test]
-fn retry_of_a_pending_delivery_is_already_pending() {
-    let result = retry_when_store_says(RetryOutcome::AlreadyPending);
-    assert!(
-        matches!(result, Err(WebhookError::AlreadyPending)),
-        "{result:?}"
-    );
-}
-
-#[test]
-fn retry_of_a_delivery_that_succeeded_is_refused_only_a_failed_one_is_retried() {
-    let result = retry_when_store_says(RetryOutcome::AlreadySucceeded);
-    assert!(
-        matches!(result, Err(WebhookError::AlreadySucceeded)),
-        "{result:?}"
-    );
-}
-
-#[test]
-fn retry_of_a_test_ping_is_refused_another_test_is_another_ping() {
-    let result = retry_when_store_says(RetryOutcome::NotRetryable);
-    assert!(
-        matches!(result, Err(WebhookError::NotRetryable)),
-        "{result:?}"
-    );
-}
-
-#[test]
-fn retry_of_an_unknown_delivery_is_not_found() {
-    let result = retry_when_store_says(RetryOutcome::NotFound);
-    assert!(
-        matches!(result, Err(WebhookError::DeliveryNotFound)),
-        "{result:?}"
-    );
+fn retry_is_refused_for_each_delivery_the_store_will_not_requeue() {
+    for outcome in [
+        RetryOutcome::AlreadyPending,
+        RetryOutcome::AlreadySucceeded,
+        RetryOutcome::NotRetryable,
+        RetryOutcome::NotFound,
+    ] {
+        let result = retry_when_store_says(outcome.clone());
+        assert!(
+            matches!(
+                (&outcome, &result),
+                (RetryOutcome::AlreadyPending, Err(WebhookError::AlreadyPending))
+                    // Only a failed delivery is retried, not one that succeeded.
+                    | (RetryOutcome::AlreadySucceeded, Err(WebhookError::AlreadySucceeded))
+                    // A test ping is not retried: another test is another ping.
+                    | (RetryOutcome::NotRetryable, Err(WebhookError::NotRetryable))
+                    | (RetryOutcome::NotFound, Err(WebhookError::DeliveryNotFound))
+            ),
+            "{outcome:?}: {result:?}"
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1181,12 +1155,7 @@ fn the_failure_that_disables_an_endpoint_mails_the_owner_once_naming_it() {
         })
         .times(1)
         .returning(|_, _, _, _| ready(Ok(page_of(vec![grace_the_owner()]))));
-    let mailed = Seen::<Mail>::new();
-    let seen = mailed.clone();
-    mocks.mailer.expect_send().times(1).returning(move |mail| {
-        seen.record(mail);
-        ready(Ok(()))
-    });
+    let mailed = recording!(mocks.mailer.expect_send().times(1), |mail| mail, Ok(()));
 
     let outcome = attempt(mocks, 3);
 
@@ -1301,16 +1270,11 @@ impl Mocks {
 
     /// The ping is recorded (`true`: the endpoint is still there), once, and kept.
     fn store_records_test(&mut self, still_there: bool) -> Seen<SentTest> {
-        let recorded = Seen::new();
-        let seen = recorded.clone();
-        self.webhooks
-            .expect_record_test()
-            .times(1)
-            .returning(move |test| {
-                seen.record(test);
-                ready(Ok(still_there))
-            });
-        recorded
+        recording!(
+            self.webhooks.expect_record_test().times(1),
+            |test| test,
+            Ok(still_there)
+        )
     }
 }
 

@@ -13,18 +13,18 @@ use crate::{
     model::{
         at_hash, Amr, ApiScopes, Application, ApplicationId, ApplicationName, AuditAction,
         AuditActor, AuditOutcome, AuditTarget, AuthorizationCode, ClientGrant, ClientId,
-        CodeVerifier, EventType, NewAuthorizationCode, NewSession, Nonce, OAuthErrorCode, Plan,
-        RedirectUri, RedirectUris, Scope, SecretToken, Session, SessionId, StoredCode, TargetKind,
-        TokenHash, TokenKind,
+        CodeVerifier, NewAuthorizationCode, Nonce, OAuthErrorCode, Plan, RedirectUri, RedirectUris,
+        Scope, SecretToken, Session, SessionId, StoredCode, TargetKind, TokenHash, TokenKind,
     },
     ports::{Audience, BearerClaims, MachineClaims, MockAuditStore},
     service::{
         tests::{
-            acme, acme_allows_only, acme_requires_mfa_at_once, ada_in_acme, now, origin, ready,
+            acme, acme_allows_only, acme_requires_mfa_at_once, ada_granted, ada_in_acme,
+            ada_logs_out_now, ada_session, machine_claims, now, origin, ready, recording,
             secret_of, settings, Mocks, Seen, ACME, ADA, ADA_EMAIL, ADA_SESSION, REFRESH_TOKEN,
             SIGNED,
         },
-        Agent, AppGrant, BrowserSession, Principal,
+        Agent, BrowserSession,
     },
 };
 
@@ -178,19 +178,14 @@ fn a_signed_in_member_gets_a_single_use_code_bound_to_client_uri_challenge_and_s
     mocks.application_is(Some(billing(&[CALLBACK])));
     mocks.acme_is_on(Plan::Enterprise);
     mocks.ada_is_member(true);
-    let saved = Seen::<NewAuthorizationCode>::new();
-    let kept = saved.clone();
-    let records = Seen::new();
-    let audited = records.clone();
-    mocks
-        .authorization_codes
-        .expect_save_authorization_code()
-        .times(1)
-        .returning(move |new, record| {
-            kept.record(new);
-            audited.record(record);
-            ready(Ok(()))
-        });
+    let saved = recording!(
+        mocks
+            .authorization_codes
+            .expect_save_authorization_code()
+            .times(1),
+        |new, record| (new, record),
+        Ok(())
+    );
 
     let mut asked = request();
     asked.nonce = Some("n-0S6_WzA2Mj".to_owned());
@@ -200,7 +195,7 @@ fn a_signed_in_member_gets_a_single_use_code_bound_to_client_uri_challenge_and_s
     let code = param(&query, "code").unwrap();
     assert_eq!(code, secret_of(TokenKind::AuthorizationCode));
     assert_eq!(param(&query, "state"), Some("xyz 1"));
-    let new = saved.only();
+    let (new, record) = saved.only();
     assert_eq!(new.hash, TokenHash::of(code), "kept by its hash only");
     assert_eq!(new.code.application_id, billing(&[CALLBACK]).id);
     assert_eq!(new.code.user_id, ADA);
@@ -226,7 +221,6 @@ fn a_signed_in_member_gets_a_single_use_code_bound_to_client_uri_challenge_and_s
         signed_in_at(),
         "the ID token's auth_time"
     );
-    let record = records.only();
     assert_eq!(record.action, AuditAction::OAuthAuthorized);
     assert_eq!(record.actor, AuditActor::User(ADA));
     assert_eq!(record.organization_id, Some(ACME));
@@ -547,23 +541,21 @@ fn a_code_is_exchanged_once_with_its_verifier_for_tokens_bound_to_the_client() {
     mocks.ada_is_member(true);
     mocks.ada_is_registered();
     mocks.policies_are(vec![]);
-    let opened = Seen::<NewSession>::new();
-    let kept = opened.clone();
-    mocks
-        .authorization_codes
-        .expect_redeem_authorization_code()
-        .withf(|hash, _, _, _, at, record| {
-            *hash == TokenHash::of(CODE)
-                && *at == now()
-                && record.action == AuditAction::OAuthTokenIssued
-                && record.actor == AuditActor::Application(billing(&[CALLBACK]).id)
-                && record.target == Some(AuditTarget::new(TargetKind::User, ADA))
-        })
-        .times(1)
-        .returning(move |_, session, _, _, _, _| {
-            kept.record(session);
-            ready(Ok(true))
-        });
+    let opened = recording!(
+        mocks
+            .authorization_codes
+            .expect_redeem_authorization_code()
+            .withf(|hash, _, _, _, at, record| {
+                *hash == TokenHash::of(CODE)
+                    && *at == now()
+                    && record.action == AuditAction::OAuthTokenIssued
+                    && record.actor == AuditActor::Application(billing(&[CALLBACK]).id)
+                    && record.target == Some(AuditTarget::new(TargetKind::User, ADA))
+            })
+            .times(1),
+        |_, session, _, _, _, _| session,
+        Ok(true)
+    );
     let signed = mocks.signer_signs();
 
     let tokens = token(
@@ -678,16 +670,11 @@ fn a_code_used_twice_fails_and_ends_what_its_first_use_issued() {
         .authorization_codes
         .expect_redeem_authorization_code()
         .never();
-    let ended = Seen::<SessionId>::new();
-    let kept = ended.clone();
-    mocks
-        .sessions
-        .expect_end_session()
-        .times(1)
-        .returning(move |id, _, _, _| {
-            kept.record(id);
-            ready(Ok(true))
-        });
+    let ended = recording!(
+        mocks.sessions.expect_end_session().times(1),
+        |id, _, _, _| id,
+        Ok(true)
+    );
 
     assert_eq!(
         token(
@@ -864,15 +851,7 @@ fn an_exchange_without_openid_signs_no_id_token() {
 }
 
 fn ada_with_scope(scope: &str) -> Agent {
-    Agent::Person(Principal::User {
-        user_id: ADA,
-        session_id: ADA_SESSION,
-        amr: Amr::password(),
-        application: Some(AppGrant {
-            client_id: ClientId::parse("ghc_0123456789abcdef0123456789abcdef").unwrap(),
-            scope: Scope::parse(scope).unwrap(),
-        }),
-    })
+    Agent::Person(ada_granted(scope))
 }
 
 #[test]
@@ -1019,8 +998,6 @@ fn client_credentials_need_the_enterprise_plan_and_api_scopes_only() {
 
 fn granted_session(application: ApplicationId) -> Session {
     Session {
-        id: ADA_SESSION,
-        user_id: ADA,
         created_at: now() - Duration::hours(1),
         expires_at: now() + Duration::days(29),
         last_used_at: now() - Duration::minutes(1),
@@ -1029,9 +1006,7 @@ fn granted_session(application: ApplicationId) -> Session {
             client_id: billing(&[CALLBACK]).client_id,
             scope: Scope::parse("openid").unwrap(),
         }),
-        amr: Amr::password(),
-        sso_organization_id: None,
-        organization_id: None,
+        ..ada_session()
     }
 }
 
@@ -1082,9 +1057,7 @@ fn revoking_the_clients_refresh_token_ends_its_session_on_record() {
         .sessions
         .expect_end_session()
         .withf(|id, at, event, record| {
-            *id == ADA_SESSION
-                && *at == now()
-                && event.event_type == EventType::AuthLogout
+            ada_logs_out_now(id, at, event)
                 && record.action == AuditAction::OAuthTokenRevoked
                 && record.actor == AuditActor::Application(billing(&[CALLBACK]).id)
                 && record.organization_id == Some(ACME)
@@ -1146,16 +1119,8 @@ fn a_machine_token_cannot_be_revoked() {
     let client_id = billing(&[CALLBACK]).client_id.as_str().to_owned();
     mocks.signer.expect_verify().returning(move |_| {
         ready(Ok(BearerClaims::Machine(MachineClaims {
-            iss: settings().issuer,
-            sub: client_id.clone(),
-            aud: Audience::gatehouse_and(&client_id),
-            iat: now().unix_timestamp(),
-            nbf: now().unix_timestamp(),
             exp: now().unix_timestamp() + 600,
-            jti: Uuid::from_u128(7),
-            client_id: client_id.clone(),
-            org_id: ACME,
-            scope: "org:read".into(),
+            ..machine_claims(&client_id, "org:read")
         })))
     });
     mocks.sessions.expect_end_session().never();
@@ -1439,15 +1404,11 @@ fn granting(app: Application) -> (Mocks, Seen<NewAuthorizationCode>) {
     mocks.application_is(Some(app));
     mocks.acme_is_on(Plan::Enterprise);
     mocks.ada_is_member(true);
-    let saved = Seen::new();
-    let kept = saved.clone();
-    mocks
-        .authorization_codes
-        .expect_save_authorization_code()
-        .returning(move |new, _| {
-            kept.record(new);
-            ready(Ok(()))
-        });
+    let saved = recording!(
+        mocks.authorization_codes.expect_save_authorization_code(),
+        |new, _| new,
+        Ok(())
+    );
     (mocks, saved)
 }
 
