@@ -120,8 +120,6 @@ fn filter(query: &Query) -> Result<AuditFilter, ApiError> {
     ),
     responses(
         (status = 200, body = PageResponse<AuditRecordResponse>),
-        (status = 401, body = ErrorBody, description = "Not the control token"),
-        (status = 404, body = ErrorBody, description = "The control plane is off (no GATEHOUSE_CONTROL_TOKEN)"),
         (status = 422, body = ValidationErrorBody),
     )
 )]

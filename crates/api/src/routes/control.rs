@@ -94,7 +94,6 @@ pub struct PostEventRequest {
     request_body = PostEventRequest,
     responses(
         (status = 202, body = StoredEventResponse, description = "Recorded; delivered from the outbox"),
-        (status = 401, body = ErrorBody, description = "Not the control token"),
         (status = 404, body = ErrorBody, description = "No such organization, or the control plane is off (no GATEHOUSE_CONTROL_TOKEN)"),
         (status = 422, body = ValidationErrorBody, description = "Not a billing event type, or a field is missing or malformed"),
     )
@@ -154,8 +153,6 @@ pub(super) fn since(raw: &str) -> Result<OffsetDateTime, &'static str> {
     ),
     responses(
         (status = 200, body = PageResponse<StoredEventResponse>),
-        (status = 401, body = ErrorBody, description = "Not the control token"),
-        (status = 404, body = ErrorBody, description = "The control plane is off (no GATEHOUSE_CONTROL_TOKEN)"),
         (status = 422, body = ValidationErrorBody),
     )
 )]
@@ -189,8 +186,6 @@ pub async fn events(
     ),
     responses(
         (status = 200, body = PageResponse<DeadLetterResponse>),
-        (status = 401, body = ErrorBody, description = "Not the control token"),
-        (status = 404, body = ErrorBody, description = "The control plane is off (no GATEHOUSE_CONTROL_TOKEN)"),
         (status = 422, body = ValidationErrorBody),
     )
 )]
@@ -247,8 +242,6 @@ pub struct ReplayResponse {
     request_body = ReplayRequest,
     responses(
         (status = 202, body = ReplayResponse),
-        (status = 401, body = ErrorBody, description = "Not the control token"),
-        (status = 404, body = ErrorBody, description = "The control plane is off (no GATEHOUSE_CONTROL_TOKEN)"),
         (status = 422, body = ValidationErrorBody),
     )
 )]
@@ -299,8 +292,6 @@ pub async fn replay(
     security(("control" = [])),
     responses(
         (status = 200, content_type = "text/plain", body = String, description = "Prometheus text exposition format 0.0.4"),
-        (status = 401, body = ErrorBody, description = "Not the control token"),
-        (status = 404, body = ErrorBody, description = "The control plane is off (no GATEHOUSE_CONTROL_TOKEN)"),
     )
 )]
 pub async fn metrics(
