@@ -336,7 +336,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                     control_resource("/dead-letters/replay").route(web::post().to(control::replay)),
                 )
                 .service(control_resource("/metrics").route(web::get().to(control::metrics)))
-                .service(control_resource("/audit").route(web::get().to(audit::control_log))),
+                .service(control_resource("/audit").route(web::get().to(control::control_log))),
         )
         .default_service(web::to(not_found));
 }

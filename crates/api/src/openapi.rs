@@ -130,7 +130,7 @@ use crate::{
         control::dead_letters,
         control::replay,
         control::metrics,
-        audit::control_log,
+        control::control_log,
         audit::organization_log,
         health::livez,
         health::readyz,

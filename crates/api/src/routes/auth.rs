@@ -95,7 +95,7 @@ pub(crate) fn organization_field(
     raw: Option<String>,
 ) -> Option<Option<OrganizationId>> {
     fields.optional("organization_id", raw, |raw: String| {
-        super::control::organization_id(raw.trim())
+        crate::query::organization_id(raw.trim())
     })
 }
 

@@ -3,23 +3,24 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use gatehouse_domain::{
-    model::{
-        timestamp, DeliveryId, EndpointId, EventSource, EventType, OrganizationId, PostedEventData,
-    },
+    model::{DeliveryId, EndpointId, EventSource, EventType, PostedEventData},
     ports::{DeadLetterFilter, EventFilter, ReplaySelection, StoredEvent},
     service::{PostEventError, MAX_REPLAY},
 };
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
-use uuid::Uuid;
 
-use super::{organizations::PageResponse, webhooks::DeliveryResponse};
+use super::{
+    audit::{filter, AuditRecordResponse},
+    organizations::PageResponse,
+    webhooks::DeliveryResponse,
+};
 use crate::extract::RequestOrigin;
 use crate::{
     error::{ApiError, ErrorBody, FieldError, ValidationErrorBody},
     extract::{Fields, OperatorAuth, ValidJson},
-    query::Query,
+    query::{organization_id, since, Query},
     state::AppState,
 };
 
@@ -131,15 +132,32 @@ pub struct DeadLetterResponse {
     organization_id: String,
 }
 
-pub(super) fn organization_id(raw: &str) -> Result<OrganizationId, &'static str> {
-    Uuid::parse_str(raw)
-        .map(OrganizationId::from_uuid)
-        .map_err(|_| "must be an organization id (UUID)")
-}
-
-/// An RFC 3339 time of a query (`since`, `until`).
-pub(super) fn since(raw: &str) -> Result<OffsetDateTime, &'static str> {
-    timestamp::parse(raw).map_err(|_| "must be an RFC 3339 timestamp")
+/// Every organization's audit log, newest first.
+#[utoipa::path(
+    get, path = "/control/audit", tag = "control",
+    security(("control" = [])),
+    params(
+        ("organization_id" = Option<String>, Query), ("actor_id" = Option<String>, Query),
+        ("action" = Option<String>, Query),
+        ("since" = Option<String>, Query, description = "RFC 3339; records at or after it"),
+        ("until" = Option<String>, Query, description = "RFC 3339; records before it"),
+        ("page" = Option<u32>, Query), ("page_size" = Option<u32>, Query),
+    ),
+    responses(
+        (status = 200, body = PageResponse<AuditRecordResponse>),
+        (status = 422, body = ValidationErrorBody),
+    )
+)]
+pub async fn control_log(
+    OperatorAuth(operator): OperatorAuth,
+    req: HttpRequest,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let query = Query::of(&req)?;
+    let page = query.page()?;
+    let filter = filter(&query)?;
+    let records = state.control.audit_log(&operator, filter, page).await?;
+    Ok(HttpResponse::Ok().json(PageResponse::from_page(records, AuditRecordResponse::from)))
 }
 
 /// Stored events of every organization, newest first.
