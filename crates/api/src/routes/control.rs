@@ -13,6 +13,7 @@ use utoipa::ToSchema;
 
 use super::{
     audit::{filter, AuditRecordResponse},
+    not_stored,
     organizations::PageResponse,
     webhooks::DeliveryResponse,
 };
@@ -327,8 +328,7 @@ pub async fn metrics_listener(state: web::Data<AppState>) -> Result<HttpResponse
 
 async fn scrape(state: &AppState) -> Result<HttpResponse, ApiError> {
     let gauges = state.control.gauges().await?;
-    Ok(HttpResponse::Ok()
+    Ok(not_stored(HttpResponse::Ok())
         .content_type("text/plain; version=0.0.4; charset=utf-8")
-        .insert_header(("Cache-Control", "no-store"))
         .body(state.metrics.render(&gauges)))
 }
