@@ -66,13 +66,13 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         )
         .service(
             resource("/magic-link/{token}")
-                .route(web::get().to(pages::magic_link::page))
-                .route(web::post().to(pages::magic_link::sign_in)),
+                .route(web::get().to(pages::mailed_link::magic_link_page))
+                .route(web::post().to(pages::mailed_link::sign_in)),
         )
         .service(
             resource("/reset-password/{token}")
-                .route(web::get().to(pages::reset_password::page))
-                .route(web::post().to(pages::reset_password::submit)),
+                .route(web::get().to(pages::mailed_link::reset_password_page))
+                .route(web::post().to(pages::mailed_link::reset_password)),
         )
         .service(
             resource("/invitations/{token}")
@@ -81,8 +81,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         )
         .service(
             resource("/verify-email/{token}")
-                .route(web::get().to(pages::verify_email::page))
-                .route(web::post().to(pages::verify_email::submit)),
+                .route(web::get().to(pages::mailed_link::verify_email_page))
+                .route(web::post().to(pages::mailed_link::verify_email)),
         )
         .configure(scim::configure)
         .service(
@@ -336,7 +336,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                     control_resource("/dead-letters/replay").route(web::post().to(control::replay)),
                 )
                 .service(control_resource("/metrics").route(web::get().to(control::metrics)))
-                .service(control_resource("/audit").route(web::get().to(audit::control_log))),
+                .service(control_resource("/audit").route(web::get().to(control::control_log))),
         )
         .default_service(web::to(not_found));
 }

@@ -11,68 +11,80 @@ use gatehouse_domain::{
 
 use crate::AppState;
 
-/// A sign-in's result, as the metrics tell outcomes apart.
+/// A sign-in's result, as the metrics tell outcomes apart: how it went through, or why not.
 pub(crate) trait SignInResult {
     fn outcome(&self) -> SignInOutcome;
 }
 
-fn first_step(signed_in: &SignIn) -> SignInOutcome {
-    match signed_in {
-        SignIn::Tokens(_) => SignInOutcome::Success,
-        SignIn::SecondFactor(_) => SignInOutcome::SecondFactorRequired,
-    }
-}
-
-impl SignInResult for Result<SignIn, LoginError> {
-    fn outcome(&self) -> SignInOutcome {
-        login_outcome(self.as_ref())
-    }
-}
-
-fn login_outcome(result: Result<&SignIn, &LoginError>) -> SignInOutcome {
-    match result {
-        Ok(signed_in) => first_step(signed_in),
-        Err(
-            LoginError::InvalidCredentials
-            | LoginError::PasswordExpired
-            | LoginError::SsoRequired(_)
-            | LoginError::NotAdmitted(_),
-        ) => SignInOutcome::Failure,
-        Err(LoginError::LockedOut(_)) => SignInOutcome::LockedOut,
-        Err(LoginError::Store(_) | LoginError::Internal(_)) => SignInOutcome::Error,
-    }
-}
-
-impl SignInResult for Result<TokenPair, VerifyError> {
+impl<T: SignInResult, E: SignInResult> SignInResult for Result<T, E> {
     fn outcome(&self) -> SignInOutcome {
         match self {
-            Ok(_) => SignInOutcome::Success,
-            Err(
-                VerifyError::InvalidToken | VerifyError::WrongFactor | VerifyError::NotAdmitted(_),
-            ) => SignInOutcome::Failure,
-            Err(VerifyError::LockedOut(_)) => SignInOutcome::LockedOut,
-            Err(VerifyError::Store(_) | VerifyError::Internal(_)) => SignInOutcome::Error,
+            Ok(signed_in) => signed_in.outcome(),
+            Err(refused) => refused.outcome(),
         }
     }
 }
 
-impl SignInResult for Result<SamlSignedIn, SamlSignInError> {
+/// A first step: signed in, or a second factor asked for.
+impl SignInResult for SignIn {
     fn outcome(&self) -> SignInOutcome {
         match self {
-            Ok(_) => SignInOutcome::Success,
-            Err(SamlSignInError::Store(_) | SamlSignInError::Internal(_)) => SignInOutcome::Error,
-            Err(_) => SignInOutcome::Failure,
+            Self::Tokens(_) => SignInOutcome::Success,
+            Self::SecondFactor(_) => SignInOutcome::SecondFactorRequired,
         }
     }
 }
 
-impl SignInResult for Result<SignIn, LinkError> {
+impl SignInResult for TokenPair {
+    fn outcome(&self) -> SignInOutcome {
+        SignInOutcome::Success
+    }
+}
+
+impl SignInResult for SamlSignedIn {
+    fn outcome(&self) -> SignInOutcome {
+        SignInOutcome::Success
+    }
+}
+
+impl SignInResult for LoginError {
     fn outcome(&self) -> SignInOutcome {
         match self {
-            Ok(signed_in) => first_step(signed_in),
-            Err(LinkError::LockedOut(_) | LinkError::RateLimited(_)) => SignInOutcome::LockedOut,
-            Err(LinkError::Store(_) | LinkError::Internal(_)) => SignInOutcome::Error,
-            Err(_) => SignInOutcome::Failure,
+            Self::InvalidCredentials
+            | Self::PasswordExpired
+            | Self::SsoRequired(_)
+            | Self::NotAdmitted(_) => SignInOutcome::Failure,
+            Self::LockedOut(_) => SignInOutcome::LockedOut,
+            Self::Store(_) | Self::Internal(_) => SignInOutcome::Error,
+        }
+    }
+}
+
+impl SignInResult for VerifyError {
+    fn outcome(&self) -> SignInOutcome {
+        match self {
+            Self::InvalidToken | Self::WrongFactor | Self::NotAdmitted(_) => SignInOutcome::Failure,
+            Self::LockedOut(_) => SignInOutcome::LockedOut,
+            Self::Store(_) | Self::Internal(_) => SignInOutcome::Error,
+        }
+    }
+}
+
+impl SignInResult for SamlSignInError {
+    fn outcome(&self) -> SignInOutcome {
+        match self {
+            Self::Store(_) | Self::Internal(_) => SignInOutcome::Error,
+            _ => SignInOutcome::Failure,
+        }
+    }
+}
+
+impl SignInResult for LinkError {
+    fn outcome(&self) -> SignInOutcome {
+        match self {
+            Self::LockedOut(_) | Self::RateLimited(_) => SignInOutcome::LockedOut,
+            Self::Store(_) | Self::Internal(_) => SignInOutcome::Error,
+            _ => SignInOutcome::Failure,
         }
     }
 }
@@ -94,7 +106,7 @@ pub(crate) fn invitation_answered(state: &AppState, answered: &Answered) {
         Answered::Again {
             refused: AnswerRefused::SignIn(error),
             ..
-        } => login_outcome(Err(error)),
+        } => error.outcome(),
         _ => return,
     };
     state.metrics.sign_in(SignInMethod::Password, outcome);

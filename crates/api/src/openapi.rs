@@ -130,7 +130,7 @@ use crate::{
         control::dead_letters,
         control::replay,
         control::metrics,
-        audit::control_log,
+        control::control_log,
         audit::organization_log,
         health::livez,
         health::readyz,
@@ -197,16 +197,10 @@ struct UniqueOperationIds;
 impl Modify for UniqueOperationIds {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let mut uses = std::collections::HashMap::<String, usize>::new();
-        let operations = || {
-            openapi
-                .paths
-                .paths
-                .values()
-                .flat_map(operations_of)
-                .filter_map(|operation| operation.operation_id.clone())
-        };
-        for id in operations().collect::<Vec<_>>() {
-            *uses.entry(id).or_default() += 1;
+        for item in openapi.paths.paths.values_mut() {
+            for id in operations_of_mut(item).filter_map(|op| op.operation_id.clone()) {
+                *uses.entry(id).or_default() += 1;
+            }
         }
         for item in openapi.paths.paths.values_mut() {
             for operation in operations_of_mut(item) {
@@ -230,6 +224,8 @@ impl Modify for UniqueOperationIds {
 /// - a JSON body that is not a JSON object is `400`, one over the size limit `413`, one whose
 ///   `Content-Type` is not JSON `415`, and one whose fields do not parse `422` (the body
 ///   extractor);
+/// - an operation of the control plane answers `401` without the control token, and `404` when
+///   the control plane is off (the operator extractor);
 /// - an operation that takes credentials answers `401` without valid ones, and `403` to an
 ///   OAuth token whose API scopes do not cover it or a machine token outside its organization
 ///   (the credential extractors);
@@ -264,6 +260,9 @@ impl Modify for CommonResponses {
                     && requirements
                         .iter()
                         .all(|r| r.iter().any(|scheme| scheme == "organization"));
+                let control = requirements
+                    .iter()
+                    .any(|r| r.iter().any(|scheme| scheme == "control"));
                 let json_body = operation
                     .request_body
                     .as_ref()
@@ -292,6 +291,16 @@ impl Modify for CommonResponses {
                         error(
                             "Fields that do not parse, each at its location",
                             "ValidationErrorBody",
+                        ),
+                    );
+                }
+                if control {
+                    add("401", error("Not the control token", "ErrorBody"));
+                    add(
+                        "404",
+                        error(
+                            "The control plane is off (no GATEHOUSE_CONTROL_TOKEN)",
+                            "ErrorBody",
                         ),
                     );
                 }
@@ -371,23 +380,6 @@ fn with_retry_after(mut response: utoipa::openapi::Response) -> utoipa::openapi:
             .build(),
     );
     response
-}
-
-fn operations_of(
-    item: &utoipa::openapi::PathItem,
-) -> impl Iterator<Item = &utoipa::openapi::path::Operation> {
-    [
-        &item.get,
-        &item.put,
-        &item.post,
-        &item.delete,
-        &item.options,
-        &item.head,
-        &item.patch,
-        &item.trace,
-    ]
-    .into_iter()
-    .flatten()
 }
 
 fn operations_of_mut(

@@ -3,7 +3,11 @@
 use std::collections::HashMap;
 
 use actix_web::HttpRequest;
-use gatehouse_domain::model::{PageRequest, PageRequestError, SearchTerm};
+use gatehouse_domain::model::{
+    timestamp, OrganizationId, PageRequest, PageRequestError, SearchTerm,
+};
+use time::OffsetDateTime;
+use uuid::Uuid;
 
 use crate::error::{ApiError, FieldError};
 
@@ -59,4 +63,16 @@ impl Query {
     pub fn search(&self) -> Result<Option<SearchTerm>, ApiError> {
         Ok(self.parse("search", SearchTerm::parse)?.flatten())
     }
+}
+
+/// An organization's id (a UUID), of a query or a body.
+pub fn organization_id(raw: &str) -> Result<OrganizationId, &'static str> {
+    Uuid::parse_str(raw)
+        .map(OrganizationId::from_uuid)
+        .map_err(|_| "must be an organization id (UUID)")
+}
+
+/// An RFC 3339 time of a query (`since`, `until`).
+pub fn since(raw: &str) -> Result<OffsetDateTime, &'static str> {
+    timestamp::parse(raw).map_err(|_| "must be an RFC 3339 timestamp")
 }

@@ -117,30 +117,30 @@ impl FromRequest for Form {
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
         let body = web::Bytes::from_request(req, payload);
-        let req = req.clone();
-        Box::pin(async move {
-            let body = body.await.map_err(FormRefused::Body)?;
-            let state = state(&req).map_err(|error| FormRefused::Body(error.into()))?;
-            checked(&req, &state, &body).await
-        })
+        Box::pin(checked(req.clone(), body))
     }
 }
 
-/// The posted form once its anti-forgery token matches the cookie (compared in constant time
-/// by `subtle`); else the look of the page saying the form expired (the branding of where it
-/// was going).
-async fn checked(req: &HttpRequest, state: &AppState, body: &[u8]) -> Result<Form, FormRefused> {
-    let fields: Vec<(String, String)> = url::form_urlencoded::parse(body).into_owned().collect();
+/// The posted form, once its `body` is read and its anti-forgery token matches the cookie
+/// (compared in constant time by `subtle`); else the look of the page saying the form expired
+/// (the branding of where it was going).
+async fn checked(
+    req: HttpRequest,
+    body: impl Future<Output = Result<web::Bytes, actix_web::Error>>,
+) -> Result<Form, FormRefused> {
+    let body = body.await.map_err(FormRefused::Body)?;
+    let state = state(&req).map_err(|error| FormRefused::Body(error.into()))?;
+    let fields: Vec<(String, String)> = url::form_urlencoded::parse(&body).into_owned().collect();
     let form = Form {
         return_to: String::new(),
         fields,
     };
     let return_to = safe_return_to(Some(form.field("return_to")));
     let form = Form { return_to, ..form };
-    if matches_cookie(req, &form) {
+    if matches_cookie(&req, &form) {
         Ok(form)
     } else {
-        let look = branding_for(state, &form.return_to).await;
+        let look = branding_for(&state, &form.return_to).await;
         Err(FormRefused::Expired(Box::new(look)))
     }
 }

@@ -99,26 +99,25 @@ impl Refusal {
     /// the words are the same whether the email exists or not. (`SsoRequired` is a redirect,
     /// the caller's.)
     pub fn of_sign_in(error: &LoginError, form: PasswordForm) -> Option<Self> {
-        match (error, form) {
-            (LoginError::InvalidCredentials, PasswordForm::Login) => Some(Self::new(
-                StatusCode::UNAUTHORIZED,
-                "The email or password is wrong.",
-            )),
-            (LoginError::InvalidCredentials, PasswordForm::Invitation) => Some(Self::new(
-                StatusCode::UNAUTHORIZED,
-                "The password is wrong.",
-            )),
-            (LoginError::LockedOut(locked), _) => Some(Self::locked(locked)),
-            (LoginError::PasswordExpired, PasswordForm::Login) => Some(Self::new(
+        let (status, text) = match (error, form) {
+            (LoginError::InvalidCredentials, PasswordForm::Login) => {
+                (StatusCode::UNAUTHORIZED, "The email or password is wrong.")
+            }
+            (LoginError::InvalidCredentials, PasswordForm::Invitation) => {
+                (StatusCode::UNAUTHORIZED, "The password is wrong.")
+            }
+            (LoginError::LockedOut(locked), _) => return Some(Self::locked(locked)),
+            (LoginError::PasswordExpired, PasswordForm::Login) => (
                 StatusCode::FORBIDDEN,
                 "Your password has expired: renew it, then sign in again.",
-            )),
-            (LoginError::PasswordExpired, PasswordForm::Invitation) => Some(Self::new(
+            ),
+            (LoginError::PasswordExpired, PasswordForm::Invitation) => (
                 StatusCode::FORBIDDEN,
                 "Your password has expired: renew it, then open the link again.",
-            )),
-            _ => None,
-        }
+            ),
+            _ => return None,
+        };
+        Some(Self::new(status, text))
     }
 
     /// A second factor's refusal; `None` for a failure of ours. `InvalidToken` sends the
@@ -172,7 +171,8 @@ pub fn link_refused(error: LinkError, what: &str) -> HttpResponse {
             "Too many attempts",
             &lockout(&locked),
         ),
-        LinkError::WeakPassword(_) | LinkError::Reused(_) => message(
+        // (A weak password never comes here: the reset page shows its form again for it.)
+        LinkError::Reused(_) => message(
             &look,
             StatusCode::UNPROCESSABLE_ENTITY,
             "Choose another password",

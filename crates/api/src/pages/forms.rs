@@ -1,5 +1,5 @@
 //! The forms several pages answer with, each with a fresh anti-forgery token and its cookie:
-//! the login form, the second step of a sign-in, a mailed link's form.
+//! the login form and the second step of a sign-in.
 
 use actix_web::{http::StatusCode, HttpResponse};
 use gatehouse_domain::{model::Branding, service::SecondFactorNeeded};
@@ -8,7 +8,7 @@ use super::{
     branding::branding_for,
     csrf,
     errors::Refusal,
-    layout::{escape, login_page, mfa_page, token_page, LoginForm, MfaForm, TokenForm},
+    layout::{login_page, mfa_page, LoginForm, MfaForm},
 };
 use crate::state::AppState;
 
@@ -20,16 +20,16 @@ pub async fn login(
     email: &str,
     error: Option<&str>,
 ) -> HttpResponse {
-    let look = branding_for(state, return_to).await;
-    csrf::form_page(state, status, |csrf_token| {
+    branded_form_page(state, status, return_to, |look, csrf_token| {
         let form = LoginForm {
             email,
             error,
             csrf_token,
             return_to,
         };
-        login_page(&look, &form)
+        login_page(look, &form)
     })
+    .await
 }
 
 /// The login form again after a refused sign-in, with the refusal's status, words and
@@ -54,8 +54,7 @@ pub async fn second_step(
     webauthn_options: Option<&serde_json::Value>,
     error: Option<&str>,
 ) -> HttpResponse {
-    let look = branding_for(state, return_to).await;
-    csrf::form_page(state, status, |csrf_token| {
+    branded_form_page(state, status, return_to, |look, csrf_token| {
         let form = MfaForm {
             mfa_token,
             error,
@@ -63,8 +62,21 @@ pub async fn second_step(
             return_to,
             webauthn_options,
         };
-        mfa_page(&look, &form)
+        mfa_page(look, &form)
     })
+    .await
+}
+
+/// A form of a sign-in going on to `return_to`, in the look of the application it signs in to
+/// ([`branding_for`]): `render` draws it in that look with the anti-forgery token.
+async fn branded_form_page(
+    state: &AppState,
+    status: StatusCode,
+    return_to: &str,
+    render: impl FnOnce(&Branding, &str) -> String,
+) -> HttpResponse {
+    let look = branding_for(state, return_to).await;
+    csrf::form_page(state, status, |csrf_token| render(&look, csrf_token))
 }
 
 /// The second step a right password (or a link) asked for.
@@ -82,63 +94,4 @@ pub async fn second_step_needed(
         None,
     )
     .await
-}
-
-/// What a mailed link's page says and asks.
-#[derive(Clone, Copy)]
-pub enum LinkForm {
-    /// `/magic-link/{token}`: one button that signs in.
-    MagicLink,
-    /// `/reset-password/{token}`: the new password.
-    ResetPassword,
-    /// `/verify-email/{token}`: one button that verifies the address.
-    VerifyEmail,
-}
-
-impl LinkForm {
-    fn action(self) -> &'static str {
-        match self {
-            Self::MagicLink => "/magic-link/",
-            Self::ResetPassword => "/reset-password/",
-            Self::VerifyEmail => "/verify-email/",
-        }
-    }
-
-    fn heading(self) -> &'static str {
-        match self {
-            Self::MagicLink => "Sign in",
-            Self::ResetPassword => "Choose a new password",
-            Self::VerifyEmail => "Verify your email address",
-        }
-    }
-
-    fn button(self) -> &'static str {
-        match self {
-            Self::MagicLink => "Sign in",
-            Self::ResetPassword => "Set the new password",
-            Self::VerifyEmail => "Verify",
-        }
-    }
-
-    /// The form of the link with this token.
-    pub fn show(
-        self,
-        state: &AppState,
-        status: StatusCode,
-        token: &str,
-        error: Option<&str>,
-    ) -> HttpResponse {
-        let action = format!("{}{}", self.action(), escape(token));
-        csrf::form_page(state, status, |csrf_token| {
-            let form = TokenForm {
-                heading: self.heading(),
-                action: &action,
-                button: self.button(),
-                new_password: matches!(self, Self::ResetPassword),
-                error,
-                csrf_token,
-            };
-            token_page(&Branding::default(), &form)
-        })
-    }
 }

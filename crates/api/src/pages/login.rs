@@ -17,7 +17,11 @@ use super::{
     response::{message, see_other},
     session,
 };
-use crate::{extract::origin_of, observe, state::AppState};
+use crate::{
+    extract::{origin_of, RequestOrigin},
+    observe,
+    state::AppState,
+};
 
 /// `GET /login?return_to=/oauth/authorize?...`
 pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
@@ -30,17 +34,14 @@ pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
 
 /// `POST /login`: email, password, csrf_token, return_to.
 pub async fn sign_in(
-    req: HttpRequest,
+    RequestOrigin(origin): RequestOrigin,
     state: web::Data<AppState>,
     form: csrf::Form,
 ) -> HttpResponse {
     let return_to = &form.return_to;
     let email = form.field("email").trim();
     let password = form.field("password").to_owned();
-    let signed_in = state
-        .auth
-        .login(email, password, None, &origin_of(&req))
-        .await;
+    let signed_in = state.auth.login(email, password, None, &origin).await;
     observe::sign_in(&state, SignInMethod::Password, &signed_in);
     match signed_in {
         Ok(SignIn::Tokens(tokens)) => session::open(&state, &tokens.refresh_token, return_to),

@@ -12,7 +12,7 @@
 //! | [`errors`] | the one place where an outcome of the domain becomes a page's status and words: the "not possible right now" page, the lockout words, the expired form |
 //! | [`session`] | the session cookie: opening, reading and ending the browser's session |
 //! | [`csrf`] | the anti-forgery cookie and the check of a posted form |
-//! | [`forms`] | the forms several pages answer with: the login form, the second step, a mailed link's form |
+//! | [`forms`] | the forms several pages answer with: the login form, the second step |
 //! | [`branding`] | the look a page is shown in: the branding of the application a pending authorization names |
 //!
 //! | page | paths |
@@ -22,9 +22,7 @@
 //! | [`saml`] | `GET /sso/saml/{id}/login`, `POST /sso/saml/{id}/acs` |
 //! | [`consent`] | `GET /oauth/authorize`, `POST /oauth/consent` |
 //! | [`invitation`] | `GET,POST /invitations/{token}` |
-//! | [`magic_link`] | `GET,POST /magic-link/{token}` |
-//! | [`reset_password`] | `GET,POST /reset-password/{token}` |
-//! | [`verify_email`] | `GET,POST /verify-email/{token}` |
+//! | [`mailed_link`] | `GET,POST /magic-link/{token}`, `/reset-password/{token}`, `/verify-email/{token}` |
 //! | [`assets`] | `GET /assets/webauthn.js` |
 
 pub mod branding;
@@ -39,8 +37,6 @@ pub mod assets;
 pub mod consent;
 pub mod invitation;
 pub mod login;
-pub mod magic_link;
-pub mod reset_password;
+pub mod mailed_link;
 pub mod saml;
 pub mod second_step;
-pub mod verify_email;

@@ -1,7 +1,7 @@
 //! `POST /login/mfa`: the second step of a sign-in on the pages (csrf_token, return_to,
 //! mfa_token, and code: a TOTP code or a recovery code; or webauthn: a security key's answer).
 
-use actix_web::{http::StatusCode, web, HttpRequest, HttpResponse};
+use actix_web::{http::StatusCode, web, HttpResponse};
 use gatehouse_domain::{
     model::TotpCode,
     ports::SignInMethod,
@@ -13,11 +13,11 @@ use super::{
     errors::{Refusal, SIGN_IN_UNAVAILABLE},
     forms, session,
 };
-use crate::{extract::origin_of, observe, state::AppState};
+use crate::{extract::RequestOrigin, observe, state::AppState};
 
 /// `POST /login/mfa`.
 pub async fn verify(
-    req: HttpRequest,
+    RequestOrigin(origin): RequestOrigin,
     state: web::Data<AppState>,
     form: csrf::Form,
 ) -> HttpResponse {
@@ -36,10 +36,7 @@ pub async fn verify(
     } else {
         SecondFactorProof::RecoveryCode(code)
     };
-    let verified = state
-        .mfa
-        .verify(mfa_token, proof, None, &origin_of(&req))
-        .await;
+    let verified = state.mfa.verify(mfa_token, proof, None, &origin).await;
     observe::sign_in(&state, SignInMethod::SecondFactor, &verified);
     let error = match verified {
         Ok(tokens) => return session::open(&state, &tokens.refresh_token, return_to),

@@ -8,6 +8,7 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use super::not_stored;
 use crate::extract::RequestOrigin;
 use crate::{
     error::{ApiError, ErrorBody, ValidationErrorBody},
@@ -112,9 +113,7 @@ pub async fn create(
             &origin,
         )
         .await?;
-    Ok(HttpResponse::Created()
-        .insert_header(("Cache-Control", "no-store"))
-        .json(CreatedApiKeyResponse::from(created)))
+    Ok(not_stored(HttpResponse::Created()).json(CreatedApiKeyResponse::from(created)))
 }
 
 /// The caller's API keys, newest first; never the keys themselves.

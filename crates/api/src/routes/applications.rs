@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
+use super::not_stored;
 use super::organizations::PageResponse;
 use crate::extract::RequestOrigin;
 use crate::{
@@ -146,9 +147,7 @@ pub async fn create(
             &origin,
         )
         .await?;
-    Ok(HttpResponse::Created()
-        .insert_header(("Cache-Control", "no-store"))
-        .json(ApplicationWithSecretResponse::from(created)))
+    Ok(not_stored(HttpResponse::Created()).json(ApplicationWithSecretResponse::from(created)))
 }
 
 /// The organization's applications, newest first. No secrets.
@@ -265,9 +264,7 @@ pub async fn rotate_secret(
         .applications
         .rotate_secret(&actor, id, &origin)
         .await?;
-    Ok(HttpResponse::Ok()
-        .insert_header(("Cache-Control", "no-store"))
-        .json(ApplicationWithSecretResponse::from(rotated)))
+    Ok(not_stored(HttpResponse::Ok()).json(ApplicationWithSecretResponse::from(rotated)))
 }
 
 /// Deletes the application; its client id and secret stop working.

@@ -1,6 +1,7 @@
-//! The audit log: every organization's at `GET /control/audit` (the operator), an
-//! organization's own at `GET /api/v1/organizations/{id}/audit-log` (`audit.read`: owners and
-//! admins). Same shape, same filters.
+//! The audit log: an organization's own at `GET /api/v1/organizations/{id}/audit-log`
+//! (`audit.read`: owners and admins), and its records and filters, which every organization's
+//! at `GET /control/audit` (the operator's, in [`super::control`]) shares: same shape, same
+//! filters.
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use gatehouse_domain::model::{AuditAction, AuditFilter, AuditRecord};
@@ -9,14 +10,11 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::{
-    control::{organization_id, since},
-    organizations::PageResponse,
-};
+use super::organizations::PageResponse;
 use crate::{
     error::{ApiError, ErrorBody, ValidationErrorBody},
-    extract::{OperatorAuth, PathOrganization},
-    query::Query,
+    extract::PathOrganization,
+    query::{organization_id, since, Query},
     state::AppState,
 };
 
@@ -90,7 +88,7 @@ impl From<AuditRecord> for AuditRecordResponse {
 }
 
 /// The filters both listings take (the organization's own ignores `organization_id`).
-fn filter(query: &Query) -> Result<AuditFilter, ApiError> {
+pub(super) fn filter(query: &Query) -> Result<AuditFilter, ApiError> {
     Ok(AuditFilter {
         organization_id: query.parse("organization_id", organization_id)?,
         actor_id: query.parse("actor_id", |raw| {
@@ -105,36 +103,6 @@ fn filter(query: &Query) -> Result<AuditFilter, ApiError> {
         since: query.parse("since", since)?,
         until: query.parse("until", since)?,
     })
-}
-
-/// Every organization's audit log, newest first.
-#[utoipa::path(
-    get, path = "/control/audit", tag = "control",
-    security(("control" = [])),
-    params(
-        ("organization_id" = Option<String>, Query), ("actor_id" = Option<String>, Query),
-        ("action" = Option<String>, Query),
-        ("since" = Option<String>, Query, description = "RFC 3339; records at or after it"),
-        ("until" = Option<String>, Query, description = "RFC 3339; records before it"),
-        ("page" = Option<u32>, Query), ("page_size" = Option<u32>, Query),
-    ),
-    responses(
-        (status = 200, body = PageResponse<AuditRecordResponse>),
-        (status = 401, body = ErrorBody, description = "Not the control token"),
-        (status = 404, body = ErrorBody, description = "The control plane is off (no GATEHOUSE_CONTROL_TOKEN)"),
-        (status = 422, body = ValidationErrorBody),
-    )
-)]
-pub async fn control_log(
-    OperatorAuth(operator): OperatorAuth,
-    req: HttpRequest,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, ApiError> {
-    let query = Query::of(&req)?;
-    let page = query.page()?;
-    let filter = filter(&query)?;
-    let records = state.control.audit_log(&operator, filter, page).await?;
-    Ok(HttpResponse::Ok().json(PageResponse::from_page(records, AuditRecordResponse::from)))
 }
 
 /// The organization's audit log, newest first (owners and admins).

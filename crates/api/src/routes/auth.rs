@@ -10,6 +10,7 @@ use utoipa::ToSchema;
 
 use gatehouse_domain::ports::SignInMethod;
 
+use super::not_stored;
 use crate::extract::RequestOrigin;
 use crate::observe;
 use crate::{
@@ -95,7 +96,7 @@ pub(crate) fn organization_field(
     raw: Option<String>,
 ) -> Option<Option<OrganizationId>> {
     fields.optional("organization_id", raw, |raw: String| {
-        super::control::organization_id(raw.trim())
+        crate::query::organization_id(raw.trim())
     })
 }
 
@@ -201,9 +202,7 @@ pub async fn login(
         .await;
     observe::sign_in(&state, SignInMethod::Password, &signed_in);
     let signed_in = signed_in?;
-    Ok(HttpResponse::Ok()
-        .insert_header(("Cache-Control", "no-store"))
-        .json(LoginResponse::of(signed_in)))
+    Ok(not_stored(HttpResponse::Ok()).json(LoginResponse::of(signed_in)))
 }
 
 /// The body of `POST /api/v1/auth/refresh`: the `refresh_token` of the login (required), and
@@ -248,14 +247,12 @@ pub async fn refresh(
         .auth
         .refresh(&token, None, organization, Some(origin.client()))
         .await?;
-    Ok(HttpResponse::Ok()
-        .insert_header(("Cache-Control", "no-store"))
-        .json(TokenResponse {
-            access_token: access.access_token,
-            token_type: access.token_type,
-            expires_in: access.expires_in,
-            refresh_token: None,
-        }))
+    Ok(not_stored(HttpResponse::Ok()).json(TokenResponse {
+        access_token: access.access_token,
+        token_type: access.token_type,
+        expires_in: access.expires_in,
+        refresh_token: None,
+    }))
 }
 
 /// Ends the session: its refresh token and access tokens stop working at once.

@@ -3,23 +3,25 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use gatehouse_domain::{
-    model::{
-        timestamp, DeliveryId, EndpointId, EventSource, EventType, OrganizationId, PostedEventData,
-    },
+    model::{DeliveryId, EndpointId, EventSource, EventType, PostedEventData},
     ports::{DeadLetterFilter, EventFilter, ReplaySelection, StoredEvent},
     service::{PostEventError, MAX_REPLAY},
 };
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
-use uuid::Uuid;
 
-use super::{organizations::PageResponse, webhooks::DeliveryResponse};
+use super::{
+    audit::{filter, AuditRecordResponse},
+    not_stored,
+    organizations::PageResponse,
+    webhooks::DeliveryResponse,
+};
 use crate::extract::RequestOrigin;
 use crate::{
     error::{ApiError, ErrorBody, FieldError, ValidationErrorBody},
     extract::{Fields, OperatorAuth, ValidJson},
-    query::Query,
+    query::{organization_id, since, Query},
     state::AppState,
 };
 
@@ -94,7 +96,6 @@ pub struct PostEventRequest {
     request_body = PostEventRequest,
     responses(
         (status = 202, body = StoredEventResponse, description = "Recorded; delivered from the outbox"),
-        (status = 401, body = ErrorBody, description = "Not the control token"),
         (status = 404, body = ErrorBody, description = "No such organization, or the control plane is off (no GATEHOUSE_CONTROL_TOKEN)"),
         (status = 422, body = ValidationErrorBody, description = "Not a billing event type, or a field is missing or malformed"),
     )
@@ -132,15 +133,32 @@ pub struct DeadLetterResponse {
     organization_id: String,
 }
 
-pub(super) fn organization_id(raw: &str) -> Result<OrganizationId, &'static str> {
-    Uuid::parse_str(raw)
-        .map(OrganizationId::from_uuid)
-        .map_err(|_| "must be an organization id (UUID)")
-}
-
-/// An RFC 3339 time of a query (`since`, `until`).
-pub(super) fn since(raw: &str) -> Result<OffsetDateTime, &'static str> {
-    timestamp::parse(raw).map_err(|_| "must be an RFC 3339 timestamp")
+/// Every organization's audit log, newest first.
+#[utoipa::path(
+    get, path = "/control/audit", tag = "control",
+    security(("control" = [])),
+    params(
+        ("organization_id" = Option<String>, Query), ("actor_id" = Option<String>, Query),
+        ("action" = Option<String>, Query),
+        ("since" = Option<String>, Query, description = "RFC 3339; records at or after it"),
+        ("until" = Option<String>, Query, description = "RFC 3339; records before it"),
+        ("page" = Option<u32>, Query), ("page_size" = Option<u32>, Query),
+    ),
+    responses(
+        (status = 200, body = PageResponse<AuditRecordResponse>),
+        (status = 422, body = ValidationErrorBody),
+    )
+)]
+pub async fn control_log(
+    OperatorAuth(operator): OperatorAuth,
+    req: HttpRequest,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let query = Query::of(&req)?;
+    let page = query.page()?;
+    let filter = filter(&query)?;
+    let records = state.control.audit_log(&operator, filter, page).await?;
+    Ok(HttpResponse::Ok().json(PageResponse::from_page(records, AuditRecordResponse::from)))
 }
 
 /// Stored events of every organization, newest first.
@@ -154,8 +172,6 @@ pub(super) fn since(raw: &str) -> Result<OffsetDateTime, &'static str> {
     ),
     responses(
         (status = 200, body = PageResponse<StoredEventResponse>),
-        (status = 401, body = ErrorBody, description = "Not the control token"),
-        (status = 404, body = ErrorBody, description = "The control plane is off (no GATEHOUSE_CONTROL_TOKEN)"),
         (status = 422, body = ValidationErrorBody),
     )
 )]
@@ -189,8 +205,6 @@ pub async fn events(
     ),
     responses(
         (status = 200, body = PageResponse<DeadLetterResponse>),
-        (status = 401, body = ErrorBody, description = "Not the control token"),
-        (status = 404, body = ErrorBody, description = "The control plane is off (no GATEHOUSE_CONTROL_TOKEN)"),
         (status = 422, body = ValidationErrorBody),
     )
 )]
@@ -247,8 +261,6 @@ pub struct ReplayResponse {
     request_body = ReplayRequest,
     responses(
         (status = 202, body = ReplayResponse),
-        (status = 401, body = ErrorBody, description = "Not the control token"),
-        (status = 404, body = ErrorBody, description = "The control plane is off (no GATEHOUSE_CONTROL_TOKEN)"),
         (status = 422, body = ValidationErrorBody),
     )
 )]
@@ -299,8 +311,6 @@ pub async fn replay(
     security(("control" = [])),
     responses(
         (status = 200, content_type = "text/plain", body = String, description = "Prometheus text exposition format 0.0.4"),
-        (status = 401, body = ErrorBody, description = "Not the control token"),
-        (status = 404, body = ErrorBody, description = "The control plane is off (no GATEHOUSE_CONTROL_TOKEN)"),
     )
 )]
 pub async fn metrics(
@@ -318,8 +328,7 @@ pub async fn metrics_listener(state: web::Data<AppState>) -> Result<HttpResponse
 
 async fn scrape(state: &AppState) -> Result<HttpResponse, ApiError> {
     let gauges = state.control.gauges().await?;
-    Ok(HttpResponse::Ok()
+    Ok(not_stored(HttpResponse::Ok())
         .content_type("text/plain; version=0.0.4; charset=utf-8")
-        .insert_header(("Cache-Control", "no-store"))
         .body(state.metrics.render(&gauges)))
 }

@@ -4,6 +4,7 @@ use actix_web::{web, HttpResponse};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::not_stored;
 use crate::{
     error::{ApiError, ErrorBody},
     extract::HeaderOrganization,
@@ -40,9 +41,7 @@ pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError
         .ping()
         .await
         .map_err(|e| ApiError::Unavailable(Box::new(e)))?;
-    Ok(HttpResponse::Ok()
-        .insert_header(("Cache-Control", "no-store"))
-        .json(Status { status: "ok" }))
+    Ok(not_stored(HttpResponse::Ok()).json(Status { status: "ok" }))
 }
 
 /// The `200` of `GET /api/v1/health`: the credentials work, and act in the organization

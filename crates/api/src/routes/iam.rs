@@ -17,6 +17,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::api_keys::CreatedApiKeyResponse;
+use super::not_stored;
 use super::organizations::PageResponse;
 use crate::{
     error::{ApiError, ErrorBody, ValidationErrorBody},
@@ -286,9 +287,7 @@ pub async fn create_service_account_key(
         .iam
         .create_service_account_key(&actor, id, name, &origin)
         .await?;
-    Ok(HttpResponse::Created()
-        .insert_header(("Cache-Control", "no-store"))
-        .json(CreatedApiKeyResponse::from(created)))
+    Ok(not_stored(HttpResponse::Created()).json(CreatedApiKeyResponse::from(created)))
 }
 
 /// Every key that acts in the organization, members' and service accounts', newest first;

@@ -12,6 +12,7 @@ use utoipa::ToSchema;
 use gatehouse_domain::ports::SignInMethod;
 
 use super::auth::organization_field;
+use super::not_stored;
 use crate::extract::{origin_of, RequestOrigin};
 use crate::observe;
 use crate::{
@@ -127,9 +128,7 @@ pub async fn verify_magic_link(
         .await;
     observe::sign_in(&state, SignInMethod::MailedLink, &signed_in);
     let signed_in = signed_in?;
-    Ok(HttpResponse::Ok()
-        .insert_header(("Cache-Control", "no-store"))
-        .json(LoginResponse::of(signed_in)))
+    Ok(not_stored(HttpResponse::Ok()).json(LoginResponse::of(signed_in)))
 }
 
 /// Mails a password-reset link (15 minutes, once) to the address, if it has an account. The

@@ -12,6 +12,7 @@ use uuid::Uuid;
 
 use gatehouse_domain::ports::SignInMethod;
 
+use super::not_stored;
 use crate::extract::RequestOrigin;
 use crate::observe;
 use crate::{
@@ -102,13 +103,13 @@ pub async fn enroll_totp(
     Authenticated(principal): Authenticated,
 ) -> Result<HttpResponse, ApiError> {
     let enrolment = state.mfa.enroll_totp(&principal).await?;
-    Ok(HttpResponse::Created()
-        .insert_header(("Cache-Control", "no-store"))
-        .json(TotpEnrolmentResponse {
+    Ok(
+        not_stored(HttpResponse::Created()).json(TotpEnrolmentResponse {
             id: enrolment.id.as_uuid(),
             secret: enrolment.secret,
             otpauth_uri: enrolment.otpauth_uri,
-        }))
+        }),
+    )
 }
 
 /// The body of `POST /api/v1/auth/mfa/totp/{id}/confirm`: the app's current `code`
@@ -169,11 +170,9 @@ pub async fn confirm_totp(
         .mfa
         .confirm_totp(&principal, id, &code, &origin)
         .await?;
-    Ok(HttpResponse::Ok()
-        .insert_header(("Cache-Control", "no-store"))
-        .json(RecoveryCodesResponse {
-            recovery_codes: shown(recovery_codes),
-        }))
+    Ok(not_stored(HttpResponse::Ok()).json(RecoveryCodesResponse {
+        recovery_codes: shown(recovery_codes),
+    }))
 }
 
 /// The `200` of `POST /api/v1/auth/mfa/webauthn/register`: the challenge to finish with, and
@@ -204,12 +203,10 @@ pub async fn start_webauthn(
     Authenticated(principal): Authenticated,
 ) -> Result<HttpResponse, ApiError> {
     let started = state.mfa.start_webauthn_registration(&principal).await?;
-    Ok(HttpResponse::Ok()
-        .insert_header(("Cache-Control", "no-store"))
-        .json(WebauthnStartResponse {
-            challenge_id: started.challenge_id.as_uuid(),
-            options: started.options,
-        }))
+    Ok(not_stored(HttpResponse::Ok()).json(WebauthnStartResponse {
+        challenge_id: started.challenge_id.as_uuid(),
+        options: started.options,
+    }))
 }
 
 /// The body of `POST /api/v1/auth/mfa/webauthn/register/{challenge_id}`: the browser's
@@ -260,12 +257,12 @@ pub async fn finish_webauthn(
         .mfa
         .finish_webauthn_registration(&principal, id, &credential, &origin)
         .await?;
-    Ok(HttpResponse::Created()
-        .insert_header(("Cache-Control", "no-store"))
-        .json(WebauthnRegisteredResponse {
+    Ok(
+        not_stored(HttpResponse::Created()).json(WebauthnRegisteredResponse {
             id: confirmed.id.as_uuid(),
             recovery_codes: shown(confirmed.recovery_codes),
-        }))
+        }),
+    )
 }
 
 /// The body of `DELETE /api/v1/auth/mfa/{id}` and `POST /api/v1/auth/mfa/recovery-codes`:
@@ -331,11 +328,9 @@ pub async fn recovery_codes(
         .mfa
         .regenerate_recovery_codes(&principal, password, &origin)
         .await?;
-    Ok(HttpResponse::Ok()
-        .insert_header(("Cache-Control", "no-store"))
-        .json(RecoveryCodesResponse {
-            recovery_codes: shown(codes),
-        }))
+    Ok(not_stored(HttpResponse::Ok()).json(RecoveryCodesResponse {
+        recovery_codes: shown(codes),
+    }))
 }
 
 /// The body of `POST /api/v1/auth/mfa/verify`: the `mfa_token` of the login (required) and
@@ -391,11 +386,9 @@ pub async fn verify(
     let pair = state.mfa.verify(&token, proof, organization, &origin).await;
     observe::sign_in(&state, SignInMethod::SecondFactor, &pair);
     let pair = pair?;
-    Ok(HttpResponse::Ok()
-        .insert_header(("Cache-Control", "no-store"))
-        .json(TokenResponse::bearer(
-            pair.access.access_token,
-            pair.access.expires_in,
-            Some(pair.refresh_token.expose().to_owned()),
-        )))
+    Ok(not_stored(HttpResponse::Ok()).json(TokenResponse::bearer(
+        pair.access.access_token,
+        pair.access.expires_in,
+        Some(pair.refresh_token.expose().to_owned()),
+    )))
 }

@@ -23,3 +23,12 @@ pub mod scim;
 pub mod sso;
 pub mod users;
 pub mod webhooks;
+
+use actix_web::HttpResponseBuilder;
+
+/// `response` with `Cache-Control: no-store`, for an answer that no cache may keep: one that
+/// shows a secret or a token once, or a state that is only true now.
+fn not_stored(mut response: HttpResponseBuilder) -> HttpResponseBuilder {
+    response.insert_header(("Cache-Control", "no-store"));
+    response
+}

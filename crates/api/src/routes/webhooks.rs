@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
+use super::not_stored;
 use super::organizations::PageResponse;
 use crate::extract::RequestOrigin;
 use crate::{
@@ -268,12 +269,12 @@ pub async fn create(
             &origin,
         )
         .await?;
-    Ok(HttpResponse::Created()
-        .insert_header(("Cache-Control", "no-store"))
-        .json(CreatedEndpointResponse {
+    Ok(
+        not_stored(HttpResponse::Created()).json(CreatedEndpointResponse {
             endpoint: created.endpoint.into(),
             signing_secret: created.signing_secret.expose().to_owned(),
-        }))
+        }),
+    )
 }
 
 /// The organization's endpoints.
