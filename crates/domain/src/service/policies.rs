@@ -130,14 +130,14 @@ pub(crate) trait SettingsPorts {
 macro_rules! settings_ports {
     ($($ports:ty),+) => {
         $(
-            impl SettingsPorts for $ports {
-                fn organizations(&self) -> &dyn OrganizationStore {
+            impl $crate::service::policies::SettingsPorts for $ports {
+                fn organizations(&self) -> &dyn $crate::ports::OrganizationStore {
                     self.organizations.as_ref()
                 }
-                fn clock(&self) -> &dyn Clock {
+                fn clock(&self) -> &dyn $crate::ports::Clock {
                     self.clock.as_ref()
                 }
-                fn random(&self) -> &dyn Random {
+                fn random(&self) -> &dyn $crate::ports::Random {
                     self.random.as_ref()
                 }
             }
@@ -145,7 +145,9 @@ macro_rules! settings_ports {
     };
 }
 
-settings_ports!(PolicyPorts, BrandingPorts, super::SsoPorts);
+pub(super) use settings_ports;
+
+settings_ports!(PolicyPorts, BrandingPorts);
 
 /// A change to the actor's organization's settings, about to be saved: the live organization,
 /// the time of the change, and its `organization.updated` event naming what changed

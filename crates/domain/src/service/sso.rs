@@ -3,7 +3,7 @@
 //! checked when it arrives and never shown again.
 
 use super::{
-    policies::{changed_in, require_feature, SettingsChange},
+    policies::{changed_in, require_feature, settings_ports, SettingsChange},
     Actor, SettingsError,
 };
 use crate::{
@@ -52,6 +52,8 @@ service_ports! {
     /// The ports [`SsoService`] uses.
     pub struct SsoPorts { sso: SsoStore, domains: DomainStore, organizations: OrganizationStore, clock: Clock, random: Random }
 }
+
+settings_ports!(SsoPorts);
 
 /// Reads and saves an organization's SAML single sign-on configuration (Business plan and up).
 #[derive(Clone)]
