@@ -929,7 +929,10 @@ fn a_sign_in_for_no_account_is_audited_without_an_actor_id() {
         .times(1)
         .returning(|_| ready(Ok(())));
 
-    assert!(login(mocks, "nobody@example.com", ADA_PASSWORD).is_err());
+    assert!(matches!(
+        login(mocks, "nobody@example.com", ADA_PASSWORD),
+        Err(LoginError::InvalidCredentials)
+    ));
 }
 
 #[test]
@@ -1584,7 +1587,10 @@ fn an_oauth_tokens_api_scopes_narrow_the_members_role_and_none_leave_it_whole() 
         reader.require(Permission::OrganizationUpdate),
         Err(Forbidden(Permission::OrganizationUpdate))
     );
-    assert!(reader.require(Permission::MembersRead).is_err());
+    assert_eq!(
+        reader.require(Permission::MembersRead),
+        Err(Forbidden(Permission::MembersRead))
+    );
     let whole = narrowed("openid profile read:user");
     assert!(
         Permission::ALL.iter().all(|p| whole.require(*p).is_ok()),
@@ -1604,7 +1610,10 @@ fn an_oauth_tokens_api_scopes_narrow_the_members_role_and_none_leave_it_whole() 
         membership,
     };
     assert!(viewer.require(Permission::MembersRead).is_ok());
-    assert!(viewer.require(Permission::MembersUpdate).is_err());
+    assert_eq!(
+        viewer.require(Permission::MembersUpdate),
+        Err(Forbidden(Permission::MembersUpdate))
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
