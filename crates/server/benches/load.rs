@@ -996,6 +996,15 @@ async fn seed_oauth(base: &str, access_token: &str, set_plan: &dyn Fn(&str, &str
     };
     let tokens = code_flow(&client, base, &seed).await.unwrap();
     seed.access_token = tokens["access_token"].as_str().unwrap().to_owned();
+    // An inactive token is answered 200 as well: the introspection row must describe a live one.
+    let form = [
+        ("token", seed.access_token.as_str()),
+        ("client_id", &seed.client_id),
+        ("client_secret", &seed.client_secret),
+    ];
+    let response = client.post(format!("{base}/oauth/introspect")).form(&form);
+    let described: Value = response.send().await.unwrap().json().await.unwrap();
+    assert_eq!(described["active"], true, "introspection: {described}");
     seed
 }
 
