@@ -4,7 +4,9 @@
 //! ```text
 //! cargo bench -p gatehouse-server --bench load -- [--backend sqlite|postgres|both]
 //!                                                 [--duration SECS] [--out FILE]
-//!                                                 [--only reads,logins,refreshes,fanout,steady]
+//!                                                 [--only reads,logins,refreshes,fanout,steady,
+//!                                                         client-credentials,introspect,userinfo,
+//!                                                         code-exchange]
 //!                                                 [--binary PATH] [--server-cpus LIST]
 //!                                                 [--client-cpus LIST] [--read-connections N]
 //!                                                 [--env NAME=VALUE]...
@@ -27,9 +29,19 @@
 //! 3. authenticated reads against `GET /readyz` of the same server;
 //! 4. webhook fan-out (10 endpoints × 1,000 changes) into a local HTTPS receiver, against what
 //!    a plain hyper client gets from the same kind of receiver;
-//! 5. resident memory and time to ready, against the targets.
+//! 5. resident memory and time to ready, against the targets;
+//! 6. the OAuth endpoints (issue 36), for an application of an `enterprise` team:
+//!    - `client_credentials` grants/s (each signs a machine token) against RS256 signatures/s;
+//!    - introspections/s of the code flow's access token (the client authenticated by
+//!      `client_secret_post`) and userinfo/s with that token (scope `openid email profile`),
+//!      which verify and read but sign nothing, against `GET /readyz`;
+//!    - authorization-code exchanges/s: a loop in this process (a code is single-use, so `wrk`
+//!      cannot replay one) that asks `/oauth/authorize` for a code with the signed-in person's
+//!      cookie and exchanges it (then, untimed, revokes the grant, so that the user stays under
+//!      100 concurrent sessions); each exchange signs an access and an ID token, so its limit is
+//!      half the RS256 signatures/s.
 //!
-//! The phases run in the order 3, 1, 2, 4 (so that row 3's memory peak is not what row 1's
+//! The phases run in the order 3, 1, 2, 6, 4 (so that row 3's memory peak is not what row 1's
 //! hashes left behind); the notes under each table give the resident memory after every phase,
 //! deliveries that arrived twice, and whatever the server logged at WARN or above.
 
@@ -85,6 +97,13 @@ const READY_TIMEOUT: Duration = Duration::from_secs(60);
 const SETTLE: Duration = Duration::from_secs(5);
 const RSS_TARGET: &str = "< 60 MB";
 const READY_TARGET: &str = "< 300 ms";
+/// The OAuth rows' application sends its users back here (nothing listens: the code is read
+/// from the redirect).
+const CALLBACK: &str = "https://app.example.com/callback";
+/// The code flow's scope: an ID token and userinfo, no API scope (so no consent to give).
+const OAUTH_SCOPE: &str = "openid email profile";
+/// The machine tokens' scope.
+const MACHINE_SCOPE: &str = "org:read";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Backend {
@@ -107,15 +126,23 @@ enum Phase {
     Reads,
     Logins,
     Refreshes,
+    ClientCredentials,
+    Introspect,
+    Userinfo,
+    CodeExchange,
     Steady,
     Fanout,
 }
 
 impl Phase {
-    const ALL: [Self; 5] = [
+    const ALL: [Self; 9] = [
         Self::Reads,
         Self::Logins,
         Self::Refreshes,
+        Self::ClientCredentials,
+        Self::Introspect,
+        Self::Userinfo,
+        Self::CodeExchange,
         Self::Steady,
         Self::Fanout,
     ];
@@ -125,6 +152,10 @@ impl Phase {
             Self::Reads => "reads",
             Self::Logins => "logins",
             Self::Refreshes => "refreshes",
+            Self::ClientCredentials => "client-credentials",
+            Self::Introspect => "introspect",
+            Self::Userinfo => "userinfo",
+            Self::CodeExchange => "code-exchange",
             Self::Steady => "steady",
             Self::Fanout => "fanout",
         }
@@ -209,7 +240,8 @@ fn main() {
 
 fn parse_args() -> Options {
     let usage = "usage: load [--backend sqlite|postgres|both] [--duration SECS] [--out FILE] \
-                 [--only reads,logins,refreshes,fanout,steady] [--binary PATH] \
+                 [--only reads,logins,refreshes,fanout,steady,client-credentials,introspect,\
+                 userinfo,code-exchange] [--binary PATH] \
                  [--server-cpus LIST] [--client-cpus LIST] [--read-connections N] \
                  [--env NAME=VALUE]...";
     let mut options = Options {
@@ -451,18 +483,17 @@ fn run_backend(runtime: &Runtime, backend: Backend, options: &Options) -> String
     );
 
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
-    let set_plan = |team: &str| {
-        // Ten endpoints: more than the free plan's five.
+    let set_plan = |team: &str, plan: &str| {
         let status = Command::new(&options.binary)
             .env_clear()
             .envs(env.iter().map(|(k, v)| (*k, v)))
-            .args(["orgs", "set-plan", team, "starter"])
+            .args(["orgs", "set-plan", team, plan])
             .stdout(Stdio::null())
             .status()
             .unwrap();
         assert!(
             status.success(),
-            "gatehouse orgs set-plan {team} starter: {status}"
+            "gatehouse orgs set-plan {team} {plan}: {status}"
         );
     };
     let seed = runtime.block_on(seed_data(&client, &server.base, &receiver, &set_plan));
@@ -491,6 +522,10 @@ fn run_backend(runtime: &Runtime, backend: Backend, options: &Options) -> String
             Phase::Reads => row_reads(&bench, &seed),
             Phase::Logins => row_logins(&bench),
             Phase::Refreshes => row_refreshes(&bench, &seed),
+            Phase::ClientCredentials => row_client_credentials(&bench, &seed.oauth),
+            Phase::Introspect => row_introspect(&bench, &seed.oauth),
+            Phase::Userinfo => row_userinfo(&bench, &seed.oauth),
+            Phase::CodeExchange => row_code_exchanges(runtime, &bench, &seed.oauth),
             Phase::Steady => {
                 let (row, notes) = row_steady(runtime, &client, &bench, &seed, &receiver);
                 fanout_notes.extend(notes);
@@ -512,13 +547,18 @@ fn run_backend(runtime: &Runtime, backend: Backend, options: &Options) -> String
     }
     std::thread::sleep(SETTLE);
     let settled_kb = server.rss_kb();
-    // Printed in the order of the issue's rows: 1 logins, 2 refreshes, 3 reads, 4 fan-out.
+    // Printed in the order of the issue's rows: 1 logins, 2 refreshes, 3 reads, 4 fan-out,
+    // then issue 36's OAuth rows.
     let order = [
         Phase::Logins,
         Phase::Refreshes,
         Phase::Reads,
         Phase::Fanout,
         Phase::Steady,
+        Phase::ClientCredentials,
+        Phase::Introspect,
+        Phase::Userinfo,
+        Phase::CodeExchange,
     ];
     rows.sort_by_key(|(phase, _)| order.iter().position(|p| p == phase));
     let mut rows: Vec<Row> = rows.into_iter().map(|(_, row)| row).collect();
@@ -789,18 +829,20 @@ impl RssSampler {
 // Seeding
 // ---------------------------------------------------------------------------------------------
 
-/// What the rows need: one user with a session, a team with webhook endpoints.
+/// What the rows need: one user with a session, a team with webhook endpoints, and an
+/// application of another team for the OAuth rows.
 struct Seed {
     access_token: String,
     refresh_token: String,
     team_id: String,
+    oauth: OAuthSeed,
 }
 
 async fn seed_data(
     client: &reqwest::Client,
     base: &str,
     receiver: &TestReceiver,
-    set_plan: &dyn Fn(&str),
+    set_plan: &dyn Fn(&str, &str),
 ) -> Seed {
     let registered = post_json(
         client,
@@ -830,7 +872,8 @@ async fn seed_data(
     )
     .await;
     let team_id = team["id"].as_str().unwrap().to_owned();
-    set_plan(&team_id);
+    // Ten endpoints: more than the free plan's five.
+    set_plan(&team_id, "starter");
     for i in 0..ENDPOINTS {
         post_json(
             client,
@@ -841,10 +884,12 @@ async fn seed_data(
         )
         .await;
     }
+    let oauth = seed_oauth(base, &access_token, set_plan).await;
     Seed {
         access_token,
         refresh_token,
         team_id,
+        oauth,
     }
 }
 
@@ -869,6 +914,199 @@ async fn post_json(
     let text = response.text().await.unwrap();
     assert_eq!(actual, status, "POST {url}: {text}");
     serde_json::from_str(&text).unwrap()
+}
+
+/// What the OAuth rows need: an application of an `enterprise` team, its person signed in on
+/// the hosted pages, and an access token of the code flow.
+#[derive(Clone)]
+struct OAuthSeed {
+    client_id: String,
+    client_secret: String,
+    /// `/oauth/authorize?…` (path and query) for a code with `OAUTH_SCOPE`.
+    authorize: String,
+    /// The hosted pages' cookies of the signed-in person, as a `Cookie` header.
+    cookies: String,
+    /// An access token of the code flow (`OAUTH_SCOPE`).
+    access_token: String,
+}
+
+/// Registers an application in a new `enterprise` team of the bench user, signs the user in
+/// through `/oauth/authorize` and the hosted login page, and exchanges the first code.
+async fn seed_oauth(base: &str, access_token: &str, set_plan: &dyn Fn(&str, &str)) -> OAuthSeed {
+    let client = no_redirects();
+    let team = post_json(
+        &client,
+        &format!("{base}/api/v1/organizations"),
+        Some((access_token, None)),
+        &json!({ "name": "Bench Apps" }),
+        201,
+    )
+    .await;
+    let team_id = team["id"].as_str().unwrap();
+    // OAuth, client credentials included, is an enterprise feature.
+    set_plan(team_id, "enterprise");
+    let application = post_json(
+        &client,
+        &format!("{base}/api/v1/organizations/{team_id}/applications"),
+        Some((access_token, None)),
+        &json!({ "name": "Bench App", "redirect_uris": [CALLBACK] }),
+        201,
+    )
+    .await;
+    let client_id = application["client_id"].as_str().unwrap().to_owned();
+    let client_secret = application["client_secret"].as_str().unwrap().to_owned();
+    let authorize = format!(
+        "/oauth/authorize?response_type=code&client_id={client_id}&redirect_uri={}&scope={}\
+         &state=bench",
+        form_encoded(CALLBACK),
+        form_encoded(OAUTH_SCOPE)
+    );
+
+    // Nobody is signed in: the hosted login page, whose form must come back with its cookie.
+    let mut cookies = Vec::new();
+    let response = client
+        .get(format!("{base}{authorize}"))
+        .send()
+        .await
+        .unwrap();
+    let login = location(&response).expect("a redirect to the login page");
+    let page = client.get(format!("{base}{login}")).send().await.unwrap();
+    keep_cookies(&mut cookies, &page);
+    let page = page.text().await.unwrap();
+    let form = [
+        ("email", EMAIL),
+        ("password", PASSWORD),
+        ("csrf_token", &hidden(&page, "csrf_token")),
+        ("return_to", &hidden(&page, "return_to")),
+    ];
+    let signed_in = client
+        .post(format!("{base}/login"))
+        .header("Cookie", cookie_header(&cookies))
+        .form(&form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed_in.status(), 303, "hosted sign-in");
+    keep_cookies(&mut cookies, &signed_in);
+    let mut seed = OAuthSeed {
+        client_id,
+        client_secret,
+        authorize,
+        cookies: cookie_header(&cookies),
+        access_token: String::new(),
+    };
+    let tokens = code_flow(&client, base, &seed).await.unwrap();
+    seed.access_token = tokens["access_token"].as_str().unwrap().to_owned();
+    // An inactive token is answered 200 as well: the introspection row must describe a live one.
+    let form = [
+        ("token", seed.access_token.as_str()),
+        ("client_id", &seed.client_id),
+        ("client_secret", &seed.client_secret),
+    ];
+    let response = client.post(format!("{base}/oauth/introspect")).form(&form);
+    let described: Value = response.send().await.unwrap().json().await.unwrap();
+    assert_eq!(described["active"], true, "introspection: {described}");
+    seed
+}
+
+/// A client that shows redirects instead of following them (the code is in one).
+fn no_redirects() -> reqwest::Client {
+    reqwest::Client::builder()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+/// Asks `/oauth/authorize` for a fresh code with the signed-in person's cookie, and the client
+/// exchanges it (authenticated by `client_secret_post`): the token response, or what failed.
+async fn code_flow(
+    client: &reqwest::Client,
+    base: &str,
+    oauth: &OAuthSeed,
+) -> Result<Value, String> {
+    let response = client
+        .get(format!("{base}{}", oauth.authorize))
+        .header("Cookie", &oauth.cookies)
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let redirect = location(&response)
+        .ok_or_else(|| format!("/oauth/authorize answered {}", response.status()))?;
+    let code = reqwest::Url::parse(&redirect)
+        .ok()
+        .and_then(|url| {
+            url.query_pairs()
+                .find_map(|(name, value)| (name == "code").then(|| value.into_owned()))
+        })
+        .ok_or_else(|| format!("no code in {redirect}"))?;
+    let form = [
+        ("grant_type", "authorization_code"),
+        ("code", &code),
+        ("redirect_uri", CALLBACK),
+        ("client_id", &oauth.client_id),
+        ("client_secret", &oauth.client_secret),
+    ];
+    let response = client
+        .post(format!("{base}/oauth/token"))
+        .form(&form)
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let status = response.status();
+    let text = response.text().await.map_err(|e| e.to_string())?;
+    if status != 200 {
+        return Err(format!("the code exchange answered {status}: {text}"));
+    }
+    serde_json::from_str(&text).map_err(|e| e.to_string())
+}
+
+fn location(response: &reqwest::Response) -> Option<String> {
+    let location = response.headers().get("Location")?;
+    Some(location.to_str().ok()?.to_owned())
+}
+
+/// Keeps the cookies a response sets (name and value; a cleared one is dropped).
+fn keep_cookies(cookies: &mut Vec<(String, String)>, response: &reqwest::Response) {
+    for set in response.headers().get_all("Set-Cookie") {
+        let set = set.to_str().unwrap();
+        let pair = set.split(';').next().unwrap_or_default();
+        let (name, value) = pair.split_once('=').unwrap();
+        cookies.retain(|(n, _)| n != name);
+        if !value.is_empty() {
+            cookies.push((name.to_owned(), value.to_owned()));
+        }
+    }
+}
+
+fn cookie_header(cookies: &[(String, String)]) -> String {
+    let pairs: Vec<_> = cookies.iter().map(|(n, v)| format!("{n}={v}")).collect();
+    pairs.join("; ")
+}
+
+/// The value of a hidden field of a page's form.
+fn hidden(page: &str, name: &str) -> String {
+    let marker = format!("name=\"{name}\" value=\"");
+    let start = page
+        .find(&marker)
+        .unwrap_or_else(|| panic!("no {name} in {page}"))
+        + marker.len();
+    let end = start + page[start..].find('"').unwrap();
+    page[start..end].replace("&amp;", "&")
+}
+
+/// `application/x-www-form-urlencoded` for one value.
+fn form_encoded(value: &str) -> String {
+    value
+        .bytes()
+        .map(|byte| match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'*' => {
+                char::from(byte).to_string()
+            }
+            b' ' => "+".to_owned(),
+            _ => format!("%{byte:02X}"),
+        })
+        .collect()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -908,20 +1146,38 @@ impl WrkResult {
     }
 }
 
+/// The body of a `wrk` request.
+enum Body<'a> {
+    Json(Value),
+    /// `application/x-www-form-urlencoded`, as the OAuth endpoints take.
+    Form(&'a [(&'a str, &'a str)]),
+}
+
 /// A Lua script for `wrk`: the method, headers and body of every request.
 fn lua_script(
     dir: &Path,
     name: &str,
     method: &str,
     headers: &[(&str, &str)],
-    body: Option<&Value>,
+    body: Option<Body<'_>>,
 ) -> PathBuf {
     let mut lua = format!("wrk.method = \"{method}\"\n");
     for (header, value) in headers {
         writeln!(lua, "wrk.headers[\"{header}\"] = [==[{value}]==]").unwrap();
     }
-    if let Some(body) = body {
-        lua.push_str("wrk.headers[\"Content-Type\"] = \"application/json\"\n");
+    let (content_type, body) = match body {
+        None => (None, String::new()),
+        Some(Body::Json(json)) => (Some("application/json"), json.to_string()),
+        Some(Body::Form(fields)) => {
+            let pairs: Vec<_> = fields
+                .iter()
+                .map(|(name, value)| format!("{name}={}", form_encoded(value)))
+                .collect();
+            (Some("application/x-www-form-urlencoded"), pairs.join("&"))
+        }
+    };
+    if let Some(content_type) = content_type {
+        writeln!(lua, "wrk.headers[\"Content-Type\"] = \"{content_type}\"").unwrap();
         writeln!(lua, "wrk.body = [==[{body}]==]").unwrap();
     }
     let path = dir.join(format!("{name}.lua"));
@@ -1014,7 +1270,7 @@ fn row_logins(bench: &Bench) -> Row {
         "login",
         "POST",
         &[],
-        Some(&json!({ "email": EMAIL, "password": PASSWORD })),
+        Some(Body::Json(json!({ "email": EMAIL, "password": PASSWORD }))),
     );
     let logins = wrk(bench, "/api/v1/auth/login", &script, connections);
     Row::new(
@@ -1028,56 +1284,232 @@ fn row_logins(bench: &Bench) -> Row {
     )
 }
 
-fn row_refreshes(bench: &Bench, seed: &Seed) -> Row {
-    let connections = 2 * bench.cores;
+/// RS256 (2048-bit) signatures/s on the server's cores, measured here.
+fn rs256_limit(bench: &Bench) -> f64 {
     eprintln!(
         "[{}] RS256 limit: {} threads, {LIMIT_SECS:.0} s",
         bench.name, bench.cores
     );
     let cores = bench.cores;
-    let signatures = on_server_cpus(bench, move || {
+    on_server_cpus(bench, move || {
         gatehouse_crypto::limits::rs256_signatures_per_sec(cores, LIMIT_SECS)
     })
-    .unwrap();
-    let script = lua_script(
-        &bench.scripts,
-        "refresh",
-        "POST",
-        &[],
-        Some(&json!({ "refresh_token": seed.refresh_token })),
-    );
-    let refreshes = wrk(bench, "/api/v1/auth/refresh", &script, connections);
+    .unwrap()
+}
+
+/// The row of a path that reads and signs nothing, against `GET /readyz` of the same server
+/// under as many connections.
+fn against_readyz(bench: &Bench, name: String, measured: &WrkResult, connections: usize) -> Row {
+    let ready = lua_script(&bench.scripts, "readyz", "GET", &[], None);
+    let readyz = wrk(bench, "/readyz", &ready, connections);
     Row::new(
-        format!("Refreshes/s ({connections} conns, one refresh token)"),
-        refreshes.summary(),
+        name,
+        measured.summary(),
+        format!("GET /readyz: {}", readyz.summary()),
+        ratio(measured.requests_per_sec, readyz.requests_per_sec),
+    )
+}
+
+/// The row of a path that signs one RS256 token a request: RS256 signatures/s measured first,
+/// then `load` under `wrk`.
+fn against_rs256(bench: &Bench, name: String, load: impl FnOnce() -> WrkResult) -> Row {
+    let signatures = rs256_limit(bench);
+    let measured = load();
+    Row::new(
+        name,
+        measured.summary(),
         format!(
             "{}/s RS256-2048 signatures ({} threads)",
             group(signatures),
             bench.cores
         ),
-        ratio(refreshes.requests_per_sec, signatures),
+        ratio(measured.requests_per_sec, signatures),
     )
 }
 
-fn row_reads(bench: &Bench, seed: &Seed) -> Row {
-    let bearer = format!("Bearer {}", seed.access_token);
-    let read = lua_script(
+fn row_refreshes(bench: &Bench, seed: &Seed) -> Row {
+    let connections = 2 * bench.cores;
+    let script = lua_script(
         &bench.scripts,
-        "read",
+        "refresh",
+        "POST",
+        &[],
+        Some(Body::Json(json!({ "refresh_token": seed.refresh_token }))),
+    );
+    against_rs256(
+        bench,
+        format!("Refreshes/s ({connections} conns, one refresh token)"),
+        || wrk(bench, "/api/v1/auth/refresh", &script, connections),
+    )
+}
+
+/// `wrk` GETting `path` with a bearer token (its script named `name`).
+fn wrk_bearer_get(bench: &Bench, name: &str, path: &str, token: &str) -> WrkResult {
+    let bearer = format!("Bearer {token}");
+    let script = lua_script(
+        &bench.scripts,
+        name,
         "GET",
         &[("Authorization", &bearer)],
         None,
     );
+    wrk(bench, path, &script, bench.read_connections)
+}
+
+fn row_reads(bench: &Bench, seed: &Seed) -> Row {
     let path = format!("/api/v1/organizations/{}", seed.team_id);
     let connections = bench.read_connections;
-    let reads = wrk(bench, &path, &read, connections);
-    let ready = lua_script(&bench.scripts, "readyz", "GET", &[], None);
-    let readyz = wrk(bench, "/readyz", &ready, connections);
-    Row::new(
+    let reads = wrk_bearer_get(bench, "read", &path, &seed.access_token);
+    against_readyz(
+        bench,
         format!("Authenticated reads, GET /organizations/{{id}} ({connections} conns)"),
-        reads.summary(),
-        format!("GET /readyz: {}", readyz.summary()),
-        ratio(reads.requests_per_sec, readyz.requests_per_sec),
+        &reads,
+        connections,
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Row 6: the OAuth endpoints (issue 36)
+// ---------------------------------------------------------------------------------------------
+
+/// `wrk` POSTing a form to an OAuth endpoint, the client authenticated by `client_secret_post`.
+fn wrk_client_form(
+    bench: &Bench,
+    oauth: &OAuthSeed,
+    path: &str,
+    fields: &[(&str, &str)],
+    connections: usize,
+) -> WrkResult {
+    let mut form = fields.to_vec();
+    form.extend([
+        ("client_id", oauth.client_id.as_str()),
+        ("client_secret", oauth.client_secret.as_str()),
+    ]);
+    let name = path.trim_start_matches("/oauth/");
+    let script = lua_script(&bench.scripts, name, "POST", &[], Some(Body::Form(&form)));
+    wrk(bench, path, &script, connections)
+}
+
+fn row_client_credentials(bench: &Bench, oauth: &OAuthSeed) -> Row {
+    let connections = 2 * bench.cores;
+    let form = [
+        ("grant_type", "client_credentials"),
+        ("scope", MACHINE_SCOPE),
+    ];
+    against_rs256(
+        bench,
+        format!("OAuth client_credentials grants/s ({connections} conns, one application)"),
+        || wrk_client_form(bench, oauth, "/oauth/token", &form, connections),
+    )
+}
+
+fn row_introspect(bench: &Bench, oauth: &OAuthSeed) -> Row {
+    let connections = bench.read_connections;
+    let form = [("token", oauth.access_token.as_str())];
+    let introspections = wrk_client_form(bench, oauth, "/oauth/introspect", &form, connections);
+    against_readyz(
+        bench,
+        format!("OAuth introspections/s of an access token ({connections} conns)"),
+        &introspections,
+        connections,
+    )
+}
+
+fn row_userinfo(bench: &Bench, oauth: &OAuthSeed) -> Row {
+    let connections = bench.read_connections;
+    let userinfo = wrk_bearer_get(bench, "userinfo", "/oauth/userinfo", &oauth.access_token);
+    against_readyz(
+        bench,
+        format!("OAuth userinfo/s, GET /oauth/userinfo ({connections} conns)"),
+        &userinfo,
+        connections,
+    )
+}
+
+/// Authorization-code exchanges: `2 × cores` loops in this process, each asking
+/// `/oauth/authorize` for a fresh code (a code is single-use: `wrk` cannot replay one) and
+/// exchanging it, for the row duration. Latency of the pair.
+fn row_code_exchanges(runtime: &Runtime, bench: &Bench, oauth: &OAuthSeed) -> Row {
+    let signatures = rs256_limit(bench);
+    let loops = 2 * bench.cores;
+    eprintln!(
+        "[{}] code exchanges: {loops} loops for {} s",
+        bench.name, bench.duration
+    );
+    let client = no_redirects();
+    let duration = Duration::from_secs(bench.duration);
+    let (mut latencies, failures, first_failure) = runtime.block_on(async {
+        let started = Instant::now();
+        let loops: Vec<_> = (0..loops)
+            .map(|_| {
+                let (client, base) = (client.clone(), bench.base.clone());
+                let oauth = oauth.clone();
+                tokio::spawn(async move {
+                    let (mut latencies, mut failures, mut first_failure) = (Vec::new(), 0, None);
+                    while started.elapsed() < duration {
+                        let sent = Instant::now();
+                        match code_flow(&client, &base, &oauth).await {
+                            Ok(tokens) => {
+                                latencies.push(sent.elapsed().as_secs_f64() * 1000.0);
+                                // Untimed: the grant's session ends, so that the user stays
+                                // under the 100 concurrent sessions whose oldest (the hosted
+                                // sign-in, the other rows' sessions) a new one would end.
+                                let refresh = tokens["refresh_token"].as_str().unwrap_or_default();
+                                let form = [
+                                    ("token", refresh),
+                                    ("client_id", &oauth.client_id),
+                                    ("client_secret", &oauth.client_secret),
+                                ];
+                                let revoke = client.post(format!("{base}/oauth/revoke"));
+                                let revoked = revoke.form(&form).send().await;
+                                if !matches!(&revoked, Ok(r) if r.status() == 200) {
+                                    failures += 1;
+                                    first_failure.get_or_insert("a revocation failed".to_owned());
+                                }
+                            }
+                            Err(error) => {
+                                failures += 1;
+                                first_failure.get_or_insert(error);
+                            }
+                        }
+                    }
+                    (latencies, failures, first_failure)
+                })
+            })
+            .collect();
+        let mut all = (Vec::new(), 0, None);
+        for each in loops {
+            let (latencies, failures, first_failure) = each.await.unwrap();
+            all.0.extend(latencies);
+            all.1 += failures;
+            all.2 = all.2.or(first_failure);
+        }
+        all
+    });
+    let per_sec = latencies.len() as f64 / duration.as_secs_f64();
+    let mut measured = format!(
+        "{}/s · p50 {} · p99 {}",
+        group(per_sec),
+        ms(percentile(&mut latencies, 0.50)),
+        ms(percentile(&mut latencies, 0.99))
+    );
+    if let Some(error) = first_failure {
+        write!(measured, " (**{failures} failed**, first: {error})").unwrap();
+    }
+    // Each exchange signs two tokens: the access token and the ID token.
+    let limit = signatures / 2.0;
+    Row::new(
+        format!(
+            "OAuth authorization-code exchanges/s ({loops} loops; latency: authorize + exchange)"
+        ),
+        measured,
+        format!(
+            "{}/s: RS256-2048 signatures ({}/s, {} threads) ÷ 2 (access + ID token)",
+            group(limit),
+            group(signatures),
+            bench.cores
+        ),
+        ratio(per_sec, limit),
     )
 }
 
