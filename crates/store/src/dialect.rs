@@ -18,14 +18,12 @@ pub(crate) trait Dialect {
     type Conn;
     /// A new delivery, as the backend's schema inserts it.
     type NewDelivery<'a>;
-    /// A condition on the deliveries' rows, as the backend's diesel writes it.
-    type Condition;
 
     /// Up to `limit` deliveries due at `now` by the domain's `DueRule` (of active endpoints),
     /// not of the `busy` endpoints nor of the `busy_organizations`, as `(delivery, endpoint,
     /// organization)`: the candidates a lease picks from, in the rule's order (each
     /// organization's oldest due first, then each one's second, and so on). Nothing is locked;
-    /// the lease locks what it picks with [`Dialect::lock_for_lease`]. Both backends run the
+    /// the lease locks what it picks with [`Dialect::lease_picked`]. Both backends run the
     /// statement `due::lease_candidates` builds from the rule (a window diesel's DSL does not
     /// write), and differ only in how they bind it.
     async fn lease_candidates(
@@ -36,14 +34,17 @@ pub(crate) trait Dialect {
         busy_organizations: &[DbUuid],
     ) -> QueryResult<Vec<(DbUuid, DbUuid, DbUuid)>>;
 
-    /// Of the picked deliveries `ids`, the ones that still meet `still_due` (the domain's
-    /// `DueRule` as far as a delivery's own row says: due and unleased now), locked for the
-    /// caller's transaction so that no concurrent leaser in any process takes them too; one that
-    /// another leaser holds is left out, not waited for.
-    async fn lock_for_lease(
+    /// Leases the picked deliveries `ids` that are still due at `now` by their own rows (the
+    /// domain's `DueRule` as far as a delivery's row says: due and unleased) under `lease`
+    /// until `until`, and returns them: locked for the caller's transaction, so that no
+    /// concurrent leaser in any process takes them too; one that another leaser holds is left
+    /// out, not waited for.
+    async fn lease_picked(
         conn: &mut Self::Conn,
         ids: &[DbUuid],
-        still_due: Self::Condition,
+        now: OffsetDateTime,
+        lease: DbUuid,
+        until: OffsetDateTime,
     ) -> QueryResult<Vec<DbUuid>>;
 
     /// Lets the caller's transaction commit without waiting for its write-ahead log to reach the
@@ -53,12 +54,14 @@ pub(crate) trait Dialect {
     /// a change's own transaction, whose events must be as durable as the change.
     async fn bookkeeping(conn: &mut Self::Conn) -> QueryResult<()>;
 
-    /// Makes the caller's lease transaction the only one under way among every process on the
-    /// database until it ends, so that a lease counts the attempts in flight at each endpoint
-    /// (every replica's held leases) with no other lease taking more meanwhile: the
-    /// per-endpoint bound then holds for the cluster. PostgreSQL takes a transaction-level
-    /// advisory lock; SQLite's write transactions are one at a time already.
-    async fn serialize_leases(conn: &mut Self::Conn) -> QueryResult<()>;
+    /// Begins a lease in the caller's transaction: makes it the only lease under way among
+    /// every process on the database until it ends, so that a lease counts the attempts in
+    /// flight at each endpoint (every replica's held leases) with no other lease taking more
+    /// meanwhile, and the per-endpoint bound holds for the cluster; and makes it bookkeeping
+    /// ([`Dialect::bookkeeping`]). PostgreSQL takes a transaction-level advisory lock and sets
+    /// the transaction's settings in the same statement (one round trip; a lease is a few);
+    /// SQLite's write transactions are one at a time already.
+    async fn begin_lease(conn: &mut Self::Conn) -> QueryResult<()>;
 
     /// Tells every process on the database, when the caller's transaction commits, that it
     /// wrote outbox events (PostgreSQL `NOTIFY gatehouse_outbox`, delivered on commit and
@@ -70,6 +73,16 @@ pub(crate) trait Dialect {
     async fn insert_deliveries(
         conn: &mut Self::Conn,
         rows: Vec<Self::NewDelivery<'_>>,
+    ) -> QueryResult<()>;
+
+    /// Ends the run of failures of each endpoint whose attempts in the caller's batch all
+    /// succeeded (one endpoint once each): its `consecutive_failures` becomes `ended`, and its
+    /// last delivery the time given, its latest attempt's. The endpoints' rows are locked in
+    /// the order of their ids, as every recorder in every process locks them.
+    async fn end_runs_of_failures(
+        conn: &mut Self::Conn,
+        endpoints: &[(DbUuid, OffsetDateTime)],
+        ended: i32,
     ) -> QueryResult<()>;
 
     /// Writes each attempt on its delivery if the lease holds: the delivery's endpoint, or

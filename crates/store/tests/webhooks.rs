@@ -509,6 +509,34 @@ on_both_backends! {
         db.store.dispatch_event(lonely.id, vec![], at).await.unwrap();
         assert!(db.store.pending_events(100).await.unwrap().iter().all(|e| e.id != lonely.id));
     }
+
+    async fn a_batch_of_events_from_several_organizations_goes_each_to_its_own_endpoints(db: Db) {
+        let (_, ada) = registered(&db, "ada@example.com").await;
+        let (_, bob) = registered(&db, "bob@example.com").await;
+        let hers = endpoint(&db, ada, &[EventType::OrganizationUpdated]).await;
+        let his = endpoint(&db, bob, &[EventType::OrganizationUpdated]).await;
+        let at = now();
+        let [first, second] = [
+            org_event(&db, ada, EventType::OrganizationUpdated, at).await,
+            org_event(&db, bob, EventType::OrganizationUpdated, at).await,
+        ];
+        // The dispatcher's batch, as a confused or hostile caller might write it: each event
+        // names the other organization's endpoint too, and a third event is gone.
+        let gone = EventId::from_uuid(Uuid::now_v7());
+        let batch = vec![
+            (first, vec![new_delivery(hers), new_delivery(his)]),
+            (second, vec![new_delivery(his), new_delivery(hers)]),
+            (gone, vec![new_delivery(hers)]),
+        ];
+        db.store.dispatch_events(batch, at).await.unwrap();
+
+        let events_of = |log: Vec<Delivery>| log.into_iter().map(|d| d.event_id).collect::<Vec<_>>();
+        assert_eq!(events_of(log(&db, ada, hers, DeliveryFilter::default()).await), [first]);
+        assert_eq!(events_of(log(&db, bob, his, DeliveryFilter::default()).await), [second]);
+        assert_eq!(db.count("SELECT COUNT(*) AS n FROM webhook_deliveries").await, 2);
+        let pending = db.store.pending_events(100).await.unwrap();
+        assert!(pending.iter().all(|e| e.id != first && e.id != second), "both marked dispatched");
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -752,6 +780,44 @@ on_both_backends! {
         let detail = db.store.endpoint(org, fine).await.unwrap().unwrap();
         assert_eq!(detail.last_delivery_at, Some(at + Duration::seconds(1)), "the latest attempt");
         assert_eq!(delivery(&db, org, fine, at_fine[2].id).await.status, DeliveryStatus::Pending);
+    }
+
+    async fn successes_at_several_endpoints_recorded_together_end_each_ones_run(db: Db) {
+        let (_, org) = registered(&db, "ada@example.com").await;
+        let types = [EventType::OrganizationUpdated];
+        let mut hooks = Vec::new();
+        for _ in 0..3 {
+            hooks.push(endpoint(&db, org, &types).await);
+        }
+        let t0 = now();
+        for hook in &hooks {
+            delivery_at(&db, org, *hook, t0).await;
+        }
+        let failed: Vec<_> = lease(&db, t0, &[])
+            .await
+            .iter()
+            .map(|d| attempt(d, false, t0, Some(t0 + Duration::minutes(1))))
+            .collect();
+        db.store.record_attempts(failed).await.unwrap();
+        for hook in &hooks {
+            assert_eq!(consecutive_failures(&db, *hook).await, 1);
+        }
+
+        let retried = lease(&db, t0 + Duration::minutes(1), &[]).await;
+        assert_eq!(retried.len(), 3, "each delivery due again");
+        let succeeded: Vec<_> = retried
+            .iter()
+            .zip(1..)
+            .map(|(d, n)| attempt(d, true, t0 + Duration::minutes(1) + Duration::seconds(n), None))
+            .collect();
+        let effects = db.store.record_attempts(succeeded.clone()).await.unwrap();
+
+        assert_eq!(effects, [NOTHING, NOTHING, NOTHING]);
+        for record in &succeeded {
+            assert_eq!(consecutive_failures(&db, record.endpoint_id).await, 0);
+            let detail = db.store.endpoint(org, record.endpoint_id).await.unwrap().unwrap();
+            assert_eq!(detail.last_delivery_at, Some(record.attempted_at), "each endpoint its own time");
+        }
     }
 
     async fn deleting_an_endpoint_removes_its_deliveries(db: Db) {

@@ -41,7 +41,7 @@ type DbPool = Pool<Conn>;
 /// "migrate" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6768_6d69_6772_6174;
 /// The advisory lock a lease holds for its transaction, so that leases in every replica count
-/// the attempts in flight at an endpoint one after another (see `Dialect::serialize_leases`).
+/// the attempts in flight at an endpoint one after another (see `Dialect::begin_lease`).
 const LEASE_LOCK: i64 = 0x6768_6c65_6173_6573;
 
 const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/postgres");
@@ -63,12 +63,13 @@ pub(crate) struct Sql;
 impl Dialect for Sql {
     type Conn = Conn;
     type NewDelivery<'a> = queries::NewDeliveryRow<'a>;
-    type Condition = queries::Condition;
 
     /// The candidates of a lease, in their turn (see [`Dialect::lease_candidates`]), read
     /// without locking them: a lease reads several times the rows it takes (to find deliveries
     /// of endpoints with room behind those of endpoints without), and `FOR UPDATE` on them all
     /// made every leased delivery cost ten row locks, each a heap write (`docs/benchmarks.md`).
+    /// Each organization's first due deliveries are read, not every due delivery
+    /// (`due::lease_candidates_per_organization`).
     async fn lease_candidates(
         conn: &mut Conn,
         now: OffsetDateTime,
@@ -76,18 +77,8 @@ impl Dialect for Sql {
         busy: &[DbUuid],
         busy_organizations: &[DbUuid],
     ) -> QueryResult<Vec<(DbUuid, DbUuid, DbUuid)>> {
-        // The due deliveries are read from the lease index (`next_attempt_at, id`, holding every
-        // other column the query reads) and not from the table: planned on the statistics of a
-        // table that was small when last analyzed (a burst after a quiet hour, or any fresh
-        // database), PostgreSQL preferred a bitmap scan and a lookup of each row, a fifth of the
-        // database's time in a fan-out (`docs/benchmarks.md`). These settings last until the
-        // lease's transaction ends.
-        diesel_async::SimpleAsyncConnection::batch_execute(
-            conn,
-            "SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off",
-        )
-        .await?;
-        let sql = due::lease_candidates::<Self>(busy.len(), busy_organizations.len());
+        let sql =
+            due::lease_candidates_per_organization::<Self>(busy.len(), busy_organizations.len());
         let candidates: Vec<Candidate> = diesel::sql_query(sql)
             .bind::<sql_types::Timestamptz, _>(now)
             .bind::<sql_types::Array<sql_types::Uuid>, _>(busy)
@@ -101,32 +92,29 @@ impl Dialect for Sql {
             .collect())
     }
 
-    /// Locks the picked deliveries that are still due and unleased; rows another transaction
-    /// has locked are skipped, not waited for. Under read committed, a row changed since the
-    /// candidates were read is checked again in its newest version (leased or recorded
-    /// meanwhile by another process: left out). The statement is made before the future is:
-    /// the future holds its text and binds, not the condition (which is not `Send`).
-    fn lock_for_lease(
+    /// Locks and leases the picked deliveries that are still due and unleased, in one
+    /// statement (`due::lease_picked`); rows another transaction has locked are skipped, not
+    /// waited for. Under read committed, a row changed since the candidates were read is
+    /// checked again in its newest version (leased or recorded meanwhile by another process:
+    /// left out).
+    async fn lease_picked(
         conn: &mut Conn,
         ids: &[DbUuid],
-        still_due: queries::Condition,
-    ) -> impl std::future::Future<Output = QueryResult<Vec<DbUuid>>> {
-        use schema::webhook_deliveries as d;
-        let locked = (!ids.is_empty()).then(|| {
-            d::table
-                .filter(d::id.eq_any(ids))
-                .filter(still_due)
-                .select(d::id)
-                .for_update()
-                .skip_locked()
-                .load(conn)
-        });
-        async move {
-            match locked {
-                Some(locked) => locked.await,
-                None => Ok(Vec::new()),
-            }
+        now: OffsetDateTime,
+        lease: DbUuid,
+        until: OffsetDateTime,
+    ) -> QueryResult<Vec<DbUuid>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
         }
+        let leased: Vec<Leased> = diesel::sql_query(due::lease_picked())
+            .bind::<sql_types::Timestamptz, _>(now)
+            .bind::<sql_types::Uuid, _>(lease)
+            .bind::<sql_types::Timestamptz, _>(until)
+            .bind::<sql_types::Array<sql_types::Uuid>, _>(ids)
+            .load(conn)
+            .await?;
+        Ok(leased.into_iter().map(|row| row.id).collect())
     }
 
     /// `synchronous_commit = off` for this transaction: a commit returns before its WAL is
@@ -140,13 +128,24 @@ impl Dialect for Sql {
     }
 
     /// Waits for [`LEASE_LOCK`], held until the transaction ends (a lease's transaction is a
-    /// few milliseconds).
-    async fn serialize_leases(conn: &mut Conn) -> QueryResult<()> {
-        diesel::sql_query("SELECT pg_advisory_xact_lock($1)")
-            .bind::<sql_types::BigInt, _>(LEASE_LOCK)
-            .execute(conn)
-            .await
-            .map(drop)
+    /// few milliseconds), and sets the transaction's settings, in one statement:
+    /// `synchronous_commit = off` ([`Dialect::bookkeeping`]), and no bitmap or sequential scan.
+    /// The due deliveries are read from the organization index (`organization_id,
+    /// next_attempt_at, id`, holding every other column the query reads) and not from the table: planned on the statistics of a
+    /// table that was small when last analyzed (a burst after a quiet hour, or any fresh
+    /// database), PostgreSQL preferred a bitmap scan and a lookup of each row, a fifth of the
+    /// database's time in a fan-out (`docs/benchmarks.md`).
+    async fn begin_lease(conn: &mut Conn) -> QueryResult<()> {
+        diesel::sql_query(
+            "SELECT pg_advisory_xact_lock($1), \
+                set_config('synchronous_commit', 'off', true), \
+                set_config('enable_bitmapscan', 'off', true), \
+                set_config('enable_seqscan', 'off', true)",
+        )
+        .bind::<sql_types::BigInt, _>(LEASE_LOCK)
+        .execute(conn)
+        .await
+        .map(drop)
     }
 
     /// The notice carries the store's tag, so that its own listener passes it over: its own
@@ -176,6 +175,35 @@ impl Dialect for Sql {
             .execute(conn)
             .await
             .map(drop)
+    }
+
+    /// One statement for every endpoint, its rows locked in the order of their ids first (a
+    /// materialized, ordered `FOR UPDATE`: an update joined to the ids alone would lock them in
+    /// the join's order, and two recorders could wait on each other).
+    async fn end_runs_of_failures(
+        conn: &mut Conn,
+        endpoints: &[(DbUuid, OffsetDateTime)],
+        ended: i32,
+    ) -> QueryResult<()> {
+        use sql_types::{Array, Timestamptz, Uuid};
+        if endpoints.is_empty() {
+            return Ok(());
+        }
+        let (ids, ats): (Vec<DbUuid>, Vec<OffsetDateTime>) = endpoints.iter().copied().unzip();
+        diesel::sql_query(
+            "WITH locked AS MATERIALIZED ( \
+                SELECT id FROM webhook_endpoints WHERE id = ANY($1) ORDER BY id FOR UPDATE) \
+             UPDATE webhook_endpoints AS e \
+             SET consecutive_failures = $3, last_delivery_at = v.at \
+             FROM locked, unnest($1, $2) AS v(id, at) \
+             WHERE e.id = locked.id AND v.id = locked.id",
+        )
+        .bind::<Array<Uuid>, _>(ids)
+        .bind::<Array<Timestamptz>, _>(ats)
+        .bind::<sql_types::Integer, _>(ended)
+        .execute(conn)
+        .await
+        .map(drop)
     }
 
     /// Records attempts on their deliveries if their leases hold, in one statement: the endpoint
@@ -255,6 +283,13 @@ impl due::CandidatesSql for Sql {
     fn not_among(column: &str, first: usize, _count: usize) -> (String, usize) {
         (format!("{column} <> ALL(${first})"), 1)
     }
+}
+
+/// A delivery a lease took.
+#[derive(QueryableByName)]
+struct Leased {
+    #[diesel(sql_type = sql_types::Uuid)]
+    id: DbUuid,
 }
 
 /// A recorded delivery and its endpoint.

@@ -57,7 +57,6 @@ mod rows;
 mod saml;
 mod service_accounts;
 pub(super) use rows::NewDeliveryRow;
-pub(super) use webhooks::Condition;
 mod sessions;
 mod webhooks;
 

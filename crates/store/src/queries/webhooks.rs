@@ -6,7 +6,7 @@
 //! `FailureRun` likewise. A lease (`lease`, `leased_until`) makes a delivery one worker's until
 //! the attempt is recorded or the lease expires.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use async_trait::async_trait;
 use diesel::{
@@ -79,7 +79,7 @@ const LEASED_COLUMNS: (
 );
 
 /// A condition on the deliveries' rows, as this backend's diesel writes it.
-pub(crate) type Condition =
+type Condition =
     Box<dyn BoxableExpression<webhook_deliveries::table, Db, SqlType = Nullable<Bool>>>;
 
 /// `column` (a delivery's time) stands against `now` as `bound` says: the domain's
@@ -96,27 +96,6 @@ where
         TimeBound::AtOrBefore => Box::new(column.le(now)),
         TimeBound::Before => Box::new(column.lt(now)),
     }
-}
-
-/// Deliveries that are due at `now` by the domain's [`DueRule`] as far as their own row
-/// says: a due status, the attempt's time come, and no lease that holds. (Whether the
-/// endpoint is active is the rule's last term, which the lease's candidates query checks.)
-fn still_due(now: OffsetDateTime) -> Condition {
-    let statuses = DueRule::STATUSES.map(DeliveryStatus::as_str);
-    Box::new(
-        webhook_deliveries::status
-            .eq_any(statuses)
-            .and(stands(
-                webhook_deliveries::next_attempt_at,
-                DueRule::ATTEMPT_TIME,
-                now,
-            ))
-            .and(webhook_deliveries::leased_until.is_null().or(stands(
-                webhook_deliveries::leased_until,
-                DueRule::LEASE_EXPIRED,
-                now,
-            ))),
-    )
 }
 
 /// The organization's endpoints, optionally only the active (or inactive) ones.
@@ -688,10 +667,7 @@ impl WebhookStore for DbStore {
         }
         in_write_tx!(self, async |conn: &mut Conn| {
             Sql::bookkeeping(conn).await?;
-            for (event_id, deliveries) in &events {
-                dispatch_one(conn, *event_id, deliveries, at).await?;
-            }
-            Ok::<_, diesel::result::Error>(())
+            dispatch_all(conn, &events, at).await
         })
     }
 
@@ -714,10 +690,9 @@ impl WebhookStore for DbStore {
             .run(async move {
                 let mut conn = pool.get().await.map_err(pool_error)?;
                 let rows = write_tx!(&mut *conn, async |conn: &mut Conn| {
-                    Sql::bookkeeping(conn).await?;
                     // One lease at a time in the cluster, each counting every replica's
                     // attempts in flight: the per-endpoint bound holds for all of them.
-                    Sql::serialize_leases(conn).await?;
+                    Sql::begin_lease(conn).await?;
                     let room = held_in_cluster(conn, now)
                         .await?
                         .into_iter()
@@ -731,22 +706,18 @@ impl WebhookStore for DbStore {
                         .iter()
                         .map(|id| DbUuid(id.as_uuid()))
                         .collect();
+                    // One lease for the batch: an attempt is recorded under its delivery's id and
+                    // this lease together.
+                    let held = Held {
+                        lease: DbUuid(lease),
+                        until: lease_until,
+                    };
                     let ids =
-                        pick_and_lock(conn, &room, now, scan, &full, &full_organizations).await?;
+                        pick_and_lease(conn, &room, now, scan, &full, &full_organizations, held)
+                            .await?;
                     if ids.is_empty() {
                         return Ok(Vec::new());
                     }
-                    // One lease for the batch: an attempt is recorded under its delivery's id and
-                    // this lease together.
-                    diesel::update(
-                        webhook_deliveries::table.filter(webhook_deliveries::id.eq_any(&ids)),
-                    )
-                    .set((
-                        webhook_deliveries::lease.eq(Some(DbUuid(lease))),
-                        webhook_deliveries::leased_until.eq(Some(lease_until)),
-                    ))
-                    .execute(conn)
-                    .await?;
                     webhook_deliveries::table
                         .inner_join(webhook_endpoints::table)
                         .filter(webhook_deliveries::id.eq_any(&ids))
@@ -804,6 +775,9 @@ impl WebhookStore for DbStore {
             let mut order: Vec<usize> = (0..records.len()).collect();
             order.sort_by_key(|i| (records[*i].endpoint_id.as_uuid(), *i));
             let mut effects = vec![None; records.len()];
+            // Endpoints whose attempts all succeeded, written together when the batch or a
+            // failure comes next (every id before the failure's: the order holds).
+            let mut succeeded: Vec<(DbUuid, OffsetDateTime)> = Vec::new();
             for group in order.chunk_by(|a, b| records[*a].endpoint_id == records[*b].endpoint_id) {
                 let held: Vec<(usize, DbUuid)> = group
                     .iter()
@@ -814,7 +788,7 @@ impl WebhookStore for DbStore {
                 match (<[_]>::first(&held), latest) {
                     (Some((_, endpoint)), Some(latest)) if all_succeeded => {
                         // One update for the endpoint, however many attempts succeeded.
-                        end_run_of_failures(conn, *endpoint, latest).await?;
+                        succeeded.push((*endpoint, latest));
                         for (i, _) in &held {
                             effects[*i] = Some(AttemptEffects {
                                 endpoint_disabled: false,
@@ -822,12 +796,19 @@ impl WebhookStore for DbStore {
                         }
                     }
                     _ => {
+                        Sql::end_runs_of_failures(
+                            conn,
+                            &std::mem::take(&mut succeeded),
+                            ended_run(),
+                        )
+                        .await?;
                         for (i, endpoint) in &held {
                             effects[*i] = Some(count_attempt(conn, *endpoint, &records[*i]).await?);
                         }
                     }
                 }
             }
+            Sql::end_runs_of_failures(conn, &succeeded, ended_run()).await?;
             Ok::<_, diesel::result::Error>(effects)
         })
     }
@@ -867,68 +848,83 @@ async fn held_in_cluster(
 /// what this one picked.
 const LEASE_PASSES: usize = 3;
 
+/// The lease a lease transaction gives what it picks, and until when it holds.
+#[derive(Clone, Copy)]
+struct Held {
+    lease: DbUuid,
+    until: OffsetDateTime,
+}
+
 /// Picks what fits `room` among the due deliveries (up to `scan` candidates in their turn, each
 /// organization's oldest first, those of the `full` endpoints and `full_organizations` left out)
-/// and locks it for the caller's transaction: only the
-/// picked rows are locked. What another leaser locked first is left to it, and the pick is made
-/// again without it, so that concurrent leasers in several processes share the work instead of
-/// one of them coming back with less than it had room for.
-async fn pick_and_lock(
+/// and leases it as `held` says, locked for the caller's transaction: only the picked rows are
+/// locked. What another leaser locked first is left to it, and the pick is made again without
+/// it, so that concurrent leasers in several processes share the work instead of one of them
+/// coming back with less than it had room for.
+async fn pick_and_lease(
     conn: &mut Conn,
     room: &LeaseRoom,
     now: OffsetDateTime,
     scan: i64,
     full: &[DbUuid],
     full_organizations: &[DbUuid],
+    held_as: Held,
 ) -> QueryResult<Vec<DbUuid>> {
-    let mut held: Vec<DbUuid> = Vec::new();
+    // What this transaction has leased, with its endpoint and organization.
+    let mut held: Vec<(DbUuid, EndpointId, OrganizationId)> = Vec::new();
     let mut lost: HashSet<DbUuid> = HashSet::new();
     for _ in 0..LEASE_PASSES {
         let candidates = Sql::lease_candidates(conn, now, scan, full, full_organizations).await?;
-        // What this transaction holds is still due and read again: the pick counts it.
+        // What this transaction leased in an earlier pass is no longer due, so not among the
+        // candidates: the pick counts it first (it fitted with more counted before it).
+        let fresh = candidates
+            .into_iter()
+            .filter(|(id, _, _)| !lost.contains(id))
+            .map(|(id, endpoint, organization)| {
+                (
+                    id,
+                    EndpointId::from_uuid(endpoint.0),
+                    OrganizationId::from_uuid(organization.0),
+                )
+            });
         let picked = room.pick(
-            candidates
-                .into_iter()
-                .filter(|(id, _, _)| !lost.contains(id))
-                .map(|(id, endpoint, organization)| {
-                    (
-                        id,
-                        EndpointId::from_uuid(endpoint.0),
-                        OrganizationId::from_uuid(organization.0),
-                    )
-                }),
+            held.iter()
+                .copied()
+                .chain(fresh)
+                .map(|candidate| (candidate, candidate.1, candidate.2)),
         );
-        let new: Vec<DbUuid> = picked.into_iter().filter(|id| !held.contains(id)).collect();
+        let new: Vec<(DbUuid, EndpointId, OrganizationId)> = picked
+            .into_iter()
+            .filter(|(id, _, _)| !held.iter().any(|(h, _, _)| h == id))
+            .collect();
         if new.is_empty() {
             break;
         }
-        let locked = Sql::lock_for_lease(conn, &new, still_due(now)).await?;
-        let complete = locked.len() == new.len();
-        lost.extend(new.into_iter().filter(|id| !locked.contains(id)));
-        held.extend(locked);
+        let ids: Vec<DbUuid> = new.iter().map(|(id, _, _)| *id).collect();
+        let leased: HashSet<DbUuid> =
+            Sql::lease_picked(conn, &ids, now, held_as.lease, held_as.until)
+                .await?
+                .into_iter()
+                .collect();
+        let complete = leased.len() == new.len();
+        for candidate in new {
+            if leased.contains(&candidate.0) {
+                held.push(candidate);
+            } else {
+                lost.insert(candidate.0);
+            }
+        }
         if complete {
             break;
         }
     }
-    Ok(held)
+    Ok(held.into_iter().map(|(id, _, _)| id).collect())
 }
 
-/// Successful attempts at `endpoint`, the latest at `at`: its run of failures ends, whatever
-/// it was (`FailureRun::after` a success), so it need not be read.
-async fn end_run_of_failures(
-    conn: &mut Conn,
-    endpoint: DbUuid,
-    at: OffsetDateTime,
-) -> QueryResult<()> {
-    let ended = FailureRun::of(0).after(true);
-    diesel::update(webhook_endpoints::table.find(endpoint))
-        .set((
-            webhook_endpoints::consecutive_failures.eq(failures_column(ended)),
-            webhook_endpoints::last_delivery_at.eq(Some(at)),
-        ))
-        .execute(conn)
-        .await
-        .map(drop)
+/// The `consecutive_failures` of an endpoint whose latest attempt succeeded: its run of
+/// failures ends, whatever it was (`FailureRun::after` a success), so it need not be read.
+fn ended_run() -> i32 {
+    failures_column(FailureRun::of(0).after(true))
 }
 
 /// Moves the endpoint's [`FailureRun`] on by one recorded attempt and writes what the domain
@@ -979,63 +975,78 @@ fn failures_column(run: FailureRun) -> i32 {
     i32::try_from(run.failures()).unwrap_or(i32::MAX)
 }
 
-/// Creates one event's deliveries and marks it dispatched, inside the caller's transaction
-/// (see `dispatch_events`).
-async fn dispatch_one(
+/// New deliveries inserted in one statement at most (PostgreSQL binds at most 65,535
+/// parameters, ten a row).
+const INSERT_CHUNK: usize = 1_000;
+
+/// Creates the events' deliveries and marks the events dispatched, inside the caller's
+/// transaction (see `dispatch_events`): four statements for the batch, whatever its size. An
+/// event that is gone, or is of no organization, has nothing to deliver; a delivery goes only
+/// to an endpoint of the event's organization that still exists.
+async fn dispatch_all(
     conn: &mut Conn,
-    event_id: EventId,
-    deliveries: &[NewDelivery],
+    events: &[(EventId, Vec<NewDelivery>)],
     at: OffsetDateTime,
 ) -> QueryResult<()> {
-    let event = DbUuid(event_id.as_uuid());
-    let found: Option<(String, Option<DbUuid>)> = events::table
-        .find(event)
-        .select((events::event_type, events::organization_id))
-        .get_result(conn)
-        .await
-        .optional()?;
-    let Some((event_type, Some(org))) = found else {
-        // No such event, or one for no organization: nothing to deliver.
-        diesel::update(events::table.find(event))
-            .filter(events::dispatched_at.is_null())
-            .set(events::dispatched_at.eq(Some(at)))
-            .execute(conn)
-            .await?;
-        return Ok(());
-    };
-    // Only the event's organization's endpoints that still exist.
-    let wanted: Vec<DbUuid> = deliveries
-        .iter()
-        .map(|d| DbUuid(d.endpoint_id.as_uuid()))
-        .collect();
-    let theirs: HashSet<DbUuid> = webhook_endpoints::table
-        .filter(webhook_endpoints::id.eq_any(&wanted))
-        .filter(webhook_endpoints::organization_id.eq(org))
-        .select(webhook_endpoints::id)
-        .load::<DbUuid>(conn)
+    let ids: Vec<DbUuid> = events.iter().map(|(id, _)| DbUuid(id.as_uuid())).collect();
+    let found: HashMap<DbUuid, (String, DbUuid)> = events::table
+        .filter(events::id.eq_any(&ids))
+        .select((events::id, events::event_type, events::organization_id))
+        .load::<(DbUuid, String, Option<DbUuid>)>(conn)
         .await?
         .into_iter()
+        .filter_map(|(id, event_type, org)| org.map(|org| (id, (event_type, org))))
         .collect();
-    let new_state = DeliveryState::new(at);
-    let rows: Vec<NewDeliveryRow<'_>> = deliveries
+    let wanted: Vec<DbUuid> = events
         .iter()
-        .map(|delivery| (delivery, DbUuid(delivery.endpoint_id.as_uuid())))
-        .filter(|(_, endpoint)| theirs.contains(endpoint))
-        .map(|(delivery, endpoint)| NewDeliveryRow {
-            id: DbUuid(delivery.id.as_uuid()),
-            endpoint_id: endpoint,
-            organization_id: org,
-            event_id: event,
-            event_type: &event_type,
-            payload: &delivery.payload,
-            status: new_state.status().as_str(),
-            attempt: i32::try_from(new_state.attempt()).unwrap_or(i32::MAX),
-            next_attempt_at: new_state.next_attempt_at(),
-            created_at: at,
-        })
+        .flat_map(|(_, deliveries)| deliveries)
+        .map(|delivery| DbUuid(delivery.endpoint_id.as_uuid()))
+        .collect::<HashSet<_>>()
+        .into_iter()
         .collect();
-    Sql::insert_deliveries(conn, rows).await?;
-    diesel::update(events::table.find(event))
+    let owners: HashMap<DbUuid, DbUuid> = if wanted.is_empty() {
+        HashMap::new()
+    } else {
+        webhook_endpoints::table
+            .filter(webhook_endpoints::id.eq_any(&wanted))
+            .select((webhook_endpoints::id, webhook_endpoints::organization_id))
+            .load::<(DbUuid, DbUuid)>(conn)
+            .await?
+            .into_iter()
+            .collect()
+    };
+    let new_state = DeliveryState::new(at);
+    let mut rows: Vec<NewDeliveryRow<'_>> = Vec::new();
+    for (event_id, deliveries) in events {
+        let event = DbUuid(event_id.as_uuid());
+        let Some((event_type, org)) = found.get(&event) else {
+            continue;
+        };
+        for delivery in deliveries {
+            let endpoint = DbUuid(delivery.endpoint_id.as_uuid());
+            if owners.get(&endpoint) != Some(org) {
+                continue;
+            }
+            rows.push(NewDeliveryRow {
+                id: DbUuid(delivery.id.as_uuid()),
+                endpoint_id: endpoint,
+                organization_id: *org,
+                event_id: event,
+                event_type,
+                payload: &delivery.payload,
+                status: new_state.status().as_str(),
+                attempt: i32::try_from(new_state.attempt()).unwrap_or(i32::MAX),
+                next_attempt_at: new_state.next_attempt_at(),
+                created_at: at,
+            });
+        }
+    }
+    while !rows.is_empty() {
+        let rest = rows.split_off(rows.len().min(INSERT_CHUNK));
+        Sql::insert_deliveries(conn, rows).await?;
+        rows = rest;
+    }
+    diesel::update(events::table.filter(events::id.eq_any(&ids)))
         .filter(events::dispatched_at.is_null())
         .set(events::dispatched_at.eq(Some(at)))
         .execute(conn)

@@ -61,7 +61,6 @@ pub(crate) struct Sql;
 impl Dialect for Sql {
     type Conn = Conn;
     type NewDelivery<'a> = queries::NewDeliveryRow<'a>;
-    type Condition = queries::Condition;
 
     /// The candidates of a lease, in their turn (see [`Dialect::lease_candidates`]). The query
     /// names its index: left to itself, SQLite's planner answers `endpoint_id IN (active
@@ -93,15 +92,25 @@ impl Dialect for Sql {
             .collect())
     }
 
-    /// The picked deliveries as they are: the caller's `BEGIN IMMEDIATE` transaction holds the
-    /// database's write lock, so no other leaser has read, let alone taken, any of them since the
-    /// candidates were read, and they are still due.
-    fn lock_for_lease(
-        _conn: &mut Conn,
+    /// Leases the picked deliveries as they are: the caller's `BEGIN IMMEDIATE` transaction
+    /// holds the database's write lock, so no other leaser has read, let alone taken, any of
+    /// them since the candidates were read, and they are still due.
+    async fn lease_picked(
+        conn: &mut Conn,
         ids: &[DbUuid],
-        _still_due: queries::Condition,
-    ) -> impl std::future::Future<Output = QueryResult<Vec<DbUuid>>> {
-        std::future::ready(Ok(ids.to_vec()))
+        _now: OffsetDateTime,
+        lease: DbUuid,
+        until: OffsetDateTime,
+    ) -> QueryResult<Vec<DbUuid>> {
+        use schema::webhook_deliveries as d;
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        diesel::update(d::table.filter(d::id.eq_any(ids)))
+            .set((d::lease.eq(Some(lease)), d::leased_until.eq(Some(until))))
+            .execute(conn)
+            .await?;
+        Ok(ids.to_vec())
     }
 
     /// Nothing to relax: in WAL mode with `synchronous = NORMAL` no commit waits for the disk.
@@ -109,8 +118,9 @@ impl Dialect for Sql {
         Ok(())
     }
 
-    /// Nothing: a write transaction begins `IMMEDIATE`, and holds the database's one write lock.
-    async fn serialize_leases(_conn: &mut Conn) -> QueryResult<()> {
+    /// Nothing: a write transaction begins `IMMEDIATE`, and holds the database's one write lock;
+    /// and no commit waits for the disk ([`Dialect::bookkeeping`]).
+    async fn begin_lease(_conn: &mut Conn) -> QueryResult<()> {
         Ok(())
     }
 
@@ -131,6 +141,25 @@ impl Dialect for Sql {
                 .values(row)
                 .on_conflict((d::event_id, d::endpoint_id))
                 .do_nothing()
+                .execute(conn)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// A statement each (no round trip to save; the write transaction holds every row).
+    async fn end_runs_of_failures(
+        conn: &mut Conn,
+        endpoints: &[(DbUuid, OffsetDateTime)],
+        ended: i32,
+    ) -> QueryResult<()> {
+        use schema::webhook_endpoints as e;
+        for (endpoint, at) in endpoints {
+            diesel::update(e::table.find(*endpoint))
+                .set((
+                    e::consecutive_failures.eq(ended),
+                    e::last_delivery_at.eq(Some(*at)),
+                ))
                 .execute(conn)
                 .await?;
         }
