@@ -1069,6 +1069,74 @@ async fn a_leaser_beaten_to_the_oldest_delivery_takes_the_next_one() {
     assert_eq!(ids(&lease(&db, at, &[]).await), [oldest]);
 }
 
+/// Vacuums of the deliveries table that this database has run outside autovacuum.
+async fn deliveries_vacuumed(db: &Db) -> i64 {
+    db.count(
+        "SELECT vacuum_count AS n FROM pg_stat_user_tables WHERE relname = 'webhook_deliveries'",
+    )
+    .await
+}
+
+/// PostgreSQL only: every delivery leaves dead index entries that later leases read past until
+/// a vacuum removes them, and autovacuum comes once a minute at most; SQLite changes rows in
+/// place. The store vacuums the deliveries itself once a burst of them has been recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_burst_of_recorded_deliveries_is_vacuumed_away_at_once() {
+    let db = Db::new(gatehouse_store::Backend::Postgres).await;
+    let (_, org) = registered(&db, "ada@example.com").await;
+    let t0 = now();
+    // Pro: room for 20 endpoints; 20 × 100 events is the burst.
+    org_event(&db, org, EventType::OrganizationUpdated, t0).await;
+    let mut hooks = Vec::new();
+    for _ in 0..20 {
+        hooks.push(endpoint(&db, org, &[EventType::OrganizationUpdated]).await);
+    }
+    for i in 0..100 {
+        let at = t0 + Duration::milliseconds(i);
+        let event = org_event(&db, org, EventType::OrganizationUpdated, at).await;
+        dispatch(&db, event, &hooks, at).await;
+    }
+    let before = deliveries_vacuumed(&db).await;
+
+    // Delivered, a lease of at most 100 at a time, as the delivery loop does.
+    let at = t0 + Duration::minutes(1);
+    let mut delivered = 0;
+    loop {
+        let leased = lease(&db, at, &[]).await;
+        if leased.is_empty() {
+            break;
+        }
+        delivered += leased.len();
+        let records = leased.iter().map(|d| attempt(d, true, at, None)).collect();
+        let effects = db.store.record_attempts(records).await.unwrap();
+        assert!(effects.iter().all(|e| *e == NOTHING));
+        if delivered < 1_900 {
+            assert_eq!(
+                deliveries_vacuumed(&db).await,
+                before,
+                "not before the burst is over"
+            );
+        }
+    }
+    assert_eq!(delivered, 2_000);
+
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while deliveries_vacuumed(&db).await == before {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "2,000 recorded deliveries and no vacuum of the deliveries table"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    // What the vacuum left: the 2,000 rows, none of them still due.
+    assert_eq!(
+        db.count("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE status = 'success'")
+            .await,
+        2_000
+    );
+    assert!(lease(&db, at, &[]).await.is_empty());
+}
+
 // ---------------------------------------------------------------------------------------------
 // Bounds: fair leases, endpoints per plan, retention
 // ---------------------------------------------------------------------------------------------

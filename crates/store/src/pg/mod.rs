@@ -56,6 +56,7 @@ macro_rules! write_tx {
 
 #[path = "../queries/mod.rs"]
 mod queries;
+mod tidy;
 
 /// This backend's [`Dialect`]: the statements the shared queries leave to it.
 pub(crate) struct Sql;
@@ -321,6 +322,8 @@ pub(crate) struct DbStore {
     runtime: StoreRuntime,
     /// Notified by `runtime` when an operation recorded outbox events.
     outbox: OutboxSignal,
+    /// The vacuum of the deliveries that a burst of them calls for (`tidy`).
+    tidy: std::sync::Arc<tidy::DeliveryTidy>,
 }
 
 impl DbStore {
@@ -358,7 +361,14 @@ impl DbStore {
             pool,
             runtime,
             outbox,
+            tidy: std::sync::Arc::default(),
         })
+    }
+
+    /// Counts `n` deliveries recorded (their attempts written), and asks for a vacuum of the
+    /// deliveries table when enough of them were made since the last one (`tidy`).
+    pub(crate) fn deliveries_recorded(&self, n: usize) {
+        self.tidy.recorded(n, &self.writer, &self.runtime);
     }
 
     /// Notified when an operation of this store committed outbox events.

@@ -766,7 +766,8 @@ impl WebhookStore for DbStore {
         if records.is_empty() {
             return Ok(Vec::new());
         }
-        in_write_tx!(self, async |conn: &mut Conn| {
+        let recorded = records.len();
+        let effects = in_write_tx!(self, async |conn: &mut Conn| {
             Sql::bookkeeping(conn).await?;
             // By endpoint, so that endpoint rows are locked in one order by every recorder in
             // every process (two batches never wait on each other in a cycle); in record order
@@ -810,7 +811,9 @@ impl WebhookStore for DbStore {
             }
             Sql::end_runs_of_failures(conn, &succeeded, ended_run()).await?;
             Ok::<_, diesel::result::Error>(effects)
-        })
+        })?;
+        self.deliveries_recorded(recorded);
+        Ok(effects)
     }
 }
 
