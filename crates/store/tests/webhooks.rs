@@ -1069,6 +1069,40 @@ async fn a_leaser_beaten_to_the_oldest_delivery_takes_the_next_one() {
     assert_eq!(ids(&lease(&db, at, &[]).await), [oldest]);
 }
 
+/// SQLite only (PostgreSQL plans from the statistics autovacuum keeps): the dispatcher's poll,
+/// the undispatched events oldest first, reads them from their own index in its order and stops
+/// at its limit, on a fresh database without statistics. With only `occurred_at` in that index,
+/// SQLite walked the index of every stored event instead, and every poll read the whole table.
+#[tokio::test]
+async fn the_outbox_poll_reads_only_the_undispatched_events() {
+    let db = Db::new(gatehouse_store::Backend::Sqlite).await;
+    let (_, org) = registered(&db, "ada@example.com").await;
+    let hook = endpoint(&db, org, &[EventType::OrganizationUpdated]).await;
+    let t0 = now();
+    for i in 0..20 {
+        delivery_at(&db, org, hook, t0 + Duration::milliseconds(i)).await;
+    }
+    // What registering and the plan changes recorded, dispatched to no one.
+    let recorded = db.store.pending_events(100).await.unwrap();
+    let nowhere = recorded.iter().map(|e| (e.id, Vec::new())).collect();
+    db.store.dispatch_events(nowhere, t0).await.unwrap();
+    let waiting = org_event(&db, org, EventType::OrganizationUpdated, t0).await;
+    let pending = db.store.pending_events(100).await.unwrap();
+    assert_eq!(pending.iter().map(|e| e.id).collect::<Vec<_>>(), [waiting]);
+
+    // The statement `pending_events` makes (diesel's SQL, columns aside).
+    let plan = db
+        .sqlite_plan(
+            "SELECT id FROM events WHERE dispatched_at IS NULL \
+             ORDER BY occurred_at ASC, id ASC LIMIT 100",
+        )
+        .await;
+    assert_eq!(
+        plan,
+        ["SCAN events USING INDEX events_undispatched_time_idx"]
+    );
+}
+
 /// Vacuums of the deliveries table that this database has run outside autovacuum.
 async fn deliveries_vacuumed(db: &Db) -> i64 {
     db.count(

@@ -142,6 +142,26 @@ impl EmptyDatabase {
         rows.into_iter().map(|row| row.value).collect()
     }
 
+    /// SQLite's plan for the query (`EXPLAIN QUERY PLAN`): each step's `detail`, in order.
+    pub async fn sqlite_plan(&self, sql: &str) -> Vec<String> {
+        #[derive(QueryableByName)]
+        struct Step {
+            #[diesel(sql_type = Text)]
+            detail: String,
+        }
+        assert_eq!(
+            self.backend,
+            Backend::Sqlite,
+            "a SQLite plan of a SQLite database"
+        );
+        let mut conn = self.sqlite_connection().await;
+        let steps: Vec<Step> = diesel::sql_query(format!("EXPLAIN QUERY PLAN {sql}"))
+            .load(&mut conn)
+            .await
+            .unwrap();
+        steps.into_iter().map(|step| step.detail).collect()
+    }
+
     /// Runs a query whose only column is an integer `n` and returns the first row's.
     pub async fn count(&self, sql: &str) -> i64 {
         #[derive(QueryableByName)]
@@ -239,6 +259,11 @@ impl Db {
                 .unwrap());
         }
         id
+    }
+
+    /// See [`EmptyDatabase::sqlite_plan`].
+    pub async fn sqlite_plan(&self, sql: &str) -> Vec<String> {
+        self.database.sqlite_plan(sql).await
     }
 
     /// See [`EmptyDatabase::count`].
