@@ -1,19 +1,27 @@
-//! Where SQLite's work runs: on the thread that asks for it, in one go.
+//! Where SQLite's work runs: on the thread that asks for it, in one go, through diesel's own
+//! synchronous connection.
 //!
-//! diesel-async's `SyncConnectionWrapper` runs each SQLite call through a [`SpawnBlocking`]
-//! strategy; its default sends every statement to tokio's blocking pool and awaits the answer,
-//! and the store sent every operation to a runtime of its own before that (`runtime.rs`, still
-//! what PostgreSQL does). A read was four thread hand-offs and as many wake-ups: the caller's
-//! worker to the store's runtime, to a blocking thread per statement, and back. Those hand-offs
-//! went through queues every core shares (the runtime's injection queue, the blocking pool's
-//! lock), so reads on SQLite stopped growing with cores (`docs/benchmarks.md`, "The fourth
-//! pass").
+//! The store's queries are written once, against diesel-async's `AsyncConnection`, for both
+//! backends (`queries/`). For SQLite, [`Conn`] is that interface over diesel's synchronous
+//! `SqliteConnection`: each call runs the statement at once, on the calling thread, and returns a
+//! future that is already complete.
 //!
-//! [`Inline`] runs each call at once on the calling thread and returns a future that is already
-//! complete. An operation on SQLite (take a pooled connection, then its statements) therefore
-//! never yields once it holds its connection: it runs from the first statement to the commit or
-//! rollback within a single poll of its caller. A caller that gives up can only do so before
-//! the operation took a connection (while waiting for one, which deadpool undoes) or after it
+//! Two earlier shapes, and what each cost (`docs/benchmarks.md`, "The fourth pass" and "The
+//! ninth pass"):
+//! - diesel-async's `SyncConnectionWrapper` on its default strategy sent every statement to
+//!   tokio's blocking pool, and the store sent every operation to a runtime of its own before
+//!   that: four thread hand-offs a read, through queues every core shares.
+//! - The same wrapper with a strategy that ran each call inline took the hand-offs away, but the
+//!   wrapper still turns every statement into SQL text and owned binds before the connection
+//!   sees it (it is built to move a statement to another thread), and the connection then finds
+//!   its prepared statement by that text: a fifth of a read's CPU. [`Conn`] hands diesel the
+//!   statement itself, which finds a statement of a statically known shape by its type and
+//!   renders SQL only the first time.
+//!
+//! An operation on SQLite (take a pooled connection, then its statements) therefore never yields
+//! once it holds its connection: it runs from the first statement to the commit or rollback
+//! within a single poll of its caller. A caller that gives up can only do so before the
+//! operation took a connection (while waiting for one, which deadpool undoes) or after it
 //! finished: never halfway through a transaction, and never with a connection left
 //! mid-statement. That is the cancellation safety the store's runtime gave, without the
 //! hand-offs, so [`InCaller`] runs SQLite operations directly in the caller's task.
@@ -25,43 +33,188 @@
 //! Only another process writing the same file (`gatehouse orgs set-plan` while the server runs)
 //! can hold a statement in the busy handler, for at most `busy_timeout`.
 
-use std::{error::Error, future::Future};
-
-use diesel::{connection::AnsiTransactionManager, sqlite::SqliteConnection};
-use diesel_async::{
-    sync_connection_wrapper::{
-        SpawnBlocking, SyncConnectionWrapper, SyncTransactionManagerWrapper,
-    },
-    TransactionManager,
+use std::{
+    any::TypeId,
+    future::{ready, Future, Ready},
 };
-use futures_util::{future::BoxFuture, FutureExt};
+
+use diesel::{
+    connection::{
+        AnsiTransactionManager, CacheSize, Connection, Instrumentation, LoadConnection,
+        SimpleConnection, TransactionManager as SyncTransactionManager, TransactionManagerStatus,
+    },
+    query_builder::{AsQuery, AstPass, Query, QueryFragment, QueryId},
+    row::IntoOwnedRow,
+    sql_types::Untyped,
+    sqlite::{Sqlite, SqliteConnection},
+    ConnectionResult, QueryResult,
+};
+use diesel_async::{
+    pooled_connection::PoolableConnection, AsyncConnection, AsyncConnectionCore,
+    SimpleAsyncConnection, TransactionManager,
+};
+use futures_util::stream::{self, Iter};
 use gatehouse_domain::ports::StoreError;
 
 use crate::outbox::OutboxSignal;
 
-/// Runs each SQLite call at once, on the calling thread (see the module docs).
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Inline;
+/// A SQLite connection whose calls run at once, on the calling thread (see the module docs).
+pub(crate) struct Conn(SqliteConnection);
 
-impl SpawnBlocking for Inline {
-    fn spawn_blocking<'a, R>(
-        &mut self,
-        task: impl FnOnce() -> R + Send + 'static,
-    ) -> BoxFuture<'a, Result<R, Box<dyn Error + Send + Sync + 'static>>>
+impl Conn {
+    /// Runs a statement and reads its rows into memory: a row of SQLite's borrows the statement
+    /// it was read from, so the rows a future hands on must be owned.
+    fn load_now<Q>(&mut self, query: Q) -> QueryResult<Vec<QueryResult<OwnedRow>>>
     where
-        R: Send + 'static,
+        Q: QueryFragment<Sqlite> + QueryId,
     {
-        // Run now, not when first polled: the work is done whether or not anyone awaits it.
-        futures_util::future::ready(Ok(task())).boxed()
-    }
-
-    fn get_runtime() -> Self {
-        Self
+        let mut cache = RowCache::default();
+        let cursor = LoadConnection::load(&mut self.0, AnyRows(query))?;
+        let mut rows = Vec::with_capacity(cursor.size_hint().0);
+        for row in cursor {
+            rows.push(Ok(IntoOwnedRow::into_owned(row?, &mut cache)));
+        }
+        Ok(rows)
     }
 }
 
-/// A SQLite connection whose calls run [`Inline`].
-pub(crate) type Conn = SyncConnectionWrapper<SqliteConnection, Inline>;
+/// A row of SQLite's, read from its statement.
+type SqliteRow = <SqliteConnection as LoadConnection>::Row<'static, 'static>;
+/// The same row, owning its values.
+type OwnedRow = <SqliteRow as IntoOwnedRow<'static, Sqlite>>::OwnedRow;
+/// What the rows of one statement share (their column names).
+type RowCache = <SqliteRow as IntoOwnedRow<'static, Sqlite>>::Cache;
+
+/// A statement whose rows are read by position: what diesel's synchronous connection takes from
+/// any query, as diesel-async's own wrapper does with the SQL it renders (its `CollectedQuery`).
+/// The statement keeps its own identity ([`QueryId`]), so its prepared form is found by type.
+struct AnyRows<Q>(Q);
+
+impl<Q: QueryFragment<Sqlite>> QueryFragment<Sqlite> for AnyRows<Q> {
+    fn walk_ast<'b>(&'b self, pass: AstPass<'_, 'b, Sqlite>) -> QueryResult<()> {
+        self.0.walk_ast(pass)
+    }
+
+    fn to_sql(
+        &self,
+        out: &mut <Sqlite as diesel::backend::Backend>::QueryBuilder,
+        backend: &Sqlite,
+    ) -> QueryResult<()> {
+        self.0.to_sql(out, backend)
+    }
+
+    fn collect_binds<'b>(
+        &'b self,
+        out: &mut <Sqlite as diesel::backend::Backend>::BindCollector<'b>,
+        metadata_lookup: &mut <Sqlite as diesel::sql_types::TypeMetadata>::MetadataLookup,
+        backend: &'b Sqlite,
+    ) -> QueryResult<()> {
+        self.0.collect_binds(out, metadata_lookup, backend)
+    }
+
+    fn is_safe_to_cache_prepared(&self, backend: &Sqlite) -> QueryResult<bool> {
+        self.0.is_safe_to_cache_prepared(backend)
+    }
+
+    fn is_noop(&self, backend: &Sqlite) -> QueryResult<bool> {
+        self.0.is_noop(backend)
+    }
+}
+
+impl<Q: QueryId> QueryId for AnyRows<Q> {
+    type QueryId = Q::QueryId;
+    const HAS_STATIC_QUERY_ID: bool = Q::HAS_STATIC_QUERY_ID;
+
+    fn query_id() -> Option<TypeId> {
+        Q::query_id()
+    }
+}
+
+impl<Q> Query for AnyRows<Q> {
+    type SqlType = Untyped;
+}
+
+impl SimpleAsyncConnection for Conn {
+    fn batch_execute(&mut self, query: &str) -> impl Future<Output = QueryResult<()>> + Send {
+        ready(self.0.batch_execute(query))
+    }
+}
+
+impl AsyncConnectionCore for Conn {
+    type ExecuteFuture<'conn, 'query> = Ready<QueryResult<usize>>;
+    type LoadFuture<'conn, 'query> = Ready<QueryResult<Self::Stream<'conn, 'query>>>;
+    type Stream<'conn, 'query> = Iter<std::vec::IntoIter<QueryResult<OwnedRow>>>;
+    type Row<'conn, 'query> = OwnedRow;
+    type Backend = Sqlite;
+
+    fn load<'conn, 'query, T>(&'conn mut self, source: T) -> Self::LoadFuture<'conn, 'query>
+    where
+        T: AsQuery + 'query,
+        T::Query: QueryFragment<Sqlite> + QueryId + 'query,
+    {
+        ready(self.load_now(source.as_query()).map(stream::iter))
+    }
+
+    fn execute_returning_count<'conn, 'query, T>(
+        &'conn mut self,
+        source: T,
+    ) -> Self::ExecuteFuture<'conn, 'query>
+    where
+        T: QueryFragment<Sqlite> + QueryId + 'query,
+    {
+        ready(self.0.execute_returning_count(&source))
+    }
+}
+
+impl AsyncConnection for Conn {
+    type TransactionManager = Transactions;
+
+    fn establish(database_url: &str) -> impl Future<Output = ConnectionResult<Self>> + Send {
+        ready(SqliteConnection::establish(database_url).map(Self))
+    }
+
+    fn transaction_state(&mut self) -> &mut AnsiTransactionManager {
+        self.0.transaction_state()
+    }
+
+    fn instrumentation(&mut self) -> &mut dyn Instrumentation {
+        self.0.instrumentation()
+    }
+
+    fn set_instrumentation(&mut self, instrumentation: impl Instrumentation) {
+        self.0.set_instrumentation(instrumentation);
+    }
+
+    fn set_prepared_statement_cache_size(&mut self, size: CacheSize) {
+        self.0.set_prepared_statement_cache_size(size);
+    }
+}
+
+/// Pooled as it is; a connection left in a broken transaction is dropped (the default check).
+impl PoolableConnection for Conn {}
+
+/// diesel's transactions on SQLite (`BEGIN`, savepoints, `COMMIT`), run at once.
+pub(crate) struct Transactions;
+
+impl TransactionManager<Conn> for Transactions {
+    type TransactionStateData = AnsiTransactionManager;
+
+    async fn begin_transaction(conn: &mut Conn) -> QueryResult<()> {
+        AnsiTransactionManager::begin_transaction(&mut conn.0)
+    }
+
+    async fn rollback_transaction(conn: &mut Conn) -> QueryResult<()> {
+        AnsiTransactionManager::rollback_transaction(&mut conn.0)
+    }
+
+    async fn commit_transaction(conn: &mut Conn) -> QueryResult<()> {
+        AnsiTransactionManager::commit_transaction(&mut conn.0)
+    }
+
+    fn transaction_manager_status_mut(conn: &mut Conn) -> &mut TransactionManagerStatus {
+        <AnsiTransactionManager as SyncTransactionManager<SqliteConnection>>::transaction_manager_status_mut(&mut conn.0)
+    }
+}
 
 /// SQLite operations run in their caller's task: the same interface as the store runtime that
 /// PostgreSQL's operations are sent to, so that the shared queries (`in_read!`, `in_write_tx!`)
@@ -101,8 +254,7 @@ where
 }
 
 /// Runs `body` in a `BEGIN IMMEDIATE` transaction (the write lock taken up front), committed
-/// when it returns `Ok` and rolled back otherwise: diesel-async's `immediate_transaction`, which
-/// it offers only for connections on its default tokio strategy.
+/// when it returns `Ok` and rolled back otherwise.
 pub(crate) async fn immediate_transaction<'a, R, E, F>(conn: &mut Conn, body: F) -> Result<R, E>
 where
     for<'r> F: AsyncFnOnce(&'r mut Conn) -> Result<R, E>
@@ -112,18 +264,14 @@ where
     E: From<diesel::result::Error> + Send + 'a,
     R: Send + 'a,
 {
-    type Manager = SyncTransactionManagerWrapper<AnsiTransactionManager>;
-    conn.spawn_blocking(|conn| {
-        AnsiTransactionManager::begin_transaction_sql(conn, "BEGIN IMMEDIATE")
-    })
-    .await?;
+    AnsiTransactionManager::begin_transaction_sql(&mut conn.0, "BEGIN IMMEDIATE")?;
     match body(&mut *conn).await {
         Ok(value) => {
-            Manager::commit_transaction(&mut *conn).await?;
+            Transactions::commit_transaction(conn).await?;
             Ok(value)
         }
         Err(error) => {
-            Manager::rollback_transaction(&mut *conn).await?;
+            Transactions::rollback_transaction(conn).await?;
             Err(error)
         }
     }

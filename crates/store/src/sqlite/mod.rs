@@ -1,5 +1,5 @@
 //! The SQLite backend: diesel's `SqliteConnection` (bundled SQLite) behind diesel-async's
-//! `SyncConnectionWrapper`, pooled by deadpool, its calls run in the caller's task (`inline.rs`).
+//! interface, pooled by deadpool, its calls run at once in the caller's task (`inline.rs`).
 //! WAL, `busy_timeout`, foreign keys on, and every write transaction `BEGIN IMMEDIATE`: a
 //! deferred transaction that later wants to write fails with "database is locked" under
 //! concurrency instead of waiting its turn.
