@@ -24,6 +24,19 @@ use crate::{error::ApiError, extract::MAX_BODY_BYTES, routes::*};
 
 /// Registers every route, the body limit and the JSON fallbacks for unknown paths.
 pub fn configure(cfg: &mut web::ServiceConfig) {
+    // `/api/v1` in scopes by its first segment, and an organization's routes in a scope of their
+    // own: a path meets the patterns of its own scope only, and an organization's id is matched
+    // once (`docs/benchmarks.md`, "The ninth pass").
+    let in_auth = api_scope("/auth");
+    let in_users = api_scope("/users");
+    let in_organizations = api_scope("/organizations");
+    let in_organization = api_scope("/organizations/{id}");
+    let in_sso = api_scope("/sso");
+    let in_invitations = api_scope("/invitations");
+    let in_iam = api_scope("/iam");
+    let in_webhooks = api_scope("/webhooks");
+    let in_api_keys = api_scope("/api-keys");
+    let saml = |path: &str| templated("/sso/saml", path, method_not_allowed);
     cfg.app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
         .app_data(
             web::PathConfig::default()
@@ -32,12 +45,18 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(resource("/livez").route(web::get().to(health::livez)))
         .service(resource("/readyz").route(web::get().to(health::readyz)))
         .service(resource("/.well-known/jwks.json").route(web::get().to(auth::jwks)))
-        .service(resource("/sso/saml/{id}/metadata").route(web::get().to(sso::metadata)))
-        .service(resource("/sso/saml/{id}/login").route(web::get().to(pages::saml::login)))
+        // Every pattern with a parameter sits in a scope with a fixed prefix: a path meets only
+        // the patterns of the scope its prefix names, and a fixed prefix is a plain comparison
+        // (`docs/benchmarks.md`, "The ninth pass").
         .service(
-            resource("/sso/saml/{id}/acs")
-                .app_data(web::PayloadConfig::new(pages::saml::ACS_MAX_BODY_BYTES))
-                .route(web::post().to(pages::saml::acs)),
+            web::scope("/sso/saml")
+                .service(saml("/{id}/metadata").route(web::get().to(sso::metadata)))
+                .service(saml("/{id}/login").route(web::get().to(pages::saml::login)))
+                .service(
+                    saml("/{id}/acs")
+                        .app_data(web::PayloadConfig::new(pages::saml::ACS_MAX_BODY_BYTES))
+                        .route(web::post().to(pages::saml::acs)),
+                ),
         )
         .service(
             resource("/.well-known/openid-configuration").route(web::get().to(oauth::discovery)),
@@ -65,260 +84,290 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             resource("/assets/webauthn.js").route(web::get().to(pages::assets::webauthn_script)),
         )
         .service(
-            resource("/magic-link/{token}")
-                .route(web::get().to(pages::mailed_link::magic_link_page))
-                .route(web::post().to(pages::mailed_link::sign_in)),
+            web::scope("/magic-link").service(
+                templated("/magic-link", "/{token}", method_not_allowed)
+                    .route(web::get().to(pages::mailed_link::magic_link_page))
+                    .route(web::post().to(pages::mailed_link::sign_in)),
+            ),
         )
         .service(
-            resource("/reset-password/{token}")
-                .route(web::get().to(pages::mailed_link::reset_password_page))
-                .route(web::post().to(pages::mailed_link::reset_password)),
+            web::scope("/reset-password").service(
+                templated("/reset-password", "/{token}", method_not_allowed)
+                    .route(web::get().to(pages::mailed_link::reset_password_page))
+                    .route(web::post().to(pages::mailed_link::reset_password)),
+            ),
         )
         .service(
-            resource("/invitations/{token}")
-                .route(web::get().to(pages::invitation::page))
-                .route(web::post().to(pages::invitation::accept)),
+            web::scope("/invitations").service(
+                templated("/invitations", "/{token}", method_not_allowed)
+                    .route(web::get().to(pages::invitation::page))
+                    .route(web::post().to(pages::invitation::accept)),
+            ),
         )
         .service(
-            resource("/verify-email/{token}")
-                .route(web::get().to(pages::mailed_link::verify_email_page))
-                .route(web::post().to(pages::mailed_link::verify_email)),
+            web::scope("/verify-email").service(
+                templated("/verify-email", "/{token}", method_not_allowed)
+                    .route(web::get().to(pages::mailed_link::verify_email_page))
+                    .route(web::post().to(pages::mailed_link::verify_email)),
+            ),
         )
         .configure(scim::configure)
         .service(
             web::scope("/api/v1")
-                .service(api_resource("/auth/register").route(web::post().to(auth::register)))
-                .service(api_resource("/auth/login").route(web::post().to(auth::login)))
-                .service(api_resource("/auth/refresh").route(web::post().to(auth::refresh)))
-                .service(api_resource("/auth/mfa").route(web::get().to(mfa::overview)))
                 .service(
-                    api_resource("/auth/magic-link")
-                        .route(web::post().to(links::request_magic_link)),
+                    web::scope("/auth")
+                        .service(in_auth("/register").route(web::post().to(auth::register)))
+                        .service(in_auth("/login").route(web::post().to(auth::login)))
+                        .service(in_auth("/refresh").route(web::post().to(auth::refresh)))
+                        .service(in_auth("/mfa").route(web::get().to(mfa::overview)))
+                        .service(
+                            in_auth("/magic-link").route(web::post().to(links::request_magic_link)),
+                        )
+                        .service(
+                            in_auth("/magic-link/verify")
+                                .route(web::post().to(links::verify_magic_link)),
+                        )
+                        .service(
+                            in_auth("/password/forgot")
+                                .route(web::post().to(links::forgot_password)),
+                        )
+                        .service(
+                            in_auth("/password/reset").route(web::post().to(links::reset_password)),
+                        )
+                        .service(
+                            in_auth("/email/verify-request")
+                                .route(web::post().to(links::request_verification)),
+                        )
+                        .service(
+                            in_auth("/email/verify").route(web::post().to(links::verify_email)),
+                        )
+                        .service(in_auth("/mfa/verify").route(web::post().to(mfa::verify)))
+                        .service(in_auth("/mfa/totp").route(web::post().to(mfa::enroll_totp)))
+                        .service(
+                            in_auth("/mfa/totp/{id}/confirm")
+                                .route(web::post().to(mfa::confirm_totp)),
+                        )
+                        .service(
+                            in_auth("/mfa/webauthn/register")
+                                .route(web::post().to(mfa::start_webauthn)),
+                        )
+                        .service(
+                            in_auth("/mfa/webauthn/register/{challenge_id}")
+                                .route(web::post().to(mfa::finish_webauthn)),
+                        )
+                        .service(
+                            in_auth("/mfa/recovery-codes")
+                                .route(web::post().to(mfa::recovery_codes)),
+                        )
+                        .service(in_auth("/mfa/{id}").route(web::delete().to(mfa::remove)))
+                        .service(in_auth("/logout").route(web::post().to(auth::logout)))
+                        .service(in_auth("/password").route(web::post().to(auth::change_password)))
+                        .service(
+                            in_auth("/password/renew").route(web::post().to(auth::renew_password)),
+                        ),
                 )
                 .service(
-                    api_resource("/auth/magic-link/verify")
-                        .route(web::post().to(links::verify_magic_link)),
+                    web::scope("/users")
+                        .service(
+                            in_users("/me")
+                                .route(web::get().to(users::me))
+                                .route(web::patch().to(users::update_me))
+                                .route(web::delete().to(users::delete_me)),
+                        )
+                        .service(in_users("/me/consents").route(web::get().to(users::consents)))
+                        .service(
+                            in_users("/me/consents/{client_id}")
+                                .route(web::delete().to(users::revoke_consent)),
+                        ),
                 )
                 .service(
-                    api_resource("/auth/password/forgot")
-                        .route(web::post().to(links::forgot_password)),
+                    web::scope("/organizations")
+                        .service(
+                            in_organizations("")
+                                .route(web::get().to(organizations::list))
+                                .route(web::post().to(organizations::create)),
+                        )
+                        .service(
+                            web::scope("/{id}")
+                                .service(
+                                    in_organization("")
+                                        .route(web::get().to(organizations::get))
+                                        .route(web::patch().to(organizations::update))
+                                        .route(web::delete().to(organizations::delete)),
+                                )
+                                .service(
+                                    in_organization("/applications")
+                                        .route(web::get().to(applications::list))
+                                        .route(web::post().to(applications::create)),
+                                )
+                                .service(
+                                    in_organization("/applications/{app_id}")
+                                        .route(web::get().to(applications::get))
+                                        .route(web::patch().to(applications::update))
+                                        .route(web::delete().to(applications::delete)),
+                                )
+                                .service(
+                                    in_organization("/applications/{app_id}/secret")
+                                        .route(web::post().to(applications::rotate_secret)),
+                                )
+                                .service(
+                                    in_organization("/policies")
+                                        .route(web::get().to(policies::get_policies))
+                                        .route(web::put().to(policies::put_policies)),
+                                )
+                                .service(
+                                    in_organization("/branding")
+                                        .route(web::get().to(policies::get_branding))
+                                        .route(web::put().to(policies::put_branding)),
+                                )
+                                .service(
+                                    in_organization("/domains")
+                                        .route(web::get().to(domains::list))
+                                        .route(web::post().to(domains::add)),
+                                )
+                                .service(
+                                    in_organization("/domains/{domain_id}")
+                                        .route(web::delete().to(domains::remove)),
+                                )
+                                .service(
+                                    in_organization("/domains/{domain_id}/verify")
+                                        .route(web::post().to(domains::verify)),
+                                )
+                                .service(
+                                    in_organization("/audit-log")
+                                        .route(web::get().to(audit::organization_log)),
+                                )
+                                .service(
+                                    in_organization("/members")
+                                        .route(web::get().to(members::list))
+                                        .route(web::post().to(members::invite)),
+                                )
+                                .service(
+                                    in_organization("/members/{user_id}")
+                                        .route(web::patch().to(members::change_role))
+                                        .route(web::delete().to(members::remove)),
+                                )
+                                .service(
+                                    in_organization("/scim-tokens")
+                                        .route(web::get().to(directory::list_tokens))
+                                        .route(web::post().to(directory::create_token)),
+                                )
+                                .service(
+                                    in_organization("/scim-tokens/{token_id}")
+                                        .route(web::delete().to(directory::revoke_token)),
+                                )
+                                .service(
+                                    in_organization("/scim/group-roles")
+                                        .route(web::get().to(directory::group_roles))
+                                        .route(web::put().to(directory::save_group_roles)),
+                                )
+                                .service(
+                                    in_organization("/service-accounts")
+                                        .route(web::get().to(iam::list_service_accounts))
+                                        .route(web::post().to(iam::create_service_account)),
+                                )
+                                .service(
+                                    in_organization("/service-accounts/{sa_id}")
+                                        .route(web::get().to(iam::get_service_account))
+                                        .route(web::patch().to(iam::update_service_account))
+                                        .route(web::delete().to(iam::delete_service_account)),
+                                )
+                                .service(
+                                    in_organization("/service-accounts/{sa_id}/keys")
+                                        .route(web::post().to(iam::create_service_account_key)),
+                                )
+                                .service(
+                                    in_organization("/api-keys")
+                                        .route(web::get().to(iam::organization_keys)),
+                                )
+                                .service(
+                                    in_organization("/api-keys/{key_id}")
+                                        .route(web::delete().to(iam::revoke_organization_key)),
+                                )
+                                .service(
+                                    in_organization("/roles")
+                                        .route(web::get().to(iam::list_roles))
+                                        .route(web::post().to(iam::create_role)),
+                                )
+                                .service(
+                                    in_organization("/roles/{key}")
+                                        .route(web::get().to(iam::get_role))
+                                        .route(web::patch().to(iam::update_role))
+                                        .route(web::delete().to(iam::delete_role)),
+                                )
+                                .service(
+                                    in_organization("/transfer-ownership")
+                                        .route(web::post().to(members::transfer_ownership)),
+                                )
+                                .service(
+                                    in_organization("/invitations/{invitation_id}")
+                                        .route(web::delete().to(members::revoke_invitation)),
+                                ),
+                        ),
                 )
                 .service(
-                    api_resource("/auth/password/reset")
-                        .route(web::post().to(links::reset_password)),
+                    web::scope("/sso")
+                        .service(in_sso("/configurations").route(web::post().to(sso::create)))
+                        .service(in_sso("/lookup").route(web::post().to(sso::lookup)))
+                        .service(
+                            in_sso("/configurations/{id}")
+                                .route(web::get().to(sso::get))
+                                .route(web::put().to(sso::update)),
+                        ),
                 )
                 .service(
-                    api_resource("/auth/email/verify-request")
-                        .route(web::post().to(links::request_verification)),
+                    web::scope("/invitations")
+                        .service(in_invitations("").route(web::get().to(members::my_invitations)))
+                        .service(
+                            in_invitations("/accept")
+                                .route(web::post().to(members::accept_by_token)),
+                        )
+                        .service(
+                            in_invitations("/{invitation_id}/accept")
+                                .route(web::post().to(members::accept_by_id)),
+                        ),
                 )
                 .service(
-                    api_resource("/auth/email/verify").route(web::post().to(links::verify_email)),
-                )
-                .service(api_resource("/auth/mfa/verify").route(web::post().to(mfa::verify)))
-                .service(api_resource("/auth/mfa/totp").route(web::post().to(mfa::enroll_totp)))
-                .service(
-                    api_resource("/auth/mfa/totp/{id}/confirm")
-                        .route(web::post().to(mfa::confirm_totp)),
+                    web::scope("/iam")
+                        .service(in_iam("/users").route(web::get().to(members::iam_users)))
+                        .service(in_iam("/permissions").route(web::get().to(iam::permissions))),
                 )
                 .service(
-                    api_resource("/auth/mfa/webauthn/register")
-                        .route(web::post().to(mfa::start_webauthn)),
+                    web::scope("/webhooks")
+                        .service(
+                            in_webhooks("/endpoints")
+                                .route(web::get().to(webhooks::list))
+                                .route(web::post().to(webhooks::create)),
+                        )
+                        .service(
+                            in_webhooks("/endpoints/{id}")
+                                .route(web::get().to(webhooks::get))
+                                .route(web::patch().to(webhooks::update))
+                                .route(web::delete().to(webhooks::delete)),
+                        )
+                        .service(
+                            in_webhooks("/endpoints/{id}/deliveries")
+                                .route(web::get().to(webhooks::deliveries)),
+                        )
+                        .service(
+                            in_webhooks("/endpoints/{id}/test")
+                                .route(web::post().to(webhooks::test)),
+                        )
+                        .service(in_webhooks("/events").route(web::get().to(webhooks::events)))
+                        .service(
+                            in_webhooks("/deliveries/{id}/retry")
+                                .route(web::post().to(webhooks::retry)),
+                        ),
                 )
                 .service(
-                    api_resource("/auth/mfa/webauthn/register/{challenge_id}")
-                        .route(web::post().to(mfa::finish_webauthn)),
+                    web::scope("/api-keys")
+                        .service(
+                            in_api_keys("")
+                                .route(web::get().to(api_keys::list))
+                                .route(web::post().to(api_keys::create)),
+                        )
+                        .service(in_api_keys("/{id}").route(web::delete().to(api_keys::delete))),
                 )
-                .service(
-                    api_resource("/auth/mfa/recovery-codes")
-                        .route(web::post().to(mfa::recovery_codes)),
-                )
-                .service(api_resource("/auth/mfa/{id}").route(web::delete().to(mfa::remove)))
-                .service(api_resource("/auth/logout").route(web::post().to(auth::logout)))
-                .service(
-                    api_resource("/auth/password").route(web::post().to(auth::change_password)),
-                )
-                .service(
-                    api_resource("/auth/password/renew")
-                        .route(web::post().to(auth::renew_password)),
-                )
-                .service(
-                    api_resource("/users/me")
-                        .route(web::get().to(users::me))
-                        .route(web::patch().to(users::update_me))
-                        .route(web::delete().to(users::delete_me)),
-                )
-                .service(api_resource("/users/me/consents").route(web::get().to(users::consents)))
-                .service(
-                    api_resource("/users/me/consents/{client_id}")
-                        .route(web::delete().to(users::revoke_consent)),
-                )
-                .service(
-                    api_resource("/organizations")
-                        .route(web::get().to(organizations::list))
-                        .route(web::post().to(organizations::create)),
-                )
-                .service(
-                    api_resource("/organizations/{id}")
-                        .route(web::get().to(organizations::get))
-                        .route(web::patch().to(organizations::update))
-                        .route(web::delete().to(organizations::delete)),
-                )
-                .service(
-                    api_resource("/organizations/{id}/applications")
-                        .route(web::get().to(applications::list))
-                        .route(web::post().to(applications::create)),
-                )
-                .service(
-                    api_resource("/organizations/{id}/applications/{app_id}")
-                        .route(web::get().to(applications::get))
-                        .route(web::patch().to(applications::update))
-                        .route(web::delete().to(applications::delete)),
-                )
-                .service(
-                    api_resource("/organizations/{id}/applications/{app_id}/secret")
-                        .route(web::post().to(applications::rotate_secret)),
-                )
-                .service(
-                    api_resource("/organizations/{id}/policies")
-                        .route(web::get().to(policies::get_policies))
-                        .route(web::put().to(policies::put_policies)),
-                )
-                .service(
-                    api_resource("/organizations/{id}/branding")
-                        .route(web::get().to(policies::get_branding))
-                        .route(web::put().to(policies::put_branding)),
-                )
-                .service(
-                    api_resource("/organizations/{id}/domains")
-                        .route(web::get().to(domains::list))
-                        .route(web::post().to(domains::add)),
-                )
-                .service(
-                    api_resource("/organizations/{id}/domains/{domain_id}")
-                        .route(web::delete().to(domains::remove)),
-                )
-                .service(
-                    api_resource("/organizations/{id}/domains/{domain_id}/verify")
-                        .route(web::post().to(domains::verify)),
-                )
-                .service(api_resource("/sso/configurations").route(web::post().to(sso::create)))
-                .service(api_resource("/sso/lookup").route(web::post().to(sso::lookup)))
-                .service(
-                    api_resource("/sso/configurations/{id}")
-                        .route(web::get().to(sso::get))
-                        .route(web::put().to(sso::update)),
-                )
-                .service(
-                    api_resource("/organizations/{id}/audit-log")
-                        .route(web::get().to(audit::organization_log)),
-                )
-                .service(
-                    api_resource("/organizations/{id}/members")
-                        .route(web::get().to(members::list))
-                        .route(web::post().to(members::invite)),
-                )
-                .service(
-                    api_resource("/organizations/{id}/members/{user_id}")
-                        .route(web::patch().to(members::change_role))
-                        .route(web::delete().to(members::remove)),
-                )
-                .service(
-                    api_resource("/organizations/{id}/scim-tokens")
-                        .route(web::get().to(directory::list_tokens))
-                        .route(web::post().to(directory::create_token)),
-                )
-                .service(
-                    api_resource("/organizations/{id}/scim-tokens/{token_id}")
-                        .route(web::delete().to(directory::revoke_token)),
-                )
-                .service(
-                    api_resource("/organizations/{id}/scim/group-roles")
-                        .route(web::get().to(directory::group_roles))
-                        .route(web::put().to(directory::save_group_roles)),
-                )
-                .service(
-                    api_resource("/organizations/{id}/service-accounts")
-                        .route(web::get().to(iam::list_service_accounts))
-                        .route(web::post().to(iam::create_service_account)),
-                )
-                .service(
-                    api_resource("/organizations/{id}/service-accounts/{sa_id}")
-                        .route(web::get().to(iam::get_service_account))
-                        .route(web::patch().to(iam::update_service_account))
-                        .route(web::delete().to(iam::delete_service_account)),
-                )
-                .service(
-                    api_resource("/organizations/{id}/service-accounts/{sa_id}/keys")
-                        .route(web::post().to(iam::create_service_account_key)),
-                )
-                .service(
-                    api_resource("/organizations/{id}/api-keys")
-                        .route(web::get().to(iam::organization_keys)),
-                )
-                .service(
-                    api_resource("/organizations/{id}/api-keys/{key_id}")
-                        .route(web::delete().to(iam::revoke_organization_key)),
-                )
-                .service(
-                    api_resource("/organizations/{id}/roles")
-                        .route(web::get().to(iam::list_roles))
-                        .route(web::post().to(iam::create_role)),
-                )
-                .service(
-                    api_resource("/organizations/{id}/roles/{key}")
-                        .route(web::get().to(iam::get_role))
-                        .route(web::patch().to(iam::update_role))
-                        .route(web::delete().to(iam::delete_role)),
-                )
-                .service(
-                    api_resource("/organizations/{id}/transfer-ownership")
-                        .route(web::post().to(members::transfer_ownership)),
-                )
-                .service(
-                    api_resource("/organizations/{id}/invitations/{invitation_id}")
-                        .route(web::delete().to(members::revoke_invitation)),
-                )
-                .service(api_resource("/invitations").route(web::get().to(members::my_invitations)))
-                .service(
-                    api_resource("/invitations/accept")
-                        .route(web::post().to(members::accept_by_token)),
-                )
-                .service(
-                    api_resource("/invitations/{invitation_id}/accept")
-                        .route(web::post().to(members::accept_by_id)),
-                )
-                .service(api_resource("/iam/users").route(web::get().to(members::iam_users)))
-                .service(api_resource("/iam/permissions").route(web::get().to(iam::permissions)))
-                .service(
-                    api_resource("/webhooks/endpoints")
-                        .route(web::get().to(webhooks::list))
-                        .route(web::post().to(webhooks::create)),
-                )
-                .service(
-                    api_resource("/webhooks/endpoints/{id}")
-                        .route(web::get().to(webhooks::get))
-                        .route(web::patch().to(webhooks::update))
-                        .route(web::delete().to(webhooks::delete)),
-                )
-                .service(
-                    api_resource("/webhooks/endpoints/{id}/deliveries")
-                        .route(web::get().to(webhooks::deliveries)),
-                )
-                .service(
-                    api_resource("/webhooks/endpoints/{id}/test")
-                        .route(web::post().to(webhooks::test)),
-                )
-                .service(api_resource("/webhooks/events").route(web::get().to(webhooks::events)))
-                .service(
-                    api_resource("/webhooks/deliveries/{id}/retry")
-                        .route(web::post().to(webhooks::retry)),
-                )
-                .service(
-                    api_resource("/api-keys")
-                        .route(web::get().to(api_keys::list))
-                        .route(web::post().to(api_keys::create)),
-                )
-                .service(api_resource("/api-keys/{id}").route(web::delete().to(api_keys::delete)))
                 .service(api_resource("/health").route(web::get().to(health::health)))
                 .service(api_resource("/openapi.json").route(web::get().to(openapi_json))),
         )
@@ -392,6 +441,12 @@ fn resource(path: &str) -> actix_web::Resource {
 /// A resource under `/api/v1`, as [`resource`].
 fn api_resource(path: &str) -> actix_web::Resource {
     templated("/api/v1", path, method_not_allowed)
+}
+
+/// The resources of the scope `/api/v1{scope}`, as [`resource`].
+fn api_scope(scope: &str) -> impl Fn(&str) -> actix_web::Resource {
+    let scope = format!("/api/v1{scope}");
+    move |path| templated(&scope, path, method_not_allowed)
 }
 
 /// A control-plane resource: an unsupported method is `404` while the control plane is off

@@ -496,62 +496,65 @@ pub fn configure(config: &mut web::ServiceConfig) {
             .route(get)
             .default_service(web::to(method_not_allowed))
     };
+    // `/scim/v2` first, alone: a path outside it meets no pattern of SCIM's.
     config.service(
-        web::scope("/scim/v2/{id}")
-            .service(discovery(
-                "/ServiceProviderConfig",
-                web::get().to(service_provider_config),
-            ))
-            .service(discovery("/ResourceTypes", web::get().to(resource_types)))
-            .service(discovery(
-                "/ResourceTypes/{rt}",
-                web::get().to(resource_type),
-            ))
-            .service(discovery("/Schemas", web::get().to(schemas)))
-            .service(discovery("/Schemas/{schema}", web::get().to(schema)))
-            .service(
-                web::resource("/.search")
-                    .route(web::post().to(search_all))
-                    .default_service(web::to(method_not_allowed)),
-            )
-            .service(
-                web::resource("/Users/.search")
-                    .route(web::post().to(search_users))
-                    .default_service(web::to(method_not_allowed)),
-            )
-            .service(
-                web::resource("/Groups/.search")
-                    .route(web::post().to(search_groups))
-                    .default_service(web::to(method_not_allowed)),
-            )
-            .service(
-                web::resource("/Users")
-                    .route(web::get().to(list_users))
-                    .route(web::post().to(create_user))
-                    .default_service(web::to(method_not_allowed)),
-            )
-            .service(
-                web::resource("/Users/{user_id}")
-                    .route(web::get().to(get_user))
-                    .route(web::put().to(replace_user))
-                    .route(web::patch().to(patch_user))
-                    .route(web::delete().to(delete_user))
-                    .default_service(web::to(method_not_allowed)),
-            )
-            .service(
-                web::resource("/Groups")
-                    .route(web::get().to(list_groups))
-                    .route(web::post().to(create_group))
-                    .default_service(web::to(method_not_allowed)),
-            )
-            .service(
-                web::resource("/Groups/{group_id}")
-                    .route(web::get().to(get_group))
-                    .route(web::put().to(replace_group))
-                    .route(web::patch().to(patch_group))
-                    .route(web::delete().to(delete_group))
-                    .default_service(web::to(method_not_allowed)),
-            )
-            .default_service(web::to(not_found)),
+        web::scope("/scim/v2").service(
+            web::scope("/{id}")
+                .service(discovery(
+                    "/ServiceProviderConfig",
+                    web::get().to(service_provider_config),
+                ))
+                .service(discovery("/ResourceTypes", web::get().to(resource_types)))
+                .service(discovery(
+                    "/ResourceTypes/{rt}",
+                    web::get().to(resource_type),
+                ))
+                .service(discovery("/Schemas", web::get().to(schemas)))
+                .service(discovery("/Schemas/{schema}", web::get().to(schema)))
+                .service(
+                    web::resource("/.search")
+                        .route(web::post().to(search_all))
+                        .default_service(web::to(method_not_allowed)),
+                )
+                .service(
+                    web::resource("/Users/.search")
+                        .route(web::post().to(search_users))
+                        .default_service(web::to(method_not_allowed)),
+                )
+                .service(
+                    web::resource("/Groups/.search")
+                        .route(web::post().to(search_groups))
+                        .default_service(web::to(method_not_allowed)),
+                )
+                .service(
+                    web::resource("/Users")
+                        .route(web::get().to(list_users))
+                        .route(web::post().to(create_user))
+                        .default_service(web::to(method_not_allowed)),
+                )
+                .service(
+                    web::resource("/Users/{user_id}")
+                        .route(web::get().to(get_user))
+                        .route(web::put().to(replace_user))
+                        .route(web::patch().to(patch_user))
+                        .route(web::delete().to(delete_user))
+                        .default_service(web::to(method_not_allowed)),
+                )
+                .service(
+                    web::resource("/Groups")
+                        .route(web::get().to(list_groups))
+                        .route(web::post().to(create_group))
+                        .default_service(web::to(method_not_allowed)),
+                )
+                .service(
+                    web::resource("/Groups/{group_id}")
+                        .route(web::get().to(get_group))
+                        .route(web::put().to(replace_group))
+                        .route(web::patch().to(patch_group))
+                        .route(web::delete().to(delete_group))
+                        .default_service(web::to(method_not_allowed)),
+                )
+                .default_service(web::to(not_found)),
+        ),
     );
 }

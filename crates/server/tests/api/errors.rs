@@ -1,5 +1,6 @@
 //! Bad input gets its status and a `detail`, never a 500.
 
+use reqwest::Method;
 use serde_json::json;
 
 use crate::helpers::{detail_of, json_of, loc, locs_of, on_both_backends, PASSWORD};
@@ -65,6 +66,38 @@ on_both_backends! {
     async fn unknown_routes_and_methods_answer_in_json(app: TestApp) {
         detail_of(app.client.get(app.url("/api/v1/nothing-here")).send().await.unwrap(), 404).await;
         detail_of(app.client.get(app.url("/api/v1/auth/login")).send().await.unwrap(), 405).await;
+        // The same inside every scope of routes, nested ones included: an unknown path is the
+        // JSON 404 and an unsupported method the JSON 405, never actix's empty answers.
+        let org = "0b9d3a8e-0a9e-4a8e-9a6b-3c1f4f7e2d10";
+        for path in [
+            "/api/v1/auth/nothing-here".to_owned(),
+            "/api/v1/users/nothing-here".to_owned(),
+            "/api/v1/organizations/".to_owned(),
+            format!("/api/v1/organizations/{org}/nothing-here"),
+            format!("/api/v1/organizations/{org}/members/"),
+            "/api/v1/webhooks/nothing-here".to_owned(),
+            "/api/v1/sso/nothing-here".to_owned(),
+            "/api/v1/iam/nothing-here".to_owned(),
+            "/api/v1/invitations/nothing/here/either".to_owned(),
+            "/api/v1/api-keys/a/b".to_owned(),
+            format!("/sso/saml/{org}/nothing-here"),
+            "/sso/saml".to_owned(),
+            "/scim/v2".to_owned(),
+        ] {
+            let answer = app.client.get(app.url(&path)).send().await.unwrap();
+            detail_of(answer, 404).await;
+        }
+        for (method, path) in [
+            (Method::DELETE, "/api/v1/organizations".to_owned()),
+            (Method::PUT, format!("/api/v1/organizations/{org}")),
+            (Method::PUT, format!("/api/v1/organizations/{org}/members")),
+            (Method::GET, format!("/api/v1/organizations/{org}/transfer-ownership")),
+            (Method::PUT, "/api/v1/webhooks/endpoints".to_owned()),
+            (Method::POST, format!("/sso/saml/{org}/metadata")),
+        ] {
+            let answer = app.client.request(method.clone(), app.url(&path)).send().await.unwrap();
+            detail_of(answer, 405).await;
+        }
         detail_of(
             app.client.delete(app.url("/api/v1/api-keys/not-a-uuid")).bearer_auth("x").send().await.unwrap(),
             401,

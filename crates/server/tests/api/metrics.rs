@@ -164,6 +164,14 @@ async fn counters_move_with_traffic(backend: Backend) {
         )
         .await;
     }
+    // A route two scopes deep is counted under its whole template.
+    let members = format!("/api/v1/organizations/{org}/members");
+    json_of(
+        app.send_as(Method::GET, &ada.access_token, &members, None)
+            .await,
+        200,
+    )
+    .await;
     let endpoint = create_endpoint(
         &app,
         &ada.access_token,
@@ -222,6 +230,17 @@ async fn counters_move_with_traffic(backend: Backend) {
             "gatehouse_http_request_duration_seconds_count",
             &[("route", "/api/v1/organizations/{id}")]
         ) >= 3.0
+    );
+    let members = [
+        ("method", "GET"),
+        ("route", "/api/v1/organizations/{id}/members"),
+        ("status", "200"),
+    ];
+    assert_eq!(
+        after.value("gatehouse_http_requests_total", &members)
+            - before.value("gatehouse_http_requests_total", &members),
+        1.0,
+        "{text}"
     );
     assert!(
         after.value(
