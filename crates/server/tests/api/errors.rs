@@ -95,7 +95,7 @@ on_both_backends! {
             (Method::PUT, "/api/v1/webhooks/endpoints".to_owned()),
             (Method::POST, format!("/sso/saml/{org}/metadata")),
         ] {
-            let answer = app.client.request(method.clone(), app.url(&path)).send().await.unwrap();
+            let answer = app.client.request(method, app.url(&path)).send().await.unwrap();
             detail_of(answer, 405).await;
         }
         detail_of(

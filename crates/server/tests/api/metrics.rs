@@ -165,9 +165,9 @@ async fn counters_move_with_traffic(backend: Backend) {
         .await;
     }
     // A route two scopes deep is counted under its whole template.
-    let members = format!("/api/v1/organizations/{org}/members");
+    let members_path = format!("/api/v1/organizations/{org}/members");
     json_of(
-        app.send_as(Method::GET, &ada.access_token, &members, None)
+        app.send_as(Method::GET, &ada.access_token, &members_path, None)
             .await,
         200,
     )

@@ -14,7 +14,7 @@
 //! - The same wrapper with a strategy that ran each call inline took the hand-offs away, but the
 //!   wrapper still turns every statement into SQL text and owned binds before the connection
 //!   sees it (it is built to move a statement to another thread), and the connection then finds
-//!   its prepared statement by that text: a fifth of a read's CPU. [`Conn`] hands diesel the
+//!   its prepared statement by that text: a sixth of a read's CPU. [`Conn`] hands diesel the
 //!   statement itself, which finds a statement of a statically known shape by its type and
 //!   renders SQL only the first time.
 //!
