@@ -4,9 +4,9 @@
 //! ```text
 //! cargo bench -p gatehouse-server --bench load -- [--backend sqlite|postgres|both]
 //!                                                 [--duration SECS] [--out FILE]
-//!                                                 [--only reads,logins,refreshes,fanout,steady,
-//!                                                         client-credentials,introspect,userinfo,
-//!                                                         code-exchange]
+//!                                                 [--only reads,logins,refreshes,org-refreshes,
+//!                                                         fanout,steady,client-credentials,
+//!                                                         introspect,userinfo,code-exchange]
 //!                                                 [--binary PATH] [--server-cpus LIST]
 //!                                                 [--client-cpus LIST] [--read-connections N]
 //!                                                 [--env NAME=VALUE]...
@@ -25,7 +25,9 @@
 //! are computed in this process:
 //!
 //! 1. password logins/s against argon2id hashes/s (m=19456, t=2, p=1) on 2 × cores threads;
-//! 2. refreshes/s against RS256 (2048-bit) signatures/s on `cores` threads;
+//! 2. refreshes/s against RS256 (2048-bit) signatures/s on `cores` threads, plain and of a
+//!    session scoped to an `enterprise` team (issue 31: every such refresh admits the user to
+//!    the organization again, membership, IP allowlist, MFA and SSO, before it signs);
 //! 3. authenticated reads against `GET /readyz` of the same server;
 //! 4. webhook fan-out (10 endpoints × 1,000 changes) into a local HTTPS receiver, against what
 //!    a plain hyper client gets from the same kind of receiver;
@@ -130,6 +132,7 @@ enum Phase {
     Reads,
     Logins,
     Refreshes,
+    OrgRefreshes,
     ClientCredentials,
     Introspect,
     Userinfo,
@@ -139,10 +142,11 @@ enum Phase {
 }
 
 impl Phase {
-    const ALL: [Self; 9] = [
+    const ALL: [Self; 10] = [
         Self::Reads,
         Self::Logins,
         Self::Refreshes,
+        Self::OrgRefreshes,
         Self::ClientCredentials,
         Self::Introspect,
         Self::Userinfo,
@@ -156,6 +160,7 @@ impl Phase {
             Self::Reads => "reads",
             Self::Logins => "logins",
             Self::Refreshes => "refreshes",
+            Self::OrgRefreshes => "org-refreshes",
             Self::ClientCredentials => "client-credentials",
             Self::Introspect => "introspect",
             Self::Userinfo => "userinfo",
@@ -244,8 +249,8 @@ fn main() {
 
 fn parse_args() -> Options {
     let usage = "usage: load [--backend sqlite|postgres|both] [--duration SECS] [--out FILE] \
-                 [--only reads,logins,refreshes,fanout,steady,client-credentials,introspect,\
-                 userinfo,code-exchange] [--binary PATH] \
+                 [--only reads,logins,refreshes,org-refreshes,fanout,steady,\
+                 client-credentials,introspect,userinfo,code-exchange] [--binary PATH] \
                  [--server-cpus LIST] [--client-cpus LIST] [--read-connections N] \
                  [--env NAME=VALUE]...";
     let mut options = Options {
@@ -526,6 +531,7 @@ fn run_backend(runtime: &Runtime, backend: Backend, options: &Options) -> String
             Phase::Reads => row_reads(&bench, &seed),
             Phase::Logins => row_logins(&bench),
             Phase::Refreshes => row_refreshes(&bench, &seed),
+            Phase::OrgRefreshes => row_org_refreshes(&bench, &seed),
             Phase::ClientCredentials => row_client_credentials(&bench, &seed.oauth),
             Phase::Introspect => row_introspect(&bench, &seed.oauth),
             Phase::Userinfo => row_userinfo(&bench, &seed.oauth),
@@ -551,11 +557,12 @@ fn run_backend(runtime: &Runtime, backend: Backend, options: &Options) -> String
     }
     std::thread::sleep(SETTLE);
     let settled_kb = server.rss_kb();
-    // Printed in the order of the issue's rows: 1 logins, 2 refreshes, 3 reads, 4 fan-out,
-    // then issue 36's OAuth rows.
+    // Printed in the order of the issue's rows: 1 logins, 2 refreshes (plain, then
+    // organization-scoped), 3 reads, 4 fan-out, then issue 36's OAuth rows.
     let order = [
         Phase::Logins,
         Phase::Refreshes,
+        Phase::OrgRefreshes,
         Phase::Reads,
         Phase::Fanout,
         Phase::Steady,
@@ -838,6 +845,10 @@ impl RssSampler {
 struct Seed {
     access_token: String,
     refresh_token: String,
+    /// The refresh token of another session of the bench user, scoped at its login
+    /// (`organization_id`) to the OAuth rows' `enterprise` team: its refreshes keep the
+    /// organization and admit the user to it again.
+    org_refresh_token: String,
     team_id: String,
     oauth: OAuthSeed,
 }
@@ -898,12 +909,47 @@ async fn seed_data(
         .await;
     }
     let oauth = seed_oauth(base, &access_token, set_plan).await;
+    let org_refresh_token = org_scoped_session(client, base, &oauth.team_id).await;
     Seed {
         access_token,
         refresh_token,
+        org_refresh_token,
         team_id,
         oauth,
     }
+}
+
+/// Signs the bench user in again, scoped to the team `team_id`, refreshes that session once to check
+/// that a refresh without `organization_id` keeps the organization (its access token says
+/// `org_id` and the owner's role), and returns the session's refresh token.
+async fn org_scoped_session(client: &reqwest::Client, base: &str, team_id: &str) -> String {
+    let tokens = post_json(
+        client,
+        &format!("{base}/api/v1/auth/login"),
+        None,
+        &json!({ "email": EMAIL, "password": PASSWORD, "organization_id": team_id }),
+        200,
+    )
+    .await;
+    let refresh_token = tokens["refresh_token"].as_str().unwrap().to_owned();
+    let refreshed = post_json(
+        client,
+        &format!("{base}/api/v1/auth/refresh"),
+        None,
+        &json!({ "refresh_token": refresh_token }),
+        200,
+    )
+    .await;
+    let access_token = refreshed["access_token"].as_str().unwrap();
+    let payload = access_token.split('.').nth(1).unwrap();
+    let claims: Value = serde_json::from_slice(
+        &base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, payload)
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(claims["org_id"], team_id, "{claims}");
+    assert_eq!(claims["org_role"], "owner", "{claims}");
+    refresh_token
 }
 
 /// POSTs JSON (as a bearer, in an organization) and returns the JSON answer, which must have
@@ -933,6 +979,8 @@ async fn post_json(
 /// the hosted pages, and an access token of the code flow.
 #[derive(Clone)]
 struct OAuthSeed {
+    /// The application's team (`enterprise`: its admission reads the organization's policies).
+    team_id: String,
     client_id: String,
     client_secret: String,
     /// `/oauth/authorize?…` (path and query) for a code with `OAUTH_SCOPE`.
@@ -955,9 +1003,9 @@ async fn seed_oauth(base: &str, access_token: &str, set_plan: &dyn Fn(&str, &str
         201,
     )
     .await;
-    let team_id = team["id"].as_str().unwrap();
+    let team_id = team["id"].as_str().unwrap().to_owned();
     // OAuth, client credentials included, is an enterprise feature.
-    set_plan(team_id, "enterprise");
+    set_plan(&team_id, "enterprise");
     let application = post_json(
         &client,
         &format!("{base}/api/v1/organizations/{team_id}/applications"),
@@ -1002,6 +1050,7 @@ async fn seed_oauth(base: &str, access_token: &str, set_plan: &dyn Fn(&str, &str
     assert_eq!(signed_in.status(), 303, "hosted sign-in");
     keep_cookies(&mut cookies, &signed_in);
     let mut seed = OAuthSeed {
+        team_id,
         client_id,
         client_secret,
         authorize,
@@ -1354,6 +1403,28 @@ fn row_refreshes(bench: &Bench, seed: &Seed) -> Row {
     against_rs256(
         bench,
         format!("Refreshes/s ({connections} conns, one refresh token)"),
+        || wrk(bench, "/api/v1/auth/refresh", &script, connections),
+    )
+}
+
+/// Refreshes of a session scoped to an `enterprise` team: each reads the session, admits the
+/// user to the organization again (the membership, the organization's policies, its single
+/// sign-on for the user's email domain) and then signs, where a plain refresh reads the session
+/// and signs.
+fn row_org_refreshes(bench: &Bench, seed: &Seed) -> Row {
+    let connections = 2 * bench.cores;
+    let script = lua_script(
+        &bench.scripts,
+        "org-refresh",
+        "POST",
+        &[],
+        Some(Body::Json(
+            json!({ "refresh_token": seed.org_refresh_token }),
+        )),
+    );
+    against_rs256(
+        bench,
+        format!("Organization-scoped refreshes/s ({connections} conns, one refresh token)"),
         || wrk(bench, "/api/v1/auth/refresh", &script, connections),
     )
 }
