@@ -399,10 +399,24 @@ on_both_backends! {
         assert_eq!(context.session.id, id);
         assert_eq!(context.credentials.user.id, ada);
         assert_eq!(context.credentials.user.email.as_ref(), "ada@example.com");
-        assert_eq!(
-            by_plan(context.policies),
-            by_plan(db.store.policies_of_member(ada).await.unwrap())
-        );
+        let plans = context
+            .memberships
+            .iter()
+            .map(|access| {
+                let policies = access.policies.as_ref().map(|saved| saved.policies.clone());
+                (access.membership.plan, policies)
+            })
+            .collect();
+        assert_eq!(by_plan(plans), by_plan(db.store.policies_of_member(ada).await.unwrap()));
+        // Each membership as the admission would read it alone, with its saved policies.
+        for access in &context.memberships {
+            let organization = access.membership.organization_id;
+            assert_eq!(
+                Some(&access.membership),
+                db.store.membership(ada, organization).await.unwrap().as_ref()
+            );
+            assert_eq!(access.policies, db.store.policies(organization).await.unwrap());
+        }
         assert!(
             db.store.refresh_context(&hash, at + Duration::hours(1)).await.unwrap().is_none(),
             "an expired session refreshes nothing"

@@ -5,7 +5,7 @@ use serde::Serialize;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{organizations::PlanPolicies, platform::RateLimitError, BoxError, StoreError};
+use super::{organizations::MemberAccess, platform::RateLimitError, BoxError, StoreError};
 use crate::model::{
     AccountKey, AccountToken, AccountTokenPurpose, ApiKey, ApiKeyId, AuditRecord, Email,
     FailedSignIns, LockoutRule, NewApiKey, NewEvent, NewOrganization, NewPassword, NewSession,
@@ -26,8 +26,10 @@ pub struct NewAccount {
     pub events: Vec<NewEvent>,
 }
 
-/// What a refresh needs, read together: the session, its user's credentials and the plan and
-/// policies of each active organization the user belongs to.
+/// What a refresh needs, read together: the session, its user's credentials, and the user's
+/// membership and the saved policies of each active organization the user belongs to (the
+/// policies fold into the user's session and password policy; the membership of the
+/// organization the refresh speaks for is what admits the user to it again).
 #[derive(Clone, Debug)]
 pub struct RefreshContext {
     /// The live session the refresh token opens, as it stands (`last_used_at` unchanged).
@@ -36,7 +38,7 @@ pub struct RefreshContext {
     pub credentials: UserCredentials,
     /// One entry per active organization the user is a member of (none for a user without
     /// one), in no particular order.
-    pub policies: Vec<PlanPolicies>,
+    pub memberships: Vec<MemberAccess>,
 }
 
 /// Users and their credentials.

@@ -12,6 +12,16 @@ use crate::model::{
     PageRequest, Plan, SessionId, Slug, TokenHash, UserId,
 };
 
+/// A user's membership of an active organization and the organization's saved policies (`None`
+/// when it never saved any; whether they bind is the plan's to say), read together.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MemberAccess {
+    /// The membership, with the organization's plan.
+    pub membership: Membership,
+    /// The organization's saved policies.
+    pub policies: Option<SavedPolicies>,
+}
+
 /// What admitting a signed-in user to an organization needs, read together: whether their
 /// session is live, their membership, and the organization's saved policies.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -14,8 +14,11 @@ use super::{
     LoginError, OrganizationRefused, RefreshError, SignIn,
 };
 use crate::{
-    model::{Membership, MfaMethod, OrganizationChoice, OrganizationId, Plan, Role},
-    ports::MockPolicyStore,
+    model::{
+        GraceHours, IpAllowlist, IpRange, Membership, MfaMethod, MfaPolicy, OrganizationChoice,
+        OrganizationId, OrganizationPolicies, Plan, Role,
+    },
+    ports::{MemberAccess, MockPolicyStore, SavedPolicies},
 };
 
 const GLOBEX: OrganizationId = OrganizationId::from_uuid(uuid::Uuid::from_u128(0x610b_e700));
@@ -62,8 +65,19 @@ impl Mocks {
         self.sessions_open()
     }
 
-    /// Ada's membership of Acme is `role` (`None`: she is no member of it, or of anything).
+    /// Ada's membership of Acme is `role` (`None`: she is no member of it, or of anything), as
+    /// the store reads it alone and with a refresh's session.
     fn ada_in_acme_as(&mut self, role: Option<Role>, plan: Plan) {
+        if let Some(role) = role {
+            self.refresh_reads_membership(MemberAccess {
+                membership: Membership {
+                    role: role.into(),
+                    plan,
+                    ..ada_in_acme()
+                },
+                policies: None,
+            });
+        }
         self.memberships
             .expect_membership()
             .returning(move |user, organization| {
@@ -276,4 +290,52 @@ fn switching_to_an_organization_that_does_not_admit_changes_nothing() {
     let refused = refresh(mocks, OrganizationChoice::Switch(GLOBEX));
 
     assert_eq!(refresh_refusal(refused), OrganizationRefused::NotMember);
+}
+
+#[test]
+fn a_refresh_admits_under_the_policies_its_own_read_of_the_session_brought() {
+    let mfa_at_once = OrganizationPolicies {
+        mfa_policy: MfaPolicy::new(true, vec![MfaMethod::Totp], GraceHours::parse(0).unwrap())
+            .unwrap(),
+        ..OrganizationPolicies::default()
+    };
+    let elsewhere_only = OrganizationPolicies {
+        ip_allowlist: IpAllowlist::new(true, vec![IpRange::parse("10.0.0.0/8").unwrap()]).unwrap(),
+        ..OrganizationPolicies::default()
+    };
+    for (policies, why) in [
+        (mfa_at_once, OrganizationRefused::MfaRequired),
+        (
+            elsewhere_only,
+            OrganizationRefused::AddressNotAllowed(origin().client()),
+        ),
+    ] {
+        let mut mocks = Mocks::new();
+        mocks.refresh_token_opens(Some(crate::model::Session {
+            organization_id: Some(ACME),
+            ..ada_session()
+        }));
+        mocks.ada_is_registered();
+        // Ada, an admin of Acme on the business plan, read with her session: the admission
+        // reads neither her membership nor Acme's policies again.
+        mocks.refresh_reads_membership(MemberAccess {
+            membership: Membership {
+                plan: Plan::Business,
+                ..ada_in_acme()
+            },
+            policies: Some(SavedPolicies {
+                policies,
+                updated_at: now() - Duration::days(2),
+                mfa_required_since: Some(now() - Duration::days(1)),
+            }),
+        });
+        mocks.memberships.expect_membership().never();
+        mocks.policies.expect_policies().never();
+        mocks.sessions.expect_touch_session().never();
+        mocks.signer.expect_sign().never();
+
+        let refused = refresh(mocks, OrganizationChoice::Keep);
+
+        assert_eq!(refresh_refusal(refused), why);
+    }
 }

@@ -537,15 +537,20 @@ fn example_com_signs_in_with_acmes_idp(role: Option<Role>) -> Mocks {
         .expect_sso_configurations_for_domain()
         .returning(|_| ready(Ok(vec![configuration(false)])));
     mocks.ada_is_registered();
+    let membership = role.map(|role| crate::model::Membership {
+        role: role.into(),
+        ..super::tests::ada_in_acme()
+    });
+    if let Some(membership) = membership.clone() {
+        mocks.refresh_reads_membership(crate::ports::MemberAccess {
+            membership,
+            policies: None,
+        });
+    }
     mocks
         .memberships
         .expect_membership()
-        .returning(move |_, _| {
-            ready(Ok(role.map(|role| crate::model::Membership {
-                role: role.into(),
-                ..super::tests::ada_in_acme()
-            })))
-        });
+        .returning(move |_, _| ready(Ok(membership.clone())));
     mocks
 }
 

@@ -31,9 +31,9 @@ use crate::{
         UserCredentials, UserId, SESSION_TOUCH_INTERVAL,
     },
     ports::{
-        AccessClaims, Audience, BearerClaims, JudgeError, MachineClaims, MockAuditStore,
-        MockPasswordJudge, MockPolicyStore, MockSignInAttempts, NewAccount, PlanPolicies, Ports,
-        RefreshContext, SavedPolicies, StoreError, TokenError,
+        AccessClaims, Audience, BearerClaims, JudgeError, MachineClaims, MemberAccess,
+        MockAuditStore, MockPasswordJudge, MockPolicyStore, MockSignInAttempts, NewAccount,
+        PlanPolicies, Ports, RefreshContext, SavedPolicies, StoreError, TokenError,
     },
 };
 
@@ -277,7 +277,14 @@ pub(super) use recording;
 /// `f0000000-…-0001`, and secrets are [`secret_of`] their kind; everything else has no
 /// expectations until a test sets them. Beside them, the policies of Ada's organizations as
 /// [`Mocks::policies_are`] last set them, for the store's combined reads.
-pub(super) struct Mocks(MockPorts, Arc<Mutex<Vec<PlanPolicies>>>);
+/// The mocked ports, with what a refresh's read of the session brings besides the session:
+/// the plans and policies [`Mocks::policies_are`] set, and the memberships
+/// [`Mocks::refresh_reads_membership`] added.
+pub(super) struct Mocks(
+    MockPorts,
+    Arc<Mutex<Vec<PlanPolicies>>>,
+    Arc<Mutex<Vec<MemberAccess>>>,
+);
 
 impl std::ops::Deref for Mocks {
     type Target = MockPorts;
@@ -342,7 +349,7 @@ impl Mocks {
             .audit
             .expect_record_audit()
             .returning(|_| ready(Ok(())));
-        Self(mocks, Arc::default())
+        Self(mocks, Arc::default(), Arc::default())
     }
 
     pub(super) fn ports(self) -> Ports {
@@ -365,19 +372,48 @@ impl Mocks {
         self.policies = policies;
     }
 
+    /// A refresh's read of the session also brings this membership of Ada's (with its
+    /// organization's saved policies): what admits her again to the organization the refresh
+    /// speaks for.
+    pub(super) fn refresh_reads_membership(&mut self, access: MemberAccess) {
+        self.2.lock().unwrap().push(access);
+    }
+
     /// A refresh token opens this session of Ada's (`None`: no live session, or its user is
-    /// gone), read with her credentials and the policies [`Self::policies_are`] set (as they
-    /// stand when the refresh runs).
+    /// gone), read with her credentials, a membership of an organization of its own for each
+    /// plan and policies [`Self::policies_are`] set, and the memberships
+    /// [`Self::refresh_reads_membership`] added (as they stand when the refresh runs).
     pub(super) fn refresh_token_opens(&mut self, session: Option<Session>) {
         let policies = Arc::clone(&self.1);
+        let memberships = Arc::clone(&self.2);
         self.sessions
             .expect_refresh_context()
             .withf(|_, at| *at == now())
             .returning(move |_, _| {
+                let of_plans = policies.lock().unwrap().clone().into_iter().zip(1..).map(
+                    |((plan, policies), n)| MemberAccess {
+                        membership: Membership {
+                            organization_id: OrganizationId::from_uuid(Uuid::from_u128(
+                                0x0f0d_0000 + n,
+                            )),
+                            role: Role::Member.into(),
+                            plan,
+                            ..ada_in_acme()
+                        },
+                        policies: policies.map(|policies| SavedPolicies {
+                            policies,
+                            updated_at: now() - Duration::days(1),
+                            mfa_required_since: None,
+                        }),
+                    },
+                );
+                let memberships = of_plans
+                    .chain(memberships.lock().unwrap().iter().cloned())
+                    .collect();
                 ready(Ok(session.clone().map(|session| RefreshContext {
                     session,
                     credentials: ada_credentials(),
-                    policies: policies.lock().unwrap().clone(),
+                    memberships,
                 })))
             });
     }

@@ -19,7 +19,7 @@ use super::{
 use crate::{corrupt, db_error, types::DbUuid};
 
 /// A [`MembershipRow`]: the membership and its organization's plan.
-const MEMBERSHIP_COLUMNS: (
+pub(super) const MEMBERSHIP_COLUMNS: (
     memberships::organization_id,
     memberships::user_id,
     memberships::role,

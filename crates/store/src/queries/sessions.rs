@@ -3,7 +3,7 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{AuditRecord, NewEvent, NewSession, OrganizationId, Session, SessionId, TokenHash},
-    ports::{RefreshContext, SessionStore, StoreError},
+    ports::{MemberAccess, RefreshContext, SessionStore, StoreError},
 };
 use time::OffsetDateTime;
 
@@ -13,9 +13,11 @@ use super::{
         schema::{memberships, organization_policies, organizations, sessions, users},
         Conn, DbStore,
     },
+    custom_roles::CustomRoles,
     events::record_events,
-    policies::plan_policies,
-    rows::{NewSessionRow, SessionRow, UserRow},
+    memberships::MEMBERSHIP_COLUMNS,
+    policies::{saved_policies, PoliciesRow},
+    rows::{MembershipRow, NewSessionRow, SessionRow, UserRow},
 };
 use crate::{db_error, types::DbUuid};
 
@@ -72,13 +74,14 @@ impl SessionStore for DbStore {
     ) -> Result<Option<RefreshContext>, StoreError> {
         let hash = hash.clone();
         in_read!(self, async |conn: &mut Conn| {
-            // One row per membership (without a plan where the organization is not active),
-            // or one without a plan for a user with none; each with the session and its user.
+            // One row per membership (without one where the organization is not active), or
+            // one without a membership for a user with none; each with the session and its
+            // user, and the membership with its organization's plan and saved policies.
             let rows: Vec<(
                 SessionRow,
                 UserRow,
-                Option<String>,
-                Option<serde_json::Value>,
+                Option<MembershipRow>,
+                Option<PoliciesRow>,
             )> = sessions::table
                 .inner_join(users::table)
                 .left_join(memberships::table.on(memberships::user_id.eq(sessions::user_id)))
@@ -97,17 +100,33 @@ impl SessionStore for DbStore {
                 .select((
                     SessionRow::as_select(),
                     UserRow::as_select(),
-                    organizations::plan.nullable(),
-                    organization_policies::document.nullable(),
+                    // `None` where the organization is not active: its plan is NULL.
+                    MEMBERSHIP_COLUMNS.nullable(),
+                    (
+                        organization_policies::document,
+                        organization_policies::updated_at,
+                        organization_policies::mfa_required_since,
+                    )
+                        .nullable(),
                 ))
                 .load(conn)
                 .await
                 .map_err(db_error)?;
-            let mut policies = Vec::with_capacity(rows.len());
+            let roles = CustomRoles::of(
+                conn,
+                rows.iter()
+                    .filter_map(|(_, _, membership, _)| membership.as_ref())
+                    .map(|membership| (membership.organization_id, membership.role.as_str())),
+            )
+            .await?;
+            let mut memberships = Vec::with_capacity(rows.len());
             let mut found = None;
-            for (session, user, plan, document) in rows {
-                if let Some(plan) = plan {
-                    policies.push(plan_policies(plan, document)?);
+            for (session, user, membership, policies) in rows {
+                if let Some(membership) = membership {
+                    memberships.push(MemberAccess {
+                        membership: membership.into_domain(&roles)?,
+                        policies: policies.map(saved_policies).transpose()?,
+                    });
                 }
                 if found.is_none() {
                     found = Some((session, user));
@@ -119,7 +138,7 @@ impl SessionStore for DbStore {
             Ok(Some(RefreshContext {
                 session: session.into_domain()?,
                 credentials: user.into_credentials()?,
-                policies,
+                memberships,
             }))
         })
     }

@@ -10,7 +10,7 @@ use crate::{
         Amr, AuthMethod, ClientAddress, Email, Feature, OrganizationId, SessionId,
         TokenOrganization, User, UserId,
     },
-    ports::StoreError,
+    ports::{MemberAccess, StoreError},
     service::{
         authenticator::{admit, OrgAccessError},
         sso_realm::Realms,
@@ -109,45 +109,30 @@ impl AuthService {
         client: Option<ClientAddress>,
         now: OffsetDateTime,
     ) -> Result<TokenOrganization, Admitting> {
-        let refused = |why| Err(Admitting::Refused(why));
         let Some(membership) = self
             .ports
             .memberships
             .membership(user.id, organization_id)
             .await?
         else {
-            return refused(OrganizationRefused::NotMember);
+            return Err(Admitting::Refused(OrganizationRefused::NotMember));
         };
         let policies = match membership.plan.includes(Feature::Policies) {
             true => self.ports.policies.policies(organization_id).await?,
             false => None,
         };
-        let principal = Principal::User {
-            user_id: user.id,
+        admit_member(
+            user,
             session_id,
-            amr: amr.clone(),
-            application: None,
-        };
-        let admitted = admit(
-            principal,
-            membership.clone(),
-            policies,
+            amr,
             sso_organization,
+            Some(MemberAccess {
+                membership,
+                policies,
+            }),
             client,
             now,
-        );
-        match admitted {
-            Ok(_) => {}
-            Err(OrgAccessError::AddressNotAllowed(address)) => {
-                return refused(OrganizationRefused::AddressNotAllowed(address))
-            }
-            Err(OrgAccessError::MfaRequired) => return refused(OrganizationRefused::MfaRequired),
-            Err(OrgAccessError::NotFound | OrgAccessError::NoApiScope) => {
-                return refused(OrganizationRefused::NotMember)
-            }
-            Err(OrgAccessError::Store(error)) => return Err(error.into()),
-        }
-        Ok(TokenOrganization::of(&membership))
+        )
     }
 
     /// The organization's single sign-on, for a session that is to speak for it: when the
@@ -186,5 +171,55 @@ impl AuthService {
             organizations: self.ports.organizations.as_ref(),
             memberships: self.ports.memberships.as_ref(),
         }
+    }
+}
+
+/// The one admission's decision, for a token that is to speak for the organization of
+/// `access` (`None`: the user is no member of a live organization), from what was read: see
+/// [`AuthService::admit_token`]. A refresh hands it the membership and the policies its own
+/// read of the session brought.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn admit_member(
+    user: &User,
+    session_id: SessionId,
+    amr: &Amr,
+    sso_organization: Option<OrganizationId>,
+    access: Option<MemberAccess>,
+    client: Option<ClientAddress>,
+    now: OffsetDateTime,
+) -> Result<TokenOrganization, Admitting> {
+    let refused = |why| Err(Admitting::Refused(why));
+    let Some(MemberAccess {
+        membership,
+        policies,
+    }) = access
+    else {
+        return refused(OrganizationRefused::NotMember);
+    };
+    // Saved policies bind only where the plan includes them.
+    let policies = policies.filter(|_| membership.plan.includes(Feature::Policies));
+    let principal = Principal::User {
+        user_id: user.id,
+        session_id,
+        amr: amr.clone(),
+        application: None,
+    };
+    match admit(
+        principal,
+        membership.clone(),
+        policies,
+        sso_organization,
+        client,
+        now,
+    ) {
+        Ok(_) => Ok(TokenOrganization::of(&membership)),
+        Err(OrgAccessError::AddressNotAllowed(address)) => {
+            refused(OrganizationRefused::AddressNotAllowed(address))
+        }
+        Err(OrgAccessError::MfaRequired) => refused(OrganizationRefused::MfaRequired),
+        Err(OrgAccessError::NotFound | OrgAccessError::NoApiScope) => {
+            refused(OrganizationRefused::NotMember)
+        }
+        Err(OrgAccessError::Store(error)) => Err(error.into()),
     }
 }

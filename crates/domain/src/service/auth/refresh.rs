@@ -4,13 +4,14 @@
 use serde_json::json;
 
 use super::{
-    access_token_bound, fold, AccessToken, Admitting, AuthService, OrganizationRefused,
-    PASSWORD_EXPIRED,
+    access_token_bound, admission::admit_member, AccessToken, Admitting, AuthService,
+    OrganizationRefused, PASSWORD_EXPIRED,
 };
 use crate::{
     model::{
-        ApplicationId, AuditAction, AuthMethod, ClientAddress, ClientGrant, EventType,
-        OrganizationChoice, Origin, TokenHash, TokenOrganization, SESSION_TOUCH_INTERVAL,
+        ApplicationId, AuditAction, AuthMethod, ClientAddress, ClientGrant, EffectivePolicies,
+        EventType, OrganizationChoice, Origin, TokenHash, TokenOrganization,
+        SESSION_TOUCH_INTERVAL,
     },
     ports::{BoxError, RefreshContext, StoreError, TokenError},
     service::{user_event, Principal},
@@ -78,11 +79,12 @@ impl AuthService {
     ) -> Result<(AccessToken, Option<ClientGrant>), RefreshError> {
         let now = self.ports.clock.now();
         let hash = TokenHash::of(refresh_token);
-        // The session, its user and the user's policies in one read: one round trip.
+        // The session, its user, and the user's memberships with their organizations'
+        // policies, in one read: one round trip, the admission's included.
         let RefreshContext {
             session,
             credentials,
-            policies,
+            memberships,
         } = self
             .ports
             .sessions
@@ -90,7 +92,12 @@ impl AuthService {
             .await?
             .filter(|found| found.session.grant.as_ref().map(|g| g.application_id) == application)
             .ok_or(RefreshError::InvalidToken)?;
-        let policies = fold(&policies);
+        let policies = EffectivePolicies::of(memberships.iter().map(|access| {
+            (
+                access.membership.plan,
+                access.policies.as_ref().map(|saved| &saved.policies),
+            )
+        }));
         if let Some(policy) = &policies.session {
             if now - session.last_used_at >= policy.idle_timeout() {
                 return Err(RefreshError::Idle(policy.idle_timeout_minutes.get()));
@@ -110,31 +117,31 @@ impl AuthService {
             return Err(RefreshError::PasswordExpired);
         }
         let scoped = organization.applied_to(session.organization_id);
+        let access = scoped.and_then(|organization_id| {
+            memberships
+                .into_iter()
+                .find(|access| access.membership.organization_id == organization_id)
+        });
         let speaks_for = match scoped {
             // An application's session: its organization admitted the member at
             // /oauth/authorize (from the member's own address, which this request, from the
             // application's server, is not), and every use of its tokens inside Gatehouse is
             // admitted again; the token says the member's role as it is now.
-            Some(organization_id) if session.grant.is_some() => Some(
-                self.ports
-                    .memberships
-                    .membership(credentials.user.id, organization_id)
-                    .await?
-                    .map(|membership| TokenOrganization::of(&membership))
+            Some(_) if session.grant.is_some() => Some(
+                access
+                    .map(|access| TokenOrganization::of(&access.membership))
                     .ok_or(RefreshError::NotAdmitted(OrganizationRefused::NotMember))?,
             ),
             Some(organization_id) => {
-                let admitted = self
-                    .admit_token(
-                        &credentials.user,
-                        session.id,
-                        &session.amr,
-                        session.sso_organization_id,
-                        organization_id,
-                        client,
-                        now,
-                    )
-                    .await?;
+                let admitted = admit_member(
+                    &credentials.user,
+                    session.id,
+                    &session.amr,
+                    session.sso_organization_id,
+                    access,
+                    client,
+                    now,
+                )?;
                 self.sso_admits(
                     &credentials.user,
                     &session.amr,
