@@ -919,9 +919,9 @@ async fn seed_data(
     }
 }
 
-/// Signs the bench user in again, scoped to the team `team_id`, refreshes that session once to check
-/// that a refresh without `organization_id` keeps the organization (its access token says
-/// `org_id` and the owner's role), and returns the session's refresh token.
+/// Signs the bench user in again, scoped to the team `team_id`, refreshes that session once to
+/// check that a refresh without `organization_id` keeps the organization (its access token
+/// says `org_id` and the owner's role), and returns the session's refresh token.
 async fn org_scoped_session(client: &reqwest::Client, base: &str, team_id: &str) -> String {
     let tokens = post_json(
         client,
@@ -1392,39 +1392,27 @@ fn against_rs256(bench: &Bench, name: String, load: impl FnOnce() -> WrkResult) 
 }
 
 fn row_refreshes(bench: &Bench, seed: &Seed) -> Row {
-    let connections = 2 * bench.cores;
-    let script = lua_script(
-        &bench.scripts,
-        "refresh",
-        "POST",
-        &[],
-        Some(Body::Json(json!({ "refresh_token": seed.refresh_token }))),
-    );
-    against_rs256(
-        bench,
-        format!("Refreshes/s ({connections} conns, one refresh token)"),
-        || wrk(bench, "/api/v1/auth/refresh", &script, connections),
-    )
+    refresh_row(bench, "Refreshes/s", "refresh", &seed.refresh_token)
 }
 
-/// Refreshes of a session scoped to an `enterprise` team: each reads the session, admits the
-/// user to the organization again (the membership, the organization's policies, its single
-/// sign-on for the user's email domain) and then signs, where a plain refresh reads the session
-/// and signs.
+/// Refreshes of a session scoped to an `enterprise` team: each admits the user to the
+/// organization again (membership, IP allowlist, MFA policy, on what the refresh's one read of
+/// the session brought, and the organization's single sign-on for the user's email domain)
+/// before it signs.
 fn row_org_refreshes(bench: &Bench, seed: &Seed) -> Row {
+    let name = "Organization-scoped refreshes/s";
+    refresh_row(bench, name, "org-refresh", &seed.org_refresh_token)
+}
+
+/// `POST /auth/refresh {refresh_token}` under `wrk` (its script named `script`), 2 × cores
+/// connections, against RS256 signatures/s.
+fn refresh_row(bench: &Bench, name: &str, script: &str, refresh_token: &str) -> Row {
     let connections = 2 * bench.cores;
-    let script = lua_script(
-        &bench.scripts,
-        "org-refresh",
-        "POST",
-        &[],
-        Some(Body::Json(
-            json!({ "refresh_token": seed.org_refresh_token }),
-        )),
-    );
+    let body = Body::Json(json!({ "refresh_token": refresh_token }));
+    let script = lua_script(&bench.scripts, script, "POST", &[], Some(body));
     against_rs256(
         bench,
-        format!("Organization-scoped refreshes/s ({connections} conns, one refresh token)"),
+        format!("{name} ({connections} conns, one refresh token)"),
         || wrk(bench, "/api/v1/auth/refresh", &script, connections),
     )
 }

@@ -275,11 +275,9 @@ pub(super) use recording;
 
 /// Every port, mocked ([`MockPorts`]). The clock is stopped at [`now`], ids count up from
 /// `f0000000-…-0001`, and secrets are [`secret_of`] their kind; everything else has no
-/// expectations until a test sets them. Beside them, the policies of Ada's organizations as
-/// [`Mocks::policies_are`] last set them, for the store's combined reads.
-/// The mocked ports, with what a refresh's read of the session brings besides the session:
-/// the plans and policies [`Mocks::policies_are`] set, and the memberships
-/// [`Mocks::refresh_reads_membership`] added.
+/// expectations until a test sets them. Beside them, for the store's combined reads: the
+/// policies of Ada's organizations as [`Mocks::policies_are`] last set them, and the memberships
+/// [`Mocks::refresh_reads_membership`] added (what a refresh's read of the session brings).
 pub(super) struct Mocks(
     MockPorts,
     Arc<Mutex<Vec<PlanPolicies>>>,

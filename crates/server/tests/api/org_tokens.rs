@@ -105,6 +105,27 @@ on_both_backends! {
         assert!(claims_of(&app, &after).await.get("org_id").is_none());
     }
 
+    async fn a_policy_saved_since_and_a_deleted_organization_reach_the_next_refresh(app: TestApp) {
+        // Bob's session speaks for Acme; then Acme requires a second factor he does not have.
+        let (ada, _, org) = team_with_bob(&app, "business").await;
+        let tokens = json_of(login_into(&app, "bob@example.com", &org).await, 200).await;
+        let bob_refresh = tokens["refresh_token"].as_str().unwrap();
+        requires_mfa_now(&app, &ada, &org).await;
+        let refused = detail_of(refresh_with(&app, bob_refresh, json!({})).await, 403).await;
+        assert_eq!(refused, "organization requires multi-factor authentication");
+
+        // Carla's session speaks for Globex; then its owner deletes it.
+        let globex = app.create_team(&ada.access_token, "Globex").await;
+        let globex = globex["id"].as_str().unwrap();
+        app.member_of(&ada.access_token, globex, "carla@example.com", "member").await;
+        let tokens = json_of(login_into(&app, "carla@example.com", globex).await, 200).await;
+        let carla_refresh = tokens["refresh_token"].as_str().unwrap();
+        let path = format!("/api/v1/organizations/{globex}");
+        json_of(app.send_as(Method::DELETE, &ada.access_token, &path, None).await, 200).await;
+        let refused = detail_of(refresh_with(&app, carla_refresh, json!({})).await, 403).await;
+        assert_eq!(refused, "you are not a member of this organization");
+    }
+
     async fn a_refresh_switches_to_another_organization_of_the_user(app: TestApp) {
         let (ada, _, org) = team_with_bob(&app, "free").await;
         let other = app.create_team(&ada.access_token, "Globex").await;
