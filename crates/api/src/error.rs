@@ -274,6 +274,7 @@ impl From<RegisterError> for ApiError {
     fn from(error: RegisterError) -> Self {
         match error {
             RegisterError::EmailTaken => Self::Conflict(error.to_string()),
+            RegisterError::SsoRequired(sso_url) => Self::SsoRequired(sso_url),
             RegisterError::WeakPassword(reason) => Self::field(FieldError::invalid(
                 "body",
                 "password",

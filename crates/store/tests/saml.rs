@@ -8,14 +8,14 @@ mod support;
 
 use gatehouse_domain::{
     model::{
-        Amr, DomainWhitelist, EventType, IdpCertificate, IdpEntityId, IdpSsoUrl, OrganizationId,
-        Plan, ProvisionRole, ReturnPath, Role, SamlRequest, SamlRequestId, SsoConfiguration,
-        SsoProvider, UserId,
+        AccountToken, AccountTokenPurpose, Amr, AuditAction, DomainWhitelist, Email, EventType,
+        IdpCertificate, IdpEntityId, IdpSsoUrl, OrganizationId, Plan, ProvisionRole, ReturnPath,
+        Role, SamlRequest, SamlRequestId, SsoConfiguration, SsoProvider, UserId,
     },
-    ports::{Provision, SamlSignIn, SamlSignInOutcome, StoreError},
+    ports::{Provision, Reclaim, SamlSignIn, SamlSignInOutcome, StoreError},
 };
 use rcgen::{date_time_ymd, CertificateParams, KeyPair};
-use support::{account, event, now, on_both_backends, session};
+use support::{account, api_key, audited, event, now, on_both_backends, session};
 use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
@@ -69,6 +69,7 @@ fn sign_in(
         assertion_id: assertion_id.to_owned(),
         assertion_valid_until: at + Duration::minutes(7),
         provision,
+        reclaim: None,
         session: opened,
         keep_at_most: None,
         events: vec![event(EventType::AuthLogin, None, Some(user))],
@@ -215,4 +216,60 @@ on_both_backends! {
         db.store.update_sso_configuration(reactivated, event(EventType::OrganizationUpdated, Some(acme), None), support::signed_in()).await.unwrap();
         assert_eq!(orgs(db.store.sso_configurations_for_domain(&domain("renamed.example")).await.unwrap()), [acme]);
     }
+
+    async fn an_unverified_account_the_idp_links_is_reclaimed_in_the_sign_in(db: Db) {
+        // Someone registered newhire@acme.example with a password of their own before Acme's
+        // IdP signed its new hire in: a session, an API key, a pending mailed link.
+        let owner = db.registered("owner@acme.example").await;
+        let acme = db.team(owner, "acme", Plan::Business).await;
+        let squatter = db.registered("newhire@acme.example").await;
+        let (theirs, their_refresh) = session(squatter, now(), Duration::days(30));
+        db.store.create_session(theirs, event(EventType::AuthLogin, None, Some(squatter)), None, support::signed_in()).await.unwrap();
+        let (key, key_hash) = api_key(squatter, acme, "spare", now());
+        db.store.create_api_key(key, support::signed_in()).await.unwrap();
+        let link = secret_hash("ghl_pending");
+        let mailed = AccountToken {
+            purpose: AccountTokenPurpose::MagicLink,
+            user_id: squatter,
+            email: Email::parse("newhire@acme.example").unwrap(),
+            created_at: now(),
+            expires_at: now() + Duration::minutes(15),
+        };
+        db.store.save_account_token(link.clone(), mailed, support::signed_in()).await.unwrap();
+
+        let sent = request(acme, now());
+        db.store.save_saml_request(sent.clone()).await.unwrap();
+        let signing_in = SamlSignIn {
+            reclaim: Some(Reclaim { user_id: squatter, audit: audited(AuditAction::UserReclaimed, squatter) }),
+            ..sign_in(squatter, &sent, "_r1", Provision::Member { role: Role::Member })
+        };
+        assert_eq!(db.store.saml_sign_in(signing_in.clone()).await.unwrap(), SamlSignInOutcome::SignedIn);
+
+        let at = signing_in.at;
+        assert_eq!(db.store.session_by_refresh_token(&their_refresh, at).await.unwrap(), None, "their refresh token ended");
+        assert!(db.store.session_by_refresh_token(&signing_in.session.refresh_token_hash, at).await.unwrap().is_some(), "the IdP's session is open");
+        assert_eq!(db.store.use_api_key(&key_hash, at).await.unwrap(), None, "their key ended");
+        assert_eq!(db.store.take_account_token(&link, AccountTokenPurpose::MagicLink, at).await.unwrap(), None, "their mailed link ended");
+        let credentials = db.store.credentials_by_id(squatter).await.unwrap().unwrap();
+        assert!(credentials.user.email_verified, "the IdP vouched for the address");
+        assert_eq!(credentials.password_hash, None, "their password is gone");
+        assert_eq!(db.count("SELECT COUNT(*) AS n FROM audit_log WHERE action = 'user.reclaimed'").await, 1);
+
+        // Verified now: the next sign-in links it as it is, and records no second reclaim.
+        let (kept, kept_refresh) = session(squatter, at, Duration::days(30));
+        db.store.create_session(kept, event(EventType::AuthLogin, None, Some(squatter)), None, support::signed_in()).await.unwrap();
+        let again = request(acme, now());
+        db.store.save_saml_request(again.clone()).await.unwrap();
+        let second = SamlSignIn {
+            reclaim: Some(Reclaim { user_id: squatter, audit: audited(AuditAction::UserReclaimed, squatter) }),
+            ..sign_in(squatter, &again, "_r2", Provision::Nothing)
+        };
+        assert_eq!(db.store.saml_sign_in(second.clone()).await.unwrap(), SamlSignInOutcome::SignedIn);
+        assert!(db.store.session_by_refresh_token(&kept_refresh, second.at).await.unwrap().is_some(), "a verified account keeps its sessions");
+        assert_eq!(db.count("SELECT COUNT(*) AS n FROM audit_log WHERE action = 'user.reclaimed'").await, 1);
+    }
+}
+
+fn secret_hash(token: &str) -> gatehouse_domain::model::TokenHash {
+    gatehouse_domain::model::TokenHash::of(token)
 }

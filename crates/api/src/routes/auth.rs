@@ -14,7 +14,7 @@ use super::not_stored;
 use crate::extract::RequestOrigin;
 use crate::observe;
 use crate::{
-    error::{ApiError, ErrorBody, ValidationErrorBody},
+    error::{ApiError, ErrorBody, SsoRequiredBody, ValidationErrorBody},
     extract::{as_is, nullable, Authenticated, Fields, ValidJson},
     state::AppState,
 };
@@ -51,6 +51,7 @@ pub struct RegisterResponse {
     responses(
         (status = 201, body = RegisterResponse),
         (status = 400, body = ErrorBody, description = "Body is not a JSON object"),
+        (status = 403, body = SsoRequiredBody, description = "The address signs in with its organization's single sign-on (`sso_url` says where): its account comes from the identity provider"),
         (status = 409, body = ErrorBody, description = "Email already registered"),
         (status = 422, body = ValidationErrorBody),
     )

@@ -173,6 +173,7 @@ audit_actions! {
     ProfileUpdated => "user.updated", "A user changed their profile.";
     PasswordChanged => "auth.password_changed", "A password was changed: by the user, renewed after it expired, or reset by a mailed link.";
     UserDeleted => "user.deleted", "A user deleted their account.";
+    UserReclaimed => "user.reclaimed", "An identity provider or a directory linked an address whose account was never verified: the account's password, sessions, API keys, mailed links, second factors and consents ended, and the address is verified now.";
     Logout => "auth.logout", "A user signed out: the session and its tokens ended.";
     SessionRevoked => "auth.session_revoked", "Gatehouse ended a session itself: its authorization code was presented twice.";
     LoginSucceeded => "auth.login", "A sign-in completed and opened a session (password, second factor, SAML or mailed link).";

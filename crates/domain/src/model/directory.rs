@@ -61,8 +61,9 @@ pub struct ScimToken {
     pub name: ScimTokenName,
     /// The secret's first characters (`ghsc_AbCd`), to tell tokens apart.
     pub prefix: String,
-    /// The member who created it (a record: the token outlives them; invitations the directory
-    /// sends name them as the inviter).
+    /// The member who created it: the token works while they are a member who may manage
+    /// single sign-on there (it ends with its maker's right); invitations the directory sends
+    /// name them as the inviter.
     pub created_by: UserId,
     /// When it was created.
     pub created_at: OffsetDateTime,

@@ -57,6 +57,9 @@ pub enum MemberEffect {
         /// The role they join with.
         role: AssignedRole,
     },
+    /// The account of an address whose owner was never verified is reclaimed before it joins
+    /// (see [`Reclaim`](super::Reclaim)).
+    Reclaim(super::Reclaim),
     /// A pending member: the invitation is stored (its mail goes out after the commit). An
     /// open invitation of the address is replaced.
     Invite(NewInvitation),

@@ -26,6 +26,21 @@ pub struct NewAccount {
     pub events: Vec<NewEvent>,
 }
 
+/// An account reclaimed for the owner of its address: an identity provider (or a directory)
+/// that speaks for the address links an account whose address was never verified, so whoever
+/// registered it may not be its owner (pre-account takeover). In the transaction of the link,
+/// and only while the address is still unverified then: the password is removed; sessions
+/// (refresh tokens included), API keys, pending mailed links, second factors and consents end;
+/// the address becomes verified; `audit` (`user.reclaimed`) is recorded. An account whose address
+/// was verified in the meantime is linked as it is, and `audit` is not recorded.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reclaim {
+    /// The account.
+    pub user_id: UserId,
+    /// Its `user.reclaimed` record.
+    pub audit: AuditRecord,
+}
+
 /// What a refresh needs, read together: the session, its user's credentials, and the user's
 /// membership and the saved policies of each active organization the user belongs to (the
 /// policies fold into the user's session and password policy; the membership of the
@@ -118,6 +133,15 @@ pub trait AccountTokenStore: Send + Sync + 'static {
         token: AccountToken,
         audit: AuditRecord,
     ) -> Result<(), StoreError>;
+
+    /// The token, when it is of `purpose`, unused and unexpired at `now`, without taking it:
+    /// what a use case reads to decide before it spends the token.
+    async fn account_token(
+        &self,
+        hash: &TokenHash,
+        purpose: AccountTokenPurpose,
+        now: OffsetDateTime,
+    ) -> Result<Option<AccountToken>, StoreError>;
 
     /// Takes the token (it works once): marks it used and returns it, when it is of `purpose`,
     /// unused and unexpired at `now`.

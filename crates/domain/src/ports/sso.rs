@@ -83,6 +83,10 @@ pub struct SamlSignIn {
     pub assertion_valid_until: OffsetDateTime,
     /// What makes the user a member.
     pub provision: Provision,
+    /// The existing account signing in, when its address was never verified: reclaimed for
+    /// the identity provider's user before the session opens (see
+    /// [`Reclaim`](super::Reclaim)).
+    pub reclaim: Option<super::Reclaim>,
     /// The session to open; its user is the one signing in (the new account's, when created).
     pub session: NewSession,
     /// With a session policy, how many of the user's sessions may stay live, the new one

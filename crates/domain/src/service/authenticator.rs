@@ -8,7 +8,7 @@ use super::{Actor, Agent, AppGrant, DirectoryClient, MachineClient, Principal, S
 use crate::{
     model::{
         Amr, ApiScopes, AuthMethod, ClientAddress, ClientId, Feature, KeyHolder, Membership,
-        MfaMethod, OrganizationId, Plan, Scope, TokenHash,
+        MfaMethod, OrganizationId, Permission, Plan, Scope, TokenHash,
     },
     ports::{
         service_ports, ApplicationStore, BearerClaims, MachineClaims, MembershipStore, PolicyStore,
@@ -297,6 +297,18 @@ impl Authenticator {
             .await?
             .filter(|access| access.token.organization_id == organization_id)
             .ok_or(AuthenticateError::Invalid("invalid SCIM token"))?;
+        // A token works while its creator may still manage single sign-on there: it ends with
+        // its maker's right (removed, demoted, or their custom role narrowed).
+        let creator = self
+            .ports
+            .memberships
+            .membership(access.token.created_by, organization_id)
+            .await?;
+        if !creator.is_some_and(|member| member.role.grants(Permission::SsoManage)) {
+            return Err(AuthenticateError::Invalid(
+                "invalid SCIM token: its creator may no longer manage single sign-on",
+            ));
+        }
         Ok(Agent::Directory(DirectoryClient {
             token_id: access.token.id,
             organization_id,

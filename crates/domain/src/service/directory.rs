@@ -16,14 +16,18 @@ use std::collections::BTreeSet;
 use serde_json::json;
 use time::OffsetDateTime;
 
-use super::{event, iam::resolve_role, payloads, Actor, AuthService, Forbidden, MemberService};
+use super::{
+    event, iam::resolve_role, payloads, reclaim::reclaiming, Actor, AuthService, Forbidden,
+    MemberService,
+};
 use crate::{
     model::{
         timestamp, AssignedRole, AuditAction, AuditRecord, DirectoryGroup, DirectoryGroupId,
         DirectoryText, DirectoryUser, DirectoryUserId, Email, EmailDomain, EventType, Feature,
         GroupAttributes, GroupRoles, GroupRolesError, InvitableRole, Member, MemberStatus,
         NewEvent, NewInvitation, Organization, Origin, Permission, Role, RoleRef, ScimToken,
-        ScimTokenId, ScimTokenName, SecretToken, TargetKind, TokenKind, UserAttributes, UserId,
+        ScimTokenId, ScimTokenName, SecretToken, TargetKind, TokenKind, User, UserAttributes,
+        UserId,
     },
     ports::{service_ports, DirectoryChange, DirectoryWrite, MemberEffect, StoreError},
 };
@@ -742,17 +746,16 @@ impl DirectoryService {
         &self,
         plan: &Plan<'_>,
         address: &Email,
-    ) -> Result<(Option<UserId>, Option<AssignedRole>), DirectoryError> {
+    ) -> Result<(Option<User>, Option<AssignedRole>), DirectoryError> {
         let Some(credentials) = self.ports.accounts.credentials_by_email(address).await? else {
             return Ok((None, None));
         };
-        let user_id = credentials.user.id;
         let membership = self
             .ports
             .memberships
-            .membership(user_id, plan.organization.id)
+            .membership(credentials.user.id, plan.organization.id)
             .await?;
-        Ok((Some(user_id), membership.map(|m| m.role)))
+        Ok((Some(credentials.user), membership.map(|m| m.role)))
     }
 
     /// The person with the address joins: an active member when the organization verified
@@ -764,7 +767,7 @@ impl DirectoryService {
         attributes: &UserAttributes,
         role: AssignedRole,
     ) -> Result<(), DirectoryError> {
-        let (user_id, current) = self.member_with(plan, address).await?;
+        let (user, current) = self.member_with(plan, address).await?;
         if current.is_some() {
             return self.set_role(plan, address, role).await;
         }
@@ -776,8 +779,25 @@ impl DirectoryService {
             Err(_) => false,
         };
         if verified {
-            let (user_id, account, full_name) = match user_id {
-                Some(user_id) => (user_id, None, None),
+            let (user_id, account, full_name) = match user {
+                Some(mut user) => {
+                    // The directory speaks for the address: an account nobody proved it owns
+                    // is reclaimed for its owner before it joins.
+                    let reclaim = reclaiming(&mut user, |user| {
+                        plan.actor
+                            .audit(
+                                self.ports.random.as_ref(),
+                                plan.now,
+                                AuditAction::UserReclaimed,
+                                plan.origin,
+                            )
+                            .on(TargetKind::User, user.id)
+                    });
+                    if let Some(reclaim) = reclaim {
+                        plan.effects.push(MemberEffect::Reclaim(reclaim));
+                    }
+                    (user.id, None, None)
+                }
                 None => {
                     let full_name = attributes
                         .full_name(address)
@@ -878,8 +898,8 @@ impl DirectoryService {
     /// The person with the address leaves: their membership (never the owner's) and any
     /// open invitation end.
     async fn leave(&self, plan: &mut Plan<'_>, address: &Email) -> Result<(), DirectoryError> {
-        let (user_id, current) = self.member_with(plan, address).await?;
-        if let (Some(user_id), Some(role)) = (user_id, current) {
+        let (user, current) = self.member_with(plan, address).await?;
+        if let (Some(user_id), Some(role)) = (user.map(|user| user.id), current) {
             if role.is(Role::Owner) {
                 return Err(DirectoryError::OwnerProtected);
             }
@@ -921,8 +941,8 @@ impl DirectoryService {
         address: &Email,
         role: AssignedRole,
     ) -> Result<(), DirectoryError> {
-        let (user_id, current) = self.member_with(plan, address).await?;
-        let (Some(user_id), Some(previous)) = (user_id, current) else {
+        let (user, current) = self.member_with(plan, address).await?;
+        let (Some(user_id), Some(previous)) = (user.map(|user| user.id), current) else {
             plan.effects.push(MemberEffect::InvitationRole {
                 email: address.clone(),
                 role,

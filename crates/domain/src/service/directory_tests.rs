@@ -11,8 +11,8 @@ use super::{
 use crate::{
     mock::MockDomainStore,
     model::{
-        DirectoryName, DirectoryText, DirectoryUser, DirectoryUserId, GroupRoles, Membership, Plan,
-        Role, ScimTokenId, UserAttributes,
+        AuditAction, DirectoryName, DirectoryText, DirectoryUser, DirectoryUserId, GroupRoles,
+        Membership, Plan, Role, ScimTokenId, UserAttributes,
     },
     ports::{DirectoryChange, DirectoryWrite, MemberEffect},
 };
@@ -104,6 +104,100 @@ fn an_address_in_a_verified_domain_without_an_account_gets_one_and_joins_with_th
     assert_eq!(write.events.len(), 1);
     assert_eq!(write.events[0].event_type.as_str(), "member.joined");
     assert_eq!(write.audit[0].actor.kind(), "scim");
+}
+
+#[test]
+fn an_account_registered_in_advance_for_a_verified_address_is_reclaimed_before_it_joins() {
+    for verified in [false, true] {
+        let mut mocks = Mocks::new();
+        let written = mocks.acme_directory(Plan::Business, "example.com");
+        let mut credentials = ada_credentials();
+        credentials.user.email_verified = verified;
+        mocks
+            .accounts
+            .expect_credentials_by_email()
+            .returning(move |_| ready(Ok(Some(credentials.clone()))));
+        mocks.no_membership_is_found();
+        mocks.mailer.expect_send().never();
+        block_on(mocks.service().create_user(
+            &directory(Plan::Business),
+            attributes("ada@example.com", true),
+            &origin(),
+        ))
+        .unwrap();
+        let write = written.only();
+        match (write.effects.as_slice(), verified) {
+            (
+                [MemberEffect::Reclaim(reclaim), MemberEffect::Join {
+                    user_id,
+                    account: None,
+                    ..
+                }],
+                false,
+            ) => {
+                assert_eq!((reclaim.user_id, *user_id), (ADA, ADA));
+                assert_eq!(reclaim.audit.action, AuditAction::UserReclaimed);
+                assert_eq!(reclaim.audit.actor.kind(), "scim");
+            }
+            (
+                [MemberEffect::Join {
+                    user_id,
+                    account: None,
+                    ..
+                }],
+                true,
+            ) => assert_eq!(*user_id, ADA),
+            (effects, verified) => panic!("verified {verified}: {effects:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_scim_token_works_while_its_maker_may_manage_sso_there() {
+    use crate::model::{ScimToken, ScimTokenName};
+    use crate::ports::ScimTokenAccess;
+    let authenticated = |creator: Option<Role>| {
+        let mut mocks = Mocks::new();
+        mocks.directory.expect_use_scim_token().returning(|_, _| {
+            ready(Ok(Some(ScimTokenAccess {
+                token: ScimToken {
+                    id: OKTA,
+                    organization_id: ACME,
+                    name: ScimTokenName::parse("Okta").unwrap(),
+                    prefix: "ghsc_abcd".to_owned(),
+                    created_by: ADA,
+                    created_at: now(),
+                    last_used_at: None,
+                },
+                plan: Plan::Business,
+            })))
+        });
+        mocks
+            .memberships
+            .expect_membership()
+            .withf(|user, organization| (*user, *organization) == (ADA, ACME))
+            .returning(move |_, _| {
+                ready(Ok(creator.map(|role| Membership {
+                    role: role.into(),
+                    ..super::tests::ada_in_acme()
+                })))
+            });
+        block_on(
+            super::Authenticator::new((&mocks.ports()).into())
+                .authenticate_scim_token("ghsc_abcd_secret", ACME),
+        )
+    };
+    assert!(authenticated(Some(Role::Owner)).is_ok());
+    assert!(authenticated(Some(Role::Admin)).is_ok());
+    for gone in [Some(Role::Member), Some(Role::Viewer), None] {
+        assert!(
+            matches!(
+                authenticated(gone),
+                Err(super::AuthenticateError::Invalid(_))
+            ),
+            "{gone:?}"
+        );
+    }
 }
 
 #[test]

@@ -52,8 +52,10 @@ pub enum IamError {
     /// Members, invitations or service accounts hold the role.
     #[error("{0} members, pending invitations or service accounts hold this role: give them another one first")]
     RoleHeld(u64),
-    /// A service account is created by a member, whom it names as its creator.
-    #[error("a service account names the member who creates it: create it with a user's token")]
+    /// A service account, and a key of one, is created by a member (whom the account names as
+    /// its creator): never by a service account's own key, so that a leaked key cannot make
+    /// spares of itself before it is revoked.
+    #[error("service accounts and their keys are created by a member: use a user's token, not a service account's key")]
     PersonNeeded,
     /// The owner's role is the owner's alone.
     #[error("a service account cannot be owner: give it admin, member or viewer")]
@@ -296,6 +298,7 @@ impl IamService {
         origin: &Origin,
     ) -> Result<(), IamError> {
         actor.require(Permission::ServiceAccountsManage)?;
+        actor.user_id().ok_or(IamError::PersonNeeded)?;
         let account = self.account_of(actor, id).await?;
         may_give(actor, account.role.clone())?;
         let now = self.ports.clock.now();
@@ -328,6 +331,7 @@ impl IamService {
         origin: &Origin,
     ) -> Result<CreatedApiKey, IamError> {
         actor.require(Permission::ServiceAccountsManage)?;
+        actor.user_id().ok_or(IamError::PersonNeeded)?;
         let account = self.account_of(actor, id).await?;
         may_give(actor, account.role.clone())?;
         let now = self.ports.clock.now();

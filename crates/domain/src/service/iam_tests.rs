@@ -292,6 +292,42 @@ fn a_service_accounts_key_is_held_by_the_account_not_by_its_maker() {
 }
 
 #[test]
+fn a_service_accounts_own_key_makes_no_keys_nor_accounts() {
+    // Admin as it is, the account's key is not a person: a leaked key makes no spares.
+    let mut mocks = Mocks::new();
+    mocks.deployer_is(Some((Role::Admin, Plan::Free)));
+    mocks.api_keys.expect_create_api_key().never();
+    mocks
+        .service_accounts
+        .expect_create_service_account()
+        .never();
+    let service = service(mocks);
+    let itself = Actor::ServiceAccount(ServiceAccountKey {
+        key_id: DEPLOY_KEY,
+        account: deployer(Role::Admin),
+        plan: Plan::Free,
+    });
+    assert!(matches!(
+        block_on(service.create_service_account_key(
+            &itself,
+            DEPLOYER,
+            ApiKeyName::parse("spare").unwrap(),
+            &origin()
+        )),
+        Err(IamError::PersonNeeded)
+    ));
+    assert!(matches!(
+        block_on(service.create_service_account(
+            &itself,
+            ServiceAccountName::parse("Sneaky").unwrap(),
+            RoleRef::BuiltIn(Role::Viewer),
+            &origin()
+        )),
+        Err(IamError::PersonNeeded)
+    ));
+}
+
+#[test]
 fn only_owners_and_admins_see_and_revoke_the_organizations_keys() {
     for role in [Role::Member, Role::Viewer] {
         let service = service(Mocks::new());

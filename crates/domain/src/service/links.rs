@@ -3,6 +3,8 @@
 //! expires; asking for one is rate limited per address and per client, and answers the same
 //! whether an account exists or not.
 
+use time::OffsetDateTime;
+
 use super::{
     audit,
     auth::{ChangePasswordError, Changer, OrganizationRefused, PasswordRefused, SignIn},
@@ -49,8 +51,8 @@ pub enum LinkError {
     /// reset for it; it signs in at this URL (the organization's IdP).
     #[error("{}", super::auth::SSO_REQUIRED)]
     SsoRequired(String),
-    /// The sign-in named an organization that does not admit the user (the link is spent:
-    /// ask for another one, naming another organization or none).
+    /// The sign-in named an organization that does not admit the user (the link is not
+    /// spent: use it again, naming another organization or none).
     #[error(transparent)]
     NotAdmitted(OrganizationRefused),
     /// The store failed.
@@ -274,6 +276,7 @@ impl EmailLinkService {
         .await
     }
 
+    /// Spends the link: taken once, it works no more.
     async fn taken(
         &self,
         token: &str,
@@ -286,6 +289,30 @@ impl EmailLinkService {
             .take_account_token(&TokenHash::of(token), purpose, now)
             .await?
             .ok_or(LinkError::InvalidToken)?;
+        self.owner_of(taken).await
+    }
+
+    /// The link as it stands, not spent: what a sign-in decides on before it spends it.
+    async fn unspent(
+        &self,
+        token: &str,
+        purpose: AccountTokenPurpose,
+    ) -> Result<(AccountToken, UserCredentials), LinkError> {
+        let now = self.ports.clock.now();
+        let found = self
+            .ports
+            .account_tokens
+            .account_token(&TokenHash::of(token), purpose, now)
+            .await?
+            .ok_or(LinkError::InvalidToken)?;
+        self.owner_of(found).await
+    }
+
+    /// The account a link acts on, while its address is still the one the link was mailed to.
+    async fn owner_of(
+        &self,
+        taken: AccountToken,
+    ) -> Result<(AccountToken, UserCredentials), LinkError> {
         let credentials = self
             .ports
             .accounts
@@ -302,14 +329,16 @@ impl EmailLinkService {
     /// sign-in: a refused link on its own, an accepted one with its session or second step.
     ///
     /// With `organization`, the tokens speak for it once it admits the user, as at a password
-    /// login (a user with a second factor names it again at the second step).
+    /// login (a user with a second factor names it again at the second step). Every refusal
+    /// is decided before the link is spent: a link refused for an organization that does not
+    /// admit the user still works once, without it or naming another.
     pub async fn sign_in_with_link(
         &self,
         token: &str,
         organization: Option<OrganizationId>,
         origin: &Origin,
     ) -> Result<SignIn, LinkError> {
-        let (taken, credentials) = match self.taken(token, AccountTokenPurpose::MagicLink).await {
+        let (_, credentials) = match self.unspent(token, AccountTokenPurpose::MagicLink).await {
             Err(LinkError::InvalidToken) => {
                 self.auth.refused(AuditActor::UnknownUser, origin).await?;
                 return Err(LinkError::InvalidToken);
@@ -341,13 +370,9 @@ impl EmailLinkService {
                 return Err(LinkError::LockedOut(LockedOut { retry_after }));
             }
         }
-        // The sign-in's own record says the link was used.
-        self.ports
-            .accounts
-            .set_email_verified(credentials.user.id, &taken.email, now, None)
-            .await?;
         let factors = self.auth.confirmed_factors(credentials.user.id).await?;
         if !factors.is_empty() {
+            self.spend_sign_in_link(token, now).await?;
             let needed = self
                 .auth
                 .second_step(
@@ -362,9 +387,9 @@ impl EmailLinkService {
         }
         let policies = self.auth.policies_of(credentials.user.id).await?;
         let user_id = credentials.user.id;
-        let tokens = self
+        let admitted = self
             .auth
-            .open_session(
+            .admitted_session(
                 credentials.user,
                 policies,
                 Amr::email_link(),
@@ -373,14 +398,26 @@ impl EmailLinkService {
                 origin,
             )
             .await;
-        let tokens = match tokens {
+        let admitted = match admitted {
             Err(LoginError::NotAdmitted(refused)) => {
                 self.auth.refused(AuditActor::User(user_id), origin).await?;
                 return Err(LinkError::NotAdmitted(refused));
             }
-            tokens => tokens?,
+            admitted => admitted?,
         };
-        Ok(SignIn::Tokens(tokens))
+        self.spend_sign_in_link(token, now).await?;
+        Ok(SignIn::Tokens(self.auth.open(admitted).await?))
+    }
+
+    /// Spends a sign-in link that was decided on: once (a link spent meanwhile is invalid),
+    /// proving its address (the sign-in's own record says the link was used).
+    async fn spend_sign_in_link(&self, token: &str, now: OffsetDateTime) -> Result<(), LinkError> {
+        let (taken, credentials) = self.taken(token, AccountTokenPurpose::MagicLink).await?;
+        self.ports
+            .accounts
+            .set_email_verified(credentials.user.id, &taken.email, now, None)
+            .await?;
+        Ok(())
     }
 
     /// Sets a new password with a mailed reset link: every session ends, the account's failed

@@ -60,6 +60,16 @@ impl Mocks {
             .withf(move |hash, asked_for, at| {
                 *hash == TokenHash::of(token) && *asked_for == purpose && *at == now()
             })
+            .returning({
+                let link = link.clone();
+                move |_, _, _| ready(Ok(Some(link.clone())))
+            });
+        // A sign-in reads the link before it spends it.
+        self.account_tokens
+            .expect_account_token()
+            .withf(move |hash, asked_for, at| {
+                *hash == TokenHash::of(token) && *asked_for == purpose && *at == now()
+            })
             .returning(move |_, _, _| ready(Ok(Some(link.clone()))));
     }
 }

@@ -72,6 +72,7 @@ mod ownership;
 mod payloads;
 mod policies;
 mod rate_limit;
+mod reclaim;
 mod saml;
 mod sso;
 mod sso_realm;

@@ -15,6 +15,7 @@ use time::OffsetDateTime;
 use super::{
     auth::fold,
     event, payloads,
+    reclaim::reclaiming,
     sso_realm::{Realms, SsoLookup},
     AuthService, TokenPair,
 };
@@ -221,10 +222,18 @@ impl SamlService {
                 .await?
                 .map(|saved| saved.policies),
         );
+        let mut reclaim = None;
         let (user, provision, plans) =
             match self.ports.accounts.credentials_by_email(&email).await? {
                 Some(credentials) => {
-                    let user = credentials.user;
+                    let mut user = credentials.user;
+                    // The IdP speaks for the address: an account nobody proved it owns is
+                    // reclaimed for its owner, the IdP's user.
+                    reclaim = reclaiming(&mut user, |user| {
+                        self.auth
+                            .sign_in_record(user.id, AuditAction::UserReclaimed, origin, now)
+                            .in_organization(organization_id)
+                    });
                     let mut plans = self.ports.policies.policies_of_member(user.id).await?;
                     let member = self
                         .ports
@@ -293,6 +302,7 @@ impl SamlService {
                 // as long.
                 assertion_valid_until: assertion.valid_until + SAML_CLOCK_SKEW,
                 provision,
+                reclaim,
                 session: opening.session.clone(),
                 keep_at_most: opening.keep_at_most,
                 events,

@@ -276,6 +276,41 @@ fn an_existing_user_joins_with_the_default_role_when_auto_provisioned() {
 }
 
 #[test]
+fn an_account_nobody_verified_is_reclaimed_for_the_idps_user_and_a_verified_one_is_not() {
+    for verified in [false, true] {
+        let mut mocks = Mocks::new();
+        mocks.acme_configured(Plan::Business, Some(configuration(true)));
+        mocks.idp_asserts(Ok(assertion(ADA_EMAIL)));
+        mocks.request_is_outstanding();
+        let mut credentials = super::tests::ada_credentials();
+        credentials.user.email_verified = verified;
+        mocks
+            .accounts
+            .expect_credentials_by_email()
+            .returning(move |_| ready(Ok(Some(credentials.clone()))));
+        mocks.no_membership_is_found();
+        mocks.signer_signs();
+        let stored = mocks.store_signs_in(SamlSignInOutcome::SignedIn);
+
+        sign_in(mocks).unwrap();
+
+        let sign_in = stored.only();
+        match (&sign_in.reclaim, verified) {
+            (None, true) => {}
+            (Some(reclaim), false) => {
+                assert_eq!(reclaim.user_id, ADA);
+                assert_eq!(
+                    reclaim.audit.action,
+                    crate::model::AuditAction::UserReclaimed
+                );
+                assert_eq!(reclaim.audit.organization_id, Some(ACME));
+            }
+            (reclaim, verified) => panic!("verified {verified}: {reclaim:?}"),
+        }
+    }
+}
+
+#[test]
 fn an_unknown_user_is_created_without_a_password_when_auto_provisioned() {
     let mut mocks = Mocks::new();
     mocks.acme_configured(Plan::Enterprise, Some(configuration(true)));
@@ -589,6 +624,27 @@ fn an_unknown_address_of_an_enforced_domain_is_told_the_same() {
         &origin(),
     ));
     assert!(matches!(refused, Err(super::LoginError::SsoRequired(_))));
+}
+
+#[test]
+fn an_address_of_an_enforced_domain_cannot_register_a_password_in_advance() {
+    // Pre-account takeover: a password registered for a colleague-to-be's address would be
+    // linked to their account by the IdP. The address gets its account from the IdP alone.
+    let mut mocks = example_com_signs_in_with_acmes_idp(None);
+    mocks.accounts = crate::ports::MockAccountStore::new();
+    mocks.email_is_free();
+    mocks.hasher.expect_hash().never();
+    mocks.accounts.expect_create_account().never();
+    let refused = block_on(mocks.auth().register(
+        crate::model::Email::parse("newhire@example.com").unwrap(),
+        super::tests::ADA_PASSWORD,
+        crate::model::FullName::parse("New Hire").unwrap(),
+        &origin(),
+    ));
+    match refused {
+        Err(super::RegisterError::SsoRequired(url)) => assert_eq!(url, sso_url()),
+        other => panic!("expected the IdP, got {other:?}"),
+    }
 }
 
 #[test]

@@ -190,6 +190,23 @@ on_both_backends! {
         assert_eq!(claims["org_id"], org.as_str());
         assert_eq!(claims["amr"], json!(["email"]));
     }
+
+    async fn a_sign_in_link_refused_for_an_organization_is_not_spent(app: TestApp) {
+        let (ada, _, _) = team_with_bob(&app, "free").await;
+        // Bob names Ada's workspace, which he does not belong to: refused, and the link stays.
+        let asked = app.post_json("/api/v1/auth/magic-link", &json!({ "email": "bob@example.com" })).await;
+        assert_eq!(asked.status(), 202);
+        let token = app.mailed_token("bob@example.com", "/magic-link/");
+        let refused = app
+            .post_json("/api/v1/auth/magic-link/verify", &json!({ "token": token, "organization_id": ada.organization_id }))
+            .await;
+        assert_eq!(detail_of(refused, 403).await, "you are not a member of this organization");
+        // The same link signs him in without it, once.
+        let tokens = json_of(app.post_json("/api/v1/auth/magic-link/verify", &json!({ "token": token })).await, 200).await;
+        assert_eq!(claims_of(&app, &tokens).await["amr"], json!(["email"]));
+        let again = app.post_json("/api/v1/auth/magic-link/verify", &json!({ "token": token })).await;
+        assert_eq!(again.status(), 422, "spent by the sign-in it opened");
+    }
 }
 
 /// Bob, in a team behind an IP allowlist, signs in naming it from outside and from inside;

@@ -388,10 +388,11 @@ on_both_backends! {
     }
 
     async fn without_auto_provision_an_unknown_user_is_refused(app: TestApp) {
+        // Ada had an account before the organization turned single sign-on on.
+        json_of(app.register("ada@example.com", PASSWORD, "Ada Lovelace").await, 201).await;
         let sso = configured(&app, "business", false).await;
         sso.refused(&app, "newcomer@example.com", json!({})).await;
         // Someone with an account who is not a member is not made one either.
-        json_of(app.register("ada@example.com", PASSWORD, "Ada Lovelace").await, 201).await;
         sso.refused(&app, "ada@example.com", json!({})).await;
     }
 
@@ -653,7 +654,18 @@ async fn wrapped(app: &TestApp, attack: &str) {
         accepted,
         "{attack}: the signed subject, if anyone"
     );
-    // No account was made for Mallory: the address is still free.
+    // No account was made for Mallory: with single sign-on off, the address is still free.
+    json_of(
+        app.send_as(
+            Method::PUT,
+            &sso.owner.access_token,
+            &format!("/api/v1/sso/configurations/{}", sso.org),
+            Some(json!({ "is_active": false })),
+        )
+        .await,
+        200,
+    )
+    .await;
     json_of(
         app.register("mallory@example.com", PASSWORD, "Mallory")
             .await,
@@ -787,5 +799,47 @@ on_both_backends! {
         let param = |name: &str| landed.query_pairs().find(|(n, _)| n == name).map(|(_, v)| v.into_owned());
         assert_eq!(param("state").as_deref(), Some("sso"));
         assert!(param("code").unwrap().starts_with("ghac_"));
+    }
+}
+
+on_both_backends! {
+    async fn a_password_registered_in_advance_does_not_survive_the_idps_sign_in(app: TestApp) {
+        // Before Acme turns single sign-on on, Mallory registers its new hire's address with a
+        // password of her own, keeps the refresh token, and mints a key for her workspace.
+        let mallory = app.logged_in("newhire@example.com").await;
+        let spare = json_of(app.create_api_key(&mallory.access_token, "spare", &mallory.organization_id).await, 201).await;
+        let spare = spare["key"].as_str().unwrap().to_owned();
+        let sso = configured(&app, "business", true).await;
+        let sso_url = app.url(&format!("/sso/saml/{}/login", sso.org));
+
+        // Now the domain signs in through the IdP: nobody registers a password for it any more.
+        let refused = json_of(app.register("second-hire@example.com", PASSWORD, "Second Hire").await, 403).await;
+        assert_eq!(refused["detail"], "this account signs in with single sign-on");
+        assert_eq!(refused["sso_url"], sso_url.as_str());
+
+        // The real new hire signs in through the IdP: the account is reclaimed for them.
+        let mut browser = Browser::new();
+        let answered = sso.start(&app, &mut browser, "/login/done", "newhire@example.com").await;
+        let response = sso.post(&app, &mut browser, answered["saml_response"].as_str().unwrap()).await;
+        assert_eq!(response.status(), 303);
+        assert_eq!(signed_in_page(&app, &mut browser).await, 200);
+
+        // Everything Mallory held ended in that sign-in.
+        assert_eq!(app.refresh(&mallory.refresh_token).await.status(), 401, "her refresh token");
+        assert_eq!(app.me(&mallory.access_token).await.status(), 401, "her access token's session");
+        assert_eq!(app.health_with_key(&spare, &mallory.organization_id).await.status(), 401, "her key");
+        let password = app.login("newhire@example.com", PASSWORD).await;
+        assert_eq!(password.status(), 403, "her password: the address signs in with SSO");
+        let reclaimed = app.audit_records(&format!("?organization_id={}&action=user.reclaimed", sso.org)).await;
+        assert_eq!(reclaimed.len(), 1, "{reclaimed:?}");
+        assert_eq!(reclaimed[0]["target"]["id"], mallory.user_id.as_str());
+
+        // A second sign-in links the account as it is now: verified, nothing more to end.
+        let answered = sso.start(&app, &mut browser, "/login/done", "newhire@example.com").await;
+        let response = sso.post(&app, &mut browser, answered["saml_response"].as_str().unwrap()).await;
+        assert_eq!(response.status(), 303);
+        assert_eq!(signed_in_page(&app, &mut browser).await, 200);
+        let reclaimed = app.audit_records(&format!("?organization_id={}&action=user.reclaimed", sso.org)).await;
+        assert_eq!(reclaimed.len(), 1, "reclaimed once");
     }
 }

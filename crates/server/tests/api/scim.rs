@@ -68,6 +68,25 @@ async fn scim(
     request.send().await.unwrap()
 }
 
+/// Signs `email` in to the organization with a mailed sign-in link; the access token.
+async fn by_mailed_link(app: &TestApp, email: &str, organization: &str) -> String {
+    let asked = app
+        .post_json("/api/v1/auth/magic-link", &json!({ "email": email }))
+        .await;
+    assert_eq!(asked.status(), 202);
+    let token = app.mailed_token(email, "/magic-link/");
+    let tokens = json_of(
+        app.post_json(
+            "/api/v1/auth/magic-link/verify",
+            &json!({ "token": token, "organization_id": organization }),
+        )
+        .await,
+        200,
+    )
+    .await;
+    tokens["access_token"].as_str().unwrap().to_owned()
+}
+
 /// Asserts a SCIM answer: the status, SCIM's content type, and the JSON body.
 async fn scim_json(response: Response, status: u16) -> Value {
     let content_type = response
@@ -132,8 +151,12 @@ fn okta_user(email: &str, external_id: &str) -> Value {
 on_both_backends! {
     async fn okta_provisions_a_member_who_signs_in_and_deprovisioning_ends_their_access_at_once(app: TestApp) {
         let dir = directory(&app, "scim-owner@acme-scim.test", "acme-scim.test").await;
-        // Isaac has an account already (an address in the verified domain): it is linked.
+        // Isaac has an account already (an address in the verified domain, which he proved he
+        // reads): it is linked as it is.
         let isaac = app.logged_in("isaac@acme-scim.test").await;
+        assert_eq!(app.send_as(Method::POST, &isaac.access_token, "/api/v1/auth/email/verify-request", None).await.status(), 202);
+        let proof = app.mailed_token("isaac@acme-scim.test", "/verify-email/");
+        assert_eq!(app.post_json("/api/v1/auth/email/verify", &json!({ "token": proof })).await.status(), 204);
         let users = format!("{}/Users", dir.base);
 
         // Okta looks the user up before creating them.
@@ -222,20 +245,67 @@ on_both_backends! {
         assert_eq!(newbie["full_name"], "Isaac Brock");
 
         // The account has no password: a mailed sign-in link opens a session in the organization.
-        assert_eq!(app.post_json("/api/v1/auth/magic-link", &json!({ "email": "newbie@acme-scim2.test" })).await.status(), 202);
-        let token = app.mailed_token("newbie@acme-scim2.test", "/magic-link/");
-        let tokens = json_of(
-            app.post_json("/api/v1/auth/magic-link/verify", &json!({ "token": token, "organization_id": dir.org })).await,
-            200,
-        )
-        .await;
-        let access = tokens["access_token"].as_str().unwrap();
+        let access = by_mailed_link(&app, "newbie@acme-scim2.test", &dir.org).await;
+        let access = access.as_str();
         assert_eq!(app.get_as(access, &format!("/api/v1/organizations/{}", dir.org)).await.status(), 200);
 
         // Deprovisioned, the same token is refused at once.
         let id = created["id"].as_str().unwrap();
         assert_eq!(scim(&app, &dir.token, Method::DELETE, &format!("{users}/{id}"), None).await.status(), 204);
         assert_eq!(app.get_as(access, &format!("/api/v1/organizations/{}", dir.org)).await.status(), 404);
+    }
+
+    async fn a_directory_reclaims_an_account_registered_in_advance_for_its_address(app: TestApp) {
+        // Mallory registered a colleague-to-be's address before Acme verified its domain.
+        let mallory = app.logged_in("newhire@acme-scim5.test").await;
+        let dir = directory(&app, "scim-owner5@acme-scim5.test", "acme-scim5.test").await;
+        let users = format!("{}/Users", dir.base);
+        scim_json(
+            scim(&app, &dir.token, Method::POST, &users, Some(okta_user("newhire@acme-scim5.test", "ext-5"))).await,
+            201,
+        )
+        .await;
+        // The directory linked the address's account: whatever Mallory held of it ended.
+        assert_eq!(app.refresh(&mallory.refresh_token).await.status(), 401, "her refresh token");
+        assert_eq!(app.get_as(&mallory.access_token, &format!("/api/v1/organizations/{}", dir.org)).await.status(), 401);
+        assert_eq!(app.login("newhire@acme-scim5.test", crate::helpers::PASSWORD).await.status(), 401, "her password is gone");
+        let reclaimed = app.audit_records(&format!("?organization_id={}&action=user.reclaimed", dir.org)).await;
+        assert_eq!(reclaimed.len(), 1, "{reclaimed:?}");
+        assert_eq!(reclaimed[0]["actor"]["type"], "scim");
+        // The member is the address's: a mailed link (to the real mailbox) signs them in.
+        let access = by_mailed_link(&app, "newhire@acme-scim5.test", &dir.org).await;
+        assert_eq!(app.get_as(&access, &format!("/api/v1/organizations/{}", dir.org)).await.status(), 200);
+    }
+
+    async fn a_scim_token_ends_with_its_makers_right_to_manage_sso(app: TestApp) {
+        let dir = directory(&app, "scim-owner6@acme-scim6.test", "acme-scim6.test").await;
+        let members_path = format!("/api/v1/organizations/{}/members", dir.org);
+        let users = format!("{}/Users", dir.base);
+        // Two admins each make a token for the IdP.
+        let mut tokens = Vec::new();
+        for email in ["admin-a@elsewhere6.test", "admin-b@elsewhere6.test"] {
+            let admin = app.member_of(&dir.owner.access_token, &dir.org, email, "admin").await;
+            let created = json_of(
+                app.send_as(Method::POST, &admin.access_token, &format!("/api/v1/organizations/{}/scim-tokens", dir.org), Some(json!({ "name": "Okta" }))).await,
+                201,
+            )
+            .await;
+            let token = created["token_secret"].as_str().unwrap().to_owned();
+            assert_eq!(scim(&app, &token, Method::GET, &users, None).await.status(), 200);
+            tokens.push((admin, token));
+        }
+        // One is removed, the other made a member: neither token provisions anyone any more.
+        let (removed, removed_token) = &tokens[0];
+        json_of(app.send_as(Method::DELETE, &dir.owner.access_token, &format!("{members_path}/{}", removed.user_id), None).await, 200).await;
+        let (demoted, demoted_token) = &tokens[1];
+        json_of(app.send_as(Method::PATCH, &dir.owner.access_token, &format!("{members_path}/{}", demoted.user_id), Some(json!({ "role": "member" }))).await, 200).await;
+        for token in [removed_token, demoted_token] {
+            let refused = scim(&app, token, Method::POST, &users, Some(okta_user("personal@elsewhere6.test", "ext-6"))).await;
+            assert_eq!(refused.status(), 401);
+        }
+        assert!(members(&app, &dir).await.iter().all(|m| m["email"] != "personal@elsewhere6.test"), "nobody was provisioned");
+        // The owner's own token still works.
+        assert_eq!(scim(&app, &dir.token, Method::GET, &users, None).await.status(), 200);
     }
 
     async fn an_address_outside_the_verified_domains_is_invited_never_linked(app: TestApp) {

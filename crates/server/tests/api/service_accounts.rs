@@ -101,6 +101,13 @@ on_both_backends! {
             403,
         )
         .await;
+        // Nor spare keys of itself, admin as it is: a leaked key cannot outlive its revocation.
+        let refused = detail_of(
+            with_key(&app, &key, &org, Method::POST, &format!("{account_path}/keys"), Some(json!({ "name": "spare" }))).await,
+            403,
+        )
+        .await;
+        assert!(refused.contains("not a service account's key"), "{refused}");
 
         // Reading and listing.
         let listed = json_of(app.get_as(&owner.access_token, &accounts).await, 200).await;

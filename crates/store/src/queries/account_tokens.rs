@@ -11,7 +11,7 @@ use super::{
     audit::insert_audit,
     backend::{schema::account_tokens, Conn, Db, DbStore},
 };
-use crate::{corrupt, types::DbUuid};
+use crate::{corrupt, db_error, types::DbUuid};
 
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = account_tokens, check_for_backend(Db))]
@@ -34,6 +34,17 @@ impl TokenRow {
             expires_at: self.expires_at,
         })
     }
+}
+
+/// The token with this hash, when it is of the purpose, unused and unexpired at `now`.
+macro_rules! usable {
+    ($hash:expr, $purpose:expr, $now:expr) => {
+        account_tokens::table
+            .filter(account_tokens::token_hash.eq($hash))
+            .filter(account_tokens::purpose.eq($purpose.as_str()))
+            .filter(account_tokens::used_at.is_null())
+            .filter(account_tokens::expires_at.gt($now))
+    };
 }
 
 #[async_trait]
@@ -66,6 +77,24 @@ impl AccountTokenStore for DbStore {
         })
     }
 
+    async fn account_token(
+        &self,
+        hash: &TokenHash,
+        purpose: AccountTokenPurpose,
+        now: OffsetDateTime,
+    ) -> Result<Option<AccountToken>, StoreError> {
+        let hash = hash.as_hex().to_owned();
+        let row: Option<TokenRow> = in_read!(self, async |conn: &mut Conn| {
+            usable!(hash, purpose, now)
+                .select(TokenRow::as_select())
+                .get_result(conn)
+                .await
+                .optional()
+                .map_err(db_error)
+        })?;
+        row.map(TokenRow::into_domain).transpose()
+    }
+
     async fn take_account_token(
         &self,
         hash: &TokenHash,
@@ -74,18 +103,12 @@ impl AccountTokenStore for DbStore {
     ) -> Result<Option<AccountToken>, StoreError> {
         let hash = hash.as_hex().to_owned();
         let row: Option<TokenRow> = in_write_tx!(self, async |conn: &mut Conn| {
-            diesel::update(
-                account_tokens::table
-                    .filter(account_tokens::token_hash.eq(hash))
-                    .filter(account_tokens::purpose.eq(purpose.as_str()))
-                    .filter(account_tokens::used_at.is_null())
-                    .filter(account_tokens::expires_at.gt(now)),
-            )
-            .set(account_tokens::used_at.eq(Some(now)))
-            .returning(TokenRow::as_returning())
-            .get_result(conn)
-            .await
-            .optional()
+            diesel::update(usable!(hash, purpose, now))
+                .set(account_tokens::used_at.eq(Some(now)))
+                .returning(TokenRow::as_returning())
+                .get_result(conn)
+                .await
+                .optional()
         })?;
         row.map(TokenRow::into_domain).transpose()
     }

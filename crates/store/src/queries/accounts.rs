@@ -3,14 +3,18 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{AuditRecord, Email, NewEvent, PasswordHash, SessionId, User, UserCredentials, UserId},
-    ports::{AccountStore, NewAccount, StoreError},
+    ports::{AccountStore, NewAccount, Reclaim, StoreError},
 };
 use time::OffsetDateTime;
 
 use super::{
     audit::insert_audit,
     backend::{
-        schema::{password_history, sessions, users},
+        schema::{
+            account_tokens, api_keys, mfa_factors, mfa_logins, oauth_authorization_codes,
+            oauth_consents, password_history, recovery_codes, sessions, users,
+            webauthn_registrations,
+        },
         Conn, DbStore,
     },
     events::record_events,
@@ -29,6 +33,68 @@ pub(super) enum CreateError {
     EmailTaken,
     #[error(transparent)]
     Db(#[from] diesel::result::Error),
+}
+
+/// Reclaims an account for the owner of its address, in the caller's transaction (an identity
+/// provider's or a directory's link: see [`Reclaim`]): while the address is still unverified,
+/// the password goes (and the ones it replaced), every session ends, and the API keys, mailed
+/// links, second factors (with recovery codes and half-done ceremonies), consents and
+/// unexchanged authorization codes are deleted; the address is verified and the record
+/// written. Whether it was reclaimed: an address verified meanwhile is left as it is.
+pub(super) async fn reclaim(
+    conn: &mut Conn,
+    reclaim: &Reclaim,
+    at: OffsetDateTime,
+) -> Result<bool, diesel::result::Error> {
+    let user = DbUuid(reclaim.user_id.as_uuid());
+    // The compare-and-set: the first link of an unverified account reclaims it, once.
+    let unverified = diesel::update(
+        users::table
+            .find(user)
+            .filter(users::email_verified.eq(false)),
+    )
+    .set((
+        users::email_verified.eq(true),
+        users::password_hash.eq(NO_PASSWORD),
+        users::password_changed_at.eq(at),
+        users::updated_at.eq(at),
+    ))
+    .execute(conn)
+    .await?;
+    if unverified == 0 {
+        return Ok(false);
+    }
+    diesel::update(
+        sessions::table
+            .filter(sessions::user_id.eq(user))
+            .filter(sessions::revoked_at.is_null()),
+    )
+    .set(sessions::revoked_at.eq(at))
+    .execute(conn)
+    .await?;
+    // What it held: every row of these tables that is the user's.
+    macro_rules! delete_the_users {
+        ($($table:ident),+) => {
+            $(
+                diesel::delete($table::table.filter($table::user_id.eq(user)))
+                    .execute(conn)
+                    .await?;
+            )+
+        };
+    }
+    delete_the_users!(
+        password_history,
+        api_keys,
+        account_tokens,
+        recovery_codes,
+        mfa_logins,
+        webauthn_registrations,
+        mfa_factors,
+        oauth_consents,
+        oauth_authorization_codes
+    );
+    insert_audit(conn, reclaim.audit.clone()).await?;
+    Ok(true)
 }
 
 /// Inserts the user, their personal workspace (and owner membership) and the account's events.

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
 use super::{
-    accounts::{insert_account_rows, CreateError},
+    accounts::{insert_account_rows, reclaim, CreateError},
     audit::insert_audit,
     backend::{
         schema::{
@@ -432,6 +432,9 @@ async fn apply_effect(
                 })
                 .execute(conn)
                 .await?;
+        }
+        MemberEffect::Reclaim(reclaiming) => {
+            reclaim(conn, reclaiming, at).await?;
         }
         MemberEffect::Invite(invitation) => {
             diesel::update(open_invitations!(organization, invitation.email.as_ref()))

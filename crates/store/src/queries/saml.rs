@@ -8,7 +8,7 @@ use gatehouse_domain::{
 use time::OffsetDateTime;
 
 use super::{
-    accounts::{insert_account_rows, CreateError},
+    accounts::{insert_account_rows, reclaim, CreateError},
     audit::insert_audit,
     backend::{
         schema::{memberships, saml_assertions, saml_requests},
@@ -87,6 +87,9 @@ async fn sign_in(conn: &mut Conn, sign_in: &SamlSignIn) -> Result<(), SignInErro
         .await?;
     if remembered == 0 {
         return Err(SignInError::Replayed);
+    }
+    if let Some(reclaiming) = &sign_in.reclaim {
+        reclaim(conn, reclaiming, sign_in.at).await?;
     }
     let mut events = Vec::new();
     let role = match &sign_in.provision {

@@ -31,6 +31,11 @@ pub enum RegisterError {
     /// An account has the email.
     #[error("an account with this email already exists")]
     EmailTaken,
+    /// The address is of a domain whose organization signs its people in with single sign-on:
+    /// they get their account from its identity provider (at this URL), so that nobody can
+    /// hold a password for it in advance.
+    #[error("{}", super::SSO_REQUIRED)]
+    SsoRequired(String),
     /// The password breaks a rule of the policies that apply, or is a common one.
     #[error("password {0}")]
     WeakPassword(#[source] PasswordError),
@@ -54,6 +59,12 @@ impl AuthService {
         full_name: FullName,
         origin: &Origin,
     ) -> Result<Registered, RegisterError> {
+        // An address that must use single sign-on gets its account from the identity provider:
+        // a password held in advance would outlive the link (pre-account takeover). The answer
+        // is the same whether an account exists or not.
+        if let Some(sso_url) = self.sso_realm_barring(&email, None).await? {
+            return Err(RegisterError::SsoRequired(sso_url));
+        }
         // Every policy is at least as strict as the default: refuse what fails it first, judged
         // with what the person is known by.
         let user_inputs = password_user_inputs(email.as_ref(), full_name.as_ref());

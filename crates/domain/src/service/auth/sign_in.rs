@@ -247,21 +247,10 @@ impl AuthService {
         now: OffsetDateTime,
         origin: &Origin,
     ) -> Result<TokenPair, LoginError> {
-        let record = self.sign_in_record(user.id, AuditAction::LoginSucceeded, origin, now);
-        let opening = self.opening(user, policies, None, amr, now);
         let opening = self
-            .admitted_opening(opening, organization, Some(origin.client()))
+            .admitted_session(user, policies, amr, organization, now, origin)
             .await?;
-        self.ports
-            .sessions
-            .create_session(
-                opening.session.clone(),
-                opening.event.clone(),
-                opening.keep_at_most,
-                record,
-            )
-            .await?;
-        Ok(self.tokens_for(opening).await?)
+        self.open(opening).await
     }
 
     /// Whether `password` is the account's: the one place where a password is checked for
