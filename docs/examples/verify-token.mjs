@@ -10,7 +10,8 @@ import { createRemoteJWKSet, jwtVerify, errors } from "jose";
 // Gatehouse's public URL: the tokens' issuer. Its keys are published beside it.
 const issuer = process.env.GATEHOUSE_URL.replace(/\/$/, "");
 const jwksUrl = process.env.GATEHOUSE_JWKS_URL ?? `${issuer}/.well-known/jwks.json`;
-// `gatehouse`; an OAuth application may ask for its own client id instead.
+// `gatehouse` for first-party tokens (a sign-in through Gatehouse's /auth/*); a product that
+// receives the tokens Gatehouse issues to its OAuth application sets its own client id.
 const audience = process.env.GATEHOUSE_AUDIENCE ?? "gatehouse";
 
 // One per process: it caches the keys, and fetches them again (at most once every 30 s) when a
@@ -28,9 +29,12 @@ async function verify(token) {
   return payload;
 }
 
-// Whether the token grants the permission in its organization (org_permissions).
+// Whether the token grants the permission in its organization (org_permissions), to this
+// product: a token issued to an OAuth application is for that application's client id only
+// (it names `gatehouse` too when it may call Gatehouse's own API).
 function can(claims, permission) {
-  return (claims.org_permissions ?? []).includes(permission);
+  const intended = claims.client_id ?? "gatehouse";
+  return intended === audience && (claims.org_permissions ?? []).includes(permission);
 }
 
 try {

@@ -15,7 +15,8 @@ import jwt
 # Gatehouse's public URL: the tokens' issuer. Its keys are published beside it.
 ISSUER = os.environ["GATEHOUSE_URL"].rstrip("/")
 JWKS_URL = os.environ.get("GATEHOUSE_JWKS_URL", f"{ISSUER}/.well-known/jwks.json")
-# `gatehouse`; an OAuth application may ask for its own client id instead.
+# `gatehouse` for first-party tokens (a sign-in through Gatehouse's /auth/*); a product that
+# receives the tokens Gatehouse issues to its OAuth application sets its own client id.
 AUDIENCE = os.environ.get("GATEHOUSE_AUDIENCE", "gatehouse")
 
 # One per process: it caches the keys, and fetches them again when a token names a key id it
@@ -37,8 +38,11 @@ def verify(token: str) -> dict:
 
 
 def can(claims: dict, permission: str) -> bool:
-    """Whether the token grants the permission in its organization (org_permissions)."""
-    return permission in claims.get("org_permissions", [])
+    """Whether the token grants the permission in its organization (org_permissions), to this
+    product: a token issued to an OAuth application is for that application's client id only
+    (it names `gatehouse` too when it may call Gatehouse's own API)."""
+    intended = claims.get("client_id") or "gatehouse"
+    return intended == AUDIENCE and permission in claims.get("org_permissions", [])
 
 
 if __name__ == "__main__":

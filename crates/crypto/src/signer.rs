@@ -285,7 +285,9 @@ impl KeyRing {
         };
         let mut validation = Validation::new(Algorithm::RS256);
         validation.set_issuer(&[&issuer]);
-        validation.set_audience(&[AUDIENCE]);
+        // `aud` must be there; whom it may name is the domain's rule
+        // (`BearerClaims::is_for_gatehouse`), checked after decoding.
+        validation.validate_aud = false;
         validation.set_required_spec_claims(&["exp", "nbf", "iat", "iss", "aud", "sub"]);
         validation.validate_exp = true;
         validation.validate_nbf = true;
@@ -449,6 +451,7 @@ impl TokenSigner for KeyRing {
             return Ok(claims);
         }
         match jsonwebtoken::decode::<BearerClaims>(token, &key.decoding, &self.validation) {
+            Ok(data) if !data.claims.is_for_gatehouse() => Err(TokenError::Invalid),
             Ok(data) => {
                 self.verified
                     .insert(token_digest, &keys, data.claims.clone(), now);
@@ -614,6 +617,48 @@ mod tests {
             ring.verify(&token).await.unwrap(),
             BearerClaims::User(granted)
         );
+    }
+
+    #[tokio::test]
+    async fn an_application_token_without_gatehouse_in_its_audience_verifies_only_for_its_own_application(
+    ) {
+        let store = Arc::new(MemStore::default());
+        let ring = ring(&store, &TestClock::new()).await;
+        let client_id = "ghc_00000000000000000000000000000abc";
+        // `scope=openid email`: the application alone is the audience; Gatehouse still takes
+        // the token (for /oauth/userinfo; the authenticator refuses it on the API).
+        let openid = AccessClaims {
+            client_id: Some(client_id.into()),
+            scope: Some("openid email".into()),
+            aud: Audience::Many(vec![client_id.into()]),
+            ..claims()
+        };
+        let token = ring.sign(&openid).await.unwrap();
+        assert_eq!(payload_of(&token)["aud"], serde_json::json!([client_id]));
+        assert_eq!(
+            ring.verify(&token).await.unwrap(),
+            BearerClaims::User(openid.clone())
+        );
+
+        // Another application as the only audience, or none named in `client_id` (an ID
+        // token's shape), is refused.
+        for claims in [
+            AccessClaims {
+                aud: Audience::Many(vec!["ghc_00000000000000000000000000000def".into()]),
+                ..openid.clone()
+            },
+            AccessClaims {
+                client_id: None,
+                scope: None,
+                ..openid.clone()
+            },
+        ] {
+            let token = ring.sign(&claims).await.unwrap();
+            assert!(matches!(
+                ring.verify(&token).await,
+                Err(TokenError::Invalid)
+            ));
+        }
     }
 
     #[tokio::test]

@@ -2,12 +2,14 @@
 
 use std::collections::HashSet;
 
-use gatehouse_domain::model::{OrganizationId, Permission, Role, SessionId, UserId};
+use gatehouse_domain::model::{
+    ApiScopes, OrganizationId, Permission, Role, Scope, SessionId, UserId,
+};
 use serde::Deserialize;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::VerifyError;
+use crate::{VerifyError, DEFAULT_AUDIENCE};
 
 /// Who a token acts for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,6 +47,8 @@ pub struct Claims {
     scope: Option<String>,
     organization: Option<Organization>,
     permissions: HashSet<Permission>,
+    /// The audience of the verifier that read the token.
+    verified_for: String,
 }
 
 impl Claims {
@@ -66,10 +70,25 @@ impl Claims {
         }
     }
 
-    /// The audiences (`aud`, one or several): `gatehouse`, and an application's client id in a
-    /// token issued to it.
+    /// The audiences (`aud`, one or several): `gatehouse` in a first-party token; in a token
+    /// issued to an application, its client id, beside `gatehouse` when the user granted it
+    /// one of Gatehouse's API scopes.
     pub fn audience(&self) -> &[String] {
         &self.audience
+    }
+
+    /// Whether the token was issued for the audience this verifier was built with: a token
+    /// issued to an application (`client_id`) is for that application's client id, any other
+    /// for `gatehouse`. A verifier of first-party tokens (audience `gatehouse`) also verifies an
+    /// application's token that names `gatehouse` for Gatehouse's own API, but that token is
+    /// not for it: [`Self::can`] grants it nothing.
+    pub fn is_for_this_audience(&self) -> bool {
+        let intended = match (&self.subject, self.client_id.as_deref()) {
+            (Subject::User(_), Some(client_id)) => client_id,
+            _ => DEFAULT_AUDIENCE,
+        };
+        // The verifier checked that `aud` names its audience.
+        intended == self.verified_for
     }
 
     /// When the token was issued (`iat`), when it says.
@@ -118,18 +137,22 @@ impl Claims {
         self.organization
     }
 
-    /// Whether the token grants the permission in its organization (`org_permissions`). Always
-    /// `false` for a token that lists none (not organization-scoped, or a machine token).
+    /// Whether the token grants the permission in its organization: it was issued for this
+    /// verifier's audience ([`Self::is_for_this_audience`]) and lists the permission in
+    /// `org_permissions` (in a token issued to an application, only among those its API scopes
+    /// cover, `org:read` covering `organization.read`, ...: docs/oidc.md). Always `false` for a token that lists none (not
+    /// organization-scoped, a machine token, or an application's token without an API scope
+    /// that covers any of the role), and for a token issued for another audience.
     pub fn can(&self, permission: Permission) -> bool {
-        self.permissions.contains(&permission)
+        self.is_for_this_audience() && self.permissions.contains(&permission)
     }
 
     /// The permissions this version knows among `org_permissions` (names it does not know are
-    /// ignored).
+    /// ignored), as [`Self::can`] grants them: none for a token issued for another audience.
     pub fn permissions(&self) -> impl Iterator<Item = Permission> + '_ {
         Permission::ALL
             .into_iter()
-            .filter(|permission| self.permissions.contains(permission))
+            .filter(|permission| self.can(*permission))
     }
 }
 
@@ -170,10 +193,9 @@ pub(crate) struct RawClaims {
     org_permissions: Vec<String>,
 }
 
-impl TryFrom<RawClaims> for Claims {
-    type Error = VerifyError;
-
-    fn try_from(raw: RawClaims) -> Result<Self, VerifyError> {
+impl Claims {
+    /// The claims of a token a verifier of `audience` verified.
+    pub(crate) fn read(raw: RawClaims, audience: &str) -> Result<Self, VerifyError> {
         let subject = if raw.client_id.as_deref() == Some(raw.sub.as_str()) {
             Subject::Application(raw.sub)
         } else {
@@ -182,6 +204,17 @@ impl TryFrom<RawClaims> for Claims {
         };
         let time =
             |seconds| OffsetDateTime::from_unix_timestamp(seconds).map_err(|_| VerifyError::Claims);
+        // A user's token issued to an application grants at most what its API scopes cover,
+        // by Gatehouse's own rule, whatever `org_permissions` says (as Gatehouse wrote them
+        // before it narrowed them itself); a scope Gatehouse could not have written covers none.
+        let granted = match (&subject, &raw.client_id) {
+            (Subject::User(_), Some(_)) => Some(
+                Scope::parse(raw.scope.as_deref().unwrap_or_default())
+                    .map(|scope| ApiScopes::of(&scope))
+                    .unwrap_or_default(),
+            ),
+            _ => None,
+        };
         Ok(Self {
             issuer: raw.iss,
             subject,
@@ -205,7 +238,9 @@ impl TryFrom<RawClaims> for Claims {
                 .org_permissions
                 .iter()
                 .filter_map(|name| Permission::parse(name))
+                .filter(|permission| granted.as_ref().is_none_or(|api| api.grant(*permission)))
                 .collect(),
+            verified_for: audience.to_owned(),
         })
     }
 }

@@ -4,10 +4,22 @@
 //! A [`Verifier`] checks a token as Gatehouse signs it: RS256 only (never `none` nor HMAC),
 //! with one of the keys Gatehouse publishes at `{issuer}/.well-known/jwks.json` (fetched,
 //! cached, refetched when a token names a key the cache lacks, at most once a minute), its
-//! issuer, its audience (`gatehouse` by default; an OAuth application may ask for its client
-//! id), its expiry and start with at most 5 seconds of clock skew. It returns [`Claims`] typed
-//! with Gatehouse's own domain types: who the token acts for, the organization and role it is
-//! scoped to, and [`Claims::can`] for the permissions Gatehouse granted there.
+//! issuer, its audience, its expiry and start with at most 5 seconds of clock skew. It returns
+//! [`Claims`] typed with Gatehouse's own domain types: who the token acts for, the organization
+//! and role it is scoped to, and [`Claims::can`] for the permissions Gatehouse granted there.
+//!
+//! **Set the audience to the tokens your product receives.**
+//! - First-party tokens (a sign-in through Gatehouse's `/auth/*`, `aud: "gatehouse"`): the
+//!   default audience, `gatehouse`.
+//! - Tokens Gatehouse issues to your product's OAuth application (`/oauth/token`): your
+//!   client id, `Verifier::builder(issuer).audience(client_id)`. Such a token names your
+//!   client id always, and `gatehouse` beside it only when the user granted one of
+//!   Gatehouse's API scopes; its `org_permissions` are the user's role narrowed to those
+//!   scopes (none for `openid` alone).
+//!
+//! [`Claims::can`] grants a permission only to a token issued for the verifier's audience: a
+//! verifier of first-party tokens gives nothing to another application's token, even one that
+//! names `gatehouse` for Gatehouse's own API.
 //!
 //! ```no_run
 //! use gatehouse_domain::model::Permission;

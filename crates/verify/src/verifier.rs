@@ -87,8 +87,11 @@ impl VerifierBuilder {
         self
     }
 
-    /// The audience a token must name in `aud`; by default `gatehouse`. An OAuth application
-    /// may ask for its client id, which its tokens name beside `gatehouse`.
+    /// The audience a token must name in `aud`, and the one [`Claims::can`] grants for; by
+    /// default `gatehouse`, for first-party tokens (a sign-in's own, through `/auth/*`). A
+    /// product that receives the tokens Gatehouse issues to its OAuth application sets its
+    /// own client id: those tokens always name it, and name `gatehouse` only when they hold
+    /// one of Gatehouse's API scopes.
     pub fn audience(mut self, audience: impl Into<String>) -> Self {
         self.audience = audience.into();
         self
@@ -202,7 +205,7 @@ impl Verifier {
         let key = self.key(&kid).await?;
         let data = jsonwebtoken::decode::<RawClaims>(token, &key, &self.inner.validation)
             .map_err(|error| rejection(error.kind()))?;
-        Claims::try_from(data.claims)
+        Claims::read(data.claims, &self.inner.audience)
     }
 
     /// Fetches the key set now, unless it was fetched within the refetch interval (to warm the

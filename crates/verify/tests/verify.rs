@@ -104,7 +104,9 @@ async fn application_and_machine_tokens_are_read() {
 
     // The application's own verifier asks for its client id.
     let own = builder(&issuer).audience("app_123").build().unwrap();
-    own.verify(&issuer.sign(&application)).await.unwrap();
+    let for_it = own.verify(&issuer.sign(&application)).await.unwrap();
+    assert!(for_it.is_for_this_audience());
+    assert!(for_it.can(Permission::MembersRead));
     assert!(matches!(
         own.verify(&issuer.sign(&issuer.claims())).await,
         Err(VerifyError::Audience)
@@ -391,4 +393,112 @@ async fn nothing_prints_the_token() {
         assert!(!printed.contains(signature), "{printed}");
         assert!(!printed.contains(&token[..40]), "{printed}");
     }
+}
+
+/// A user's token issued to the application `app_123`, naming `aud`, with the scope granted
+/// and the permissions Gatehouse listed.
+fn application_token(issuer: &TestIssuer, aud: Value, scope: &str, permissions: Value) -> Value {
+    with(
+        issuer.claims(),
+        json!({"aud": aud, "client_id": "app_123", "scope": scope, "org_permissions": permissions}),
+    )
+}
+
+#[tokio::test]
+async fn can_is_false_for_a_token_issued_for_another_audience() {
+    let (issuer, first_party) = setup().await;
+    // Issued to app_123 with `members:read`: it names `gatehouse` for Gatehouse's own API.
+    let token = issuer.sign(&application_token(
+        &issuer,
+        json!(["gatehouse", "app_123"]),
+        "openid members:read",
+        json!(["organization.members.read"]),
+    ));
+
+    // A first-party product's verifier reads it, but it is not for that product.
+    let verified = first_party.verify(&token).await.unwrap();
+    assert!(!verified.is_for_this_audience());
+    assert!(!verified.can(Permission::MembersRead));
+    assert_eq!(verified.permissions().count(), 0);
+
+    // app_123's own verifier grants what it lists.
+    let own = builder(&issuer).audience("app_123").build().unwrap();
+    assert!(own
+        .verify(&token)
+        .await
+        .unwrap()
+        .can(Permission::MembersRead));
+
+    // Another product's application does not take it at all.
+    let other = builder(&issuer).audience("app_456").build().unwrap();
+    assert!(matches!(
+        other.verify(&token).await,
+        Err(VerifyError::Audience)
+    ));
+
+    // An `openid` token names its application alone: the first-party verifier refuses it.
+    let openid = issuer.sign(&application_token(
+        &issuer,
+        json!(["app_123"]),
+        "openid email",
+        json!([]),
+    ));
+    assert!(matches!(
+        first_party.verify(&openid).await,
+        Err(VerifyError::Audience)
+    ));
+    let verified = own.verify(&openid).await.unwrap();
+    assert!(verified.is_for_this_audience());
+    assert!(Permission::ALL.iter().all(|p| !verified.can(*p)));
+}
+
+#[tokio::test]
+async fn can_is_false_for_a_permission_outside_the_granted_scope() {
+    let issuer = TestIssuer::start(ISSUER).await.unwrap();
+    let own = builder(&issuer).audience("app_123").build().unwrap();
+    let org_read = own
+        .verify(&issuer.sign(&application_token(
+            &issuer,
+            json!(["gatehouse", "app_123"]),
+            "openid org:read",
+            json!(["organization.read"]),
+        )))
+        .await
+        .unwrap();
+    assert!(org_read.can(Permission::OrganizationRead));
+    assert!(!org_read.can(Permission::MembersRead));
+    assert!(!org_read.can(Permission::ApiKeysCreate));
+
+    // A token that lists the whole role (as Gatehouse wrote them before it narrowed them) still
+    // grants only what its scopes cover.
+    let whole_role = json!([
+        "organization.read",
+        "organization.members.read",
+        "applications.read",
+        "organization.members.invite",
+        "api_keys.create",
+    ]);
+    let openid = own
+        .verify(&issuer.sign(&application_token(
+            &issuer,
+            json!(["gatehouse", "app_123"]),
+            "openid email",
+            whole_role.clone(),
+        )))
+        .await
+        .unwrap();
+    assert!(Permission::ALL.iter().all(|p| !openid.can(*p)));
+    let members = own
+        .verify(&issuer.sign(&application_token(
+            &issuer,
+            json!(["gatehouse", "app_123"]),
+            "members:read",
+            whole_role,
+        )))
+        .await
+        .unwrap();
+    assert_eq!(
+        members.permissions().collect::<Vec<_>>(),
+        [Permission::MembersRead]
+    );
 }

@@ -4,8 +4,8 @@
 use time::{Duration, OffsetDateTime};
 
 use super::{
-    Amr, ApplicationId, AssignedRole, ClientId, Membership, OrganizationId, Scope, SessionId,
-    TokenHash, UserId,
+    Amr, ApiScopes, ApplicationId, AssignedRole, ClientId, Membership, OrganizationId, Scope,
+    SessionId, TokenHash, UserId,
 };
 
 /// How stale a session's `last_used_at` may get: a refresh writes it only when it is at least
@@ -97,11 +97,20 @@ impl TokenOrganization {
         }
     }
 
-    /// The dotted names of the role's permissions, in the table's order (`org_permissions`).
-    pub fn permissions(&self) -> Vec<String> {
+    /// The dotted names of what a token may do there (`org_permissions`), in the table's
+    /// order: for a sign-in's own token (`granted` is `None`), the role's permissions; for a
+    /// token issued to an application, the role's permissions that the API scopes the user
+    /// granted it cover ([`ApiScopes::grant`]), so none for `openid` alone.
+    pub fn permissions(&self, granted: Option<&Scope>) -> Vec<String> {
+        let covered = granted.map(ApiScopes::of);
         self.role
             .permissions()
             .iter()
+            .filter(|permission| {
+                covered
+                    .as_ref()
+                    .is_none_or(|scopes| scopes.grant(*permission))
+            })
             .map(|permission| permission.as_str().to_owned())
             .collect()
     }
@@ -129,5 +138,74 @@ impl OrganizationChoice {
             Self::Switch(organization) => Some(organization),
             Self::Clear => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use uuid::Uuid;
+
+    use super::*;
+    use crate::model::{Permission, PermissionSet, Role, RoleKey};
+
+    fn admin() -> TokenOrganization {
+        TokenOrganization {
+            organization_id: OrganizationId::from_uuid(Uuid::from_u128(1)),
+            role: AssignedRole::BuiltIn(Role::Admin),
+        }
+    }
+
+    fn scope(raw: &str) -> Scope {
+        Scope::parse(raw).unwrap()
+    }
+
+    #[test]
+    fn a_sign_ins_own_token_lists_the_whole_role() {
+        let every = admin().permissions(None);
+        assert_eq!(
+            every.len(),
+            PermissionSet::of_role(Role::Admin).iter().count()
+        );
+        assert!(every.contains(&"organization.members.update".to_owned()));
+    }
+
+    #[test]
+    fn an_application_token_lists_none_of_the_role_without_an_api_scope() {
+        for granted in ["openid", "openid email profile", "read:user"] {
+            assert!(
+                admin().permissions(Some(&scope(granted))).is_empty(),
+                "{granted}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_application_token_lists_what_its_api_scopes_cover_of_the_role() {
+        assert_eq!(
+            admin().permissions(Some(&scope("openid org:read"))),
+            ["organization.read", "applications.read", "audit.read"]
+        );
+        assert_eq!(
+            admin().permissions(Some(&scope("members:read"))),
+            ["organization.members.read"]
+        );
+        // Never more than the role: a viewer's `members:write` token may write nothing.
+        let viewer = TokenOrganization {
+            role: AssignedRole::BuiltIn(Role::Viewer),
+            ..admin()
+        };
+        assert!(viewer.permissions(Some(&scope("members:write"))).is_empty());
+        // A custom role is narrowed the same way.
+        let auditor = TokenOrganization {
+            role: AssignedRole::Custom {
+                key: RoleKey::parse("auditor").unwrap(),
+                permissions: PermissionSet::of([Permission::AuditRead, Permission::MembersRead]),
+            },
+            ..admin()
+        };
+        assert_eq!(
+            auditor.permissions(Some(&scope("org:read webhooks:read"))),
+            ["audit.read"]
+        );
     }
 }

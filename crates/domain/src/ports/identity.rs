@@ -7,10 +7,10 @@ use uuid::Uuid;
 
 use super::{organizations::MemberAccess, platform::RateLimitError, BoxError, StoreError};
 use crate::model::{
-    AccountKey, AccountToken, AccountTokenPurpose, ApiKey, ApiKeyId, AuditRecord, Email,
-    FailedSignIns, LockoutRule, NewApiKey, NewEvent, NewOrganization, NewPassword, NewSession,
-    NewUser, OrganizationId, PasswordCandidate, PasswordHash, PasswordStrength, Session, SessionId,
-    TokenHash, User, UserCredentials, UserId,
+    AccountKey, AccountToken, AccountTokenPurpose, ApiKey, ApiKeyId, ApiScopes, AuditRecord,
+    ClientGrant, Email, FailedSignIns, LockoutRule, NewApiKey, NewEvent, NewOrganization,
+    NewPassword, NewSession, NewUser, OrganizationId, PasswordCandidate, PasswordHash,
+    PasswordStrength, Session, SessionId, TokenHash, User, UserCredentials, UserId,
 };
 
 /// A user's account as registration creates it: the user, their personal workspace and the
@@ -333,8 +333,8 @@ pub trait PasswordJudge: Send + Sync + 'static {
 }
 
 /// The `aud` claim: one audience (`"gatehouse"`), or several (`["gatehouse", client id]` in a
-/// token issued to an application, so that the application, too, may check it is meant for
-/// it).
+/// token issued to an application with one of Gatehouse's API scopes, `[client id]` in one
+/// without: see [`Audience::of_grant`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(untagged)]
 pub enum Audience {
@@ -353,6 +353,21 @@ impl Audience {
     /// Gatehouse and the application the token was issued to: `["gatehouse", client id]`.
     pub fn gatehouse_and(client_id: &str) -> Self {
         Self::Many(vec![GATEHOUSE_AUDIENCE.to_owned(), client_id.to_owned()])
+    }
+
+    /// The audience of a user's access token: `"gatehouse"` for a sign-in's own (`grant` is
+    /// `None`); for one issued to an application, `["gatehouse", client id]` when the user
+    /// granted it one of Gatehouse's API scopes (it is meant for Gatehouse's API too), else
+    /// `[client id]` alone, so that no verifier expecting `gatehouse` (Gatehouse's API, a
+    /// first-party product) takes an `openid` token for one of its own.
+    pub fn of_grant(grant: Option<&ClientGrant>) -> Self {
+        match grant {
+            None => Self::gatehouse(),
+            Some(grant) if ApiScopes::of(&grant.scope).is_empty() => {
+                Self::Many(vec![grant.client_id.as_str().to_owned()])
+            }
+            Some(grant) => Self::gatehouse_and(grant.client_id.as_str()),
+        }
     }
 
     /// The audiences, as a list.
@@ -389,7 +404,8 @@ pub struct AccessClaims {
     pub iss: String,
     /// The subject: the signed-in user.
     pub sub: UserId,
-    /// The audience: `gatehouse`, and the client id in a token issued to an application.
+    /// The audience ([`Audience::of_grant`]): `gatehouse` for a sign-in's own token; the
+    /// client id of an application's, beside `gatehouse` when it holds an API scope.
     pub aud: Audience,
     /// When the token was issued, in Unix seconds.
     pub iat: i64,
@@ -421,7 +437,9 @@ pub struct AccessClaims {
     /// custom role's key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub org_role: Option<String>,
-    /// The dotted permissions of that role (`organization.members.read`, ...).
+    /// The dotted permissions of that role (`organization.members.read`, ...); in a token
+    /// issued to an application, only those its API scopes cover
+    /// ([`TokenOrganization::permissions`](crate::model::TokenOrganization::permissions)).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub org_permissions: Vec<String>,
 }
@@ -492,7 +510,8 @@ pub struct IdTokenClaims {
     /// The user's role in `org_id`: a built-in role's name or a custom role's key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub org_role: Option<String>,
-    /// The dotted permissions of that role.
+    /// The dotted permissions of that role that the API scopes granted cover (none for
+    /// `openid` alone), as in the access token issued with it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub org_permissions: Vec<String>,
 }
@@ -514,6 +533,23 @@ impl BearerClaims {
         match self {
             Self::User(claims) => claims.exp,
             Self::Machine(claims) => claims.exp,
+        }
+    }
+
+    /// Whether Gatehouse takes the token at all, by its audience: `aud` names `gatehouse`, or
+    /// the token was issued to an application (`client_id`) and `aud` names that application
+    /// (a token without an API scope: it reads `/oauth/userinfo`, and the authenticator refuses
+    /// it everywhere else). An ID token (`aud` a client, no `client_id`) is never taken.
+    pub fn is_for_gatehouse(&self) -> bool {
+        match self {
+            Self::User(claims) => {
+                claims.aud.contains(GATEHOUSE_AUDIENCE)
+                    || claims
+                        .client_id
+                        .as_deref()
+                        .is_some_and(|client_id| claims.aud.contains(client_id))
+            }
+            Self::Machine(claims) => claims.aud.contains(GATEHOUSE_AUDIENCE),
         }
     }
 }
@@ -558,8 +594,8 @@ pub trait TokenSigner: Send + Sync + 'static {
     /// Signs an ID token's claims, as [`Self::sign`] does. [`Self::verify`] never accepts the
     /// result: its audience is a client, not Gatehouse.
     async fn sign_id_token(&self, claims: &IdTokenClaims) -> Result<String, TokenError>;
-    /// Checks a Bearer token's signature, `iss`, `aud` (`gatehouse`), `exp` and `nbf`, and
-    /// returns its claims: a user's or an application's.
+    /// Checks a Bearer token's signature, `iss`, `aud` ([`BearerClaims::is_for_gatehouse`]),
+    /// `exp` and `nbf`, and returns its claims: a user's or an application's.
     async fn verify(&self, token: &str) -> Result<BearerClaims, TokenError>;
     /// The public keys that verify tokens still in circulation.
     async fn public_keys(&self) -> Result<Vec<PublicJwk>, TokenError>;
@@ -599,4 +635,67 @@ pub trait SignInAttempts: Send + Sync + 'static {
     /// # Errors
     /// [`RateLimitError`] when the counters cannot be reached.
     async fn clear(&self, account: &AccountKey) -> Result<(), RateLimitError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use uuid::Uuid;
+
+    use super::*;
+    use crate::model::{ApplicationId, ClientId, Scope};
+
+    const CLIENT: &str = "ghc_00000000000000000000000000000abc";
+
+    fn grant(scope: &str) -> ClientGrant {
+        ClientGrant {
+            application_id: ApplicationId::from_uuid(Uuid::from_u128(1)),
+            client_id: ClientId::parse(CLIENT).unwrap(),
+            scope: Scope::parse(scope).unwrap(),
+        }
+    }
+
+    #[test]
+    fn gatehouse_is_the_audience_of_an_application_token_only_with_an_api_scope() {
+        assert_eq!(Audience::of_grant(None), Audience::gatehouse());
+        assert_eq!(
+            Audience::of_grant(Some(&grant("openid email"))),
+            Audience::Many(vec![CLIENT.to_owned()])
+        );
+        assert_eq!(
+            Audience::of_grant(Some(&grant("openid org:read"))),
+            Audience::gatehouse_and(CLIENT)
+        );
+    }
+
+    fn user_claims(aud: Audience, client_id: Option<&str>) -> BearerClaims {
+        BearerClaims::User(AccessClaims {
+            iss: "https://id.example.com".into(),
+            sub: UserId::from_uuid(Uuid::from_u128(2)),
+            aud,
+            iat: 0,
+            nbf: 0,
+            exp: 900,
+            jti: Uuid::from_u128(3),
+            sid: SessionId::from_uuid(Uuid::from_u128(4)),
+            email: "ada@example.com".into(),
+            client_id: client_id.map(str::to_owned),
+            scope: client_id.map(|_| "openid".to_owned()),
+            amr: vec!["pwd".into()],
+            org_id: None,
+            org_role: None,
+            org_permissions: Vec::new(),
+        })
+    }
+
+    #[test]
+    fn gatehouse_takes_its_own_audience_or_the_application_a_token_was_issued_to() {
+        assert!(user_claims(Audience::gatehouse(), None).is_for_gatehouse());
+        assert!(user_claims(Audience::gatehouse_and(CLIENT), Some(CLIENT)).is_for_gatehouse());
+        assert!(user_claims(Audience::Many(vec![CLIENT.into()]), Some(CLIENT)).is_for_gatehouse());
+        // Another application's, or a client named with no `client_id` (an ID token's shape).
+        let other = "ghc_00000000000000000000000000000def";
+        assert!(!user_claims(Audience::Many(vec![other.into()]), Some(CLIENT)).is_for_gatehouse());
+        assert!(!user_claims(Audience::One(CLIENT.into()), None).is_for_gatehouse());
+        assert!(!user_claims("billing".into(), None).is_for_gatehouse());
+    }
 }

@@ -5,12 +5,18 @@ use serde_json::{json, Value};
 use crate::helpers::{detail_of, json_of, on_both_backends, python, TestApp, PASSWORD};
 
 /// Verifies an access token the way a relying party would: against the published key set,
-/// with a JWT library written by others (PyJWT), which checks the signature, `iss`, `aud`,
-/// `exp` and `nbf`. Returns the claims.
+/// with a JWT library written by others (PyJWT), which checks the signature, `iss`, `aud`
+/// (`gatehouse`), `exp` and `nbf`. Returns the claims.
 pub(crate) async fn verify_offline(app: &TestApp, token: &str) -> Value {
+    verify_offline_for(app, token, "gatehouse").await
+}
+
+/// [`verify_offline`] for a relying party of another audience: an application's product,
+/// whose audience is its client id.
+pub(crate) async fn verify_offline_for(app: &TestApp, token: &str, audience: &str) -> Value {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/verify_jwt.py");
     let output = tokio::process::Command::new(python())
-        .args([script, app.base.as_str(), token])
+        .args([script, app.base.as_str(), token, audience])
         .output()
         .await
         .unwrap_or_else(|e| {

@@ -5,7 +5,7 @@
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::accounts::verify_offline;
+use crate::accounts::{verify_offline, verify_offline_for};
 use crate::admission::{
     allow_only_the_office, authorize_url, behind_a_trusted_proxy, billing_application,
     requires_mfa_now, sign_in_on_the_page, team_with_bob, tokens_for,
@@ -39,6 +39,12 @@ async fn refresh_with(app: &TestApp, refresh_token: &str, body: Value) -> reqwes
 /// The claims of the access token in `tokens`, as a product verifies them offline.
 async fn claims_of(app: &TestApp, tokens: &Value) -> Value {
     verify_offline(app, tokens["access_token"].as_str().unwrap()).await
+}
+
+/// The claims of the access token in `tokens` issued to the application `client_id`, as its
+/// product verifies them offline (its audience is its client id).
+async fn app_claims_of(app: &TestApp, tokens: &Value, client_id: &str) -> Value {
+    verify_offline_for(app, tokens["access_token"].as_str().unwrap(), client_id).await
 }
 
 on_both_backends! {
@@ -292,8 +298,8 @@ on_both_backends! {
         let code = query_param(&location(&response), "code").expect("a code");
         let tokens = exchanged(&app, &code, (&client_id, &client_secret)).await;
 
-        let claims = claims_of(&app, &tokens).await;
-        assert_eq!(claims["aud"], json!(["gatehouse", client_id]));
+        let claims = app_claims_of(&app, &tokens, &client_id).await;
+        assert_eq!(claims["aud"], json!([client_id]), "`openid` alone: the application's");
         assert_eq!(claims["org_id"], org.as_str());
         assert_eq!(claims["org_role"], "viewer");
         let id_token = payload_of(tokens["id_token"].as_str().unwrap());
@@ -305,10 +311,56 @@ on_both_backends! {
         json_of(app.send_as(Method::PATCH, &ada.access_token, &vera_path, Some(json!({ "role": "member" }))).await, 200).await;
         let refresh = [("grant_type", "refresh_token"), ("refresh_token", tokens["refresh_token"].as_str().unwrap())];
         let refreshed = json_of(token_form(&app, &refresh, Some((&client_id, &client_secret))).await, 200).await;
-        assert_eq!(claims_of(&app, &refreshed).await["org_role"], "member");
+        assert_eq!(app_claims_of(&app, &refreshed, &client_id).await["org_role"], "member");
 
         // Tokens of the flow made without naming it speak for it too: it is the only one.
         let tokens = tokens_for(&app, &mut browser, (&client_id, &client_secret), "openid").await;
-        assert_eq!(claims_of(&app, &tokens).await["org_id"], org.as_str());
+        assert_eq!(app_claims_of(&app, &tokens, &client_id).await["org_id"], org.as_str());
+    }
+
+    async fn an_application_token_carries_only_what_the_user_granted(app: TestApp) {
+        let (ada, _, org) = team_with_bob(&app, "enterprise").await;
+        let (client_id, client_secret) = billing_application(&app, &ada, &org).await;
+        let mut browser = Browser::new();
+        sign_in_on_the_page(&app, &mut browser, "ada@example.com").await;
+
+        // `openid email`: meant for the application alone, with none of the owner's role.
+        // Before, `aud` named `gatehouse` too and `org_permissions` listed the whole role, so a
+        // product verifying first-party tokens (audience `gatehouse`) took it for one.
+        let tokens = tokens_for(&app, &mut browser, (&client_id, &client_secret), "openid email").await;
+        let claims = app_claims_of(&app, &tokens, &client_id).await;
+        assert_eq!(claims["aud"], json!([client_id]));
+        assert_eq!((&claims["org_id"], &claims["org_role"]), (&json!(org), &json!("owner")));
+        assert!(claims.get("org_permissions").is_none(), "{claims}");
+        let id_token = payload_of(tokens["id_token"].as_str().unwrap());
+        assert!(id_token.get("org_permissions").is_none(), "{id_token}");
+        let access = tokens["access_token"].as_str().unwrap();
+        // Gatehouse itself: userinfo answers, the organization's routes refuse, as before.
+        assert_eq!(json_of(app.get_as(access, "/oauth/userinfo").await, 200).await["email"], "ada@example.com");
+        assert_eq!(app.get_as(access, &format!("/api/v1/organizations/{org}")).await.status(), 403);
+        // Refreshed, it stays the application's alone.
+        let refresh = [("grant_type", "refresh_token"), ("refresh_token", tokens["refresh_token"].as_str().unwrap())];
+        let refreshed = json_of(token_form(&app, &refresh, Some((&client_id, &client_secret))).await, 200).await;
+        let claims = app_claims_of(&app, &refreshed, &client_id).await;
+        assert_eq!(claims["aud"], json!([client_id]));
+        assert!(claims.get("org_permissions").is_none(), "{claims}");
+
+        // `openid org:read`: Gatehouse's API is an audience too, and of the role only what
+        // `org:read` covers (docs/oidc.md's table).
+        let tokens = tokens_for(&app, &mut browser, (&client_id, &client_secret), "openid org:read").await;
+        let reads = json!(["organization.read", "applications.read", "audit.read"]);
+        let claims = app_claims_of(&app, &tokens, &client_id).await;
+        assert_eq!(claims["aud"], json!(["gatehouse", client_id]));
+        assert_eq!(claims["org_permissions"], reads);
+        assert_eq!(payload_of(tokens["id_token"].as_str().unwrap())["org_permissions"], reads);
+        let access = tokens["access_token"].as_str().unwrap();
+        assert_eq!(app.get_as(access, &format!("/api/v1/organizations/{org}")).await.status(), 200);
+        assert_eq!(app.get_as(access, &format!("/api/v1/organizations/{org}/members")).await.status(), 403);
+
+        // A first-party token (`/auth/*`) is unchanged: `gatehouse`, the whole role.
+        let first_party = json_of(login_into(&app, "ada@example.com", &org).await, 200).await;
+        let claims = claims_of(&app, &first_party).await;
+        assert_eq!(claims["aud"], "gatehouse");
+        assert!(claims["org_permissions"].as_array().unwrap().contains(&json!("organization.members.update")));
     }
 }

@@ -264,10 +264,7 @@ impl AuthService {
         let claims = AccessClaims {
             iss: self.settings.issuer.clone(),
             sub: user.id,
-            aud: match grant {
-                Some(grant) => Audience::gatehouse_and(grant.client_id.as_str()),
-                None => Audience::gatehouse(),
-            },
+            aud: Audience::of_grant(grant),
             iat: now.unix_timestamp(),
             nbf: now.unix_timestamp(),
             exp: expires_at.unix_timestamp(),
@@ -281,7 +278,7 @@ impl AuthService {
             org_role: organization.as_ref().map(|o| o.role.name().to_owned()),
             org_permissions: organization
                 .as_ref()
-                .map(|o| o.permissions())
+                .map(|o| o.permissions(grant.map(|g| &g.scope)))
                 .unwrap_or_default(),
         };
         Ok(AccessToken {

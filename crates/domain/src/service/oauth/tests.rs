@@ -16,7 +16,7 @@ use crate::{
         CodeVerifier, NewAuthorizationCode, Nonce, OAuthErrorCode, Plan, RedirectUri, RedirectUris,
         Scope, SecretToken, Session, SessionId, StoredCode, TargetKind, TokenHash, TokenKind,
     },
-    ports::{Audience, BearerClaims, MachineClaims, MockAuditStore},
+    ports::{AccessClaims, Audience, BearerClaims, IdTokenClaims, MachineClaims, MockAuditStore},
     service::{
         tests::{
             acme, acme_allows_only, acme_requires_mfa_at_once, ada_granted, ada_in_acme,
@@ -789,9 +789,10 @@ fn an_openid_exchange_adds_an_id_token_for_the_client_with_the_nonce_sign_in_and
         (Some(ACME), Some("admin".to_owned())),
         "the application's organization, with Ada's role in it"
     );
-    assert!(claims
-        .org_permissions
-        .contains(&"organization.members.update".to_owned()));
+    assert!(
+        claims.org_permissions.is_empty(),
+        "`openid email` grants no API scope: none of the role's permissions"
+    );
 }
 
 #[test]
@@ -806,10 +807,72 @@ fn an_applications_tokens_speak_for_its_organization() {
     )
     .unwrap();
     let claims = signed.only();
-    let client_id = billing(&[CALLBACK]).client_id.as_str().to_owned();
-    assert_eq!(claims.aud, Audience::gatehouse_and(&client_id));
     assert_eq!(claims.org_id, Some(ACME));
     assert_eq!(claims.org_role, Some("admin".to_owned()));
+}
+
+/// The tokens of an exchange of a code granted `scope`: the access token's claims and the ID
+/// token's (for `openid`).
+fn exchanged_claims(scope: &str) -> (AccessClaims, Option<IdTokenClaims>) {
+    let mut code = stored(None, 50);
+    code.code.scope = Scope::parse(scope).unwrap();
+    let mut mocks = exchanging(code);
+    let signed = mocks.signer_signs();
+    let id_tokens = Seen::new();
+    mocks
+        .signer
+        .expect_sign_id_token()
+        .returning(id_tokens.signing("id.token.signature"));
+    token(
+        mocks,
+        credentials(CLIENT_SECRET),
+        exchange(VERIFIER, CALLBACK),
+    )
+    .unwrap();
+    (signed.only(), id_tokens.all().into_iter().next())
+}
+
+#[test]
+fn an_openid_token_is_meant_for_the_application_alone_and_grants_none_of_the_role() {
+    let client_id = billing(&[CALLBACK]).client_id.as_str().to_owned();
+    for scope in ["openid email", "openid", "read:user"] {
+        let (access, id_token) = exchanged_claims(scope);
+        assert_eq!(
+            access.aud,
+            Audience::Many(vec![client_id.clone()]),
+            "{scope}: Gatehouse is not its audience"
+        );
+        assert_eq!(access.org_id, Some(ACME), "{scope}");
+        assert_eq!(access.org_role.as_deref(), Some("admin"), "{scope}");
+        assert!(access.org_permissions.is_empty(), "{scope}: {access:?}");
+        if let Some(id_token) = id_token {
+            assert!(id_token.org_permissions.is_empty(), "{scope}");
+        }
+    }
+}
+
+#[test]
+fn an_api_scope_names_gatehouse_beside_the_application_and_narrows_the_role_to_what_it_covers() {
+    let client_id = billing(&[CALLBACK]).client_id.as_str().to_owned();
+    let (access, id_token) = exchanged_claims("openid org:read");
+    assert_eq!(access.aud, Audience::gatehouse_and(&client_id));
+    // Ada is an admin: of her role, what `org:read` covers (ApiScope's own table).
+    let reads = ["organization.read", "applications.read", "audit.read"];
+    assert_eq!(access.org_permissions, reads);
+    assert_eq!(id_token.unwrap().org_permissions, reads);
+
+    let (access, _) = exchanged_claims("members:read members:write");
+    assert_eq!(access.aud, Audience::gatehouse_and(&client_id));
+    assert_eq!(
+        access.org_permissions,
+        [
+            "organization.members.read",
+            "organization.members.create",
+            "organization.members.invite",
+            "organization.members.update",
+            "organization.members.delete",
+        ]
+    );
 }
 
 #[test]
@@ -1045,7 +1108,12 @@ fn a_refresh_grant_answers_with_the_sessions_scope_read_in_the_refreshs_one_roun
     .unwrap();
     assert_eq!(tokens.scope.to_string(), "openid");
     assert!(tokens.refresh_token.is_none() && tokens.id_token.is_none());
-    assert_eq!(signed.only().scope.as_deref(), Some("openid"));
+    let claims = signed.only();
+    assert_eq!(claims.scope.as_deref(), Some("openid"));
+    // Refreshed, an `openid` token is still the application's alone, granting nothing.
+    let client_id = billing(&[CALLBACK]).client_id.as_str().to_owned();
+    assert_eq!(claims.aud, Audience::Many(vec![client_id]));
+    assert!(claims.org_permissions.is_empty());
 }
 
 #[test]

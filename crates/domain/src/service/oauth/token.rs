@@ -264,7 +264,7 @@ impl OAuthService {
             name: claims.name,
             org_id: Some(organization.organization_id),
             org_role: Some(organization.role.name().to_owned()),
-            org_permissions: organization.permissions(),
+            org_permissions: organization.permissions(Some(&code.scope)),
         };
         self.ports
             .signer
