@@ -4,8 +4,8 @@
 use time::{Duration, OffsetDateTime};
 
 use super::{
-    Amr, ApiScopes, ApplicationId, AssignedRole, ClientId, Membership, OrganizationId, Scope,
-    SessionId, TokenHash, UserId,
+    Amr, ApiScopes, ApplicationId, AssignedRole, ClientId, Membership, OrganizationId,
+    PasswordHash, Scope, SessionId, TokenHash, UserId,
 };
 
 /// How stale a session's `last_used_at` may get: a refresh writes it only when it is at least
@@ -38,6 +38,10 @@ pub struct NewSession {
     /// `org_permissions`), chosen at sign-in and admitted then; `None` for tokens of no one
     /// organization.
     pub organization_id: Option<OrganizationId>,
+    /// For a password sign-in, the password hash it checked: the session opens only while that
+    /// is still the account's password, so that a reset or change that lands while the sign-in
+    /// is in flight ends it too (the store compares in the transaction that opens it).
+    pub password_checked: Option<PasswordHash>,
 }
 
 /// What an application was granted: its refresh token works only for it, and its access tokens

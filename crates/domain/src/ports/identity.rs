@@ -159,7 +159,13 @@ pub trait AccountTokenStore: Send + Sync + 'static {
 pub trait SessionStore: Send + Sync + 'static {
     /// Stores a new session, its `auth.login` event and its audit record. With `keep_at_most`,
     /// the user's oldest live sessions are revoked in the same transaction until at most that
-    /// many remain live, the new one included.
+    /// many remain live, the new one included. Sessions of one user open one after the other
+    /// (the user's row is locked), so concurrent sign-ins cannot exceed the limit together.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] when the session names the password its sign-in checked
+    /// ([`NewSession::password_checked`]) and that is no longer the account's: nothing is
+    /// written.
     async fn create_session(
         &self,
         session: NewSession,

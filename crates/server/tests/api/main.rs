@@ -28,6 +28,7 @@ mod ownership;
 mod permissions;
 mod pkce;
 mod policies;
+mod races;
 mod rate_limits;
 mod roles;
 mod rules;

@@ -209,12 +209,41 @@ impl SessionStore for DbStore {
 }
 
 /// Inserts the session inside the caller's transaction; with `keep_at_most`, the user's oldest
-/// live sessions beyond that many (the new one counted) end at its creation.
+/// live sessions beyond that many (the new one counted) end at its creation. The user's row is
+/// locked first (PostgreSQL; a SQLite write transaction holds the whole database): a user's
+/// sessions open one after the other, so concurrent sign-ins count each other against the
+/// limit, and a password change, which locks the row before it ends the sessions, either sees
+/// this one or is seen by it. A session that names the password its sign-in checked opens only
+/// while that is still the account's (else a `UniqueViolation`, which the store reports as
+/// `Conflict`, and the caller's transaction rolls back).
 pub(super) async fn open_session(
     conn: &mut Conn,
     session: &NewSession,
     keep_at_most: Option<u32>,
 ) -> QueryResult<()> {
+    let user = users::table.find(DbUuid(session.user_id.as_uuid()));
+    let locked = match &session.password_checked {
+        Some(checked) => {
+            diesel::update(user.filter(users::password_hash.eq(checked.as_phc())))
+                .set(users::id.eq(users::id))
+                .execute(conn)
+                .await?
+        }
+        None => {
+            diesel::update(user)
+                .set(users::id.eq(users::id))
+                .execute(conn)
+                .await?
+        }
+    };
+    if locked != 1 {
+        return Err(diesel::result::Error::DatabaseError(
+            diesel::result::DatabaseErrorKind::UniqueViolation,
+            Box::new(String::from(
+                "the password the sign-in checked is no longer the account's",
+            )),
+        ));
+    }
     diesel::insert_into(sessions::table)
         .values(NewSessionRow::of(session))
         .execute(conn)

@@ -376,6 +376,7 @@ pub fn session(
         amr: Amr::password(),
         sso_organization_id: None,
         organization_id: None,
+        password_checked: None,
     };
     (session, hash)
 }

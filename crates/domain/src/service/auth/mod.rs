@@ -190,6 +190,7 @@ impl AuthService {
             amr,
             sso_organization_id: None,
             organization_id: None,
+            password_checked: None,
         };
         let event = user_event(
             self.ports.random.as_ref(),

@@ -222,8 +222,8 @@ impl AuthService {
                     .await?,
             ));
         }
-        Ok(SignIn::Tokens(
-            self.open_session(
+        let (mut opening, record) = self
+            .admitted_session(
                 credentials.user,
                 policies,
                 Amr::password(),
@@ -231,8 +231,14 @@ impl AuthService {
                 now,
                 origin,
             )
-            .await?,
-        ))
+            .await?;
+        // Opened only while the password checked is still the account's: a reset or a change
+        // that lands meanwhile ends this sign-in too.
+        opening.session.password_checked = credentials.password_hash;
+        match self.open((opening, record)).await {
+            Err(LoginError::Store(StoreError::Conflict)) => Err(LoginError::InvalidCredentials),
+            opened => Ok(SignIn::Tokens(opened?)),
+        }
     }
 
     /// Opens a session for a sign-in that is complete (no second step to come): stored with
