@@ -111,7 +111,7 @@ pub use policy::{
     IpAllowlistError, MaxAgeDays, MfaMethod, MfaPolicy, MfaPolicyError, MinLength,
     OrganizationPolicies, OutOfBounds, PasswordPolicy, ReuseCount, SessionHours, SessionPolicy,
 };
-pub use rate_limit::RateLimits;
+pub use rate_limit::{unix_micros, Admission, Quota, RateLimits};
 pub use role::Role;
 pub use saml::{
     ReturnPath, ReturnPathError, SamlAssertion, SamlRequest, SamlRequestId, SamlTrust,
