@@ -1,15 +1,16 @@
-//! The Redis rate limiter against a real Redis server: one budget shared by replicas, spread
-//! over the minute, and counters that expire.
+//! The Redis rate limiter and failed-sign-in counter against a real Redis server: one budget
+//! shared by replicas, spread over the minute, counters that expire, and check slots that hold
+//! under concurrency.
 //!
 //! Needs Redis at `redis://127.0.0.1:6379`, or wherever `GATEHOUSE_TEST_REDIS_URL` points.
 //! These tests fail, rather than skip, when it cannot be reached.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use gatehouse_domain::{
-    model::Quota,
-    ports::{RateDecision, RateLimiter},
+    model::{AccountKey, CheckAdmission, LockoutRule, Quota},
+    ports::{RateDecision, RateLimiter, SignInAttempts},
 };
-use gatehouse_ratelimit::RedisRateLimiter;
+use gatehouse_ratelimit::{RedisRateLimiter, RedisSignInAttempts};
 use time::{Duration, OffsetDateTime};
 
 const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
@@ -208,4 +209,116 @@ async fn debug_hides_the_password() {
     {
         assert!(!shown.contains(password), "{shown}");
     }
+}
+
+/// One replica's failed-sign-in counter.
+async fn sign_in_replica() -> std::sync::Arc<RedisSignInAttempts> {
+    std::sync::Arc::new(
+        RedisSignInAttempts::connect(&redis_url())
+            .await
+            .expect("cannot connect to Redis (see `replica` above)"),
+    )
+}
+
+/// An account no other test or run uses.
+fn unique_account() -> AccountKey {
+    AccountKey::for_email(&format!("{}@example.com", uuid::Uuid::new_v4()))
+}
+
+async fn begin(
+    store: &RedisSignInAttempts,
+    account: &AccountKey,
+    now: OffsetDateTime,
+) -> CheckAdmission {
+    store
+        .begin_check(account, now, &LockoutRule::DEFAULT)
+        .await
+        .expect("the Redis counter failed")
+}
+
+async fn fail(store: &RedisSignInAttempts, account: &AccountKey, now: OffsetDateTime) {
+    store
+        .record_failure(account, now, &LockoutRule::DEFAULT)
+        .await
+        .expect("the Redis counter failed");
+}
+
+#[tokio::test]
+async fn thirty_checks_at_once_on_two_replicas_admit_five_and_their_failures_lock() {
+    let (a, b) = (sign_in_replica().await, sign_in_replica().await);
+    let ada = unique_account();
+    let now = now_ms(now());
+    let tries: Vec<_> = (0..30)
+        .map(|n| {
+            let store = if n % 2 == 0 { a.clone() } else { b.clone() };
+            let ada = ada.clone();
+            tokio::spawn(async move { begin(&store, &ada, now).await })
+        })
+        .collect();
+    let mut admitted = 0;
+    for attempt in tries {
+        match attempt.await.unwrap() {
+            CheckAdmission::Admitted => admitted += 1,
+            CheckAdmission::Refused(wait) => assert_eq!(wait, LockoutRule::BUSY_WAIT),
+        }
+    }
+    assert_eq!(admitted, 5, "as many checks as may fail before the lockout");
+    for n in 1..=5 {
+        let store = if n % 2 == 0 { &a } else { &b };
+        fail(store, &ada, now + Duration::seconds(n)).await;
+    }
+    assert_eq!(
+        begin(&a, &ada, now + Duration::seconds(6)).await,
+        CheckAdmission::Refused(Duration::seconds(59))
+    );
+    let seen = b
+        .failed_sign_ins(&ada, now + Duration::seconds(6))
+        .await
+        .unwrap();
+    assert_eq!(seen.failures, 5);
+    assert_eq!(seen.locked_until, Some(now + Duration::seconds(65)));
+}
+
+#[tokio::test]
+async fn a_failure_keeps_its_slot_and_a_check_without_a_verdict_gives_it_back_in_redis() {
+    let store = sign_in_replica().await;
+    let ada = unique_account();
+    let now = now_ms(now());
+    let at = |seconds| now + Duration::seconds(seconds);
+    for n in 0..4 {
+        fail(&store, &ada, at(n)).await;
+    }
+    let busy = CheckAdmission::Refused(LockoutRule::BUSY_WAIT);
+    assert_eq!(begin(&store, &ada, at(5)).await, CheckAdmission::Admitted);
+    assert_eq!(begin(&store, &ada, at(5)).await, busy);
+    store.release(&ada).await.unwrap();
+    assert_eq!(begin(&store, &ada, at(6)).await, CheckAdmission::Admitted);
+    // A slot not given back lapses.
+    assert_eq!(begin(&store, &ada, at(35)).await, busy);
+    assert_eq!(begin(&store, &ada, at(36)).await, CheckAdmission::Admitted);
+    // The fifth failure locks; the sixth, after the lockout, locks twice as long.
+    fail(&store, &ada, at(37)).await;
+    assert_eq!(
+        begin(&store, &ada, at(38)).await,
+        CheckAdmission::Refused(Duration::seconds(59))
+    );
+    assert_eq!(begin(&store, &ada, at(97)).await, CheckAdmission::Admitted);
+    assert_eq!(begin(&store, &ada, at(97)).await, busy);
+    fail(&store, &ada, at(98)).await;
+    assert_eq!(
+        begin(&store, &ada, at(98)).await,
+        CheckAdmission::Refused(Duration::minutes(2))
+    );
+    // A right password ends the run and its slots.
+    store.clear(&ada).await.unwrap();
+    for _ in 0..5 {
+        assert_eq!(begin(&store, &ada, at(99)).await, CheckAdmission::Admitted);
+    }
+    assert_eq!(begin(&store, &ada, at(99)).await, busy);
+}
+
+/// `at` to the millisecond, as the sign-in counter keeps moments.
+fn now_ms(at: OffsetDateTime) -> OffsetDateTime {
+    let millis = at.unix_timestamp_nanos() / 1_000_000;
+    OffsetDateTime::from_unix_timestamp_nanos(millis * 1_000_000).unwrap()
 }

@@ -79,7 +79,7 @@ pub use ids::{
     ApiKeyId, ApplicationId, DirectoryGroupId, DirectoryUserId, DomainId, EventId, InvitationId,
     MfaFactorId, OrganizationId, ScimTokenId, ServiceAccountId, SessionId, UserId,
 };
-pub use lockout::{AccountKey, FailedSignIns, InvalidLockoutRule, LockoutRule};
+pub use lockout::{AccountKey, CheckAdmission, FailedSignIns, InvalidLockoutRule, LockoutRule};
 pub use member::{
     InvitableRole, Invitation, InvitationRecord, InvitationState, Member, MemberFilter,
     MemberStatus, Membership, NewInvitation, INVITATION_TTL_DAYS,
