@@ -7,6 +7,7 @@
 use std::{
     collections::HashMap,
     fmt,
+    future::Future,
     sync::{Mutex, PoisonError},
 };
 
@@ -17,6 +18,8 @@ use gatehouse_domain::{
 };
 use redis::aio::ConnectionManager;
 use time::OffsetDateTime;
+
+use crate::pause::Pause;
 
 /// One account's run, as the process keeps it.
 #[derive(Clone, Copy, Debug)]
@@ -293,13 +296,15 @@ return {failures, locked}
 
 /// Runs in Redis, shared by every replica that points at the same server. When Redis cannot
 /// be reached, it counts in process meanwhile (and says so in the log): protection per replica
-/// rather than none.
+/// rather than none. After a failure Redis is left alone for [`crate::REDIS_PAUSE`], so that an
+/// outage costs one slow sign-in per pause, not every sign-in.
 pub struct RedisSignInAttempts {
     connection: ConnectionManager,
     begin_check: redis::Script,
     release: redis::Script,
     count_failure: redis::Script,
     fallback: MemorySignInAttempts,
+    pause: Pause,
 }
 
 impl RedisSignInAttempts {
@@ -314,6 +319,7 @@ impl RedisSignInAttempts {
             release: redis::Script::new(RELEASE),
             count_failure: redis::Script::new(COUNT_FAILURE),
             fallback: MemorySignInAttempts::new(),
+            pause: Pause::default(),
         })
     }
 
@@ -421,8 +427,23 @@ impl fmt::Debug for RedisSignInAttempts {
     }
 }
 
-fn falling_back(error: &redis::RedisError) {
-    tracing::warn!(%error, "Redis unreachable: failed sign-ins are counted in this process meanwhile");
+/// What the log says when Redis fails.
+const FALLING_BACK: &str =
+    "Redis unreachable: failed sign-ins are counted in this process meanwhile";
+
+impl RedisSignInAttempts {
+    /// What Redis answers to `redis`, or, when Redis is unreachable or paused, what the
+    /// process's own count answers to `fallback` (neither starts unless it is asked).
+    async fn or_fallback<T>(
+        &self,
+        redis: impl Future<Output = Result<T, redis::RedisError>>,
+        fallback: impl Future<Output = Result<T, RateLimitError>>,
+    ) -> Result<T, RateLimitError> {
+        match self.pause.ask(FALLING_BACK, redis).await {
+            Some(answer) => Ok(answer),
+            None => fallback.await,
+        }
+    }
 }
 
 #[async_trait]
@@ -432,13 +453,11 @@ impl SignInAttempts for RedisSignInAttempts {
         account: &AccountKey,
         now: OffsetDateTime,
     ) -> Result<FailedSignIns, RateLimitError> {
-        match self.current(account).await {
-            Ok(run) => Ok(run),
-            Err(error) => {
-                falling_back(&error);
-                self.fallback.failed_sign_ins(account, now).await
-            }
-        }
+        self.or_fallback(
+            self.current(account),
+            self.fallback.failed_sign_ins(account, now),
+        )
+        .await
     }
 
     async fn begin_check(
@@ -447,19 +466,15 @@ impl SignInAttempts for RedisSignInAttempts {
         now: OffsetDateTime,
         rule: &LockoutRule,
     ) -> Result<CheckAdmission, RateLimitError> {
-        match self.begin(account, now, rule).await {
-            Ok(admission) => Ok(admission),
-            Err(error) => {
-                falling_back(&error);
-                self.fallback.begin_check(account, now, rule).await
-            }
-        }
+        self.or_fallback(
+            self.begin(account, now, rule),
+            self.fallback.begin_check(account, now, rule),
+        )
+        .await
     }
 
     async fn release(&self, account: &AccountKey) -> Result<(), RateLimitError> {
-        if let Err(error) = self.give_back(account).await {
-            falling_back(&error);
-        }
+        self.pause.ask(FALLING_BACK, self.give_back(account)).await;
         self.fallback.release(account).await
     }
 
@@ -469,19 +484,15 @@ impl SignInAttempts for RedisSignInAttempts {
         now: OffsetDateTime,
         rule: &LockoutRule,
     ) -> Result<FailedSignIns, RateLimitError> {
-        match self.fail(account, now, rule).await {
-            Ok(run) => Ok(run),
-            Err(error) => {
-                falling_back(&error);
-                self.fallback.record_failure(account, now, rule).await
-            }
-        }
+        self.or_fallback(
+            self.fail(account, now, rule),
+            self.fallback.record_failure(account, now, rule),
+        )
+        .await
     }
 
     async fn clear(&self, account: &AccountKey) -> Result<(), RateLimitError> {
-        if let Err(error) = self.forget(account).await {
-            falling_back(&error);
-        }
+        self.pause.ask(FALLING_BACK, self.forget(account)).await;
         self.fallback.clear(account).await
     }
 }

@@ -322,3 +322,47 @@ fn now_ms(at: OffsetDateTime) -> OffsetDateTime {
     let millis = at.unix_timestamp_nanos() / 1_000_000;
     OffsetDateTime::from_unix_timestamp_nanos(millis * 1_000_000).unwrap()
 }
+
+/// How long `call` took.
+async fn timed<T>(call: impl std::future::Future<Output = T>) -> (T, std::time::Duration) {
+    let start = std::time::Instant::now();
+    let answer = call.await;
+    (answer, start.elapsed())
+}
+
+#[tokio::test]
+async fn an_unreachable_redis_costs_one_slow_call_per_pause_not_every_call() {
+    let relay = gatehouse_testkit::RedisRelay::start(&redis_url()).await;
+    let limiter = RedisRateLimiter::connect(&relay.url).await.unwrap();
+    let attempts = RedisSignInAttempts::connect(&relay.url).await.unwrap();
+    let (key, ada) = (unique_key("outage"), unique_account());
+    let now = now_ms(now());
+    assert!(hit(&limiter, &key, Quota::spread(60), now).await.allowed);
+    assert_eq!(begin(&attempts, &ada, now).await, CheckAdmission::Admitted);
+
+    relay.silence();
+    // The first call after the outage finds Redis gone and counts in process; the next ones,
+    // within the pause, do not ask Redis at all (asked, a silent Redis would hold each of them
+    // for its timeout, a second or more).
+    hit(&limiter, &key, Quota::spread(60), now).await;
+    begin(&attempts, &ada, now).await;
+    assert!(gatehouse_ratelimit::REDIS_PAUSE >= std::time::Duration::from_secs(5));
+    for n in 0..5 {
+        let (decision, took) = timed(hit(&limiter, &key, Quota::spread(60), now)).await;
+        assert_eq!(decision.limit, 60, "call {n}");
+        assert!(
+            took < std::time::Duration::from_millis(100),
+            "call {n} took {took:?}"
+        );
+        let (_, took) = timed(async {
+            begin(&attempts, &ada, now).await;
+            fail(&attempts, &ada, now).await;
+            attempts.clear(&ada).await.unwrap();
+        })
+        .await;
+        assert!(
+            took < std::time::Duration::from_millis(100),
+            "sign-in {n} took {took:?}"
+        );
+    }
+}
