@@ -410,7 +410,9 @@ mod rate_limit_impl {
         decision: &RateDecision,
     ) -> HttpResponse {
         let now = app.clock.now();
-        let retry_after = (decision.reset_at - now).whole_seconds().max(1);
+        // Whole seconds, rounded up: a client that waits this long is admitted.
+        let wait = (decision.reset_at - now).whole_milliseconds();
+        let retry_after = i64::try_from((wait + 999).div_euclid(1000).max(1)).unwrap_or(i64::MAX);
         let mut response = HttpResponse::build(StatusCode::TOO_MANY_REQUESTS)
             .insert_header((header::RETRY_AFTER, retry_after.to_string()))
             .json(ErrorBody {

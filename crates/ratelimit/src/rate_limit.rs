@@ -1,85 +1,73 @@
-//! Rate limiter adapters: fixed one-minute windows aligned to the minute, counted in process
-//! ([`MemoryRateLimiter`]) or in Redis ([`RedisRateLimiter`]) so that every replica shares one
-//! budget per key. When Redis cannot be reached, the Redis limiter counts in process meanwhile
-//! and says so in the log: every request is still counted and answered with its headers.
+//! Rate limiter adapters: the domain's [`Quota`] (the generic cell rate algorithm: each key
+//! keeps the moment its requests are paid off until) counted in process
+//! ([`MemoryRateLimiter`]) or in Redis ([`RedisRateLimiter`], one Lua script per request, so
+//! that every replica shares one budget per key). When Redis cannot be reached, the Redis
+//! limiter counts in process meanwhile and says so in the log: every request is still counted
+//! and answered with its headers.
 //!
-//! Each window is counted on its own: a refused request adds to the count of the window it was
-//! made in and nothing else, so it neither extends that window nor carries over to the next.
+//! A refused request changes nothing: it neither costs the key anything nor delays it more.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration as StdDuration, Instant};
+use std::time::Duration as StdDuration;
 
 use async_trait::async_trait;
-use gatehouse_domain::ports::{RateDecision, RateLimitError, RateLimiter};
+use gatehouse_domain::{
+    model::{unix_micros, Admission, Quota},
+    ports::{RateDecision, RateLimitError, RateLimiter},
+};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use time::{Duration, OffsetDateTime};
+use time::OffsetDateTime;
 
-/// The length of a window, in seconds.
-const WINDOW_SECS: i64 = 60;
+use crate::pause::Pause;
 
-/// How long a window's counter outlives its last hit in Redis: long enough to cover the whole
-/// window, short enough that past windows do not pile up.
-const REDIS_KEY_TTL_SECS: i64 = 2 * WINDOW_SECS;
+/// The prefix of every Redis key the limiter writes; the key is `gatehouse:gcra:{key}`, its
+/// value the Unix microsecond the key is paid off until, and it expires then.
+const REDIS_KEY_PREFIX: &str = "gatehouse:gcra:";
 
-/// The prefix of every Redis key the limiter writes; the key is
-/// `gatehouse:rl:{key}:{window_start_unix}`.
-const REDIS_KEY_PREFIX: &str = "gatehouse:rl:";
-
-/// After Redis failed, how long requests are counted in process before Redis is tried again:
-/// an outage costs one slow request (and one warning) per pause, not one per request.
-const REDIS_PAUSE: StdDuration = StdDuration::from_secs(5);
-
-/// The one-minute window that contains a moment.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Window {
-    /// The window's start, in Unix seconds (a multiple of 60).
-    start_unix: i64,
-    /// The window's end, when the count starts again.
-    reset_at: OffsetDateTime,
-}
-
-impl Window {
-    fn containing(now: OffsetDateTime) -> Result<Self, RateLimitError> {
-        let start_unix = now.unix_timestamp().div_euclid(WINDOW_SECS) * WINDOW_SECS;
-        let reset_at = OffsetDateTime::from_unix_timestamp(start_unix)
-            .ok()
-            .and_then(|start| start.checked_add(Duration::seconds(WINDOW_SECS)))
-            .ok_or_else(|| RateLimitError(format!("no rate-limit window contains {now}").into()))?;
-        Ok(Self {
-            start_unix,
-            reset_at,
-        })
-    }
-
-    /// The decision for the `count`th request of this window.
-    fn decide(self, count: u32, limit: u32) -> RateDecision {
-        RateDecision {
-            allowed: count <= limit,
-            limit,
-            remaining: limit.saturating_sub(count),
-            reset_at: self.reset_at,
-        }
-    }
-}
+/// [`Quota::admit`] in Redis, atomically. KEYS[1]: the key's paid-off moment; ARGV: now, the
+/// interval and the tolerance (microseconds). Returns {admitted (1 or 0), paid off until}. The
+/// numbers stay below 2^53, where Lua's are exact.
+const ADMIT: &str = r"
+local now = tonumber(ARGV[1])
+local from = tonumber(redis.call('GET', KEYS[1]) or '0')
+if from < now then from = now end
+local after = from + tonumber(ARGV[2])
+if after - now > tonumber(ARGV[3]) then
+  return {0, from}
+end
+redis.call('SET', KEYS[1], string.format('%.0f', after), 'PX', math.floor((after - now) / 1000) + 1)
+return {1, after}
+";
 
 /// Counters of one process, for a single replica (and for tests).
 ///
-/// Only the windows from the newest one seen onwards are kept: when the minute rolls over, the
-/// counters of earlier windows are dropped, so memory stays bounded by the keys seen in about a
-/// minute.
-#[derive(Default)]
+/// Memory stays bounded by the keys that are not paid off: those that are (and so count as
+/// never seen) are dropped whenever the map has doubled since the last sweep.
 pub struct MemoryRateLimiter {
     state: Mutex<MemoryState>,
 }
 
-#[derive(Default)]
 struct MemoryState {
-    /// The start of the newest window seen, in Unix seconds.
-    newest_window: Option<i64>,
-    /// Counts per window start, then per key.
-    windows: HashMap<i64, HashMap<String, u32>>,
+    /// When each key is paid off, in Unix microseconds.
+    paid_until: HashMap<String, i64>,
+    /// The size at which the next sweep happens.
+    next_sweep: usize,
+}
+
+/// The smallest map that is swept.
+const FIRST_SWEEP: usize = 1024;
+
+impl Default for MemoryRateLimiter {
+    fn default() -> Self {
+        Self {
+            state: Mutex::new(MemoryState {
+                paid_until: HashMap::new(),
+                next_sweep: FIRST_SWEEP,
+            }),
+        }
+    }
 }
 
 impl MemoryRateLimiter {
@@ -88,25 +76,21 @@ impl MemoryRateLimiter {
         Self::default()
     }
 
-    fn count(&self, key: &str, window: Window) -> u32 {
+    fn admit(&self, key: &str, quota: Quota, now: i64) -> Admission {
         // Never held across an await: this function does not await. A panic while holding the
-        // lock could at worst leave one count unincremented, so a poisoned lock is used as is.
+        // lock could at worst leave one request uncounted, so a poisoned lock is used as is.
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if state
-            .newest_window
-            .is_none_or(|newest| window.start_unix > newest)
-        {
-            state.newest_window = Some(window.start_unix);
-            state.windows.retain(|&start, _| start >= window.start_unix);
+        if state.paid_until.len() >= state.next_sweep {
+            state.paid_until.retain(|_, paid| *paid > now);
+            state.next_sweep = (state.paid_until.len() * 2).max(FIRST_SWEEP);
         }
-        let counts = state.windows.entry(window.start_unix).or_default();
-        if let Some(count) = counts.get_mut(key) {
-            *count = count.saturating_add(1);
-            *count
-        } else {
-            counts.insert(key.to_owned(), 1);
-            1
+        let admission = quota.admit(state.paid_until.get(key).copied(), now);
+        if admission.allowed {
+            state
+                .paid_until
+                .insert(key.to_owned(), admission.paid_until);
         }
+        admission
     }
 }
 
@@ -122,30 +106,31 @@ impl RateLimiter for MemoryRateLimiter {
     async fn hit(
         &self,
         key: &str,
-        limit: u32,
+        quota: Quota,
         now: OffsetDateTime,
     ) -> Result<RateDecision, RateLimitError> {
-        let window = Window::containing(now)?;
-        Ok(window.decide(self.count(key, window), limit))
+        Ok(quota.decision(self.admit(key, quota, unix_micros(now)), now))
     }
 }
 
 /// Counters in Redis, shared by every replica that points at the same server.
 ///
-/// Each hit is one round trip: `INCR` and `EXPIRE` of the window's key in one `MULTI`/`EXEC`
-/// transaction. The connection is re-established by itself after Redis goes away; meanwhile
-/// hits are counted in this process ([`MemoryRateLimiter`]), with a warning in the log each
-/// time Redis is found unreachable (at most once per [`REDIS_PAUSE`], during which Redis is not
-/// asked): the budget is per replica rather than shared, and never gone.
+/// Each hit is one round trip: the [`ADMIT`] script, which reads, decides and writes the key's
+/// paid-off moment atomically. The connection is re-established by itself after Redis goes
+/// away; meanwhile hits are counted in this process ([`MemoryRateLimiter`]), with a warning in
+/// the log each time Redis is found unreachable (at most once per [`crate::REDIS_PAUSE`],
+/// during which Redis is not asked): the budget is per replica rather than shared, and never
+/// gone.
 #[derive(Clone)]
 pub struct RedisRateLimiter {
     connection: ConnectionManager,
+    admit: Arc<redis::Script>,
     /// The server's URL without its password, for `Debug`.
     redacted_url: String,
     /// Where hits are counted while Redis cannot be reached.
     fallback: Arc<MemoryRateLimiter>,
-    /// When Redis last failed, while that is less than [`REDIS_PAUSE`] ago.
-    failed_at: Arc<Mutex<Option<Instant>>>,
+    /// Whether Redis failed lately (then it is not asked).
+    pause: Arc<Pause>,
 }
 
 impl RedisRateLimiter {
@@ -156,47 +141,39 @@ impl RedisRateLimiter {
     pub async fn connect(url: &str) -> Result<Self, RateLimitError> {
         Ok(Self {
             connection: connect(url).await?,
+            admit: Arc::new(redis::Script::new(ADMIT)),
             redacted_url: redact_url(url),
             fallback: Arc::default(),
-            failed_at: Arc::default(),
+            pause: Arc::default(),
         })
     }
 
-    /// Whether Redis failed less than [`REDIS_PAUSE`] ago (then it is not asked).
-    fn pausing(&self) -> bool {
-        let failed_at = self
-            .failed_at
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        failed_at.is_some_and(|at| at.elapsed() < REDIS_PAUSE)
-    }
-
-    fn remember_failure(&self, failed: Option<Instant>) {
-        *self
-            .failed_at
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = failed;
-    }
-
     /// One hit counted in Redis.
-    async fn hit_redis(&self, key: &str, window: Window) -> Result<u32, redis::RedisError> {
-        let redis_key = Self::redis_key(key, window.start_unix);
+    async fn hit_redis(
+        &self,
+        key: &str,
+        quota: Quota,
+        now: i64,
+    ) -> Result<Admission, redis::RedisError> {
         let mut connection = self.connection.clone();
-        let (count,): (i64,) = redis::pipe()
-            .atomic()
-            .incr(&redis_key, 1_i64)
-            .expire(&redis_key, REDIS_KEY_TTL_SECS)
-            .ignore()
-            .query_async(&mut connection)
+        let (allowed, paid_until): (i64, i64) = self
+            .admit
+            .key(Self::redis_key(key))
+            .arg(now)
+            .arg(quota.interval_micros())
+            .arg(quota.tolerance_micros())
+            .invoke_async(&mut connection)
             .await?;
-        // INCR only counts up from 1; anything else means someone else wrote the key.
-        Ok(u32::try_from(count.max(1)).unwrap_or(u32::MAX))
+        Ok(Admission {
+            allowed: allowed == 1,
+            paid_until,
+        })
     }
 
-    /// The Redis key counting `key`'s hits in the window that starts at `window_start_unix`.
+    /// The Redis key that holds when `key` is paid off.
     #[must_use]
-    pub fn redis_key(key: &str, window_start_unix: i64) -> String {
-        format!("{REDIS_KEY_PREFIX}{key}:{window_start_unix}")
+    pub fn redis_key(key: &str) -> String {
+        format!("{REDIS_KEY_PREFIX}{key}")
     }
 }
 
@@ -213,23 +190,19 @@ impl RateLimiter for RedisRateLimiter {
     async fn hit(
         &self,
         key: &str,
-        limit: u32,
+        quota: Quota,
         now: OffsetDateTime,
     ) -> Result<RateDecision, RateLimitError> {
-        let window = Window::containing(now)?;
-        if !self.pausing() {
-            match self.hit_redis(key, window).await {
-                Ok(count) => {
-                    self.remember_failure(None);
-                    return Ok(window.decide(count, limit));
-                }
-                Err(error) => {
-                    tracing::warn!(%error, "Redis unreachable: rate limits are counted in this process meanwhile");
-                    self.remember_failure(Some(Instant::now()));
-                }
-            }
+        let micros = unix_micros(now);
+        let warning = "Redis unreachable: rate limits are counted in this process meanwhile";
+        if let Some(admission) = self
+            .pause
+            .ask(warning, self.hit_redis(key, quota, micros))
+            .await
+        {
+            return Ok(quota.decision(admission, now));
         }
-        Ok(window.decide(self.fallback.count(key, window), limit))
+        Ok(quota.decision(self.fallback.admit(key, quota, micros), now))
     }
 }
 
@@ -294,107 +267,110 @@ mod tests {
         }
     }
 
-    async fn hit(limiter: &MemoryRateLimiter, key: &str, limit: u32, now: &str) -> RateDecision {
-        match limiter.hit(key, limit, at(now)).await {
+    async fn hit(limiter: &MemoryRateLimiter, key: &str, quota: Quota, now: &str) -> RateDecision {
+        match limiter.hit(key, quota, at(now)).await {
             Ok(decision) => decision,
             Err(error) => panic!("the memory limiter failed: {error}"),
         }
     }
 
     #[tokio::test]
-    async fn refuses_the_request_after_the_limit() {
+    async fn a_whole_minute_at_once_gets_a_sixth_through() {
         let limiter = MemoryRateLimiter::new();
-        for n in 1..=3 {
-            let decision = hit(&limiter, "k", 3, "2025-03-01T12:00:10Z").await;
-            assert!(decision.allowed, "request {n}");
-            assert_eq!(decision.limit, 3);
-            assert_eq!(decision.remaining, 3 - n);
+        let mut admitted = 0;
+        for _ in 0..60 {
+            let decision = hit(&limiter, "k", Quota::spread(60), "2025-03-01T12:00:10Z").await;
+            assert_eq!(decision.limit, 60);
+            admitted += u32::from(decision.allowed);
         }
-        let refused = hit(&limiter, "k", 3, "2025-03-01T12:00:50Z").await;
-        assert!(!refused.allowed);
-        assert_eq!(refused.remaining, 0);
-        assert_eq!(refused.limit, 3);
-        let refused_again = hit(&limiter, "k", 3, "2025-03-01T12:00:59.999Z").await;
-        assert!(!refused_again.allowed);
-        assert_eq!(refused_again.remaining, 0);
+        assert_eq!(admitted, 10);
     }
 
     #[tokio::test]
-    async fn the_next_window_starts_fresh() {
+    async fn a_minute_spread_evenly_gets_through_whole() {
         let limiter = MemoryRateLimiter::new();
-        for _ in 0..5 {
-            hit(&limiter, "k", 2, "2025-03-01T12:00:30Z").await;
+        for second in 0..60 {
+            let now = format!("2025-03-01T12:00:{second:02}Z");
+            let decision = hit(&limiter, "k", Quota::spread(60), &now).await;
+            assert!(decision.allowed, "at {now}");
         }
-        let next = hit(&limiter, "k", 2, "2025-03-01T12:01:00Z").await;
-        assert!(next.allowed);
-        assert_eq!(next.remaining, 1);
-        assert_eq!(next.reset_at, at("2025-03-01T12:02:00Z"));
+    }
+
+    #[tokio::test]
+    async fn refuses_past_the_burst_and_says_when_to_come_back() {
+        let limiter = MemoryRateLimiter::new();
+        let quota = Quota::new(3, 3);
+        for n in 1..=3 {
+            let decision = hit(&limiter, "k", quota, "2025-03-01T12:00:10Z").await;
+            assert!(decision.allowed, "request {n}");
+            assert_eq!(decision.remaining, 3 - n);
+            assert_eq!(
+                decision.reset_at,
+                at("2025-03-01T12:00:10Z") + time::Duration::seconds(20 * i64::from(n))
+            );
+        }
+        let refused = hit(&limiter, "k", quota, "2025-03-01T12:00:20Z").await;
+        assert!(!refused.allowed);
+        assert_eq!(refused.remaining, 0);
+        assert_eq!(refused.reset_at, at("2025-03-01T12:00:30Z"));
+        // A refusal cost nothing: the next one is admitted when it said.
+        assert!(
+            hit(&limiter, "k", quota, "2025-03-01T12:00:30Z")
+                .await
+                .allowed
+        );
     }
 
     #[tokio::test]
     async fn keys_are_counted_apart() {
         let limiter = MemoryRateLimiter::new();
-        assert!(hit(&limiter, "a", 1, "2025-03-01T12:00:00Z").await.allowed);
-        assert!(!hit(&limiter, "a", 1, "2025-03-01T12:00:01Z").await.allowed);
-        let other = hit(&limiter, "b", 1, "2025-03-01T12:00:02Z").await;
+        let quota = Quota::new(1, 1);
+        assert!(
+            hit(&limiter, "a", quota, "2025-03-01T12:00:00Z")
+                .await
+                .allowed
+        );
+        assert!(
+            !hit(&limiter, "a", quota, "2025-03-01T12:00:01Z")
+                .await
+                .allowed
+        );
+        let other = hit(&limiter, "b", quota, "2025-03-01T12:00:02Z").await;
         assert!(other.allowed);
         assert_eq!(other.remaining, 0);
     }
 
     #[tokio::test]
-    async fn resets_at_the_end_of_the_minute() {
-        let limiter = MemoryRateLimiter::new();
-        for now in [
-            "2025-03-01T12:34:00Z",
-            "2025-03-01T12:34:17.25Z",
-            "2025-03-01T12:34:59.999999Z",
-        ] {
-            let decision = hit(&limiter, "k", 10, now).await;
-            assert_eq!(decision.reset_at, at("2025-03-01T12:35:00Z"), "at {now}");
-        }
-        // Before the epoch too.
-        let decision = hit(&limiter, "k", 10, "1969-12-31T23:59:30Z").await;
-        assert_eq!(decision.reset_at, at("1970-01-01T00:00:00Z"));
-    }
-
-    #[tokio::test]
     async fn a_limit_of_zero_refuses_everything() {
         let limiter = MemoryRateLimiter::new();
-        let decision = hit(&limiter, "k", 0, "2025-03-01T12:00:00Z").await;
+        let decision = hit(&limiter, "k", Quota::spread(0), "2025-03-01T12:00:00Z").await;
         assert!(!decision.allowed);
         assert_eq!(decision.remaining, 0);
     }
 
     #[tokio::test]
-    async fn past_windows_are_dropped() {
+    async fn keys_paid_off_are_swept_as_the_map_grows() {
         let limiter = MemoryRateLimiter::new();
-        for key in ["a", "b", "c"] {
-            hit(&limiter, key, 5, "2025-03-01T12:00:00Z").await;
+        for n in 0..FIRST_SWEEP {
+            hit(
+                &limiter,
+                &format!("k{n}"),
+                Quota::spread(60),
+                "2025-03-01T12:00:00Z",
+            )
+            .await;
         }
-        hit(&limiter, "a", 5, "2025-03-01T12:01:00Z").await;
-        {
-            let state = limiter.state.lock().unwrap_or_else(PoisonError::into_inner);
-            assert_eq!(state.windows.len(), 1);
-            let current = state
-                .windows
-                .get(&at("2025-03-01T12:01:00Z").unix_timestamp());
-            assert_eq!(current.map(HashMap::len), Some(1));
-        }
-        // A straggler stamped in the dropped window counts from scratch there, and that
-        // window goes again at the next rollover.
-        let late = hit(&limiter, "a", 5, "2025-03-01T12:00:59Z").await;
-        assert_eq!(late.remaining, 4);
-        assert_eq!(late.reset_at, at("2025-03-01T12:01:00Z"));
-        hit(&limiter, "a", 5, "2025-03-01T12:02:00Z").await;
+        // A minute later every one of those keys is paid off: the next hit sweeps them.
+        hit(&limiter, "late", Quota::spread(60), "2025-03-01T12:01:00Z").await;
         let state = limiter.state.lock().unwrap_or_else(PoisonError::into_inner);
-        assert_eq!(state.windows.len(), 1);
+        assert_eq!(state.paid_until.len(), 1);
     }
 
     #[test]
-    fn redis_keys_name_the_key_and_the_window() {
+    fn redis_keys_name_the_key() {
         assert_eq!(
-            RedisRateLimiter::redis_key("ip:10.0.0.1", 1_740_830_400),
-            "gatehouse:rl:ip:10.0.0.1:1740830400"
+            RedisRateLimiter::redis_key("ip:10.0.0.1"),
+            "gatehouse:gcra:ip:10.0.0.1"
         );
     }
 

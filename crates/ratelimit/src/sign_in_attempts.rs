@@ -1,21 +1,25 @@
 //! Failed sign-ins per account (brute-force protection), counted in process
 //! ([`MemorySignInAttempts`]) or in Redis ([`RedisSignInAttempts`]) so that every replica sees
-//! the same count. The rule (how many failures lock, for how long) is the domain's
-//! `LockoutRule`; these only keep each account's run of failures and its lockout, atomically.
+//! the same count. The rule (how many failures lock, for how long, how many checks may be
+//! under way at once) is the domain's `LockoutRule`; these only keep each account's run of
+//! failures, its lockout and its check slots, atomically.
 
 use std::{
     collections::HashMap,
     fmt,
+    future::Future,
     sync::{Mutex, PoisonError},
 };
 
 use async_trait::async_trait;
 use gatehouse_domain::{
-    model::{AccountKey, FailedSignIns, LockoutRule},
+    model::{AccountKey, CheckAdmission, FailedSignIns, LockoutRule},
     ports::{RateLimitError, SignInAttempts},
 };
 use redis::aio::ConnectionManager;
 use time::OffsetDateTime;
+
+use crate::pause::Pause;
 
 /// One account's run, as the process keeps it.
 #[derive(Clone, Copy, Debug)]
@@ -23,15 +27,39 @@ struct Run {
     failures: u32,
     started: OffsetDateTime,
     locked_until: Option<OffsetDateTime>,
-    /// When the run is forgotten (see `LockoutRule::run_ends`).
+    /// Check slots taken and not given back, while `checks_until` is ahead.
+    checks: u32,
+    /// When the slots lapse: [`LockoutRule::CHECK_SLOT_TTL`] after the latest was taken.
+    checks_until: OffsetDateTime,
+    /// When the run is forgotten (see `LockoutRule::run_ends`), or its slots lapse if later.
     forget_at: OffsetDateTime,
 }
 
 impl Run {
+    fn fresh(now: OffsetDateTime, rule: &LockoutRule) -> Self {
+        Self {
+            failures: 0,
+            started: now,
+            locked_until: None,
+            checks: 0,
+            checks_until: now,
+            forget_at: rule.run_ends(now, None),
+        }
+    }
+
     fn as_seen(&self) -> FailedSignIns {
         FailedSignIns {
             failures: self.failures,
             locked_until: self.locked_until,
+        }
+    }
+
+    /// The slots under way at `now`.
+    fn checks(&self, now: OffsetDateTime) -> u32 {
+        if self.checks_until > now {
+            self.checks
+        } else {
+            0
         }
     }
 }
@@ -87,28 +115,65 @@ impl MemorySignInAttempts {
         }
     }
 
-    fn fail(&self, account: &AccountKey, now: OffsetDateTime, rule: &LockoutRule) -> FailedSignIns {
-        let mut state = self.state();
+    /// The account's run as it stands at `now`, a fresh one when there is none or it is over.
+    fn run_at<'a>(
+        state: &'a mut MemoryState,
+        account: &AccountKey,
+        now: OffsetDateTime,
+        rule: &LockoutRule,
+    ) -> &'a mut Run {
         if state.runs.len() >= state.next_sweep {
             state.runs.retain(|_, run| run.forget_at > now);
             state.next_sweep = (state.runs.len() * 2).max(FIRST_SWEEP);
         }
-        let fresh = Run {
-            failures: 0,
-            started: now,
-            locked_until: None,
-            forget_at: rule.run_ends(now, None),
-        };
-        let run = state.runs.entry(account.clone()).or_insert(fresh);
+        let run = state
+            .runs
+            .entry(account.clone())
+            .or_insert_with(|| Run::fresh(now, rule));
         if run.forget_at <= now {
-            *run = fresh;
+            *run = Run::fresh(now, rule);
+        }
+        run
+    }
+
+    fn begin(
+        &self,
+        account: &AccountKey,
+        now: OffsetDateTime,
+        rule: &LockoutRule,
+    ) -> CheckAdmission {
+        let mut state = self.state();
+        let run = Self::run_at(&mut state, account, now, rule);
+        let admission = rule.admit(&run.as_seen(), run.checks(now), now);
+        if admission == CheckAdmission::Admitted {
+            run.checks = run.checks(now) + 1;
+            run.checks_until = now + LockoutRule::CHECK_SLOT_TTL;
+            run.forget_at = run.forget_at.max(run.checks_until);
+        }
+        admission
+    }
+
+    fn give_back(&self, account: &AccountKey) {
+        if let Some(run) = self.state().runs.get_mut(account) {
+            run.checks = run.checks.saturating_sub(1);
+        }
+    }
+
+    fn fail(&self, account: &AccountKey, now: OffsetDateTime, rule: &LockoutRule) -> FailedSignIns {
+        let mut state = self.state();
+        let run = Self::run_at(&mut state, account, now, rule);
+        run.checks = run.checks.saturating_sub(1);
+        if run.failures == 0 {
+            run.started = now;
         }
         run.failures = run.failures.saturating_add(1);
         if let Some(lockout) = rule.lockout_after(run.failures) {
             let until = now + lockout;
             run.locked_until = Some(run.locked_until.map_or(until, |old| old.max(until)));
         }
-        run.forget_at = rule.run_ends(run.started, run.locked_until);
+        run.forget_at = rule
+            .run_ends(run.started, run.locked_until)
+            .max(run.checks_until);
         run.as_seen()
     }
 }
@@ -130,6 +195,20 @@ impl SignInAttempts for MemorySignInAttempts {
         Ok(self.current(account, now))
     }
 
+    async fn begin_check(
+        &self,
+        account: &AccountKey,
+        now: OffsetDateTime,
+        rule: &LockoutRule,
+    ) -> Result<CheckAdmission, RateLimitError> {
+        Ok(self.begin(account, now, rule))
+    }
+
+    async fn release(&self, account: &AccountKey) -> Result<(), RateLimitError> {
+        self.give_back(account);
+        Ok(())
+    }
+
     async fn record_failure(
         &self,
         account: &AccountKey,
@@ -146,43 +225,86 @@ impl SignInAttempts for MemorySignInAttempts {
 }
 
 /// The prefix of every Redis key this writes; a run is the hash `gatehouse:signin:{key}` with
-/// the fields `failures`, `started` and `locked_until` (Unix milliseconds), and expires when
-/// the run is forgotten.
+/// the fields `failures`, `started`, `locked_until`, `checks` and `checks_until` (moments in
+/// Unix milliseconds), and expires when the run is forgotten.
 const REDIS_KEY_PREFIX: &str = "gatehouse:signin:";
 
-/// Counts one failure: a new run (started now, expiring a window later) when there is none.
-/// Returns the failures and the run's start.
-const COUNT_FAILURE: &str = r"
-local failures = redis.call('HINCRBY', KEYS[1], 'failures', 1)
-if failures == 1 then
-  redis.call('HSET', KEYS[1], 'started', ARGV[1])
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+/// Takes a check slot if the rule admits it. ARGV[1]: now; ARGV[2]: the slots' lifetime;
+/// ARGV[3..]: `LockoutRule::checks_at_once` for 0, 1, ... failures (the last for any more).
+/// Returns {taken (1 or 0), failures, locked_until, checks under way before}.
+const BEGIN_CHECK: &str = r"
+local now = tonumber(ARGV[1])
+local run = redis.call('HMGET', KEYS[1], 'failures', 'locked_until', 'checks', 'checks_until')
+local failures = tonumber(run[1] or '0')
+local locked = tonumber(run[2] or '0')
+local checks = tonumber(run[3] or '0')
+if tonumber(run[4] or '0') <= now then checks = 0 end
+local open = tonumber(ARGV[3 + math.min(failures, #ARGV - 3)])
+if locked > now or checks >= open then
+  return {0, failures, locked, checks}
 end
-return {failures, redis.call('HGET', KEYS[1], 'started') or ARGV[1]}
+local ttl = tonumber(ARGV[2])
+redis.call('HSET', KEYS[1], 'checks', checks + 1, 'checks_until', now + ttl)
+if redis.call('PTTL', KEYS[1]) < ttl then
+  redis.call('PEXPIRE', KEYS[1], ttl)
+end
+return {1, failures, locked, checks}
 ";
 
-/// Locks the run until ARGV[1] unless it is locked longer already, and keeps it until ARGV[2]
-/// at least (both Unix milliseconds; ARGV[3] is now). Returns the lockout in force.
-const LOCK: &str = r"
-local old = tonumber(redis.call('HGET', KEYS[1], 'locked_until') or '0')
-if tonumber(ARGV[1]) > old then
-  redis.call('HSET', KEYS[1], 'locked_until', ARGV[1])
+/// Gives back a check slot, if one is taken.
+const RELEASE: &str = r"
+local checks = tonumber(redis.call('HGET', KEYS[1], 'checks') or '0')
+if checks > 0 then
+  redis.call('HSET', KEYS[1], 'checks', checks - 1)
 end
-local keep = tonumber(ARGV[2]) - tonumber(ARGV[3])
+return checks
+";
+
+/// Counts one failure in place of a check slot, and locks as the rule says, in one step.
+/// ARGV[1]: now; ARGV[2]: the rule's window; ARGV[3]: the failure that first locks; ARGV[4..]:
+/// `LockoutRule::lockout_after` for that failure and each after it (the last for any more).
+/// Returns {failures, locked_until (0: none)}.
+const COUNT_FAILURE: &str = r"
+local now = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+local threshold = tonumber(ARGV[3])
+local checks = tonumber(redis.call('HGET', KEYS[1], 'checks') or '0')
+if checks > 0 then
+  redis.call('HSET', KEYS[1], 'checks', checks - 1)
+end
+local failures = redis.call('HINCRBY', KEYS[1], 'failures', 1)
+if failures == 1 then
+  redis.call('HSET', KEYS[1], 'started', now)
+end
+local started = tonumber(redis.call('HGET', KEYS[1], 'started') or now)
+local locked = tonumber(redis.call('HGET', KEYS[1], 'locked_until') or '0')
+local forget = started + window
+if failures >= threshold then
+  local lockout = tonumber(ARGV[4 + math.min(failures - threshold, #ARGV - 4)])
+  if now + lockout > locked then
+    locked = now + lockout
+    redis.call('HSET', KEYS[1], 'locked_until', locked)
+  end
+  forget = locked + window
+end
+local keep = forget - now
 if redis.call('PTTL', KEYS[1]) < keep then
   redis.call('PEXPIRE', KEYS[1], keep)
 end
-return redis.call('HGET', KEYS[1], 'locked_until')
+return {failures, locked}
 ";
 
 /// Runs in Redis, shared by every replica that points at the same server. When Redis cannot
 /// be reached, it counts in process meanwhile (and says so in the log): protection per replica
-/// rather than none.
+/// rather than none. After a failure Redis is left alone for [`crate::REDIS_PAUSE`], so that an
+/// outage costs one slow sign-in per pause, not every sign-in.
 pub struct RedisSignInAttempts {
     connection: ConnectionManager,
+    begin_check: redis::Script,
+    release: redis::Script,
     count_failure: redis::Script,
-    lock: redis::Script,
     fallback: MemorySignInAttempts,
+    pause: Pause,
 }
 
 impl RedisSignInAttempts {
@@ -193,9 +315,11 @@ impl RedisSignInAttempts {
     pub async fn connect(url: &str) -> Result<Self, RateLimitError> {
         Ok(Self {
             connection: crate::rate_limit::connect(url).await?,
+            begin_check: redis::Script::new(BEGIN_CHECK),
+            release: redis::Script::new(RELEASE),
             count_failure: redis::Script::new(COUNT_FAILURE),
-            lock: redis::Script::new(LOCK),
             fallback: MemorySignInAttempts::new(),
+            pause: Pause::default(),
         })
     }
 
@@ -219,46 +343,80 @@ impl RedisSignInAttempts {
         })
     }
 
+    async fn begin(
+        &self,
+        account: &AccountKey,
+        now: OffsetDateTime,
+        rule: &LockoutRule,
+    ) -> Result<CheckAdmission, redis::RedisError> {
+        let mut connection = self.connection.clone();
+        let mut script = self.begin_check.key(Self::redis_key(account));
+        script
+            .arg(unix_millis(now))
+            .arg(millis(LockoutRule::CHECK_SLOT_TTL));
+        for failures in 0..=rule.threshold() {
+            script.arg(rule.checks_at_once(failures));
+        }
+        let (taken, failures, locked_until, checks): (i64, u32, i64, u32) =
+            script.invoke_async(&mut connection).await?;
+        if taken == 1 {
+            return Ok(CheckAdmission::Admitted);
+        }
+        let run = FailedSignIns {
+            failures,
+            locked_until: from_unix_millis(locked_until).filter(|_| locked_until > 0),
+        };
+        // The script refused with the same rule: the rule says how long to wait.
+        Ok(match rule.admit(&run, checks, now) {
+            CheckAdmission::Admitted => CheckAdmission::Refused(LockoutRule::BUSY_WAIT),
+            refused => refused,
+        })
+    }
+
+    async fn give_back(&self, account: &AccountKey) -> Result<(), redis::RedisError> {
+        let mut connection = self.connection.clone();
+        let _: i64 = self
+            .release
+            .key(Self::redis_key(account))
+            .invoke_async(&mut connection)
+            .await?;
+        Ok(())
+    }
+
     async fn fail(
         &self,
         account: &AccountKey,
         now: OffsetDateTime,
         rule: &LockoutRule,
     ) -> Result<FailedSignIns, redis::RedisError> {
-        let key = Self::redis_key(account);
         let mut connection = self.connection.clone();
-        let (failures, started): (u32, i64) = self
-            .count_failure
-            .key(&key)
+        let mut script = self.count_failure.key(Self::redis_key(account));
+        script
             .arg(unix_millis(now))
-            .arg(
-                i64::try_from(rule.window().whole_milliseconds())
-                    .unwrap_or(i64::MAX)
-                    .max(1),
-            )
-            .invoke_async(&mut connection)
-            .await?;
-        let Some(lockout) = rule.lockout_after(failures) else {
-            return Ok(FailedSignIns {
-                failures,
-                locked_until: None,
-            });
-        };
-        let started = from_unix_millis(started).unwrap_or(now);
-        let until = now + lockout;
-        let forget_at = rule.run_ends(started, Some(until));
-        let locked_until: Option<i64> = self
-            .lock
-            .key(&key)
-            .arg(unix_millis(until))
-            .arg(unix_millis(forget_at))
-            .arg(unix_millis(now))
-            .invoke_async(&mut connection)
-            .await?;
+            .arg(millis(rule.window()).max(1))
+            .arg(rule.threshold());
+        // Each lockout from the first, doubling, up to the longest (which any more repeat).
+        let mut failures = rule.threshold();
+        while let Some(lockout) = rule.lockout_after(failures) {
+            script.arg(millis(lockout));
+            match failures.checked_add(1) {
+                Some(next) if rule.lockout_after(next) != Some(lockout) => failures = next,
+                _ => break,
+            }
+        }
+        let (failures, locked_until): (u32, i64) = script.invoke_async(&mut connection).await?;
         Ok(FailedSignIns {
             failures,
-            locked_until: locked_until.and_then(from_unix_millis),
+            locked_until: from_unix_millis(locked_until).filter(|_| locked_until > 0),
         })
+    }
+
+    async fn forget(&self, account: &AccountKey) -> Result<(), redis::RedisError> {
+        let mut connection = self.connection.clone();
+        redis::cmd("DEL")
+            .arg(Self::redis_key(account))
+            .query_async(&mut connection)
+            .await
     }
 }
 
@@ -269,8 +427,23 @@ impl fmt::Debug for RedisSignInAttempts {
     }
 }
 
-fn falling_back(error: &redis::RedisError) {
-    tracing::warn!(%error, "Redis unreachable: failed sign-ins are counted in this process meanwhile");
+/// What the log says when Redis fails.
+const FALLING_BACK: &str =
+    "Redis unreachable: failed sign-ins are counted in this process meanwhile";
+
+impl RedisSignInAttempts {
+    /// What Redis answers to `redis`, or, when Redis is unreachable or paused, what the
+    /// process's own count answers to `fallback` (neither starts unless it is asked).
+    async fn or_fallback<T>(
+        &self,
+        redis: impl Future<Output = Result<T, redis::RedisError>>,
+        fallback: impl Future<Output = Result<T, RateLimitError>>,
+    ) -> Result<T, RateLimitError> {
+        match self.pause.ask(FALLING_BACK, redis).await {
+            Some(answer) => Ok(answer),
+            None => fallback.await,
+        }
+    }
 }
 
 #[async_trait]
@@ -280,13 +453,29 @@ impl SignInAttempts for RedisSignInAttempts {
         account: &AccountKey,
         now: OffsetDateTime,
     ) -> Result<FailedSignIns, RateLimitError> {
-        match self.current(account).await {
-            Ok(run) => Ok(run),
-            Err(error) => {
-                falling_back(&error);
-                self.fallback.failed_sign_ins(account, now).await
-            }
-        }
+        self.or_fallback(
+            self.current(account),
+            self.fallback.failed_sign_ins(account, now),
+        )
+        .await
+    }
+
+    async fn begin_check(
+        &self,
+        account: &AccountKey,
+        now: OffsetDateTime,
+        rule: &LockoutRule,
+    ) -> Result<CheckAdmission, RateLimitError> {
+        self.or_fallback(
+            self.begin(account, now, rule),
+            self.fallback.begin_check(account, now, rule),
+        )
+        .await
+    }
+
+    async fn release(&self, account: &AccountKey) -> Result<(), RateLimitError> {
+        self.pause.ask(FALLING_BACK, self.give_back(account)).await;
+        self.fallback.release(account).await
     }
 
     async fn record_failure(
@@ -295,26 +484,22 @@ impl SignInAttempts for RedisSignInAttempts {
         now: OffsetDateTime,
         rule: &LockoutRule,
     ) -> Result<FailedSignIns, RateLimitError> {
-        match self.fail(account, now, rule).await {
-            Ok(run) => Ok(run),
-            Err(error) => {
-                falling_back(&error);
-                self.fallback.record_failure(account, now, rule).await
-            }
-        }
+        self.or_fallback(
+            self.fail(account, now, rule),
+            self.fallback.record_failure(account, now, rule),
+        )
+        .await
     }
 
     async fn clear(&self, account: &AccountKey) -> Result<(), RateLimitError> {
-        let mut connection = self.connection.clone();
-        let cleared: Result<(), _> = redis::cmd("DEL")
-            .arg(Self::redis_key(account))
-            .query_async(&mut connection)
-            .await;
-        if let Err(error) = cleared {
-            falling_back(&error);
-        }
+        self.pause.ask(FALLING_BACK, self.forget(account)).await;
         self.fallback.clear(account).await
     }
+}
+
+/// A duration in milliseconds, as the Lua scripts count.
+fn millis(duration: time::Duration) -> i64 {
+    i64::try_from(duration.whole_milliseconds()).unwrap_or(i64::MAX)
 }
 
 /// `at` in Unix milliseconds, as the Lua scripts count.
@@ -448,6 +633,83 @@ mod tests {
         )
         .await;
         assert_eq!(store.state().runs.len(), 1);
+    }
+
+    async fn begin(
+        store: &MemorySignInAttempts,
+        account: &AccountKey,
+        now: OffsetDateTime,
+    ) -> CheckAdmission {
+        match store.begin_check(account, now, &LockoutRule::DEFAULT).await {
+            Ok(admission) => admission,
+            Err(error) => panic!("the memory store failed: {error}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn thirty_checks_at_once_admit_five_and_their_failures_lock() {
+        let store = std::sync::Arc::new(MemorySignInAttempts::new());
+        let ada = AccountKey::for_email("ada@example.com");
+        let now = at(0, 0);
+        let tries: Vec<_> = (0..30)
+            .map(|_| {
+                let (store, ada) = (store.clone(), ada.clone());
+                tokio::spawn(async move { begin(&store, &ada, now).await })
+            })
+            .collect();
+        let mut admitted = 0;
+        for attempt in tries {
+            match attempt.await {
+                Ok(CheckAdmission::Admitted) => admitted += 1,
+                Ok(CheckAdmission::Refused(wait)) => assert_eq!(wait, LockoutRule::BUSY_WAIT),
+                Err(error) => panic!("{error}"),
+            }
+        }
+        assert_eq!(admitted, 5);
+        for n in 1..=5 {
+            fail(&store, &ada, at(0, n)).await;
+        }
+        // Five failures: locked for a minute, the slots they held now failures.
+        assert_eq!(
+            begin(&store, &ada, at(0, 6)).await,
+            CheckAdmission::Refused(Duration::seconds(59))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failure_keeps_its_slot_and_a_check_without_a_verdict_gives_it_back() {
+        let store = MemorySignInAttempts::new();
+        let ada = AccountKey::for_email("ada@example.com");
+        for n in 0..4 {
+            fail(&store, &ada, at(0, n)).await;
+        }
+        // Four failures: one check at a time.
+        assert_eq!(
+            begin(&store, &ada, at(0, 5)).await,
+            CheckAdmission::Admitted
+        );
+        let busy = CheckAdmission::Refused(LockoutRule::BUSY_WAIT);
+        assert_eq!(begin(&store, &ada, at(0, 5)).await, busy);
+        assert!(store.release(&ada).await.is_ok());
+        assert_eq!(
+            begin(&store, &ada, at(0, 6)).await,
+            CheckAdmission::Admitted
+        );
+        // A slot not given back lapses.
+        assert_eq!(begin(&store, &ada, at(0, 35)).await, busy);
+        assert_eq!(
+            begin(&store, &ada, at(0, 36)).await,
+            CheckAdmission::Admitted
+        );
+        // A right password ends the run and its slots.
+        assert!(store.clear(&ada).await.is_ok());
+        for _ in 0..5 {
+            assert_eq!(
+                begin(&store, &ada, at(0, 37)).await,
+                CheckAdmission::Admitted
+            );
+        }
+        assert_eq!(begin(&store, &ada, at(0, 37)).await, busy);
     }
 
     #[test]

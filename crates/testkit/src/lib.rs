@@ -1,4 +1,5 @@
-//! Test support for Gatehouse: a real PostgreSQL database per test, and SQLite URLs.
+//! Test support for Gatehouse: a real PostgreSQL database per test, SQLite URLs, and a relay to
+//! Redis that a test breaks ([`RedisRelay`]).
 //!
 //! # Finding a PostgreSQL server
 //!
@@ -69,7 +70,10 @@ use tokio::sync::OnceCell;
 use tokio_postgres::{Client, NoTls};
 
 mod cluster;
+mod redis_relay;
 pub mod saml_idp;
+
+pub use redis_relay::RedisRelay;
 
 /// Environment variable naming the PostgreSQL server the tests use.
 pub const DATABASE_URL_ENV: &str = "GATEHOUSE_TEST_DATABASE_URL";

@@ -7,6 +7,15 @@
 //! A run ends 15 minutes after its last lockout ended (or, without one, 15 minutes after it
 //! began), or with a correct password. While the account is locked, every attempt is refused
 //! without checking the password, a correct one included, and is not counted.
+//!
+//! The count holds under concurrency (issue 49): a sign-in takes a *check slot* before its
+//! password is checked ([`LockoutRule::admit`]), and only as many checks may be under way at
+//! once as may still fail before the lockout (at least one): with four failures so far, one; with
+//! none, five. A failure keeps its slot as a failure, a right password ends the run, a check
+//! without a verdict gives its slot back. So thirty wrong passwords sent at once are five checks
+//! and twenty-five refusals, on one replica or many, and the right password in the same burst is
+//! checked only if it is one of the five. A slot not given back (a replica that stopped
+//! mid-check) lapses [`LockoutRule::CHECK_SLOT_TTL`] after the latest slot was taken.
 
 use sha2::{Digest, Sha256};
 use time::{Duration, OffsetDateTime};
@@ -35,6 +44,17 @@ impl std::fmt::Debug for AccountKey {
         // A hash of an email is still a way to recognise one: not for logs.
         f.write_str("AccountKey(<redacted>)")
     }
+}
+
+/// Whether a sign-in may check the password it was given (see [`LockoutRule::admit`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CheckAdmission {
+    /// A check slot is taken: check the password, then count the failure (the slot is kept as
+    /// one), end the run (a right password) or give the slot back (no verdict).
+    Admitted,
+    /// Not checked, a right password neither: the account is locked, or every check it may
+    /// have under way is. Try again after this long.
+    Refused(Duration),
 }
 
 /// One account's run of failed sign-ins as the counter store keeps it.
@@ -78,6 +98,14 @@ pub struct LockoutRule {
 pub struct InvalidLockoutRule;
 
 impl LockoutRule {
+    /// How long the check slots taken for an account outlive the latest one taken, should they
+    /// not be given back (a replica stopped mid-check): longer than any password check takes.
+    pub const CHECK_SLOT_TTL: Duration = Duration::seconds(30);
+
+    /// How long a sign-in refused because every check slot is taken is told to wait: the checks
+    /// under way are over in about that time.
+    pub const BUSY_WAIT: Duration = Duration::seconds(1);
+
     /// 5 failures within 15 minutes; 1 minute, doubling, at most an hour.
     pub const DEFAULT: Self = Self {
         threshold: 5,
@@ -105,6 +133,11 @@ impl LockoutRule {
             .ok_or(InvalidLockoutRule)
     }
 
+    /// The failure that first locks the account.
+    pub fn threshold(&self) -> u32 {
+        self.threshold
+    }
+
     /// How long a run lasts without a lockout, and how long it outlives its last lockout.
     pub fn window(&self) -> Duration {
         self.window
@@ -118,6 +151,28 @@ impl LockoutRule {
             (lockout < self.longest).then(|| lockout * 2)
         });
         Some(doubled.unwrap_or(self.longest).min(self.longest))
+    }
+
+    /// How many password checks may be under way at once for a run of `failures` failures that
+    /// is not locked: as many as may still fail before the lockout (so that, should they all
+    /// fail, the lockout comes with the last of them), and at least one (after a lockout has
+    /// ended, the run goes on one check at a time).
+    pub fn checks_at_once(&self, failures: u32) -> u32 {
+        self.threshold.saturating_sub(failures).max(1)
+    }
+
+    /// Whether a sign-in may check a password at `now`, for an account whose run stands at
+    /// `run` with `checks` checks under way: refused while it is locked (for what is left of the
+    /// lockout) or while [`Self::checks_at_once`] are under way (for [`Self::BUSY_WAIT`]). The
+    /// counter stores take the slot in the same atomic step.
+    pub fn admit(&self, run: &FailedSignIns, checks: u32, now: OffsetDateTime) -> CheckAdmission {
+        if let Some(wait) = run.retry_after(now) {
+            CheckAdmission::Refused(wait)
+        } else if checks >= self.checks_at_once(run.failures) {
+            CheckAdmission::Refused(Self::BUSY_WAIT)
+        } else {
+            CheckAdmission::Admitted
+        }
     }
 
     /// When a run that began at `started` is forgotten: `window` after its latest lockout
@@ -210,5 +265,50 @@ mod tests {
         assert_eq!(locked.retry_after(now), Some(Duration::seconds(60)));
         assert_eq!(locked.retry_after(now + Duration::seconds(60)), None);
         assert_eq!(FailedSignIns::default().retry_after(now), None);
+    }
+
+    #[test]
+    fn only_as_many_checks_at_once_as_may_fail_before_the_lockout() {
+        let rule = LockoutRule::DEFAULT;
+        assert_eq!(rule.checks_at_once(0), 5);
+        assert_eq!(rule.checks_at_once(3), 2);
+        assert_eq!(rule.checks_at_once(4), 1);
+        // A lockout that has ended: the run goes on, one check at a time.
+        assert_eq!(rule.checks_at_once(5), 1);
+        assert_eq!(rule.checks_at_once(u32::MAX), 1);
+
+        let now = OffsetDateTime::UNIX_EPOCH;
+        let fresh = FailedSignIns::default();
+        assert_eq!(rule.admit(&fresh, 4, now), CheckAdmission::Admitted);
+        assert_eq!(
+            rule.admit(&fresh, 5, now),
+            CheckAdmission::Refused(LockoutRule::BUSY_WAIT)
+        );
+        let three = FailedSignIns {
+            failures: 3,
+            locked_until: None,
+        };
+        assert_eq!(rule.admit(&three, 1, now), CheckAdmission::Admitted);
+        assert_eq!(
+            rule.admit(&three, 2, now),
+            CheckAdmission::Refused(LockoutRule::BUSY_WAIT)
+        );
+        // Locked: refused for what is left of it, however few checks are under way.
+        let locked = FailedSignIns {
+            failures: 5,
+            locked_until: Some(now + Duration::seconds(40)),
+        };
+        assert_eq!(
+            rule.admit(&locked, 0, now),
+            CheckAdmission::Refused(Duration::seconds(40))
+        );
+        assert_eq!(
+            rule.admit(&locked, 0, now + Duration::seconds(40)),
+            CheckAdmission::Admitted
+        );
+        assert_eq!(
+            rule.admit(&locked, 1, now + Duration::seconds(40)),
+            CheckAdmission::Refused(LockoutRule::BUSY_WAIT)
+        );
     }
 }

@@ -79,7 +79,7 @@ pub use ids::{
     ApiKeyId, ApplicationId, DirectoryGroupId, DirectoryUserId, DomainId, EventId, InvitationId,
     MfaFactorId, OrganizationId, ScimTokenId, ServiceAccountId, SessionId, UserId,
 };
-pub use lockout::{AccountKey, FailedSignIns, InvalidLockoutRule, LockoutRule};
+pub use lockout::{AccountKey, CheckAdmission, FailedSignIns, InvalidLockoutRule, LockoutRule};
 pub use member::{
     InvitableRole, Invitation, InvitationRecord, InvitationState, Member, MemberFilter,
     MemberStatus, Membership, NewInvitation, INVITATION_TTL_DAYS,
@@ -111,7 +111,7 @@ pub use policy::{
     IpAllowlistError, MaxAgeDays, MfaMethod, MfaPolicy, MfaPolicyError, MinLength,
     OrganizationPolicies, OutOfBounds, PasswordPolicy, ReuseCount, SessionHours, SessionPolicy,
 };
-pub use rate_limit::RateLimits;
+pub use rate_limit::{unix_micros, Admission, Quota, RateLimits};
 pub use role::Role;
 pub use saml::{
     ReturnPath, ReturnPathError, SamlAssertion, SamlRequest, SamlRequestId, SamlTrust,

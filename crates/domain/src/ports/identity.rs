@@ -609,6 +609,11 @@ pub trait TokenSigner: Send + Sync + 'static {
 
 /// Failed sign-ins per account, for brute-force protection (see [`LockoutRule`]): in-process
 /// for a single replica, shared by every replica through Redis.
+///
+/// A sign-in takes a check slot ([`Self::begin_check`]) before it checks a password, and
+/// ends it with [`Self::record_failure`] (the slot is kept, as a failure), [`Self::clear`] (a
+/// right password: the run ends) or [`Self::release`] (no verdict), so that the lockout holds
+/// under concurrency.
 #[async_trait]
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 pub trait SignInAttempts: Send + Sync + 'static {
@@ -623,9 +628,32 @@ pub trait SignInAttempts: Send + Sync + 'static {
         now: OffsetDateTime,
     ) -> Result<FailedSignIns, RateLimitError>;
 
-    /// Counts one failure in the account's run (a new run when none is going at `now`), locks
-    /// the account for what `rule` says the new count earns, and returns the run as it now
-    /// stands. Concurrent failures each count.
+    /// Takes one of the account's check slots at `now` if `rule` admits it
+    /// ([`LockoutRule::admit`], with the checks under way: slots taken less than
+    /// [`LockoutRule::CHECK_SLOT_TTL`] after the latest one and not given back), in one atomic
+    /// step, so that concurrent sign-ins, on any replica, never take more than it allows.
+    ///
+    /// # Errors
+    /// [`RateLimitError`] when the counters cannot be reached; callers let the attempt through.
+    async fn begin_check(
+        &self,
+        account: &AccountKey,
+        now: OffsetDateTime,
+        rule: &LockoutRule,
+    ) -> Result<crate::model::CheckAdmission, RateLimitError>;
+
+    /// Gives back a check slot without a verdict (the check failed, or a right password still
+    /// has a second step to come).
+    ///
+    /// # Errors
+    /// [`RateLimitError`] when the counters cannot be reached.
+    async fn release(&self, account: &AccountKey) -> Result<(), RateLimitError>;
+
+    /// Counts one failure in the account's run (a new run when none is going at `now`) in place
+    /// of its check slot, locks the account for what `rule` says the new count earns, and
+    /// returns the run as it now stands, all in one atomic step. Concurrent failures each count.
+    /// A failure that took no slot (a wrong second factor) gives back none when none is taken,
+    /// and otherwise one of the checks under way: it only ever lets one more check start.
     ///
     /// # Errors
     /// [`RateLimitError`] when the counters cannot be reached.
@@ -636,7 +664,7 @@ pub trait SignInAttempts: Send + Sync + 'static {
         rule: &LockoutRule,
     ) -> Result<FailedSignIns, RateLimitError>;
 
-    /// Forgets the account's run: its password was right.
+    /// Forgets the account's run, its check slots with it: its password was right.
     ///
     /// # Errors
     /// [`RateLimitError`] when the counters cannot be reached.

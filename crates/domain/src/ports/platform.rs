@@ -5,7 +5,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::{BoxError, PoolUse, StoreError};
-use crate::model::{Email, SecretToken, TokenKind};
+use crate::model::{Email, Quota, SecretToken, TokenKind};
 
 /// The store's liveness, for `/readyz`, and its pools' use, for the metrics.
 #[async_trait]
@@ -38,16 +38,17 @@ pub trait Random: Send + Sync + 'static {
     fn recovery_code(&self) -> SecretToken;
 }
 
-/// The outcome of counting one request against a rate limit.
+/// The outcome of counting one request against a rate limit (see [`Quota`] for the rule).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RateDecision {
     /// Whether the request is within the limit.
     pub allowed: bool,
-    /// Requests allowed per window.
+    /// Requests allowed per minute: `X-RateLimit-Limit`.
     pub limit: u32,
-    /// Requests left in the current window after this one (0 when refused).
+    /// Requests that would still be admitted at once, right after this one (0 when refused).
     pub remaining: u32,
-    /// When the current window ends and the count starts again.
+    /// For an admitted request, when the key is paid off and its whole burst available again;
+    /// for a refused one, when the next request will be admitted. A whole second.
     pub reset_at: OffsetDateTime,
 }
 
@@ -56,20 +57,20 @@ pub struct RateDecision {
 #[error("the rate limiter is unavailable")]
 pub struct RateLimitError(#[source] pub BoxError);
 
-/// Request counters in fixed one-minute windows, per key (a principal or a client address).
-/// In-process by default; shared by every replica when backed by Redis.
+/// Request counters per key (a principal or a client address), spread over the minute by the
+/// rule of [`Quota`]. In-process by default; shared by every replica when backed by Redis.
 #[async_trait]
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 pub trait RateLimiter: Send + Sync + 'static {
-    /// Counts one request for `key` in the window that contains `now`, allowing `limit` per
-    /// window. A refused request is not counted against later windows.
+    /// Counts one request for `key` at `now` against `quota` ([`Quota::admit`], atomically:
+    /// concurrent requests each count). A refused request is not counted.
     ///
     /// # Errors
     /// [`RateLimitError`] when the counters cannot be reached; callers let the request through.
     async fn hit(
         &self,
         key: &str,
-        limit: u32,
+        quota: Quota,
         now: OffsetDateTime,
     ) -> Result<RateDecision, RateLimitError>;
 }

@@ -14,7 +14,7 @@ use crate::{
     model::{
         password_user_inputs, AccountKey, AccountToken, AccountTokenPurpose, Amr, AuditAction,
         AuditActor, ClientAddress, Email, OrganizationId, Origin, PasswordError, PasswordPolicy,
-        TargetKind, TokenHash, UserCredentials,
+        Quota, TargetKind, TokenHash, UserCredentials,
     },
     ports::{service_ports, BoxError, Mail, StoreError},
 };
@@ -24,9 +24,9 @@ service_ports! {
     pub struct EmailLinkPorts { accounts: AccountStore, account_tokens: AccountTokenStore, mailer: Mailer, rate_limiter: RateLimiter, sign_in_attempts: SignInAttempts, clock: Clock, random: Random }
 }
 
-/// How many links one address may ask for in a rate-limit window.
+/// How many links one address may ask for a minute (all of them at once, if it likes).
 pub const LINKS_PER_EMAIL: u32 = 3;
-/// How many links one client may ask for in a rate-limit window.
+/// How many links one client may ask for a minute (all of them at once, if it likes).
 pub const LINKS_PER_CLIENT: u32 = 10;
 
 /// Why a mail flow was refused.
@@ -116,7 +116,12 @@ impl EmailLinkService {
             (format!("links:email:{address}"), LINKS_PER_EMAIL),
             (format!("links:ip:{}", client.0), LINKS_PER_CLIENT),
         ] {
-            match self.ports.rate_limiter.hit(&key, limit, now).await {
+            match self
+                .ports
+                .rate_limiter
+                .hit(&key, Quota::new(limit, limit), now)
+                .await
+            {
                 Ok(decision) if !decision.allowed => {
                     return Err(LinkError::RateLimited(LockedOut {
                         retry_after: decision.reset_at - now,

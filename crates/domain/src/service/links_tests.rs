@@ -38,12 +38,12 @@ impl Mocks {
         let keys = Seen::new();
         let seen = keys.clone();
         let mut limiter = MockRateLimiter::new();
-        limiter.expect_hit().returning(move |key, limit, at| {
+        limiter.expect_hit().returning(move |key, quota, at| {
             seen.record(key.to_owned());
             let allowed = !refused.is_some_and(|prefix| key.starts_with(prefix));
             ready(Ok(RateDecision {
                 allowed,
-                limit,
+                limit: quota.per_minute(),
                 remaining: 0,
                 reset_at: at + Duration::seconds(40),
             }))

@@ -14,30 +14,29 @@ use super::{
     ChangePasswordError, LockedOut, LoginError,
 };
 use crate::{
-    model::{AccountKey, FailedSignIns, NewPassword},
-    ports::{MockSignInAttempts, RateLimitError},
+    model::{AccountKey, CheckAdmission, LockoutRule, NewPassword},
+    ports::{HashError, MockSignInAttempts, RateLimitError},
 };
 
-/// The account is locked for `seconds` more.
+/// The account is locked for `seconds` more, or every check slot is taken (the store says
+/// which wait): no slot is given.
 fn locked_for(seconds: i64) -> MockSignInAttempts {
     let mut attempts = MockSignInAttempts::new();
-    attempts.expect_failed_sign_ins().returning(move |_, now| {
-        ready(Ok(FailedSignIns {
-            failures: 5,
-            locked_until: Some(now + Duration::seconds(seconds)),
-        }))
-    });
+    attempts
+        .expect_begin_check()
+        .returning(move |_, _, _| ready(Ok(CheckAdmission::Refused(Duration::seconds(seconds)))));
     attempts.expect_record_failure().never();
     attempts.expect_clear().never();
+    attempts.expect_release().never();
     attempts
 }
 
-/// The counter store is down: it reads no count, and fails to record the one failure.
+/// The counter store is down: it gives no slot, and fails to record the one failure.
 fn unreachable_counter() -> MockSignInAttempts {
     let mut attempts = MockSignInAttempts::new();
     attempts
-        .expect_failed_sign_ins()
-        .returning(|_, _| ready(Err(RateLimitError("redis is down".into()))));
+        .expect_begin_check()
+        .returning(|_, _, _| ready(Err(RateLimitError("redis is down".into()))));
     attempts
         .expect_record_failure()
         .times(1)
@@ -72,6 +71,66 @@ fn a_locked_account_is_refused_without_checking_the_password_even_a_right_one() 
         }
         other => panic!("expected a lockout, got {:?}", other.err()),
     }
+}
+
+#[test]
+fn with_every_check_slot_taken_the_password_is_not_checked_even_a_right_one() {
+    let mut mocks = Mocks::new();
+    mocks.ada_is_registered();
+    mocks.sign_in_attempts = locked_for(LockoutRule::BUSY_WAIT.whole_seconds());
+    mocks.hasher.expect_verify().never();
+    mocks.sessions.expect_create_session().never();
+
+    match login(mocks, ADA_EMAIL, ADA_PASSWORD) {
+        Err(LoginError::LockedOut(locked)) => assert_eq!(locked.seconds(), 1),
+        other => panic!("expected a refusal, got {:?}", other.err()),
+    }
+}
+
+#[test]
+fn the_slot_is_taken_before_the_password_is_checked_and_given_back_without_a_verdict() {
+    let order = Seen::new();
+    let mut attempts = MockSignInAttempts::new();
+    let seen = order.clone();
+    attempts
+        .expect_begin_check()
+        .times(1)
+        .returning(move |_, _, _| {
+            seen.record("slot taken");
+            ready(Ok(CheckAdmission::Admitted))
+        });
+    let seen = order.clone();
+    attempts
+        .expect_release()
+        .times(1)
+        .returning(move |account| {
+            assert_eq!(*account, AccountKey::for_email(ADA_EMAIL));
+            seen.record("slot given back");
+            ready(Ok(()))
+        });
+    attempts.expect_record_failure().never();
+    attempts.expect_clear().never();
+    let mut mocks = Mocks::new();
+    mocks.ada_is_registered();
+    mocks.sign_in_attempts = attempts;
+    let seen = order.clone();
+    mocks
+        .hasher
+        .expect_verify()
+        .times(1)
+        .returning(move |_, _| {
+            seen.record("password checked");
+            ready(Err(HashError("the hasher is gone".into())))
+        });
+
+    assert!(matches!(
+        login(mocks, ADA_EMAIL, ADA_PASSWORD),
+        Err(LoginError::Internal(_))
+    ));
+    assert_eq!(
+        order.all(),
+        vec!["slot taken", "password checked", "slot given back"]
+    );
 }
 
 #[test]

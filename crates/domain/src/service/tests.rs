@@ -536,13 +536,18 @@ pub(super) fn no_failed_sign_ins() -> MockSignInAttempts {
         .expect_failed_sign_ins()
         .returning(|_, _| ready(Ok(FailedSignIns::default())));
     attempts
+        .expect_begin_check()
+        .returning(|_, _, _| ready(Ok(crate::model::CheckAdmission::Admitted)));
+    attempts.expect_release().returning(|_| ready(Ok(())));
+    attempts
         .expect_record_failure()
         .returning(|_, _, _| ready(Ok(FailedSignIns::default())));
     attempts.expect_clear().returning(|_| ready(Ok(())));
     attempts
 }
 
-/// No run yet; keeps the keys failures and clears were recorded for.
+/// No run yet: every check is admitted under the default rule; keeps the keys failures and
+/// clears were recorded for.
 pub(super) fn counting(
     failures: &Seen<AccountKey>,
     clears: &Seen<AccountKey>,
@@ -551,6 +556,12 @@ pub(super) fn counting(
     attempts
         .expect_failed_sign_ins()
         .returning(|_, _| ready(Ok(FailedSignIns::default())));
+    attempts
+        .expect_begin_check()
+        .withf(|_, at, rule| *at == now() && *rule == LockoutRule::DEFAULT)
+        .returning(|_, _, _| ready(Ok(crate::model::CheckAdmission::Admitted)));
+    // A right password with a second step to come gives its slot back.
+    attempts.expect_release().returning(|_| ready(Ok(())));
     let seen = failures.clone();
     attempts
         .expect_record_failure()

@@ -1,7 +1,9 @@
 //! Brute-force protection over HTTP: five failed sign-ins for an account lock it for a minute,
 //! from whatever address they come, a right password included; an email that names no account
 //! gets exactly the same answers; the API, the hosted login page and password changes count
-//! together; and with Redis, every replica shares the count (and the lockout doubles).
+//! together; and with Redis, every replica shares the count (and the lockout doubles). Under
+//! concurrency too: a burst of wrong passwords, on one replica or spread over two, is only as
+//! many checks as may fail before the lockout, the rest refused unchecked (issue 49).
 
 use reqwest::{header, Response};
 use serde_json::{json, Value};
@@ -56,6 +58,92 @@ async fn answer(response: Response) -> (u16, Option<String>, Value) {
         .unwrap_or_default()
         .replace(|c: char| c.is_ascii_digit(), "#");
     (status, retry.map(|_| "set".to_owned()), json!(words))
+}
+
+/// What a burst of sign-ins sent at once was answered: `wrong` wrong passwords and, with
+/// `right`, the right one among them, spread over `apps` in turn, each from the address `ip`.
+struct Burst {
+    /// `401`s: passwords checked and wrong.
+    checked_wrong: usize,
+    /// `429`s: refused unchecked.
+    refused: usize,
+    /// What the right password got, if it was sent.
+    right: Option<u16>,
+}
+
+async fn burst(apps: &[&TestApp], ip: &str, email: &str, wrong: usize, right: bool) -> Burst {
+    let sends: Vec<_> = (0..=wrong)
+        .filter(|n| *n < wrong || right)
+        .map(|n| {
+            let app = apps[n % apps.len()];
+            let request = app
+                .client
+                .post(app.url("/api/v1/auth/login"))
+                .header("X-Forwarded-For", ip)
+                .json(&json!({
+                    "email": email,
+                    "password": if n < wrong { "a wrong guess" } else { PASSWORD },
+                }));
+            tokio::spawn(async move { (n, request.send().await.unwrap().status().as_u16()) })
+        })
+        .collect();
+    let mut answers = Burst {
+        checked_wrong: 0,
+        refused: 0,
+        right: None,
+    };
+    for send in sends {
+        let (n, status) = send.await.unwrap();
+        if n == wrong {
+            answers.right = Some(status);
+            continue;
+        }
+        match status {
+            401 => answers.checked_wrong += 1,
+            429 => answers.refused += 1,
+            other => panic!("a wrong password got {other}"),
+        }
+    }
+    answers
+}
+
+/// Thirty wrong passwords at once: five checked (as many as may fail before the lockout), the
+/// other twenty-five refused unchecked; the account is then locked, the right password too.
+async fn thirty_wrong_passwords_at_once(apps: &[&TestApp], ip: &str, email: &str) {
+    let answers = burst(apps, ip, email, 30, false).await;
+    assert_eq!(
+        (answers.checked_wrong, answers.refused),
+        (5, 25),
+        "five checked, the rest refused"
+    );
+    for app in apps {
+        let wait = retry_after(&login_from(app, ip, email, PASSWORD).await);
+        assert!((55..=60).contains(&wait), "locked for a minute: {wait}");
+    }
+}
+
+/// The right password in a burst of wrong ones is checked only if it is one of the five: it
+/// gets `200` then (and a right password ends the run, so at most five more are checked after
+/// it), else `429` like the others, and the account ends locked.
+async fn the_right_password_in_a_burst(apps: &[&TestApp], ip: &str, email: &str) {
+    let answers = burst(apps, ip, email, 30, true).await;
+    match answers.right {
+        Some(200) => assert!(
+            answers.checked_wrong <= 4 + 5,
+            "{} checked",
+            answers.checked_wrong
+        ),
+        Some(429) => {
+            assert!(
+                answers.checked_wrong <= 5,
+                "{} checked",
+                answers.checked_wrong
+            );
+            assert_eq!(login_from(apps[0], ip, email, PASSWORD).await.status(), 429);
+        }
+        other => panic!("the right password got {other:?}"),
+    }
+    assert_eq!(answers.checked_wrong + answers.refused, 30);
 }
 
 mod on_each_backend {
@@ -124,6 +212,16 @@ async fn an_unknown_email_gets_exactly_the_answers_a_known_one_gets(backend: Bac
 }
 
 on_both_backends! {
+    async fn thirty_wrong_passwords_at_once_are_five_checks_then_the_lockout(app: TestApp) {
+        app.logged_in("burst@example.com").await;
+        thirty_wrong_passwords_at_once(&[&app], "127.0.0.1", "burst@example.com").await;
+    }
+
+    async fn the_right_password_in_a_burst_of_wrong_ones_is_checked_only_among_five(app: TestApp) {
+        app.logged_in("burst@example.com").await;
+        the_right_password_in_a_burst(&[&app], "127.0.0.1", "burst@example.com").await;
+    }
+
     async fn the_api_and_the_hosted_login_page_count_together(app: TestApp) {
         app.logged_in("owen@example.com").await;
         for _ in 0..3 {
@@ -302,6 +400,38 @@ async fn two_servers_on_one_redis_share_failed_sign_ins_and_the_lockout_doubles(
     );
     let wait = retry_after(&login_from(&first, &ip, &email, PASSWORD).await);
     assert!((115..=120).contains(&wait), "then two minutes: {wait}");
+}
+
+/// The burst spread over two replicas on one Redis: the check slots are one count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thirty_wrong_passwords_at_once_over_two_replicas_are_five_checks_then_the_lockout() {
+    let options = Options {
+        redis_url: Some(crate::rate_limits::redis_url()),
+        trusted_proxies: Some("127.0.0.1/32"),
+        ..Options::default()
+    };
+    let first = TestApp::spawn_with(Backend::Postgres, options).await;
+    let second = first.replica().await;
+    // An email and an address no other run of this test used: Redis outlives test runs.
+    let run = uuid::Uuid::now_v7();
+    let bits = run.as_u128();
+    let ip = format!("fd01::{:x}:{:x}", (bits >> 16) & 0xffff, bits & 0xffff);
+    for (n, check) in ["wrong", "right"].into_iter().enumerate() {
+        let email = format!("burst-{n}-{run}@example.com");
+        let registered = first
+            .client
+            .post(first.url("/api/v1/auth/register"))
+            .header("X-Forwarded-For", &ip)
+            .json(&json!({ "email": email, "password": PASSWORD, "full_name": "Burst" }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(registered.status(), 201);
+        match check {
+            "wrong" => thirty_wrong_passwords_at_once(&[&first, &second], &ip, &email).await,
+            _ => the_right_password_in_a_burst(&[&first, &second], &ip, &email).await,
+        }
+    }
 }
 
 /// Sends one command to the test Redis in its wire format (RESP) and reads the one-line reply:

@@ -175,10 +175,16 @@ impl TestApp {
             "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=".to_owned(),
         );
         env.insert("GATEHOUSE_DB_POOL_SIZE", "4".to_owned());
-        // Generous by default, so that only the rate-limit tests meet the limit.
+        // Generous by default, on every plan, so that only the rate-limit tests meet the limit
+        // (a sixth of a budget may come at once: 166 requests on business's 1,000 a minute).
         env.insert(
             "GATEHOUSE_RATE_LIMITS",
-            options.rate_limits.unwrap_or("free=100000").to_owned(),
+            options
+                .rate_limits
+                .unwrap_or(
+                    "free=100000,starter=100000,pro=100000,business=100000,enterprise=100000",
+                )
+                .to_owned(),
         );
         if let Some(redis) = options.redis_url {
             env.insert("GATEHOUSE_REDIS_URL", redis);

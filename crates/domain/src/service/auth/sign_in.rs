@@ -9,9 +9,9 @@ use super::{
 };
 use crate::{
     model::{
-        AccountKey, Amr, AuditAction, AuditActor, EffectivePolicies, Email, LockoutRule, MfaFactor,
-        MfaLogin, MfaMethod, NewPassword, OrganizationId, Origin, PasswordHash, TargetKind,
-        TokenKind, User, UserCredentials, UserId, MFA_TOKEN_TTL,
+        AccountKey, Amr, AuditAction, AuditActor, CheckAdmission, EffectivePolicies, Email,
+        LockoutRule, MfaFactor, MfaLogin, MfaMethod, NewPassword, OrganizationId, Origin,
+        PasswordHash, TargetKind, TokenKind, User, UserCredentials, UserId, MFA_TOKEN_TTL,
     },
     ports::{BoxError, HashError, StoreError, TokenError, WebauthnError},
     service::audit,
@@ -260,12 +260,14 @@ impl AuthService {
     }
 
     /// Whether `password` is the account's: the one place where a password is checked for
-    /// someone signing in. Refused while the account is locked out (a right password too);
-    /// a wrong one counts towards a lockout, a right one ends the count. `hash` is `None` when
+    /// someone signing in. A check slot is taken first ([`LockoutRule::admit`]): refused while
+    /// the account is locked out (a right password too) or while as many checks are under way
+    /// as may fail before the lockout, on every replica together; a wrong password keeps its
+    /// slot as a failure towards a lockout, a right one ends the count. `hash` is `None` when
     /// the email names no account: the same work and the same counting, so that neither the
     /// answer nor its timing tells the two apart. A password longer than any that can be set
     /// is wrong without hashing it. A right password clears the count only when `clear` (not
-    /// when a second step is still to come).
+    /// when a second step is still to come: its slot is given back).
     pub(crate) async fn check_password(
         &self,
         account: &AccountKey,
@@ -274,41 +276,42 @@ impl AuthService {
         clear: bool,
     ) -> Result<bool, CheckError> {
         let attempts = &self.ports.sign_in_attempts;
+        let rule = LockoutRule::DEFAULT;
         let now = self.ports.clock.now();
-        match attempts.failed_sign_ins(account, now).await {
-            Ok(run) => {
-                if let Some(retry_after) = run.retry_after(now) {
-                    return Err(CheckError::LockedOut(LockedOut { retry_after }));
-                }
+        match attempts.begin_check(account, now, &rule).await {
+            Ok(CheckAdmission::Admitted) => {}
+            Ok(CheckAdmission::Refused(retry_after)) => {
+                return Err(CheckError::LockedOut(LockedOut { retry_after }))
             }
             // Fail open: an unreachable counter store must not lock everybody out.
             Err(error) => tracing::warn!(%error, "failed sign-ins not checked"),
         }
-        let matches = if password.chars().count() > NewPassword::MAX_CHARS {
-            false
+        let verified = if password.chars().count() > NewPassword::MAX_CHARS {
+            Ok(false)
         } else {
-            self.ports
-                .hasher
-                .verify(password, hash.clone())
-                .await
-                .map_err(CheckError::Hasher)?
+            self.ports.hasher.verify(password, hash.clone()).await
         };
-        let counted = if matches && hash.is_some() {
-            if clear {
-                attempts.clear(account).await
-            } else {
-                Ok(())
+        let matches = match verified {
+            Ok(matches) => matches && hash.is_some(),
+            Err(error) => {
+                if let Err(error) = attempts.release(account).await {
+                    tracing::warn!(%error, "a sign-in's check slot was not given back");
+                }
+                return Err(CheckError::Hasher(error));
             }
-        } else {
-            attempts
-                .record_failure(account, now, &LockoutRule::DEFAULT)
+        };
+        let counted = match (matches, clear) {
+            (true, true) => attempts.clear(account).await,
+            (true, false) => attempts.release(account).await,
+            (false, _) => attempts
+                .record_failure(account, now, &rule)
                 .await
-                .map(|_| ())
+                .map(|_| ()),
         };
         if let Err(error) = counted {
             tracing::warn!(%error, "a sign-in attempt was not counted");
         }
-        Ok(matches && hash.is_some())
+        Ok(matches)
     }
 }
 
