@@ -265,6 +265,7 @@ impl From<StoreError> for ApiError {
         match error {
             StoreError::Unavailable(_) => Self::Unavailable(Box::new(error)),
             StoreError::Conflict => Self::Conflict("the resource already exists".into()),
+            StoreError::Gone => Self::NotFound("not found: it was removed meanwhile".into()),
             StoreError::Failed(_) => Self::Internal(Box::new(error)),
         }
     }

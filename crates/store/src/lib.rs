@@ -245,11 +245,23 @@ pub(crate) fn db_error(error: diesel::result::Error) -> StoreError {
     use diesel::result::{DatabaseErrorKind, Error};
     match error {
         Error::DatabaseError(DatabaseErrorKind::UniqueViolation, _) => StoreError::Conflict,
+        // The row a new one names was deleted meanwhile (a race with its deletion).
+        Error::DatabaseError(DatabaseErrorKind::ForeignKeyViolation, _) => StoreError::Gone,
         Error::DatabaseError(DatabaseErrorKind::ClosedConnection, _) => {
             StoreError::Unavailable(Box::new(error))
         }
         other => StoreError::Failed(Box::new(other)),
     }
+}
+
+/// An error for a transaction to roll back with, that [`db_error`] reports as `kind` says
+/// (`UniqueViolation`: [`StoreError::Conflict`]; `ForeignKeyViolation`: [`StoreError::Gone`]):
+/// for a rule the transaction checked itself, with why.
+pub(crate) fn refused(
+    kind: diesel::result::DatabaseErrorKind,
+    why: &'static str,
+) -> diesel::result::Error {
+    diesel::result::Error::DatabaseError(kind, Box::new(why.to_owned()))
 }
 
 /// Whether the error violates the named unique constraint (PostgreSQL reports the name;

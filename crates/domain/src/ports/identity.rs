@@ -230,7 +230,8 @@ pub trait ApiKeyStore: Send + Sync + 'static {
     ///
     /// # Errors
     /// [`StoreError::Conflict`] when the id or the secret's hash is taken (a collision of
-    /// random values).
+    /// random values); [`StoreError::Gone`] when its user left the organization, or its
+    /// service account was deleted, meanwhile.
     async fn create_api_key(
         &self,
         key: NewApiKey,

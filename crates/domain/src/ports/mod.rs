@@ -59,6 +59,10 @@ pub enum StoreError {
     /// which rule can be violated, so the caller knows what the conflict means.
     #[error("a uniqueness rule was violated")]
     Conflict,
+    /// A record the write hangs on (the parent a new row names) was deleted meanwhile: the
+    /// write changed nothing (HTTP 404, as for a record that was never there).
+    #[error("a record the write names is gone")]
+    Gone,
     /// Anything else: a bug or a corrupt row.
     #[error("the store failed")]
     Failed(#[source] BoxError),

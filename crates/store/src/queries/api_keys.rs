@@ -46,7 +46,10 @@ impl ApiKeyStore for DbStore {
                             )
                             .set(memberships::role.eq(memberships::role))
                             .execute(conn)
-                            .await?;
+                            .await?
+                            .eq(&1)
+                            .then_some(())
+                            .ok_or_else(holder_gone)?;
                             api_keys::table
                                 .filter(api_keys::organization_id.eq(organization))
                                 .filter(api_keys::user_id.eq(user))
@@ -63,7 +66,10 @@ impl ApiKeyStore for DbStore {
                             )
                             .set(service_accounts::name.eq(service_accounts::name))
                             .execute(conn)
-                            .await?;
+                            .await?
+                            .eq(&1)
+                            .then_some(())
+                            .ok_or_else(holder_gone)?;
                             api_keys::table
                                 .filter(api_keys::service_account_id.eq(account))
                                 .count()
@@ -165,4 +171,13 @@ impl ApiKeyStore for DbStore {
             row.into_domain().map(Some)
         })
     }
+}
+
+/// The key's holder left the organization, or its service account was deleted, while the key
+/// was being created: [`StoreError::Gone`](gatehouse_domain::ports::StoreError::Gone).
+fn holder_gone() -> diesel::result::Error {
+    crate::refused(
+        diesel::result::DatabaseErrorKind::ForeignKeyViolation,
+        "the key's holder is gone",
+    )
 }

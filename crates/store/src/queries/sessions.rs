@@ -237,11 +237,9 @@ pub(super) async fn open_session(
         }
     };
     if locked != 1 {
-        return Err(diesel::result::Error::DatabaseError(
+        return Err(crate::refused(
             diesel::result::DatabaseErrorKind::UniqueViolation,
-            Box::new(String::from(
-                "the password the sign-in checked is no longer the account's",
-            )),
+            "the password the sign-in checked is no longer the account's",
         ));
     }
     diesel::insert_into(sessions::table)

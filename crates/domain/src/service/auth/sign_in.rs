@@ -9,9 +9,9 @@ use super::{
 };
 use crate::{
     model::{
-        AccountKey, Amr, AuditAction, AuditActor, CheckAdmission, EffectivePolicies, Email,
-        LockoutRule, MfaFactor, MfaLogin, MfaMethod, NewPassword, OrganizationId, Origin,
-        PasswordHash, TargetKind, TokenKind, User, UserCredentials, UserId, MFA_TOKEN_TTL,
+        AccountKey, Amr, AuditAction, AuditActor, CheckAdmission, Email, LockoutRule, MfaFactor,
+        MfaLogin, MfaMethod, NewPassword, OrganizationId, Origin, PasswordHash, TargetKind,
+        TokenKind, UserCredentials, UserId, MFA_TOKEN_TTL,
     },
     ports::{BoxError, HashError, StoreError, TokenError, WebauthnError},
     service::audit,
@@ -239,24 +239,6 @@ impl AuthService {
             Err(LoginError::Store(StoreError::Conflict)) => Err(LoginError::InvalidCredentials),
             opened => Ok(SignIn::Tokens(opened?)),
         }
-    }
-
-    /// Opens a session for a sign-in that is complete (no second step to come): stored with
-    /// its `auth.login`, then its tokens; with `organization`, once it admits the user, and
-    /// its tokens speak for it. A refusal opens nothing.
-    pub(crate) async fn open_session(
-        &self,
-        user: User,
-        policies: EffectivePolicies,
-        amr: Amr,
-        organization: Option<OrganizationId>,
-        now: OffsetDateTime,
-        origin: &Origin,
-    ) -> Result<TokenPair, LoginError> {
-        let opening = self
-            .admitted_session(user, policies, amr, organization, now, origin)
-            .await?;
-        self.open(opening).await
     }
 
     /// Whether `password` is the account's: the one place where a password is checked for
