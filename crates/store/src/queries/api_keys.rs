@@ -3,7 +3,7 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{
-        ApiKey, ApiKeyId, AuditRecord, KeyHolder, NewApiKey, TokenHash, UserId,
+        ApiKey, ApiKeyId, AuditRecord, KeyHolder, NewApiKey, Page, PageRequest, TokenHash, UserId,
         MAX_API_KEYS_PER_ORGANIZATION,
     },
     ports::{ApiKeyStore, StoreError},
@@ -101,18 +101,53 @@ impl ApiKeyStore for DbStore {
             .await
     }
 
-    async fn api_keys_of(&self, user_id: UserId) -> Result<Vec<ApiKey>, StoreError> {
+    async fn api_keys_of(
+        &self,
+        user_id: UserId,
+        page: PageRequest,
+    ) -> Result<Page<ApiKey>, StoreError> {
         in_read!(self, async |conn: &mut Conn| {
-            api_keys::table
-                .filter(api_keys::user_id.eq(DbUuid(user_id.as_uuid())))
-                .order((api_keys::created_at.desc(), api_keys::id.desc()))
-                .select(ApiKeyRow::as_select())
-                .load(conn)
+            let user = DbUuid(user_id.as_uuid());
+            let total: i64 = api_keys::table
+                .filter(api_keys::user_id.eq(user))
+                .count()
+                .get_result(conn)
                 .await
-                .map_err(db_error)?
+                .map_err(db_error)?;
+            let rows: Vec<ApiKeyRow> = page_rows!(
+                conn,
+                page,
+                total,
+                api_keys::table
+                    .filter(api_keys::user_id.eq(user))
+                    .select(ApiKeyRow::as_select())
+                    .into_boxed(),
+                desc / asc(api_keys::created_at, api_keys::id)
+            );
+            let keys = rows
                 .into_iter()
                 .map(ApiKeyRow::into_domain)
-                .collect()
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Page::new(keys, u64::try_from(total).unwrap_or(0), page))
+        })
+    }
+
+    async fn api_key_of(
+        &self,
+        user_id: UserId,
+        id: ApiKeyId,
+    ) -> Result<Option<ApiKey>, StoreError> {
+        in_read!(self, async |conn: &mut Conn| {
+            api_keys::table
+                .filter(api_keys::id.eq(DbUuid(id.as_uuid())))
+                .filter(api_keys::user_id.eq(DbUuid(user_id.as_uuid())))
+                .select(ApiKeyRow::as_select())
+                .first(conn)
+                .await
+                .optional()
+                .map_err(db_error)?
+                .map(ApiKeyRow::into_domain)
+                .transpose()
         })
     }
 
