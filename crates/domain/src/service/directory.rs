@@ -212,7 +212,7 @@ impl DirectoryService {
     }
 
     /// A page of the organization's tokens (never their secrets), oldest first. At most
-    /// [`MAX_SCIM_TOKENS`] of them: read whole and paged here.
+    /// [`MAX_SCIM_TOKENS`](crate::model::MAX_SCIM_TOKENS) of them: read whole and paged here.
     pub async fn tokens(
         &self,
         actor: &Actor,
