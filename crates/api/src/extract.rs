@@ -299,7 +299,7 @@ pub struct Authenticated(pub Principal);
 pub struct AuthenticatedAgent(pub Agent);
 
 /// The header that carries an API key; the key acts only in the organization named by
-/// [`ORGANIZATION_HEADER`], which must come with it.
+/// [`ORGANIZATION_HEADER`], which must come with it (without it: `401`).
 pub const API_KEY_HEADER: &str = "X-API-Key";
 /// The header that names the organization, as a UUID, for an API key and for routes that act
 /// inside an organization not named in their path. A value that is not a UUID is a `422`.
@@ -370,7 +370,14 @@ fn credentials(req: &HttpRequest) -> Result<Credentials, ApiError> {
         let key = key
             .to_str()
             .map_err(|_| ApiError::Unauthorized("invalid API key".into()))?;
-        let organization = organization_header(req)?.ok_or_else(missing_organization_header)?;
+        // A key without its organization is not a credential at all (the spec's `401`); an
+        // organization that is not a UUID is a malformed header (`422`), as everywhere.
+        let organization = organization_header(req)?.ok_or_else(|| {
+            ApiError::Unauthorized(
+                "an API key must be sent with X-Organization-ID, the organization it belongs to"
+                    .into(),
+            )
+        })?;
         return Ok(Credentials::ApiKey(key.trim().to_owned(), organization));
     }
     Err(ApiError::Unauthorized(

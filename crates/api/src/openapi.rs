@@ -137,7 +137,7 @@ use crate::{
         health::health,
     ),
     components(schemas(ErrorBody, ValidationErrorBody, FieldError, LocPart, SsoRequiredBody)),
-    modifiers(&SecuritySchemes, &UniqueOperationIds, &CommonResponses),
+    modifiers(&SecuritySchemes, &UniqueOperationIds, &CommonResponses, &RateLimitHeaders),
     tags(
         (name = "auth", description = "Registration, login, tokens"),
         (name = "mfa", description = "Second factors (authenticator apps, security keys), recovery codes, the second step of a sign-in"),
@@ -349,6 +349,54 @@ impl Modify for CommonResponses {
                         "503",
                         with_retry_after(error("The store cannot be reached", "ErrorBody")),
                     );
+                }
+            }
+        }
+    }
+}
+
+/// Declares the `X-RateLimit-*` headers on every response of every operation (after
+/// [`CommonResponses`], so on the ones it added too): the rate-limit middleware puts them on
+/// every response it counted. They are declared optional, since a few responses are never
+/// counted: the probes (`/livez`, `/readyz`), answers refused before routing (`400`, `414`,
+/// `431`), and any answer while the limiter itself cannot count (it fails open). Every `429`
+/// has `Retry-After`, the rate limit's ([`CommonResponses`]) and an operation's own (a locked
+/// account, a throttled address) alike.
+struct RateLimitHeaders;
+
+/// The three headers of the caller's budget, with what each holds.
+const RATE_LIMIT_HEADERS: [(&str, &str); 3] = [
+    (
+        "X-RateLimit-Limit",
+        "Requests per minute the caller's budget allows (the plan's rate)",
+    ),
+    ("X-RateLimit-Remaining", "Requests left in the budget now"),
+    (
+        "X-RateLimit-Reset",
+        "When the budget is whole again, in Unix seconds",
+    ),
+];
+
+impl Modify for RateLimitHeaders {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::{header::HeaderBuilder, schema::Type, ObjectBuilder, RefOr};
+        for item in openapi.paths.paths.values_mut() {
+            for operation in operations_of_mut(item) {
+                for (status, response) in &mut operation.responses.responses {
+                    let RefOr::T(response) = response else {
+                        continue;
+                    };
+                    if status == "429" && !response.headers.contains_key("Retry-After") {
+                        *response = with_retry_after(response.clone());
+                    }
+                    for (name, description) in RATE_LIMIT_HEADERS {
+                        response.headers.entry(name.to_owned()).or_insert_with(|| {
+                            HeaderBuilder::new()
+                                .schema(ObjectBuilder::new().schema_type(Type::Integer))
+                                .description(Some(description))
+                                .build()
+                        });
+                    }
                 }
             }
         }

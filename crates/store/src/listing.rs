@@ -1,7 +1,6 @@
 //! Pure helpers of the list queries, shared by both backends.
 
 use diesel::sql_types::Text;
-use gatehouse_domain::model::PageRequest;
 
 diesel::define_sql_function! {
     /// SQL `lower(text)`: both backends have it.
@@ -26,9 +25,11 @@ pub(crate) fn contains_pattern(search: &str) -> String {
 /// Whether the page starts at or after the last of `total` matching rows: then it is empty, and
 /// the listing answers it from its count alone, without the page's query. That query would
 /// walk every matching row to reach its `OFFSET` (`page=4294967295` walked the whole collection
-/// for nothing), so a page past the end costs no more than the count.
-pub(crate) fn past_the_end(page: PageRequest, total: i64) -> bool {
-    page.offset() >= total
+/// for nothing), so a page past the end costs no more than the count. A slice of no rows (a
+/// page that the built-in roles fill) reads none either.
+pub(crate) fn past_the_end(slice: impl Into<gatehouse_domain::model::Slice>, total: i64) -> bool {
+    let slice = slice.into();
+    slice.limit() == 0 || slice.offset() >= total
 }
 
 /// Which rows a query reads for a slice of `limit` rows at `offset` of a listing's `total`: a
@@ -134,6 +135,7 @@ pub(crate) fn split_page(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gatehouse_domain::model::PageRequest;
 
     const fn slice(offset: i64, limit: i64) -> Option<Slice> {
         Some(Slice { offset, limit })

@@ -10,7 +10,9 @@
 mod support;
 
 use gatehouse_domain::{
-    model::{Email, EventType, FullName, KeyHolder, PasswordHash, Plan, Role, User, UserId},
+    model::{
+        Email, EventType, FullName, KeyHolder, PageRequest, PasswordHash, Plan, Role, User, UserId,
+    },
     ports::{StoreError, StoredSigningKey},
 };
 use gatehouse_store::{Backend, StoreOptions};
@@ -477,10 +479,15 @@ on_both_backends! {
             created.push(key);
         }
         created.reverse();
-        assert_eq!(db.store.api_keys_of(ada.user.id).await.unwrap(), created);
+        assert_eq!(db.store.api_keys_of(ada.user.id, PageRequest::new(None, Some(100)).unwrap()).await.unwrap().into_items(), created);
+        // Paged by the query: the second page of two holds the oldest key.
+        let second = db.store.api_keys_of(ada.user.id, PageRequest::new(Some(2), Some(2)).unwrap()).await.unwrap();
+        assert_eq!((second.items(), second.total(), second.has_next()), (&created[2..], 3, false));
+        assert_eq!(db.store.api_key_of(ada.user.id, created[1].id).await.unwrap().as_ref(), Some(&created[1]));
 
         let bob = db.registered("bob@example.com").await;
-        assert!(db.store.api_keys_of(bob).await.unwrap().is_empty());
+        assert!(db.store.api_keys_of(bob, PageRequest::new(None, Some(100)).unwrap()).await.unwrap().into_items().is_empty());
+        assert_eq!(db.store.api_key_of(bob, created[1].id).await.unwrap(), None, "another user's key");
     }
 
     async fn an_api_key_is_found_by_its_hash_and_marked_used(db: Db) {
@@ -495,12 +502,12 @@ on_both_backends! {
         assert_eq!(found.id, new.id);
         assert_eq!(found.holder, KeyHolder::User(ada.user.id));
         assert_eq!(found.organization_id, ada.workspace.id);
-        let listed = db.store.api_keys_of(ada.user.id).await.unwrap();
+        let listed = db.store.api_keys_of(ada.user.id, PageRequest::new(None, Some(100)).unwrap()).await.unwrap().into_items();
         assert_eq!(listed[0].last_used_at, Some(used_at));
 
         let much_later = used_at + Duration::hours(2);
         db.store.use_api_key(&hash, much_later).await.unwrap().unwrap();
-        let listed = db.store.api_keys_of(ada.user.id).await.unwrap();
+        let listed = db.store.api_keys_of(ada.user.id, PageRequest::new(None, Some(100)).unwrap()).await.unwrap().into_items();
         assert_eq!(listed[0].last_used_at, Some(much_later));
 
         let (_, unknown) = api_key(ada.user.id, ada.workspace.id, "nope", t);
@@ -520,7 +527,7 @@ on_both_backends! {
 
         assert!(db.store.delete_api_key(ada.user.id, new.id, support::signed_in()).await.unwrap());
         assert!(db.store.use_api_key(&hash, t).await.unwrap().is_none());
-        assert!(db.store.api_keys_of(ada.user.id).await.unwrap().is_empty());
+        assert!(db.store.api_keys_of(ada.user.id, PageRequest::new(None, Some(100)).unwrap()).await.unwrap().into_items().is_empty());
         assert!(!db.store.delete_api_key(ada.user.id, new.id, support::signed_in()).await.unwrap(), "already gone");
     }
 
@@ -551,7 +558,7 @@ on_both_backends! {
         });
         let results = futures::future::join_all(attempts).await;
         assert_eq!(results.iter().filter(|r| r.is_some()).count(), 5);
-        assert_eq!(db.store.api_keys_of(ada.user.id).await.unwrap().len(), 50);
+        assert_eq!(db.store.api_keys_of(ada.user.id, PageRequest::new(None, Some(100)).unwrap()).await.unwrap().into_items().len(), 50);
         let (one_more, hash) = api_key(ada.user.id, ada.workspace.id, "one more", t);
         assert_eq!(db.store.create_api_key(one_more, support::signed_in()).await.unwrap(), None);
         assert!(db.store.use_api_key(&hash, t).await.unwrap().is_none(), "nothing written");

@@ -8,8 +8,8 @@ mod support;
 use gatehouse_domain::model::{
     Amr, ApiScopes, Application, ApplicationId, ApplicationName, AuditAction, AuthorizationCode,
     ClientGrant, ClientId, CodeVerifier, Consent, EventType, NewApplication, NewAuthorizationCode,
-    NewEvent, Nonce, OAuthError, OrganizationId, RedirectUri, RedirectUris, Scope, TokenHash,
-    UserId,
+    NewEvent, Nonce, OAuthError, OrganizationId, PageRequest, RedirectUri, RedirectUris, Scope,
+    TokenHash, UserId,
 };
 use support::{account, audited, event, now, on_both_backends, session, Db};
 use time::Duration;
@@ -94,7 +94,7 @@ on_both_backends! {
         db.store.save_consent(consent(ada, "org:read members:read", later), audited(AuditAction::OAuthConsentGranted, ada)).await.unwrap();
         assert_eq!(db.store.consented_scopes(ada, app.id).await.unwrap(), scopes("org:read members:read"), "replaced");
         assert!(db.store.consented_scopes(bob, app.id).await.unwrap().is_empty(), "per user");
-        let listed = db.store.consents_of(ada).await.unwrap();
+        let listed = db.store.consents_of(ada, PageRequest::default()).await.unwrap().into_items();
         assert_eq!(listed.len(), 1);
         assert_eq!((listed[0].client_id.clone(), listed[0].application_name.as_str(), listed[0].granted_at), (app.client_id.clone(), "Billing", later));
         assert_eq!(listed[0].scopes, scopes("org:read members:read"));
@@ -110,7 +110,7 @@ on_both_backends! {
         assert!(!db.store.revoke_consent(ada, &ClientId::generate(Uuid::new_v4()), later, audited(AuditAction::OAuthConsentRevoked, ada)).await.unwrap(), "no such application");
         assert!(db.store.revoke_consent(ada, &app.client_id, later, audited(AuditAction::OAuthConsentRevoked, ada)).await.unwrap());
         assert!(db.store.consented_scopes(ada, app.id).await.unwrap().is_empty());
-        assert!(db.store.consents_of(ada).await.unwrap().is_empty());
+        assert!(db.store.consents_of(ada, PageRequest::default()).await.unwrap().into_items().is_empty());
         assert_eq!(db.store.session_by_refresh_token(&granted_hash, later).await.unwrap(), None, "the application's session ended");
         assert!(db.store.session_by_refresh_token(&own_hash, later).await.unwrap().is_some(), "her own sign-in did not");
         assert!(!db.store.revoke_consent(ada, &app.client_id, later, audited(AuditAction::OAuthConsentRevoked, ada)).await.unwrap(), "once");
@@ -120,7 +120,7 @@ on_both_backends! {
         // Deleting the application forgets the consents given it.
         db.store.save_consent(consent(ada, "org:read", later), audited(AuditAction::OAuthConsentGranted, ada)).await.unwrap();
         assert!(db.store.delete_application(org, app.id, event(EventType::ApplicationDeleted, Some(org), None), support::signed_in()).await.unwrap());
-        assert!(db.store.consents_of(ada).await.unwrap().is_empty());
+        assert!(db.store.consents_of(ada, PageRequest::default()).await.unwrap().into_items().is_empty());
     }
 
     async fn a_code_is_kept_by_its_hash_and_redeemed_once_with_its_session(db: Db) {

@@ -761,9 +761,10 @@ async fn deleted_organizations_disappear_and_purge(db: Db) {
     let carol = Email::parse("carol@example.com").unwrap();
     assert!(db
         .store
-        .invitations_for(&carol, t1)
+        .invitations_for(&carol, t1, PageRequest::default())
         .await
         .unwrap()
+        .into_items()
         .is_empty());
     assert_eq!(
         db.count(&format!(
@@ -1239,15 +1240,22 @@ async fn invitations_lifecycle(db: Db) {
     let dave = Email::parse("dave@example.com").unwrap();
     let listed: Vec<_> = db
         .store
-        .invitations_for(&dave, t2)
+        .invitations_for(&dave, t2, PageRequest::default())
         .await
         .unwrap()
+        .into_items()
         .into_iter()
         .map(|i| i.organization_id)
         .collect();
     assert_eq!(listed, [gamma, beta, acme]);
 
-    let beta_invitation = db.store.invitations_for(&dave, t2).await.unwrap()[1].id;
+    let beta_invitation = db
+        .store
+        .invitations_for(&dave, t2, PageRequest::default())
+        .await
+        .unwrap()
+        .into_items()[1]
+        .id;
     assert!(!db
         .store
         .revoke_invitation(acme, beta_invitation, t2, record())
@@ -1271,9 +1279,10 @@ async fn invitations_lifecycle(db: Db) {
         .is_none());
     let listed: Vec<_> = db
         .store
-        .invitations_for(&dave, t2)
+        .invitations_for(&dave, t2, PageRequest::default())
         .await
         .unwrap()
+        .into_items()
         .into_iter()
         .map(|i| i.organization_id)
         .collect();
@@ -1287,9 +1296,10 @@ async fn invitations_lifecycle(db: Db) {
     let later = NewInvitation::expiry(t0);
     let listed: Vec<_> = db
         .store
-        .invitations_for(&dave, later)
+        .invitations_for(&dave, later, PageRequest::default())
         .await
         .unwrap()
+        .into_items()
         .into_iter()
         .map(|i| i.organization_id)
         .collect();
@@ -1297,9 +1307,10 @@ async fn invitations_lifecycle(db: Db) {
     let other = Email::parse("nobody@example.com").unwrap();
     assert!(db
         .store
-        .invitations_for(&other, t2)
+        .invitations_for(&other, t2, PageRequest::default())
         .await
         .unwrap()
+        .into_items()
         .is_empty());
 }
 
@@ -1521,7 +1532,14 @@ async fn roles_and_removal(db: Db) {
     assert!(remove(bob.id).await);
     assert!(db.store.member(acme, bob.id).await.unwrap().is_none());
     assert!(db.store.membership(bob.id, acme).await.unwrap().is_none());
-    assert_eq!(db.store.api_keys_of(bob.id).await.unwrap(), [kept]);
+    assert_eq!(
+        db.store
+            .api_keys_of(bob.id, PageRequest::default())
+            .await
+            .unwrap()
+            .into_items(),
+        [kept]
+    );
     assert!(!remove(bob.id).await);
     assert_eq!(db.events(EventType::MemberRemoved).await, 1);
     let org = db.store.organization(acme).await.unwrap().unwrap();
@@ -1653,7 +1671,13 @@ async fn service_accounts_and_their_keys(db: Db) {
     assert_eq!(listed.total(), 1);
     assert_eq!(listed.items()[0].id, stored.id);
     assert_eq!(listed.items()[0].last_used_at, Some(t0), "used once");
-    assert!(db.store.api_keys_of(alice.id).await.unwrap().is_empty());
+    assert!(db
+        .store
+        .api_keys_of(alice.id, PageRequest::default())
+        .await
+        .unwrap()
+        .into_items()
+        .is_empty());
 
     // A change of role, only in its own organization.
     let t1 = t0 + Duration::seconds(1);

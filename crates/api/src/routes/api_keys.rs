@@ -1,6 +1,6 @@
 //! `/api/v1/api-keys`.
 
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 use gatehouse_domain::model::{ApiKey, ApiKeyId, ApiKeyName, OrganizationId};
 use gatehouse_domain::service::CreatedApiKey;
 use serde::{Deserialize, Serialize};
@@ -9,10 +9,12 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::not_stored;
+use super::organizations::PageResponse;
 use crate::extract::RequestOrigin;
 use crate::{
     error::{ApiError, ErrorBody, ValidationErrorBody},
     extract::{Authenticated, Fields, ValidJson},
+    query::Query,
     state::AppState,
 };
 
@@ -120,22 +122,22 @@ pub async fn create(
 #[utoipa::path(
     get, path = "/api/v1/api-keys", tag = "api-keys",
     security(("bearer" = [])),
+    params(("page" = Option<u32>, Query), ("page_size" = Option<u32>, Query)),
     responses(
-        (status = 200, body = Vec<ApiKeyResponse>),
+        (status = 200, body = PageResponse<ApiKeyResponse>),
         (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody, description = "Called with an API key: keys are managed by a signed-in user"),
+        (status = 422, body = ValidationErrorBody),
     )
 )]
 pub async fn list(
+    req: HttpRequest,
     state: web::Data<AppState>,
     Authenticated(principal): Authenticated,
 ) -> Result<HttpResponse, ApiError> {
-    let keys = state.api_keys.list(&principal).await?;
-    Ok(HttpResponse::Ok().json(
-        keys.into_iter()
-            .map(ApiKeyResponse::from)
-            .collect::<Vec<_>>(),
-    ))
+    let page = Query::of(&req)?.page()?;
+    let keys = state.api_keys.list(&principal, page).await?;
+    Ok(HttpResponse::Ok().json(PageResponse::from_page(keys, ApiKeyResponse::from)))
 }
 
 /// Deletes one of the caller's API keys; it stops working at once.

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 use gatehouse_domain::model::{
     DirectoryText, GroupRoles, RoleRef, ScimToken, ScimTokenId, ScimTokenName,
 };
@@ -13,9 +13,11 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use super::organizations::PageResponse;
 use crate::{
     error::{ApiError, ErrorBody, FieldError, ValidationErrorBody},
     extract::{Fields, PathOrganization, RequestOrigin, ValidJson},
+    query::Query,
     state::AppState,
 };
 
@@ -116,24 +118,22 @@ pub async fn create_token(
 #[utoipa::path(
     get, path = "/api/v1/organizations/{id}/scim-tokens", tag = "directory",
     security(("bearer" = []), ("api_key" = [])),
-    params(("id" = Uuid, Path)),
+    params(("id" = Uuid, Path), ("page" = Option<u32>, Query), ("page_size" = Option<u32>, Query)),
     responses(
-        (status = 200, body = Vec<ScimTokenResponse>),
+        (status = 200, body = PageResponse<ScimTokenResponse>),
         (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody),
+        (status = 422, body = ValidationErrorBody),
     )
 )]
 pub async fn list_tokens(
+    req: HttpRequest,
     state: web::Data<AppState>,
     PathOrganization(actor): PathOrganization,
 ) -> Result<HttpResponse, ApiError> {
-    let tokens = state.directory.tokens(&actor).await?;
-    Ok(HttpResponse::Ok().json(
-        tokens
-            .into_iter()
-            .map(ScimTokenResponse::from)
-            .collect::<Vec<_>>(),
-    ))
+    let page = Query::of(&req)?.page()?;
+    let tokens = state.directory.tokens(&actor, page).await?;
+    Ok(HttpResponse::Ok().json(PageResponse::from_page(tokens, ScimTokenResponse::from)))
 }
 
 /// Revokes a SCIM token: the identity provider's requests with it are refused at once.

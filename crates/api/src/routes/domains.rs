@@ -1,15 +1,17 @@
 //! `/api/v1/organizations/{id}/domains`: the organization's email domains, verified by a DNS
 //! TXT record. Owners and admins (`domains.manage`), on any plan.
 
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 use gatehouse_domain::model::{ClaimableDomain, DomainId, OrganizationDomain};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
+use super::organizations::PageResponse;
 use crate::{
     error::{ApiError, ErrorBody, ValidationErrorBody},
     extract::{Fields, PathOrganization, RequestOrigin, ValidJson},
+    query::Query,
     state::AppState,
 };
 
@@ -56,13 +58,6 @@ impl From<OrganizationDomain> for DomainResponse {
             created_at: domain.created_at,
         }
     }
-}
-
-/// The `200` of `GET /api/v1/organizations/{id}/domains`: the organization's domains, oldest
-/// first, under `data`.
-#[derive(Serialize, ToSchema)]
-pub struct DomainListResponse {
-    data: Vec<DomainResponse>,
 }
 
 /// The body of `POST /api/v1/organizations/{id}/domains`: the `domain` to claim (required).
@@ -112,21 +107,22 @@ pub async fn add(
 #[utoipa::path(
     get, path = "/api/v1/organizations/{id}/domains", tag = "domains",
     security(("bearer" = []), ("api_key" = [])),
-    params(("id" = String, Path)),
+    params(("id" = String, Path), ("page" = Option<u32>, Query), ("page_size" = Option<u32>, Query)),
     responses(
-        (status = 200, body = DomainListResponse),
+        (status = 200, body = PageResponse<DomainResponse>),
         (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody),
+        (status = 422, body = ValidationErrorBody),
     )
 )]
 pub async fn list(
+    req: HttpRequest,
     state: web::Data<AppState>,
     PathOrganization(actor): PathOrganization,
 ) -> Result<HttpResponse, ApiError> {
-    let domains = state.domains.list(&actor).await?;
-    Ok(HttpResponse::Ok().json(DomainListResponse {
-        data: domains.into_iter().map(DomainResponse::from).collect(),
-    }))
+    let page = Query::of(&req)?.page()?;
+    let domains = state.domains.list(&actor, page).await?;
+    Ok(HttpResponse::Ok().json(PageResponse::from_page(domains, DomainResponse::from)))
 }
 
 /// Looks up the domain's TXT record now: `verified` when a record of

@@ -3,7 +3,8 @@
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use gatehouse_domain::model::{
-    custom_permissions, CustomRole, PermissionSet, RoleDescription, RoleKey, RoleName,
+    custom_permissions, CustomRole, ListedRole, Page, PermissionSet, RoleDescription, RoleKey,
+    RoleName,
 };
 use gatehouse_domain::model::{
     ApiKey, ApiKeyId, ApiKeyName, Permission, Role, RoleRef, ServiceAccount, ServiceAccountId,
@@ -160,24 +161,25 @@ pub async fn create_service_account(
 #[utoipa::path(
     get, path = "/api/v1/organizations/{id}/service-accounts", tag = "iam",
     security(("bearer" = []), ("api_key" = [])),
-    params(("id" = Uuid, Path)),
+    params(("id" = Uuid, Path), ("page" = Option<u32>, Query), ("page_size" = Option<u32>, Query)),
     responses(
-        (status = 200, body = Vec<ServiceAccountResponse>),
+        (status = 200, body = PageResponse<ServiceAccountResponse>),
         (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody),
+        (status = 422, body = ValidationErrorBody),
     )
 )]
 pub async fn list_service_accounts(
+    req: HttpRequest,
     state: web::Data<AppState>,
     PathOrganization(actor): PathOrganization,
 ) -> Result<HttpResponse, ApiError> {
-    let accounts = state.iam.service_accounts(&actor).await?;
-    Ok(HttpResponse::Ok().json(
-        accounts
-            .into_iter()
-            .map(ServiceAccountResponse::from)
-            .collect::<Vec<_>>(),
-    ))
+    let page = Query::of(&req)?.page()?;
+    let accounts = state.iam.service_accounts(&actor, page).await?;
+    Ok(HttpResponse::Ok().json(PageResponse::from_page(
+        accounts,
+        ServiceAccountResponse::from,
+    )))
 }
 
 /// One service account.
@@ -359,16 +361,22 @@ pub struct PermissionResponse {
 }
 
 /// The permission catalogue: every dotted permission, what it lets one do, and the built-in
-/// roles that hold it.
+/// roles that hold it. A fixed list, paged in memory.
 #[utoipa::path(
     get, path = "/api/v1/iam/permissions", tag = "iam",
     security(("bearer" = []), ("api_key" = [])),
+    params(("page" = Option<u32>, Query), ("page_size" = Option<u32>, Query)),
     responses(
-        (status = 200, body = Vec<PermissionResponse>),
+        (status = 200, body = PageResponse<PermissionResponse>),
         (status = 401, body = ErrorBody),
+        (status = 422, body = ValidationErrorBody),
     )
 )]
-pub async fn permissions(_caller: AuthenticatedAgent) -> HttpResponse {
+pub async fn permissions(
+    req: HttpRequest,
+    _caller: AuthenticatedAgent,
+) -> Result<HttpResponse, ApiError> {
+    let page = Query::of(&req)?.page()?;
     let catalogue: Vec<PermissionResponse> = Permission::ALL
         .into_iter()
         .map(|permission| PermissionResponse {
@@ -382,7 +390,10 @@ pub async fn permissions(_caller: AuthenticatedAgent) -> HttpResponse {
             owner_only: Permission::OWNER_ONLY.contains(&permission),
         })
         .collect();
-    HttpResponse::Ok().json(catalogue)
+    Ok(HttpResponse::Ok().json(PageResponse::from_page(
+        Page::of_all(catalogue, page),
+        |permission| permission,
+    )))
 }
 
 /// A role as the organization has it: one of the four built-in roles (read-only, `built_in`),
@@ -492,24 +503,27 @@ fn permission_set(names: Vec<String>) -> Result<PermissionSet, String> {
 #[utoipa::path(
     get, path = "/api/v1/organizations/{id}/roles", tag = "iam",
     security(("bearer" = []), ("api_key" = [])),
-    params(("id" = Uuid, Path)),
+    params(("id" = Uuid, Path), ("page" = Option<u32>, Query), ("page_size" = Option<u32>, Query)),
     responses(
-        (status = 200, body = Vec<RoleResponse>),
+        (status = 200, body = PageResponse<RoleResponse>),
         (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody),
+        (status = 422, body = ValidationErrorBody),
     )
 )]
 pub async fn list_roles(
+    req: HttpRequest,
     state: web::Data<AppState>,
     PathOrganization(actor): PathOrganization,
 ) -> Result<HttpResponse, ApiError> {
-    let custom = state.iam.roles(&actor).await?;
-    let roles: Vec<RoleResponse> = Role::ALL
-        .into_iter()
-        .map(RoleResponse::built_in)
-        .chain(custom.into_iter().map(RoleResponse::from))
-        .collect();
-    Ok(HttpResponse::Ok().json(roles))
+    let page = Query::of(&req)?.page()?;
+    let roles = state.iam.roles(&actor, page).await?;
+    Ok(
+        HttpResponse::Ok().json(PageResponse::from_page(roles, |role| match role {
+            ListedRole::BuiltIn(role) => RoleResponse::built_in(role),
+            ListedRole::Custom(role) => RoleResponse::from(role),
+        })),
+    )
 }
 
 /// Defines a custom role (business and enterprise plans): `roles.manage`, and no permission

@@ -308,19 +308,24 @@ impl From<Invitation> for InvitationResponse {
 #[utoipa::path(
     get, path = "/api/v1/invitations", tag = "invitations",
     security(("bearer" = [])),
-    responses((status = 200, body = Vec<InvitationResponse>), (status = 401, body = ErrorBody))
+    params(("page" = Option<u32>, Query), ("page_size" = Option<u32>, Query)),
+    responses(
+        (status = 200, body = PageResponse<InvitationResponse>),
+        (status = 401, body = ErrorBody),
+        (status = 422, body = ValidationErrorBody),
+    )
 )]
 pub async fn my_invitations(
+    req: HttpRequest,
     state: web::Data<AppState>,
     Authenticated(principal): Authenticated,
 ) -> Result<HttpResponse, ApiError> {
-    let invitations = state.members.my_invitations(&principal).await?;
-    Ok(HttpResponse::Ok().json(
-        invitations
-            .into_iter()
-            .map(InvitationResponse::from)
-            .collect::<Vec<_>>(),
-    ))
+    let page = Query::of(&req)?.page()?;
+    let invitations = state.members.my_invitations(&principal, page).await?;
+    Ok(HttpResponse::Ok().json(PageResponse::from_page(
+        invitations,
+        InvitationResponse::from,
+    )))
 }
 
 /// Accepts an invitation addressed to the caller's email.

@@ -1,6 +1,6 @@
 //! `/api/v1/users/me`.
 
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 use gatehouse_domain::{
     model::{FullName, User},
     service::ProfileChange,
@@ -9,10 +9,12 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
+use super::organizations::PageResponse;
 use crate::extract::RequestOrigin;
 use crate::{
     error::{ApiError, ErrorBody, ValidationErrorBody},
     extract::{Authenticated, Fields, ValidJson},
+    query::Query,
     state::AppState,
 };
 
@@ -133,29 +135,31 @@ pub struct ConsentResponse {
 #[utoipa::path(
     get, path = "/api/v1/users/me/consents", tag = "users",
     security(("bearer" = []), ("api_key" = [])),
+    params(("page" = Option<u32>, Query), ("page_size" = Option<u32>, Query)),
     responses(
-        (status = 200, body = Vec<ConsentResponse>),
+        (status = 200, body = PageResponse<ConsentResponse>),
         (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody, description = "A token issued to an application"),
+        (status = 422, body = ValidationErrorBody),
     )
 )]
 pub async fn consents(
+    req: HttpRequest,
     state: web::Data<AppState>,
     Authenticated(principal): Authenticated,
 ) -> Result<HttpResponse, ApiError> {
-    let consents: Vec<ConsentResponse> = state
-        .oauth
-        .consents(&principal)
-        .await?
-        .into_iter()
-        .map(|consent| ConsentResponse {
-            client_id: consent.client_id.as_str().to_owned(),
-            application_name: consent.application_name.as_str().to_owned(),
-            scope: consent.scopes.to_string(),
-            granted_at: consent.granted_at,
-        })
-        .collect();
-    Ok(HttpResponse::Ok().json(consents))
+    let page = Query::of(&req)?.page()?;
+    let consents = state.oauth.consents(&principal, page).await?;
+    Ok(
+        HttpResponse::Ok().json(PageResponse::from_page(consents, |consent| {
+            ConsentResponse {
+                client_id: consent.client_id.as_str().to_owned(),
+                application_name: consent.application_name.as_str().to_owned(),
+                scope: consent.scopes.to_string(),
+                granted_at: consent.granted_at,
+            }
+        })),
+    )
 }
 
 /// Takes back the caller's consent to an application: the application's sessions of the

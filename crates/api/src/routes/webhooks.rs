@@ -19,7 +19,7 @@ use super::organizations::PageResponse;
 use crate::extract::RequestOrigin;
 use crate::{
     error::{ApiError, ErrorBody, FieldError, ValidationErrorBody},
-    extract::{as_is, Fields, HeaderOrganization, ValidJson},
+    extract::{as_is, AuthenticatedAgent, Fields, HeaderOrganization, ValidJson},
     query::Query,
     state::AppState,
 };
@@ -414,13 +414,15 @@ pub async fn delete(
     Ok(HttpResponse::NoContent().finish())
 }
 
-/// Every event type an endpoint can subscribe to, with who emits it (`source`).
+/// Every event type an endpoint can subscribe to, with who emits it (`source`): the same for
+/// every organization, so no `X-Organization-ID` is needed (an API key still comes with its
+/// own, as everywhere). A bare array, as the spec shows it, not a page.
 #[utoipa::path(
     get, path = "/api/v1/webhooks/events", tag = "webhooks",
-    security(("bearer" = [], "organization" = []), ("api_key" = [], "organization" = [])),
+    security(("bearer" = []), ("api_key" = [], "organization" = [])),
     responses((status = 200, body = Vec<EventTypeResponse>), (status = 401, body = ErrorBody))
 )]
-pub async fn events(HeaderOrganization(_actor): HeaderOrganization) -> HttpResponse {
+pub async fn events(_caller: AuthenticatedAgent) -> HttpResponse {
     HttpResponse::Ok().json(
         EventType::ALL
             .iter()

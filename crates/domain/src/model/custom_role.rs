@@ -188,6 +188,15 @@ pub struct CustomRole {
     pub updated_at: OffsetDateTime,
 }
 
+/// A role as an organization's list of roles shows it: a built-in one, or one it defined.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ListedRole {
+    /// `owner`, `admin`, `member` or `viewer`, granting what the permission table says.
+    BuiltIn(Role),
+    /// A custom role of the organization.
+    Custom(CustomRole),
+}
+
 /// A role as asked for by name: a built-in one, or a custom one of the organization, by key.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RoleRef {

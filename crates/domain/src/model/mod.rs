@@ -59,8 +59,8 @@ pub use branding::{
 };
 pub use consent::{Consent, GrantedConsent};
 pub use custom_role::{
-    custom_permissions, AssignedRole, CustomRole, PermissionSet, RoleDescription, RoleKey,
-    RoleName, RoleRef,
+    custom_permissions, AssignedRole, CustomRole, ListedRole, PermissionSet, RoleDescription,
+    RoleKey, RoleName, RoleRef,
 };
 pub use delivery::{
     DeliveryState, DueDelivery, DueKey, DueRule, FailureRun, InvalidDeliveryState, TimeBound,
@@ -99,7 +99,7 @@ pub use organization::{
     DefaultRole, NewOrganization, Organization, OrganizationChange, OrganizationFilter,
     OrganizationName, OrganizationSettings, OrganizationType, Slug, SlugError,
 };
-pub use page::{Page, PageRequest, PageRequestError, SearchTerm, SearchTermError};
+pub use page::{Page, PageRequest, PageRequestError, SearchTerm, SearchTermError, Slice};
 pub use password::{
     password_user_inputs, NewPassword, PasswordCandidate, PasswordError, PasswordHash,
     PasswordStrength,

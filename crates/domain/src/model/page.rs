@@ -61,6 +61,49 @@ impl PageRequest {
     }
 }
 
+impl PageRequest {
+    /// The part of this page that falls among a listing's rows after its first `skipped`
+    /// items, which come from elsewhere (the four built-in roles before an organization's
+    /// custom ones): where it starts among those rows and how many of them it holds (none when
+    /// the page ends within the first `skipped`).
+    pub fn after(&self, skipped: u32) -> Slice {
+        let offset = self.offset() - i64::from(skipped);
+        Slice {
+            offset: offset.max(0),
+            limit: (self.limit() + offset.min(0)).max(0),
+        }
+    }
+}
+
+/// A run of a listing's rows, for a store query: how many to skip (`OFFSET`) and how many to
+/// read at most (`LIMIT`). A [`PageRequest`] is one; [`PageRequest::after`] gives others.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slice {
+    offset: i64,
+    limit: i64,
+}
+
+impl Slice {
+    /// How many rows come before the slice.
+    pub const fn offset(&self) -> i64 {
+        self.offset
+    }
+
+    /// The most rows in the slice (possibly none).
+    pub const fn limit(&self) -> i64 {
+        self.limit
+    }
+}
+
+impl From<PageRequest> for Slice {
+    fn from(page: PageRequest) -> Self {
+        Self {
+            offset: page.offset(),
+            limit: page.limit(),
+        }
+    }
+}
+
 impl Default for PageRequest {
     fn default() -> Self {
         Self {
@@ -100,6 +143,17 @@ impl<T> Page<T> {
             has_next: seen < total,
             has_prev: request.page > 1,
         }
+    }
+
+    /// The requested page of a whole list held in memory, in its order. Only for a list that a
+    /// hard cap keeps short (an organization's domains, service accounts or SCIM tokens, a
+    /// fixed catalogue); a list that can grow without bound is paged by its store query.
+    pub fn of_all(all: Vec<T>, request: PageRequest) -> Self {
+        let total = u64::try_from(all.len()).unwrap_or(u64::MAX);
+        let skip = usize::try_from(request.offset()).unwrap_or(usize::MAX);
+        let take = usize::try_from(request.limit()).unwrap_or(0);
+        let items = all.into_iter().skip(skip).take(take).collect();
+        Self::new(items, total, request)
     }
 
     /// The items on this page.
@@ -218,6 +272,34 @@ mod tests {
             PageRequest::new(Some(3), Some(100)).map(|p| p.offset()),
             Ok(200)
         );
+    }
+
+    #[test]
+    fn a_whole_list_is_paged_in_memory() {
+        let all: Vec<u32> = (1..=25).collect();
+        let second = Page::of_all(all.clone(), PageRequest::new(Some(2), Some(10)).unwrap());
+        assert_eq!(second.items(), (11..=20).collect::<Vec<_>>().as_slice());
+        assert!(second.has_next() && second.has_prev() && second.total() == 25);
+        let past_end = Page::of_all(all, PageRequest::new(Some(4_000_000), Some(100)).unwrap());
+        assert!(past_end.items().is_empty() && past_end.total() == 25 && !past_end.has_next());
+    }
+
+    #[test]
+    fn a_slice_after_items_from_elsewhere() {
+        let slice = |page, size, skipped| {
+            let s = PageRequest::new(Some(page), Some(size))
+                .unwrap()
+                .after(skipped);
+            (s.offset(), s.limit())
+        };
+        // Four built-in roles, then the custom ones.
+        assert_eq!(slice(1, 20, 4), (0, 16));
+        assert_eq!(slice(1, 2, 4), (0, 0));
+        assert_eq!(slice(2, 2, 4), (0, 0));
+        assert_eq!(slice(3, 2, 4), (0, 2));
+        assert_eq!(slice(2, 3, 4), (0, 2));
+        assert_eq!(slice(4, 3, 4), (5, 3));
+        assert_eq!(slice(1, 20, 0), (0, 20));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use super::StoreError;
 use crate::model::{
     ApiKey, ApiKeyId, AssignedRole, AuditRecord, CustomRole, NewEvent, OrganizationId, Page,
     PageRequest, PermissionSet, Plan, RoleDescription, RoleKey, RoleName, ServiceAccount,
-    ServiceAccountId, ServiceAccountName,
+    ServiceAccountId, ServiceAccountName, Slice,
 };
 
 /// A service account with the plan of its organization, as a request it makes needs it.
@@ -125,8 +125,12 @@ pub trait RoleStore: Send + Sync + 'static {
         audit: AuditRecord,
     ) -> Result<(), StoreError>;
 
-    /// The organization's custom roles, by key.
-    async fn roles(&self, organization_id: OrganizationId) -> Result<Vec<CustomRole>, StoreError>;
+    /// A slice of the organization's custom roles, by key, with how many it has in all.
+    async fn roles(
+        &self,
+        organization_id: OrganizationId,
+        slice: Slice,
+    ) -> Result<(Vec<CustomRole>, u64), StoreError>;
 
     /// One custom role of the organization.
     async fn role(

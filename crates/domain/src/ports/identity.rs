@@ -9,8 +9,8 @@ use super::{organizations::MemberAccess, platform::RateLimitError, BoxError, Sto
 use crate::model::{
     AccountKey, AccountToken, AccountTokenPurpose, ApiKey, ApiKeyId, ApiScopes, AuditRecord,
     ClientGrant, Email, FailedSignIns, LockoutRule, NewApiKey, NewEvent, NewOrganization,
-    NewPassword, NewSession, NewUser, OrganizationId, PasswordCandidate, PasswordHash,
-    PasswordStrength, Session, SessionId, TokenHash, User, UserCredentials, UserId,
+    NewPassword, NewSession, NewUser, OrganizationId, Page, PageRequest, PasswordCandidate,
+    PasswordHash, PasswordStrength, Session, SessionId, TokenHash, User, UserCredentials, UserId,
 };
 
 /// A user's account as registration creates it: the user, their personal workspace and the
@@ -238,8 +238,16 @@ pub trait ApiKeyStore: Send + Sync + 'static {
         audit: AuditRecord,
     ) -> Result<Option<ApiKey>, StoreError>;
 
-    /// The keys a user created, newest first.
-    async fn api_keys_of(&self, user_id: UserId) -> Result<Vec<ApiKey>, StoreError>;
+    /// A page of the keys a user created, newest first.
+    async fn api_keys_of(
+        &self,
+        user_id: UserId,
+        page: PageRequest,
+    ) -> Result<Page<ApiKey>, StoreError>;
+
+    /// One key the user created.
+    async fn api_key_of(&self, user_id: UserId, id: ApiKeyId)
+        -> Result<Option<ApiKey>, StoreError>;
 
     /// Deletes one of the user's keys, with the audit record. Returns false, writing nothing,
     /// when the user has no such key.

@@ -117,8 +117,13 @@ pub trait AuthorizationCodeStore: Send + Sync + 'static {
     /// audit record, in one transaction.
     async fn save_consent(&self, consent: Consent, audit: AuditRecord) -> Result<(), StoreError>;
 
-    /// The user's consents, newest first, with their applications' client ids and names.
-    async fn consents_of(&self, user_id: UserId) -> Result<Vec<GrantedConsent>, StoreError>;
+    /// A page of the user's consents, newest first, with their applications' client ids and
+    /// names.
+    async fn consents_of(
+        &self,
+        user_id: UserId,
+        page: PageRequest,
+    ) -> Result<Page<GrantedConsent>, StoreError>;
 
     /// Forgets the user's consent to the application with this client id and ends the user's
     /// live sessions of that application at `at` (their tokens stop working at once), with the

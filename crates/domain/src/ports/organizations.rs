@@ -267,13 +267,14 @@ pub trait MemberStore: Send + Sync + 'static {
         hash: &TokenHash,
     ) -> Result<Option<InvitationRecord>, StoreError>;
 
-    /// Pending invitations addressed to the email that have not expired at `now`, in live
-    /// organizations.
+    /// A page of the pending invitations addressed to the email that have not expired at
+    /// `now`, in live organizations, newest first.
     async fn invitations_for(
         &self,
         email: &Email,
         now: OffsetDateTime,
-    ) -> Result<Vec<Invitation>, StoreError>;
+        page: PageRequest,
+    ) -> Result<Page<Invitation>, StoreError>;
 
     /// Turns the invitation into an active membership of `user_id`, and records the event.
     /// Returns false when the invitation is no longer pending.

@@ -11,7 +11,7 @@ use super::{
 use crate::{
     model::{
         ApiKey, ApiKeyId, ApiKeyName, AuditAction, AuditActor, KeyHolder, NewApiKey,
-        OrganizationId, Origin, Permission, SecretToken, TargetKind, TokenKind,
+        OrganizationId, Origin, Page, PageRequest, Permission, SecretToken, TargetKind, TokenKind,
         MAX_API_KEYS_PER_ORGANIZATION,
     },
     ports::{service_ports, StoreError},
@@ -164,11 +164,19 @@ impl ApiKeyService {
 
     /// The caller's keys, without secrets. Keys are managed by their user: an API key cannot
     /// list or delete keys (it would reach its creator's keys of other organizations).
-    pub async fn list(&self, principal: &Principal) -> Result<Vec<ApiKey>, CreateApiKeyError> {
+    pub async fn list(
+        &self,
+        principal: &Principal,
+        page: PageRequest,
+    ) -> Result<Page<ApiKey>, CreateApiKeyError> {
         if matches!(principal, Principal::ApiKey { .. }) {
             return Err(CreateApiKeyError::NotAUser);
         }
-        Ok(self.ports.api_keys.api_keys_of(principal.user_id()).await?)
+        Ok(self
+            .ports
+            .api_keys
+            .api_keys_of(principal.user_id(), page)
+            .await?)
     }
 
     /// Revokes one of the caller's keys: it stops working at once. Audited in the same
@@ -183,14 +191,7 @@ impl ApiKeyService {
             return Err(DeleteApiKeyError::NotAUser);
         }
         let user_id = principal.user_id();
-        let Some(key) = self
-            .ports
-            .api_keys
-            .api_keys_of(user_id)
-            .await?
-            .into_iter()
-            .find(|key| key.id == id)
-        else {
+        let Some(key) = self.ports.api_keys.api_key_of(user_id, id).await? else {
             return Err(DeleteApiKeyError::NotFound);
         };
         let record = audit(

@@ -25,9 +25,9 @@ use crate::{
         timestamp, AssignedRole, AuditAction, AuditRecord, DirectoryGroup, DirectoryGroupId,
         DirectoryText, DirectoryUser, DirectoryUserId, Email, EmailDomain, EventType, Feature,
         GroupAttributes, GroupRoles, GroupRolesError, InvitableRole, Member, MemberStatus,
-        NewEvent, NewInvitation, Organization, Origin, Permission, Role, RoleRef, ScimToken,
-        ScimTokenId, ScimTokenName, SecretToken, TargetKind, TokenKind, User, UserAttributes,
-        UserId,
+        NewEvent, NewInvitation, Organization, Origin, Page, PageRequest, Permission, Role,
+        RoleRef, ScimToken, ScimTokenId, ScimTokenName, SecretToken, TargetKind, TokenKind, User,
+        UserAttributes, UserId,
     },
     ports::{service_ports, DirectoryChange, DirectoryWrite, MemberEffect, StoreError},
 };
@@ -214,14 +214,20 @@ impl DirectoryService {
         Ok(CreatedScimToken { token, secret })
     }
 
-    /// The organization's tokens (never their secrets), oldest first.
-    pub async fn tokens(&self, actor: &Actor) -> Result<Vec<ScimToken>, DirectoryError> {
+    /// A page of the organization's tokens (never their secrets), oldest first. At most
+    /// [`MAX_SCIM_TOKENS`](crate::model::MAX_SCIM_TOKENS) of them: read whole and paged here.
+    pub async fn tokens(
+        &self,
+        actor: &Actor,
+        page: PageRequest,
+    ) -> Result<Page<ScimToken>, DirectoryError> {
         Self::allow(actor, Permission::SsoManage)?;
-        Ok(self
+        let all = self
             .ports
             .directory
             .scim_tokens(actor.organization_id())
-            .await?)
+            .await?;
+        Ok(Page::of_all(all, page))
     }
 
     /// Revokes a token of the organization: it stops at once.

@@ -125,7 +125,7 @@ fn members_and_viewers_may_not_manage_domains() {
             Err(DomainError::Forbidden(_))
         ));
         assert!(matches!(
-            block_on(service.list(&actor)),
+            block_on(service.list(&actor, crate::model::PageRequest::default())),
             Err(DomainError::Forbidden(_))
         ));
         assert!(matches!(

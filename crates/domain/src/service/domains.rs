@@ -10,7 +10,7 @@ use super::{Actor, Forbidden};
 use crate::{
     model::{
         AuditAction, AuditRecord, ClaimableDomain, DomainId, EventType, NewEvent,
-        OrganizationDomain, Origin, Permission, TargetKind, TokenKind,
+        OrganizationDomain, Origin, Page, PageRequest, Permission, TargetKind, TokenKind,
     },
     ports::{service_ports, DnsError, StoreError},
 };
@@ -165,10 +165,16 @@ impl DomainService {
         }
     }
 
-    /// The organization's domains, oldest first.
-    pub async fn list(&self, actor: &Actor) -> Result<Vec<OrganizationDomain>, DomainError> {
+    /// A page of the organization's domains, oldest first. At most [`MAX_DOMAINS`] of them:
+    /// read whole and paged here.
+    pub async fn list(
+        &self,
+        actor: &Actor,
+        page: PageRequest,
+    ) -> Result<Page<OrganizationDomain>, DomainError> {
         actor.require(Permission::DomainsManage)?;
-        Ok(self.ports.domains.domains(actor.organization_id()).await?)
+        let all = self.ports.domains.domains(actor.organization_id()).await?;
+        Ok(Page::of_all(all, page))
     }
 
     async fn get(&self, actor: &Actor, id: DomainId) -> Result<OrganizationDomain, DomainError> {

@@ -7,10 +7,10 @@ use super::{Actor, CreatedApiKey, Forbidden};
 use crate::{
     model::{
         timestamp, ApiKey, ApiKeyId, ApiKeyName, AssignedRole, AuditAction, CustomRole, EventType,
-        Feature, InvitableRole, KeyHolder, NewApiKey, OrganizationId, Origin, Page, PageRequest,
-        Permission, PermissionSet, RoleDescription, RoleKey, RoleName, RoleRef, ServiceAccount,
-        ServiceAccountId, ServiceAccountName, TargetKind, TokenKind, MAX_API_KEYS_PER_ORGANIZATION,
-        MAX_SERVICE_ACCOUNTS,
+        Feature, InvitableRole, KeyHolder, ListedRole, NewApiKey, OrganizationId, Origin, Page,
+        PageRequest, Permission, PermissionSet, Role, RoleDescription, RoleKey, RoleName, RoleRef,
+        ServiceAccount, ServiceAccountId, ServiceAccountName, TargetKind, TokenKind,
+        MAX_API_KEYS_PER_ORGANIZATION, MAX_SERVICE_ACCOUNTS,
     },
     ports::{service_ports, RoleChange, RoleDeletion, RoleStore, StoreError},
 };
@@ -218,13 +218,18 @@ impl IamService {
     }
 
     /// The organization's service accounts, oldest first.
-    pub async fn service_accounts(&self, actor: &Actor) -> Result<Vec<ServiceAccount>, IamError> {
+    pub async fn service_accounts(
+        &self,
+        actor: &Actor,
+        page: PageRequest,
+    ) -> Result<Page<ServiceAccount>, IamError> {
         actor.require(Permission::ServiceAccountsManage)?;
-        Ok(self
+        let all = self
             .ports
             .service_accounts
             .service_accounts(actor.organization_id())
-            .await?)
+            .await?;
+        Ok(Page::of_all(all, page))
     }
 
     /// One service account of the organization.
@@ -405,11 +410,32 @@ impl IamService {
         }
     }
 
-    /// The organization's custom roles (the built-in ones are the permission table's): any
-    /// member reads them, on any plan.
-    pub async fn roles(&self, actor: &Actor) -> Result<Vec<CustomRole>, IamError> {
+    /// A page of the organization's roles: the four built-in ones (the permission table's),
+    /// then its custom ones by key, read from the store a page at a time. Any member reads
+    /// them, on any plan.
+    pub async fn roles(
+        &self,
+        actor: &Actor,
+        page: PageRequest,
+    ) -> Result<Page<ListedRole>, IamError> {
         actor.require(Permission::OrganizationRead)?;
-        Ok(self.ports.roles.roles(actor.organization_id()).await?)
+        let built_in = Role::ALL.len();
+        let skipped = u32::try_from(built_in).unwrap_or(u32::MAX);
+        let (custom, custom_total) = self
+            .ports
+            .roles
+            .roles(actor.organization_id(), page.after(skipped))
+            .await?;
+        let start = usize::try_from(page.offset()).map_or(built_in, |o| o.min(built_in));
+        let end = usize::try_from(page.offset().saturating_add(page.limit()))
+            .map_or(built_in, |e| e.min(built_in));
+        let items = Role::ALL[start..end]
+            .iter()
+            .copied()
+            .map(ListedRole::BuiltIn)
+            .chain(custom.into_iter().map(ListedRole::Custom))
+            .collect();
+        Ok(Page::new(items, u64::from(skipped) + custom_total, page))
     }
 
     /// One custom role of the organization.

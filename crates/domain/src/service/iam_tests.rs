@@ -446,3 +446,62 @@ fn an_auditor_acts_with_its_set_and_gives_nothing_beyond_it() {
         "a viewer reads members; the auditor does not"
     );
 }
+
+/// A custom role of Acme with `key`.
+fn custom(key: &str) -> crate::model::CustomRole {
+    crate::model::CustomRole {
+        organization_id: ACME,
+        key: crate::model::RoleKey::parse(key).unwrap(),
+        name: crate::model::RoleName::parse(key).unwrap(),
+        description: crate::model::RoleDescription::default(),
+        permissions: crate::model::PermissionSet::of([Permission::OrganizationRead]),
+        created_at: now(),
+        updated_at: now(),
+    }
+}
+
+#[test]
+fn the_roles_page_lists_the_built_in_ones_then_the_stores_slice_of_custom_ones() {
+    use crate::model::{ListedRole, PageRequest};
+    let listed = |page: i64, size: i64, custom_keys: &'static [&'static str]| {
+        let request = PageRequest::new(Some(page), Some(size)).unwrap();
+        let mut mocks = Mocks::new();
+        // The store is asked only for the part of the page after the four built-in roles.
+        let expected = request.after(4);
+        mocks
+            .roles
+            .expect_roles()
+            .withf(move |organization, slice| *organization == ACME && *slice == expected)
+            .times(1)
+            .returning(move |_, _| ready(Ok((custom_keys.iter().map(|k| custom(k)).collect(), 3))));
+        let page =
+            block_on(service(mocks).roles(&ada_acting(Role::Viewer, Plan::Free), request)).unwrap();
+        let keys: Vec<String> = page
+            .items()
+            .iter()
+            .map(|role| match role {
+                ListedRole::BuiltIn(role) => role.as_str().to_owned(),
+                ListedRole::Custom(role) => role.key.as_ref().to_owned(),
+            })
+            .collect();
+        (keys, page.total(), page.has_next())
+    };
+    assert_eq!(
+        listed(1, 3, &[]),
+        (
+            vec!["owner".into(), "admin".into(), "member".into()],
+            7,
+            true
+        )
+    );
+    assert_eq!(
+        listed(2, 3, &["a-role", "b-role"]),
+        (
+            vec!["viewer".into(), "a-role".into(), "b-role".into()],
+            7,
+            true
+        )
+    );
+    assert_eq!(listed(3, 3, &["c-role"]), (vec!["c-role".into()], 7, false));
+    assert_eq!(listed(9, 3, &[]), (vec![], 7, false));
+}

@@ -373,14 +373,19 @@ impl MemberService {
         }))
     }
 
-    /// The open invitations addressed to the caller's email.
+    /// A page of the open invitations addressed to the caller's email, newest first.
     pub async fn my_invitations(
         &self,
         principal: &Principal,
-    ) -> Result<Vec<Invitation>, MemberError> {
+        page: PageRequest,
+    ) -> Result<Page<Invitation>, MemberError> {
         let email = self.email_of(principal).await?;
         let now = self.ports.clock.now();
-        Ok(self.ports.members.invitations_for(&email, now).await?)
+        Ok(self
+            .ports
+            .members
+            .invitations_for(&email, now, page)
+            .await?)
     }
 
     /// Accepts an invitation by its id.

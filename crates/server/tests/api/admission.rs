@@ -51,8 +51,7 @@ pub(crate) async fn requires_mfa_now(app: &TestApp, owner: &LoggedIn, org: &str)
 }
 
 async fn keys_of(app: &TestApp, token: &str) -> Vec<Value> {
-    json_of(app.get_as(token, "/api/v1/api-keys").await, 200)
-        .await
+    json_of(app.get_as(token, "/api/v1/api-keys").await, 200).await["items"]
         .as_array()
         .unwrap()
         .clone()

@@ -41,7 +41,8 @@ on_both_backends! {
             200,
         )
         .await;
-        assert_eq!(listed.as_array().unwrap().len(), 1);
+        assert_eq!(listed["items"].as_array().unwrap().len(), 1);
+        assert_eq!(listed["total"], 1);
         assert!(!listed.to_string().contains(&key));
 
         let id = created["id"].as_str().unwrap();
@@ -67,14 +68,24 @@ on_both_backends! {
         let key = created["key"].as_str().unwrap();
         detail_of(app.health_with_key(key, &other.organization_id).await, 401).await;
         detail_of(app.health_with_key("ghk_unknown", &owner.organization_id).await, 401).await;
-        let without_org = app
+        // A key sent without its organization is no credential: 401 with a detail, as the spec
+        // has it, on every route that takes one (one inside an organization, one outside, the
+        // event catalogue that needs no organization).
+        for path in ["/api/v1/health", "/api/v1/users/me", "/api/v1/webhooks/events"] {
+            let without_org = app.client.get(app.url(path)).header("X-API-Key", key).send().await.unwrap();
+            let detail = detail_of(without_org, 401).await;
+            assert!(detail.contains("X-Organization-ID"), "{path}: {detail}");
+        }
+        // An organization that is not a UUID is still a malformed header.
+        let malformed = app
             .client
             .get(app.url("/api/v1/health"))
             .header("X-API-Key", key)
+            .header("X-Organization-ID", "acme")
             .send()
             .await
             .unwrap();
-        assert_eq!(locs_of(without_org).await, vec![loc(&["header", "X-Organization-ID"])]);
+        assert_eq!(locs_of(malformed).await, vec![loc(&["header", "X-Organization-ID"])]);
         detail_of(app.client.get(app.url("/api/v1/health")).send().await.unwrap(), 401).await;
     }
 

@@ -65,7 +65,7 @@ on_both_backends! {
         let detail = detail_of(verify(&app, &owner, &org, &added).await, 409).await;
         assert!(detail.contains("found: \"ghdv_someone-elses\""), "{detail}");
         let listed = json_of(app.get_as(&owner, &domains_path(&org)).await, 200).await;
-        assert_eq!(listed["data"][0]["status"], "pending");
+        assert_eq!(listed["items"][0]["status"], "pending");
 
         // The value published: verified, with its event and audit record.
         dns().add_txt(&challenge, &value);
@@ -73,8 +73,9 @@ on_both_backends! {
         assert_eq!(verified["status"], "verified");
         assert!(verified["verified_at"].is_string());
         let listed = json_of(app.get_as(&owner, &domains_path(&org)).await, 200).await;
-        assert_eq!(listed["data"].as_array().unwrap().len(), 1);
-        assert_eq!(listed["data"][0]["status"], "verified");
+        assert_eq!(listed["items"].as_array().unwrap().len(), 1);
+        assert_eq!((listed["total"].clone(), listed["has_next"].clone()), (json!(1), json!(false)));
+        assert_eq!(listed["items"][0]["status"], "verified");
         // Asking again changes nothing.
         json_of(verify(&app, &owner, &org, &added).await, 200).await;
 
@@ -147,7 +148,7 @@ on_both_backends! {
         let response = app.send_as(Method::DELETE, &owner, &path, None).await;
         assert_eq!(response.status(), 204);
         let listed = json_of(app.get_as(&owner, &domains_path(&org)).await, 200).await;
-        assert_eq!(listed["data"], json!([]));
+        assert_eq!(listed["items"], json!([]));
         detail_of(app.send_as(Method::DELETE, &owner, &path, None).await, 404).await;
         let events = json_of(
             app.as_operator(Method::GET, &format!("/control/events?organization_id={org}&type=organization.domain_removed"), None).await,

@@ -63,6 +63,65 @@ on_both_backends! {
         ids.dedup();
         assert_eq!(ids.len(), count, "operation ids repeat");
     }
+
+    async fn the_openapi_document_declares_the_rate_limit_headers_on_every_operation(app: TestApp) {
+        let document = json_of(app.client.get(app.url("/api/v1/openapi.json")).send().await.unwrap(), 200).await;
+        let mut operations = 0;
+        for (path, item) in document["paths"].as_object().unwrap() {
+            for (method, operation) in item.as_object().unwrap() {
+                let responses = operation["responses"].as_object().unwrap();
+                assert!(!responses.is_empty(), "{method} {path}");
+                for (status, response) in responses {
+                    for header in ["X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"] {
+                        let declared = &response["headers"][header];
+                        assert_eq!(declared["schema"]["type"], "integer", "{method} {path} {status}: {header}");
+                    }
+                }
+                if path != "/livez" && path != "/readyz" {
+                    let spent = &responses["429"];
+                    assert_eq!(spent["headers"]["Retry-After"]["schema"]["type"], "integer", "{method} {path}");
+                }
+                operations += 1;
+            }
+        }
+        assert!(operations > 100, "{operations} operations");
+    }
+
+    async fn the_openapi_document_gives_every_list_the_spec_envelope(app: TestApp) {
+        let document = json_of(app.client.get(app.url("/api/v1/openapi.json")).send().await.unwrap(), 200).await;
+        let schema_of = |path: &str| {
+            let operation = &document["paths"][path]["get"];
+            let reference = operation["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{path}: no schema reference: {operation}"));
+            let name = reference.trim_start_matches("#/components/schemas/");
+            let parameters: Vec<&str> = operation["parameters"].as_array().unwrap().iter().filter_map(|p| p["name"].as_str()).collect();
+            assert!(parameters.contains(&"page") && parameters.contains(&"page_size"), "{path}: {parameters:?}");
+            document["components"]["schemas"][name].clone()
+        };
+        for path in [
+            "/api/v1/organizations",
+            "/api/v1/organizations/{id}/members",
+            "/api/v1/organizations/{id}/domains",
+            "/api/v1/organizations/{id}/service-accounts",
+            "/api/v1/organizations/{id}/roles",
+            "/api/v1/organizations/{id}/api-keys",
+            "/api/v1/organizations/{id}/scim-tokens",
+            "/api/v1/api-keys",
+            "/api/v1/invitations",
+            "/api/v1/users/me/consents",
+            "/api/v1/iam/permissions",
+        ] {
+            let schema = schema_of(path);
+            let mut properties: Vec<&str> = schema["properties"].as_object().unwrap_or_else(|| panic!("{path}: {schema}")).keys().map(String::as_str).collect();
+            properties.sort_unstable();
+            assert_eq!(properties, ["has_next", "has_prev", "items", "page", "page_size", "total"], "{path}");
+        }
+        // The event catalogue is the spec's bare array, and needs no organization with a token.
+        let catalogue = &document["paths"]["/api/v1/webhooks/events"]["get"];
+        assert_eq!(catalogue["responses"]["200"]["content"]["application/json"]["schema"]["type"], "array");
+        assert!(catalogue["security"].as_array().unwrap().iter().any(|r| r.as_object().unwrap().keys().eq(["bearer"])), "{catalogue}");
+    }
 }
 
 /// A store that cannot be reached is a 503 with `Retry-After`, never a 500.

@@ -72,8 +72,9 @@ on_both_backends! {
 
         // The four built-in roles come first, read-only.
         let roles = json_of(app.get_as(&owner.access_token, &format!("{org_path}/roles")).await, 200).await;
-        let keys: Vec<&str> = roles.as_array().unwrap().iter().map(|r| r["key"].as_str().unwrap()).collect();
+        let keys: Vec<&str> = roles["items"].as_array().unwrap().iter().map(|r| r["key"].as_str().unwrap()).collect();
         assert_eq!(keys, ["owner", "admin", "member", "viewer", "auditor"]);
+        assert_eq!(roles["total"], 5, "{roles}");
         detail_of(app.send_as(Method::PATCH, &owner.access_token, &format!("{org_path}/roles/admin"), Some(json!({ "name": "Boss" }))).await, 403).await;
         detail_of(app.send_as(Method::DELETE, &owner.access_token, &format!("{org_path}/roles/viewer"), None).await, 403).await;
 

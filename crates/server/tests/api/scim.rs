@@ -458,6 +458,8 @@ on_both_backends! {
             assert_eq!(app.get_as(&dir.token, &path).await.status(), 401, "{path}");
         }
         let tokens = json_of(app.get_as(&other.owner.access_token, &format!("/api/v1/organizations/{}/scim-tokens", other.org)).await, 200).await;
+        assert_eq!(tokens["total"], 1, "{tokens}");
+        let tokens = &tokens["items"];
         assert_eq!(tokens.as_array().unwrap().len(), 1);
         assert!(tokens[0].get("token_secret").is_none() && tokens[0].get("token_hash").is_none(), "{tokens}");
         let token_id = tokens[0]["id"].as_str().unwrap();

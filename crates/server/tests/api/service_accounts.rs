@@ -111,8 +111,9 @@ on_both_backends! {
 
         // Reading and listing.
         let listed = json_of(app.get_as(&owner.access_token, &accounts).await, 200).await;
-        assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
-        assert_eq!(listed[0]["id"], account["id"]);
+        assert_eq!(listed["total"], 1, "{listed}");
+        assert_eq!(listed["items"].as_array().unwrap().len(), 1, "{listed}");
+        assert_eq!(listed["items"][0]["id"], account["id"]);
         json_of(app.get_as(&owner.access_token, &account_path).await, 200).await;
 
         // Deleting the account stops its key at once.

@@ -248,6 +248,22 @@ on_both_backends! {
         assert!(detail.contains("webhooks.manage"), "{detail}");
         json_of(app.in_org(Method::GET, &member.access_token, org, "/api/v1/webhooks/events", None).await, 200).await;
     }
+
+    async fn the_event_catalogue_needs_credentials_but_no_organization(app: TestApp) {
+        let ada = app.logged_in("catalogue-reader@example.com").await;
+        // A signed-in user without X-Organization-ID reads the same bare array as with one.
+        let without = json_of(app.get_as(&ada.access_token, "/api/v1/webhooks/events").await, 200).await;
+        let with = json_of(
+            app.in_org(Method::GET, &ada.access_token, &ada.organization_id, "/api/v1/webhooks/events", None).await,
+            200,
+        )
+        .await;
+        assert_eq!(without, with);
+        assert_eq!(without.as_array().map(Vec::len), Some(29), "{without}");
+        // Still no anonymous reading: 401 with a detail.
+        detail_of(app.client.get(app.url("/api/v1/webhooks/events")).send().await.unwrap(), 401).await;
+        detail_of(app.get_as("not-a-token", "/api/v1/webhooks/events").await, 401).await;
+    }
 }
 
 with_receiver! {

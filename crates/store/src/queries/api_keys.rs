@@ -3,7 +3,7 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{
-        ApiKey, ApiKeyId, AuditRecord, KeyHolder, NewApiKey, TokenHash, UserId,
+        ApiKey, ApiKeyId, AuditRecord, KeyHolder, NewApiKey, Page, PageRequest, TokenHash, UserId,
         MAX_API_KEYS_PER_ORGANIZATION,
     },
     ports::{ApiKeyStore, StoreError},
@@ -14,11 +14,33 @@ use super::{
     audit::insert_audit,
     backend::{
         schema::{api_keys, memberships, organizations, service_accounts},
-        Conn, DbStore,
+        Conn, Db, DbStore,
     },
     rows::{ApiKeyRow, NewApiKeyRow},
 };
 use crate::{db_error, types::DbUuid};
+
+/// One page of the keys `keys` selects (a filter of `api_keys`: a user's, an organization's),
+/// newest first, with their total.
+pub(super) async fn keys_page(
+    conn: &mut Conn,
+    keys: impl Fn() -> api_keys::BoxedQuery<'static, Db>,
+    page: PageRequest,
+) -> Result<Page<ApiKey>, StoreError> {
+    let total: i64 = keys().count().get_result(conn).await.map_err(db_error)?;
+    let rows: Vec<ApiKeyRow> = page_rows!(
+        conn,
+        page,
+        total,
+        keys().select(ApiKeyRow::as_select()),
+        desc / asc(api_keys::created_at, api_keys::id)
+    );
+    let keys = rows
+        .into_iter()
+        .map(ApiKeyRow::into_domain)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Page::new(keys, u64::try_from(total).unwrap_or(0), page))
+}
 
 #[async_trait]
 impl ApiKeyStore for DbStore {
@@ -107,18 +129,42 @@ impl ApiKeyStore for DbStore {
             .await
     }
 
-    async fn api_keys_of(&self, user_id: UserId) -> Result<Vec<ApiKey>, StoreError> {
+    async fn api_keys_of(
+        &self,
+        user_id: UserId,
+        page: PageRequest,
+    ) -> Result<Page<ApiKey>, StoreError> {
+        in_read!(self, async |conn: &mut Conn| {
+            let user = DbUuid(user_id.as_uuid());
+            keys_page(
+                conn,
+                || {
+                    api_keys::table
+                        .filter(api_keys::user_id.eq(user))
+                        .into_boxed()
+                },
+                page,
+            )
+            .await
+        })
+    }
+
+    async fn api_key_of(
+        &self,
+        user_id: UserId,
+        id: ApiKeyId,
+    ) -> Result<Option<ApiKey>, StoreError> {
         in_read!(self, async |conn: &mut Conn| {
             api_keys::table
+                .filter(api_keys::id.eq(DbUuid(id.as_uuid())))
                 .filter(api_keys::user_id.eq(DbUuid(user_id.as_uuid())))
-                .order((api_keys::created_at.desc(), api_keys::id.desc()))
                 .select(ApiKeyRow::as_select())
-                .load(conn)
+                .get_result(conn)
                 .await
+                .optional()
                 .map_err(db_error)?
-                .into_iter()
                 .map(ApiKeyRow::into_domain)
-                .collect()
+                .transpose()
         })
     }
 

@@ -6,7 +6,7 @@ use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{
         custom_permissions, AssignedRole, AuditRecord, CustomRole, NewEvent, OrganizationId,
-        PermissionSet, Role, RoleDescription, RoleKey, RoleName,
+        PermissionSet, Role, RoleDescription, RoleKey, RoleName, Slice,
     },
     ports::{RoleChange, RoleDeletion, RoleStore, StoreError},
 };
@@ -165,18 +165,34 @@ impl RoleStore for DbStore {
         })
     }
 
-    async fn roles(&self, organization_id: OrganizationId) -> Result<Vec<CustomRole>, StoreError> {
+    async fn roles(
+        &self,
+        organization_id: OrganizationId,
+        slice: Slice,
+    ) -> Result<(Vec<CustomRole>, u64), StoreError> {
         in_read!(self, async |conn: &mut Conn| {
-            organization_roles::table
-                .filter(organization_roles::organization_id.eq(DbUuid(organization_id.as_uuid())))
-                .order(organization_roles::key.asc())
-                .select(RoleRow::as_select())
-                .load(conn)
+            let organization = DbUuid(organization_id.as_uuid());
+            let total: i64 = organization_roles::table
+                .filter(organization_roles::organization_id.eq(organization))
+                .count()
+                .get_result(conn)
                 .await
-                .map_err(db_error)?
+                .map_err(db_error)?;
+            let rows: Vec<RoleRow> = page_rows!(
+                conn,
+                slice,
+                total,
+                organization_roles::table
+                    .filter(organization_roles::organization_id.eq(organization))
+                    .select(RoleRow::as_select())
+                    .into_boxed(),
+                asc / desc(organization_roles::key)
+            );
+            let roles = rows
                 .into_iter()
                 .map(RoleRow::into_domain)
-                .collect()
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok((roles, u64::try_from(total).unwrap_or(0)))
         })
     }
 

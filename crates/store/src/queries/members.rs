@@ -448,25 +448,37 @@ impl MemberStore for DbStore {
         &self,
         email: &Email,
         now: OffsetDateTime,
-    ) -> Result<Vec<Invitation>, StoreError> {
-        let email = email.clone();
+        page: PageRequest,
+    ) -> Result<Page<Invitation>, StoreError> {
+        let email = email.as_ref().to_owned();
         in_read!(self, async |conn: &mut Conn| {
-            let rows = pending_invitations()
-                .filter(invitations::email.eq(email.as_ref().to_owned()))
-                .filter(invitations::expires_at.gt(now))
-                .select(INVITATION_COLUMNS)
-                .order((invitations::invited_at.desc(), invitations::id.desc()))
-                .load::<InvitationRow>(conn)
-                .await
-                .map_err(db_error)?;
+            let open = || {
+                pending_invitations()
+                    .filter(invitations::email.eq(email.clone()))
+                    .filter(invitations::expires_at.gt(now))
+            };
+            let total: i64 = open().count().get_result(conn).await.map_err(db_error)?;
+            let rows: Vec<InvitationRow> = page_rows!(
+                conn,
+                page,
+                total,
+                open().select(INVITATION_COLUMNS),
+                desc / asc(invitations::invited_at, invitations::id)
+            );
             let roles = CustomRoles::of(
                 conn,
                 rows.iter().map(|r| (r.organization_id, r.role.as_str())),
             )
             .await?;
-            rows.into_iter()
+            let invitations = rows
+                .into_iter()
                 .map(|row| row.into_domain(&roles))
-                .collect()
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Page::new(
+                invitations,
+                u64::try_from(total).unwrap_or(0),
+                page,
+            ))
         })
     }
 

@@ -8,7 +8,7 @@ use gatehouse_domain::{
     model::{
         Amr, ApiScopes, ApplicationId, ApplicationName, AuditRecord, AuthorizationCode, ClientId,
         CodeChallenge, Consent, GrantedConsent, NewAuthorizationCode, NewEvent, NewSession, Nonce,
-        RedirectUri, Scope, StoredCode, TokenHash, UserId,
+        Page, PageRequest, RedirectUri, Scope, StoredCode, TokenHash, UserId,
     },
     ports::{AuthorizationCodeStore, StoreError},
 };
@@ -194,22 +194,37 @@ impl AuthorizationCodeStore for DbStore {
         })
     }
 
-    async fn consents_of(&self, user_id: UserId) -> Result<Vec<GrantedConsent>, StoreError> {
+    async fn consents_of(
+        &self,
+        user_id: UserId,
+        page: PageRequest,
+    ) -> Result<Page<GrantedConsent>, StoreError> {
         in_read!(self, async |conn: &mut Conn| {
-            let rows: Vec<(String, String, String, OffsetDateTime)> = oauth_consents::table
-                .inner_join(applications::table)
-                .filter(oauth_consents::user_id.eq(DbUuid(user_id.as_uuid())))
-                .order(oauth_consents::granted_at.desc())
-                .select((
-                    applications::client_id,
-                    applications::name,
-                    oauth_consents::scope,
-                    oauth_consents::granted_at,
-                ))
-                .load(conn)
+            let user = DbUuid(user_id.as_uuid());
+            let total: i64 = oauth_consents::table
+                .filter(oauth_consents::user_id.eq(user))
+                .count()
+                .get_result(conn)
                 .await
                 .map_err(db_error)?;
-            rows.into_iter()
+            let rows: Vec<(String, String, String, OffsetDateTime)> = page_rows!(
+                conn,
+                page,
+                total,
+                oauth_consents::table
+                    .inner_join(applications::table)
+                    .filter(oauth_consents::user_id.eq(user))
+                    .select((
+                        applications::client_id,
+                        applications::name,
+                        oauth_consents::scope,
+                        oauth_consents::granted_at,
+                    ))
+                    .into_boxed(),
+                desc / asc(oauth_consents::granted_at, oauth_consents::application_id)
+            );
+            let consents = rows
+                .into_iter()
                 .map(|(client_id, name, scope, granted_at)| {
                     Ok(GrantedConsent {
                         client_id: ClientId::parse(&client_id)
@@ -220,7 +235,8 @@ impl AuthorizationCodeStore for DbStore {
                         granted_at,
                     })
                 })
-                .collect()
+                .collect::<Result<Vec<_>, StoreError>>()?;
+            Ok(Page::new(consents, u64::try_from(total).unwrap_or(0), page))
         })
     }
 

@@ -11,6 +11,7 @@ use gatehouse_domain::{
 use time::OffsetDateTime;
 
 use super::{
+    api_keys::keys_page,
     audit::insert_audit,
     backend::{
         schema::{api_keys, organizations, service_accounts},
@@ -18,7 +19,6 @@ use super::{
     },
     custom_roles::CustomRoles,
     events::record_events,
-    rows::ApiKeyRow,
 };
 use crate::{corrupt, db_error, types::DbUuid};
 
@@ -227,27 +227,16 @@ impl ServiceAccountStore for DbStore {
     ) -> Result<Page<ApiKey>, StoreError> {
         in_read!(self, async |conn: &mut Conn| {
             let organization = DbUuid(organization_id.as_uuid());
-            let total: i64 = api_keys::table
-                .filter(api_keys::organization_id.eq(organization))
-                .count()
-                .get_result(conn)
-                .await
-                .map_err(db_error)?;
-            let rows: Vec<ApiKeyRow> = page_rows!(
+            keys_page(
                 conn,
+                || {
+                    api_keys::table
+                        .filter(api_keys::organization_id.eq(organization))
+                        .into_boxed()
+                },
                 page,
-                total,
-                api_keys::table
-                    .filter(api_keys::organization_id.eq(organization))
-                    .select(ApiKeyRow::as_select())
-                    .into_boxed(),
-                desc / asc(api_keys::created_at, api_keys::id)
-            );
-            let keys = rows
-                .into_iter()
-                .map(ApiKeyRow::into_domain)
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(Page::new(keys, u64::try_from(total).unwrap_or(0), page))
+            )
+            .await
         })
     }
 

@@ -11,8 +11,8 @@ use crate::{
     model::{
         ApiScopes, Application, AuditAction, AuditActor, AuthorizationCode, Branding, ClientId,
         CodeChallenge, Consent, Feature, GrantedConsent, NewAuthorizationCode, Nonce, OAuthError,
-        OAuthErrorCode, OrganizationId, Origin, RedirectUri, Scope, State, TargetKind, TokenKind,
-        AUTHORIZATION_CODE_SECONDS,
+        OAuthErrorCode, OrganizationId, Origin, Page, PageRequest, RedirectUri, Scope, State,
+        TargetKind, TokenKind, AUTHORIZATION_CODE_SECONDS,
     },
     ports::StoreError,
     service::{
@@ -475,11 +475,15 @@ impl OAuthService {
         self.authorize(request, signed_in, origin).await
     }
 
-    /// The consents the user gave applications, newest first.
-    pub async fn consents(&self, principal: &Principal) -> Result<Vec<GrantedConsent>, StoreError> {
+    /// A page of the consents the user gave applications, newest first.
+    pub async fn consents(
+        &self,
+        principal: &Principal,
+        page: PageRequest,
+    ) -> Result<Page<GrantedConsent>, StoreError> {
         self.ports
             .authorization_codes
-            .consents_of(principal.user_id())
+            .consents_of(principal.user_id(), page)
             .await
     }
 
