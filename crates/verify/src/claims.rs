@@ -9,7 +9,9 @@ use serde::Deserialize;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::{VerifyError, DEFAULT_AUDIENCE};
+use gatehouse_domain::ports::GATEHOUSE_AUDIENCE as DEFAULT_AUDIENCE;
+
+use crate::VerifyError;
 
 /// Who a token acts for.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -4,11 +4,11 @@
 
 use time::OffsetDateTime;
 
-use super::{AuthService, LoginError, Opening, TokenPair};
+use super::{AuthService, Opening};
 use crate::{
     model::{
-        Amr, AuditAction, AuditRecord, AuthMethod, ClientAddress, EffectivePolicies, Email,
-        Feature, OrganizationId, Origin, SessionId, TokenOrganization, User, UserId,
+        Amr, AuthMethod, ClientAddress, Email, Feature, OrganizationId, SessionId,
+        TokenOrganization, User, UserId,
     },
     ports::{MemberAccess, StoreError},
     service::{
@@ -65,44 +65,6 @@ impl AuthService {
             .enforced(email, user, &self.settings.issuer)
             .await?
             .map(|realm| realm.login_url))
-    }
-
-    /// The session a sign-in of `user` opens (with its `auth.login` record), its tokens
-    /// speaking for `organization` when one is named and it admits the user from the request's
-    /// address: decided before anything is written, so that a refusal spends nothing (a mailed
-    /// link stays usable). [`Self::open`] writes it.
-    pub(crate) async fn admitted_session(
-        &self,
-        user: User,
-        policies: EffectivePolicies,
-        amr: Amr,
-        organization: Option<OrganizationId>,
-        now: OffsetDateTime,
-        origin: &Origin,
-    ) -> Result<(Opening, AuditRecord), LoginError> {
-        let record = self.sign_in_record(user.id, AuditAction::LoginSucceeded, origin, now);
-        let opening = self.opening(user, policies, None, amr, now);
-        let opening = self
-            .admitted_opening(opening, organization, Some(origin.client()))
-            .await?;
-        Ok((opening, record))
-    }
-
-    /// Opens an admitted session ([`Self::admitted_session`]) and signs its tokens.
-    pub(crate) async fn open(
-        &self,
-        (opening, record): (Opening, AuditRecord),
-    ) -> Result<TokenPair, LoginError> {
-        self.ports
-            .sessions
-            .create_session(
-                opening.session.clone(),
-                opening.event.clone(),
-                opening.keep_at_most,
-                record,
-            )
-            .await?;
-        Ok(self.tokens_for(opening).await?)
     }
 
     /// The opening, its tokens speaking for `organization` when one is named and it admits

@@ -5,13 +5,14 @@
 use time::{Duration, OffsetDateTime};
 
 use super::{
-    Admitting, AuthService, OrganizationRefused, SecondFactorNeeded, TokenPair, PASSWORD_EXPIRED,
+    Admitting, AuthService, Opening, OrganizationRefused, SecondFactorNeeded, TokenPair,
+    PASSWORD_EXPIRED,
 };
 use crate::{
     model::{
-        AccountKey, Amr, AuditAction, AuditActor, CheckAdmission, Email, LockoutRule, MfaFactor,
-        MfaLogin, MfaMethod, NewPassword, OrganizationId, Origin, PasswordHash, TargetKind,
-        TokenKind, UserCredentials, UserId, MFA_TOKEN_TTL,
+        AccountKey, Amr, AuditAction, AuditActor, AuditRecord, CheckAdmission, EffectivePolicies,
+        Email, LockoutRule, MfaFactor, MfaLogin, MfaMethod, NewPassword, OrganizationId, Origin,
+        PasswordHash, TargetKind, TokenKind, User, UserCredentials, UserId, MFA_TOKEN_TTL,
     },
     ports::{BoxError, HashError, StoreError, TokenError, WebauthnError},
     service::audit,
@@ -239,6 +240,44 @@ impl AuthService {
             Err(LoginError::Store(StoreError::Conflict)) => Err(LoginError::InvalidCredentials),
             opened => Ok(SignIn::Tokens(opened?)),
         }
+    }
+
+    /// The session a sign-in of `user` opens (with its `auth.login` record), its tokens
+    /// speaking for `organization` when one is named and it admits the user from the request's
+    /// address: decided before anything is written, so that a refusal spends nothing (a mailed
+    /// link stays usable). [`Self::open`] writes it.
+    pub(crate) async fn admitted_session(
+        &self,
+        user: User,
+        policies: EffectivePolicies,
+        amr: Amr,
+        organization: Option<OrganizationId>,
+        now: OffsetDateTime,
+        origin: &Origin,
+    ) -> Result<(Opening, AuditRecord), LoginError> {
+        let record = self.sign_in_record(user.id, AuditAction::LoginSucceeded, origin, now);
+        let opening = self.opening(user, policies, None, amr, now);
+        let opening = self
+            .admitted_opening(opening, organization, Some(origin.client()))
+            .await?;
+        Ok((opening, record))
+    }
+
+    /// Opens an admitted session ([`Self::admitted_session`]) and signs its tokens.
+    pub(crate) async fn open(
+        &self,
+        (opening, record): (Opening, AuditRecord),
+    ) -> Result<TokenPair, LoginError> {
+        self.ports
+            .sessions
+            .create_session(
+                opening.session.clone(),
+                opening.event.clone(),
+                opening.keep_at_most,
+                record,
+            )
+            .await?;
+        Ok(self.tokens_for(opening).await?)
     }
 
     /// Whether `password` is the account's: the one place where a password is checked for
