@@ -225,7 +225,8 @@ on_both_backends! {
         let squatter = db.registered("newhire@acme.example").await;
         let (theirs, their_refresh) = session(squatter, now(), Duration::days(30));
         db.store.create_session(theirs, event(EventType::AuthLogin, None, Some(squatter)), None, support::signed_in()).await.unwrap();
-        let (key, key_hash) = api_key(squatter, acme, "spare", now());
+        let theirs_too = db.team(squatter, "squatters", Plan::Free).await;
+        let (key, key_hash) = api_key(squatter, theirs_too, "spare", now());
         db.store.create_api_key(key, support::signed_in()).await.unwrap();
         let link = secret_hash("ghl_pending");
         let mailed = AccountToken {
