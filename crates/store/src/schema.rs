@@ -420,6 +420,7 @@ diesel::table! {
         used_at -> Nullable<Moment>,
         webauthn_state -> Nullable<Text>,
         first_factor -> Text,
+        password_checked -> Nullable<Text>,
     }
 }
 

@@ -9,7 +9,7 @@ mod support;
 use gatehouse_domain::{
     model::{
         Amr, AuditAction, AuthMethod, EventType, MfaFactor, MfaFactorId, MfaLogin, MfaMethod,
-        TokenHash, UserId,
+        PasswordHash, TokenHash, UserId,
     },
     ports::{SecondFactorUse, StoreError, StoredPasskey},
 };
@@ -37,6 +37,7 @@ fn login(user: UserId) -> MfaLogin {
         expires_at: at() + Duration::minutes(5),
         failures: 0,
         webauthn_state: None,
+        password_checked: None,
     }
 }
 
@@ -150,6 +151,43 @@ on_both_backends! {
         let bob = db.registered("bob@example.com").await;
         db.store.create_mfa_login(TokenHash::of("ghm_bob"), login(bob), support::signed_in()).await.unwrap();
         assert!(!complete(&db, ada, "ghm_bob", SecondFactorUse::RecoveryCode { hash: TokenHash::of("two") }).await);
+    }
+
+    async fn a_second_step_opens_only_while_the_password_its_first_step_checked_is_the_accounts(db: Db) {
+        let ada = db.registered("ada@example.com").await;
+        let totp = confirmed_totp(&db, ada, 100).await;
+        let checked = db.store.credentials_by_id(ada).await.unwrap().unwrap().password_hash;
+        assert!(checked.is_some());
+        let step = |checked: Option<PasswordHash>| MfaLogin { password_checked: checked, ..login(ada) };
+        let finish = |token: &'static str, checked: Option<PasswordHash>, step: u64| {
+            let db = &db;
+            async move {
+                let (mut opened, _) = session(ada, at(), Duration::days(30));
+                opened.amr = Amr::password().and(AuthMethod::Otp);
+                opened.password_checked = checked;
+                db.store
+                    .complete_mfa_login(&TokenHash::of(token), SecondFactorUse::Totp { factor_id: totp.id, step }, opened, event(EventType::AuthLogin, None, Some(ada)), None, at(), support::signed_in())
+                    .await
+            }
+        };
+        // The password kept with the first step comes back with it.
+        db.store.create_mfa_login(TokenHash::of("ghm_kept"), step(checked.clone()), support::signed_in()).await.unwrap();
+        let kept = db.store.mfa_login(&TokenHash::of("ghm_kept"), at()).await.unwrap().unwrap();
+        assert_eq!(kept.password_checked, checked);
+
+        // A password that is no longer the account's (a reset between the steps): nothing opens,
+        // nothing is spent.
+        let old = Some(PasswordHash::from_phc("$argon2id$v=19$m=19456,t=2,p=1$b2xk$b2xk".to_owned()));
+        db.store.create_mfa_login(TokenHash::of("ghm_old"), step(old.clone()), support::signed_in()).await.unwrap();
+        let sessions = db.count("SELECT COUNT(*) AS n FROM sessions").await;
+        assert!(matches!(finish("ghm_old", old, 101).await, Err(StoreError::Conflict)));
+        assert_eq!(db.count("SELECT COUNT(*) AS n FROM sessions").await, sessions);
+        assert!(db.store.mfa_login(&TokenHash::of("ghm_old"), at()).await.unwrap().is_some(), "the token is not spent");
+        assert_eq!(db.store.confirmed_totp_factors(ada).await.unwrap()[0].last_step, Some(100), "nor the code");
+
+        // The password as it is: the session opens.
+        assert!(finish("ghm_kept", checked, 101).await.unwrap());
+        assert_eq!(db.count("SELECT COUNT(*) AS n FROM sessions").await, sessions + 1);
     }
 
     async fn five_failures_or_the_clock_end_a_token(db: Db) {

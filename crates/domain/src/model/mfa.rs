@@ -109,6 +109,10 @@ pub struct MfaLogin {
     pub failures: u32,
     /// The WebAuthn ceremony started for the user's keys, when they have any.
     pub webauthn_state: Option<String>,
+    /// The password hash the first step checked (`None` for a sign-in link): the session
+    /// opens only while it is still the account's, so a change or a reset between the steps
+    /// ends this sign-in too.
+    pub password_checked: Option<super::PasswordHash>,
 }
 
 /// A WebAuthn registration under way: the ceremony's state, kept until the browser answers.

@@ -384,6 +384,7 @@ impl EmailLinkService {
                     credentials.user.id,
                     &factors,
                     Amr::email_link(),
+                    None,
                     now,
                     origin,
                 )

@@ -651,19 +651,22 @@ impl MfaService {
         let record =
             self.auth
                 .sign_in_record(login.user_id, AuditAction::LoginSucceeded, origin, now);
-        let opening = self.auth.opening(
+        let mut opening = self.auth.opening(
             credentials.user,
             policies,
             None,
             login.first_factor.clone().and(method),
             now,
         );
+        // Opened only while the password the first step checked is still the account's: a
+        // change or a reset since (or landing meanwhile) ends this sign-in.
+        opening.session.password_checked = login.password_checked.clone();
         // Admitted before the token and the factor are spent: a refusal changes nothing.
         let opening = self
             .auth
             .admitted_opening(opening, organization, Some(origin.client()))
             .await?;
-        if !self
+        let completed = self
             .ports
             .mfa
             .complete_mfa_login(
@@ -675,8 +678,13 @@ impl MfaService {
                 now,
                 record,
             )
-            .await?
-        {
+            .await;
+        let completed = match completed {
+            // The password the first step checked is no longer the account's.
+            Err(StoreError::Conflict) => return Err(VerifyError::InvalidToken),
+            completed => completed?,
+        };
+        if !completed {
             // The token or the factor was spent by a concurrent request.
             return Err(self.failed(&token, &account, now).await);
         }

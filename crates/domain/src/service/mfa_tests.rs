@@ -101,6 +101,7 @@ impl Mocks {
                     expires_at: now() + Duration::minutes(4),
                     failures: 0,
                     webauthn_state: None,
+                    password_checked: None,
                 })))
             });
         self.accounts

@@ -169,6 +169,21 @@ on_both_backends! {
         }
     }
 
+    async fn a_password_change_between_the_steps_ends_the_sign_in(app: TestApp) {
+        // Ada's first step checked her password; before her second, it changes (a reset
+        // would do the same): the mfa_token opens nothing, whatever the factor.
+        let ada = app.logged_in("ada@example.com").await;
+        let (_, codes) = with_totp(&app, &ada).await;
+        let token = first_step(&app, "ada@example.com").await;
+        let changed = app.change_password(&ada.access_token, PASSWORD, "a new passphrase, longer still").await;
+        assert!(changed.status().is_success(), "{}", changed.status());
+        detail_of(verify(&app, json!({ "mfa_token": token, "recovery_code": codes[0] })).await, 401).await;
+        // Nothing was spent: the code still signs her in after a first step with the new password.
+        let answer = json_of(app.login("ada@example.com", "a new passphrase, longer still").await, 200).await;
+        let token = answer["mfa_token"].as_str().unwrap();
+        json_of(verify(&app, json!({ "mfa_token": token, "recovery_code": codes[0] })).await, 200).await;
+    }
+
     async fn wrong_factors_end_the_token_and_lock_the_account(app: TestApp) {
         let ada = app.logged_in("ada@example.com").await;
         let (secret, _) = with_totp(&app, &ada).await;

@@ -4,7 +4,7 @@ use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{
         Amr, AuditRecord, MfaFactor, MfaFactorId, MfaLogin, MfaMethod, NewEvent, NewSession,
-        TokenHash, UserId, WebauthnRegistration, MFA_MAX_FAILURES,
+        PasswordHash, TokenHash, UserId, WebauthnRegistration, MFA_MAX_FAILURES,
     },
     ports::{MfaStore, SecondFactorUse, StoreError, StoredPasskey, StoredTotp, StoredWebauthn},
 };
@@ -86,6 +86,7 @@ struct LoginRow {
     failures: i32,
     webauthn_state: Option<String>,
     first_factor: String,
+    password_checked: Option<String>,
 }
 
 #[derive(Queryable, Selectable, Insertable)]
@@ -441,6 +442,8 @@ impl MfaStore for DbStore {
                     mfa_logins::failures.eq(0),
                     mfa_logins::webauthn_state.eq(login.webauthn_state.clone()),
                     mfa_logins::first_factor.eq(login.first_factor.stored()),
+                    mfa_logins::password_checked
+                        .eq(login.password_checked.as_ref().map(|hash| hash.as_phc())),
                 ))
                 .execute(conn)
                 .await?;
@@ -475,6 +478,7 @@ impl MfaStore for DbStore {
                     failures: u32::try_from(row.failures)
                         .map_err(|_| corrupt("mfa_logins.failures"))?,
                     webauthn_state: row.webauthn_state,
+                    password_checked: row.password_checked.map(PasswordHash::from_phc),
                 })
             })
             .transpose()

@@ -219,8 +219,15 @@ impl AuthService {
         }
         if !factors.is_empty() {
             return Ok(SignIn::SecondFactor(
-                self.second_step(credentials.user.id, &factors, Amr::password(), now, origin)
-                    .await?,
+                self.second_step(
+                    credentials.user.id,
+                    &factors,
+                    Amr::password(),
+                    credentials.password_hash,
+                    now,
+                    origin,
+                )
+                .await?,
             ));
         }
         let (mut opening, record) = self
@@ -344,6 +351,7 @@ impl AuthService {
         user_id: UserId,
         factors: &[MfaFactor],
         first_factor: Amr,
+        password_checked: Option<PasswordHash>,
         now: OffsetDateTime,
         origin: &Origin,
     ) -> Result<SecondFactorNeeded, LoginError> {
@@ -391,6 +399,7 @@ impl AuthService {
                     expires_at: now + MFA_TOKEN_TTL,
                     failures: 0,
                     webauthn_state: state,
+                    password_checked,
                 },
                 self.sign_in_record(user_id, AuditAction::MfaRequired, origin, now),
             )

@@ -1,0 +1,1 @@
+ALTER TABLE mfa_logins DROP COLUMN password_checked;
