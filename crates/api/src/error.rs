@@ -416,6 +416,7 @@ impl From<OrgAccessError> for ApiError {
     fn from(error: OrgAccessError) -> Self {
         match error {
             OrgAccessError::NotFound => Self::NotFound(error.to_string()),
+            OrgAccessError::SsoRequired(sso_url) => Self::OrganizationSso(sso_url),
             OrgAccessError::AddressNotAllowed(_)
             | OrgAccessError::MfaRequired
             | OrgAccessError::NoApiScope => Self::Forbidden(error.to_string()),

@@ -109,8 +109,8 @@ impl AppState {
     ) -> Self {
         let auth = AuthService::new((&ports).into(), settings.clone());
         let members = MemberService::new((&ports).into(), settings.issuer.clone());
+        let authenticator = Authenticator::new((&ports).into(), &settings.issuer);
         Self {
-            authenticator: Authenticator::new((&ports).into()),
             policies: PolicyService::new((&ports).into()),
             branding: BrandingService::new((&ports).into()),
             domains: DomainService::new((&ports).into()),
@@ -121,11 +121,11 @@ impl AppState {
             public_url: settings.issuer.clone(),
             iam: IamService::new((&ports).into()),
             ownership: OwnershipService::new((&ports).into(), auth.clone()),
-            oauth: OAuthService::new((&ports).into(), auth.clone()),
+            oauth: OAuthService::new((&ports).into(), auth.clone(), authenticator.clone()),
             saml: SamlService::new((&ports).into(), auth.clone(), settings.issuer.clone()),
             mfa: MfaService::new((&ports).into(), auth.clone()),
             links: EmailLinkService::new((&ports).into(), auth.clone(), settings.issuer.clone()),
-            api_keys: ApiKeyService::new((&ports).into()),
+            api_keys: ApiKeyService::new((&ports).into(), authenticator.clone()),
             applications: ApplicationService::new((&ports).into()),
             organizations: OrganizationService::new((&ports).into()),
             rate_limits: RateLimitService::new((&ports).into(), limits),
@@ -133,6 +133,7 @@ impl AppState {
                 .allowing_private_targets(webhook_private_targets),
             control: ControlService::new((&ports).into()),
             audit_log: AuditLogService::new((&ports).into()),
+            authenticator,
             control_token,
             body_timeout: DEFAULT_BODY_TIMEOUT,
             stopping: Arc::default(),

@@ -233,6 +233,16 @@ on_both_backends! {
             let access = db.store.session_access(by_idp.id, ada, org, at).await.unwrap();
             assert_eq!(access.sso_organization, Some(acme));
         }
+        // The address comes with it only while the organization's single sign-on is on.
+        assert_eq!(db.store.session_access(opened.id, ada, acme, at).await.unwrap().sso_email, None);
+        let config = sso_configuration(acme, at);
+        assert!(db.store.create_sso_configuration(config.clone(), updated(acme), support::signed_in()).await.unwrap());
+        let ada_email = Some(Email::parse("ada@example.com").unwrap());
+        assert_eq!(db.store.session_access(opened.id, ada, acme, at).await.unwrap().sso_email, ada_email);
+        assert_eq!(db.store.session_access(opened.id, ada, workspace, at).await.unwrap().sso_email, None, "another organization");
+        let off = SsoConfiguration { is_active: false, ..config };
+        assert!(db.store.update_sso_configuration(off, updated(acme), support::signed_in()).await.unwrap());
+        assert_eq!(db.store.session_access(opened.id, ada, acme, at).await.unwrap().sso_email, None, "turned off");
 
         // Not a member: no membership, no policies, and still whether the session is live.
         let (bob, _) = registered(&db, "bob@example.com").await;

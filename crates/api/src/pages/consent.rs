@@ -112,6 +112,12 @@ async fn answer(
     match decided {
         Ok(Authorization::Granted { redirect })
         | Err(AuthorizeError::Redirect { redirect, .. }) => found(&redirect),
+        Ok(Authorization::SingleSignOn { login_url }) => {
+            // Through the organization's identity provider, then back to the same request.
+            let back = format!("/oauth/authorize?{query}");
+            let encoded: String = url::form_urlencoded::byte_serialize(back.as_bytes()).collect();
+            found(&format!("{login_url}?return_to={encoded}"))
+        }
         Ok(Authorization::SignIn { .. }) => {
             // The sign-in about to happen is what `prompt=login` and `max_age` ask for: asked
             // again after it, they would ask for another, and another.

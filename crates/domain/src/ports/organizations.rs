@@ -36,6 +36,11 @@ pub struct SessionAccess {
     /// The organization whose identity provider signed the session in (SAML), read only for a
     /// member: the one organization for which the session's `ext` counts as a second factor.
     pub sso_organization: Option<OrganizationId>,
+    /// The user's address, read only for a member of an organization whose single sign-on
+    /// configuration is active: whether that configuration claims the address is
+    /// [`Realms`](crate::service)'s to say. `None` where nothing of single sign-on can bar
+    /// the session, which spares every other organization the question.
+    pub sso_email: Option<Email>,
 }
 
 /// Who belongs where, with which role.

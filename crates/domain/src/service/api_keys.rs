@@ -3,11 +3,7 @@
 use serde::Serialize;
 use time::OffsetDateTime;
 
-use super::{
-    audit,
-    authenticator::{admission, Admission},
-    Forbidden, OrgAccessError, Principal,
-};
+use super::{audit, Authenticator, Forbidden, OrgAccessError, Principal};
 use crate::{
     model::{
         ApiKey, ApiKeyId, ApiKeyName, AuditAction, AuditActor, KeyHolder, NewApiKey,
@@ -88,23 +84,29 @@ pub enum DeleteApiKeyError {
 
 service_ports! {
     /// The ports [`ApiKeyService`] uses.
-    pub struct ApiKeyPorts { api_keys: ApiKeyStore, memberships: MembershipStore, policies: PolicyStore, applications: ApplicationStore, clock: Clock, random: Random }
+    pub struct ApiKeyPorts { api_keys: ApiKeyStore, clock: Clock, random: Random }
 }
 
 /// Creates, lists and revokes a user's API keys.
 #[derive(Clone)]
 pub struct ApiKeyService {
     ports: ApiKeyPorts,
+    /// The one admission, which creating a key for an organization makes.
+    authenticator: Authenticator,
 }
 
 impl ApiKeyService {
-    /// A service on these ports.
-    pub fn new(ports: ApiKeyPorts) -> Self {
-        Self { ports }
+    /// A service on these ports, admitting through `authenticator`.
+    pub fn new(ports: ApiKeyPorts, authenticator: Authenticator) -> Self {
+        Self {
+            ports,
+            authenticator,
+        }
     }
 
     /// Creates a key for an organization the caller is admitted into, as every way into it
-    /// admits (membership, IP allowlist, MFA policy: a key must not be a way around them), with
+    /// admits (membership, IP allowlist, MFA policy, single sign-on: a key must not be a way
+    /// around them), with
     /// a role that may ([`Permission::ApiKeysCreate`]: not a viewer); audited in the same
     /// transaction. At most [`MAX_API_KEYS_PER_ORGANIZATION`] per user and organization.
     pub async fn create(
@@ -118,18 +120,10 @@ impl ApiKeyService {
             return Err(CreateApiKeyError::NotAUser);
         }
         let now = self.ports.clock.now();
-        let actor = admission(
-            Admission {
-                memberships: self.ports.memberships.as_ref(),
-                policies: self.ports.policies.as_ref(),
-                applications: self.ports.applications.as_ref(),
-            },
-            principal.clone(),
-            organization_id,
-            origin.client(),
-            now,
-        )
-        .await?;
+        let actor = self
+            .authenticator
+            .actor(principal.clone(), organization_id, origin.client())
+            .await?;
         actor.require(Permission::ApiKeysCreate)?;
         let secret = self.ports.random.secret(TokenKind::ApiKey);
         let id: ApiKeyId = self.ports.random.uuid().into();

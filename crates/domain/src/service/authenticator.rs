@@ -4,10 +4,13 @@
 
 use time::OffsetDateTime;
 
-use super::{Actor, Agent, AppGrant, DirectoryClient, MachineClient, Principal, ServiceAccountKey};
+use super::{
+    sso_realm::{Realms, SessionSignIn},
+    Actor, Agent, AppGrant, DirectoryClient, MachineClient, Principal, ServiceAccountKey,
+};
 use crate::{
     model::{
-        Amr, ApiScopes, AuthMethod, ClientAddress, ClientId, Feature, KeyHolder, Membership,
+        Amr, ApiScopes, AuthMethod, ClientAddress, ClientId, Email, Feature, KeyHolder, Membership,
         MfaMethod, OrganizationId, Permission, Plan, Scope, TokenHash,
     },
     ports::{
@@ -50,6 +53,10 @@ pub enum OrgAccessError {
     /// grace period is over.
     #[error("organization requires multi-factor authentication")]
     MfaRequired,
+    /// The organization signs the member's address in through its identity provider, and
+    /// this session was not signed in by it (the owner's break-glass excepted): at this URL.
+    #[error("organization requires single sign-on")]
+    SsoRequired(String),
     /// A token issued to an application that the user granted no API scope: it reads
     /// `/oauth/userinfo`, and nothing of the organization.
     #[error("this token was issued to an application and carries no API scope: it reads /oauth/userinfo only")]
@@ -67,6 +74,8 @@ service_ports! {
     /// The ports [`Authenticator`] uses.
     pub struct AuthenticatorPorts {
         signer: TokenSigner,
+        sso: SsoStore,
+        domains: DomainStore,
         sessions: SessionStore,
         api_keys: ApiKeyStore,
         service_accounts: ServiceAccountStore,
@@ -87,12 +96,40 @@ const INVALID_TOKEN: AuthenticateError =
 #[derive(Clone)]
 pub struct Authenticator {
     ports: AuthenticatorPorts,
+    /// The service's public URL, where an identity provider's sign-in starts.
+    public_url: std::sync::Arc<str>,
 }
 
 impl Authenticator {
     /// An authenticator on these ports.
-    pub fn new(ports: AuthenticatorPorts) -> Self {
-        Self { ports }
+    /// An authenticator on these ports, for the service at `public_url` (the issuer: where
+    /// a member barred by single sign-on is sent to sign in).
+    pub fn new(ports: AuthenticatorPorts, public_url: &str) -> Self {
+        Self {
+            ports,
+            public_url: public_url.into(),
+        }
+    }
+
+    /// The stores single sign-on realms are read from.
+    fn realms(&self) -> Realms<'_> {
+        Realms {
+            sso: self.ports.sso.as_ref(),
+            domains: self.ports.domains.as_ref(),
+            organizations: self.ports.organizations.as_ref(),
+            memberships: self.ports.memberships.as_ref(),
+        }
+    }
+
+    /// The stores [`admission`] reads.
+    fn admission_stores(&self) -> Admission<'_> {
+        Admission {
+            memberships: self.ports.memberships.as_ref(),
+            policies: self.ports.policies.as_ref(),
+            applications: self.ports.applications.as_ref(),
+            realms: self.realms(),
+            public_url: &self.public_url,
+        }
     }
 
     /// Whom a Bearer token names, when its signature and claims are valid; whether its
@@ -225,14 +262,24 @@ impl Authenticator {
                 )
                 .await
                 {
-                    Ok(()) => admit(
-                        principal.clone(),
-                        membership,
-                        access.policies,
-                        access.sso_organization,
-                        Some(client),
-                        now,
-                    ),
+                    Ok(()) => {
+                        let admitted = admit(
+                            principal.clone(),
+                            membership,
+                            access.policies,
+                            access.sso_organization,
+                            Some(client),
+                            now,
+                        );
+                        single_sign_on(
+                            self.realms(),
+                            &self.public_url,
+                            admitted,
+                            access.sso_organization,
+                            access.sso_email.as_ref(),
+                        )
+                        .await
+                    }
                     Err(refused) => Err(refused),
                 }
             }
@@ -326,11 +373,7 @@ impl Authenticator {
         client: ClientAddress,
     ) -> Result<Actor, OrgAccessError> {
         admission(
-            Admission {
-                memberships: self.ports.memberships.as_ref(),
-                policies: self.ports.policies.as_ref(),
-                applications: self.ports.applications.as_ref(),
-            },
+            self.admission_stores(),
             principal,
             organization_id,
             client,
@@ -417,12 +460,14 @@ impl Authenticator {
     }
 }
 
-/// The stores [`admission`] reads.
+/// The stores [`admission`] reads, and where an identity provider's sign-in starts.
 #[derive(Clone, Copy)]
 pub(crate) struct Admission<'a> {
     pub(crate) memberships: &'a dyn MembershipStore,
     pub(crate) policies: &'a dyn PolicyStore,
     pub(crate) applications: &'a dyn ApplicationStore,
+    pub(crate) realms: Realms<'a>,
+    pub(crate) public_url: &'a str,
 }
 
 /// The one admission into an organization, which every way in makes (its routes, creating an
@@ -430,7 +475,8 @@ pub(crate) struct Admission<'a> {
 /// key only of its own organization; a token issued to an application only in that
 /// application's organization, while it is active, and with API scopes), from an address the
 /// organization's IP allowlist holds, with the second factor its MFA policy requires once the
-/// member's grace period is over.
+/// member's grace period is over, and, for a signed-in session, through the organization's
+/// identity provider where its single sign-on claims the member's address ([`single_sign_on`]).
 pub(crate) async fn admission(
     stores: Admission<'_>,
     principal: Principal,
@@ -444,30 +490,79 @@ pub(crate) async fn admission(
         true => stores.policies.policies(organization_id).await?,
         false => None,
     };
-    // Only an SSO session's `ext` needs the organization its IdP signed it in to.
-    let sso_organization = match &principal {
+    // An SSO session's `ext` needs the organization its IdP signed it in to; a session single
+    // sign-on may bar, the address (where the organization's configuration is active).
+    let (sso_organization, sso_email) = match &principal {
         Principal::User {
             user_id,
             session_id,
             amr,
             ..
-        } if amr.includes(AuthMethod::External) => {
-            stores
+        } if amr.includes(AuthMethod::External)
+            || SessionSignIn {
+                amr,
+                sso_organization: None,
+            }
+            .may_be_barred(&membership) =>
+        {
+            let access = stores
                 .memberships
                 .session_access(*session_id, *user_id, organization_id, now)
-                .await?
-                .sso_organization
+                .await?;
+            (access.sso_organization, access.sso_email)
         }
-        _ => None,
+        _ => (None, None),
     };
-    admit(
+    let admitted = admit(
         principal,
         membership,
         policies,
         sso_organization,
         Some(client),
         now,
+    );
+    single_sign_on(
+        stores.realms,
+        stores.public_url,
+        admitted,
+        sso_organization,
+        sso_email.as_ref(),
     )
+    .await
+}
+
+/// Single sign-on's word on a member the rest of the admission let in: a signed-in session
+/// of an address the organization's identity provider claims must be one that provider signed
+/// in ([`Realms::bars`]). `sso_email` is the member's address where the organization's
+/// configuration is active (else nothing is read). An API key acts for a server, not a
+/// sign-in, and an application's token for the session it was granted from: that session is
+/// the one looked at.
+async fn single_sign_on(
+    realms: Realms<'_>,
+    public_url: &str,
+    admitted: Result<Actor, OrgAccessError>,
+    sso_organization: Option<OrganizationId>,
+    sso_email: Option<&Email>,
+) -> Result<Actor, OrgAccessError> {
+    let actor = admitted?;
+    let (
+        Actor::Member {
+            principal: Principal::User { amr, .. },
+            membership,
+        },
+        Some(email),
+    ) = (&actor, sso_email)
+    else {
+        return Ok(actor);
+    };
+    let session = SessionSignIn {
+        amr,
+        sso_organization,
+    };
+    match realms.bars(session, membership, email, public_url).await? {
+        Some(realm) => Err(OrgAccessError::SsoRequired(realm.login_url)),
+        None => Ok(actor),
+    }
 }
 
 /// For a token issued to an application: the user granted it API scopes, and the organization

@@ -183,7 +183,7 @@ fn a_scim_token_works_while_its_maker_may_manage_sso_there() {
                 })))
             });
         block_on(
-            super::Authenticator::new((&mocks.ports()).into())
+            super::Authenticator::new((&mocks.ports()).into(), super::tests::ISSUER)
                 .authenticate_scim_token("ghsc_abcd_secret", ACME),
         )
     };

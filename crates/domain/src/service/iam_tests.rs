@@ -73,7 +73,7 @@ fn authenticate(
     organization: crate::model::OrganizationId,
 ) -> Result<Agent, AuthenticateError> {
     block_on(
-        Authenticator::new((&mocks.ports()).into())
+        Authenticator::new((&mocks.ports()).into(), super::tests::ISSUER)
             .authenticate_api_key(&secret_of(TokenKind::ApiKey), organization),
     )
 }
@@ -93,11 +93,13 @@ fn a_service_accounts_key_acts_as_the_account_with_its_role_now() {
 
     let mut mocks = Mocks::new();
     mocks.deployer_is(Some((Role::Member, Plan::Pro)));
-    let actor = block_on(Authenticator::new((&mocks.ports()).into()).actor_of(
-        agent,
-        ACME,
-        ClientAddress([192, 0, 2, 1].into()),
-    ))
+    let actor = block_on(
+        Authenticator::new((&mocks.ports()).into(), super::tests::ISSUER).actor_of(
+            agent,
+            ACME,
+            ClientAddress([192, 0, 2, 1].into()),
+        ),
+    )
     .unwrap();
     assert_eq!(actor.user_id(), None, "no person acts");
     assert_eq!(actor.audit_actor(), AuditActor::ServiceAccount(DEPLOYER));
@@ -132,11 +134,13 @@ fn a_service_account_acts_in_its_own_organization_only() {
         account: deployer(Role::Admin),
         plan: Plan::Free,
     };
-    let refused = block_on(Authenticator::new((&Mocks::new().ports()).into()).actor_of(
-        Agent::ServiceAccount(key),
-        GLOBEX,
-        ClientAddress([192, 0, 2, 1].into()),
-    ));
+    let refused = block_on(
+        Authenticator::new((&Mocks::new().ports()).into(), super::tests::ISSUER).actor_of(
+            Agent::ServiceAccount(key),
+            GLOBEX,
+            ClientAddress([192, 0, 2, 1].into()),
+        ),
+    );
     assert!(matches!(refused, Err(super::OrgAccessError::NotFound)));
 }
 

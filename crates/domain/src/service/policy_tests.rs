@@ -389,6 +389,7 @@ fn a_single_sign_on_session_does_not_depend_on_the_password() {
 // ---------------------------------------------------------------------------------------------
 
 fn allowlisted_acme(mocks: &mut Mocks, plan: Plan) {
+    mocks.sso_is_off();
     mocks
         .memberships
         .expect_membership()
@@ -414,7 +415,7 @@ fn a_request_from_outside_the_allowlist_is_refused_and_one_from_inside_admitted(
     let mut mocks = Mocks::new();
     mocks.policies = MockPolicyStore::new();
     allowlisted_acme(&mut mocks, Plan::Business);
-    let authenticator = Authenticator::new((&mocks.ports()).into());
+    let authenticator = Authenticator::new((&mocks.ports()).into(), super::tests::ISSUER);
 
     let outside = block_on(authenticator.actor(ada_in_session(), ACME, address("198.51.100.7")));
     assert!(matches!(
@@ -433,7 +434,7 @@ fn the_allowlist_of_a_downgraded_organization_is_not_enforced() {
     allowlisted_acme(&mut mocks, Plan::Pro);
     mocks.policies.checkpoint();
     mocks.policies.expect_policies().never();
-    let authenticator = Authenticator::new((&mocks.ports()).into());
+    let authenticator = Authenticator::new((&mocks.ports()).into(), super::tests::ISSUER);
 
     assert!(block_on(authenticator.actor(ada_in_session(), ACME, address("198.51.100.7"))).is_ok());
 }
@@ -465,7 +466,7 @@ fn bearer_in_acme(
         .times(1)
         .returning(move |_, _, _, _| ready(Ok(access.clone())));
     block_on(
-        Authenticator::new((&mocks.ports()).into()).authenticate_bearer_in(
+        Authenticator::new((&mocks.ports()).into(), super::tests::ISSUER).authenticate_bearer_in(
             SIGNED,
             ACME,
             address(from),
@@ -487,6 +488,7 @@ fn inside_an_organization_a_bearer_token_takes_one_store_read_and_the_same_rules
             mfa_required_since: None,
         }),
         sso_organization: None,
+        sso_email: None,
     };
     // Admitted from inside the allowlist; refused from outside, the principal known either way.
     let (principal, inside) = bearer_in_acme(allowlisted(Plan::Business), "192.0.2.44").unwrap();
@@ -672,7 +674,7 @@ fn as_ada_with(amr: Amr) -> Principal {
 }
 
 fn acting(mocks: Mocks, principal: Principal) -> Result<Actor, OrgAccessError> {
-    let authenticator = Authenticator::new((&mocks.ports()).into());
+    let authenticator = Authenticator::new((&mocks.ports()).into(), super::tests::ISSUER);
     block_on(authenticator.actor(principal, ACME, address("192.0.2.44")))
 }
 
@@ -680,6 +682,7 @@ fn acting(mocks: Mocks, principal: Principal) -> Result<Actor, OrgAccessError> {
 fn after_the_grace_period_a_member_without_a_second_factor_is_refused() {
     let mut mocks = Mocks::new();
     acme_requires_mfa(&mut mocks, MfaMethod::ALL.to_vec(), 100, 1000);
+    mocks.sso_is_off();
     assert!(matches!(
         acting(mocks, as_ada_with(Amr::password())),
         Err(OrgAccessError::MfaRequired)
@@ -691,6 +694,7 @@ fn the_grace_period_counts_from_the_policy_or_from_joining_whichever_is_later() 
     for (since, joined) in [(10, 1000), (100, 10)] {
         let mut mocks = Mocks::new();
         acme_requires_mfa(&mut mocks, MfaMethod::ALL.to_vec(), since, joined);
+        mocks.sso_is_off();
         acting(mocks, as_ada_with(Amr::password())).unwrap();
     }
 }
@@ -706,6 +710,7 @@ fn only_an_allowed_second_factor_or_the_organizations_idp_counts() {
     ] {
         let mut mocks = Mocks::new();
         acme_requires_mfa(&mut mocks, allowed.clone(), 100, 1000);
+        mocks.sso_is_off();
         let result = acting(mocks, as_ada_with(amr.clone()));
         assert_eq!(result.is_ok(), admitted, "{allowed:?} {amr:?}");
     }
@@ -728,6 +733,7 @@ fn an_idps_ext_counts_for_its_own_organization_only() {
                     membership: Some(ada_in_acme()),
                     policies: None,
                     sso_organization: signed_in_by,
+                    sso_email: None,
                 }))
             });
         let result = acting(mocks, as_ada_with(Amr::external()));
@@ -811,7 +817,13 @@ fn create_key_from(
     principal: Principal,
     from: &str,
 ) -> Result<crate::service::CreatedApiKey, CreateApiKeyError> {
-    let service = ApiKeyService::new((&mocks.ports()).into());
+    let service = {
+        let ports = mocks.ports();
+        ApiKeyService::new(
+            (&ports).into(),
+            Authenticator::new((&ports).into(), super::tests::ISSUER),
+        )
+    };
     block_on(service.create(
         &principal,
         ApiKeyName::parse("CI deploys").unwrap(),
@@ -824,6 +836,7 @@ fn create_key_from(
 fn an_api_key_is_not_a_way_around_the_mfa_policy() {
     let mut mocks = Mocks::new();
     acme_requires_mfa(&mut mocks, MfaMethod::ALL.to_vec(), 100, 1000);
+    mocks.sso_is_off();
     mocks.api_keys.expect_create_api_key().never();
 
     assert!(matches!(
@@ -835,6 +848,7 @@ fn an_api_key_is_not_a_way_around_the_mfa_policy() {
 #[test]
 fn an_api_key_is_not_a_way_around_the_ip_allowlist() {
     let mut mocks = Mocks::new();
+    mocks.sso_is_off();
     mocks.memberships.expect_membership().returning(|_, _| {
         let mut membership = ada_in_acme();
         membership.plan = Plan::Business;
@@ -855,6 +869,7 @@ fn an_api_key_is_not_a_way_around_the_ip_allowlist() {
 fn a_member_with_the_required_second_factor_creates_an_api_key() {
     let mut mocks = Mocks::new();
     acme_requires_mfa(&mut mocks, MfaMethod::ALL.to_vec(), 100, 1000);
+    mocks.sso_is_off();
     store_saves_api_keys(&mut mocks);
 
     let with_otp = as_ada_with(Amr::password().and(AuthMethod::Otp));

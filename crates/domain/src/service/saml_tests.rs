@@ -574,6 +574,7 @@ fn example_com_signs_in_with_acmes_idp(role: Option<Role>) -> Mocks {
     mocks.ada_is_registered();
     let membership = role.map(|role| crate::model::Membership {
         role: role.into(),
+        plan: Plan::Business,
         ..super::tests::ada_in_acme()
     });
     if let Some(membership) = membership.clone() {
@@ -706,4 +707,56 @@ fn a_token_for_an_sso_organization_needs_a_sign_in_through_its_idp() {
         refreshed(Amr::password(), None, Role::Owner).is_ok(),
         "the owner's break-glass password"
     );
+}
+
+/// Ada acting in Acme through `admission`, in a session signed in by `amr` (through
+/// `sso_organization`'s IdP, if any), as `role`; Acme signs `example.com` in with its IdP.
+fn acting_in_acme(
+    amr: Amr,
+    sso_organization: Option<OrganizationId>,
+    role: Role,
+) -> Result<super::Actor, super::OrgAccessError> {
+    let mut mocks = example_com_signs_in_with_acmes_idp(Some(role));
+    mocks
+        .memberships
+        .expect_session_access()
+        .returning(move |_, _, _, _| {
+            ready(Ok(crate::ports::SessionAccess {
+                session_live: true,
+                sso_organization,
+                sso_email: Some(crate::model::Email::parse(ADA_EMAIL).unwrap()),
+                ..Default::default()
+            }))
+        });
+    mocks
+        .policies
+        .expect_policies()
+        .returning(|_| ready(Ok(None)));
+    let principal = super::Principal::User {
+        user_id: ADA,
+        session_id: super::tests::ADA_SESSION,
+        amr,
+        application: None,
+    };
+    let authenticator = super::Authenticator::new((&mocks.ports()).into(), PUBLIC_URL);
+    block_on(authenticator.actor(
+        principal,
+        ACME,
+        crate::model::ClientAddress([192, 0, 2, 1].into()),
+    ))
+}
+
+#[test]
+fn a_session_from_before_single_sign_on_is_sent_to_the_idp_at_every_way_in() {
+    // A password session, or one signed in by another organization's IdP: the IdP's sign-in.
+    let globex = OrganizationId::from_uuid(Uuid::from_u128(0x610b));
+    for (amr, signed_in_by) in [(Amr::password(), None), (Amr::external(), Some(globex))] {
+        match acting_in_acme(amr.clone(), signed_in_by, Role::Member) {
+            Err(super::OrgAccessError::SsoRequired(url)) => assert_eq!(url, sso_url()),
+            other => panic!("{amr:?}: expected the IdP, got {other:?}"),
+        }
+    }
+    // Acme's own IdP's session, and the owner's break-glass password, are admitted.
+    acting_in_acme(Amr::external(), Some(ACME), Role::Member).unwrap();
+    acting_in_acme(Amr::password(), None, Role::Owner).unwrap();
 }

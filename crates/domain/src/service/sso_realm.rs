@@ -2,9 +2,35 @@
 //! (home realm discovery), and whether that bars the address from signing in any other way.
 
 use crate::{
-    model::{Email, EmailDomain, Feature, OrganizationId, Role, UserId},
+    model::{
+        Amr, AuthMethod, Email, EmailDomain, Feature, Membership, OrganizationId, Role, UserId,
+    },
     ports::{DomainStore, MembershipStore, OrganizationStore, SsoStore, StoreError},
 };
+
+/// A signed-in session about to speak for an organization, as single sign-on looks at it: how
+/// it was signed in and, for a sign-in through an identity provider, whose.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SessionSignIn<'a> {
+    /// The session's sign-in methods (`ext`: through an identity provider).
+    pub(crate) amr: &'a Amr,
+    /// The organization whose identity provider signed the session in, if one did.
+    pub(crate) sso_organization: Option<OrganizationId>,
+}
+
+impl SessionSignIn<'_> {
+    /// Whether single sign-on may bar this session from the member's organization: it was
+    /// not signed in through that organization's own identity provider, the organization's
+    /// plan includes single sign-on, and the member is not its owner (who keeps a password
+    /// for when the identity provider cannot sign anyone in: break-glass). What is left to
+    /// ask is whether the organization's active configuration claims the member's address
+    /// ([`Realms::bars`]); where this is `false`, nothing need be read.
+    pub(crate) fn may_be_barred(&self, membership: &Membership) -> bool {
+        let own_idp = self.amr.includes(AuthMethod::External)
+            && self.sso_organization == Some(membership.organization_id);
+        !own_idp && membership.plan.includes(Feature::Sso) && !membership.role.is(Role::Owner)
+    }
+}
 
 /// Where an email signs in through single sign-on.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -73,6 +99,29 @@ impl Realms<'_> {
             }
         }
         Ok(Some(realm))
+    }
+
+    /// Single sign-on's word on a signed-in session speaking for the member's organization,
+    /// at every way in (its routes, a key for it, a token naming it, `/oauth/authorize` for
+    /// its applications): where the organization signs the member's address in through its
+    /// identity provider, only a session that provider signed in will do, the owner excepted
+    /// (see [`SessionSignIn::may_be_barred`]). So a session opened by password before the
+    /// organization turned single sign-on on stops reaching it once it does. `Some`: the
+    /// realm whose sign-in the member must use instead. `email` is the member's address.
+    pub(crate) async fn bars(
+        &self,
+        session: SessionSignIn<'_>,
+        membership: &Membership,
+        email: &Email,
+        public_url: &str,
+    ) -> Result<Option<SsoLookup>, StoreError> {
+        if !session.may_be_barred(membership) {
+            return Ok(None);
+        }
+        Ok(self
+            .of(email, public_url)
+            .await?
+            .filter(|realm| realm.organization_id == membership.organization_id))
     }
 
     async fn has_sso(&self, organization_id: OrganizationId) -> Result<bool, StoreError> {

@@ -52,7 +52,7 @@ pub(super) const ADA_PASSWORD: &str = "correct horse battery staple";
 pub(super) const ADA_HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$YWRhc2FsdA$YWRhaGFzaA";
 pub(super) const NEW_PASSWORD: &str = "a much longer new passphrase";
 pub(super) const NEW_HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$bmV3c2FsdA$bmV3aGFzaA";
-const ISSUER: &str = "https://id.example.com";
+pub(super) const ISSUER: &str = "https://id.example.com";
 pub(super) const SIGNED: &str = "header.claims.signature";
 /// The 43 random characters every fake secret gets after its kind's prefix.
 const SECRET_BODY: &str = "Zq3xV9mK2pL7wR4tY8uN1bH6gF5dS0aJcEiOoUkMnBv";
@@ -427,8 +427,18 @@ impl Mocks {
         (ports, auth)
     }
 
+    /// No organization's single sign-on is on: a session's admission reads no address.
+    pub(super) fn sso_is_off(&mut self) {
+        self.memberships
+            .expect_session_access()
+            .returning(|_, _, _, _| ready(Ok(crate::ports::SessionAccess::default())));
+    }
+
     fn api_key_service(self) -> ApiKeyService {
-        ApiKeyService::new((&self.ports()).into())
+        {
+            let ports = self.ports();
+            ApiKeyService::new((&ports).into(), Authenticator::new((&ports).into(), ISSUER))
+        }
     }
 
     // Common set-ups, named for what they make true.
@@ -1433,7 +1443,7 @@ fn a_bearer_token_the_signer_rejects_is_invalid_without_a_session_lookup() {
     mocks.sessions.expect_is_live().never();
 
     let result =
-        block_on(Authenticator::new((&mocks.ports()).into()).authenticate_bearer("forged"));
+        block_on(Authenticator::new((&mocks.ports()).into(), ISSUER).authenticate_bearer("forged"));
 
     assert!(matches!(result, Err(AuthenticateError::Invalid(_))));
 }
@@ -1446,7 +1456,8 @@ fn a_signer_failure_is_internal_not_invalid() {
         .expect_verify()
         .returning(|_| ready(Err(TokenError::Failed("no keys loaded".into()))));
 
-    let result = block_on(Authenticator::new((&mocks.ports()).into()).authenticate_bearer(SIGNED));
+    let result =
+        block_on(Authenticator::new((&mocks.ports()).into(), ISSUER).authenticate_bearer(SIGNED));
 
     assert!(matches!(result, Err(AuthenticateError::Internal(_))));
 }
@@ -1465,7 +1476,8 @@ fn a_valid_bearer_token_of_an_ended_session_is_invalid() {
         .times(1)
         .returning(|_, _| ready(Ok(false)));
 
-    let result = block_on(Authenticator::new((&mocks.ports()).into()).authenticate_bearer(SIGNED));
+    let result =
+        block_on(Authenticator::new((&mocks.ports()).into(), ISSUER).authenticate_bearer(SIGNED));
 
     assert!(matches!(result, Err(AuthenticateError::Invalid(_))));
 }
@@ -1486,7 +1498,8 @@ fn a_valid_bearer_token_of_a_live_session_is_its_user() {
         .returning(|_, _| ready(Ok(true)));
 
     let agent =
-        block_on(Authenticator::new((&mocks.ports()).into()).authenticate_bearer(SIGNED)).unwrap();
+        block_on(Authenticator::new((&mocks.ports()).into(), ISSUER).authenticate_bearer(SIGNED))
+            .unwrap();
 
     assert_eq!(agent, Agent::Person(ada_in_session()));
 }
@@ -1558,7 +1571,7 @@ fn a_machine_token_acts_for_its_application_in_its_organization_within_its_scope
     machine_token_verifies(&mut mocks, "org:read members:read");
     application_is(&mut mocks, true, Plan::Enterprise);
     mocks.policies_are(vec![]);
-    let authenticator = Authenticator::new((&mocks.ports()).into());
+    let authenticator = Authenticator::new((&mocks.ports()).into(), ISSUER);
 
     let agent = block_on(authenticator.authenticate_bearer(SIGNED)).unwrap();
     let Agent::Application(machine) = &agent else {
@@ -1605,8 +1618,9 @@ fn a_machine_token_stops_with_its_application_or_the_enterprise_plan() {
         let mut mocks = Mocks::new();
         machine_token_verifies(&mut mocks, "org:read");
         application_is(&mut mocks, active, plan);
-        let result =
-            block_on(Authenticator::new((&mocks.ports()).into()).authenticate_bearer(SIGNED));
+        let result = block_on(
+            Authenticator::new((&mocks.ports()).into(), ISSUER).authenticate_bearer(SIGNED),
+        );
         assert!(
             matches!(result, Err(AuthenticateError::Invalid(_))),
             "{active} {plan:?}"
@@ -1689,7 +1703,7 @@ fn an_unknown_api_key_is_invalid() {
         .returning(|_, _| ready(Ok(None)));
 
     let result = block_on(
-        Authenticator::new((&mocks.ports()).into())
+        Authenticator::new((&mocks.ports()).into(), ISSUER)
             .authenticate_api_key(&secret_of(TokenKind::ApiKey), ACME),
     );
 
@@ -1705,7 +1719,7 @@ fn an_api_key_sent_with_another_organization_is_invalid() {
         .returning(|_, _| ready(Ok(Some(ada_acme_api_key()))));
 
     let result = block_on(
-        Authenticator::new((&mocks.ports()).into())
+        Authenticator::new((&mocks.ports()).into(), ISSUER)
             .authenticate_api_key(&secret_of(TokenKind::ApiKey), GLOBEX),
     );
 
@@ -1721,7 +1735,7 @@ fn an_api_key_sent_with_its_organization_acts_as_its_creator_there() {
         .returning(|_, _| ready(Ok(Some(ada_acme_api_key()))));
 
     let agent = block_on(
-        Authenticator::new((&mocks.ports()).into())
+        Authenticator::new((&mocks.ports()).into(), ISSUER)
             .authenticate_api_key(&secret_of(TokenKind::ApiKey), ACME),
     )
     .unwrap();
@@ -1739,7 +1753,8 @@ fn an_api_key_asking_for_another_organization_finds_nothing_without_asking_the_s
     mocks.memberships.expect_membership().never();
 
     let result = block_on(
-        Authenticator::new((&mocks.ports()).into()).membership_of(&ada_key_for_acme(), GLOBEX),
+        Authenticator::new((&mocks.ports()).into(), ISSUER)
+            .membership_of(&ada_key_for_acme(), GLOBEX),
     );
 
     assert!(matches!(result, Err(OrgAccessError::NotFound)));
@@ -1751,7 +1766,8 @@ fn an_api_key_in_its_own_organization_has_its_creators_membership() {
     mocks.ada_is_in_acme();
 
     let membership = block_on(
-        Authenticator::new((&mocks.ports()).into()).membership_of(&ada_key_for_acme(), ACME),
+        Authenticator::new((&mocks.ports()).into(), ISSUER)
+            .membership_of(&ada_key_for_acme(), ACME),
     )
     .unwrap();
 
@@ -1769,7 +1785,8 @@ fn a_user_who_is_not_a_member_finds_nothing() {
         .returning(|_, _| ready(Ok(None)));
 
     let result = block_on(
-        Authenticator::new((&mocks.ports()).into()).membership_of(&ada_in_session(), GLOBEX),
+        Authenticator::new((&mocks.ports()).into(), ISSUER)
+            .membership_of(&ada_in_session(), GLOBEX),
     );
 
     assert!(matches!(result, Err(OrgAccessError::NotFound)));

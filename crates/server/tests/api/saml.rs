@@ -23,6 +23,13 @@ struct Sso {
 }
 
 async fn configured(app: &TestApp, plan: &str, auto_provision: bool) -> Sso {
+    let sso = unconfigured(app, plan).await;
+    sso.turn_on(app, auto_provision).await;
+    sso
+}
+
+/// The organization of [`configured`], before its owner saves the SAML configuration.
+async fn unconfigured(app: &TestApp, plan: &str) -> Sso {
     let idp = TestIdp::start();
     let owner = app.logged_in("owner@acme.test").await;
     let team = app.create_team(&owner.access_token, "Acme").await;
@@ -30,7 +37,14 @@ async fn configured(app: &TestApp, plan: &str, auto_provision: bool) -> Sso {
     app.set_plan(&org, plan).await;
     app.verified_domain(&owner.access_token, &org, "example.com")
         .await;
-    let configuration = json!({
+    Sso { owner, org, idp }
+}
+
+impl Sso {
+    /// The owner saves the configuration that trusts the IdP for `example.com`.
+    async fn turn_on(&self, app: &TestApp, auto_provision: bool) {
+        let (owner, org, idp) = (&self.owner, &self.org, &self.idp);
+        let configuration = json!({
         "organization_id": org,
         "provider": "saml",
         "idp_entity_id": idp.entity_id(),
@@ -39,19 +53,19 @@ async fn configured(app: &TestApp, plan: &str, auto_provision: bool) -> Sso {
         "domain_whitelist": ["example.com"],
         "auto_provision": auto_provision,
         "default_role": "member",
-    });
-    json_of(
-        app.send_as(
-            Method::POST,
-            &owner.access_token,
-            "/api/v1/sso/configurations",
-            Some(configuration),
+        });
+        json_of(
+            app.send_as(
+                Method::POST,
+                &owner.access_token,
+                "/api/v1/sso/configurations",
+                Some(configuration),
+            )
+            .await,
+            201,
         )
-        .await,
-        201,
-    )
-    .await;
-    Sso { owner, org, idp }
+        .await;
+    }
 }
 
 /// Where the browser tests' application sends its users back: nothing listens there.
@@ -841,5 +855,55 @@ on_both_backends! {
         assert_eq!(signed_in_page(&app, &mut browser).await, 200);
         let reclaimed = app.audit_records(&format!("?organization_id={}&action=user.reclaimed", sso.org)).await;
         assert_eq!(reclaimed.len(), 1, "reclaimed once");
+    }
+}
+
+on_both_backends! {
+    async fn a_session_from_before_single_sign_on_reaches_the_organization_no_more(app: TestApp) {
+        // Ada (example.com, an admin) signed in by password, in the API and on the hosted pages,
+        // before Acme turned single sign-on on.
+        let sso = unconfigured(&app, "enterprise").await;
+        let ada = app.member_of(&sso.owner.access_token, &sso.org, "ada@example.com", "admin").await;
+        let authorize = sso.authorization_url(&app, "before").await;
+        let mut browser = Browser::new();
+        let page = browser.get(&app.url("/login")).await.text().await.unwrap();
+        let form = [("email", "ada@example.com"), ("password", PASSWORD), ("csrf_token", &hidden(&page, "csrf_token")), ("return_to", "/login/done")];
+        assert_eq!(browser.post_form(&app.url("/login"), &form).await.status(), 303);
+        let members = format!("/api/v1/organizations/{}/members", sso.org);
+        assert_eq!(app.get_as(&ada.access_token, &members).await.status(), 200, "before");
+
+        sso.turn_on(&app, true).await;
+        let sso_url = app.url(&format!("/sso/saml/{}/login", sso.org));
+        let sent_to_the_idp = |what: &'static str| {
+            let sso_url = sso_url.clone();
+            move |refused: Value| {
+                assert_eq!(refused["detail"], "organization requires single sign-on", "{what}");
+                assert_eq!(refused["sso_url"], sso_url.as_str(), "{what}");
+            }
+        };
+        // Its routes, with the token she holds and with one refreshed since.
+        sent_to_the_idp("a route")(json_of(app.get_as(&ada.access_token, &members).await, 403).await);
+        let refreshed = json_of(app.refresh(&ada.refresh_token).await, 200).await;
+        let access = refreshed["access_token"].as_str().unwrap();
+        sent_to_the_idp("a refreshed token")(json_of(app.get_as(access, &members).await, 403).await);
+        // A key for it, and a token naming it.
+        sent_to_the_idp("a key")(json_of(app.create_api_key(access, "lasting", &sso.org).await, 403).await);
+        let scoped = json!({ "refresh_token": ada.refresh_token, "organization_id": sso.org });
+        sent_to_the_idp("an organization's token")(json_of(app.post_json("/api/v1/auth/refresh", &scoped).await, 403).await);
+        // Its applications: the hosted session goes to the IdP, and back to the request.
+        let response = browser.get(&authorize).await;
+        assert_eq!(response.status(), 302);
+        let to = location(&response);
+        assert!(to.starts_with(&format!("{sso_url}?return_to=%2Foauth%2Fauthorize%3F")), "{to}");
+
+        // The owner's break-glass password still reaches it.
+        assert_eq!(app.get_as(&sso.owner.access_token, &members).await.status(), 200);
+        // Through the IdP, Ada is back in, and her application gets its code.
+        let answered = sso.start(&app, &mut browser, "/login/done", "ada@example.com").await;
+        let response = sso.post(&app, &mut browser, answered["saml_response"].as_str().unwrap()).await;
+        assert_eq!(response.status(), 303);
+        let response = browser.get(&authorize).await;
+        assert_eq!(response.status(), 302);
+        assert!(location(&response).starts_with(BROWSER_CALLBACK), "{}", location(&response));
     }
 }

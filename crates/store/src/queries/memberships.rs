@@ -2,14 +2,16 @@ use async_trait::async_trait;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
-    model::{Membership, OrganizationId, Plan, SessionId, UserId},
+    model::{Email, Membership, OrganizationId, Plan, SessionId, UserId},
     ports::{MembershipStore, SessionAccess, StoreError},
 };
 use time::OffsetDateTime;
 
 use super::{
     backend::{
-        schema::{memberships, organization_policies, organizations, sessions},
+        schema::{
+            memberships, organization_policies, organizations, sessions, sso_configurations, users,
+        },
         Conn, DbStore,
     },
     custom_roles::CustomRoles,
@@ -95,25 +97,51 @@ impl MembershipStore for DbStore {
                         .filter(sessions::id.eq(session))
                         .select(sessions::sso_organization_id)
                         .single_value(),
+                    // The address, only where the organization's single sign-on is on: the
+                    // domain then asks whether it claims the address.
+                    users::table
+                        .filter(users::id.eq(DbUuid(user_id.as_uuid())))
+                        .filter(diesel::dsl::exists(
+                            sso_configurations::table
+                                .filter(
+                                    sso_configurations::organization_id
+                                        .eq(DbUuid(organization_id.as_uuid())),
+                                )
+                                .filter(sso_configurations::is_active.eq(true)),
+                        ))
+                        .select(users::email)
+                        .single_value(),
                 ))
-                .get_result::<(MembershipRow, Option<PoliciesRow>, bool, Option<DbUuid>)>(conn)
+                .get_result::<(
+                    MembershipRow,
+                    Option<PoliciesRow>,
+                    bool,
+                    Option<DbUuid>,
+                    Option<String>,
+                )>(conn)
                 .await
                 .optional()
                 .map_err(db_error)?;
             match member {
-                Some((membership, policies, session_live, sso_organization)) => Ok(SessionAccess {
-                    session_live,
-                    membership: Some({
-                        let roles = CustomRoles::of(
-                            conn,
-                            [(membership.organization_id, membership.role.as_str())],
-                        )
-                        .await?;
-                        membership.into_domain(&roles)?
-                    }),
-                    policies: policies.map(saved_policies).transpose()?,
-                    sso_organization: sso_organization.map(|id| OrganizationId::from_uuid(id.0)),
-                }),
+                Some((membership, policies, session_live, sso_organization, sso_email)) => {
+                    Ok(SessionAccess {
+                        session_live,
+                        membership: Some({
+                            let roles = CustomRoles::of(
+                                conn,
+                                [(membership.organization_id, membership.role.as_str())],
+                            )
+                            .await?;
+                            membership.into_domain(&roles)?
+                        }),
+                        policies: policies.map(saved_policies).transpose()?,
+                        sso_organization: sso_organization
+                            .map(|id| OrganizationId::from_uuid(id.0)),
+                        sso_email: sso_email
+                            .map(|email| Email::parse(&email).map_err(|_| corrupt("users.email")))
+                            .transpose()?,
+                    })
+                }
                 // Not a member: whether the session is live still decides between 401 and 404.
                 None => Ok(SessionAccess {
                     session_live: diesel::select(live())
@@ -123,6 +151,7 @@ impl MembershipStore for DbStore {
                     membership: None,
                     policies: None,
                     sso_organization: None,
+                    sso_email: None,
                 }),
             }
         })

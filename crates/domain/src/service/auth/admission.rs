@@ -7,13 +7,13 @@ use time::OffsetDateTime;
 use super::{AuthService, Opening};
 use crate::{
     model::{
-        Amr, AuthMethod, ClientAddress, Email, Feature, OrganizationId, SessionId,
+        Amr, ClientAddress, Email, Feature, Membership, OrganizationId, SessionId,
         TokenOrganization, User, UserId,
     },
     ports::{MemberAccess, StoreError},
     service::{
         authenticator::{admit, OrgAccessError},
-        sso_realm::Realms,
+        sso_realm::{Realms, SessionSignIn},
         Principal,
     },
 };
@@ -121,45 +121,48 @@ impl AuthService {
             true => self.ports.policies.policies(organization_id).await?,
             false => None,
         };
-        admit_member(
+        let admitted = admit_member(
             user,
             session_id,
             amr,
             sso_organization,
             Some(MemberAccess {
-                membership,
+                membership: membership.clone(),
                 policies,
             }),
             client,
             now,
-        )
+        )?;
+        self.sso_admits(user, amr, sso_organization, &membership)
+            .await?;
+        Ok(admitted)
     }
 
-    /// The organization's single sign-on, for a session that is to speak for it: when the
-    /// organization signs the user's email domain in with its identity provider, only that
-    /// IdP's sign-in (`ext` of this organization) will do, the owner's break-glass password
-    /// excepted. A new sign-in met this rule at its first step (password, sign-in link:
-    /// [`Self::sso_realm_barring`]); a refresh asks again, for a session opened before the
-    /// organization turned single sign-on on.
+    /// The organization's single sign-on, for a session that is to speak for the member's
+    /// organization: [`Realms::bars`], the rule every way in applies. A password or link
+    /// sign-in met it at its first step already ([`Self::sso_realm_barring`]); a sign-in
+    /// through another organization's identity provider, and a refresh of a session opened
+    /// before the organization turned single sign-on on, meet it here.
     pub(super) async fn sso_admits(
         &self,
         user: &User,
         amr: &Amr,
         sso_organization: Option<OrganizationId>,
-        organization_id: OrganizationId,
+        membership: &Membership,
     ) -> Result<(), Admitting> {
-        if amr.includes(AuthMethod::External) && sso_organization == Some(organization_id) {
-            return Ok(());
-        }
-        let realm = self
+        let session = SessionSignIn {
+            amr,
+            sso_organization,
+        };
+        match self
             .realms()
-            .enforced(&user.email, Some(user.id), &self.settings.issuer)
-            .await?;
-        match realm {
-            Some(realm) if realm.organization_id == organization_id => Err(Admitting::Refused(
-                OrganizationRefused::SsoRequired(realm.login_url),
-            )),
-            _ => Ok(()),
+            .bars(session, membership, &user.email, &self.settings.issuer)
+            .await?
+        {
+            Some(realm) => Err(Admitting::Refused(OrganizationRefused::SsoRequired(
+                realm.login_url,
+            ))),
+            None => Ok(()),
         }
     }
 
@@ -217,6 +220,10 @@ pub(super) fn admit_member(
             refused(OrganizationRefused::AddressNotAllowed(address))
         }
         Err(OrgAccessError::MfaRequired) => refused(OrganizationRefused::MfaRequired),
+        // `admit` decides no single sign-on: `sso_admits` does, beside it.
+        Err(OrgAccessError::SsoRequired(login_url)) => {
+            refused(OrganizationRefused::SsoRequired(login_url))
+        }
         Err(OrgAccessError::NotFound | OrgAccessError::NoApiScope) => {
             refused(OrganizationRefused::NotMember)
         }

@@ -127,12 +127,22 @@ impl AuthService {
             // /oauth/authorize (from the member's own address, which this request, from the
             // application's server, is not), and every use of its tokens inside Gatehouse is
             // admitted again; the token says the member's role as it is now.
-            Some(_) if session.grant.is_some() => Some(
-                access
-                    .map(|access| TokenOrganization::of(&access.membership))
-                    .ok_or(RefreshError::NotAdmitted(OrganizationRefused::NotMember))?,
-            ),
-            Some(organization_id) => {
+            // Single sign-on holds for it as at every way in.
+            Some(_) if session.grant.is_some() => {
+                let membership = access
+                    .map(|access| access.membership)
+                    .ok_or(RefreshError::NotAdmitted(OrganizationRefused::NotMember))?;
+                self.sso_admits(
+                    &credentials.user,
+                    &session.amr,
+                    session.sso_organization_id,
+                    &membership,
+                )
+                .await?;
+                Some(TokenOrganization::of(&membership))
+            }
+            Some(_) => {
+                let membership = access.as_ref().map(|access| access.membership.clone());
                 let admitted = admit_member(
                     &credentials.user,
                     session.id,
@@ -142,13 +152,15 @@ impl AuthService {
                     client,
                     now,
                 )?;
-                self.sso_admits(
-                    &credentials.user,
-                    &session.amr,
-                    session.sso_organization_id,
-                    organization_id,
-                )
-                .await?;
+                if let Some(membership) = &membership {
+                    self.sso_admits(
+                        &credentials.user,
+                        &session.amr,
+                        session.sso_organization_id,
+                        membership,
+                    )
+                    .await?;
+                }
                 Some(admitted)
             }
             None => None,

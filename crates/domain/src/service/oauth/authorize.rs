@@ -15,11 +15,7 @@ use crate::{
         TargetKind, TokenKind, AUTHORIZATION_CODE_SECONDS,
     },
     ports::StoreError,
-    service::{
-        audit,
-        authenticator::{admission, Admission},
-        user_audit, BrowserSession, OrgAccessError, Principal,
-    },
+    service::{audit, user_audit, BrowserSession, OrgAccessError, Principal},
 };
 
 /// The authorization request's parameters, as the client sent them.
@@ -119,6 +115,13 @@ pub enum Authorization {
     SignIn {
         /// The application asking, whose organization's branding the sign-in page wears.
         application: Application,
+    },
+    /// The application's organization signs the user's address in through its identity
+    /// provider, and the signed-in session is not that provider's: sign in there (at
+    /// `login_url`, which takes `?return_to=`), then make the same request again.
+    SingleSignOn {
+        /// Where the organization's identity provider's sign-in starts.
+        login_url: String,
     },
     /// Back to the client with a code: the URL to redirect to.
     Granted {
@@ -289,20 +292,16 @@ impl OAuthService {
             return Ok(Authorization::SignIn { application });
         };
         let user = *user;
-        // The organization admits the member as at every other way in: its IP allowlist and
-        // MFA policy hold here too.
-        let admitted = admission(
-            Admission {
-                memberships: self.ports.memberships.as_ref(),
-                policies: self.ports.policies.as_ref(),
-                applications: self.ports.applications.as_ref(),
-            },
-            session.principal(),
-            application.organization_id,
-            origin.client(),
-            now,
-        )
-        .await;
+        // The organization admits the member as at every other way in: its IP allowlist, MFA
+        // policy and single sign-on hold here too.
+        let admitted = self
+            .authenticator
+            .actor(
+                session.principal(),
+                application.organization_id,
+                origin.client(),
+            )
+            .await;
         match admitted {
             Ok(_) => {}
             Err(OrgAccessError::Store(error)) => return Err(error.into()),
@@ -328,6 +327,16 @@ impl OAuthService {
                         reason: NotAdmitted::SecondFactorNeeded,
                     },
                 });
+            }
+            Err(OrgAccessError::SsoRequired(login_url)) => {
+                if demand.silent {
+                    let error = OAuthError::new(
+                        OAuthErrorCode::LoginRequired,
+                        "the organization requires a sign-in through its identity provider",
+                    );
+                    return Err(back(error, state));
+                }
+                return Ok(Authorization::SingleSignOn { login_url });
             }
             Err(OrgAccessError::AddressNotAllowed(_)) => {
                 if demand.silent {

@@ -24,7 +24,7 @@ pub use token::{OAuthTokens, TokenGrant, MACHINE_TOKEN_SECONDS};
 use serde_json::json;
 use time::OffsetDateTime;
 
-use super::{audit, user_event, AuthService};
+use super::{audit, user_event, AuthService, Authenticator};
 use crate::{
     model::{
         client_secret_matches, Application, AuditAction, AuditActor, AuditRecord, ClientId,
@@ -47,6 +47,8 @@ pub struct OAuthService {
     ports: OAuthPorts,
     /// Opens and refreshes sessions the way a password login does (policies, limits, tokens).
     auth: AuthService,
+    /// The one admission, which `/oauth/authorize` makes for the application's organization.
+    authenticator: Authenticator,
 }
 
 /// How the client authenticated at the token endpoint (`client_secret_basic` or
@@ -78,8 +80,12 @@ pub enum TokenEndpointError {
 
 impl OAuthService {
     /// A service on these ports, issuing tokens through `auth`.
-    pub fn new(ports: OAuthPorts, auth: AuthService) -> Self {
-        Self { ports, auth }
+    pub fn new(ports: OAuthPorts, auth: AuthService, authenticator: Authenticator) -> Self {
+        Self {
+            ports,
+            auth,
+            authenticator,
+        }
     }
 
     /// The active application whose credentials these are; a refusal of an application that

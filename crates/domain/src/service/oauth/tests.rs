@@ -76,7 +76,11 @@ fn request() -> AuthorizeRequest {
 impl Mocks {
     fn oauth(self) -> OAuthService {
         let (ports, auth) = self.ports_with_auth();
-        OAuthService::new((&ports).into(), auth)
+        {
+            let authenticator =
+                crate::service::Authenticator::new((&ports).into(), crate::service::tests::ISSUER);
+            OAuthService::new((&ports).into(), auth, authenticator)
+        }
     }
 
     /// The use case must not issue a code.
@@ -1213,6 +1217,7 @@ fn a_machine_token_cannot_be_revoked() {
 fn acme_requires_a_second_factor(mocks: &mut Mocks) {
     mocks.application_is(Some(billing(&[CALLBACK])));
     mocks.acme_is_on(Plan::Enterprise);
+    mocks.sso_is_off();
     mocks.memberships.expect_membership().returning(|_, _| {
         let mut membership = ada_in_acme();
         membership.plan = Plan::Enterprise;
@@ -1286,6 +1291,7 @@ fn a_member_outside_the_ip_allowlist_gets_no_code() {
     let mut mocks = Mocks::new();
     mocks.application_is(Some(billing(&[CALLBACK])));
     mocks.acme_is_on(Plan::Enterprise);
+    mocks.sso_is_off();
     mocks.memberships.expect_membership().returning(|_, _| {
         let mut membership = ada_in_acme();
         membership.plan = Plan::Enterprise;
