@@ -1,14 +1,14 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-use diesel::prelude::*;
+use diesel::{prelude::*, result::DatabaseErrorKind};
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{
         custom_permissions, AssignedRole, AuditRecord, CustomRole, NewEvent, OrganizationId,
         PermissionSet, Role, RoleDescription, RoleKey, RoleName, Slice,
     },
-    ports::{RoleChange, RoleDeletion, RoleStore, StoreError},
+    ports::{RoleChange, RoleDeletion, RoleStore, ScimTokenRevocation, StoreError},
 };
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -19,10 +19,11 @@ use super::{
         schema::{invitations, memberships, organization_roles, service_accounts},
         Conn, Db, DbStore,
     },
+    directory::revoke_scim_tokens,
     events::record_events,
 };
 use crate::{
-    corrupt, db_error,
+    corrupt, db_error, refused,
     types::{DbStrings, DbUuid},
 };
 
@@ -147,6 +148,46 @@ impl CustomRoles {
     }
 }
 
+/// Holds the role a stored name gives, for the caller's transaction, before it is given: a
+/// custom role's row is locked (PostgreSQL; a SQLite write transaction holds the whole
+/// database), so that a concurrent deletion waits and then counts the new holder, or, when the
+/// deletion came first, the grant finds the role gone. `false` when the organization has no
+/// such custom role (any more); a built-in role has no row and is always there.
+pub(super) async fn hold_role(
+    conn: &mut Conn,
+    organization: DbUuid,
+    name: &str,
+) -> QueryResult<bool> {
+    if name.parse::<Role>().is_ok() {
+        return Ok(true);
+    }
+    let held = diesel::update(
+        organization_roles::table
+            .filter(organization_roles::organization_id.eq(organization))
+            .filter(organization_roles::key.eq(name)),
+    )
+    .set(organization_roles::key.eq(organization_roles::key))
+    .execute(conn)
+    .await?;
+    Ok(held == 1)
+}
+
+/// [`hold_role`], refusing the transaction (as [`StoreError::Gone`]) when the role is gone.
+pub(super) async fn give_role(
+    conn: &mut Conn,
+    organization: DbUuid,
+    name: &str,
+) -> QueryResult<()> {
+    if hold_role(conn, organization, name).await? {
+        Ok(())
+    } else {
+        Err(refused(
+            DatabaseErrorKind::ForeignKeyViolation,
+            "the custom role given was deleted meanwhile",
+        ))
+    }
+}
+
 #[async_trait]
 impl RoleStore for DbStore {
     async fn create_role(
@@ -224,6 +265,7 @@ impl RoleStore for DbStore {
         at: OffsetDateTime,
         event: NewEvent,
         audit: AuditRecord,
+        revoked: Vec<ScimTokenRevocation>,
     ) -> Result<Option<CustomRole>, StoreError> {
         let key = key.as_ref().to_owned();
         let row = in_write_tx!(self, async |conn: &mut Conn| {
@@ -251,6 +293,8 @@ impl RoleStore for DbStore {
             if row.is_some() {
                 record_events(conn, vec![event]).await?;
                 insert_audit(conn, audit).await?;
+                // Its holders' SCIM tokens, when it no longer lets them manage single sign-on.
+                revoke_scim_tokens(conn, &revoked).await?;
             }
             Ok(row)
         })?;
