@@ -1,7 +1,7 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-use diesel::{prelude::*, result::DatabaseErrorKind};
+use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{
@@ -19,11 +19,11 @@ use super::{
         schema::{invitations, memberships, organization_roles, service_accounts},
         Conn, Db, DbStore,
     },
-    directory::revoke_scim_tokens,
     events::record_events,
+    grants::revoke_scim_tokens,
 };
 use crate::{
-    corrupt, db_error, refused,
+    corrupt, db_error,
     types::{DbStrings, DbUuid},
 };
 
@@ -145,46 +145,6 @@ impl CustomRoles {
             .copied()
             .unwrap_or_default();
         Ok(AssignedRole::Custom { key, permissions })
-    }
-}
-
-/// Holds the role a stored name gives, for the caller's transaction, before it is given: a
-/// custom role's row is locked (PostgreSQL; a SQLite write transaction holds the whole
-/// database), so that a concurrent deletion waits and then counts the new holder, or, when the
-/// deletion came first, the grant finds the role gone. `false` when the organization has no
-/// such custom role (any more); a built-in role has no row and is always there.
-pub(super) async fn hold_role(
-    conn: &mut Conn,
-    organization: DbUuid,
-    name: &str,
-) -> QueryResult<bool> {
-    if name.parse::<Role>().is_ok() {
-        return Ok(true);
-    }
-    let held = diesel::update(
-        organization_roles::table
-            .filter(organization_roles::organization_id.eq(organization))
-            .filter(organization_roles::key.eq(name)),
-    )
-    .set(organization_roles::key.eq(organization_roles::key))
-    .execute(conn)
-    .await?;
-    Ok(held == 1)
-}
-
-/// [`hold_role`], refusing the transaction (as [`StoreError::Gone`]) when the role is gone.
-pub(super) async fn give_role(
-    conn: &mut Conn,
-    organization: DbUuid,
-    name: &str,
-) -> QueryResult<()> {
-    if hold_role(conn, organization, name).await? {
-        Ok(())
-    } else {
-        Err(refused(
-            DatabaseErrorKind::ForeignKeyViolation,
-            "the custom role given was deleted meanwhile",
-        ))
     }
 }
 

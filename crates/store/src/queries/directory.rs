@@ -11,8 +11,7 @@ use gatehouse_domain::{
         Role, ScimToken, ScimTokenId, ScimTokenName, TokenHash, UserAttributes, MAX_SCIM_TOKENS,
     },
     ports::{
-        DirectoryChange, DirectoryStore, DirectoryWrite, MemberEffect, ScimTokenAccess,
-        ScimTokenRevocation, StoreError,
+        DirectoryChange, DirectoryStore, DirectoryWrite, MemberEffect, ScimTokenAccess, StoreError,
     },
 };
 use serde::{Deserialize, Serialize};
@@ -28,8 +27,9 @@ use super::{
         },
         Conn, Db, DbStore,
     },
-    custom_roles::{hold_role, CustomRoles},
+    custom_roles::CustomRoles,
     events::record_events,
+    grants::{hold_role, revoke_scim_tokens},
     members::{end_membership, insert_invitation},
     rows::NewMembershipRow,
 };
@@ -263,24 +263,6 @@ async fn held(
     } else {
         Err(WriteError::Gone)
     }
-}
-
-/// Revokes (deletes) the SCIM tokens, each with its `scim_token.revoked` record, in the caller's
-/// transaction; one revoked meanwhile is skipped with its record.
-pub(super) async fn revoke_scim_tokens(
-    conn: &mut Conn,
-    revoked: &[ScimTokenRevocation],
-) -> QueryResult<()> {
-    for revocation in revoked {
-        let deleted =
-            diesel::delete(scim_tokens::table.find(DbUuid(revocation.token_id.as_uuid())))
-                .execute(conn)
-                .await?;
-        if deleted == 1 {
-            insert_audit(conn, revocation.audit.clone()).await?;
-        }
-    }
-    Ok(())
 }
 
 /// Replaces the group's members, all users of its organization; `Gone` when one is not.

@@ -22,9 +22,9 @@ use super::{
         Conn, Db, DbStore,
     },
     contains_pattern,
-    custom_roles::{give_role, CustomRoles},
-    directory::revoke_scim_tokens,
+    custom_roles::CustomRoles,
     events::record_events,
+    grants::{give_role, revoke_scim_tokens},
     lower,
     rows::{InvitationRow, InvitedMemberRow, MemberRow, NewInvitationRow, NewMembershipRow},
 };

@@ -17,8 +17,9 @@ use super::{
         schema::{api_keys, organizations, service_accounts},
         Conn, Db, DbStore,
     },
-    custom_roles::{give_role, CustomRoles},
+    custom_roles::CustomRoles,
     events::record_events,
+    grants::give_role,
 };
 use crate::{corrupt, db_error, types::DbUuid};
 
