@@ -75,6 +75,9 @@ on_both_backends! {
     directory_writes_are_whole_and_stay_in_their_organization =>
         directory_writes_are_whole_and_stay_in_their_organization_postgres,
         directory_writes_are_whole_and_stay_in_their_organization_sqlite;
+    the_owner_stays_and_a_deleted_role_is_given_to_nobody =>
+        the_owner_stays_and_a_deleted_role_is_given_to_nobody_postgres,
+        the_owner_stays_and_a_deleted_role_is_given_to_nobody_sqlite;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1480,6 +1483,7 @@ async fn roles_and_removal(db: Db) {
                     t1,
                     event(EventType::MemberRoleChanged, Some(acme), None, t1),
                     record(),
+                    vec![],
                 )
                 .await
                 .unwrap()
@@ -1524,6 +1528,7 @@ async fn roles_and_removal(db: Db) {
                     user,
                     event(EventType::MemberRemoved, Some(acme), Some(user), t1),
                     record(),
+                    vec![],
                 )
                 .await
                 .unwrap()
@@ -1791,7 +1796,7 @@ async fn deleting_users(db: Db) {
 
     let deleted = event(EventType::UserDeleted, None, Some(bob.id), t0);
     db.store
-        .delete_user(bob.id, vec![deleted], record())
+        .delete_user(bob.id, vec![deleted], record(), vec![])
         .await
         .unwrap();
     // Recorded before anything went: one row per live organization Bob belonged to (his
@@ -1849,7 +1854,7 @@ async fn deleting_users(db: Db) {
 
     // Alice owns only teams nobody else belongs to now: they go with her.
     db.store
-        .delete_user(alice.id, vec![], record())
+        .delete_user(alice.id, vec![], record(), vec![])
         .await
         .unwrap();
     assert!(db
@@ -2171,4 +2176,258 @@ async fn directory_writes_are_whole_and_stay_in_their_organization(db: Db) {
         .await
         .unwrap()
         .is_none());
+}
+
+/// Issue 49, point 9, where the data is: no write but a transfer ends or changes the owner's
+/// membership, an account deletion re-checks the teams it owns in its transaction, an
+/// invitation of an organization gone is accepted by nobody, a custom role deleted is given by
+/// no write; and point 4: the SCIM tokens a write names end in it, each with its record.
+async fn the_owner_stays_and_a_deleted_role_is_given_to_nobody(db: Db) {
+    use gatehouse_domain::model::{
+        custom_permissions, AssignedRole, AuditAction, CustomRole, RoleDescription, RoleKey,
+        RoleName,
+    };
+    use gatehouse_domain::ports::{RoleDeletion, ScimTokenRevocation};
+
+    let t0 = now();
+    let alice = db.user("alice@example.com", "Alice", t0).await;
+    let bob = db.user("bob@example.com", "Bob", t0).await;
+    let acme = db.team(alice.id, "Acme", "acme", t0).await;
+    db.join(acme, &bob, Role::Admin, alice.id, t0).await;
+
+    // The owner's membership is neither ended nor changed: a conflict, nothing written.
+    let removed = db
+        .store
+        .remove_member(
+            acme,
+            alice.id,
+            event(EventType::MemberRemoved, Some(acme), Some(alice.id), t0),
+            record(),
+            vec![],
+        )
+        .await;
+    assert!(matches!(removed, Err(StoreError::Conflict)), "{removed:?}");
+    let changed = db
+        .store
+        .change_role(
+            acme,
+            alice.id,
+            Role::Member.into(),
+            t0,
+            event(EventType::MemberRoleChanged, Some(acme), None, t0),
+            record(),
+            vec![],
+        )
+        .await;
+    assert!(matches!(changed, Err(StoreError::Conflict)), "{changed:?}");
+    for effect in [
+        MemberEffect::Remove { user_id: alice.id },
+        MemberEffect::ChangeRole {
+            user_id: alice.id,
+            role: Role::Member.into(),
+        },
+    ] {
+        let write = directory_write(acme, t0, vec![], vec![effect]);
+        assert!(!db.store.write_directory(write).await.unwrap());
+    }
+    assert_eq!(
+        db.store.member(acme, alice.id).await.unwrap().unwrap().role,
+        Role::Owner
+    );
+    assert_eq!(db.events(EventType::MemberRemoved).await, 0);
+    assert_eq!(db.events(EventType::MemberRoleChanged).await, 0);
+    // A member who is not there is still `false`, as before.
+    let carol = db.user("carol@example.com", "Carol", t0).await;
+    assert!(!db
+        .store
+        .remove_member(
+            acme,
+            carol.id,
+            event(EventType::MemberRemoved, Some(acme), Some(carol.id), t0),
+            record(),
+            vec![],
+        )
+        .await
+        .unwrap());
+
+    // Deleting the account of an owner whose team has another member is refused in the
+    // transaction itself (whatever the use case read before).
+    let deleted = db
+        .store
+        .delete_user(alice.id, vec![], record(), vec![])
+        .await;
+    assert!(matches!(deleted, Err(StoreError::Conflict)), "{deleted:?}");
+    assert!(db.store.organization(acme).await.unwrap().is_some());
+    assert!(db.store.member(acme, alice.id).await.unwrap().is_some());
+
+    // The owner of a team with only an invitation deletes their account: the team goes, and
+    // the invitation is accepted by nobody.
+    let lonely = db.team(carol.id, "Lonely", "lonely", t0).await;
+    let dave = db.user("dave@example.com", "Dave", t0).await;
+    let (invitation, _) = db
+        .invite(lonely, "dave@example.com", Role::Member, carol.id, t0)
+        .await
+        .unwrap();
+    db.store
+        .delete_user(carol.id, vec![], record(), vec![])
+        .await
+        .unwrap();
+    assert!(!db.accept(invitation, dave.id, lonely, t0).await.unwrap());
+    assert!(db.store.member(lonely, dave.id).await.unwrap().is_none());
+
+    // A custom role deleted before it is given: each grant finds it gone and writes nothing.
+    let key = RoleKey::parse("auditor").unwrap();
+    let permissions = custom_permissions(["organization.read"]).unwrap();
+    let role = CustomRole {
+        organization_id: acme,
+        key: key.clone(),
+        name: RoleName::parse("Auditor").unwrap(),
+        description: RoleDescription::parse("reads").unwrap(),
+        permissions,
+        created_at: t0,
+        updated_at: t0,
+    };
+    db.store
+        .create_role(
+            role.clone(),
+            event(EventType::RoleCreated, Some(acme), None, t0),
+            record(),
+        )
+        .await
+        .unwrap();
+    let auditor = AssignedRole::of(&role);
+    assert!(matches!(
+        db.store
+            .delete_role(
+                acme,
+                &key,
+                event(EventType::RoleDeleted, Some(acme), None, t0),
+                record()
+            )
+            .await
+            .unwrap(),
+        RoleDeletion::Deleted
+    ));
+    let given = db
+        .store
+        .change_role(
+            acme,
+            bob.id,
+            auditor.clone(),
+            t0,
+            event(EventType::MemberRoleChanged, Some(acme), None, t0),
+            record(),
+            vec![],
+        )
+        .await;
+    assert!(matches!(given, Err(StoreError::Gone)), "{given:?}");
+    let invited = db
+        .store
+        .create_invitation(
+            NewInvitation {
+                id: InvitationId::from_uuid(Uuid::now_v7()),
+                organization_id: acme,
+                email: Email::parse("erin@example.com").unwrap(),
+                role: InvitableRole::new(auditor.clone()).unwrap(),
+                token_hash: TokenHash::of("erin"),
+                invited_by: alice.id,
+                invited_at: t0,
+                expires_at: NewInvitation::expiry(t0),
+            },
+            event(EventType::MemberInvited, Some(acme), None, t0),
+            record(),
+        )
+        .await;
+    assert!(matches!(invited, Err(StoreError::Gone)), "{invited:?}");
+    let account = ServiceAccount {
+        id: Uuid::now_v7().into(),
+        organization_id: acme,
+        name: ServiceAccountName::parse("Exporter").unwrap(),
+        role: auditor.clone(),
+        created_by: alice.id,
+        created_at: t0,
+        updated_at: t0,
+    };
+    let created = db
+        .store
+        .create_service_account(
+            account,
+            event(EventType::ServiceAccountCreated, Some(acme), None, t0),
+            record(),
+        )
+        .await;
+    assert!(matches!(created, Err(StoreError::Gone)), "{created:?}");
+    let write = directory_write(
+        acme,
+        t0,
+        vec![],
+        vec![MemberEffect::ChangeRole {
+            user_id: bob.id,
+            role: auditor,
+        }],
+    );
+    assert!(!db.store.write_directory(write).await.unwrap());
+    assert_eq!(
+        db.store.member(acme, bob.id).await.unwrap().unwrap().role,
+        Role::Admin
+    );
+    assert_eq!(db.rows_of("service_accounts", acme).await, 0);
+
+    // Bob's SCIM token ends in the write that makes him a member, with its record; a second
+    // revocation of it finds nothing and records nothing.
+    let token = ScimToken {
+        id: Uuid::now_v7().into(),
+        organization_id: acme,
+        name: ScimTokenName::parse("Okta").unwrap(),
+        prefix: "ghsc_bobbobb".to_owned(),
+        created_by: bob.id,
+        created_at: t0,
+        last_used_at: None,
+    };
+    assert!(db
+        .store
+        .create_scim_token(token.clone(), TokenHash::of("ghsc_bob"), record())
+        .await
+        .unwrap());
+    let revocation = || ScimTokenRevocation {
+        token_id: token.id,
+        audit: gatehouse_domain::model::AuditRecord::new(
+            Uuid::now_v7(),
+            t0,
+            gatehouse_domain::model::AuditActor::System,
+            AuditAction::ScimTokenRevoked,
+            &gatehouse_domain::model::Origin::system(),
+        )
+        .in_organization(acme),
+    };
+    assert!(db
+        .store
+        .change_role(
+            acme,
+            bob.id,
+            Role::Member.into(),
+            t0,
+            event(EventType::MemberRoleChanged, Some(acme), None, t0),
+            record(),
+            vec![revocation()],
+        )
+        .await
+        .unwrap());
+    assert!(db.store.scim_tokens(acme).await.unwrap().is_empty());
+    assert!(db
+        .store
+        .remove_member(
+            acme,
+            bob.id,
+            event(EventType::MemberRemoved, Some(acme), Some(bob.id), t0),
+            record(),
+            vec![revocation()],
+        )
+        .await
+        .unwrap());
+    assert_eq!(
+        db.count("SELECT count(*) AS n FROM audit_log WHERE action = 'scim_token.revoked'")
+            .await,
+        1
+    );
 }

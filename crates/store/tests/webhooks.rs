@@ -503,7 +503,7 @@ on_both_backends! {
         let gone = event(EventType::OrganizationUpdated, Some(hers), None);
         db.store.delete_organization(hers, now(), gone, support::signed_in()).await.unwrap();
         let lonely = event(EventType::UserDeleted, None, Some(carol));
-        db.store.delete_user(carol, vec![lonely.clone()], support::signed_in()).await.unwrap();
+        db.store.delete_user(carol, vec![lonely.clone()], support::signed_in(), vec![]).await.unwrap();
         let pending = db.store.pending_events(100).await.unwrap();
         assert!(pending.iter().any(|e| e.id == lonely.id && e.organization_id.is_none()));
         db.store.dispatch_event(lonely.id, vec![], at).await.unwrap();

@@ -21,6 +21,17 @@ pub struct ScimTokenAccess {
     pub plan: Plan,
 }
 
+/// A SCIM token that ends with its maker's right: revoked (deleted) in the transaction of the
+/// write that ends the maker's membership or leaves them without `sso.manage`, with its
+/// `scim_token.revoked` record. A token revoked meanwhile is skipped, and so is its record.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScimTokenRevocation {
+    /// The token.
+    pub token_id: ScimTokenId,
+    /// Its `scim_token.revoked` record (actor `system`).
+    pub audit: AuditRecord,
+}
+
 /// The directory's record that a write changes.
 #[derive(Clone, Debug, PartialEq)]
 pub enum DirectoryChange {
@@ -63,7 +74,9 @@ pub enum MemberEffect {
     /// A pending member: the invitation is stored (its mail goes out after the commit). An
     /// open invitation of the address is replaced.
     Invite(NewInvitation),
-    /// An active member's role changes (never the owner's).
+    /// An active member's role changes (never the owner's: a member who became the owner
+    /// meanwhile makes the write change nothing). A custom role deleted meanwhile makes the write
+    /// change nothing too.
     ChangeRole {
         /// Whose.
         user_id: UserId,
@@ -78,6 +91,7 @@ pub enum MemberEffect {
         role: AssignedRole,
     },
     /// The active member leaves: the membership and their API keys for the organization go.
+    /// A member who became the owner meanwhile makes the write change nothing.
     Remove {
         /// Who.
         user_id: UserId,
@@ -89,6 +103,8 @@ pub enum MemberEffect {
         /// When.
         at: OffsetDateTime,
     },
+    /// A SCIM token of a member who leaves or loses `sso.manage` ends with their right.
+    RevokeScimToken(ScimTokenRevocation),
 }
 
 /// Everything one provisioning request writes, in one transaction.
@@ -181,7 +197,10 @@ pub trait DirectoryStore: Send + Sync + 'static {
     ) -> Result<Option<DirectoryGroup>, StoreError>;
 
     /// Writes it all in one transaction; `false`, writing nothing, when a user or group it
-    /// replaces or deletes is gone (or a member it names is not the organization's).
+    /// replaces or deletes is gone (or a member it names is not the organization's), a member
+    /// it removes or gives a role became the owner meanwhile, or a custom role it gives (to a
+    /// member, an invitation or a group) was deleted meanwhile. Each custom role it gives is
+    /// held (locked) until the commit, so a concurrent deletion of it sees the new holder.
     ///
     /// # Errors
     /// [`StoreError::Conflict`], writing nothing, as [`DirectoryChange`] and [`MemberEffect`]

@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use time::OffsetDateTime;
 
-use super::StoreError;
+use super::{ScimTokenRevocation, StoreError};
 use crate::model::{
     ApiKey, ApiKeyId, AssignedRole, AuditRecord, CustomRole, NewEvent, OrganizationId, Page,
     PageRequest, PermissionSet, Plan, RoleDescription, RoleKey, RoleName, ServiceAccount,
@@ -26,7 +26,12 @@ pub struct ServiceAccountAccess {
 pub trait ServiceAccountStore: Send + Sync + 'static {
     /// Stores a new account with its event and audit record; `false`, writing nothing, when
     /// the organization already holds [`MAX_SERVICE_ACCOUNTS`](crate::model::MAX_SERVICE_ACCOUNTS)
-    /// (counted in the same transaction).
+    /// (counted in the same transaction). A custom role it gives is held (locked) until the
+    /// commit, so a concurrent deletion of the role sees the account.
+    ///
+    /// # Errors
+    /// [`StoreError::Gone`], writing nothing, when the custom role it gives was deleted
+    /// meanwhile.
     async fn create_service_account(
         &self,
         account: ServiceAccount,
@@ -47,7 +52,12 @@ pub trait ServiceAccountStore: Send + Sync + 'static {
     ) -> Result<Option<ServiceAccountAccess>, StoreError>;
 
     /// Renames the organization's account or changes its role, with the event and the audit
-    /// record; `None`, writing nothing, when there is no such account.
+    /// record; `None`, writing nothing, when there is no such account. A custom role it gives
+    /// is held (locked) until the commit.
+    ///
+    /// # Errors
+    /// [`StoreError::Gone`], writing nothing, when the custom role it gives was deleted
+    /// meanwhile.
     #[allow(clippy::too_many_arguments)]
     async fn update_service_account(
         &self,
@@ -139,8 +149,10 @@ pub trait RoleStore: Send + Sync + 'static {
         key: &RoleKey,
     ) -> Result<Option<CustomRole>, StoreError>;
 
-    /// Changes a role, with the event and the audit record; `None`, writing nothing, when the
-    /// organization has no such role.
+    /// Changes a role, with the event and the audit record, and revokes the SCIM tokens
+    /// `revoked` names (those of its holders, when its new permissions lack `sso.manage`);
+    /// `None`, writing nothing, when the organization has no such role.
+    #[allow(clippy::too_many_arguments)]
     async fn update_role(
         &self,
         organization_id: OrganizationId,
@@ -149,6 +161,7 @@ pub trait RoleStore: Send + Sync + 'static {
         at: OffsetDateTime,
         event: NewEvent,
         audit: AuditRecord,
+        revoked: Vec<ScimTokenRevocation>,
     ) -> Result<Option<CustomRole>, StoreError>;
 
     /// Deletes a role nobody holds (counted in the same transaction: members, pending

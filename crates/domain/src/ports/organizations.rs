@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use time::OffsetDateTime;
 
-use super::StoreError;
+use super::{ScimTokenRevocation, StoreError};
 use crate::model::{
     AssignedRole, AuditRecord, Branding, Email, Invitation, InvitationId, InvitationRecord, Member,
     MemberFilter, Membership, NewEvent, NewInvitation, NewOrganization, Organization,
@@ -247,10 +247,12 @@ pub trait MemberStore: Send + Sync + 'static {
     ) -> Result<bool, StoreError>;
 
     /// Stores the invitation and its event. An earlier invitation of the same email that has
-    /// expired at `invitation.invited_at` is closed first.
+    /// expired at `invitation.invited_at` is closed first. A custom role it gives is held
+    /// (locked) until the commit, so a concurrent deletion of the role sees the invitation.
     ///
     /// # Errors
-    /// [`StoreError::Conflict`] when a live invitation for the email exists.
+    /// [`StoreError::Conflict`] when a live invitation for the email exists;
+    /// [`StoreError::Gone`] when the custom role it gives was deleted meanwhile.
     async fn create_invitation(
         &self,
         invitation: NewInvitation,
@@ -282,10 +284,14 @@ pub trait MemberStore: Send + Sync + 'static {
     ) -> Result<Page<Invitation>, StoreError>;
 
     /// Turns the invitation into an active membership of `user_id`, and records the event.
-    /// Returns false when the invitation is no longer pending.
+    /// Returns false when the invitation is no longer pending or its organization is gone. The
+    /// organization's row is locked first, so that an owner deleting their account at the
+    /// same time either sees the new member (and is refused) or takes the organization (and
+    /// the invitation) with them; a custom role it gives is held until the commit.
     ///
     /// # Errors
-    /// [`StoreError::Conflict`] when the user is already a member.
+    /// [`StoreError::Conflict`] when the user is already a member; [`StoreError::Gone`] when
+    /// the custom role it gives was deleted meanwhile.
     async fn accept_invitation(
         &self,
         id: InvitationId,
@@ -304,8 +310,15 @@ pub trait MemberStore: Send + Sync + 'static {
         audit: AuditRecord,
     ) -> Result<bool, StoreError>;
 
-    /// Changes an active member's role and records the event and the audit record. Returns
-    /// false, writing nothing, when not a member.
+    /// Changes an active member's role and records the event and the audit record, and revokes
+    /// the SCIM tokens `revoked` names (the member's, when the new role lacks `sso.manage`).
+    /// Returns false, writing nothing, when not a member. The owner's role is never changed
+    /// here; a custom role given is held (locked) until the commit.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`], writing nothing, when the member is the owner (they became it
+    /// meanwhile); [`StoreError::Gone`] when the custom role given was deleted meanwhile.
+    #[allow(clippy::too_many_arguments)]
     async fn change_role(
         &self,
         organization_id: OrganizationId,
@@ -314,6 +327,7 @@ pub trait MemberStore: Send + Sync + 'static {
         at: OffsetDateTime,
         event: NewEvent,
         audit: AuditRecord,
+        revoked: Vec<ScimTokenRevocation>,
     ) -> Result<bool, StoreError>;
 
     /// Hands the organization from its owner `from` to the active member `to`, in one
@@ -330,15 +344,20 @@ pub trait MemberStore: Send + Sync + 'static {
         audit: AuditRecord,
     ) -> Result<bool, StoreError>;
 
-    /// Ends an active membership (the user's API keys for the organization go with it) and
-    /// records the event and the audit record. Returns false, writing nothing, when not a
-    /// member.
+    /// Ends an active membership (the user's API keys for the organization go with it),
+    /// records the event and the audit record, and revokes the SCIM tokens `revoked` names
+    /// (the member's). Returns false, writing nothing, when not a member.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`], writing nothing, when the member is the owner (they became it
+    /// meanwhile): the owner's membership never ends here.
     async fn remove_member(
         &self,
         organization_id: OrganizationId,
         user_id: UserId,
         event: NewEvent,
         audit: AuditRecord,
+        revoked: Vec<ScimTokenRevocation>,
     ) -> Result<bool, StoreError>;
 
     /// Live team organizations the user owns that have other active members.
@@ -348,12 +367,20 @@ pub trait MemberStore: Send + Sync + 'static {
     ) -> Result<Vec<OrganizationId>, StoreError>;
 
     /// Deletes the user, the organizations they own (personal workspaces, and teams where they
-    /// are the only member) and their memberships, and records the events (recorded first, so
-    /// that they still reach the user's organizations).
+    /// are the only member) and their memberships, records the events (recorded first, so
+    /// that they still reach the user's organizations), and revokes the SCIM tokens `revoked`
+    /// names (the user's). The organizations they own are locked first and checked again:
+    /// a team that gained a member meanwhile (an invitation accepted) refuses the deletion.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`], writing nothing, when the user owns a live team organization
+    /// with other members (as [`owned_teams_with_members`](Self::owned_teams_with_members)
+    /// says).
     async fn delete_user(
         &self,
         user_id: UserId,
         events: Vec<NewEvent>,
         audit: AuditRecord,
+        revoked: Vec<ScimTokenRevocation>,
     ) -> Result<(), StoreError>;
 }

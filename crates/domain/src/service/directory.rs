@@ -17,8 +17,8 @@ use serde_json::json;
 use time::OffsetDateTime;
 
 use super::{
-    event, iam::resolve_role, payloads, reclaim::reclaiming, Actor, AuthService, Forbidden,
-    MemberService,
+    event, iam::resolve_role, maker_right, payloads, reclaim::reclaiming, Actor, AuthService,
+    Forbidden, MemberService,
 };
 use crate::{
     model::{
@@ -931,6 +931,7 @@ impl DirectoryService {
                 json!({"removed_at": timestamp::format(plan.now), "left": false}),
             );
             plan.effects.push(MemberEffect::Remove { user_id });
+            self.end_scim_tokens(plan, user_id, None).await?;
         }
         plan.effects.push(MemberEffect::RevokeInvitations {
             email: address.clone(),
@@ -979,8 +980,32 @@ impl DirectoryService {
             user_id,
             json!({"previous_role": previous}),
         );
+        self.end_scim_tokens(plan, user_id, Some(&role)).await?;
         plan.effects
             .push(MemberEffect::ChangeRole { user_id, role });
+        Ok(())
+    }
+
+    /// The SCIM tokens the member made end when the write leaves them with `role` (`None`:
+    /// not a member) that lacks `sso.manage`.
+    async fn end_scim_tokens(
+        &self,
+        plan: &mut Plan<'_>,
+        user_id: UserId,
+        role: Option<&AssignedRole>,
+    ) -> Result<(), DirectoryError> {
+        let revoked = maker_right::ending_with(
+            self.ports.directory.as_ref(),
+            self.ports.random.as_ref(),
+            plan.organization.id,
+            user_id,
+            role,
+            plan.now,
+            plan.origin,
+        )
+        .await?;
+        plan.effects
+            .extend(revoked.into_iter().map(MemberEffect::RevokeScimToken));
         Ok(())
     }
 

@@ -12,13 +12,28 @@ use crate::{
     mock::MockDomainStore,
     model::{
         AuditAction, DirectoryName, DirectoryText, DirectoryUser, DirectoryUserId, GroupRoles,
-        Membership, Plan, Role, ScimTokenId, UserAttributes,
+        Membership, Plan, Role, ScimToken, ScimTokenId, ScimTokenName, UserAttributes,
     },
     ports::{DirectoryChange, DirectoryWrite, MemberEffect},
 };
 
 const OKTA: ScimTokenId = ScimTokenId::from_uuid(Uuid::from_u128(0x0c7a));
 const ISAAC: DirectoryUserId = DirectoryUserId::from_uuid(Uuid::from_u128(0x15aac));
+/// An admin of Acme (ada@example.com's account stands in) who made a SCIM token.
+const ADMIN_TOKEN: ScimTokenId = ScimTokenId::from_uuid(Uuid::from_u128(0xad_70c));
+
+/// A SCIM token Ada made in Acme.
+fn admin_token() -> ScimToken {
+    ScimToken {
+        id: ADMIN_TOKEN,
+        organization_id: ACME,
+        name: ScimTokenName::parse("okta").unwrap(),
+        prefix: "ghsc_AbCd".to_owned(),
+        created_by: ADA,
+        created_at: now(),
+        last_used_at: None,
+    }
+}
 
 fn directory(plan: Plan) -> Actor {
     Actor::Directory(DirectoryClient {
@@ -61,6 +76,9 @@ impl Mocks {
         self.branding
             .expect_branding()
             .returning(|_| ready(Ok(None)));
+        self.directory
+            .expect_scim_tokens()
+            .returning(|_| ready(Ok(vec![admin_token()])));
         recording!(
             self.directory.expect_write_directory(),
             |write| write,
@@ -298,4 +316,63 @@ fn a_directory_token_manages_members_and_nothing_else() {
             "{permission:?}"
         );
     }
+}
+
+/// The directory deactivates an admin who made a SCIM token: the same write removes them and
+/// revokes the token, recorded as the system's `scim_token.revoked`.
+#[test]
+fn an_admin_the_directory_deactivates_loses_the_scim_tokens_they_made_in_that_write() {
+    let mut mocks = Mocks::new();
+    let written = mocks.acme_directory(Plan::Business, "example.com");
+    mocks.directory.expect_directory_user().returning(|_, _| {
+        ready(Ok(Some(DirectoryUser {
+            id: ISAAC,
+            organization_id: ACME,
+            attributes: attributes("ada@example.com", true),
+            created_at: now(),
+            updated_at: now(),
+        })))
+    });
+    mocks
+        .directory
+        .expect_groups_of()
+        .returning(|_, _| ready(Ok(Vec::new())));
+    mocks
+        .accounts
+        .expect_credentials_by_email()
+        .returning(|_| ready(Ok(Some(ada_credentials()))));
+    mocks.memberships.expect_membership().returning(|_, _| {
+        ready(Ok(Some(Membership {
+            organization_id: ACME,
+            user_id: ADA,
+            role: Role::Admin.into(),
+            plan: Plan::Business,
+            joined_at: now(),
+        })))
+    });
+    block_on(mocks.service().replace_user(
+        &directory(Plan::Business),
+        ISAAC,
+        attributes("ada@example.com", false),
+        &origin(),
+    ))
+    .unwrap();
+    let write = written.only();
+    assert!(write
+        .effects
+        .iter()
+        .any(|effect| matches!(effect, MemberEffect::Remove { user_id } if *user_id == ADA)));
+    let revoked: Vec<_> = write
+        .effects
+        .iter()
+        .filter_map(|effect| match effect {
+            MemberEffect::RevokeScimToken(revocation) => Some(revocation),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(revoked.len(), 1, "{:?}", write.effects);
+    assert_eq!(revoked[0].token_id, ADMIN_TOKEN);
+    assert_eq!(revoked[0].audit.action, AuditAction::ScimTokenRevoked);
+    assert_eq!(revoked[0].audit.actor.kind(), "system");
+    assert_eq!(revoked[0].audit.organization_id, Some(ACME));
 }

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::{Actor, CreatedApiKey, Forbidden};
+use super::{maker_right, Actor, CreatedApiKey, Forbidden};
 use crate::{
     model::{
         timestamp, ApiKey, ApiKeyId, ApiKeyName, AssignedRole, AuditAction, CustomRole, EventType,
@@ -12,7 +12,7 @@ use crate::{
         ServiceAccount, ServiceAccountId, ServiceAccountName, TargetKind, TokenKind,
         MAX_API_KEYS_PER_ORGANIZATION, MAX_SERVICE_ACCOUNTS,
     },
-    ports::{service_ports, RoleChange, RoleDeletion, RoleStore, StoreError},
+    ports::{service_ports, RoleChange, RoleDeletion, RoleStore, ScimTokenRevocation, StoreError},
 };
 
 /// A role asked for by name, as the organization has it: a built-in one, or one of its custom
@@ -99,7 +99,7 @@ pub struct NewRole {
 
 service_ports! {
     /// The ports [`IamService`] uses.
-    pub struct IamPorts { service_accounts: ServiceAccountStore, roles: RoleStore, api_keys: ApiKeyStore, clock: Clock, random: Random }
+    pub struct IamPorts { service_accounts: ServiceAccountStore, roles: RoleStore, api_keys: ApiKeyStore, memberships: MembershipStore, directory: DirectoryStore, clock: Clock, random: Random }
 }
 
 /// Service accounts and the organization's keys.
@@ -541,11 +541,64 @@ impl IamService {
         let record = actor
             .audit(random, now, AuditAction::RoleUpdated, origin)
             .on(TargetKind::Role, key);
+        let revoked = self.narrowed(&current, &updated, now, origin).await?;
         self.ports
             .roles
-            .update_role(current.organization_id, key, change, now, changed, record)
+            .update_role(
+                current.organization_id,
+                key,
+                change,
+                now,
+                changed,
+                record,
+                revoked,
+            )
             .await?
             .ok_or(IamError::NotFound("role"))
+    }
+
+    /// The SCIM tokens that a change from `current` to `updated` ends: those made by the
+    /// role's holders, when it no longer grants `sso.manage` (their right ends with it).
+    async fn narrowed(
+        &self,
+        current: &CustomRole,
+        updated: &CustomRole,
+        now: time::OffsetDateTime,
+        origin: &Origin,
+    ) -> Result<Vec<ScimTokenRevocation>, IamError> {
+        let (before, after) = (AssignedRole::of(current), AssignedRole::of(updated));
+        if !maker_right::keeps_scim_tokens(Some(&before))
+            || maker_right::keeps_scim_tokens(Some(&after))
+        {
+            return Ok(Vec::new());
+        }
+        let tokens = self
+            .ports
+            .directory
+            .scim_tokens(current.organization_id)
+            .await?;
+        let mut makers = Vec::new();
+        for token in &tokens {
+            if makers.contains(&token.created_by) {
+                continue;
+            }
+            let holds = self
+                .ports
+                .memberships
+                .membership(token.created_by, current.organization_id)
+                .await?
+                .is_some_and(|membership| membership.role.name() == current.key.as_ref());
+            if holds {
+                makers.push(token.created_by);
+            }
+        }
+        Ok(maker_right::revoking(
+            self.ports.random.as_ref(),
+            &tokens,
+            &makers,
+            now,
+            origin,
+        ))
     }
 
     /// Deletes a custom role nobody holds: `role.deleted`, audited.

@@ -4,17 +4,23 @@
 use serde_json::json;
 use time::OffsetDateTime;
 
-use super::{event, payloads, user_audit, user_event, Actor, Forbidden, Principal};
+use super::{event, maker_right, payloads, user_audit, user_event, Actor, Forbidden, Principal};
 use crate::{
     model::{
         timestamp, AssignedRole, AuditAction, AuditRecord, Branding, Email, EventType, Feature,
         InvitableRole, Invitation, InvitationId, InvitationState, Member, MemberFilter,
-        MemberStatus, NewInvitation, Organization, OrganizationId, OrganizationType, Origin, Page,
-        PageRequest, Permission, Plan, Role, RoleRef, SecretToken, TargetKind, TokenHash,
-        TokenKind, User, UserId, INVITATION_TTL_DAYS,
+        MemberStatus, NewInvitation, Organization, OrganizationFilter, OrganizationId,
+        OrganizationType, Origin, Page, PageRequest, Permission, Plan, Role, RoleRef, SecretToken,
+        TargetKind, TokenHash, TokenKind, User, UserId, INVITATION_TTL_DAYS,
     },
-    ports::{service_ports, Mail, StoreError},
+    ports::{service_ports, Mail, ScimTokenRevocation, StoreError},
 };
+
+/// Why the owner's membership is not ended: ownership moves only by a transfer.
+const OWNER_STAYS: &str =
+    "the owner cannot be removed: transfer ownership or delete the organization";
+/// Why the owner's role is not changed: ownership moves only by a transfer.
+const OWNER_ROLE_STAYS: &str = "the owner's role cannot be changed";
 
 /// Why a member or invitation use case failed.
 #[derive(Debug, thiserror::Error)]
@@ -110,7 +116,7 @@ pub struct Removed {
 
 service_ports! {
     /// The ports [`MemberService`] uses.
-    pub struct MemberPorts { members: MemberStore, roles: RoleStore, accounts: AccountStore, organizations: OrganizationStore, branding: BrandingStore, mailer: Mailer, clock: Clock, random: Random }
+    pub struct MemberPorts { members: MemberStore, roles: RoleStore, accounts: AccountStore, organizations: OrganizationStore, branding: BrandingStore, directory: DirectoryStore, mailer: Mailer, clock: Clock, random: Random }
 }
 
 /// Invites members, accepts invitations, changes roles and removes members.
@@ -250,6 +256,10 @@ impl MemberService {
         {
             Ok(()) => {}
             Err(StoreError::Conflict) => return Err(MemberError::AlreadyInvited(email)),
+            // The custom role was deleted while it was being given.
+            Err(StoreError::Gone) => {
+                return Err(MemberError::UnknownRole(role.role().name().to_owned()))
+            }
             Err(e) => return Err(e.into()),
         }
 
@@ -474,8 +484,14 @@ impl MemberService {
             .await
         {
             Ok(true) => Ok(member),
+            // No longer pending, or its organization deleted meanwhile (its owner's account
+            // with it): either way there is nothing to accept.
             Ok(false) => Err(MemberError::InvitationNotFound),
             Err(StoreError::Conflict) => Err(MemberError::AlreadyMember(user.email)),
+            // The invitation's custom role was deleted meanwhile.
+            Err(StoreError::Gone) => {
+                Err(MemberError::UnknownRole(invitation.role.name().to_owned()))
+            }
             Err(e) => Err(e.into()),
         }
     }
@@ -532,9 +548,7 @@ impl MemberService {
             ));
         }
         if member.role.is(Role::Owner) {
-            return Err(MemberError::Unprocessable(
-                "the owner's role cannot be changed",
-            ));
+            return Err(MemberError::Unprocessable(OWNER_ROLE_STAYS));
         }
         for held in [&role, &member.role] {
             if !actor.may_give(held) {
@@ -542,6 +556,17 @@ impl MemberService {
             }
         }
         let now = self.ports.clock.now();
+        // A role without `sso.manage` ends the SCIM tokens the member made, in the same write.
+        let revoked = maker_right::ending_with(
+            self.ports.directory.as_ref(),
+            self.ports.random.as_ref(),
+            actor.organization_id(),
+            user_id,
+            Some(&role),
+            now,
+            origin,
+        )
+        .await?;
         let previous = std::mem::replace(&mut member.role, role.clone());
         let mut data = payloads::member(&member);
         data["previous_role"] = json!(previous);
@@ -551,7 +576,8 @@ impl MemberService {
             EventType::MemberRoleChanged,
             data,
         );
-        if !self
+        let name = role.name().to_owned();
+        match self
             .ports
             .members
             .change_role(
@@ -561,10 +587,17 @@ impl MemberService {
                 now,
                 changed,
                 self.member_audit(actor, AuditAction::MemberRoleChanged, user_id, origin, now),
+                revoked,
             )
-            .await?
+            .await
         {
-            return Err(MemberError::NotFound);
+            Ok(true) => {}
+            Ok(false) => return Err(MemberError::NotFound),
+            // They became the owner meanwhile (a transfer): the owner's role stays.
+            Err(StoreError::Conflict) => return Err(MemberError::Unprocessable(OWNER_ROLE_STAYS)),
+            // The custom role was deleted while it was being given.
+            Err(StoreError::Gone) => return Err(MemberError::UnknownRole(name)),
+            Err(e) => return Err(e.into()),
         }
         Ok(RoleChanged {
             member,
@@ -627,11 +660,20 @@ impl MemberService {
             .await?
             .ok_or(MemberError::NotFound)?;
         if member.role.is(Role::Owner) {
-            return Err(MemberError::Unprocessable(
-                "the owner cannot be removed: transfer ownership or delete the organization",
-            ));
+            return Err(MemberError::Unprocessable(OWNER_STAYS));
         }
         let now = self.ports.clock.now();
+        // The SCIM tokens they made end with their membership, in the same write.
+        let revoked = maker_right::ending_with(
+            self.ports.directory.as_ref(),
+            self.ports.random.as_ref(),
+            actor.organization_id(),
+            user_id,
+            None,
+            now,
+            origin,
+        )
+        .await?;
         let mut data = payloads::member(&member);
         data["removed_at"] = json!(timestamp::format(now));
         data["left"] = json!(leaving);
@@ -641,7 +683,7 @@ impl MemberService {
             EventType::MemberRemoved,
             data,
         );
-        if !self
+        match self
             .ports
             .members
             .remove_member(
@@ -649,10 +691,15 @@ impl MemberService {
                 user_id,
                 removed,
                 self.member_audit(actor, AuditAction::MemberRemoved, user_id, origin, now),
+                revoked,
             )
-            .await?
+            .await
         {
-            return Err(MemberError::NotFound);
+            Ok(true) => {}
+            Ok(false) => return Err(MemberError::NotFound),
+            // They became the owner meanwhile (a transfer): the owner stays.
+            Err(StoreError::Conflict) => return Err(MemberError::Unprocessable(OWNER_STAYS)),
+            Err(e) => return Err(e.into()),
         }
         Ok(Removed {
             user_id,
@@ -698,6 +745,7 @@ impl MemberService {
             return Err(MemberError::OwnsTeams);
         }
         let now = self.ports.clock.now();
+        let revoked = self.scim_tokens_of(user.id, now, origin).await?;
         let deleted = user_event(
             self.ports.random.as_ref(),
             now,
@@ -705,7 +753,8 @@ impl MemberService {
             user.id,
             payloads::user(&user),
         );
-        self.ports
+        match self
+            .ports
             .members
             .delete_user(
                 user.id,
@@ -718,9 +767,59 @@ impl MemberService {
                     origin,
                 )
                 .on(TargetKind::User, user.id),
+                revoked,
             )
-            .await?;
-        Ok(())
+            .await
+        {
+            Ok(()) => Ok(()),
+            // A team of theirs gained a member meanwhile (an invitation accepted).
+            Err(StoreError::Conflict) => Err(MemberError::OwnsTeams),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The revocations of the SCIM tokens the user made in the teams they belong to, as an
+    /// account deletion ends them (a personal workspace's go with it).
+    async fn scim_tokens_of(
+        &self,
+        user_id: UserId,
+        now: OffsetDateTime,
+        origin: &Origin,
+    ) -> Result<Vec<ScimTokenRevocation>, MemberError> {
+        let mut revoked = Vec::new();
+        let teams = OrganizationFilter {
+            kind: Some(OrganizationType::Team),
+            search: None,
+        };
+        for page in 1.. {
+            let Ok(request) = PageRequest::new(Some(page), Some(i64::from(PageRequest::MAX_SIZE)))
+            else {
+                break;
+            };
+            let organizations = self
+                .ports
+                .organizations
+                .organizations_of(user_id, teams.clone(), request)
+                .await?;
+            for organization in organizations.items() {
+                revoked.extend(
+                    maker_right::ending_with(
+                        self.ports.directory.as_ref(),
+                        self.ports.random.as_ref(),
+                        organization.id,
+                        user_id,
+                        None,
+                        now,
+                        origin,
+                    )
+                    .await?,
+                );
+            }
+            if !organizations.has_next() {
+                break;
+            }
+        }
+        Ok(revoked)
     }
 
     async fn email_of(&self, principal: &Principal) -> Result<Email, MemberError> {

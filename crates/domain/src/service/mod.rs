@@ -64,6 +64,7 @@ mod domains;
 mod iam;
 mod invitation_link;
 mod links;
+mod maker_right;
 mod members;
 mod mfa;
 mod oauth;

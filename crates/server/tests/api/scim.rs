@@ -306,6 +306,59 @@ on_both_backends! {
         assert!(members(&app, &dir).await.iter().all(|m| m["email"] != "personal@elsewhere6.test"), "nobody was provisioned");
         // The owner's own token still works.
         assert_eq!(scim(&app, &dir.token, Method::GET, &users, None).await.status(), 200);
+        // Both tokens were revoked by the writes themselves (issue 49, point 4): the list keeps
+        // only the owner's, and the log says the system revoked each one.
+        let listed = json_of(app.get_as(&dir.owner.access_token, &format!("/api/v1/organizations/{}/scim-tokens", dir.org)).await, 200).await;
+        assert_eq!(listed["total"], 1, "{listed}");
+        assert_eq!(listed["items"][0]["created_by"], json!(dir.owner.user_id), "{listed}");
+        let revoked = app.audit_records(&format!("?organization_id={}&action=scim_token.revoked", dir.org)).await;
+        assert_eq!(revoked.len(), 2, "{revoked:?}");
+        for record in &revoked {
+            assert_eq!(record["actor"]["type"], "system", "{record}");
+            assert_eq!(record["target"]["type"], "scim_token", "{record}");
+        }
+    }
+
+    async fn a_scim_token_is_revoked_when_its_maker_leaves_or_their_custom_role_loses_sso_manage(app: TestApp) {
+        let dir = directory(&app, "scim-owner7@acme-scim7.test", "acme-scim7.test").await;
+        let org_path = format!("/api/v1/organizations/{}", dir.org);
+        let sso_admin = ["organization.read", "organization.members.read", "sso.manage"];
+        json_of(
+            app.send_as(Method::POST, &dir.owner.access_token, &format!("{org_path}/roles"), Some(json!({ "key": "sso-admin", "name": "SSO admin", "description": "runs the IdP", "permissions": sso_admin }))).await,
+            201,
+        )
+        .await;
+        let mut made = Vec::new();
+        for (email, role) in [("leaver@elsewhere7.test", "admin"), ("sso@elsewhere7.test", "sso-admin")] {
+            let maker = app.member_of(&dir.owner.access_token, &dir.org, email, role).await;
+            let created = json_of(
+                app.send_as(Method::POST, &maker.access_token, &format!("{org_path}/scim-tokens"), Some(json!({ "name": "Okta" }))).await,
+                201,
+            )
+            .await;
+            made.push((maker, created["token_secret"].as_str().unwrap().to_owned()));
+        }
+        let users = format!("{}/Users", dir.base);
+        // The admin leaves of their own accord.
+        let (leaver, leaver_token) = &made[0];
+        json_of(app.send_as(Method::DELETE, &leaver.access_token, &format!("{org_path}/members/{}", leaver.user_id), None).await, 200).await;
+        assert_eq!(scim(&app, leaver_token, Method::GET, &users, None).await.status(), 401);
+        // Renaming the custom role keeps its holder's token; narrowing it to lose `sso.manage`
+        // revokes it.
+        let (_, sso_token) = &made[1];
+        json_of(app.send_as(Method::PATCH, &dir.owner.access_token, &format!("{org_path}/roles/sso-admin"), Some(json!({ "name": "IdP admin" }))).await, 200).await;
+        assert_eq!(scim(&app, sso_token, Method::GET, &users, None).await.status(), 200);
+        json_of(
+            app.send_as(Method::PATCH, &dir.owner.access_token, &format!("{org_path}/roles/sso-admin"), Some(json!({ "permissions": ["organization.read"] }))).await,
+            200,
+        )
+        .await;
+        assert_eq!(scim(&app, sso_token, Method::GET, &users, None).await.status(), 401);
+        let listed = json_of(app.get_as(&dir.owner.access_token, &format!("{org_path}/scim-tokens")).await, 200).await;
+        assert_eq!(listed["total"], 1, "only the owner's is left: {listed}");
+        let revoked = app.audit_records(&format!("?organization_id={}&action=scim_token.revoked", dir.org)).await;
+        assert_eq!(revoked.len(), 2, "{revoked:?}");
+        assert!(revoked.iter().all(|record| record["actor"]["type"] == "system"), "{revoked:?}");
     }
 
     async fn an_address_outside_the_verified_domains_is_invited_never_linked(app: TestApp) {

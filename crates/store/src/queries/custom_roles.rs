@@ -8,7 +8,7 @@ use gatehouse_domain::{
         custom_permissions, AssignedRole, AuditRecord, CustomRole, NewEvent, OrganizationId,
         PermissionSet, Role, RoleDescription, RoleKey, RoleName, Slice,
     },
-    ports::{RoleChange, RoleDeletion, RoleStore, StoreError},
+    ports::{RoleChange, RoleDeletion, RoleStore, ScimTokenRevocation, StoreError},
 };
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -20,6 +20,7 @@ use super::{
         Conn, Db, DbStore,
     },
     events::record_events,
+    grants::revoke_scim_tokens,
 };
 use crate::{
     corrupt, db_error,
@@ -224,6 +225,7 @@ impl RoleStore for DbStore {
         at: OffsetDateTime,
         event: NewEvent,
         audit: AuditRecord,
+        revoked: Vec<ScimTokenRevocation>,
     ) -> Result<Option<CustomRole>, StoreError> {
         let key = key.as_ref().to_owned();
         let row = in_write_tx!(self, async |conn: &mut Conn| {
@@ -251,6 +253,8 @@ impl RoleStore for DbStore {
             if row.is_some() {
                 record_events(conn, vec![event]).await?;
                 insert_audit(conn, audit).await?;
+                // Its holders' SCIM tokens, when it no longer lets them manage single sign-on.
+                revoke_scim_tokens(conn, &revoked).await?;
             }
             Ok(row)
         })?;

@@ -6,9 +6,9 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{
-        AuditRecord, DirectoryEmail, DirectoryGroup, DirectoryGroupId, DirectoryName,
+        AssignedRole, AuditRecord, DirectoryEmail, DirectoryGroup, DirectoryGroupId, DirectoryName,
         DirectoryText, DirectoryUser, DirectoryUserId, GroupAttributes, GroupRoles, OrganizationId,
-        ScimToken, ScimTokenId, ScimTokenName, TokenHash, UserAttributes, MAX_SCIM_TOKENS,
+        Role, ScimToken, ScimTokenId, ScimTokenName, TokenHash, UserAttributes, MAX_SCIM_TOKENS,
     },
     ports::{
         DirectoryChange, DirectoryStore, DirectoryWrite, MemberEffect, ScimTokenAccess, StoreError,
@@ -29,6 +29,7 @@ use super::{
     },
     custom_roles::CustomRoles,
     events::record_events,
+    grants::{hold_role, revoke_scim_tokens},
     members::{end_membership, insert_invitation},
     rows::NewMembershipRow,
 };
@@ -250,6 +251,20 @@ impl From<diesel::result::Error> for WriteError {
     }
 }
 
+/// Holds the role the write gives (see [`hold_role`]); `Gone` when it is a custom role deleted
+/// meanwhile.
+async fn held(
+    conn: &mut Conn,
+    organization: DbUuid,
+    role: &AssignedRole,
+) -> Result<(), WriteError> {
+    if hold_role(conn, organization, role.name()).await? {
+        Ok(())
+    } else {
+        Err(WriteError::Gone)
+    }
+}
+
 /// Replaces the group's members, all users of its organization; `Gone` when one is not.
 async fn insert_members(conn: &mut Conn, group: &DirectoryGroup) -> Result<(), WriteError> {
     let organization = DbUuid(group.organization_id.as_uuid());
@@ -377,6 +392,7 @@ async fn apply_change(
             .execute(conn)
             .await?;
             for (group, role) in roles.iter() {
+                held(conn, organization, role).await?;
                 diesel::insert_into(scim_group_roles::table)
                     .values((
                         scim_group_roles::organization_id.eq(organization),
@@ -416,6 +432,7 @@ async fn apply_effect(
             account,
             role,
         } => {
+            held(conn, organization, role).await?;
             if let Some(account) = account {
                 events = insert_account_rows(conn, account).await?;
             }
@@ -437,6 +454,7 @@ async fn apply_effect(
             reclaim(conn, reclaiming, at).await?;
         }
         MemberEffect::Invite(invitation) => {
+            held(conn, organization, invitation.role.role()).await?;
             diesel::update(open_invitations!(organization, invitation.email.as_ref()))
                 .set(invitations::revoked_at.eq(Some(invitation.invited_at)))
                 .execute(conn)
@@ -444,10 +462,14 @@ async fn apply_effect(
             insert_invitation(conn, invitation).await?;
         }
         MemberEffect::ChangeRole { user_id, role } => {
-            diesel::update(
+            held(conn, organization, role).await?;
+            // Never the owner's (re-checked after waiting on a transfer's lock): a member who
+            // became the owner meanwhile makes the whole write change nothing.
+            let changed = diesel::update(
                 memberships::table
                     .filter(memberships::organization_id.eq(organization))
-                    .filter(memberships::user_id.eq(DbUuid(user_id.as_uuid()))),
+                    .filter(memberships::user_id.eq(DbUuid(user_id.as_uuid())))
+                    .filter(memberships::role.ne(Role::Owner.as_str())),
             )
             .set((
                 memberships::role.eq(role.name()),
@@ -455,8 +477,12 @@ async fn apply_effect(
             ))
             .execute(conn)
             .await?;
+            if changed != 1 {
+                return Err(WriteError::Gone);
+            }
         }
         MemberEffect::InvitationRole { email, role } => {
+            held(conn, organization, role).await?;
             diesel::update(open_invitations!(organization, email.as_ref()))
                 .set(invitations::role.eq(role.name()))
                 .execute(conn)
@@ -472,6 +498,9 @@ async fn apply_effect(
                 .set(invitations::revoked_at.eq(Some(*at)))
                 .execute(conn)
                 .await?;
+        }
+        MemberEffect::RevokeScimToken(revocation) => {
+            revoke_scim_tokens(conn, std::slice::from_ref(revocation)).await?;
         }
     }
     Ok(events)

@@ -2,6 +2,7 @@ use async_trait::async_trait;
 use diesel::{
     dsl::{InnerJoin, IntoBoxed},
     prelude::*,
+    result::DatabaseErrorKind,
 };
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
@@ -10,7 +11,7 @@ use gatehouse_domain::{
         MemberFilter, NewEvent, NewInvitation, OrganizationId, OrganizationType, Page, PageRequest,
         Role, RoleRef, TokenHash, UserId,
     },
-    ports::{MemberStore, StoreError},
+    ports::{MemberStore, ScimTokenRevocation, StoreError},
 };
 use time::OffsetDateTime;
 
@@ -23,12 +24,14 @@ use super::{
     contains_pattern,
     custom_roles::CustomRoles,
     events::record_events,
+    grants::{give_role, revoke_scim_tokens},
     lower,
     rows::{InvitationRow, InvitedMemberRow, MemberRow, NewInvitationRow, NewMembershipRow},
 };
 use crate::{
     corrupt, db_error,
     listing::{in_key_order, split_page, window},
+    refused,
     types::DbUuid,
 };
 
@@ -377,6 +380,7 @@ impl MemberStore for DbStore {
                 .execute(conn)
                 .await?;
             // A live one makes `invitations_one_open_idx` refuse this: a conflict.
+            give_role(conn, org, invitation.role.role().name()).await?;
             insert_invitation(conn, &invitation).await?;
             record_events(conn, vec![event]).await?;
             insert_audit(conn, audit).await
@@ -491,11 +495,30 @@ impl MemberStore for DbStore {
         audit: AuditRecord,
     ) -> Result<bool, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
+            let invitation = DbUuid(id.as_uuid());
+            // The organization's row first, locked for this transaction (PostgreSQL; a SQLite
+            // write transaction holds the whole database): an owner deleting their account
+            // meanwhile either waits and then sees this member (and is refused), or deleted
+            // the organization first, and then there is nothing to accept.
+            let of_invitation = invitations::table
+                .filter(invitations::id.eq(invitation))
+                .select(invitations::organization_id);
+            let live = diesel::update(
+                organizations::table
+                    .filter(organizations::id.eq_any(of_invitation))
+                    .filter(organizations::is_active.eq(true)),
+            )
+            .set(organizations::id.eq(organizations::id))
+            .execute(conn)
+            .await?;
+            if live != 1 {
+                return Ok(false);
+            }
             let live = organizations::table
                 .filter(organizations::is_active.eq(true))
                 .select(organizations::id);
             let pending = invitations::table
-                .filter(invitations::id.eq(DbUuid(id.as_uuid())))
+                .filter(invitations::id.eq(invitation))
                 .filter(invitations::accepted_at.is_null())
                 .filter(invitations::revoked_at.is_null())
                 .filter(invitations::organization_id.eq_any(live));
@@ -514,6 +537,7 @@ impl MemberStore for DbStore {
             let Some((org, role, invited_by, invited_at)) = accepted else {
                 return Ok(false);
             };
+            give_role(conn, org, &role).await?;
             // Already a member: the primary key refuses, and the acceptance rolls back.
             diesel::insert_into(memberships::table)
                 .values(NewMembershipRow {
@@ -566,23 +590,32 @@ impl MemberStore for DbStore {
         at: OffsetDateTime,
         event: NewEvent,
         audit: AuditRecord,
+        revoked: Vec<ScimTokenRevocation>,
     ) -> Result<bool, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
-            let membership = memberships::table
-                .filter(memberships::organization_id.eq(DbUuid(organization_id.as_uuid())))
-                .filter(memberships::user_id.eq(DbUuid(user_id.as_uuid())));
-            let updated = diesel::update(membership)
+            let org = DbUuid(organization_id.as_uuid());
+            give_role(conn, org, role.name()).await?;
+            let membership = || {
+                memberships::table
+                    .filter(memberships::organization_id.eq(org))
+                    .filter(memberships::user_id.eq(DbUuid(user_id.as_uuid())))
+            };
+            // Never the owner's: on PostgreSQL the filter is checked again after waiting on a
+            // transfer that makes them the owner.
+            let updated = diesel::update(membership().filter(memberships::role.ne(OWNER)))
                 .set((
                     memberships::role.eq(role.name().to_owned()),
                     memberships::updated_at.eq(at),
                 ))
                 .execute(conn)
                 .await?;
-            if updated == 1 {
-                record_events(conn, vec![event]).await?;
-                insert_audit(conn, audit).await?;
+            if updated != 1 {
+                return refuse_the_owner(conn, org, DbUuid(user_id.as_uuid())).await;
             }
-            Ok::<_, diesel::result::Error>(updated == 1)
+            record_events(conn, vec![event]).await?;
+            insert_audit(conn, audit).await?;
+            revoke_scim_tokens(conn, &revoked).await?;
+            Ok::<_, diesel::result::Error>(true)
         })
     }
 
@@ -650,14 +683,17 @@ impl MemberStore for DbStore {
         user_id: UserId,
         event: NewEvent,
         audit: AuditRecord,
+        revoked: Vec<ScimTokenRevocation>,
     ) -> Result<bool, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
-            let removed = end_membership(conn, organization_id, user_id).await?;
-            if removed {
-                record_events(conn, vec![event]).await?;
-                insert_audit(conn, audit).await?;
+            if !end_membership(conn, organization_id, user_id).await? {
+                let (org, user) = (DbUuid(organization_id.as_uuid()), DbUuid(user_id.as_uuid()));
+                return refuse_the_owner(conn, org, user).await;
             }
-            Ok::<_, diesel::result::Error>(removed)
+            record_events(conn, vec![event]).await?;
+            insert_audit(conn, audit).await?;
+            revoke_scim_tokens(conn, &revoked).await?;
+            Ok::<_, diesel::result::Error>(true)
         })
     }
 
@@ -686,12 +722,36 @@ impl MemberStore for DbStore {
         user_id: UserId,
         events: Vec<NewEvent>,
         audit: AuditRecord,
+        revoked: Vec<ScimTokenRevocation>,
     ) -> Result<(), StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
+            let user = DbUuid(user_id.as_uuid());
+            // The organizations they own, locked for this transaction (PostgreSQL; a SQLite
+            // write transaction holds the whole database), then checked again: an invitation
+            // accepted meanwhile (which locks its organization first) is seen here, and
+            // refuses the deletion as the use case's own check does.
+            diesel::update(organizations::table.filter(organizations::id.eq_any(owned_by(user))))
+                .set(organizations::id.eq(organizations::id))
+                .execute(conn)
+                .await?;
+            let teams: i64 = organizations::table
+                .filter(organizations::is_active.eq(true))
+                .filter(organizations::kind.eq(OrganizationType::Team.as_str()))
+                .filter(organizations::id.eq_any(owned_by(user)))
+                .filter(organizations::id.eq_any(with_members_besides(user)))
+                .count()
+                .get_result(conn)
+                .await?;
+            if teams > 0 {
+                return Err(refused(
+                    DatabaseErrorKind::UniqueViolation,
+                    "the user owns a team with other members",
+                ));
+            }
             // First, while the memberships still say where the events should go.
             record_events(conn, events).await?;
             insert_audit(conn, audit).await?;
-            let user = DbUuid(user_id.as_uuid());
+            revoke_scim_tokens(conn, &revoked).await?;
             // Their personal workspaces, and the teams nobody else belongs to.
             let going: Vec<DbUuid> = organizations::table
                 .filter(organizations::id.eq_any(owned_by(user)))
@@ -707,6 +767,32 @@ impl MemberStore for DbStore {
             diesel::delete(organizations::table.filter(organizations::id.eq_any(&going)))
                 .execute(conn)
                 .await?;
+            // Their memberships elsewhere, never an owner's: a transfer that made them an
+            // owner meanwhile is waited for (PostgreSQL), and then the membership is left and
+            // the deletion refused below, rather than a live team left without its owner (a
+            // deleted organization's go with the user, by cascade, as before).
+            diesel::delete(
+                memberships::table
+                    .filter(memberships::user_id.eq(user))
+                    .filter(memberships::role.ne(OWNER)),
+            )
+            .execute(conn)
+            .await?;
+            let live = organizations::table
+                .filter(organizations::is_active.eq(true))
+                .select(organizations::id);
+            let owning: i64 = memberships::table
+                .filter(memberships::user_id.eq(user))
+                .filter(memberships::organization_id.eq_any(live))
+                .count()
+                .get_result(conn)
+                .await?;
+            if owning > 0 {
+                return Err(refused(
+                    DatabaseErrorKind::UniqueViolation,
+                    "the user became the owner of a team meanwhile",
+                ));
+            }
             // And with the user, their other memberships, sessions and API keys.
             diesel::delete(users::table.find(user))
                 .execute(conn)
@@ -738,17 +824,44 @@ pub(super) async fn insert_invitation(
         .map(|_| ())
 }
 
-/// Ends an active membership and, with it, the user's API keys for the organization, in the
-/// caller's transaction; `false` when they were not a member.
+/// The owner's role, as stored.
+const OWNER: &str = Role::Owner.as_str();
+
+/// After a write to a membership changed nothing: `false` when there is no such membership,
+/// else (it is the owner's, maybe since a transfer committed meanwhile) the transaction is
+/// refused as a [`StoreError::Conflict`].
+async fn refuse_the_owner(conn: &mut Conn, org: DbUuid, user: DbUuid) -> QueryResult<bool> {
+    let found: i64 = memberships::table
+        .filter(memberships::organization_id.eq(org))
+        .filter(memberships::user_id.eq(user))
+        .count()
+        .get_result(conn)
+        .await?;
+    if found == 0 {
+        Ok(false)
+    } else {
+        Err(refused(
+            DatabaseErrorKind::UniqueViolation,
+            "the membership is the owner's",
+        ))
+    }
+}
+
+/// Ends an active membership (never the owner's) and, with it, the user's API keys for the
+/// organization, in the caller's transaction; `false` when they were not a member, or are the
+/// owner.
 pub(super) async fn end_membership(
     conn: &mut Conn,
     organization_id: OrganizationId,
     user_id: UserId,
 ) -> QueryResult<bool> {
     let (org, user) = (DbUuid(organization_id.as_uuid()), DbUuid(user_id.as_uuid()));
+    // Never the owner's: on PostgreSQL the filter is checked again after waiting on a transfer
+    // that makes them the owner, so the organization keeps its one owner.
     let membership = memberships::table
         .filter(memberships::organization_id.eq(org))
-        .filter(memberships::user_id.eq(user));
+        .filter(memberships::user_id.eq(user))
+        .filter(memberships::role.ne(OWNER));
     let removed = diesel::delete(membership).execute(conn).await?;
     if removed == 1 {
         let keys = api_keys::table

@@ -45,6 +45,7 @@ mod custom_roles;
 mod directory;
 mod domains;
 mod events;
+mod grants;
 mod keys;
 mod members;
 mod memberships;

@@ -19,6 +19,7 @@ use super::{
     },
     custom_roles::CustomRoles,
     events::record_events,
+    grants::give_role,
 };
 use crate::{corrupt, db_error, types::DbUuid};
 
@@ -86,6 +87,7 @@ impl ServiceAccountStore for DbStore {
             if held >= i64::from(MAX_SERVICE_ACCOUNTS) {
                 return Ok(false);
             }
+            give_role(conn, organization, account.role.name()).await?;
             diesel::insert_into(service_accounts::table)
                 .values(ServiceAccountRow::of(&account))
                 .execute(conn)
@@ -158,6 +160,9 @@ impl ServiceAccountStore for DbStore {
         audit: AuditRecord,
     ) -> Result<Option<ServiceAccount>, StoreError> {
         let updated: Option<ServiceAccountRow> = in_write_tx!(self, async |conn: &mut Conn| {
+            if let Some(role) = &role {
+                give_role(conn, DbUuid(organization_id.as_uuid()), role.name()).await?;
+            }
             let account = service_accounts::table
                 .filter(service_accounts::id.eq(DbUuid(id.as_uuid())))
                 .filter(service_accounts::organization_id.eq(DbUuid(organization_id.as_uuid())));
