@@ -336,6 +336,23 @@ impl Actor {
         }
     }
 
+    /// The person acting in a signed-in session (a sign-in's access token, or an application's
+    /// token of one), which passed the organization's admission as a sign-in (its MFA policy
+    /// and single sign-on); `None` for an API key, an application's machine token, a service
+    /// account or a directory. A credential that outlives the session (an API key, a service
+    /// account and its keys, a SCIM token) is made only by such a person: a key never makes
+    /// spares of itself, nor keeps making credentials once single sign-on bars its maker's
+    /// password session.
+    pub fn person_signed_in(&self) -> Option<UserId> {
+        match self {
+            Self::Member {
+                principal: principal @ Principal::User { .. },
+                ..
+            } => Some(principal.user_id()),
+            _ => None,
+        }
+    }
+
     /// Whether this is the agent's actor (the one its credentials resolved to).
     pub fn is_of(&self, agent: &Agent) -> bool {
         match (self, agent) {

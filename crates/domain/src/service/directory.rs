@@ -58,8 +58,8 @@ pub enum DirectoryError {
     /// The change would remove the organization's owner or change their role.
     #[error("the organization's owner cannot be removed or demoted by the directory: transfer ownership first")]
     OwnerProtected,
-    /// A token is created by a member, whom it names.
-    #[error("a SCIM token names the member who creates it: create it with a user's token")]
+    /// A token is created by a member signed in, whom it names (never by a key).
+    #[error("a SCIM token names the member who creates it: create it with a user's access token, not an API key")]
     PersonNeeded,
     /// The organization holds the most tokens it may.
     #[error(
@@ -183,7 +183,9 @@ impl DirectoryService {
         origin: &Origin,
     ) -> Result<CreatedScimToken, DirectoryError> {
         Self::allow(actor, Permission::SsoManage)?;
-        let created_by = actor.user_id().ok_or(DirectoryError::PersonNeeded)?;
+        let created_by = actor
+            .person_signed_in()
+            .ok_or(DirectoryError::PersonNeeded)?;
         let now = self.ports.clock.now();
         let secret = self.ports.random.secret(TokenKind::ScimToken);
         let token = ScimToken {

@@ -52,10 +52,10 @@ pub enum IamError {
     /// Members, invitations or service accounts hold the role.
     #[error("{0} members, pending invitations or service accounts hold this role: give them another one first")]
     RoleHeld(u64),
-    /// A service account, and a key of one, is created by a member (whom the account names as
-    /// its creator): never by a service account's own key, so that a leaked key cannot make
-    /// spares of itself before it is revoked.
-    #[error("service accounts and their keys are created by a member: use a user's token, not a service account's key")]
+    /// A service account, and a key of one, is created by a member signed in (whom the account
+    /// names as its creator): never by a key, so that a leaked key cannot make spares of
+    /// itself before it is revoked, nor a key made before single sign-on keep making them.
+    #[error("service accounts and their keys are created by a member signed in: use a user's access token, not an API key")]
     PersonNeeded,
     /// The owner's role is the owner's alone.
     #[error("a service account cannot be owner: give it admin, member or viewer")]
@@ -183,7 +183,7 @@ impl IamService {
         origin: &Origin,
     ) -> Result<ServiceAccount, IamError> {
         actor.require(Permission::ServiceAccountsManage)?;
-        let created_by = actor.user_id().ok_or(IamError::PersonNeeded)?;
+        let created_by = actor.person_signed_in().ok_or(IamError::PersonNeeded)?;
         let role = self.resolve(actor, role).await?;
         let role = may_give(actor, role)?;
         let now = self.ports.clock.now();
@@ -336,7 +336,7 @@ impl IamService {
         origin: &Origin,
     ) -> Result<CreatedApiKey, IamError> {
         actor.require(Permission::ServiceAccountsManage)?;
-        actor.user_id().ok_or(IamError::PersonNeeded)?;
+        actor.person_signed_in().ok_or(IamError::PersonNeeded)?;
         let account = self.account_of(actor, id).await?;
         may_give(actor, account.role.clone())?;
         let now = self.ports.clock.now();

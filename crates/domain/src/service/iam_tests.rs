@@ -332,6 +332,45 @@ fn a_service_accounts_own_key_makes_no_keys_nor_accounts() {
 }
 
 #[test]
+fn a_users_api_key_makes_no_service_account_nor_a_key_of_one() {
+    // The owner's own API key (made before single sign-on, say, or leaked): credentials that
+    // outlive a session are made by the member signed in, never by a key.
+    let mut mocks = Mocks::new();
+    mocks.deployer_is(Some((Role::Admin, Plan::Free)));
+    mocks.api_keys.expect_create_api_key().never();
+    mocks
+        .service_accounts
+        .expect_create_service_account()
+        .never();
+    let service = service(mocks);
+    let Actor::Member { membership, .. } = ada_acting(Role::Owner, Plan::Free) else {
+        unreachable!("ada_acting is a member");
+    };
+    let by_key = Actor::Member {
+        principal: super::tests::ada_key_for_acme(),
+        membership,
+    };
+    assert!(matches!(
+        block_on(service.create_service_account(
+            &by_key,
+            ServiceAccountName::parse("Spare").unwrap(),
+            RoleRef::BuiltIn(Role::Viewer),
+            &origin()
+        )),
+        Err(IamError::PersonNeeded)
+    ));
+    assert!(matches!(
+        block_on(service.create_service_account_key(
+            &by_key,
+            DEPLOYER,
+            ApiKeyName::parse("spare").unwrap(),
+            &origin()
+        )),
+        Err(IamError::PersonNeeded)
+    ));
+}
+
+#[test]
 fn only_owners_and_admins_see_and_revoke_the_organizations_keys() {
     for role in [Role::Member, Role::Viewer] {
         let service = service(Mocks::new());

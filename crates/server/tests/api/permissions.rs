@@ -130,9 +130,9 @@ on_both_backends! {
         // credential (401), not as a stranger (404).
         let iam = [200, 200, 200, 200, 200, 404, 401, 401, 200, 200, 200];
         // Service accounts and the organization's keys: owners and admins (and keys acting as
-        // them); a service account names the member who made it, so no key makes one.
+        // them); a service account names the member who made it, signed in: no key makes one.
         let iam_manage = [200, 200, 403, 403, 200, 404, 404, 401, 200, 403, 403];
-        let create_account = [201, 201, 403, 403, 201, 404, 404, 401, 403, 403, 403];
+        let create_account = [201, 201, 403, 403, 403, 404, 404, 401, 403, 403, 403];
         // Ownership moves by the owner signed in, with their password (to nobody here: 404).
         let transfer = [404, 403, 403, 403, 403, 404, 404, 401, 403, 403, 403];
         // Applications: every built-in role reads them; the auditor was not given them.

@@ -107,7 +107,7 @@ on_both_backends! {
             403,
         )
         .await;
-        assert!(refused.contains("not a service account's key"), "{refused}");
+        assert!(refused.contains("not an API key"), "{refused}");
 
         // Reading and listing.
         let listed = json_of(app.get_as(&owner.access_token, &accounts).await, 200).await;
