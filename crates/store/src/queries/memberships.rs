@@ -78,9 +78,14 @@ impl MembershipStore for DbStore {
             )
         };
         in_read!(self, async |conn: &mut Conn| {
-            // A member: the membership, the policies and the session, in one statement.
+            // A member: the membership, the policies, the session and whether the
+            // organization's single sign-on is on, in one statement.
             let member = memberships::table
-                .inner_join(organizations::table.left_join(organization_policies::table))
+                .inner_join(
+                    organizations::table
+                        .left_join(organization_policies::table)
+                        .left_join(sso_configurations::table),
+                )
                 .filter(memberships::user_id.eq(DbUuid(user_id.as_uuid())))
                 .filter(memberships::organization_id.eq(DbUuid(organization_id.as_uuid())))
                 .filter(organizations::is_active.eq(true))
@@ -97,33 +102,35 @@ impl MembershipStore for DbStore {
                         .filter(sessions::id.eq(session))
                         .select(sessions::sso_organization_id)
                         .single_value(),
-                    // The address, only where the organization's single sign-on is on: the
-                    // domain then asks whether it claims the address.
-                    users::table
-                        .filter(users::id.eq(DbUuid(user_id.as_uuid())))
-                        .filter(diesel::dsl::exists(
-                            sso_configurations::table
-                                .filter(
-                                    sso_configurations::organization_id
-                                        .eq(DbUuid(organization_id.as_uuid())),
-                                )
-                                .filter(sso_configurations::is_active.eq(true)),
-                        ))
-                        .select(users::email)
-                        .single_value(),
+                    sso_configurations::is_active.nullable(),
                 ))
                 .get_result::<(
                     MembershipRow,
                     Option<PoliciesRow>,
                     bool,
                     Option<DbUuid>,
-                    Option<String>,
+                    Option<bool>,
                 )>(conn)
                 .await
                 .optional()
                 .map_err(db_error)?;
             match member {
-                Some((membership, policies, session_live, sso_organization, sso_email)) => {
+                Some((membership, policies, session_live, sso_organization, sso_on)) => {
+                    // The address, only where the organization's single sign-on is on: the
+                    // domain then asks whether it claims the address (a second read, for
+                    // those organizations alone).
+                    let sso_email = match sso_on {
+                        Some(true) => {
+                            let email: String = users::table
+                                .find(DbUuid(user_id.as_uuid()))
+                                .select(users::email)
+                                .get_result(conn)
+                                .await
+                                .map_err(db_error)?;
+                            Some(Email::parse(&email).map_err(|_| corrupt("users.email"))?)
+                        }
+                        _ => None,
+                    };
                     Ok(SessionAccess {
                         session_live,
                         membership: Some({
@@ -137,9 +144,7 @@ impl MembershipStore for DbStore {
                         policies: policies.map(saved_policies).transpose()?,
                         sso_organization: sso_organization
                             .map(|id| OrganizationId::from_uuid(id.0)),
-                        sso_email: sso_email
-                            .map(|email| Email::parse(&email).map_err(|_| corrupt("users.email")))
-                            .transpose()?,
+                        sso_email,
                     })
                 }
                 // Not a member: whether the session is live still decides between 401 and 404.
