@@ -248,8 +248,9 @@ fn another_address_is_invited_by_mail_never_linked_to_the_account_that_has_it() 
     assert_eq!(write.events[0].event_type.as_str(), "member.invited");
 }
 
-#[test]
-fn deactivating_the_owner_is_refused_and_writes_nothing() {
+/// Acme's directory, whose user Isaac is Ada (`ada@example.com`, active), a member with `role`;
+/// and what the directory writes.
+fn ada_in_the_directory_as(role: Role) -> (Mocks, Seen<DirectoryWrite>) {
     let mut mocks = Mocks::new();
     let written = mocks.acme_directory(Plan::Business, "example.com");
     mocks.directory.expect_directory_user().returning(|_, _| {
@@ -269,15 +270,24 @@ fn deactivating_the_owner_is_refused_and_writes_nothing() {
         .accounts
         .expect_credentials_by_email()
         .returning(|_| ready(Ok(Some(ada_credentials()))));
-    mocks.memberships.expect_membership().returning(|_, _| {
-        ready(Ok(Some(Membership {
-            organization_id: ACME,
-            user_id: ADA,
-            role: Role::Owner.into(),
-            plan: Plan::Business,
-            joined_at: now(),
-        })))
-    });
+    mocks
+        .memberships
+        .expect_membership()
+        .returning(move |_, _| {
+            ready(Ok(Some(Membership {
+                organization_id: ACME,
+                user_id: ADA,
+                role: role.into(),
+                plan: Plan::Business,
+                joined_at: now(),
+            })))
+        });
+    (mocks, written)
+}
+
+#[test]
+fn deactivating_the_owner_is_refused_and_writes_nothing() {
+    let (mocks, written) = ada_in_the_directory_as(Role::Owner);
     let refused = block_on(mocks.service().replace_user(
         &directory(Plan::Business),
         ISAAC,
@@ -322,34 +332,7 @@ fn a_directory_token_manages_members_and_nothing_else() {
 /// revokes the token, recorded as the system's `scim_token.revoked`.
 #[test]
 fn an_admin_the_directory_deactivates_loses_the_scim_tokens_they_made_in_that_write() {
-    let mut mocks = Mocks::new();
-    let written = mocks.acme_directory(Plan::Business, "example.com");
-    mocks.directory.expect_directory_user().returning(|_, _| {
-        ready(Ok(Some(DirectoryUser {
-            id: ISAAC,
-            organization_id: ACME,
-            attributes: attributes("ada@example.com", true),
-            created_at: now(),
-            updated_at: now(),
-        })))
-    });
-    mocks
-        .directory
-        .expect_groups_of()
-        .returning(|_, _| ready(Ok(Vec::new())));
-    mocks
-        .accounts
-        .expect_credentials_by_email()
-        .returning(|_| ready(Ok(Some(ada_credentials()))));
-    mocks.memberships.expect_membership().returning(|_, _| {
-        ready(Ok(Some(Membership {
-            organization_id: ACME,
-            user_id: ADA,
-            role: Role::Admin.into(),
-            plan: Plan::Business,
-            joined_at: now(),
-        })))
-    });
+    let (mocks, written) = ada_in_the_directory_as(Role::Admin);
     block_on(mocks.service().replace_user(
         &directory(Plan::Business),
         ISAAC,
