@@ -11,12 +11,12 @@ use actix_web::{
 use gatehouse_domain::{
     ports::StoreError,
     service::{
-        ApplicationError, AuditLogError, AuthenticateError, ChangePasswordError, CreateApiKeyError,
-        DeleteApiKeyError, DirectoryError, DomainError, Forbidden, IamError, IssuedToApplication,
-        LockedOut, LoginError, MemberError, MfaError, OnlyInsideOrganization, OrgAccessError,
-        OrganizationError, OrganizationRefused, RefreshError, RegisterError, ReplayError,
-        RevokeConsentError, SettingsError, TransferError, UpdateProfileError, VerifyError,
-        WebhookError, SSO_REQUIRED,
+        ApplicationError, AuditLogError, AuthenticateError, Busy, ChangePasswordError,
+        CreateApiKeyError, DeleteApiKeyError, DirectoryError, DomainError, Forbidden, IamError,
+        IssuedToApplication, LockedOut, LoginError, MemberError, MfaError, OnlyInsideOrganization,
+        OrgAccessError, OrganizationError, OrganizationRefused, RefreshError, RegisterError,
+        ReplayError, RevokeConsentError, SettingsError, TransferError, UpdateProfileError,
+        VerifyError, WebhookError, SSO_REQUIRED,
     },
 };
 use serde::Serialize;
@@ -158,6 +158,10 @@ pub enum ApiError {
     /// `429` with `Retry-After`: an account locked out after failed sign-ins.
     #[error(transparent)]
     LockedOut(LockedOut),
+    /// `429` with `Retry-After: 1`: the organization's heavy requests (searches, SCIM lists,
+    /// filtered audit logs) are all under way, and none ended within the wait.
+    #[error(transparent)]
+    Busy(#[from] Busy),
     /// `403` with `sso_url`: the address signs in with its organization's single sign-on.
     #[error("{}", SSO_REQUIRED)]
     SsoRequired(String),
@@ -211,7 +215,7 @@ impl ResponseError for ApiError {
             Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Self::LockedOut(_) => StatusCode::TOO_MANY_REQUESTS,
+            Self::LockedOut(_) | Self::Busy(_) => StatusCode::TOO_MANY_REQUESTS,
             Self::Unavailable(_) | Self::NotAvailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -233,6 +237,13 @@ impl ResponseError for ApiError {
                 .json(ErrorBody {
                     detail: locked.to_string(),
                 }),
+            Self::Busy(busy) => {
+                response
+                    .insert_header((header::RETRY_AFTER, "1"))
+                    .json(ErrorBody {
+                        detail: busy.to_string(),
+                    })
+            }
             Self::SsoRequired(sso_url) | Self::OrganizationSso(sso_url) => {
                 response.json(SsoRequiredBody {
                     detail: self.to_string(),
@@ -636,6 +647,7 @@ impl From<MemberError> for ApiError {
     fn from(error: MemberError) -> Self {
         match error {
             MemberError::Forbidden(e) => e.into(),
+            MemberError::Busy(e) => e.into(),
             MemberError::UnknownRole(_) => {
                 Self::field(FieldError::invalid("body", "role", error.to_string()))
             }
@@ -662,6 +674,7 @@ impl From<AuditLogError> for ApiError {
     fn from(error: AuditLogError) -> Self {
         match error {
             AuditLogError::Forbidden(e) => e.into(),
+            AuditLogError::Busy(e) => e.into(),
             AuditLogError::Store(e) => e.into(),
         }
     }

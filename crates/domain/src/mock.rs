@@ -25,12 +25,12 @@ use crate::ports::Ports;
 pub use crate::ports::{
     MockAccountStore, MockAccountTokenStore, MockApiKeyStore, MockApplicationStore, MockAuditStore,
     MockAuthorizationCodeStore, MockBrandingStore, MockClock, MockDirectoryStore, MockDnsTxt,
-    MockDomainStore, MockHealthStore, MockMailer, MockMemberStore, MockMembershipStore,
-    MockMetrics, MockMfaStore, MockOperationsStore, MockOrganizationStore, MockPasswordHasher,
-    MockPasswordJudge, MockPolicyStore, MockRandom, MockRateLimiter, MockRoleStore,
-    MockSamlProtocol, MockSamlStore, MockSecretCipher, MockServiceAccountStore, MockSessionStore,
-    MockSignInAttempts, MockSsoStore, MockTokenSigner, MockTotp, MockWebauthn, MockWebhookSender,
-    MockWebhookStore,
+    MockDomainStore, MockHealthStore, MockHeavyLanes, MockMailer, MockMemberStore,
+    MockMembershipStore, MockMetrics, MockMfaStore, MockOperationsStore, MockOrganizationStore,
+    MockPasswordHasher, MockPasswordJudge, MockPolicyStore, MockRandom, MockRateLimiter,
+    MockRoleStore, MockSamlProtocol, MockSamlStore, MockSecretCipher, MockServiceAccountStore,
+    MockSessionStore, MockSignInAttempts, MockSsoStore, MockTokenSigner, MockTotp, MockWebauthn,
+    MockWebhookSender, MockWebhookStore,
 };
 
 /// What a mocked async port method returns: a boxed future.
@@ -105,6 +105,8 @@ pub struct MockPorts {
     pub mailer: MockMailer,
     /// The mock [`RateLimiter`](crate::ports::RateLimiter).
     pub rate_limiter: MockRateLimiter,
+    /// The mock [`HeavyLanes`](crate::ports::HeavyLanes).
+    pub heavy: MockHeavyLanes,
     /// The mock [`SignInAttempts`](crate::ports::SignInAttempts).
     pub sign_in_attempts: MockSignInAttempts,
     /// The mock [`WebhookStore`](crate::ports::WebhookStore).
@@ -155,6 +157,7 @@ impl MockPorts {
             signer: MockTokenSigner::new(),
             mailer: MockMailer::new(),
             rate_limiter: MockRateLimiter::new(),
+            heavy: MockHeavyLanes::new(),
             sign_in_attempts: MockSignInAttempts::new(),
             webhooks: MockWebhookStore::new(),
             cipher: MockSecretCipher::new(),
@@ -198,6 +201,7 @@ impl MockPorts {
             signer: Arc::new(self.signer),
             mailer: Arc::new(self.mailer),
             rate_limiter: Arc::new(self.rate_limiter),
+            heavy: Arc::new(self.heavy),
             sign_in_attempts: Arc::new(self.sign_in_attempts),
             webhooks: Arc::new(self.webhooks),
             cipher: Arc::new(self.cipher),

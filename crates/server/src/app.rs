@@ -19,9 +19,10 @@ use gatehouse_delivery::{HttpsSender, SenderConfig};
 use gatehouse_dns::HickoryDns;
 use gatehouse_domain::{
     model::{Organization, OrganizationId, Plan},
-    ports::{DnsTxt, PeriodicTask, Ports, PurgedHistory, RateLimiter, SignInAttempts, TokenSigner},
+    ports::{DnsTxt, PeriodicTask, Ports, RateLimiter, SignInAttempts, StoreError, TokenSigner},
     service::{
         AuthSettings, DeliveryEngine, DeliverySettings, OrganizationPorts, OrganizationService,
+        PurgeSlice,
     },
 };
 use gatehouse_store::{Store, StoreOptions};
@@ -34,7 +35,8 @@ use gatehouse_crypto::{
 use gatehouse_mail::mailer_from_settings;
 use gatehouse_metrics::PrometheusMetrics;
 use gatehouse_ratelimit::{
-    MemoryRateLimiter, MemorySignInAttempts, RedisRateLimiter, RedisSignInAttempts,
+    MemoryHeavyLanes, MemoryRateLimiter, MemorySignInAttempts, RedisRateLimiter,
+    RedisSignInAttempts,
 };
 use gatehouse_saml::XmlSecSaml;
 use gatehouse_webauthn::WebauthnRs;
@@ -81,8 +83,31 @@ async fn stop_signal() {
     }
 }
 
-/// How often deleted organizations past their retention are purged.
+/// How often the retention purges run (deleted organizations, the audit log, webhook history).
 const PURGE_INTERVAL: Duration = Duration::from_secs(3600);
+/// The purges' first run waits this long after start: a replica that starts (or restarts in a
+/// loop) spends its first minute serving, never purging.
+const PURGE_FIRST_AFTER: Duration = Duration::from_secs(60);
+/// The pause between two slices of a purge (`PURGE_SLICE` rows each): the writes that queued
+/// behind a slice go first.
+const PURGE_PAUSE: Duration = Duration::from_millis(10);
+
+/// Runs a purge's slices until one is not full, pausing between two; the rows it deleted.
+async fn in_slices<F, Fut>(mut slice: F) -> Result<u64, StoreError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<PurgeSlice, StoreError>>,
+{
+    let mut deleted = 0;
+    loop {
+        let PurgeSlice { deleted: n, more } = slice().await?;
+        deleted += n;
+        if !more {
+            return Ok(deleted);
+        }
+        tokio::time::sleep(PURGE_PAUSE).await;
+    }
+}
 /// How often password hashing's idle working areas are looked at, and how long unused before
 /// they are given back (19 MiB each; see `Argon2Hasher`).
 const HASH_MEMORY_CHECK_INTERVAL: Duration = Duration::from_secs(1);
@@ -93,6 +118,7 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
     let options = StoreOptions {
         max_connections: config.db_pool_size,
         migrate: true,
+        statement_timeout: Some(config.statement_timeout),
     };
     Ok(gatehouse_store::open(&config.database_url, &options).await?)
 }
@@ -176,6 +202,7 @@ pub async fn ports(
         signer,
         mailer,
         rate_limiter,
+        heavy: Arc::new(MemoryHeavyLanes::default()),
         sign_in_attempts,
         cipher: Arc::new(cipher),
         sender: Arc::new(sender),
@@ -334,7 +361,8 @@ impl Application {
             }
         });
         let purge = tokio::spawn(async move {
-            let mut every = tokio::time::interval(PURGE_INTERVAL);
+            let first = tokio::time::Instant::now() + PURGE_FIRST_AFTER;
+            let mut every = tokio::time::interval_at(first, PURGE_INTERVAL);
             loop {
                 every.tick().await;
                 // Once per cluster each hour: the replica whose claim lands first purges.
@@ -354,22 +382,15 @@ impl Application {
                     Ok(count) => tracing::info!(count, "purged deleted organizations"),
                     Err(error) => tracing::warn!(%error, "purging deleted organizations failed"),
                 }
-                match purge_audit.purge_audit(audit_retention_days).await {
+                match in_slices(|| purge_audit.purge_audit(audit_retention_days)).await {
                     Ok(0) => {}
                     Ok(count) => tracing::info!(count, "purged audit records past their retention"),
                     Err(error) => tracing::warn!(%error, "purging the audit log failed"),
                 }
-                match purge_audit
-                    .purge_webhook_history(event_retention_days)
-                    .await
-                {
-                    Ok(PurgedHistory {
-                        events: 0,
-                        deliveries: 0,
-                    }) => {}
-                    Ok(PurgedHistory { events, deliveries }) => tracing::info!(
-                        events,
-                        deliveries,
+                match in_slices(|| purge_audit.purge_webhook_history(event_retention_days)).await {
+                    Ok(0) => {}
+                    Ok(count) => tracing::info!(
+                        count,
                         "purged events and finished deliveries past their retention"
                     ),
                     Err(error) => tracing::warn!(%error, "purging webhook history failed"),

@@ -76,6 +76,10 @@ pub struct Config {
     /// `GATEHOUSE_BODY_TIMEOUT_SECS`: how long a request body may take to arrive (1 to 300; 10
     /// by default); later, `408` and the connection closes.
     pub body_timeout: std::time::Duration,
+    /// `GATEHOUSE_STATEMENT_TIMEOUT_MS`: the longest a PostgreSQL statement may run (100 to
+    /// 600,000; 5,000 by default), so that no request holds a pooled connection for longer.
+    /// SQLite has none: its statements run on this process's threads.
+    pub statement_timeout: std::time::Duration,
     /// `GATEHOUSE_MAX_CONNECTIONS_PER_IP`: open connections from one client address (1 to
     /// 1,000,000; 256 by default); more are closed as they are accepted.
     pub max_connections_per_ip: usize,
@@ -148,6 +152,7 @@ struct Layer {
     event_retention_days: Option<String>,
     dns_resolver: Option<String>,
     body_timeout_secs: Option<String>,
+    statement_timeout_ms: Option<String>,
     max_connections_per_ip: Option<String>,
     webhook_poll_ms: Option<String>,
     worker: Option<String>,
@@ -184,6 +189,7 @@ impl Layer {
             event_retention_days: vars("GATEHOUSE_EVENT_RETENTION_DAYS"),
             dns_resolver: vars("GATEHOUSE_DNS_RESOLVER"),
             body_timeout_secs: vars("GATEHOUSE_BODY_TIMEOUT_SECS"),
+            statement_timeout_ms: vars("GATEHOUSE_STATEMENT_TIMEOUT_MS"),
             max_connections_per_ip: vars("GATEHOUSE_MAX_CONNECTIONS_PER_IP"),
             webhook_poll_ms: vars("GATEHOUSE_WEBHOOK_POLL_MS"),
             worker: vars("GATEHOUSE_WORKER"),
@@ -230,6 +236,7 @@ impl Layer {
             event_retention_days: self.event_retention_days.or(base.event_retention_days),
             dns_resolver: self.dns_resolver.or(base.dns_resolver),
             body_timeout_secs: self.body_timeout_secs.or(base.body_timeout_secs),
+            statement_timeout_ms: self.statement_timeout_ms.or(base.statement_timeout_ms),
             max_connections_per_ip: self.max_connections_per_ip.or(base.max_connections_per_ip),
             webhook_poll_ms: self.webhook_poll_ms.or(base.webhook_poll_ms),
             worker: self.worker.or(base.worker),
@@ -467,6 +474,15 @@ impl Config {
             )?)
             .unwrap_or(10),
         );
+        let statement_timeout = std::time::Duration::from_millis(
+            u64::try_from(count(
+                layer.statement_timeout_ms,
+                "GATEHOUSE_STATEMENT_TIMEOUT_MS",
+                100..=600_000,
+                5_000,
+            )?)
+            .unwrap_or(5_000),
+        );
         let max_connections_per_ip = count(
             layer.max_connections_per_ip,
             "GATEHOUSE_MAX_CONNECTIONS_PER_IP",
@@ -479,6 +495,7 @@ impl Config {
             drain,
             shutdown_timeout,
             body_timeout,
+            statement_timeout,
             max_connections_per_ip,
             control_token,
             metrics_bind,

@@ -19,6 +19,13 @@ pub(crate) trait Dialect {
     /// A new delivery, as the backend's schema inserts it.
     type NewDelivery<'a>;
 
+    /// A search of members by a substring of their email or name (`search=`), through an index
+    /// the backend keeps beside `users` for it: a condition on `memberships.user_id`, its SQL
+    /// before and after the bound search phrase ([`search_phrase`]), that holds for every
+    /// member the `LIKE` conditions match and few others. `None` where those conditions use an
+    /// index as written (PostgreSQL's trigram indexes on `lower(email)` and `lower(full_name)`).
+    const USER_SEARCH: Option<(&'static str, &'static str)>;
+
     /// Up to `limit` deliveries due at `now` by the domain's `DueRule` (of active endpoints),
     /// not of the `busy` endpoints nor of the `busy_organizations`, as `(delivery, endpoint,
     /// organization)`: the candidates a lease picks from, in the rule's order (each
@@ -91,4 +98,28 @@ pub(crate) trait Dialect {
         conn: &mut Self::Conn,
         records: &[AttemptRecord],
     ) -> QueryResult<Vec<Option<DbUuid>>>;
+}
+
+/// The phrase an FTS5 trigram index is asked for (`MATCH '"term"'`, inner quotes doubled): the
+/// rows holding the term as a substring, without case. `None` for a term of fewer than three
+/// characters, which holds no trigram to look up.
+pub(crate) fn search_phrase(term: &str) -> Option<String> {
+    (term.chars().count() >= 3).then(|| format!("\"{}\"", term.replace('"', "\"\"")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::search_phrase;
+
+    #[test]
+    fn a_search_phrase_is_quoted_and_needs_three_characters() {
+        assert_eq!(search_phrase("ada").as_deref(), Some("\"ada\""));
+        assert_eq!(
+            search_phrase("a\"b OR c").as_deref(),
+            Some("\"a\"\"b OR c\"")
+        );
+        assert_eq!(search_phrase("ad"), None);
+        assert_eq!(search_phrase("éé").as_deref(), None);
+        assert_eq!(search_phrase("ééé").as_deref(), Some("\"ééé\""));
+    }
 }

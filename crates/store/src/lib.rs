@@ -48,13 +48,23 @@ macro_rules! in_write_tx {
 
 /// Runs the body, `async |conn: &mut Conn| -> Result<T, StoreError>`, on a connection of the
 /// store's read pool, on the store's runtime (see [`runtime`]). Whatever the body borrows must
-/// be its own: the operation outlives a caller that gives up on it.
+/// be its own: the operation outlives a caller that gives up on it. `in_read!(self, long,
+/// body)` is for a read whose cost grows with what it looks through (a search, a filtered
+/// count): on SQLite it runs off the caller's thread (an HTTP worker's), on Tokio's blocking
+/// pool, so that it holds up no other request; on PostgreSQL, as every operation, on the
+/// store's runtime.
 macro_rules! in_read {
-    ($store:expr, $body:expr) => {{
+    ($store:expr, $body:expr) => {
+        in_read!($store, run, $body)
+    };
+    ($store:expr, long, $body:expr) => {
+        in_read!($store, run_long, $body)
+    };
+    ($store:expr, $run:ident, $body:expr) => {{
         let pool = $store.pool.clone();
         $store
             .runtime
-            .run(async move {
+            .$run(async move {
                 let mut conn = pool.get().await.map_err($crate::pool_error)?;
                 ($body)(&mut *conn).await
             })
@@ -146,6 +156,10 @@ pub struct StoreOptions {
     pub max_connections: usize,
     /// Run pending migrations when opening (what `gatehouse serve` does).
     pub migrate: bool,
+    /// PostgreSQL: the longest one statement of a pooled connection may run before the server
+    /// cancels it (`statement_timeout`), so that no request holds a connection for longer;
+    /// `None` for no limit. Migrations run without it. SQLite ignores it.
+    pub statement_timeout: Option<std::time::Duration>,
 }
 
 impl Default for StoreOptions {
@@ -153,6 +167,7 @@ impl Default for StoreOptions {
         Self {
             max_connections: 16,
             migrate: true,
+            statement_timeout: Some(std::time::Duration::from_secs(5)),
         }
     }
 }
@@ -250,8 +265,24 @@ pub(crate) fn db_error(error: diesel::result::Error) -> StoreError {
         Error::DatabaseError(DatabaseErrorKind::ClosedConnection, _) => {
             StoreError::Unavailable(Box::new(error))
         }
+        Error::DatabaseError(DatabaseErrorKind::Unknown, ref info)
+            if ran_out_of_time(info.message()) =>
+        {
+            StoreError::Unavailable(Box::new(error))
+        }
         other => StoreError::Failed(Box::new(other)),
     }
+}
+
+/// Whether PostgreSQL cancelled the statement at `statement_timeout`
+/// (`GATEHOUSE_STATEMENT_TIMEOUT_MS`): a request that took too long is answered `503` with
+/// `Retry-After`, as a store that did not answer, not `500`. diesel-async reports SQLSTATE
+/// 57014 (`query_canceled`) as an unknown error and keeps only the server's message, so the
+/// message is what there is to tell it by: PostgreSQL's own text, in the server's default
+/// `lc_messages` (English, which is what every supported deployment of Gatehouse runs; a
+/// server set to another language answers `500` instead, and `docs/operations.md` says so).
+fn ran_out_of_time(message: &str) -> bool {
+    message == "canceling statement due to statement timeout"
 }
 
 /// An error for a transaction to roll back with, that [`db_error`] reports as `kind` says

@@ -87,6 +87,16 @@ impl StoreRuntime {
             .map_err(|e| StoreError::Failed(Box::new(e)))?
     }
 
+    /// [`run`](Self::run): every PostgreSQL operation runs on the store's runtime already, off
+    /// the caller's threads, however long it takes.
+    pub(crate) async fn run_long<T, F>(&self, operation: F) -> Result<T, StoreError>
+    where
+        F: Future<Output = Result<T, StoreError>> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.run(operation).await
+    }
+
     /// Runs the future to completion on the store's runtime; `Err` only when it panicked.
     pub(crate) async fn complete<R>(
         &self,

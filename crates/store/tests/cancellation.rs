@@ -43,6 +43,7 @@ impl Fixture {
             let options = StoreOptions {
                 max_connections: 2,
                 migrate: true,
+                ..StoreOptions::default()
             };
             let store = gatehouse_store::open(&database.url, &options)
                 .await

@@ -725,6 +725,7 @@ async fn a_fresh_sqlite_database_and_its_wal_and_shm_are_created_0600() {
         &StoreOptions {
             max_connections: 2,
             migrate: true,
+            ..StoreOptions::default()
         },
     )
     .await
@@ -742,4 +743,46 @@ async fn a_fresh_sqlite_database_and_its_wal_and_shm_are_created_0600() {
         let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600, "{file} is {mode:o}");
     }
+}
+
+/// A PostgreSQL statement that runs past the statement timeout is cancelled by the server: the
+/// store answers [`StoreError::Unavailable`] (the API's `503` with `Retry-After`), not a
+/// failure, and its connection serves the next call as before. The statement here waits for a
+/// lock another connection holds: the longest a statement can take without the data to make it.
+#[tokio::test]
+async fn a_postgres_statement_past_the_timeout_is_cancelled_and_the_store_stays_up() {
+    use diesel_async::{AsyncConnection as _, AsyncPgConnection, SimpleAsyncConnection as _};
+
+    let db = gatehouse_testkit::TestDatabase::create().await;
+    let options = StoreOptions {
+        max_connections: 1,
+        statement_timeout: Some(std::time::Duration::from_millis(200)),
+        ..StoreOptions::default()
+    };
+    let store = gatehouse_store::open(db.url(), &options).await.unwrap();
+    let ada = account("ada@example.com", "Ada");
+    store
+        .create_account(ada.clone(), support::signed_in())
+        .await
+        .unwrap();
+
+    let mut holder = AsyncPgConnection::establish(db.url()).await.unwrap();
+    holder
+        .batch_execute("BEGIN; LOCK TABLE users IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let cancelled = store.credentials_by_id(ada.user.id).await;
+    assert!(
+        matches!(cancelled, Err(StoreError::Unavailable(_))),
+        "{cancelled:?}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(2));
+
+    holder.batch_execute("ROLLBACK").await.unwrap();
+    assert!(store
+        .credentials_by_id(ada.user.id)
+        .await
+        .unwrap()
+        .is_some());
 }

@@ -1070,6 +1070,9 @@ async fn members_filters(db: Db) {
     db.invite(acme, "erin.jones@example.com", Role::Admin, alice.id, at(5))
         .await
         .unwrap();
+    // Another tenant's Jones: the index finds him too, the organization does not.
+    let zed = db.user("zed.jones@example.com", "Zed Jones", t0).await;
+    db.team(zed.id, "Globex", "globex", at(5)).await;
     let now = at(6);
 
     let viewers = MemberFilter {
@@ -1124,6 +1127,36 @@ async fn members_filters(db: Db) {
     };
     let (listed, total) = db.member_ids(acme, wildcard, page(1, 20), now).await;
     assert_eq!((listed.len(), total), (0, 0));
+    // Two characters hold no trigram: the search reads the organization's members instead,
+    // and finds the same.
+    let bo = MemberFilter {
+        search: term("bO"),
+        ..MemberFilter::default()
+    };
+    let (listed, total) = db.member_ids(acme, bo, page(1, 20), now).await;
+    assert_eq!((listed, total), (vec!["bob@example.com".to_owned()], 1));
+    // The index's query syntax is the term's own text: quotes and operators find nothing.
+    for odd in ["\"jones", "jones\" OR \"smith", "jo*", "NEAR(jones smith)"] {
+        let odd = MemberFilter {
+            search: term(odd),
+            ..MemberFilter::default()
+        };
+        let (listed, total) = db.member_ids(acme, odd, page(1, 20), now).await;
+        assert_eq!((listed.len(), total), (0, 0));
+    }
+    // A name as written in the middle of a word, and an address across its `@`.
+    let middle = MemberFilter {
+        search: term("ob jon"),
+        ..MemberFilter::default()
+    };
+    let (listed, _) = db.member_ids(acme, middle, page(1, 20), now).await;
+    assert_eq!(listed, ["bob@example.com"]);
+    let across = MemberFilter {
+        search: term("ol@jones.EX"),
+        ..MemberFilter::default()
+    };
+    let (listed, _) = db.member_ids(acme, across, page(1, 20), now).await;
+    assert_eq!(listed, ["carol@jones.example"]);
 
     let member = db.store.member(acme, carol.id).await.unwrap().unwrap();
     assert_eq!(member.role, Role::Member);

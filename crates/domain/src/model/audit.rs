@@ -441,6 +441,16 @@ pub struct AuditFilter {
     pub until: Option<OffsetDateTime>,
 }
 
+impl AuditFilter {
+    /// Whether it narrows the log by more than its organization: an actor, an action or a time.
+    pub fn narrows(&self) -> bool {
+        self.actor_id.is_some()
+            || self.action.is_some()
+            || self.since.is_some()
+            || self.until.is_some()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,6 +23,7 @@ pub trait AuditStore: Send + Sync + 'static {
         page: PageRequest,
     ) -> Result<Page<AuditRecord>, StoreError>;
 
-    /// Deletes the records older than `before`; returns how many.
-    async fn purge_audit(&self, before: OffsetDateTime) -> Result<u64, StoreError>;
+    /// Deletes at most `limit` of the records older than `before`, oldest first, in one
+    /// transaction; returns how many (see [`PURGE_SLICE`](super::PURGE_SLICE)).
+    async fn purge_audit(&self, before: OffsetDateTime, limit: u32) -> Result<u64, StoreError>;
 }

@@ -109,13 +109,16 @@ pub trait OperationsStore: Send + Sync + 'static {
     /// Deliveries with an attempt still to come: queued now, or waiting for a retry.
     async fn pending_deliveries(&self) -> Result<u64, StoreError>;
 
-    /// Deletes, in one transaction, the finished deliveries created before `before` (delivered,
-    /// and failed for good: dead letters and test pings included), then the events that
-    /// occurred before `before`, were dispatched, and have no delivery left. A delivery with an
-    /// attempt still to come, leased or not, is never deleted, nor its event.
+    /// Deletes, in one transaction, at most `limit` of the finished deliveries created before
+    /// `before` (delivered, and failed for good: dead letters and test pings included), oldest
+    /// first, then at most `limit` of the events that occurred before `before`, were
+    /// dispatched, and have no delivery left. A delivery with an attempt still to come, leased
+    /// or not, is never deleted, nor its event. A purge is a run of such slices
+    /// ([`PURGE_SLICE`]), so that no transaction holds the store for long.
     async fn purge_webhook_history(
         &self,
         before: OffsetDateTime,
+        limit: u32,
     ) -> Result<PurgedHistory, StoreError>;
 
     /// Claims this round of a periodic `task` for the caller, once for every process on the
@@ -147,6 +150,12 @@ impl PeriodicTask {
     }
 }
 
+/// The most rows of each kind one transaction of a retention purge deletes. A purge runs as
+/// slices of at most this many rows, and the store is free for other writes between two
+/// slices: with a million rows past retention, a write waits at most for one slice, not for
+/// the whole purge.
+pub const PURGE_SLICE: u32 = 1_000;
+
 /// What a purge of webhook history deleted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PurgedHistory {
@@ -154,4 +163,12 @@ pub struct PurgedHistory {
     pub events: u64,
     /// Finished deliveries.
     pub deliveries: u64,
+}
+
+impl PurgedHistory {
+    /// Whether a slice of at most `limit` rows of each kind deleted as many as it could: more
+    /// may be left to purge.
+    pub fn filled(&self, limit: u32) -> bool {
+        self.events >= u64::from(limit) || self.deliveries >= u64::from(limit)
+    }
 }

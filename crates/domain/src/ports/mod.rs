@@ -136,6 +136,8 @@ pub struct Ports {
     pub mailer: Arc<dyn Mailer>,
     /// The [`RateLimiter`].
     pub rate_limiter: Arc<dyn RateLimiter>,
+    /// The [`HeavyLanes`].
+    pub heavy: Arc<dyn HeavyLanes>,
     /// The [`SignInAttempts`].
     pub sign_in_attempts: Arc<dyn SignInAttempts>,
     /// The [`WebhookStore`].

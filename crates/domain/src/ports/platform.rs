@@ -75,6 +75,41 @@ pub trait RateLimiter: Send + Sync + 'static {
     ) -> Result<RateDecision, RateLimitError>;
 }
 
+/// The most heavy requests of one organization that run at once (in each process).
+pub const HEAVY_REQUESTS_AT_ONCE: usize = 2;
+
+/// How long a heavy request waits for one of its organization's lanes before it is refused.
+pub const HEAVY_REQUEST_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Lanes for the requests whose cost grows with an organization's data rather than with the
+/// page they answer (a search, a SCIM list or filter, a filtered audit log): at most
+/// [`HEAVY_REQUESTS_AT_ONCE`] of one organization run at once, so that one tenant spending its
+/// whole rate budget on them holds only that many of the process's threads and connections,
+/// and every other tenant's requests find the rest free.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait HeavyLanes: Send + Sync + 'static {
+    /// A lane of the organization, held until the [`HeavyLane`] is dropped; waits up to
+    /// [`HEAVY_REQUEST_WAIT`] for one to be free, then `None`: the request is refused.
+    async fn enter(&self, organization: crate::model::OrganizationId) -> Option<HeavyLane>;
+}
+
+/// A lane of an organization's [`HeavyLanes`], taken until dropped.
+pub struct HeavyLane(#[allow(dead_code)] Box<dyn Send + Sync>);
+
+impl HeavyLane {
+    /// A lane that frees what `held` holds when dropped.
+    pub fn new(held: impl Send + Sync + 'static) -> Self {
+        Self(Box::new(held))
+    }
+}
+
+impl std::fmt::Debug for HeavyLane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HeavyLane")
+    }
+}
+
 /// An email about to be sent.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Mail {

@@ -1,7 +1,7 @@
 //! An organization's own audit log, for its owners and admins (`audit.read`). The operator
 //! reads every organization's through [`ControlService`](super::ControlService).
 
-use super::{Actor, Forbidden};
+use super::{heavy, Actor, Busy, Forbidden};
 use crate::{
     model::{AuditFilter, AuditRecord, Page, PageRequest, Permission},
     ports::{service_ports, StoreError},
@@ -9,7 +9,7 @@ use crate::{
 
 service_ports! {
     /// The ports [`AuditLogService`] uses.
-    pub struct AuditLogPorts { audit: AuditStore }
+    pub struct AuditLogPorts { audit: AuditStore, heavy: HeavyLanes }
 }
 
 /// Reading an organization's audit log.
@@ -24,6 +24,9 @@ pub enum AuditLogError {
     /// The actor's role does not grant `audit.read`.
     #[error(transparent)]
     Forbidden(#[from] Forbidden),
+    /// The organization's heavy requests are all under way (a filtered log).
+    #[error(transparent)]
+    Busy(#[from] Busy),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -44,6 +47,12 @@ impl AuditLogService {
         page: PageRequest,
     ) -> Result<Page<AuditRecord>, AuditLogError> {
         actor.require(Permission::AuditRead)?;
+        // Filtered by actor, action or time, the log counts what it matches: a heavy request.
+        let _lane = if filter.narrows() {
+            Some(heavy::lane(&*self.ports.heavy, actor.organization_id()).await?)
+        } else {
+            None
+        };
         let filter = AuditFilter {
             organization_id: Some(actor.organization_id()),
             ..filter

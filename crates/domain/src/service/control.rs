@@ -11,13 +11,22 @@ use crate::{
         Operator, OrganizationId, Origin, Page, PageRequest, PostedEventData, TargetKind,
     },
     ports::{
-        service_ports, DeadLetterFilter, EventFilter, Gauges, PeriodicTask, PurgedHistory,
-        ReplaySelection, StoreError, StoredEvent,
+        service_ports, DeadLetterFilter, EventFilter, Gauges, PeriodicTask, ReplaySelection,
+        StoreError, StoredEvent, PURGE_SLICE,
     },
 };
 
 /// The most deliveries one replay re-queues; a larger backlog takes more calls.
 pub const MAX_REPLAY: u32 = 1_000;
+
+/// What one slice of a retention purge deleted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PurgeSlice {
+    /// The rows it deleted.
+    pub deleted: u64,
+    /// Whether it was full: more may be left to purge.
+    pub more: bool,
+}
 
 service_ports! {
     /// The ports [`ControlService`] uses.
@@ -187,28 +196,40 @@ impl ControlService {
         self.ports.audit.audit_log(filter, page).await
     }
 
-    /// Deletes the audit records older than `retention_days` days; returns how many. Run by
-    /// the server every hour.
-    pub async fn purge_audit(&self, retention_days: u32) -> Result<u64, StoreError> {
+    /// Deletes one slice (at most [`PURGE_SLICE`]) of the audit records older than
+    /// `retention_days` days, oldest first; more may be left when the slice is full. The
+    /// server runs slices, with a pause between them, every hour.
+    pub async fn purge_audit(&self, retention_days: u32) -> Result<PurgeSlice, StoreError> {
         let retention = Duration::days(i64::from(retention_days));
-        self.ports
+        let deleted = self
+            .ports
             .audit
-            .purge_audit(self.ports.clock.now() - retention)
-            .await
+            .purge_audit(self.ports.clock.now() - retention, PURGE_SLICE)
+            .await?;
+        Ok(PurgeSlice {
+            deleted,
+            more: deleted >= u64::from(PURGE_SLICE),
+        })
     }
 
-    /// Deletes the stored events and finished deliveries older than `retention_days` days
-    /// (`GATEHOUSE_EVENT_RETENTION_DAYS`); deliveries with an attempt still to come are kept.
-    /// Run by the server every hour.
+    /// Deletes one slice (at most [`PURGE_SLICE`] of each) of the stored events and finished
+    /// deliveries older than `retention_days` days (`GATEHOUSE_EVENT_RETENTION_DAYS`);
+    /// deliveries with an attempt still to come are kept. The server runs slices, with a pause
+    /// between them, every hour.
     pub async fn purge_webhook_history(
         &self,
         retention_days: u32,
-    ) -> Result<PurgedHistory, StoreError> {
+    ) -> Result<PurgeSlice, StoreError> {
         let retention = Duration::days(i64::from(retention_days));
-        self.ports
+        let purged = self
+            .ports
             .operations
-            .purge_webhook_history(self.ports.clock.now() - retention)
-            .await
+            .purge_webhook_history(self.ports.clock.now() - retention, PURGE_SLICE)
+            .await?;
+        Ok(PurgeSlice {
+            deleted: purged.events + purged.deliveries,
+            more: purged.filled(PURGE_SLICE),
+        })
     }
 
     /// Whether this process runs this round of `task`, due every `every`: `true` for exactly

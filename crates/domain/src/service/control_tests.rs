@@ -7,14 +7,14 @@ use uuid::Uuid;
 
 use super::{
     tests::{now, ready, Mocks},
-    ControlService, ReplayError, MAX_REPLAY,
+    ControlService, PurgeSlice, ReplayError, MAX_REPLAY,
 };
 use crate::{
     model::{
         AuditAction, AuditActor, AuditTarget, DeliveryId, EndpointId, Operator, OperatorToken,
         TargetKind,
     },
-    ports::{Gauges, PoolUse, PurgedHistory, ReplaySelection},
+    ports::{Gauges, PoolUse, PurgedHistory, ReplaySelection, PURGE_SLICE},
 };
 
 fn operator() -> Operator {
@@ -123,20 +123,39 @@ fn a_scrape_reads_the_backlog_and_the_pools() {
 }
 
 #[test]
-fn the_webhook_history_is_purged_past_its_retention() {
+fn the_webhook_history_is_purged_past_its_retention_a_slice_at_a_time() {
     let mut mocks = Mocks::new();
-    let purged = PurgedHistory {
-        events: 3,
-        deliveries: 5,
-    };
+    let mut slices = vec![
+        PurgedHistory {
+            events: 3,
+            deliveries: 5,
+        },
+        PurgedHistory {
+            events: 0,
+            deliveries: u64::from(PURGE_SLICE),
+        },
+    ];
     mocks
         .operations
         .expect_purge_webhook_history()
-        .withf(|before| *before == now() - time::Duration::days(30))
-        .times(1)
-        .returning(move |_| ready(Ok(purged)));
+        .withf(|before, limit| *before == now() - time::Duration::days(30) && *limit == 1_000)
+        .times(2)
+        .returning(move |_, _| ready(Ok(slices.pop().unwrap())));
+    let control = mocks.control();
+    // A full slice: more may be left.
     assert_eq!(
-        block_on(mocks.control().purge_webhook_history(30)).unwrap(),
-        purged
+        block_on(control.purge_webhook_history(30)).unwrap(),
+        PurgeSlice {
+            deleted: 1_000,
+            more: true
+        }
+    );
+    // The last one.
+    assert_eq!(
+        block_on(control.purge_webhook_history(30)).unwrap(),
+        PurgeSlice {
+            deleted: 8,
+            more: false
+        }
     );
 }

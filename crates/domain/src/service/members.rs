@@ -4,7 +4,9 @@
 use serde_json::json;
 use time::OffsetDateTime;
 
-use super::{event, maker_right, payloads, user_audit, user_event, Actor, Forbidden, Principal};
+use super::{
+    event, heavy, maker_right, payloads, user_audit, user_event, Actor, Busy, Forbidden, Principal,
+};
 use crate::{
     model::{
         timestamp, AssignedRole, AuditAction, AuditRecord, Branding, Email, EventType, Feature,
@@ -28,6 +30,9 @@ pub enum MemberError {
     /// The caller's role lacks the permission.
     #[error(transparent)]
     Forbidden(#[from] Forbidden),
+    /// The organization's heavy requests are all under way (a search).
+    #[error(transparent)]
+    Busy(#[from] Busy),
     /// A member (not an admin or owner) tried to invite as admin.
     #[error("members may invite only as member or viewer")]
     MemberInviteRole,
@@ -116,7 +121,7 @@ pub struct Removed {
 
 service_ports! {
     /// The ports [`MemberService`] uses.
-    pub struct MemberPorts { members: MemberStore, roles: RoleStore, accounts: AccountStore, organizations: OrganizationStore, branding: BrandingStore, directory: DirectoryStore, mailer: Mailer, clock: Clock, random: Random }
+    pub struct MemberPorts { members: MemberStore, roles: RoleStore, accounts: AccountStore, organizations: OrganizationStore, branding: BrandingStore, directory: DirectoryStore, mailer: Mailer, heavy: HeavyLanes, clock: Clock, random: Random }
 }
 
 /// Invites members, accepts invitations, changes roles and removes members.
@@ -140,6 +145,11 @@ impl MemberService {
         page: PageRequest,
     ) -> Result<Page<Member>, MemberError> {
         actor.require(Permission::MembersRead)?;
+        // A search reads every member whose name or address holds the term: a heavy request.
+        let _lane = match filter.search {
+            Some(_) => Some(heavy::lane(&*self.ports.heavy, actor.organization_id()).await?),
+            None => None,
+        };
         let now = self.ports.clock.now();
         Ok(self
             .ports

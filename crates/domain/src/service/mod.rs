@@ -61,6 +61,7 @@ mod caller;
 mod control;
 mod directory;
 mod domains;
+mod heavy;
 mod iam;
 mod invitation_link;
 mod links;
@@ -97,11 +98,14 @@ pub use caller::{
     Agent, AppGrant, BrowserSession, DirectoryClient, IssuedToApplication, MachineClient,
     OnlyInsideOrganization, Principal, ServiceAccountKey,
 };
-pub use control::{ControlPorts, ControlService, PostEventError, ReplayError, MAX_REPLAY};
+pub use control::{
+    ControlPorts, ControlService, PostEventError, PurgeSlice, ReplayError, MAX_REPLAY,
+};
 pub use directory::{
     CreatedScimToken, DirectoryError, DirectoryPorts, DirectoryService, PatchError,
 };
 pub use domains::{DomainError, DomainPorts, DomainService, MAX_DOMAINS};
+pub use heavy::Busy;
 pub use iam::{IamError, IamPorts, IamService, NewRole, ServiceAccountChange};
 pub use invitation_link::{
     Answer, AnswerRefused, Answered, InvitationAnswer, InvitationLinkError, InvitationLinkService,
@@ -207,6 +211,8 @@ mod control_tests;
 mod directory_tests;
 #[cfg(test)]
 mod domain_tests;
+#[cfg(test)]
+mod heavy_tests;
 #[cfg(test)]
 mod iam_tests;
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The PostgreSQL backend: `AsyncPgConnection` pooled by deadpool.
 
-use diesel::prelude::*;
+use diesel::{prelude::*, ConnectionError};
+use diesel_async::SimpleAsyncConnection;
 use diesel_async::{
     pooled_connection::{
         deadpool::Pool, AsyncDieselConnectionManager, ManagerConfig, RecyclingMethod,
@@ -8,6 +9,7 @@ use diesel_async::{
     AsyncConnection, AsyncPgConnection, RunQueryDsl,
 };
 use diesel_migrations::{embed_migrations, EmbeddedMigrations};
+use futures_util::FutureExt;
 use time::OffsetDateTime;
 
 use diesel::sql_types;
@@ -64,6 +66,10 @@ pub(crate) struct Sql;
 impl Dialect for Sql {
     type Conn = Conn;
     type NewDelivery<'a> = queries::NewDeliveryRow<'a>;
+
+    /// The trigram indexes (`users_email_trgm_idx`, `users_full_name_trgm_idx`) answer the
+    /// `LIKE` conditions themselves.
+    const USER_SEARCH: Option<(&'static str, &'static str)> = None;
 
     /// The candidates of a lease, in their turn (see [`Dialect::lease_candidates`]), read
     /// without locking them: a lease reads several times the rows it takes (to find deliveries
@@ -306,10 +312,31 @@ struct Recorded {
 /// `SELECT 1` on every checkout, a second round trip for each query a request makes. A
 /// connection that broke is found out by the query that uses it (`503`, then replaced); see
 /// `docs/benchmarks.md` for what this changed.
-fn fast_recycling() -> ManagerConfig<Conn> {
+/// The pool's connections: recycled without a check query, and each with the statement
+/// timeout (`SET statement_timeout`, the session's setting for as long as the connection
+/// lives) when there is one.
+fn pool_config(statement_timeout: Option<std::time::Duration>) -> ManagerConfig<Conn> {
     let mut config = ManagerConfig::default();
     config.recycling_method = RecyclingMethod::Fast;
+    if let Some(set) = statement_timeout.map(set_statement_timeout) {
+        config.custom_setup = Box::new(move |url| {
+            let (url, set) = (url.to_owned(), set.clone());
+            async move {
+                let mut conn = Conn::establish(&url).await?;
+                conn.batch_execute(&set)
+                    .await
+                    .map_err(|e| ConnectionError::BadConnection(e.to_string()))?;
+                Ok(conn)
+            }
+            .boxed()
+        });
+    }
     config
+}
+
+/// `SET statement_timeout = <ms>`: `0` is PostgreSQL's "no limit".
+pub(crate) fn set_statement_timeout(timeout: std::time::Duration) -> String {
+    format!("SET statement_timeout = {}", timeout.as_millis())
 }
 
 /// The PostgreSQL store.
@@ -332,6 +359,7 @@ impl DbStore {
         let runtime =
             StoreRuntime::new("gatehouse-store", runtime::worker_threads(), outbox.clone())
                 .map_err(|e| OpenError::Connect(Box::new(e)))?;
+        let statement_timeout = options.statement_timeout;
         let (url, options) = (url.to_owned(), options.clone());
         let url_for_listener = url.clone();
         let pool = runtime
@@ -339,8 +367,10 @@ impl DbStore {
                 if options.migrate {
                     Self::run_migrations(&url).await?;
                 }
-                let manager =
-                    AsyncDieselConnectionManager::<Conn>::new_with_config(url, fast_recycling());
+                let manager = AsyncDieselConnectionManager::<Conn>::new_with_config(
+                    url,
+                    pool_config(options.statement_timeout),
+                );
                 let pool = Pool::builder(manager)
                     .max_size(options.max_connections)
                     .build()
@@ -361,7 +391,7 @@ impl DbStore {
             pool,
             runtime,
             outbox,
-            tidy: std::sync::Arc::default(),
+            tidy: std::sync::Arc::new(tidy::DeliveryTidy::new(statement_timeout)),
         })
     }
 

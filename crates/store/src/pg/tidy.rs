@@ -43,9 +43,19 @@ pub(crate) const TIDY_INTERVAL: Duration = Duration::from_secs(1);
 pub(crate) struct DeliveryTidy {
     recorded: AtomicUsize,
     busy: AtomicBool,
+    /// The pool's statement timeout, which the vacuum lifts for itself and puts back.
+    statement_timeout: Option<Duration>,
 }
 
 impl DeliveryTidy {
+    /// A tidy for a pool whose connections have this statement timeout.
+    pub(crate) fn new(statement_timeout: Option<Duration>) -> Self {
+        Self {
+            statement_timeout,
+            ..Self::default()
+        }
+    }
+
     /// Counts `n` recorded deliveries, and starts a vacuum on `runtime` when they call for one
     /// and none is under way.
     pub(crate) fn recorded(self: &Arc<Self>, n: usize, pool: &DbPool, runtime: &StoreRuntime) {
@@ -56,9 +66,10 @@ impl DeliveryTidy {
         self.recorded.store(0, Ordering::Relaxed);
         let busy = Busy(Arc::clone(self));
         let pool = pool.clone();
+        let timeout = self.statement_timeout;
         runtime.spawn_background(async move {
             let started = Instant::now();
-            if let Err(error) = vacuum(&pool).await {
+            if let Err(error) = vacuum(&pool, timeout).await {
                 tracing::warn!(%error, "could not vacuum the webhook deliveries");
             }
             tokio::time::sleep_until((started + TIDY_INTERVAL).into()).await;
@@ -77,10 +88,32 @@ impl Drop for Busy {
     }
 }
 
-async fn vacuum(pool: &DbPool) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+/// Vacuums on a pooled connection, without the pool's statement timeout (a vacuum is work of the
+/// store's own, not a request's), which it puts back before the connection returns to the pool.
+/// A connection whose timeout could not be put back leaves the pool.
+async fn vacuum(
+    pool: &DbPool,
+    timeout: Option<Duration>,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let mut conn = pool.get().await?;
-    // The simple query protocol: `VACUUM` runs outside any transaction block.
-    conn.batch_execute("VACUUM (SKIP_LOCKED) webhook_deliveries")
-        .await?;
-    Ok(())
+    let Some(timeout) = timeout else {
+        // The simple query protocol: `VACUUM` runs outside any transaction block.
+        conn.batch_execute("VACUUM (SKIP_LOCKED) webhook_deliveries")
+            .await?;
+        return Ok(());
+    };
+    let done = async {
+        conn.batch_execute("SET statement_timeout = 0").await?;
+        let vacuumed = conn
+            .batch_execute("VACUUM (SKIP_LOCKED) webhook_deliveries")
+            .await;
+        conn.batch_execute(&super::set_statement_timeout(timeout))
+            .await?;
+        vacuumed
+    }
+    .await;
+    if done.is_err() {
+        drop(deadpool::managed::Object::take(conn));
+    }
+    Ok(done?)
 }

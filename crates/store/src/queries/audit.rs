@@ -130,7 +130,8 @@ impl AuditStore for DbStore {
         filter: AuditFilter,
         page: PageRequest,
     ) -> Result<Page<AuditRecord>, StoreError> {
-        in_read!(self, async |conn: &mut Conn| {
+        // Its exact total counts every record the filter matches: off the caller's thread.
+        in_read!(self, long, async |conn: &mut Conn| {
             let total: i64 = matching(&filter)
                 .count()
                 .get_result(conn)
@@ -171,9 +172,17 @@ impl AuditStore for DbStore {
         })
     }
 
-    async fn purge_audit(&self, before: OffsetDateTime) -> Result<u64, StoreError> {
+    async fn purge_audit(&self, before: OffsetDateTime, limit: u32) -> Result<u64, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
-            let purged = diesel::delete(audit_log::table.filter(audit_log::occurred_at.lt(before)))
+            // The oldest first, from the index of the log in time (`audit_log_time_idx`).
+            let oldest = audit_log::table
+                .filter(audit_log::occurred_at.lt(before))
+                .order((audit_log::occurred_at.asc(), audit_log::id.asc()))
+                .select(audit_log::id)
+                .limit(i64::from(limit))
+                .load::<DbUuid>(conn)
+                .await?;
+            let purged = diesel::delete(audit_log::table.filter(audit_log::id.eq_any(oldest)))
                 .execute(conn)
                 .await?;
             Ok(purged as u64)

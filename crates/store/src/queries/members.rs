@@ -3,6 +3,7 @@ use diesel::{
     dsl::{InnerJoin, IntoBoxed},
     prelude::*,
     result::DatabaseErrorKind,
+    sql_types::{Bool, Text},
 };
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
@@ -19,7 +20,7 @@ use super::{
     audit::insert_audit,
     backend::{
         schema::{api_keys, invitations, memberships, organizations, users},
-        Conn, Db, DbStore,
+        Conn, Db, DbStore, Sql,
     },
     contains_pattern,
     custom_roles::CustomRoles,
@@ -30,6 +31,7 @@ use super::{
 };
 use crate::{
     corrupt, db_error,
+    dialect::{search_phrase, Dialect},
     listing::{in_key_order, split_page, window},
     refused,
     types::DbUuid,
@@ -109,6 +111,17 @@ fn active_members(org: DbUuid, filter: &MemberFilter) -> MembersQuery {
         query = query.filter(memberships::role.eq(role.name().to_owned()));
     }
     if let Some(search) = &filter.search {
+        // The index first, where the backend keeps one beside `users`; the `LIKE` conditions
+        // then decide, exactly as they would alone.
+        if let (Some((before, after)), Some(phrase)) =
+            (Sql::USER_SEARCH, search_phrase(search.as_str()))
+        {
+            query = query.filter(
+                diesel::dsl::sql::<Bool>(before)
+                    .bind::<Text, _>(phrase)
+                    .sql(after),
+            );
+        }
         let pattern = contains_pattern(search.as_str());
         query = query.filter(
             lower(users::email)
@@ -211,7 +224,8 @@ impl MemberStore for DbStore {
         page: PageRequest,
         now: OffsetDateTime,
     ) -> Result<Page<Member>, StoreError> {
-        in_read!(self, async |conn: &mut Conn| {
+        let searched = filter.search.is_some();
+        let list = async move |conn: &mut Conn| {
             let org = DbUuid(organization_id.as_uuid());
             // Without a search, the memberships alone answer (every one has its user: a
             // foreign key): the count and the page's keys read only an index of the
@@ -316,7 +330,13 @@ impl MemberStore for DbStore {
             }
             let total = active_total.unsigned_abs() + invited_total.unsigned_abs();
             Ok(Page::new(items, total, page))
-        })
+        };
+        // A search's cost grows with the matches it counts: off the caller's thread.
+        if searched {
+            in_read!(self, long, list)
+        } else {
+            in_read!(self, list)
+        }
     }
 
     async fn member(

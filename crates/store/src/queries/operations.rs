@@ -270,30 +270,43 @@ impl OperationsStore for DbStore {
     async fn purge_webhook_history(
         &self,
         before: OffsetDateTime,
+        limit: u32,
     ) -> Result<PurgedHistory, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             // Finished: no attempt to come (delivered, failed for good, a test ping), whatever
-            // a stale lease says. A delivery with an attempt due or awaited keeps its row.
+            // a stale lease says. A delivery with an attempt due or awaited keeps its row. The
+            // oldest first, from the index of finished deliveries in time
+            // (`webhook_deliveries_finished_idx`).
+            let finished = webhook_deliveries::table
+                .filter(webhook_deliveries::next_attempt_at.is_null())
+                .filter(webhook_deliveries::created_at.lt(before))
+                .filter(webhook_deliveries::status.ne(DeliveryStatus::Pending.as_str()))
+                .order(webhook_deliveries::created_at.asc())
+                .select(webhook_deliveries::id)
+                .limit(i64::from(limit))
+                .load::<DbUuid>(conn)
+                .await?;
             let deliveries = diesel::delete(
-                webhook_deliveries::table
-                    .filter(webhook_deliveries::created_at.lt(before))
-                    .filter(webhook_deliveries::next_attempt_at.is_null())
-                    .filter(webhook_deliveries::status.ne(DeliveryStatus::Pending.as_str())),
+                webhook_deliveries::table.filter(webhook_deliveries::id.eq_any(finished)),
             )
             .execute(conn)
             .await?;
-            // An event goes once dispatched and none of its deliveries is left.
-            let events = diesel::delete(
-                events::table
-                    .filter(events::occurred_at.lt(before))
-                    .filter(events::dispatched_at.is_not_null())
-                    .filter(diesel::dsl::not(diesel::dsl::exists(
-                        webhook_deliveries::table
-                            .filter(webhook_deliveries::event_id.eq(events::id)),
-                    ))),
-            )
-            .execute(conn)
-            .await?;
+            // An event goes once dispatched and none of its deliveries is left; the oldest
+            // first, from the index of events in time (`events_time_idx`).
+            let done = events::table
+                .filter(events::occurred_at.lt(before))
+                .filter(events::dispatched_at.is_not_null())
+                .filter(diesel::dsl::not(diesel::dsl::exists(
+                    webhook_deliveries::table.filter(webhook_deliveries::event_id.eq(events::id)),
+                )))
+                .order((events::occurred_at.asc(), events::id.asc()))
+                .select(events::id)
+                .limit(i64::from(limit))
+                .load::<DbUuid>(conn)
+                .await?;
+            let events = diesel::delete(events::table.filter(events::id.eq_any(done)))
+                .execute(conn)
+                .await?;
             Ok::<_, diesel::result::Error>(PurgedHistory {
                 events: events as u64,
                 deliveries: deliveries as u64,

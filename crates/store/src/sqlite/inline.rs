@@ -234,6 +234,24 @@ impl InCaller {
     {
         self.outbox.watch(operation).await
     }
+
+    /// Runs an operation whose cost grows with what it looks through (a search, the count of a
+    /// filtered listing) on a thread of Tokio's blocking pool instead: however long its
+    /// statements take, they hold up no thread that serves requests (the caller's is an HTTP
+    /// worker). The hand-off costs a few microseconds, next to the milliseconds such a read may
+    /// take. The operation runs to its end whatever happens to the caller, as [`run`](Self::run)
+    /// guarantees too.
+    pub(crate) async fn run_long<T, F>(&self, operation: F) -> Result<T, StoreError>
+    where
+        F: Future<Output = Result<T, StoreError>> + Send + 'static,
+        T: Send + 'static,
+    {
+        let outbox = self.outbox.clone();
+        let handle = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || handle.block_on(outbox.watch(operation)))
+            .await
+            .map_err(|e| StoreError::Failed(Box::new(e)))?
+    }
 }
 
 /// What a transaction's body is: an async closure over the connection whose future is `Send`

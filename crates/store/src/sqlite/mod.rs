@@ -62,6 +62,17 @@ impl Dialect for Sql {
     type Conn = Conn;
     type NewDelivery<'a> = queries::NewDeliveryRow<'a>;
 
+    /// The users the FTS5 trigram index `users_search` finds (migration
+    /// `2026-12-02-000051_search_by_trigrams`), by rowid. Written as a list of user ids, SQLite
+    /// looks each of them up in the organization's memberships (its primary key), so a search
+    /// reads as many memberships as the index finds users; as a join on `users.rowid`, it read
+    /// every membership of the organization and checked each against the list.
+    const USER_SEARCH: Option<(&'static str, &'static str)> = Some((
+        "memberships.user_id IN (SELECT id FROM users WHERE rowid IN \
+         (SELECT rowid FROM users_search WHERE users_search MATCH ",
+        "))",
+    ));
+
     /// The candidates of a lease, in their turn (see [`Dialect::lease_candidates`]). The query
     /// names its index: left to itself, SQLite's planner answers `endpoint_id IN (active
     /// endpoints)` from the (endpoint, created) index: it visits every delivery the endpoints
