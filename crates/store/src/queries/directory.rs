@@ -29,6 +29,7 @@ use super::{
     accounts::{insert_account_rows, reclaim, CreateError},
     audit::insert_audit,
     backend::{
+        self,
         schema::{
             invitations, memberships, organizations, scim_group_members, scim_group_roles,
             scim_groups, scim_tokens, scim_user_emails, scim_users,
@@ -329,6 +330,52 @@ macro_rules! after_cursor {
                 .gt(after.created_at)
                 .or($table::id.gt(DbUuid(after.id))),
         )
+    }};
+}
+
+/// Whether the filter selects a few resources by an index (an `eq` or an id in every branch):
+/// then SQLite is to find them by that index and sort them, not walk the organization's
+/// resources in order (without statistics, its planner prefers the walk that needs no sort;
+/// PostgreSQL weighs both with its own). See [`sorted_page_order`].
+fn selective(filter: &DirectoryFilter) -> bool {
+    match filter {
+        DirectoryFilter::Id(_) | DirectoryFilter::Nothing => true,
+        DirectoryFilter::Compare(comparison) => comparison.how() == TextMatch::Equals,
+        DirectoryFilter::And(a, b) => selective(a) || selective(b),
+        DirectoryFilter::Or(a, b) => selective(a) && selective(b),
+        DirectoryFilter::All | DirectoryFilter::Present(_) => false,
+    }
+}
+
+/// At most this many rows a page's query sorts, rather than walk the organization in order.
+const SORTED_AT_MOST: i64 = 2000;
+
+/// Whether a page of the `total` resources the filter selects is ordered by expressions
+/// (`+created_at`, `+id`: SQLite's way to say that no index is to give the order) rather than
+/// by the columns: on SQLite, for a selective filter or few matches (a `co` that matches a
+/// handful is found through its key's index, not by reading every row of the organization).
+fn sorted_page_order(filter: &DirectoryFilter, total: i64) -> bool {
+    backend::BACKEND == crate::Backend::Sqlite && (selective(filter) || total <= SORTED_AT_MOST)
+}
+
+/// The rows of one page, `$query` (a closure making the boxed query) ordered by `$table`'s
+/// `created_at` and `id`, or by the same as expressions where [`sorted_page_order`] says so.
+macro_rules! directory_page {
+    ($conn:expr, $slice:expr, $total:expr, $filter:expr, $query:expr, $table:literal, $created:expr, $id:expr) => {{
+        if sorted_page_order($filter, $total) {
+            page_rows!(
+                $conn,
+                $slice,
+                $total,
+                $query(),
+                asc / desc(
+                    diesel::dsl::sql::<Text>(concat!("+\"", $table, "\".\"created_at\"")),
+                    diesel::dsl::sql::<Text>(concat!("+\"", $table, "\".\"id\""))
+                )
+            )
+        } else {
+            page_rows!($conn, $slice, $total, $query(), asc / desc($created, $id))
+        }
     }};
 }
 
@@ -908,16 +955,22 @@ impl DirectoryStore for DbStore {
                 .get_result(conn)
                 .await
                 .map_err(db_error)?;
-            let rows: Vec<UserRow> = page_rows!(
-                conn,
-                slice,
-                total,
+            let query = || {
                 scim_users::table
                     .filter(scim_users::organization_id.eq(organization))
                     .filter(user_condition(organization, &filter))
                     .into_boxed()
-                    .select(UserRow::as_select()),
-                asc / desc(scim_users::created_at, scim_users::id)
+                    .select(UserRow::as_select())
+            };
+            let rows: Vec<UserRow> = directory_page!(
+                conn,
+                slice,
+                total,
+                &filter,
+                query,
+                "scim_users",
+                scim_users::created_at,
+                scim_users::id
             );
             Ok(DirectoryPage {
                 resources: rows
@@ -1068,16 +1121,22 @@ impl DirectoryStore for DbStore {
                 .get_result(conn)
                 .await
                 .map_err(db_error)?;
-            let rows: Vec<GroupRow> = page_rows!(
-                conn,
-                slice,
-                total,
+            let query = || {
                 scim_groups::table
                     .filter(scim_groups::organization_id.eq(organization))
                     .filter(group_condition(&filter))
                     .into_boxed()
-                    .select(GroupRow::as_select()),
-                asc / desc(scim_groups::created_at, scim_groups::id)
+                    .select(GroupRow::as_select())
+            };
+            let rows: Vec<GroupRow> = directory_page!(
+                conn,
+                slice,
+                total,
+                &filter,
+                query,
+                "scim_groups",
+                scim_groups::created_at,
+                scim_groups::id
             );
             Ok(DirectoryPage {
                 resources: load_groups(conn, rows, members).await?,
