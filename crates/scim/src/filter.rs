@@ -9,12 +9,13 @@
 use std::cmp::Ordering;
 use std::str::FromStr;
 
+use gatehouse_domain::model::{DirectoryAttribute, DirectoryFilter, TextMatch};
 use scim_proto::filter::{AttrPath, ScimComplexFilter, ScimFilter};
 use serde_json::Value;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
-use crate::attr;
+use crate::attr::{self, Kind};
 use crate::ScimError;
 
 /// The longest filter accepted, in characters.
@@ -66,6 +67,105 @@ impl Filter {
     /// The parsed filter, as kanidm's grammar has it.
     pub fn as_scim_filter(&self) -> &ScimFilter {
         &self.0
+    }
+
+    /// The filter as the store answers it over users, with the same answers as
+    /// [`matches`](Self::matches): `userName`, `externalId`, `displayName`, `emails` (or
+    /// `emails.value`) and `id` compared with a string by `eq`, `sw`, `co` (`id`: `eq` only) or
+    /// `pr`, combined with `and` and `or`. `None` for any other filter (`not`, `ne`, `ew`, the
+    /// orderings, other attributes, `emails[...]`): it is matched resource by resource.
+    pub fn for_users(&self) -> Option<DirectoryFilter> {
+        indexed(&self.0, Kind::User)
+    }
+
+    /// The filter as the store answers it over groups, as [`for_users`](Self::for_users):
+    /// `displayName`, `externalId` and `id` (a user's `userName` and `emails` are no group's:
+    /// none match).
+    pub fn for_groups(&self) -> Option<DirectoryFilter> {
+        indexed(&self.0, Kind::Group)
+    }
+
+    /// Whether the filter reads a group's `members`.
+    pub(crate) fn reads_members(&self) -> bool {
+        names_members(&self.0)
+    }
+}
+
+/// What a filter's path names, for the store.
+enum Target {
+    /// The resource's `id`.
+    Id,
+    /// A text attribute the store keeps a key of.
+    Text(DirectoryAttribute),
+    /// An attribute the resource type does not have: nothing has a value.
+    Absent,
+}
+
+/// The store's name for the path, if it keeps one.
+fn target(path: &AttrPath, kind: Kind) -> Option<Target> {
+    let (attribute, sub) = split(path);
+    let attribute = attribute.to_ascii_lowercase();
+    let sub = sub.map(|sub| sub.to_ascii_lowercase());
+    let email = matches!(sub.as_deref(), None | Some("value"));
+    Some(match (kind, attribute.as_str(), sub.is_none()) {
+        (_, "id", true) => Target::Id,
+        (_, "externalid", true) => Target::Text(DirectoryAttribute::ExternalId),
+        (_, "displayname", true) => Target::Text(DirectoryAttribute::DisplayName),
+        (Kind::User, "username", true) => Target::Text(DirectoryAttribute::UserName),
+        (Kind::User, "emails", _) if email => Target::Text(DirectoryAttribute::Email),
+        (Kind::Group, "username", true) => Target::Absent,
+        (Kind::Group, "emails", _) if email => Target::Absent,
+        _ => return None,
+    })
+}
+
+/// The store's filter for `filter` over resources of `kind`, when every part of it is one.
+fn indexed(filter: &ScimFilter, kind: Kind) -> Option<DirectoryFilter> {
+    let compare = |path: &AttrPath, how: TextMatch, operand: &Value| {
+        let target = target(path, kind)?;
+        // Every attribute here holds strings: no other operand equals, starts or holds one.
+        let Value::String(text) = operand else {
+            return Some(DirectoryFilter::Nothing);
+        };
+        match target {
+            Target::Absent => Some(DirectoryFilter::Nothing),
+            Target::Id if how == TextMatch::Equals => Some(DirectoryFilter::id(text)),
+            Target::Id => None,
+            Target::Text(attribute) => Some(DirectoryFilter::compare(attribute, how, text)),
+        }
+    };
+    match filter {
+        ScimFilter::And(a, b) => Some(indexed(a, kind)?.and(indexed(b, kind)?)),
+        ScimFilter::Or(a, b) => Some(indexed(a, kind)?.or(indexed(b, kind)?)),
+        ScimFilter::Present(path) => Some(match target(path, kind)? {
+            Target::Id => DirectoryFilter::All,
+            Target::Text(attribute) => DirectoryFilter::Present(attribute),
+            Target::Absent => DirectoryFilter::Nothing,
+        }),
+        ScimFilter::Equal(path, operand) => compare(path, TextMatch::Equals, operand),
+        ScimFilter::StartsWith(path, operand) => compare(path, TextMatch::StartsWith, operand),
+        ScimFilter::Contains(path, operand) => compare(path, TextMatch::Contains, operand),
+        _ => None,
+    }
+}
+
+/// Whether a path of the filter names `members`.
+fn names_members(filter: &ScimFilter) -> bool {
+    let members = |path: &AttrPath| split(path).0.eq_ignore_ascii_case("members");
+    match filter {
+        ScimFilter::Or(a, b) | ScimFilter::And(a, b) => names_members(a) || names_members(b),
+        ScimFilter::Not(a) => names_members(a),
+        ScimFilter::Present(path)
+        | ScimFilter::Equal(path, _)
+        | ScimFilter::NotEqual(path, _)
+        | ScimFilter::Contains(path, _)
+        | ScimFilter::StartsWith(path, _)
+        | ScimFilter::EndsWith(path, _)
+        | ScimFilter::Greater(path, _)
+        | ScimFilter::GreaterOrEqual(path, _)
+        | ScimFilter::Less(path, _)
+        | ScimFilter::LessOrEqual(path, _) => members(path),
+        ScimFilter::Complex(attribute, _) => attribute.eq_ignore_ascii_case("members"),
     }
 }
 
@@ -603,5 +703,270 @@ mod tests {
             None
         );
         assert_eq!(Filter::parse("active eq true").unwrap().equality(), None);
+    }
+
+    mod store_filters {
+        use gatehouse_domain::model::{
+            DirectoryAttribute::{self, DisplayName, Email, ExternalId, UserName},
+            DirectoryFilter, DirectoryGroup, DirectoryUser, GroupAttributes, TextMatch,
+            UserAttributes,
+        };
+
+        use super::super::Filter;
+        use crate::resource::tests::{ada, directory_group, directory_user, t, user_id, BASE};
+        use crate::Resources;
+
+        fn users(filter: &str) -> Option<DirectoryFilter> {
+            Filter::parse(filter).unwrap().for_users()
+        }
+
+        fn groups(filter: &str) -> Option<DirectoryFilter> {
+            Filter::parse(filter).unwrap().for_groups()
+        }
+
+        fn cmp(attribute: DirectoryAttribute, how: TextMatch, text: &str) -> DirectoryFilter {
+            DirectoryFilter::compare(attribute, how, text)
+        }
+
+        #[test]
+        fn the_indexed_attributes_and_operators_become_the_stores_filter() {
+            use TextMatch::{Contains, Equals, StartsWith};
+            assert_eq!(
+                users(r#"userName eq "Ada@Acme.test""#),
+                Some(cmp(UserName, Equals, "ada@acme.test"))
+            );
+            assert_eq!(
+                users(r#"urn:ietf:params:scim:schemas:core:2.0:User:USERNAME EQ "a""#),
+                Some(cmp(UserName, Equals, "a"))
+            );
+            assert_eq!(
+                users(r#"externalId sw "00U""#),
+                Some(cmp(ExternalId, StartsWith, "00U"))
+            );
+            assert_eq!(
+                users(r#"emails co "@Acme""#),
+                Some(cmp(Email, Contains, "@acme"))
+            );
+            assert_eq!(
+                users(r#"emails.VALUE eq "a@b""#),
+                Some(cmp(Email, Equals, "a@b"))
+            );
+            assert_eq!(users("emails pr"), Some(DirectoryFilter::Present(Email)));
+            assert_eq!(
+                users("displayName pr"),
+                Some(DirectoryFilter::Present(DisplayName))
+            );
+            assert_eq!(users("id pr"), Some(DirectoryFilter::All));
+            let id = user_id(0xada).to_string();
+            assert_eq!(
+                users(&format!(r#"id eq "{id}""#)),
+                Some(DirectoryFilter::id(&id))
+            );
+            assert_eq!(
+                users(&format!(r#"id eq "{}""#, id.to_uppercase())),
+                Some(DirectoryFilter::Nothing)
+            );
+            assert_eq!(
+                users(r#"externalId eq "X" and (userName sw "A" or displayName co "B")"#),
+                Some(
+                    cmp(ExternalId, Equals, "X").and(cmp(UserName, StartsWith, "a").or(cmp(
+                        DisplayName,
+                        Contains,
+                        "b"
+                    )))
+                )
+            );
+            // No string is equal to a number, true or null.
+            assert_eq!(users("userName eq true"), Some(DirectoryFilter::Nothing));
+            assert_eq!(users("displayName eq null"), Some(DirectoryFilter::Nothing));
+            // Groups: their own attributes; a user's are nobody's.
+            assert_eq!(
+                groups(r#"displayName eq "Engineering""#),
+                Some(cmp(DisplayName, Equals, "engineering"))
+            );
+            assert_eq!(groups(r#"userName eq "a""#), Some(DirectoryFilter::Nothing));
+            assert_eq!(
+                groups(r#"emails co "a" or externalId pr"#),
+                Some(DirectoryFilter::Present(ExternalId))
+            );
+        }
+
+        #[test]
+        fn any_other_filter_is_matched_resource_by_resource() {
+            for filter in [
+                r#"not (userName eq "a")"#,
+                r#"userName ne "a""#,
+                r#"userName ew "a""#,
+                r#"meta.created gt "2026-01-01T00:00:00Z""#,
+                r#"emails[type eq "work"]"#,
+                r#"emails.type eq "work""#,
+                r#"name.givenName eq "Ada""#,
+                "active eq true",
+                r#"id sw "0""#,
+                r#"userName eq "a" and active eq true"#,
+                r#"title eq "a""#,
+            ] {
+                assert_eq!(users(filter), None, "{filter}");
+            }
+            assert_eq!(groups(r#"members.value eq "a""#), None);
+            assert_eq!(groups(r#"members[value eq "a"]"#), None);
+            assert!(Filter::parse(r#"members[value eq "a"]"#)
+                .unwrap()
+                .reads_members());
+            assert!(Filter::parse(r#"displayName eq "a" or not (members pr)"#)
+                .unwrap()
+                .reads_members());
+            assert!(!Filter::parse(r#"displayName ew "a""#)
+                .unwrap()
+                .reads_members());
+        }
+
+        /// What the store answers for a filter, as its SQL does, over one user.
+        fn selects(filter: &DirectoryFilter, user: &DirectoryUser) -> bool {
+            let a = &user.attributes;
+            let values = |attribute: DirectoryAttribute| -> Vec<String> {
+                let texts: Vec<&str> = match attribute {
+                    UserName => vec![a.user_name.as_str()],
+                    ExternalId => a.external_id.iter().map(|x| x.as_str()).collect(),
+                    DisplayName => a.display_name.iter().map(|x| x.as_str()).collect(),
+                    Email => a.emails.iter().map(|e| e.value.as_str()).collect(),
+                };
+                texts.into_iter().map(|text| attribute.key(text)).collect()
+            };
+            match filter {
+                DirectoryFilter::All => true,
+                DirectoryFilter::Nothing => false,
+                DirectoryFilter::Id(id) => *id == user.id.as_uuid(),
+                DirectoryFilter::Present(attribute) => !values(*attribute).is_empty(),
+                DirectoryFilter::Compare(c) => {
+                    values(c.attribute()).iter().any(|v| match c.how() {
+                        TextMatch::Equals => v == c.operand(),
+                        TextMatch::StartsWith => v.starts_with(c.operand()),
+                        TextMatch::Contains => v.contains(c.operand()),
+                    })
+                }
+                DirectoryFilter::And(x, y) => selects(x, user) && selects(y, user),
+                DirectoryFilter::Or(x, y) => selects(x, user) || selects(y, user),
+            }
+        }
+
+        fn people() -> Vec<DirectoryUser> {
+            let mut bare = UserAttributes {
+                user_name: t("ÅSA@Acme.test"),
+                external_id: None,
+                display_name: None,
+                emails: Vec::new(),
+                ..ada()
+            };
+            bare.name = Default::default();
+            let mut kelvin = ada();
+            kelvin.user_name = t("\u{212A}elvin@acme.test");
+            kelvin.display_name = Some(t("Lord \u{212A}elvin"));
+            kelvin.external_id = Some(t("00U-kelvin"));
+            [ada(), bare, kelvin]
+                .into_iter()
+                .enumerate()
+                .map(|(i, attributes)| DirectoryUser {
+                    id: user_id(0xa0 + i as u128),
+                    ..directory_user(attributes)
+                })
+                .collect()
+        }
+
+        #[test]
+        fn the_store_filter_selects_what_the_filter_matches() {
+            let render = Resources::new(BASE);
+            let id = user_id(0xa0).to_string();
+            let filters = [
+                r#"userName eq "ADA@acme.test""#.to_owned(),
+                r#"userName eq "åsa@acme.TEST""#.to_owned(),
+                r#"userName eq "kelvin@acme.test""#.to_owned(),
+                r#"userName sw "K""#.to_owned(),
+                r#"userName co "ACME""#.to_owned(),
+                r#"userName co """#.to_owned(),
+                r#"userName eq """#.to_owned(),
+                r#"externalId eq "00u-Ada""#.to_owned(),
+                r#"externalId eq "00U-ADA""#.to_owned(),
+                r#"externalId sw "00u""#.to_owned(),
+                r#"externalId co "Ada""#.to_owned(),
+                r#"externalId co "ada""#.to_owned(),
+                "externalId pr".to_owned(),
+                r#"displayName co "KELVIN""#.to_owned(),
+                r#"displayName sw "ada""#.to_owned(),
+                "displayName pr".to_owned(),
+                r#"emails co "@HOME""#.to_owned(),
+                r#"emails.value eq "ada@acme.test""#.to_owned(),
+                "emails pr".to_owned(),
+                "emails.value pr".to_owned(),
+                "userName pr".to_owned(),
+                format!(r#"id eq "{id}""#),
+                format!(r#"id eq "{}""#, id.to_uppercase()),
+                r#"userName eq 3"#.to_owned(),
+                r#"(userName sw "a" or userName sw "å") and not_there pr"#.to_owned(),
+                r#"(userName sw "a" or displayName co "elvin") and emails pr"#.to_owned(),
+            ];
+            for filter in &filters {
+                let parsed = Filter::parse(filter).unwrap();
+                let Some(indexed) = parsed.for_users() else {
+                    continue;
+                };
+                for user in people() {
+                    assert_eq!(
+                        selects(&indexed, &user),
+                        parsed.matches(&render.user(&user)),
+                        "{filter} over {}",
+                        user.attributes.user_name.as_str()
+                    );
+                }
+            }
+            // Every one of them but the unknown attribute is the store's.
+            let answered = filters
+                .iter()
+                .filter(|filter| Filter::parse(filter).unwrap().for_users().is_some())
+                .count();
+            assert_eq!(answered, filters.len() - 1);
+        }
+
+        #[test]
+        fn a_groups_store_filter_selects_what_the_filter_matches() {
+            let render = Resources::new(BASE);
+            let group: DirectoryGroup = directory_group(GroupAttributes {
+                display_name: t("Engineering Ω"),
+                external_id: Some(t("G-1")),
+                members: vec![user_id(1)],
+            });
+            for filter in [
+                r#"displayName eq "engineering ω""#,
+                r#"displayName sw "ENG""#,
+                r#"displayName co "x""#,
+                r#"externalId eq "g-1""#,
+                r#"externalId co "-1""#,
+                "externalId pr",
+                "displayName pr",
+                r#"userName eq "Engineering Ω""#,
+                "emails pr",
+            ] {
+                let parsed = Filter::parse(filter).unwrap();
+                let indexed = parsed.for_groups().unwrap();
+                let selected = match &indexed {
+                    DirectoryFilter::All | DirectoryFilter::Present(DisplayName) => true,
+                    DirectoryFilter::Nothing => false,
+                    DirectoryFilter::Present(ExternalId) => true,
+                    DirectoryFilter::Compare(c) => {
+                        let value = c.attribute().key(match c.attribute() {
+                            DisplayName => "Engineering Ω",
+                            _ => "G-1",
+                        });
+                        match c.how() {
+                            TextMatch::Equals => value == c.operand(),
+                            TextMatch::StartsWith => value.starts_with(c.operand()),
+                            TextMatch::Contains => value.contains(c.operand()),
+                        }
+                    }
+                    other => panic!("{filter}: {other:?}"),
+                };
+                assert_eq!(selected, parsed.matches(&render.group(&group)), "{filter}");
+            }
+        }
     }
 }

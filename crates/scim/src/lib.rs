@@ -58,7 +58,7 @@ mod resource;
 
 pub use error::{ScimError, ScimType};
 pub use filter::Filter;
-pub use list::{list_response, project, ListQuery};
+pub use list::{list_page, list_response, project, ListQuery};
 pub use patch::Patch;
 pub use resource::{parse_group, parse_user, Resources};
 

@@ -2,10 +2,19 @@
 //! response, and the projection of `attributes` and `excludedAttributes` (§3.4.2.5), which a
 //! single resource's `GET` uses too.
 
+use std::sync::Arc;
+
+use gatehouse_domain::{
+    model::{
+        DirectoryFilter, DirectoryGroup, DirectorySelection, DirectoryUser, DirectoryWindow,
+        ResourceCheck,
+    },
+    ports::GroupMembers,
+};
 use serde_json::{json, Map, Value};
 
 use crate::attr::{self, Qualified};
-use crate::{Filter, ScimError, DEFAULT_COUNT, LIST_SCHEMA, MAX_RESULTS};
+use crate::{Filter, Resources, ScimError, DEFAULT_COUNT, LIST_SCHEMA, MAX_RESULTS};
 
 /// A list request's parameters.
 #[derive(Clone, Debug, PartialEq)]
@@ -69,6 +78,85 @@ impl ListQuery {
         }
         Ok(query)
     }
+
+    /// The slice asked for: from `startIndex`, at most `count` (capped at [`MAX_RESULTS`]).
+    pub fn window(&self) -> DirectoryWindow {
+        DirectoryWindow {
+            offset: u64::try_from(self.start_index.max(1) - 1).unwrap_or(u64::MAX),
+            count: u32::try_from(self.count.min(MAX_RESULTS)).unwrap_or(0),
+        }
+    }
+
+    /// Which users the query lists: the store's filter where [`Filter::for_users`] gives one,
+    /// else each user rendered under `resources` and matched by [`Filter::matches`].
+    pub fn users(&self, resources: &Resources) -> DirectorySelection<DirectoryUser> {
+        self.selection(Filter::for_users, resources)
+    }
+
+    /// Which groups the query lists, as [`users`](Self::users) does.
+    pub fn groups(&self, resources: &Resources) -> DirectorySelection<DirectoryGroup> {
+        self.selection(Filter::for_groups, resources)
+    }
+
+    /// The store's filter that `indexed` gives, else the filter matched resource by resource.
+    fn selection<T>(
+        &self,
+        indexed: impl Fn(&Filter) -> Option<DirectoryFilter>,
+        resources: &Resources,
+    ) -> DirectorySelection<T>
+    where
+        Matching: ResourceCheck<T> + 'static,
+    {
+        let Some(filter) = &self.filter else {
+            return DirectorySelection::Filter(DirectoryFilter::All);
+        };
+        match indexed(filter) {
+            Some(indexed) => DirectorySelection::Filter(indexed),
+            None => DirectorySelection::Check(Arc::new(Matching {
+                filter: filter.clone(),
+                resources: resources.clone(),
+            })),
+        }
+    }
+
+    /// Whether the page shows groups' members: not when `attributes` leaves `members` out or
+    /// `excludedAttributes` names it (then none are read).
+    pub fn group_members(&self) -> GroupMembers {
+        let named = |names: &[String], whole: bool| {
+            names
+                .iter()
+                .filter_map(|name| requested(name))
+                .any(|(attribute, sub)| attribute == "members" && (!whole || sub.is_none()))
+        };
+        let wanted = self.attributes.is_empty() || named(&self.attributes, false);
+        if wanted && !named(&self.excluded_attributes, true) {
+            GroupMembers::Read
+        } else {
+            GroupMembers::Skipped
+        }
+    }
+}
+
+/// A filter the store cannot answer, matched over each resource as rendered.
+struct Matching {
+    filter: Filter,
+    resources: Resources,
+}
+
+impl ResourceCheck<DirectoryUser> for Matching {
+    fn accepts(&self, user: &DirectoryUser) -> bool {
+        self.filter.matches(&self.resources.user(user))
+    }
+}
+
+impl ResourceCheck<DirectoryGroup> for Matching {
+    fn accepts(&self, group: &DirectoryGroup) -> bool {
+        self.filter.matches(&self.resources.group(group))
+    }
+
+    fn reads_members(&self) -> bool {
+        self.filter.reads_members()
+    }
 }
 
 fn integer(value: &str, what: &str) -> Result<i64, ScimError> {
@@ -101,18 +189,27 @@ pub fn list_response(resources: Vec<Value>, query: &ListQuery) -> Value {
                 .is_none_or(|filter| filter.matches(resource))
         })
         .collect();
-    let total = matching.len();
-    let start_index = query.start_index.max(1);
+    let total = u64::try_from(matching.len()).unwrap_or(u64::MAX);
     let page: Vec<Value> = matching
         .into_iter()
-        .skip(start_index - 1)
+        .skip(query.start_index.max(1) - 1)
         .take(query.count.min(MAX_RESULTS))
+        .collect();
+    list_page(page, total, query)
+}
+
+/// The list response of a page found already (by the store, in the query's
+/// [`window`](ListQuery::window)), rendered, and of how many resources match in all: each
+/// resource projected with [`project`].
+pub fn list_page(page: Vec<Value>, total: u64, query: &ListQuery) -> Value {
+    let page: Vec<Value> = page
+        .into_iter()
         .map(|resource| project(resource, &query.attributes, &query.excluded_attributes))
         .collect();
     json!({
         "schemas": [LIST_SCHEMA],
         "totalResults": total,
-        "startIndex": start_index,
+        "startIndex": query.start_index.max(1),
         "itemsPerPage": page.len(),
         "Resources": page,
     })
@@ -461,5 +558,63 @@ mod tests {
                 {"schemas": [USER_SCHEMA], "id": "1", "userName": "user1"},
             ])
         );
+    }
+
+    #[test]
+    fn the_query_names_its_window_and_whether_groups_show_members() {
+        let query = ListQuery::parse(&params(&[("startIndex", "3"), ("count", "500")])).unwrap();
+        assert_eq!(
+            query.window(),
+            DirectoryWindow {
+                offset: 2,
+                count: MAX_RESULTS as u32
+            }
+        );
+        assert_eq!(ListQuery::default().window().offset, 0);
+        assert_eq!(query.group_members(), GroupMembers::Read);
+        for (name, value, members) in [
+            ("excludedAttributes", "members", GroupMembers::Skipped),
+            ("excludedAttributes", "MEMBERS,meta", GroupMembers::Skipped),
+            ("excludedAttributes", "members.display", GroupMembers::Read),
+            ("attributes", "displayName", GroupMembers::Skipped),
+            (
+                "attributes",
+                "displayName,members.value",
+                GroupMembers::Read,
+            ),
+        ] {
+            let query = ListQuery::parse(&params(&[(name, value)])).unwrap();
+            assert_eq!(query.group_members(), members, "{name}={value}");
+        }
+    }
+
+    #[test]
+    fn the_store_answers_what_it_indexes_and_checks_the_rest() {
+        let render = Resources::new(BASE);
+        let selection = |filter: &str| {
+            ListQuery::parse(&params(&[("filter", filter)]))
+                .unwrap()
+                .users(&render)
+        };
+        assert!(matches!(
+            ListQuery::default().users(&render),
+            DirectorySelection::Filter(DirectoryFilter::All)
+        ));
+        assert!(matches!(
+            selection(r#"userName eq "ada@acme.test""#),
+            DirectorySelection::Filter(DirectoryFilter::Compare(_))
+        ));
+        let DirectorySelection::Check(check) = selection(r#"name.givenName eq "ADA""#) else {
+            panic!("a check");
+        };
+        assert!(check.accepts(&directory_user(ada())));
+        let mut other = ada();
+        other.name.given_name = None;
+        assert!(!check.accepts(&directory_user(other)));
+        let query = ListQuery::parse(&params(&[("filter", r#"members[value eq "x"]"#)])).unwrap();
+        let DirectorySelection::Check(check) = query.groups(&render) else {
+            panic!("a check");
+        };
+        assert!(check.reads_members());
     }
 }

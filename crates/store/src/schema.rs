@@ -500,6 +500,7 @@ diesel::table! {
         active -> Bool,
         created_at -> Moment,
         updated_at -> Moment,
+        display_name_key -> Nullable<Text>,
     }
 }
 
@@ -514,6 +515,19 @@ diesel::table! {
         external_id -> Nullable<Text>,
         created_at -> Moment,
         updated_at -> Moment,
+        display_name_key -> Text,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use super::Id;
+
+    /// A directory user's addresses, lowercase, one row each (for SCIM filters on `emails`).
+    scim_user_emails (user_id, value_key) {
+        organization_id -> Id,
+        user_id -> Id,
+        value_key -> Text,
     }
 }
 
@@ -563,6 +577,7 @@ diesel::joinable!(service_accounts -> organizations (organization_id));
 diesel::joinable!(scim_tokens -> organizations (organization_id));
 diesel::joinable!(scim_group_members -> scim_groups (group_id));
 diesel::joinable!(scim_group_members -> scim_users (user_id));
+diesel::joinable!(scim_user_emails -> scim_users (user_id));
 diesel::joinable!(organization_roles -> organizations (organization_id));
 diesel::joinable!(api_keys -> service_accounts (service_account_id));
 diesel::joinable!(webhook_endpoints -> organizations (organization_id));
@@ -579,6 +594,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     scim_groups,
     scim_group_members,
     scim_group_roles,
+    scim_user_emails,
     organizations,
     memberships,
     sessions,

@@ -1986,10 +1986,18 @@ async fn directory_writes_are_whole_and_stay_in_their_organization(db: Db) {
         .await
         .unwrap());
     assert_eq!(
-        db.store.directory_users(acme).await.unwrap(),
+        db.store
+            .directory_users_after(acme, None, 500)
+            .await
+            .unwrap(),
         vec![user.clone()]
     );
-    assert!(db.store.directory_users(globex).await.unwrap().is_empty());
+    assert!(db
+        .store
+        .directory_users_after(globex, None, 500)
+        .await
+        .unwrap()
+        .is_empty());
     assert!(db
         .store
         .directory_user(globex, user.id)
@@ -2067,7 +2075,17 @@ async fn directory_writes_are_whole_and_stay_in_their_organization(db: Db) {
         ))
         .await
         .unwrap());
-    assert!(db.store.directory_groups(globex).await.unwrap().is_empty());
+    assert!(db
+        .store
+        .directory_groups_after(
+            globex,
+            None,
+            500,
+            gatehouse_domain::ports::GroupMembers::Read
+        )
+        .await
+        .unwrap()
+        .is_empty());
 
     // The group-to-role map, resolved as written.
     let roles =

@@ -14,7 +14,7 @@ use gatehouse_domain::{
     service::{Actor, Agent, PatchError},
 };
 use gatehouse_scim::{
-    list_response, parse_group, parse_user, project, ListQuery, Patch, Resources, ScimError,
+    list_page, parse_group, parse_user, project, ListQuery, Patch, Resources, ScimError,
     SCIM_CONTENT_TYPE,
 };
 use serde_json::Value;
@@ -209,17 +209,73 @@ enum Searched {
 
 async fn search(state: &AppState, actor: &Actor, body: &Value, searched: Searched) -> Answer {
     let query = search_query(body)?;
+    match searched {
+        Searched::Users => list_users_of(state, actor, &query).await,
+        Searched::Groups => list_groups_of(state, actor, &query).await,
+        Searched::Everything => {
+            let render = resources(state, actor.organization_id());
+            let (users, groups) = state
+                .directory
+                .list_everything(
+                    actor,
+                    query.users(&render),
+                    query.groups(&render),
+                    query.window(),
+                    query.group_members(),
+                )
+                .await?;
+            let found = users
+                .resources
+                .iter()
+                .map(|user| render.user(user))
+                .chain(groups.resources.iter().map(|group| render.group(group)))
+                .collect();
+            let body = list_page(found, users.total + groups.total, &query);
+            Ok(scim_json(StatusCode::OK, &body))
+        }
+    }
+}
+
+/// The page of users the query asks for, filtered and paged by the store.
+async fn list_users_of(state: &AppState, actor: &Actor, query: &ListQuery) -> Answer {
     let render = resources(state, actor.organization_id());
-    let mut found = Vec::new();
-    if matches!(searched, Searched::Users | Searched::Everything) {
-        let users = state.directory.users(actor).await?;
-        found.extend(users.iter().map(|user| render.user(user)));
-    }
-    if matches!(searched, Searched::Groups | Searched::Everything) {
-        let groups = state.directory.groups(actor).await?;
-        found.extend(groups.iter().map(|group| render.group(group)));
-    }
-    Ok(scim_json(StatusCode::OK, &list_response(found, &query)))
+    let page = state
+        .directory
+        .list_users(actor, query.users(&render), query.window())
+        .await?;
+    let found = page
+        .resources
+        .iter()
+        .map(|user| render.user(user))
+        .collect();
+    Ok(scim_json(
+        StatusCode::OK,
+        &list_page(found, page.total, query),
+    ))
+}
+
+/// The page of groups the query asks for, filtered and paged by the store; their members only
+/// when the page shows them.
+async fn list_groups_of(state: &AppState, actor: &Actor, query: &ListQuery) -> Answer {
+    let render = resources(state, actor.organization_id());
+    let page = state
+        .directory
+        .list_groups(
+            actor,
+            query.groups(&render),
+            query.window(),
+            query.group_members(),
+        )
+        .await?;
+    let found = page
+        .resources
+        .iter()
+        .map(|group| render.group(group))
+        .collect();
+    Ok(scim_json(
+        StatusCode::OK,
+        &list_page(found, page.total, query),
+    ))
 }
 
 /// `POST /.search`: users and groups, as a `GET` list with the body's parameters.
@@ -263,10 +319,7 @@ pub async fn list_users(
     ScimCaller(actor): ScimCaller,
 ) -> Answer {
     let query = ListQuery::parse(&query_pairs(&req))?;
-    let render = resources(&state, actor.organization_id());
-    let users = state.directory.users(&actor).await?;
-    let body = list_response(users.iter().map(|user| render.user(user)).collect(), &query);
-    Ok(scim_json(StatusCode::OK, &body))
+    list_users_of(&state, &actor, &query).await
 }
 
 /// `POST /Users`: provisions a user (`201`).
@@ -379,13 +432,7 @@ pub async fn list_groups(
     ScimCaller(actor): ScimCaller,
 ) -> Answer {
     let query = ListQuery::parse(&query_pairs(&req))?;
-    let render = resources(&state, actor.organization_id());
-    let groups = state.directory.groups(&actor).await?;
-    let body = list_response(
-        groups.iter().map(|group| render.group(group)).collect(),
-        &query,
-    );
-    Ok(scim_json(StatusCode::OK, &body))
+    list_groups_of(&state, &actor, &query).await
 }
 
 /// `POST /Groups` (`201`).

@@ -11,6 +11,7 @@ mod consent;
 mod custom_role;
 mod delivery;
 mod directory;
+mod directory_query;
 mod email;
 mod event;
 mod ids;
@@ -70,6 +71,10 @@ pub use directory::{
     DirectoryEmail, DirectoryGroup, DirectoryName, DirectoryText, DirectoryUser, GroupAttributes,
     GroupRoles, GroupRolesError, ScimToken, ScimTokenName, UserAttributes, DIRECTORY_PERMISSIONS,
     MAX_DIRECTORY_EMAILS, MAX_DIRECTORY_TEXT, MAX_GROUP_MEMBERS, MAX_GROUP_ROLES, MAX_SCIM_TOKENS,
+};
+pub use directory_query::{
+    Comparison, DirectoryAttribute, DirectoryCursor, DirectoryFilter, DirectoryPage,
+    DirectorySelection, DirectoryWindow, ResourceCheck, TextMatch, DIRECTORY_BATCH,
 };
 pub use email::{Email, EmailError};
 pub use event::{

@@ -84,6 +84,14 @@ pub struct Slice {
 }
 
 impl Slice {
+    /// `limit` rows after the first `offset` (a negative one is 0).
+    pub fn new(offset: i64, limit: i64) -> Self {
+        Self {
+            offset: offset.max(0),
+            limit: limit.max(0),
+        }
+    }
+
     /// How many rows come before the slice.
     pub const fn offset(&self) -> i64 {
         self.offset

@@ -7,9 +7,9 @@ use time::OffsetDateTime;
 
 use super::{NewAccount, StoreError};
 use crate::model::{
-    AssignedRole, AuditRecord, DirectoryGroup, DirectoryGroupId, DirectoryText, DirectoryUser,
-    DirectoryUserId, Email, GroupRoles, NewEvent, NewInvitation, OrganizationId, Plan, ScimToken,
-    ScimTokenId, TokenHash, UserId,
+    AssignedRole, AuditRecord, DirectoryCursor, DirectoryFilter, DirectoryGroup, DirectoryGroupId,
+    DirectoryPage, DirectoryText, DirectoryUser, DirectoryUserId, Email, GroupRoles, NewEvent,
+    NewInvitation, OrganizationId, Plan, ScimToken, ScimTokenId, Slice, TokenHash, UserId,
 };
 
 /// A SCIM token with its organization's plan, as a request made with it needs them.
@@ -124,6 +124,26 @@ pub struct DirectoryWrite {
     pub audit: Vec<AuditRecord>,
 }
 
+/// A directory user's place in one of the organization's groups.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupOfUser {
+    /// The user.
+    pub user_id: DirectoryUserId,
+    /// The group.
+    pub group_id: DirectoryGroupId,
+    /// The group's name.
+    pub display_name: DirectoryText,
+}
+
+/// Whether groups are read with their members: a listing that does not show them reads none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GroupMembers {
+    /// Each group with its members.
+    Read,
+    /// Each group with an empty list of members.
+    Skipped,
+}
+
 /// The directory of each organization.
 #[async_trait]
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
@@ -163,11 +183,37 @@ pub trait DirectoryStore: Send + Sync + 'static {
     /// role deleted since grants nothing.
     async fn group_roles(&self, organization_id: OrganizationId) -> Result<GroupRoles, StoreError>;
 
-    /// The organization's directory users, oldest first.
-    async fn directory_users(
+    /// The slice of the organization's directory users that the filter selects, oldest first
+    /// (then by id), and how many it selects in all.
+    async fn directory_users_page(
         &self,
         organization_id: OrganizationId,
+        filter: DirectoryFilter,
+        slice: Slice,
+    ) -> Result<DirectoryPage<DirectoryUser>, StoreError>;
+
+    /// Up to `limit` of the organization's directory users in the same order, from the first
+    /// (`after` is `None`) or after the one `after` names.
+    async fn directory_users_after(
+        &self,
+        organization_id: OrganizationId,
+        after: Option<DirectoryCursor>,
+        limit: u32,
     ) -> Result<Vec<DirectoryUser>, StoreError>;
+
+    /// Those of these ids that are the organization's directory users, in no order.
+    async fn directory_users_with_ids(
+        &self,
+        organization_id: OrganizationId,
+        ids: Vec<DirectoryUserId>,
+    ) -> Result<Vec<DirectoryUser>, StoreError>;
+
+    /// The groups each of these directory users is in, in no order.
+    async fn groups_of_users(
+        &self,
+        organization_id: OrganizationId,
+        ids: Vec<DirectoryUserId>,
+    ) -> Result<Vec<GroupOfUser>, StoreError>;
 
     /// One of the organization's directory users.
     async fn directory_user(
@@ -183,10 +229,25 @@ pub trait DirectoryStore: Send + Sync + 'static {
         id: DirectoryUserId,
     ) -> Result<Vec<DirectoryText>, StoreError>;
 
-    /// The organization's directory groups, oldest first.
-    async fn directory_groups(
+    /// The slice of the organization's directory groups that the filter selects, oldest first
+    /// (then by id), and how many it selects in all; the members of the slice's groups only,
+    /// when `members` says so.
+    async fn directory_groups_page(
         &self,
         organization_id: OrganizationId,
+        filter: DirectoryFilter,
+        slice: Slice,
+        members: GroupMembers,
+    ) -> Result<DirectoryPage<DirectoryGroup>, StoreError>;
+
+    /// Up to `limit` of the organization's directory groups in the same order, from the first
+    /// (`after` is `None`) or after the one `after` names.
+    async fn directory_groups_after(
+        &self,
+        organization_id: OrganizationId,
+        after: Option<DirectoryCursor>,
+        limit: u32,
+        members: GroupMembers,
     ) -> Result<Vec<DirectoryGroup>, StoreError>;
 
     /// One of the organization's directory groups.

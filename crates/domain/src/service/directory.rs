@@ -11,7 +11,10 @@
 //! organization's [`GroupRoles`] map gives the user's groups, else `settings.default_role`;
 //! the owner is never changed or removed by the directory.
 
-use std::collections::BTreeSet;
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    future::Future,
+};
 
 use serde_json::json;
 use time::OffsetDateTime;
@@ -22,14 +25,18 @@ use super::{
 };
 use crate::{
     model::{
-        timestamp, AssignedRole, AuditAction, AuditRecord, DirectoryGroup, DirectoryGroupId,
-        DirectoryText, DirectoryUser, DirectoryUserId, Email, EmailDomain, EventType, Feature,
-        GroupAttributes, GroupRoles, GroupRolesError, InvitableRole, Member, MemberStatus,
-        NewEvent, NewInvitation, Organization, Origin, Page, PageRequest, Permission, Role,
-        RoleRef, ScimToken, ScimTokenId, ScimTokenName, SecretToken, TargetKind, TokenKind, User,
-        UserAttributes, UserId,
+        timestamp, AssignedRole, AuditAction, AuditRecord, DirectoryCursor, DirectoryGroup,
+        DirectoryGroupId, DirectoryPage, DirectorySelection, DirectoryText, DirectoryUser,
+        DirectoryUserId, DirectoryWindow, Email, EmailDomain, EventType, Feature, GroupAttributes,
+        GroupRoles, GroupRolesError, InvitableRole, Member, MemberStatus, NewEvent, NewInvitation,
+        Organization, Origin, Page, PageRequest, Permission, ResourceCheck, Role, RoleRef,
+        ScimToken, ScimTokenId, ScimTokenName, SecretToken, Slice, TargetKind, TokenKind, User,
+        UserAttributes, UserId, DIRECTORY_BATCH,
     },
-    ports::{service_ports, DirectoryChange, DirectoryWrite, MemberEffect, StoreError},
+    ports::{
+        service_ports, DirectoryChange, DirectoryWrite, GroupMembers, GroupOfUser, MemberEffect,
+        StoreError,
+    },
 };
 
 service_ports! {
@@ -304,26 +311,34 @@ impl DirectoryService {
                 )
                 .on(TargetKind::Organization, organization_id),
         );
-        let groups = self
-            .ports
-            .directory
-            .directory_groups(organization_id)
-            .await?;
-        for user in self
-            .ports
-            .directory
-            .directory_users(organization_id)
-            .await?
-        {
-            let Some(address) = user.attributes.provisioned_address() else {
-                continue;
+        // The directory in batches, each user with their groups: never all of it at once.
+        let mut after = None;
+        loop {
+            let batch = self
+                .ports
+                .directory
+                .directory_users_after(organization_id, after, DIRECTORY_BATCH)
+                .await?;
+            let Some(last) = batch.last() else {
+                break;
             };
-            let names = groups
-                .iter()
-                .filter(|group| group.attributes.members.contains(&user.id))
-                .map(|group| group.attributes.display_name.as_str());
-            let role = plan.role_of(names);
-            self.set_role(&mut plan, &address, role).await?;
+            after = Some(user_cursor(last));
+            let groups = self.groups_by_user(organization_id, &batch).await?;
+            for user in &batch {
+                let Some(address) = user.attributes.provisioned_address() else {
+                    continue;
+                };
+                let names = groups
+                    .get(&user.id)
+                    .into_iter()
+                    .flatten()
+                    .map(|group| group.display_name.as_str());
+                let role = plan.role_of(names);
+                self.set_role(&mut plan, &address, role).await?;
+            }
+            if batch.len() < DIRECTORY_BATCH as usize {
+                break;
+            }
         }
         self.write(plan, vec![DirectoryChange::GroupRoles(roles.clone())])
             .await?;
@@ -332,14 +347,54 @@ impl DirectoryService {
 
     // --- The identity provider: users. ---
 
-    /// The organization's directory users, oldest first.
-    pub async fn users(&self, actor: &Actor) -> Result<Vec<DirectoryUser>, DirectoryError> {
+    /// A page of the organization's directory users that the selection holds, oldest first,
+    /// and how many it holds: a filter by the store's indexes, a check by reading the
+    /// directory in batches (holding one batch and the page at a time).
+    pub async fn list_users(
+        &self,
+        actor: &Actor,
+        selection: DirectorySelection<DirectoryUser>,
+        window: DirectoryWindow,
+    ) -> Result<DirectoryPage<DirectoryUser>, DirectoryError> {
         Self::allow(actor, Permission::MembersRead)?;
-        Ok(self
-            .ports
-            .directory
-            .directory_users(actor.organization_id())
-            .await?)
+        let organization_id = actor.organization_id();
+        let directory = &self.ports.directory;
+        match selection {
+            DirectorySelection::Filter(filter) => Ok(directory
+                .directory_users_page(organization_id, filter, slice(window))
+                .await?),
+            DirectorySelection::Check(check) => {
+                scan(
+                    |after| {
+                        directory.directory_users_after(organization_id, after, DIRECTORY_BATCH)
+                    },
+                    check.as_ref(),
+                    window,
+                    user_cursor,
+                )
+                .await
+            }
+        }
+    }
+
+    /// Users, then groups, as one listing (SCIM's `POST /.search` at the root): the window
+    /// runs over the users' matches, then the groups'.
+    pub async fn list_everything(
+        &self,
+        actor: &Actor,
+        users: DirectorySelection<DirectoryUser>,
+        groups: DirectorySelection<DirectoryGroup>,
+        window: DirectoryWindow,
+        members: GroupMembers,
+    ) -> Result<(DirectoryPage<DirectoryUser>, DirectoryPage<DirectoryGroup>), DirectoryError> {
+        let users = self.list_users(actor, users, window).await?;
+        let taken = u32::try_from(users.resources.len()).unwrap_or(u32::MAX);
+        let rest = DirectoryWindow {
+            offset: window.offset.saturating_sub(users.total),
+            count: window.count.saturating_sub(taken),
+        };
+        let groups = self.list_groups(actor, groups, rest, members).await?;
+        Ok((users, groups))
     }
 
     /// One directory user.
@@ -471,14 +526,63 @@ impl DirectoryService {
 
     // --- The identity provider: groups. ---
 
-    /// The organization's directory groups, oldest first.
-    pub async fn groups(&self, actor: &Actor) -> Result<Vec<DirectoryGroup>, DirectoryError> {
+    /// A page of the organization's directory groups that the selection holds, oldest first,
+    /// and how many it holds, as [`list_users`](Self::list_users) does; the page's groups
+    /// with their members when `members` says so (a check that reads members gets them).
+    pub async fn list_groups(
+        &self,
+        actor: &Actor,
+        selection: DirectorySelection<DirectoryGroup>,
+        window: DirectoryWindow,
+        members: GroupMembers,
+    ) -> Result<DirectoryPage<DirectoryGroup>, DirectoryError> {
         Self::allow(actor, Permission::MembersRead)?;
-        Ok(self
-            .ports
-            .directory
-            .directory_groups(actor.organization_id())
-            .await?)
+        let organization_id = actor.organization_id();
+        let directory = &self.ports.directory;
+        match selection {
+            DirectorySelection::Filter(filter) => Ok(directory
+                .directory_groups_page(organization_id, filter, slice(window), members)
+                .await?),
+            DirectorySelection::Check(check) => {
+                let read = if check.reads_members() {
+                    GroupMembers::Read
+                } else {
+                    members
+                };
+                let mut page = scan(
+                    |after| {
+                        directory.directory_groups_after(
+                            organization_id,
+                            after,
+                            DIRECTORY_BATCH,
+                            read,
+                        )
+                    },
+                    check.as_ref(),
+                    window,
+                    |group: &DirectoryGroup| DirectoryCursor {
+                        created_at: group.created_at,
+                        id: group.id.as_uuid(),
+                    },
+                )
+                .await?;
+                if members == GroupMembers::Skipped {
+                    for group in &mut page.resources {
+                        group.attributes.members = Vec::new();
+                    }
+                } else if read == GroupMembers::Skipped {
+                    // Only the page's groups are read again, with their members.
+                    for group in &mut page.resources {
+                        if let Some(full) =
+                            directory.directory_group(organization_id, group.id).await?
+                        {
+                            *group = full;
+                        }
+                    }
+                }
+                Ok(page)
+            }
+        }
     }
 
     /// One directory group.
@@ -613,7 +717,7 @@ impl DirectoryService {
         let known: BTreeSet<DirectoryUserId> = self
             .ports
             .directory
-            .directory_users(actor.organization_id())
+            .directory_users_with_ids(actor.organization_id(), after.attributes.members.clone())
             .await?
             .into_iter()
             .map(|user| user.id)
@@ -658,30 +762,26 @@ impl DirectoryService {
         };
         let this = before.or(after).map(|group| group.id);
         if !touched.is_empty() {
-            // Read once: the directory's users and its other groups as they are.
-            let users = self
+            // The touched users alone, each with the groups they are in now.
+            let mut users = self
                 .ports
                 .directory
-                .directory_users(organization_id)
+                .directory_users_with_ids(organization_id, touched.iter().copied().collect())
                 .await?;
-            let others: Vec<DirectoryGroup> = self
-                .ports
-                .directory
-                .directory_groups(organization_id)
-                .await?
-                .into_iter()
-                .filter(|group| Some(group.id) != this)
-                .collect();
-            for user in users.iter().filter(|user| touched.contains(&user.id)) {
+            users.sort_by_key(|user| (user.created_at, user.id));
+            let groups = self.groups_by_user(organization_id, &users).await?;
+            for user in &users {
                 let Some(address) = user.attributes.provisioned_address() else {
                     continue;
                 };
                 // Their groups once this change is written: the others as they are, and this
                 // one as it will be.
-                let mut names: Vec<&str> = others
-                    .iter()
-                    .filter(|group| group.attributes.members.contains(&user.id))
-                    .map(|group| group.attributes.display_name.as_str())
+                let mut names: Vec<&str> = groups
+                    .get(&user.id)
+                    .into_iter()
+                    .flatten()
+                    .filter(|group| Some(group.group_id) != this)
+                    .map(|group| group.display_name.as_str())
                     .collect();
                 if new.contains(&user.id) {
                     if let Some(after) = after {
@@ -693,6 +793,28 @@ impl DirectoryService {
             }
         }
         self.write(plan, vec![change]).await
+    }
+
+    /// The groups each of these users is in, by user.
+    async fn groups_by_user(
+        &self,
+        organization_id: crate::model::OrganizationId,
+        users: &[DirectoryUser],
+    ) -> Result<BTreeMap<DirectoryUserId, Vec<GroupOfUser>>, DirectoryError> {
+        let mut by_user: BTreeMap<DirectoryUserId, Vec<GroupOfUser>> = BTreeMap::new();
+        if users.is_empty() {
+            return Ok(by_user);
+        }
+        let ids = users.iter().map(|user| user.id).collect();
+        for group in self
+            .ports
+            .directory
+            .groups_of_users(organization_id, ids)
+            .await?
+        {
+            by_user.entry(group.user_id).or_default().push(group);
+        }
+        Ok(by_user)
     }
 
     // --- What provisioning means for the organization. ---
@@ -1088,5 +1210,58 @@ impl DirectoryService {
             }
         }
         Ok(written)
+    }
+}
+
+/// The window as a store's slice.
+fn slice(window: DirectoryWindow) -> Slice {
+    Slice::new(
+        i64::try_from(window.offset).unwrap_or(i64::MAX),
+        i64::from(window.count),
+    )
+}
+
+/// Where a read in order goes on after this user.
+fn user_cursor(user: &DirectoryUser) -> DirectoryCursor {
+    DirectoryCursor {
+        created_at: user.created_at,
+        id: user.id.as_uuid(),
+    }
+}
+
+/// The window of the resources the check accepts, and how many it accepts, read in order in
+/// batches of [`DIRECTORY_BATCH`] by `next` (from the first, then after the last read): what it
+/// holds at once is one batch and the page.
+async fn scan<T, F, Fut>(
+    mut next: F,
+    check: &dyn ResourceCheck<T>,
+    window: DirectoryWindow,
+    cursor: impl Fn(&T) -> DirectoryCursor,
+) -> Result<DirectoryPage<T>, DirectoryError>
+where
+    F: FnMut(Option<DirectoryCursor>) -> Fut,
+    Fut: Future<Output = Result<Vec<T>, StoreError>>,
+{
+    let mut page = DirectoryPage {
+        resources: Vec::new(),
+        total: 0,
+    };
+    let mut after = None;
+    loop {
+        let batch = next(after).await?;
+        let full = batch.len() >= DIRECTORY_BATCH as usize;
+        after = batch.last().map(&cursor);
+        for resource in batch {
+            if !check.accepts(&resource) {
+                continue;
+            }
+            if page.total >= window.offset && page.resources.len() < window.count as usize {
+                page.resources.push(resource);
+            }
+            page.total += 1;
+        }
+        if !full || after.is_none() {
+            return Ok(page);
+        }
     }
 }

@@ -1,6 +1,8 @@
 //! Directory sync against mocked ports: what a provisioned user means for the membership, one
 //! rule per test.
 
+use std::sync::Arc;
+
 use futures::executor::block_on;
 use uuid::Uuid;
 
@@ -11,10 +13,12 @@ use super::{
 use crate::{
     mock::MockDomainStore,
     model::{
-        AuditAction, DirectoryName, DirectoryText, DirectoryUser, DirectoryUserId, GroupRoles,
-        Membership, Plan, Role, ScimToken, ScimTokenId, ScimTokenName, UserAttributes,
+        AuditAction, DirectoryCursor, DirectoryFilter, DirectoryName, DirectoryPage,
+        DirectorySelection, DirectoryText, DirectoryUser, DirectoryUserId, DirectoryWindow,
+        GroupRoles, Membership, Plan, ResourceCheck, Role, ScimToken, ScimTokenId, ScimTokenName,
+        UserAttributes, DIRECTORY_BATCH,
     },
-    ports::{DirectoryChange, DirectoryWrite, MemberEffect},
+    ports::{DirectoryChange, DirectoryWrite, GroupMembers, MemberEffect},
 };
 
 const OKTA: ScimTokenId = ScimTokenId::from_uuid(Uuid::from_u128(0x0c7a));
@@ -358,4 +362,112 @@ fn an_admin_the_directory_deactivates_loses_the_scim_tokens_they_made_in_that_wr
     assert_eq!(revoked[0].audit.action, AuditAction::ScimTokenRevoked);
     assert_eq!(revoked[0].audit.actor.kind(), "system");
     assert_eq!(revoked[0].audit.organization_id, Some(ACME));
+}
+
+/// Acme's directory users `0..n`, a second apart.
+fn numbered(range: std::ops::Range<u128>) -> Vec<DirectoryUser> {
+    range
+        .map(|i| DirectoryUser {
+            id: DirectoryUserId::from_uuid(Uuid::from_u128(0x5c1_0000 + i)),
+            organization_id: ACME,
+            attributes: attributes(&format!("user{i}@acme.test"), true),
+            created_at: now() + time::Duration::seconds(i as i64),
+            updated_at: now(),
+        })
+        .collect()
+}
+
+/// Accepts the users with an even number.
+struct Even;
+
+impl ResourceCheck<DirectoryUser> for Even {
+    fn accepts(&self, user: &DirectoryUser) -> bool {
+        user.id.as_uuid().as_u128().is_multiple_of(2)
+    }
+}
+
+#[test]
+fn a_filter_the_store_cannot_answer_reads_the_directory_in_batches_keeping_the_page() {
+    let mut mocks = Mocks::new();
+    let batch = DIRECTORY_BATCH as u128;
+    mocks
+        .directory
+        .expect_directory_users_after()
+        .withf(|org, after, limit| *org == ACME && after.is_none() && *limit == DIRECTORY_BATCH)
+        .times(1)
+        .returning(move |_, _, _| ready(Ok(numbered(0..batch))));
+    let last = numbered(batch - 1..batch).remove(0);
+    mocks
+        .directory
+        .expect_directory_users_after()
+        .withf(move |_, after, _| {
+            *after
+                == Some(DirectoryCursor {
+                    created_at: last.created_at,
+                    id: last.id.as_uuid(),
+                })
+        })
+        .times(1)
+        .returning(move |_, _, _| ready(Ok(numbered(batch..batch + 3))));
+    let page = block_on(mocks.service().list_users(
+        &directory(Plan::Business),
+        DirectorySelection::Check(Arc::new(Even)),
+        DirectoryWindow {
+            offset: 10,
+            count: 5,
+        },
+    ))
+    .unwrap();
+    assert_eq!(page.total, batch as u64 / 2 + 2);
+    let ids: Vec<u128> = page
+        .resources
+        .iter()
+        .map(|user| user.id.as_uuid().as_u128() - 0x5c1_0000)
+        .collect();
+    assert_eq!(ids, vec![20, 22, 24, 26, 28]);
+}
+
+#[test]
+fn users_then_groups_share_one_window() {
+    let mut mocks = Mocks::new();
+    mocks
+        .directory
+        .expect_directory_users_page()
+        .withf(|_, filter, slice| {
+            *filter == DirectoryFilter::All && (slice.offset(), slice.limit()) == (2, 3)
+        })
+        .returning(|_, _, _| {
+            ready(Ok(DirectoryPage {
+                resources: numbered(2..3),
+                total: 3,
+            }))
+        });
+    // One user on the page: the groups' listing starts at their first, for two more.
+    mocks
+        .directory
+        .expect_directory_groups_page()
+        .withf(|_, _, slice, members| {
+            (slice.offset(), slice.limit()) == (0, 2) && *members == GroupMembers::Skipped
+        })
+        .returning(|_, _, _, _| {
+            ready(Ok(DirectoryPage {
+                resources: Vec::new(),
+                total: 4,
+            }))
+        });
+    let (users, groups) = block_on(mocks.service().list_everything(
+        &directory(Plan::Business),
+        DirectorySelection::Filter(DirectoryFilter::All),
+        DirectorySelection::Filter(DirectoryFilter::All),
+        DirectoryWindow {
+            offset: 2,
+            count: 3,
+        },
+        GroupMembers::Skipped,
+    ))
+    .unwrap();
+    assert_eq!(
+        (users.resources.len(), users.total, groups.total),
+        (1, 3, 4)
+    );
 }

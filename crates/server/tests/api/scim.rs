@@ -622,3 +622,91 @@ on_both_backends! {
         assert!(output.status.success());
     }
 }
+
+/// A user as a directory sends it, inactive (so it makes no member): `person<n>`.
+fn person(n: usize, domain: &str) -> Value {
+    json!({
+        "schemas": ["urn:ietf:params:scim:schemas:core:2.0:User"],
+        "userName": format!("person{n:03}@{domain}"),
+        "name": { "givenName": format!("Given{n:03}"), "familyName": "Person" },
+        "emails": [{ "value": format!("p{n:03}@mail.{domain}"), "primary": true }],
+        "externalId": format!("ext-{n:03}"),
+        "active": false
+    })
+}
+
+/// The list at `base` (`/Users`, `/Groups`) with these query parameters.
+async fn list(app: &TestApp, dir: &Directory, path: &str, params: &[(&str, &str)]) -> Value {
+    let url = reqwest::Url::parse_with_params(&format!("{}{path}", dir.base), params).unwrap();
+    scim_json(
+        scim(app, &dir.token, Method::GET, url.as_str(), None).await,
+        200,
+    )
+    .await
+}
+
+fn user_names(list: &Value) -> Vec<&str> {
+    list["Resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|user| user["userName"].as_str().unwrap())
+        .collect()
+}
+
+on_both_backends! {
+    async fn a_filter_finds_its_users_among_hundreds_and_pages_them_in_order(app: TestApp) {
+        let domain = "acme-scim7.test";
+        let dir = directory(&app, "scim-owner7@acme-scim7.test", domain).await;
+        let users = format!("{}/Users", dir.base);
+        for n in 0..300 {
+            scim_json(scim(&app, &dir.token, Method::POST, &users, Some(person(n, domain))).await, 201).await;
+        }
+
+        // One user by userName, without case: totalResults 1.
+        let one = list(&app, &dir, "/Users", &[("filter", r#"userName eq "PERSON123@Acme-SCIM7.test""#)]).await;
+        assert_eq!(one["totalResults"], 1, "{one}");
+        assert_eq!(user_names(&one), ["person123@acme-scim7.test"]);
+        let by_email = list(&app, &dir, "/Users", &[("filter", r#"emails.value eq "p042@mail.acme-scim7.test""#)]).await;
+        assert_eq!(user_names(&by_email), ["person042@acme-scim7.test"]);
+        let none = list(&app, &dir, "/Users", &[("filter", r#"externalId eq "EXT-001""#)]).await;
+        assert_eq!((none["totalResults"].as_u64(), none["Resources"].as_array().map(Vec::len)), (Some(0), Some(0)));
+
+        // A slice of a filtered listing, oldest first: the 11th to 15th of the hundred.
+        let slice = list(&app, &dir, "/Users", &[("filter", r#"userName sw "person1" and externalId pr"#), ("startIndex", "11"), ("count", "5")]).await;
+        assert_eq!(slice["totalResults"], 100);
+        assert_eq!(slice["startIndex"], 11);
+        assert_eq!(slice["itemsPerPage"], 5);
+        let want: Vec<String> = (110..115).map(|n| format!("person{n}@{domain}")).collect();
+        assert_eq!(user_names(&slice), want);
+
+        // The end of the whole directory, and the total alone.
+        let last = list(&app, &dir, "/Users", &[("startIndex", "299"), ("count", "10")]).await;
+        assert_eq!(last["totalResults"], 300);
+        assert_eq!(user_names(&last), ["person298@acme-scim7.test", "person299@acme-scim7.test"]);
+        let total = list(&app, &dir, "/Users", &[("count", "0")]).await;
+        assert_eq!((total["totalResults"].as_u64(), total["itemsPerPage"].as_u64()), (Some(300), Some(0)));
+
+        // A filter the store does not index (ew, a name part) gives the same kind of answer.
+        let ending = list(&app, &dir, "/Users", &[("filter", r#"userName ew "7@ACME-scim7.test""#), ("count", "3"), ("startIndex", "2")]).await;
+        assert_eq!(ending["totalResults"], 30);
+        assert_eq!(user_names(&ending), ["person017@acme-scim7.test", "person027@acme-scim7.test", "person037@acme-scim7.test"]);
+        let given = list(&app, &dir, "/Users", &[("filter", r#"name.givenName eq "given250""#)]).await;
+        assert_eq!(user_names(&given), ["person250@acme-scim7.test"]);
+
+        // A group's page without its members, then with them; the root's search runs on.
+        let first = list(&app, &dir, "/Users", &[("count", "2")]).await;
+        let members: Vec<Value> = first["Resources"].as_array().unwrap().iter().map(|u| json!({ "value": u["id"] })).collect();
+        let groups = format!("{}/Groups", dir.base);
+        scim_json(scim(&app, &dir.token, Method::POST, &groups, Some(json!({ "schemas": ["urn:ietf:params:scim:schemas:core:2.0:Group"], "displayName": "Engineering", "members": members }))).await, 201).await;
+        let bare = list(&app, &dir, "/Groups", &[("filter", r#"displayName eq "engineering""#), ("excludedAttributes", "members")]).await;
+        assert_eq!(bare["totalResults"], 1);
+        assert!(bare["Resources"][0].get("members").is_none(), "{bare}");
+        let full = list(&app, &dir, "/Groups", &[("filter", r#"displayName co "GINEER""#)]).await;
+        assert_eq!(full["Resources"][0]["members"].as_array().map(Vec::len), Some(2), "{full}");
+        let searched = scim_json(scim(&app, &dir.token, Method::POST, &format!("{}/.search", dir.base), Some(json!({ "schemas": ["urn:ietf:params:scim:api:messages:2.0:SearchRequest"], "startIndex": 300, "count": 2 }))).await, 200).await;
+        assert_eq!(searched["totalResults"], 301);
+        assert_eq!(searched["Resources"][0]["userName"], "person299@acme-scim7.test");
+        assert_eq!(searched["Resources"][1]["displayName"], "Engineering");
+    }
+}

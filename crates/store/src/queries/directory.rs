@@ -1,17 +1,25 @@
 //! Directory sync: SCIM tokens, the directory's users and groups, the group-to-role map, and
 //! the membership changes provisioning makes, written in one transaction.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use async_trait::async_trait;
-use diesel::prelude::*;
+use diesel::{
+    prelude::*,
+    sql_types::{Bool, Text},
+};
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{
-        AssignedRole, AuditRecord, DirectoryEmail, DirectoryGroup, DirectoryGroupId, DirectoryName,
+        AssignedRole, AuditRecord, Comparison, DirectoryAttribute, DirectoryCursor, DirectoryEmail,
+        DirectoryFilter, DirectoryGroup, DirectoryGroupId, DirectoryName, DirectoryPage,
         DirectoryText, DirectoryUser, DirectoryUserId, GroupAttributes, GroupRoles, OrganizationId,
-        Role, ScimToken, ScimTokenId, ScimTokenName, TokenHash, UserAttributes, MAX_SCIM_TOKENS,
+        Role, ScimToken, ScimTokenId, ScimTokenName, Slice, TextMatch, TokenHash, UserAttributes,
+        MAX_SCIM_TOKENS,
     },
     ports::{
-        DirectoryChange, DirectoryStore, DirectoryWrite, MemberEffect, ScimTokenAccess, StoreError,
+        DirectoryChange, DirectoryStore, DirectoryWrite, GroupMembers, GroupOfUser, MemberEffect,
+        ScimTokenAccess, StoreError,
     },
 };
 use serde::{Deserialize, Serialize};
@@ -21,12 +29,14 @@ use super::{
     accounts::{insert_account_rows, reclaim, CreateError},
     audit::insert_audit,
     backend::{
+        self,
         schema::{
             invitations, memberships, organizations, scim_group_members, scim_group_roles,
-            scim_groups, scim_tokens, scim_users,
+            scim_groups, scim_tokens, scim_user_emails, scim_users,
         },
         Conn, Db, DbStore,
     },
+    contains_pattern,
     custom_roles::CustomRoles,
     events::record_events,
     grants::{hold_role, revoke_scim_tokens},
@@ -88,6 +98,7 @@ struct UserRow {
     active: bool,
     created_at: OffsetDateTime,
     updated_at: OffsetDateTime,
+    display_name_key: Option<String>,
 }
 
 fn text(value: &DirectoryText) -> String {
@@ -135,6 +146,10 @@ impl UserRow {
             active: a.active,
             created_at: user.created_at,
             updated_at: user.updated_at,
+            display_name_key: a
+                .display_name
+                .as_ref()
+                .map(|name| DirectoryAttribute::DisplayName.key(name.as_str())),
         }
     }
 
@@ -181,6 +196,7 @@ struct GroupRow {
     external_id: Option<String>,
     created_at: OffsetDateTime,
     updated_at: OffsetDateTime,
+    display_name_key: String,
 }
 
 impl GroupRow {
@@ -192,6 +208,8 @@ impl GroupRow {
             external_id: optional(group.attributes.external_id.as_ref()),
             created_at: group.created_at,
             updated_at: group.updated_at,
+            display_name_key: DirectoryAttribute::DisplayName
+                .key(group.attributes.display_name.as_str()),
         }
     }
 
@@ -211,28 +229,258 @@ impl GroupRow {
     }
 }
 
-/// The groups' rows with their members.
+/// The groups' rows with their members (read for these groups only), or with none.
 async fn load_groups(
     conn: &mut Conn,
     rows: Vec<GroupRow>,
+    members: GroupMembers,
 ) -> Result<Vec<DirectoryGroup>, StoreError> {
-    let ids: Vec<DbUuid> = rows.iter().map(|row| row.id).collect();
-    let members: Vec<(DbUuid, DbUuid)> = scim_group_members::table
-        .filter(scim_group_members::group_id.eq_any(&ids))
-        .select((scim_group_members::group_id, scim_group_members::user_id))
-        .load(conn)
-        .await
-        .map_err(db_error)?;
+    let mut of: BTreeMap<uuid::Uuid, Vec<DirectoryUserId>> = BTreeMap::new();
+    if members == GroupMembers::Read && !rows.is_empty() {
+        let ids: Vec<DbUuid> = rows.iter().map(|row| row.id).collect();
+        for chunk in ids.chunks(IDS_A_STATEMENT) {
+            let found: Vec<(DbUuid, DbUuid)> = scim_group_members::table
+                .filter(scim_group_members::group_id.eq_any(chunk))
+                .select((scim_group_members::group_id, scim_group_members::user_id))
+                .load(conn)
+                .await
+                .map_err(db_error)?;
+            for (group, user) in found {
+                of.entry(group.0).or_default().push(user.0.into());
+            }
+        }
+    }
     rows.into_iter()
         .map(|row| {
-            let of: Vec<DirectoryUserId> = members
-                .iter()
-                .filter(|(group, _)| *group == row.id)
-                .map(|(_, user)| user.0.into())
-                .collect();
-            row.into_domain(of)
+            let members = of.remove(&row.id.0).unwrap_or_default();
+            row.into_domain(members)
         })
         .collect()
+}
+
+/// The most ids one statement binds (`IN (...)`): far below either backend's limit.
+const IDS_A_STATEMENT: usize = 1000;
+
+/// The smallest text after every text that starts with `prefix`, in code point order (what
+/// SQLite's `BINARY` and PostgreSQL's `"C"` collations compare by): `prefix` with its last
+/// character (that has one) followed by the next. `None` when every character is the last
+/// (then every text from `prefix` on starts with it).
+fn after_prefix(prefix: &str) -> Option<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(last) = chars.pop() {
+        let next = (u32::from(last) + 1..=u32::from(char::MAX)).find_map(char::from_u32);
+        if let Some(next) = next {
+            chars.push(next);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
+}
+
+diesel::define_sql_function! {
+    /// SQL `replace(text, from, to)`: both backends have it, and both compare with case.
+    fn replace(text: Text, from: Text, to: Text) -> Text;
+}
+
+/// A filter's condition on one table's rows.
+type Condition<T> = Box<dyn BoxableExpression<T, Db, SqlType = Bool>>;
+
+/// A constant condition.
+fn constant<T>(value: bool) -> Condition<T> {
+    Box::new(diesel::dsl::sql::<Bool>(if value {
+        "1 = 1"
+    } else {
+        "1 = 0"
+    }))
+}
+
+/// The condition that `$column` (text, possibly null: a null compares as nothing) compares so
+/// with the comparison's operand: `=`; a range of the key order for a prefix (an index
+/// range); `LIKE` for a part, and for a column that compares with case (`$exact`), the same
+/// `replace` test too (SQLite's `LIKE` ignores ASCII case; keys are lowercase already).
+macro_rules! text_matches {
+    ($column:expr, $comparison:expr, $exact:expr) => {{
+        let column = $column;
+        let operand = $comparison.operand().to_owned();
+        let condition: Box<dyn BoxableExpression<_, Db, SqlType = Bool>> = match $comparison.how() {
+            TextMatch::Equals => Box::new(column.eq(operand)),
+            TextMatch::StartsWith => match after_prefix(&operand) {
+                Some(end) => Box::new(column.ge(operand).and(column.lt(end))),
+                None => Box::new(column.ge(operand)),
+            },
+            TextMatch::Contains if $exact => Box::new(
+                column
+                    .like(contains_pattern(&operand))
+                    .escape('\\')
+                    .and(replace(column, operand, "").ne(column)),
+            ),
+            TextMatch::Contains => Box::new(column.like(contains_pattern(&operand)).escape('\\')),
+        };
+        condition
+    }};
+}
+
+/// The rows of `$table` after the cursor in the order (`created_at`, `id`): `created_at >= t`
+/// bounds the index range, the rest leaves out what was read.
+macro_rules! after_cursor {
+    ($table:ident, $after:expr) => {{
+        let after: DirectoryCursor = $after;
+        $table::created_at.ge(after.created_at).and(
+            $table::created_at
+                .gt(after.created_at)
+                .or($table::id.gt(DbUuid(after.id))),
+        )
+    }};
+}
+
+/// Whether the filter selects a few resources by an index (an `eq` or an id in every branch):
+/// then SQLite is to find them by that index and sort them, not walk the organization's
+/// resources in order (without statistics, its planner prefers the walk that needs no sort;
+/// PostgreSQL weighs both with its own). See [`sorted_page_order`].
+fn selective(filter: &DirectoryFilter) -> bool {
+    match filter {
+        DirectoryFilter::Id(_) | DirectoryFilter::Nothing => true,
+        DirectoryFilter::Compare(comparison) => comparison.how() == TextMatch::Equals,
+        DirectoryFilter::And(a, b) => selective(a) || selective(b),
+        DirectoryFilter::Or(a, b) => selective(a) && selective(b),
+        DirectoryFilter::All | DirectoryFilter::Present(_) => false,
+    }
+}
+
+/// At most this many rows a page's query sorts, rather than walk the organization in order.
+const SORTED_AT_MOST: i64 = 2000;
+
+/// Whether a page of the `total` resources the filter selects is ordered by expressions
+/// (`+created_at`, `+id`: SQLite's way to say that no index is to give the order) rather than
+/// by the columns: on SQLite, for a selective filter or few matches (a `co` that matches a
+/// handful is found through its key's index, not by reading every row of the organization).
+fn sorted_page_order(filter: &DirectoryFilter, total: i64) -> bool {
+    backend::BACKEND == crate::Backend::Sqlite && (selective(filter) || total <= SORTED_AT_MOST)
+}
+
+/// The rows of one page, `$query` (a closure making the boxed query) ordered by `$table`'s
+/// `created_at` and `id`, or by the same as expressions where [`sorted_page_order`] says so.
+macro_rules! directory_page {
+    ($conn:expr, $slice:expr, $total:expr, $filter:expr, $query:expr, $table:literal, $created:expr, $id:expr) => {{
+        if sorted_page_order($filter, $total) {
+            page_rows!(
+                $conn,
+                $slice,
+                $total,
+                $query(),
+                asc / desc(
+                    diesel::dsl::sql::<Text>(concat!("+\"", $table, "\".\"created_at\"")),
+                    diesel::dsl::sql::<Text>(concat!("+\"", $table, "\".\"id\""))
+                )
+            )
+        } else {
+            page_rows!($conn, $slice, $total, $query(), asc / desc($created, $id))
+        }
+    }};
+}
+
+/// A directory filter as a condition on the organization's users.
+fn user_condition(organization: DbUuid, filter: &DirectoryFilter) -> Condition<scim_users::table> {
+    use DirectoryAttribute as A;
+    let emails = || {
+        scim_user_emails::table
+            .filter(scim_user_emails::organization_id.eq(organization))
+            .into_boxed()
+    };
+    match filter {
+        DirectoryFilter::All | DirectoryFilter::Present(A::UserName) => constant(true),
+        DirectoryFilter::Nothing => constant(false),
+        DirectoryFilter::Id(id) => Box::new(scim_users::id.eq(DbUuid(*id))),
+        DirectoryFilter::Present(A::ExternalId) => Box::new(scim_users::external_id.is_not_null()),
+        DirectoryFilter::Present(A::DisplayName) => {
+            Box::new(scim_users::display_name_key.is_not_null())
+        }
+        DirectoryFilter::Present(A::Email) => {
+            Box::new(scim_users::id.eq_any(emails().select(scim_user_emails::user_id)))
+        }
+        DirectoryFilter::Compare(comparison) => user_comparison(comparison, emails()),
+        DirectoryFilter::And(a, b) => {
+            Box::new(user_condition(organization, a).and(user_condition(organization, b)))
+        }
+        DirectoryFilter::Or(a, b) => {
+            Box::new(user_condition(organization, a).or(user_condition(organization, b)))
+        }
+    }
+}
+
+/// One comparison on users; `emails` the organization's addresses.
+fn user_comparison(
+    comparison: &Comparison,
+    emails: scim_user_emails::BoxedQuery<'static, Db>,
+) -> Condition<scim_users::table> {
+    match comparison.attribute() {
+        DirectoryAttribute::UserName => {
+            text_matches!(scim_users::user_name_key, comparison, false)
+        }
+        DirectoryAttribute::ExternalId => {
+            text_matches!(scim_users::external_id.assume_not_null(), comparison, true)
+        }
+        DirectoryAttribute::DisplayName => text_matches!(
+            scim_users::display_name_key.assume_not_null(),
+            comparison,
+            false
+        ),
+        DirectoryAttribute::Email => {
+            let matching: Condition<scim_user_emails::table> =
+                text_matches!(scim_user_emails::value_key, comparison, false);
+            Box::new(
+                scim_users::id.eq_any(emails.filter(matching).select(scim_user_emails::user_id)),
+            )
+        }
+    }
+}
+
+/// A directory filter as a condition on the organization's groups: a user's attribute
+/// (`userName`, addresses) is no group's.
+fn group_condition(filter: &DirectoryFilter) -> Condition<scim_groups::table> {
+    use DirectoryAttribute as A;
+    match filter {
+        DirectoryFilter::All | DirectoryFilter::Present(A::DisplayName) => constant(true),
+        DirectoryFilter::Nothing | DirectoryFilter::Present(A::UserName | A::Email) => {
+            constant(false)
+        }
+        DirectoryFilter::Id(id) => Box::new(scim_groups::id.eq(DbUuid(*id))),
+        DirectoryFilter::Present(A::ExternalId) => Box::new(scim_groups::external_id.is_not_null()),
+        DirectoryFilter::Compare(comparison) => match comparison.attribute() {
+            A::UserName | A::Email => constant(false),
+            A::ExternalId => {
+                text_matches!(scim_groups::external_id.assume_not_null(), comparison, true)
+            }
+            A::DisplayName => text_matches!(scim_groups::display_name_key, comparison, false),
+        },
+        DirectoryFilter::And(a, b) => Box::new(group_condition(a).and(group_condition(b))),
+        DirectoryFilter::Or(a, b) => Box::new(group_condition(a).or(group_condition(b))),
+    }
+}
+
+/// Replaces the user's rows of addresses (lowercase, each once).
+async fn insert_emails(conn: &mut Conn, user: &DirectoryUser) -> Result<(), WriteError> {
+    let id = DbUuid(user.id.as_uuid());
+    diesel::delete(scim_user_emails::table.filter(scim_user_emails::user_id.eq(id)))
+        .execute(conn)
+        .await?;
+    let keys: BTreeSet<String> = user
+        .attributes
+        .emails
+        .iter()
+        .map(|email| DirectoryAttribute::Email.key(email.value.as_str()))
+        .collect();
+    for key in keys {
+        diesel::insert_into(scim_user_emails::table)
+            .values((
+                scim_user_emails::organization_id.eq(DbUuid(user.organization_id.as_uuid())),
+                scim_user_emails::user_id.eq(id),
+                scim_user_emails::value_key.eq(key),
+            ))
+            .execute(conn)
+            .await?;
+    }
+    Ok(())
 }
 
 /// Why a directory write stopped: a record it changes is gone (nothing is written), or the
@@ -316,6 +564,7 @@ async fn apply_change(
                 .values(UserRow::of(user))
                 .execute(conn)
                 .await?;
+            insert_emails(conn, user).await?;
         }
         DirectoryChange::ReplaceUser(user) => {
             let row = UserRow::of(user);
@@ -330,10 +579,14 @@ async fn apply_change(
             if updated != 1 {
                 return Err(WriteError::Gone);
             }
+            insert_emails(conn, user).await?;
         }
         DirectoryChange::DeleteUser(id) => {
             let id = DbUuid(id.as_uuid());
             diesel::delete(scim_group_members::table.filter(scim_group_members::user_id.eq(id)))
+                .execute(conn)
+                .await?;
+            diesel::delete(scim_user_emails::table.filter(scim_user_emails::user_id.eq(id)))
                 .execute(conn)
                 .await?;
             let deleted = diesel::delete(
@@ -687,19 +940,129 @@ impl DirectoryStore for DbStore {
         })
     }
 
-    async fn directory_users(
+    async fn directory_users_page(
         &self,
         organization_id: OrganizationId,
-    ) -> Result<Vec<DirectoryUser>, StoreError> {
+        filter: DirectoryFilter,
+        slice: Slice,
+    ) -> Result<DirectoryPage<DirectoryUser>, StoreError> {
+        let organization = DbUuid(organization_id.as_uuid());
         in_read!(self, async |conn: &mut Conn| {
-            let rows: Vec<UserRow> = scim_users::table
-                .filter(scim_users::organization_id.eq(DbUuid(organization_id.as_uuid())))
+            let total: i64 = scim_users::table
+                .filter(scim_users::organization_id.eq(organization))
+                .filter(user_condition(organization, &filter))
+                .count()
+                .get_result(conn)
+                .await
+                .map_err(db_error)?;
+            let query = || {
+                scim_users::table
+                    .filter(scim_users::organization_id.eq(organization))
+                    .filter(user_condition(organization, &filter))
+                    .into_boxed()
+                    .select(UserRow::as_select())
+            };
+            let rows: Vec<UserRow> = directory_page!(
+                conn,
+                slice,
+                total,
+                &filter,
+                query,
+                "scim_users",
+                scim_users::created_at,
+                scim_users::id
+            );
+            Ok(DirectoryPage {
+                resources: rows
+                    .into_iter()
+                    .map(UserRow::into_domain)
+                    .collect::<Result<_, _>>()?,
+                total: u64::try_from(total).unwrap_or(0),
+            })
+        })
+    }
+
+    async fn directory_users_after(
+        &self,
+        organization_id: OrganizationId,
+        after: Option<DirectoryCursor>,
+        limit: u32,
+    ) -> Result<Vec<DirectoryUser>, StoreError> {
+        let organization = DbUuid(organization_id.as_uuid());
+        in_read!(self, async |conn: &mut Conn| {
+            let mut query = scim_users::table
+                .filter(scim_users::organization_id.eq(organization))
+                .into_boxed();
+            if let Some(after) = after {
+                query = query.filter(after_cursor!(scim_users, after));
+            }
+            let rows: Vec<UserRow> = query
                 .order((scim_users::created_at.asc(), scim_users::id.asc()))
+                .limit(i64::from(limit))
                 .select(UserRow::as_select())
                 .load(conn)
                 .await
                 .map_err(db_error)?;
             rows.into_iter().map(UserRow::into_domain).collect()
+        })
+    }
+
+    async fn directory_users_with_ids(
+        &self,
+        organization_id: OrganizationId,
+        ids: Vec<DirectoryUserId>,
+    ) -> Result<Vec<DirectoryUser>, StoreError> {
+        let organization = DbUuid(organization_id.as_uuid());
+        let ids: Vec<DbUuid> = ids.iter().map(|id| DbUuid(id.as_uuid())).collect();
+        in_read!(self, async |conn: &mut Conn| {
+            let mut users = Vec::new();
+            for chunk in ids.chunks(IDS_A_STATEMENT) {
+                let rows: Vec<UserRow> = scim_users::table
+                    .filter(scim_users::organization_id.eq(organization))
+                    .filter(scim_users::id.eq_any(chunk))
+                    .select(UserRow::as_select())
+                    .load(conn)
+                    .await
+                    .map_err(db_error)?;
+                for row in rows {
+                    users.push(row.into_domain()?);
+                }
+            }
+            Ok(users)
+        })
+    }
+
+    async fn groups_of_users(
+        &self,
+        organization_id: OrganizationId,
+        ids: Vec<DirectoryUserId>,
+    ) -> Result<Vec<GroupOfUser>, StoreError> {
+        let organization = DbUuid(organization_id.as_uuid());
+        let ids: Vec<DbUuid> = ids.iter().map(|id| DbUuid(id.as_uuid())).collect();
+        in_read!(self, async |conn: &mut Conn| {
+            let mut groups = Vec::new();
+            for chunk in ids.chunks(IDS_A_STATEMENT) {
+                let rows: Vec<(DbUuid, DbUuid, String)> = scim_group_members::table
+                    .inner_join(scim_groups::table)
+                    .filter(scim_group_members::organization_id.eq(organization))
+                    .filter(scim_group_members::user_id.eq_any(chunk))
+                    .select((
+                        scim_group_members::user_id,
+                        scim_group_members::group_id,
+                        scim_groups::display_name,
+                    ))
+                    .load(conn)
+                    .await
+                    .map_err(db_error)?;
+                for (user, group, name) in rows {
+                    groups.push(GroupOfUser {
+                        user_id: user.0.into(),
+                        group_id: group.0.into(),
+                        display_name: parse(&name, "scim_groups.display_name")?,
+                    });
+                }
+            }
+            Ok(groups)
         })
     }
 
@@ -742,19 +1105,69 @@ impl DirectoryStore for DbStore {
         })
     }
 
-    async fn directory_groups(
+    async fn directory_groups_page(
         &self,
         organization_id: OrganizationId,
-    ) -> Result<Vec<DirectoryGroup>, StoreError> {
+        filter: DirectoryFilter,
+        slice: Slice,
+        members: GroupMembers,
+    ) -> Result<DirectoryPage<DirectoryGroup>, StoreError> {
+        let organization = DbUuid(organization_id.as_uuid());
         in_read!(self, async |conn: &mut Conn| {
-            let rows: Vec<GroupRow> = scim_groups::table
-                .filter(scim_groups::organization_id.eq(DbUuid(organization_id.as_uuid())))
+            let total: i64 = scim_groups::table
+                .filter(scim_groups::organization_id.eq(organization))
+                .filter(group_condition(&filter))
+                .count()
+                .get_result(conn)
+                .await
+                .map_err(db_error)?;
+            let query = || {
+                scim_groups::table
+                    .filter(scim_groups::organization_id.eq(organization))
+                    .filter(group_condition(&filter))
+                    .into_boxed()
+                    .select(GroupRow::as_select())
+            };
+            let rows: Vec<GroupRow> = directory_page!(
+                conn,
+                slice,
+                total,
+                &filter,
+                query,
+                "scim_groups",
+                scim_groups::created_at,
+                scim_groups::id
+            );
+            Ok(DirectoryPage {
+                resources: load_groups(conn, rows, members).await?,
+                total: u64::try_from(total).unwrap_or(0),
+            })
+        })
+    }
+
+    async fn directory_groups_after(
+        &self,
+        organization_id: OrganizationId,
+        after: Option<DirectoryCursor>,
+        limit: u32,
+        members: GroupMembers,
+    ) -> Result<Vec<DirectoryGroup>, StoreError> {
+        let organization = DbUuid(organization_id.as_uuid());
+        in_read!(self, async |conn: &mut Conn| {
+            let mut query = scim_groups::table
+                .filter(scim_groups::organization_id.eq(organization))
+                .into_boxed();
+            if let Some(after) = after {
+                query = query.filter(after_cursor!(scim_groups, after));
+            }
+            let rows: Vec<GroupRow> = query
                 .order((scim_groups::created_at.asc(), scim_groups::id.asc()))
+                .limit(i64::from(limit))
                 .select(GroupRow::as_select())
                 .load(conn)
                 .await
                 .map_err(db_error)?;
-            load_groups(conn, rows).await
+            load_groups(conn, rows, members).await
         })
     }
 
@@ -771,7 +1184,7 @@ impl DirectoryStore for DbStore {
                 .load(conn)
                 .await
                 .map_err(db_error)?;
-            Ok(load_groups(conn, rows).await?.pop())
+            Ok(load_groups(conn, rows, GroupMembers::Read).await?.pop())
         })
     }
 

@@ -1,0 +1,7 @@
+DROP INDEX scim_groups_external_id_idx;
+DROP INDEX scim_groups_display_name_idx;
+DROP INDEX scim_users_display_name_idx;
+DROP INDEX scim_users_external_id_idx;
+DROP TABLE scim_user_emails;
+ALTER TABLE scim_groups DROP COLUMN display_name_key;
+ALTER TABLE scim_users DROP COLUMN display_name_key;
