@@ -525,6 +525,7 @@ impl From<DirectoryError> for ApiError {
     fn from(error: DirectoryError) -> Self {
         match error {
             DirectoryError::Forbidden(e) => e.into(),
+            DirectoryError::Busy(e) => e.into(),
             DirectoryError::PlanRequired
             | DirectoryError::PersonNeeded
             | DirectoryError::RoleAboveYours(_) => Self::Forbidden(error.to_string()),
@@ -556,8 +557,15 @@ impl ResponseError for ScimFailure {
 
     fn error_response(&self) -> HttpResponse {
         let mut response = HttpResponse::build(self.status_code());
-        if self.0.status == 401 {
-            response.insert_header((header::WWW_AUTHENTICATE, "Bearer"));
+        match self.0.status {
+            401 => {
+                response.insert_header((header::WWW_AUTHENTICATE, "Bearer"));
+            }
+            // The organization's heavy requests all under way; the store not answering.
+            429 | 503 => {
+                response.insert_header((header::RETRY_AFTER, "1"));
+            }
+            _ => {}
         }
         response
             .content_type(gatehouse_scim::SCIM_CONTENT_TYPE)
@@ -620,6 +628,7 @@ impl From<DirectoryError> for ScimFailure {
                 ScimError::new(400, Some(ScimType::Mutability), detail)
             }
             DirectoryError::Conflict => ScimError::new(409, None, detail),
+            DirectoryError::Busy(e) => return ApiError::from(e).into(),
             DirectoryError::Store(e) => return ApiError::from(e).into(),
         })
     }

@@ -20,8 +20,8 @@ use serde_json::json;
 use time::OffsetDateTime;
 
 use super::{
-    event, iam::resolve_role, maker_right, payloads, reclaim::reclaiming, Actor, AuthService,
-    Forbidden, MemberService,
+    event, heavy, iam::resolve_role, maker_right, payloads, reclaim::reclaiming, Actor,
+    AuthService, Busy, Forbidden, MemberService,
 };
 use crate::{
     model::{
@@ -41,7 +41,7 @@ use crate::{
 
 service_ports! {
     /// The ports [`DirectoryService`] uses.
-    pub struct DirectoryPorts { directory: DirectoryStore, organizations: OrganizationStore, domains: DomainStore, accounts: AccountStore, memberships: MembershipStore, roles: RoleStore, clock: Clock, random: Random }
+    pub struct DirectoryPorts { directory: DirectoryStore, organizations: OrganizationStore, domains: DomainStore, accounts: AccountStore, memberships: MembershipStore, roles: RoleStore, heavy: HeavyLanes, clock: Clock, random: Random }
 }
 
 /// Why a directory use case failed.
@@ -50,6 +50,9 @@ pub enum DirectoryError {
     /// The caller may not do this.
     #[error(transparent)]
     Forbidden(#[from] Forbidden),
+    /// The organization's heavy requests are all under way (a list).
+    #[error(transparent)]
+    Busy(#[from] Busy),
     /// The organization's plan has no directory sync.
     #[error("directory sync (SCIM) needs the business or enterprise plan")]
     PlanRequired,
@@ -358,6 +361,8 @@ impl DirectoryService {
     ) -> Result<DirectoryPage<DirectoryUser>, DirectoryError> {
         Self::allow(actor, Permission::MembersRead)?;
         let organization_id = actor.organization_id();
+        // A list counts what it matches: a heavy request.
+        let _lane = heavy::lane(&*self.ports.heavy, organization_id).await?;
         let directory = &self.ports.directory;
         match selection {
             DirectorySelection::Filter(filter) => Ok(directory
@@ -538,6 +543,8 @@ impl DirectoryService {
     ) -> Result<DirectoryPage<DirectoryGroup>, DirectoryError> {
         Self::allow(actor, Permission::MembersRead)?;
         let organization_id = actor.organization_id();
+        // A list counts what it matches: a heavy request.
+        let _lane = heavy::lane(&*self.ports.heavy, organization_id).await?;
         let directory = &self.ports.directory;
         match selection {
             DirectorySelection::Filter(filter) => Ok(directory

@@ -18,7 +18,7 @@ use crate::{
         GroupRoles, Membership, Plan, ResourceCheck, Role, ScimToken, ScimTokenId, ScimTokenName,
         UserAttributes, DIRECTORY_BATCH,
     },
-    ports::{DirectoryChange, DirectoryWrite, GroupMembers, MemberEffect},
+    ports::{DirectoryChange, DirectoryWrite, GroupMembers, HeavyLane, MemberEffect},
 };
 
 const OKTA: ScimTokenId = ScimTokenId::from_uuid(Uuid::from_u128(0x0c7a));
@@ -64,6 +64,13 @@ fn attributes(user_name: &str, active: bool) -> UserAttributes {
 }
 
 impl Mocks {
+    /// Every heavy request finds a lane of its organization free.
+    fn lanes_are_free(&mut self) {
+        self.heavy
+            .expect_enter()
+            .returning(|_| ready(Some(HeavyLane::new(()))));
+    }
+
     /// Acme on `plan`, no group mapped, `verified` its verified domain; every write recorded.
     fn acme_directory(&mut self, plan: Plan, verified: &'static str) -> Seen<DirectoryWrite> {
         self.organizations
@@ -389,6 +396,7 @@ impl ResourceCheck<DirectoryUser> for Even {
 #[test]
 fn a_filter_the_store_cannot_answer_reads_the_directory_in_batches_keeping_the_page() {
     let mut mocks = Mocks::new();
+    mocks.lanes_are_free();
     let batch = DIRECTORY_BATCH as u128;
     mocks
         .directory
@@ -430,6 +438,7 @@ fn a_filter_the_store_cannot_answer_reads_the_directory_in_batches_keeping_the_p
 #[test]
 fn users_then_groups_share_one_window() {
     let mut mocks = Mocks::new();
+    mocks.lanes_are_free();
     mocks
         .directory
         .expect_directory_users_page()
@@ -470,4 +479,24 @@ fn users_then_groups_share_one_window() {
         (users.resources.len(), users.total, groups.total),
         (1, 3, 4)
     );
+}
+
+#[test]
+fn a_list_that_finds_no_free_lane_of_its_organization_is_refused_and_reads_nothing() {
+    let mut mocks = Mocks::new();
+    mocks
+        .heavy
+        .expect_enter()
+        .withf(|org| *org == ACME)
+        .returning(|_| ready(None));
+    mocks.directory.expect_directory_users_page().never();
+    let refused = block_on(mocks.service().list_users(
+        &directory(Plan::Business),
+        DirectorySelection::Filter(DirectoryFilter::All),
+        DirectoryWindow {
+            offset: 0,
+            count: 100,
+        },
+    ));
+    assert!(matches!(refused, Err(DirectoryError::Busy(_))));
 }
