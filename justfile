@@ -38,6 +38,13 @@ bench-abuse *args:
 bench-cluster *args:
     cargo bench -p gatehouse-server --bench cluster -- {{args}}
 
+# What one tenant's heavy use of its own data costs the others (issue 50): a search over 100,000
+# members, SCIM filters over 50,001 users, a purge of 800,000 expired rows, a 100,000-delivery
+# backlog, each beside a victim tenant, against the release binary: `just bench-tenants`,
+# `just bench-tenants --backend sqlite --only search,purge --members 10000`.
+bench-tenants *args:
+    cargo bench -p gatehouse-server --bench tenants -- {{args}}
+
 # A filtered page of the audit log at a million records, on SQLite and PostgreSQL:
 # `just bench-audit`, `just bench-audit --backend sqlite --records 100000`, `--try-indexes`.
 bench-audit *args:

@@ -49,28 +49,33 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
+#[path = "support/receipts.rs"]
+mod receipts;
+#[path = "support/server.rs"]
+mod server;
 #[path = "support/wrk.rs"]
 mod wrk;
 
 use std::{
     fmt::Write as _,
     fs,
-    io::{Read as _, Write as _},
-    net::{SocketAddr, TcpListener, TcpStream},
     path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
+    process::{Command, Stdio},
     sync::{
-        atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
+        atomic::{AtomicUsize, Ordering},
         Arc,
     },
-    thread::JoinHandle,
     time::{Duration, Instant, SystemTime},
 };
 
 use gatehouse_delivery::test_receiver::{ReceivedRequest, TestReceiver};
-use gatehouse_domain::model::timestamp;
 use gatehouse_testkit::TestDatabase;
+use receipts::{commit_to_receipt_ms, first_arrivals};
 use serde_json::{json, Value};
+use server::{
+    cores, find_on_path, group, mb, meminfo_kb, ms, percentile, post_json, rename,
+    server_log_notes, RssSampler, Server,
+};
 use time::OffsetDateTime;
 use tokio::runtime::Runtime;
 use wrk::{parse_wrk, WrkResult};
@@ -97,7 +102,6 @@ const PATCH_CONCURRENCY: usize = 16;
 /// Changes a second offered by the steady fan-out row (× `ENDPOINTS` deliveries).
 const STEADY_CHANGES_PER_SEC: usize = 200;
 const FANOUT_TIMEOUT: Duration = Duration::from_secs(120);
-const READY_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long the server is left alone before its idle memory is read: password hashing gives
 /// its working areas back 3 to 4 s after their last use.
 const SETTLE: Duration = Duration::from_secs(5);
@@ -357,16 +361,6 @@ fn cpus_arg(flag: &str, cpus: String, usage: &str) -> String {
     cpus
 }
 
-fn find_on_path(program: &str) -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join(program))
-        .find(|path| path.is_file())
-}
-
-fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, usize::from)
-}
-
 /// The CPUs a `taskset -c` list names (`0`, `0-3`, `0,2-3`); `None` when it does not parse.
 fn cpu_list(list: &str) -> Option<Vec<usize>> {
     let mut cpus = Vec::new();
@@ -441,21 +435,6 @@ fn header(options: &Options) -> String {
     )
 }
 
-fn meminfo_kb(field: &str) -> Option<u64> {
-    proc_field_kb(Path::new("/proc/meminfo"), field)
-}
-
-/// A `Name:   1234 kB` line of a `/proc` file, in kB.
-fn proc_field_kb(path: &Path, field: &str) -> Option<u64> {
-    let text = fs::read_to_string(path).ok()?;
-    text.lines()
-        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
-}
-
 // ---------------------------------------------------------------------------------------------
 // One backend
 // ---------------------------------------------------------------------------------------------
@@ -482,9 +461,9 @@ fn run_backend(runtime: &Runtime, backend: Backend, options: &Options) -> String
 
     // Row 5 (start-up): on the fresh database (migrations, first signing key), then again on
     // the database as it was left.
-    let (first, fresh_ms) = Server::start(options, &env, &work.path().join("server-first.log"));
+    let (first, fresh_ms) = start_server(options, &env, &work.path().join("server-first.log"));
     drop(first);
-    let (server, existing_ms) = Server::start(options, &env, &work.path().join("server.log"));
+    let (server, existing_ms) = start_server(options, &env, &work.path().join("server.log"));
     eprintln!(
         "[{name}] ready in {fresh_ms:.0} ms (fresh) / {existing_ms:.0} ms (existing); pid {} \
          (to profile: perf record -g -p {})",
@@ -643,6 +622,21 @@ fn server_env(database_url: &str, work: &Path, ca_file: &Path) -> Vec<(&'static 
     ]
 }
 
+/// The server of `options` (its binary, its CPUs, its `--env` after `env`).
+fn start_server(options: &Options, env: &[(&'static str, String)], log: &Path) -> (Server, f64) {
+    let env: Vec<(&str, &str)> = env
+        .iter()
+        .map(|(k, v)| (*k, v.as_str()))
+        .chain(
+            options
+                .extra_env
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str())),
+        )
+        .collect();
+    Server::start(&options.binary, options.server_cpus.as_deref(), &env, log)
+}
+
 fn render(backend: &str, rows: &[Row], notes: &[String]) -> String {
     let mut out = format!(
         "\n## {backend}\n\n| row | measured | limit (same run) | ratio |\n|---|---|---|---|\n"
@@ -664,177 +658,9 @@ fn render(backend: &str, rows: &[Row], notes: &[String]) -> String {
     out
 }
 
-/// What the server logged at WARN or above during the run: each message once, with a count.
-fn server_log_notes(log: &Path) -> Vec<String> {
-    let text = fs::read_to_string(log).unwrap_or_default();
-    let mut seen: Vec<(String, usize)> = Vec::new();
-    for line in text.lines() {
-        let entry: Value = serde_json::from_str(line).unwrap_or_else(|_| {
-            json!({
-                "level": "?", "fields": { "message": line }
-            })
-        });
-        let level = entry["level"].as_str().unwrap_or("?");
-        if !matches!(level, "WARN" | "ERROR" | "?") {
-            continue;
-        }
-        let fields = &entry["fields"];
-        let mut message = format!("{level} {}", fields["message"].as_str().unwrap_or(""));
-        if let Some(error) = fields["error"].as_str() {
-            write!(message, " (error: {error})").unwrap();
-        }
-        match seen.iter_mut().find(|(m, _)| *m == message) {
-            Some((_, count)) => *count += 1,
-            None => seen.push((message, 1)),
-        }
-    }
-    seen.into_iter()
-        .map(|(message, count)| format!("server log, {count}×: `{message}`"))
-        .collect()
-}
-
 // ---------------------------------------------------------------------------------------------
 // The server process
 // ---------------------------------------------------------------------------------------------
-
-/// A running `gatehouse`; killed when dropped (panics included).
-struct Server {
-    child: Child,
-    pid: u32,
-    base: String,
-}
-
-impl Server {
-    /// Starts the binary on a free port and waits for `/readyz` to answer 200. Returns the
-    /// server and the milliseconds from spawn to that answer.
-    fn start(options: &Options, env: &[(&'static str, String)], log: &Path) -> (Self, f64) {
-        let addr = free_address();
-        // `taskset` execs the server: the pid is the server's.
-        let mut command = match &options.server_cpus {
-            Some(cpus) => {
-                let mut taskset = Command::new("taskset");
-                taskset.arg("-c").arg(cpus).arg(&options.binary);
-                taskset
-            }
-            None => Command::new(&options.binary),
-        };
-        command
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("GATEHOUSE_BIND", addr.to_string())
-            .envs(env.iter().map(|(k, v)| (*k, v)))
-            .envs(options.extra_env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(fs::File::create(log).unwrap());
-        let spawned = Instant::now();
-        let child = command.spawn().unwrap();
-        let mut server = Self {
-            pid: child.id(),
-            child,
-            base: format!("http://{addr}"),
-        };
-        loop {
-            if readyz_ok(addr) {
-                let ms = spawned.elapsed().as_secs_f64() * 1000.0;
-                return (server, ms);
-            }
-            if let Some(status) = server.child.try_wait().unwrap() {
-                panic!(
-                    "gatehouse exited ({status}) before it was ready:\n{}",
-                    tail(log)
-                );
-            }
-            if spawned.elapsed() > READY_TIMEOUT {
-                panic!(
-                    "gatehouse was not ready within {READY_TIMEOUT:?}:\n{}",
-                    tail(log)
-                );
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        }
-    }
-
-    fn rss_kb(&self) -> u64 {
-        rss_kb(self.pid).unwrap_or(0)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A port nobody listens on: bound, read, released.
-fn free_address() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-}
-
-/// One plain `GET /readyz` over a fresh connection: did it answer 200?
-fn readyz_ok(addr: SocketAddr) -> bool {
-    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(100)) else {
-        return false;
-    };
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-    let request = b"GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-    if stream.write_all(request).is_err() {
-        return false;
-    }
-    let mut head = [0_u8; 12];
-    stream.read_exact(&mut head).is_ok() && head.starts_with(b"HTTP/1.1 200")
-}
-
-fn tail(log: &Path) -> String {
-    let text = fs::read_to_string(log).unwrap_or_default();
-    let lines: Vec<_> = text.lines().collect();
-    lines[lines.len().saturating_sub(30)..].join("\n")
-}
-
-fn rss_kb(pid: u32) -> Option<u64> {
-    proc_field_kb(&PathBuf::from(format!("/proc/{pid}/status")), "VmRSS")
-}
-
-fn mb(kb: u64) -> String {
-    format!("{:.1} MB", kb as f64 * 1024.0 / 1e6)
-}
-
-/// Samples a process's VmRSS every 100 ms on a thread of its own; keeps the highest.
-struct RssSampler {
-    stop: Arc<AtomicBool>,
-    peak: Arc<AtomicU64>,
-    thread: JoinHandle<()>,
-}
-
-impl RssSampler {
-    fn start(pid: u32) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
-        let peak = Arc::new(AtomicU64::new(0));
-        let thread = std::thread::spawn({
-            let (stop, peak) = (stop.clone(), peak.clone());
-            move || {
-                while !stop.load(Ordering::Relaxed) {
-                    if let Some(kb) = rss_kb(pid) {
-                        peak.fetch_max(kb, Ordering::Relaxed);
-                    }
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-            }
-        });
-        Self { stop, peak, thread }
-    }
-
-    /// Stops sampling; the peak in kB.
-    fn stop(self) -> u64 {
-        self.stop.store(true, Ordering::Relaxed);
-        self.thread.join().unwrap();
-        self.peak.load(Ordering::Relaxed)
-    }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Seeding
@@ -950,29 +776,6 @@ async fn org_scoped_session(client: &reqwest::Client, base: &str, team_id: &str)
     assert_eq!(claims["org_id"], team_id, "{claims}");
     assert_eq!(claims["org_role"], "owner", "{claims}");
     refresh_token
-}
-
-/// POSTs JSON (as a bearer, in an organization) and returns the JSON answer, which must have
-/// `status`.
-async fn post_json(
-    client: &reqwest::Client,
-    url: &str,
-    auth: Option<(&str, Option<&str>)>,
-    body: &Value,
-    status: u16,
-) -> Value {
-    let mut request = client.post(url).json(body);
-    if let Some((token, organization)) = auth {
-        request = request.bearer_auth(token);
-        if let Some(organization) = organization {
-            request = request.header("X-Organization-ID", organization);
-        }
-    }
-    let response = request.send().await.unwrap();
-    let actual = response.status().as_u16();
-    let text = response.text().await.unwrap();
-    assert_eq!(actual, status, "POST {url}: {text}");
-    serde_json::from_str(&text).unwrap()
 }
 
 /// What the OAuth rows need: an application of an `enterprise` team, its person signed in on
@@ -1796,17 +1599,6 @@ async fn make_changes(
     )
 }
 
-/// One change: `PATCH /users/me` with a new name. Whether it answered 200.
-async fn rename(client: &reqwest::Client, url: &str, token: &str, name: &str) -> bool {
-    let response = client
-        .patch(url)
-        .bearer_auth(token)
-        .json(&json!({ "full_name": name }))
-        .send()
-        .await;
-    matches!(&response, Ok(r) if r.status() == 200)
-}
-
 /// What the receiver got after its first `before` requests, once `expected` more have arrived
 /// (or `FANOUT_TIMEOUT` has passed) and then nothing for two seconds.
 async fn arrivals(receiver: &TestReceiver, before: usize, expected: usize) -> Vec<ReceivedRequest> {
@@ -1836,15 +1628,6 @@ async fn settle(receiver: &TestReceiver) {
     }
 }
 
-/// Each delivery once (by `X-Service-Delivery-Id`), at its first arrival.
-fn first_arrivals(requests: &[ReceivedRequest]) -> Vec<&ReceivedRequest> {
-    let mut seen = std::collections::HashSet::new();
-    requests
-        .iter()
-        .filter(|request| seen.insert(request.header("x-service-delivery-id").map(str::to_owned)))
-        .collect()
-}
-
 /// Deliveries/s from the first change sent to the last delivery received, and the latency of
 /// each delivery from its event's commit (the payload's `timestamp`) to its arrival.
 fn service_throughput(deliveries: &[&ReceivedRequest], first_sent: SystemTime) -> Throughput {
@@ -1859,13 +1642,7 @@ fn service_throughput(deliveries: &[&ReceivedRequest], first_sent: SystemTime) -
         .as_secs_f64();
     let mut latencies: Vec<f64> = deliveries
         .iter()
-        .filter_map(|request| {
-            let payload: Value = serde_json::from_slice(&request.body).ok()?;
-            let committed = timestamp::parse(payload["timestamp"].as_str()?).ok()?;
-            let received = OffsetDateTime::from(request.received_at);
-            let micros = (received - committed).whole_microseconds();
-            Some(micros as f64 / 1000.0)
-        })
+        .filter_map(|request| commit_to_receipt_ms(request))
         .collect();
     Throughput {
         per_sec: if span > 0.0 {
@@ -1957,16 +1734,6 @@ async fn plain_client_throughput(
 // Numbers
 // ---------------------------------------------------------------------------------------------
 
-/// The nearest-rank percentile (`p` in 0..=1); NaN for no values.
-fn percentile(values: &mut [f64], p: f64) -> f64 {
-    if values.is_empty() {
-        return f64::NAN;
-    }
-    values.sort_by(f64::total_cmp);
-    let rank = (p * values.len() as f64).ceil() as usize;
-    values[rank.clamp(1, values.len()) - 1]
-}
-
 /// measured ÷ limit, to two significant digits below 0.1.
 fn ratio(measured: f64, limit: f64) -> String {
     if limit <= 0.0 {
@@ -1979,34 +1746,5 @@ fn ratio(measured: f64, limit: f64) -> String {
         format!("{ratio:.3}")
     } else {
         format!("{ratio:.4}")
-    }
-}
-
-/// A rate with thousands separators: `12,345`; one decimal below 100.
-fn group(value: f64) -> String {
-    if value < 100.0 {
-        return format!("{value:.1}");
-    }
-    let digits = format!("{value:.0}");
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// Milliseconds, with precision that suits their size.
-fn ms(value: f64) -> String {
-    if value.is_nan() {
-        "n/a".to_owned()
-    } else if value < 10.0 {
-        format!("{value:.2} ms")
-    } else if value < 100.0 {
-        format!("{value:.1} ms")
-    } else {
-        format!("{value:.0} ms")
     }
 }
