@@ -1650,9 +1650,11 @@ fn backlog(runtime: &Runtime, stage: &Stage<'_>, options: &Options) -> (Vec<Line
         &server,
         &other,
         options,
-        options.baseline,
-        BASELINE_PREFIX,
-        None,
+        DrainRun {
+            due: options.baseline,
+            prefix: BASELINE_PREFIX,
+            window: None,
+        },
     );
     let (_, baseline_peak, _) = memory.stop(&server);
     drop(server);
@@ -1676,9 +1678,11 @@ fn backlog(runtime: &Runtime, stage: &Stage<'_>, options: &Options) -> (Vec<Line
         &server,
         &other,
         options,
-        options.backlog,
-        BACKLOG_PREFIX,
-        Some(Duration::from_secs(options.backlog_seconds)),
+        DrainRun {
+            due: options.backlog,
+            prefix: BACKLOG_PREFIX,
+            window: Some(Duration::from_secs(options.backlog_seconds)),
+        },
     );
     let (idle_kb, backlog_peak, after_kb) = memory.stop(&server);
     drop(server);
@@ -1790,19 +1794,30 @@ fn backlog(runtime: &Runtime, stage: &Stage<'_>, options: &Options) -> (Vec<Line
     (lines, notes)
 }
 
-/// Starts the other tenant's changes and the victim's probes, and waits until `due` deliveries
-/// of the backlogged tenant have arrived and `--backlog-seconds` have passed (the baseline:
-/// `window` `None`), or for `window`.
+/// What one drain waits for: `due` deliveries of the backlogged tenant, seeded with ids of
+/// `prefix`; for `window`, or (the baseline: `None`) until they have all arrived.
+struct DrainRun {
+    due: usize,
+    prefix: &'static str,
+    window: Option<Duration>,
+}
+
+/// Starts the other tenant's changes and the victim's probes, and waits until the run's
+/// deliveries of the backlogged tenant have arrived and `--backlog-seconds` have passed (the
+/// baseline), or for the run's window.
 fn drain(
     runtime: &Runtime,
     stage: &Stage<'_>,
     server: &Server,
     other: &Tenant,
     options: &Options,
-    due: usize,
-    prefix: &str,
-    window: Option<Duration>,
+    run: DrainRun,
 ) -> Drain {
+    let DrainRun {
+        due,
+        prefix,
+        window,
+    } = run;
     let receiver = &stage.receiver;
     let client = &stage.client;
     let before = receiver.requests().len();
