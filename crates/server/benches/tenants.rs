@@ -488,11 +488,25 @@ fn render(backend: &str, lines: &[Line], notes: &[String]) -> String {
 // Samples
 // ---------------------------------------------------------------------------------------------
 
-/// One request: how long it took and its status (`None`: no answer, a timeout or a reset).
+/// One request: how long it took and its status (`None`: no answer, and `error` says why).
 #[derive(Clone, Copy, Debug)]
 struct Sample {
     ms: f64,
     status: Option<u16>,
+    error: Option<&'static str>,
+}
+
+/// Why a request got no answer, in a word.
+fn error_kind(error: &reqwest::Error) -> &'static str {
+    if error.is_timeout() {
+        "timeout"
+    } else if error.is_connect() {
+        "no connection"
+    } else if error.is_body() || error.is_decode() {
+        "body cut"
+    } else {
+        "closed without an answer"
+    }
 }
 
 impl Sample {
@@ -510,13 +524,15 @@ async fn timed(request: reqwest::RequestBuilder) -> (Sample, Option<reqwest::Res
             let sample = Sample {
                 ms: started.elapsed().as_secs_f64() * 1000.0,
                 status: Some(status),
+                error: None,
             };
             (sample, Some(response))
         }
-        Err(_) => (
+        Err(error) => (
             Sample {
                 ms: started.elapsed().as_secs_f64() * 1000.0,
                 status: None,
+                error: Some(error_kind(&error)),
             },
             None,
         ),
@@ -526,19 +542,20 @@ async fn timed(request: reqwest::RequestBuilder) -> (Sample, Option<reqwest::Res
 /// Sends a request, reads the whole answer and forgets it.
 async fn timed_body(request: reqwest::RequestBuilder) -> Sample {
     let started = Instant::now();
-    let status = match request.send().await {
+    let (status, error) = match request.send().await {
         Ok(response) => {
             let status = response.status().as_u16();
             match response.bytes().await {
-                Ok(_) => Some(status),
-                Err(_) => None,
+                Ok(_) => (Some(status), None),
+                Err(error) => (None, Some(error_kind(&error))),
             }
         }
-        Err(_) => None,
+        Err(error) => (None, Some(error_kind(&error))),
     };
     Sample {
         ms: started.elapsed().as_secs_f64() * 1000.0,
         status,
+        error,
     }
 }
 
@@ -572,9 +589,10 @@ fn summary(samples: &[Sample]) -> String {
 fn failures(samples: &[Sample]) -> String {
     let mut by_status: BTreeMap<String, usize> = BTreeMap::new();
     for sample in samples.iter().filter(|s| !s.ok()) {
-        let key = sample
-            .status
-            .map_or_else(|| "no answer".to_owned(), |s| s.to_string());
+        let key = sample.status.map_or_else(
+            || sample.error.unwrap_or("no answer").to_owned(),
+            |s| s.to_string(),
+        );
         *by_status.entry(key).or_default() += 1;
     }
     let parts: Vec<_> = by_status
@@ -1645,7 +1663,6 @@ fn backlog(runtime: &Runtime, stage: &Stage<'_>, options: &Options) -> (Vec<Line
     let server = stage.start("baseline", false);
     let memory = Memory::start(&server);
     let baseline = drain(
-        runtime,
         stage,
         &server,
         &other,
@@ -1673,7 +1690,6 @@ fn backlog(runtime: &Runtime, stage: &Stage<'_>, options: &Options) -> (Vec<Line
     let server = stage.start("backlog", false);
     let memory = Memory::start(&server);
     let backlog = drain(
-        runtime,
         stage,
         &server,
         &other,
@@ -1806,7 +1822,6 @@ struct DrainRun {
 /// deliveries of the backlogged tenant have arrived and `--backlog-seconds` have passed (the
 /// baseline), or for the run's window.
 fn drain(
-    runtime: &Runtime,
     stage: &Stage<'_>,
     server: &Server,
     other: &Tenant,
@@ -1867,7 +1882,7 @@ fn drain(
         tokio::time::sleep(Duration::from_secs(2)).await;
         changed
     };
-    let (changes, victim) = runtime.block_on(probed(
+    let (changes, victim) = stage.runtime.block_on(probed(
         client,
         &server.base,
         other,
