@@ -1041,7 +1041,9 @@ impl Db {
         case
     }
 
-    /// Runs statements, in one transaction.
+    /// Runs statements, in one transaction. (Columns and tables the store keeps beside a row,
+    /// such as `scim_users.display_name_key` and `scim_user_emails`, are written too: the seed
+    /// must look like what the store writes, or its indexed filters miss the rows.)
     async fn execute(&self, sql: &str) {
         let sql = format!("BEGIN;\n{sql}\nCOMMIT;");
         match self {
@@ -1306,13 +1308,15 @@ fn scim(runtime: &Runtime, stage: &Stage<'_>, options: &Options) -> (Vec<Line>, 
             &format!("{} SCIM users", group(options.scim_users as f64)),
             &format!(
                 "INSERT INTO scim_users (id, organization_id, user_name, user_name_key, \
-                 external_id, display_name, name_formatted, given_name, family_name, emails, \
-                 active, created_at, updated_at) \
+                 external_id, display_name, display_name_key, name_formatted, given_name, \
+                 family_name, emails, active, created_at, updated_at) \
                  SELECT {id}, {org}, 'user' || s.n || '@example.com', \
                  'user' || s.n || '@example.com', 'ext-' || s.n, 'User ' || s.n, \
-                 'User ' || s.n, 'User', 'Number ' || s.n, \
+                 'user ' || s.n, 'User ' || s.n, 'User', 'Number ' || s.n, \
                  '[{{\"value\":\"user' || s.n || '@example.com\",\"type\":\"work\",\"primary\":true}}]', \
-                 true, {now}, {now} FROM {series};",
+                 true, {now}, {now} FROM {series};\n\
+                 INSERT INTO scim_user_emails (organization_id, user_id, value_key) \
+                 SELECT {org}, {id}, 'user' || s.n || '@example.com' FROM {series};",
                 id = db.id("a2000000", "s.n"),
                 org = db.uuid(&aggressor.org_id),
                 series = db.series(options.scim_users),
