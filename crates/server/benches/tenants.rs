@@ -488,11 +488,25 @@ fn render(backend: &str, lines: &[Line], notes: &[String]) -> String {
 // Samples
 // ---------------------------------------------------------------------------------------------
 
-/// One request: how long it took and its status (`None`: no answer, a timeout or a reset).
+/// One request: how long it took and its status (`None`: no answer, and `error` says why).
 #[derive(Clone, Copy, Debug)]
 struct Sample {
     ms: f64,
     status: Option<u16>,
+    error: Option<&'static str>,
+}
+
+/// Why a request got no answer, in a word.
+fn error_kind(error: &reqwest::Error) -> &'static str {
+    if error.is_timeout() {
+        "timeout"
+    } else if error.is_connect() {
+        "no connection"
+    } else if error.is_body() || error.is_decode() {
+        "body cut"
+    } else {
+        "closed without an answer"
+    }
 }
 
 impl Sample {
@@ -510,13 +524,15 @@ async fn timed(request: reqwest::RequestBuilder) -> (Sample, Option<reqwest::Res
             let sample = Sample {
                 ms: started.elapsed().as_secs_f64() * 1000.0,
                 status: Some(status),
+                error: None,
             };
             (sample, Some(response))
         }
-        Err(_) => (
+        Err(error) => (
             Sample {
                 ms: started.elapsed().as_secs_f64() * 1000.0,
                 status: None,
+                error: Some(error_kind(&error)),
             },
             None,
         ),
@@ -526,19 +542,20 @@ async fn timed(request: reqwest::RequestBuilder) -> (Sample, Option<reqwest::Res
 /// Sends a request, reads the whole answer and forgets it.
 async fn timed_body(request: reqwest::RequestBuilder) -> Sample {
     let started = Instant::now();
-    let status = match request.send().await {
+    let (status, error) = match request.send().await {
         Ok(response) => {
             let status = response.status().as_u16();
             match response.bytes().await {
-                Ok(_) => Some(status),
-                Err(_) => None,
+                Ok(_) => (Some(status), None),
+                Err(error) => (None, Some(error_kind(&error))),
             }
         }
-        Err(_) => None,
+        Err(error) => (None, Some(error_kind(&error))),
     };
     Sample {
         ms: started.elapsed().as_secs_f64() * 1000.0,
         status,
+        error,
     }
 }
 
@@ -572,9 +589,10 @@ fn summary(samples: &[Sample]) -> String {
 fn failures(samples: &[Sample]) -> String {
     let mut by_status: BTreeMap<String, usize> = BTreeMap::new();
     for sample in samples.iter().filter(|s| !s.ok()) {
-        let key = sample
-            .status
-            .map_or_else(|| "no answer".to_owned(), |s| s.to_string());
+        let key = sample.status.map_or_else(
+            || sample.error.unwrap_or("no answer").to_owned(),
+            |s| s.to_string(),
+        );
         *by_status.entry(key).or_default() += 1;
     }
     let parts: Vec<_> = by_status
@@ -1023,7 +1041,9 @@ impl Db {
         case
     }
 
-    /// Runs statements, in one transaction.
+    /// Runs statements, in one transaction. (Columns and tables the store keeps beside a row,
+    /// such as `scim_users.display_name_key` and `scim_user_emails`, are written too: the seed
+    /// must look like what the store writes, or its indexed filters miss the rows.)
     async fn execute(&self, sql: &str) {
         let sql = format!("BEGIN;\n{sql}\nCOMMIT;");
         match self {
@@ -1288,13 +1308,15 @@ fn scim(runtime: &Runtime, stage: &Stage<'_>, options: &Options) -> (Vec<Line>, 
             &format!("{} SCIM users", group(options.scim_users as f64)),
             &format!(
                 "INSERT INTO scim_users (id, organization_id, user_name, user_name_key, \
-                 external_id, display_name, name_formatted, given_name, family_name, emails, \
-                 active, created_at, updated_at) \
+                 external_id, display_name, display_name_key, name_formatted, given_name, \
+                 family_name, emails, active, created_at, updated_at) \
                  SELECT {id}, {org}, 'user' || s.n || '@example.com', \
                  'user' || s.n || '@example.com', 'ext-' || s.n, 'User ' || s.n, \
-                 'User ' || s.n, 'User', 'Number ' || s.n, \
+                 'user ' || s.n, 'User ' || s.n, 'User', 'Number ' || s.n, \
                  '[{{\"value\":\"user' || s.n || '@example.com\",\"type\":\"work\",\"primary\":true}}]', \
-                 true, {now}, {now} FROM {series};",
+                 true, {now}, {now} FROM {series};\n\
+                 INSERT INTO scim_user_emails (organization_id, user_id, value_key) \
+                 SELECT {org}, {id}, 'user' || s.n || '@example.com' FROM {series};",
                 id = db.id("a2000000", "s.n"),
                 org = db.uuid(&aggressor.org_id),
                 series = db.series(options.scim_users),
@@ -1645,7 +1667,6 @@ fn backlog(runtime: &Runtime, stage: &Stage<'_>, options: &Options) -> (Vec<Line
     let server = stage.start("baseline", false);
     let memory = Memory::start(&server);
     let baseline = drain(
-        runtime,
         stage,
         &server,
         &other,
@@ -1673,7 +1694,6 @@ fn backlog(runtime: &Runtime, stage: &Stage<'_>, options: &Options) -> (Vec<Line
     let server = stage.start("backlog", false);
     let memory = Memory::start(&server);
     let backlog = drain(
-        runtime,
         stage,
         &server,
         &other,
@@ -1806,7 +1826,6 @@ struct DrainRun {
 /// deliveries of the backlogged tenant have arrived and `--backlog-seconds` have passed (the
 /// baseline), or for the run's window.
 fn drain(
-    runtime: &Runtime,
     stage: &Stage<'_>,
     server: &Server,
     other: &Tenant,
@@ -1867,7 +1886,7 @@ fn drain(
         tokio::time::sleep(Duration::from_secs(2)).await;
         changed
     };
-    let (changes, victim) = runtime.block_on(probed(
+    let (changes, victim) = stage.runtime.block_on(probed(
         client,
         &server.base,
         other,
