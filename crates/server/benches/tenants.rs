@@ -1064,6 +1064,11 @@ impl Db {
                     .batch_execute(&sql)
                     .await
                     .unwrap_or_else(|e| panic!("{e:?}:\n{sql}"));
+                // The statistics autovacuum gathers within a minute of a bulk load, at once: the
+                // figures are a loaded database's, not those of the minute after an import (when
+                // the planner, guessing, may walk an organization's 100,000 members). SQLite
+                // keeps none: Gatehouse never runs ANALYZE there.
+                client.batch_execute("ANALYZE").await.unwrap();
             }
         }
     }
