@@ -947,7 +947,8 @@ impl DirectoryStore for DbStore {
         slice: Slice,
     ) -> Result<DirectoryPage<DirectoryUser>, StoreError> {
         let organization = DbUuid(organization_id.as_uuid());
-        in_read!(self, async |conn: &mut Conn| {
+        // Its count grows with the directory: off the caller's thread.
+        in_read!(self, long, async |conn: &mut Conn| {
             let total: i64 = scim_users::table
                 .filter(scim_users::organization_id.eq(organization))
                 .filter(user_condition(organization, &filter))
@@ -1113,7 +1114,8 @@ impl DirectoryStore for DbStore {
         members: GroupMembers,
     ) -> Result<DirectoryPage<DirectoryGroup>, StoreError> {
         let organization = DbUuid(organization_id.as_uuid());
-        in_read!(self, async |conn: &mut Conn| {
+        // Its count grows with the directory: off the caller's thread.
+        in_read!(self, long, async |conn: &mut Conn| {
             let total: i64 = scim_groups::table
                 .filter(scim_groups::organization_id.eq(organization))
                 .filter(group_condition(&filter))
