@@ -27,18 +27,18 @@ pub(crate) trait Dialect {
     const USER_SEARCH: Option<(&'static str, &'static str)>;
 
     /// Up to `limit` deliveries due at `now` by the domain's `DueRule` (of active endpoints),
-    /// not of the `busy` endpoints nor of the `busy_organizations`, as `(delivery, endpoint,
-    /// organization)`: the candidates a lease picks from, in the rule's order (each
+    /// at most `per_endpoint` of each endpoint and none of the `busy` endpoints, as `(delivery,
+    /// endpoint, organization)`: the candidates a lease picks from, in the rule's order (each
     /// organization's oldest due first, then each one's second, and so on). Nothing is locked;
     /// the lease locks what it picks with [`Dialect::lease_picked`]. Both backends run the
     /// statement `due::lease_candidates` builds from the rule (a window diesel's DSL does not
-    /// write), and differ only in how they bind it.
+    /// write), and differ only in how they bind it and join each endpoint's deliveries.
     async fn lease_candidates(
         conn: &mut Self::Conn,
         now: OffsetDateTime,
+        per_endpoint: i64,
         limit: i64,
         busy: &[DbUuid],
-        busy_organizations: &[DbUuid],
     ) -> QueryResult<Vec<(DbUuid, DbUuid, DbUuid)>>;
 
     /// Leases the picked deliveries `ids` that are still due at `now` by their own rows (the

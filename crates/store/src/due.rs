@@ -16,7 +16,8 @@ pub(crate) const fn operator(bound: TimeBound) -> &'static str {
 
 /// How a backend writes what differs in the lease candidates' statement.
 pub(crate) trait CandidatesSql {
-    /// The deliveries table as the query reads it, aliased `d` (SQLite names its index).
+    /// The deliveries table as the query reads it, aliased `d` (SQLite names its index,
+    /// `webhook_deliveries_endpoint_due_idx`).
     const DELIVERIES: &'static str;
 
     /// Parameter `n`, from 1.
@@ -25,6 +26,11 @@ pub(crate) trait CandidatesSql {
     /// `column` not among `count` values bound from parameter `first` on: the condition, and
     /// how many parameters it takes.
     fn not_among(column: &str, first: usize, count: usize) -> (String, usize);
+
+    /// Each queued endpoint `q`'s first due deliveries as the rows `d` of the query (`d.id`,
+    /// `d.endpoint_id`, `d.organization_id`, `d.next_attempt_at`), from the rest of a select of
+    /// them, `FROM ... WHERE ... ORDER BY ... LIMIT ...` (correlated with `q.endpoint_id`).
+    fn first_due_of_each(rest: &str) -> String;
 }
 
 /// The column of the candidates' query that orders by `key`.
@@ -73,156 +79,86 @@ pub(crate) fn lease_picked() -> String {
     )
 }
 
-/// The parts both candidates' statements are made of.
-struct Terms {
-    /// The conditions a candidate meets, but that of its organization.
-    due: Vec<String>,
-    /// Its organization not among those left out.
-    skip_organizations: String,
-    /// The limit's parameter.
-    limit: String,
-    /// The keys of the rule's order after the organization's turn (`d.` columns), which order
-    /// the deliveries within an organization; `None` when the rule ranks no turns.
-    within: Option<Vec<String>>,
-    /// The rule's order over the candidates (`c.` columns).
-    order: String,
-}
-
-impl Terms {
-    /// The terms of the rule at parameter 1 (`now`), leaving out `busy` endpoints and
-    /// `busy_organizations` organizations (bound from parameter 2 on, the endpoints first),
-    /// with the limit as the last parameter.
-    fn of<S: CandidatesSql>(busy: usize, busy_organizations: usize) -> Self {
-        let now = S::param(1);
-        let (skip_endpoints, taken) = S::not_among("d.endpoint_id", 2, busy);
-        let (skip_organizations, taken_too) =
-            S::not_among("d.organization_id", 2 + taken, busy_organizations);
-        let mut due = row_terms(&now);
-        if DueRule::ACTIVE_ENDPOINTS_ONLY {
-            due.push(
-                "d.endpoint_id IN (SELECT e.id FROM webhook_endpoints AS e WHERE e.is_active)"
-                    .into(),
-            );
-        }
-        due.push(skip_endpoints);
-        // A turn is counted in the order of the keys after it.
-        let within = DueRule::ORDER
-            .iter()
-            .position(|key| *key == DueKey::OrganizationTurn)
-            .map(|at| {
-                DueRule::ORDER[at + 1..]
-                    .iter()
-                    .map(|key| format!("d.{}", column(*key)))
-                    .collect()
-            });
-        let order = DueRule::ORDER
-            .iter()
-            .map(|key| format!("c.{}", column(*key)))
-            .collect::<Vec<_>>()
-            .join(", ");
-        Self {
-            due,
-            skip_organizations,
-            limit: S::param(2 + taken + taken_too),
-            within,
-            order,
-        }
-    }
-}
-
 /// The lease's candidates: the deliveries due at parameter 1 (`now`) by the [`DueRule`], but
-/// those of `busy` endpoints and of `busy_organizations` organizations (bound from parameter
-/// 2 on, the endpoints first), as `(id, endpoint_id, organization_id)` in the rule's order, at
-/// most the last parameter (the limit). Nothing is locked.
-pub(crate) fn lease_candidates<S: CandidatesSql>(busy: usize, busy_organizations: usize) -> String {
-    let Terms {
-        mut due,
-        skip_organizations,
-        limit,
-        within,
-        order,
-    } = Terms::of::<S>(busy, busy_organizations);
-    due.push(skip_organizations);
-    let turn = within
-        .map(|within| {
-            let within = if within.is_empty() {
-                String::new()
-            } else {
-                format!(" ORDER BY {}", within.join(", "))
-            };
-            format!(", row_number() OVER (PARTITION BY d.organization_id{within}) AS turn")
-        })
-        .unwrap_or_default();
-    format!(
-        "SELECT c.id, c.endpoint_id, c.organization_id FROM ( \
-           SELECT d.id, d.endpoint_id, d.organization_id, d.next_attempt_at{turn} \
-           FROM {deliveries} \
-           WHERE {due} \
-         ) AS c \
-         ORDER BY {order} \
-         LIMIT {limit}",
-        deliveries = S::DELIVERIES,
-        due = due.join(" AND "),
-    )
-}
-
-/// The same candidates as [`lease_candidates`], the same rows in the same order and with the
-/// same parameters, written for PostgreSQL so that a lease does not read every due delivery:
-/// the first `limit` in the rule's order are among each organization's first `limit` due
-/// deliveries, so it reads only those. The organizations with deliveries queued are found by
-/// skipping through the organization index (`webhook_deliveries_organization_due_idx`), one
-/// probe each (a recursive step); each one's due deliveries are read from the same index in
-/// their order up to the limit (`LATERAL`), and ranked in their turn. The window over every due
-/// delivery ranked all of them at every lease: 16 ms with 10,000 due, against 0.6 ms
-/// (`docs/benchmarks.md`). A lease now costs a probe or two for each organization with
-/// deliveries queued (due or waiting for a retry) and the index entries it reads past: those
-/// in flight, those of the endpoints left out, and those of deliveries made since the last
-/// vacuum. Falls back to [`lease_candidates`] should the rule not rank by organization turns.
-pub(crate) fn lease_candidates_per_organization<S: CandidatesSql>(
-    busy: usize,
-    busy_organizations: usize,
-) -> String {
-    let Terms {
-        due,
-        skip_organizations,
-        limit,
-        within,
-        order,
-    } = Terms::of::<S>(busy, busy_organizations);
-    let Some(within) = within else {
-        return lease_candidates::<S>(busy, busy_organizations);
-    };
-    let within = if within.is_empty() {
-        "d.organization_id".to_owned()
+/// those of `busy` endpoints (bound from parameter 2 on), as `(id, endpoint_id,
+/// organization_id)` in the rule's order, at most `per_endpoint` (the parameter after the busy
+/// endpoints) of each endpoint and at most the last parameter (the limit) in all. Nothing is
+/// locked.
+///
+/// An endpoint never takes more than `per_endpoint` at a lease, so its first `per_endpoint`
+/// due deliveries are all a lease can pick of it: the statement reads only those, and the
+/// candidates a lease picks from are those the rule's order would give over every due
+/// delivery. The endpoints with deliveries queued (due, or waiting for a retry) are found by
+/// skipping through the endpoint index (`webhook_deliveries_endpoint_due_idx`), one probe
+/// each (a recursive step); the inactive and the busy are left there, their deliveries never
+/// read, however many; each other one's due deliveries are read from the same index in their
+/// order, up to `per_endpoint`, and ranked in their organization's turn. A lease costs a probe
+/// for each endpoint with deliveries queued and at most `per_endpoint` rows of each, whatever
+/// the backlog: the window over every due delivery ranked all of them at every lease (a
+/// 10,000-delivery fan-out paid it 10,000 times, `docs/benchmarks.md`).
+pub(crate) fn lease_candidates<S: CandidatesSql>(busy: usize) -> String {
+    let now = S::param(1);
+    let (skip_endpoints, taken) = S::not_among("q.endpoint_id", 2, busy);
+    let per_endpoint = S::param(2 + taken);
+    let limit = S::param(3 + taken);
+    let mut endpoints = vec!["q.endpoint_id IS NOT NULL".to_owned(), skip_endpoints];
+    let mut joined = String::new();
+    if DueRule::ACTIVE_ENDPOINTS_ONLY {
+        joined = " JOIN webhook_endpoints AS e ON e.id = q.endpoint_id".into();
+        endpoints.push("e.is_active".into());
+    }
+    // Within an endpoint, and within an organization: the keys of the rule's order after the
+    // organization's turn (a turn is counted in their order).
+    let ranks_turns = DueRule::ORDER.contains(&DueKey::OrganizationTurn);
+    let after_turn: Vec<String> = DueRule::ORDER
+        .iter()
+        .skip_while(|key| ranks_turns && **key != DueKey::OrganizationTurn)
+        .filter(|key| **key != DueKey::OrganizationTurn)
+        .map(|key| format!("d.{}", column(*key)))
+        .collect();
+    let within = if after_turn.is_empty() {
+        "d.id".to_owned()
     } else {
-        within.join(", ")
+        after_turn.join(", ")
     };
+    let turn = if ranks_turns {
+        format!(", row_number() OVER (PARTITION BY d.organization_id ORDER BY {within}) AS turn")
+    } else {
+        String::new()
+    };
+    let order = DueRule::ORDER
+        .iter()
+        .map(|key| format!("c.{}", column(*key)))
+        .collect::<Vec<_>>()
+        .join(", ");
     let queued = "d.next_attempt_at IS NOT NULL";
+    let first_due = S::first_due_of_each(&format!(
+        "FROM {deliveries} \
+         WHERE d.endpoint_id = q.endpoint_id AND {due} \
+         ORDER BY {within} \
+         LIMIT {per_endpoint}",
+        deliveries = S::DELIVERIES,
+        due = row_terms(&now).join(" AND "),
+    ));
     format!(
-        "WITH RECURSIVE queued(organization_id) AS ( \
-           (SELECT d.organization_id FROM {deliveries} \
-            WHERE {queued} AND {skip_organizations} \
-            ORDER BY d.organization_id LIMIT 1) \
+        "WITH RECURSIVE queued(endpoint_id) AS ( \
+           SELECT (SELECT d.endpoint_id FROM {deliveries} WHERE {queued} \
+                   ORDER BY d.endpoint_id LIMIT 1) \
            UNION ALL \
-           SELECT (SELECT d.organization_id FROM {deliveries} \
-                   WHERE {queued} AND {skip_organizations} \
-                   AND d.organization_id > q.organization_id \
-                   ORDER BY d.organization_id LIMIT 1) \
-           FROM queued AS q WHERE q.organization_id IS NOT NULL \
+           SELECT (SELECT d.endpoint_id FROM {deliveries} \
+                   WHERE {queued} AND d.endpoint_id > q.endpoint_id \
+                   ORDER BY d.endpoint_id LIMIT 1) \
+           FROM queued AS q WHERE q.endpoint_id IS NOT NULL \
          ) \
-         SELECT c.id, c.endpoint_id, c.organization_id \
-         FROM queued AS q CROSS JOIN LATERAL ( \
-           SELECT d.id, d.endpoint_id, d.organization_id, d.next_attempt_at, \
-             row_number() OVER (ORDER BY {within}) AS turn \
-           FROM {deliveries} \
-           WHERE d.organization_id = q.organization_id AND {due} \
-           ORDER BY {within} \
-           LIMIT {limit} \
+         SELECT c.id, c.endpoint_id, c.organization_id FROM ( \
+           SELECT d.id, d.endpoint_id, d.organization_id, d.next_attempt_at{turn} \
+           FROM queued AS q{joined} {first_due} \
+           WHERE {endpoints} \
          ) AS c \
          ORDER BY {order} \
          LIMIT {limit}",
         deliveries = S::DELIVERIES,
-        due = due.join(" AND "),
+        endpoints = endpoints.join(" AND "),
     )
 }
 
@@ -235,86 +171,80 @@ mod tests {
         sql.split_whitespace().collect::<Vec<_>>().join(" ")
     }
 
-    /// The candidates' statement the rule makes, with what a backend writes its own way.
-    fn expected(deliveries: &str, now: &str, skip: [&str; 2], limit: &str) -> String {
+    /// The candidates' statement the rule makes, with what a backend writes its own way: the
+    /// deliveries table, how each endpoint's first due deliveries are joined (around their
+    /// select's `FROM` onwards), the parameters.
+    fn expected(
+        deliveries: &str,
+        first_due: impl Fn(&str) -> String,
+        now: &str,
+        skip: &str,
+        [per_endpoint, limit]: [&str; 2],
+    ) -> String {
+        let due = format!(
+            "FROM {deliveries} \
+             WHERE d.endpoint_id = q.endpoint_id \
+             AND d.next_attempt_at <= {now} \
+             AND (d.leased_until IS NULL OR d.leased_until < {now}) \
+             AND d.status IN ('pending', 'failed') \
+             ORDER BY d.next_attempt_at, d.id \
+             LIMIT {per_endpoint}"
+        );
         words(&format!(
-            "SELECT c.id, c.endpoint_id, c.organization_id FROM ( \
+            "WITH RECURSIVE queued(endpoint_id) AS ( \
+               SELECT (SELECT d.endpoint_id FROM {deliveries} \
+                       WHERE d.next_attempt_at IS NOT NULL \
+                       ORDER BY d.endpoint_id LIMIT 1) \
+               UNION ALL \
+               SELECT (SELECT d.endpoint_id FROM {deliveries} \
+                       WHERE d.next_attempt_at IS NOT NULL AND d.endpoint_id > q.endpoint_id \
+                       ORDER BY d.endpoint_id LIMIT 1) \
+               FROM queued AS q WHERE q.endpoint_id IS NOT NULL \
+             ) \
+             SELECT c.id, c.endpoint_id, c.organization_id FROM ( \
                SELECT d.id, d.endpoint_id, d.organization_id, d.next_attempt_at, \
                  row_number() OVER (PARTITION BY d.organization_id \
                                     ORDER BY d.next_attempt_at, d.id) AS turn \
-               FROM {deliveries} \
-               WHERE d.next_attempt_at <= {now} \
-               AND (d.leased_until IS NULL OR d.leased_until < {now}) \
-               AND d.status IN ('pending', 'failed') \
-               AND d.endpoint_id IN (SELECT e.id FROM webhook_endpoints AS e WHERE e.is_active) \
-               AND d.endpoint_id {} \
-               AND d.organization_id {} \
+               FROM queued AS q JOIN webhook_endpoints AS e ON e.id = q.endpoint_id \
+               {} \
+               WHERE q.endpoint_id IS NOT NULL AND q.endpoint_id {skip} AND e.is_active \
              ) AS c \
              ORDER BY c.turn, c.next_attempt_at, c.id \
              LIMIT {limit}",
-            skip[0], skip[1],
+            first_due(&due),
         ))
     }
 
     #[test]
-    fn postgres_reads_the_due_deliveries_in_their_turn_binding_arrays() {
+    fn postgres_reads_each_endpoints_first_due_deliveries_binding_arrays() {
         assert_eq!(
-            words(&lease_candidates::<crate::pg::Sql>(3, 0)),
+            words(&lease_candidates::<crate::pg::Sql>(3)),
             expected(
                 "webhook_deliveries AS d",
+                |due| format!(
+                    "CROSS JOIN LATERAL (SELECT d.id, d.endpoint_id, d.organization_id, \
+                     d.next_attempt_at {due}) AS d"
+                ),
                 "$1",
-                ["<> ALL($2)", "<> ALL($3)"],
-                "$4"
+                "<> ALL($2)",
+                ["$3", "$4"],
             )
         );
     }
 
     #[test]
-    fn postgres_reads_each_organizations_first_due_deliveries_in_their_turn() {
-        let due = "d.next_attempt_at <= $1 \
-             AND (d.leased_until IS NULL OR d.leased_until < $1) \
-             AND d.status IN ('pending', 'failed') \
-             AND d.endpoint_id IN (SELECT e.id FROM webhook_endpoints AS e WHERE e.is_active) \
-             AND d.endpoint_id <> ALL($2)";
-        let queued = "d.next_attempt_at IS NOT NULL AND d.organization_id <> ALL($3)";
+    fn sqlite_reads_the_endpoint_index_binding_each_value() {
+        let indexed = "webhook_deliveries AS d INDEXED BY webhook_deliveries_endpoint_due_idx";
+        let first_due =
+            |due: &str| format!("JOIN webhook_deliveries AS d ON d.id IN (SELECT d.id {due})");
         assert_eq!(
-            words(&lease_candidates_per_organization::<crate::pg::Sql>(3, 0)),
-            words(&format!(
-                "WITH RECURSIVE queued(organization_id) AS ( \
-                   (SELECT d.organization_id FROM webhook_deliveries AS d \
-                    WHERE {queued} ORDER BY d.organization_id LIMIT 1) \
-                   UNION ALL \
-                   SELECT (SELECT d.organization_id FROM webhook_deliveries AS d \
-                           WHERE {queued} AND d.organization_id > q.organization_id \
-                           ORDER BY d.organization_id LIMIT 1) \
-                   FROM queued AS q WHERE q.organization_id IS NOT NULL \
-                 ) \
-                 SELECT c.id, c.endpoint_id, c.organization_id \
-                 FROM queued AS q CROSS JOIN LATERAL ( \
-                   SELECT d.id, d.endpoint_id, d.organization_id, d.next_attempt_at, \
-                     row_number() OVER (ORDER BY d.next_attempt_at, d.id) AS turn \
-                   FROM webhook_deliveries AS d \
-                   WHERE d.organization_id = q.organization_id AND {due} \
-                   ORDER BY d.next_attempt_at, d.id \
-                   LIMIT $4 \
-                 ) AS c \
-                 ORDER BY c.turn, c.next_attempt_at, c.id \
-                 LIMIT $4"
-            ))
-        );
-    }
-
-    #[test]
-    fn sqlite_reads_the_lease_index_binding_each_value() {
-        let indexed = "webhook_deliveries AS d INDEXED BY webhook_deliveries_lease_idx";
-        assert_eq!(
-            words(&lease_candidates::<crate::sqlite::Sql>(2, 1)),
-            expected(indexed, "?1", ["NOT IN (?2, ?3)", "NOT IN (?4)"], "?5")
+            words(&lease_candidates::<crate::sqlite::Sql>(2)),
+            expected(indexed, first_due, "?1", "NOT IN (?2, ?3)", ["?4", "?5"])
         );
         assert_eq!(
-            words(&lease_candidates::<crate::sqlite::Sql>(0, 0)),
-            expected(indexed, "?1", ["NOT IN ()", "NOT IN ()"], "?2"),
-            "nothing left out: empty lists, and the limit second"
+            words(&lease_candidates::<crate::sqlite::Sql>(0)),
+            expected(indexed, first_due, "?1", "NOT IN ()", ["?2", "?3"]),
+            "nothing left out: an empty list, and the bounds next"
         );
     }
 }

@@ -1198,18 +1198,22 @@ on_both_backends! {
         assert_eq!(ids(&leased), [backlog[0], fresh], "each organization's oldest first");
         assert_eq!(leased[1].organization_id, quiet);
 
-        // An organization at its bound gets nothing more, however old its backlog.
+        // An organization at its share gets nothing more while another waits, however old its
+        // backlog.
         let later = delivery_at(&db, quiet, fast, t0 + Duration::minutes(11)).await;
-        let room = LeaseRoom::new(10, 100).per_organization(2).with_in_flight_of(noisy, 1);
+        let last = delivery_at(&db, quiet, fast, t0 + Duration::minutes(12)).await;
+        let room = LeaseRoom::new(3, 100).per_organization(2).with_in_flight_of(noisy, 1);
         let leased = db.store.lease_deliveries(at, at + Duration::minutes(1), room, Uuid::new_v4())
             .await.unwrap();
-        assert_eq!(ids(&leased), [backlog[1], later], "one more of noisy's fits, and quiet's next");
-        let full = LeaseRoom::new(10, 100).per_organization(2).with_in_flight_of(noisy, 2);
-        let leased = db.store.lease_deliveries(at, at + Duration::minutes(1), full, Uuid::new_v4())
+        assert_eq!(ids(&leased), [backlog[1], later, last], "one more of noisy's fits, and quiet's two");
+        // Alone with work, it may use the free slots but a share's worth: the share binds only
+        // while others wait.
+        let alone = LeaseRoom::new(5, 100).per_organization(2).with_in_flight_of(noisy, 2);
+        let leased = db.store.lease_deliveries(at, at + Duration::minutes(1), alone, Uuid::new_v4())
             .await.unwrap();
-        assert!(leased.is_empty(), "noisy is full and quiet has nothing due: {:?}", ids(&leased));
+        assert_eq!(ids(&leased), backlog[2..5], "noisy alone: beyond its share, oldest first");
         // Without a bound, the rest of the backlog, oldest first.
-        assert_eq!(ids(&lease(&db, at, &[]).await), backlog[2..]);
+        assert_eq!(ids(&lease(&db, at, &[]).await), backlog[5..]);
     }
 
     async fn an_organization_has_at_most_its_plans_endpoints(db: Db) {

@@ -427,10 +427,13 @@ pub struct Delivery {
 }
 
 /// What a delivery worker can take on at one lease: `total` attempts in all, at each endpoint
-/// `per_endpoint` less the attempts it already has in flight there, and for each organization
-/// `per_organization` less the attempts in flight to its endpoints. Leasing only what fits
-/// means a worker never leases a delivery it must give back; the organization's bound means no
-/// organization's slow endpoints ever hold every slot.
+/// `per_endpoint` less the attempts it already has in flight there, and for each organization a
+/// share, `per_organization` less the attempts in flight to its endpoints, that binds only
+/// while other organizations wait. Leasing only what fits means a worker never leases a
+/// delivery it must give back. Beyond its share, an organization with nobody else waiting may
+/// use the free slots but a share's worth, kept free: no organization's slow endpoints ever
+/// hold every slot, so another organization's fresh delivery never waits for one of them to
+/// answer, and an organization alone with work is not held to its share.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LeaseRoom {
     total: usize,
@@ -453,7 +456,8 @@ impl LeaseRoom {
         }
     }
 
-    /// The same room, with at most `attempts` in flight to the endpoints of one organization.
+    /// The same room, with each organization's share: at most `attempts` in flight to its
+    /// endpoints while other organizations' deliveries are among the candidates.
     #[must_use]
     pub fn per_organization(mut self, attempts: usize) -> Self {
         self.per_organization = attempts;
@@ -498,39 +502,63 @@ impl LeaseRoom {
             .collect()
     }
 
-    /// Organizations with no room left: the lease need not look at their deliveries.
-    pub fn full_organizations(&self) -> Vec<OrganizationId> {
-        self.in_flight_of
-            .iter()
-            .filter(|(_, n)| **n >= self.per_organization)
-            .map(|(id, _)| *id)
-            .collect()
+    /// The most attempts in flight at one endpoint: a lease need look at no more of an
+    /// endpoint's due deliveries than this.
+    pub fn per_endpoint(&self) -> usize {
+        self.per_endpoint
     }
 
     /// Of `candidates`, in the order the store gives them (each organization's oldest due
-    /// first, then each one's second, and so on), the ones that fit, in the same order.
+    /// first, then each one's second, and so on), the ones that fit, in the same order: first
+    /// each organization's within its share; then, while more than a share's worth of the
+    /// lease's slots are still free, those the share alone left out, in their order (nobody
+    /// else wants those slots now, and the share's worth left free is there for whoever
+    /// comes next).
     pub fn pick<T>(
         &self,
         candidates: impl IntoIterator<Item = (T, EndpointId, OrganizationId)>,
     ) -> Vec<T> {
         let mut taken: HashMap<EndpointId, usize> = HashMap::new();
         let mut taken_of: HashMap<OrganizationId, usize> = HashMap::new();
-        let mut picked = Vec::new();
+        let mut picked: Vec<Option<T>> = Vec::new();
+        let mut beyond_share: Vec<(usize, T, EndpointId)> = Vec::new();
+        let mut count = 0;
         for (item, endpoint, organization) in candidates {
-            if picked.len() >= self.total {
+            if count >= self.total {
                 break;
             }
             let busy = self.in_flight.get(&endpoint).copied().unwrap_or(0);
             let busy_of = self.in_flight_of.get(&organization).copied().unwrap_or(0);
             let taken = taken.entry(endpoint).or_insert(0);
+            if busy + *taken >= self.per_endpoint {
+                continue;
+            }
             let taken_of = taken_of.entry(organization).or_insert(0);
-            if busy + *taken < self.per_endpoint && busy_of + *taken_of < self.per_organization {
+            if busy_of + *taken_of < self.per_organization {
                 *taken += 1;
                 *taken_of += 1;
-                picked.push(item);
+                count += 1;
+                picked.push(Some(item));
+            } else {
+                // Its place among the picked, should a slot be left for it.
+                beyond_share.push((picked.len(), item, endpoint));
+                picked.push(None);
             }
         }
-        picked
+        let beyond_share_room = self.total.saturating_sub(self.per_organization);
+        for (at, item, endpoint) in beyond_share {
+            if count >= beyond_share_room {
+                break;
+            }
+            let busy = self.in_flight.get(&endpoint).copied().unwrap_or(0);
+            let taken = taken.entry(endpoint).or_insert(0);
+            if busy + *taken < self.per_endpoint {
+                *taken += 1;
+                count += 1;
+                picked[at] = Some(item);
+            }
+        }
+        picked.into_iter().flatten().collect()
     }
 }
 
@@ -588,28 +616,74 @@ mod tests {
     }
 
     #[test]
-    fn no_organization_takes_more_than_its_share_of_a_lease() {
+    fn no_organization_takes_more_than_its_share_of_a_lease_while_others_wait() {
         let [a, b, c] = [1, 2, 3].map(|n| EndpointId::from_uuid(Uuid::from_u128(n)));
         let [noisy, quiet] = [7, 8].map(|n| OrganizationId::from_uuid(Uuid::from_u128(n)));
-        let room = LeaseRoom::new(10, 10)
+        let room = LeaseRoom::new(4, 10)
             .per_organization(3)
             .with_in_flight_of(noisy, 1);
-        assert!(room.full_organizations().is_empty());
         let candidates = [
             (1, a, noisy),
             (2, b, noisy),
+            (5, c, quiet),
             (3, a, noisy),
             (4, b, noisy),
-            (5, c, quiet),
+            (6, c, quiet),
         ];
         assert_eq!(
             room.pick(candidates),
-            [1, 2, 5],
-            "noisy has room for two more"
+            [1, 2, 5, 6],
+            "noisy has room for two more in its share, and quiet waits for two"
         );
-        let full = room.with_in_flight_of(noisy, 2);
-        assert_eq!(full.full_organizations(), [noisy]);
-        assert_eq!(full.pick(candidates), [5]);
+        let full = LeaseRoom::new(3, 10)
+            .per_organization(3)
+            .with_in_flight_of(noisy, 3);
+        assert_eq!(
+            full.pick(candidates),
+            [5, 6],
+            "quiet's two; the one slot left is kept free, a share's worth"
+        );
+        let wider = LeaseRoom::new(10, 10)
+            .per_organization(3)
+            .with_in_flight_of(noisy, 1);
+        assert_eq!(
+            wider.pick(candidates),
+            [1, 2, 5, 3, 4, 6],
+            "nobody waits for the slots left: noisy's share binds no more, and a share's worth \
+             (three) stays free"
+        );
+        let wide_open = LeaseRoom::new(7, 10)
+            .per_organization(3)
+            .with_in_flight_of(noisy, 1);
+        assert_eq!(
+            wide_open.pick(candidates),
+            [1, 2, 5, 6],
+            "with seven slots free, three of them kept: none beyond the share"
+        );
+    }
+
+    #[test]
+    fn an_organization_alone_with_work_may_use_the_free_slots_but_a_share() {
+        let [a, b] = [1, 2].map(|n| EndpointId::from_uuid(Uuid::from_u128(n)));
+        let alone = OrganizationId::from_uuid(Uuid::from_u128(7));
+        let room = LeaseRoom::new(5, 2)
+            .per_organization(1)
+            .with_in_flight_of(alone, 3)
+            .with_in_flight(a, 1);
+        let candidates = [(1, a, alone), (2, b, alone), (3, a, alone), (4, b, alone)];
+        assert_eq!(
+            room.pick(candidates),
+            [1, 2, 4],
+            "the free slots but a share's worth, and still no more than fits at each endpoint"
+        );
+        let tight = LeaseRoom::new(3, 2)
+            .per_organization(1)
+            .with_in_flight_of(alone, 3);
+        assert_eq!(
+            tight.pick(candidates),
+            [1, 2],
+            "one of the three slots kept free"
+        );
     }
 
     #[test]

@@ -75,21 +75,20 @@ impl Dialect for Sql {
     /// without locking them: a lease reads several times the rows it takes (to find deliveries
     /// of endpoints with room behind those of endpoints without), and `FOR UPDATE` on them all
     /// made every leased delivery cost ten row locks, each a heap write (`docs/benchmarks.md`).
-    /// Each organization's first due deliveries are read, not every due delivery
-    /// (`due::lease_candidates_per_organization`).
+    /// Each endpoint's first due deliveries are read, not every due delivery
+    /// (`due::lease_candidates`).
     async fn lease_candidates(
         conn: &mut Conn,
         now: OffsetDateTime,
+        per_endpoint: i64,
         limit: i64,
         busy: &[DbUuid],
-        busy_organizations: &[DbUuid],
     ) -> QueryResult<Vec<(DbUuid, DbUuid, DbUuid)>> {
-        let sql =
-            due::lease_candidates_per_organization::<Self>(busy.len(), busy_organizations.len());
+        let sql = due::lease_candidates::<Self>(busy.len());
         let candidates: Vec<Candidate> = diesel::sql_query(sql)
             .bind::<sql_types::Timestamptz, _>(now)
             .bind::<sql_types::Array<sql_types::Uuid>, _>(busy)
-            .bind::<sql_types::Array<sql_types::Uuid>, _>(busy_organizations)
+            .bind::<sql_types::BigInt, _>(per_endpoint)
             .bind::<sql_types::BigInt, _>(limit)
             .load(conn)
             .await?;
@@ -137,8 +136,8 @@ impl Dialect for Sql {
     /// Waits for [`LEASE_LOCK`], held until the transaction ends (a lease's transaction is a
     /// few milliseconds), and sets the transaction's settings, in one statement:
     /// `synchronous_commit = off` ([`Dialect::bookkeeping`]), and no bitmap or sequential scan.
-    /// The due deliveries are read from the organization index (`organization_id,
-    /// next_attempt_at, id`, holding every other column the query reads) and not from the table: planned on the statistics of a
+    /// The due deliveries are read from the endpoint index (`endpoint_id, next_attempt_at, id`,
+    /// holding every other column the query reads) and not from the table: planned on the statistics of a
     /// table that was small when last analyzed (a burst after a quiet hour, or any fresh
     /// database), PostgreSQL preferred a bitmap scan and a lookup of each row, a fifth of the
     /// database's time in a fan-out (`docs/benchmarks.md`).
@@ -289,6 +288,14 @@ impl due::CandidatesSql for Sql {
 
     fn not_among(column: &str, first: usize, _count: usize) -> (String, usize) {
         (format!("{column} <> ALL(${first})"), 1)
+    }
+
+    /// A lateral subquery, run for each endpoint with the endpoint index.
+    fn first_due_of_each(rest: &str) -> String {
+        format!(
+            "CROSS JOIN LATERAL (SELECT d.id, d.endpoint_id, d.organization_id, \
+             d.next_attempt_at {rest}) AS d"
+        )
     }
 }
 

@@ -701,20 +701,13 @@ impl WebhookStore for DbStore {
                         });
                     let full: Vec<DbUuid> =
                         room.full().iter().map(|id| DbUuid(id.as_uuid())).collect();
-                    let full_organizations: Vec<DbUuid> = room
-                        .full_organizations()
-                        .iter()
-                        .map(|id| DbUuid(id.as_uuid()))
-                        .collect();
                     // One lease for the batch: an attempt is recorded under its delivery's id and
                     // this lease together.
                     let held = Held {
                         lease: DbUuid(lease),
                         until: lease_until,
                     };
-                    let ids =
-                        pick_and_lease(conn, &room, now, scan, &full, &full_organizations, held)
-                            .await?;
+                    let ids = pick_and_lease(conn, &room, now, scan, &full, held).await?;
                     if ids.is_empty() {
                         return Ok(Vec::new());
                     }
@@ -859,7 +852,7 @@ struct Held {
 }
 
 /// Picks what fits `room` among the due deliveries (up to `scan` candidates in their turn, each
-/// organization's oldest first, those of the `full` endpoints and `full_organizations` left out)
+/// organization's oldest first, those of the `full` endpoints left out)
 /// and leases it as `held` says, locked for the caller's transaction: only the picked rows are
 /// locked. What another leaser locked first is left to it, and the pick is made again without
 /// it, so that concurrent leasers in several processes share the work instead of one of them
@@ -870,14 +863,16 @@ async fn pick_and_lease(
     now: OffsetDateTime,
     scan: i64,
     full: &[DbUuid],
-    full_organizations: &[DbUuid],
     held_as: Held,
 ) -> QueryResult<Vec<DbUuid>> {
     // What this transaction has leased, with its endpoint and organization.
     let mut held: Vec<(DbUuid, EndpointId, OrganizationId)> = Vec::new();
     let mut lost: HashSet<DbUuid> = HashSet::new();
+    let per_endpoint = i64::try_from(room.per_endpoint())
+        .unwrap_or(i64::MAX)
+        .min(scan);
     for _ in 0..LEASE_PASSES {
-        let candidates = Sql::lease_candidates(conn, now, scan, full, full_organizations).await?;
+        let candidates = Sql::lease_candidates(conn, now, per_endpoint, scan, full).await?;
         // What this transaction leased in an earlier pass is no longer due, so not among the
         // candidates: the pick counts it first (it fitted with more counted before it).
         let fresh = candidates

@@ -74,29 +74,29 @@ impl Dialect for Sql {
     ));
 
     /// The candidates of a lease, in their turn (see [`Dialect::lease_candidates`]). The query
-    /// names its index: left to itself, SQLite's planner answers `endpoint_id IN (active
-    /// endpoints)` from the (endpoint, created) index: it visits every delivery the endpoints
-    /// ever had, reads each row, and sorts them, on every lease. `webhook_deliveries_lease_idx`
-    /// holds every column the query filters on or returns: it reads the due part of the index
-    /// only.
+    /// names its index, `webhook_deliveries_endpoint_due_idx`, which holds every column the
+    /// query filters on or returns: left to itself, SQLite's planner answered `endpoint_id IN
+    /// (active endpoints)` from the (endpoint, created) index, visiting every delivery the
+    /// endpoints ever had.
     async fn lease_candidates(
         conn: &mut Conn,
         now: OffsetDateTime,
+        per_endpoint: i64,
         limit: i64,
         busy: &[DbUuid],
-        busy_organizations: &[DbUuid],
     ) -> QueryResult<Vec<(DbUuid, DbUuid, DbUuid)>> {
-        let sql = due::lease_candidates::<Self>(busy.len(), busy_organizations.len());
+        let sql = due::lease_candidates::<Self>(busy.len());
         let mut query = diesel::sql_query(sql)
             .into_boxed::<Db>()
             .bind::<TimestamptzSqlite, _>(now);
         for endpoint in busy {
             query = query.bind::<Text, _>(*endpoint);
         }
-        for organization in busy_organizations {
-            query = query.bind::<Text, _>(*organization);
-        }
-        let candidates: Vec<Candidate> = query.bind::<BigInt, _>(limit).load(conn).await?;
+        let candidates: Vec<Candidate> = query
+            .bind::<BigInt, _>(per_endpoint)
+            .bind::<BigInt, _>(limit)
+            .load(conn)
+            .await?;
         Ok(candidates
             .into_iter()
             .map(|c| (c.id, c.endpoint_id, c.organization_id))
@@ -195,7 +195,7 @@ impl Dialect for Sql {
 /// parameter for each value. The query names its index (see [`Dialect::lease_candidates`]).
 impl due::CandidatesSql for Sql {
     const DELIVERIES: &'static str =
-        "webhook_deliveries AS d INDEXED BY webhook_deliveries_lease_idx";
+        "webhook_deliveries AS d INDEXED BY webhook_deliveries_endpoint_due_idx";
 
     fn param(n: usize) -> String {
         format!("?{n}")
@@ -204,6 +204,12 @@ impl due::CandidatesSql for Sql {
     fn not_among(column: &str, first: usize, count: usize) -> (String, usize) {
         let params: Vec<String> = (first..first + count).map(Self::param).collect();
         (format!("{column} NOT IN ({})", params.join(", ")), count)
+    }
+
+    /// SQLite has no lateral join: each endpoint's first due deliveries are a list of ids,
+    /// run for each endpoint with the endpoint index, and the deliveries are looked up by them.
+    fn first_due_of_each(rest: &str) -> String {
+        format!("JOIN webhook_deliveries AS d ON d.id IN (SELECT d.id {rest})")
     }
 }
 
