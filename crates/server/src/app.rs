@@ -19,7 +19,10 @@ use gatehouse_delivery::{HttpsSender, SenderConfig};
 use gatehouse_dns::HickoryDns;
 use gatehouse_domain::{
     model::{Organization, OrganizationId, Plan},
-    ports::{DnsTxt, PeriodicTask, Ports, RateLimiter, SignInAttempts, StoreError, TokenSigner},
+    ports::{
+        DnsTxt, PeriodicTask, Ports, PurgePace, RateLimiter, SignInAttempts, StoreError,
+        TokenSigner,
+    },
     service::{
         AuthSettings, DeliveryEngine, DeliverySettings, OrganizationPorts, OrganizationService,
         PurgeSlice,
@@ -88,19 +91,22 @@ const PURGE_INTERVAL: Duration = Duration::from_secs(3600);
 /// The purges' first run waits this long after start: a replica that starts (or restarts in a
 /// loop) spends its first minute serving, never purging.
 const PURGE_FIRST_AFTER: Duration = Duration::from_secs(60);
-/// The pause between two slices of a purge (`PURGE_SLICE` rows each): the writes that queued
-/// behind a slice go first.
+/// The pause between two slices of a purge: the writes that queued behind a slice go first.
 const PURGE_PAUSE: Duration = Duration::from_millis(10);
 
-/// Runs a purge's slices until one is not full, pausing between two; the rows it deleted.
+/// Runs a purge's slices until one is not full, each sized by how long the last took
+/// ([`PurgePace`]), pausing between two; the rows it deleted.
 async fn in_slices<F, Fut>(mut slice: F) -> Result<u64, StoreError>
 where
-    F: FnMut() -> Fut,
+    F: FnMut(PurgePace) -> Fut,
     Fut: std::future::Future<Output = Result<PurgeSlice, StoreError>>,
 {
     let mut deleted = 0;
+    let mut pace = PurgePace::FIRST;
     loop {
-        let PurgeSlice { deleted: n, more } = slice().await?;
+        let started = std::time::Instant::now();
+        let PurgeSlice { deleted: n, more } = slice(pace).await?;
+        pace = pace.after(started.elapsed());
         deleted += n;
         if !more {
             return Ok(deleted);
@@ -382,12 +388,16 @@ impl Application {
                     Ok(count) => tracing::info!(count, "purged deleted organizations"),
                     Err(error) => tracing::warn!(%error, "purging deleted organizations failed"),
                 }
-                match in_slices(|| purge_audit.purge_audit(audit_retention_days)).await {
+                match in_slices(|pace| purge_audit.purge_audit(audit_retention_days, pace)).await {
                     Ok(0) => {}
                     Ok(count) => tracing::info!(count, "purged audit records past their retention"),
                     Err(error) => tracing::warn!(%error, "purging the audit log failed"),
                 }
-                match in_slices(|| purge_audit.purge_webhook_history(event_retention_days)).await {
+                match in_slices(|pace| {
+                    purge_audit.purge_webhook_history(event_retention_days, pace)
+                })
+                .await
+                {
                     Ok(0) => {}
                     Ok(count) => tracing::info!(
                         count,

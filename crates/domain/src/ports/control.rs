@@ -1,6 +1,8 @@
 //! What the control plane reads and changes across every organization: the outbox's events,
 //! the deliveries that failed for good (dead letters) and their replay, the delivery backlog.
 
+use std::time::Duration;
+
 use async_trait::async_trait;
 use time::OffsetDateTime;
 
@@ -155,6 +157,41 @@ impl PeriodicTask {
 /// slices: with a million rows past retention, a write waits at most for one slice, not for
 /// the whole purge.
 pub const PURGE_SLICE: u32 = 1_000;
+
+/// How many rows of each kind the next slice of a purge deletes: sized by how long the last
+/// slice took, so that no slice holds the store for much longer than [`PurgePace::TARGET`],
+/// whatever the machine and the rows (a write queued behind a slice waits for it). A purge
+/// starts at [`PurgePace::FIRST`]; a slice that took more than the target halves the next, one
+/// that took under half of it doubles the next, between [`PurgePace::FEWEST`] and
+/// [`PURGE_SLICE`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PurgePace(u32);
+
+impl PurgePace {
+    /// How long a slice should hold the store at most.
+    pub const TARGET: Duration = Duration::from_millis(20);
+    /// The first slice of a purge.
+    pub const FIRST: Self = Self(100);
+    /// The fewest rows of a slice: a purge always moves on.
+    pub const FEWEST: u32 = 10;
+
+    /// The rows of each kind this slice deletes at most.
+    pub const fn rows(self) -> u32 {
+        self.0
+    }
+
+    /// The pace of the next slice, after this one took `took`.
+    #[must_use]
+    pub fn after(self, took: Duration) -> Self {
+        if took > Self::TARGET {
+            Self((self.0 / 2).max(Self::FEWEST))
+        } else if took < Self::TARGET / 2 {
+            Self(self.0.saturating_mul(2).min(PURGE_SLICE))
+        } else {
+            self
+        }
+    }
+}
 
 /// What a purge of webhook history deleted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -11,8 +11,8 @@ use crate::{
         Operator, OrganizationId, Origin, Page, PageRequest, PostedEventData, TargetKind,
     },
     ports::{
-        service_ports, DeadLetterFilter, EventFilter, Gauges, PeriodicTask, ReplaySelection,
-        StoreError, StoredEvent, PURGE_SLICE,
+        service_ports, DeadLetterFilter, EventFilter, Gauges, PeriodicTask, PurgePace,
+        ReplaySelection, StoreError, StoredEvent,
     },
 };
 
@@ -196,39 +196,44 @@ impl ControlService {
         self.ports.audit.audit_log(filter, page).await
     }
 
-    /// Deletes one slice (at most [`PURGE_SLICE`]) of the audit records older than
-    /// `retention_days` days, oldest first; more may be left when the slice is full. The
+    /// Deletes one slice (at most `pace`'s rows, [`PurgePace`]) of the audit records older
+    /// than `retention_days` days, oldest first; more may be left when the slice is full. The
     /// server runs slices, with a pause between them, every hour.
-    pub async fn purge_audit(&self, retention_days: u32) -> Result<PurgeSlice, StoreError> {
+    pub async fn purge_audit(
+        &self,
+        retention_days: u32,
+        pace: PurgePace,
+    ) -> Result<PurgeSlice, StoreError> {
         let retention = Duration::days(i64::from(retention_days));
         let deleted = self
             .ports
             .audit
-            .purge_audit(self.ports.clock.now() - retention, PURGE_SLICE)
+            .purge_audit(self.ports.clock.now() - retention, pace.rows())
             .await?;
         Ok(PurgeSlice {
             deleted,
-            more: deleted >= u64::from(PURGE_SLICE),
+            more: deleted >= u64::from(pace.rows()),
         })
     }
 
-    /// Deletes one slice (at most [`PURGE_SLICE`] of each) of the stored events and finished
-    /// deliveries older than `retention_days` days (`GATEHOUSE_EVENT_RETENTION_DAYS`);
-    /// deliveries with an attempt still to come are kept. The server runs slices, with a pause
-    /// between them, every hour.
+    /// Deletes one slice (at most `pace`'s rows of each, [`PurgePace`]) of the stored events
+    /// and finished deliveries older than `retention_days` days
+    /// (`GATEHOUSE_EVENT_RETENTION_DAYS`); deliveries with an attempt still to come are kept.
+    /// The server runs slices, with a pause between them, every hour.
     pub async fn purge_webhook_history(
         &self,
         retention_days: u32,
+        pace: PurgePace,
     ) -> Result<PurgeSlice, StoreError> {
         let retention = Duration::days(i64::from(retention_days));
         let purged = self
             .ports
             .operations
-            .purge_webhook_history(self.ports.clock.now() - retention, PURGE_SLICE)
+            .purge_webhook_history(self.ports.clock.now() - retention, pace.rows())
             .await?;
         Ok(PurgeSlice {
             deleted: purged.events + purged.deliveries,
-            more: purged.filled(PURGE_SLICE),
+            more: purged.filled(pace.rows()),
         })
     }
 

@@ -14,7 +14,7 @@ use crate::{
         AuditAction, AuditActor, AuditTarget, DeliveryId, EndpointId, Operator, OperatorToken,
         TargetKind,
     },
-    ports::{Gauges, PoolUse, PurgedHistory, ReplaySelection, PURGE_SLICE},
+    ports::{Gauges, PoolUse, PurgePace, PurgedHistory, ReplaySelection, PURGE_SLICE},
 };
 
 fn operator() -> Operator {
@@ -132,30 +132,53 @@ fn the_webhook_history_is_purged_past_its_retention_a_slice_at_a_time() {
         },
         PurgedHistory {
             events: 0,
-            deliveries: u64::from(PURGE_SLICE),
+            deliveries: u64::from(PurgePace::FIRST.rows()),
         },
     ];
     mocks
         .operations
         .expect_purge_webhook_history()
-        .withf(|before, limit| *before == now() - time::Duration::days(30) && *limit == 1_000)
+        .withf(|before, limit| *before == now() - time::Duration::days(30) && *limit == 100)
         .times(2)
         .returning(move |_, _| ready(Ok(slices.pop().unwrap())));
     let control = mocks.control();
     // A full slice: more may be left.
     assert_eq!(
-        block_on(control.purge_webhook_history(30)).unwrap(),
+        block_on(control.purge_webhook_history(30, PurgePace::FIRST)).unwrap(),
         PurgeSlice {
-            deleted: 1_000,
+            deleted: 100,
             more: true
         }
     );
     // The last one.
     assert_eq!(
-        block_on(control.purge_webhook_history(30)).unwrap(),
+        block_on(control.purge_webhook_history(30, PurgePace::FIRST)).unwrap(),
         PurgeSlice {
             deleted: 8,
             more: false
         }
+    );
+}
+
+#[test]
+fn a_purges_slices_are_sized_by_how_long_the_last_one_took() {
+    let ms = std::time::Duration::from_millis;
+    let first = PurgePace::FIRST;
+    assert_eq!(first.rows(), 100);
+    assert_eq!(first.after(ms(50)).rows(), 50, "too long: half as many");
+    assert_eq!(first.after(ms(15)).rows(), 100, "about right: as many");
+    assert_eq!(first.after(ms(2)).rows(), 200, "quick: twice as many");
+    let mut pace = first;
+    for _ in 0..20 {
+        pace = pace.after(ms(1));
+    }
+    assert_eq!(pace.rows(), PURGE_SLICE, "never more than a slice's bound");
+    for _ in 0..20 {
+        pace = pace.after(ms(500));
+    }
+    assert_eq!(
+        pace.rows(),
+        PurgePace::FEWEST,
+        "never fewer than the fewest: a purge moves on"
     );
 }
