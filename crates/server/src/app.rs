@@ -383,9 +383,9 @@ impl Application {
                         continue;
                     }
                 }
-                match purge_organizations.purge_deleted().await {
+                match in_slices(|pace| purge_organizations.purge_deleted(pace)).await {
                     Ok(0) => {}
-                    Ok(count) => tracing::info!(count, "purged deleted organizations"),
+                    Ok(count) => tracing::info!(count, "purged deleted organizations (rows)"),
                     Err(error) => tracing::warn!(%error, "purging deleted organizations failed"),
                 }
                 match in_slices(|pace| purge_audit.purge_audit(audit_retention_days, pace)).await {

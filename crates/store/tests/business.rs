@@ -922,7 +922,8 @@ on_both_backends! {
             assert!(db.store.create_sso_configuration(config, updated(org), support::signed_in()).await.unwrap());
         }
         delete(&db, acme, at).await;
-        assert_eq!(db.store.purge_organizations(at + Duration::seconds(1)).await.unwrap(), 1);
+        let purged = db.store.purge_organizations(at + Duration::seconds(1), 1_000).await.unwrap();
+        assert_eq!(purged.organizations, 1);
 
         assert_eq!(db.store.policies(acme).await.unwrap(), None);
         assert_eq!(db.store.branding(acme).await.unwrap(), None);

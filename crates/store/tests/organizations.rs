@@ -18,7 +18,9 @@ use gatehouse_domain::{
         RedirectUris, Role, RoleRef, SearchTerm, ServiceAccount, ServiceAccountName, Slug,
         TokenHash, UserId,
     },
-    ports::{DirectoryChange, DirectoryWrite, MemberEffect, NewAccount, StoreError},
+    ports::{
+        DirectoryChange, DirectoryWrite, MemberEffect, NewAccount, PurgedOrganizations, StoreError,
+    },
 };
 use gatehouse_store::{Backend, Store, StoreOptions};
 use gatehouse_testkit::TestDatabase;
@@ -798,13 +800,36 @@ async fn deleted_organizations_disappear_and_purge(db: Db) {
         .await;
     assert!(matches!(taken, Err(StoreError::Conflict)), "{taken:?}");
 
-    assert_eq!(db.store.purge_organizations(t1).await.unwrap(), 0);
     assert_eq!(
-        db.store
-            .purge_organizations(t1 + Duration::seconds(1))
-            .await
-            .unwrap(),
-        1
+        db.store.purge_organizations(t1, 1_000).await.unwrap(),
+        PurgedOrganizations::default(),
+        "not deleted before the cutoff"
+    );
+    // In slices of one row: its two memberships one at a time, the organization still there,
+    // then the organization with the rest (its invitation, its application) by cascade.
+    let after = t1 + Duration::seconds(1);
+    let org_rows = format!("SELECT count(*) AS n FROM organizations WHERE id = '{acme}'");
+    for _ in 0..2 {
+        assert_eq!(
+            db.store.purge_organizations(after, 1).await.unwrap(),
+            PurgedOrganizations {
+                organizations: 0,
+                rows: 1
+            }
+        );
+        assert_eq!(db.count(&org_rows).await, 1, "the organization goes last");
+    }
+    assert_eq!(
+        db.store.purge_organizations(after, 1).await.unwrap(),
+        PurgedOrganizations {
+            organizations: 1,
+            rows: 0
+        }
+    );
+    assert_eq!(
+        db.store.purge_organizations(after, 1).await.unwrap(),
+        PurgedOrganizations::default(),
+        "nothing left: the purge ends"
     );
     for table in ["memberships", "invitations", "applications"] {
         assert_eq!(db.rows_of(table, acme).await, 0, "{table}");

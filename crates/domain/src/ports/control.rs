@@ -111,10 +111,11 @@ pub trait OperationsStore: Send + Sync + 'static {
     /// Deliveries with an attempt still to come: queued now, or waiting for a retry.
     async fn pending_deliveries(&self) -> Result<u64, StoreError>;
 
-    /// Deletes, in one transaction, at most `limit` of the finished deliveries created before
-    /// `before` (delivered, and failed for good: dead letters and test pings included), oldest
-    /// first, then at most `limit` of the events that occurred before `before`, were
-    /// dispatched, and have no delivery left. A delivery with an attempt still to come, leased
+    /// Deletes, in one transaction, at most `limit` rows: the finished deliveries created
+    /// before `before` (delivered, and failed for good: dead letters and test pings included),
+    /// oldest first, and, when fewer than `limit` of those were left, as many of the rest of
+    /// the `limit` of the events that occurred before `before`, were dispatched, and have no
+    /// delivery left. A delivery with an attempt still to come, leased
     /// or not, is never deleted, nor its event. A purge is a run of such slices
     /// ([`PURGE_SLICE`]), so that no transaction holds the store for long.
     async fn purge_webhook_history(
@@ -152,13 +153,13 @@ impl PeriodicTask {
     }
 }
 
-/// The most rows of each kind one transaction of a retention purge deletes. A purge runs as
+/// The most rows one transaction of a retention purge deletes. A purge runs as
 /// slices of at most this many rows, and the store is free for other writes between two
 /// slices: with a million rows past retention, a write waits at most for one slice, not for
 /// the whole purge.
 pub const PURGE_SLICE: u32 = 1_000;
 
-/// How many rows of each kind the next slice of a purge deletes: sized by how long the last
+/// How many rows the next slice of a purge deletes: sized by how long the last
 /// slice took, so that no slice holds the store for much longer than [`PurgePace::TARGET`],
 /// whatever the machine and the rows (a write queued behind a slice waits for it). A purge
 /// starts at [`PurgePace::FIRST`]; a slice that took more than the target halves the next, one
@@ -175,7 +176,7 @@ impl PurgePace {
     /// The fewest rows of a slice: a purge always moves on.
     pub const FEWEST: u32 = 10;
 
-    /// The rows of each kind this slice deletes at most.
+    /// The rows this slice deletes at most.
     pub const fn rows(self) -> u32 {
         self.0
     }
@@ -203,9 +204,9 @@ pub struct PurgedHistory {
 }
 
 impl PurgedHistory {
-    /// Whether a slice of at most `limit` rows of each kind deleted as many as it could: more
-    /// may be left to purge.
+    /// Whether a slice of at most `limit` rows deleted as many as it could: more may be left
+    /// to purge.
     pub fn filled(&self, limit: u32) -> bool {
-        self.events >= u64::from(limit) || self.deliveries >= u64::from(limit)
+        self.events + self.deliveries >= u64::from(limit)
     }
 }

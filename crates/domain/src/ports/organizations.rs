@@ -127,9 +127,18 @@ pub trait OrganizationStore: Send + Sync + 'static {
         audit: AuditRecord,
     ) -> Result<bool, StoreError>;
 
-    /// Removes for good the organizations soft-deleted before `deleted_before`, with everything
-    /// that belongs to them. Returns how many went.
-    async fn purge_organizations(&self, deleted_before: OffsetDateTime) -> Result<u64, StoreError>;
+    /// One slice of the purge of organizations soft-deleted before `deleted_before`, in one
+    /// transaction: of the one deleted longest ago, at most `limit` rows of what can grow with
+    /// its use (its webhook deliveries, its directory's users and groups, its memberships),
+    /// and, when none of those are left, the organization itself with the rest of what belongs
+    /// to it (its settings, keys, invitations, endpoints: bounded by its plan). A purge runs
+    /// slices until one deletes nothing, so that no transaction holds the store for long,
+    /// however large the organization was.
+    async fn purge_organizations(
+        &self,
+        deleted_before: OffsetDateTime,
+        limit: u32,
+    ) -> Result<PurgedOrganizations, StoreError>;
 
     /// Sets the plan of a live organization and records the event. Returns false when it is not
     /// live.
@@ -383,4 +392,13 @@ pub trait MemberStore: Send + Sync + 'static {
         audit: AuditRecord,
         revoked: Vec<ScimTokenRevocation>,
     ) -> Result<(), StoreError>;
+}
+
+/// What a slice of the purge of deleted organizations deleted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PurgedOrganizations {
+    /// Organizations gone for good (with what the cascade took with them).
+    pub organizations: u64,
+    /// Rows of theirs deleted before them: deliveries, directory users and groups, memberships.
+    pub rows: u64,
 }

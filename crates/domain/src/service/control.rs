@@ -216,7 +216,7 @@ impl ControlService {
         })
     }
 
-    /// Deletes one slice (at most `pace`'s rows of each, [`PurgePace`]) of the stored events
+    /// Deletes one slice (at most `pace`'s rows, [`PurgePace`]) of the stored events
     /// and finished deliveries older than `retention_days` days
     /// (`GATEHOUSE_EVENT_RETENTION_DAYS`); deliveries with an attempt still to come are kept.
     /// The server runs slices, with a pause between them, every hour.

@@ -3,7 +3,7 @@
 use serde_json::json;
 use time::OffsetDateTime;
 
-use super::{audit, event, payloads, Actor, Forbidden, Principal};
+use super::{audit, event, payloads, Actor, Forbidden, Principal, PurgeSlice};
 use crate::{
     model::{
         timestamp, AuditAction, AuditActor, AuditRecord, EventType, NewEvent, NewOrganization,
@@ -11,7 +11,7 @@ use crate::{
         OrganizationSettings, OrganizationType, Origin, Page, PageRequest, Permission, Plan, Slug,
         TargetKind,
     },
-    ports::{service_ports, StoreError},
+    ports::{service_ports, PurgePace, StoreError},
 };
 
 /// Why an organization use case failed.
@@ -353,10 +353,21 @@ impl OrganizationService {
         Ok(organization)
     }
 
-    /// Removes for good the organizations deleted more than the retention period ago.
-    pub async fn purge_deleted(&self) -> Result<u64, StoreError> {
+    /// Removes for good the organizations deleted more than the retention period ago: one
+    /// slice, at most `pace`'s rows ([`PurgePace`]); the server runs slices, with a pause
+    /// between them, until one deletes nothing.
+    pub async fn purge_deleted(&self, pace: PurgePace) -> Result<PurgeSlice, StoreError> {
         let cutoff = self.ports.clock.now() - time::Duration::days(RETENTION_DAYS);
-        self.ports.organizations.purge_organizations(cutoff).await
+        let purged = self
+            .ports
+            .organizations
+            .purge_organizations(cutoff, pace.rows())
+            .await?;
+        let deleted = purged.organizations + purged.rows;
+        Ok(PurgeSlice {
+            deleted,
+            more: deleted > 0,
+        })
     }
 }
 

@@ -291,6 +291,17 @@ impl OperationsStore for DbStore {
             )
             .execute(conn)
             .await?;
+            // Events only once no finished delivery is left to purge, with what is left of the
+            // slice: an old event waits for its deliveries, and while they are there, finding
+            // the events that have none read past every one that has (200,000 of them, at
+            // every slice).
+            let left = i64::from(limit) - deliveries as i64;
+            if left <= 0 {
+                return Ok(PurgedHistory {
+                    events: 0,
+                    deliveries: deliveries as u64,
+                });
+            }
             // An event goes once dispatched and none of its deliveries is left; the oldest
             // first, from the index of events in time (`events_time_idx`).
             let done = events::table
@@ -301,7 +312,7 @@ impl OperationsStore for DbStore {
                 )))
                 .order((events::occurred_at.asc(), events::id.asc()))
                 .select(events::id)
-                .limit(i64::from(limit))
+                .limit(left)
                 .load::<DbUuid>(conn)
                 .await?;
             let events = diesel::delete(events::table.filter(events::id.eq_any(done)))

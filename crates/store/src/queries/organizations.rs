@@ -8,14 +8,17 @@ use gatehouse_domain::{
         AuditRecord, NewEvent, NewOrganization, Organization, OrganizationChange,
         OrganizationFilter, OrganizationId, Page, PageRequest, Plan, Role, Slug, UserId,
     },
-    ports::{OrganizationStore, StoreError},
+    ports::{OrganizationStore, PurgedOrganizations, StoreError},
 };
 use time::OffsetDateTime;
 
 use super::{
     audit::insert_audit,
     backend::{
-        schema::{applications, memberships, organizations},
+        schema::{
+            applications, memberships, organizations, scim_groups, scim_users, webhook_deliveries,
+            webhook_endpoints,
+        },
         Conn, Db, DbStore,
     },
     contains_pattern,
@@ -24,6 +27,30 @@ use super::{
     rows::{NewMembershipRow, NewOrganizationRow, OrganizationRow},
 };
 use crate::{db_error, types::DbUuid, violates};
+
+/// While `$left` is above zero, deletes at most `$left` rows of `$table` that belong to the
+/// organization `$org` (`organization_id`), chosen by their `$key`, and counts them off `$left`
+/// and onto `$rows`: one slice of a purge, from the index that starts with the organization.
+macro_rules! delete_some {
+    ($conn:expr, $table:ident, $key:ident, $org:expr, $left:ident, $rows:ident) => {
+        if $left > 0 {
+            let keys: Vec<DbUuid> = $table::table
+                .filter($table::organization_id.eq($org))
+                .select($table::$key)
+                .limit($left)
+                .load($conn)
+                .await?;
+            let n = diesel::delete(
+                $table::table
+                    .filter($table::organization_id.eq($org))
+                    .filter($table::$key.eq_any(keys)),
+            )
+            .execute($conn)
+            .await?;
+            ($left, $rows) = ($left - n as i64, $rows + n as u64);
+        }
+    };
+}
 
 /// How many times creating an organization retries when a concurrent one took the same
 /// generated slug.
@@ -371,15 +398,60 @@ impl OrganizationStore for DbStore {
         })
     }
 
-    async fn purge_organizations(&self, deleted_before: OffsetDateTime) -> Result<u64, StoreError> {
+    async fn purge_organizations(
+        &self,
+        deleted_before: OffsetDateTime,
+        limit: u32,
+    ) -> Result<PurgedOrganizations, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
-            // Memberships, invitations, API keys and applications go by cascade.
-            let gone = organizations::table
+            let Some(org) = organizations::table
                 .filter(organizations::is_active.eq(false))
-                .filter(organizations::deleted_at.lt(deleted_before));
-            diesel::delete(gone).execute(conn).await
+                .filter(organizations::deleted_at.lt(deleted_before))
+                .order((organizations::deleted_at.asc(), organizations::id.asc()))
+                .select(organizations::id)
+                .first::<DbUuid>(conn)
+                .await
+                .optional()?
+            else {
+                return Ok(PurgedOrganizations::default());
+            };
+            let mut left = i64::from(limit);
+            let mut rows = 0;
+            // What grows with the organization's use, a slice at a time, each from an index
+            // that starts with its owner: its deliveries (by endpoint), its directory's users
+            // (their emails and group memberships go with them) and groups, its memberships.
+            let endpoints = webhook_endpoints::table
+                .filter(webhook_endpoints::organization_id.eq(org))
+                .select(webhook_endpoints::id);
+            let deliveries: Vec<DbUuid> = webhook_deliveries::table
+                .filter(webhook_deliveries::endpoint_id.eq_any(endpoints))
+                .select(webhook_deliveries::id)
+                .limit(left)
+                .load(conn)
+                .await?;
+            let n = diesel::delete(
+                webhook_deliveries::table.filter(webhook_deliveries::id.eq_any(deliveries)),
+            )
+            .execute(conn)
+            .await?;
+            (left, rows) = (left - n as i64, rows + n as u64);
+            delete_some!(conn, scim_users, id, org, left, rows);
+            delete_some!(conn, scim_groups, id, org, left, rows);
+            delete_some!(conn, memberships, user_id, org, left, rows);
+            // None of those left: the organization goes, and the rest (invitations, keys,
+            // applications, settings, endpoints) with it by cascade.
+            let organizations = if left > 0 {
+                diesel::delete(organizations::table.find(org))
+                    .execute(conn)
+                    .await? as u64
+            } else {
+                0
+            };
+            Ok::<_, diesel::result::Error>(PurgedOrganizations {
+                organizations,
+                rows,
+            })
         })
-        .map(|purged| purged as u64)
     }
 
     async fn set_plan(
