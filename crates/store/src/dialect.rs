@@ -61,6 +61,14 @@ pub(crate) trait Dialect {
     /// a change's own transaction, whose events must be as durable as the change.
     async fn bookkeeping(conn: &mut Self::Conn) -> QueryResult<()>;
 
+    /// Makes the caller's transaction read by its indexes, in their order, whatever the
+    /// planner's statistics say: for a purge's slice, which must cost what its few rows cost.
+    /// Right after a purge deleted most of a table, PostgreSQL's statistics still count the
+    /// rows that went, and it planned the search for events without deliveries as a hash join
+    /// over the whole deliveries table (200 ms a slice, where the index takes 0.2 ms). SQLite
+    /// plans these statements by their indexes already.
+    async fn by_index(conn: &mut Self::Conn) -> QueryResult<()>;
+
     /// Begins a lease in the caller's transaction: makes it the only lease under way among
     /// every process on the database until it ends, so that a lease counts the attempts in
     /// flight at each endpoint (every replica's held leases) with no other lease taking more

@@ -133,6 +133,22 @@ impl Dialect for Sql {
             .map(drop)
     }
 
+    /// No sequential or bitmap scan, no hash or merge join, no sort, no parallel workers, for
+    /// this transaction ([`Dialect::by_index`]), in one statement.
+    async fn by_index(conn: &mut Conn) -> QueryResult<()> {
+        diesel::sql_query(
+            "SELECT set_config('enable_seqscan', 'off', true), \
+                set_config('enable_bitmapscan', 'off', true), \
+                set_config('enable_hashjoin', 'off', true), \
+                set_config('enable_mergejoin', 'off', true), \
+                set_config('enable_sort', 'off', true), \
+                set_config('max_parallel_workers_per_gather', '0', true)",
+        )
+        .execute(conn)
+        .await
+        .map(drop)
+    }
+
     /// Waits for [`LEASE_LOCK`], held until the transaction ends (a lease's transaction is a
     /// few milliseconds), and sets the transaction's settings, in one statement:
     /// `synchronous_commit = off` ([`Dialect::bookkeeping`]), and no bitmap or sequential scan.

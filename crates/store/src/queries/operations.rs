@@ -19,12 +19,12 @@ use super::{
     audit::insert_audit,
     backend::{
         schema::{events, organizations, periodic_runs, webhook_deliveries},
-        Conn, Db, DbStore,
+        Conn, Db, DbStore, Sql,
     },
     events::record_events,
     rows::{stored_state, DeliveryRow},
 };
-use crate::{corrupt, db_error, types::DbUuid};
+use crate::{corrupt, db_error, dialect::Dialect, types::DbUuid};
 
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = events, check_for_backend(Db))]
@@ -273,6 +273,7 @@ impl OperationsStore for DbStore {
         limit: u32,
     ) -> Result<PurgedHistory, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
+            Sql::by_index(conn).await?;
             // Finished: no attempt to come (delivered, failed for good, a test ping), whatever
             // a stale lease says. A delivery with an attempt due or awaited keeps its row. The
             // oldest first, from the index of finished deliveries in time

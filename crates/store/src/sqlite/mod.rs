@@ -129,6 +129,11 @@ impl Dialect for Sql {
         Ok(())
     }
 
+    /// Nothing: SQLite's planner takes these statements' indexes as they are.
+    async fn by_index(_conn: &mut Conn) -> QueryResult<()> {
+        Ok(())
+    }
+
     /// Nothing: a write transaction begins `IMMEDIATE`, and holds the database's one write lock;
     /// and no commit waits for the disk ([`Dialect::bookkeeping`]).
     async fn begin_lease(_conn: &mut Conn) -> QueryResult<()> {
