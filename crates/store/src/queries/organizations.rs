@@ -409,9 +409,10 @@ impl OrganizationStore for DbStore {
                 .filter(organizations::deleted_at.lt(deleted_before))
                 .order((organizations::deleted_at.asc(), organizations::id.asc()))
                 .select(organizations::id)
-                .first::<DbUuid>(conn)
-                .await
-                .optional()?
+                .limit(1)
+                .load::<DbUuid>(conn)
+                .await?
+                .pop()
             else {
                 return Ok(PurgedOrganizations::default());
             };
