@@ -105,7 +105,8 @@ const FANOUT_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long the server is left alone before its idle memory is read: password hashing gives
 /// its working areas back 3 to 4 s after their last use.
 const SETTLE: Duration = Duration::from_secs(5);
-const RSS_TARGET: &str = "< 60 MB";
+/// Issue 50's goal for the memory after the phases (it was 60 MB before).
+const RSS_TARGET: &str = "< 40 MB";
 const READY_TARGET: &str = "< 300 ms";
 /// The OAuth rows' application sends its users back here (nothing listens: the code is read
 /// from the redirect).
