@@ -29,6 +29,7 @@ use gatehouse_domain::ports::{
 
 mod dialect;
 mod due;
+mod kept;
 mod listing;
 /// Runs the body, `async |conn: &mut Conn| -> Result<T, diesel::result::Error>`, in one write
 /// transaction (the backend's `write_tx!`) on a connection of the store's `writer` pool, on the

@@ -17,7 +17,9 @@ use gatehouse_domain::ports::AttemptRecord;
 
 use crate::{
     dialect::Dialect,
-    due, migrate_with,
+    due,
+    kept::kept,
+    migrate_with,
     outbox::OutboxSignal,
     runtime::{self, StoreRuntime},
     types::DbUuid,
@@ -85,13 +87,15 @@ impl Dialect for Sql {
         busy: &[DbUuid],
     ) -> QueryResult<Vec<(DbUuid, DbUuid, DbUuid)>> {
         let sql = due::lease_candidates::<Self>(busy.len());
-        let candidates: Vec<Candidate> = diesel::sql_query(sql)
-            .bind::<sql_types::Timestamptz, _>(now)
-            .bind::<sql_types::Array<sql_types::Uuid>, _>(busy)
-            .bind::<sql_types::BigInt, _>(per_endpoint)
-            .bind::<sql_types::BigInt, _>(limit)
-            .load(conn)
-            .await?;
+        let candidates: Vec<Candidate> = kept(
+            diesel::sql_query(sql)
+                .bind::<sql_types::Timestamptz, _>(now)
+                .bind::<sql_types::Array<sql_types::Uuid>, _>(busy)
+                .bind::<sql_types::BigInt, _>(per_endpoint)
+                .bind::<sql_types::BigInt, _>(limit),
+        )
+        .load(conn)
+        .await?;
         Ok(candidates
             .into_iter()
             .map(|c| (c.id, c.endpoint_id, c.organization_id))
@@ -113,13 +117,15 @@ impl Dialect for Sql {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let leased: Vec<Leased> = diesel::sql_query(due::lease_picked())
-            .bind::<sql_types::Timestamptz, _>(now)
-            .bind::<sql_types::Uuid, _>(lease)
-            .bind::<sql_types::Timestamptz, _>(until)
-            .bind::<sql_types::Array<sql_types::Uuid>, _>(ids)
-            .load(conn)
-            .await?;
+        let leased: Vec<Leased> = kept(
+            diesel::sql_query(due::lease_picked())
+                .bind::<sql_types::Timestamptz, _>(now)
+                .bind::<sql_types::Uuid, _>(lease)
+                .bind::<sql_types::Timestamptz, _>(until)
+                .bind::<sql_types::Array<sql_types::Uuid>, _>(ids),
+        )
+        .load(conn)
+        .await?;
         Ok(leased.into_iter().map(|row| row.id).collect())
     }
 
@@ -127,7 +133,7 @@ impl Dialect for Sql {
     /// flushed (the flush, an fdatasync, took as long as the rest of a lease), and a database
     /// crash loses at most the last few hundred milliseconds of such commits, never a change.
     async fn bookkeeping(conn: &mut Conn) -> QueryResult<()> {
-        diesel::sql_query("SET LOCAL synchronous_commit = off")
+        kept(diesel::sql_query("SET LOCAL synchronous_commit = off"))
             .execute(conn)
             .await
             .map(drop)
@@ -136,14 +142,14 @@ impl Dialect for Sql {
     /// No sequential or bitmap scan, no hash or merge join, no sort, no parallel workers, for
     /// this transaction ([`Dialect::by_index`]), in one statement.
     async fn by_index(conn: &mut Conn) -> QueryResult<()> {
-        diesel::sql_query(
+        kept(diesel::sql_query(
             "SELECT set_config('enable_seqscan', 'off', true), \
                 set_config('enable_bitmapscan', 'off', true), \
                 set_config('enable_hashjoin', 'off', true), \
                 set_config('enable_mergejoin', 'off', true), \
                 set_config('enable_sort', 'off', true), \
                 set_config('max_parallel_workers_per_gather', '0', true)",
-        )
+        ))
         .execute(conn)
         .await
         .map(drop)
@@ -158,13 +164,15 @@ impl Dialect for Sql {
     /// database), PostgreSQL preferred a bitmap scan and a lookup of each row, a fifth of the
     /// database's time in a fan-out (`docs/benchmarks.md`).
     async fn begin_lease(conn: &mut Conn) -> QueryResult<()> {
-        diesel::sql_query(
-            "SELECT pg_advisory_xact_lock($1), \
-                set_config('synchronous_commit', 'off', true), \
-                set_config('enable_bitmapscan', 'off', true), \
-                set_config('enable_seqscan', 'off', true)",
+        kept(
+            diesel::sql_query(
+                "SELECT pg_advisory_xact_lock($1), \
+                    set_config('synchronous_commit', 'off', true), \
+                    set_config('enable_bitmapscan', 'off', true), \
+                    set_config('enable_seqscan', 'off', true)",
+            )
+            .bind::<sql_types::BigInt, _>(LEASE_LOCK),
         )
-        .bind::<sql_types::BigInt, _>(LEASE_LOCK)
         .execute(conn)
         .await
         .map(drop)
@@ -173,12 +181,14 @@ impl Dialect for Sql {
     /// The notice carries the store's tag, so that its own listener passes it over: its own
     /// dispatcher has its store's signal already.
     async fn announce_outbox(conn: &mut Conn) -> QueryResult<()> {
-        diesel::sql_query("SELECT pg_notify($1, $2)")
-            .bind::<sql_types::Text, _>(OUTBOX_CHANNEL)
-            .bind::<sql_types::Text, _>(&*crate::outbox::sender())
-            .execute(conn)
-            .await
-            .map(drop)
+        kept(
+            diesel::sql_query("SELECT pg_notify($1, $2)")
+                .bind::<sql_types::Text, _>(OUTBOX_CHANNEL)
+                .bind::<sql_types::Text, _>(&*crate::outbox::sender()),
+        )
+        .execute(conn)
+        .await
+        .map(drop)
     }
 
     /// Inserts new deliveries in one statement, skipping (event, endpoint) pairs that exist.
@@ -212,17 +222,19 @@ impl Dialect for Sql {
             return Ok(());
         }
         let (ids, ats): (Vec<DbUuid>, Vec<OffsetDateTime>) = endpoints.iter().copied().unzip();
-        diesel::sql_query(
-            "WITH locked AS MATERIALIZED ( \
+        kept(
+            diesel::sql_query(
+                "WITH locked AS MATERIALIZED ( \
                 SELECT id FROM webhook_endpoints WHERE id = ANY($1) ORDER BY id FOR UPDATE) \
              UPDATE webhook_endpoints AS e \
              SET consecutive_failures = $3, last_delivery_at = v.at \
              FROM locked, unnest($1, $2) AS v(id, at) \
              WHERE e.id = locked.id AND v.id = locked.id",
+            )
+            .bind::<Array<Uuid>, _>(ids)
+            .bind::<Array<Timestamptz>, _>(ats)
+            .bind::<sql_types::Integer, _>(ended),
         )
-        .bind::<Array<Uuid>, _>(ids)
-        .bind::<Array<Timestamptz>, _>(ats)
-        .bind::<sql_types::Integer, _>(ended)
         .execute(conn)
         .await
         .map(drop)
@@ -260,8 +272,9 @@ impl Dialect for Sql {
         let attempted: Vec<OffsetDateTime> = records.iter().map(|r| r.attempted_at).collect();
         let next: Vec<Option<OffsetDateTime>> =
             records.iter().map(|r| r.state.next_attempt_at()).collect();
-        let recorded: Vec<Recorded> = diesel::sql_query(
-            "UPDATE webhook_deliveries AS d SET \
+        let recorded: Vec<Recorded> = kept(
+            diesel::sql_query(
+                "UPDATE webhook_deliveries AS d SET \
                 status = v.status, attempt = v.attempt, http_status = v.http_status, \
                 response_body = v.response_body, duration_ms = v.duration_ms, \
                 delivered_at = v.attempted_at, next_attempt_at = v.next_attempt_at, \
@@ -271,16 +284,17 @@ impl Dialect for Sql {
                      attempted_at, next_attempt_at) \
              WHERE d.id = v.id AND d.lease = v.lease \
              RETURNING d.id, d.endpoint_id",
+            )
+            .bind::<Array<Uuid>, _>(ids)
+            .bind::<Array<Uuid>, _>(leases)
+            .bind::<Array<Text>, _>(statuses)
+            .bind::<Array<Integer>, _>(attempts)
+            .bind::<Array<Nullable<Integer>>, _>(http_statuses)
+            .bind::<Array<Nullable<Text>>, _>(bodies)
+            .bind::<Array<BigInt>, _>(durations)
+            .bind::<Array<Timestamptz>, _>(attempted)
+            .bind::<Array<Nullable<Timestamptz>>, _>(next),
         )
-        .bind::<Array<Uuid>, _>(ids)
-        .bind::<Array<Uuid>, _>(leases)
-        .bind::<Array<Text>, _>(statuses)
-        .bind::<Array<Integer>, _>(attempts)
-        .bind::<Array<Nullable<Integer>>, _>(http_statuses)
-        .bind::<Array<Nullable<Text>>, _>(bodies)
-        .bind::<Array<BigInt>, _>(durations)
-        .bind::<Array<Timestamptz>, _>(attempted)
-        .bind::<Array<Nullable<Timestamptz>>, _>(next)
         .load(conn)
         .await?;
         let by_id: std::collections::HashMap<uuid::Uuid, DbUuid> = recorded

@@ -89,7 +89,7 @@ impl Store for DbStore {
 impl HealthStore for DbStore {
     async fn ping(&self) -> Result<(), StoreError> {
         in_read!(self, async |conn: &mut Conn| {
-            diesel::sql_query("SELECT 1")
+            crate::kept::kept(diesel::sql_query("SELECT 1"))
                 .execute(conn)
                 .await
                 .map_err(db_error)?;

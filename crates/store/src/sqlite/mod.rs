@@ -19,7 +19,8 @@ use diesel::sql_types::{BigInt, Text, TimestamptzSqlite};
 use gatehouse_domain::ports::AttemptRecord;
 
 use crate::{
-    dialect::Dialect, due, migrate_with, types::DbUuid, Backend, Direction, OpenError, StoreOptions,
+    dialect::Dialect, due, kept::kept, migrate_with, types::DbUuid, Backend, Direction, OpenError,
+    StoreOptions,
 };
 
 mod inline;
@@ -92,11 +93,13 @@ impl Dialect for Sql {
         for endpoint in busy {
             query = query.bind::<Text, _>(*endpoint);
         }
-        let candidates: Vec<Candidate> = query
-            .bind::<BigInt, _>(per_endpoint)
-            .bind::<BigInt, _>(limit)
-            .load(conn)
-            .await?;
+        let candidates: Vec<Candidate> = kept(
+            query
+                .bind::<BigInt, _>(per_endpoint)
+                .bind::<BigInt, _>(limit),
+        )
+        .load(conn)
+        .await?;
         Ok(candidates
             .into_iter()
             .map(|c| (c.id, c.endpoint_id, c.organization_id))
