@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Fuzzes Gatehouse's HTTP contract with schemathesis, against the release binary.
+"""Fuzzes Gatehouse's HTTP contract with schemathesis, against a built binary (CI: the test
+profile's, `target/debug/gatehouse`; any build works).
 
 For one backend (SQLite or PostgreSQL) it starts `gatehouse serve` on a fresh database,
 registers a user with an Enterprise team (so that every plan-gated route answers for real),
@@ -13,7 +14,7 @@ It fails when schemathesis finds a 5xx or an answer that the document does not a
 content type, headers, body), or when the server's log holds a panic. It prints one summary
 line per backend: operations, cases, 5xx, schema violations, panics.
 
-    .venv/bin/python .ci/fuzz.py --binary target/release/gatehouse --backend sqlite --seconds 180
+    .venv/bin/python .ci/fuzz.py --binary target/debug/gatehouse --backend sqlite --seconds 180
 """
 
 from __future__ import annotations
