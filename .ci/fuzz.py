@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Fuzzes Gatehouse's HTTP contract with schemathesis, against a built binary (CI: the test
-profile's, `target/debug/gatehouse`; any build works).
+"""Fuzzes Gatehouse's HTTP contract with schemathesis, against a built binary (CI: the debug
+build, `target/debug/gatehouse`; any build works).
 
 For one backend (SQLite or PostgreSQL) it starts `gatehouse serve` on a fresh database,
 registers a user with an Enterprise team (so that every plan-gated route answers for real),
