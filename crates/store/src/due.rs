@@ -239,11 +239,17 @@ mod tests {
             |due: &str| format!("JOIN webhook_deliveries AS d ON d.id IN (SELECT d.id {due})");
         assert_eq!(
             words(&lease_candidates::<crate::sqlite::Sql>(2)),
-            expected(indexed, first_due, "?1", "NOT IN (?2, ?3)", ["?4", "?5"])
+            expected(
+                indexed,
+                first_due,
+                "+?1",
+                "NOT IN (+?2, +?3)",
+                ["+?4", "+?5"]
+            )
         );
         assert_eq!(
             words(&lease_candidates::<crate::sqlite::Sql>(0)),
-            expected(indexed, first_due, "?1", "NOT IN ()", ["?2", "?3"]),
+            expected(indexed, first_due, "+?1", "NOT IN ()", ["+?2", "+?3"]),
             "nothing left out: an empty list, and the bounds next"
         );
     }

@@ -1,4 +1,4 @@
-//! Raw statements that the connection prepares once and keeps.
+//! Statements that the connection prepares once and keeps, where diesel would not.
 //!
 //! diesel prepares a raw statement (`diesel::sql_query`) afresh every time it runs, since its
 //! text could be anything: on PostgreSQL that is a round trip of its own to prepare it before the
@@ -7,7 +7,12 @@
 //! that announces events are raw, and each of them has one text (or, on SQLite, one for each
 //! count of the values it lists, a handful): [`kept`] marks such a statement for the
 //! connection's statement cache, which keeps it by its text and its bind types, as it keeps
-//! every statement diesel's DSL writes.
+//! the `SELECT`s diesel's DSL writes.
+//!
+//! diesel never keeps an `UPDATE` of its DSL either (a changeset may leave out its `None`
+//! fields, so that one type of statement has several texts): an update whose every value is
+//! bound has one text, and the hot ones are kept too (SQLite's record of a delivery attempt, and
+//! the end of an endpoint's run of failures).
 
 use diesel::{
     backend::Backend,
@@ -15,7 +20,7 @@ use diesel::{
     QueryResult,
 };
 
-/// A raw statement kept prepared by the connection (see the module). Only for a statement whose
+/// A statement kept prepared by the connection (see the module). Only for a statement whose
 /// text is one of a few: every text is kept, once per connection, for the connection's life.
 ///
 /// On SQLite a statement is kept when its rows are loaded, not when it is only executed: diesel's
@@ -120,6 +125,63 @@ mod tests {
             1,
             "a raw statement is not kept"
         );
+    }
+
+    diesel::table! {
+        counters (id) {
+            id -> BigInt,
+            n -> BigInt,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_kept_update_is_prepared_once_per_sqlite_connection_and_a_plain_one_every_time() {
+        use diesel::{ExpressionMethods, QueryDsl};
+        use diesel_async::SimpleAsyncConnection;
+
+        let mut conn = crate::sqlite::Conn::establish(":memory:")
+            .await
+            .expect("an in-memory SQLite database");
+        conn.batch_execute("CREATE TABLE counters (id INTEGER PRIMARY KEY, n INTEGER NOT NULL); INSERT INTO counters VALUES (1, 0)")
+            .await
+            .expect("the table");
+        let prepared = Arc::new(AtomicUsize::new(0));
+        conn.set_instrumentation(count_kept(&prepared));
+        for n in 1..=3_i64 {
+            let ids: Vec<i64> = kept(
+                diesel::update(counters::table.find(1_i64))
+                    .set(counters::n.eq(n))
+                    .returning(counters::id),
+            )
+            .load(&mut conn)
+            .await
+            .expect("the kept update runs");
+            assert_eq!(ids, [1]);
+        }
+        assert_eq!(
+            AtomicUsize::load(&prepared, Ordering::Relaxed),
+            1,
+            "prepared the first time only"
+        );
+        for n in 4..=6_i64 {
+            diesel::update(counters::table.find(1_i64))
+                .set(counters::n.eq(n))
+                .execute(&mut conn)
+                .await
+                .expect("the update runs");
+        }
+        assert_eq!(
+            AtomicUsize::load(&prepared, Ordering::Relaxed),
+            1,
+            "diesel keeps no update of its own"
+        );
+        let n: i64 = counters::table
+            .find(1_i64)
+            .select(counters::n)
+            .get_result(&mut conn)
+            .await
+            .expect("the row");
+        assert_eq!(n, 6, "every update was made");
     }
 
     #[tokio::test]
