@@ -215,8 +215,8 @@ impl due::CandidatesSql for Sql {
     /// gathered the index's samples) makes the planner read the bound value and mark the
     /// statement to be planned again whenever that value changes: `now` changes at every
     /// lease, so the kept statement was parsed and planned again at every lease, a quarter of
-    /// the lease's CPU in the fan-out's profile (`docs/benchmarks.md`, "fifth pass"). The plan
-    /// does not depend on the values: the query names its index.
+    /// the lease's CPU in the fan-out's profile (`docs/benchmarks.md`, "Cost bounded by the
+    /// request, fifth pass"). The plan does not depend on the values: the query names its index.
     fn param(n: usize) -> String {
         format!("+?{n}")
     }
@@ -286,7 +286,8 @@ async fn record_delivery(conn: &mut Conn, record: &AttemptRecord) -> QueryResult
 /// hundred attempts in a webhook fan-out, each copying again the same hot pages (the delivery
 /// indexes, the endpoints' rows): 8 % of the server's CPU in the fan-out's profile, all of it on
 /// the writer. At 8,000 pages the fan-out delivers about a tenth more (`docs/benchmarks.md`,
-/// "fifth pass"; 2,000 to 16,000 all did better than 1,000, by about as much, within the noise).
+/// "Cost bounded by the request, fifth pass"; 2,000 to 16,000 all did better than 1,000, by
+/// about as much, within the noise).
 /// The log file is reused from its start after each checkpoint that every reader has passed.
 const CONNECTION_PRAGMAS: &[&str] = &[
     "PRAGMA busy_timeout = 5000",
