@@ -6,12 +6,11 @@
 mod support;
 
 use gatehouse_domain::model::{
-    Amr, ApiScopes, Application, ApplicationId, ApplicationName, AuditAction, AuthorizationCode,
-    ClientGrant, ClientId, CodeVerifier, Consent, EventType, NewApplication, NewAuthorizationCode,
-    NewEvent, Nonce, OAuthError, OrganizationId, PageRequest, RedirectUri, RedirectUris, Scope,
-    TokenHash, UserId,
+    Amr, ApiScopes, Application, AuditAction, AuthorizationCode, ClientGrant, ClientId,
+    CodeVerifier, Consent, EventType, NewAuthorizationCode, NewEvent, Nonce, OAuthError,
+    OrganizationId, PageRequest, RedirectUri, Scope, TokenHash, UserId,
 };
-use support::{account, audited, event, now, on_both_backends, session, Db};
+use support::{account, application, audited, event, now, on_both_backends, session, Db};
 use time::Duration;
 use uuid::Uuid;
 
@@ -23,37 +22,6 @@ async fn registered(db: &Db, email: &str) -> (UserId, OrganizationId) {
         .await
         .unwrap();
     ids
-}
-
-async fn application(db: &Db, org: OrganizationId) -> Application {
-    let app = Application {
-        id: ApplicationId::from_uuid(Uuid::now_v7()),
-        organization_id: org,
-        name: ApplicationName::parse("Billing").unwrap(),
-        client_id: ClientId::generate(Uuid::new_v4()),
-        redirect_uris: RedirectUris::new(vec![
-            RedirectUri::parse("https://app.example.com/cb").unwrap()
-        ])
-        .unwrap(),
-        is_active: true,
-        require_pkce: false,
-        created_at: now(),
-        updated_at: now(),
-    };
-    let new = NewApplication {
-        application: app.clone(),
-        secret_hash: TokenHash::of("ghcs_x"),
-    };
-    assert!(db
-        .store
-        .create_application(
-            new,
-            event(EventType::ApplicationCreated, Some(org), None),
-            support::signed_in()
-        )
-        .await
-        .unwrap());
-    app
 }
 
 fn code_for(app: &Application, user: UserId) -> (TokenHash, AuthorizationCode) {

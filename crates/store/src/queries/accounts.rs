@@ -21,7 +21,7 @@ use super::{
     organizations::{insert_organization, stamp_slug, SLUG_RACE_RETRIES},
     rows::{NewUserRow, UserRow, NO_PASSWORD},
 };
-use crate::{db_error, types::DbUuid, violates};
+use crate::{db_error, kept::kept, types::DbUuid, violates};
 
 /// Previous passwords kept per user: the most a password policy can ask to remember.
 const PASSWORD_HISTORY_KEPT: i64 = 24;
@@ -262,18 +262,22 @@ impl AccountStore for DbStore {
                     // record too (on PostgreSQL that wait was the whole of a busy user's change).
                     record_events(conn, vec![event]).await?;
                     insert_audit(conn, audit).await?;
-                    let updated = diesel::update(users::table.find(DbUuid(user.id.as_uuid())))
-                        .set((
-                            users::full_name.eq(user.full_name.as_ref()),
-                            users::updated_at.eq(user.updated_at),
-                        ))
-                        .execute(conn)
-                        .await?;
-                    match updated {
+                    // Kept prepared (one text), and loaded so that SQLite keeps it too.
+                    let updated: Vec<DbUuid> = kept(
+                        diesel::update(users::table.find(DbUuid(user.id.as_uuid())))
+                            .set((
+                                users::full_name.eq(user.full_name.as_ref()),
+                                users::updated_at.eq(user.updated_at),
+                            ))
+                            .returning(users::id),
+                    )
+                    .load(conn)
+                    .await?;
+                    if updated.is_empty() {
                         // The user is gone: nothing of the change may stay.
-                        0 => Err(diesel::result::Error::RollbackTransaction),
-                        _ => Ok(()),
+                        return Err(diesel::result::Error::RollbackTransaction);
                     }
+                    Ok(())
                 })
                 .await;
                 match written {

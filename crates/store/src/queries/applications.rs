@@ -25,7 +25,7 @@ use crate::{
 };
 
 #[derive(Queryable, Selectable, Insertable)]
-#[diesel(table_name = applications, check_for_backend(Db))]
+#[diesel(table_name = applications, check_for_backend(Db), treat_none_as_default_value = false)]
 struct ApplicationRow {
     id: DbUuid,
     organization_id: DbUuid,

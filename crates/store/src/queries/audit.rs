@@ -18,7 +18,7 @@ use crate::{
 };
 
 #[derive(Queryable, Selectable, Insertable)]
-#[diesel(table_name = audit_log, check_for_backend(Db))]
+#[diesel(table_name = audit_log, check_for_backend(Db), treat_none_as_default_value = false)]
 struct AuditRow {
     id: DbUuid,
     occurred_at: OffsetDateTime,

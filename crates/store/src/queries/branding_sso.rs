@@ -50,7 +50,7 @@ impl BrandingStore for DbStore {
 }
 
 #[derive(Queryable, Selectable, Insertable, AsChangeset)]
-#[diesel(table_name = sso_configurations, check_for_backend(Db))]
+#[diesel(table_name = sso_configurations, check_for_backend(Db), treat_none_as_default_value = false)]
 struct SsoRow {
     organization_id: DbUuid,
     provider: String,

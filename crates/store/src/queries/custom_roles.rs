@@ -28,7 +28,7 @@ use crate::{
 };
 
 #[derive(Queryable, Selectable, Insertable)]
-#[diesel(table_name = organization_roles, check_for_backend(Db))]
+#[diesel(table_name = organization_roles, check_for_backend(Db), treat_none_as_default_value = false)]
 struct RoleRow {
     organization_id: DbUuid,
     key: String,

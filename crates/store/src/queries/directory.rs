@@ -46,7 +46,7 @@ use super::{
 use crate::{corrupt, db_error, types::DbUuid};
 
 #[derive(Queryable, Selectable, Insertable)]
-#[diesel(table_name = scim_tokens, check_for_backend(Db))]
+#[diesel(table_name = scim_tokens, check_for_backend(Db), treat_none_as_default_value = false)]
 struct TokenRow {
     id: DbUuid,
     organization_id: DbUuid,
@@ -83,7 +83,7 @@ struct EmailJson {
 }
 
 #[derive(Queryable, Selectable, Insertable, AsChangeset)]
-#[diesel(table_name = scim_users, check_for_backend(Db), treat_none_as_null = true)]
+#[diesel(table_name = scim_users, check_for_backend(Db), treat_none_as_null = true, treat_none_as_default_value = false)]
 struct UserRow {
     id: DbUuid,
     organization_id: DbUuid,
@@ -188,7 +188,7 @@ impl UserRow {
 }
 
 #[derive(Queryable, Selectable, Insertable, AsChangeset)]
-#[diesel(table_name = scim_groups, check_for_backend(Db), treat_none_as_null = true)]
+#[diesel(table_name = scim_groups, check_for_backend(Db), treat_none_as_null = true, treat_none_as_default_value = false)]
 struct GroupRow {
     id: DbUuid,
     organization_id: DbUuid,

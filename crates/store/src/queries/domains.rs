@@ -23,7 +23,7 @@ use super::{
 use crate::{corrupt, db_error, types::DbUuid};
 
 #[derive(Queryable, Selectable, Insertable)]
-#[diesel(table_name = organization_domains, check_for_backend(Db))]
+#[diesel(table_name = organization_domains, check_for_backend(Db), treat_none_as_default_value = false)]
 struct DomainRow {
     id: DbUuid,
     organization_id: DbUuid,

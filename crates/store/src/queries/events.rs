@@ -56,7 +56,7 @@ async fn organizations_of_user(conn: &mut Conn, user: DbUuid) -> QueryResult<Vec
 
 /// An outbox row as written.
 #[derive(Insertable)]
-#[diesel(table_name = events)]
+#[diesel(table_name = events, treat_none_as_default_value = false)]
 pub(super) struct NewEventRow {
     pub id: DbUuid,
     pub event_type: &'static str,

@@ -90,7 +90,7 @@ struct LoginRow {
 }
 
 #[derive(Queryable, Selectable, Insertable)]
-#[diesel(table_name = webauthn_registrations, check_for_backend(Db))]
+#[diesel(table_name = webauthn_registrations, check_for_backend(Db), treat_none_as_default_value = false)]
 struct RegistrationRow {
     id: DbUuid,
     user_id: DbUuid,

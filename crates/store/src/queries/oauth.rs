@@ -26,10 +26,10 @@ use super::{
     events::record_events,
     sessions::open_session,
 };
-use crate::{corrupt, db_error, types::DbUuid};
+use crate::{corrupt, db_error, kept::kept, types::DbUuid};
 
 #[derive(Queryable, Selectable, Insertable)]
-#[diesel(table_name = codes, check_for_backend(Db))]
+#[diesel(table_name = codes, check_for_backend(Db), treat_none_as_default_value = false)]
 struct CodeRow {
     code_hash: String,
     application_id: DbUuid,
@@ -138,14 +138,18 @@ impl AuthorizationCodeStore for DbStore {
         let hash = hash.as_hex().to_owned();
         in_write_tx!(self, async |conn: &mut Conn| {
             // Only an unused code is taken; a concurrent exchange of the same code takes nothing.
-            let taken = diesel::update(codes::table.find(&hash).filter(codes::used_at.is_null()))
-                .set((
-                    codes::used_at.eq(Some(at)),
-                    codes::session_id.eq(Some(DbUuid(session.id.as_uuid()))),
-                ))
-                .execute(conn)
-                .await?;
-            if taken == 0 {
+            // Kept prepared (one text), and loaded so that SQLite keeps it too.
+            let taken: Vec<String> = kept(
+                diesel::update(codes::table.find(&hash).filter(codes::used_at.is_null()))
+                    .set((
+                        codes::used_at.eq(Some(at)),
+                        codes::session_id.eq(Some(DbUuid(session.id.as_uuid()))),
+                    ))
+                    .returning(codes::code_hash),
+            )
+            .load(conn)
+            .await?;
+            if taken.is_empty() {
                 return Ok(false);
             }
             open_session(conn, &session, keep_at_most).await?;
@@ -281,7 +285,7 @@ impl AuthorizationCodeStore for DbStore {
 }
 
 #[derive(Insertable)]
-#[diesel(table_name = oauth_consents, check_for_backend(Db))]
+#[diesel(table_name = oauth_consents, check_for_backend(Db), treat_none_as_default_value = false)]
 struct ConsentRow {
     user_id: DbUuid,
     application_id: DbUuid,

@@ -64,7 +64,7 @@ impl UserRow {
 }
 
 #[derive(Insertable)]
-#[diesel(table_name = users)]
+#[diesel(table_name = users, treat_none_as_default_value = false)]
 pub(super) struct NewUserRow<'a> {
     pub id: DbUuid,
     pub email: &'a str,
@@ -77,7 +77,7 @@ pub(super) struct NewUserRow<'a> {
 }
 
 #[derive(Insertable)]
-#[diesel(table_name = organizations)]
+#[diesel(table_name = organizations, treat_none_as_default_value = false)]
 pub(super) struct NewOrganizationRow<'a> {
     pub id: DbUuid,
     pub name: &'a str,
@@ -136,7 +136,7 @@ impl OrganizationRow {
 }
 
 #[derive(Insertable)]
-#[diesel(table_name = memberships)]
+#[diesel(table_name = memberships, treat_none_as_default_value = false)]
 pub(super) struct NewMembershipRow<'a> {
     pub organization_id: DbUuid,
     pub user_id: DbUuid,
@@ -210,7 +210,7 @@ impl InvitedMemberRow {
 }
 
 #[derive(Insertable)]
-#[diesel(table_name = invitations)]
+#[diesel(table_name = invitations, treat_none_as_default_value = false)]
 pub(super) struct NewInvitationRow<'a> {
     pub id: DbUuid,
     pub organization_id: DbUuid,
@@ -279,7 +279,7 @@ impl MembershipRow {
 }
 
 #[derive(Insertable)]
-#[diesel(table_name = sessions)]
+#[diesel(table_name = sessions, treat_none_as_default_value = false)]
 pub(super) struct NewSessionRow<'a> {
     pub id: DbUuid,
     pub user_id: DbUuid,
@@ -362,7 +362,7 @@ impl SessionRow {
 }
 
 #[derive(Insertable)]
-#[diesel(table_name = api_keys)]
+#[diesel(table_name = api_keys, treat_none_as_default_value = false)]
 pub(super) struct NewApiKeyRow<'a> {
     pub id: DbUuid,
     pub name: &'a str,
@@ -407,7 +407,7 @@ impl ApiKeyRow {
 }
 
 #[derive(Queryable, Selectable, Insertable)]
-#[diesel(table_name = signing_keys, check_for_backend(Db))]
+#[diesel(table_name = signing_keys, check_for_backend(Db), treat_none_as_default_value = false)]
 pub(super) struct SigningKeyRow {
     pub kid: String,
     pub private_key_sealed: Vec<u8>,
@@ -478,7 +478,7 @@ pub(super) fn event_types(strings: &DbStrings) -> Result<Vec<EventType>, StoreEr
 }
 
 #[derive(Insertable)]
-#[diesel(table_name = webhook_endpoints)]
+#[diesel(table_name = webhook_endpoints, treat_none_as_default_value = false)]
 pub(super) struct NewEndpointRow<'a> {
     pub id: DbUuid,
     pub organization_id: DbUuid,

@@ -22,7 +22,7 @@ use super::{
 use crate::{corrupt, db_error, types::DbUuid, violates};
 
 #[derive(Queryable, Selectable, Insertable)]
-#[diesel(table_name = saml_requests, check_for_backend(Db))]
+#[diesel(table_name = saml_requests, check_for_backend(Db), treat_none_as_default_value = false)]
 struct RequestRow {
     id: String,
     organization_id: DbUuid,

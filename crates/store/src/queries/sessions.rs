@@ -19,7 +19,7 @@ use super::{
     policies::{saved_policies, PoliciesRow},
     rows::{MembershipRow, NewSessionRow, SessionRow, UserRow},
 };
-use crate::{db_error, types::DbUuid};
+use crate::{db_error, kept::kept, types::DbUuid};
 
 /// The session while it is live at `now`: neither revoked nor expired.
 #[diesel::dsl::auto_type]
@@ -146,11 +146,15 @@ impl SessionStore for DbStore {
     async fn touch_session(&self, id: SessionId, now: OffsetDateTime) -> Result<bool, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             let live = live_session(DbUuid(id.as_uuid()), now);
-            diesel::update(live)
-                .set(sessions::last_used_at.eq(now))
-                .execute(conn)
-                .await
-                .map(|touched| touched == 1)
+            // Every refresh: kept prepared, and loaded so that SQLite keeps it too.
+            kept(
+                diesel::update(live)
+                    .set(sessions::last_used_at.eq(now))
+                    .returning(sessions::id),
+            )
+            .load::<DbUuid>(conn)
+            .await
+            .map(|touched| touched.len() == 1)
         })
     }
 
@@ -162,14 +166,17 @@ impl SessionStore for DbStore {
     ) -> Result<bool, StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             let live = live_session(DbUuid(id.as_uuid()), now);
-            diesel::update(live)
-                .set((
-                    sessions::organization_id.eq(organization.map(|o| DbUuid(o.as_uuid()))),
-                    sessions::last_used_at.eq(now),
-                ))
-                .execute(conn)
-                .await
-                .map(|scoped| scoped == 1)
+            kept(
+                diesel::update(live)
+                    .set((
+                        sessions::organization_id.eq(organization.map(|o| DbUuid(o.as_uuid()))),
+                        sessions::last_used_at.eq(now),
+                    ))
+                    .returning(sessions::id),
+            )
+            .load::<DbUuid>(conn)
+            .await
+            .map(|scoped| scoped.len() == 1)
         })
     }
 
@@ -195,10 +202,14 @@ impl SessionStore for DbStore {
             let live = sessions::table
                 .filter(sessions::id.eq(DbUuid(id.as_uuid())))
                 .filter(sessions::revoked_at.is_null());
-            let ended = diesel::update(live)
-                .set(sessions::revoked_at.eq(at))
-                .execute(conn)
-                .await?;
+            let ended = kept(
+                diesel::update(live)
+                    .set(sessions::revoked_at.eq(at))
+                    .returning(sessions::id),
+            )
+            .load::<DbUuid>(conn)
+            .await?
+            .len();
             if ended == 1 {
                 record_events(conn, vec![event]).await?;
                 insert_audit(conn, audit).await?;
@@ -222,21 +233,28 @@ pub(super) async fn open_session(
     keep_at_most: Option<u32>,
 ) -> QueryResult<()> {
     let user = users::table.find(DbUuid(session.user_id.as_uuid()));
-    let locked = match &session.password_checked {
+    // Both locks are kept prepared (one text each), and loaded so that SQLite keeps them too.
+    let locked: Vec<DbUuid> = match &session.password_checked {
         Some(checked) => {
-            diesel::update(user.filter(users::password_hash.eq(checked.as_phc())))
-                .set(users::id.eq(users::id))
-                .execute(conn)
-                .await?
+            kept(
+                diesel::update(user.filter(users::password_hash.eq(checked.as_phc())))
+                    .set(users::id.eq(users::id))
+                    .returning(users::id),
+            )
+            .load(conn)
+            .await?
         }
         None => {
-            diesel::update(user)
-                .set(users::id.eq(users::id))
-                .execute(conn)
-                .await?
+            kept(
+                diesel::update(user)
+                    .set(users::id.eq(users::id))
+                    .returning(users::id),
+            )
+            .load(conn)
+            .await?
         }
     };
-    if locked != 1 {
+    if locked.len() != 1 {
         return Err(crate::refused(
             diesel::result::DatabaseErrorKind::UniqueViolation,
             "the password the sign-in checked is no longer the account's",

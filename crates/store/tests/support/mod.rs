@@ -9,10 +9,11 @@ use diesel_async::{
 };
 use gatehouse_domain::{
     model::{
-        Amr, ApiKeyName, AuditAction, AuditActor, AuditRecord, Email, EventId, EventType, FullName,
-        KeyHolder, NewApiKey, NewEvent, NewOrganization, NewSession, NewUser, OrganizationId,
-        OrganizationName, OrganizationType, Origin, PasswordHash, Plan, SecretToken, Slug,
-        TokenHash, TokenKind, UserId,
+        Amr, ApiKeyName, Application, ApplicationId, ApplicationName, AuditAction, AuditActor,
+        AuditRecord, ClientId, Email, EventId, EventType, FullName, KeyHolder, NewApiKey,
+        NewApplication, NewEvent, NewOrganization, NewSession, NewUser, OrganizationId,
+        OrganizationName, OrganizationType, Origin, PasswordHash, Plan, RedirectUri, RedirectUris,
+        SecretToken, Slug, TokenHash, TokenKind, UserId,
     },
     ports::NewAccount,
 };
@@ -404,4 +405,37 @@ pub fn api_key(
 
 fn secret(kind: TokenKind) -> SecretToken {
     SecretToken::new(format!("{}{}", kind.prefix(), Uuid::new_v4().simple()))
+}
+
+/// An active application of the organization, named Billing, with one redirect URI
+/// (`https://app.example.com/cb`) and no PKCE requirement.
+pub async fn application(db: &Db, org: OrganizationId) -> Application {
+    let app = Application {
+        id: ApplicationId::from_uuid(Uuid::now_v7()),
+        organization_id: org,
+        name: ApplicationName::parse("Billing").unwrap(),
+        client_id: ClientId::generate(Uuid::new_v4()),
+        redirect_uris: RedirectUris::new(vec![
+            RedirectUri::parse("https://app.example.com/cb").unwrap()
+        ])
+        .unwrap(),
+        is_active: true,
+        require_pkce: false,
+        created_at: now(),
+        updated_at: now(),
+    };
+    let new = NewApplication {
+        application: app.clone(),
+        secret_hash: TokenHash::of("ghcs_x"),
+    };
+    assert!(db
+        .store
+        .create_application(
+            new,
+            event(EventType::ApplicationCreated, Some(org), None),
+            signed_in()
+        )
+        .await
+        .unwrap());
+    app
 }
