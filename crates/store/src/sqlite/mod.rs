@@ -23,6 +23,7 @@ use crate::{
     StoreOptions,
 };
 
+mod checkpoint;
 mod inline;
 
 pub(crate) use inline::immediate_transaction;
@@ -281,19 +282,17 @@ async fn record_delivery(conn: &mut Conn, record: &AttemptRecord) -> QueryResult
 /// Pragmas set on every new connection.
 ///
 /// `wal_autocheckpoint`: the commit that takes the write-ahead log past this many pages (4 KiB
-/// each: 32 MiB) copies the log's pages into the database file, on the one writer connection,
-/// while every other write waits. SQLite's default of 1,000 pages made a checkpoint every few
-/// hundred attempts in a webhook fan-out, each copying again the same hot pages (the delivery
-/// indexes, the endpoints' rows): 8 % of the server's CPU in the fan-out's profile, all of it on
-/// the writer. At 8,000 pages the fan-out delivers about a tenth more (`docs/benchmarks.md`,
-/// "Cost bounded by the request, fifth pass"; 2,000 to 16,000 all did better than 1,000, by
-/// about as much, within the noise).
-/// The log file is reused from its start after each checkpoint that every reader has passed.
+/// each: 128 MiB) copies the log's pages into the database file, on the one writer connection,
+/// while every other write waits. The store's own thread checkpoints the log long before that
+/// (`checkpoint.rs`); this is for when it cannot (SQLite's default, 1,000 pages, made a
+/// checkpoint every few hundred attempts in a webhook fan-out: `docs/benchmarks.md`, "Cost
+/// bounded by the request, fifth pass"). The log file is reused from its start after each
+/// checkpoint that every reader has passed.
 const CONNECTION_PRAGMAS: &[&str] = &[
     "PRAGMA busy_timeout = 5000",
     "PRAGMA foreign_keys = ON",
     "PRAGMA synchronous = NORMAL",
-    "PRAGMA wal_autocheckpoint = 8000",
+    "PRAGMA wal_autocheckpoint = 32000",
 ];
 
 /// The SQLite store.
@@ -308,6 +307,9 @@ pub(crate) struct DbStore {
     writer: DbPool,
     /// Where every operation runs: in its caller's task (`inline.rs`).
     runtime: InCaller,
+    /// The thread that checkpoints the write-ahead log (`checkpoint.rs`), for as long as the
+    /// store lives.
+    _checkpoints: checkpoint::Checkpoints,
 }
 
 /// `sqlite://gatehouse.db` -> `gatehouse.db`; `sqlite:///var/lib/g.db` -> `/var/lib/g.db`.
@@ -371,6 +373,7 @@ impl DbStore {
             pool: Self::pool(url, options.max_connections).await?,
             writer: Self::pool(url, 1).await?,
             runtime: InCaller::default(),
+            _checkpoints: checkpoint::Checkpoints::start(path_of(url)),
         })
     }
 
