@@ -128,6 +128,18 @@ impl Served {
     }
 }
 
+/// However a test ends (a panic, a `Served` dropped without [`Served::stop`], or one held by a
+/// fixture that is dropped), the process is killed and reaped with it: never left running,
+/// orphaned, holding a port and a PostgreSQL pool.
+impl Drop for Served {
+    fn drop(&mut self) {
+        // Already ended (stop, wait_exit, kill_hard): the kill fails and the wait returns the
+        // status it had.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// A database for one server: a SQLite file in `dir`, or a fresh PostgreSQL database.
 pub enum Database {
     Sqlite,
