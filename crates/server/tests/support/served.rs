@@ -25,6 +25,11 @@ pub fn gatehouse(dir: &tempfile::TempDir) -> Command {
         .env("GATEHOUSE_LOG", "debug")
         // Fixed, so that tokens issued before a restart on another port keep their issuer.
         .env("GATEHOUSE_PUBLIC_URL", "http://gatehouse.test");
+    // The mark of this run of `scripts/test`, which fails if a process carrying it outlives
+    // the run (`scripts/outlived`).
+    if let Some(mark) = std::env::var_os("GATEHOUSE_TEST_RUN") {
+        command.env("GATEHOUSE_TEST_RUN", mark);
+    }
     command
 }
 
