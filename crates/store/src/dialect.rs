@@ -18,6 +18,8 @@ pub(crate) trait Dialect {
     type Conn;
     /// A new delivery, as the backend's schema inserts it.
     type NewDelivery<'a>;
+    /// A new outbox event, as the backend's schema inserts it.
+    type NewEvent;
 
     /// A search of members by a substring of their email or name (`search=`), through an index
     /// the backend keeps beside `users` for it: a condition on `memberships.user_id`, its SQL
@@ -83,6 +85,9 @@ pub(crate) trait Dialect {
     /// never before; several in one transaction come as one). SQLite has one process: its
     /// store's own signal is enough.
     async fn announce_outbox(conn: &mut Self::Conn) -> QueryResult<()>;
+
+    /// Inserts outbox events, in the caller's transaction.
+    async fn insert_events(conn: &mut Self::Conn, rows: Vec<Self::NewEvent>) -> QueryResult<()>;
 
     /// Inserts new deliveries, skipping (event, endpoint) pairs that exist.
     async fn insert_deliveries(

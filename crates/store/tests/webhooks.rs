@@ -437,6 +437,27 @@ on_both_backends! {
         assert!(times.windows(2).all(|w| w[0] <= w[1]));
     }
 
+    async fn a_users_event_reaches_every_one_of_many_organizations(db: Db) {
+        // More organizations than PostgreSQL's store inserts in one statement (eight).
+        let (ada, workspace) = registered(&db, "ada@example.com").await;
+        let mut expected = vec![workspace];
+        for n in 0..10 {
+            expected.push(db.team(ada, &format!("ada-team-{n}"), Plan::Free).await);
+        }
+        let login = event(EventType::AuthLogin, None, Some(ada));
+        let (new, _) = session(ada, now(), Duration::days(1));
+        db.store.create_session(new, login.clone(), None, support::signed_in()).await.unwrap();
+        assert_eq!(event_organizations(&db, EventType::AuthLogin).await, sorted(&expected));
+        let pending = db.store.pending_events(100).await.unwrap();
+        let logins: HashSet<_> = pending
+            .iter()
+            .filter(|e| e.event_type == EventType::AuthLogin)
+            .map(|e| e.id)
+            .collect();
+        assert_eq!(logins.len(), 11, "one row, with an id of its own, for each organization");
+        assert!(logins.contains(&login.id), "the first row keeps the event's id");
+    }
+
     async fn dispatching_creates_each_delivery_once_and_marks_the_event(db: Db) {
         let (_, org) = registered(&db, "ada@example.com").await;
         let (_, other) = registered(&db, "bob@example.com").await;

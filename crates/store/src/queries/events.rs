@@ -16,10 +16,12 @@ use crate::{dialect::Dialect, types::DbUuid};
 /// fan-out rule (`NewEvent::fan_out`) makes of each, given the live organizations its user
 /// belongs to as this transaction sees them.
 pub(super) async fn record_events(conn: &mut Conn, events: Vec<NewEvent>) -> QueryResult<()> {
-    if !events.is_empty() {
-        crate::outbox::mark_recorded();
-        Sql::announce_outbox(conn).await?;
+    if events.is_empty() {
+        return Ok(());
     }
+    crate::outbox::mark_recorded();
+    Sql::announce_outbox(conn).await?;
+    let mut rows = Vec::with_capacity(events.len());
     for event in events {
         let member_of = match (event.organization_id, event.user_id) {
             (None, Some(user)) => organizations_of_user(conn, DbUuid(user.as_uuid()))
@@ -29,14 +31,9 @@ pub(super) async fn record_events(conn: &mut Conn, events: Vec<NewEvent>) -> Que
                 .collect(),
             _ => Vec::new(),
         };
-        for row in event.fan_out(&member_of) {
-            diesel::insert_into(events::table)
-                .values(NewEventRow::from(row))
-                .execute(conn)
-                .await?;
-        }
+        rows.extend(event.fan_out(&member_of).into_iter().map(NewEventRow::from));
     }
-    Ok(())
+    Sql::insert_events(conn, rows).await
 }
 
 /// The live organizations the user is a member of, oldest membership first.
@@ -57,7 +54,7 @@ async fn organizations_of_user(conn: &mut Conn, user: DbUuid) -> QueryResult<Vec
 /// An outbox row as written.
 #[derive(Insertable)]
 #[diesel(table_name = events, treat_none_as_default_value = false)]
-pub(super) struct NewEventRow {
+pub(crate) struct NewEventRow {
     pub id: DbUuid,
     pub event_type: &'static str,
     pub organization_id: Option<DbUuid>,

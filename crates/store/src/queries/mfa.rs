@@ -603,7 +603,7 @@ async fn complete(
     if spent == 0 {
         return Err(Spent::Already);
     }
-    open_session(conn, session, keep_at_most).await?;
     record_events(conn, vec![event.clone()]).await?;
+    open_session(conn, session, keep_at_most).await?;
     Ok(())
 }

@@ -57,6 +57,7 @@ mod policies;
 mod rows;
 mod saml;
 mod service_accounts;
+pub(super) use events::NewEventRow;
 pub(super) use rows::NewDeliveryRow;
 mod sessions;
 mod webhooks;

@@ -152,9 +152,9 @@ impl AuthorizationCodeStore for DbStore {
             if taken.is_empty() {
                 return Ok(false);
             }
-            open_session(conn, &session, keep_at_most).await?;
             record_events(conn, vec![event]).await?;
             insert_audit(conn, audit).await?;
+            open_session(conn, &session, keep_at_most).await?;
             Ok::<_, diesel::result::Error>(true)
         })
     }

@@ -115,12 +115,12 @@ async fn sign_in(conn: &mut Conn, sign_in: &SamlSignIn) -> Result<(), SignInErro
             .execute(conn)
             .await?;
     }
-    open_session(conn, &sign_in.session, sign_in.keep_at_most).await?;
     // Recorded once the user is a member, so that their user.* and auth.* events reach the
     // organization too.
     events.extend(sign_in.events.iter().cloned());
     record_events(conn, events).await?;
     insert_audit(conn, sign_in.audit.clone()).await?;
+    open_session(conn, &sign_in.session, sign_in.keep_at_most).await?;
     Ok(())
 }
 

@@ -63,6 +63,7 @@ pub(crate) struct Sql;
 impl Dialect for Sql {
     type Conn = Conn;
     type NewDelivery<'a> = queries::NewDeliveryRow<'a>;
+    type NewEvent = queries::NewEventRow;
 
     /// The users the FTS5 trigram index `users_search` finds (migration
     /// `2026-12-02-000051_search_by_trigrams`), by rowid. Written as a list of user ids, SQLite
@@ -151,6 +152,18 @@ impl Dialect for Sql {
 
     /// Inserts new deliveries, skipping (event, endpoint) pairs that exist: a statement each, as
     /// diesel has no multi-row `INSERT ... ON CONFLICT` for SQLite (and no round trip to save).
+    /// A statement a row: no round trip to save, and diesel's SQLite connection inserts a batch
+    /// row by row anyway.
+    async fn insert_events(conn: &mut Conn, rows: Vec<Self::NewEvent>) -> QueryResult<()> {
+        for row in rows {
+            diesel::insert_into(schema::events::table)
+                .values(row)
+                .execute(conn)
+                .await?;
+        }
+        Ok(())
+    }
+
     async fn insert_deliveries(
         conn: &mut Conn,
         rows: Vec<Self::NewDelivery<'_>>,
