@@ -195,7 +195,6 @@ impl Dialect for Sql {
         .map(drop)
     }
 
-    /// Inserts new deliveries in one statement, skipping (event, endpoint) pairs that exist.
     /// At most [`EVENTS_A_STATEMENT`] rows a statement, kept prepared: one round trip for a
     /// user's event fanned out to a few organizations, instead of one a row, and a handful of
     /// texts (one for each count of rows) in a connection's cache.
@@ -208,6 +207,7 @@ impl Dialect for Sql {
         Ok(())
     }
 
+    /// Inserts new deliveries in one statement, skipping (event, endpoint) pairs that exist.
     async fn insert_deliveries(
         conn: &mut Conn,
         rows: Vec<Self::NewDelivery<'_>>,

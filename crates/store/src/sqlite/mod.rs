@@ -150,8 +150,6 @@ impl Dialect for Sql {
         Ok(())
     }
 
-    /// Inserts new deliveries, skipping (event, endpoint) pairs that exist: a statement each, as
-    /// diesel has no multi-row `INSERT ... ON CONFLICT` for SQLite (and no round trip to save).
     /// A statement a row: no round trip to save, and diesel's SQLite connection inserts a batch
     /// row by row anyway.
     async fn insert_events(conn: &mut Conn, rows: Vec<Self::NewEvent>) -> QueryResult<()> {
@@ -164,6 +162,8 @@ impl Dialect for Sql {
         Ok(())
     }
 
+    /// Inserts new deliveries, skipping (event, endpoint) pairs that exist: a statement each, as
+    /// diesel has no multi-row `INSERT ... ON CONFLICT` for SQLite (and no round trip to save).
     async fn insert_deliveries(
         conn: &mut Conn,
         rows: Vec<Self::NewDelivery<'_>>,
