@@ -1,15 +1,14 @@
-//! The claims of a verified Gatehouse access token, typed with the domain's types.
+//! The claims of a verified Gatehouse access token, typed with Gatehouse's own types
+//! (`gatehouse-types`).
 
 use std::collections::HashSet;
 
-use gatehouse_domain::model::{
-    ApiScopes, OrganizationId, Permission, Role, Scope, SessionId, UserId,
-};
+use gatehouse_types::{ApiScopes, OrganizationId, Permission, Role, Scope, SessionId, UserId};
 use serde::Deserialize;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use gatehouse_domain::ports::GATEHOUSE_AUDIENCE as DEFAULT_AUDIENCE;
+use gatehouse_types::GATEHOUSE_AUDIENCE as DEFAULT_AUDIENCE;
 
 use crate::VerifyError;
 

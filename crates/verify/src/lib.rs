@@ -5,7 +5,8 @@
 //! with one of the keys Gatehouse publishes at `{issuer}/.well-known/jwks.json` (fetched,
 //! cached, refetched when a token names a key the cache lacks, at most once a minute), its
 //! issuer, its audience, its expiry and start with at most 5 seconds of clock skew. It returns
-//! [`Claims`] typed with Gatehouse's own domain types: who the token acts for, the organization
+//! [`Claims`] typed with the types Gatehouse itself writes them from (`gatehouse-types`,
+//! re-exported here as [`types`]): who the token acts for, the organization
 //! and role it is scoped to, and [`Claims::can`] for the permissions Gatehouse granted there.
 //!
 //! **Set the audience to the tokens your product receives.**
@@ -22,7 +23,7 @@
 //! names `gatehouse` for Gatehouse's own API.
 //!
 //! ```no_run
-//! use gatehouse_domain::model::Permission;
+//! use gatehouse_verify::types::Permission;
 //! use gatehouse_verify::Verifier;
 //!
 //! # async fn handler(bearer_token: &str) -> Result<(), Box<dyn std::error::Error>> {
@@ -66,6 +67,10 @@ mod claims;
 pub mod testing;
 mod verifier;
 mod webhook;
+
+/// Gatehouse's own types, which the claims are typed with: ids, [`types::Role`],
+/// [`types::Permission`], the API scopes and the signature format.
+pub use gatehouse_types as types;
 
 #[cfg(feature = "actix")]
 pub use actix::{Unauthorized, VerifiedClaims};

@@ -20,7 +20,7 @@ pub const MAX_LEEWAY: Duration = Duration::from_secs(5);
 const MAX_KEY_SET_BYTES: usize = 1 << 20;
 
 /// The audience Gatehouse's own access tokens carry.
-pub const DEFAULT_AUDIENCE: &str = gatehouse_domain::ports::GATEHOUSE_AUDIENCE;
+pub const DEFAULT_AUDIENCE: &str = gatehouse_types::GATEHOUSE_AUDIENCE;
 
 /// Verifies Gatehouse's access tokens offline, with the keys Gatehouse publishes at its JWKS URL.
 ///

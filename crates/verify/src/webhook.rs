@@ -17,7 +17,7 @@ pub const SIGNATURE_HEADER: &str = "X-Service-Signature";
 pub const TIMESTAMP_TOLERANCE: Duration = Duration::from_secs(300);
 
 /// Checks the deliveries of one webhook endpoint: its signature (in constant time, with the
-/// format of [`gatehouse_domain::model::signature`]) and a timestamp within five minutes, so
+/// format of [`gatehouse_types::signature()`]) and a timestamp within five minutes, so
 /// that a captured delivery cannot be replayed later. `Debug` does not print the secret.
 #[derive(Clone)]
 pub struct WebhookVerifier {
@@ -73,8 +73,7 @@ impl WebhookVerifier {
         if skew > self.tolerance.as_secs() {
             return Err(WebhookError::Stale);
         }
-        if gatehouse_domain::model::signature_matches(&self.secret, seconds, body, signature.trim())
-        {
+        if gatehouse_types::signature_matches(&self.secret, seconds, body, signature.trim()) {
             Ok(())
         } else {
             Err(WebhookError::Signature)
@@ -100,7 +99,7 @@ impl WebhookVerifier {
 
 #[cfg(test)]
 mod tests {
-    use gatehouse_domain::model::signature;
+    use gatehouse_types::signature;
 
     use super::*;
 

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use gatehouse_domain::model::{Permission, Role};
+use gatehouse_verify::types::{Permission, Role};
 use gatehouse_verify::{
     testing::{TestIssuer, TestKey},
     KeySetError, Subject, Verifier, VerifierBuilder, VerifyError,

@@ -6,7 +6,7 @@
 #![warn(missing_docs)]
 
 use actix_web::{http::StatusCode, web, HttpRequest, HttpResponse};
-use gatehouse_domain::model::Permission;
+use gatehouse_verify::types::Permission;
 use gatehouse_verify::{BuildError, Claims, VerifiedClaims, Verifier, WebhookVerifier};
 use serde_json::json;
 use uuid::Uuid;

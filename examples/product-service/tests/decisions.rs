@@ -6,8 +6,8 @@ use actix_web::{
     http::{header, StatusCode},
     test, App,
 };
-use gatehouse_domain::model::signature;
 use gatehouse_example_product::{configure, State};
+use gatehouse_verify::types::signature;
 use gatehouse_verify::{
     testing::{TestIssuer, TestKey},
     Verifier, WebhookVerifier,

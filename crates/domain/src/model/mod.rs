@@ -14,7 +14,6 @@ mod directory;
 mod directory_query;
 mod email;
 mod event;
-mod ids;
 mod lockout;
 mod member;
 mod mfa;
@@ -25,11 +24,9 @@ mod organization;
 mod outbox;
 mod page;
 mod password;
-mod permission;
 mod plan;
 mod policy;
 mod rate_limit;
-mod role;
 mod saml;
 mod secret;
 mod service_account;
@@ -80,9 +77,12 @@ pub use email::{Email, EmailError};
 pub use event::{
     EventCategory, EventSource, EventType, NewEvent, PostedEventData, PostedEventDataError,
 };
-pub use ids::{
-    ApiKeyId, ApplicationId, DirectoryGroupId, DirectoryUserId, DomainId, EventId, InvitationId,
-    MfaFactorId, OrganizationId, ScimTokenId, ServiceAccountId, SessionId, UserId,
+// What the products share with the server: `gatehouse-types`, re-exported where the rest of
+// the domain's values are.
+pub use gatehouse_types::{
+    signature, signature_matches, ApiKeyId, ApiScope, ApiScopes, ApplicationId, DirectoryGroupId,
+    DirectoryUserId, DomainId, EventId, InvitationId, MfaFactorId, OrganizationId, Permission,
+    Role, ScimTokenId, Scope, ScopeError, ServiceAccountId, SessionId, UserId,
 };
 pub use lockout::{AccountKey, CheckAdmission, FailedSignIns, InvalidLockoutRule, LockoutRule};
 pub use member::{
@@ -96,7 +96,7 @@ pub use mfa::{
 pub use network::{ClientAddress, IpRange, IpRangeError};
 pub use oauth::{
     at_hash, AuthorizationCode, CodeChallenge, CodeVerifier, NewAuthorizationCode, Nonce,
-    OAuthError, OAuthErrorCode, Scope, State, StoredCode, UserClaims, AUTHORIZATION_CODE_SECONDS,
+    OAuthError, OAuthErrorCode, State, StoredCode, UserClaims, AUTHORIZATION_CODE_SECONDS,
     EMAIL_SCOPE, OPENID, PROFILE_SCOPE,
 };
 pub use operator::{EmptyOperatorToken, Operator, OperatorToken};
@@ -109,7 +109,6 @@ pub use password::{
     password_user_inputs, NewPassword, PasswordCandidate, PasswordError, PasswordHash,
     PasswordStrength,
 };
-pub use permission::{ApiScope, ApiScopes, Permission};
 pub use plan::{Feature, Plan};
 pub use policy::{
     Bounded, ConcurrentSessions, EffectivePolicies, GraceHours, IdleMinutes, IpAllowlist,
@@ -117,7 +116,6 @@ pub use policy::{
     OrganizationPolicies, OutOfBounds, PasswordPolicy, ReuseCount, SessionHours, SessionPolicy,
 };
 pub use rate_limit::{unix_micros, Admission, Quota, RateLimits};
-pub use role::Role;
 pub use saml::{
     ReturnPath, ReturnPathError, SamlAssertion, SamlRequest, SamlRequestId, SamlTrust,
     SAML_CLOCK_SKEW, SAML_REQUEST_TTL,
@@ -139,9 +137,8 @@ pub use verified_domain::{
     DOMAIN_CHALLENGE_LABEL, FREE_MAIL_DOMAINS,
 };
 pub use webhook::{
-    signature, signature_matches, Delivery, DeliveryId, DeliveryStats, DeliveryStatus,
-    EndpointDescription, EndpointId, LeaseRoom, RetrySchedule, Subscription, WebhookEndpoint,
-    WebhookUrl, WebhookUrlError,
+    Delivery, DeliveryId, DeliveryStats, DeliveryStatus, EndpointDescription, EndpointId,
+    LeaseRoom, RetrySchedule, Subscription, WebhookEndpoint, WebhookUrl, WebhookUrlError,
 };
 
 /// What the model's tests share.

@@ -43,7 +43,9 @@ use crate::{
         NewSession, Origin, SecretToken, SessionId, TargetKind, TokenKind, TokenOrganization, User,
         UserId,
     },
-    ports::{service_ports, AccessClaims, Audience, StoreError, TokenError, GATEHOUSE_AUDIENCE},
+    ports::{
+        audience_of_grant, service_ports, AccessClaims, StoreError, TokenError, GATEHOUSE_AUDIENCE,
+    },
 };
 
 /// A session about to open (see [`AuthService::opening`]).
@@ -265,7 +267,7 @@ impl AuthService {
         let claims = AccessClaims {
             iss: self.settings.issuer.clone(),
             sub: user.id,
-            aud: Audience::of_grant(grant),
+            aud: audience_of_grant(grant),
             iat: now.unix_timestamp(),
             nbf: now.unix_timestamp(),
             exp: expires_at.unix_timestamp(),

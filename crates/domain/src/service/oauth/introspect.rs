@@ -116,7 +116,8 @@ impl OAuthService {
             Presented::Nothing => return Ok(Introspection::Inactive),
             Presented::Access(claims) => ActiveToken {
                 kind: IntrospectedKind::Access,
-                scope: Scope::parse(claims.scope.as_deref().unwrap_or_default())?,
+                scope: Scope::parse(claims.scope.as_deref().unwrap_or_default())
+                    .map_err(OAuthError::from)?,
                 client_id,
                 sub: claims.sub.to_string(),
                 username: Some(claims.email),
@@ -129,7 +130,7 @@ impl OAuthService {
             },
             Presented::Machine(claims) => ActiveToken {
                 kind: IntrospectedKind::Access,
-                scope: Scope::parse(&claims.scope)?,
+                scope: Scope::parse(&claims.scope).map_err(OAuthError::from)?,
                 client_id,
                 sub: claims.sub,
                 username: None,

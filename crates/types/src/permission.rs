@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use super::{text::display_as_str, Role, Scope};
+use crate::{Role, Scope};
 
 /// A dotted permission, as `403` bodies name it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -157,7 +157,11 @@ impl Permission {
     }
 }
 
-display_as_str!(Permission);
+impl fmt::Display for Permission {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 use Permission::*;
 
@@ -325,7 +329,11 @@ impl ApiScope {
     }
 }
 
-display_as_str!(ApiScope);
+impl fmt::Display for ApiScope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// The API scopes among a token's scope, each once, in the scope's order. Empty: the token is
 /// not narrowed (it acts with the user's role).

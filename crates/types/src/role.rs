@@ -1,9 +1,10 @@
 //! The built-in roles a member may hold in an organization. What each grants is the
-//! permission table's (`permission.rs`); an organization's own roles are `custom_role.rs`'s.
+//! permission table's (`permission.rs`); an organization's own roles are the domain's
+//! (`gatehouse_domain::model::CustomRole`).
+
+use std::{fmt, str::FromStr};
 
 use serde::{Deserialize, Serialize};
-
-use super::text::{display_as_str, named_variants};
 
 /// A member's role in an organization.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -25,19 +26,35 @@ impl Role {
     pub const ALL: [Role; 4] = [Self::Owner, Self::Admin, Self::Member, Self::Viewer];
 }
 
-named_variants!(
-    Role,
-    /// The role's lowercase name, as the API and the store write it.
-    refused = "must be one of: owner, admin, member, viewer",
-    {
-        Owner => "owner",
-        Admin => "admin",
-        Member => "member",
-        Viewer => "viewer",
+impl Role {
+    /// The role's lowercase name, as the API, the store and the `org_role` claim write it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Owner => "owner",
+            Self::Admin => "admin",
+            Self::Member => "member",
+            Self::Viewer => "viewer",
+        }
     }
-);
+}
 
-display_as_str!(Role);
+impl FromStr for Role {
+    type Err = &'static str;
+
+    /// The role [`Role::as_str`] names; any other name is refused with what the names are.
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|role| role.as_str() == name)
+            .ok_or("must be one of: owner, admin, member, viewer")
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 #[cfg(test)]
 mod tests {
