@@ -15,7 +15,6 @@ use super::{
     text::display_as_str, ApiKeyId, ApplicationId, ClientAddress, OrganizationId, ScimTokenId,
     ServiceAccountId, UserId,
 };
-use crate::service::Principal;
 
 /// The longest user agent kept, in characters; the rest is cut.
 pub const MAX_USER_AGENT: usize = 512;
@@ -81,14 +80,6 @@ pub enum AuditActor {
 }
 
 impl AuditActor {
-    /// The actor of an authenticated principal: the user of a session, or the key.
-    pub fn of(principal: &Principal) -> Self {
-        match principal {
-            Principal::User { user_id, .. } => Self::User(*user_id),
-            Principal::ApiKey { key_id, .. } => Self::ApiKey(*key_id),
-        }
-    }
-
     /// `user`, `api_key`, `service_account`, `scim`, `application`, `operator` or `system`.
     pub const fn kind(self) -> &'static str {
         match self {

@@ -6,8 +6,8 @@ use time::OffsetDateTime;
 use super::{audit, Authenticator, Forbidden, OrgAccessError, Principal};
 use crate::{
     model::{
-        ApiKey, ApiKeyId, ApiKeyName, AuditAction, AuditActor, KeyHolder, NewApiKey,
-        OrganizationId, Origin, Page, PageRequest, Permission, SecretToken, TargetKind, TokenKind,
+        ApiKey, ApiKeyId, ApiKeyName, AuditAction, KeyHolder, NewApiKey, OrganizationId, Origin,
+        Page, PageRequest, Permission, SecretToken, TargetKind, TokenKind,
         MAX_API_KEYS_PER_ORGANIZATION,
     },
     ports::{service_ports, StoreError},
@@ -130,7 +130,7 @@ impl ApiKeyService {
         let record = audit(
             self.ports.random.as_ref(),
             now,
-            AuditActor::of(principal),
+            principal.audit_actor(),
             AuditAction::ApiKeyCreated,
             origin,
         )
@@ -191,7 +191,7 @@ impl ApiKeyService {
         let record = audit(
             self.ports.random.as_ref(),
             self.ports.clock.now(),
-            AuditActor::of(principal),
+            principal.audit_actor(),
             AuditAction::ApiKeyRevoked,
             origin,
         )

@@ -55,6 +55,17 @@ pub enum Principal {
 }
 
 impl Principal {
+    /// Who the audit log names for what this principal does: the user of a session, or the
+    /// key.
+    pub fn audit_actor(&self) -> AuditActor {
+        match self {
+            Self::User { user_id, .. } => AuditActor::User(*user_id),
+            Self::ApiKey { key_id, .. } => AuditActor::ApiKey(*key_id),
+        }
+    }
+}
+
+impl Principal {
     /// The user the principal acts as.
     pub fn user_id(&self) -> UserId {
         match self {
@@ -300,7 +311,7 @@ impl Actor {
     /// Who acts, as the audit log names them.
     pub fn audit_actor(&self) -> AuditActor {
         match self {
-            Self::Member { principal, .. } => AuditActor::of(principal),
+            Self::Member { principal, .. } => principal.audit_actor(),
             Self::Application(machine) => AuditActor::Application(machine.application_id),
             Self::ServiceAccount(key) => AuditActor::ServiceAccount(key.account.id),
             Self::Directory(directory) => AuditActor::Scim(directory.token_id),

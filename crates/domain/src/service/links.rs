@@ -275,7 +275,7 @@ impl EmailLinkService {
         self.mail_token(
             AccountTokenPurpose::EmailVerification,
             &credentials,
-            AuditActor::of(principal),
+            principal.audit_actor(),
             origin,
         )
         .await

@@ -316,7 +316,7 @@ impl MfaService {
         audit(
             self.ports.random.as_ref(),
             now,
-            AuditActor::of(principal),
+            principal.audit_actor(),
             action,
             origin,
         )

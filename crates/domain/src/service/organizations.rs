@@ -203,7 +203,7 @@ impl OrganizationService {
                 owner,
                 vec![created],
                 self.record(
-                    AuditActor::of(principal),
+                    principal.audit_actor(),
                     AuditAction::OrganizationCreated,
                     organization.id,
                     origin,

@@ -104,7 +104,7 @@ impl AuthService {
             .ok_or(ChangePasswordError::UserGone)?;
         // Through an API key no session is current: every session ends.
         let changed_by = Changer {
-            actor: AuditActor::of(principal),
+            actor: principal.audit_actor(),
             origin,
             keep: principal.session_id(),
         };

@@ -4,7 +4,7 @@ use serde_json::json;
 
 use super::AuthService;
 use crate::{
-    model::{AuditAction, AuditActor, EventType, FullName, Origin, TargetKind, User},
+    model::{AuditAction, EventType, FullName, Origin, TargetKind, User},
     ports::StoreError,
     service::{audit, payloads, user_event, Principal},
 };
@@ -79,7 +79,7 @@ impl AuthService {
                 audit(
                     self.ports.random.as_ref(),
                     now,
-                    AuditActor::of(principal),
+                    principal.audit_actor(),
                     AuditAction::ProfileUpdated,
                     origin,
                 )

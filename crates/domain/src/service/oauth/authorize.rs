@@ -9,10 +9,10 @@ use url::Url;
 use super::OAuthService;
 use crate::{
     model::{
-        ApiScopes, Application, AuditAction, AuditActor, AuthorizationCode, Branding, ClientId,
-        CodeChallenge, Consent, Feature, GrantedConsent, NewAuthorizationCode, Nonce, OAuthError,
-        OAuthErrorCode, OrganizationId, Origin, Page, PageRequest, RedirectUri, Scope, State,
-        TargetKind, TokenKind, AUTHORIZATION_CODE_SECONDS,
+        ApiScopes, Application, AuditAction, AuthorizationCode, Branding, ClientId, CodeChallenge,
+        Consent, Feature, GrantedConsent, NewAuthorizationCode, Nonce, OAuthError, OAuthErrorCode,
+        OrganizationId, Origin, Page, PageRequest, RedirectUri, Scope, State, TargetKind,
+        TokenKind, AUTHORIZATION_CODE_SECONDS,
     },
     ports::StoreError,
     service::{audit, user_audit, BrowserSession, OrgAccessError, Principal},
@@ -517,7 +517,7 @@ impl OAuthService {
         let record = audit(
             self.ports.random.as_ref(),
             now,
-            AuditActor::of(principal),
+            principal.audit_actor(),
             AuditAction::OAuthConsentRevoked,
             origin,
         )
