@@ -169,14 +169,14 @@ pub enum ApiError {
     /// with its single sign-on only.
     #[error("organization requires single sign-on")]
     OrganizationSso(String),
-    /// `503` with `Retry-After: 1`: a backing service (the store) did not answer. The
-    /// body is generic; the cause goes to the log.
+    /// `503` with `Retry-After: 1`: the store did not answer. The body is generic; the cause
+    /// goes to the log.
     #[error("the service is temporarily unavailable")]
-    Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
-    /// `503` for a feature this server's configuration leaves out; the detail says which
-    /// setting.
+    StoreUnavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// `503` whose detail says why: a feature this server's configuration leaves out (which
+    /// setting), or an outside service it asks (the DNS) not answering.
     #[error("{0}")]
-    NotAvailable(String),
+    Unavailable(String),
     /// `500`: a failure the client cannot fix. The body says only `internal error`; the
     /// cause goes to the log.
     #[error("internal error")]
@@ -216,7 +216,7 @@ impl ResponseError for ApiError {
             Self::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::LockedOut(_) | Self::Busy(_) => StatusCode::TOO_MANY_REQUESTS,
-            Self::Unavailable(_) | Self::NotAvailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::StoreUnavailable(_) | Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -250,7 +250,7 @@ impl ResponseError for ApiError {
                     sso_url: sso_url.clone(),
                 })
             }
-            Self::Unavailable(cause) => {
+            Self::StoreUnavailable(cause) => {
                 tracing::warn!(error = %cause, cause = ?cause.source(), "store unavailable");
                 response
                     .insert_header((header::RETRY_AFTER, "1"))
@@ -274,7 +274,7 @@ impl ResponseError for ApiError {
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
         match error {
-            StoreError::Unavailable(_) => Self::Unavailable(Box::new(error)),
+            StoreError::Unavailable(_) => Self::StoreUnavailable(Box::new(error)),
             StoreError::Conflict => Self::Conflict("the resource already exists".into()),
             StoreError::Gone => Self::NotFound("not found: it was removed meanwhile".into()),
             StoreError::Failed(_) => Self::Internal(Box::new(error)),
@@ -382,7 +382,7 @@ impl From<MfaError> for ApiError {
             | MfaError::TooMany
             | MfaError::KeyTaken => Self::Conflict(error.to_string()),
             MfaError::LockedOut(locked) => Self::LockedOut(locked),
-            MfaError::WebauthnUnavailable(detail) => Self::NotAvailable(detail),
+            MfaError::WebauthnUnavailable(detail) => Self::Unavailable(detail),
             MfaError::UserGone => Self::Unauthorized(error.to_string()),
             MfaError::Store(e) => e.into(),
             MfaError::Internal(_) => Self::Internal(Box::new(error)),
@@ -589,7 +589,7 @@ impl From<ApiError> for ScimFailure {
                 .map(|e| e.msg.clone())
                 .collect::<Vec<_>>()
                 .join("; "),
-            ApiError::Unavailable(_) | ApiError::Internal(_) => {
+            ApiError::StoreUnavailable(_) | ApiError::Internal(_) => {
                 if let ApiError::Internal(source) = &error {
                     tracing::error!(error = %source, "SCIM request failed");
                 }
@@ -644,7 +644,9 @@ impl From<TransferError> for ApiError {
             }
             TransferError::LockedOut(locked) => Self::LockedOut(locked),
             TransferError::NotFound => Self::NotFound(error.to_string()),
-            TransferError::Unprocessable(_) => Self::Unprocessable(error.to_string()),
+            TransferError::PersonalWorkspace | TransferError::ToSelf => {
+                Self::Unprocessable(error.to_string())
+            }
             TransferError::Changed => Self::Conflict(error.to_string()),
             TransferError::Store(e) => e.into(),
             TransferError::Internal(_) => Self::Internal(Box::new(error)),
@@ -668,7 +670,7 @@ impl From<MemberError> for ApiError {
             MemberError::OrganizationNotFound
             | MemberError::NotFound
             | MemberError::InvitationNotFound => Self::NotFound(error.to_string()),
-            MemberError::Unprocessable(_) | MemberError::Expired => {
+            MemberError::Refused(_) | MemberError::Expired => {
                 Self::Unprocessable(error.to_string())
             }
             MemberError::AlreadyMember(_)
@@ -744,7 +746,7 @@ impl From<DomainError> for ApiError {
             DomainError::TooMany => {
                 Self::field(FieldError::invalid("body", "domain", error.to_string()))
             }
-            DomainError::Dns(_) => Self::NotAvailable(error.to_string()),
+            DomainError::Dns(_) => Self::Unavailable(error.to_string()),
             DomainError::Store(e) => e.into(),
         }
     }
@@ -766,5 +768,265 @@ impl From<SettingsError> for ApiError {
             SettingsError::AlreadyConfigured => Self::Conflict(error.to_string()),
             SettingsError::Store(e) => e.into(),
         }
+    }
+}
+
+/// Every kind of answer, in process: the status, the body and the headers a client sees for
+/// each [`ApiError`], and for the domain errors whose mapping is more than a name (a field, a
+/// header, a cause kept out of the body).
+#[cfg(test)]
+mod tests {
+    use actix_web::{body::to_bytes, http::header::HeaderMap};
+    use gatehouse_domain::ports::BoxError;
+    use serde_json::{json, Value};
+    use time::Duration;
+
+    use super::*;
+    use gatehouse_domain::service::MemberRule;
+
+    /// What a client receives for `error`: status, headers, JSON body.
+    async fn answer(error: impl ResponseError) -> (u16, HeaderMap, Value) {
+        let response = error.error_response();
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let body = to_bytes(response.into_body())
+            .await
+            .unwrap_or_else(|_| panic!("the body of a {status} is readable"));
+        let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        (status, headers, body)
+    }
+
+    fn header(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
+        headers.get(name).and_then(|value| value.to_str().ok())
+    }
+
+    fn cause(words: &str) -> BoxError {
+        words.to_owned().into()
+    }
+
+    #[tokio::test]
+    async fn each_error_has_its_status_and_a_detail_in_words() {
+        let cases: Vec<(ApiError, u16, &str)> = vec![
+            (
+                ApiError::BadRequest("body must be a JSON object".into()),
+                400,
+                "body must be a JSON object",
+            ),
+            (
+                ApiError::Forbidden("missing permission".into()),
+                403,
+                "missing permission",
+            ),
+            (
+                ApiError::NotFound("organization not found".into()),
+                404,
+                "organization not found",
+            ),
+            (
+                ApiError::Conflict("slug is taken".into()),
+                409,
+                "slug is taken",
+            ),
+            (
+                ApiError::Unprocessable("at most 10 endpoints".into()),
+                422,
+                "at most 10 endpoints",
+            ),
+            (
+                ApiError::PayloadTooLarge(1024),
+                413,
+                "request body is larger than 1024 bytes",
+            ),
+            (
+                ApiError::BodyTimeout(30),
+                408,
+                "the request body did not arrive within 30 s",
+            ),
+            (
+                ApiError::UnsupportedMediaType("send application/json".into()),
+                415,
+                "send application/json",
+            ),
+            (
+                ApiError::Unavailable("set GATEHOUSE_SMTP_URL".into()),
+                503,
+                "set GATEHOUSE_SMTP_URL",
+            ),
+        ];
+        for (error, status, detail) in cases {
+            let (got, headers, body) = answer(error).await;
+            assert_eq!((got, body), (status, json!({ "detail": detail })));
+            assert_eq!(header(&headers, header::RETRY_AFTER), None, "{status}");
+            assert_eq!(header(&headers, header::WWW_AUTHENTICATE), None, "{status}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_refused_credential_asks_for_a_bearer_token() {
+        let (status, headers, body) = answer(ApiError::Unauthorized("token expired".into())).await;
+        assert_eq!((status, body), (401, json!({ "detail": "token expired" })));
+        assert_eq!(header(&headers, header::WWW_AUTHENTICATE), Some("Bearer"));
+    }
+
+    #[tokio::test]
+    async fn a_validation_error_lists_each_field_with_where_what_and_which_kind() {
+        let error = ApiError::Validation(vec![
+            FieldError::missing("body", "email"),
+            FieldError::invalid("body", "ip_allowlist.allowed_ips.2", "not an address"),
+        ]);
+        let (status, _, body) = answer(error).await;
+        assert_eq!(status, 422);
+        assert_eq!(
+            body,
+            json!({ "detail": [
+                { "loc": ["body", "email"], "msg": "field required", "type": "missing" },
+                { "loc": ["body", "ip_allowlist", "allowed_ips", 2], "msg": "not an address", "type": "value_error" },
+            ] })
+        );
+    }
+
+    #[tokio::test]
+    async fn waits_say_how_long_in_retry_after() {
+        let locked = LockedOut {
+            retry_after: Duration::milliseconds(1_500),
+        };
+        let (status, headers, body) = answer(ApiError::LockedOut(locked)).await;
+        assert_eq!(status, 429);
+        assert_eq!(header(&headers, header::RETRY_AFTER), Some("2"));
+        assert!(body["detail"].is_string());
+
+        let (status, headers, body) = answer(ApiError::Busy(Busy)).await;
+        assert_eq!((status, body), (429, json!({ "detail": Busy.to_string() })));
+        assert_eq!(header(&headers, header::RETRY_AFTER), Some("1"));
+    }
+
+    #[tokio::test]
+    async fn single_sign_on_refusals_say_where_to_sign_in() {
+        let url = "https://id.example.com/sso/saml/0190b3a4-0000-7000-8000-000000000001/login";
+        let (status, _, body) = answer(ApiError::SsoRequired(url.into())).await;
+        assert_eq!(
+            (status, body),
+            (403, json!({ "detail": SSO_REQUIRED, "sso_url": url }))
+        );
+        let refused = LoginError::NotAdmitted(OrganizationRefused::SsoRequired(url.into()));
+        let (status, _, body) = answer(ApiError::from(refused)).await;
+        assert_eq!(
+            (status, body),
+            (
+                403,
+                json!({ "detail": "organization requires single sign-on", "sso_url": url })
+            )
+        );
+    }
+
+    #[tokio::test]
+    async fn a_server_side_failure_keeps_its_cause_out_of_the_body() {
+        let secret = "password authentication failed for user gatehouse at 10.0.0.7";
+        let (status, headers, body) =
+            answer(ApiError::from(StoreError::Unavailable(cause(secret)))).await;
+        assert_eq!(
+            (status, body),
+            (
+                503,
+                json!({ "detail": "the service is temporarily unavailable" })
+            )
+        );
+        assert_eq!(header(&headers, header::RETRY_AFTER), Some("1"));
+
+        for internal in [
+            ApiError::from(StoreError::Failed(cause(secret))),
+            ApiError::from(LoginError::Internal(cause(secret))),
+        ] {
+            let (status, _, body) = answer(internal).await;
+            assert_eq!((status, body), (500, json!({ "detail": "internal error" })));
+        }
+    }
+
+    #[tokio::test]
+    async fn the_stores_refusals_become_conflict_and_not_found() {
+        let (status, _, body) = answer(ApiError::from(StoreError::Conflict)).await;
+        assert_eq!(
+            (status, body),
+            (409, json!({ "detail": "the resource already exists" }))
+        );
+        let (status, _, body) = answer(ApiError::from(StoreError::Gone)).await;
+        assert_eq!(
+            (status, body),
+            (
+                404,
+                json!({ "detail": "not found: it was removed meanwhile" })
+            )
+        );
+    }
+
+    #[tokio::test]
+    async fn a_rule_about_one_field_names_that_field() {
+        let cases: Vec<(ApiError, Value)> = vec![
+            (
+                ChangePasswordError::WrongPassword.into(),
+                json!(["body", "current_password"]),
+            ),
+            (IamError::OwnerRole.into(), json!(["body", "role"])),
+            (MfaError::WrongCode.into(), json!(["body", "code"])),
+            (ReplayError::TooMany.into(), json!(["body", "delivery_ids"])),
+            (WebhookError::PrivateTarget.into(), json!(["body", "url"])),
+        ];
+        for (error, loc) in cases {
+            let (status, _, body) = answer(error).await;
+            assert_eq!(status, 422, "{loc}");
+            assert_eq!(body["detail"][0]["loc"], loc);
+            assert_eq!(body["detail"][0]["type"], "value_error", "{loc}");
+        }
+    }
+
+    #[tokio::test]
+    async fn the_sign_in_refusals_each_have_their_status() {
+        let cases: Vec<(ApiError, u16)> = vec![
+            (LoginError::InvalidCredentials.into(), 401),
+            (LoginError::PasswordExpired.into(), 403),
+            (
+                LoginError::NotAdmitted(OrganizationRefused::NotMember).into(),
+                403,
+            ),
+            (
+                LoginError::NotAdmitted(OrganizationRefused::MfaRequired).into(),
+                403,
+            ),
+            (RefreshError::InvalidToken.into(), 401),
+            (MemberError::Busy(Busy).into(), 429),
+            (MemberError::OwnsTeams.into(), 409),
+            (MemberError::Refused(MemberRule::OwnerStays).into(), 422),
+            (TransferError::ToSelf.into(), 422),
+            (OrganizationError::PersonalWorkspace.into(), 422),
+            (WebhookError::AlreadySucceeded.into(), 409),
+        ];
+        for (error, status) in cases {
+            let detail = error.to_string();
+            let (got, _, body) = answer(error).await;
+            assert_eq!((got, body), (status, json!({ "detail": detail })));
+        }
+    }
+
+    #[tokio::test]
+    async fn scim_answers_in_its_own_error_schema() {
+        let (status, headers, body) = answer(ScimFailure::from(ApiError::field(
+            FieldError::missing("body", "userName"),
+        )))
+        .await;
+        assert_eq!(status, 400);
+        assert_eq!(
+            header(&headers, header::CONTENT_TYPE),
+            Some(gatehouse_scim::SCIM_CONTENT_TYPE)
+        );
+        assert_eq!(body["scimType"], "invalidSyntax");
+        assert_eq!(body["status"], "400");
+        assert_eq!(body["detail"], "field required");
+
+        let (status, headers, body) = answer(ScimFailure::from(ApiError::from(
+            StoreError::Unavailable(cause("down")),
+        )))
+        .await;
+        assert_eq!((status, body["status"].clone()), (503, json!("503")));
+        assert_eq!(header(&headers, header::RETRY_AFTER), Some("1"));
     }
 }

@@ -101,14 +101,14 @@ impl ReceivedRequest {
 
 /// What the receiver answers.
 #[derive(Clone, Debug)]
-struct Answer {
+struct Reply {
     status: StatusCode,
     body: Bytes,
     location: Option<HeaderValue>,
     delay: Duration,
 }
 
-impl Default for Answer {
+impl Default for Reply {
     fn default() -> Self {
         Self {
             status: StatusCode::OK,
@@ -122,7 +122,7 @@ impl Default for Answer {
 #[derive(Debug)]
 struct Shared {
     requests: Mutex<Vec<ReceivedRequest>>,
-    answer: Mutex<Answer>,
+    answer: Mutex<Reply>,
     /// The number of requests recorded, to wait on.
     received: watch::Sender<usize>,
     connections: AtomicUsize,
@@ -216,7 +216,7 @@ impl TestReceiver {
 
         let shared = Arc::new(Shared {
             requests: Mutex::new(Vec::new()),
-            answer: Mutex::new(Answer::default()),
+            answer: Mutex::new(Reply::default()),
             received: watch::Sender::new(0),
             connections: AtomicUsize::new(0),
             in_flight: AtomicUsize::new(0),

@@ -9,8 +9,8 @@ use actix_web::{http::StatusCode, web, HttpRequest, HttpResponse};
 use gatehouse_domain::{
     model::{Branding, InvitationState, INVITATION_TTL_DAYS},
     service::{
-        Answer, AnswerRefused, Answered, InvitationAnswer, InvitationLink, InvitationStep, Opened,
-        PendingInvitation,
+        AnswerRefused, Answered, FormPosted, InvitationAnswer, InvitationLink, InvitationStep,
+        Opened, PendingInvitation,
     },
 };
 
@@ -193,8 +193,8 @@ pub async fn accept(
         .answer(&token, signed_in.as_ref(), answer, &origin_of(&req))
         .await;
     let (pending, answered) = match answered {
-        Ok(Answer::Answered(pending, answered)) => (pending, answered),
-        Ok(Answer::NotPending(opened)) => return not_pending(&opened).unwrap_or_else(unknown),
+        Ok(FormPosted::Answered(pending, answered)) => (pending, answered),
+        Ok(FormPosted::NotPending(opened)) => return not_pending(&opened).unwrap_or_else(unknown),
         Err(error) => return unavailable("answering an invitation's page", &error),
     };
     observe::invitation_answered(&state, &answered);

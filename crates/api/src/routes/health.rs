@@ -32,7 +32,7 @@ pub async fn livez() -> HttpResponse {
 )]
 pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     if state.stopping.load(std::sync::atomic::Ordering::Relaxed) {
-        return Err(ApiError::NotAvailable(
+        return Err(ApiError::Unavailable(
             "this replica is stopping: send requests to another".to_owned(),
         ));
     }
@@ -40,7 +40,7 @@ pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError
         .health
         .ping()
         .await
-        .map_err(|e| ApiError::Unavailable(Box::new(e)))?;
+        .map_err(|e| ApiError::StoreUnavailable(Box::new(e)))?;
     Ok(not_stored(HttpResponse::Ok()).json(Status { status: "ok" }))
 }
 

@@ -474,7 +474,7 @@ pub async fn userinfo(req: HttpRequest, state: web::Data<AppState>) -> HttpRespo
                 ApiError::Unauthorized(detail) => {
                     OAuthError::new(OAuthErrorCode::InvalidToken, detail)
                 }
-                ApiError::Unavailable(_) => unavailable(),
+                ApiError::StoreUnavailable(_) => unavailable(),
                 ApiError::Internal(cause) => {
                     tracing::error!(error = %cause, "userinfo failed");
                     OAuthError::new(

@@ -26,7 +26,7 @@ use crate::{
     state::AppState,
 };
 
-type Answer = Result<HttpResponse, ScimFailure>;
+type ScimAnswer = Result<HttpResponse, ScimFailure>;
 
 /// The organization's identity provider: a SCIM token of the organization in the path, through
 /// the one admission (the organization live, its IP allowlist). Anything else is `401`.
@@ -109,7 +109,7 @@ fn group_id(raw: &str) -> Result<DirectoryGroupId, ScimFailure> {
 }
 
 /// One resource, with `attributes` / `excludedAttributes` applied.
-fn single(req: &HttpRequest, status: StatusCode, resource: Value, location: &str) -> Answer {
+fn single(req: &HttpRequest, status: StatusCode, resource: Value, location: &str) -> ScimAnswer {
     let query = ListQuery::parse(&query_pairs(req))?;
     let body = project(resource, &query.attributes, &query.excluded_attributes);
     Ok(HttpResponse::build(status)
@@ -131,13 +131,16 @@ fn patch_failure(error: PatchError<ScimError>) -> ScimFailure {
 pub async fn service_provider_config(
     state: web::Data<AppState>,
     ScimCaller(actor): ScimCaller,
-) -> Answer {
+) -> ScimAnswer {
     let body = resources(&state, actor.organization_id()).service_provider_config();
     Ok(scim_json(StatusCode::OK, &body))
 }
 
 /// `GET /ResourceTypes`.
-pub async fn resource_types(state: web::Data<AppState>, ScimCaller(actor): ScimCaller) -> Answer {
+pub async fn resource_types(
+    state: web::Data<AppState>,
+    ScimCaller(actor): ScimCaller,
+) -> ScimAnswer {
     let body = resources(&state, actor.organization_id()).resource_types();
     Ok(scim_json(StatusCode::OK, &body))
 }
@@ -147,7 +150,7 @@ pub async fn resource_type(
     state: web::Data<AppState>,
     ScimCaller(actor): ScimCaller,
     path: web::Path<(String, String)>,
-) -> Answer {
+) -> ScimAnswer {
     let body = resources(&state, actor.organization_id())
         .resource_type(&path.1)
         .ok_or_else(|| ScimError::not_found("no such resource type"))?;
@@ -155,7 +158,7 @@ pub async fn resource_type(
 }
 
 /// `GET /Schemas`.
-pub async fn schemas(state: web::Data<AppState>, ScimCaller(actor): ScimCaller) -> Answer {
+pub async fn schemas(state: web::Data<AppState>, ScimCaller(actor): ScimCaller) -> ScimAnswer {
     let body = resources(&state, actor.organization_id()).schemas();
     Ok(scim_json(StatusCode::OK, &body))
 }
@@ -165,7 +168,7 @@ pub async fn schema(
     state: web::Data<AppState>,
     ScimCaller(actor): ScimCaller,
     path: web::Path<(String, String)>,
-) -> Answer {
+) -> ScimAnswer {
     let body = resources(&state, actor.organization_id())
         .schema(&path.1)
         .ok_or_else(|| ScimError::not_found("no such schema"))?;
@@ -173,7 +176,7 @@ pub async fn schema(
 }
 
 /// A method the endpoint does not take: `405` in SCIM's error schema.
-pub async fn method_not_allowed(_: ScimCaller) -> Answer {
+pub async fn method_not_allowed(_: ScimCaller) -> ScimAnswer {
     Err(ScimError::new(405, None, "this endpoint does not take this method").into())
 }
 
@@ -207,7 +210,7 @@ enum Searched {
     Everything,
 }
 
-async fn search(state: &AppState, actor: &Actor, body: &Value, searched: Searched) -> Answer {
+async fn search(state: &AppState, actor: &Actor, body: &Value, searched: Searched) -> ScimAnswer {
     let query = search_query(body)?;
     match searched {
         Searched::Users => list_users_of(state, actor, &query).await,
@@ -237,7 +240,7 @@ async fn search(state: &AppState, actor: &Actor, body: &Value, searched: Searche
 }
 
 /// The page of users the query asks for, filtered and paged by the store.
-async fn list_users_of(state: &AppState, actor: &Actor, query: &ListQuery) -> Answer {
+async fn list_users_of(state: &AppState, actor: &Actor, query: &ListQuery) -> ScimAnswer {
     let render = resources(state, actor.organization_id());
     let page = state
         .directory
@@ -256,7 +259,7 @@ async fn list_users_of(state: &AppState, actor: &Actor, query: &ListQuery) -> An
 
 /// The page of groups the query asks for, filtered and paged by the store; their members only
 /// when the page shows them.
-async fn list_groups_of(state: &AppState, actor: &Actor, query: &ListQuery) -> Answer {
+async fn list_groups_of(state: &AppState, actor: &Actor, query: &ListQuery) -> ScimAnswer {
     let render = resources(state, actor.organization_id());
     let page = state
         .directory
@@ -283,7 +286,7 @@ pub async fn search_all(
     state: web::Data<AppState>,
     ScimCaller(actor): ScimCaller,
     ScimBody(body): ScimBody,
-) -> Answer {
+) -> ScimAnswer {
     search(&state, &actor, &body, Searched::Everything).await
 }
 
@@ -292,7 +295,7 @@ pub async fn search_users(
     state: web::Data<AppState>,
     ScimCaller(actor): ScimCaller,
     ScimBody(body): ScimBody,
-) -> Answer {
+) -> ScimAnswer {
     search(&state, &actor, &body, Searched::Users).await
 }
 
@@ -301,12 +304,12 @@ pub async fn search_groups(
     state: web::Data<AppState>,
     ScimCaller(actor): ScimCaller,
     ScimBody(body): ScimBody,
-) -> Answer {
+) -> ScimAnswer {
     search(&state, &actor, &body, Searched::Groups).await
 }
 
 /// Any other path under an organization's SCIM base.
-pub async fn not_found(_: ScimCaller) -> Answer {
+pub async fn not_found(_: ScimCaller) -> ScimAnswer {
     Err(ScimError::not_found("no such SCIM endpoint").into())
 }
 
@@ -317,7 +320,7 @@ pub async fn list_users(
     req: HttpRequest,
     state: web::Data<AppState>,
     ScimCaller(actor): ScimCaller,
-) -> Answer {
+) -> ScimAnswer {
     let query = ListQuery::parse(&query_pairs(&req))?;
     list_users_of(&state, &actor, &query).await
 }
@@ -329,7 +332,7 @@ pub async fn create_user(
     RequestOrigin(origin): RequestOrigin,
     ScimCaller(actor): ScimCaller,
     ScimBody(body): ScimBody,
-) -> Answer {
+) -> ScimAnswer {
     let attributes = parse_user(&body)?;
     let user = state
         .directory
@@ -350,7 +353,7 @@ pub async fn get_user(
     state: web::Data<AppState>,
     ScimCaller(actor): ScimCaller,
     path: web::Path<(String, String)>,
-) -> Answer {
+) -> ScimAnswer {
     let id = user_id(&path.1)?;
     let user = state.directory.user(&actor, id).await?;
     let render = resources(&state, actor.organization_id());
@@ -370,7 +373,7 @@ pub async fn replace_user(
     ScimCaller(actor): ScimCaller,
     path: web::Path<(String, String)>,
     ScimBody(body): ScimBody,
-) -> Answer {
+) -> ScimAnswer {
     let id = user_id(&path.1)?;
     let attributes = parse_user(&body)?;
     let user = state
@@ -394,7 +397,7 @@ pub async fn patch_user(
     ScimCaller(actor): ScimCaller,
     path: web::Path<(String, String)>,
     ScimBody(body): ScimBody,
-) -> Answer {
+) -> ScimAnswer {
     let id = user_id(&path.1)?;
     let patch = Patch::parse(&body)?;
     let user = state
@@ -417,7 +420,7 @@ pub async fn delete_user(
     RequestOrigin(origin): RequestOrigin,
     ScimCaller(actor): ScimCaller,
     path: web::Path<(String, String)>,
-) -> Answer {
+) -> ScimAnswer {
     let id = user_id(&path.1)?;
     state.directory.delete_user(&actor, id, &origin).await?;
     Ok(HttpResponse::NoContent().finish())
@@ -430,7 +433,7 @@ pub async fn list_groups(
     req: HttpRequest,
     state: web::Data<AppState>,
     ScimCaller(actor): ScimCaller,
-) -> Answer {
+) -> ScimAnswer {
     let query = ListQuery::parse(&query_pairs(&req))?;
     list_groups_of(&state, &actor, &query).await
 }
@@ -442,7 +445,7 @@ pub async fn create_group(
     RequestOrigin(origin): RequestOrigin,
     ScimCaller(actor): ScimCaller,
     ScimBody(body): ScimBody,
-) -> Answer {
+) -> ScimAnswer {
     let attributes = parse_group(&body)?;
     let group = state
         .directory
@@ -463,7 +466,7 @@ pub async fn get_group(
     state: web::Data<AppState>,
     ScimCaller(actor): ScimCaller,
     path: web::Path<(String, String)>,
-) -> Answer {
+) -> ScimAnswer {
     let id = group_id(&path.1)?;
     let group = state.directory.group(&actor, id).await?;
     let render = resources(&state, actor.organization_id());
@@ -483,7 +486,7 @@ pub async fn replace_group(
     ScimCaller(actor): ScimCaller,
     path: web::Path<(String, String)>,
     ScimBody(body): ScimBody,
-) -> Answer {
+) -> ScimAnswer {
     let id = group_id(&path.1)?;
     let attributes = parse_group(&body)?;
     let group = state
@@ -507,7 +510,7 @@ pub async fn patch_group(
     ScimCaller(actor): ScimCaller,
     path: web::Path<(String, String)>,
     ScimBody(body): ScimBody,
-) -> Answer {
+) -> ScimAnswer {
     let id = group_id(&path.1)?;
     let patch = Patch::parse(&body)?;
     let group = state
@@ -530,7 +533,7 @@ pub async fn delete_group(
     RequestOrigin(origin): RequestOrigin,
     ScimCaller(actor): ScimCaller,
     path: web::Path<(String, String)>,
-) -> Answer {
+) -> ScimAnswer {
     let id = group_id(&path.1)?;
     state.directory.delete_group(&actor, id, &origin).await?;
     Ok(HttpResponse::NoContent().finish())

@@ -130,7 +130,7 @@ pub struct CreatedScimToken {
 }
 
 /// One request's decisions, gathered before they are written together.
-struct Plan<'a> {
+struct Decisions<'a> {
     actor: &'a Actor,
     organization: Organization,
     roles: GroupRoles,
@@ -143,7 +143,7 @@ struct Plan<'a> {
     mails: Vec<(Email, AssignedRole, SecretToken)>,
 }
 
-impl Plan<'_> {
+impl Decisions<'_> {
     /// The role of someone in these groups.
     fn role_of<'g>(&self, groups: impl IntoIterator<Item = &'g str>) -> AssignedRole {
         self.roles.role_of(
@@ -302,13 +302,13 @@ impl DirectoryService {
             resolved.push((group, role));
         }
         let roles = GroupRoles::new(resolved)?;
-        let mut plan = self.plan(actor, origin).await?;
-        plan.roles = roles.clone();
-        plan.audit.push(
+        let mut decisions = self.decide(actor, origin).await?;
+        decisions.roles = roles.clone();
+        decisions.audit.push(
             actor
                 .audit(
                     self.ports.random.as_ref(),
-                    plan.now,
+                    decisions.now,
                     AuditAction::GroupRolesChanged,
                     origin,
                 )
@@ -336,14 +336,14 @@ impl DirectoryService {
                     .into_iter()
                     .flatten()
                     .map(|group| group.display_name.as_str());
-                let role = plan.role_of(names);
-                self.set_role(&mut plan, &address, role).await?;
+                let role = decisions.role_of(names);
+                self.set_role(&mut decisions, &address, role).await?;
             }
             if batch.len() < DIRECTORY_BATCH as usize {
                 break;
             }
         }
-        self.write(plan, vec![DirectoryChange::GroupRoles(roles.clone())])
+        self.write(decisions, vec![DirectoryChange::GroupRoles(roles.clone())])
             .await?;
         Ok(roles)
     }
@@ -424,17 +424,17 @@ impl DirectoryService {
         origin: &Origin,
     ) -> Result<DirectoryUser, DirectoryError> {
         Self::allow(actor, Permission::MembersCreate)?;
-        let mut plan = self.plan(actor, origin).await?;
+        let mut decisions = self.decide(actor, origin).await?;
         let user = DirectoryUser {
             id: self.ports.random.uuid().into(),
             organization_id: actor.organization_id(),
             attributes,
-            created_at: plan.now,
-            updated_at: plan.now,
+            created_at: decisions.now,
+            updated_at: decisions.now,
         };
-        let role = plan.role_of([]);
+        let role = decisions.role_of([]);
         self.reconcile(
-            &mut plan,
+            &mut decisions,
             None,
             user.attributes.provisioned_address(),
             &user.attributes,
@@ -442,8 +442,12 @@ impl DirectoryService {
         )
         .await?;
         let user_name = user.attributes.user_name.as_str().to_owned();
-        self.write_user(plan, DirectoryChange::CreateUser(user.clone()), user_name)
-            .await?;
+        self.write_user(
+            decisions,
+            DirectoryChange::CreateUser(user.clone()),
+            user_name,
+        )
+        .await?;
         Ok(user)
     }
 
@@ -473,16 +477,16 @@ impl DirectoryService {
         Self::allow(actor, Permission::MembersUpdate)?;
         let current = self.user(actor, id).await?;
         let attributes = patch(&current.attributes).map_err(PatchError::Patch)?;
-        let mut plan = self.plan(actor, origin).await?;
+        let mut decisions = self.decide(actor, origin).await?;
         let groups = self
             .ports
             .directory
             .groups_of(actor.organization_id(), id)
             .await
             .map_err(DirectoryError::from)?;
-        let role = plan.role_of(groups.iter().map(DirectoryText::as_str));
+        let role = decisions.role_of(groups.iter().map(DirectoryText::as_str));
         self.reconcile(
-            &mut plan,
+            &mut decisions,
             current.attributes.provisioned_address(),
             attributes.provisioned_address(),
             &attributes,
@@ -491,12 +495,16 @@ impl DirectoryService {
         .await?;
         let user = DirectoryUser {
             attributes,
-            updated_at: plan.now,
+            updated_at: decisions.now,
             ..current
         };
         let user_name = user.attributes.user_name.as_str().to_owned();
-        self.write_user(plan, DirectoryChange::ReplaceUser(user.clone()), user_name)
-            .await?;
+        self.write_user(
+            decisions,
+            DirectoryChange::ReplaceUser(user.clone()),
+            user_name,
+        )
+        .await?;
         Ok(user)
     }
 
@@ -509,10 +517,10 @@ impl DirectoryService {
     ) -> Result<(), DirectoryError> {
         Self::allow(actor, Permission::MembersDelete)?;
         let current = self.user(actor, id).await?;
-        let mut plan = self.plan(actor, origin).await?;
-        let role = plan.role_of([]);
+        let mut decisions = self.decide(actor, origin).await?;
+        let role = decisions.role_of([]);
         self.reconcile(
-            &mut plan,
+            &mut decisions,
             current.attributes.provisioned_address(),
             None,
             &current.attributes,
@@ -520,7 +528,7 @@ impl DirectoryService {
         )
         .await?;
         if self
-            .write(plan, vec![DirectoryChange::DeleteUser(id)])
+            .write(decisions, vec![DirectoryChange::DeleteUser(id)])
             .await?
         {
             Ok(())
@@ -750,7 +758,7 @@ impl DirectoryService {
         after: Option<&DirectoryGroup>,
         change: DirectoryChange,
     ) -> Result<bool, DirectoryError> {
-        let mut plan = self.plan(actor, origin).await?;
+        let mut decisions = self.decide(actor, origin).await?;
         let organization_id = actor.organization_id();
         let old: BTreeSet<DirectoryUserId> = before
             .map(|g| g.attributes.members.iter().copied().collect())
@@ -795,11 +803,11 @@ impl DirectoryService {
                         names.push(after.attributes.display_name.as_str());
                     }
                 }
-                let role = plan.role_of(names);
-                self.set_role(&mut plan, &address, role).await?;
+                let role = decisions.role_of(names);
+                self.set_role(&mut decisions, &address, role).await?;
             }
         }
-        self.write(plan, vec![change]).await
+        self.write(decisions, vec![change]).await
     }
 
     /// The groups each of these users is in, by user.
@@ -827,11 +835,11 @@ impl DirectoryService {
     // --- What provisioning means for the organization. ---
 
     /// The decisions of one request, before any is made.
-    async fn plan<'a>(
+    async fn decide<'a>(
         &self,
         actor: &'a Actor,
         origin: &'a Origin,
-    ) -> Result<Plan<'a>, DirectoryError> {
+    ) -> Result<Decisions<'a>, DirectoryError> {
         let organization_id = actor.organization_id();
         let organization = self
             .ports
@@ -840,7 +848,7 @@ impl DirectoryService {
             .await?
             .ok_or(DirectoryError::NotFound("organization"))?;
         let roles = self.ports.directory.group_roles(organization_id).await?;
-        Ok(Plan {
+        Ok(Decisions {
             actor,
             organization,
             roles,
@@ -857,7 +865,7 @@ impl DirectoryService {
     /// who joins (or is invited) with `role`, or gets `role` when they are there already.
     async fn reconcile(
         &self,
-        plan: &mut Plan<'_>,
+        decisions: &mut Decisions<'_>,
         before: Option<Email>,
         after: Option<Email>,
         attributes: &UserAttributes,
@@ -865,15 +873,15 @@ impl DirectoryService {
     ) -> Result<(), DirectoryError> {
         if before.is_some() && before == after {
             if let Some(address) = after {
-                self.set_role(plan, &address, role).await?;
+                self.set_role(decisions, &address, role).await?;
             }
             return Ok(());
         }
         if let Some(address) = before {
-            self.leave(plan, &address).await?;
+            self.leave(decisions, &address).await?;
         }
         if let Some(address) = after {
-            self.join(plan, &address, attributes, role).await?;
+            self.join(decisions, &address, attributes, role).await?;
         }
         Ok(())
     }
@@ -881,7 +889,7 @@ impl DirectoryService {
     /// The account with this address and its membership, if any.
     async fn member_with(
         &self,
-        plan: &Plan<'_>,
+        decisions: &Decisions<'_>,
         address: &Email,
     ) -> Result<(Option<User>, Option<AssignedRole>), DirectoryError> {
         let Some(credentials) = self.ports.accounts.credentials_by_email(address).await? else {
@@ -890,7 +898,7 @@ impl DirectoryService {
         let membership = self
             .ports
             .memberships
-            .membership(credentials.user.id, plan.organization.id)
+            .membership(credentials.user.id, decisions.organization.id)
             .await?;
         Ok((Some(credentials.user), membership.map(|m| m.role)))
     }
@@ -899,19 +907,19 @@ impl DirectoryService {
     /// the address's domain (the account made when there is none), else invited by mail.
     async fn join(
         &self,
-        plan: &mut Plan<'_>,
+        decisions: &mut Decisions<'_>,
         address: &Email,
         attributes: &UserAttributes,
         role: AssignedRole,
     ) -> Result<(), DirectoryError> {
-        let (user, current) = self.member_with(plan, address).await?;
+        let (user, current) = self.member_with(decisions, address).await?;
         if current.is_some() {
-            return self.set_role(plan, address, role).await;
+            return self.set_role(decisions, address, role).await;
         }
         let verified = match EmailDomain::parse(address.domain()) {
             Ok(domain) => {
                 self.ports.domains.verifying_organization(&domain).await?
-                    == Some(plan.organization.id)
+                    == Some(decisions.organization.id)
             }
             Err(_) => false,
         };
@@ -921,17 +929,18 @@ impl DirectoryService {
                     // The directory speaks for the address: an account nobody proved it owns
                     // is reclaimed for its owner before it joins.
                     let reclaim = reclaiming(&mut user, |user| {
-                        plan.actor
+                        decisions
+                            .actor
                             .audit(
                                 self.ports.random.as_ref(),
-                                plan.now,
+                                decisions.now,
                                 AuditAction::UserReclaimed,
-                                plan.origin,
+                                decisions.origin,
                             )
                             .on(TargetKind::User, user.id)
                     });
                     if let Some(reclaim) = reclaim {
-                        plan.effects.push(MemberEffect::Reclaim(reclaim));
+                        decisions.effects.push(MemberEffect::Reclaim(reclaim));
                     }
                     (user.id, None, None)
                 }
@@ -945,13 +954,13 @@ impl DirectoryService {
                         full_name.clone(),
                         None,
                         true,
-                        plan.now,
+                        decisions.now,
                     );
                     (account.user.id, Some(Box::new(account)), Some(full_name))
                 }
             };
             let member = Member {
-                organization_id: plan.organization.id,
+                organization_id: decisions.organization.id,
                 user_id: Some(user_id),
                 email: address.clone(),
                 full_name,
@@ -960,18 +969,18 @@ impl DirectoryService {
                 invitation_id: None,
                 invited_at: None,
                 invited_by: None,
-                accepted_at: Some(plan.now),
-                joined_at: plan.now,
+                accepted_at: Some(decisions.now),
+                joined_at: decisions.now,
             };
             self.record(
-                plan,
+                decisions,
                 EventType::MemberJoined,
                 AuditAction::MemberJoined,
                 &member,
                 user_id,
                 json!({}),
             );
-            plan.effects.push(MemberEffect::Join {
+            decisions.effects.push(MemberEffect::Join {
                 user_id,
                 account,
                 role,
@@ -981,67 +990,72 @@ impl DirectoryService {
         let Some(invitable) = InvitableRole::new(role.clone()) else {
             return Err(DirectoryError::OwnerProtected);
         };
-        let Actor::Directory(directory) = plan.actor else {
+        let Actor::Directory(directory) = decisions.actor else {
             return Err(DirectoryError::PersonNeeded);
         };
         let token = self.ports.random.secret(TokenKind::Invitation);
         let invitation = NewInvitation {
             id: self.ports.random.uuid().into(),
-            organization_id: plan.organization.id,
+            organization_id: decisions.organization.id,
             email: address.clone(),
             role: invitable,
             token_hash: token.hash(),
             invited_by: directory.created_by,
-            invited_at: plan.now,
-            expires_at: NewInvitation::expiry(plan.now),
+            invited_at: decisions.now,
+            expires_at: NewInvitation::expiry(decisions.now),
         };
         let member = Member {
-            organization_id: plan.organization.id,
+            organization_id: decisions.organization.id,
             user_id: None,
             email: address.clone(),
             full_name: None,
             role: role.clone(),
             status: MemberStatus::Pending,
             invitation_id: Some(invitation.id),
-            invited_at: Some(plan.now),
+            invited_at: Some(decisions.now),
             invited_by: Some(directory.created_by),
             accepted_at: None,
-            joined_at: plan.now,
+            joined_at: decisions.now,
         };
         let event = event(
             self.ports.random.as_ref(),
-            plan.now,
+            decisions.now,
             EventType::MemberInvited,
-            Some(plan.organization.id),
+            Some(decisions.organization.id),
             None,
             payloads::member(&member),
         );
-        plan.events.push(event);
-        plan.audit.push(
-            plan.actor
+        decisions.events.push(event);
+        decisions.audit.push(
+            decisions
+                .actor
                 .audit(
                     self.ports.random.as_ref(),
-                    plan.now,
+                    decisions.now,
                     AuditAction::MemberInvited,
-                    plan.origin,
+                    decisions.origin,
                 )
                 .on(TargetKind::Invitation, invitation.id),
         );
-        plan.effects.push(MemberEffect::Invite(invitation));
-        plan.mails.push((address.clone(), role, token));
+        decisions.effects.push(MemberEffect::Invite(invitation));
+        decisions.mails.push((address.clone(), role, token));
         Ok(())
     }
 
     /// The person with the address leaves: their membership (never the owner's) and any
     /// open invitation end.
-    async fn leave(&self, plan: &mut Plan<'_>, address: &Email) -> Result<(), DirectoryError> {
-        let (user, current) = self.member_with(plan, address).await?;
+    async fn leave(
+        &self,
+        decisions: &mut Decisions<'_>,
+        address: &Email,
+    ) -> Result<(), DirectoryError> {
+        let (user, current) = self.member_with(decisions, address).await?;
         if let (Some(user_id), Some(role)) = (user.map(|user| user.id), current) {
             if role.is(Role::Owner) {
                 return Err(DirectoryError::OwnerProtected);
             }
             let member = Member {
-                organization_id: plan.organization.id,
+                organization_id: decisions.organization.id,
                 user_id: Some(user_id),
                 email: address.clone(),
                 full_name: None,
@@ -1051,22 +1065,22 @@ impl DirectoryService {
                 invited_at: None,
                 invited_by: None,
                 accepted_at: None,
-                joined_at: plan.now,
+                joined_at: decisions.now,
             };
             self.record(
-                plan,
+                decisions,
                 EventType::MemberRemoved,
                 AuditAction::MemberRemoved,
                 &member,
                 user_id,
-                json!({"removed_at": timestamp::format(plan.now), "left": false}),
+                json!({"removed_at": timestamp::format(decisions.now), "left": false}),
             );
-            plan.effects.push(MemberEffect::Remove { user_id });
-            self.end_scim_tokens(plan, user_id, None).await?;
+            decisions.effects.push(MemberEffect::Remove { user_id });
+            self.end_scim_tokens(decisions, user_id, None).await?;
         }
-        plan.effects.push(MemberEffect::RevokeInvitations {
+        decisions.effects.push(MemberEffect::RevokeInvitations {
             email: address.clone(),
-            at: plan.now,
+            at: decisions.now,
         });
         Ok(())
     }
@@ -1075,13 +1089,13 @@ impl DirectoryService {
     /// open invitation's is set.
     async fn set_role(
         &self,
-        plan: &mut Plan<'_>,
+        decisions: &mut Decisions<'_>,
         address: &Email,
         role: AssignedRole,
     ) -> Result<(), DirectoryError> {
-        let (user, current) = self.member_with(plan, address).await?;
+        let (user, current) = self.member_with(decisions, address).await?;
         let (Some(user_id), Some(previous)) = (user.map(|user| user.id), current) else {
-            plan.effects.push(MemberEffect::InvitationRole {
+            decisions.effects.push(MemberEffect::InvitationRole {
                 email: address.clone(),
                 role,
             });
@@ -1091,7 +1105,7 @@ impl DirectoryService {
             return Ok(());
         }
         let member = Member {
-            organization_id: plan.organization.id,
+            organization_id: decisions.organization.id,
             user_id: Some(user_id),
             email: address.clone(),
             full_name: None,
@@ -1101,18 +1115,20 @@ impl DirectoryService {
             invited_at: None,
             invited_by: None,
             accepted_at: None,
-            joined_at: plan.now,
+            joined_at: decisions.now,
         };
         self.record(
-            plan,
+            decisions,
             EventType::MemberRoleChanged,
             AuditAction::MemberRoleChanged,
             &member,
             user_id,
             json!({"previous_role": previous}),
         );
-        self.end_scim_tokens(plan, user_id, Some(&role)).await?;
-        plan.effects
+        self.end_scim_tokens(decisions, user_id, Some(&role))
+            .await?;
+        decisions
+            .effects
             .push(MemberEffect::ChangeRole { user_id, role });
         Ok(())
     }
@@ -1121,21 +1137,22 @@ impl DirectoryService {
     /// not a member) that lacks `sso.manage`.
     async fn end_scim_tokens(
         &self,
-        plan: &mut Plan<'_>,
+        decisions: &mut Decisions<'_>,
         user_id: UserId,
         role: Option<&AssignedRole>,
     ) -> Result<(), DirectoryError> {
         let revoked = maker_right::ending_with(
             self.ports.directory.as_ref(),
             self.ports.random.as_ref(),
-            plan.organization.id,
+            decisions.organization.id,
             user_id,
             role,
-            plan.now,
-            plan.origin,
+            decisions.now,
+            decisions.origin,
         )
         .await?;
-        plan.effects
+        decisions
+            .effects
             .extend(revoked.into_iter().map(MemberEffect::RevokeScimToken));
         Ok(())
     }
@@ -1143,7 +1160,7 @@ impl DirectoryService {
     /// The event and the audit record of a change to a member.
     fn record(
         &self,
-        plan: &mut Plan<'_>,
+        decisions: &mut Decisions<'_>,
         event_type: EventType,
         action: AuditAction,
         member: &Member,
@@ -1154,17 +1171,23 @@ impl DirectoryService {
         if let (Some(data), serde_json::Value::Object(extra)) = (data.as_object_mut(), extra) {
             data.extend(extra);
         }
-        plan.events.push(event(
+        decisions.events.push(event(
             self.ports.random.as_ref(),
-            plan.now,
+            decisions.now,
             event_type,
-            Some(plan.organization.id),
+            Some(decisions.organization.id),
             None,
             data,
         ));
-        plan.audit.push(
-            plan.actor
-                .audit(self.ports.random.as_ref(), plan.now, action, plan.origin)
+        decisions.audit.push(
+            decisions
+                .actor
+                .audit(
+                    self.ports.random.as_ref(),
+                    decisions.now,
+                    action,
+                    decisions.origin,
+                )
                 .on(TargetKind::Member, user_id),
         );
     }
@@ -1172,12 +1195,12 @@ impl DirectoryService {
     /// Writes a user's change; a `userName` taken is [`DirectoryError::UserNameTaken`].
     async fn write_user(
         &self,
-        plan: Plan<'_>,
+        decisions: Decisions<'_>,
         change: DirectoryChange,
         user_name: String,
     ) -> Result<(), DirectoryError> {
         let replacing = matches!(change, DirectoryChange::ReplaceUser(_));
-        match self.write(plan, vec![change]).await {
+        match self.write(decisions, vec![change]).await {
             Ok(true) => Ok(()),
             Ok(false) if replacing => Err(DirectoryError::NotFound("user")),
             Ok(false) => Err(DirectoryError::Conflict),
@@ -1189,28 +1212,28 @@ impl DirectoryService {
         }
     }
 
-    /// Writes the plan in one transaction, then mails its invitations.
+    /// Writes the decisions in one transaction, then mails its invitations.
     async fn write(
         &self,
-        plan: Plan<'_>,
+        decisions: Decisions<'_>,
         changes: Vec<DirectoryChange>,
     ) -> Result<bool, DirectoryError> {
-        let organization = plan.organization.clone();
+        let organization = decisions.organization.clone();
         let written = self
             .ports
             .directory
             .write_directory(DirectoryWrite {
                 organization_id: organization.id,
-                at: plan.now,
+                at: decisions.now,
                 changes,
-                effects: plan.effects,
-                events: plan.events,
-                audit: plan.audit,
+                effects: decisions.effects,
+                events: decisions.events,
+                audit: decisions.audit,
             })
             .await?;
         if written {
             let inviter = format!("The {} directory", organization.name.as_ref());
-            for (email, role, token) in plan.mails {
+            for (email, role, token) in decisions.mails {
                 self.members
                     .mail_invitation(&organization, &inviter, email, &role, &token)
                     .await;

@@ -112,7 +112,7 @@ pub enum Answered {
     clippy::large_enum_variant,
     reason = "one a request, built once and moved once: boxing buys nothing"
 )]
-pub enum Answer {
+pub enum FormPosted {
     /// The token names no pending invitation (any more: spent, withdrawn or expired between
     /// the page and the click): what the link opens now.
     NotPending(Opened),
@@ -196,10 +196,10 @@ impl InvitationLinkService {
         session: Option<&BrowserSession>,
         answer: InvitationAnswer<'_>,
         origin: &Origin,
-    ) -> Result<Answer, InvitationLinkError> {
+    ) -> Result<FormPosted, InvitationLinkError> {
         let pending = match self.open(token, session).await? {
             Opened::Pending(pending) => pending,
-            other => return Ok(Answer::NotPending(other)),
+            other => return Ok(FormPosted::NotPending(other)),
         };
         let again = |step, refused| Answered::Again { step, refused };
         match (pending.step, session) {
@@ -207,13 +207,13 @@ impl InvitationLinkService {
                 let joined = self.join(token, session, origin, None).await?;
                 return self.answered(token, pending, joined).await;
             }
-            (InvitationStep::Accept, None) => return Ok(Answer::NotPending(Opened::Unknown)),
+            (InvitationStep::Accept, None) => return Ok(FormPosted::NotPending(Opened::Unknown)),
             (InvitationStep::SignIn, _) => {}
             // No account yet: registered first, then signed in like any account.
             (InvitationStep::Register, _) => {
                 let Ok(name) = FullName::parse(answer.full_name) else {
                     let refused = again(InvitationStep::Register, AnswerRefused::NameMissing);
-                    return Ok(Answer::Answered(pending, refused));
+                    return Ok(FormPosted::Answered(pending, refused));
                 };
                 let email = pending.link.invitation.email.clone();
                 match self
@@ -225,11 +225,11 @@ impl InvitationLinkService {
                     Err(error @ RegisterError::WeakPassword(_)) => {
                         let refused =
                             again(InvitationStep::Register, AnswerRefused::WeakPassword(error));
-                        return Ok(Answer::Answered(pending, refused));
+                        return Ok(FormPosted::Answered(pending, refused));
                     }
                     Err(RegisterError::EmailTaken) => {
                         let refused = again(InvitationStep::SignIn, AnswerRefused::Registered);
-                        return Ok(Answer::Answered(pending, refused));
+                        return Ok(FormPosted::Answered(pending, refused));
                     }
                     Err(error) => return Err(InvitationLinkError::Register(error)),
                 }
@@ -243,11 +243,14 @@ impl InvitationLinkService {
         let tokens = match signed_in {
             Ok(SignIn::Tokens(tokens)) => tokens,
             Ok(SignIn::SecondFactor(needed)) => {
-                return Ok(Answer::Answered(pending, Answered::SecondFactor(needed)))
+                return Ok(FormPosted::Answered(
+                    pending,
+                    Answered::SecondFactor(needed),
+                ))
             }
             Err(error) => {
                 let refused = again(InvitationStep::SignIn, AnswerRefused::SignIn(error));
-                return Ok(Answer::Answered(pending, refused));
+                return Ok(FormPosted::Answered(pending, refused));
             }
         };
         let session = self
@@ -286,13 +289,13 @@ impl InvitationLinkService {
         token: &str,
         pending: PendingInvitation,
         joined: Option<Answered>,
-    ) -> Result<Answer, InvitationLinkError> {
+    ) -> Result<FormPosted, InvitationLinkError> {
         match joined {
-            Some(answered) => Ok(Answer::Answered(pending, answered)),
+            Some(answered) => Ok(FormPosted::Answered(pending, answered)),
             None => match self.open(token, None).await? {
                 // Still pending by the store's reading yet not acceptable: unknown to the page.
-                Opened::Pending(_) => Ok(Answer::NotPending(Opened::Unknown)),
-                other => Ok(Answer::NotPending(other)),
+                Opened::Pending(_) => Ok(FormPosted::NotPending(Opened::Unknown)),
+                other => Ok(FormPosted::NotPending(other)),
             },
         }
     }

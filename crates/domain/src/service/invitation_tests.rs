@@ -6,8 +6,8 @@ use uuid::Uuid;
 
 use super::{
     tests::{ada_credentials, email, now, origin, ready, Mocks, ACME, ADA},
-    Answer, AnswerRefused, Answered, AuthService, BrowserSession, InvitationAnswer, InvitationLink,
-    InvitationLinkService, InvitationStep, MemberService, Opened,
+    AnswerRefused, Answered, AuthService, BrowserSession, FormPosted, InvitationAnswer,
+    InvitationLink, InvitationLinkService, InvitationStep, MemberService, Opened,
 };
 use crate::{
     model::{
@@ -250,7 +250,7 @@ fn a_spent_link_opens_its_closed_page_and_an_unknown_one_nothing() {
 }
 
 /// Posts the page's form with a password and `full_name`, signed in as nobody.
-fn answer_anonymously(mocks: Mocks, full_name: &str) -> Answer {
+fn answer_anonymously(mocks: Mocks, full_name: &str) -> FormPosted {
     let answer = InvitationAnswer {
         password: "a long and unusual passphrase",
         full_name,
@@ -269,7 +269,7 @@ fn registering_without_a_name_asks_again_and_creates_no_account() {
     let answered = answer_anonymously(mocks, "  ");
 
     match answered {
-        Answer::Answered(
+        FormPosted::Answered(
             _,
             Answered::Again {
                 step: InvitationStep::Register,
@@ -289,7 +289,7 @@ fn answering_a_spent_link_changes_nothing_and_says_what_the_link_opens() {
     let answered = answer_anonymously(mocks, "Bob");
 
     match answered {
-        Answer::NotPending(Opened::Closed(link)) => {
+        FormPosted::NotPending(Opened::Closed(link)) => {
             assert_eq!(link.state, InvitationState::Revoked)
         }
         other => panic!("expected the closed page, got {other:?}"),

@@ -18,11 +18,26 @@ use crate::{
     ports::{service_ports, Mail, ScimTokenRevocation, StoreError},
 };
 
-/// Why the owner's membership is not ended: ownership moves only by a transfer.
-const OWNER_STAYS: &str =
-    "the owner cannot be removed: transfer ownership or delete the organization";
-/// Why the owner's role is not changed: ownership moves only by a transfer.
-const OWNER_ROLE_STAYS: &str = "the owner's role cannot be changed";
+/// The rules of the membership a request can break, whoever asks: each answers `422` with its
+/// own words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MemberRule {
+    /// A personal workspace has its owner and nobody else.
+    #[error("a personal workspace has only its owner: invite people into a team")]
+    PersonalWorkspace,
+    /// Nobody is invited as the owner.
+    #[error("owner cannot be invited: an organization has one owner")]
+    OwnerNotInvited,
+    /// Nobody is given the owner's role: ownership moves only by a transfer.
+    #[error("the owner role cannot be given: an organization has one owner")]
+    OwnerNotGiven,
+    /// The owner's role is not changed: ownership moves only by a transfer.
+    #[error("the owner's role cannot be changed")]
+    OwnerRoleStays,
+    /// The owner's membership is not ended: ownership moves only by a transfer.
+    #[error("the owner cannot be removed: transfer ownership or delete the organization")]
+    OwnerStays,
+}
 
 /// Why a member or invitation use case failed.
 #[derive(Debug, thiserror::Error)]
@@ -53,9 +68,9 @@ pub enum MemberError {
     /// No such invitation, or it is no longer pending.
     #[error("invitation not found")]
     InvitationNotFound,
-    /// A request the rules refuse; the message says which rule.
-    #[error("{0}")]
-    Unprocessable(&'static str),
+    /// A request a rule of the membership refuses, whichever the request's caller.
+    #[error(transparent)]
+    Refused(#[from] MemberRule),
     /// The invitee already belongs to the organization.
     #[error("{0} is already a member")]
     AlreadyMember(Email),
@@ -177,18 +192,14 @@ impl MemberService {
             .await?
             .ok_or(MemberError::OrganizationNotFound)?;
         if organization.kind == OrganizationType::Personal {
-            return Err(MemberError::Unprocessable(
-                "a personal workspace has only its owner: invite people into a team",
-            ));
+            return Err(MemberRule::PersonalWorkspace.into());
         }
         // No role named: the organization's `settings.default_role`.
         let role = match role {
             Some(role) => self.resolve(organization.id, role).await?,
             None => organization.settings.default_role.role().into(),
         };
-        let role = InvitableRole::new(role).ok_or(MemberError::Unprocessable(
-            "owner cannot be invited: an organization has one owner",
-        ))?;
+        let role = InvitableRole::new(role).ok_or(MemberRule::OwnerNotInvited)?;
         if actor.require(Permission::MembersCreate).is_err() {
             // A member (never a viewer: the table says who) invites while the organization
             // allows it, and only as member or viewer.
@@ -553,12 +564,10 @@ impl MemberService {
             .ok_or(MemberError::NotFound)?;
         let role = self.resolve(actor.organization_id(), role).await?;
         if role.is(Role::Owner) {
-            return Err(MemberError::Unprocessable(
-                "the owner role cannot be given: an organization has one owner",
-            ));
+            return Err(MemberRule::OwnerNotGiven.into());
         }
         if member.role.is(Role::Owner) {
-            return Err(MemberError::Unprocessable(OWNER_ROLE_STAYS));
+            return Err(MemberRule::OwnerRoleStays.into());
         }
         for held in [&role, &member.role] {
             if !actor.may_give(held) {
@@ -604,7 +613,7 @@ impl MemberService {
             Ok(true) => {}
             Ok(false) => return Err(MemberError::NotFound),
             // They became the owner meanwhile (a transfer): the owner's role stays.
-            Err(StoreError::Conflict) => return Err(MemberError::Unprocessable(OWNER_ROLE_STAYS)),
+            Err(StoreError::Conflict) => return Err(MemberRule::OwnerRoleStays.into()),
             // The custom role was deleted while it was being given.
             Err(StoreError::Gone) => return Err(MemberError::UnknownRole(name)),
             Err(e) => return Err(e.into()),
@@ -670,7 +679,7 @@ impl MemberService {
             .await?
             .ok_or(MemberError::NotFound)?;
         if member.role.is(Role::Owner) {
-            return Err(MemberError::Unprocessable(OWNER_STAYS));
+            return Err(MemberRule::OwnerStays.into());
         }
         let now = self.ports.clock.now();
         // The SCIM tokens they made end with their membership, in the same write.
@@ -708,7 +717,7 @@ impl MemberService {
             Ok(true) => {}
             Ok(false) => return Err(MemberError::NotFound),
             // They became the owner meanwhile (a transfer): the owner stays.
-            Err(StoreError::Conflict) => return Err(MemberError::Unprocessable(OWNER_STAYS)),
+            Err(StoreError::Conflict) => return Err(MemberRule::OwnerStays.into()),
             Err(e) => return Err(e.into()),
         }
         Ok(Removed {

@@ -108,11 +108,13 @@ pub use domains::{DomainError, DomainPorts, DomainService, MAX_DOMAINS};
 pub use heavy::Busy;
 pub use iam::{IamError, IamPorts, IamService, NewRole, ServiceAccountChange};
 pub use invitation_link::{
-    Answer, AnswerRefused, Answered, InvitationAnswer, InvitationLinkError, InvitationLinkService,
-    InvitationStep, Opened, PendingInvitation,
+    AnswerRefused, Answered, FormPosted, InvitationAnswer, InvitationLinkError,
+    InvitationLinkService, InvitationStep, Opened, PendingInvitation,
 };
 pub use links::{EmailLinkPorts, EmailLinkService, LinkError, LINKS_PER_CLIENT, LINKS_PER_EMAIL};
-pub use members::{InvitationLink, MemberError, MemberPorts, MemberService, Removed, RoleChanged};
+pub use members::{
+    InvitationLink, MemberError, MemberPorts, MemberRule, MemberService, Removed, RoleChanged,
+};
 pub use mfa::{
     Confirmed, MfaError, MfaOverview, MfaPorts, MfaService, SecondFactorProof, TotpEnrolment,
     VerifyError, WebauthnRegistrationStart, MAX_FACTORS, TOTP_ISSUER,

@@ -33,9 +33,12 @@ pub enum TransferError {
     /// No such active member of the organization (a pending invitation included).
     #[error("member not found")]
     NotFound,
-    /// A request the rules refuse; the message says which rule.
-    #[error("{0}")]
-    Unprocessable(&'static str),
+    /// A personal workspace lives with its owner: it is not handed over.
+    #[error("a personal workspace lives with its owner: it cannot be handed over")]
+    PersonalWorkspace,
+    /// The owner named themself as the new owner.
+    #[error("user_id is you: you already own the organization")]
+    ToSelf,
     /// The owner or the new owner changed while the transfer ran: nothing moved.
     #[error("the organization's members changed meanwhile: nothing was transferred, try again")]
     Changed,
@@ -107,9 +110,7 @@ impl OwnershipService {
             .await?
             .ok_or(TransferError::NotFound)?;
         if organization.kind == OrganizationType::Personal {
-            return Err(TransferError::Unprocessable(
-                "a personal workspace lives with its owner: it cannot be handed over",
-            ));
+            return Err(TransferError::PersonalWorkspace);
         }
         // The password before anything about the new owner: a wrong one learns nothing.
         let credentials = self
@@ -127,9 +128,7 @@ impl OwnershipService {
             return Err(TransferError::WrongPassword);
         }
         if to == from {
-            return Err(TransferError::Unprocessable(
-                "user_id is you: you already own the organization",
-            ));
+            return Err(TransferError::ToSelf);
         }
         let member = |user| self.ports.members.member(organization_id, user);
         let mut owner = member(to).await?.ok_or(TransferError::NotFound)?;

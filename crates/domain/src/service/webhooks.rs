@@ -525,14 +525,14 @@ fn signed_request(
 }
 
 /// What one attempt came to, as the delivery log keeps it.
-struct Answer {
+struct ReceiverAnswer {
     succeeded: bool,
     http_status: Option<u16>,
     response_body: Option<String>,
     duration_ms: u64,
 }
 
-impl Answer {
+impl ReceiverAnswer {
     /// Why the attempt failed, for the test's answer; `None` when it succeeded.
     fn error(&self) -> Option<String> {
         match (self.succeeded, self.http_status) {
@@ -554,7 +554,7 @@ async fn send_signed(
     sender: &dyn WebhookSender,
     sending: &Sending<'_>,
     started: OffsetDateTime,
-) -> Answer {
+) -> ReceiverAnswer {
     let response = match signed_request(&**cipher, sending, started) {
         Ok(request) => sender.send(request).await,
         Err(error) => WebhookResponse::Failed {
@@ -567,13 +567,13 @@ async fn send_signed(
             status,
             body,
             duration_ms,
-        } => Answer {
+        } => ReceiverAnswer {
             succeeded: (200..300).contains(&status),
             http_status: Some(status),
             response_body: Some(body),
             duration_ms,
         },
-        WebhookResponse::Failed { error, duration_ms } => Answer {
+        WebhookResponse::Failed { error, duration_ms } => ReceiverAnswer {
             succeeded: false,
             http_status: None,
             response_body: Some(error),
