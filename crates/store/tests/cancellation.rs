@@ -16,6 +16,7 @@ use std::{future::Future, sync::Arc, time::Duration};
 
 use gatehouse_domain::{model::Email, ports::StoreError};
 use gatehouse_store::{Backend, Store, StoreOptions};
+use gatehouse_test_macros::on_both_backends;
 use support::{account, EmptyDatabase};
 use tokio::runtime::Runtime;
 
@@ -32,6 +33,14 @@ struct Fixture {
 }
 
 impl Fixture {
+    fn postgres() -> Self {
+        Self::new(Backend::Postgres)
+    }
+
+    fn sqlite() -> Self {
+        Self::new(Backend::Sqlite)
+    }
+
     fn new(backend: Backend) -> Self {
         let main = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -143,125 +152,111 @@ fn delays(count: u32) -> impl Iterator<Item = Duration> {
     (0..count).map(|i| Duration::from_micros(u64::from(i % 40) * 25))
 }
 
-macro_rules! on_both_backends {
-    ($(fn $name:ident($fixture:ident: Fixture) $body:block)*) => {
-        $(
-            mod $name {
-                use super::*;
-
-                fn body($fixture: Fixture) $body
-
-                #[test]
-                fn sqlite() {
-                    body(Fixture::new(Backend::Sqlite))
-                }
-
-                #[test]
-                fn postgres() {
-                    body(Fixture::new(Backend::Postgres))
-                }
-            }
-        )*
-    };
+#[on_both_backends]
+fn reads_abandoned_mid_flight_on_a_worker_runtime(fixture: Fixture) {
+    let email = "reader@example.com";
+    fixture
+        .main
+        .block_on(
+            fixture
+                .store
+                .create_account(account(email, "Reader"), support::signed_in()),
+        )
+        .unwrap();
+    let parsed = Email::parse(email).unwrap();
+    fixture.on_worker(async {
+        for delay in delays(400) {
+            abandon(fixture.store.credentials_by_email(&parsed), delay).await;
+        }
+        // Many at once, abandoned together (a `try_join!` whose sibling failed).
+        for _ in 0..20 {
+            let calls = (0..8).map(|_| fixture.store.credentials_by_email(&parsed));
+            abandon(futures::future::join_all(calls), Duration::from_micros(300)).await;
+        }
+    });
+    fixture.still_serves(4);
 }
 
-on_both_backends! {
-    fn reads_abandoned_mid_flight_on_a_worker_runtime(fixture: Fixture) {
-        let email = "reader@example.com";
-        fixture
-            .main
-            .block_on(fixture.store.create_account(account(email, "Reader"), support::signed_in()))
-            .unwrap();
-        let parsed = Email::parse(email).unwrap();
-        fixture.on_worker(async {
-            for delay in delays(400) {
-                abandon(fixture.store.credentials_by_email(&parsed), delay).await;
-            }
-            // Many at once, abandoned together (a `try_join!` whose sibling failed).
-            for _ in 0..20 {
-                let calls = (0..8).map(|_| fixture.store.credentials_by_email(&parsed));
-                abandon(futures::future::join_all(calls), Duration::from_micros(300)).await;
-            }
-        });
-        fixture.still_serves(4);
-    }
+#[on_both_backends]
+fn writes_abandoned_mid_flight_are_whole_or_absent(fixture: Fixture) {
+    let emails: Vec<String> = (0..120)
+        .map(|i| format!("writer-{i}@example.com"))
+        .collect();
+    fixture.on_worker(async {
+        for (email, delay) in emails.iter().zip(delays(120)) {
+            abandon(
+                fixture
+                    .store
+                    .create_account(account(email, "Writer"), support::signed_in()),
+                delay,
+            )
+            .await;
+        }
+    });
+    // Whatever was started finishes or never happened; give the finished ones their time.
+    fixture.still_serves(2);
+    fixture.whole_or_absent(&emails);
+}
 
-    fn writes_abandoned_mid_flight_are_whole_or_absent(fixture: Fixture) {
-        let emails: Vec<String> = (0..120)
-            .map(|i| format!("writer-{i}@example.com"))
-            .collect();
-        fixture.on_worker(async {
-            for (email, delay) in emails.iter().zip(delays(120)) {
-                abandon(fixture.store.create_account(account(email, "Writer"), support::signed_in()), delay).await;
-            }
+#[on_both_backends]
+fn the_writer_queue_survives_abandoned_waiters(fixture: Fixture) {
+    // Forty writers queue for the one writer connection (SQLite) or the small pool; all
+    // of them are abandoned while queued or running.
+    let emails: Vec<String> = (0..40).map(|i| format!("queued-{i}@example.com")).collect();
+    fixture.on_worker(async {
+        let writes = emails.iter().map(|email| {
+            fixture
+                .store
+                .create_account(account(email, "Queued"), support::signed_in())
         });
-        // Whatever was started finishes or never happened; give the finished ones their time.
-        fixture.still_serves(2);
-        fixture.whole_or_absent(&emails);
-    }
+        abandon(futures::future::join_all(writes), Duration::from_millis(5)).await;
+    });
+    fixture.still_serves(4);
+    fixture.whole_or_absent(&emails);
+}
 
-    fn the_writer_queue_survives_abandoned_waiters(fixture: Fixture) {
-        // Forty writers queue for the one writer connection (SQLite) or the small pool; all
-        // of them are abandoned while queued or running.
-        let emails: Vec<String> = (0..40)
-            .map(|i| format!("queued-{i}@example.com"))
-            .collect();
-        fixture.on_worker(async {
-            let writes = emails
-                .iter()
-                .map(|email| fixture.store.create_account(account(email, "Queued"), support::signed_in()));
-            abandon(futures::future::join_all(writes), Duration::from_millis(5)).await;
-        });
-        fixture.still_serves(4);
-        fixture.whole_or_absent(&emails);
-    }
+#[on_both_backends]
+fn a_worker_runtime_that_dies_mid_flight_leaves_the_store_working(fixture: Fixture) {
+    // The calls run as tasks of a worker runtime that is shut down under them: its tasks
+    // are dropped wherever they are, and the connections they opened must stay usable.
+    let emails: Vec<String> = (0..30).map(|i| format!("dying-{i}@example.com")).collect();
+    let worker = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    worker.block_on(async {
+        for email in &emails {
+            let store = fixture.store.clone();
+            let new = account(email, "Dying");
+            tokio::spawn(async move { store.create_account(new, support::signed_in()).await });
+            let store = fixture.store.clone();
+            let parsed = Email::parse(email).unwrap();
+            tokio::spawn(async move { store.credentials_by_email(&parsed).await });
+        }
+        tokio::task::yield_now().await;
+    });
+    worker.shutdown_timeout(Duration::from_millis(1));
+    fixture.still_serves(4);
+    fixture.whole_or_absent(&emails);
+}
 
-    fn a_worker_runtime_that_dies_mid_flight_leaves_the_store_working(fixture: Fixture) {
-        // The calls run as tasks of a worker runtime that is shut down under them: its tasks
-        // are dropped wherever they are, and the connections they opened must stay usable.
-        let emails: Vec<String> = (0..30)
-            .map(|i| format!("dying-{i}@example.com"))
-            .collect();
-        let worker = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        worker.block_on(async {
-            for email in &emails {
-                let store = fixture.store.clone();
-                let new = account(email, "Dying");
-                tokio::spawn(async move { store.create_account(new, support::signed_in()).await });
-                let store = fixture.store.clone();
-                let parsed = Email::parse(email).unwrap();
-                tokio::spawn(async move { store.credentials_by_email(&parsed).await });
-            }
-            tokio::task::yield_now().await;
-        });
-        worker.shutdown_timeout(Duration::from_millis(1));
-        fixture.still_serves(4);
-        fixture.whole_or_absent(&emails);
-    }
-
-    fn an_abandoned_call_never_leaks_a_pooled_connection(fixture: Fixture) {
-        // Far more abandoned calls than connections, then as many sequential calls as there
-        // were abandoned ones: each would wait forever on a lost connection.
-        fixture.on_worker(async {
-            for delay in delays(200) {
-                let _: Result<Result<_, StoreError>, _> = tokio::time::timeout(
-                    delay,
-                    fixture.store.ping(),
-                )
-                .await;
-            }
-        });
-        let store = fixture.store.clone();
-        fixture.main.block_on(async move {
-            for _ in 0..200 {
-                let answered = tokio::time::timeout(ANSWERS_WITHIN, store.ping()).await;
-                assert!(matches!(answered, Ok(Ok(()))), "{}", describe(&answered));
-            }
-        });
-    }
+#[on_both_backends]
+fn an_abandoned_call_never_leaks_a_pooled_connection(fixture: Fixture) {
+    // Far more abandoned calls than connections, then as many sequential calls as there
+    // were abandoned ones: each would wait forever on a lost connection.
+    fixture.on_worker(async {
+        for delay in delays(200) {
+            let _: Result<Result<_, StoreError>, _> =
+                tokio::time::timeout(delay, fixture.store.ping()).await;
+        }
+    });
+    let store = fixture.store.clone();
+    fixture.main.block_on(async move {
+        for _ in 0..200 {
+            let answered = tokio::time::timeout(ANSWERS_WITHIN, store.ping()).await;
+            assert!(matches!(answered, Ok(Ok(()))), "{}", describe(&answered));
+        }
+    });
 }
 
 /// On SQLite an operation runs in its caller's task and, once it holds a connection, never

@@ -39,48 +39,112 @@ async fn verify(db: &Db, domain: &OrganizationDomain) -> Result<bool, StoreError
         .await
 }
 
-on_both_backends! {
-    async fn a_claim_is_pending_until_verified_once(db: Db) {
-        let owner = db.registered("owner@acme.test").await;
-        let acme = db.team(owner, "acme", Plan::Free).await;
-        let claimed = claim(acme, "acme.example");
-        assert!(db.store.add_domain(claimed.clone(), support::signed_in()).await.unwrap());
-        assert_eq!(db.store.domains(acme).await.unwrap(), std::slice::from_ref(&claimed));
-        assert_eq!(db.store.domain(acme, claimed.id).await.unwrap(), Some(claimed.clone()));
-        assert_eq!(db.store.verifying_organization(&claimed.domain).await.unwrap(), None);
-        // Claimed twice by the same organization: a conflict.
-        assert!(matches!(
-            db.store.add_domain(claim(acme, "acme.example"), support::signed_in()).await,
-            Err(StoreError::Conflict)
-        ));
+#[on_both_backends(worker_threads = 4)]
+async fn a_claim_is_pending_until_verified_once(db: Db) {
+    let owner = db.registered("owner@acme.test").await;
+    let acme = db.team(owner, "acme", Plan::Free).await;
+    let claimed = claim(acme, "acme.example");
+    assert!(db
+        .store
+        .add_domain(claimed.clone(), support::signed_in())
+        .await
+        .unwrap());
+    assert_eq!(
+        db.store.domains(acme).await.unwrap(),
+        std::slice::from_ref(&claimed)
+    );
+    assert_eq!(
+        db.store.domain(acme, claimed.id).await.unwrap(),
+        Some(claimed.clone())
+    );
+    assert_eq!(
+        db.store
+            .verifying_organization(&claimed.domain)
+            .await
+            .unwrap(),
+        None
+    );
+    // Claimed twice by the same organization: a conflict.
+    assert!(matches!(
+        db.store
+            .add_domain(claim(acme, "acme.example"), support::signed_in())
+            .await,
+        Err(StoreError::Conflict)
+    ));
 
-        assert!(verify(&db, &claimed).await.unwrap());
-        assert!(!verify(&db, &claimed).await.unwrap(), "verified once");
-        let stored = db.store.domain(acme, claimed.id).await.unwrap().unwrap();
-        assert!(stored.verified_at.is_some());
-        assert_eq!(db.store.verifying_organization(&claimed.domain).await.unwrap(), Some(acme));
-        assert_eq!(
-            db.count("SELECT count(*) AS n FROM events WHERE event_type = 'organization.domain_verified'").await,
-            1
-        );
-    }
+    assert!(verify(&db, &claimed).await.unwrap());
+    assert!(!verify(&db, &claimed).await.unwrap(), "verified once");
+    let stored = db.store.domain(acme, claimed.id).await.unwrap().unwrap();
+    assert!(stored.verified_at.is_some());
+    assert_eq!(
+        db.store
+            .verifying_organization(&claimed.domain)
+            .await
+            .unwrap(),
+        Some(acme)
+    );
+    assert_eq!(
+        db.count(
+            "SELECT count(*) AS n FROM events WHERE event_type = 'organization.domain_verified'"
+        )
+        .await,
+        1
+    );
+}
 
-    async fn a_domain_is_verified_by_one_organization_at_most(db: Db) {
-        let owner = db.registered("owner@acme.test").await;
-        let acme = db.team(owner, "acme", Plan::Free).await;
-        let globex = db.team(owner, "globex", Plan::Free).await;
-        let ours = claim(acme, "shared.example");
-        let theirs = claim(globex, "shared.example");
-        assert!(db.store.add_domain(ours.clone(), support::signed_in()).await.unwrap());
-        assert!(db.store.add_domain(theirs.clone(), support::signed_in()).await.unwrap(), "pending claims may share a domain");
-        assert!(verify(&db, &ours).await.unwrap());
-        assert!(matches!(verify(&db, &theirs).await, Err(StoreError::Conflict)));
-        // Removed, the domain is free for the other to verify.
-        assert!(db.store.remove_domain(acme, ours.id, event(EventType::OrganizationDomainRemoved, Some(acme), None), support::signed_in()).await.unwrap());
-        assert!(!db.store.remove_domain(acme, ours.id, event(EventType::OrganizationDomainRemoved, Some(acme), None), support::signed_in()).await.unwrap());
-        assert!(verify(&db, &theirs).await.unwrap());
-        assert_eq!(db.store.verifying_organization(&theirs.domain).await.unwrap(), Some(globex));
-        // Another organization's domain is not found through this one.
-        assert_eq!(db.store.domain(acme, theirs.id).await.unwrap(), None);
-    }
+#[on_both_backends(worker_threads = 4)]
+async fn a_domain_is_verified_by_one_organization_at_most(db: Db) {
+    let owner = db.registered("owner@acme.test").await;
+    let acme = db.team(owner, "acme", Plan::Free).await;
+    let globex = db.team(owner, "globex", Plan::Free).await;
+    let ours = claim(acme, "shared.example");
+    let theirs = claim(globex, "shared.example");
+    assert!(db
+        .store
+        .add_domain(ours.clone(), support::signed_in())
+        .await
+        .unwrap());
+    assert!(
+        db.store
+            .add_domain(theirs.clone(), support::signed_in())
+            .await
+            .unwrap(),
+        "pending claims may share a domain"
+    );
+    assert!(verify(&db, &ours).await.unwrap());
+    assert!(matches!(
+        verify(&db, &theirs).await,
+        Err(StoreError::Conflict)
+    ));
+    // Removed, the domain is free for the other to verify.
+    assert!(db
+        .store
+        .remove_domain(
+            acme,
+            ours.id,
+            event(EventType::OrganizationDomainRemoved, Some(acme), None),
+            support::signed_in()
+        )
+        .await
+        .unwrap());
+    assert!(!db
+        .store
+        .remove_domain(
+            acme,
+            ours.id,
+            event(EventType::OrganizationDomainRemoved, Some(acme), None),
+            support::signed_in()
+        )
+        .await
+        .unwrap());
+    assert!(verify(&db, &theirs).await.unwrap());
+    assert_eq!(
+        db.store
+            .verifying_organization(&theirs.domain)
+            .await
+            .unwrap(),
+        Some(globex)
+    );
+    // Another organization's domain is not found through this one.
+    assert_eq!(db.store.domain(acme, theirs.id).await.unwrap(), None);
 }

@@ -57,28 +57,45 @@ async fn keys_of(app: &TestApp, token: &str) -> Vec<Value> {
         .clone()
 }
 
-on_both_backends! {
-    async fn a_member_the_mfa_policy_turns_away_cannot_mint_an_api_key_instead(app: TestApp) {
-        let (ada, bob, org) = team_with_bob(&app, "business").await;
-        requires_mfa_now(&app, &ada, &org).await;
-        let refused = detail_of(app.get_as(&bob.access_token, &format!("/api/v1/organizations/{org}")).await, 403).await;
-        assert_eq!(refused, MFA_REFUSAL);
+#[on_both_backends]
+async fn a_member_the_mfa_policy_turns_away_cannot_mint_an_api_key_instead(app: TestApp) {
+    let (ada, bob, org) = team_with_bob(&app, "business").await;
+    requires_mfa_now(&app, &ada, &org).await;
+    let refused = detail_of(
+        app.get_as(&bob.access_token, &format!("/api/v1/organizations/{org}"))
+            .await,
+        403,
+    )
+    .await;
+    assert_eq!(refused, MFA_REFUSAL);
 
-        // Before, this answered 201, and the key then read the audit log and turned MFA off.
-        let refused = detail_of(app.create_api_key(&bob.access_token, "way around", &org).await, 403).await;
-        assert_eq!(refused, MFA_REFUSAL);
-        assert!(keys_of(&app, &bob.access_token).await.is_empty(), "no key was made");
+    // Before, this answered 201, and the key then read the audit log and turned MFA off.
+    let refused = detail_of(
+        app.create_api_key(&bob.access_token, "way around", &org)
+            .await,
+        403,
+    )
+    .await;
+    assert_eq!(refused, MFA_REFUSAL);
+    assert!(
+        keys_of(&app, &bob.access_token).await.is_empty(),
+        "no key was made"
+    );
 
-        // With the second factor the policy asks for, the same member is admitted, key and all.
-        let (secret, _) = with_totp(&app, &bob).await;
-        let step = json_of(app.login("bob@example.com", PASSWORD).await, 200).await;
-        let tokens = json_of(
-            app.post_json("/api/v1/auth/mfa/verify", &json!({ "mfa_token": step["mfa_token"], "code": code(&secret, 0) })).await,
-            200,
-        ).await;
-        let with_otp = tokens["access_token"].as_str().unwrap();
-        json_of(app.create_api_key(with_otp, "ci", &org).await, 201).await;
-    }
+    // With the second factor the policy asks for, the same member is admitted, key and all.
+    let (secret, _) = with_totp(&app, &bob).await;
+    let step = json_of(app.login("bob@example.com", PASSWORD).await, 200).await;
+    let tokens = json_of(
+        app.post_json(
+            "/api/v1/auth/mfa/verify",
+            &json!({ "mfa_token": step["mfa_token"], "code": code(&secret, 0) }),
+        )
+        .await,
+        200,
+    )
+    .await;
+    let with_otp = tokens["access_token"].as_str().unwrap();
+    json_of(app.create_api_key(with_otp, "ci", &org).await, 201).await;
 }
 
 /// Ada's business team behind a trusted proxy, with an IP allowlist of 203.0.113.0/24 saved
@@ -207,55 +224,87 @@ pub(crate) async fn sign_in_on_the_page(app: &TestApp, browser: &mut Browser, em
     assert_eq!(response.status(), 303, "signed in on the page");
 }
 
-on_both_backends! {
-    async fn authorize_asks_for_the_second_factor_the_organization_requires(app: TestApp) {
-        let (ada, bob, org) = team_with_bob(&app, "enterprise").await;
-        let (client_id, client_secret) = billing_application(&app, &ada, &org).await;
-        requires_mfa_now(&app, &ada, &org).await;
-        let authorize = authorize_url(&app, &client_id, "openid");
+#[on_both_backends]
+async fn authorize_asks_for_the_second_factor_the_organization_requires(app: TestApp) {
+    let (ada, bob, org) = team_with_bob(&app, "enterprise").await;
+    let (client_id, client_secret) = billing_application(&app, &ada, &org).await;
+    requires_mfa_now(&app, &ada, &org).await;
+    let authorize = authorize_url(&app, &client_id, "openid");
 
-        // Bob has no second factor: before, he got a code and tokens with amr ["pwd"]. Now a
-        // page says why not, and nothing goes to the client.
-        let mut browser = Browser::new();
-        sign_in_on_the_page(&app, &mut browser, "bob@example.com").await;
-        let response = browser.get(&authorize).await;
-        assert_eq!(response.status(), 403);
-        let page = response.text().await.unwrap();
-        assert!(page.contains("requires multi-factor authentication"), "{page}");
-        assert!(!page.contains(CALLBACK), "nothing for the client");
-        // prompt=none: the client hears that the user must do something first.
-        let response = browser.get(&format!("{authorize}&prompt=none")).await;
-        assert_eq!(response.status(), 302);
-        let redirect = location(&response);
-        assert!(redirect.starts_with(CALLBACK), "{redirect}");
-        assert_eq!(query_param(&redirect, "error").as_deref(), Some("interaction_required"));
-        assert_eq!(query_param(&redirect, "code"), None);
+    // Bob has no second factor: before, he got a code and tokens with amr ["pwd"]. Now a
+    // page says why not, and nothing goes to the client.
+    let mut browser = Browser::new();
+    sign_in_on_the_page(&app, &mut browser, "bob@example.com").await;
+    let response = browser.get(&authorize).await;
+    assert_eq!(response.status(), 403);
+    let page = response.text().await.unwrap();
+    assert!(
+        page.contains("requires multi-factor authentication"),
+        "{page}"
+    );
+    assert!(!page.contains(CALLBACK), "nothing for the client");
+    // prompt=none: the client hears that the user must do something first.
+    let response = browser.get(&format!("{authorize}&prompt=none")).await;
+    assert_eq!(response.status(), 302);
+    let redirect = location(&response);
+    assert!(redirect.starts_with(CALLBACK), "{redirect}");
+    assert_eq!(
+        query_param(&redirect, "error").as_deref(),
+        Some("interaction_required")
+    );
+    assert_eq!(query_param(&redirect, "code"), None);
 
-        // Once he has one, the page's password-only sign-in will not do: sign in again, with it.
-        let (secret, _) = with_totp(&app, &bob).await;
-        let response = browser.get(&authorize).await;
-        assert_eq!(response.status(), 302);
-        let login = location(&response);
-        assert!(login.starts_with("/login?return_to="), "{login}");
-        let page = browser.get(&app.url(&login)).await.text().await.unwrap();
-        let return_to = hidden(&page, "return_to");
-        let response = browser.post_form(&app.url("/login"), &[("email", "bob@example.com"), ("password", PASSWORD), ("csrf_token", &hidden(&page, "csrf_token")), ("return_to", &return_to)]).await;
-        assert_eq!(response.status(), 200);
-        let page = response.text().await.unwrap();
-        assert!(page.contains("<h1>Two-step verification</h1>"), "{page}");
-        let response = browser.post_form(&app.url("/login/mfa"), &[("mfa_token", &hidden(&page, "mfa_token")), ("code", &code(&secret, 0)), ("csrf_token", &hidden(&page, "csrf_token")), ("return_to", &return_to)]).await;
-        assert_eq!(response.status(), 303);
-        let response = browser.get(&app.url(&location(&response))).await;
-        assert_eq!(response.status(), 302);
-        let redirect = location(&response);
-        let code = query_param(&redirect, "code").expect("a code, now");
-        let tokens = exchanged(&app, &code, (&client_id, &client_secret)).await;
-        let introspected = json_of(
-            crate::oauth::form_at(&app, "/oauth/introspect", &[("token", tokens["access_token"].as_str().unwrap())], Some((&client_id, &client_secret))).await,
-            200,
-        ).await;
-        assert_eq!(introspected["active"], true);
-    }
+    // Once he has one, the page's password-only sign-in will not do: sign in again, with it.
+    let (secret, _) = with_totp(&app, &bob).await;
+    let response = browser.get(&authorize).await;
+    assert_eq!(response.status(), 302);
+    let login = location(&response);
+    assert!(login.starts_with("/login?return_to="), "{login}");
+    let page = browser.get(&app.url(&login)).await.text().await.unwrap();
+    let return_to = hidden(&page, "return_to");
+    let response = browser
+        .post_form(
+            &app.url("/login"),
+            &[
+                ("email", "bob@example.com"),
+                ("password", PASSWORD),
+                ("csrf_token", &hidden(&page, "csrf_token")),
+                ("return_to", &return_to),
+            ],
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    let page = response.text().await.unwrap();
+    assert!(page.contains("<h1>Two-step verification</h1>"), "{page}");
+    let response = browser
+        .post_form(
+            &app.url("/login/mfa"),
+            &[
+                ("mfa_token", &hidden(&page, "mfa_token")),
+                ("code", &code(&secret, 0)),
+                ("csrf_token", &hidden(&page, "csrf_token")),
+                ("return_to", &return_to),
+            ],
+        )
+        .await;
+    assert_eq!(response.status(), 303);
+    let response = browser.get(&app.url(&location(&response))).await;
+    assert_eq!(response.status(), 302);
+    let redirect = location(&response);
+    let code = query_param(&redirect, "code").expect("a code, now");
+    let tokens = exchanged(&app, &code, (&client_id, &client_secret)).await;
+    let introspected = json_of(
+        crate::oauth::form_at(
+            &app,
+            "/oauth/introspect",
+            &[("token", tokens["access_token"].as_str().unwrap())],
+            Some((&client_id, &client_secret)),
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(introspected["active"], true);
 }
 
 async fn authorize_from_outside_the_allowlist_gets_no_code(app: TestApp) {
@@ -309,62 +358,115 @@ pub(crate) async fn tokens_for(
     exchanged(app, &code, (client_id, client_secret)).await
 }
 
-on_both_backends! {
-    async fn an_openid_token_reads_userinfo_and_nothing_else_of_the_api(app: TestApp) {
-        let (ada, _, org) = team_with_bob(&app, "enterprise").await;
-        let (client_id, client_secret) = billing_application(&app, &ada, &org).await;
-        let viewer = app.member_of(&ada.access_token, &org, "vera@example.com", "viewer").await;
-        // Vera's own team, where she is the owner.
-        let own = app.create_team(&viewer.access_token, "Vera's").await;
-        let own = own["id"].as_str().unwrap();
+#[on_both_backends]
+async fn an_openid_token_reads_userinfo_and_nothing_else_of_the_api(app: TestApp) {
+    let (ada, _, org) = team_with_bob(&app, "enterprise").await;
+    let (client_id, client_secret) = billing_application(&app, &ada, &org).await;
+    let viewer = app
+        .member_of(&ada.access_token, &org, "vera@example.com", "viewer")
+        .await;
+    // Vera's own team, where she is the owner.
+    let own = app.create_team(&viewer.access_token, "Vera's").await;
+    let own = own["id"].as_str().unwrap();
 
-        let mut browser = Browser::new();
-        sign_in_on_the_page(&app, &mut browser, "vera@example.com").await;
-        let tokens = tokens_for(&app, &mut browser, (&client_id, &client_secret), "openid email").await;
-        let access = tokens["access_token"].as_str().unwrap();
+    let mut browser = Browser::new();
+    sign_in_on_the_page(&app, &mut browser, "vera@example.com").await;
+    let tokens = tokens_for(
+        &app,
+        &mut browser,
+        (&client_id, &client_secret),
+        "openid email",
+    )
+    .await;
+    let access = tokens["access_token"].as_str().unwrap();
 
-        let userinfo = json_of(app.get_as(access, "/oauth/userinfo").await, 200).await;
-        assert_eq!(userinfo["email"], "vera@example.com");
-        // Before, each of these worked with the user's whole power.
-        let refusals = [
-            (Method::PATCH, format!("/api/v1/organizations/{own}"), Some(json!({ "name": "Renamed" }))),
-            (Method::GET, format!("/api/v1/organizations/{own}"), None),
-            (Method::GET, format!("/api/v1/organizations/{org}"), None),
-            (Method::POST, "/api/v1/api-keys".to_owned(), Some(json!({ "name": "k", "organization_id": own }))),
-            (Method::POST, "/api/v1/auth/mfa/totp".to_owned(), None),
-            (Method::PATCH, "/api/v1/users/me".to_owned(), Some(json!({ "full_name": "Mallory" }))),
-            (Method::GET, "/api/v1/users/me".to_owned(), None),
-            (Method::GET, "/api/v1/organizations".to_owned(), None),
-        ];
-        for (method, path, body) in refusals {
-            let response = app.send_as(method.clone(), access, &path, body).await;
-            assert_eq!(response.status(), 403, "{method} {path}");
-        }
-        let team = json_of(app.get_as(&viewer.access_token, &format!("/api/v1/organizations/{own}")).await, 200).await;
-        assert_eq!(team["name"], "Vera's", "nothing was renamed");
-        let me = json_of(app.me(&viewer.access_token).await, 200).await;
-        assert_eq!(me["full_name"], "Test User");
-        assert!(keys_of(&app, &viewer.access_token).await.is_empty());
+    let userinfo = json_of(app.get_as(access, "/oauth/userinfo").await, 200).await;
+    assert_eq!(userinfo["email"], "vera@example.com");
+    // Before, each of these worked with the user's whole power.
+    let refusals = [
+        (
+            Method::PATCH,
+            format!("/api/v1/organizations/{own}"),
+            Some(json!({ "name": "Renamed" })),
+        ),
+        (Method::GET, format!("/api/v1/organizations/{own}"), None),
+        (Method::GET, format!("/api/v1/organizations/{org}"), None),
+        (
+            Method::POST,
+            "/api/v1/api-keys".to_owned(),
+            Some(json!({ "name": "k", "organization_id": own })),
+        ),
+        (Method::POST, "/api/v1/auth/mfa/totp".to_owned(), None),
+        (
+            Method::PATCH,
+            "/api/v1/users/me".to_owned(),
+            Some(json!({ "full_name": "Mallory" })),
+        ),
+        (Method::GET, "/api/v1/users/me".to_owned(), None),
+        (Method::GET, "/api/v1/organizations".to_owned(), None),
+    ];
+    for (method, path, body) in refusals {
+        let response = app.send_as(method.clone(), access, &path, body).await;
+        assert_eq!(response.status(), 403, "{method} {path}");
     }
+    let team = json_of(
+        app.get_as(
+            &viewer.access_token,
+            &format!("/api/v1/organizations/{own}"),
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(team["name"], "Vera's", "nothing was renamed");
+    let me = json_of(app.me(&viewer.access_token).await, 200).await;
+    assert_eq!(me["full_name"], "Test User");
+    assert!(keys_of(&app, &viewer.access_token).await.is_empty());
+}
 
-    async fn an_api_scope_acts_only_in_the_applications_organization(app: TestApp) {
-        let (ada, _, org) = team_with_bob(&app, "enterprise").await;
-        let (client_id, client_secret) = billing_application(&app, &ada, &org).await;
-        let other = app.create_team(&ada.access_token, "Globex").await;
-        let other = other["id"].as_str().unwrap();
+#[on_both_backends]
+async fn an_api_scope_acts_only_in_the_applications_organization(app: TestApp) {
+    let (ada, _, org) = team_with_bob(&app, "enterprise").await;
+    let (client_id, client_secret) = billing_application(&app, &ada, &org).await;
+    let other = app.create_team(&ada.access_token, "Globex").await;
+    let other = other["id"].as_str().unwrap();
 
-        let mut browser = Browser::new();
-        sign_in_on_the_page(&app, &mut browser, "ada@example.com").await;
-        let tokens = tokens_for(&app, &mut browser, (&client_id, &client_secret), "org:read").await;
-        let access = tokens["access_token"].as_str().unwrap();
+    let mut browser = Browser::new();
+    sign_in_on_the_page(&app, &mut browser, "ada@example.com").await;
+    let tokens = tokens_for(&app, &mut browser, (&client_id, &client_secret), "org:read").await;
+    let access = tokens["access_token"].as_str().unwrap();
 
-        let team = json_of(app.get_as(access, &format!("/api/v1/organizations/{org}")).await, 200).await;
-        assert_eq!(team["name"], "Acme");
-        // Narrowed to reading, in the application's organization only.
-        let response = app.send_as(Method::PATCH, access, &format!("/api/v1/organizations/{org}"), Some(json!({ "name": "Renamed" }))).await;
-        assert_eq!(response.status(), 403);
-        assert_eq!(app.get_as(access, &format!("/api/v1/organizations/{other}")).await.status(), 404);
-        assert_eq!(app.get_as(access, &format!("/api/v1/organizations/{}", ada.organization_id)).await.status(), 404);
-        assert_eq!(app.me(access).await.status(), 403);
-    }
+    let team = json_of(
+        app.get_as(access, &format!("/api/v1/organizations/{org}"))
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(team["name"], "Acme");
+    // Narrowed to reading, in the application's organization only.
+    let response = app
+        .send_as(
+            Method::PATCH,
+            access,
+            &format!("/api/v1/organizations/{org}"),
+            Some(json!({ "name": "Renamed" })),
+        )
+        .await;
+    assert_eq!(response.status(), 403);
+    assert_eq!(
+        app.get_as(access, &format!("/api/v1/organizations/{other}"))
+            .await
+            .status(),
+        404
+    );
+    assert_eq!(
+        app.get_as(
+            access,
+            &format!("/api/v1/organizations/{}", ada.organization_id)
+        )
+        .await
+        .status(),
+        404
+    );
+    assert_eq!(app.me(access).await.status(), 403);
 }

@@ -211,134 +211,150 @@ async fn an_unknown_email_gets_exactly_the_answers_a_known_one_gets(backend: Bac
     assert_eq!(statuses, [401, 401, 401, 401, 401, 429, 429]);
 }
 
-on_both_backends! {
-    async fn thirty_wrong_passwords_at_once_are_five_checks_then_the_lockout(app: TestApp) {
-        app.logged_in("burst@example.com").await;
-        thirty_wrong_passwords_at_once(&[&app], "127.0.0.1", "burst@example.com").await;
-    }
+#[on_both_backends]
+async fn thirty_wrong_passwords_at_once_are_five_checks_then_the_lockout(app: TestApp) {
+    app.logged_in("burst@example.com").await;
+    thirty_wrong_passwords_at_once(&[&app], "127.0.0.1", "burst@example.com").await;
+}
 
-    async fn the_right_password_in_a_burst_of_wrong_ones_is_checked_only_among_five(app: TestApp) {
-        app.logged_in("burst@example.com").await;
-        the_right_password_in_a_burst(&[&app], "127.0.0.1", "burst@example.com").await;
-    }
+#[on_both_backends]
+async fn the_right_password_in_a_burst_of_wrong_ones_is_checked_only_among_five(app: TestApp) {
+    app.logged_in("burst@example.com").await;
+    the_right_password_in_a_burst(&[&app], "127.0.0.1", "burst@example.com").await;
+}
 
-    async fn the_api_and_the_hosted_login_page_count_together(app: TestApp) {
-        app.logged_in("owen@example.com").await;
-        for _ in 0..3 {
-            let refused = app.login("owen@example.com", "wrong password").await;
-            assert_eq!(refused.status(), 401);
-        }
-        let mut browser = Browser::new();
-        for _ in 0..2 {
-            let page = browser.get(&app.url("/login")).await.text().await.unwrap();
-            let refused = browser
-                .post_form(
-                    &app.url("/login"),
-                    &[
-                        ("email", "owen@example.com"),
-                        ("password", "wrong password"),
-                        ("csrf_token", &hidden(&page, "csrf_token")),
-                    ],
-                )
-                .await;
-            assert_eq!(refused.status(), 401);
-        }
-        // Locked on the API ...
-        let locked = app.login("owen@example.com", PASSWORD).await;
-        assert!(retry_after(&locked) > 0);
-        // ... and on the page, which says so in words and in Retry-After.
+#[on_both_backends]
+async fn the_api_and_the_hosted_login_page_count_together(app: TestApp) {
+    app.logged_in("owen@example.com").await;
+    for _ in 0..3 {
+        let refused = app.login("owen@example.com", "wrong password").await;
+        assert_eq!(refused.status(), 401);
+    }
+    let mut browser = Browser::new();
+    for _ in 0..2 {
         let page = browser.get(&app.url("/login")).await.text().await.unwrap();
-        let locked = browser
+        let refused = browser
             .post_form(
                 &app.url("/login"),
                 &[
                     ("email", "owen@example.com"),
-                    ("password", PASSWORD),
+                    ("password", "wrong password"),
                     ("csrf_token", &hidden(&page, "csrf_token")),
                 ],
             )
             .await;
-        assert!(retry_after(&locked) > 0);
-        assert!(locked.headers().get(header::SET_COOKIE).is_none_or(|c| !c
-            .to_str()
-            .unwrap()
-            .starts_with("gatehouse_session=")));
-        let page = locked.text().await.unwrap();
-        assert!(page.contains("Too many failed sign-ins for this account"), "{page}");
-        assert!(page.contains("role=\"alert\""));
+        assert_eq!(refused.status(), 401);
     }
-
-    async fn a_right_password_before_the_lockout_starts_the_count_again(app: TestApp) {
-        app.logged_in("ada@example.com").await;
-        for _ in 0..4 {
-            assert_eq!(app.login("ada@example.com", "wrong").await.status(), 401);
-        }
-        json_of(app.login("ada@example.com", PASSWORD).await, 200).await;
-        for _ in 0..4 {
-            assert_eq!(app.login("ada@example.com", "wrong").await.status(), 401);
-        }
-        json_of(app.login("ada@example.com", PASSWORD).await, 200).await;
-    }
-
-    async fn wrong_current_passwords_on_a_password_change_count_too(app: TestApp) {
-        let ada = app.logged_in("ada@example.com").await;
-        for _ in 0..5 {
-            let refused = app
-                .change_password(&ada.access_token, "not my password", "a brand new passphrase")
-                .await;
-            assert_eq!(refused.status(), 422);
-        }
-        let locked = app
-            .change_password(&ada.access_token, PASSWORD, "a brand new passphrase")
-            .await;
-        assert!(retry_after(&locked) > 0);
-        let locked = app.login("ada@example.com", PASSWORD).await;
-        assert_eq!(locked.status(), 429);
-        // Renewing by email and password is a sign-in like any other.
-        let renew = app
-            .post_json(
-                "/api/v1/auth/password/renew",
-                &json!({
-                    "email": "ada@example.com",
-                    "current_password": PASSWORD,
-                    "new_password": "a brand new passphrase",
-                }),
-            )
-            .await;
-        assert_eq!(renew.status(), 429);
-    }
+    // Locked on the API ...
+    let locked = app.login("owen@example.com", PASSWORD).await;
+    assert!(retry_after(&locked) > 0);
+    // ... and on the page, which says so in words and in Retry-After.
+    let page = browser.get(&app.url("/login")).await.text().await.unwrap();
+    let locked = browser
+        .post_form(
+            &app.url("/login"),
+            &[
+                ("email", "owen@example.com"),
+                ("password", PASSWORD),
+                ("csrf_token", &hidden(&page, "csrf_token")),
+            ],
+        )
+        .await;
+    assert!(retry_after(&locked) > 0);
+    assert!(locked
+        .headers()
+        .get(header::SET_COOKIE)
+        .is_none_or(|c| !c.to_str().unwrap().starts_with("gatehouse_session=")));
+    let page = locked.text().await.unwrap();
+    assert!(
+        page.contains("Too many failed sign-ins for this account"),
+        "{page}"
+    );
+    assert!(page.contains("role=\"alert\""));
 }
 
-on_both_backends! {
-    async fn common_passwords_are_refused_on_register_change_and_renew(app: TestApp) {
-        for common in ["password123", "P@ssw0rd", "iloveyou", "qwertyuiop"] {
-            let refused = app.register("ada@example.com", common, "Ada").await;
-            assert_eq!(locs_of(refused).await, vec![loc(&["body", "password"])], "{common}");
-        }
-        let ada = app.logged_in("ada@example.com").await;
+#[on_both_backends]
+async fn a_right_password_before_the_lockout_starts_the_count_again(app: TestApp) {
+    app.logged_in("ada@example.com").await;
+    for _ in 0..4 {
+        assert_eq!(app.login("ada@example.com", "wrong").await.status(), 401);
+    }
+    json_of(app.login("ada@example.com", PASSWORD).await, 200).await;
+    for _ in 0..4 {
+        assert_eq!(app.login("ada@example.com", "wrong").await.status(), 401);
+    }
+    json_of(app.login("ada@example.com", PASSWORD).await, 200).await;
+}
+
+#[on_both_backends]
+async fn wrong_current_passwords_on_a_password_change_count_too(app: TestApp) {
+    let ada = app.logged_in("ada@example.com").await;
+    for _ in 0..5 {
         let refused = app
-            .change_password(&ada.access_token, PASSWORD, "sunshine")
-            .await;
-        let body = json_of(refused, 422).await;
-        assert_eq!(body["detail"][0]["loc"], json!(["body", "new_password"]));
-        assert!(
-            body["detail"][0]["msg"].as_str().unwrap().contains("too easy to guess"),
-            "{body}"
-        );
-        let refused = app
-            .post_json(
-                "/api/v1/auth/password/renew",
-                &json!({
-                    "email": "ada@example.com",
-                    "current_password": PASSWORD,
-                    "new_password": "football",
-                }),
+            .change_password(
+                &ada.access_token,
+                "not my password",
+                "a brand new passphrase",
             )
             .await;
-        assert_eq!(locs_of(refused).await, vec![loc(&["body", "new_password"])]);
-        // The password still works: nothing was changed.
-        json_of(app.login("ada@example.com", PASSWORD).await, 200).await;
+        assert_eq!(refused.status(), 422);
     }
+    let locked = app
+        .change_password(&ada.access_token, PASSWORD, "a brand new passphrase")
+        .await;
+    assert!(retry_after(&locked) > 0);
+    let locked = app.login("ada@example.com", PASSWORD).await;
+    assert_eq!(locked.status(), 429);
+    // Renewing by email and password is a sign-in like any other.
+    let renew = app
+        .post_json(
+            "/api/v1/auth/password/renew",
+            &json!({
+                "email": "ada@example.com",
+                "current_password": PASSWORD,
+                "new_password": "a brand new passphrase",
+            }),
+        )
+        .await;
+    assert_eq!(renew.status(), 429);
+}
+
+#[on_both_backends]
+async fn common_passwords_are_refused_on_register_change_and_renew(app: TestApp) {
+    for common in ["password123", "P@ssw0rd", "iloveyou", "qwertyuiop"] {
+        let refused = app.register("ada@example.com", common, "Ada").await;
+        assert_eq!(
+            locs_of(refused).await,
+            vec![loc(&["body", "password"])],
+            "{common}"
+        );
+    }
+    let ada = app.logged_in("ada@example.com").await;
+    let refused = app
+        .change_password(&ada.access_token, PASSWORD, "sunshine")
+        .await;
+    let body = json_of(refused, 422).await;
+    assert_eq!(body["detail"][0]["loc"], json!(["body", "new_password"]));
+    assert!(
+        body["detail"][0]["msg"]
+            .as_str()
+            .unwrap()
+            .contains("too easy to guess"),
+        "{body}"
+    );
+    let refused = app
+        .post_json(
+            "/api/v1/auth/password/renew",
+            &json!({
+                "email": "ada@example.com",
+                "current_password": PASSWORD,
+                "new_password": "football",
+            }),
+        )
+        .await;
+    assert_eq!(locs_of(refused).await, vec![loc(&["body", "new_password"])]);
+    // The password still works: nothing was changed.
+    json_of(app.login("ada@example.com", PASSWORD).await, 200).await;
 }
 
 /// Failed sign-ins are one count across replicas when Redis holds it; a lockout that has ended

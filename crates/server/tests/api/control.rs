@@ -52,50 +52,98 @@ async fn without_a_token_configured_there_is_no_control_plane_postgres() {
     control_plane_off(Backend::Postgres).await;
 }
 
-on_both_backends! {
-    async fn only_the_operator_token_opens_the_control_plane(app: TestApp) {
-        let user = app.logged_in("not-an-operator@example.com").await;
-        for token in [user.access_token.as_str(), "", "test-operator-token"] {
-            let response = app.send_as(Method::GET, token, "/control/events", None).await;
-            assert_eq!(response.headers()["www-authenticate"], "Bearer");
-            detail_of(response, 401).await;
-        }
-        let bare = reqwest::get(app.url("/control/dead-letters")).await.unwrap();
-        detail_of(bare, 401).await;
-        json_of(app.as_operator(Method::GET, "/control/events", None).await, 200).await;
-        // Once on, an unknown method is the usual 405.
-        detail_of(app.as_operator(Method::DELETE, "/control/events", None).await, 405).await;
+#[on_both_backends]
+async fn only_the_operator_token_opens_the_control_plane(app: TestApp) {
+    let user = app.logged_in("not-an-operator@example.com").await;
+    for token in [user.access_token.as_str(), "", "test-operator-token"] {
+        let response = app
+            .send_as(Method::GET, token, "/control/events", None)
+            .await;
+        assert_eq!(response.headers()["www-authenticate"], "Bearer");
+        detail_of(response, 401).await;
     }
+    let bare = reqwest::get(app.url("/control/dead-letters"))
+        .await
+        .unwrap();
+    detail_of(bare, 401).await;
+    json_of(
+        app.as_operator(Method::GET, "/control/events", None).await,
+        200,
+    )
+    .await;
+    // Once on, an unknown method is the usual 405.
+    detail_of(
+        app.as_operator(Method::DELETE, "/control/events", None)
+            .await,
+        405,
+    )
+    .await;
+}
 
-    async fn the_operator_reads_every_organizations_events_filtered(app: TestApp) {
-        let ada = app.logged_in("events-ada@example.com").await;
-        let team = app.create_team(&ada.access_token, "Events Team").await;
-        let team_id = team["id"].as_str().unwrap();
-        let grace = app.logged_in("events-grace@example.com").await;
+#[on_both_backends]
+async fn the_operator_reads_every_organizations_events_filtered(app: TestApp) {
+    let ada = app.logged_in("events-ada@example.com").await;
+    let team = app.create_team(&ada.access_token, "Events Team").await;
+    let team_id = team["id"].as_str().unwrap();
+    let grace = app.logged_in("events-grace@example.com").await;
 
-        let path = format!("/control/events?organization_id={team_id}");
-        let events = json_of(app.as_operator(Method::GET, &path, None).await, 200).await;
-        assert_eq!(events["total"], 1, "{events}");
-        let created = &events["items"][0];
-        assert_eq!(created["type"], "organization.created");
-        assert_eq!(created["organization_id"], team_id);
-        assert_eq!(created["user_id"], ada.user_id);
-        assert_eq!(created["data"]["name"], "Events Team");
-        assert!(created["occurred_at"].is_string());
+    let path = format!("/control/events?organization_id={team_id}");
+    let events = json_of(app.as_operator(Method::GET, &path, None).await, 200).await;
+    assert_eq!(events["total"], 1, "{events}");
+    let created = &events["items"][0];
+    assert_eq!(created["type"], "organization.created");
+    assert_eq!(created["organization_id"], team_id);
+    assert_eq!(created["user_id"], ada.user_id);
+    assert_eq!(created["data"]["name"], "Events Team");
+    assert!(created["occurred_at"].is_string());
 
-        // Every organization's, newest first; filtered by type.
-        let all = json_of(app.as_operator(Method::GET, "/control/events?type=user.created&page_size=100", None).await, 200).await;
-        let users: Vec<&Value> = all["items"].as_array().unwrap().iter().map(|e| &e["user_id"]).collect();
-        assert_eq!(users.first(), Some(&&json!(grace.user_id)));
-        assert!(users.contains(&&json!(ada.user_id)));
-        assert!(all["items"].as_array().unwrap().iter().all(|e| e["type"] == "user.created"));
+    // Every organization's, newest first; filtered by type.
+    let all = json_of(
+        app.as_operator(
+            Method::GET,
+            "/control/events?type=user.created&page_size=100",
+            None,
+        )
+        .await,
+        200,
+    )
+    .await;
+    let users: Vec<&Value> = all["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| &e["user_id"])
+        .collect();
+    assert_eq!(users.first(), Some(&&json!(grace.user_id)));
+    assert!(users.contains(&&json!(ada.user_id)));
+    assert!(all["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|e| e["type"] == "user.created"));
 
-        let later = json_of(app.as_operator(Method::GET, "/control/events?since=2999-01-01T00:00:00Z", None).await, 200).await;
-        assert_eq!(later["total"], 0);
-        for (query, name) in [("since=yesterday", "since"), ("type=user.exploded", "type"), ("organization_id=acme", "organization_id")] {
-            let locs = locs_of(app.as_operator(Method::GET, &format!("/control/events?{query}"), None).await).await;
-            assert_eq!(locs, vec![vec!["query".to_owned(), name.to_owned()]]);
-        }
+    let later = json_of(
+        app.as_operator(
+            Method::GET,
+            "/control/events?since=2999-01-01T00:00:00Z",
+            None,
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(later["total"], 0);
+    for (query, name) in [
+        ("since=yesterday", "since"),
+        ("type=user.exploded", "type"),
+        ("organization_id=acme", "organization_id"),
+    ] {
+        let locs = locs_of(
+            app.as_operator(Method::GET, &format!("/control/events?{query}"), None)
+                .await,
+        )
+        .await;
+        assert_eq!(locs, vec![vec!["query".to_owned(), name.to_owned()]]);
     }
 }
 

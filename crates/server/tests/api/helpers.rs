@@ -8,29 +8,9 @@ use reqwest::{header, Response, StatusCode};
 use serde_json::{json, Value};
 
 /// Runs the test body once against each backend: `<name>::sqlite` and `<name>::postgres`.
-macro_rules! on_both_backends {
-    ($(async fn $name:ident($app:ident: TestApp) $body:block)*) => {
-        $(
-            mod $name {
-                #[allow(unused_imports)]
-                use super::*;
-
-                async fn body($app: $crate::helpers::TestApp) $body
-
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn sqlite() {
-                    body($crate::helpers::TestApp::spawn($crate::helpers::Backend::Sqlite).await).await
-                }
-
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn postgres() {
-                    body($crate::helpers::TestApp::spawn($crate::helpers::Backend::Postgres).await).await
-                }
-            }
-        )*
-    };
-}
-pub(crate) use on_both_backends;
+/// `#[on_both_backends]` over `async fn name(app: TestApp)`: the test runs as `name::sqlite` and
+/// `name::postgres`, each against a server of its own on that backend.
+pub(crate) use gatehouse_test_macros::on_both_backends;
 
 #[derive(Clone, Copy, Debug)]
 pub enum Backend {
@@ -150,6 +130,17 @@ pub fn dns() -> &'static gatehouse_dns::test_server::TestDnsServer {
 }
 
 impl TestApp {
+    /// A server on a SQLite file of its own (`#[on_both_backends]`'s SQLite fixture).
+    pub async fn sqlite() -> Self {
+        Self::spawn(Backend::Sqlite).await
+    }
+
+    /// A server on a PostgreSQL database of its own (`#[on_both_backends]`'s PostgreSQL
+    /// fixture).
+    pub async fn postgres() -> Self {
+        Self::spawn(Backend::Postgres).await
+    }
+
     pub async fn spawn(backend: Backend) -> Self {
         Self::spawn_with(backend, Options::default()).await
     }

@@ -96,76 +96,121 @@ async fn pages_through(app: &TestApp, token: &str, path: &str, expected: u64) {
     }
 }
 
-on_both_backends! {
-    async fn every_list_answers_the_spec_envelope(app: TestApp) {
-        let owner = app.logged_in("lists-owner@example.com").await;
-        let token = owner.access_token.as_str();
-        let team = app.create_team(token, "Lists Team").await;
-        let org = team["id"].as_str().unwrap();
-        app.set_plan(org, "business").await;
-        let org_path = format!("/api/v1/organizations/{org}");
+#[on_both_backends]
+async fn every_list_answers_the_spec_envelope(app: TestApp) {
+    let owner = app.logged_in("lists-owner@example.com").await;
+    let token = owner.access_token.as_str();
+    let team = app.create_team(token, "Lists Team").await;
+    let org = team["id"].as_str().unwrap();
+    app.set_plan(org, "business").await;
+    let org_path = format!("/api/v1/organizations/{org}");
 
-        for name in ["one", "two", "three"] {
-            json_of(app.create_api_key(token, name, org).await, 201).await;
-            json_of(app.send_as(Method::POST, token, &format!("{org_path}/service-accounts"),
-                Some(json!({ "name": name, "role": "viewer" }))).await, 201).await;
-            json_of(app.send_as(Method::POST, token, &format!("{org_path}/scim-tokens"),
-                Some(json!({ "name": name }))).await, 201).await;
-            json_of(app.send_as(Method::POST, token, &format!("{org_path}/domains"),
-                Some(json!({ "domain": format!("{name}-lists.example") }))).await, 201).await;
-        }
-        pages_through(&app, token, "/api/v1/api-keys", 3).await;
-        pages_through(&app, token, &format!("{org_path}/service-accounts"), 3).await;
-        pages_through(&app, token, &format!("{org_path}/scim-tokens"), 3).await;
-        pages_through(&app, token, &format!("{org_path}/domains"), 3).await;
-        pages_through(&app, token, "/api/v1/iam/permissions", 22).await;
-        pages_through(&app, token, &format!("{org_path}/roles"), 4).await;
-        pages_through(&app, token, "/api/v1/users/me/consents", 0).await;
-
-        // Invitations from two organizations, read by the invitee.
-        let other = app.create_team(token, "Second Lists Team").await;
-        let other = other["id"].as_str().unwrap();
-        for organization in [org, other] {
-            json_of(app.invite(token, organization, "lists-invitee@example.com", "member").await, 201).await;
-        }
-        let invitee = app.logged_in("lists-invitee@example.com").await;
-        pages_through(&app, &invitee.access_token, "/api/v1/invitations", 2).await;
-
-        // The spec's own lists, for the same checks.
-        pages_through(&app, token, "/api/v1/organizations", 3).await;
-        pages_through(&app, token, &format!("{org_path}/members"), 2).await;
-
-        // The event catalogue stays the spec's bare array.
-        let catalogue = json_of(app.in_org(Method::GET, token, org, "/api/v1/webhooks/events", None).await, 200).await;
-        assert!(catalogue.is_array(), "{catalogue}");
+    for name in ["one", "two", "three"] {
+        json_of(app.create_api_key(token, name, org).await, 201).await;
+        json_of(
+            app.send_as(
+                Method::POST,
+                token,
+                &format!("{org_path}/service-accounts"),
+                Some(json!({ "name": name, "role": "viewer" })),
+            )
+            .await,
+            201,
+        )
+        .await;
+        json_of(
+            app.send_as(
+                Method::POST,
+                token,
+                &format!("{org_path}/scim-tokens"),
+                Some(json!({ "name": name })),
+            )
+            .await,
+            201,
+        )
+        .await;
+        json_of(
+            app.send_as(
+                Method::POST,
+                token,
+                &format!("{org_path}/domains"),
+                Some(json!({ "domain": format!("{name}-lists.example") })),
+            )
+            .await,
+            201,
+        )
+        .await;
     }
+    pages_through(&app, token, "/api/v1/api-keys", 3).await;
+    pages_through(&app, token, &format!("{org_path}/service-accounts"), 3).await;
+    pages_through(&app, token, &format!("{org_path}/scim-tokens"), 3).await;
+    pages_through(&app, token, &format!("{org_path}/domains"), 3).await;
+    pages_through(&app, token, "/api/v1/iam/permissions", 22).await;
+    pages_through(&app, token, &format!("{org_path}/roles"), 4).await;
+    pages_through(&app, token, "/api/v1/users/me/consents", 0).await;
 
-    async fn the_roles_page_through_built_in_then_custom(app: TestApp) {
-        let owner = app.logged_in("lists-roles@example.com").await;
-        let token = owner.access_token.as_str();
-        let team = app.create_team(token, "Roles Lists").await;
-        let org = team["id"].as_str().unwrap();
-        app.set_plan(org, "business").await;
-        let path = format!("/api/v1/organizations/{org}/roles");
-        for key in ["c-role", "a-role", "b-role"] {
-            json_of(app.send_as(Method::POST, token, &path,
+    // Invitations from two organizations, read by the invitee.
+    let other = app.create_team(token, "Second Lists Team").await;
+    let other = other["id"].as_str().unwrap();
+    for organization in [org, other] {
+        json_of(
+            app.invite(token, organization, "lists-invitee@example.com", "member")
+                .await,
+            201,
+        )
+        .await;
+    }
+    let invitee = app.logged_in("lists-invitee@example.com").await;
+    pages_through(&app, &invitee.access_token, "/api/v1/invitations", 2).await;
+
+    // The spec's own lists, for the same checks.
+    pages_through(&app, token, "/api/v1/organizations", 3).await;
+    pages_through(&app, token, &format!("{org_path}/members"), 2).await;
+
+    // The event catalogue stays the spec's bare array.
+    let catalogue = json_of(
+        app.in_org(Method::GET, token, org, "/api/v1/webhooks/events", None)
+            .await,
+        200,
+    )
+    .await;
+    assert!(catalogue.is_array(), "{catalogue}");
+}
+
+#[on_both_backends]
+async fn the_roles_page_through_built_in_then_custom(app: TestApp) {
+    let owner = app.logged_in("lists-roles@example.com").await;
+    let token = owner.access_token.as_str();
+    let team = app.create_team(token, "Roles Lists").await;
+    let org = team["id"].as_str().unwrap();
+    app.set_plan(org, "business").await;
+    let path = format!("/api/v1/organizations/{org}/roles");
+    for key in ["c-role", "a-role", "b-role"] {
+        json_of(app.send_as(Method::POST, token, &path,
                 Some(json!({ "key": key, "name": key, "description": "", "permissions": ["organization.read"] }))).await, 201).await;
-        }
-        let keys = |page: &Value| -> Vec<String> {
-            page["items"].as_array().unwrap().iter().map(|r| r["key"].as_str().unwrap().to_owned()).collect()
-        };
-        // Pages of three: the four built-in roles first, then the custom ones by key; a page
-        // across the boundary takes from both, read a page at a time from the store.
-        let mut seen = Vec::new();
-        for page in 1..=3 {
-            let body = page_of(&app, token, &path, page, 3).await;
-            assert_eq!(body["total"], 7, "{body}");
-            seen.extend(keys(&body));
-        }
-        assert_eq!(seen, ["owner", "admin", "member", "viewer", "a-role", "b-role", "c-role"]);
-        let second = page_of(&app, token, &path, 2, 3).await;
-        assert_eq!(second["items"][0]["built_in"], true, "{second}");
-        assert_eq!(second["items"][1]["built_in"], false, "{second}");
-        pages_through(&app, token, &path, 7).await;
     }
+    let keys = |page: &Value| -> Vec<String> {
+        page["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["key"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    // Pages of three: the four built-in roles first, then the custom ones by key; a page
+    // across the boundary takes from both, read a page at a time from the store.
+    let mut seen = Vec::new();
+    for page in 1..=3 {
+        let body = page_of(&app, token, &path, page, 3).await;
+        assert_eq!(body["total"], 7, "{body}");
+        seen.extend(keys(&body));
+    }
+    assert_eq!(
+        seen,
+        ["owner", "admin", "member", "viewer", "a-role", "b-role", "c-role"]
+    );
+    let second = page_of(&app, token, &path, 2, 3).await;
+    assert_eq!(second["items"][0]["built_in"], true, "{second}");
+    assert_eq!(second["items"][1]["built_in"], false, "{second}");
+    pages_through(&app, token, &path, 7).await;
 }

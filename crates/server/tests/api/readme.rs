@@ -104,66 +104,110 @@ fn registered_password(block: &str) -> String {
     value[..value.find('"').unwrap()].to_owned()
 }
 
-on_both_backends! {
-    async fn the_readme_walk_through_runs_as_written(app: TestApp) {
-        let readme = repository_file("README.md");
-        let blocks = shell_blocks(section(&readme, "A walk through with curl"));
-        let block = blocks.first().expect("the walk-through's block");
-        let output = run(&app, &marked(block)).await;
-        let steps = steps(&output);
-        let titles: Vec<&str> = steps.iter().map(|(title, _)| title.split(':').next().unwrap_or(title)).collect();
-        assert_eq!(
-            titles,
-            ["Register", "Log in", "Who am I?", "A new access token for the same session.", "Log out", "Guessing"],
-            "{output}"
-        );
-        for (title, printed) in &steps {
-            match title.split(':').next().unwrap_or(title) {
-                "Register" => {
-                    let body = json(title, printed);
-                    assert_eq!(body["email"], "ada@example.com", "{body}");
-                    assert!(body["user_id"].is_string() && body["organization_id"].is_string(), "{body}");
-                }
-                "Log in" => {
-                    let body = json(title, printed);
-                    assert!(body["access_token"].is_string() && body["refresh_token"].is_string(), "{body}");
-                }
-                "Who am I?" => assert_eq!(json(title, printed)["email"], "ada@example.com"),
-                "A new access token for the same session." => {
-                    assert!(json(title, printed)["access_token"].is_string(), "{printed}");
-                }
-                "Log out" => {
-                    let (logout, after) = printed.split_once("\r\n\r\n").unwrap_or((printed, ""));
-                    assert!(logout.starts_with("HTTP/1.1 204"), "{printed}");
-                    assert!(json(title, after.trim())["detail"].is_string(), "the token is refused: {after}");
-                }
-                "Guessing" => {
-                    assert!(printed.starts_with("401 401 401 401 401"), "{printed}");
-                    let locked = printed.lines().nth(1).unwrap_or_default();
-                    assert!(locked.starts_with("HTTP/1.1 429"), "{printed}");
-                    assert!(printed.to_ascii_lowercase().contains("\nretry-after: "), "{printed}");
-                }
-                other => panic!("a step the test does not know: {other}"),
+#[on_both_backends]
+async fn the_readme_walk_through_runs_as_written(app: TestApp) {
+    let readme = repository_file("README.md");
+    let blocks = shell_blocks(section(&readme, "A walk through with curl"));
+    let block = blocks.first().expect("the walk-through's block");
+    let output = run(&app, &marked(block)).await;
+    let steps = steps(&output);
+    let titles: Vec<&str> = steps
+        .iter()
+        .map(|(title, _)| title.split(':').next().unwrap_or(title))
+        .collect();
+    assert_eq!(
+        titles,
+        [
+            "Register",
+            "Log in",
+            "Who am I?",
+            "A new access token for the same session.",
+            "Log out",
+            "Guessing"
+        ],
+        "{output}"
+    );
+    for (title, printed) in &steps {
+        match title.split(':').next().unwrap_or(title) {
+            "Register" => {
+                let body = json(title, printed);
+                assert_eq!(body["email"], "ada@example.com", "{body}");
+                assert!(
+                    body["user_id"].is_string() && body["organization_id"].is_string(),
+                    "{body}"
+                );
             }
+            "Log in" => {
+                let body = json(title, printed);
+                assert!(
+                    body["access_token"].is_string() && body["refresh_token"].is_string(),
+                    "{body}"
+                );
+            }
+            "Who am I?" => assert_eq!(json(title, printed)["email"], "ada@example.com"),
+            "A new access token for the same session." => {
+                assert!(
+                    json(title, printed)["access_token"].is_string(),
+                    "{printed}"
+                );
+            }
+            "Log out" => {
+                let (logout, after) = printed.split_once("\r\n\r\n").unwrap_or((printed, ""));
+                assert!(logout.starts_with("HTTP/1.1 204"), "{printed}");
+                assert!(
+                    json(title, after.trim())["detail"].is_string(),
+                    "the token is refused: {after}"
+                );
+            }
+            "Guessing" => {
+                assert!(printed.starts_with("401 401 401 401 401"), "{printed}");
+                let locked = printed.lines().nth(1).unwrap_or_default();
+                assert!(locked.starts_with("HTTP/1.1 429"), "{printed}");
+                assert!(
+                    printed.to_ascii_lowercase().contains("\nretry-after: "),
+                    "{printed}"
+                );
+            }
+            other => panic!("a step the test does not know: {other}"),
         }
-        // Registered, then locked out: the account is Ada's, as the walk-through says.
-        let me = app.login("ada@example.com", &registered_password(block)).await;
-        assert_eq!(me.status(), 429);
     }
+    // Registered, then locked out: the account is Ada's, as the walk-through says.
+    let me = app
+        .login("ada@example.com", &registered_password(block))
+        .await;
+    assert_eq!(me.status(), 429);
+}
 
-    async fn the_docs_list_every_event_type_of_the_catalogue(app: TestApp) {
-        let ada = app.logged_in("docs-catalogue@example.com").await;
-        let catalogue = json_of(app.get_as(&ada.access_token, "/api/v1/webhooks/events").await, 200).await;
-        let catalogue = catalogue.as_array().unwrap();
-        let doc = repository_file("docs/webhooks.md");
-        let table = section(&doc, "The event types");
-        for entry in catalogue {
-            let row = format!("| `{}` | {} | {} |", entry["type"].as_str().unwrap(), entry["category"].as_str().unwrap(), entry["source"].as_str().unwrap());
-            assert!(table.contains(&row), "docs/webhooks.md lacks {row}");
-        }
-        assert_eq!(table.matches("\n| `").count(), catalogue.len(), "a type the catalogue does not have");
-        assert!(doc.contains(&format!("lists the {} types", catalogue.len())), "the count in docs/webhooks.md");
+#[on_both_backends]
+async fn the_docs_list_every_event_type_of_the_catalogue(app: TestApp) {
+    let ada = app.logged_in("docs-catalogue@example.com").await;
+    let catalogue = json_of(
+        app.get_as(&ada.access_token, "/api/v1/webhooks/events")
+            .await,
+        200,
+    )
+    .await;
+    let catalogue = catalogue.as_array().unwrap();
+    let doc = repository_file("docs/webhooks.md");
+    let table = section(&doc, "The event types");
+    for entry in catalogue {
+        let row = format!(
+            "| `{}` | {} | {} |",
+            entry["type"].as_str().unwrap(),
+            entry["category"].as_str().unwrap(),
+            entry["source"].as_str().unwrap()
+        );
+        assert!(table.contains(&row), "docs/webhooks.md lacks {row}");
     }
+    assert_eq!(
+        table.matches("\n| `").count(),
+        catalogue.len(),
+        "a type the catalogue does not have"
+    );
+    assert!(
+        doc.contains(&format!("lists the {} types", catalogue.len())),
+        "the count in docs/webhooks.md"
+    );
 }
 
 /// Every sign-in of Ada's in the README (the API's JSON and the example clients' arguments)

@@ -137,133 +137,300 @@ macro_rules! with_receiver {
     };
 }
 
-on_both_backends! {
-    async fn endpoints_are_checked_and_managed(app: TestApp) {
-        let owner = app.logged_in("hooks@example.com").await;
-        let org = owner.organization_id.clone();
-        let token = owner.access_token.clone();
-        let path = "/api/v1/webhooks/endpoints";
-        detail_of(
-            app.in_org(Method::POST, &token, &org, path,
-                Some(json!({ "url": "http://hooks.example.com/in", "events": ["user.created"] }))).await,
-            400,
+#[on_both_backends]
+async fn endpoints_are_checked_and_managed(app: TestApp) {
+    let owner = app.logged_in("hooks@example.com").await;
+    let org = owner.organization_id.clone();
+    let token = owner.access_token.clone();
+    let path = "/api/v1/webhooks/endpoints";
+    detail_of(
+        app.in_org(
+            Method::POST,
+            &token,
+            &org,
+            path,
+            Some(json!({ "url": "http://hooks.example.com/in", "events": ["user.created"] })),
         )
-        .await;
-        let locs = locs_of(
+        .await,
+        400,
+    )
+    .await;
+    let locs = locs_of(
             app.in_org(Method::POST, &token, &org, path,
                 Some(json!({ "url": "https://hooks.example.com/in", "events": ["user.created", "user.exploded"] }))).await,
         )
         .await;
-        assert_eq!(locs, vec![vec!["body".to_owned(), "events".to_owned(), "1".to_owned()]]);
-        let locs = locs_of(app.in_org(Method::POST, &token, &org, path, Some(json!({}))).await).await;
-        assert_eq!(locs, vec![loc(&["body", "url"]), loc(&["body", "events"])]);
+    assert_eq!(
+        locs,
+        vec![vec!["body".to_owned(), "events".to_owned(), "1".to_owned()]]
+    );
+    let locs = locs_of(
+        app.in_org(Method::POST, &token, &org, path, Some(json!({})))
+            .await,
+    )
+    .await;
+    assert_eq!(locs, vec![loc(&["body", "url"]), loc(&["body", "events"])]);
 
-        let created = create_endpoint(&app, &token, &org, "https://hooks.example.com/in", json!(["member.joined", "user.updated"])).await;
-        let id = created["id"].as_str().unwrap().to_owned();
-        assert!(id.starts_with("ep_"));
-        let secret = created["signing_secret"].as_str().unwrap().to_owned();
-        assert!(secret.starts_with("whsec_"));
-        assert_eq!(created["is_active"], true);
+    let created = create_endpoint(
+        &app,
+        &token,
+        &org,
+        "https://hooks.example.com/in",
+        json!(["member.joined", "user.updated"]),
+    )
+    .await;
+    let id = created["id"].as_str().unwrap().to_owned();
+    assert!(id.starts_with("ep_"));
+    let secret = created["signing_secret"].as_str().unwrap().to_owned();
+    assert!(secret.starts_with("whsec_"));
+    assert_eq!(created["is_active"], true);
 
-        let detail = json_of(app.in_org(Method::GET, &token, &org, &format!("{path}/{id}"), None).await, 200).await;
-        assert!(detail.get("signing_secret").is_none() && !detail.to_string().contains(&secret));
-        assert_eq!(detail["delivery_stats"], json!({ "total": 0, "successful": 0, "failed": 0 }));
-        assert_eq!(detail["last_delivery_at"], Value::Null);
+    let detail = json_of(
+        app.in_org(Method::GET, &token, &org, &format!("{path}/{id}"), None)
+            .await,
+        200,
+    )
+    .await;
+    assert!(detail.get("signing_secret").is_none() && !detail.to_string().contains(&secret));
+    assert_eq!(
+        detail["delivery_stats"],
+        json!({ "total": 0, "successful": 0, "failed": 0 })
+    );
+    assert_eq!(detail["last_delivery_at"], Value::Null);
 
-        let listed = json_of(app.in_org(Method::GET, &token, &org, &format!("{path}?is_active=true"), None).await, 200).await;
-        assert_eq!(listed["total"], 1);
-        assert!(!listed.to_string().contains(&secret));
+    let listed = json_of(
+        app.in_org(
+            Method::GET,
+            &token,
+            &org,
+            &format!("{path}?is_active=true"),
+            None,
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(listed["total"], 1);
+    assert!(!listed.to_string().contains(&secret));
 
-        let patched = json_of(
+    let patched = json_of(
             app.in_org(Method::PATCH, &token, &org, &format!("{path}/{id}"),
                 Some(json!({ "events": ["member.removed"], "is_active": false, "secret": "a-custom-secret-of-enough-length" }))).await,
             200,
         )
         .await;
-        assert_eq!(patched["events"], json!(["member.removed"]));
-        assert_eq!(patched["is_active"], false);
-        assert!(!patched.to_string().contains("a-custom-secret"));
+    assert_eq!(patched["events"], json!(["member.removed"]));
+    assert_eq!(patched["is_active"], false);
+    assert!(!patched.to_string().contains("a-custom-secret"));
 
-        // The description: a note for people, trimmed, on several lines if need be; no other
-        // control character (PostgreSQL refuses a NUL in any text), at most 500 characters.
-        let described = json_of(
-            app.in_org(Method::PATCH, &token, &org, &format!("{path}/{id}"),
-                Some(json!({ "description": "  CRM sync\nowned by the sales team  " }))).await,
-            200,
+    // The description: a note for people, trimmed, on several lines if need be; no other
+    // control character (PostgreSQL refuses a NUL in any text), at most 500 characters.
+    let described = json_of(
+        app.in_org(
+            Method::PATCH,
+            &token,
+            &org,
+            &format!("{path}/{id}"),
+            Some(json!({ "description": "  CRM sync\nowned by the sales team  " })),
         )
-        .await;
-        assert_eq!(described["description"], "CRM sync\nowned by the sales team");
-        let locs = locs_of(app.in_org(Method::POST, &token, &org, path,
-            Some(json!({ "url": "https://hooks.example.com/in\u{0}", "events": ["user.created"] }))).await).await;
-        assert_eq!(locs, vec![loc(&["body", "url"])]);
-        for bad in ["a\u{0}b", "tab\tbed", "x".repeat(501).as_str()] {
-            let response = app.in_org(Method::PATCH, &token, &org, &format!("{path}/{id}"), Some(json!({ "description": bad }))).await;
-            assert_eq!(locs_of(response).await, vec![loc(&["body", "description"])]);
-            let body = json!({ "url": "https://hooks.example.com/in", "events": ["user.created"], "description": bad });
-            assert_eq!(locs_of(app.in_org(Method::POST, &token, &org, path, Some(body)).await).await, vec![loc(&["body", "description"])]);
-        }
-        let detail = json_of(app.in_org(Method::GET, &token, &org, &format!("{path}/{id}"), None).await, 200).await;
-        assert_eq!(detail["description"], "CRM sync\nowned by the sales team");
-
-        let catalog = json_of(app.in_org(Method::GET, &token, &org, "/api/v1/webhooks/events", None).await, 200).await;
-        let catalog = catalog.as_array().unwrap();
-        assert_eq!(catalog.len(), 29);
-        assert!(catalog.iter().any(|e| e["type"] == "member.joined" && e["category"] == "member"));
-        // Honest about who emits what: Gatehouse, or the billing system (through
-        // POST /control/events). Every billing type comes from billing, and only those.
-        for entry in catalog {
-            let billing = entry["type"].as_str().unwrap().starts_with("billing.");
-            assert_eq!(entry["source"], if billing { "billing" } else { "gatehouse" }, "{entry}");
-        }
-        assert_eq!(catalog.iter().filter(|e| e["source"] == "billing").count(), 5);
-        assert!(catalog.iter().any(|e| e["type"] == "auth.mfa_enabled" && e["source"] == "gatehouse"));
-        // The test ping is sent on request only: not in the catalog, not subscribed to.
-        assert!(!catalog.iter().any(|e| e["type"] == "webhook.test"));
-        let locs = locs_of(
-            app.in_org(Method::POST, &token, &org, path,
-                Some(json!({ "url": "https://hooks.example.com/in", "events": ["webhook.test"] }))).await,
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(
+        described["description"],
+        "CRM sync\nowned by the sales team"
+    );
+    let locs = locs_of(
+        app.in_org(
+            Method::POST,
+            &token,
+            &org,
+            path,
+            Some(json!({ "url": "https://hooks.example.com/in\u{0}", "events": ["user.created"] })),
         )
-        .await;
-        assert_eq!(locs, vec![vec!["body".to_owned(), "events".to_owned(), "0".to_owned()]]);
-
-        // Another organization's member cannot see it.
-        let stranger = app.logged_in("stranger-hooks@example.com").await;
-        detail_of(app.in_org(Method::GET, &stranger.access_token, &stranger.organization_id, &format!("{path}/{id}"), None).await, 404).await;
-
-        assert_eq!(app.in_org(Method::DELETE, &token, &org, &format!("{path}/{id}"), None).await.status(), 204);
-        detail_of(app.in_org(Method::DELETE, &token, &org, &format!("{path}/{id}"), None).await, 404).await;
+        .await,
+    )
+    .await;
+    assert_eq!(locs, vec![loc(&["body", "url"])]);
+    for bad in ["a\u{0}b", "tab\tbed", "x".repeat(501).as_str()] {
+        let response = app
+            .in_org(
+                Method::PATCH,
+                &token,
+                &org,
+                &format!("{path}/{id}"),
+                Some(json!({ "description": bad })),
+            )
+            .await;
+        assert_eq!(locs_of(response).await, vec![loc(&["body", "description"])]);
+        let body = json!({ "url": "https://hooks.example.com/in", "events": ["user.created"], "description": bad });
+        assert_eq!(
+            locs_of(
+                app.in_org(Method::POST, &token, &org, path, Some(body))
+                    .await
+            )
+            .await,
+            vec![loc(&["body", "description"])]
+        );
     }
+    let detail = json_of(
+        app.in_org(Method::GET, &token, &org, &format!("{path}/{id}"), None)
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(detail["description"], "CRM sync\nowned by the sales team");
 
-    async fn only_owners_and_admins_manage_webhooks(app: TestApp) {
-        let owner = app.logged_in("hookowner@example.com").await;
-        let team = app.create_team(&owner.access_token, "Hook Team").await;
-        let org = team["id"].as_str().unwrap();
-        let member = app.member_of(&owner.access_token, org, "hookmember@example.com", "member").await;
-        let detail = detail_of(
-            app.in_org(Method::POST, &member.access_token, org, "/api/v1/webhooks/endpoints",
-                Some(json!({ "url": "https://hooks.example.com/x", "events": ["user.created"] }))).await,
-            403,
-        )
-        .await;
-        assert!(detail.contains("webhooks.manage"), "{detail}");
-        json_of(app.in_org(Method::GET, &member.access_token, org, "/api/v1/webhooks/events", None).await, 200).await;
+    let catalog = json_of(
+        app.in_org(Method::GET, &token, &org, "/api/v1/webhooks/events", None)
+            .await,
+        200,
+    )
+    .await;
+    let catalog = catalog.as_array().unwrap();
+    assert_eq!(catalog.len(), 29);
+    assert!(catalog
+        .iter()
+        .any(|e| e["type"] == "member.joined" && e["category"] == "member"));
+    // Honest about who emits what: Gatehouse, or the billing system (through
+    // POST /control/events). Every billing type comes from billing, and only those.
+    for entry in catalog {
+        let billing = entry["type"].as_str().unwrap().starts_with("billing.");
+        assert_eq!(
+            entry["source"],
+            if billing { "billing" } else { "gatehouse" },
+            "{entry}"
+        );
     }
+    assert_eq!(
+        catalog.iter().filter(|e| e["source"] == "billing").count(),
+        5
+    );
+    assert!(catalog
+        .iter()
+        .any(|e| e["type"] == "auth.mfa_enabled" && e["source"] == "gatehouse"));
+    // The test ping is sent on request only: not in the catalog, not subscribed to.
+    assert!(!catalog.iter().any(|e| e["type"] == "webhook.test"));
+    let locs = locs_of(
+        app.in_org(
+            Method::POST,
+            &token,
+            &org,
+            path,
+            Some(json!({ "url": "https://hooks.example.com/in", "events": ["webhook.test"] })),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(
+        locs,
+        vec![vec!["body".to_owned(), "events".to_owned(), "0".to_owned()]]
+    );
 
-    async fn the_event_catalogue_needs_credentials_but_no_organization(app: TestApp) {
-        let ada = app.logged_in("catalogue-reader@example.com").await;
-        // A signed-in user without X-Organization-ID reads the same bare array as with one.
-        let without = json_of(app.get_as(&ada.access_token, "/api/v1/webhooks/events").await, 200).await;
-        let with = json_of(
-            app.in_org(Method::GET, &ada.access_token, &ada.organization_id, "/api/v1/webhooks/events", None).await,
-            200,
+    // Another organization's member cannot see it.
+    let stranger = app.logged_in("stranger-hooks@example.com").await;
+    detail_of(
+        app.in_org(
+            Method::GET,
+            &stranger.access_token,
+            &stranger.organization_id,
+            &format!("{path}/{id}"),
+            None,
         )
+        .await,
+        404,
+    )
+    .await;
+
+    assert_eq!(
+        app.in_org(Method::DELETE, &token, &org, &format!("{path}/{id}"), None)
+            .await
+            .status(),
+        204
+    );
+    detail_of(
+        app.in_org(Method::DELETE, &token, &org, &format!("{path}/{id}"), None)
+            .await,
+        404,
+    )
+    .await;
+}
+
+#[on_both_backends]
+async fn only_owners_and_admins_manage_webhooks(app: TestApp) {
+    let owner = app.logged_in("hookowner@example.com").await;
+    let team = app.create_team(&owner.access_token, "Hook Team").await;
+    let org = team["id"].as_str().unwrap();
+    let member = app
+        .member_of(&owner.access_token, org, "hookmember@example.com", "member")
         .await;
-        assert_eq!(without, with);
-        assert_eq!(without.as_array().map(Vec::len), Some(29), "{without}");
-        // Still no anonymous reading: 401 with a detail.
-        detail_of(app.client.get(app.url("/api/v1/webhooks/events")).send().await.unwrap(), 401).await;
-        detail_of(app.get_as("not-a-token", "/api/v1/webhooks/events").await, 401).await;
-    }
+    let detail = detail_of(
+        app.in_org(
+            Method::POST,
+            &member.access_token,
+            org,
+            "/api/v1/webhooks/endpoints",
+            Some(json!({ "url": "https://hooks.example.com/x", "events": ["user.created"] })),
+        )
+        .await,
+        403,
+    )
+    .await;
+    assert!(detail.contains("webhooks.manage"), "{detail}");
+    json_of(
+        app.in_org(
+            Method::GET,
+            &member.access_token,
+            org,
+            "/api/v1/webhooks/events",
+            None,
+        )
+        .await,
+        200,
+    )
+    .await;
+}
+
+#[on_both_backends]
+async fn the_event_catalogue_needs_credentials_but_no_organization(app: TestApp) {
+    let ada = app.logged_in("catalogue-reader@example.com").await;
+    // A signed-in user without X-Organization-ID reads the same bare array as with one.
+    let without = json_of(
+        app.get_as(&ada.access_token, "/api/v1/webhooks/events")
+            .await,
+        200,
+    )
+    .await;
+    let with = json_of(
+        app.in_org(
+            Method::GET,
+            &ada.access_token,
+            &ada.organization_id,
+            "/api/v1/webhooks/events",
+            None,
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(without, with);
+    assert_eq!(without.as_array().map(Vec::len), Some(29), "{without}");
+    // Still no anonymous reading: 401 with a detail.
+    detail_of(
+        app.client
+            .get(app.url("/api/v1/webhooks/events"))
+            .send()
+            .await
+            .unwrap(),
+        401,
+    )
+    .await;
+    detail_of(
+        app.get_as("not-a-token", "/api/v1/webhooks/events").await,
+        401,
+    )
+    .await;
 }
 
 with_receiver! {
@@ -673,35 +840,95 @@ async fn application_changes_are_announced_postgres() {
     application_changes_are_announced(Backend::Postgres).await
 }
 
-on_both_backends! {
-    async fn endpoints_per_organization_are_bounded_by_plan(app: TestApp) {
-        let owner = app.logged_in("bounded@example.com").await;
-        let team = app.create_team(&owner.access_token, "Bounded Team").await;
-        let org = team["id"].as_str().unwrap();
-        let path = "/api/v1/webhooks/endpoints";
-        for i in 0..5 {
-            create_endpoint(&app, &owner.access_token, org, &format!("https://hooks.example.com/{i}"), json!(["user.updated"])).await;
-        }
-        let sixth = || json!({ "url": "https://hooks.example.com/6", "events": ["user.updated"] });
-        let detail = detail_of(app.in_org(Method::POST, &owner.access_token, org, path, Some(sixth())).await, 422).await;
-        assert_eq!(detail, "at most 5 webhook endpoints on the free plan: delete one first");
-        let listed = json_of(app.in_org(Method::GET, &owner.access_token, org, path, None).await, 200).await;
-        assert_eq!(listed["total"], 5, "nothing was created: {listed}");
-        // Another organization of the same person has its own bound.
-        create_endpoint(&app, &owner.access_token, &owner.organization_id, "https://hooks.example.com/mine", json!(["user.updated"])).await;
-
-        // A deleted endpoint frees its place; a higher plan has more.
-        let first = listed["items"][0]["id"].as_str().unwrap();
-        assert_eq!(app.in_org(Method::DELETE, &owner.access_token, org, &format!("{path}/{first}"), None).await.status(), 204);
-        json_of(app.in_org(Method::POST, &owner.access_token, org, path, Some(sixth())).await, 201).await;
-        detail_of(app.in_org(Method::POST, &owner.access_token, org, path, Some(sixth())).await, 422).await;
-        app.set_plan(org, "starter").await;
-        for _ in 5..10 {
-            json_of(app.in_org(Method::POST, &owner.access_token, org, path, Some(sixth())).await, 201).await;
-        }
-        let detail = detail_of(app.in_org(Method::POST, &owner.access_token, org, path, Some(sixth())).await, 422).await;
-        assert!(detail.contains("at most 10") && detail.contains("starter"), "{detail}");
+#[on_both_backends]
+async fn endpoints_per_organization_are_bounded_by_plan(app: TestApp) {
+    let owner = app.logged_in("bounded@example.com").await;
+    let team = app.create_team(&owner.access_token, "Bounded Team").await;
+    let org = team["id"].as_str().unwrap();
+    let path = "/api/v1/webhooks/endpoints";
+    for i in 0..5 {
+        create_endpoint(
+            &app,
+            &owner.access_token,
+            org,
+            &format!("https://hooks.example.com/{i}"),
+            json!(["user.updated"]),
+        )
+        .await;
     }
+    let sixth = || json!({ "url": "https://hooks.example.com/6", "events": ["user.updated"] });
+    let detail = detail_of(
+        app.in_org(Method::POST, &owner.access_token, org, path, Some(sixth()))
+            .await,
+        422,
+    )
+    .await;
+    assert_eq!(
+        detail,
+        "at most 5 webhook endpoints on the free plan: delete one first"
+    );
+    let listed = json_of(
+        app.in_org(Method::GET, &owner.access_token, org, path, None)
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(listed["total"], 5, "nothing was created: {listed}");
+    // Another organization of the same person has its own bound.
+    create_endpoint(
+        &app,
+        &owner.access_token,
+        &owner.organization_id,
+        "https://hooks.example.com/mine",
+        json!(["user.updated"]),
+    )
+    .await;
+
+    // A deleted endpoint frees its place; a higher plan has more.
+    let first = listed["items"][0]["id"].as_str().unwrap();
+    assert_eq!(
+        app.in_org(
+            Method::DELETE,
+            &owner.access_token,
+            org,
+            &format!("{path}/{first}"),
+            None
+        )
+        .await
+        .status(),
+        204
+    );
+    json_of(
+        app.in_org(Method::POST, &owner.access_token, org, path, Some(sixth()))
+            .await,
+        201,
+    )
+    .await;
+    detail_of(
+        app.in_org(Method::POST, &owner.access_token, org, path, Some(sixth()))
+            .await,
+        422,
+    )
+    .await;
+    app.set_plan(org, "starter").await;
+    for _ in 5..10 {
+        json_of(
+            app.in_org(Method::POST, &owner.access_token, org, path, Some(sixth()))
+                .await,
+            201,
+        )
+        .await;
+    }
+    let detail = detail_of(
+        app.in_org(Method::POST, &owner.access_token, org, path, Some(sixth()))
+            .await,
+        422,
+    )
+    .await;
+    assert!(
+        detail.contains("at most 10") && detail.contains("starter"),
+        "{detail}"
+    );
 }
 
 /// How long the noisy organization's receiver takes to answer (successfully: its endpoints are

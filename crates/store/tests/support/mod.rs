@@ -23,33 +23,9 @@ use serde_json::json;
 use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
-/// Runs each test body once per backend, as `<name>::postgres` and `<name>::sqlite`. The
-/// parameter's type is the fixture: [`Db`] (a migrated, opened store) or [`EmptyDatabase`].
-macro_rules! on_both_backends {
-    ($(async fn $name:ident($db:ident: $fixture:ident) $body:block)*) => {
-        $(
-            mod $name {
-                #[allow(unused_imports)]
-                use super::*;
-
-                async fn body($db: $crate::support::$fixture) $body
-
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn postgres() {
-                    body($crate::support::$fixture::new(gatehouse_store::Backend::Postgres).await)
-                        .await
-                }
-
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn sqlite() {
-                    body($crate::support::$fixture::new(gatehouse_store::Backend::Sqlite).await)
-                        .await
-                }
-            }
-        )*
-    };
-}
-pub(crate) use on_both_backends;
+/// `#[on_both_backends(worker_threads = 4)]` over `async fn name(db: Db)` (or `EmptyDatabase`):
+/// the test runs as `name::postgres` and `name::sqlite`, each on a fresh database.
+pub(crate) use gatehouse_test_macros::on_both_backends;
 
 /// What keeps a test's database alive: dropping it drops the database.
 enum Keep {
@@ -66,6 +42,16 @@ pub struct EmptyDatabase {
 }
 
 impl EmptyDatabase {
+    /// On a fresh PostgreSQL database.
+    pub async fn postgres() -> Self {
+        Self::new(Backend::Postgres).await
+    }
+
+    /// On a fresh SQLite file.
+    pub async fn sqlite() -> Self {
+        Self::new(Backend::Sqlite).await
+    }
+
     pub async fn new(backend: Backend) -> Self {
         let (url, keep) = match backend {
             Backend::Postgres => {
@@ -205,6 +191,16 @@ pub struct Db {
 }
 
 impl Db {
+    /// On a fresh PostgreSQL database.
+    pub async fn postgres() -> Self {
+        Self::new(Backend::Postgres).await
+    }
+
+    /// On a fresh SQLite file.
+    pub async fn sqlite() -> Self {
+        Self::new(Backend::Sqlite).await
+    }
+
     pub async fn new(backend: Backend) -> Self {
         let database = EmptyDatabase::new(backend).await;
         let store = gatehouse_store::open(&database.url, &StoreOptions::default())
