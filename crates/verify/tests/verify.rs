@@ -502,3 +502,27 @@ async fn can_is_false_for_a_permission_outside_the_granted_scope() {
         [Permission::MembersRead]
     );
 }
+
+#[tokio::test]
+async fn a_scope_gatehouse_could_not_have_written_grants_nothing() {
+    let issuer = TestIssuer::start(ISSUER).await.unwrap();
+    let own = builder(&issuer).audience("app_123").build().unwrap();
+    let members = json!(["organization.members.read"]);
+    // The scope's own grammar (RFC 6749 §3.3, as `gatehouse-types` parses it for the server
+    // too): a quote is no scope character, and no scope runs past 1,024 characters. A token
+    // carrying either was not written by Gatehouse, whatever its `org_permissions` say.
+    let long = format!("members:read {}", "x".repeat(1_024));
+    for scope in ["members:read org\"read", long.as_str()] {
+        let verified = own
+            .verify(&issuer.sign(&application_token(
+                &issuer,
+                json!(["gatehouse", "app_123"]),
+                scope,
+                members.clone(),
+            )))
+            .await
+            .unwrap();
+        assert!(!verified.can(Permission::MembersRead), "{scope:.40}");
+        assert_eq!(verified.permissions().count(), 0);
+    }
+}
