@@ -24,9 +24,7 @@ pub enum Role {
 impl Role {
     /// The built-in roles, from the most to the least able.
     pub const ALL: [Role; 4] = [Self::Owner, Self::Admin, Self::Member, Self::Viewer];
-}
 
-impl Role {
     /// The role's lowercase name, as the API, the store and the `org_role` claim write it.
     pub const fn as_str(self) -> &'static str {
         match self {

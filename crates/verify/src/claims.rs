@@ -3,7 +3,9 @@
 
 use std::collections::HashSet;
 
-use gatehouse_types::{ApiScopes, OrganizationId, Permission, Role, Scope, SessionId, UserId};
+use gatehouse_types::{
+    ApiScopes, Audience, OrganizationId, Permission, Role, Scope, SessionId, UserId,
+};
 use serde::Deserialize;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -157,14 +159,6 @@ impl Claims {
     }
 }
 
-/// `aud`: one audience or several.
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Audience {
-    One(String),
-    Several(Vec<String>),
-}
-
 /// The claims as Gatehouse writes them; what is not Gatehouse's is ignored.
 #[derive(Deserialize)]
 pub(crate) struct RawClaims {
@@ -219,10 +213,7 @@ impl Claims {
         Ok(Self {
             issuer: raw.iss,
             subject,
-            audience: match raw.aud {
-                Audience::One(audience) => vec![audience],
-                Audience::Several(audiences) => audiences,
-            },
+            audience: raw.aud.into_vec(),
             issued_at: raw.iat.map(time).transpose()?,
             expires_at: time(raw.exp)?,
             token_id: raw.jti,

@@ -5,14 +5,14 @@ use serde::Serialize;
 use time::OffsetDateTime;
 
 use super::{organizations::MemberAccess, platform::RateLimitError, BoxError, StoreError};
-// The tokens' claims are what the products read too: `gatehouse-types`, re-exported beside the
-// signer that writes them.
 use crate::model::{
     AccountKey, AccountToken, AccountTokenPurpose, ApiKey, ApiKeyId, ApiScopes, AuditRecord,
     ClientGrant, Email, FailedSignIns, LockoutRule, NewApiKey, NewEvent, NewOrganization,
     NewPassword, NewSession, NewUser, OrganizationId, Page, PageRequest, PasswordCandidate,
     PasswordHash, PasswordStrength, Session, SessionId, TokenHash, User, UserCredentials, UserId,
 };
+// The tokens' claims are what the products read too: `gatehouse-types`, re-exported beside the
+// signer that writes them.
 pub use gatehouse_types::{
     AccessClaims, Audience, BearerClaims, IdTokenClaims, MachineClaims, GATEHOUSE_AUDIENCE,
 };

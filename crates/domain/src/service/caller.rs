@@ -63,9 +63,7 @@ impl Principal {
             Self::ApiKey { key_id, .. } => AuditActor::ApiKey(*key_id),
         }
     }
-}
 
-impl Principal {
     /// The user the principal acts as.
     pub fn user_id(&self) -> UserId {
         match self {

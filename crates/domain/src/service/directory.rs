@@ -1212,7 +1212,7 @@ impl DirectoryService {
         }
     }
 
-    /// Writes the decisions in one transaction, then mails its invitations.
+    /// Writes the decisions in one transaction, then mails their invitations.
     async fn write(
         &self,
         decisions: Decisions<'_>,
