@@ -540,6 +540,7 @@ impl From<DirectoryError> for ApiError {
                 Self::Unprocessable(error.to_string())
             }
             DirectoryError::Store(e) => e.into(),
+            DirectoryError::Internal(_) => Self::Internal(Box::new(error)),
         }
     }
 }
@@ -630,6 +631,7 @@ impl From<DirectoryError> for ScimFailure {
             DirectoryError::Conflict => ScimError::new(409, None, detail),
             DirectoryError::Busy(e) => return ApiError::from(e).into(),
             DirectoryError::Store(e) => return ApiError::from(e).into(),
+            DirectoryError::Internal(_) => return ApiError::Internal(Box::new(error)).into(),
         })
     }
 }
@@ -677,6 +679,7 @@ impl From<MemberError> for ApiError {
             | MemberError::AlreadyInvited(_)
             | MemberError::OwnsTeams => Self::Conflict(error.to_string()),
             MemberError::Store(e) => e.into(),
+            MemberError::Internal(_) => Self::Internal(Box::new(error)),
         }
     }
 }

@@ -25,7 +25,7 @@ use crate::ports::Ports;
 pub use crate::ports::{
     MockAccountStore, MockAccountTokenStore, MockApiKeyStore, MockApplicationStore, MockAuditStore,
     MockAuthorizationCodeStore, MockBrandingStore, MockClock, MockDirectoryStore, MockDnsTxt,
-    MockDomainStore, MockHealthStore, MockHeavyLanes, MockMailer, MockMemberStore,
+    MockDomainStore, MockHealthStore, MockHeavyLanes, MockMailQueue, MockMailer, MockMemberStore,
     MockMembershipStore, MockMetrics, MockMfaStore, MockOperationsStore, MockOrganizationStore,
     MockPasswordHasher, MockPasswordJudge, MockPolicyStore, MockRandom, MockRateLimiter,
     MockRoleStore, MockSamlProtocol, MockSamlStore, MockSecretCipher, MockServiceAccountStore,
@@ -103,6 +103,8 @@ pub struct MockPorts {
     pub signer: MockTokenSigner,
     /// The mock [`Mailer`](crate::ports::Mailer).
     pub mailer: MockMailer,
+    /// The mock [`MailQueue`](crate::ports::MailQueue).
+    pub mail_queue: MockMailQueue,
     /// The mock [`RateLimiter`](crate::ports::RateLimiter).
     pub rate_limiter: MockRateLimiter,
     /// The mock [`HeavyLanes`](crate::ports::HeavyLanes).
@@ -156,6 +158,7 @@ impl MockPorts {
             judge: MockPasswordJudge::new(),
             signer: MockTokenSigner::new(),
             mailer: MockMailer::new(),
+            mail_queue: MockMailQueue::new(),
             rate_limiter: MockRateLimiter::new(),
             heavy: MockHeavyLanes::new(),
             sign_in_attempts: MockSignInAttempts::new(),
@@ -200,6 +203,7 @@ impl MockPorts {
             judge: Arc::new(self.judge),
             signer: Arc::new(self.signer),
             mailer: Arc::new(self.mailer),
+            mail_queue: Arc::new(self.mail_queue),
             rate_limiter: Arc::new(self.rate_limiter),
             heavy: Arc::new(self.heavy),
             sign_in_attempts: Arc::new(self.sign_in_attempts),

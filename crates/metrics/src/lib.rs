@@ -8,6 +8,7 @@
 //! - `sign_ins_total{method, outcome}`
 //! - `webhook_deliveries_total{outcome}` and `webhook_delivery_latency_seconds` (commit to receipt)
 //! - `webhook_deliveries_pending`
+//! - `mail_queued`
 //! - `store_connections{pool, state}` (`max`, `in_use`, `waiting`)
 //! - `rate_limited_total{caller}`
 //!
@@ -51,6 +52,7 @@ pub struct PrometheusMetrics {
     deliveries: IntCounterVec,
     delivery_seconds: Histogram,
     pending: IntGauge,
+    mail_queued: IntGauge,
     pools: IntGaugeVec,
     rate_limited: IntCounterVec,
 }
@@ -125,6 +127,13 @@ impl PrometheusMetrics {
                 "Deliveries with an attempt still to come (due now or waiting for a retry)",
             )?,
         )?;
+        let mail_queued = registered(
+            &registry,
+            IntGauge::new(
+                "mail_queued",
+                "Mails in the outbox not yet sent (due now or waiting for a retry)",
+            )?,
+        )?;
         let pools = registered(
             &registry,
             IntGaugeVec::new(
@@ -167,6 +176,7 @@ impl PrometheusMetrics {
             deliveries,
             delivery_seconds,
             pending,
+            mail_queued,
             pools,
             rate_limited,
         })
@@ -217,6 +227,7 @@ impl Metrics for PrometheusMetrics {
 
     fn render(&self, gauges: &Gauges) -> String {
         self.pending.set(clamp(gauges.pending_deliveries));
+        self.mail_queued.set(clamp(gauges.queued_mail));
         for pool in &gauges.pools {
             for (state, value) in [
                 ("max", pool.max),
@@ -253,6 +264,7 @@ mod tests {
             "gatehouse_webhook_deliveries_total",
             "gatehouse_webhook_delivery_latency_seconds",
             "gatehouse_webhook_deliveries_pending",
+            "gatehouse_mail_queued",
             "gatehouse_rate_limited_total",
         ] {
             assert!(
@@ -270,6 +282,7 @@ mod tests {
         metrics.request("GET", "/healthz", 200, Duration::from_millis(1));
         let text = metrics.render(&Gauges {
             pending_deliveries: 3,
+            queued_mail: 1,
             pools: vec![PoolUse {
                 pool: "primary",
                 max: 10,
@@ -282,6 +295,7 @@ mod tests {
         ));
         assert!(!text.contains("BREW"));
         assert!(text.contains("gatehouse_webhook_deliveries_pending 3"));
+        assert!(text.contains("gatehouse_mail_queued 1"));
         assert!(text.contains(r#"gatehouse_store_connections{pool="primary",state="max"} 10"#));
         Ok(())
     }

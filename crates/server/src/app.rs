@@ -24,8 +24,8 @@ use gatehouse_domain::{
         TokenSigner,
     },
     service::{
-        AuthSettings, DeliveryEngine, DeliverySettings, OrganizationPorts, OrganizationService,
-        PurgeSlice,
+        AuthSettings, DeliveryEngine, DeliverySettings, MailCourier, OrganizationPorts,
+        OrganizationService, PurgeSlice,
     },
 };
 use gatehouse_store::{Store, StoreOptions};
@@ -200,6 +200,7 @@ pub async fn ports(
         webhooks: store.clone(),
         operations: store.clone(),
         audit: store.clone(),
+        mail_queue: store.clone(),
         health: store,
         clock,
         random: Arc::new(OsRandom),
@@ -286,6 +287,7 @@ impl Application {
                 ..DeliverySettings::default()
             },
         );
+        let courier = MailCourier::new((&ports).into());
         let mut state = AppState::new(
             ports,
             settings,
@@ -416,15 +418,19 @@ impl Application {
         let workers = config.worker.then(|| {
             worker::spawn(
                 engine,
+                courier,
                 WorkerSettings::new(config.webhook_timeout, config.webhook_endpoint_concurrency)
                     .per_organization(config.webhook_slots_per_organization)
                     .poll_interval(config.webhook_poll_interval),
                 delivery_metrics,
                 store.outbox_committed(),
+                store.mail_queued(),
             )
         });
         if workers.is_none() {
-            tracing::info!("GATEHOUSE_WORKER=false: this replica delivers no webhooks");
+            tracing::info!(
+                "GATEHOUSE_WORKER=false: this replica delivers no webhooks and sends no mail"
+            );
         }
         Ok(Self {
             server,

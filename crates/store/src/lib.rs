@@ -22,9 +22,9 @@ use std::sync::Arc;
 use gatehouse_domain::ports::{
     AccountStore, AccountTokenStore, ApiKeyStore, ApplicationStore, AuditStore,
     AuthorizationCodeStore, BoxError, BrandingStore, DirectoryStore, DomainStore, HealthStore,
-    MemberStore, MembershipStore, MfaStore, OperationsStore, OrganizationStore, PolicyStore,
-    RoleStore, SamlStore, ServiceAccountStore, SessionStore, SigningKeyStore, SsoStore, StoreError,
-    WebhookStore,
+    MailQueue, MemberStore, MembershipStore, MfaStore, OperationsStore, OrganizationStore,
+    PolicyStore, RoleStore, SamlStore, ServiceAccountStore, SessionStore, SigningKeyStore,
+    SsoStore, StoreError, WebhookStore,
 };
 
 mod dialect;
@@ -102,6 +102,7 @@ pub trait Store:
     + SigningKeyStore
     + HealthStore
     + WebhookStore
+    + MailQueue
     + OperationsStore
     + AuditStore
 {
@@ -113,6 +114,10 @@ pub trait Store:
     /// deliveries are made as soon as it commits. Events another process committed are found
     /// by the poll.
     fn outbox_committed(&self) -> Arc<tokio::sync::Notify>;
+
+    /// Notified each time an operation of this store queued mail (a permit is kept when nobody
+    /// waits): the mail courier waits on it between its polls.
+    fn mail_queued(&self) -> Arc<tokio::sync::Notify>;
 }
 
 /// Which database a URL names.

@@ -15,6 +15,8 @@ use tokio::sync::Notify;
 tokio::task_local! {
     /// Whether the store operation under way recorded outbox events.
     static RECORDED: Cell<bool>;
+    /// Whether the store operation under way queued mail.
+    static MAILED: Cell<bool>;
     /// The [`OutboxSignal::tag`] of the store whose operation is under way.
     static SENDER: Arc<str>;
 }
@@ -36,10 +38,17 @@ pub(crate) fn mark_recorded() {
     let _ = RECORDED.try_with(|recorded| recorded.set(true));
 }
 
-/// Notified after each store operation that recorded outbox events and succeeded.
+/// Marks the store operation under way as one that queued mail.
+pub(crate) fn mark_mailed() {
+    let _ = MAILED.try_with(|mailed| mailed.set(true));
+}
+
+/// Notified after each store operation that recorded outbox events and succeeded; its `mail`
+/// after each that queued mail.
 #[derive(Clone)]
 pub(crate) struct OutboxSignal {
     notify: Arc<Notify>,
+    mail: Arc<Notify>,
     tag: Arc<str>,
 }
 
@@ -48,6 +57,7 @@ impl Default for OutboxSignal {
         let n = OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Self {
             notify: Arc::default(),
+            mail: Arc::default(),
             tag: Arc::from(format!("{}.{n}", std::process::id())),
         }
     }
@@ -65,19 +75,25 @@ impl OutboxSignal {
         &self,
         operation: impl Future<Output = Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
-        let (result, recorded) = SENDER
+        let (result, recorded, mailed) = SENDER
             .scope(
                 self.tag.clone(),
-                RECORDED.scope(Cell::new(false), async move {
-                    let result = operation.await;
-                    (result, RECORDED.with(Cell::get))
-                }),
+                RECORDED.scope(
+                    Cell::new(false),
+                    MAILED.scope(Cell::new(false), async move {
+                        let result = operation.await;
+                        (result, RECORDED.with(Cell::get), MAILED.with(Cell::get))
+                    }),
+                ),
             )
             .await;
         if recorded && result.is_ok() {
             // A permit is kept when nobody waits: a dispatcher busy with the last batch looks
             // again as soon as it is done.
             self.notify.notify_one();
+        }
+        if mailed && result.is_ok() {
+            self.mail.notify_one();
         }
         result
     }
@@ -91,5 +107,10 @@ impl OutboxSignal {
     /// What the dispatcher waits on.
     pub(crate) fn notify(&self) -> Arc<Notify> {
         self.notify.clone()
+    }
+
+    /// What the mail courier waits on.
+    pub(crate) fn mail(&self) -> Arc<Notify> {
+        self.mail.clone()
     }
 }

@@ -587,6 +587,19 @@ diesel::joinable!(organization_branding -> organizations (organization_id));
 diesel::joinable!(sso_configurations -> organizations (organization_id));
 diesel::joinable!(password_history -> users (user_id));
 diesel::joinable!(sso_domains -> sso_configurations (organization_id));
+diesel::table! {
+    use diesel::sql_types::*;
+    use super::{Id, Moment};
+
+    mail_outbox (id) {
+        id -> Id,
+        sealed -> Binary,
+        attempts -> Integer,
+        next_attempt_at -> Moment,
+        created_at -> Moment,
+    }
+}
+
 diesel::allow_tables_to_appear_in_same_query!(
     users,
     scim_tokens,
@@ -622,5 +635,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     audit_log,
     organization_domains,
     service_accounts,
-    organization_roles
+    organization_roles,
+    mail_outbox
 );

@@ -74,6 +74,7 @@ async fn invite(
             },
             event(EventType::MemberInvited, Some(org), Some(by)),
             support::signed_in(),
+            support::mail(),
         )
         .await
         .unwrap();

@@ -89,6 +89,7 @@ async fn write(db: &Db, org: OrganizationId, changes: Vec<DirectoryChange>) {
             effects: Vec::new(),
             events: Vec::new(),
             audit: Vec::new(),
+            mails: Vec::new(),
         })
         .await
         .unwrap();

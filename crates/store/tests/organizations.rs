@@ -302,6 +302,7 @@ impl Db {
                 },
                 event(EventType::MemberInvited, Some(org), Some(by), at),
                 record(),
+                mail(),
             )
             .await
             .map(|()| (id, token_hash))
@@ -1970,6 +1971,14 @@ fn directory_user(
     }
 }
 
+/// A mail as the domain seals it for the outbox (the bytes stand for its sealed form).
+fn mail() -> gatehouse_domain::ports::SealedMail {
+    gatehouse_domain::ports::SealedMail {
+        id: Uuid::now_v7(),
+        sealed: b"a sealed mail".to_vec(),
+    }
+}
+
 fn directory_write(
     org: OrganizationId,
     at: OffsetDateTime,
@@ -1983,6 +1992,7 @@ fn directory_write(
         effects,
         events: vec![event(EventType::MemberJoined, Some(org), None, at)],
         audit: vec![record()],
+        mails: Vec::new(),
     }
 }
 
@@ -2412,6 +2422,7 @@ async fn the_owner_stays_and_a_deleted_role_is_given_to_nobody(db: Db) {
             },
             event(EventType::MemberInvited, Some(acme), None, t0),
             record(),
+            mail(),
         )
         .await;
     assert!(matches!(invited, Err(StoreError::Gone)), "{invited:?}");

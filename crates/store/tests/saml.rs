@@ -453,7 +453,7 @@ async fn an_unverified_account_the_idp_links_is_reclaimed_in_the_sign_in(db: Db)
         expires_at: now() + Duration::minutes(15),
     };
     db.store
-        .save_account_token(link.clone(), mailed, support::signed_in())
+        .save_account_token(link.clone(), mailed, support::signed_in(), support::mail())
         .await
         .unwrap();
 

@@ -11,6 +11,10 @@
 //! freed a slot. The poll interval is only the longest either waits for work that a retry
 //! schedule made due, or that another replica's dispatcher made.
 //!
+//! The mail loop sends the mail outbox: it wakes as soon as a change that queued mail commits
+//! in this process (the store's mail signal), or at its poll for retries and other replicas'
+//! mail, and sends each batch it leases at once.
+//!
 //! The per-endpoint bound holds for the cluster: the store counts every replica's held leases
 //! when it leases. [`Workers::stop`] stops both loops, waits for the attempts in flight to be
 //! sent and recorded, and gives back the leases of any still unsent when its time is up, so
@@ -28,7 +32,7 @@ use uuid::Uuid;
 use gatehouse_domain::{
     model::{DeliveryId, EndpointId, LeaseRoom, OrganizationId},
     ports::{AttemptRecord, DeliveryOutcome, LeasedDelivery, Metrics, StoreError},
-    service::{AttemptOutcome, DeliveryEngine},
+    service::{AttemptOutcome, DeliveryEngine, MailCourier},
 };
 use tokio::{
     sync::{mpsc, Notify, OwnedSemaphorePermit, Semaphore},
@@ -93,6 +97,7 @@ pub struct Workers {
     stop: CancellationToken,
     dispatcher: JoinHandle<()>,
     deliverer: JoinHandle<()>,
+    mailer: JoinHandle<()>,
     in_flight: Arc<InFlight>,
     engine: DeliveryEngine,
 }
@@ -112,7 +117,14 @@ impl Workers {
     pub async fn stop(self, timeout: Duration) -> Stopped {
         self.stop.cancel();
         self.dispatcher.abort();
-        let finished = tokio::time::timeout(timeout, self.deliverer).await.is_ok();
+        let (delivered, mailed) = tokio::join!(
+            tokio::time::timeout(timeout, self.deliverer),
+            tokio::time::timeout(timeout, self.mailer)
+        );
+        if mailed.is_err() {
+            tracing::warn!("mails were still being sent at the shutdown timeout; they are sent again when their lease ends");
+        }
+        let finished = delivered.is_ok();
         let unsent = self.in_flight.leases();
         let given_back = if finished { 0 } else { unsent.len() };
         if !finished && !unsent.is_empty() {
@@ -134,12 +146,15 @@ impl Workers {
 }
 
 /// Starts the dispatcher, which wakes on `events_committed` (the store's outbox signal) or its
-/// poll, and the delivery loop, which counts each recorded attempt in `metrics`.
+/// poll, the delivery loop, which counts each recorded attempt in `metrics`, and the mail
+/// loop, which wakes on `mail_queued` (the store's mail signal) or its poll.
 pub fn spawn(
     engine: DeliveryEngine,
+    courier: MailCourier,
     settings: WorkerSettings,
     metrics: Arc<dyn Metrics>,
     events_committed: Arc<Notify>,
+    mail_queued: Arc<Notify>,
 ) -> Workers {
     let work = Arc::new(Notify::new());
     let stop = CancellationToken::new();
@@ -158,10 +173,12 @@ pub fn spawn(
         in_flight.clone(),
         stop.clone(),
     ));
+    let mailer = tokio::spawn(mail_loop(courier, mail_queued, stop.clone()));
     Workers {
         stop,
         dispatcher,
         deliverer,
+        mailer,
         in_flight,
         engine,
     }
@@ -182,6 +199,55 @@ async fn dispatch_loop(
             Err(error) => {
                 tracing::warn!(%error, "dispatching events failed; retrying");
                 tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}
+
+/// Mails leased and sent at once, at most.
+const MAIL_BATCH: u32 = 16;
+
+/// How long the mail loop waits, idle, before it looks for mail due again (a retry, another
+/// replica's mail) when no change in this process queued any.
+const MAIL_POLL: Duration = Duration::from_secs(1);
+
+/// Sends the mail outbox until `stop`: leases a batch of due mails, sends them all at once and
+/// records each outcome, then leases again while batches come full, else waits for
+/// `mail_queued` or [`MAIL_POLL`].
+async fn mail_loop(courier: MailCourier, mail_queued: Arc<Notify>, stop: CancellationToken) {
+    while !stop.is_cancelled() {
+        let leased = match courier.lease(MAIL_BATCH).await {
+            Ok(leased) => leased,
+            Err(error) => {
+                tracing::warn!(%error, "leasing mail failed; retrying");
+                tokio::select! {
+                    () = tokio::time::sleep(MAIL_POLL) => {}
+                    () = stop.cancelled() => {}
+                }
+                continue;
+            }
+        };
+        let full = leased.len() == MAIL_BATCH as usize;
+        let mut sending = tokio::task::JoinSet::new();
+        for mail in leased {
+            let courier = courier.clone();
+            sending.spawn(async move { courier.deliver(mail).await });
+        }
+        while let Some(outcome) = sending.join_next().await {
+            match outcome {
+                Ok(Ok(_)) => {}
+                Ok(Err(error)) => {
+                    tracing::warn!(%error, "a mail's outcome was not recorded; it is taken again when its lease ends")
+                }
+                Err(error) => {
+                    tracing::error!(%error, "sending a mail failed unexpectedly; it is taken again when its lease ends")
+                }
+            }
+        }
+        if !full {
+            tokio::select! {
+                _ = tokio::time::timeout(MAIL_POLL, mail_queued.notified()) => {}
+                () = stop.cancelled() => {}
             }
         }
     }

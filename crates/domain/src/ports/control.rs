@@ -111,6 +111,9 @@ pub trait OperationsStore: Send + Sync + 'static {
     /// Deliveries with an attempt still to come: queued now, or waiting for a retry.
     async fn pending_deliveries(&self) -> Result<u64, StoreError>;
 
+    /// Mails in the outbox: queued now, or waiting for a retry.
+    async fn queued_mail(&self) -> Result<u64, StoreError>;
+
     /// Deletes, in one transaction, at most `limit` rows: the finished deliveries created
     /// before `before` (delivered, and failed for good: dead letters and test pings included),
     /// oldest first, and, when fewer than `limit` of those were left, as many of the rest of

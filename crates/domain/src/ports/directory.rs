@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 use time::OffsetDateTime;
 
-use super::{NewAccount, StoreError};
+use super::{NewAccount, SealedMail, StoreError};
 use crate::model::{
     AssignedRole, AuditRecord, DirectoryCursor, DirectoryFilter, DirectoryGroup, DirectoryGroupId,
     DirectoryPage, DirectoryText, DirectoryUser, DirectoryUserId, Email, GroupRoles, NewEvent,
@@ -122,6 +122,8 @@ pub struct DirectoryWrite {
     pub events: Vec<NewEvent>,
     /// The audit records.
     pub audit: Vec<AuditRecord>,
+    /// The invitations' mails, queued in the mail outbox.
+    pub mails: Vec<SealedMail>,
 }
 
 /// A directory user's place in one of the organization's groups.

@@ -4,7 +4,11 @@ use async_trait::async_trait;
 use serde::Serialize;
 use time::OffsetDateTime;
 
-use super::{organizations::MemberAccess, platform::RateLimitError, BoxError, StoreError};
+use super::{
+    organizations::MemberAccess,
+    platform::{RateLimitError, SealedMail},
+    BoxError, StoreError,
+};
 use crate::model::{
     AccountKey, AccountToken, AccountTokenPurpose, ApiKey, ApiKeyId, ApiScopes, AuditRecord,
     ClientGrant, Email, FailedSignIns, LockoutRule, NewApiKey, NewEvent, NewOrganization,
@@ -129,13 +133,14 @@ pub trait AccountStore: Send + Sync + 'static {
 #[async_trait]
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 pub trait AccountTokenStore: Send + Sync + 'static {
-    /// Stores a mailed token by its hash with the audit record of its mailing, and forgets
-    /// tokens that expired before it was made.
+    /// Stores a mailed token by its hash with the audit record of its mailing and the mail
+    /// itself (queued in the mail outbox), and forgets tokens that expired before it was made.
     async fn save_account_token(
         &self,
         hash: TokenHash,
         token: AccountToken,
         audit: AuditRecord,
+        mail: SealedMail,
     ) -> Result<(), StoreError>;
 
     /// The token, when it is of `purpose`, unused and unexpired at `now`, without taking it:

@@ -142,6 +142,8 @@ pub struct PoolUse {
 pub struct Gauges {
     /// Deliveries with an attempt still to come.
     pub pending_deliveries: u64,
+    /// Mails in the outbox, not yet sent.
+    pub queued_mail: u64,
     /// The store's connection pools.
     pub pools: Vec<PoolUse>,
 }

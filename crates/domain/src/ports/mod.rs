@@ -132,8 +132,10 @@ pub struct Ports {
     pub judge: Arc<dyn PasswordJudge>,
     /// The [`TokenSigner`].
     pub signer: Arc<dyn TokenSigner>,
-    /// The [`Mailer`].
+    /// The [`Mailer`]: the mail worker's only (a use case queues mail through its store).
     pub mailer: Arc<dyn Mailer>,
+    /// The [`MailQueue`].
+    pub mail_queue: Arc<dyn MailQueue>,
     /// The [`RateLimiter`].
     pub rate_limiter: Arc<dyn RateLimiter>,
     /// The [`HeavyLanes`].

@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use time::OffsetDateTime;
 
-use super::{ScimTokenRevocation, StoreError};
+use super::{ScimTokenRevocation, SealedMail, StoreError};
 use crate::model::{
     AssignedRole, AuditRecord, Branding, Email, Invitation, InvitationId, InvitationRecord, Member,
     MemberFilter, Membership, NewEvent, NewInvitation, NewOrganization, Organization,
@@ -255,9 +255,10 @@ pub trait MemberStore: Send + Sync + 'static {
         email: &Email,
     ) -> Result<bool, StoreError>;
 
-    /// Stores the invitation and its event. An earlier invitation of the same email that has
-    /// expired at `invitation.invited_at` is closed first. A custom role it gives is held
-    /// (locked) until the commit, so a concurrent deletion of the role sees the invitation.
+    /// Stores the invitation, its event and its mail (queued in the mail outbox). An earlier
+    /// invitation of the same email that has expired at `invitation.invited_at` is closed
+    /// first. A custom role it gives is held (locked) until the commit, so a concurrent
+    /// deletion of the role sees the invitation.
     ///
     /// # Errors
     /// [`StoreError::Conflict`] when a live invitation for the email exists;
@@ -267,6 +268,7 @@ pub trait MemberStore: Send + Sync + 'static {
         invitation: NewInvitation,
         event: NewEvent,
         audit: AuditRecord,
+        mail: SealedMail,
     ) -> Result<(), StoreError>;
 
     /// The pending (not accepted, not revoked) invitation, even if expired.

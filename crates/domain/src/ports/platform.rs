@@ -110,8 +110,9 @@ impl std::fmt::Debug for HeavyLane {
     }
 }
 
-/// An email about to be sent.
-#[derive(Clone, Debug, PartialEq)]
+/// An email about to be sent. Its `Debug` shows the recipient and the subject only: the body
+/// holds one-time links.
+#[derive(Clone, PartialEq)]
 pub struct Mail {
     /// The one recipient.
     pub to: Email,
@@ -139,6 +140,15 @@ impl Mail {
     }
 }
 
+impl std::fmt::Debug for Mail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mail")
+            .field("to", &self.to)
+            .field("subject", &self.subject)
+            .finish_non_exhaustive()
+    }
+}
+
 /// The mail could not be handed over for sending; the source says why, for the log.
 #[derive(Debug, thiserror::Error)]
 #[error("sending mail failed")]
@@ -150,4 +160,62 @@ pub struct MailError(#[source] pub BoxError);
 pub trait Mailer: Send + Sync + 'static {
     /// Hands one mail over for delivery: to the SMTP relay, the mail directory or the log.
     async fn send(&self, mail: Mail) -> Result<(), MailError>;
+}
+
+/// A mail sealed for the outbox (see `service::mail`): encrypted under the server's secret
+/// key and bound to its id, since its body holds a one-time link. A use case hands it to the
+/// store with the change that made it, and the store writes it in that change's transaction;
+/// the worker opens and sends it. `Debug` shows the id only.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SealedMail {
+    /// The mail's id in the outbox: what the seal is bound to.
+    pub id: Uuid,
+    /// The mail, sealed.
+    pub sealed: Vec<u8>,
+}
+
+impl std::fmt::Debug for SealedMail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SealedMail")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A mail the worker leased from the outbox.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueuedMail {
+    /// The mail as sealed.
+    pub mail: SealedMail,
+    /// Attempts made before this one.
+    pub attempts: u32,
+}
+
+/// The mail outbox: mails written with the changes that made them, sent by the worker.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait MailQueue: Send + Sync + 'static {
+    /// Queues one mail on its own, due at `at` (a mail no other write goes with: the worker's
+    /// notice of a disabled endpoint).
+    async fn queue_mail(&self, mail: SealedMail, at: OffsetDateTime) -> Result<(), StoreError>;
+
+    /// Leases up to `limit` mails due at `now`, oldest first, until `until`: no other worker
+    /// takes them meanwhile, and one that dies leaves them to be taken again then.
+    async fn lease_mail(
+        &self,
+        now: OffsetDateTime,
+        until: OffsetDateTime,
+        limit: u32,
+    ) -> Result<Vec<QueuedMail>, StoreError>;
+
+    /// Forgets a mail: sent, or given up.
+    async fn forget_mail(&self, id: Uuid) -> Result<(), StoreError>;
+
+    /// Records a failed attempt: the mail has had `attempts` and is due again at `at`.
+    async fn retry_mail(
+        &self,
+        id: Uuid,
+        attempts: u32,
+        at: OffsetDateTime,
+    ) -> Result<(), StoreError>;
 }

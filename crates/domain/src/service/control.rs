@@ -256,11 +256,12 @@ impl ControlService {
     }
 
     /// What a metrics scrape reads at that moment: the deliveries with an attempt still to
-    /// come, and the store's pools. Asks no proof: the caller is the operator's own metrics
+    /// come, the mails not yet sent, and the store's pools. Asks no proof: the caller is the operator's own metrics
     /// listener, or a handler that checked the token.
     pub async fn gauges(&self) -> Result<Gauges, StoreError> {
         Ok(Gauges {
             pending_deliveries: self.ports.operations.pending_deliveries().await?,
+            queued_mail: self.ports.operations.queued_mail().await?,
             pools: self.ports.health.pools(),
         })
     }

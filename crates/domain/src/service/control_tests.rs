@@ -101,6 +101,11 @@ fn a_scrape_reads_the_backlog_and_the_pools() {
         .expect_pending_deliveries()
         .times(1)
         .returning(|| ready(Ok(42)));
+    mocks
+        .operations
+        .expect_queued_mail()
+        .times(1)
+        .returning(|| ready(Ok(2)));
     let pool = PoolUse {
         pool: "primary",
         max: 10,
@@ -117,6 +122,7 @@ fn a_scrape_reads_the_backlog_and_the_pools() {
         gauges,
         Gauges {
             pending_deliveries: 42,
+            queued_mail: 2,
             pools: vec![pool],
         }
     );

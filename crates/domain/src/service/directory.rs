@@ -34,8 +34,8 @@ use crate::{
         UserAttributes, UserId, DIRECTORY_BATCH,
     },
     ports::{
-        service_ports, DirectoryChange, DirectoryWrite, GroupMembers, GroupOfUser, MemberEffect,
-        StoreError,
+        service_ports, CipherError, DirectoryChange, DirectoryWrite, GroupMembers, GroupOfUser,
+        MemberEffect, StoreError,
     },
 };
 
@@ -94,6 +94,9 @@ pub enum DirectoryError {
     /// The store failed.
     #[error(transparent)]
     Store(StoreError),
+    /// An invitation's mail could not be sealed for the outbox.
+    #[error("an invitation mail could not be queued")]
+    Internal(#[source] CipherError),
 }
 
 impl From<StoreError> for DirectoryError {
@@ -139,7 +142,7 @@ struct Decisions<'a> {
     effects: Vec<MemberEffect>,
     events: Vec<NewEvent>,
     audit: Vec<AuditRecord>,
-    /// Invitations to mail once the write committed.
+    /// Invitations to mail: their mails are written with the decisions.
     mails: Vec<(Email, AssignedRole, SecretToken)>,
 }
 
@@ -160,7 +163,7 @@ pub struct DirectoryService {
     ports: DirectoryPorts,
     /// Makes accounts the way every sign-up does.
     auth: AuthService,
-    /// Mails invitations the way every invitation is mailed.
+    /// Builds invitations' mails the way every invitation's mail is built.
     members: MemberService,
 }
 
@@ -1212,14 +1215,24 @@ impl DirectoryService {
         }
     }
 
-    /// Writes the decisions in one transaction, then mails their invitations.
+    /// Writes the decisions in one transaction, their invitations' mails with them.
     async fn write(
         &self,
         decisions: Decisions<'_>,
         changes: Vec<DirectoryChange>,
     ) -> Result<bool, DirectoryError> {
-        let organization = decisions.organization.clone();
-        let written = self
+        let organization = &decisions.organization;
+        let inviter = format!("The {} directory", organization.name.as_ref());
+        let mut mails = Vec::with_capacity(decisions.mails.len());
+        for (email, role, token) in decisions.mails {
+            let mail = self
+                .members
+                .invitation_mail(organization, &inviter, email, &role, &token)
+                .await
+                .map_err(DirectoryError::Internal)?;
+            mails.push(mail);
+        }
+        Ok(self
             .ports
             .directory
             .write_directory(DirectoryWrite {
@@ -1229,17 +1242,9 @@ impl DirectoryService {
                 effects: decisions.effects,
                 events: decisions.events,
                 audit: decisions.audit,
+                mails,
             })
-            .await?;
-        if written {
-            let inviter = format!("The {} directory", organization.name.as_ref());
-            for (email, role, token) in decisions.mails {
-                self.members
-                    .mail_invitation(&organization, &inviter, email, &role, &token)
-                    .await;
-            }
-        }
-        Ok(written)
+            .await?)
     }
 }
 

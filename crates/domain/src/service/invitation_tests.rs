@@ -5,15 +5,19 @@ use time::Duration;
 use uuid::Uuid;
 
 use super::{
-    tests::{ada_credentials, email, now, origin, ready, Mocks, ACME, ADA},
+    mail::in_the_clear,
+    tests::{
+        ada_acting, ada_credentials, email, now, origin, ready, recording, secret_of, Mocks, ACME,
+        ADA,
+    },
     AnswerRefused, Answered, AuthService, BrowserSession, FormPosted, InvitationAnswer,
     InvitationLink, InvitationLinkService, InvitationStep, MemberService, Opened,
 };
 use crate::{
     model::{
-        Amr, Branding, HexColor, Invitation, InvitationId, InvitationRecord, InvitationState,
-        LoginTitle, NewInvitation, OrganizationName, Plan, Role, SessionId, Slug, TokenHash,
-        UserCredentials, UserId,
+        Amr, AuditAction, Branding, HexColor, Invitation, InvitationId, InvitationRecord,
+        InvitationState, LoginTitle, NewInvitation, OrganizationName, Plan, Role, SessionId, Slug,
+        TokenHash, TokenKind, UserCredentials, UserId,
     },
     ports::SavedBranding,
 };
@@ -294,4 +298,57 @@ fn answering_a_spent_link_changes_nothing_and_says_what_the_link_opens() {
         }
         other => panic!("expected the closed page, got {other:?}"),
     }
+}
+
+#[test]
+fn an_invitation_s_mail_is_written_with_it_in_the_branding_and_nothing_is_sent_meanwhile() {
+    let mut mocks = Mocks::new();
+    mocks
+        .organizations
+        .expect_organization()
+        .returning(|_| ready(Ok(Some(super::tests::acme(Plan::Free)))));
+    mocks
+        .members
+        .expect_is_member_email()
+        .returning(|_, _| ready(Ok(false)));
+    mocks
+        .accounts
+        .expect_credentials_by_id()
+        .withf(|id| *id == ADA)
+        .returning(|_| ready(Ok(Some(ada_credentials()))));
+    mocks.mail_is_sealed_in_the_clear();
+    let written = recording!(
+        mocks.members.expect_create_invitation().times(1),
+        |invitation, event, audit, mail| (invitation, event, audit, in_the_clear(&mail)),
+        Ok(())
+    );
+    // Nothing goes to the relay on the request's time: the worker sends the queued mail.
+    mocks.mailer.expect_send().never();
+
+    let member = block_on(mocks.member_service().invite(
+        &ada_acting(Role::Admin, Plan::Free),
+        email("bob@example.com"),
+        None,
+        &origin(),
+    ))
+    .unwrap();
+
+    let (invitation, event, audit, mail) = written.only();
+    assert_eq!(member.invitation_id, Some(invitation.id));
+    assert_eq!(event.event_type.as_str(), "member.invited");
+    assert_eq!(audit.action, AuditAction::MemberInvited);
+    assert_eq!(mail.to, email("bob@example.com"));
+    assert_eq!(
+        mail.subject,
+        "Ada Lovelace invited you to Acme on Gatehouse"
+    );
+    let link = format!(
+        "https://id.example.com/invitations/{}",
+        secret_of(TokenKind::Invitation)
+    );
+    assert!(mail.text.contains(&link), "{}", mail.text);
+    assert_eq!(
+        invitation.token_hash,
+        TokenHash::of(&secret_of(TokenKind::Invitation))
+    );
 }

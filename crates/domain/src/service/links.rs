@@ -8,6 +8,7 @@ use time::OffsetDateTime;
 use super::{
     audit,
     auth::{ChangePasswordError, Changer, OrganizationRefused, PasswordRefused, SignIn},
+    mail::seal,
     user_audit, AuthService, LockedOut, LoginError, Principal,
 };
 use crate::{
@@ -21,7 +22,7 @@ use crate::{
 
 service_ports! {
     /// The ports [`EmailLinkService`] uses.
-    pub struct EmailLinkPorts { accounts: AccountStore, account_tokens: AccountTokenStore, mailer: Mailer, rate_limiter: RateLimiter, sign_in_attempts: SignInAttempts, clock: Clock, random: Random }
+    pub struct EmailLinkPorts { accounts: AccountStore, account_tokens: AccountTokenStore, cipher: SecretCipher, rate_limiter: RateLimiter, sign_in_attempts: SignInAttempts, clock: Clock, random: Random }
 }
 
 /// How many links one address may ask for a minute (all of them at once, if it likes).
@@ -155,20 +156,6 @@ impl EmailLinkService {
             origin,
         )
         .on(TargetKind::User, user.id);
-        self.ports
-            .account_tokens
-            .save_account_token(
-                token.hash(),
-                AccountToken {
-                    purpose,
-                    user_id: user.id,
-                    email: user.email.clone(),
-                    created_at: now,
-                    expires_at: now + purpose.ttl(),
-                },
-                record,
-            )
-            .await?;
         let link = format!("{}{}{}", self.public_url, purpose.page(), token.expose());
         let (subject, text) = match purpose {
             AccountTokenPurpose::MagicLink => (
@@ -199,11 +186,29 @@ impl EmailLinkService {
                 ),
             ),
         };
+        let mail = seal(
+            self.ports.cipher.as_ref(),
+            self.ports.random.as_ref(),
+            &Mail::new(user.email.clone(), subject, text),
+        )
+        .map_err(|e| LinkError::Internal(Box::new(e)))?;
+        // The mail is queued with the token, in its transaction: the worker sends it.
         self.ports
-            .mailer
-            .send(Mail::new(user.email.clone(), subject, text))
-            .await
-            .map_err(|e| LinkError::Internal(Box::new(e)))
+            .account_tokens
+            .save_account_token(
+                token.hash(),
+                AccountToken {
+                    purpose,
+                    user_id: user.id,
+                    email: user.email.clone(),
+                    created_at: now,
+                    expires_at: now + purpose.ttl(),
+                },
+                record,
+                mail,
+            )
+            .await?;
+        Ok(())
     }
 
     /// Asks for a mail of `purpose` to `email`: mailed when an account has the address,

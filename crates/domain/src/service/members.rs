@@ -5,7 +5,8 @@ use serde_json::json;
 use time::OffsetDateTime;
 
 use super::{
-    event, heavy, maker_right, payloads, user_audit, user_event, Actor, Busy, Forbidden, Principal,
+    event, heavy, mail::seal, maker_right, payloads, user_audit, user_event, Actor, Busy,
+    Forbidden, Principal,
 };
 use crate::{
     model::{
@@ -15,7 +16,7 @@ use crate::{
         OrganizationType, Origin, Page, PageRequest, Permission, Plan, Role, RoleRef, SecretToken,
         TargetKind, TokenHash, TokenKind, User, UserId, INVITATION_TTL_DAYS,
     },
-    ports::{service_ports, Mail, ScimTokenRevocation, StoreError},
+    ports::{service_ports, CipherError, Mail, ScimTokenRevocation, SealedMail, StoreError},
 };
 
 /// The rules of the membership a request can break, whoever asks: each answers `422` with its
@@ -98,6 +99,9 @@ pub enum MemberError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The invitation's mail could not be sealed for the outbox.
+    #[error("the invitation mail could not be queued")]
+    Internal(#[source] CipherError),
 }
 
 /// A role change's result.
@@ -136,7 +140,7 @@ pub struct Removed {
 
 service_ports! {
     /// The ports [`MemberService`] uses.
-    pub struct MemberPorts { members: MemberStore, roles: RoleStore, accounts: AccountStore, organizations: OrganizationStore, branding: BrandingStore, directory: DirectoryStore, mailer: Mailer, heavy: HeavyLanes, clock: Clock, random: Random }
+    pub struct MemberPorts { members: MemberStore, roles: RoleStore, accounts: AccountStore, organizations: OrganizationStore, branding: BrandingStore, directory: DirectoryStore, cipher: SecretCipher, heavy: HeavyLanes, clock: Clock, random: Random }
 }
 
 /// Invites members, accepts invitations, changes roles and removes members.
@@ -258,21 +262,24 @@ impl MemberService {
             EventType::MemberInvited,
             payloads::member(&member),
         );
+        let record = actor
+            .audit(
+                self.ports.random.as_ref(),
+                now,
+                AuditAction::MemberInvited,
+                origin,
+            )
+            .on(TargetKind::Invitation, invitation.id);
+        let inviter = self.inviter_name(inviter).await;
+        let mail = self
+            .invitation_mail(&organization, &inviter, email.clone(), role.role(), &token)
+            .await
+            .map_err(MemberError::Internal)?;
+        // The mail is queued with the invitation, in its transaction: the worker sends it.
         match self
             .ports
             .members
-            .create_invitation(
-                invitation.clone(),
-                invited,
-                actor
-                    .audit(
-                        self.ports.random.as_ref(),
-                        now,
-                        AuditAction::MemberInvited,
-                        origin,
-                    )
-                    .on(TargetKind::Invitation, invitation.id),
-            )
+            .create_invitation(invitation.clone(), invited, record, mail)
             .await
         {
             Ok(()) => {}
@@ -283,24 +290,20 @@ impl MemberService {
             }
             Err(e) => return Err(e.into()),
         }
-
-        let inviter = self.inviter_name(inviter).await;
-        self.mail_invitation(&organization, &inviter, email, role.role(), &token)
-            .await;
         Ok(member)
     }
 
-    /// Mails an invitation's one-time link, in the organization's branding. The invitation
-    /// stands whether or not the mail goes out: the invitee also finds it under
-    /// `GET /api/v1/invitations` once signed in.
-    pub(crate) async fn mail_invitation(
+    /// An invitation's mail with its one-time link, in the organization's branding, sealed
+    /// for the outbox: the store queues it with the invitation. The invitee also finds the
+    /// invitation under `GET /api/v1/invitations` once signed in.
+    pub(crate) async fn invitation_mail(
         &self,
         organization: &Organization,
         inviter: &str,
         email: Email,
         role: &AssignedRole,
         token: &SecretToken,
-    ) {
+    ) -> Result<SealedMail, CipherError> {
         let link = format!("{}/invitations/{}", self.public_url, token.expose());
         let mut mail = Mail::new(
             email,
@@ -317,9 +320,11 @@ impl MemberService {
             ),
         );
         self.brand(&mut mail, organization).await;
-        if let Err(error) = self.ports.mailer.send(mail).await {
-            tracing::warn!(%error, organization.id = %organization.id, "the invitation mail could not be sent");
-        }
+        seal(
+            self.ports.cipher.as_ref(),
+            self.ports.random.as_ref(),
+            &mail,
+        )
     }
 
     /// The full name of the member who invites, as mails and pages name them; "Someone" for

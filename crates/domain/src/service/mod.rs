@@ -65,6 +65,7 @@ mod heavy;
 mod iam;
 mod invitation_link;
 mod links;
+mod mail;
 mod maker_right;
 mod members;
 mod mfa;
@@ -112,6 +113,10 @@ pub use invitation_link::{
     InvitationLinkService, InvitationStep, Opened, PendingInvitation,
 };
 pub use links::{EmailLinkPorts, EmailLinkService, LinkError, LINKS_PER_CLIENT, LINKS_PER_EMAIL};
+pub use mail::{
+    mail_backoff, open as open_mail, seal as seal_mail, MailCourier, MailOutcome, MailPorts,
+    MAIL_ATTEMPTS, MAIL_LEASE,
+};
 pub use members::{
     InvitationLink, MemberError, MemberPorts, MemberRule, MemberService, Removed, RoleChanged,
 };
@@ -223,6 +228,8 @@ mod invitation_tests;
 mod links_tests;
 #[cfg(test)]
 mod lockout_tests;
+#[cfg(test)]
+mod mail_tests;
 #[cfg(test)]
 mod mfa_tests;
 #[cfg(test)]

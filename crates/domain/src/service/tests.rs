@@ -354,6 +354,15 @@ impl Mocks {
         self.0.into_ports()
     }
 
+    /// The cipher seals mail in the clear, so that a test reads what was queued with
+    /// `mail::in_the_clear`; sealing is bound to the mail's id.
+    pub(super) fn mail_is_sealed_in_the_clear(&mut self) {
+        self.cipher
+            .expect_seal()
+            .withf(|_, context| context.starts_with(b"gatehouse mail "))
+            .returning(|plaintext, _| Ok(plaintext.to_vec()));
+    }
+
     /// Ada belongs to (and, registering, is invited by) organizations with these plans and
     /// policies; no organization has an IP allowlist.
     pub(super) fn policies_are(&mut self, organizations: Vec<PlanPolicies>) {

@@ -15,6 +15,7 @@ use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
 use super::{
+    mail::in_the_clear,
     tests::{ada_acting, email, now, ready, recording, secret_of, Mocks, Seen, ACME, ADA},
     Actor, AttemptOutcome, DeliveryEngine, DeliverySettings, EndpointUpdate, Forbidden,
     NewEndpointRequest, SigningSecret, WebhookError, WebhookService, DISABLE_AFTER_FAILURES,
@@ -1155,7 +1156,13 @@ fn the_failure_that_disables_an_endpoint_mails_the_owner_once_naming_it() {
         })
         .times(1)
         .returning(|_, _, _, _| ready(Ok(page_of(vec![grace_the_owner()]))));
-    let mailed = recording!(mocks.mailer.expect_send().times(1), |mail| mail, Ok(()));
+    mocks.mail_is_sealed_in_the_clear();
+    let mailed = recording!(
+        mocks.mail_queue.expect_queue_mail().times(1),
+        |mail, at| (in_the_clear(&mail), at),
+        Ok(())
+    );
+    mocks.mailer.expect_send().never();
 
     let outcome = attempt(mocks, 3);
 
@@ -1165,7 +1172,8 @@ fn the_failure_that_disables_an_endpoint_mails_the_owner_once_naming_it() {
             retry_at: Some(now() + Duration::minutes(30))
         }
     );
-    let mail = mailed.only();
+    let (mail, at) = mailed.only();
+    assert_eq!(at, now(), "due at once");
     assert_eq!(mail.to, email("grace@example.com"));
     assert!(mail.text.contains(&HOOK.to_string()), "{}", mail.text);
 }
@@ -1183,7 +1191,7 @@ fn a_disabled_endpoint_whose_owner_cannot_be_found_mails_nobody_and_still_record
         .expect_members()
         .times(1)
         .returning(|_, _, _, _| ready(Err(StoreError::Conflict)));
-    mocks.mailer.expect_send().never();
+    mocks.mail_queue.expect_queue_mail().never();
 
     assert_eq!(attempt(mocks, 5), AttemptOutcome::Failed { retry_at: None });
 }

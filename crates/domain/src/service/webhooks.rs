@@ -627,7 +627,7 @@ pub enum AttemptOutcome {
 
 service_ports! {
     /// The ports [`DeliveryEngine`] uses.
-    pub struct DeliveryPorts { webhooks: WebhookStore, cipher: SecretCipher, sender: WebhookSender, members: MemberStore, mailer: Mailer, clock: Clock, random: Random }
+    pub struct DeliveryPorts { webhooks: WebhookStore, cipher: SecretCipher, sender: WebhookSender, members: MemberStore, mail_queue: MailQueue, clock: Clock, random: Random }
 }
 
 /// Turns outbox events into deliveries and makes delivery attempts. The workers that drive it
@@ -814,8 +814,24 @@ impl DeliveryEngine {
                 n = self.settings.disable_after_failures,
             ),
         );
-        if let Err(error) = self.ports.mailer.send(mail).await {
-            tracing::warn!(%error, endpoint.id = %delivery.endpoint_id, "the disabled-endpoint mail could not be sent");
+        let sealed = match super::mail::seal(
+            self.ports.cipher.as_ref(),
+            self.ports.random.as_ref(),
+            &mail,
+        ) {
+            Ok(sealed) => sealed,
+            Err(error) => {
+                tracing::warn!(%error, endpoint.id = %delivery.endpoint_id, "the disabled-endpoint mail could not be sealed");
+                return;
+            }
+        };
+        let queued = self
+            .ports
+            .mail_queue
+            .queue_mail(sealed, self.ports.clock.now())
+            .await;
+        if let Err(error) = queued {
+            tracing::warn!(%error, endpoint.id = %delivery.endpoint_id, "the disabled-endpoint mail could not be queued");
         }
     }
 }

@@ -332,6 +332,42 @@ impl TestApp {
         }
     }
 
+    /// The sealed bytes of every mail in the outbox, as the database holds them.
+    pub async fn outbox_rows(&self) -> Vec<Vec<u8>> {
+        let url = self.env["GATEHOUSE_DATABASE_URL"].clone();
+        if url.starts_with("postgres") {
+            let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+                .await
+                .unwrap();
+            tokio::spawn(connection);
+            let rows = client
+                .query("SELECT sealed FROM mail_outbox", &[])
+                .await
+                .unwrap();
+            rows.iter().map(|row| row.get(0)).collect()
+        } else {
+            use diesel::{sql_types, Connection, RunQueryDsl};
+            #[derive(diesel::QueryableByName)]
+            struct Row {
+                #[diesel(sql_type = sql_types::Binary)]
+                sealed: Vec<u8>,
+            }
+            let path = url.trim_start_matches("sqlite://").to_owned();
+            tokio::task::spawn_blocking(move || {
+                let mut conn = diesel::SqliteConnection::establish(&path).unwrap();
+                diesel::sql_query("PRAGMA busy_timeout = 10000")
+                    .execute(&mut conn)
+                    .unwrap();
+                let rows: Vec<Row> = diesel::sql_query("SELECT sealed FROM mail_outbox")
+                    .load(&mut conn)
+                    .unwrap();
+                rows.into_iter().map(|row| row.sealed).collect()
+            })
+            .await
+            .unwrap()
+        }
+    }
+
     /// Takes the PostgreSQL database away under the running server (the store goes down).
     pub async fn lose_the_database(&self) {
         let Database::Postgres(db) = self._database.as_ref() else {
@@ -347,8 +383,36 @@ impl TestApp {
             .unwrap();
     }
 
-    /// The mails written so far, oldest first, as raw text.
-    pub fn mails(&self) -> Vec<String> {
+    /// Waits until the mail outbox is empty: every mail queued so far has been sent (the worker
+    /// sends them as soon as their change commits). Read from the operator's metrics
+    /// (`gatehouse_mail_queued`), so it needs the control plane.
+    pub async fn mail_drained(&self) {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(15);
+        loop {
+            let metrics = self
+                .as_operator(reqwest::Method::GET, "/control/metrics", None)
+                .await
+                .text()
+                .await
+                .unwrap();
+            let queued = metrics
+                .lines()
+                .find(|line| line.starts_with("gatehouse_mail_queued "))
+                .unwrap_or_else(|| panic!("no gatehouse_mail_queued in {metrics}"));
+            if queued == "gatehouse_mail_queued 0" {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the mail outbox did not drain: {queued}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
+    /// The mails sent so far, oldest first, as raw text, once the outbox has drained.
+    pub async fn mails(&self) -> Vec<String> {
+        self.mail_drained().await;
         let mut paths: Vec<_> = std::fs::read_dir(self.mail_dir.path())
             .unwrap()
             .map(|entry| entry.unwrap().path())
@@ -362,15 +426,16 @@ impl TestApp {
     }
 
     /// The invitation token in the newest mail to `email`.
-    pub fn invitation_token_for(&self, email: &str) -> String {
-        self.mailed_token(email, "/invitations/")
+    pub async fn invitation_token_for(&self, email: &str) -> String {
+        self.mailed_token(email, "/invitations/").await
     }
 
     /// The token of the link to `{public_url}{page}{token}` in the newest mail to `email`
     /// that has one.
-    pub fn mailed_token(&self, email: &str, page: &str) -> String {
+    pub async fn mailed_token(&self, email: &str, page: &str) -> String {
         let mail = self
             .mails()
+            .await
             .into_iter()
             .rev()
             .map(|mail| mail.replace("=\r\n", "").replace("=\n", ""))
@@ -537,7 +602,7 @@ impl TestApp {
             201,
         )
         .await;
-        let token = self.invitation_token_for(email);
+        let token = self.invitation_token_for(email).await;
         json_of(
             self.send_as(
                 reqwest::Method::POST,

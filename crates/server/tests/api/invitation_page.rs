@@ -33,7 +33,7 @@ async fn acme(app: &TestApp) -> (String, String) {
 
 /// The page of the link mailed to `email`, opened in `browser`.
 async fn open(app: &TestApp, browser: &mut Browser, email: &str) -> (String, u16, String) {
-    let token = app.invitation_token_for(email);
+    let token = app.invitation_token_for(email).await;
     let response = browser
         .get(&app.url(&format!("/invitations/{token}")))
         .await;
@@ -65,6 +65,7 @@ async fn a_new_colleague_registers_from_the_mailed_link_and_lands_in_the_organiz
     .await;
     let mail = app
         .mails()
+        .await
         .into_iter()
         .rev()
         .find(|m| m.contains("newbie@example.com"))
@@ -359,6 +360,8 @@ async fn revoked_expired_and_unknown_links_say_so_and_forms_need_their_page(app:
 
 /// The invitee's browser run: from the mail in the mail directory to the page's answer.
 async fn in_chromium(app: &TestApp, email: &str, mode: &str, full_name: &str) -> Value {
+    // The worker sends the invitation's mail once it commits.
+    app.mail_drained().await;
     let screenshot = artifacts().join(format!(
         "invitation-page-{mode}-{}.png",
         uuid::Uuid::now_v7()

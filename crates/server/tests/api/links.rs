@@ -24,7 +24,7 @@ fn claims(access: &str) -> Value {
 #[on_both_backends]
 async fn a_forgotten_password_is_reset_by_the_mailed_link_and_every_session_ends(app: TestApp) {
     let ada = app.logged_in("ada@example.com").await;
-    let mails = app.mails().len();
+    let mails = app.mails().await.len();
     assert_eq!(
         app.post_json(
             "/api/v1/auth/password/forgot",
@@ -34,8 +34,10 @@ async fn a_forgotten_password_is_reset_by_the_mailed_link_and_every_session_ends
         .status(),
         202
     );
-    assert_eq!(app.mails().len(), mails + 1);
-    let token = app.mailed_token("ada@example.com", "/reset-password/");
+    assert_eq!(app.mails().await.len(), mails + 1);
+    let token = app
+        .mailed_token("ada@example.com", "/reset-password/")
+        .await;
     assert!(token.starts_with("ghpr_"), "{token}");
 
     // A weak password is refused before the link is spent.
@@ -89,7 +91,7 @@ async fn a_forgotten_password_is_reset_by_the_mailed_link_and_every_session_ends
 #[on_both_backends]
 async fn an_unknown_address_gets_the_same_answer_and_no_mail(app: TestApp) {
     app.logged_in("ada@example.com").await;
-    let mails = app.mails().len();
+    let mails = app.mails().await.len();
     for path in ["/api/v1/auth/password/forgot", "/api/v1/auth/magic-link"] {
         for email in ["nobody@example.com", "not an address"] {
             let answer = app.post_json(path, &json!({ "email": email })).await;
@@ -98,7 +100,7 @@ async fn an_unknown_address_gets_the_same_answer_and_no_mail(app: TestApp) {
         }
     }
     assert_eq!(
-        app.mails().len(),
+        app.mails().await.len(),
         mails,
         "no mail for an address without an account"
     );
@@ -126,7 +128,7 @@ async fn a_sign_in_link_signs_in_once_and_proves_the_address(app: TestApp) {
         .status(),
         202
     );
-    let token = app.mailed_token("ada@example.com", "/magic-link/");
+    let token = app.mailed_token("ada@example.com", "/magic-link/").await;
     assert!(token.starts_with("ghml_"));
     let tokens = json_of(
         app.post_json("/api/v1/auth/magic-link/verify", &json!({ "token": token }))
@@ -154,7 +156,7 @@ async fn a_link_expires(app: TestApp) {
         &json!({ "email": "ada@example.com" }),
     )
     .await;
-    let token = app.mailed_token("ada@example.com", "/magic-link/");
+    let token = app.mailed_token("ada@example.com", "/magic-link/").await;
     app.rewind("account_tokens", "expires_at", time::Duration::minutes(16))
         .await;
     let late = app
@@ -177,7 +179,7 @@ async fn the_address_is_verified_by_the_mailed_link(app: TestApp) {
         .status(),
         202
     );
-    let token = app.mailed_token("ada@example.com", "/verify-email/");
+    let token = app.mailed_token("ada@example.com", "/verify-email/").await;
     assert!(token.starts_with("ghev_"));
     // A token for another purpose does not verify.
     app.post_json(
@@ -185,7 +187,7 @@ async fn the_address_is_verified_by_the_mailed_link(app: TestApp) {
         &json!({ "email": "ada@example.com" }),
     )
     .await;
-    let sign_in = app.mailed_token("ada@example.com", "/magic-link/");
+    let sign_in = app.mailed_token("ada@example.com", "/magic-link/").await;
     assert_eq!(
         app.post_json("/api/v1/auth/email/verify", &json!({ "token": sign_in }))
             .await
@@ -309,7 +311,9 @@ async fn the_pages_the_links_open_ask_before_spending_them(app: TestApp) {
         &json!({ "email": "ada@example.com" }),
     )
     .await;
-    let token = app.mailed_token("ada@example.com", "/reset-password/");
+    let token = app
+        .mailed_token("ada@example.com", "/reset-password/")
+        .await;
     let mut browser = Browser::new();
     // Opening the page (as a mail scanner would) spends nothing.
     let page = browser
@@ -366,7 +370,7 @@ async fn the_pages_the_links_open_ask_before_spending_them(app: TestApp) {
         &json!({ "email": "ada@example.com" }),
     )
     .await;
-    let token = app.mailed_token("ada@example.com", "/magic-link/");
+    let token = app.mailed_token("ada@example.com", "/magic-link/").await;
     let mut browser = Browser::new();
     let page = browser
         .get(&app.url(&format!("/magic-link/{token}")))
@@ -389,7 +393,7 @@ async fn the_pages_the_links_open_ask_before_spending_them(app: TestApp) {
         &json!({ "email": "ada@example.com" }),
     )
     .await;
-    let token = app.mailed_token("ada@example.com", "/magic-link/");
+    let token = app.mailed_token("ada@example.com", "/magic-link/").await;
     let forged = Browser::new()
         .post_form(
             &app.url(&format!("/magic-link/{token}")),

@@ -18,6 +18,7 @@ mod invitation_page;
 mod limits;
 mod links;
 mod lists;
+mod mail;
 mod members;
 mod metrics;
 mod mfa;

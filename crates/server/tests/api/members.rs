@@ -25,11 +25,12 @@ async fn a_colleague_is_invited_joins_changes_role_and_is_removed(app: TestApp) 
     assert!(invited["invited_by"].is_string());
     let mail = app
         .mails()
+        .await
         .into_iter()
         .find(|m| m.contains("carla@example.com"))
         .expect("an invitation mail");
     assert!(mail.contains("Owen's Team"), "{mail}");
-    let token = app.invitation_token_for("carla@example.com");
+    let token = app.invitation_token_for("carla@example.com").await;
     assert!(token.starts_with("ghi_"));
 
     let members = json_of(
@@ -210,7 +211,7 @@ async fn an_invitation_is_for_its_addressee_only(app: TestApp) {
         201,
     )
     .await;
-    let token = app.invitation_token_for("xena@example.com");
+    let token = app.invitation_token_for("xena@example.com").await;
     let intruder = app.logged_in("yuri@example.com").await;
     detail_of(
         app.send_as(

@@ -267,7 +267,7 @@ async fn a_sign_in_link_names_the_organization_too(app: TestApp) {
         )
         .await;
     assert_eq!(asked.status(), 202);
-    let token = app.mailed_token("bob@example.com", "/magic-link/");
+    let token = app.mailed_token("bob@example.com", "/magic-link/").await;
     let tokens = json_of(
         app.post_json(
             "/api/v1/auth/magic-link/verify",
@@ -293,7 +293,7 @@ async fn a_sign_in_link_refused_for_an_organization_is_not_spent(app: TestApp) {
         )
         .await;
     assert_eq!(asked.status(), 202);
-    let token = app.mailed_token("bob@example.com", "/magic-link/");
+    let token = app.mailed_token("bob@example.com", "/magic-link/").await;
     let refused = app
         .post_json(
             "/api/v1/auth/magic-link/verify",

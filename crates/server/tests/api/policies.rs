@@ -608,6 +608,7 @@ async fn branding_is_saved_merged_removed_and_validated(app: TestApp) {
     .await;
     let mail = app
         .mails()
+        .await
         .into_iter()
         .find(|m| m.contains("carla@example.com"))
         .expect("an invitation mail");

@@ -449,7 +449,9 @@ async fn common_and_personal_passwords_are_refused_with_the_reason(app: TestApp)
         &json!({ "email": "ottoline.vandersteen@example.com" }),
     )
     .await;
-    let link = app.mailed_token("ottoline.vandersteen@example.com", "/reset-password/");
+    let link = app
+        .mailed_token("ottoline.vandersteen@example.com", "/reset-password/")
+        .await;
     let reset = app
         .post_json(
             "/api/v1/auth/password/reset",

@@ -1312,7 +1312,7 @@ async fn an_address_of_a_verified_sso_domain_signs_in_only_through_the_idp(app: 
         );
         assert_eq!(refused["sso_url"], sso_url.as_str(), "{path} {body}");
     }
-    assert!(app.mails().is_empty(), "no link was mailed");
+    assert!(app.mails().await.is_empty(), "no link was mailed");
 
     // The hosted login page sends her to the IdP, and back to where she was going.
     let mut browser = Browser::new();

@@ -74,7 +74,7 @@ async fn by_mailed_link(app: &TestApp, email: &str, organization: &str) -> Strin
         .post_json("/api/v1/auth/magic-link", &json!({ "email": email }))
         .await;
     assert_eq!(asked.status(), 202);
-    let token = app.mailed_token(email, "/magic-link/");
+    let token = app.mailed_token(email, "/magic-link/").await;
     let tokens = json_of(
         app.post_json(
             "/api/v1/auth/magic-link/verify",
@@ -167,7 +167,9 @@ async fn okta_provisions_a_member_who_signs_in_and_deprovisioning_ends_their_acc
         .status(),
         202
     );
-    let proof = app.mailed_token("isaac@acme-scim.test", "/verify-email/");
+    let proof = app
+        .mailed_token("isaac@acme-scim.test", "/verify-email/")
+        .await;
     assert_eq!(
         app.post_json("/api/v1/auth/email/verify", &json!({ "token": proof }))
             .await
@@ -722,6 +724,7 @@ async fn an_address_outside_the_verified_domains_is_invited_never_linked(app: Te
     );
     let mail = app
         .mails()
+        .await
         .into_iter()
         .find(|m| m.contains("mallory@elsewhere-scim.test"))
         .expect("an invitation mail");

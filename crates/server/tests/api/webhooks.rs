@@ -507,8 +507,8 @@ with_receiver! {
             |d| d["is_active"] == false).await;
         assert_eq!(detail["delivery_stats"]["failed"], 1);
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        while !app.mails().iter().any(|m| m.contains("failing@example.com") && m.contains(&id)) {
-            assert!(tokio::time::Instant::now() < deadline, "the owner was not told: {:?}", app.mails());
+        while !app.mails().await.iter().any(|m| m.contains("failing@example.com") && m.contains(&id)) {
+            assert!(tokio::time::Instant::now() < deadline, "the owner was not told: {:?}", app.mails().await);
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
 

@@ -198,28 +198,39 @@ impl Gatehouse {
             .post(
                 "/api/v1/invitations/accept",
                 Some(&token),
-                json!({ "token": self.invitation_for(email) }),
+                json!({ "token": self.invitation_for(email).await }),
             )
             .await;
         assert_eq!(status, 200, "{accepted}");
         personal
     }
 
-    /// The invitation token of the newest mail to `email`.
-    fn invitation_for(&self, email: &str) -> String {
-        let mut mails: Vec<_> = std::fs::read_dir(self.dir.path().join("mail"))
-            .unwrap()
-            .map(|entry| entry.unwrap().path())
-            .collect();
-        mails.sort();
+    /// The invitation token of the newest mail to `email`, waiting for the worker to send
+    /// it (it is queued with the invitation, and sent once that commits).
+    async fn invitation_for(&self, email: &str) -> String {
         let page = "/invitations/";
-        let mail = mails
-            .iter()
-            .rev()
-            .map(|path| std::fs::read_to_string(path).unwrap())
-            .map(|mail| mail.replace("=\r\n", "").replace("=\n", ""))
-            .find(|mail| mail.contains(email) && mail.contains(page))
-            .unwrap_or_else(|| panic!("no invitation to {email}"));
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+        let mail = loop {
+            let mut mails: Vec<_> = std::fs::read_dir(self.dir.path().join("mail"))
+                .unwrap()
+                .map(|entry| entry.unwrap().path())
+                .collect();
+            mails.sort();
+            let found = mails
+                .iter()
+                .rev()
+                .map(|path| std::fs::read_to_string(path).unwrap())
+                .map(|mail| mail.replace("=\r\n", "").replace("=\n", ""))
+                .find(|mail| mail.contains(email) && mail.contains(page));
+            if let Some(mail) = found {
+                break mail;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no invitation to {email}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
         let start = mail.find(page).unwrap() + page.len();
         mail[start..]
             .chars()

@@ -459,6 +459,11 @@ impl DbStore {
         self.outbox.notify()
     }
 
+    /// Notified when an operation of this store queued mail.
+    pub(crate) fn mail_queued(&self) -> std::sync::Arc<tokio::sync::Notify> {
+        self.outbox.mail()
+    }
+
     /// The one pool's use (reads and writes share it).
     pub(crate) fn pool_use(&self) -> Vec<gatehouse_domain::ports::PoolUse> {
         vec![crate::pool_use("primary", &self.pool)]

@@ -3,13 +3,14 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{AccountToken, AccountTokenPurpose, AuditRecord, Email, TokenHash, UserId},
-    ports::{AccountTokenStore, StoreError},
+    ports::{AccountTokenStore, SealedMail, StoreError},
 };
 use time::OffsetDateTime;
 
 use super::{
     audit::insert_audit,
     backend::{schema::account_tokens, Conn, Db, DbStore},
+    mail::queue_mail,
 };
 use crate::{corrupt, db_error, types::DbUuid};
 
@@ -54,6 +55,7 @@ impl AccountTokenStore for DbStore {
         hash: TokenHash,
         token: AccountToken,
         audit: AuditRecord,
+        mail: SealedMail,
     ) -> Result<(), StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             // Tokens that can no longer work are forgotten.
@@ -73,6 +75,7 @@ impl AccountTokenStore for DbStore {
                 ))
                 .execute(conn)
                 .await?;
+            queue_mail(conn, &[mail], token.created_at).await?;
             insert_audit(conn, audit).await
         })
     }

@@ -40,6 +40,7 @@ use super::{
     custom_roles::CustomRoles,
     events::record_events,
     grants::{hold_role, revoke_scim_tokens},
+    mail::queue_mail,
     members::{end_membership, insert_invitation},
     rows::NewMembershipRow,
 };
@@ -788,6 +789,7 @@ async fn write(conn: &mut Conn, write: &DirectoryWrite) -> Result<(), WriteError
     // organization too.
     events.extend(write.events.iter().cloned());
     record_events(conn, events).await?;
+    queue_mail(conn, &write.mails, at).await?;
     for record in &write.audit {
         insert_audit(conn, record.clone()).await?;
     }

@@ -12,7 +12,7 @@ use gatehouse_domain::{
         MemberFilter, NewEvent, NewInvitation, OrganizationId, OrganizationType, Page, PageRequest,
         Role, RoleRef, TokenHash, UserId,
     },
-    ports::{MemberStore, ScimTokenRevocation, StoreError},
+    ports::{MemberStore, ScimTokenRevocation, SealedMail, StoreError},
 };
 use time::OffsetDateTime;
 
@@ -27,6 +27,7 @@ use super::{
     events::record_events,
     grants::{give_role, revoke_scim_tokens},
     lower,
+    mail::queue_mail,
     rows::{InvitationRow, InvitedMemberRow, MemberRow, NewInvitationRow, NewMembershipRow},
 };
 use crate::{
@@ -385,6 +386,7 @@ impl MemberStore for DbStore {
         invitation: NewInvitation,
         event: NewEvent,
         audit: AuditRecord,
+        mail: SealedMail,
     ) -> Result<(), StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             let org = DbUuid(invitation.organization_id.as_uuid());
@@ -403,6 +405,7 @@ impl MemberStore for DbStore {
             give_role(conn, org, invitation.role.role().name()).await?;
             insert_invitation(conn, &invitation).await?;
             record_events(conn, vec![event]).await?;
+            queue_mail(conn, &[mail], invitation.invited_at).await?;
             insert_audit(conn, audit).await
         })
     }

@@ -47,6 +47,7 @@ mod domains;
 mod events;
 mod grants;
 mod keys;
+mod mail;
 mod members;
 mod memberships;
 mod mfa;
@@ -83,6 +84,10 @@ impl Store for DbStore {
 
     fn outbox_committed(&self) -> std::sync::Arc<tokio::sync::Notify> {
         DbStore::outbox_committed(self)
+    }
+
+    fn mail_queued(&self) -> std::sync::Arc<tokio::sync::Notify> {
+        DbStore::mail_queued(self)
     }
 }
 

@@ -18,7 +18,7 @@ use time::{Duration, OffsetDateTime};
 use super::{
     audit::insert_audit,
     backend::{
-        schema::{events, organizations, periodic_runs, webhook_deliveries},
+        schema::{events, mail_outbox, organizations, periodic_runs, webhook_deliveries},
         Conn, Db, DbStore, Sql,
     },
     events::record_events,
@@ -264,6 +264,17 @@ impl OperationsStore for DbStore {
                 .await
                 .map_err(db_error)?;
             Ok(pending.unsigned_abs())
+        })
+    }
+
+    async fn queued_mail(&self) -> Result<u64, StoreError> {
+        in_read!(self, async |conn: &mut Conn| {
+            let queued: i64 = mail_outbox::table
+                .count()
+                .get_result(conn)
+                .await
+                .map_err(db_error)?;
+            Ok(queued.unsigned_abs())
         })
     }
 

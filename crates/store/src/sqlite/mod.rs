@@ -395,6 +395,11 @@ impl DbStore {
         self.runtime.outbox.notify()
     }
 
+    /// Notified when an operation of this store queued mail.
+    pub(crate) fn mail_queued(&self) -> std::sync::Arc<tokio::sync::Notify> {
+        self.runtime.outbox.mail()
+    }
+
     /// Nothing to do: SQLite changes a row in place, and a delivery leaves no dead entries in
     /// its indexes for later leases to read past (the PostgreSQL store vacuums after a burst).
     pub(crate) fn deliveries_recorded(&self, _n: usize) {}

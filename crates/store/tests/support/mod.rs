@@ -347,6 +347,14 @@ pub fn audited(action: AuditAction, user_id: UserId) -> AuditRecord {
     )
 }
 
+/// A mail as the domain seals it for the outbox (the bytes stand for its sealed form).
+pub fn mail() -> gatehouse_domain::ports::SealedMail {
+    gatehouse_domain::ports::SealedMail {
+        id: Uuid::now_v7(),
+        sealed: b"a sealed mail".to_vec(),
+    }
+}
+
 /// The audit record of a sign-in, for the store calls that take one.
 pub fn signed_in() -> AuditRecord {
     audited(
