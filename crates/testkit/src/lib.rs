@@ -72,6 +72,7 @@ use tokio_postgres::{Client, NoTls};
 mod cluster;
 mod redis_relay;
 pub mod saml_idp;
+pub mod smtp;
 
 pub use redis_relay::RedisRelay;
 
