@@ -384,10 +384,24 @@ impl TestApp {
     }
 
     /// Waits until the mail outbox is empty: every mail queued so far has been sent (the worker
-    /// sends them as soon as their change commits). Read from the operator's metrics
-    /// (`gatehouse_mail_queued`), so it needs the control plane.
+    /// sends them as soon as their change commits).
     pub async fn mail_drained(&self) {
+        self.gauge_drained("gatehouse_mail_queued").await;
+    }
+
+    /// Waits until no delivery has an attempt to come: every delivery made so far has been
+    /// sent and recorded for good. How a test shows that something is not sent (again),
+    /// instead of sleeping.
+    pub async fn deliveries_drained(&self) {
+        self.gauge_drained("gatehouse_webhook_deliveries_pending")
+            .await;
+    }
+
+    /// Waits until the operator's gauge `family` (read from `/control/metrics`, so the control
+    /// plane must be on) is 0.
+    async fn gauge_drained(&self, family: &str) {
         let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(15);
+        let drained = format!("{family} 0");
         loop {
             let metrics = self
                 .as_operator(reqwest::Method::GET, "/control/metrics", None)
@@ -395,16 +409,16 @@ impl TestApp {
                 .text()
                 .await
                 .unwrap();
-            let queued = metrics
+            let gauge = metrics
                 .lines()
-                .find(|line| line.starts_with("gatehouse_mail_queued "))
-                .unwrap_or_else(|| panic!("no gatehouse_mail_queued in {metrics}"));
-            if queued == "gatehouse_mail_queued 0" {
+                .find(|line| line.starts_with(&format!("{family} ")))
+                .unwrap_or_else(|| panic!("no {family} in {metrics}"));
+            if gauge == drained {
                 return;
             }
             assert!(
                 tokio::time::Instant::now() < deadline,
-                "the mail outbox did not drain: {queued}"
+                "{family} did not drain: {gauge}"
             );
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
