@@ -3,15 +3,15 @@
 //! `applications.manage` (owner and admin). Every change records its `application.*` event in
 //! the same transaction.
 
-use serde_json::json;
+use super::payloads::Payload;
 use time::OffsetDateTime;
 
 use super::{payloads, Actor, Forbidden};
 use crate::{
     model::{
         Application, ApplicationChange, ApplicationId, ApplicationName, AuditAction, AuditRecord,
-        ClientId, EventType, NewApplication, NewEvent, Origin, Page, PageRequest, Permission,
-        RedirectUris, SecretToken, TargetKind, TokenHash, TokenKind,
+        ClientId, NewApplication, NewEvent, Origin, Page, PageRequest, Permission, RedirectUris,
+        SecretToken, TargetKind, TokenHash, TokenKind,
     },
     ports::{service_ports, StoreError},
 };
@@ -56,19 +56,8 @@ impl ApplicationService {
         Self { ports }
     }
 
-    fn event(
-        &self,
-        actor: &Actor,
-        event_type: EventType,
-        app: &Application,
-        changed: Option<&[&str]>,
-        at: OffsetDateTime,
-    ) -> NewEvent {
-        let mut data = payloads::application(app);
-        if let Some(changed) = changed {
-            data["changed"] = json!(changed);
-        }
-        actor.event(self.ports.random.as_ref(), at, event_type, data)
+    fn event(&self, actor: &Actor, payload: impl Payload, at: OffsetDateTime) -> NewEvent {
+        actor.event(self.ports.random.as_ref(), at, payload)
     }
 
     /// The audit record of a change to an application, by the actor.
@@ -111,9 +100,7 @@ impl ApplicationService {
         let client_secret = self.ports.random.secret(TokenKind::ClientSecret);
         let event = self.event(
             actor,
-            EventType::ApplicationCreated,
-            &application,
-            None,
+            payloads::ApplicationCreated(payloads::application(&application)),
             now,
         );
         let new = NewApplication {
@@ -191,9 +178,10 @@ impl ApplicationService {
         application.updated_at = now;
         let event = self.event(
             actor,
-            EventType::ApplicationUpdated,
-            &application,
-            Some(&changed),
+            payloads::ApplicationUpdated {
+                application: payloads::application(&application),
+                changed: &changed,
+            },
             now,
         );
         let record = self.record(actor, AuditAction::ApplicationUpdated, id, origin, now);
@@ -214,9 +202,10 @@ impl ApplicationService {
         let client_secret = self.ports.random.secret(TokenKind::ClientSecret);
         let event = self.event(
             actor,
-            EventType::ApplicationUpdated,
-            &application,
-            Some(&["client_secret"]),
+            payloads::ApplicationUpdated {
+                application: payloads::application(&application),
+                changed: &["client_secret"],
+            },
             now,
         );
         let record = self.record(
@@ -266,9 +255,7 @@ impl ApplicationService {
         let now = self.ports.clock.now();
         let event = self.event(
             actor,
-            EventType::ApplicationDeleted,
-            &application,
-            None,
+            payloads::ApplicationDeleted(payloads::application(&application)),
             now,
         );
         if self

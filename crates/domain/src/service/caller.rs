@@ -19,7 +19,7 @@ use time::OffsetDateTime;
 use crate::{
     model::{
         Amr, ApiKeyId, ApiScopes, ApplicationId, AssignedRole, AuditAction, AuditActor,
-        AuditRecord, ClientId, EventType, Membership, NewEvent, OrganizationId, Origin, Permission,
+        AuditRecord, ClientId, Membership, NewEvent, OrganizationId, Origin, Permission,
         PermissionSet, Plan, Role, ScimTokenId, Scope, ServiceAccount, SessionId, UserId,
         DIRECTORY_PERMISSIONS,
     },
@@ -289,20 +289,18 @@ impl Actor {
 
     /// The outbox event of a change the actor makes in their organization now: the
     /// organization's, and their user's when a person acts.
-    pub(crate) fn event(
+    pub(crate) fn event<P: super::payloads::Payload>(
         &self,
         random: &dyn Random,
         at: OffsetDateTime,
-        event_type: EventType,
-        data: serde_json::Value,
+        payload: P,
     ) -> NewEvent {
         super::event(
             random,
             at,
-            event_type,
             Some(self.organization_id()),
             self.user_id(),
-            data,
+            payload,
         )
     }
 

@@ -4,11 +4,11 @@
 
 use time::Duration;
 
-use super::{audit, event};
+use super::audit;
 use crate::{
     model::{
         AuditAction, AuditActor, AuditFilter, AuditRecord, Delivery, EventSource, EventType,
-        Operator, OrganizationId, Origin, Page, PageRequest, PostedEventData, TargetKind,
+        NewEvent, Operator, OrganizationId, Origin, Page, PageRequest, PostedEventData, TargetKind,
     },
     ports::{
         service_ports, DeadLetterFilter, EventFilter, Gauges, PeriodicTask, PurgePace,
@@ -95,14 +95,15 @@ impl ControlService {
             "organization_id".to_owned(),
             serde_json::Value::String(organization_id.to_string()),
         );
-        let posted = event(
-            self.ports.random.as_ref(),
-            now,
+        // The billing system's own data, as it posted it: no payload type of Gatehouse's.
+        let posted = NewEvent {
+            id: self.ports.random.uuid().into(),
             event_type,
-            Some(organization_id),
-            None,
-            serde_json::Value::Object(data),
-        );
+            organization_id: Some(organization_id),
+            user_id: None,
+            data: serde_json::Value::Object(data),
+            occurred_at: now,
+        };
         let record = audit(
             self.ports.random.as_ref(),
             now,

@@ -11,12 +11,12 @@
 //! organization's [`GroupRoles`] map gives the user's groups, else `settings.default_role`;
 //! the owner is never changed or removed by the directory.
 
+use super::payloads::Payload;
 use std::{
     collections::{BTreeMap, BTreeSet},
     future::Future,
 };
 
-use serde_json::json;
 use time::OffsetDateTime;
 
 use super::{
@@ -25,13 +25,13 @@ use super::{
 };
 use crate::{
     model::{
-        timestamp, AssignedRole, AuditAction, AuditRecord, DirectoryCursor, DirectoryGroup,
-        DirectoryGroupId, DirectoryPage, DirectorySelection, DirectoryText, DirectoryUser,
-        DirectoryUserId, DirectoryWindow, Email, EmailDomain, EventType, Feature, GroupAttributes,
-        GroupRoles, GroupRolesError, InvitableRole, Member, MemberStatus, NewEvent, NewInvitation,
-        Organization, Origin, Page, PageRequest, Permission, ResourceCheck, Role, RoleRef,
-        ScimToken, ScimTokenId, ScimTokenName, SecretToken, Slice, TargetKind, TokenKind, User,
-        UserAttributes, UserId, DIRECTORY_BATCH,
+        AssignedRole, AuditAction, AuditRecord, DirectoryCursor, DirectoryGroup, DirectoryGroupId,
+        DirectoryPage, DirectorySelection, DirectoryText, DirectoryUser, DirectoryUserId,
+        DirectoryWindow, Email, EmailDomain, Feature, GroupAttributes, GroupRoles, GroupRolesError,
+        InvitableRole, Member, MemberStatus, NewEvent, NewInvitation, Organization, Origin, Page,
+        PageRequest, Permission, ResourceCheck, Role, RoleRef, ScimToken, ScimTokenId,
+        ScimTokenName, SecretToken, Slice, TargetKind, TokenKind, User, UserAttributes, UserId,
+        DIRECTORY_BATCH,
     },
     ports::{
         service_ports, CipherError, DirectoryChange, DirectoryWrite, GroupMembers, GroupOfUser,
@@ -975,14 +975,8 @@ impl DirectoryService {
                 accepted_at: Some(decisions.now),
                 joined_at: decisions.now,
             };
-            self.record(
-                decisions,
-                EventType::MemberJoined,
-                AuditAction::MemberJoined,
-                &member,
-                user_id,
-                json!({}),
-            );
+            let joined = payloads::MemberJoined(payloads::member(&member));
+            self.record(decisions, joined, AuditAction::MemberJoined, user_id);
             decisions.effects.push(MemberEffect::Join {
                 user_id,
                 account,
@@ -1023,10 +1017,9 @@ impl DirectoryService {
         let event = event(
             self.ports.random.as_ref(),
             decisions.now,
-            EventType::MemberInvited,
             Some(decisions.organization.id),
             None,
-            payloads::member(&member),
+            payloads::MemberInvited(payloads::member(&member)),
         );
         decisions.events.push(event);
         decisions.audit.push(
@@ -1070,14 +1063,12 @@ impl DirectoryService {
                 accepted_at: None,
                 joined_at: decisions.now,
             };
-            self.record(
-                decisions,
-                EventType::MemberRemoved,
-                AuditAction::MemberRemoved,
-                &member,
-                user_id,
-                json!({"removed_at": timestamp::format(decisions.now), "left": false}),
-            );
+            let removed = payloads::MemberRemoved {
+                member: payloads::member(&member),
+                removed_at: decisions.now,
+                left: false,
+            };
+            self.record(decisions, removed, AuditAction::MemberRemoved, user_id);
             decisions.effects.push(MemberEffect::Remove { user_id });
             self.end_scim_tokens(decisions, user_id, None).await?;
         }
@@ -1120,14 +1111,11 @@ impl DirectoryService {
             accepted_at: None,
             joined_at: decisions.now,
         };
-        self.record(
-            decisions,
-            EventType::MemberRoleChanged,
-            AuditAction::MemberRoleChanged,
-            &member,
-            user_id,
-            json!({"previous_role": previous}),
-        );
+        let changed = payloads::MemberRoleChanged {
+            member: payloads::member(&member),
+            previous_role: &previous,
+        };
+        self.record(decisions, changed, AuditAction::MemberRoleChanged, user_id);
         self.end_scim_tokens(decisions, user_id, Some(&role))
             .await?;
         decisions
@@ -1164,23 +1152,16 @@ impl DirectoryService {
     fn record(
         &self,
         decisions: &mut Decisions<'_>,
-        event_type: EventType,
+        payload: impl Payload,
         action: AuditAction,
-        member: &Member,
         user_id: UserId,
-        extra: serde_json::Value,
     ) {
-        let mut data = payloads::member(member);
-        if let (Some(data), serde_json::Value::Object(extra)) = (data.as_object_mut(), extra) {
-            data.extend(extra);
-        }
         decisions.events.push(event(
             self.ports.random.as_ref(),
             decisions.now,
-            event_type,
             Some(decisions.organization.id),
             None,
-            data,
+            payload,
         ));
         decisions.audit.push(
             decisions

@@ -3,14 +3,14 @@
 //! (`domains.manage`), on any plan. A domain is verified by at most one organization; what
 //! single sign-on may speak for is the verified ones ([`super::SamlService`]).
 
-use serde_json::json;
+use super::payloads::{self, Payload};
 use time::OffsetDateTime;
 
 use super::{Actor, Forbidden};
 use crate::{
     model::{
-        AuditAction, AuditRecord, ClaimableDomain, DomainId, EventType, NewEvent,
-        OrganizationDomain, Origin, Page, PageRequest, Permission, TargetKind, TokenKind,
+        AuditAction, AuditRecord, ClaimableDomain, DomainId, NewEvent, OrganizationDomain, Origin,
+        Page, PageRequest, Permission, TargetKind, TokenKind,
     },
     ports::{service_ports, DnsError, StoreError},
 };
@@ -95,24 +95,8 @@ impl DomainService {
             .on(TargetKind::Domain, id)
     }
 
-    fn event(
-        &self,
-        actor: &Actor,
-        event_type: EventType,
-        domain: &OrganizationDomain,
-        now: OffsetDateTime,
-    ) -> NewEvent {
-        actor.event(
-            self.ports.random.as_ref(),
-            now,
-            event_type,
-            json!({
-                "id": domain.id,
-                "organization_id": domain.organization_id,
-                "domain": domain.domain.as_str(),
-                "status": domain.status().as_str(),
-            }),
-        )
+    fn event(&self, actor: &Actor, payload: impl Payload, now: OffsetDateTime) -> NewEvent {
+        actor.event(self.ports.random.as_ref(), now, payload)
     }
 
     /// Claims a domain for the actor's organization: pending, with the value its TXT record
@@ -214,7 +198,11 @@ impl DomainService {
         }
         let now = self.ports.clock.now();
         domain.verified_at = Some(now);
-        let event = self.event(actor, EventType::OrganizationDomainVerified, &domain, now);
+        let event = self.event(
+            actor,
+            payloads::DomainVerified(payloads::domain(&domain)),
+            now,
+        );
         let audit = self.record(actor, AuditAction::DomainVerified, id, origin, now);
         match self
             .ports
@@ -243,7 +231,11 @@ impl DomainService {
         actor.require(Permission::DomainsManage)?;
         let domain = self.get(actor, id).await?;
         let now = self.ports.clock.now();
-        let event = self.event(actor, EventType::OrganizationDomainRemoved, &domain, now);
+        let event = self.event(
+            actor,
+            payloads::DomainRemoved(payloads::domain(&domain)),
+            now,
+        );
         let audit = self.record(actor, AuditAction::DomainRemoved, id, origin, now);
         if !self
             .ports

@@ -1,14 +1,14 @@
 //! Identity and access management inside an organization: its service accounts and their keys,
 //! and every key that acts in it, for its owners and admins.
 
-use serde_json::json;
+use super::payloads;
 
 use super::{maker_right, Actor, CreatedApiKey, Forbidden};
 use crate::{
     model::{
-        timestamp, ApiKey, ApiKeyId, ApiKeyName, AssignedRole, AuditAction, CustomRole, EventType,
-        Feature, InvitableRole, KeyHolder, ListedRole, NewApiKey, OrganizationId, Origin, Page,
-        PageRequest, Permission, PermissionSet, Role, RoleDescription, RoleKey, RoleName, RoleRef,
+        ApiKey, ApiKeyId, ApiKeyName, AssignedRole, AuditAction, CustomRole, Feature,
+        InvitableRole, KeyHolder, ListedRole, NewApiKey, OrganizationId, Origin, Page, PageRequest,
+        Permission, PermissionSet, Role, RoleDescription, RoleKey, RoleName, RoleRef,
         ServiceAccount, ServiceAccountId, ServiceAccountName, TargetKind, TokenKind,
         MAX_API_KEYS_PER_ORGANIZATION, MAX_SERVICE_ACCOUNTS,
     },
@@ -108,18 +108,6 @@ pub struct IamService {
     ports: IamPorts,
 }
 
-/// The event payload of a service account.
-fn payload(account: &ServiceAccount) -> serde_json::Value {
-    json!({
-        "id": account.id,
-        "organization_id": account.organization_id,
-        "name": account.name.as_ref(),
-        "role": account.role,
-        "created_by": account.created_by,
-        "created_at": timestamp::format(account.created_at),
-    })
-}
-
 /// `Ok` when the actor may give `role` to a service account: never `owner`, and nothing it
 /// grants beyond what the actor's own role does ([`Actor::may_give`]).
 fn may_give(actor: &Actor, role: AssignedRole) -> Result<AssignedRole, IamError> {
@@ -131,17 +119,6 @@ fn may_give(actor: &Actor, role: AssignedRole) -> Result<AssignedRole, IamError>
     } else {
         Err(IamError::RoleAboveYours(role.name().to_owned()))
     }
-}
-
-/// The event payload of a custom role.
-fn role_payload(role: &CustomRole) -> serde_json::Value {
-    json!({
-        "organization_id": role.organization_id,
-        "key": role.key.as_ref(),
-        "name": role.name.as_ref(),
-        "description": role.description.as_ref(),
-        "permissions": role.permissions,
-    })
 }
 
 impl IamService {
@@ -200,8 +177,7 @@ impl IamService {
         let created = actor.event(
             random,
             now,
-            EventType::ServiceAccountCreated,
-            payload(&account),
+            payloads::ServiceAccountCreated(payloads::service_account(&account)),
         );
         let record = actor
             .audit(random, now, AuditAction::ServiceAccountCreated, origin)
@@ -273,9 +249,14 @@ impl IamService {
         if let Some(role) = &role {
             updated.role = role.clone();
         }
-        let mut data = payload(&updated);
-        data["previous_role"] = json!(current.role);
-        let changed = actor.event(random, now, EventType::ServiceAccountUpdated, data);
+        let changed = actor.event(
+            random,
+            now,
+            payloads::ServiceAccountUpdated {
+                account: payloads::service_account(&updated),
+                previous_role: &current.role,
+            },
+        );
         let record = actor
             .audit(random, now, AuditAction::ServiceAccountUpdated, origin)
             .on(TargetKind::ServiceAccount, id);
@@ -308,9 +289,14 @@ impl IamService {
         may_give(actor, account.role.clone())?;
         let now = self.ports.clock.now();
         let random = self.ports.random.as_ref();
-        let mut data = payload(&account);
-        data["deleted_at"] = json!(timestamp::format(now));
-        let deleted = actor.event(random, now, EventType::ServiceAccountDeleted, data);
+        let deleted = actor.event(
+            random,
+            now,
+            payloads::ServiceAccountDeleted {
+                account: payloads::service_account(&account),
+                deleted_at: now,
+            },
+        );
         let record = actor
             .audit(random, now, AuditAction::ServiceAccountDeleted, origin)
             .on(TargetKind::ServiceAccount, id);
@@ -482,7 +468,7 @@ impl IamService {
             created_at: now,
             updated_at: now,
         };
-        let created = actor.event(random, now, EventType::RoleCreated, role_payload(&role));
+        let created = actor.event(random, now, payloads::RoleCreated(payloads::role(&role)));
         let record = actor
             .audit(random, now, AuditAction::RoleCreated, origin)
             .on(TargetKind::Role, &role.key);
@@ -535,9 +521,14 @@ impl IamService {
         if let Some(permissions) = change.permissions {
             updated.permissions = permissions;
         }
-        let mut data = role_payload(&updated);
-        data["previous_permissions"] = json!(current.permissions);
-        let changed = actor.event(random, now, EventType::RoleUpdated, data);
+        let changed = actor.event(
+            random,
+            now,
+            payloads::RoleUpdated {
+                role: payloads::role(&updated),
+                previous_permissions: &current.permissions,
+            },
+        );
         let record = actor
             .audit(random, now, AuditAction::RoleUpdated, origin)
             .on(TargetKind::Role, key);
@@ -612,7 +603,7 @@ impl IamService {
         self.may_define(actor, current.permissions)?;
         let now = self.ports.clock.now();
         let random = self.ports.random.as_ref();
-        let deleted = actor.event(random, now, EventType::RoleDeleted, role_payload(&current));
+        let deleted = actor.event(random, now, payloads::RoleDeleted(payloads::role(&current)));
         let record = actor
             .audit(random, now, AuditAction::RoleDeleted, origin)
             .on(TargetKind::Role, key);

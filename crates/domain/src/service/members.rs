@@ -1,7 +1,6 @@
 //! Members and invitations: list, invite, accept, change roles, remove, leave; the IAM user
 //! list; deleting one's own account.
 
-use serde_json::json;
 use time::OffsetDateTime;
 
 use super::{
@@ -10,11 +9,11 @@ use super::{
 };
 use crate::{
     model::{
-        timestamp, AssignedRole, AuditAction, AuditRecord, Branding, Email, EventType, Feature,
-        InvitableRole, Invitation, InvitationId, InvitationState, Member, MemberFilter,
-        MemberStatus, NewInvitation, Organization, OrganizationFilter, OrganizationId,
-        OrganizationType, Origin, Page, PageRequest, Permission, Plan, Role, RoleRef, SecretToken,
-        TargetKind, TokenHash, TokenKind, User, UserId, INVITATION_TTL_DAYS,
+        AssignedRole, AuditAction, AuditRecord, Branding, Email, Feature, InvitableRole,
+        Invitation, InvitationId, InvitationState, Member, MemberFilter, MemberStatus,
+        NewInvitation, Organization, OrganizationFilter, OrganizationId, OrganizationType, Origin,
+        Page, PageRequest, Permission, Plan, Role, RoleRef, SecretToken, TargetKind, TokenHash,
+        TokenKind, User, UserId, INVITATION_TTL_DAYS,
     },
     ports::{service_ports, CipherError, Mail, ScimTokenRevocation, SealedMail, StoreError},
 };
@@ -259,8 +258,7 @@ impl MemberService {
         let invited = actor.event(
             self.ports.random.as_ref(),
             now,
-            EventType::MemberInvited,
-            payloads::member(&member),
+            payloads::MemberInvited(payloads::member(&member)),
         );
         let record = actor
             .audit(
@@ -484,10 +482,9 @@ impl MemberService {
         let joined = event(
             self.ports.random.as_ref(),
             now,
-            EventType::MemberJoined,
             Some(invitation.organization_id),
             Some(user.id),
-            payloads::member(&member),
+            payloads::MemberJoined(payloads::member(&member)),
         );
         match self
             .ports
@@ -592,13 +589,13 @@ impl MemberService {
         )
         .await?;
         let previous = std::mem::replace(&mut member.role, role.clone());
-        let mut data = payloads::member(&member);
-        data["previous_role"] = json!(previous);
         let changed = actor.event(
             self.ports.random.as_ref(),
             now,
-            EventType::MemberRoleChanged,
-            data,
+            payloads::MemberRoleChanged {
+                member: payloads::member(&member),
+                previous_role: &previous,
+            },
         );
         let name = role.name().to_owned();
         match self
@@ -698,14 +695,14 @@ impl MemberService {
             origin,
         )
         .await?;
-        let mut data = payloads::member(&member);
-        data["removed_at"] = json!(timestamp::format(now));
-        data["left"] = json!(leaving);
         let removed = actor.event(
             self.ports.random.as_ref(),
             now,
-            EventType::MemberRemoved,
-            data,
+            payloads::MemberRemoved {
+                member: payloads::member(&member),
+                removed_at: now,
+                left: leaving,
+            },
         );
         match self
             .ports
@@ -773,9 +770,8 @@ impl MemberService {
         let deleted = user_event(
             self.ports.random.as_ref(),
             now,
-            EventType::UserDeleted,
             user.id,
-            payloads::user(&user),
+            payloads::UserDeleted(payloads::user(&user)),
         );
         match self
             .ports

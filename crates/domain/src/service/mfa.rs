@@ -7,7 +7,7 @@
 //! five minutes, survives four wrong factors and works once; wrong factors also count against
 //! the account's lockout (see [`LockoutRule`](crate::model::LockoutRule)).
 
-use serde_json::json;
+use super::payloads;
 use time::OffsetDateTime;
 
 use super::{
@@ -18,9 +18,9 @@ use super::{
 use crate::{
     model::{
         normalise_recovery_code, AccountKey, AuditAction, AuditActor, AuditRecord, AuthMethod,
-        EventType, LockoutRule, MfaFactor, MfaFactorId, MfaLogin, MfaMethod, NewEvent,
-        OrganizationId, Origin, SecretToken, TargetKind, TokenHash, TotpCode, TotpSecret,
-        UserCredentials, UserId, WebauthnRegistration, RECOVERY_CODES, WEBAUTHN_REGISTRATION_TTL,
+        LockoutRule, MfaFactor, MfaFactorId, MfaLogin, MfaMethod, NewEvent, OrganizationId, Origin,
+        SecretToken, TargetKind, TokenHash, TotpCode, TotpSecret, UserCredentials, UserId,
+        WebauthnRegistration, RECOVERY_CODES, WEBAUTHN_REGISTRATION_TTL,
     },
     ports::{
         service_ports, BoxError, SecondFactorUse, StoreError, StoredTotp, WebauthnError,
@@ -292,9 +292,12 @@ impl MfaService {
         let enabled = user_event(
             self.ports.random.as_ref(),
             now,
-            EventType::AuthMfaEnabled,
             user,
-            json!({ "user_id": user, "method": method.as_str(), "factor_id": factor }),
+            payloads::AuthMfaEnabled {
+                user_id: user,
+                method: method.as_str(),
+                factor_id: factor,
+            },
         );
         Ok((codes, hashes, vec![enabled]))
     }

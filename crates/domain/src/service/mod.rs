@@ -150,41 +150,37 @@ pub use webhooks::{
 use time::OffsetDateTime;
 
 use crate::{
-    model::{
-        AuditAction, AuditActor, AuditRecord, EventType, NewEvent, OrganizationId, Origin, UserId,
-    },
+    model::{AuditAction, AuditActor, AuditRecord, NewEvent, OrganizationId, Origin, UserId},
     ports::Random,
 };
 
 /// Builds an outbox event with a fresh id, stamped with the time of the change.
-pub(crate) fn event(
+pub(crate) fn event<P: payloads::Payload>(
     random: &dyn Random,
     at: OffsetDateTime,
-    event_type: EventType,
     organization_id: Option<OrganizationId>,
     user_id: Option<UserId>,
-    data: serde_json::Value,
+    payload: P,
 ) -> NewEvent {
     NewEvent {
         id: random.uuid().into(),
-        event_type,
+        event_type: P::TYPE,
         organization_id,
         user_id,
-        data,
+        data: payload.into_data(),
         occurred_at: at,
     }
 }
 
 /// Builds the outbox event of something that happens to a user's own account (signing in or
 /// out, a profile, a password, a second factor): it names the user and no organization.
-pub(crate) fn user_event(
+pub(crate) fn user_event<P: payloads::Payload>(
     random: &dyn Random,
     at: OffsetDateTime,
-    event_type: EventType,
     user_id: UserId,
-    data: serde_json::Value,
+    payload: P,
 ) -> NewEvent {
-    event(random, at, event_type, None, Some(user_id), data)
+    event(random, at, None, Some(user_id), payload)
 }
 
 /// Starts the audit record of something a user does as themselves (by their session, not as a
@@ -234,6 +230,8 @@ mod mail_tests;
 mod mfa_tests;
 #[cfg(test)]
 mod org_token_tests;
+#[cfg(test)]
+mod payloads_tests;
 #[cfg(test)]
 mod policy_tests;
 #[cfg(test)]

@@ -1,13 +1,12 @@
 //! Organizations: list, create, read, change, delete, and the operator's plan change.
 
-use serde_json::json;
 use time::OffsetDateTime;
 
 use super::{audit, event, payloads, Actor, Forbidden, Principal, PurgeSlice};
 use crate::{
     model::{
-        timestamp, AuditAction, AuditActor, AuditRecord, EventType, NewEvent, NewOrganization,
-        Organization, OrganizationChange, OrganizationFilter, OrganizationId, OrganizationName,
+        AuditAction, AuditActor, AuditRecord, NewEvent, NewOrganization, Organization,
+        OrganizationChange, OrganizationFilter, OrganizationId, OrganizationName,
         OrganizationSettings, OrganizationType, Origin, Page, PageRequest, Permission, Plan, Slug,
         TargetKind,
     },
@@ -102,10 +101,17 @@ impl OrganizationService {
         origin: &Origin,
     ) -> (NewEvent, AuditRecord) {
         let now = organization.updated_at;
-        let mut data = payloads::organization(organization);
-        data["changed"] = json!(changed);
         let random = self.ports.random.as_ref();
-        let event = actor.event(random, now, EventType::OrganizationUpdated, data);
+        let event = actor.event(
+            random,
+            now,
+            payloads::OrganizationUpdated {
+                organization: payloads::organization(organization),
+                changed,
+                // A deletion, the one change that makes it inactive, says when.
+                deleted_at: (!organization.is_active).then_some(now),
+            },
+        );
         let record = self.record(actor.audit_actor(), action, organization.id, origin, now);
         (event, record)
     }
@@ -190,10 +196,9 @@ impl OrganizationService {
         let created = event(
             self.ports.random.as_ref(),
             now,
-            EventType::OrganizationCreated,
             Some(organization.id),
             Some(owner),
-            payloads::organization(&organization),
+            payloads::OrganizationCreated(payloads::organization(&organization)),
         );
         organization.slug = self
             .ports
@@ -283,14 +288,13 @@ impl OrganizationService {
         let now = self.ports.clock.now();
         organization.is_active = false;
         organization.updated_at = now;
-        let (mut deleted, record) = self.updated(
+        let (deleted, record) = self.updated(
             actor,
             &organization,
             &["is_active"],
             AuditAction::OrganizationDeleted,
             origin,
         );
-        deleted.data["deleted_at"] = json!(timestamp::format(now));
         if !self
             .ports
             .organizations
@@ -325,10 +329,13 @@ impl OrganizationService {
         let changed = event(
             self.ports.random.as_ref(),
             now,
-            EventType::BillingSubscriptionUpdated,
             Some(id),
             None,
-            json!({ "organization_id": id, "plan": plan, "previous_plan": previous }),
+            payloads::SubscriptionUpdated {
+                organization_id: id,
+                plan,
+                previous_plan: previous,
+            },
         );
         if !self
             .ports

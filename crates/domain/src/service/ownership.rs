@@ -2,14 +2,13 @@
 //! their password. The new owner is `owner`, the old one `admin`; then the old owner may leave
 //! the organization or delete their account.
 
-use serde_json::json;
 use time::OffsetDateTime;
 
 use super::{auth::CheckError, payloads, Actor, AuthService, Forbidden, LockedOut, Principal};
 use crate::{
     model::{
-        AccountKey, AssignedRole, AuditAction, EventType, Member, OrganizationType, Origin,
-        Permission, Role, TargetKind, UserId,
+        AccountKey, AssignedRole, AuditAction, Member, OrganizationType, Origin, Permission, Role,
+        TargetKind, UserId,
     },
     ports::{service_ports, StoreError},
 };
@@ -136,9 +135,14 @@ impl OwnershipService {
         let now = self.ports.clock.now();
         let random = self.ports.random.as_ref();
         let role_changed = |member: &Member, previous: AssignedRole| {
-            let mut data = payloads::member(member);
-            data["previous_role"] = json!(previous);
-            actor.event(random, now, EventType::MemberRoleChanged, data)
+            actor.event(
+                random,
+                now,
+                payloads::MemberRoleChanged {
+                    member: payloads::member(member),
+                    previous_role: &previous,
+                },
+            )
         };
         let was = std::mem::replace(&mut owner.role, Role::Owner.into());
         previous_owner.role = Role::Admin.into();

@@ -3,15 +3,13 @@
 
 use std::fmt;
 
-use serde_json::json;
 use time::OffsetDateTime;
 
 use super::{payloads, Actor, Forbidden};
 use crate::{
     model::{
-        AuditAction, AuditRecord, Branding, BrandingChange, ClientAddress, EventType, Feature,
-        NewEvent, Organization, OrganizationId, OrganizationPolicies, Origin, Permission, Plan,
-        TargetKind,
+        AuditAction, AuditRecord, Branding, BrandingChange, ClientAddress, Feature, NewEvent,
+        Organization, OrganizationId, OrganizationPolicies, Origin, Permission, Plan, TargetKind,
     },
     ports::{service_ports, Clock, OrganizationStore, Random, StoreError},
 };
@@ -173,9 +171,16 @@ impl SettingsChange {
         let organization = organization_of(ports.organizations(), actor).await?;
         let at = ports.clock().now();
         let random = ports.random();
-        let mut data = payloads::organization(&organization);
-        data["changed"] = json!(changed);
-        let event = actor.event(random, at, EventType::OrganizationUpdated, data);
+        let changed: Vec<&str> = changed.iter().map(String::as_str).collect();
+        let event = actor.event(
+            random,
+            at,
+            payloads::OrganizationUpdated {
+                organization: payloads::organization(&organization),
+                changed: &changed,
+                deleted_at: None,
+            },
+        );
         let audit = actor
             .audit(random, at, action, origin)
             .on(TargetKind::Organization, organization.id);

@@ -21,9 +21,9 @@ use super::{
 };
 use crate::{
     model::{
-        sp_acs_url, sp_entity_id, Amr, AuditAction, AuditActor, Email, EmailDomain, EventType,
-        Feature, FullName, Member, MemberStatus, NewEvent, Organization, OrganizationId, Origin,
-        ReturnPath, Role, SamlRequest, SamlRequestId, SamlTrust, SsoConfiguration, User, UserId,
+        sp_acs_url, sp_entity_id, Amr, AuditAction, AuditActor, Email, EmailDomain, Feature,
+        FullName, Member, MemberStatus, NewEvent, Organization, OrganizationId, Origin, ReturnPath,
+        Role, SamlRequest, SamlRequestId, SamlTrust, SsoConfiguration, User, UserId,
         SAML_CLOCK_SKEW, SAML_REQUEST_TTL,
     },
     ports::{
@@ -396,14 +396,12 @@ impl SamlService {
             accepted_at: Some(now),
             joined_at: now,
         };
-        let data = payloads::member(&member);
         event(
             self.ports.random.as_ref(),
             now,
-            EventType::MemberJoined,
             Some(organization_id),
             Some(user.id),
-            data,
+            payloads::MemberJoined(payloads::member(&member)),
         )
     }
 }

@@ -1,5 +1,6 @@
 //! Webhooks: the endpoint use cases behind the API, and the delivery engine the workers run.
 
+use super::payloads::{self, Payload};
 use std::{
     collections::{hash_map::Entry, HashMap},
     sync::Arc,
@@ -404,10 +405,11 @@ impl WebhookService {
         let delivery_id = DeliveryId::from_uuid(self.ports.random.uuid());
         let event_id = EventId::from_uuid(self.ports.random.uuid());
         let started = self.ports.clock.now();
-        let data = json!({
-            "message": "A test event from Gatehouse: the endpoint is reachable and can verify the signature.",
-            "organization_id": organization_id,
-        });
+        let data = payloads::WebhookTest {
+            message: payloads::TEST_MESSAGE,
+            organization_id,
+        }
+        .into_data();
         let payload = delivery_payload(EventType::WebhookTest, started, &data, id, delivery_id);
         let sent = Sending {
             delivery_id,

@@ -32,16 +32,15 @@ pub use second_factor::SecondFactorNeeded;
 pub(crate) use sign_in::CheckError;
 pub use sign_in::{LockedOut, LoginError, SignIn, SSO_REQUIRED};
 
+use super::payloads;
 use serde::Serialize;
-use serde_json::json;
 use time::{Duration, OffsetDateTime};
 
 use super::{user_audit, user_event};
 use crate::{
     model::{
-        Amr, AuditAction, AuditRecord, ClientGrant, EffectivePolicies, EventType, NewEvent,
-        NewSession, Origin, SecretToken, SessionId, TargetKind, TokenKind, TokenOrganization, User,
-        UserId,
+        Amr, AuditAction, AuditRecord, ClientGrant, EffectivePolicies, NewEvent, NewSession,
+        Origin, SecretToken, SessionId, TargetKind, TokenKind, TokenOrganization, User, UserId,
     },
     ports::{
         audience_of_grant, service_ports, AccessClaims, StoreError, TokenError, GATEHOUSE_AUDIENCE,
@@ -197,13 +196,12 @@ impl AuthService {
         let event = user_event(
             self.ports.random.as_ref(),
             now,
-            EventType::AuthLogin,
             user.id,
-            json!({
-                "user_id": user.id,
-                "session_id": session.id,
-                "method": session.amr.event_method(),
-            }),
+            payloads::AuthLogin {
+                user_id: user.id,
+                session_id: session.id,
+                method: session.amr.event_method(),
+            },
         );
         let keep_at_most = policies
             .session

@@ -1,14 +1,14 @@
 //! Passwords: a new one judged against the policies, changing one (signed in, or renewing an
 //! expired one by email and password), and storing it with its history.
 
-use serde_json::json;
+use crate::service::payloads;
 
 use super::{AuthService, CheckError, LockedOut};
 use crate::{
     model::{
-        password_user_inputs, AccountKey, AuditAction, AuditActor, Email, EventType, NewPassword,
-        Origin, PasswordCandidate, PasswordError, PasswordPolicy, SessionId, TargetKind,
-        UserCredentials, UserId,
+        password_user_inputs, AccountKey, AuditAction, AuditActor, Email, NewPassword, Origin,
+        PasswordCandidate, PasswordError, PasswordPolicy, SessionId, TargetKind, UserCredentials,
+        UserId,
     },
     ports::{BoxError, JudgeError, StoreError},
     service::{audit, user_event, Principal},
@@ -219,9 +219,11 @@ impl AuthService {
         let changed = user_event(
             self.ports.random.as_ref(),
             now,
-            EventType::AuthPasswordChanged,
             user_id,
-            json!({ "user_id": user_id, "session_id": keep }),
+            payloads::AuthPasswordChanged {
+                user_id,
+                session_id: keep,
+            },
         );
         let record = audit(
             self.ports.random.as_ref(),

@@ -1,10 +1,8 @@
 //! The caller's profile: reading it, and changing it (`PATCH /users/me`).
 
-use serde_json::json;
-
 use super::AuthService;
 use crate::{
-    model::{AuditAction, EventType, FullName, Origin, TargetKind, User},
+    model::{AuditAction, FullName, Origin, TargetKind, User},
     ports::StoreError,
     service::{audit, payloads, user_event, Principal},
 };
@@ -61,14 +59,14 @@ impl AuthService {
         }
         let now = self.ports.clock.now();
         user.updated_at = now;
-        let mut data = payloads::user(&user);
-        data["changed"] = json!(changed);
         let updated = user_event(
             self.ports.random.as_ref(),
             now,
-            EventType::UserUpdated,
             user.id,
-            data,
+            payloads::UserUpdated {
+                user: payloads::user(&user),
+                changed: &changed,
+            },
         );
         if !self
             .ports

@@ -1,7 +1,7 @@
 //! Refresh and sign-out: a new access token for a live session, under the session policy as
 //! it stands, and the end of a session.
 
-use serde_json::json;
+use crate::service::payloads;
 
 use super::{
     access_token_bound, admission::admit_member, AccessToken, Admitting, AuthService,
@@ -10,8 +10,7 @@ use super::{
 use crate::{
     model::{
         ApplicationId, AuditAction, AuthMethod, ClientAddress, ClientGrant, EffectivePolicies,
-        EventType, OrganizationChoice, Origin, TokenHash, TokenOrganization,
-        SESSION_TOUCH_INTERVAL,
+        OrganizationChoice, Origin, TokenHash, TokenOrganization, SESSION_TOUCH_INTERVAL,
     },
     ports::{BoxError, RefreshContext, StoreError, TokenError},
     service::{user_event, Principal},
@@ -214,9 +213,12 @@ impl AuthService {
         let logout_event = user_event(
             self.ports.random.as_ref(),
             now,
-            EventType::AuthLogout,
             *user_id,
-            json!({ "user_id": user_id, "session_id": session_id }),
+            payloads::AuthLogout {
+                user_id: *user_id,
+                session_id: *session_id,
+                reason: None,
+            },
         );
         let record = self.sign_in_record(*user_id, AuditAction::Logout, origin, now);
         self.ports

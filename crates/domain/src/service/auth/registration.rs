@@ -6,7 +6,7 @@ use time::OffsetDateTime;
 use super::{fold, AuthService, PasswordRefused};
 use crate::{
     model::{
-        password_user_inputs, AuditAction, Email, EventType, FullName, NewOrganization, NewUser,
+        password_user_inputs, AuditAction, Email, FullName, NewOrganization, NewUser,
         OrganizationId, OrganizationName, OrganizationType, Origin, PasswordError, PasswordHash,
         PasswordPolicy, Plan, Slug, User, UserId,
     },
@@ -139,24 +139,28 @@ impl AuthService {
             plan: Plan::Free,
             created_at: now,
         };
-        let user_data = payloads::user(&User {
+        let created = User {
             id: user.id,
             email: user.email.clone(),
             full_name: user.full_name.clone(),
             created_at: now,
             updated_at: now,
             email_verified,
-        });
-        let org_data = payloads::organization(&founded(&workspace));
+        };
+        let founded = founded(&workspace);
         let events = vec![
-            user_event(random, now, EventType::UserCreated, user.id, user_data),
+            user_event(
+                random,
+                now,
+                user.id,
+                payloads::UserCreated(payloads::user(&created)),
+            ),
             event(
                 random,
                 now,
-                EventType::OrganizationCreated,
                 Some(workspace.id),
                 Some(user.id),
-                org_data,
+                payloads::OrganizationCreated(payloads::organization(&founded)),
             ),
         ];
         NewAccount {

@@ -21,15 +21,15 @@ pub use discovery::Discovery;
 pub use introspect::{ActiveToken, IntrospectedKind, Introspection};
 pub use token::{OAuthTokens, TokenGrant, MACHINE_TOKEN_SECONDS};
 
-use serde_json::json;
+use super::payloads;
 use time::OffsetDateTime;
 
 use super::{audit, user_event, AuthService, Authenticator};
 use crate::{
     model::{
         client_secret_matches, Application, AuditAction, AuditActor, AuditRecord, ClientId,
-        EventType, Feature, OAuthError, OAuthErrorCode, OrganizationId, Origin, SecretToken,
-        SessionId, TargetKind, UserId,
+        Feature, OAuthError, OAuthErrorCode, OrganizationId, Origin, SecretToken, SessionId,
+        TargetKind, UserId,
     },
     ports::{service_ports, BoxError, StoreError, TokenError},
 };
@@ -189,9 +189,12 @@ impl OAuthService {
         let ended = user_event(
             self.ports.random.as_ref(),
             now,
-            EventType::AuthLogout,
             user,
-            json!({ "user_id": user, "session_id": session, "reason": reason }),
+            payloads::AuthLogout {
+                user_id: user,
+                session_id: session,
+                reason: Some(reason),
+            },
         );
         self.ports
             .sessions
