@@ -2,10 +2,11 @@
 //! change's transaction), leased, retried and forgotten by the worker's courier.
 //!
 //! A lease moves a mail's `next_attempt_at` to the lease's end, so a worker that dies leaves
-//! it due again then. Two leasers of one PostgreSQL database may pick the same due mail; the
-//! update takes it only while it is still due, so whichever updates second (after waiting for
-//! the first's row lock, PostgreSQL checks the condition again) gets nothing for it. On
-//! SQLite one writer leases at a time.
+//! it due again then. The due mails are found on a read connection (nothing due, the common
+//! case, costs no write); two leasers may then pick the same mail, and the update takes it only
+//! while it is still due, so whichever updates second (after waiting for the first's row lock,
+//! PostgreSQL checks the condition again; SQLite writes one transaction at a time) gets nothing
+//! for it.
 
 use async_trait::async_trait;
 use diesel::prelude::*;
@@ -15,7 +16,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::backend::{schema::mail_outbox, Conn, Db, DbStore};
-use crate::{corrupt, types::DbUuid};
+use crate::{corrupt, db_error, types::DbUuid};
 
 /// Writes `mails` in the transaction under way, due at `at`; the worker's courier is told when
 /// it commits.
@@ -64,17 +65,22 @@ impl MailQueue for DbStore {
         until: OffsetDateTime,
         limit: u32,
     ) -> Result<Vec<QueuedMail>, StoreError> {
-        let rows = in_write_tx!(self, async |conn: &mut Conn| {
-            let due: Vec<DbUuid> = mail_outbox::table
+        // Looked for on a read connection first: an idle worker asks every second, and on
+        // SQLite a write transaction would take the one writer from the requests each time.
+        let due: Vec<DbUuid> = in_read!(self, async |conn: &mut Conn| {
+            mail_outbox::table
                 .filter(mail_outbox::next_attempt_at.le(now))
                 .order((mail_outbox::next_attempt_at, mail_outbox::id))
                 .limit(i64::from(limit))
                 .select(mail_outbox::id)
                 .load(conn)
-                .await?;
-            if due.is_empty() {
-                return Ok(Vec::new());
-            }
+                .await
+                .map_err(db_error)
+        })?;
+        if due.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = in_write_tx!(self, async |conn: &mut Conn| {
             diesel::update(
                 mail_outbox::table
                     .filter(mail_outbox::id.eq_any(due))
