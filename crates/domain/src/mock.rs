@@ -24,13 +24,13 @@ use std::{future::Future, pin::Pin, sync::Arc};
 use crate::ports::Ports;
 pub use crate::ports::{
     MockAccountStore, MockAccountTokenStore, MockApiKeyStore, MockApplicationStore, MockAuditStore,
-    MockAuthorizationCodeStore, MockBrandingStore, MockClock, MockDirectoryStore, MockDnsTxt,
-    MockDomainStore, MockHealthStore, MockHeavyLanes, MockMailQueue, MockMailer, MockMemberStore,
-    MockMembershipStore, MockMetrics, MockMfaStore, MockOperationsStore, MockOrganizationStore,
-    MockPasswordHasher, MockPasswordJudge, MockPolicyStore, MockRandom, MockRateLimiter,
-    MockRoleStore, MockSamlProtocol, MockSamlStore, MockSecretCipher, MockServiceAccountStore,
-    MockSessionStore, MockSignInAttempts, MockSsoStore, MockTokenSigner, MockTotp, MockWebauthn,
-    MockWebhookSender, MockWebhookStore,
+    MockAuthorizationCodeStore, MockBrandingStore, MockClock, MockDeliveryQueue,
+    MockDirectoryStore, MockDnsTxt, MockDomainStore, MockHealthStore, MockHeavyLanes,
+    MockMailQueue, MockMailer, MockMemberStore, MockMembershipStore, MockMetrics, MockMfaStore,
+    MockOperationsStore, MockOrganizationStore, MockPasswordHasher, MockPasswordJudge,
+    MockPolicyStore, MockRandom, MockRateLimiter, MockRoleStore, MockSamlProtocol, MockSamlStore,
+    MockSecretCipher, MockServiceAccountStore, MockSessionStore, MockSignInAttempts, MockSsoStore,
+    MockTokenSigner, MockTotp, MockWebauthn, MockWebhookSender, MockWebhookStore,
 };
 
 /// What a mocked async port method returns: a boxed future.
@@ -113,6 +113,8 @@ pub struct MockPorts {
     pub sign_in_attempts: MockSignInAttempts,
     /// The mock [`WebhookStore`](crate::ports::WebhookStore).
     pub webhooks: MockWebhookStore,
+    /// The mock [`DeliveryQueue`](crate::ports::DeliveryQueue).
+    pub delivery_queue: MockDeliveryQueue,
     /// The mock [`SecretCipher`](crate::ports::SecretCipher).
     pub cipher: MockSecretCipher,
     /// The mock [`WebhookSender`](crate::ports::WebhookSender).
@@ -163,6 +165,7 @@ impl MockPorts {
             heavy: MockHeavyLanes::new(),
             sign_in_attempts: MockSignInAttempts::new(),
             webhooks: MockWebhookStore::new(),
+            delivery_queue: MockDeliveryQueue::new(),
             cipher: MockSecretCipher::new(),
             sender: MockWebhookSender::new(),
             operations: MockOperationsStore::new(),
@@ -208,6 +211,7 @@ impl MockPorts {
             heavy: Arc::new(self.heavy),
             sign_in_attempts: Arc::new(self.sign_in_attempts),
             webhooks: Arc::new(self.webhooks),
+            delivery_queue: Arc::new(self.delivery_queue),
             cipher: Arc::new(self.cipher),
             sender: Arc::new(self.sender),
             operations: Arc::new(self.operations),

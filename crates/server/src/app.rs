@@ -198,6 +198,7 @@ pub async fn ports(
         applications: store.clone(),
         authorization_codes: store.clone(),
         webhooks: store.clone(),
+        delivery_queue: store.clone(),
         operations: store.clone(),
         audit: store.clone(),
         mail_queue: store.clone(),

@@ -21,10 +21,10 @@ use std::sync::Arc;
 
 use gatehouse_domain::ports::{
     AccountStore, AccountTokenStore, ApiKeyStore, ApplicationStore, AuditStore,
-    AuthorizationCodeStore, BoxError, BrandingStore, DirectoryStore, DomainStore, HealthStore,
-    MailQueue, MemberStore, MembershipStore, MfaStore, OperationsStore, OrganizationStore,
-    PolicyStore, RoleStore, SamlStore, ServiceAccountStore, SessionStore, SigningKeyStore,
-    SsoStore, StoreError, WebhookStore,
+    AuthorizationCodeStore, BoxError, BrandingStore, DeliveryQueue, DirectoryStore, DomainStore,
+    HealthStore, MailQueue, MemberStore, MembershipStore, MfaStore, OperationsStore,
+    OrganizationStore, PolicyStore, RoleStore, SamlStore, ServiceAccountStore, SessionStore,
+    SigningKeyStore, SsoStore, StoreError, WebhookStore,
 };
 
 mod dialect;
@@ -102,6 +102,7 @@ pub trait Store:
     + SigningKeyStore
     + HealthStore
     + WebhookStore
+    + DeliveryQueue
     + MailQueue
     + OperationsStore
     + AuditStore

@@ -131,7 +131,7 @@ impl Workers {
             match self
                 .engine
                 .ports()
-                .webhooks
+                .delivery_queue
                 .release_deliveries(unsent)
                 .await
             {
@@ -420,7 +420,7 @@ async fn delivery_loop(
         let room = in_flight.room(available, &settings);
         let wanted = room.total();
         let leased = match ports
-            .webhooks
+            .delivery_queue
             .lease_deliveries(now, lease_until, room, ports.random.uuid())
             .await
         {
@@ -479,7 +479,7 @@ async fn delivery_loop(
             });
         }
         if !give_back.is_empty() {
-            if let Err(error) = ports.webhooks.release_deliveries(give_back).await {
+            if let Err(error) = ports.delivery_queue.release_deliveries(give_back).await {
                 tracing::warn!(%error, "giving back leases failed; they expire by themselves");
             }
         }

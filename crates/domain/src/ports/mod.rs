@@ -144,6 +144,8 @@ pub struct Ports {
     pub sign_in_attempts: Arc<dyn SignInAttempts>,
     /// The [`WebhookStore`].
     pub webhooks: Arc<dyn WebhookStore>,
+    /// The [`DeliveryQueue`].
+    pub delivery_queue: Arc<dyn DeliveryQueue>,
     /// The [`SecretCipher`].
     pub cipher: Arc<dyn SecretCipher>,
     /// The [`WebhookSender`].

@@ -258,8 +258,9 @@ pub struct AttemptEffects {
     pub endpoint_disabled: bool,
 }
 
-/// Webhook endpoints, deliveries and the outbox's dispatch. Every read and write of an
-/// organization's webhooks takes the organization id: tenancy is in the query.
+/// An organization's webhooks as its admins manage them: endpoints, their delivery logs,
+/// manual retries and test pings. Every read and write takes the organization id: tenancy is
+/// in the query. The worker's side is [`DeliveryQueue`].
 #[async_trait]
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 pub trait WebhookStore: Send + Sync + 'static {
@@ -351,7 +352,14 @@ pub trait WebhookStore: Send + Sync + 'static {
     /// endpoint's [`FailureRun`](crate::model::FailureRun) alone: it probes the receiver, it
     /// is not traffic. `false` when the endpoint was deleted meanwhile: nothing is recorded.
     async fn record_test(&self, test: SentTest) -> Result<bool, StoreError>;
+}
 
+/// The delivery queue, the worker's side of webhooks: outbox events turned into deliveries,
+/// leased, attempted and recorded. Nothing here is an organization's request: the delivery
+/// engine drives it, in the background.
+#[async_trait]
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait DeliveryQueue: Send + Sync + 'static {
     /// Outbox events not yet dispatched, oldest first, at most `limit`.
     async fn pending_events(&self, limit: i64) -> Result<Vec<PendingEvent>, StoreError>;
 

@@ -59,6 +59,7 @@ mod auth;
 mod authenticator;
 mod caller;
 mod control;
+mod delivery;
 mod directory;
 mod domains;
 mod heavy;
@@ -102,6 +103,7 @@ pub use caller::{
 pub use control::{
     ControlPorts, ControlService, PostEventError, PurgeSlice, ReplayError, MAX_REPLAY,
 };
+pub use delivery::{AttemptOutcome, DeliveryEngine, DeliveryPorts, DeliverySettings};
 pub use directory::{
     CreatedScimToken, DirectoryError, DirectoryPorts, DirectoryService, PatchError,
 };
@@ -142,9 +144,8 @@ pub use saml::{SamlPorts, SamlService, SamlSignInError, SamlSignedIn};
 pub use sso::{NewSsoConfiguration, SsoPorts, SsoService, SsoView};
 pub use sso_realm::SsoLookup;
 pub use webhooks::{
-    AttemptOutcome, CreatedEndpoint, DeliveryEngine, DeliveryPorts, DeliverySettings,
-    EndpointUpdate, NewEndpointRequest, SecretRuleError, SigningSecret, TestOutcome, WebhookError,
-    WebhookPorts, WebhookService, DISABLE_AFTER_FAILURES,
+    CreatedEndpoint, EndpointUpdate, NewEndpointRequest, SecretRuleError, SigningSecret,
+    TestOutcome, WebhookError, WebhookPorts, WebhookService, DISABLE_AFTER_FAILURES,
 };
 
 use time::OffsetDateTime;

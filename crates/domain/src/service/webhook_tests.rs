@@ -237,7 +237,7 @@ impl Mocks {
     fn store_records_attempt(&mut self, effects: Option<AttemptEffects>) -> Seen<AttemptRecord> {
         let recorded = Seen::new();
         let seen = recorded.clone();
-        self.webhooks
+        self.delivery_queue
             .expect_record_attempts()
             .times(1)
             .returning(move |records| {
@@ -747,7 +747,7 @@ fn pending(id: EventId, organization_id: Option<OrganizationId>) -> PendingEvent
 
 impl Mocks {
     fn outbox_holds(&mut self, events: Vec<PendingEvent>) {
-        self.webhooks
+        self.delivery_queue
             .expect_pending_events()
             .withf(|limit| *limit == 50)
             .times(1)
@@ -759,7 +759,7 @@ impl Mocks {
     fn store_dispatches(&mut self) -> Seen<(EventId, Vec<NewDelivery>, OffsetDateTime)> {
         let dispatched = Seen::new();
         let seen = dispatched.clone();
-        self.webhooks
+        self.delivery_queue
             .expect_dispatch_events()
             .times(1)
             .returning(move |events, at| {
@@ -778,7 +778,7 @@ fn dispatch_makes_one_delivery_per_subscribed_endpoint_with_the_documented_paylo
     let event = pending(EVENT, Some(ACME));
     mocks.outbox_holds(vec![event.clone()]);
     mocks
-        .webhooks
+        .delivery_queue
         .expect_subscribed_endpoints()
         .withf(|organization, event| *organization == ACME && *event == EventType::MemberJoined)
         .times(1)
@@ -827,7 +827,7 @@ fn dispatch_makes_one_delivery_per_subscribed_endpoint_with_the_documented_paylo
 fn dispatch_of_an_event_without_organization_marks_it_dispatched_with_no_deliveries() {
     let mut mocks = Mocks::new();
     mocks.outbox_holds(vec![pending(EVENT, None)]);
-    mocks.webhooks.expect_subscribed_endpoints().never();
+    mocks.delivery_queue.expect_subscribed_endpoints().never();
     let dispatched = mocks.store_dispatches();
 
     let count = block_on(mocks.delivery_engine().dispatch(50)).unwrap();
@@ -848,7 +848,7 @@ fn dispatch_marks_every_event_dispatched_and_returns_how_many_there_were() {
         pending(events[2], Some(ACME)),
     ]);
     mocks
-        .webhooks
+        .delivery_queue
         .expect_subscribed_endpoints()
         .times(1)
         .returning(|_, _| ready(Ok(Vec::new())));
@@ -869,7 +869,7 @@ fn dispatch_marks_every_event_dispatched_and_returns_how_many_there_were() {
 fn dispatch_of_an_empty_outbox_does_nothing() {
     let mut mocks = Mocks::new();
     mocks.outbox_holds(Vec::new());
-    mocks.webhooks.expect_dispatch_events().never();
+    mocks.delivery_queue.expect_dispatch_events().never();
 
     assert_eq!(block_on(mocks.delivery_engine().dispatch(50)).unwrap(), 0);
 }
@@ -1202,7 +1202,7 @@ fn attempts_recorded_together_get_one_store_call_and_their_own_outcomes_in_order
     let recorded = Seen::<Vec<AttemptRecord>>::new();
     let seen = recorded.clone();
     mocks
-        .webhooks
+        .delivery_queue
         .expect_record_attempts()
         .times(1)
         .returning(move |records| {

@@ -21,9 +21,9 @@ use gatehouse_domain::{
         PageRequest, Plan, Subscription, TimeBound, TransitionError, WebhookEndpoint, WebhookUrl,
     },
     ports::{
-        AttemptEffects, AttemptRecord, DeliveryFilter, EndpointChange, EndpointDetail,
-        EndpointLimit, LeasedDelivery, NewDelivery, NewEndpoint, PendingEvent, RetryOutcome,
-        SendTarget, SentTest, StoreError, WebhookStore,
+        AttemptEffects, AttemptRecord, DeliveryFilter, DeliveryQueue, EndpointChange,
+        EndpointDetail, EndpointLimit, LeasedDelivery, NewDelivery, NewEndpoint, PendingEvent,
+        RetryOutcome, SendTarget, SentTest, StoreError, WebhookStore,
     },
 };
 use time::OffsetDateTime;
@@ -607,7 +607,10 @@ impl WebhookStore for DbStore {
             Ok::<_, diesel::result::Error>(true)
         })
     }
+}
 
+#[async_trait]
+impl DeliveryQueue for DbStore {
     async fn pending_events(&self, limit: i64) -> Result<Vec<PendingEvent>, StoreError> {
         in_read!(self, async |conn: &mut Conn| {
             events::table
