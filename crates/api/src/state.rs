@@ -6,9 +6,9 @@ use gatehouse_domain::{
     service::{
         ApiKeyService, ApplicationService, AuditLogService, AuthService, AuthSettings,
         Authenticator, BrandingService, ControlService, DirectoryService, DomainService,
-        EmailLinkService, IamService, InvitationLinkService, MemberService, MfaService,
-        OAuthService, OrganizationService, OwnershipService, PolicyService, RateLimitService,
-        SamlService, SsoService, WebhookService,
+        EmailLinkService, IamService, InvitationLinkService, InvitationMails, MemberService,
+        MfaService, OAuthService, OrganizationService, OwnershipService, PolicyService,
+        RateLimitService, SamlService, SsoService, WebhookService,
     },
 };
 
@@ -115,7 +115,11 @@ impl AppState {
             branding: BrandingService::new((&ports).into()),
             domains: DomainService::new((&ports).into()),
             sso: SsoService::new((&ports).into(), settings.issuer.clone()),
-            directory: DirectoryService::new((&ports).into(), auth.clone(), members.clone()),
+            directory: DirectoryService::new(
+                (&ports).into(),
+                auth.clone(),
+                InvitationMails::new((&ports).into(), settings.issuer.clone()),
+            ),
             invitations: InvitationLinkService::new(auth.clone(), members.clone()),
             members,
             public_url: settings.issuer.clone(),

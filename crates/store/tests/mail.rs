@@ -9,7 +9,7 @@ mod support;
 use gatehouse_domain::{
     model::{
         AccountToken, AccountTokenPurpose, Email, EventType, InvitableRole, InvitationId,
-        NewInvitation, OrganizationId, Plan, Role, TokenHash, UserId,
+        NewInvitation, OpenInvitation, OrganizationId, Plan, Role, TokenHash, UserId,
     },
     ports::{QueuedMail, SealedMail, StoreError},
 };
@@ -33,6 +33,7 @@ fn invitation(organization: OrganizationId, by: UserId) -> NewInvitation {
         invited_by: by,
         invited_at: at,
         expires_at: NewInvitation::expiry(at),
+        open: OpenInvitation::Kept,
     }
 }
 

@@ -13,10 +13,10 @@ use gatehouse_domain::{
         ApiKeyName, Application, ApplicationId, ApplicationName, ClientId, DefaultRole, Email,
         EventId, EventType, FullName, InvitableRole, InvitationId, InvitationState, KeyHolder,
         MemberFilter, MemberStatus, NewApiKey, NewApplication, NewEvent, NewInvitation,
-        NewOrganization, NewUser, OrganizationChange, OrganizationFilter, OrganizationId,
-        OrganizationName, OrganizationType, PageRequest, PasswordHash, Plan, RedirectUri,
-        RedirectUris, Role, RoleRef, SearchTerm, ServiceAccount, ServiceAccountName, Slug,
-        TokenHash, UserId,
+        NewOrganization, NewUser, OpenInvitation, OrganizationChange, OrganizationFilter,
+        OrganizationId, OrganizationName, OrganizationType, PageRequest, PasswordHash, Plan,
+        RedirectUri, RedirectUris, Role, RoleRef, SearchTerm, ServiceAccount, ServiceAccountName,
+        Slug, TokenHash, UserId,
     },
     ports::{
         DirectoryChange, DirectoryWrite, MemberEffect, NewAccount, PurgedOrganizations, StoreError,
@@ -277,7 +277,7 @@ impl Db {
             .unwrap()
     }
 
-    /// Invites the email, to expire a week after `at`.
+    /// Invites the email, to expire a week after `at`, keeping a live invitation of it.
     async fn invite(
         &self,
         org: OrganizationId,
@@ -285,6 +285,20 @@ impl Db {
         role: Role,
         by: UserId,
         at: OffsetDateTime,
+    ) -> Result<(InvitationId, TokenHash), StoreError> {
+        self.invite_as(org, email, role, by, at, OpenInvitation::Kept)
+            .await
+    }
+
+    /// Invites the email, to expire a week after `at`, doing `open` to a live invitation.
+    async fn invite_as(
+        &self,
+        org: OrganizationId,
+        email: &str,
+        role: Role,
+        by: UserId,
+        at: OffsetDateTime,
+        open: OpenInvitation,
     ) -> Result<(InvitationId, TokenHash), StoreError> {
         let id = InvitationId::from_uuid(Uuid::now_v7());
         let token_hash = TokenHash::of(&Uuid::new_v4().to_string());
@@ -299,6 +313,7 @@ impl Db {
                     invited_by: by,
                     invited_at: at,
                     expires_at: NewInvitation::expiry(at),
+                    open,
                 },
                 event(EventType::MemberInvited, Some(org), Some(by), at),
                 record(),
@@ -1260,6 +1275,35 @@ async fn invitations_lifecycle(db: Db) {
     db.invite(beta, "dave@example.com", Role::Member, alice.id, t1)
         .await
         .unwrap();
+    // The directory's invitation replaces a live one, whose link stops working.
+    let (replacing, _) = db
+        .invite_as(
+            beta,
+            "dave@example.com",
+            Role::Viewer,
+            alice.id,
+            t1,
+            OpenInvitation::Replaced,
+        )
+        .await
+        .unwrap();
+    let open = db
+        .store
+        .invitations_for(
+            &Email::parse("dave@example.com").unwrap(),
+            t1,
+            PageRequest::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        open.items()
+            .iter()
+            .filter(|i| i.organization_id == beta)
+            .map(|i| i.id)
+            .collect::<Vec<_>>(),
+        [replacing]
+    );
 
     // An expired one is closed and replaced; it is still found (as expired) until then.
     let long_ago = t0 - Duration::days(8);
@@ -2419,6 +2463,7 @@ async fn the_owner_stays_and_a_deleted_role_is_given_to_nobody(db: Db) {
                 invited_by: alice.id,
                 invited_at: t0,
                 expires_at: NewInvitation::expiry(t0),
+                open: OpenInvitation::Kept,
             },
             event(EventType::MemberInvited, Some(acme), None, t0),
             record(),

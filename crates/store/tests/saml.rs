@@ -74,7 +74,7 @@ fn sign_in(
         keep_at_most: None,
         events: vec![event(EventType::AuthLogin, None, Some(user))],
         at,
-        audit: support::signed_in(),
+        audit: vec![support::signed_in()],
     }
 }
 

@@ -130,6 +130,24 @@ pub struct NewInvitation {
     pub invited_at: OffsetDateTime,
     /// When it can no longer be accepted: [`NewInvitation::expiry`] of `invited_at`.
     pub expires_at: OffsetDateTime,
+    /// What becomes of an invitation of the same address still open in the organization.
+    pub open: OpenInvitation,
+}
+
+/// The one rule for open invitations: an organization has at most one open invitation per
+/// address. Sending one closes an expired one whoever sends it; a live one is [`Kept`] or
+/// [`Replaced`] by who sends the new one.
+///
+/// [`Kept`]: OpenInvitation::Kept
+/// [`Replaced`]: OpenInvitation::Replaced
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpenInvitation {
+    /// A live one stays and the new one is refused (`409`, already invited): a person who
+    /// invites learns that someone did already.
+    Kept,
+    /// A live one is revoked, its mailed link with it: the organization's directory speaks for
+    /// the address, so its invitation is the one that holds.
+    Replaced,
 }
 
 impl NewInvitation {

@@ -87,7 +87,7 @@ pub use gatehouse_types::{
 pub use lockout::{AccountKey, CheckAdmission, FailedSignIns, InvalidLockoutRule, LockoutRule};
 pub use member::{
     InvitableRole, Invitation, InvitationRecord, InvitationState, Member, MemberFilter,
-    MemberStatus, Membership, NewInvitation, INVITATION_TTL_DAYS,
+    MemberStatus, Membership, NewInvitation, OpenInvitation, INVITATION_TTL_DAYS,
 };
 pub use mfa::{
     normalise_recovery_code, MfaFactor, MfaLogin, TotpCode, TotpSecret, WebauthnRegistration,

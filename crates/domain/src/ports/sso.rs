@@ -97,8 +97,8 @@ pub struct SamlSignIn {
     pub events: Vec<NewEvent>,
     /// When it happens.
     pub at: OffsetDateTime,
-    /// The sign-in's audit record.
-    pub audit: AuditRecord,
+    /// The audit records: `member.joined` when the user joins, and the sign-in's.
+    pub audit: Vec<AuditRecord>,
 }
 
 /// What became of a [`SamlSignIn`]; nothing was written unless it is `SignedIn`.

@@ -11,7 +11,6 @@
 //! organization's [`GroupRoles`] map gives the user's groups, else `settings.default_role`;
 //! the owner is never changed or removed by the directory.
 
-use super::payloads::Payload;
 use std::{
     collections::{BTreeMap, BTreeSet},
     future::Future,
@@ -20,22 +19,26 @@ use std::{
 use time::OffsetDateTime;
 
 use super::{
-    event, heavy, iam::resolve_role, maker_right, payloads, reclaim::reclaiming, Actor,
-    AuthService, Busy, Forbidden, MemberService,
+    heavy,
+    iam::resolve_role,
+    lifecycle::{self, By, Decision, Joiner, Joining, Lifecycle},
+    maker_right,
+    reclaim::reclaiming,
+    Actor, AuthService, Busy, Forbidden, InvitationMails,
 };
 use crate::{
     model::{
         AssignedRole, AuditAction, AuditRecord, DirectoryCursor, DirectoryGroup, DirectoryGroupId,
         DirectoryPage, DirectorySelection, DirectoryText, DirectoryUser, DirectoryUserId,
         DirectoryWindow, Email, EmailDomain, Feature, GroupAttributes, GroupRoles, GroupRolesError,
-        InvitableRole, Member, MemberStatus, NewEvent, NewInvitation, Organization, Origin, Page,
+        InvitableRole, Member, MemberStatus, Membership, NewEvent, Organization, Origin, Page,
         PageRequest, Permission, ResourceCheck, Role, RoleRef, ScimToken, ScimTokenId,
         ScimTokenName, SecretToken, Slice, TargetKind, TokenKind, User, UserAttributes, UserId,
         DIRECTORY_BATCH,
     },
     ports::{
         service_ports, CipherError, DirectoryChange, DirectoryWrite, GroupMembers, GroupOfUser,
-        MemberEffect, StoreError,
+        MemberEffect, Random, StoreError,
     },
 };
 
@@ -146,7 +149,18 @@ struct Decisions<'a> {
     mails: Vec<(Email, AssignedRole, SecretToken)>,
 }
 
-impl Decisions<'_> {
+impl<'a> Decisions<'a> {
+    /// The member lifecycle's decisions, at this request's moment.
+    fn lifecycle(&self, random: &'a dyn Random) -> Lifecycle<'a> {
+        Lifecycle::new(random, self.now, self.origin)
+    }
+
+    /// Writes a decision's event and audit record with the others.
+    fn record(&mut self, decision: Decision) {
+        self.events.push(decision.event);
+        self.audit.push(decision.audit);
+    }
+
     /// The role of someone in these groups.
     fn role_of<'g>(&self, groups: impl IntoIterator<Item = &'g str>) -> AssignedRole {
         self.roles.role_of(
@@ -163,18 +177,14 @@ pub struct DirectoryService {
     ports: DirectoryPorts,
     /// Makes accounts the way every sign-up does.
     auth: AuthService,
-    /// Builds invitations' mails the way every invitation's mail is built.
-    members: MemberService,
+    /// Writes invitations' mails the way every invitation's mail is written.
+    mails: InvitationMails,
 }
 
 impl DirectoryService {
     /// A service on these ports.
-    pub fn new(ports: DirectoryPorts, auth: AuthService, members: MemberService) -> Self {
-        Self {
-            ports,
-            auth,
-            members,
-        }
+    pub fn new(ports: DirectoryPorts, auth: AuthService, mails: InvitationMails) -> Self {
+        Self { ports, auth, mails }
     }
 
     /// `Ok` when the actor may use the permission and the plan includes directory sync.
@@ -894,7 +904,7 @@ impl DirectoryService {
         &self,
         decisions: &Decisions<'_>,
         address: &Email,
-    ) -> Result<(Option<User>, Option<AssignedRole>), DirectoryError> {
+    ) -> Result<(Option<User>, Option<Membership>), DirectoryError> {
         let Some(credentials) = self.ports.accounts.credentials_by_email(address).await? else {
             return Ok((None, None));
         };
@@ -903,7 +913,7 @@ impl DirectoryService {
             .memberships
             .membership(credentials.user.id, decisions.organization.id)
             .await?;
-        Ok((Some(credentials.user), membership.map(|m| m.role)))
+        Ok((Some(credentials.user), membership))
     }
 
     /// The person with the address joins: an active member when the organization verified
@@ -927,7 +937,7 @@ impl DirectoryService {
             Err(_) => false,
         };
         if verified {
-            let (user_id, account, full_name) = match user {
+            let (user_id, full_name, account) = match user {
                 Some(mut user) => {
                     // The directory speaks for the address: an account nobody proved it owns
                     // is reclaimed for its owner before it joins.
@@ -945,7 +955,7 @@ impl DirectoryService {
                     if let Some(reclaim) = reclaim {
                         decisions.effects.push(MemberEffect::Reclaim(reclaim));
                     }
-                    (user.id, None, None)
+                    (user.id, user.full_name, None)
                 }
                 None => {
                     let full_name = attributes
@@ -959,24 +969,20 @@ impl DirectoryService {
                         true,
                         decisions.now,
                     );
-                    (account.user.id, Some(Box::new(account)), Some(full_name))
+                    (account.user.id, full_name, Some(Box::new(account)))
                 }
             };
-            let member = Member {
-                organization_id: decisions.organization.id,
-                user_id: Some(user_id),
-                email: address.clone(),
-                full_name,
-                role: role.clone(),
-                status: MemberStatus::Active,
-                invitation_id: None,
-                invited_at: None,
-                invited_by: None,
-                accepted_at: Some(decisions.now),
-                joined_at: decisions.now,
-            };
-            let joined = payloads::MemberJoined(payloads::member(&member));
-            self.record(decisions, joined, AuditAction::MemberJoined, user_id);
+            let joined = decisions.lifecycle(self.ports.random.as_ref()).join(
+                By::Actor(decisions.actor),
+                decisions.organization.id,
+                Joiner {
+                    user_id,
+                    email: address,
+                    full_name: &full_name,
+                },
+                Joining::Provisioned(&role),
+            );
+            decisions.record(joined);
             decisions.effects.push(MemberEffect::Join {
                 user_id,
                 account,
@@ -987,52 +993,16 @@ impl DirectoryService {
         let Some(invitable) = InvitableRole::new(role.clone()) else {
             return Err(DirectoryError::OwnerProtected);
         };
-        let Actor::Directory(directory) = decisions.actor else {
-            return Err(DirectoryError::PersonNeeded);
-        };
+        let inviter = lifecycle::inviter(decisions.actor).ok_or(DirectoryError::PersonNeeded)?;
         let token = self.ports.random.secret(TokenKind::Invitation);
-        let invitation = NewInvitation {
-            id: self.ports.random.uuid().into(),
-            organization_id: decisions.organization.id,
-            email: address.clone(),
-            role: invitable,
-            token_hash: token.hash(),
-            invited_by: directory.created_by,
-            invited_at: decisions.now,
-            expires_at: NewInvitation::expiry(decisions.now),
-        };
-        let member = Member {
-            organization_id: decisions.organization.id,
-            user_id: None,
-            email: address.clone(),
-            full_name: None,
-            role: role.clone(),
-            status: MemberStatus::Pending,
-            invitation_id: Some(invitation.id),
-            invited_at: Some(decisions.now),
-            invited_by: Some(directory.created_by),
-            accepted_at: None,
-            joined_at: decisions.now,
-        };
-        let event = event(
-            self.ports.random.as_ref(),
-            decisions.now,
-            Some(decisions.organization.id),
-            None,
-            payloads::MemberInvited(payloads::member(&member)),
+        let (invitation, invited) = decisions.lifecycle(self.ports.random.as_ref()).invite(
+            decisions.actor,
+            inviter,
+            address.clone(),
+            invitable,
+            token.hash(),
         );
-        decisions.events.push(event);
-        decisions.audit.push(
-            decisions
-                .actor
-                .audit(
-                    self.ports.random.as_ref(),
-                    decisions.now,
-                    AuditAction::MemberInvited,
-                    decisions.origin,
-                )
-                .on(TargetKind::Invitation, invitation.id),
-        );
+        decisions.record(invited);
         decisions.effects.push(MemberEffect::Invite(invitation));
         decisions.mails.push((address.clone(), role, token));
         Ok(())
@@ -1046,31 +1016,17 @@ impl DirectoryService {
         address: &Email,
     ) -> Result<(), DirectoryError> {
         let (user, current) = self.member_with(decisions, address).await?;
-        if let (Some(user_id), Some(role)) = (user.map(|user| user.id), current) {
-            if role.is(Role::Owner) {
-                return Err(DirectoryError::OwnerProtected);
-            }
-            let member = Member {
-                organization_id: decisions.organization.id,
-                user_id: Some(user_id),
-                email: address.clone(),
-                full_name: None,
-                role,
-                status: MemberStatus::Active,
-                invitation_id: None,
-                invited_at: None,
-                invited_by: None,
-                accepted_at: None,
-                joined_at: decisions.now,
-            };
-            let removed = payloads::MemberRemoved {
-                member: payloads::member(&member),
-                removed_at: decisions.now,
-                left: false,
-            };
-            self.record(decisions, removed, AuditAction::MemberRemoved, user_id);
-            decisions.effects.push(MemberEffect::Remove { user_id });
-            self.end_scim_tokens(decisions, user_id, None).await?;
+        if let (Some(user), Some(membership)) = (user, current) {
+            let member = active_member(&user, &membership);
+            let removed = decisions
+                .lifecycle(self.ports.random.as_ref())
+                .leave(decisions.actor, user.id, member, false)
+                .map_err(|_| DirectoryError::OwnerProtected)?;
+            decisions.record(removed);
+            decisions
+                .effects
+                .push(MemberEffect::Remove { user_id: user.id });
+            self.end_scim_tokens(decisions, user.id, None).await?;
         }
         decisions.effects.push(MemberEffect::RevokeInvitations {
             email: address.clone(),
@@ -1088,39 +1044,30 @@ impl DirectoryService {
         role: AssignedRole,
     ) -> Result<(), DirectoryError> {
         let (user, current) = self.member_with(decisions, address).await?;
-        let (Some(user_id), Some(previous)) = (user.map(|user| user.id), current) else {
+        let (Some(user), Some(membership)) = (user, current) else {
             decisions.effects.push(MemberEffect::InvitationRole {
                 email: address.clone(),
                 role,
             });
             return Ok(());
         };
-        if previous.is(Role::Owner) || previous == role {
+        // The owner's role is not the directory's to change: it stays, and so does an
+        // unchanged one.
+        if membership.role.is(Role::Owner) || membership.role == role {
             return Ok(());
         }
-        let member = Member {
-            organization_id: decisions.organization.id,
-            user_id: Some(user_id),
-            email: address.clone(),
-            full_name: None,
-            role: role.clone(),
-            status: MemberStatus::Active,
-            invitation_id: None,
-            invited_at: None,
-            invited_by: None,
-            accepted_at: None,
-            joined_at: decisions.now,
-        };
-        let changed = payloads::MemberRoleChanged {
-            member: payloads::member(&member),
-            previous_role: &previous,
-        };
-        self.record(decisions, changed, AuditAction::MemberRoleChanged, user_id);
-        self.end_scim_tokens(decisions, user_id, Some(&role))
+        let member = active_member(&user, &membership);
+        let change = decisions
+            .lifecycle(self.ports.random.as_ref())
+            .change_role(decisions.actor, user.id, member, role.clone())
+            .map_err(|_| DirectoryError::OwnerProtected)?;
+        decisions.record(change.decision);
+        self.end_scim_tokens(decisions, user.id, Some(&role))
             .await?;
-        decisions
-            .effects
-            .push(MemberEffect::ChangeRole { user_id, role });
+        decisions.effects.push(MemberEffect::ChangeRole {
+            user_id: user.id,
+            role,
+        });
         Ok(())
     }
 
@@ -1146,34 +1093,6 @@ impl DirectoryService {
             .effects
             .extend(revoked.into_iter().map(MemberEffect::RevokeScimToken));
         Ok(())
-    }
-
-    /// The event and the audit record of a change to a member.
-    fn record(
-        &self,
-        decisions: &mut Decisions<'_>,
-        payload: impl Payload,
-        action: AuditAction,
-        user_id: UserId,
-    ) {
-        decisions.events.push(event(
-            self.ports.random.as_ref(),
-            decisions.now,
-            Some(decisions.organization.id),
-            None,
-            payload,
-        ));
-        decisions.audit.push(
-            decisions
-                .actor
-                .audit(
-                    self.ports.random.as_ref(),
-                    decisions.now,
-                    action,
-                    decisions.origin,
-                )
-                .on(TargetKind::Member, user_id),
-        );
     }
 
     /// Writes a user's change; a `userName` taken is [`DirectoryError::UserNameTaken`].
@@ -1207,8 +1126,8 @@ impl DirectoryService {
         let mut mails = Vec::with_capacity(decisions.mails.len());
         for (email, role, token) in decisions.mails {
             let mail = self
-                .members
-                .invitation_mail(organization, &inviter, email, &role, &token)
+                .mails
+                .mail(organization, &inviter, email, &role, &token)
                 .await
                 .map_err(DirectoryError::Internal)?;
             mails.push(mail);
@@ -1226,6 +1145,23 @@ impl DirectoryService {
                 mails,
             })
             .await?)
+    }
+}
+
+/// The member the account is, by its membership.
+fn active_member(user: &User, membership: &Membership) -> Member {
+    Member {
+        organization_id: membership.organization_id,
+        user_id: Some(user.id),
+        email: user.email.clone(),
+        full_name: Some(user.full_name.clone()),
+        role: membership.role.clone(),
+        status: MemberStatus::Active,
+        invitation_id: None,
+        invited_at: None,
+        invited_by: None,
+        accepted_at: Some(membership.joined_at),
+        joined_at: membership.joined_at,
     }
 }
 

@@ -9,7 +9,7 @@ use uuid::Uuid;
 use super::{
     mail::in_the_clear,
     tests::{acme, ada_credentials, now, origin, ready, recording, Mocks, Seen, ACME, ADA},
-    Actor, DirectoryClient, DirectoryError, DirectoryService, MemberService,
+    Actor, DirectoryClient, DirectoryError, DirectoryService, InvitationMails,
 };
 use crate::{
     mock::MockDomainStore,
@@ -100,8 +100,8 @@ impl Mocks {
 
     fn service(self) -> DirectoryService {
         let (ports, auth) = self.ports_with_auth();
-        let members = MemberService::new((&ports).into(), "https://id.example.com".into());
-        DirectoryService::new((&ports).into(), auth, members)
+        let mails = InvitationMails::new((&ports).into(), "https://id.example.com".into());
+        DirectoryService::new((&ports).into(), auth, mails)
     }
 }
 

@@ -4,18 +4,19 @@
 use time::OffsetDateTime;
 
 use super::{
-    event, heavy, mail::seal, maker_right, payloads, user_audit, user_event, Actor, Busy,
-    Forbidden, Principal,
+    heavy,
+    invitation_mail::{InvitationMailPorts, InvitationMails},
+    lifecycle::{self, By, Decision, Joiner, Joining, Lifecycle},
+    maker_right, payloads, user_audit, user_event, Actor, Busy, Forbidden, Principal,
 };
 use crate::{
     model::{
-        AssignedRole, AuditAction, AuditRecord, Branding, Email, Feature, InvitableRole,
-        Invitation, InvitationId, InvitationState, Member, MemberFilter, MemberStatus,
-        NewInvitation, Organization, OrganizationFilter, OrganizationId, OrganizationType, Origin,
-        Page, PageRequest, Permission, Plan, Role, RoleRef, SecretToken, TargetKind, TokenHash,
-        TokenKind, User, UserId, INVITATION_TTL_DAYS,
+        AssignedRole, AuditAction, Branding, Email, InvitableRole, Invitation, InvitationId,
+        InvitationState, Member, MemberFilter, OrganizationFilter, OrganizationId,
+        OrganizationType, Origin, Page, PageRequest, Permission, Role, RoleRef, TargetKind,
+        TokenHash, TokenKind, User, UserId,
     },
-    ports::{service_ports, CipherError, Mail, ScimTokenRevocation, SealedMail, StoreError},
+    ports::{service_ports, CipherError, ScimTokenRevocation, StoreError},
 };
 
 /// The rules of the membership a request can break, whoever asks: each answers `422` with its
@@ -146,13 +147,27 @@ service_ports! {
 #[derive(Clone)]
 pub struct MemberService {
     ports: MemberPorts,
-    public_url: String,
+    mails: InvitationMails,
 }
 
 impl MemberService {
     /// A service on these ports; `public_url` is where Gatehouse is reached, for the links in invitation mails.
     pub fn new(ports: MemberPorts, public_url: String) -> Self {
-        Self { ports, public_url }
+        let mails = InvitationMails::new(
+            InvitationMailPorts {
+                accounts: ports.accounts.clone(),
+                branding: ports.branding.clone(),
+                cipher: ports.cipher.clone(),
+                random: ports.random.clone(),
+            },
+            public_url,
+        );
+        Self { ports, mails }
+    }
+
+    /// The decisions of the member lifecycle, made `now` for a request from `origin`.
+    fn lifecycle<'a>(&'a self, now: OffsetDateTime, origin: &'a Origin) -> Lifecycle<'a> {
+        Lifecycle::new(self.ports.random.as_ref(), now, origin)
     }
 
     /// Members and pending invitations.
@@ -187,7 +202,7 @@ impl MemberService {
         role: Option<RoleRef>,
         origin: &Origin,
     ) -> Result<Member, MemberError> {
-        let inviter = actor.user_id().ok_or(MemberError::PersonNeeded)?;
+        let inviter = lifecycle::inviter(actor).ok_or(MemberError::PersonNeeded)?;
         let organization = self
             .ports
             .organizations
@@ -230,54 +245,25 @@ impl MemberService {
         {
             return Err(MemberError::AlreadyMember(email));
         }
-        let now = self.ports.clock.now();
         let token = self.ports.random.secret(TokenKind::Invitation);
-        let invitation = NewInvitation {
-            id: self.ports.random.uuid().into(),
-            organization_id: organization.id,
-            email: email.clone(),
-            role: role.clone(),
-            token_hash: token.hash(),
-            invited_by: inviter,
-            invited_at: now,
-            expires_at: NewInvitation::expiry(now),
-        };
-        let member = Member {
-            organization_id: organization.id,
-            user_id: None,
-            email: email.clone(),
-            full_name: None,
-            role: role.role().clone(),
-            status: MemberStatus::Pending,
-            invitation_id: Some(invitation.id),
-            invited_at: Some(now),
-            invited_by: Some(inviter),
-            accepted_at: None,
-            joined_at: now,
-        };
-        let invited = actor.event(
-            self.ports.random.as_ref(),
-            now,
-            payloads::MemberInvited(payloads::member(&member)),
+        let (invitation, invited) = self.lifecycle(self.ports.clock.now(), origin).invite(
+            actor,
+            inviter,
+            email.clone(),
+            role.clone(),
+            token.hash(),
         );
-        let record = actor
-            .audit(
-                self.ports.random.as_ref(),
-                now,
-                AuditAction::MemberInvited,
-                origin,
-            )
-            .on(TargetKind::Invitation, invitation.id);
-        let inviter = self.inviter_name(inviter).await;
+        let inviter = self.mails.inviter_name(inviter).await;
         let mail = self
-            .invitation_mail(&organization, &inviter, email.clone(), role.role(), &token)
+            .mails
+            .mail(&organization, &inviter, email.clone(), role.role(), &token)
             .await
             .map_err(MemberError::Internal)?;
         // The mail is queued with the invitation, in its transaction: the worker sends it.
         match self
             .ports
             .members
-            .create_invitation(invitation.clone(), invited, record, mail)
+            .create_invitation(invitation, invited.event, invited.audit, mail)
             .await
         {
             Ok(()) => {}
@@ -288,86 +274,7 @@ impl MemberService {
             }
             Err(e) => return Err(e.into()),
         }
-        Ok(member)
-    }
-
-    /// An invitation's mail with its one-time link, in the organization's branding, sealed
-    /// for the outbox: the store queues it with the invitation. The invitee also finds the
-    /// invitation under `GET /api/v1/invitations` once signed in.
-    pub(crate) async fn invitation_mail(
-        &self,
-        organization: &Organization,
-        inviter: &str,
-        email: Email,
-        role: &AssignedRole,
-        token: &SecretToken,
-    ) -> Result<SealedMail, CipherError> {
-        let link = format!("{}/invitations/{}", self.public_url, token.expose());
-        let mut mail = Mail::new(
-            email,
-            format!(
-                "{inviter} invited you to {} on Gatehouse",
-                organization.name.as_ref()
-            ),
-            format!(
-                "{inviter} invited you to join {org} as {role}.\n\n\
-                 Accept the invitation: {link}\n\n\
-                 The link signs you in, or lets you create your account with this email \
-                 address, and then adds you to {org}. It expires in {INVITATION_TTL_DAYS} days.\n",
-                org = organization.name.as_ref(),
-            ),
-        );
-        self.brand(&mut mail, organization).await;
-        seal(
-            self.ports.cipher.as_ref(),
-            self.ports.random.as_ref(),
-            &mail,
-        )
-    }
-
-    /// The full name of the member who invites, as mails and pages name them; "Someone" for
-    /// an account gone or unreadable.
-    async fn inviter_name(&self, inviter: UserId) -> String {
-        self.ports
-            .accounts
-            .credentials_by_id(inviter)
-            .await
-            .ok()
-            .flatten()
-            .map_or_else(
-                || "Someone".to_owned(),
-                |c| c.user.full_name.as_ref().to_owned(),
-            )
-    }
-
-    /// The organization's saved branding while its plan includes branding. Branding that
-    /// cannot be read is none (the default look), with a warning.
-    async fn branding_of(&self, organization_id: OrganizationId, plan: Plan) -> Option<Branding> {
-        if !plan.includes(Feature::Branding) {
-            return None;
-        }
-        match self.ports.branding.branding(organization_id).await {
-            Ok(saved) => saved.map(|saved| saved.branding),
-            Err(error) => {
-                tracing::warn!(%error, organization.id = %organization_id, "branding not read; the default look instead");
-                None
-            }
-        }
-    }
-
-    /// Puts the organization's email branding (sender name, reply-to, footer) on its mail, while
-    /// its plan includes branding. Branding that cannot be read leaves the mail plain.
-    async fn brand(&self, mail: &mut Mail, organization: &Organization) {
-        let Some(branding) = self.branding_of(organization.id, organization.plan).await else {
-            return;
-        };
-        let email = branding.email_branding;
-        mail.sender_name = Some(email.from_name.as_str().to_owned());
-        mail.reply_to = email.reply_to;
-        let footer = email.footer_text.as_str();
-        if !footer.is_empty() {
-            mail.text = format!("{}\n-- \n{footer}\n", mail.text);
-        }
+        Ok(invited.member)
     }
 
     /// What the page of a mailed invitation link shows: the invitation whatever became of it,
@@ -387,7 +294,7 @@ impl MemberService {
         };
         let state = record.state(self.ports.clock.now());
         let invitation = record.invitation;
-        let inviter = self.inviter_name(invitation.invited_by).await;
+        let inviter = self.mails.inviter_name(invitation.invited_by).await;
         let invitee = self
             .ports
             .accounts
@@ -395,6 +302,7 @@ impl MemberService {
             .await?
             .map(|c| c.user.id);
         let branding = self
+            .mails
             .branding_of(invitation.organization_id, record.plan)
             .await
             .unwrap_or_default();
@@ -466,47 +374,23 @@ impl MemberService {
         if invitation.is_expired(now) {
             return Err(MemberError::Expired);
         }
-        let member = Member {
-            organization_id: invitation.organization_id,
-            user_id: Some(user.id),
-            email: user.email.clone(),
-            full_name: Some(user.full_name.clone()),
-            role: invitation.role.clone(),
-            status: MemberStatus::Active,
-            invitation_id: Some(invitation.id),
-            invited_at: Some(invitation.invited_at),
-            invited_by: Some(invitation.invited_by),
-            accepted_at: Some(now),
-            joined_at: now,
-        };
-        let joined = event(
-            self.ports.random.as_ref(),
-            now,
-            Some(invitation.organization_id),
-            Some(user.id),
-            payloads::MemberJoined(payloads::member(&member)),
+        let joined = self.lifecycle(now, origin).join(
+            By::Themself(user.id),
+            invitation.organization_id,
+            Joiner {
+                user_id: user.id,
+                email: &user.email,
+                full_name: &user.full_name,
+            },
+            Joining::Invited(&invitation),
         );
         match self
             .ports
             .members
-            .accept_invitation(
-                invitation.id,
-                user.id,
-                now,
-                joined,
-                user_audit(
-                    self.ports.random.as_ref(),
-                    now,
-                    user.id,
-                    AuditAction::MemberJoined,
-                    origin,
-                )
-                .in_organization(invitation.organization_id)
-                .on(TargetKind::Member, user.id),
-            )
+            .accept_invitation(invitation.id, user.id, now, joined.event, joined.audit)
             .await
         {
-            Ok(true) => Ok(member),
+            Ok(true) => Ok(joined.member),
             // No longer pending, or its organization deleted meanwhile (its owner's account
             // with it): either way there is nothing to accept.
             Ok(false) => Err(MemberError::InvitationNotFound),
@@ -558,56 +442,50 @@ impl MemberService {
         origin: &Origin,
     ) -> Result<RoleChanged, MemberError> {
         actor.require(Permission::MembersUpdate)?;
-        let mut member = self
+        let member = self
             .ports
             .members
             .member(actor.organization_id(), user_id)
             .await?
             .ok_or(MemberError::NotFound)?;
         let role = self.resolve(actor.organization_id(), role).await?;
-        if role.is(Role::Owner) {
-            return Err(MemberRule::OwnerNotGiven.into());
-        }
-        if member.role.is(Role::Owner) {
-            return Err(MemberRule::OwnerRoleStays.into());
-        }
-        for held in [&role, &member.role] {
+        let now = self.ports.clock.now();
+        let change = self
+            .lifecycle(now, origin)
+            .change_role(actor, user_id, member, role)?;
+        let role = &change.decision.member.role;
+        for held in [role, &change.previous] {
             if !actor.may_give(held) {
                 return Err(MemberError::RoleAboveYours(held.to_string()));
             }
         }
-        let now = self.ports.clock.now();
         // A role without `sso.manage` ends the SCIM tokens the member made, in the same write.
         let revoked = maker_right::ending_with(
             self.ports.directory.as_ref(),
             self.ports.random.as_ref(),
             actor.organization_id(),
             user_id,
-            Some(&role),
+            Some(role),
             now,
             origin,
         )
         .await?;
-        let previous = std::mem::replace(&mut member.role, role.clone());
-        let changed = actor.event(
-            self.ports.random.as_ref(),
-            now,
-            payloads::MemberRoleChanged {
-                member: payloads::member(&member),
-                previous_role: &previous,
-            },
-        );
-        let name = role.name().to_owned();
+        let Decision {
+            member,
+            event,
+            audit,
+        } = change.decision;
+        let name = member.role.name().to_owned();
         match self
             .ports
             .members
             .change_role(
                 actor.organization_id(),
                 user_id,
-                role,
+                member.role.clone(),
                 now,
-                changed,
-                self.member_audit(actor, AuditAction::MemberRoleChanged, user_id, origin, now),
+                event,
+                audit,
                 revoked,
             )
             .await
@@ -649,20 +527,6 @@ impl MemberService {
             .user)
     }
 
-    /// The audit record of a change to a member, by the actor.
-    fn member_audit(
-        &self,
-        actor: &Actor,
-        action: AuditAction,
-        user_id: UserId,
-        origin: &Origin,
-        now: OffsetDateTime,
-    ) -> AuditRecord {
-        actor
-            .audit(self.ports.random.as_ref(), now, action, origin)
-            .on(TargetKind::Member, user_id)
-    }
-
     /// Removes a member; a member may also remove themselves (leave). The owner stays.
     pub async fn remove(
         &self,
@@ -680,10 +544,10 @@ impl MemberService {
             .member(actor.organization_id(), user_id)
             .await?
             .ok_or(MemberError::NotFound)?;
-        if member.role.is(Role::Owner) {
-            return Err(MemberRule::OwnerStays.into());
-        }
         let now = self.ports.clock.now();
+        let removed = self
+            .lifecycle(now, origin)
+            .leave(actor, user_id, member, leaving)?;
         // The SCIM tokens they made end with their membership, in the same write.
         let revoked = maker_right::ending_with(
             self.ports.directory.as_ref(),
@@ -695,23 +559,14 @@ impl MemberService {
             origin,
         )
         .await?;
-        let removed = actor.event(
-            self.ports.random.as_ref(),
-            now,
-            payloads::MemberRemoved {
-                member: payloads::member(&member),
-                removed_at: now,
-                left: leaving,
-            },
-        );
         match self
             .ports
             .members
             .remove_member(
                 actor.organization_id(),
                 user_id,
-                removed,
-                self.member_audit(actor, AuditAction::MemberRemoved, user_id, origin, now),
+                removed.event,
+                removed.audit,
                 revoked,
             )
             .await

@@ -65,6 +65,8 @@ mod domains;
 mod heavy;
 mod iam;
 mod invitation_link;
+mod invitation_mail;
+mod lifecycle;
 mod links;
 mod mail;
 mod maker_right;
@@ -114,6 +116,7 @@ pub use invitation_link::{
     AnswerRefused, Answered, FormPosted, InvitationAnswer, InvitationLinkError,
     InvitationLinkService, InvitationStep, Opened, PendingInvitation,
 };
+pub use invitation_mail::{InvitationMailPorts, InvitationMails};
 pub use links::{EmailLinkPorts, EmailLinkService, LinkError, LINKS_PER_CLIENT, LINKS_PER_EMAIL};
 pub use mail::{
     mail_backoff, open as open_mail, seal as seal_mail, MailCourier, MailOutcome, MailPorts,
@@ -222,11 +225,15 @@ mod iam_tests;
 #[cfg(test)]
 mod invitation_tests;
 #[cfg(test)]
+mod lifecycle_tests;
+#[cfg(test)]
 mod links_tests;
 #[cfg(test)]
 mod lockout_tests;
 #[cfg(test)]
 mod mail_tests;
+#[cfg(test)]
+mod members_tests;
 #[cfg(test)]
 mod mfa_tests;
 #[cfg(test)]

@@ -10,11 +10,9 @@
 //! [`super::DomainService`]): an identity provider speaks only for the domains its
 //! organization proved it holds, and who becomes a member.
 
-use time::OffsetDateTime;
-
 use super::{
     auth::fold,
-    event, payloads,
+    lifecycle::{By, Joiner, Joining, Lifecycle},
     reclaim::reclaiming,
     sso_realm::{Realms, SsoLookup},
     AuthService, TokenPair,
@@ -22,9 +20,8 @@ use super::{
 use crate::{
     model::{
         sp_acs_url, sp_entity_id, Amr, AuditAction, AuditActor, Email, EmailDomain, Feature,
-        FullName, Member, MemberStatus, NewEvent, Organization, OrganizationId, Origin, ReturnPath,
-        Role, SamlRequest, SamlRequestId, SamlTrust, SsoConfiguration, User, UserId,
-        SAML_CLOCK_SKEW, SAML_REQUEST_TTL,
+        FullName, Organization, OrganizationId, Origin, ReturnPath, SamlRequest, SamlRequestId,
+        SamlTrust, SsoConfiguration, User, UserId, SAML_CLOCK_SKEW, SAML_REQUEST_TTL,
     },
     ports::{
         service_ports, BoxError, Provision, SamlRejection, SamlSignIn, SamlSignInOutcome,
@@ -280,8 +277,20 @@ impl SamlService {
             };
 
         let mut events = Vec::new();
+        let mut joined_audit = None;
         if !matches!(provision, Provision::Nothing) {
-            events.push(self.joined(&user, organization_id, role, now));
+            let joined = Lifecycle::new(self.ports.random.as_ref(), now, origin).join(
+                By::Themself(user.id),
+                organization_id,
+                Joiner {
+                    user_id: user.id,
+                    email: &user.email,
+                    full_name: &user.full_name,
+                },
+                Joining::Provisioned(&role.into()),
+            );
+            events.push(joined.event);
+            joined_audit = Some(joined.audit);
         }
         let provisioned = matches!(provision, Provision::Account { .. });
         let user_id = user.id;
@@ -307,10 +316,13 @@ impl SamlService {
                 keep_at_most: opening.keep_at_most,
                 events,
                 at: now,
-                audit: self
-                    .auth
-                    .sign_in_record(user_id, AuditAction::LoginSucceeded, origin, now)
-                    .in_organization(organization_id),
+                audit: joined_audit
+                    .into_iter()
+                    .chain([self
+                        .auth
+                        .sign_in_record(user_id, AuditAction::LoginSucceeded, origin, now)
+                        .in_organization(organization_id)])
+                    .collect(),
             })
             .await?;
         match outcome {
@@ -373,35 +385,5 @@ impl SamlService {
             sp_entity_id: sp_entity_id(&self.public_url, id),
             acs_url: sp_acs_url(&self.public_url, id),
         }
-    }
-
-    /// `member.joined` for a user single sign-on made a member.
-    fn joined(
-        &self,
-        user: &User,
-        organization_id: OrganizationId,
-        role: Role,
-        now: OffsetDateTime,
-    ) -> NewEvent {
-        let member = Member {
-            organization_id,
-            user_id: Some(user.id),
-            email: user.email.clone(),
-            full_name: Some(user.full_name.clone()),
-            role: role.into(),
-            status: MemberStatus::Active,
-            invitation_id: None,
-            invited_at: None,
-            invited_by: None,
-            accepted_at: Some(now),
-            joined_at: now,
-        };
-        event(
-            self.ports.random.as_ref(),
-            now,
-            Some(organization_id),
-            Some(user.id),
-            payloads::MemberJoined(payloads::member(&member)),
-        )
     }
 }

@@ -709,10 +709,6 @@ async fn apply_effect(
         }
         MemberEffect::Invite(invitation) => {
             held(conn, organization, invitation.role.role()).await?;
-            diesel::update(open_invitations!(organization, invitation.email.as_ref()))
-                .set(invitations::revoked_at.eq(Some(invitation.invited_at)))
-                .execute(conn)
-                .await?;
             insert_invitation(conn, invitation).await?;
         }
         MemberEffect::ChangeRole { user_id, role } => {

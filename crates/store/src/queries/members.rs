@@ -9,8 +9,8 @@ use diesel_async::RunQueryDsl;
 use gatehouse_domain::{
     model::{
         AssignedRole, AuditRecord, Email, Invitation, InvitationId, InvitationRecord, Member,
-        MemberFilter, NewEvent, NewInvitation, OrganizationId, OrganizationType, Page, PageRequest,
-        Role, RoleRef, TokenHash, UserId,
+        MemberFilter, NewEvent, NewInvitation, OpenInvitation, OrganizationId, OrganizationType,
+        Page, PageRequest, Role, RoleRef, TokenHash, UserId,
     },
     ports::{MemberStore, ScimTokenRevocation, SealedMail, StoreError},
 };
@@ -390,18 +390,6 @@ impl MemberStore for DbStore {
     ) -> Result<(), StoreError> {
         in_write_tx!(self, async |conn: &mut Conn| {
             let org = DbUuid(invitation.organization_id.as_uuid());
-            // An expired invitation still holds the one open slot of its email: close it.
-            let expired = invitations::table
-                .filter(invitations::organization_id.eq(org))
-                .filter(invitations::email.eq(invitation.email.as_ref()))
-                .filter(invitations::accepted_at.is_null())
-                .filter(invitations::revoked_at.is_null())
-                .filter(invitations::expires_at.le(invitation.invited_at));
-            diesel::update(expired)
-                .set(invitations::revoked_at.eq(Some(invitation.invited_at)))
-                .execute(conn)
-                .await?;
-            // A live one makes `invitations_one_open_idx` refuse this: a conflict.
             give_role(conn, org, invitation.role.role().name()).await?;
             insert_invitation(conn, &invitation).await?;
             record_events(conn, vec![event]).await?;
@@ -825,12 +813,34 @@ impl MemberStore for DbStore {
     }
 }
 
-/// Stores a new invitation, in the caller's transaction (an open one of the same address makes
-/// `invitations_one_open_idx` refuse it).
+/// Stores a new invitation, in the caller's transaction, by the one rule for open invitations
+/// ([`OpenInvitation`]): an open one of the same address is closed when it has expired, or
+/// when the new one replaces it; one left open makes `invitations_one_open_idx` refuse the
+/// new one (a conflict).
 pub(super) async fn insert_invitation(
     conn: &mut Conn,
     invitation: &NewInvitation,
 ) -> QueryResult<()> {
+    let open = invitations::table
+        .filter(invitations::organization_id.eq(DbUuid(invitation.organization_id.as_uuid())))
+        .filter(invitations::email.eq(invitation.email.as_ref()))
+        .filter(invitations::accepted_at.is_null())
+        .filter(invitations::revoked_at.is_null());
+    let closing = match invitation.open {
+        OpenInvitation::Kept => {
+            diesel::update(open.filter(invitations::expires_at.le(invitation.invited_at)))
+                .set(invitations::revoked_at.eq(Some(invitation.invited_at)))
+                .execute(conn)
+                .await
+        }
+        OpenInvitation::Replaced => {
+            diesel::update(open)
+                .set(invitations::revoked_at.eq(Some(invitation.invited_at)))
+                .execute(conn)
+                .await
+        }
+    };
+    closing?;
     diesel::insert_into(invitations::table)
         .values(NewInvitationRow {
             id: DbUuid(invitation.id.as_uuid()),

@@ -119,7 +119,9 @@ async fn sign_in(conn: &mut Conn, sign_in: &SamlSignIn) -> Result<(), SignInErro
     // organization too.
     events.extend(sign_in.events.iter().cloned());
     record_events(conn, events).await?;
-    insert_audit(conn, sign_in.audit.clone()).await?;
+    for record in &sign_in.audit {
+        insert_audit(conn, record.clone()).await?;
+    }
     open_session(conn, &sign_in.session, sign_in.keep_at_most).await?;
     Ok(())
 }
