@@ -14,7 +14,7 @@ use gatehouse_domain::{
         AssignedRole, AuditRecord, Comparison, DirectoryAttribute, DirectoryCursor, DirectoryEmail,
         DirectoryFilter, DirectoryGroup, DirectoryGroupId, DirectoryName, DirectoryPage,
         DirectoryText, DirectoryUser, DirectoryUserId, GroupAttributes, GroupRoles, OrganizationId,
-        Role, ScimToken, ScimTokenId, ScimTokenName, Slice, TextMatch, TokenHash, UserAttributes,
+        ScimToken, ScimTokenId, ScimTokenName, Slice, TextMatch, TokenHash, UserAttributes,
         MAX_SCIM_TOKENS,
     },
     ports::{
@@ -31,8 +31,8 @@ use super::{
     backend::{
         self,
         schema::{
-            invitations, memberships, organizations, scim_group_members, scim_group_roles,
-            scim_groups, scim_tokens, scim_user_emails, scim_users,
+            invitations, organizations, scim_group_members, scim_group_roles, scim_groups,
+            scim_tokens, scim_user_emails, scim_users,
         },
         Conn, Db, DbStore,
     },
@@ -41,8 +41,7 @@ use super::{
     events::record_events,
     grants::{hold_role, revoke_scim_tokens},
     mail::queue_mail,
-    members::{end_membership, insert_invitation},
-    rows::NewMembershipRow,
+    members::{add_membership, end_membership, insert_invitation, set_role},
 };
 use crate::{corrupt, db_error, types::DbUuid};
 
@@ -691,18 +690,7 @@ async fn apply_effect(
                 events = insert_account_rows(conn, account).await?;
             }
             // A membership that appeared meanwhile: the primary key refuses, all rolls back.
-            diesel::insert_into(memberships::table)
-                .values(NewMembershipRow {
-                    organization_id: organization,
-                    user_id: DbUuid(user_id.as_uuid()),
-                    role: role.name(),
-                    created_at: at,
-                    updated_at: at,
-                    invited_by: None,
-                    invited_at: None,
-                })
-                .execute(conn)
-                .await?;
+            add_membership(conn, organization, *user_id, role.name(), at, None).await?;
         }
         MemberEffect::Reclaim(reclaiming) => {
             reclaim(conn, reclaiming, at).await?;
@@ -713,21 +701,9 @@ async fn apply_effect(
         }
         MemberEffect::ChangeRole { user_id, role } => {
             held(conn, organization, role).await?;
-            // Never the owner's (re-checked after waiting on a transfer's lock): a member who
-            // became the owner meanwhile makes the whole write change nothing.
-            let changed = diesel::update(
-                memberships::table
-                    .filter(memberships::organization_id.eq(organization))
-                    .filter(memberships::user_id.eq(DbUuid(user_id.as_uuid())))
-                    .filter(memberships::role.ne(Role::Owner.as_str())),
-            )
-            .set((
-                memberships::role.eq(role.name()),
-                memberships::updated_at.eq(at),
-            ))
-            .execute(conn)
-            .await?;
-            if changed != 1 {
+            // Never the owner's: a member who became the owner meanwhile makes the whole write
+            // change nothing.
+            if !set_role(conn, organization, *user_id, role, at).await? {
                 return Err(WriteError::Gone);
             }
         }

@@ -550,18 +550,15 @@ impl MemberStore for DbStore {
             };
             give_role(conn, org, &role).await?;
             // Already a member: the primary key refuses, and the acceptance rolls back.
-            diesel::insert_into(memberships::table)
-                .values(NewMembershipRow {
-                    organization_id: org,
-                    user_id: DbUuid(user_id.as_uuid()),
-                    role: &role,
-                    created_at: at,
-                    updated_at: at,
-                    invited_by: Some(invited_by),
-                    invited_at: Some(invited_at),
-                })
-                .execute(conn)
-                .await?;
+            add_membership(
+                conn,
+                org,
+                user_id,
+                &role,
+                at,
+                Some((invited_by, invited_at)),
+            )
+            .await?;
             record_events(conn, vec![event]).await?;
             insert_audit(conn, audit).await?;
             Ok::<_, diesel::result::Error>(true)
@@ -606,21 +603,7 @@ impl MemberStore for DbStore {
         in_write_tx!(self, async |conn: &mut Conn| {
             let org = DbUuid(organization_id.as_uuid());
             give_role(conn, org, role.name()).await?;
-            let membership = || {
-                memberships::table
-                    .filter(memberships::organization_id.eq(org))
-                    .filter(memberships::user_id.eq(DbUuid(user_id.as_uuid())))
-            };
-            // Never the owner's: on PostgreSQL the filter is checked again after waiting on a
-            // transfer that makes them the owner.
-            let updated = diesel::update(membership().filter(memberships::role.ne(OWNER)))
-                .set((
-                    memberships::role.eq(role.name().to_owned()),
-                    memberships::updated_at.eq(at),
-                ))
-                .execute(conn)
-                .await?;
-            if updated != 1 {
+            if !set_role(conn, org, user_id, &role, at).await? {
                 return refuse_the_owner(conn, org, DbUuid(user_id.as_uuid())).await;
             }
             record_events(conn, vec![event]).await?;
@@ -878,6 +861,56 @@ async fn refuse_the_owner(conn: &mut Conn, org: DbUuid, user: DbUuid) -> QueryRe
             "the membership is the owner's",
         ))
     }
+}
+
+/// Gives the user of the organization `role`, never the owner's role (on PostgreSQL the filter
+/// is checked again after waiting on a transfer that makes them the owner), in the caller's
+/// transaction: whether a membership changed.
+pub(super) async fn set_role(
+    conn: &mut Conn,
+    organization: DbUuid,
+    user_id: UserId,
+    role: &AssignedRole,
+    at: OffsetDateTime,
+) -> QueryResult<bool> {
+    let membership = memberships::table
+        .filter(memberships::organization_id.eq(organization))
+        .filter(memberships::user_id.eq(DbUuid(user_id.as_uuid())))
+        .filter(memberships::role.ne(OWNER));
+    let updated = diesel::update(membership)
+        .set((
+            memberships::role.eq(role.name()),
+            memberships::updated_at.eq(at),
+        ))
+        .execute(conn)
+        .await?;
+    Ok(updated == 1)
+}
+
+/// Makes the user a member of the organization with `role` (its custom role checked by the
+/// caller), invited by whom and when if they were, in the caller's transaction. A membership
+/// that appeared meanwhile makes the primary key refuse it, and the transaction roll back.
+pub(super) async fn add_membership(
+    conn: &mut Conn,
+    organization: DbUuid,
+    user_id: UserId,
+    role: &str,
+    at: OffsetDateTime,
+    invited: Option<(DbUuid, OffsetDateTime)>,
+) -> QueryResult<()> {
+    diesel::insert_into(memberships::table)
+        .values(NewMembershipRow {
+            organization_id: organization,
+            user_id: DbUuid(user_id.as_uuid()),
+            role,
+            created_at: at,
+            updated_at: at,
+            invited_by: invited.map(|(by, _)| by),
+            invited_at: invited.map(|(_, at)| at),
+        })
+        .execute(conn)
+        .await
+        .map(|_| ())
 }
 
 /// Ends an active membership (never the owner's) and, with it, the user's API keys for the
