@@ -278,21 +278,20 @@ mod tests {
         assert_eq!(rule.checks_at_once(u32::MAX), 1);
 
         let now = OffsetDateTime::UNIX_EPOCH;
-        let fresh = FailedSignIns::default();
-        assert_eq!(rule.admit(&fresh, 4, now), CheckAdmission::Admitted);
-        assert_eq!(
-            rule.admit(&fresh, 5, now),
-            CheckAdmission::Refused(LockoutRule::BUSY_WAIT)
-        );
-        let three = FailedSignIns {
-            failures: 3,
-            locked_until: None,
-        };
-        assert_eq!(rule.admit(&three, 1, now), CheckAdmission::Admitted);
-        assert_eq!(
-            rule.admit(&three, 2, now),
-            CheckAdmission::Refused(LockoutRule::BUSY_WAIT)
-        );
+        let busy = CheckAdmission::Refused(LockoutRule::BUSY_WAIT);
+        // (failures so far, checks under way, the answer)
+        for (failures, under_way, admission) in [
+            (0, 4, CheckAdmission::Admitted),
+            (0, 5, busy),
+            (3, 1, CheckAdmission::Admitted),
+            (3, 2, busy),
+        ] {
+            let record = FailedSignIns {
+                failures,
+                locked_until: None,
+            };
+            assert_eq!(rule.admit(&record, under_way, now), admission);
+        }
         // Locked: refused for what is left of it, however few checks are under way.
         let locked = FailedSignIns {
             failures: 5,

@@ -853,14 +853,14 @@ impl DirectoryService {
         actor: &'a Actor,
         origin: &'a Origin,
     ) -> Result<Decisions<'a>, DirectoryError> {
-        let organization_id = actor.organization_id();
         let organization = self
             .ports
             .organizations
-            .organization(organization_id)
+            .organization(actor.organization_id());
+        let organization = organization
             .await?
             .ok_or(DirectoryError::NotFound("organization"))?;
-        let roles = self.ports.directory.group_roles(organization_id).await?;
+        let roles = self.ports.directory.group_roles(organization.id).await?;
         Ok(Decisions {
             actor,
             organization,

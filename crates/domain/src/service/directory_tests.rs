@@ -98,6 +98,15 @@ impl Mocks {
         )
     }
 
+    /// Acme's directory, on the business plan, provisions an active user with this address.
+    fn provision(self, address: &str) -> Result<DirectoryUser, DirectoryError> {
+        block_on(self.service().create_user(
+            &directory(Plan::Business),
+            attributes(address, true),
+            &origin(),
+        ))
+    }
+
     fn service(self) -> DirectoryService {
         let (ports, auth) = self.ports_with_auth();
         let mails = InvitationMails::new((&ports).into(), "https://id.example.com".into());
@@ -111,12 +120,7 @@ fn an_address_in_a_verified_domain_without_an_account_gets_one_and_joins_with_th
     let written = mocks.acme_directory(Plan::Business, "acme.test");
     mocks.email_is_free();
     mocks.mailer.expect_send().never();
-    let user = block_on(mocks.service().create_user(
-        &directory(Plan::Business),
-        attributes("isaac@acme.test", true),
-        &origin(),
-    ))
-    .unwrap();
+    let user = mocks.provision("isaac@acme.test").unwrap();
     let write = written.only();
     assert_eq!(write.changes, vec![DirectoryChange::CreateUser(user)]);
     match write.effects.as_slice() {
@@ -143,18 +147,10 @@ fn an_account_registered_in_advance_for_a_verified_address_is_reclaimed_before_i
         let written = mocks.acme_directory(Plan::Business, "example.com");
         let mut credentials = ada_credentials();
         credentials.user.email_verified = verified;
-        mocks
-            .accounts
-            .expect_credentials_by_email()
-            .returning(move |_| ready(Ok(Some(credentials.clone()))));
+        mocks.address_belongs_to(credentials);
         mocks.no_membership_is_found();
         mocks.mailer.expect_send().never();
-        block_on(mocks.service().create_user(
-            &directory(Plan::Business),
-            attributes("ada@example.com", true),
-            &origin(),
-        ))
-        .unwrap();
+        mocks.provision("ada@example.com").unwrap();
         let write = written.only();
         match (write.effects.as_slice(), verified) {
             (
@@ -235,19 +231,11 @@ fn another_address_is_invited_by_mail_never_linked_to_the_account_that_has_it() 
     let mut mocks = Mocks::new();
     let written = mocks.acme_directory(Plan::Business, "acme.test");
     // Ada's account exists, but her domain is not one Acme verified.
-    mocks
-        .accounts
-        .expect_credentials_by_email()
-        .returning(|_| ready(Ok(Some(ada_credentials()))));
+    mocks.address_belongs_to(ada_credentials());
     mocks.no_membership_is_found();
     mocks.mail_is_sealed_in_the_clear();
     mocks.mailer.expect_send().never();
-    block_on(mocks.service().create_user(
-        &directory(Plan::Business),
-        attributes("ada@example.com", true),
-        &origin(),
-    ))
-    .unwrap();
+    mocks.provision("ada@example.com").unwrap();
     let write = written.only();
     assert!(
         matches!(write.effects.as_slice(), [MemberEffect::Invite(invitation)] if invitation.invited_by == ADA),
@@ -282,10 +270,7 @@ fn ada_in_the_directory_as(role: Role) -> (Mocks, Seen<DirectoryWrite>) {
         .directory
         .expect_groups_of()
         .returning(|_, _| ready(Ok(Vec::new())));
-    mocks
-        .accounts
-        .expect_credentials_by_email()
-        .returning(|_| ready(Ok(Some(ada_credentials()))));
+    mocks.address_belongs_to(ada_credentials());
     mocks
         .memberships
         .expect_membership()

@@ -7,17 +7,16 @@ use uuid::Uuid;
 use super::{
     mail::in_the_clear,
     tests::{
-        ada_acting, ada_credentials, email, now, origin, ready, recording, secret_of, Mocks, ACME,
-        ADA,
+        ada_acting, ada_credentials, bobs_invitation, email, now, origin, ready, recording,
+        secret_of, Mocks, ACME, ADA,
     },
     AnswerRefused, Answered, AuthService, BrowserSession, FormPosted, InvitationAnswer,
     InvitationLink, InvitationLinkService, InvitationStep, MemberService, Opened,
 };
 use crate::{
     model::{
-        Amr, AuditAction, Branding, HexColor, Invitation, InvitationId, InvitationRecord,
-        InvitationState, LoginTitle, NewInvitation, OrganizationName, Plan, Role, SessionId, Slug,
-        TokenHash, TokenKind, UserCredentials, UserId,
+        Amr, AuditAction, Branding, HexColor, InvitationRecord, InvitationState, LoginTitle, Plan,
+        Role, SessionId, TokenHash, TokenKind, UserCredentials, UserId,
     },
     ports::SavedBranding,
 };
@@ -25,19 +24,8 @@ use crate::{
 const TOKEN: &str = "ghi_the-token-of-the-mailed-link";
 
 fn record(plan: Plan) -> InvitationRecord {
-    let invited_at = now() - Duration::days(1);
     InvitationRecord {
-        invitation: Invitation {
-            id: InvitationId::from_uuid(Uuid::from_u128(0x1417)),
-            organization_id: ACME,
-            organization_name: OrganizationName::parse("Acme").unwrap(),
-            organization_slug: Slug::parse("acme").unwrap(),
-            email: email("bob@example.com"),
-            role: Role::Member.into(),
-            invited_by: ADA,
-            invited_at,
-            expires_at: NewInvitation::expiry(invited_at),
-        },
+        invitation: bobs_invitation(Role::Member),
         accepted_at: None,
         revoked_at: None,
         plan,

@@ -190,18 +190,14 @@ impl<'a> Lifecycle<'a> {
             joined_at: self.now,
         };
         let payload = payloads::MemberJoined(payloads::member(&member));
-        let (event, audit) = self.record(
+        let recorded = self.record(
             by,
             organization_id,
             payload,
             AuditAction::MemberJoined,
             joiner.user_id,
         );
-        Decision {
-            member,
-            event,
-            audit,
-        }
+        recorded.of(member)
     }
 
     /// `member` (the user `user_id`) leaves the organization: removed by `actor`, or `left` of their own accord.
@@ -222,18 +218,8 @@ impl<'a> Lifecycle<'a> {
             removed_at: self.now,
             left,
         };
-        let (event, audit) = self.record(
-            By::Actor(actor),
-            actor.organization_id(),
-            payload,
-            AuditAction::MemberRemoved,
-            user_id,
-        );
-        Ok(Decision {
-            member,
-            event,
-            audit,
-        })
+        let recorded = self.by_actor(actor, payload, AuditAction::MemberRemoved, user_id);
+        Ok(recorded.of(member))
     }
 
     /// `member` (the user `user_id`) gets `role` from `actor`: `member.role_changed`, audited on the member.
@@ -256,21 +242,23 @@ impl<'a> Lifecycle<'a> {
             member: payloads::member(&member),
             previous_role: &previous,
         };
-        let (event, audit) = self.record(
-            By::Actor(actor),
-            actor.organization_id(),
-            payload,
-            AuditAction::MemberRoleChanged,
-            user_id,
-        );
+        let recorded = self.by_actor(actor, payload, AuditAction::MemberRoleChanged, user_id);
         Ok(RoleChange {
-            decision: Decision {
-                member,
-                event,
-                audit,
-            },
+            decision: recorded.of(member),
             previous,
         })
+    }
+
+    /// The event and the audit record of a change the actor makes to the member `user_id`.
+    fn by_actor(
+        &self,
+        actor: &Actor,
+        payload: impl Payload,
+        action: AuditAction,
+        user_id: UserId,
+    ) -> Recorded {
+        let organization_id = actor.organization_id();
+        self.record(By::Actor(actor), organization_id, payload, action, user_id)
     }
 
     /// The event and the audit record of a change to the member `user_id`.
@@ -281,7 +269,7 @@ impl<'a> Lifecycle<'a> {
         payload: impl Payload,
         action: AuditAction,
         user_id: UserId,
-    ) -> (NewEvent, AuditRecord) {
+    ) -> Recorded {
         let (event, audit) = match by {
             By::Actor(actor) => (
                 actor.event(self.random, self.now, payload),
@@ -299,6 +287,26 @@ impl<'a> Lifecycle<'a> {
                     .in_organization(organization_id),
             ),
         };
-        (event, audit.on(TargetKind::Member, user_id))
+        Recorded {
+            event,
+            audit: audit.on(TargetKind::Member, user_id),
+        }
+    }
+}
+
+/// A change's event and audit record, before its member is told.
+struct Recorded {
+    event: NewEvent,
+    audit: AuditRecord,
+}
+
+impl Recorded {
+    /// The decision about `member`.
+    fn of(self, member: Member) -> Decision {
+        Decision {
+            member,
+            event: self.event,
+            audit: self.audit,
+        }
     }
 }

@@ -7,19 +7,19 @@ use uuid::Uuid;
 
 use super::{
     lifecycle::{inviter, By, Decision, Joiner, Joining, Lifecycle},
-    tests::{ada_acting, email, full_name, now, origin, ACME, ADA},
+    tests::{
+        ada_acting, bob_in_acme, bobs_invitation, email, full_name, now, origin, ACME, ADA, BOB,
+    },
     Actor, DirectoryClient, MemberRule,
 };
 use crate::{
     mock::MockRandom,
     model::{
-        AssignedRole, AuditAction, AuditActor, EventType, InvitableRole, Invitation, InvitationId,
-        Member, MemberStatus, NewInvitation, OrganizationName, Plan, Role, ScimTokenId, Slug,
-        TargetKind, TokenHash, UserId,
+        AssignedRole, AuditAction, AuditActor, EventType, InvitableRole, Member, MemberStatus,
+        OpenInvitation, OrganizationId, Plan, Role, ScimTokenId, TargetKind, TokenHash, UserId,
     },
 };
 
-const BOB: UserId = UserId::from_uuid(Uuid::from_u128(0xb0b));
 const OKTA: ScimTokenId = ScimTokenId::from_uuid(Uuid::from_u128(0x0c7a));
 
 /// Ids counted up from 1.
@@ -43,38 +43,23 @@ fn directory() -> Actor {
     })
 }
 
-/// Bob, an active member of Acme with `role` since a month ago.
-fn bob(role: Role) -> Member {
-    let joined_at = now() - Duration::days(30);
-    Member {
-        organization_id: ACME,
-        user_id: Some(BOB),
-        email: email("bob@example.com"),
-        full_name: Some(full_name("Bob Babbage")),
-        role: role.into(),
-        status: MemberStatus::Active,
-        invitation_id: None,
-        invited_at: None,
-        invited_by: None,
-        accepted_at: Some(joined_at),
-        joined_at,
-    }
+/// A decision's event: its type, organization and user.
+fn event_of(decision: &Decision) -> (EventType, Option<OrganizationId>, Option<UserId>) {
+    let event = &decision.event;
+    (event.event_type, event.organization_id, event.user_id)
 }
 
-/// Ada's invitation of bob@example.com to Acme as a viewer, sent yesterday.
-fn bobs_invitation() -> Invitation {
-    let invited_at = now() - Duration::days(1);
-    Invitation {
-        id: InvitationId::from_uuid(Uuid::from_u128(0x1417)),
-        organization_id: ACME,
-        organization_name: OrganizationName::parse("Acme").unwrap(),
-        organization_slug: Slug::parse("acme").unwrap(),
-        email: email("bob@example.com"),
-        role: Role::Viewer.into(),
-        invited_by: ADA,
-        invited_at,
-        expires_at: NewInvitation::expiry(invited_at),
-    }
+/// A decision's audit record: its action, actor and target, in Acme.
+fn audit_of(decision: &Decision) -> (AuditAction, AuditActor, Option<(TargetKind, String)>) {
+    let audit = &decision.audit;
+    assert_eq!(audit.organization_id, Some(ACME));
+    let target = audit.target.clone().map(|target| (target.kind, target.id));
+    (audit.action, audit.actor, target)
+}
+
+/// The audit target of Bob's membership.
+fn bobs_membership() -> Option<(TargetKind, String)> {
+    Some((TargetKind::Member, BOB.to_string()))
 }
 
 /// Bob joins Acme, as `by` decides, `joining` one way or the other.
@@ -114,34 +99,50 @@ fn an_invitation_is_a_pending_member_for_seven_days_announced_and_audited_on_the
         TokenHash::of("ghi_token"),
     );
 
-    assert_eq!(invitation.organization_id, ACME);
-    assert_eq!(invitation.invited_by, ADA);
+    assert_eq!(
+        (invitation.organization_id, invitation.invited_by),
+        (ACME, ADA)
+    );
     assert_eq!(invitation.token_hash, TokenHash::of("ghi_token"));
     assert_eq!(invitation.expires_at, now() + Duration::days(7));
-    let member = &invited.member;
-    assert_eq!(member.status, MemberStatus::Pending);
-    assert_eq!(member.user_id, None);
-    assert_eq!(member.invitation_id, Some(invitation.id));
-    assert_eq!(member.role, AssignedRole::from(Role::Member));
-    assert_eq!(member.invited_by, Some(ADA));
-    assert_eq!(invited.event.event_type, EventType::MemberInvited);
-    assert_eq!(invited.event.organization_id, Some(ACME));
-    assert_eq!(invited.event.user_id, Some(ADA));
+    assert_eq!(invitation.open, OpenInvitation::Kept);
+    assert_eq!(
+        invited.member,
+        Member {
+            organization_id: ACME,
+            user_id: None,
+            email: email("bob@example.com"),
+            full_name: None,
+            role: Role::Member.into(),
+            status: MemberStatus::Pending,
+            invitation_id: Some(invitation.id),
+            invited_at: Some(now()),
+            invited_by: Some(ADA),
+            accepted_at: None,
+            joined_at: now(),
+        }
+    );
     assert_eq!(invited.event.data["status"], json!("pending"));
-    assert_eq!(invited.audit.action, AuditAction::MemberInvited);
-    assert_eq!(invited.audit.actor, AuditActor::User(ADA));
-    assert_eq!(invited.audit.organization_id, Some(ACME));
-    let target = invited.audit.target.unwrap();
-    assert_eq!(target.kind, TargetKind::Invitation);
-    assert_eq!(target.id, invitation.id.to_string());
+    assert_eq!(
+        event_of(&invited),
+        (EventType::MemberInvited, Some(ACME), Some(ADA))
+    );
+    assert_eq!(
+        audit_of(&invited),
+        (
+            AuditAction::MemberInvited,
+            AuditActor::User(ADA),
+            Some((TargetKind::Invitation, invitation.id.to_string()))
+        )
+    );
 }
 
 #[test]
-fn the_directorys_invitation_is_the_directorys_change_and_names_no_user_in_its_event() {
+fn the_directorys_invitation_is_the_directorys_change_and_replaces_one_still_open() {
     let random = counting();
     let origin = origin();
 
-    let (_, invited) = Lifecycle::new(&random, now(), &origin).invite(
+    let (invitation, invited) = Lifecycle::new(&random, now(), &origin).invite(
         &directory(),
         ADA,
         email("bob@example.com"),
@@ -151,31 +152,46 @@ fn the_directorys_invitation_is_the_directorys_change_and_names_no_user_in_its_e
 
     assert_eq!(invited.event.user_id, None);
     assert_eq!(invited.audit.actor, AuditActor::Scim(OKTA));
+    // The directory speaks for the address: its invitation replaces one still open.
+    assert_eq!(invitation.open, OpenInvitation::Replaced);
 }
 
 #[test]
 fn accepting_an_invitation_joins_with_its_role_and_keeps_who_invited_and_when() {
-    let invitation = bobs_invitation();
+    let invitation = bobs_invitation(Role::Viewer);
 
     let joined = bob_joins(By::Themself(BOB), Joining::Invited(&invitation));
 
-    let member = &joined.member;
-    assert_eq!(member.status, MemberStatus::Active);
-    assert_eq!(member.user_id, Some(BOB));
-    assert_eq!(member.role, AssignedRole::from(Role::Viewer));
-    assert_eq!(member.invitation_id, Some(invitation.id));
-    assert_eq!(member.invited_at, Some(invitation.invited_at));
-    assert_eq!(member.invited_by, Some(ADA));
-    assert_eq!(member.accepted_at, Some(now()));
-    assert_eq!(joined.event.event_type, EventType::MemberJoined);
-    assert_eq!(joined.event.organization_id, Some(ACME));
-    assert_eq!(joined.event.user_id, Some(BOB));
+    assert_eq!(
+        joined.member,
+        Member {
+            organization_id: ACME,
+            user_id: Some(BOB),
+            email: email("bob@example.com"),
+            full_name: Some(full_name("Bob Babbage")),
+            role: Role::Viewer.into(),
+            status: MemberStatus::Active,
+            invitation_id: Some(invitation.id),
+            invited_at: Some(invitation.invited_at),
+            invited_by: Some(ADA),
+            accepted_at: Some(now()),
+            joined_at: now(),
+        }
+    );
     assert_eq!(joined.event.data["full_name"], json!("Bob Babbage"));
     // The invitee acts as themself, in the organization they join.
-    assert_eq!(joined.audit.action, AuditAction::MemberJoined);
-    assert_eq!(joined.audit.actor, AuditActor::User(BOB));
-    assert_eq!(joined.audit.organization_id, Some(ACME));
-    assert_eq!(joined.audit.target.unwrap().id, BOB.to_string());
+    assert_eq!(
+        event_of(&joined),
+        (EventType::MemberJoined, Some(ACME), Some(BOB))
+    );
+    assert_eq!(
+        audit_of(&joined),
+        (
+            AuditAction::MemberJoined,
+            AuditActor::User(BOB),
+            bobs_membership()
+        )
+    );
 }
 
 #[test]
@@ -185,13 +201,27 @@ fn the_directory_provisions_a_member_of_a_verified_domain_without_an_invitation(
 
     let joined = bob_joins(By::Actor(&directory), Joining::Provisioned(&role));
 
-    assert_eq!(joined.member.status, MemberStatus::Active);
-    assert_eq!(joined.member.role, role);
-    assert_eq!(joined.member.invitation_id, None);
-    assert_eq!(joined.member.invited_by, None);
-    assert_eq!(joined.event.user_id, None);
-    assert_eq!(joined.audit.actor, AuditActor::Scim(OKTA));
-    assert_eq!(joined.audit.target.unwrap().kind, TargetKind::Member);
+    assert_eq!(
+        (joined.member.status, &joined.member.role),
+        (MemberStatus::Active, &role)
+    );
+    assert_eq!(
+        (joined.member.invitation_id, joined.member.invited_by),
+        (None, None)
+    );
+    // The directory's change, which names no user.
+    assert_eq!(
+        event_of(&joined),
+        (EventType::MemberJoined, Some(ACME), None)
+    );
+    assert_eq!(
+        audit_of(&joined),
+        (
+            AuditAction::MemberJoined,
+            AuditActor::Scim(OKTA),
+            bobs_membership()
+        )
+    );
 }
 
 #[test]
@@ -201,12 +231,12 @@ fn the_owner_is_neither_removed_nor_leaves() {
     let lifecycle = Lifecycle::new(&random, now(), &origin);
     let admin = ada_acting(Role::Admin, Plan::Free);
 
-    let refused = lifecycle.leave(&admin, BOB, bob(Role::Owner), false);
+    let refused = lifecycle.leave(&admin, BOB, bob_in_acme(Role::Owner), false);
 
     assert_eq!(refused.unwrap_err(), MemberRule::OwnerStays);
     assert_eq!(
         lifecycle
-            .leave(&directory(), BOB, bob(Role::Owner), false)
+            .leave(&directory(), BOB, bob_in_acme(Role::Owner), false)
             .unwrap_err(),
         MemberRule::OwnerStays
     );
@@ -220,22 +250,26 @@ fn a_removal_says_whether_the_member_left_of_their_own_accord() {
     let admin = ada_acting(Role::Admin, Plan::Free);
 
     let removed = lifecycle
-        .leave(&admin, BOB, bob(Role::Member), false)
+        .leave(&admin, BOB, bob_in_acme(Role::Member), false)
         .unwrap();
     let left = lifecycle
-        .leave(&admin, BOB, bob(Role::Member), true)
+        .leave(&admin, BOB, bob_in_acme(Role::Member), true)
         .unwrap();
 
-    assert_eq!(removed.event.event_type, EventType::MemberRemoved);
     assert_eq!(removed.event.data["left"], json!(false));
     assert_eq!(left.event.data["left"], json!(true));
     assert_eq!(removed.event.data["user_id"], json!(BOB.to_string()));
-    assert_eq!(removed.audit.action, AuditAction::MemberRemoved);
-    assert_eq!(removed.audit.actor, AuditActor::User(ADA));
-    let target = removed.audit.target.unwrap();
     assert_eq!(
-        (target.kind, target.id),
-        (TargetKind::Member, BOB.to_string())
+        event_of(&removed),
+        (EventType::MemberRemoved, Some(ACME), Some(ADA))
+    );
+    assert_eq!(
+        audit_of(&removed),
+        (
+            AuditAction::MemberRemoved,
+            AuditActor::User(ADA),
+            bobs_membership()
+        )
     );
 }
 
@@ -246,8 +280,8 @@ fn ownership_is_neither_given_nor_taken_by_a_role_change() {
     let lifecycle = Lifecycle::new(&random, now(), &origin);
     let admin = ada_acting(Role::Admin, Plan::Free);
 
-    let given = lifecycle.change_role(&admin, BOB, bob(Role::Member), Role::Owner.into());
-    let taken = lifecycle.change_role(&admin, BOB, bob(Role::Owner), Role::Member.into());
+    let given = lifecycle.change_role(&admin, BOB, bob_in_acme(Role::Member), Role::Owner.into());
+    let taken = lifecycle.change_role(&admin, BOB, bob_in_acme(Role::Owner), Role::Member.into());
 
     assert_eq!(given.unwrap_err(), MemberRule::OwnerNotGiven);
     assert_eq!(taken.unwrap_err(), MemberRule::OwnerRoleStays);
@@ -260,15 +294,24 @@ fn a_role_change_tells_the_new_role_and_the_previous_one() {
     let admin = ada_acting(Role::Admin, Plan::Free);
 
     let change = Lifecycle::new(&random, now(), &origin)
-        .change_role(&admin, BOB, bob(Role::Member), Role::Viewer.into())
+        .change_role(&admin, BOB, bob_in_acme(Role::Member), Role::Viewer.into())
         .unwrap();
 
     assert_eq!(change.previous, AssignedRole::from(Role::Member));
     let decision = change.decision;
     assert_eq!(decision.member.role, AssignedRole::from(Role::Viewer));
-    assert_eq!(decision.event.event_type, EventType::MemberRoleChanged);
     assert_eq!(decision.event.data["role"], json!("viewer"));
     assert_eq!(decision.event.data["previous_role"], json!("member"));
-    assert_eq!(decision.audit.action, AuditAction::MemberRoleChanged);
-    assert_eq!(decision.audit.target.unwrap().id, BOB.to_string());
+    assert_eq!(
+        event_of(&decision),
+        (EventType::MemberRoleChanged, Some(ACME), Some(ADA))
+    );
+    assert_eq!(
+        audit_of(&decision),
+        (
+            AuditAction::MemberRoleChanged,
+            AuditActor::User(ADA),
+            bobs_membership()
+        )
+    );
 }

@@ -36,6 +36,14 @@ fn queued(attempts: u32) -> QueuedMail {
 }
 
 impl Mocks {
+    /// The queue forgets one mail: sent, given up or unreadable.
+    fn mail_is_forgotten_once(&mut self) {
+        self.mail_queue
+            .expect_forget_mail()
+            .times(1)
+            .returning(|_| ready(Ok(())));
+    }
+
     fn courier(mut self) -> MailCourier {
         self.cipher
             .expect_open()
@@ -129,11 +137,7 @@ fn a_mail_failing_its_last_attempt_is_given_up() {
         .times(1)
         .returning(|_| ready(Err(MailError("mailbox unavailable".into()))));
     mocks.mail_queue.expect_retry_mail().never();
-    mocks
-        .mail_queue
-        .expect_forget_mail()
-        .times(1)
-        .returning(|_| ready(Ok(())));
+    mocks.mail_is_forgotten_once();
     let outcome = block_on(mocks.courier().deliver(queued(MAIL_ATTEMPTS - 1))).unwrap();
     assert_eq!(outcome, MailOutcome::GivenUp);
 }
@@ -142,11 +146,7 @@ fn a_mail_failing_its_last_attempt_is_given_up() {
 fn a_mail_that_cannot_be_opened_is_dropped_unsent() {
     let mut mocks = Mocks::new();
     mocks.mailer.expect_send().never();
-    mocks
-        .mail_queue
-        .expect_forget_mail()
-        .times(1)
-        .returning(|_| ready(Ok(())));
+    mocks.mail_is_forgotten_once();
     let tampered = QueuedMail {
         mail: SealedMail {
             id: Uuid::from_u128(7),

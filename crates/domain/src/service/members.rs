@@ -442,12 +442,7 @@ impl MemberService {
         origin: &Origin,
     ) -> Result<RoleChanged, MemberError> {
         actor.require(Permission::MembersUpdate)?;
-        let member = self
-            .ports
-            .members
-            .member(actor.organization_id(), user_id)
-            .await?
-            .ok_or(MemberError::NotFound)?;
+        let member = self.member_of(actor, user_id).await?;
         let role = self.resolve(actor.organization_id(), role).await?;
         let now = self.ports.clock.now();
         let change = self
@@ -460,16 +455,9 @@ impl MemberService {
             }
         }
         // A role without `sso.manage` ends the SCIM tokens the member made, in the same write.
-        let revoked = maker_right::ending_with(
-            self.ports.directory.as_ref(),
-            self.ports.random.as_ref(),
-            actor.organization_id(),
-            user_id,
-            Some(role),
-            now,
-            origin,
-        )
-        .await?;
+        let revoked = self
+            .tokens_ending(actor, user_id, Some(role), now, origin)
+            .await?;
         let Decision {
             member,
             event,
@@ -502,6 +490,37 @@ impl MemberService {
             member,
             updated_at: now,
         })
+    }
+
+    /// The member of the actor's organization who is the user.
+    async fn member_of(&self, actor: &Actor, user_id: UserId) -> Result<Member, MemberError> {
+        self.ports
+            .members
+            .member(actor.organization_id(), user_id)
+            .await?
+            .ok_or(MemberError::NotFound)
+    }
+
+    /// The revocations of the SCIM tokens the member made in the actor's organization that end
+    /// when they are left with `role` (`None`: no longer a member).
+    async fn tokens_ending(
+        &self,
+        actor: &Actor,
+        user_id: UserId,
+        role: Option<&AssignedRole>,
+        now: OffsetDateTime,
+        origin: &Origin,
+    ) -> Result<Vec<ScimTokenRevocation>, MemberError> {
+        Ok(maker_right::ending_with(
+            self.ports.directory.as_ref(),
+            self.ports.random.as_ref(),
+            actor.organization_id(),
+            user_id,
+            role,
+            now,
+            origin,
+        )
+        .await?)
     }
 
     /// The role named, in the organization.
@@ -538,27 +557,15 @@ impl MemberService {
         if !leaving {
             actor.require(Permission::MembersDelete)?;
         }
-        let member = self
-            .ports
-            .members
-            .member(actor.organization_id(), user_id)
-            .await?
-            .ok_or(MemberError::NotFound)?;
+        let member = self.member_of(actor, user_id).await?;
         let now = self.ports.clock.now();
         let removed = self
             .lifecycle(now, origin)
             .leave(actor, user_id, member, leaving)?;
         // The SCIM tokens they made end with their membership, in the same write.
-        let revoked = maker_right::ending_with(
-            self.ports.directory.as_ref(),
-            self.ports.random.as_ref(),
-            actor.organization_id(),
-            user_id,
-            None,
-            now,
-            origin,
-        )
-        .await?;
+        let revoked = self
+            .tokens_ending(actor, user_id, None, now, origin)
+            .await?;
         match self
             .ports
             .members

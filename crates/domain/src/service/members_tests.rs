@@ -2,35 +2,15 @@
 //! reaches the store; the lifecycle's own decisions are `lifecycle_tests.rs`'.
 
 use futures::executor::block_on;
-use uuid::Uuid;
 
 use super::{
-    tests::{acme, ada_acting, email, full_name, now, origin, ready, Mocks, ACME},
+    tests::{acme, ada_acting, bob_in_acme, email, origin, ready, Mocks, ACME, BOB},
     Forbidden, MemberError, MemberRule, MemberService,
 };
-use crate::model::{AssignedRole, EventType, Member, MemberStatus, Permission, Plan, Role, UserId};
-
-const BOB: UserId = UserId::from_uuid(Uuid::from_u128(0xb0b));
+use crate::model::{EventType, Permission, Plan, Role};
 
 fn members(mocks: Mocks) -> MemberService {
     MemberService::new((&mocks.ports()).into(), "https://id.example.com".to_owned())
-}
-
-/// Bob, an active member of Acme with `role`.
-fn bob(role: Role) -> Member {
-    Member {
-        organization_id: ACME,
-        user_id: Some(BOB),
-        email: email("bob@example.com"),
-        full_name: Some(full_name("Bob Babbage")),
-        role: AssignedRole::from(role),
-        status: MemberStatus::Active,
-        invitation_id: None,
-        invited_at: None,
-        invited_by: None,
-        accepted_at: Some(now()),
-        joined_at: now(),
-    }
 }
 
 /// Mocks where Acme's member Bob holds `role`.
@@ -39,7 +19,7 @@ fn bob_holds(role: Role) -> Mocks {
     mocks
         .members
         .expect_member()
-        .returning(move |_, _| ready(Ok(Some(bob(role)))));
+        .returning(move |_, _| ready(Ok(Some(bob_in_acme(role)))));
     mocks
 }
 

@@ -284,10 +284,7 @@ fn an_account_nobody_verified_is_reclaimed_for_the_idps_user_and_a_verified_one_
         mocks.request_is_outstanding();
         let mut credentials = super::tests::ada_credentials();
         credentials.user.email_verified = verified;
-        mocks
-            .accounts
-            .expect_credentials_by_email()
-            .returning(move |_| ready(Ok(Some(credentials.clone()))));
+        mocks.address_belongs_to(credentials);
         mocks.no_membership_is_found();
         mocks.signer_signs();
         let stored = mocks.store_signs_in(SamlSignInOutcome::SignedIn);

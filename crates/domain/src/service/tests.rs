@@ -22,13 +22,14 @@ use crate::{
     model::{
         AccountKey, Amr, ApiKey, ApiKeyId, ApiKeyName, Application, ApplicationId, ApplicationName,
         AuditAction, AuditActor, AuditOutcome, AuditRecord, AuditTarget, ClientAddress,
-        ClientGrant, ClientId, Email, EventType, FailedSignIns, FullName, GraceHours, IpAllowlist,
-        IpRange, KeyHolder, LockoutRule, Membership, MfaMethod, MfaPolicy, NewApiKey, NewEvent,
-        NewSession, Organization, OrganizationChoice, OrganizationId, OrganizationName,
-        OrganizationPolicies, OrganizationSettings, OrganizationType, Origin, PasswordError,
-        PasswordHash, PasswordStrength, Permission, Plan, RedirectUri, RedirectUris, Role, Scope,
-        SecretToken, Session, SessionId, Slug, TargetKind, TokenHash, TokenKind, User,
-        UserCredentials, UserId, SESSION_TOUCH_INTERVAL,
+        ClientGrant, ClientId, Email, EventType, FailedSignIns, FullName, GraceHours, Invitation,
+        InvitationId, IpAllowlist, IpRange, KeyHolder, LockoutRule, Member, MemberStatus,
+        Membership, MfaMethod, MfaPolicy, NewApiKey, NewEvent, NewInvitation, NewSession,
+        Organization, OrganizationChoice, OrganizationId, OrganizationName, OrganizationPolicies,
+        OrganizationSettings, OrganizationType, Origin, PasswordError, PasswordHash,
+        PasswordStrength, Permission, Plan, RedirectUri, RedirectUris, Role, Scope, SecretToken,
+        Session, SessionId, Slug, TargetKind, TokenHash, TokenKind, User, UserCredentials, UserId,
+        SESSION_TOUCH_INTERVAL,
     },
     ports::{
         AccessClaims, Audience, BearerClaims, JudgeError, MachineClaims, MemberAccess,
@@ -46,6 +47,9 @@ pub(super) const ADA_SESSION: SessionId = SessionId::from_uuid(Uuid::from_u128(0
 pub(super) const ACME: OrganizationId = OrganizationId::from_uuid(Uuid::from_u128(0xac3e));
 pub(super) const GLOBEX: OrganizationId = OrganizationId::from_uuid(Uuid::from_u128(0x610b_e800));
 const CI_KEY: ApiKeyId = ApiKeyId::from_uuid(Uuid::from_u128(0xc1_4e7));
+
+/// Bob, whom Ada invites, and who is a member of Acme in some tests.
+pub(super) const BOB: UserId = UserId::from_uuid(Uuid::from_u128(0xb0b));
 
 pub(super) const ADA_EMAIL: &str = "ada@example.com";
 pub(super) const ADA_PASSWORD: &str = "correct horse battery staple";
@@ -132,6 +136,40 @@ pub(super) fn ada_acting(role: Role, plan: Plan) -> Actor {
             plan,
             joined_at: now() - Duration::days(100),
         },
+    }
+}
+
+/// Bob, an active member of Acme with `role` since a month ago.
+pub(super) fn bob_in_acme(role: Role) -> Member {
+    let joined_at = now() - Duration::days(30);
+    Member {
+        organization_id: ACME,
+        user_id: Some(BOB),
+        email: email("bob@example.com"),
+        full_name: Some(full_name("Bob Babbage")),
+        role: role.into(),
+        status: MemberStatus::Active,
+        invitation_id: None,
+        invited_at: None,
+        invited_by: None,
+        accepted_at: Some(joined_at),
+        joined_at,
+    }
+}
+
+/// Ada's invitation of bob@example.com to Acme with `role`, sent yesterday.
+pub(super) fn bobs_invitation(role: Role) -> Invitation {
+    let invited_at = now() - Duration::days(1);
+    Invitation {
+        id: InvitationId::from_uuid(Uuid::from_u128(0x1417)),
+        organization_id: ACME,
+        organization_name: OrganizationName::parse("Acme").unwrap(),
+        organization_slug: Slug::parse("acme").unwrap(),
+        email: email("bob@example.com"),
+        role: role.into(),
+        invited_by: ADA,
+        invited_at,
+        expires_at: NewInvitation::expiry(invited_at),
     }
 }
 
@@ -451,6 +489,13 @@ impl Mocks {
     }
 
     // Common set-ups, named for what they make true.
+
+    /// Every address is the one of the account of these credentials.
+    pub(super) fn address_belongs_to(&mut self, credentials: UserCredentials) {
+        self.accounts
+            .expect_credentials_by_email()
+            .returning(move |_| ready(Ok(Some(credentials.clone()))));
+    }
 
     pub(super) fn email_is_free(&mut self) {
         self.accounts

@@ -17,8 +17,9 @@ use uuid::Uuid;
 use super::{
     mail::in_the_clear,
     tests::{ada_acting, email, now, ready, recording, secret_of, Mocks, Seen, ACME, ADA},
-    Actor, AttemptOutcome, DeliveryEngine, DeliverySettings, EndpointUpdate, Forbidden,
-    NewEndpointRequest, SigningSecret, WebhookError, WebhookService, DISABLE_AFTER_FAILURES,
+    Actor, AttemptOutcome, CreatedEndpoint, DeliveryEngine, DeliverySettings, EndpointUpdate,
+    Forbidden, NewEndpointRequest, SigningSecret, WebhookError, WebhookService,
+    DISABLE_AFTER_FAILURES,
 };
 use crate::{
     model::{
@@ -505,13 +506,9 @@ fn create_makes_an_active_endpoint_of_the_actors_organization() {
     assert_eq!(created.only().endpoint, endpoint);
 }
 
-#[test]
-fn create_seals_the_secret_for_its_endpoint_and_stores_only_the_sealed_bytes() {
-    let mut mocks = Mocks::new();
-    let sealed = mocks.cipher_seals();
-    let created = mocks.store_creates_endpoint();
-
-    let result = block_on(mocks.webhook_service().create(
+/// An admin creates an endpoint for `member.joined` with [`CHOSEN_SECRET`].
+fn created_with_chosen_secret(mocks: Mocks) -> CreatedEndpoint {
+    block_on(mocks.webhook_service().create(
         &admin(),
         NewEndpointRequest {
             url: url(),
@@ -521,7 +518,16 @@ fn create_seals_the_secret_for_its_endpoint_and_stores_only_the_sealed_bytes() {
         },
         &origin(),
     ))
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn create_seals_the_secret_for_its_endpoint_and_stores_only_the_sealed_bytes() {
+    let mut mocks = Mocks::new();
+    let sealed = mocks.cipher_seals();
+    let created = mocks.store_creates_endpoint();
+
+    let result = created_with_chosen_secret(mocks);
 
     assert_eq!(result.signing_secret.expose(), CHOSEN_SECRET);
     let (plaintext, context) = sealed.only();
@@ -559,17 +565,7 @@ fn a_created_endpoint_does_not_debug_print_its_secret() {
     mocks.cipher_seals();
     mocks.store_creates_endpoint();
 
-    let created = block_on(mocks.webhook_service().create(
-        &admin(),
-        NewEndpointRequest {
-            url: url(),
-            events: vec![EventType::MemberJoined],
-            description: EndpointDescription::default(),
-            secret: Some(secret(CHOSEN_SECRET)),
-        },
-        &origin(),
-    ))
-    .unwrap();
+    let created = created_with_chosen_secret(mocks);
 
     let printed = format!("{created:?}");
     assert!(!printed.contains(CHOSEN_SECRET), "{printed}");
