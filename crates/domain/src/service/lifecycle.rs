@@ -10,7 +10,7 @@
 
 use time::OffsetDateTime;
 
-use super::{event, members::MemberRule, payloads, payloads::Payload, user_audit, Actor};
+use super::{event, payloads, payloads::Payload, user_audit, Actor};
 use crate::{
     model::{
         AssignedRole, AuditAction, AuditRecord, Email, FullName, InvitableRole, Invitation, Member,
@@ -19,6 +19,27 @@ use crate::{
     },
     ports::Random,
 };
+
+/// The rules of the membership a request can break, whoever asks: each answers `422` with its
+/// own words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MemberRule {
+    /// A personal workspace has its owner and nobody else.
+    #[error("a personal workspace has only its owner: invite people into a team")]
+    PersonalWorkspace,
+    /// Nobody is invited as the owner.
+    #[error("owner cannot be invited: an organization has one owner")]
+    OwnerNotInvited,
+    /// Nobody is given the owner's role: ownership moves only by a transfer.
+    #[error("the owner role cannot be given: an organization has one owner")]
+    OwnerNotGiven,
+    /// The owner's role is not changed: ownership moves only by a transfer.
+    #[error("the owner's role cannot be changed")]
+    OwnerRoleStays,
+    /// The owner's membership is not ended: ownership moves only by a transfer.
+    #[error("the owner cannot be removed: transfer ownership or delete the organization")]
+    OwnerStays,
+}
 
 /// Who changes the membership: the event names their user, the audit log names them.
 #[derive(Clone, Copy)]

@@ -6,7 +6,7 @@ use time::OffsetDateTime;
 use super::{
     heavy,
     invitation_mail::{InvitationMailPorts, InvitationMails},
-    lifecycle::{self, By, Decision, Joiner, Joining, Lifecycle},
+    lifecycle::{self, By, Decision, Joiner, Joining, Lifecycle, MemberRule},
     maker_right, payloads, user_audit, user_event, Actor, Busy, Forbidden, Principal,
 };
 use crate::{
@@ -18,27 +18,6 @@ use crate::{
     },
     ports::{service_ports, CipherError, ScimTokenRevocation, StoreError},
 };
-
-/// The rules of the membership a request can break, whoever asks: each answers `422` with its
-/// own words.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum MemberRule {
-    /// A personal workspace has its owner and nobody else.
-    #[error("a personal workspace has only its owner: invite people into a team")]
-    PersonalWorkspace,
-    /// Nobody is invited as the owner.
-    #[error("owner cannot be invited: an organization has one owner")]
-    OwnerNotInvited,
-    /// Nobody is given the owner's role: ownership moves only by a transfer.
-    #[error("the owner role cannot be given: an organization has one owner")]
-    OwnerNotGiven,
-    /// The owner's role is not changed: ownership moves only by a transfer.
-    #[error("the owner's role cannot be changed")]
-    OwnerRoleStays,
-    /// The owner's membership is not ended: ownership moves only by a transfer.
-    #[error("the owner cannot be removed: transfer ownership or delete the organization")]
-    OwnerStays,
-}
 
 /// Why a member or invitation use case failed.
 #[derive(Debug, thiserror::Error)]

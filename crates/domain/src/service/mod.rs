@@ -117,14 +117,13 @@ pub use invitation_link::{
     InvitationLinkService, InvitationStep, Opened, PendingInvitation,
 };
 pub use invitation_mail::{InvitationMailPorts, InvitationMails};
+pub use lifecycle::MemberRule;
 pub use links::{EmailLinkPorts, EmailLinkService, LinkError, LINKS_PER_CLIENT, LINKS_PER_EMAIL};
 pub use mail::{
     mail_backoff, open as open_mail, seal as seal_mail, MailCourier, MailOutcome, MailPorts,
     MAIL_ATTEMPTS, MAIL_LEASE,
 };
-pub use members::{
-    InvitationLink, MemberError, MemberPorts, MemberRule, MemberService, Removed, RoleChanged,
-};
+pub use members::{InvitationLink, MemberError, MemberPorts, MemberService, Removed, RoleChanged};
 pub use mfa::{
     Confirmed, MfaError, MfaOverview, MfaPorts, MfaService, SecondFactorProof, TotpEnrolment,
     VerifyError, WebauthnRegistrationStart, MAX_FACTORS, TOTP_ISSUER,
