@@ -7,7 +7,7 @@
 use reqwest::{Method, Response};
 use serde_json::{json, Value};
 
-use crate::helpers::{json_of, on_both_backends, python, TestApp};
+use crate::helpers::{detail_of, json_of, on_both_backends, python, TestApp};
 
 /// An organization on the business plan with a verified domain and a SCIM token.
 struct Directory {
@@ -745,6 +745,53 @@ async fn an_address_outside_the_verified_domains_is_invited_never_linked(app: Te
         204
     );
     assert!(member(&members(&app, &dir).await, "mallory@elsewhere-scim.test").is_none());
+}
+
+#[on_both_backends]
+async fn the_directorys_invitation_replaces_an_admins_and_the_old_link_stops_working(app: TestApp) {
+    let dir = directory(&app, "scim-owner-r@acme-scimr.test", "acme-scimr.test").await;
+    let owner = &dir.owner.access_token;
+    let email = "nora@elsewhere-scimr.test";
+    // An admin invites Nora as a member; a second invitation from a person is refused.
+    let invited = app.invite(owner, &dir.org, email, "member").await;
+    json_of(invited, 201).await;
+    let admins_link = app.invitation_token_for(email).await;
+    detail_of(app.invite(owner, &dir.org, email, "viewer").await, 409).await;
+
+    // The directory, which speaks for the address, invites her too: its invitation holds.
+    let users = format!("{}/Users", dir.base);
+    let created = scim(
+        &app,
+        &dir.token,
+        Method::POST,
+        &users,
+        Some(okta_user(email, "ext-n")),
+    );
+    scim_json(created.await, 201).await;
+    let directorys_link = app.invitation_token_for(email).await;
+    assert_ne!(directorys_link, admins_link);
+    let pending: Vec<_> = members(&app, &dir)
+        .await
+        .into_iter()
+        .filter(|m| m["email"] == email)
+        .collect();
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert_eq!(pending[0]["status"], "pending");
+
+    // The admin's mailed link no longer opens a way in; the directory's does.
+    let nora = app.logged_in(email).await;
+    let accept = |token: String| {
+        app.send_as(
+            Method::POST,
+            &nora.access_token,
+            "/api/v1/invitations/accept",
+            Some(json!({ "token": token })),
+        )
+    };
+    detail_of(accept(admins_link).await, 404).await;
+    let joined = json_of(accept(directorys_link).await, 200).await;
+    assert_eq!(joined["status"], "active");
+    assert_eq!(joined["role"], "member", "{joined}");
 }
 
 #[on_both_backends]
