@@ -856,8 +856,7 @@ impl DirectoryService {
         let organization = self
             .ports
             .organizations
-            .organization(actor.organization_id());
-        let organization = organization
+            .organization(actor.organization_id())
             .await?
             .ok_or(DirectoryError::NotFound("organization"))?;
         let roles = self.ports.directory.group_roles(organization.id).await?;

@@ -14,9 +14,10 @@ use super::{
 };
 use crate::{
     model::{
-        Amr, DomainWhitelist, EventType, IdpCertificate, IdpEntityId, IdpSsoUrl, OrganizationId,
-        Plan, ProvisionRole, ReturnPath, Role, SamlAssertion, SamlRequest, SamlRequestId,
-        SsoConfiguration, SsoProvider, SAML_CLOCK_SKEW, SAML_REQUEST_TTL,
+        Amr, AuditAction, AuditActor, DomainWhitelist, EventType, IdpCertificate, IdpEntityId,
+        IdpSsoUrl, OrganizationId, Plan, ProvisionRole, ReturnPath, Role, SamlAssertion,
+        SamlRequest, SamlRequestId, SsoConfiguration, SsoProvider, SAML_CLOCK_SKEW,
+        SAML_REQUEST_TTL,
     },
     ports::{Provision, SamlRejection, SamlSignIn, SamlSignInOutcome},
 };
@@ -269,6 +270,15 @@ fn an_existing_user_joins_with_the_default_role_when_auto_provisioned() {
     assert_eq!(sign_in.provision, Provision::Member { role: Role::Viewer });
     let types: Vec<_> = sign_in.events.iter().map(|e| e.event_type).collect();
     assert_eq!(types, [EventType::MemberJoined, EventType::AuthLogin]);
+    // The joining is audited too, before the sign-in, as the person's own change.
+    let audited: Vec<_> = sign_in.audit.iter().map(|r| (r.action, r.actor)).collect();
+    assert_eq!(
+        audited,
+        [
+            (AuditAction::MemberJoined, AuditActor::User(ADA)),
+            (AuditAction::LoginSucceeded, AuditActor::User(ADA)),
+        ]
+    );
     let joined = &sign_in.events[0];
     assert_eq!(joined.organization_id, Some(ACME));
     assert_eq!(joined.data["role"], "viewer");
@@ -296,10 +306,7 @@ fn an_account_nobody_verified_is_reclaimed_for_the_idps_user_and_a_verified_one_
             (None, true) => {}
             (Some(reclaim), false) => {
                 assert_eq!(reclaim.user_id, ADA);
-                assert_eq!(
-                    reclaim.audit.action,
-                    crate::model::AuditAction::UserReclaimed
-                );
+                assert_eq!(reclaim.audit.action, AuditAction::UserReclaimed);
                 assert_eq!(reclaim.audit.organization_id, Some(ACME));
             }
             (reclaim, verified) => panic!("verified {verified}: {reclaim:?}"),

@@ -41,7 +41,7 @@ use super::{
     events::record_events,
     grants::{hold_role, revoke_scim_tokens},
     mail::queue_mail,
-    members::{add_membership, end_membership, insert_invitation, set_role},
+    members::{add_membership, end_membership, insert_invitation, open_invitations, set_role},
 };
 use crate::{corrupt, db_error, types::DbUuid};
 
@@ -658,17 +658,6 @@ async fn apply_change(
         }
     }
     Ok(())
-}
-
-/// The open invitations of the address in the organization.
-macro_rules! open_invitations {
-    ($organization:expr, $email:expr) => {
-        invitations::table
-            .filter(invitations::organization_id.eq($organization))
-            .filter(invitations::email.eq($email))
-            .filter(invitations::accepted_at.is_null())
-            .filter(invitations::revoked_at.is_null())
-    };
 }
 
 /// What provisioning changes in the membership; returns the events of accounts it made.

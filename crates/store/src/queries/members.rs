@@ -796,6 +796,18 @@ impl MemberStore for DbStore {
     }
 }
 
+/// The open invitations of the address in the organization.
+macro_rules! open_invitations {
+    ($organization:expr, $email:expr) => {
+        invitations::table
+            .filter(invitations::organization_id.eq($organization))
+            .filter(invitations::email.eq($email))
+            .filter(invitations::accepted_at.is_null())
+            .filter(invitations::revoked_at.is_null())
+    };
+}
+pub(super) use open_invitations;
+
 /// Stores a new invitation, in the caller's transaction, by the one rule for open invitations
 /// ([`OpenInvitation`]): an open one of the same address is closed when it has expired, or
 /// when the new one replaces it; one left open makes `invitations_one_open_idx` refuse the
@@ -804,11 +816,8 @@ pub(super) async fn insert_invitation(
     conn: &mut Conn,
     invitation: &NewInvitation,
 ) -> QueryResult<()> {
-    let open = invitations::table
-        .filter(invitations::organization_id.eq(DbUuid(invitation.organization_id.as_uuid())))
-        .filter(invitations::email.eq(invitation.email.as_ref()))
-        .filter(invitations::accepted_at.is_null())
-        .filter(invitations::revoked_at.is_null());
+    let organization = DbUuid(invitation.organization_id.as_uuid());
+    let open = open_invitations!(organization, invitation.email.as_ref());
     let closing = match invitation.open {
         OpenInvitation::Kept => {
             diesel::update(open.filter(invitations::expires_at.le(invitation.invited_at)))
