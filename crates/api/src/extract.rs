@@ -1,12 +1,12 @@
-//! Extractors: the JSON body, the credentials, and the organization context.
+//! Extractors: the JSON body, and what the route's gate admitted (the person, the agent, the
+//! member, the operator).
 
 use std::{future::Future, pin::Pin};
 
 use actix_web::{dev::Payload, web, FromRequest, HttpMessage, HttpRequest};
-use futures::channel::oneshot;
 use gatehouse_domain::{
     model::{ClientAddress, Operator, OrganizationId, Origin},
-    service::{Actor, Agent, OrgAccessError, Principal},
+    service::{Actor, Agent, Principal},
 };
 use serde::de::DeserializeOwned;
 use uuid::Uuid;
@@ -32,13 +32,12 @@ pub const MAX_JSON_DEPTH: usize = 32;
 
 /// A JSON object body deserialised into `T`.
 ///
-/// Credentials first: when the handler also authenticates the caller, the body waits for that
-/// check (see [`gated`]), so that bad credentials are `401` whatever the body. Then a
-/// `Content-Type` other than JSON (`application/json`, or a `+json` type), or none on a body
-/// that is not empty: `415`. Not JSON, or JSON that is not an object: `400`. A field of the
-/// wrong type: `422` with `loc = ["body", <path>...]`. Request types make their fields `Option`
-/// so that a missing field is reported by the handler's parse step, with its name, rather than
-/// by serde.
+/// The route's gate ([`crate::access`]) has admitted the caller before the body is read, so
+/// bad credentials are `401` whatever the body. Then a `Content-Type` other than JSON
+/// (`application/json`, or a `+json` type), or none on a body that is not empty: `415`. Not
+/// JSON, or JSON that is not an object: `400`. A field of the wrong type: `422` with
+/// `loc = ["body", <path>...]`. Request types make their fields `Option` so that a missing field
+/// is reported by the handler's parse step, with its name, rather than by serde.
 pub struct ValidJson<T>(pub T);
 
 impl<T: DeserializeOwned + 'static> FromRequest for ValidJson<T> {
@@ -47,15 +46,9 @@ impl<T: DeserializeOwned + 'static> FromRequest for ValidJson<T> {
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
         let bytes = web::Bytes::from_request(req, payload);
-        let req = req.clone();
+        let declared = declared_json(req);
         Box::pin(async move {
-            // Taken when first polled: by then every extractor of the handler has started.
-            let pending = req.extensions_mut().remove::<PendingCredentialChecks>();
-            for check in pending.into_iter().flat_map(|pending| pending.0) {
-                // Done, failed or abandoned: either way the body's turn has come.
-                let _ = check.await;
-            }
-            let declared = declared_json(&req)?;
+            let declared = declared?;
             let bytes = bytes
                 .await
                 .map_err(|_| ApiError::PayloadTooLarge(MAX_BODY_BYTES))?;
@@ -93,38 +86,6 @@ fn declared_json(req: &HttpRequest) -> Result<Option<()>, ApiError> {
         }
         _ => Err(not_json()),
     }
-}
-
-/// The credential checks of a request's extractors that have not finished yet: a JSON body
-/// ([`ValidJson`]) waits for them. actix-web polls a handler's extractors together and answers
-/// with the first error, so without this a body that fails to parse at once would be answered
-/// (`400`, `415`, `422`) before credentials that take a store round trip to refuse (`401`).
-#[derive(Default)]
-struct PendingCredentialChecks(Vec<oneshot::Receiver<()>>);
-
-/// Runs a credential extractor's `check`, registered for the request's JSON body to wait on:
-/// the body goes on once the check has finished, whatever came of it (when it failed, the
-/// extractor's error is the answer).
-pub(crate) fn gated<T: 'static>(
-    req: &HttpRequest,
-    check: impl Future<Output = Result<T, ApiError>> + 'static,
-) -> Pin<Box<dyn Future<Output = Result<T, ApiError>>>> {
-    let (finished, waited) = oneshot::channel::<()>();
-    {
-        let mut extensions = req.extensions_mut();
-        match extensions.get_mut::<PendingCredentialChecks>() {
-            Some(pending) => pending.0.push(waited),
-            None => {
-                extensions.insert(PendingCredentialChecks(vec![waited]));
-            }
-        }
-    }
-    Box::pin(async move {
-        let outcome = check.await;
-        // Dropping the sender is the signal: the body's wait ends.
-        drop(finished);
-        outcome
-    })
 }
 
 pub(crate) fn parse_body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
@@ -288,15 +249,64 @@ fn nests_deeper_than(bytes: &[u8], max: usize) -> bool {
     false
 }
 
-/// An authenticated person, for a route outside any one organization: `Authorization: Bearer
-/// <access token>`, or `X-API-Key` with `X-Organization-ID`. An application's machine token is
-/// `403` here (it acts only inside its organization), and so is a token of the OAuth flow
-/// (outside organizations it reads `/oauth/userinfo` only: [`Principal::outside_organizations`]).
+/// A person, for a route outside any one organization, as its gate admitted them
+/// ([`Access::Person`](crate::access::Access)): `Authorization: Bearer <access token>`, or
+/// `X-API-Key` with `X-Organization-ID`. An application's machine token is `403` there (it acts
+/// only inside its organization), and so is a token of the OAuth flow (outside organizations it
+/// reads `/oauth/userinfo` only: [`Principal::outside_organizations`]).
 pub struct Authenticated(pub Principal);
 
-/// Any valid credentials, a machine token's included, for a route that then acts inside the
+/// Any valid credentials, a machine token's included, as the route's gate admitted them
+/// ([`Access::Agent`](crate::access::Access)), for a route that then acts inside the
 /// organization the request names.
 pub struct AuthenticatedAgent(pub Agent);
+
+/// A member of the organization the route names (its path's `{id}`, or `X-Organization-ID`),
+/// or the organization's directory at its SCIM endpoints, as the route's gate admitted them
+/// ([`Access::Member`](crate::access::Access), [`Access::Directory`](crate::access::Access)).
+/// Someone who is not a member got `404` there: the organization's existence is not revealed.
+pub struct InOrganization(pub Actor);
+
+/// The operator, as the control plane's gate admitted them
+/// ([`Access::Operator`](crate::access::Access)): `Authorization: Bearer
+/// {GATEHOUSE_CONTROL_TOKEN}`.
+pub struct OperatorAuth(pub Operator);
+
+/// What the route's gate admitted, taken from the request's extensions. Missing only where the
+/// route table declares a route with less access than its handler asks for: a `500`, which
+/// every route's API test would meet.
+pub(crate) fn admitted<T: 'static>(req: &HttpRequest) -> Result<T, ApiError> {
+    req.extensions_mut().remove::<T>().ok_or_else(|| {
+        ApiError::Internal(
+            format!(
+                "the route table does not admit a {} for {}",
+                std::any::type_name::<T>(),
+                req.path()
+            )
+            .into(),
+        )
+    })
+}
+
+macro_rules! admitted_extractor {
+    ($($extractor:ident($admitted:ty)),* $(,)?) => {$(
+        impl FromRequest for $extractor {
+            type Error = ApiError;
+            type Future = std::future::Ready<Result<Self, ApiError>>;
+
+            fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+                std::future::ready(admitted::<$admitted>(req).map(Self))
+            }
+        }
+    )*};
+}
+
+admitted_extractor!(
+    Authenticated(Principal),
+    AuthenticatedAgent(Agent),
+    InOrganization(Actor),
+    OperatorAuth(Operator),
+);
 
 /// The header that carries an API key; the key acts only in the organization named by
 /// [`ORGANIZATION_HEADER`], which must come with it (without it: `401`).
@@ -312,7 +322,7 @@ pub(crate) fn state(req: &HttpRequest) -> Result<web::Data<AppState>, ApiError> 
 }
 
 /// The organization named by `X-Organization-ID`, if the header is present.
-fn organization_header(req: &HttpRequest) -> Result<Option<OrganizationId>, ApiError> {
+pub(crate) fn organization_header(req: &HttpRequest) -> Result<Option<OrganizationId>, ApiError> {
     let Some(value) = req.headers().get(ORGANIZATION_HEADER) else {
         return Ok(None);
     };
@@ -327,169 +337,6 @@ fn organization_header(req: &HttpRequest) -> Result<Option<OrganizationId>, ApiE
                 ORGANIZATION_HEADER,
                 "X-Organization-ID must be an organization id (UUID)",
             ))
-        })
-}
-
-fn missing_organization_header() -> ApiError {
-    ApiError::field(FieldError::missing("header", ORGANIZATION_HEADER))
-}
-
-/// The agent the rate-limit middleware already authenticated, or a fresh check.
-pub(crate) async fn authenticate(req: &HttpRequest) -> Result<Agent, ApiError> {
-    if let Some(agent) = req.extensions().get::<Agent>() {
-        return Ok(agent.clone());
-    }
-    authenticate_credentials(req).await
-}
-
-/// The credentials a request sends, not yet checked.
-enum Credentials {
-    /// `Authorization: Bearer <access token>`.
-    Bearer(String),
-    /// `X-API-Key` with the organization of `X-Organization-ID`.
-    ApiKey(String, OrganizationId),
-}
-
-fn credentials(req: &HttpRequest) -> Result<Credentials, ApiError> {
-    if let Some(authorization) = req.headers().get(actix_web::http::header::AUTHORIZATION) {
-        let token = authorization
-            .to_str()
-            .ok()
-            .and_then(|v| {
-                v.strip_prefix("Bearer ")
-                    .or_else(|| v.strip_prefix("bearer "))
-            })
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .ok_or_else(|| {
-                ApiError::Unauthorized("Authorization must be 'Bearer <access token>'".into())
-            })?;
-        return Ok(Credentials::Bearer(token.to_owned()));
-    }
-    if let Some(key) = req.headers().get(API_KEY_HEADER) {
-        let key = key
-            .to_str()
-            .map_err(|_| ApiError::Unauthorized("invalid API key".into()))?;
-        // A key without its organization is not a credential at all (the spec's `401`); an
-        // organization that is not a UUID is a malformed header (`422`), as everywhere.
-        let organization = organization_header(req)?.ok_or_else(|| {
-            ApiError::Unauthorized(
-                "an API key must be sent with X-Organization-ID, the organization it belongs to"
-                    .into(),
-            )
-        })?;
-        return Ok(Credentials::ApiKey(key.trim().to_owned(), organization));
-    }
-    Err(ApiError::Unauthorized(
-        "missing credentials: send 'Authorization: Bearer <token>' or X-API-Key with X-Organization-ID"
-            .into(),
-    ))
-}
-
-/// Checks the request's credentials: a Bearer token (a user's or a machine token), or an API
-/// key with its organization.
-pub(crate) async fn authenticate_credentials(req: &HttpRequest) -> Result<Agent, ApiError> {
-    let authenticator = &state(req)?.authenticator;
-    Ok(match credentials(req)? {
-        Credentials::Bearer(token) => authenticator.authenticate_bearer(&token).await?,
-        Credentials::ApiKey(key, organization) => {
-            authenticator
-                .authenticate_api_key(&key, organization)
-                .await?
-        }
-    })
-}
-
-/// Checks the request's credentials and whether the caller may act in `organization`: for a
-/// user's Bearer token, in one store round trip (the session, the membership and the policies
-/// read together). The agent comes back whether or not it may.
-pub(crate) async fn authenticate_in(
-    req: &HttpRequest,
-    organization: OrganizationId,
-) -> Result<(Agent, Result<Actor, OrgAccessError>), ApiError> {
-    let authenticator = &state(req)?.authenticator;
-    let client = client_address(req);
-    Ok(match credentials(req)? {
-        // At an organization's SCIM endpoints, the bearer is one of its SCIM tokens.
-        Credentials::Bearer(token) if scim_organization(req.path()).is_some() => {
-            let agent = authenticator
-                .authenticate_scim_token(&token, organization)
-                .await?;
-            let actor = authenticator
-                .actor_of(agent.clone(), organization, client)
-                .await;
-            (agent, actor)
-        }
-        Credentials::Bearer(token) => {
-            authenticator
-                .authenticate_bearer_in(&token, organization, client)
-                .await?
-        }
-        Credentials::ApiKey(key, own) => {
-            let agent = authenticator.authenticate_api_key(&key, own).await?;
-            let actor = authenticator
-                .actor_of(agent.clone(), organization, client)
-                .await;
-            (agent, actor)
-        }
-    })
-}
-
-impl FromRequest for Authenticated {
-    type Error = ApiError;
-    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
-
-    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let request = req.clone();
-        gated(req, async move {
-            let agent = authenticate(&request).await?;
-            Ok(Authenticated(agent.person()?))
-        })
-    }
-}
-
-impl FromRequest for AuthenticatedAgent {
-    type Error = ApiError;
-    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
-
-    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let request = req.clone();
-        gated(req, async move {
-            authenticate(&request).await.map(AuthenticatedAgent)
-        })
-    }
-}
-
-/// The operator: `Authorization: Bearer {GATEHOUSE_CONTROL_TOKEN}`. With no token configured
-/// the control plane does not exist: `404`, as for any unknown path.
-pub struct OperatorAuth(pub Operator);
-
-impl FromRequest for OperatorAuth {
-    type Error = ApiError;
-    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
-
-    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        gated(req, std::future::ready(operator(req).map(OperatorAuth)))
-    }
-}
-
-fn operator(req: &HttpRequest) -> Result<Operator, ApiError> {
-    let state = state(req)?;
-    let Some(token) = &state.control_token else {
-        return Err(ApiError::NotFound("no such route".into()));
-    };
-    req.headers()
-        .get(actix_web::http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            v.strip_prefix("Bearer ")
-                .or_else(|| v.strip_prefix("bearer "))
-        })
-        .and_then(|presented| token.admit(presented.trim()))
-        .ok_or_else(|| {
-            ApiError::Unauthorized(
-                "the control plane needs 'Authorization: Bearer <GATEHOUSE_CONTROL_TOKEN>'".into(),
-            )
         })
 }
 
@@ -516,50 +363,6 @@ pub fn origin_of(req: &HttpRequest) -> Origin {
             .and_then(|v| v.to_str().ok()),
         request_id.as_deref(),
     )
-}
-
-/// An authenticated caller inside the organization named by `X-Organization-ID`. Someone who is
-/// not a member gets `404`: the organization's existence is not revealed.
-pub struct HeaderOrganization(pub Actor);
-
-impl FromRequest for HeaderOrganization {
-    type Error = ApiError;
-    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
-
-    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let request = req.clone();
-        gated(req, async move {
-            // Credentials first: a caller without them gets 401 whatever the headers say.
-            let agent = authenticate(&request).await?;
-            let organization =
-                organization_header(&request)?.ok_or_else(missing_organization_header)?;
-            actor_in(&request, agent, organization).await.map(Self)
-        })
-    }
-}
-
-/// An authenticated caller inside the organization of the path
-/// (`/api/v1/organizations/{id}/...`). Not a member, not a UUID, or no such live organization:
-/// `404`.
-pub struct PathOrganization(pub Actor);
-
-impl FromRequest for PathOrganization {
-    type Error = ApiError;
-    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
-
-    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let request = req.clone();
-        gated(req, async move {
-            let agent = authenticate(&request).await?;
-            let organization = request
-                .match_info()
-                .get("id")
-                .and_then(|id| Uuid::parse_str(id).ok())
-                .map(OrganizationId::from_uuid)
-                .ok_or_else(|| ApiError::NotFound("organization not found".into()))?;
-            actor_in(&request, agent, organization).await.map(Self)
-        })
-    }
 }
 
 /// Where the request comes from: the socket's peer, or what `X-Forwarded-For` says when the peer
@@ -589,47 +392,17 @@ pub fn client_address(req: &HttpRequest) -> ClientAddress {
     ClientAddress::resolve(peer, &hops, &trusted)
 }
 
-/// The agent inside the organization: the actor the rate-limit middleware already resolved,
-/// or a fresh membership check.
+/// Whether `agent` may act in `organization`, through the one admission: for a route that learns
+/// the organization from its body.
 pub(crate) async fn actor_in(
     req: &HttpRequest,
     agent: Agent,
     organization: OrganizationId,
 ) -> Result<Actor, ApiError> {
-    let cached = req
-        .extensions()
-        .get::<Actor>()
-        .filter(|actor| actor.organization_id() == organization && actor.is_of(&agent))
-        .cloned();
-    match cached {
-        Some(actor) => Ok(actor),
-        None => Ok(state(req)?
-            .authenticator
-            .actor_of(agent, organization, client_address(req))
-            .await?),
-    }
-}
-
-/// The organization a request is about, read from its path or `X-Organization-ID` before
-/// routing (for the rate limit's plan). `None` when it names none or not a valid one.
-pub(crate) fn organization_in_context(req: &HttpRequest) -> Option<OrganizationId> {
-    let from_path = req
-        .path()
-        .strip_prefix("/api/v1/organizations/")
-        .and_then(|rest| rest.split('/').next())
-        .and_then(|id| Uuid::parse_str(id).ok())
-        .map(OrganizationId::from_uuid);
-    from_path
-        .or_else(|| scim_organization(req.path()))
-        .or_else(|| organization_header(req).ok().flatten())
-}
-
-/// The organization of a SCIM path, `/scim/v2/{organization_id}/...`.
-pub(crate) fn scim_organization(path: &str) -> Option<OrganizationId> {
-    path.strip_prefix("/scim/v2/")
-        .and_then(|rest| rest.split('/').next())
-        .and_then(|id| Uuid::parse_str(id).ok())
-        .map(OrganizationId::from_uuid)
+    Ok(state(req)?
+        .authenticator
+        .actor_of(agent, organization, client_address(req))
+        .await?)
 }
 
 /// For `#[serde(default, deserialize_with = "nullable")]` on an `Option<Option<T>>` field:

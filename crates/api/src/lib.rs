@@ -6,6 +6,7 @@
 
 #![warn(missing_docs)]
 
+mod access;
 pub mod error;
 pub mod extract;
 mod middleware;
@@ -20,93 +21,113 @@ use actix_web::{http::StatusCode, web, HttpResponse};
 
 pub use state::AppState;
 
-use crate::{error::ApiError, extract::MAX_BODY_BYTES, routes::*};
+use crate::{
+    access::{unrouted, Access, Endpoint, Named},
+    error::ApiError,
+    extract::MAX_BODY_BYTES,
+    routes::*,
+};
 
-/// Registers every route, the body limit and the JSON fallbacks for unknown paths.
+/// Registers every route with the access it needs ([`access`]), the body limit and the JSON
+/// fallbacks for unknown paths.
 pub fn configure(cfg: &mut web::ServiceConfig) {
+    use Access::{Agent, Member, Open, Person, Probe, Public};
     // `/api/v1` in scopes by its first segment, and an organization's routes in a scope of their
     // own: a path meets the patterns of its own scope only, and an organization's id is matched
-    // once (`docs/benchmarks.md`, "The ninth pass").
-    let in_auth = api_scope("/auth");
-    let in_users = api_scope("/users");
-    let in_organizations = api_scope("/organizations");
-    let in_organization = api_scope("/organizations/{id}");
-    let in_sso = api_scope("/sso");
-    let in_invitations = api_scope("/invitations");
-    let in_iam = api_scope("/iam");
-    let in_webhooks = api_scope("/webhooks");
-    let in_api_keys = api_scope("/api-keys");
-    let saml = |path: &str| templated("/sso/saml", path, method_not_allowed);
+    // once (`docs/benchmarks.md`, "The ninth pass"). Each helper says what its routes need.
+    let public_auth = api_scope("/auth", Public);
+    let open_auth = api_scope("/auth", Open);
+    let in_auth = api_scope("/auth", Person);
+    let in_users = api_scope("/users", Person);
+    let in_organizations = api_scope("/organizations", Person);
+    let in_organization = api_scope("/organizations/{id}", Member(Named::Path));
+    let open_sso = api_scope("/sso", Open);
+    let agent_sso = api_scope("/sso", Agent);
+    let in_sso = api_scope("/sso", Member(Named::Path));
+    let in_invitations = api_scope("/invitations", Person);
+    let agent_iam = api_scope("/iam", Agent);
+    let in_iam = api_scope("/iam", Member(Named::Header));
+    let agent_webhooks = api_scope("/webhooks", Agent);
+    let in_webhooks = api_scope("/webhooks", Member(Named::Header));
+    let in_api_keys = api_scope("/api-keys", Person);
+    let saml = |path: &str, access| Endpoint::new("/sso/saml", path, access, unsupported());
+    let mailed_link = |scope: &str| Endpoint::new(scope, "/{token}", Public, unsupported());
     cfg.app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
         .app_data(
             web::PathConfig::default()
                 .error_handler(|err, _| ApiError::NotFound(format!("not found: {err}")).into()),
         )
-        .service(resource("/livez").route(web::get().to(health::livez)))
-        .service(resource("/readyz").route(web::get().to(health::readyz)))
-        .service(resource("/.well-known/jwks.json").route(web::get().to(auth::jwks)))
+        .service(resource("/livez", Probe).route(web::get().to(health::livez)))
+        .service(resource("/readyz", Probe).route(web::get().to(health::readyz)))
+        .service(resource("/.well-known/jwks.json", Open).route(web::get().to(auth::jwks)))
         // Every pattern with a parameter sits in a scope with a fixed prefix: a path meets only
         // the patterns of the scope its prefix names, and a fixed prefix is a plain comparison
         // (`docs/benchmarks.md`, "The ninth pass").
         .service(
             web::scope("/sso/saml")
-                .service(saml("/{id}/metadata").route(web::get().to(sso::metadata)))
-                .service(saml("/{id}/login").route(web::get().to(pages::saml::login)))
+                .service(saml("/{id}/metadata", Open).route(web::get().to(sso::metadata)))
+                .service(saml("/{id}/login", Open).route(web::get().to(pages::saml::login)))
                 .service(
-                    saml("/{id}/acs")
+                    saml("/{id}/acs", Public)
                         .app_data(web::PayloadConfig::new(pages::saml::ACS_MAX_BODY_BYTES))
                         .route(web::post().to(pages::saml::acs)),
                 ),
         )
         .service(
-            resource("/.well-known/openid-configuration").route(web::get().to(oauth::discovery)),
+            resource("/.well-known/openid-configuration", Open)
+                .route(web::get().to(oauth::discovery)),
         )
-        .service(resource("/oauth/token").route(web::post().to(oauth::token)))
-        .service(resource("/oauth/revoke").route(web::post().to(oauth::revoke)))
-        .service(resource("/oauth/introspect").route(web::post().to(oauth::introspect)))
+        .service(resource("/oauth/token", Public).route(web::post().to(oauth::token)))
+        .service(resource("/oauth/revoke", Open).route(web::post().to(oauth::revoke)))
+        .service(resource("/oauth/introspect", Open).route(web::post().to(oauth::introspect)))
         .service(
-            resource("/oauth/userinfo")
+            resource("/oauth/userinfo", Open)
                 .route(web::get().to(oauth::userinfo))
                 .route(web::post().to(oauth::userinfo_post)),
         )
-        .service(resource("/oauth/authorize").route(web::get().to(pages::consent::authorize)))
-        .service(resource("/oauth/consent").route(web::post().to(pages::consent::consent)))
         .service(
-            resource("/login")
+            resource("/oauth/authorize", Public).route(web::get().to(pages::consent::authorize)),
+        )
+        .service(resource("/oauth/consent", Public).route(web::post().to(pages::consent::consent)))
+        .service(
+            resource("/login", Public)
                 .route(web::get().to(pages::login::page))
                 .route(web::post().to(pages::login::sign_in)),
         )
-        .service(resource("/login/sso").route(web::post().to(pages::login::sign_in_with_sso)))
-        .service(resource("/login/mfa").route(web::post().to(pages::second_step::verify)))
-        .service(resource("/login/done").route(web::get().to(pages::login::done)))
-        .service(resource("/logout").route(web::post().to(pages::login::sign_out)))
         .service(
-            resource("/assets/webauthn.js").route(web::get().to(pages::assets::webauthn_script)),
+            resource("/login/sso", Public).route(web::post().to(pages::login::sign_in_with_sso)),
+        )
+        .service(resource("/login/mfa", Public).route(web::post().to(pages::second_step::verify)))
+        .service(resource("/login/done", Public).route(web::get().to(pages::login::done)))
+        .service(resource("/logout", Open).route(web::post().to(pages::login::sign_out)))
+        .service(
+            resource("/assets/webauthn.js", Open)
+                .route(web::get().to(pages::assets::webauthn_script)),
         )
         .service(
             web::scope("/magic-link").service(
-                templated("/magic-link", "/{token}", method_not_allowed)
+                mailed_link("/magic-link")
                     .route(web::get().to(pages::mailed_link::magic_link_page))
                     .route(web::post().to(pages::mailed_link::sign_in)),
             ),
         )
         .service(
             web::scope("/reset-password").service(
-                templated("/reset-password", "/{token}", method_not_allowed)
+                mailed_link("/reset-password")
                     .route(web::get().to(pages::mailed_link::reset_password_page))
                     .route(web::post().to(pages::mailed_link::reset_password)),
             ),
         )
         .service(
             web::scope("/invitations").service(
-                templated("/invitations", "/{token}", method_not_allowed)
+                mailed_link("/invitations")
                     .route(web::get().to(pages::invitation::page))
                     .route(web::post().to(pages::invitation::accept)),
             ),
         )
         .service(
             web::scope("/verify-email").service(
-                templated("/verify-email", "/{token}", method_not_allowed)
+                mailed_link("/verify-email")
                     .route(web::get().to(pages::mailed_link::verify_email_page))
                     .route(web::post().to(pages::mailed_link::verify_email)),
             ),
@@ -116,32 +137,34 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             web::scope("/api/v1")
                 .service(
                     web::scope("/auth")
-                        .service(in_auth("/register").route(web::post().to(auth::register)))
-                        .service(in_auth("/login").route(web::post().to(auth::login)))
-                        .service(in_auth("/refresh").route(web::post().to(auth::refresh)))
+                        .service(public_auth("/register").route(web::post().to(auth::register)))
+                        .service(public_auth("/login").route(web::post().to(auth::login)))
+                        .service(open_auth("/refresh").route(web::post().to(auth::refresh)))
                         .service(in_auth("/mfa").route(web::get().to(mfa::overview)))
                         .service(
-                            in_auth("/magic-link").route(web::post().to(links::request_magic_link)),
+                            public_auth("/magic-link")
+                                .route(web::post().to(links::request_magic_link)),
                         )
                         .service(
-                            in_auth("/magic-link/verify")
+                            public_auth("/magic-link/verify")
                                 .route(web::post().to(links::verify_magic_link)),
                         )
                         .service(
-                            in_auth("/password/forgot")
+                            public_auth("/password/forgot")
                                 .route(web::post().to(links::forgot_password)),
                         )
                         .service(
-                            in_auth("/password/reset").route(web::post().to(links::reset_password)),
+                            public_auth("/password/reset")
+                                .route(web::post().to(links::reset_password)),
                         )
                         .service(
                             in_auth("/email/verify-request")
                                 .route(web::post().to(links::request_verification)),
                         )
                         .service(
-                            in_auth("/email/verify").route(web::post().to(links::verify_email)),
+                            public_auth("/email/verify").route(web::post().to(links::verify_email)),
                         )
-                        .service(in_auth("/mfa/verify").route(web::post().to(mfa::verify)))
+                        .service(public_auth("/mfa/verify").route(web::post().to(mfa::verify)))
                         .service(in_auth("/mfa/totp").route(web::post().to(mfa::enroll_totp)))
                         .service(
                             in_auth("/mfa/totp/{id}/confirm")
@@ -163,7 +186,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                         .service(in_auth("/logout").route(web::post().to(auth::logout)))
                         .service(in_auth("/password").route(web::post().to(auth::change_password)))
                         .service(
-                            in_auth("/password/renew").route(web::post().to(auth::renew_password)),
+                            public_auth("/password/renew")
+                                .route(web::post().to(auth::renew_password)),
                         ),
                 )
                 .service(
@@ -307,8 +331,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 )
                 .service(
                     web::scope("/sso")
-                        .service(in_sso("/configurations").route(web::post().to(sso::create)))
-                        .service(in_sso("/lookup").route(web::post().to(sso::lookup)))
+                        .service(agent_sso("/configurations").route(web::post().to(sso::create)))
+                        .service(open_sso("/lookup").route(web::post().to(sso::lookup)))
                         .service(
                             in_sso("/configurations/{id}")
                                 .route(web::get().to(sso::get))
@@ -330,7 +354,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .service(
                     web::scope("/iam")
                         .service(in_iam("/users").route(web::get().to(members::iam_users)))
-                        .service(in_iam("/permissions").route(web::get().to(iam::permissions))),
+                        .service(agent_iam("/permissions").route(web::get().to(iam::permissions))),
                 )
                 .service(
                     web::scope("/webhooks")
@@ -353,7 +377,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                             in_webhooks("/endpoints/{id}/test")
                                 .route(web::post().to(webhooks::test)),
                         )
-                        .service(in_webhooks("/events").route(web::get().to(webhooks::events)))
+                        .service(agent_webhooks("/events").route(web::get().to(webhooks::events)))
                         .service(
                             in_webhooks("/deliveries/{id}/retry")
                                 .route(web::post().to(webhooks::retry)),
@@ -368,8 +392,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                         )
                         .service(in_api_keys("/{id}").route(web::delete().to(api_keys::delete))),
                 )
-                .service(api_resource("/health").route(web::get().to(health::health)))
-                .service(api_resource("/openapi.json").route(web::get().to(openapi_json))),
+                .service(
+                    api_resource("/health", Member(Named::Header))
+                        .route(web::get().to(health::health)),
+                )
+                .service(api_resource("/openapi.json", Open).route(web::get().to(openapi_json))),
         )
         .service(
             web::scope("/control")
@@ -387,72 +414,53 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .service(control_resource("/metrics").route(web::get().to(control::metrics)))
                 .service(control_resource("/audit").route(web::get().to(control::control_log))),
         )
-        .default_service(web::to(not_found));
+        .default_service(unrouted(Public, web::to(not_found)));
 }
 
 /// The routes of the `GATEHOUSE_METRICS_BIND` listener: `GET /metrics`, and nothing else.
 pub fn configure_metrics_listener(cfg: &mut web::ServiceConfig) {
-    cfg.service(resource("/metrics").route(web::get().to(control::metrics_listener)))
-        .default_service(web::to(not_found));
+    cfg.service(
+        resource("/metrics", Access::Probe).route(web::get().to(control::metrics_listener)),
+    )
+    .default_service(unrouted(Access::Probe, web::to(not_found)));
 }
 
 pub use middleware::{
-    bounded_body, bounded_head, catch_panics, json_errors, panic_message, rate_limit, request_id,
-    PanicCount, RequestId, DEFAULT_BODY_TIMEOUT, MAX_HEADER_BYTES, MAX_URI_BYTES,
+    bounded_body, bounded_head, catch_panics, json_errors, panic_message, request_id, PanicCount,
+    RequestId, DEFAULT_BODY_TIMEOUT, MAX_HEADER_BYTES, MAX_URI_BYTES,
 };
 
-/// The template of the route a request reached (`/api/v1/organizations/{id}`), kept in its
-/// resource's data: the metrics label a request is counted under, read without matching the path
-/// against the routes a second time (`HttpRequest::match_pattern` does that, and on a read it cost
-/// as much as the routing itself; `docs/benchmarks.md`).
-#[derive(Debug)]
-pub(crate) struct RouteTemplate(String);
-
-impl RouteTemplate {
-    /// The template of the resource that answered `req`, or, for an answer given before any
-    /// resource was reached (a `429`, say), the template its path matches; `None` for a path no
-    /// route matches.
-    pub(crate) fn of(req: &actix_web::HttpRequest) -> Option<std::borrow::Cow<'_, str>> {
-        match req.app_data::<RouteTemplate>() {
-            Some(template) => Some(std::borrow::Cow::Borrowed(template.0.as_str())),
-            None => req.match_pattern().map(std::borrow::Cow::Owned),
-        }
-    }
+/// How a resource answers a method it does not serve: the JSON `405`, counted against the
+/// client's address.
+fn unsupported() -> (Access, actix_web::Route) {
+    (Access::Public, web::to(method_not_allowed))
 }
 
-/// A resource at `scope` + `path` that knows its template and answers an unsupported method with
-/// `unsupported`.
-fn templated<F, Args>(scope: &str, path: &str, unsupported: F) -> actix_web::Resource
-where
-    F: actix_web::Handler<Args>,
-    Args: actix_web::FromRequest + 'static,
-    F::Output: actix_web::Responder + 'static,
-{
-    web::resource(path)
-        .app_data(RouteTemplate(format!("{scope}{path}")))
-        .default_service(web::to(unsupported))
+/// A resource at the root.
+fn resource(path: &str, access: Access) -> Endpoint {
+    Endpoint::new("", path, access, unsupported())
 }
 
-/// A resource at the root that answers an unsupported method with a JSON `405`.
-fn resource(path: &str) -> actix_web::Resource {
-    templated("", path, method_not_allowed)
+/// A resource under `/api/v1`.
+fn api_resource(path: &str, access: Access) -> Endpoint {
+    Endpoint::new("/api/v1", path, access, unsupported())
 }
 
-/// A resource under `/api/v1`, as [`resource`].
-fn api_resource(path: &str) -> actix_web::Resource {
-    templated("/api/v1", path, method_not_allowed)
-}
-
-/// The resources of the scope `/api/v1{scope}`, as [`resource`].
-fn api_scope(scope: &str) -> impl Fn(&str) -> actix_web::Resource {
+/// The resources of the scope `/api/v1{scope}`, each needing `access`.
+fn api_scope(scope: &str, access: Access) -> impl Fn(&str) -> Endpoint {
     let scope = format!("/api/v1{scope}");
-    move |path| templated(&scope, path, method_not_allowed)
+    move |path| Endpoint::new(&scope, path, access, unsupported())
 }
 
-/// A control-plane resource: an unsupported method is `404` while the control plane is off
-/// (nothing under `/control` exists then) and `405` once it is on.
-fn control_resource(path: &str) -> actix_web::Resource {
-    templated("/control", path, control_method_not_allowed)
+/// A control-plane resource, for the operator: an unsupported method is `404` while the control
+/// plane is off (nothing under `/control` exists then) and `405` once it is on.
+fn control_resource(path: &str) -> Endpoint {
+    Endpoint::new(
+        "/control",
+        path,
+        Access::Operator,
+        (Access::Public, web::to(control_method_not_allowed)),
+    )
 }
 
 async fn control_method_not_allowed(state: web::Data<AppState>) -> HttpResponse {

@@ -1,4 +1,4 @@
-//! Request ids and access logs, panics caught, JSON error bodies, rate limits.
+//! Request ids and access logs, panics caught, JSON error bodies, bounded heads and bodies.
 
 use std::time::Instant;
 
@@ -7,44 +7,26 @@ use actix_web::{
     dev::{ServiceRequest, ServiceResponse},
     http::header::{HeaderName, HeaderValue},
     middleware::Next,
-    Error, HttpMessage,
+    Error, HttpMessage, HttpRequest,
 };
 use tracing::Instrument;
 use uuid::Uuid;
 
+use crate::access::{RequestSpan, Routed};
 pub use crate::extract::{RequestId, REQUEST_ID_HEADER};
 
-/// The most characters of a request's path and query string that its log lines hold.
-pub const MAX_LOGGED_TARGET_CHARS: usize = 256;
-
-/// The hosted pages of mailed links, whose last path segment is a one-time secret (the link's
-/// token): redacted in the log, and public ways in for the rate limits.
-const MAILED_LINK_PAGES: [&str; 4] = [
-    "/magic-link/",
-    "/reset-password/",
-    "/invitations/",
-    "/verify-email/",
-];
-
-/// The request's path and query as its log lines show them: a mailed link's token replaced by
-/// `{token}`, and at most [`MAX_LOGGED_TARGET_CHARS`] characters, so that a client cannot fill
-/// the disk with long paths or read a secret out of the log.
-pub fn logged_target(req: &ServiceRequest) -> String {
-    let uri = req.uri();
-    let target = uri.path_and_query().map_or(uri.path(), |pq| pq.as_str());
-    let target = match MAILED_LINK_PAGES
-        .iter()
-        .find(|prefix| target.starts_with(*prefix))
-    {
-        Some(prefix) => {
-            let query = target.find('?').map_or("", |at| &target[at..]);
-            format!("{prefix}{{token}}{query}")
-        }
-        None => target.to_owned(),
-    };
-    match target.char_indices().nth(MAX_LOGGED_TARGET_CHARS) {
-        Some((cut, _)) => format!("{}…", &target[..cut]),
-        None => target,
+/// The first segment of a request's path, as a request that reached no route is logged.
+fn unrouted_target(req: &HttpRequest) -> String {
+    let path = req.path();
+    let first = path
+        .get(1..)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_default();
+    let first: String = first.chars().take(64).collect();
+    if path.len() > first.len() + 1 {
+        format!("/{first}/…")
+    } else {
+        format!("/{first}")
     }
 }
 
@@ -69,13 +51,15 @@ pub async fn request_id(
         "request",
         request_id = %id,
         method = %req.method(),
-        path = %logged_target(&req),
+        path = tracing::field::Empty,
     );
     req.extensions_mut().insert(RequestId(id.clone()));
+    req.extensions_mut().insert(RequestSpan(span.clone()));
     let method = req.method().clone();
     let metrics = req
         .app_data::<actix_web::web::Data<crate::AppState>>()
         .map(|state| state.metrics.clone());
+    let unrouted = unrouted_target(req.request());
     let started = Instant::now();
     let outcome = next.call(req).instrument(span.clone()).await;
     let status = match &outcome {
@@ -83,6 +67,15 @@ pub async fn request_id(
         Err(error) => error.as_response_error().status_code(),
     };
     let elapsed = started.elapsed();
+    // The route the request reached: its template labels the metrics. A request refused before
+    // routing has none, and its path is logged by its first segment.
+    let routed = outcome
+        .as_ref()
+        .ok()
+        .and_then(|response| response.request().extensions().get::<Routed>().cloned());
+    if routed.is_none() {
+        span.record("path", unrouted.as_str());
+    }
     span.in_scope(|| {
         tracing::info!(
             status = status.as_u16(),
@@ -93,13 +86,12 @@ pub async fn request_id(
     if let Some(metrics) = metrics {
         // The route's template, never the path: an id must not become a metrics label. (An
         // error that no middleware turned into a response has no request left to ask.)
-        let route = outcome
-            .as_ref()
-            .ok()
-            .and_then(|response| crate::RouteTemplate::of(response.request()));
         metrics.request(
             method.as_str(),
-            route.as_deref().unwrap_or("unmatched"),
+            routed
+                .as_ref()
+                .and_then(|routed| routed.0.as_deref())
+                .unwrap_or("unmatched"),
             status.as_u16(),
             elapsed,
         );
@@ -274,7 +266,7 @@ mod bounded_head_impl {
             let caller = Caller::Anonymous(client_address(req.request()).0);
             if let Ok(decision) = app.rate_limits.check(&caller).await {
                 if !decision.allowed {
-                    let response = super::rate_limit_impl::too_many_requests(&app, &decision);
+                    let response = crate::access::too_many_requests(&app, &decision);
                     return Ok(req.into_response(response).map_into_right_body());
                 }
             }
@@ -326,177 +318,6 @@ mod json_errors_impl {
         let (req, _) = response.into_parts();
         let replaced = HttpResponse::build(status).json(ErrorBody { detail });
         Ok(ServiceResponse::new(req, replaced).map_into_right_body())
-    }
-}
-
-pub use rate_limit_impl::rate_limit;
-
-mod rate_limit_impl {
-    use actix_web::{
-        body::{EitherBody, MessageBody},
-        dev::{ServiceRequest, ServiceResponse},
-        http::{
-            header::{self, HeaderMap, HeaderName, HeaderValue},
-            StatusCode,
-        },
-        middleware::Next,
-        Error, HttpMessage, HttpResponse,
-    };
-    use gatehouse_domain::{
-        ports::{RateDecision, RateLimitedCaller},
-        service::Caller,
-    };
-
-    use crate::{
-        error::ErrorBody,
-        extract::{
-            authenticate_credentials, authenticate_in, client_address, organization_in_context,
-            state, API_KEY_HEADER,
-        },
-    };
-
-    /// Probes are not counted: an orchestrator must always reach them.
-    const UNCOUNTED: [&str; 2] = ["/livez", "/readyz"];
-
-    /// The routes anyone may call to get in (register, sign in, the second factor, mailed links,
-    /// password reset, the SAML ACS, OAuth's authorize, consent and token, the hosted pages):
-    /// always counted against the client's address, whatever credential the request also
-    /// carries, so that a key riding along buys no extra password guesses.
-    const PUBLIC: [&str; 13] = [
-        "/api/v1/auth/register",
-        "/api/v1/auth/login",
-        "/api/v1/auth/mfa/verify",
-        "/api/v1/auth/magic-link",
-        "/api/v1/auth/magic-link/verify",
-        "/api/v1/auth/password/forgot",
-        "/api/v1/auth/password/reset",
-        "/api/v1/auth/password/renew",
-        "/api/v1/auth/email/verify",
-        "/oauth/authorize",
-        "/oauth/consent",
-        "/oauth/token",
-        "/login",
-    ];
-
-    /// Whether the path is one of the [`PUBLIC`] ways in (the SAML ACS included).
-    pub(crate) fn is_public(path: &str) -> bool {
-        PUBLIC.contains(&path)
-            // `/login/mfa`, `/login/sso`, and the mailed links' pages.
-            || path.starts_with("/login/")
-            || super::MAILED_LINK_PAGES
-                .iter()
-                .any(|prefix| path.starts_with(prefix))
-            || (path.starts_with("/sso/saml/") && path.ends_with("/acs"))
-    }
-
-    fn set_headers(headers: &mut HeaderMap, decision: &RateDecision) {
-        for (name, value) in [
-            ("x-ratelimit-limit", decision.limit.to_string()),
-            ("x-ratelimit-remaining", decision.remaining.to_string()),
-            (
-                "x-ratelimit-reset",
-                decision.reset_at.unix_timestamp().to_string(),
-            ),
-        ] {
-            if let Ok(value) = HeaderValue::from_str(&value) {
-                headers.insert(HeaderName::from_static(name), value);
-            }
-        }
-    }
-
-    /// `429 {detail}` with `Retry-After` and the `X-RateLimit-*` headers: the budget is spent.
-    pub(super) fn too_many_requests(
-        app: &crate::AppState,
-        decision: &RateDecision,
-    ) -> HttpResponse {
-        let now = app.clock.now();
-        // Whole seconds, rounded up: a client that waits this long is admitted.
-        let wait = (decision.reset_at - now).whole_milliseconds();
-        let retry_after = i64::try_from((wait + 999).div_euclid(1000).max(1)).unwrap_or(i64::MAX);
-        let mut response = HttpResponse::build(StatusCode::TOO_MANY_REQUESTS)
-            .insert_header((header::RETRY_AFTER, retry_after.to_string()))
-            .json(ErrorBody {
-                detail: format!(
-                    "rate limit exceeded: {} requests per minute; retry in {retry_after} s",
-                    decision.limit
-                ),
-            });
-        set_headers(response.headers_mut(), decision);
-        response
-    }
-
-    /// Counts every request against its caller's per-plan budget, refuses it with `429` and
-    /// `Retry-After` when spent, and puts the `X-RateLimit-*` headers on every response. The
-    /// principal (and the organization membership) it authenticates is left in the request's
-    /// extensions for the extractors, so credentials are checked once.
-    pub async fn rate_limit(
-        req: ServiceRequest,
-        next: Next<impl MessageBody + 'static>,
-    ) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, Error> {
-        let Ok(app) = state(req.request()) else {
-            return Ok(next.call(req).await?.map_into_left_body());
-        };
-        if UNCOUNTED.contains(&req.path()) {
-            return Ok(next.call(req).await?.map_into_left_body());
-        }
-        let client = client_address(req.request());
-        let ip = client.0;
-        // The control plane's bearer is the operator token, not a user's: counted by address,
-        // as the public ways in are.
-        let has_credentials = (req.headers().contains_key(header::AUTHORIZATION)
-            || req.headers().contains_key(API_KEY_HEADER))
-            && !req.path().starts_with("/control/")
-            && !is_public(req.path());
-        let caller = match has_credentials {
-            false => Caller::Anonymous(ip),
-            true => {
-                let authenticated = match organization_in_context(req.request()) {
-                    Some(organization) => authenticate_in(req.request(), organization)
-                        .await
-                        .map(|(principal, actor)| (principal, actor.ok())),
-                    None => authenticate_credentials(req.request())
-                        .await
-                        .map(|principal| (principal, None)),
-                };
-                match authenticated {
-                    // The extractor answers the 401; the attempt counts against the address.
-                    Err(_) => Caller::Anonymous(ip),
-                    Ok((agent, actor)) => {
-                        req.extensions_mut().insert(agent.clone());
-                        let organization_plan = actor.as_ref().map(|a| a.plan());
-                        if let Some(actor) = actor {
-                            req.extensions_mut().insert(actor);
-                        }
-                        Caller::Authenticated {
-                            agent,
-                            organization_plan,
-                        }
-                    }
-                }
-            }
-        };
-        let decision = match app.rate_limits.check(&caller).await {
-            Ok(decision) => Some(decision),
-            Err(error) => {
-                // Fail open: a limiter that fails must not take the service down. (The Redis
-                // one never does: it counts in process while Redis is unreachable.)
-                tracing::warn!(%error, "rate limit not checked");
-                None
-            }
-        };
-        if let Some(decision) = decision.filter(|d| !d.allowed) {
-            app.metrics.rate_limited(match caller {
-                Caller::Anonymous(_) => RateLimitedCaller::Anonymous,
-                Caller::Authenticated { .. } => RateLimitedCaller::Authenticated,
-            });
-            let response = too_many_requests(&app, &decision);
-            return Ok(req.into_response(response).map_into_right_body());
-        }
-        let mut response = next.call(req).await?;
-        if let Some(decision) = decision {
-            set_headers(response.headers_mut(), &decision);
-        }
-        Ok(response.map_into_left_body())
     }
 }
 

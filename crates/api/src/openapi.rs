@@ -225,15 +225,15 @@ impl Modify for UniqueOperationIds {
 ///   `Content-Type` is not JSON `415`, and one whose fields do not parse `422` (the body
 ///   extractor);
 /// - an operation of the control plane answers `401` without the control token, and `404` when
-///   the control plane is off (the operator extractor);
+///   the control plane is off (the operator's gate);
 /// - an operation that takes credentials answers `401` without valid ones, and `403` to an
 ///   OAuth token whose API scopes do not cover it or a machine token outside its organization
-///   (the credential extractors);
+///   (the routes' gates, `access.rs`);
 /// - one that needs `X-Organization-ID` answers `422` when it is missing or not a UUID, and
-///   `404` to a caller who is not a member (the organization extractor);
+///   `404` to a caller who is not a member (the member's gate);
 /// - every operation but the probes answers `429` with `Retry-After` past the caller's rate
-///   limit (the rate-limit middleware), and a store that cannot be reached makes any operation
-///   that needs it `503` with `Retry-After`;
+///   limit (the routes' gates), and a store that cannot be reached makes any operation that
+///   needs it `503` with `Retry-After`;
 /// - every operation answers `414` to a path and query over 8 KiB and `431` to headers over
 ///   16 KiB (the request-head bounds).
 struct CommonResponses;
@@ -356,8 +356,8 @@ impl Modify for CommonResponses {
 }
 
 /// Declares the `X-RateLimit-*` headers on every response of every operation (after
-/// [`CommonResponses`], so on the ones it added too): the rate-limit middleware puts them on
-/// every response it counted. They are declared optional, since a few responses are never
+/// [`CommonResponses`], so on the ones it added too): the routes' gates put them on
+/// every response they counted. They are declared optional, since a few responses are never
 /// counted: the probes (`/livez`, `/readyz`), answers refused before routing (`400`, `414`,
 /// `431`), and any answer while the limiter itself cannot count (it fails open). Every `429`
 /// has `Retry-After`, the rate limit's ([`CommonResponses`]) and an operation's own (a locked

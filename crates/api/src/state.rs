@@ -53,7 +53,7 @@ pub struct AppState {
     pub directory: DirectoryService,
     /// `GATEHOUSE_PUBLIC_URL`: the base of each organization's SCIM address.
     pub public_url: String,
-    /// The per-plan request limits the rate-limit middleware applies.
+    /// The per-plan request limits the routes' gates apply (`access.rs`).
     pub rate_limits: RateLimitService,
     /// Webhook endpoints, the delivery log, retries and test pings.
     pub webhooks: WebhookService,

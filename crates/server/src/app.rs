@@ -13,7 +13,7 @@ use std::{
 use actix_web::{dev::Server, middleware::from_fn, web, App, HttpServer};
 use gatehouse_api::{
     bounded_body, bounded_head, catch_panics, configure, configure_metrics_listener, json_errors,
-    rate_limit, request_id, AppState, PanicCount,
+    request_id, AppState, PanicCount,
 };
 use gatehouse_delivery::{HttpsSender, SenderConfig};
 use gatehouse_dns::HickoryDns;
@@ -317,7 +317,6 @@ impl Application {
                 .app_data(state.clone())
                 .app_data(panics.clone())
                 .wrap(from_fn(bounded_body))
-                .wrap(from_fn(rate_limit))
                 .wrap(from_fn(bounded_head))
                 .wrap(from_fn(json_errors))
                 .wrap(from_fn(catch_panics))

@@ -17,7 +17,7 @@ use super::organizations::PageResponse;
 use crate::extract::RequestOrigin;
 use crate::{
     error::{ApiError, ErrorBody, ValidationErrorBody},
-    extract::{Fields, PathOrganization, ValidJson},
+    extract::{Fields, InOrganization, ValidJson},
     query::Query,
     state::AppState,
 };
@@ -130,7 +130,7 @@ pub struct CreateApplicationRequest {
 pub async fn create(
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
     ValidJson(body): ValidJson<CreateApplicationRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let mut fields = Fields::new();
@@ -164,7 +164,7 @@ pub async fn create(
 pub async fn list(
     req: HttpRequest,
     state: web::Data<AppState>,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
 ) -> Result<HttpResponse, ApiError> {
     let page = Query::of(&req)?.page()?;
     let apps = state.applications.list(&actor, page).await?;
@@ -180,7 +180,7 @@ pub async fn list(
 )]
 pub async fn get(
     state: web::Data<AppState>,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let id = application_id(&path.1)?;
@@ -216,7 +216,7 @@ pub struct UpdateApplicationRequest {
 pub async fn update(
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
     path: web::Path<(String, String)>,
     ValidJson(body): ValidJson<UpdateApplicationRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -256,7 +256,7 @@ pub async fn update(
 pub async fn rotate_secret(
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let id = application_id(&path.1)?;
@@ -281,7 +281,7 @@ pub async fn rotate_secret(
 pub async fn delete(
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let id = application_id(&path.1)?;

@@ -13,7 +13,7 @@ use uuid::Uuid;
 use super::organizations::PageResponse;
 use crate::{
     error::{ApiError, ErrorBody, ValidationErrorBody},
-    extract::PathOrganization,
+    extract::InOrganization,
     query::{organization_id, since, Query},
     state::AppState,
 };
@@ -124,7 +124,7 @@ pub(super) fn filter(query: &Query) -> Result<AuditFilter, ApiError> {
     )
 )]
 pub async fn organization_log(
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
     req: HttpRequest,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {

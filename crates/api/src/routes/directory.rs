@@ -16,7 +16,7 @@ use uuid::Uuid;
 use super::organizations::PageResponse;
 use crate::{
     error::{ApiError, ErrorBody, FieldError, ValidationErrorBody},
-    extract::{Fields, PathOrganization, RequestOrigin, ValidJson},
+    extract::{Fields, InOrganization, RequestOrigin, ValidJson},
     query::Query,
     state::AppState,
 };
@@ -96,7 +96,7 @@ fn token_id(raw: &str) -> Result<ScimTokenId, ApiError> {
 pub async fn create_token(
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
     ValidJson(body): ValidJson<CreateScimTokenRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let mut fields = Fields::new();
@@ -129,7 +129,7 @@ pub async fn create_token(
 pub async fn list_tokens(
     req: HttpRequest,
     state: web::Data<AppState>,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
 ) -> Result<HttpResponse, ApiError> {
     let page = Query::of(&req)?.page()?;
     let tokens = state.directory.tokens(&actor, page).await?;
@@ -150,7 +150,7 @@ pub async fn list_tokens(
 pub async fn revoke_token(
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let id = token_id(&path.1)?;
@@ -187,7 +187,7 @@ impl From<GroupRoles> for GroupRolesBody {
 )]
 pub async fn group_roles(
     state: web::Data<AppState>,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
 ) -> Result<HttpResponse, ApiError> {
     let roles = state.directory.group_roles(&actor).await?;
     Ok(HttpResponse::Ok().json(GroupRolesBody::from(roles)))
@@ -210,7 +210,7 @@ pub async fn group_roles(
 pub async fn save_group_roles(
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
     ValidJson(body): ValidJson<GroupRolesBody>,
 ) -> Result<HttpResponse, ApiError> {
     let mut entries = Vec::with_capacity(body.0.len());

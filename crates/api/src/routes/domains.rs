@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 use super::organizations::PageResponse;
 use crate::{
     error::{ApiError, ErrorBody, ValidationErrorBody},
-    extract::{Fields, PathOrganization, RequestOrigin, ValidJson},
+    extract::{Fields, InOrganization, RequestOrigin, ValidJson},
     query::Query,
     state::AppState,
 };
@@ -93,7 +93,7 @@ fn domain_id(raw: &str) -> Result<DomainId, ApiError> {
 pub async fn add(
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
     ValidJson(body): ValidJson<AddDomainRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let mut fields = Fields::new();
@@ -118,7 +118,7 @@ pub async fn add(
 pub async fn list(
     req: HttpRequest,
     state: web::Data<AppState>,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
 ) -> Result<HttpResponse, ApiError> {
     let page = Query::of(&req)?.page()?;
     let domains = state.domains.list(&actor, page).await?;
@@ -142,7 +142,7 @@ pub async fn list(
 pub async fn verify(
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let id = domain_id(&path.1)?;
@@ -164,7 +164,7 @@ pub async fn verify(
 pub async fn remove(
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let id = domain_id(&path.1)?;

@@ -7,7 +7,7 @@ use utoipa::ToSchema;
 use super::not_stored;
 use crate::{
     error::{ApiError, ErrorBody},
-    extract::HeaderOrganization,
+    extract::InOrganization,
     state::AppState,
 };
 
@@ -63,7 +63,7 @@ pub struct CredentialHealth {
         (status = 404, body = ErrorBody, description = "Not a member of the organization"),
     )
 )]
-pub async fn health(HeaderOrganization(actor): HeaderOrganization) -> HttpResponse {
+pub async fn health(InOrganization(actor): InOrganization) -> HttpResponse {
     HttpResponse::Ok().json(CredentialHealth {
         status: "ok",
         organization_id: actor.organization_id().as_uuid(),

@@ -22,7 +22,7 @@ use super::not_stored;
 use super::organizations::PageResponse;
 use crate::{
     error::{ApiError, ErrorBody, ValidationErrorBody},
-    extract::{AuthenticatedAgent, Fields, PathOrganization, RequestOrigin, ValidJson},
+    extract::{AuthenticatedAgent, Fields, InOrganization, RequestOrigin, ValidJson},
     query::Query,
     state::AppState,
 };
@@ -143,7 +143,7 @@ fn service_account_id(raw: &str) -> Result<ServiceAccountId, ApiError> {
 pub async fn create_service_account(
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
     ValidJson(body): ValidJson<CreateServiceAccountRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let mut fields = Fields::new();
@@ -172,7 +172,7 @@ pub async fn create_service_account(
 pub async fn list_service_accounts(
     req: HttpRequest,
     state: web::Data<AppState>,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
 ) -> Result<HttpResponse, ApiError> {
     let page = Query::of(&req)?.page()?;
     let accounts = state.iam.service_accounts(&actor, page).await?;
@@ -195,7 +195,7 @@ pub async fn list_service_accounts(
 )]
 pub async fn get_service_account(
     state: web::Data<AppState>,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let id = service_account_id(&path.1)?;
@@ -219,7 +219,7 @@ pub async fn get_service_account(
 pub async fn update_service_account(
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
     path: web::Path<(String, String)>,
     ValidJson(body): ValidJson<UpdateServiceAccountRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -249,7 +249,7 @@ pub async fn update_service_account(
 pub async fn delete_service_account(
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let id = service_account_id(&path.1)?;
@@ -277,7 +277,7 @@ pub async fn delete_service_account(
 pub async fn create_service_account_key(
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
     path: web::Path<(String, String)>,
     ValidJson(body): ValidJson<CreateServiceAccountKeyRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -311,7 +311,7 @@ pub async fn create_service_account_key(
 pub async fn organization_keys(
     req: HttpRequest,
     state: web::Data<AppState>,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
 ) -> Result<HttpResponse, ApiError> {
     let page = Query::of(&req)?.page()?;
     let keys = state.iam.organization_keys(&actor, page).await?;
@@ -335,7 +335,7 @@ pub async fn organization_keys(
 pub async fn revoke_organization_key(
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let id = Uuid::parse_str(&path.1)
@@ -514,7 +514,7 @@ fn permission_set(names: Vec<String>) -> Result<PermissionSet, String> {
 pub async fn list_roles(
     req: HttpRequest,
     state: web::Data<AppState>,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
 ) -> Result<HttpResponse, ApiError> {
     let page = Query::of(&req)?.page()?;
     let roles = state.iam.roles(&actor, page).await?;
@@ -544,7 +544,7 @@ pub async fn list_roles(
 pub async fn create_role(
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
     ValidJson(body): ValidJson<CreateRoleRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let mut fields = Fields::new();
@@ -579,7 +579,7 @@ pub async fn create_role(
 )]
 pub async fn get_role(
     state: web::Data<AppState>,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     if let Ok(role) = path.1.parse::<Role>() {
@@ -606,7 +606,7 @@ pub async fn get_role(
 pub async fn update_role(
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
     path: web::Path<(String, String)>,
     ValidJson(body): ValidJson<UpdateRoleRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -643,7 +643,7 @@ pub async fn update_role(
 pub async fn delete_role(
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let key = role_key(&path.1)?;

@@ -13,7 +13,7 @@ use super::organizations::PageResponse;
 use crate::extract::RequestOrigin;
 use crate::{
     error::{ApiError, ErrorBody, ValidationErrorBody},
-    extract::{as_is, Authenticated, Fields, HeaderOrganization, PathOrganization, ValidJson},
+    extract::{as_is, Authenticated, Fields, InOrganization, ValidJson},
     query::Query,
     state::AppState,
 };
@@ -78,7 +78,7 @@ fn parse_user_id(raw: &str) -> Result<UserId, ApiError> {
 pub async fn list(
     req: HttpRequest,
     state: web::Data<AppState>,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
 ) -> Result<HttpResponse, ApiError> {
     let query = Query::of(&req)?;
     let page = query.page()?;
@@ -133,7 +133,7 @@ pub struct InvitedResponse {
 pub async fn invite(
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
     ValidJson(body): ValidJson<InviteRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let mut fields = Fields::new();
@@ -185,7 +185,7 @@ pub struct RoleChangedResponse {
 pub async fn change_role(
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
     path: web::Path<(String, String)>,
     ValidJson(body): ValidJson<ChangeRoleRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -228,7 +228,7 @@ pub struct RemovedResponse {
 pub async fn remove(
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let user_id = parse_user_id(&path.1)?;
@@ -253,7 +253,7 @@ pub async fn remove(
 pub async fn revoke_invitation(
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let id = Uuid::parse_str(&path.1)
@@ -416,7 +416,7 @@ pub struct IamUserResponse {
 pub async fn iam_users(
     req: HttpRequest,
     state: web::Data<AppState>,
-    HeaderOrganization(actor): HeaderOrganization,
+    InOrganization(actor): InOrganization,
 ) -> Result<HttpResponse, ApiError> {
     let page = Query::of(&req)?.page()?;
     let users = state.members.users(&actor, page).await?;
@@ -471,7 +471,7 @@ pub struct OwnershipTransferredResponse {
 pub async fn transfer_ownership(
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
     ValidJson(body): ValidJson<TransferOwnershipRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let mut fields = Fields::new();

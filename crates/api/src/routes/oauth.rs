@@ -23,11 +23,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::auth::TokenResponse;
-use crate::{
-    error::ApiError,
-    extract::{authenticate, origin_of},
-    state::AppState,
-};
+use crate::{access::authenticate, error::ApiError, extract::origin_of, state::AppState};
 
 /// The login's token response and the scope granted. `refresh_token` comes with the code
 /// exchange; a refresh, and a machine token (`client_credentials`), answer without one.

@@ -13,7 +13,7 @@ use uuid::Uuid;
 use crate::extract::RequestOrigin;
 use crate::{
     error::{ApiError, ErrorBody, ValidationErrorBody},
-    extract::{Authenticated, Fields, PathOrganization, ValidJson},
+    extract::{Authenticated, Fields, InOrganization, ValidJson},
     query::Query,
     state::AppState,
 };
@@ -191,7 +191,7 @@ pub async fn create(
 )]
 pub async fn get(
     state: web::Data<AppState>,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
 ) -> Result<HttpResponse, ApiError> {
     let organization = state.organizations.get(&actor).await?;
     Ok(HttpResponse::Ok().json(OrganizationResponse::from(organization)))
@@ -231,7 +231,7 @@ pub struct UpdateOrganizationRequest {
 pub async fn update(
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
     ValidJson(body): ValidJson<UpdateOrganizationRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let mut fields = Fields::new();
@@ -284,7 +284,7 @@ pub struct DeletedResponse {
 pub async fn delete(
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
 ) -> Result<HttpResponse, ApiError> {
     let deleted = state.organizations.delete(&actor, &origin).await?;
     Ok(HttpResponse::Ok().json(DeletedResponse {

@@ -18,7 +18,7 @@ use uuid::Uuid;
 use crate::extract::{nullable, origin_of, RequestOrigin};
 use crate::{
     error::{ApiError, ErrorBody, ValidationErrorBody},
-    extract::{as_is, client_address, Fields, PathOrganization, ValidJson},
+    extract::{as_is, client_address, Fields, InOrganization, ValidJson},
     state::AppState,
 };
 
@@ -298,7 +298,7 @@ fn parse_policies(body: PoliciesRequest) -> Result<OrganizationPolicies, ApiErro
 )]
 pub async fn get_policies(
     state: web::Data<AppState>,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
 ) -> Result<HttpResponse, ApiError> {
     let view = state.policies.policies(&actor).await?;
     Ok(HttpResponse::Ok().json(PoliciesResponse::from(view)))
@@ -322,7 +322,7 @@ pub async fn get_policies(
 pub async fn put_policies(
     req: HttpRequest,
     state: web::Data<AppState>,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
     ValidJson(body): ValidJson<PoliciesRequest>,
 ) -> Result<HttpResponse, ApiError> {
     PolicyService::authorize(&actor)?;
@@ -519,7 +519,7 @@ fn parse_branding(body: BrandingRequest) -> Result<BrandingChange, ApiError> {
 )]
 pub async fn get_branding(
     state: web::Data<AppState>,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
 ) -> Result<HttpResponse, ApiError> {
     let view = state.branding.branding(&actor).await?;
     Ok(HttpResponse::Ok().json(BrandingResponse::from(view)))
@@ -542,7 +542,7 @@ pub async fn get_branding(
 pub async fn put_branding(
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
     ValidJson(body): ValidJson<BrandingRequest>,
 ) -> Result<HttpResponse, ApiError> {
     BrandingService::authorize(&actor)?;

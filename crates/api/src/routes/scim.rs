@@ -6,12 +6,10 @@
 
 use std::{future::Future, pin::Pin};
 
-use actix_web::{
-    dev::Payload, http::StatusCode, web, FromRequest, HttpMessage, HttpRequest, HttpResponse,
-};
+use actix_web::{dev::Payload, http::StatusCode, web, FromRequest, HttpRequest, HttpResponse};
 use gatehouse_domain::{
     model::{DirectoryGroupId, DirectoryUserId, OrganizationId},
-    service::{Actor, Agent, PatchError},
+    service::{Actor, PatchError},
 };
 use gatehouse_scim::{
     list_page, parse_group, parse_user, project, ListQuery, Patch, Resources, ScimError,
@@ -21,44 +19,25 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::{
-    error::{ApiError, ScimFailure},
-    extract::{actor_in, authenticate_in, gated, scim_organization, RequestOrigin, ValidJson},
+    access::{unrouted, Access, Endpoint},
+    error::ScimFailure,
+    extract::{admitted, RequestOrigin, ValidJson},
     state::AppState,
 };
 
 type ScimAnswer = Result<HttpResponse, ScimFailure>;
 
 /// The organization's identity provider: a SCIM token of the organization in the path, through
-/// the one admission (the organization live, its IP allowlist). Anything else is `401`.
+/// the one admission (the organization live, its IP allowlist), as the routes' gate
+/// ([`Access::Directory`]) admitted it. Anything else was `401` there.
 pub struct ScimCaller(pub Actor);
 
 impl FromRequest for ScimCaller {
     type Error = ScimFailure;
-    type Future = Pin<Box<dyn Future<Output = Result<Self, ScimFailure>>>>;
+    type Future = std::future::Ready<Result<Self, ScimFailure>>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let request = req.clone();
-        // Registered as a credential check: a body (`ScimBody`) is parsed only once this is
-        // done, so a refused token with a bad body is `401`, never `400`.
-        let check = gated(req, async move {
-            let organization = scim_organization(request.path())
-                .ok_or_else(|| ApiError::NotFound("no such organization".into()))?;
-            // The agent the rate-limit middleware found, or a fresh check, where a Bearer is
-            // one of the organization's SCIM tokens.
-            let cached = request.extensions().get::<Agent>().cloned();
-            let agent = match cached {
-                Some(agent) => agent,
-                None => authenticate_in(&request, organization).await?.0,
-            };
-            let actor = actor_in(&request, agent, organization).await?;
-            match actor {
-                Actor::Directory(_) => Ok(Self(actor)),
-                _ => Err(ApiError::Unauthorized(
-                    "SCIM requests carry one of the organization's SCIM tokens".into(),
-                )),
-            }
-        });
-        Box::pin(async move { check.await.map_err(ScimFailure::from) })
+        std::future::ready(admitted::<Actor>(req).map(Self).map_err(ScimFailure::from))
     }
 }
 
@@ -541,70 +520,56 @@ pub async fn delete_group(
 
 /// The SCIM endpoints of every organization, under `/scim/v2/{id}`.
 pub fn configure(config: &mut web::ServiceConfig) {
-    let discovery = |path: &str, get: actix_web::Route| {
-        web::resource(path)
-            .route(get)
-            .default_service(web::to(method_not_allowed))
+    // Every SCIM answer needs one of the organization's SCIM tokens, an unsupported method's
+    // and an unknown path's included.
+    let endpoint = |path: &str| {
+        Endpoint::new(
+            "/scim/v2/{id}",
+            path,
+            Access::Directory,
+            (Access::Directory, web::to(method_not_allowed)),
+        )
     };
     // `/scim/v2` first, alone: a path outside it meets no pattern of SCIM's.
     config.service(
         web::scope("/scim/v2").service(
             web::scope("/{id}")
-                .service(discovery(
-                    "/ServiceProviderConfig",
-                    web::get().to(service_provider_config),
-                ))
-                .service(discovery("/ResourceTypes", web::get().to(resource_types)))
-                .service(discovery(
-                    "/ResourceTypes/{rt}",
-                    web::get().to(resource_type),
-                ))
-                .service(discovery("/Schemas", web::get().to(schemas)))
-                .service(discovery("/Schemas/{schema}", web::get().to(schema)))
                 .service(
-                    web::resource("/.search")
-                        .route(web::post().to(search_all))
-                        .default_service(web::to(method_not_allowed)),
+                    endpoint("/ServiceProviderConfig")
+                        .route(web::get().to(service_provider_config)),
                 )
+                .service(endpoint("/ResourceTypes").route(web::get().to(resource_types)))
+                .service(endpoint("/ResourceTypes/{rt}").route(web::get().to(resource_type)))
+                .service(endpoint("/Schemas").route(web::get().to(schemas)))
+                .service(endpoint("/Schemas/{schema}").route(web::get().to(schema)))
+                .service(endpoint("/.search").route(web::post().to(search_all)))
+                .service(endpoint("/Users/.search").route(web::post().to(search_users)))
+                .service(endpoint("/Groups/.search").route(web::post().to(search_groups)))
                 .service(
-                    web::resource("/Users/.search")
-                        .route(web::post().to(search_users))
-                        .default_service(web::to(method_not_allowed)),
-                )
-                .service(
-                    web::resource("/Groups/.search")
-                        .route(web::post().to(search_groups))
-                        .default_service(web::to(method_not_allowed)),
-                )
-                .service(
-                    web::resource("/Users")
+                    endpoint("/Users")
                         .route(web::get().to(list_users))
-                        .route(web::post().to(create_user))
-                        .default_service(web::to(method_not_allowed)),
+                        .route(web::post().to(create_user)),
                 )
                 .service(
-                    web::resource("/Users/{user_id}")
+                    endpoint("/Users/{user_id}")
                         .route(web::get().to(get_user))
                         .route(web::put().to(replace_user))
                         .route(web::patch().to(patch_user))
-                        .route(web::delete().to(delete_user))
-                        .default_service(web::to(method_not_allowed)),
+                        .route(web::delete().to(delete_user)),
                 )
                 .service(
-                    web::resource("/Groups")
+                    endpoint("/Groups")
                         .route(web::get().to(list_groups))
-                        .route(web::post().to(create_group))
-                        .default_service(web::to(method_not_allowed)),
+                        .route(web::post().to(create_group)),
                 )
                 .service(
-                    web::resource("/Groups/{group_id}")
+                    endpoint("/Groups/{group_id}")
                         .route(web::get().to(get_group))
                         .route(web::put().to(replace_group))
                         .route(web::patch().to(patch_group))
-                        .route(web::delete().to(delete_group))
-                        .default_service(web::to(method_not_allowed)),
+                        .route(web::delete().to(delete_group)),
                 )
-                .default_service(web::to(not_found)),
+                .default_service(unrouted(Access::Directory, web::to(not_found))),
         ),
     );
 }

@@ -16,7 +16,7 @@ use uuid::Uuid;
 use crate::extract::RequestOrigin;
 use crate::{
     error::{ApiError, ErrorBody, FieldError, ValidationErrorBody},
-    extract::{actor_in, as_is, AuthenticatedAgent, Fields, PathOrganization, ValidJson},
+    extract::{actor_in, as_is, AuthenticatedAgent, Fields, InOrganization, ValidJson},
     state::AppState,
 };
 
@@ -258,7 +258,7 @@ pub async fn create(
 )]
 pub async fn get(
     state: web::Data<AppState>,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
 ) -> Result<HttpResponse, ApiError> {
     let view = state.sso.configuration(&actor).await?;
     Ok(HttpResponse::Ok().json(SsoResponse::from(view)))
@@ -281,7 +281,7 @@ pub async fn get(
 pub async fn update(
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    PathOrganization(actor): PathOrganization,
+    InOrganization(actor): InOrganization,
     ValidJson(body): ValidJson<SsoRequest>,
 ) -> Result<HttpResponse, ApiError> {
     SsoService::authorize(&actor)?;

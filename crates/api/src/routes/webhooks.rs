@@ -19,7 +19,7 @@ use super::organizations::PageResponse;
 use crate::extract::RequestOrigin;
 use crate::{
     error::{ApiError, ErrorBody, FieldError, ValidationErrorBody},
-    extract::{as_is, AuthenticatedAgent, Fields, HeaderOrganization, ValidJson},
+    extract::{as_is, AuthenticatedAgent, Fields, InOrganization, ValidJson},
     query::Query,
     state::AppState,
 };
@@ -236,7 +236,7 @@ pub struct CreateEndpointRequest {
 pub async fn create(
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    HeaderOrganization(actor): HeaderOrganization,
+    InOrganization(actor): InOrganization,
     ValidJson(body): ValidJson<CreateEndpointRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let url = body.url.map(webhook_url).transpose()?;
@@ -294,7 +294,7 @@ pub async fn create(
 pub async fn list(
     req: HttpRequest,
     state: web::Data<AppState>,
-    HeaderOrganization(actor): HeaderOrganization,
+    InOrganization(actor): InOrganization,
 ) -> Result<HttpResponse, ApiError> {
     let query = Query::of(&req)?;
     let page = query.page()?;
@@ -320,7 +320,7 @@ pub async fn list(
 )]
 pub async fn get(
     state: web::Data<AppState>,
-    HeaderOrganization(actor): HeaderOrganization,
+    InOrganization(actor): InOrganization,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let detail = state.webhooks.get(&actor, endpoint_id(&path)?).await?;
@@ -358,7 +358,7 @@ pub struct UpdateEndpointRequest {
 pub async fn update(
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    HeaderOrganization(actor): HeaderOrganization,
+    InOrganization(actor): InOrganization,
     path: web::Path<String>,
     ValidJson(body): ValidJson<UpdateEndpointRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -404,7 +404,7 @@ pub async fn update(
 pub async fn delete(
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    HeaderOrganization(actor): HeaderOrganization,
+    InOrganization(actor): InOrganization,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     state
@@ -457,7 +457,7 @@ pub async fn events(_caller: AuthenticatedAgent) -> HttpResponse {
 pub async fn deliveries(
     req: HttpRequest,
     state: web::Data<AppState>,
-    HeaderOrganization(actor): HeaderOrganization,
+    InOrganization(actor): InOrganization,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let id = endpoint_id(&path)?;
@@ -504,7 +504,7 @@ pub struct RetryResponse {
 pub async fn retry(
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    HeaderOrganization(actor): HeaderOrganization,
+    InOrganization(actor): InOrganization,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let id: DeliveryId = path
@@ -551,7 +551,7 @@ pub struct TestResponse {
 pub async fn test(
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    HeaderOrganization(actor): HeaderOrganization,
+    InOrganization(actor): InOrganization,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let outcome = state

@@ -190,3 +190,47 @@ async fn an_overlong_password_is_refused_not_hashed(app: TestApp) {
     )
     .await;
 }
+
+/// Who may call each route is declared in the route table; the OpenAPI document says which
+/// operations take credentials. They agree: every operation the document secures refuses a
+/// request that sends none with `401`, before it reads a body that is not even JSON (a route
+/// declared public by mistake would answer `415` or `400` here, or worse, serve it).
+#[on_both_backends]
+async fn every_operation_the_document_secures_refuses_a_request_without_credentials(app: TestApp) {
+    let document = app.openapi_document().await;
+    let any_id = "0b9d3a8e-0a9e-4a8e-9a6b-3c1f4f7e2d10";
+    let mut checked = 0;
+    for (template, operations) in document["paths"].as_object().unwrap() {
+        let path: String = template
+            .split('/')
+            .map(|segment| match segment.starts_with('{') {
+                true => any_id,
+                false => segment,
+            })
+            .collect::<Vec<_>>()
+            .join("/");
+        for (method, operation) in operations.as_object().unwrap() {
+            let secured = operation["security"]
+                .as_array()
+                .is_some_and(|requirements| !requirements.is_empty());
+            if !secured {
+                continue;
+            }
+            let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            let response = app
+                .client
+                .request(method.clone(), app.url(&path))
+                .header("Content-Type", "text/plain")
+                .body("not json")
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 401, "{method} {template}");
+            checked += 1;
+        }
+    }
+    assert!(
+        checked > 80,
+        "only {checked} secured operations in the document"
+    );
+}

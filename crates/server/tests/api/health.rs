@@ -28,15 +28,7 @@ async fn every_response_carries_a_request_id(app: TestApp) {
 
 #[on_both_backends]
 async fn the_openapi_document_covers_every_route(app: TestApp) {
-    let document = json_of(
-        app.client
-            .get(app.url("/api/v1/openapi.json"))
-            .send()
-            .await
-            .unwrap(),
-        200,
-    )
-    .await;
+    let document = app.openapi_document().await;
     assert!(document["openapi"].as_str().unwrap().starts_with("3."));
     for path in [
         "/api/v1/auth/register",
@@ -86,15 +78,7 @@ async fn the_openapi_document_covers_every_route(app: TestApp) {
 
 #[on_both_backends]
 async fn the_openapi_document_declares_the_rate_limit_headers_on_every_operation(app: TestApp) {
-    let document = json_of(
-        app.client
-            .get(app.url("/api/v1/openapi.json"))
-            .send()
-            .await
-            .unwrap(),
-        200,
-    )
-    .await;
+    let document = app.openapi_document().await;
     let mut operations = 0;
     for (path, item) in document["paths"].as_object().unwrap() {
         for (method, operation) in item.as_object().unwrap() {
@@ -128,15 +112,7 @@ async fn the_openapi_document_declares_the_rate_limit_headers_on_every_operation
 
 #[on_both_backends]
 async fn the_openapi_document_gives_every_list_the_spec_envelope(app: TestApp) {
-    let document = json_of(
-        app.client
-            .get(app.url("/api/v1/openapi.json"))
-            .send()
-            .await
-            .unwrap(),
-        200,
-    )
-    .await;
+    let document = app.openapi_document().await;
     let schema_of = |path: &str| {
         let operation = &document["paths"][path]["get"];
         let reference = operation["responses"]["200"]["content"]["application/json"]["schema"]

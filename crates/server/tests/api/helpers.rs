@@ -631,6 +631,19 @@ impl TestApp {
         user
     }
 
+    /// The OpenAPI document the server serves, `GET /api/v1/openapi.json`.
+    pub async fn openapi_document(&self) -> Value {
+        json_of(
+            self.client
+                .get(self.url("/api/v1/openapi.json"))
+                .send()
+                .await
+                .unwrap(),
+            200,
+        )
+        .await
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }

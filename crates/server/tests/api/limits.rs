@@ -117,15 +117,7 @@ async fn a_search_with_a_control_character_is_refused_naming_it(app: TestApp) {
 
 #[on_both_backends]
 async fn every_operation_documents_the_head_bounds(app: TestApp) {
-    let document = json_of(
-        app.client
-            .get(app.url("/api/v1/openapi.json"))
-            .send()
-            .await
-            .unwrap(),
-        200,
-    )
-    .await;
+    let document = app.openapi_document().await;
     let mut operations = 0;
     for (path, item) in document["paths"].as_object().unwrap() {
         for (method, operation) in item.as_object().unwrap() {

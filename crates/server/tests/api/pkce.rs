@@ -283,15 +283,7 @@ async fn require_pkce_is_in_the_openapi_schemas_as_the_responses_have_it(app: Te
         created["id"].as_str().unwrap()
     );
     let answered = json_of(app.get_as(&owner.access_token, &path).await, 200).await;
-    let document = json_of(
-        app.client
-            .get(app.url("/api/v1/openapi.json"))
-            .send()
-            .await
-            .unwrap(),
-        200,
-    )
-    .await;
+    let document = app.openapi_document().await;
     let schemas = &document["components"]["schemas"];
 
     let response = &schemas["ApplicationResponse"];
