@@ -470,3 +470,64 @@ async fn an_api_scope_acts_only_in_the_applications_organization(app: TestApp) {
     );
     assert_eq!(app.me(access).await.status(), 403);
 }
+
+/// The organization a route acts in is the one its route names (the path's `{id}`, or for the
+/// routes outside the organizations' scope `X-Organization-ID`), whatever else the request
+/// says. Mallory owns her own organization and tries to reach Ada's with what she holds there:
+/// her own organization in the header beside Ada's in the path, her API key, and Ada's
+/// organization in the header of a header route.
+#[on_both_backends]
+async fn a_request_acts_only_in_the_organization_its_route_names(app: TestApp) {
+    let (ada, _bob, acme) = team_with_bob(&app, "free").await;
+    let mallory = app.logged_in("mallory@example.com").await;
+    let own = app.create_team(&mallory.access_token, "Mallory's").await;
+    let own = own["id"].as_str().unwrap().to_owned();
+    let key = json_of(
+        app.create_api_key(&mallory.access_token, "ci", &own).await,
+        201,
+    )
+    .await;
+    let key = key["key"].as_str().unwrap().to_owned();
+    let members = format!("/api/v1/organizations/{acme}/members");
+
+    // Her token, her own organization in the header, Ada's in the path.
+    let answer = app
+        .in_org(Method::GET, &mallory.access_token, &own, &members, None)
+        .await;
+    detail_of(answer, 404).await;
+    // Her API key, with its own organization, at Ada's path.
+    let answer = app
+        .client
+        .get(app.url(&members))
+        .header("X-API-Key", &key)
+        .header("X-Organization-ID", &own)
+        .send()
+        .await
+        .unwrap();
+    detail_of(answer, 404).await;
+    // A header route, Ada's organization in the header: not hers.
+    let answer = app
+        .in_org(
+            Method::GET,
+            &mallory.access_token,
+            &acme,
+            "/api/v1/webhooks/endpoints",
+            None,
+        )
+        .await;
+    detail_of(answer, 404).await;
+    // Refused before the body is read: a write with a body that is not JSON is still 404.
+    let answer = app
+        .client
+        .post(app.url(&members))
+        .bearer_auth(&mallory.access_token)
+        .header("Content-Type", "text/plain")
+        .body("not json")
+        .send()
+        .await
+        .unwrap();
+    detail_of(answer, 404).await;
+    // Ada, for whom the same requests are served.
+    let listed = json_of(app.get_as(&ada.access_token, &members).await, 200).await;
+    assert_eq!(listed["total"], 2, "{listed}");
+}
