@@ -26,8 +26,8 @@ use actix_web::{
 };
 use gatehouse_domain::{
     model::{Operator, OrganizationId},
-    ports::{RateDecision, RateLimitedCaller},
-    service::{Actor, Agent, Caller, OrgAccessError},
+    ports::{RateDecision, RateLimitedSpender},
+    service::{Actor, Agent, OrgAccessError, Spender},
 };
 use uuid::Uuid;
 
@@ -215,7 +215,7 @@ impl Gate {
             _ => return next.call(req).await,
         };
         let admission = self.access.admit(req.request()).await;
-        let decision = match app.rate_limits.check(&admission.caller).await {
+        let decision = match app.rate_limits.check(&admission.spender).await {
             Ok(decision) => Some(decision),
             Err(error) => {
                 // Fail open: a limiter that fails must not take the service down. (The Redis
@@ -225,9 +225,9 @@ impl Gate {
             }
         };
         if let Some(decision) = decision.as_ref().filter(|d| !d.allowed) {
-            app.metrics.rate_limited(match admission.caller {
-                Caller::Anonymous(_) => RateLimitedCaller::Anonymous,
-                Caller::Authenticated { .. } => RateLimitedCaller::Authenticated,
+            app.metrics.rate_limited(match admission.spender {
+                Spender::Anonymous(_) => RateLimitedSpender::Anonymous,
+                Spender::Authenticated { .. } => RateLimitedSpender::Authenticated,
             });
             return Ok(req.into_response(too_many_requests(&app, decision)));
         }
@@ -249,29 +249,29 @@ impl Gate {
 /// What it admitted (the agent, the person, the member, the operator) is in the request's
 /// extensions for the extractors.
 struct Admission {
-    caller: Caller,
+    spender: Spender,
     refusal: Option<ApiError>,
 }
 
 impl Admission {
-    fn admitted(caller: Caller) -> Self {
+    fn admitted(spender: Spender) -> Self {
         Self {
-            caller,
+            spender,
             refusal: None,
         }
     }
 
-    fn refused(caller: Caller, error: impl Into<ApiError>) -> Self {
+    fn refused(spender: Spender, error: impl Into<ApiError>) -> Self {
         Self {
-            caller,
+            spender,
             refusal: Some(error.into()),
         }
     }
 
-    /// Counted as `caller`, refused with the error of `outcome` if it failed.
-    fn of(caller: Caller, outcome: Result<(), ApiError>) -> Self {
+    /// Counted as `spender`, refused with the error of `outcome` if it failed.
+    fn of(spender: Spender, outcome: Result<(), ApiError>) -> Self {
         Self {
-            caller,
+            spender,
             refusal: outcome.err(),
         }
     }
@@ -294,8 +294,8 @@ struct Identified {
 
 impl Identified {
     /// Counted against the agent, on the plan of the organization named when it may act there.
-    fn caller(&self) -> Caller {
-        Caller::Authenticated {
+    fn spender(&self) -> Spender {
+        Spender::Authenticated {
             agent: self.agent.clone(),
             organization_plan: self
                 .actor
@@ -308,7 +308,7 @@ impl Identified {
 
 impl Access {
     async fn admit(self, req: &HttpRequest) -> Admission {
-        let address = Caller::Anonymous(client_address(req).0);
+        let address = Spender::Anonymous(client_address(req).0);
         // The organization a request outside any one organization names for its plan.
         let named_for_plan = || organization_header(req).ok().flatten();
         match self {
@@ -323,9 +323,9 @@ impl Access {
             // The handler judges the credentials: refused ones count against the address.
             Access::Open => match identify(req, named_for_plan(), Bearer::Token).await {
                 Ok(identified) => {
-                    let caller = identified.caller();
+                    let spender = identified.spender();
                     req.extensions_mut().insert(identified.agent);
-                    Admission::admitted(caller)
+                    Admission::admitted(spender)
                 }
                 Err(_) => Admission::admitted(address),
             },
@@ -333,7 +333,7 @@ impl Access {
                 match identify(req, named_for_plan(), Bearer::Token).await {
                     Err(error) => Admission::refused(address, error),
                     Ok(identified) => {
-                        let caller = identified.caller();
+                        let spender = identified.spender();
                         let agent = identified.agent;
                         let admitted = match self {
                             Access::Person => agent.clone().person().map(|person| {
@@ -342,7 +342,7 @@ impl Access {
                             _ => Ok(()),
                         };
                         req.extensions_mut().insert(agent);
-                        Admission::of(caller, admitted.map_err(ApiError::from))
+                        Admission::of(spender, admitted.map_err(ApiError::from))
                     }
                 }
             }
@@ -353,7 +353,7 @@ impl Access {
                 match identified {
                     Err(error) => Admission::refused(address, error),
                     Ok(identified) => {
-                        let caller = identified.caller();
+                        let spender = identified.spender();
                         let actor = organization.and_then(|_| {
                             identified
                                 .actor
@@ -361,7 +361,7 @@ impl Access {
                                 .map_err(ApiError::from)
                         });
                         Admission::of(
-                            caller,
+                            spender,
                             actor.map(|actor| {
                                 req.extensions_mut().insert(actor);
                             }),
@@ -379,15 +379,15 @@ impl Access {
                 match identify(req, Some(organization), Bearer::Scim).await {
                     Err(error) => Admission::refused(address, error),
                     Ok(identified) => {
-                        let caller = identified.caller();
+                        let spender = identified.spender();
                         match identified.actor {
                             Some(Ok(actor @ Actor::Directory(_))) => {
                                 req.extensions_mut().insert(actor);
-                                Admission::admitted(caller)
+                                Admission::admitted(spender)
                             }
-                            Some(Err(error)) => Admission::refused(caller, error),
+                            Some(Err(error)) => Admission::refused(spender, error),
                             _ => Admission::refused(
-                                caller,
+                                spender,
                                 ApiError::Unauthorized(
                                     "SCIM requests carry one of the organization's SCIM tokens"
                                         .into(),

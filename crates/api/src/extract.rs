@@ -275,7 +275,7 @@ pub struct OperatorAuth(pub Operator);
 /// What the route's gate admitted, taken from the request's extensions. Missing only where the
 /// route table declares a route with less access than its handler asks for: a `500`, which
 /// every route's API test would meet.
-pub(crate) fn admitted<T: 'static>(req: &HttpRequest) -> Result<T, ApiError> {
+fn admitted<T: 'static>(req: &HttpRequest) -> Result<T, ApiError> {
     req.extensions_mut().remove::<T>().ok_or_else(|| {
         ApiError::Internal(
             format!(

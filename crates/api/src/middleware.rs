@@ -220,7 +220,7 @@ mod bounded_head_impl {
         Error, HttpResponse,
     };
 
-    use gatehouse_domain::service::Caller;
+    use gatehouse_domain::service::Spender;
 
     use crate::{error::ErrorBody, extract::client_address};
 
@@ -263,8 +263,8 @@ mod bounded_head_impl {
         // Refused before routing, but counted against the client's address all the same: a
         // flood of oversized requests spends the budget that every other request does.
         if let Ok(app) = crate::extract::state(req.request()) {
-            let caller = Caller::Anonymous(client_address(req.request()).0);
-            if let Ok(decision) = app.rate_limits.check(&caller).await {
+            let spender = Spender::Anonymous(client_address(req.request()).0);
+            if let Ok(decision) = app.rate_limits.check(&spender).await {
                 if !decision.allowed {
                     let response = crate::access::too_many_requests(&app, &decision);
                     return Ok(req.into_response(response).map_into_right_body());

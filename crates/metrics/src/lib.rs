@@ -19,7 +19,7 @@
 use std::time::Duration;
 
 use gatehouse_domain::ports::{
-    DeliveryOutcome, Gauges, Metrics, RateLimitedCaller, SignInMethod, SignInOutcome,
+    DeliveryOutcome, Gauges, Metrics, RateLimitedSpender, SignInMethod, SignInOutcome,
 };
 use prometheus::{
     core::Collector, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec,
@@ -163,8 +163,8 @@ impl PrometheusMetrics {
             deliveries.with_label_values(&[outcome.as_str()]);
         }
         for caller in [
-            RateLimitedCaller::Anonymous,
-            RateLimitedCaller::Authenticated,
+            RateLimitedSpender::Anonymous,
+            RateLimitedSpender::Authenticated,
         ] {
             rate_limited.with_label_values(&[caller.as_str()]);
         }
@@ -219,7 +219,7 @@ impl Metrics for PrometheusMetrics {
         }
     }
 
-    fn rate_limited(&self, caller: RateLimitedCaller) {
+    fn rate_limited(&self, caller: RateLimitedSpender) {
         self.rate_limited
             .with_label_values(&[caller.as_str()])
             .inc();

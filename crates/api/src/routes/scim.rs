@@ -21,25 +21,11 @@ use uuid::Uuid;
 use crate::{
     access::{unrouted, Access, Endpoint},
     error::ScimFailure,
-    extract::{admitted, RequestOrigin, ValidJson},
+    extract::{InOrganization, RequestOrigin, ValidJson},
     state::AppState,
 };
 
 type ScimAnswer = Result<HttpResponse, ScimFailure>;
-
-/// The organization's identity provider: a SCIM token of the organization in the path, through
-/// the one admission (the organization live, its IP allowlist), as the routes' gate
-/// ([`Access::Directory`]) admitted it. Anything else was `401` there.
-pub struct ScimCaller(pub Actor);
-
-impl FromRequest for ScimCaller {
-    type Error = ScimFailure;
-    type Future = std::future::Ready<Result<Self, ScimFailure>>;
-
-    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        std::future::ready(admitted::<Actor>(req).map(Self).map_err(ScimFailure::from))
-    }
-}
 
 /// A JSON body (`application/scim+json` or `application/json`), or SCIM's `400`.
 pub struct ScimBody(pub Value);
@@ -109,7 +95,7 @@ fn patch_failure(error: PatchError<ScimError>) -> ScimFailure {
 /// `GET /ServiceProviderConfig`.
 pub async fn service_provider_config(
     state: web::Data<AppState>,
-    ScimCaller(actor): ScimCaller,
+    InOrganization(actor): InOrganization,
 ) -> ScimAnswer {
     let body = resources(&state, actor.organization_id()).service_provider_config();
     Ok(scim_json(StatusCode::OK, &body))
@@ -118,7 +104,7 @@ pub async fn service_provider_config(
 /// `GET /ResourceTypes`.
 pub async fn resource_types(
     state: web::Data<AppState>,
-    ScimCaller(actor): ScimCaller,
+    InOrganization(actor): InOrganization,
 ) -> ScimAnswer {
     let body = resources(&state, actor.organization_id()).resource_types();
     Ok(scim_json(StatusCode::OK, &body))
@@ -127,7 +113,7 @@ pub async fn resource_types(
 /// `GET /ResourceTypes/{id}`.
 pub async fn resource_type(
     state: web::Data<AppState>,
-    ScimCaller(actor): ScimCaller,
+    InOrganization(actor): InOrganization,
     path: web::Path<(String, String)>,
 ) -> ScimAnswer {
     let body = resources(&state, actor.organization_id())
@@ -137,7 +123,10 @@ pub async fn resource_type(
 }
 
 /// `GET /Schemas`.
-pub async fn schemas(state: web::Data<AppState>, ScimCaller(actor): ScimCaller) -> ScimAnswer {
+pub async fn schemas(
+    state: web::Data<AppState>,
+    InOrganization(actor): InOrganization,
+) -> ScimAnswer {
     let body = resources(&state, actor.organization_id()).schemas();
     Ok(scim_json(StatusCode::OK, &body))
 }
@@ -145,7 +134,7 @@ pub async fn schemas(state: web::Data<AppState>, ScimCaller(actor): ScimCaller) 
 /// `GET /Schemas/{id}`.
 pub async fn schema(
     state: web::Data<AppState>,
-    ScimCaller(actor): ScimCaller,
+    InOrganization(actor): InOrganization,
     path: web::Path<(String, String)>,
 ) -> ScimAnswer {
     let body = resources(&state, actor.organization_id())
@@ -155,7 +144,7 @@ pub async fn schema(
 }
 
 /// A method the endpoint does not take: `405` in SCIM's error schema.
-pub async fn method_not_allowed(_: ScimCaller) -> ScimAnswer {
+pub async fn method_not_allowed(_: InOrganization) -> ScimAnswer {
     Err(ScimError::new(405, None, "this endpoint does not take this method").into())
 }
 
@@ -263,7 +252,7 @@ async fn list_groups_of(state: &AppState, actor: &Actor, query: &ListQuery) -> S
 /// `POST /.search`: users and groups, as a `GET` list with the body's parameters.
 pub async fn search_all(
     state: web::Data<AppState>,
-    ScimCaller(actor): ScimCaller,
+    InOrganization(actor): InOrganization,
     ScimBody(body): ScimBody,
 ) -> ScimAnswer {
     search(&state, &actor, &body, Searched::Everything).await
@@ -272,7 +261,7 @@ pub async fn search_all(
 /// `POST /Users/.search`.
 pub async fn search_users(
     state: web::Data<AppState>,
-    ScimCaller(actor): ScimCaller,
+    InOrganization(actor): InOrganization,
     ScimBody(body): ScimBody,
 ) -> ScimAnswer {
     search(&state, &actor, &body, Searched::Users).await
@@ -281,14 +270,14 @@ pub async fn search_users(
 /// `POST /Groups/.search`.
 pub async fn search_groups(
     state: web::Data<AppState>,
-    ScimCaller(actor): ScimCaller,
+    InOrganization(actor): InOrganization,
     ScimBody(body): ScimBody,
 ) -> ScimAnswer {
     search(&state, &actor, &body, Searched::Groups).await
 }
 
 /// Any other path under an organization's SCIM base.
-pub async fn not_found(_: ScimCaller) -> ScimAnswer {
+pub async fn not_found(_: InOrganization) -> ScimAnswer {
     Err(ScimError::not_found("no such SCIM endpoint").into())
 }
 
@@ -298,7 +287,7 @@ pub async fn not_found(_: ScimCaller) -> ScimAnswer {
 pub async fn list_users(
     req: HttpRequest,
     state: web::Data<AppState>,
-    ScimCaller(actor): ScimCaller,
+    InOrganization(actor): InOrganization,
 ) -> ScimAnswer {
     let query = ListQuery::parse(&query_pairs(&req))?;
     list_users_of(&state, &actor, &query).await
@@ -309,7 +298,7 @@ pub async fn create_user(
     req: HttpRequest,
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    ScimCaller(actor): ScimCaller,
+    InOrganization(actor): InOrganization,
     ScimBody(body): ScimBody,
 ) -> ScimAnswer {
     let attributes = parse_user(&body)?;
@@ -330,7 +319,7 @@ pub async fn create_user(
 pub async fn get_user(
     req: HttpRequest,
     state: web::Data<AppState>,
-    ScimCaller(actor): ScimCaller,
+    InOrganization(actor): InOrganization,
     path: web::Path<(String, String)>,
 ) -> ScimAnswer {
     let id = user_id(&path.1)?;
@@ -349,7 +338,7 @@ pub async fn replace_user(
     req: HttpRequest,
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    ScimCaller(actor): ScimCaller,
+    InOrganization(actor): InOrganization,
     path: web::Path<(String, String)>,
     ScimBody(body): ScimBody,
 ) -> ScimAnswer {
@@ -373,7 +362,7 @@ pub async fn patch_user(
     req: HttpRequest,
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    ScimCaller(actor): ScimCaller,
+    InOrganization(actor): InOrganization,
     path: web::Path<(String, String)>,
     ScimBody(body): ScimBody,
 ) -> ScimAnswer {
@@ -397,7 +386,7 @@ pub async fn patch_user(
 pub async fn delete_user(
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    ScimCaller(actor): ScimCaller,
+    InOrganization(actor): InOrganization,
     path: web::Path<(String, String)>,
 ) -> ScimAnswer {
     let id = user_id(&path.1)?;
@@ -411,7 +400,7 @@ pub async fn delete_user(
 pub async fn list_groups(
     req: HttpRequest,
     state: web::Data<AppState>,
-    ScimCaller(actor): ScimCaller,
+    InOrganization(actor): InOrganization,
 ) -> ScimAnswer {
     let query = ListQuery::parse(&query_pairs(&req))?;
     list_groups_of(&state, &actor, &query).await
@@ -422,7 +411,7 @@ pub async fn create_group(
     req: HttpRequest,
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    ScimCaller(actor): ScimCaller,
+    InOrganization(actor): InOrganization,
     ScimBody(body): ScimBody,
 ) -> ScimAnswer {
     let attributes = parse_group(&body)?;
@@ -443,7 +432,7 @@ pub async fn create_group(
 pub async fn get_group(
     req: HttpRequest,
     state: web::Data<AppState>,
-    ScimCaller(actor): ScimCaller,
+    InOrganization(actor): InOrganization,
     path: web::Path<(String, String)>,
 ) -> ScimAnswer {
     let id = group_id(&path.1)?;
@@ -462,7 +451,7 @@ pub async fn replace_group(
     req: HttpRequest,
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    ScimCaller(actor): ScimCaller,
+    InOrganization(actor): InOrganization,
     path: web::Path<(String, String)>,
     ScimBody(body): ScimBody,
 ) -> ScimAnswer {
@@ -486,7 +475,7 @@ pub async fn patch_group(
     req: HttpRequest,
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    ScimCaller(actor): ScimCaller,
+    InOrganization(actor): InOrganization,
     path: web::Path<(String, String)>,
     ScimBody(body): ScimBody,
 ) -> ScimAnswer {
@@ -510,7 +499,7 @@ pub async fn patch_group(
 pub async fn delete_group(
     state: web::Data<AppState>,
     RequestOrigin(origin): RequestOrigin,
-    ScimCaller(actor): ScimCaller,
+    InOrganization(actor): InOrganization,
     path: web::Path<(String, String)>,
 ) -> ScimAnswer {
     let id = group_id(&path.1)?;

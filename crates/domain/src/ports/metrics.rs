@@ -107,14 +107,14 @@ impl DeliveryOutcome {
 
 /// Whose budget a refused request spent: a label of the rate-limit counter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum RateLimitedCaller {
+pub enum RateLimitedSpender {
     /// A request without valid credentials, counted by its address.
     Anonymous,
     /// A user's or an API key's request, counted by its principal.
     Authenticated,
 }
 
-impl RateLimitedCaller {
+impl RateLimitedSpender {
     /// The label value.
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -164,7 +164,7 @@ pub trait Metrics: Send + Sync + 'static {
     fn delivery(&self, outcome: DeliveryOutcome, since_commit: Option<Duration>);
 
     /// A request refused by the rate limiter.
-    fn rate_limited(&self, caller: RateLimitedCaller);
+    fn rate_limited(&self, caller: RateLimitedSpender);
 
     /// Everything, in the Prometheus text exposition format, with the gauges as given.
     fn render(&self, gauges: &Gauges) -> String;

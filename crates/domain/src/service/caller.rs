@@ -12,7 +12,7 @@
 //!
 //! Two more names are not callers of the use cases: the operator of the control plane
 //! ([`Operator`](crate::model::Operator), by the control token) and the rate limiter's
-//! [`Caller`](super::Caller) (what a request is counted against: an agent or an address).
+//! [`Spender`](super::Spender) (whose budget a request spends: an agent or an address).
 
 use time::OffsetDateTime;
 

@@ -176,13 +176,16 @@ impl MailCourier {
             return Ok(MailOutcome::Sent);
         };
         let attempts = queued.attempts.saturating_add(1);
+        // The relay's own words (a refused login, a full mailbox, no connection), which the
+        // operator needs to mend it: the error's source.
+        let cause = &error.0;
         if attempts >= MAIL_ATTEMPTS {
-            tracing::error!(%error, mail.id = %id, attempts, "a mail could not be sent; it is given up");
+            tracing::error!(%error, %cause, mail.id = %id, attempts, "a mail could not be sent; it is given up");
             self.ports.mail_queue.forget_mail(id).await?;
             return Ok(MailOutcome::GivenUp);
         }
         let at = self.ports.clock.now() + mail_backoff(attempts);
-        tracing::warn!(%error, mail.id = %id, attempts, retry_at = %at, "a mail could not be sent; it is tried again later");
+        tracing::warn!(%error, %cause, mail.id = %id, attempts, retry_at = %at, "a mail could not be sent; it is tried again later");
         self.ports.mail_queue.retry_mail(id, attempts, at).await?;
         Ok(MailOutcome::Retrying(at))
     }

@@ -141,7 +141,7 @@ pub use policies::{
     BrandingPorts, BrandingService, BrandingView, PolicyPorts, PolicyService, PolicyView,
     SettingsError,
 };
-pub use rate_limit::{Caller, RateLimitCheckError, RateLimitPorts, RateLimitService};
+pub use rate_limit::{RateLimitCheckError, RateLimitPorts, RateLimitService, Spender};
 pub use saml::{SamlPorts, SamlService, SamlSignInError, SamlSignedIn};
 pub use sso::{NewSsoConfiguration, SsoPorts, SsoService, SsoView};
 pub use sso_realm::SsoLookup;

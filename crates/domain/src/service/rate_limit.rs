@@ -13,9 +13,11 @@ use crate::{
     ports::{service_ports, RateDecision, RateLimitError},
 };
 
-/// Who a request is counted against.
+/// Whose budget a request spends: an address, or the agent its credentials speak for. Not a
+/// caller of the use cases (those are `service::caller`'s): a request refused for bad
+/// credentials still spends its address's budget.
 #[derive(Clone, Debug)]
-pub enum Caller {
+pub enum Spender {
     /// No credentials: counted per client address, on the Free plan's limit.
     Anonymous(IpAddr),
     /// An authenticated caller: counted per person (their access tokens and API keys together)
@@ -57,29 +59,29 @@ impl RateLimitService {
     }
 
     /// Counts one request.
-    pub async fn check(&self, caller: &Caller) -> Result<RateDecision, RateLimitCheckError> {
-        let (key, plan) = match caller {
-            Caller::Anonymous(ip) => (format!("ip:{ip}"), Plan::Free),
+    pub async fn check(&self, spender: &Spender) -> Result<RateDecision, RateLimitCheckError> {
+        let (key, plan) = match spender {
+            Spender::Anonymous(ip) => (format!("ip:{ip}"), Plan::Free),
             // An organization's machines, its applications and its service accounts, share one
             // budget on its plan: more accounts or applications buy no more requests.
-            Caller::Authenticated {
+            Spender::Authenticated {
                 agent: Agent::Application(machine),
                 ..
             } => (machine_key(machine.organization_id), machine.plan),
-            Caller::Authenticated {
+            Spender::Authenticated {
                 agent: Agent::ServiceAccount(key),
                 ..
             } => (machine_key(key.account.organization_id), key.plan),
             // An organization's directory has one budget, on the organization's plan, however
             // many SCIM tokens it holds.
-            Caller::Authenticated {
+            Spender::Authenticated {
                 agent: Agent::Directory(directory),
                 ..
             } => (
                 format!("scim:{}", directory.organization_id),
                 directory.plan,
             ),
-            Caller::Authenticated {
+            Spender::Authenticated {
                 agent: Agent::Person(person),
                 organization_plan,
             } => {
@@ -164,8 +166,8 @@ mod tests {
         RateLimitService::new((&mocks.ports()).into(), RateLimits::default())
     }
 
-    fn service_account(n: u128, organization_id: OrganizationId) -> Caller {
-        Caller::Authenticated {
+    fn service_account(n: u128, organization_id: OrganizationId) -> Spender {
+        Spender::Authenticated {
             agent: Agent::ServiceAccount(ServiceAccountKey {
                 key_id: ApiKeyId::from_uuid(Uuid::from_u128(0x4e1 + n)),
                 account: ServiceAccount {
@@ -183,8 +185,8 @@ mod tests {
         }
     }
 
-    fn application(organization_id: OrganizationId) -> Caller {
-        Caller::Authenticated {
+    fn application(organization_id: OrganizationId) -> Spender {
+        Spender::Authenticated {
             agent: Agent::Application(MachineClient {
                 application_id: ApplicationId::from_uuid(Uuid::from_u128(0xa99)),
                 client_id: ClientId::generate(Uuid::from_u128(0xabc)),
@@ -196,8 +198,8 @@ mod tests {
         }
     }
 
-    fn allowed(limits: &RateLimitService, caller: &Caller) -> bool {
-        block_on(limits.check(caller)).unwrap().allowed
+    fn allowed(limits: &RateLimitService, spender: &Spender) -> bool {
+        block_on(limits.check(spender)).unwrap().allowed
     }
 
     #[test]
