@@ -8,6 +8,7 @@ mod served;
 
 use std::time::Duration;
 
+use gatehouse_test_macros::on_both_backends;
 use serde_json::Value;
 use served::{gatehouse, Database, Served};
 use tokio::{
@@ -17,10 +18,12 @@ use tokio::{
 
 const SECRET_KEY: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
 
-/// A served binary with these settings on `backend`.
-async fn serve(backend: &str, settings: &[(&str, &str)]) -> (Served, Database, tempfile::TempDir) {
+/// A served binary with these settings on `database`.
+async fn serve(
+    database: Database,
+    settings: &[(&str, &str)],
+) -> (Served, Database, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let database = Database::of(backend).await;
     let mut command = gatehouse(&dir);
     command
         .env("GATEHOUSE_DATABASE_URL", database.url(&dir))
@@ -77,33 +80,9 @@ fn finished(logs: &[String]) -> Vec<Value> {
         .collect()
 }
 
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        $(
-            mod $name {
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn sqlite() {
-                    super::$name("sqlite").await;
-                }
-
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn postgres() {
-                    super::$name("postgres").await;
-                }
-            }
-        )*
-    };
-}
-
-on_both_backends!(
-    a_body_that_does_not_arrive_in_time_is_answered_408,
-    a_body_sent_where_none_is_read_is_not_waited_for,
-    one_address_holds_at_most_its_bound_of_connections,
-    a_log_line_holds_a_bounded_path_and_no_mailed_token,
-);
-
-async fn a_body_that_does_not_arrive_in_time_is_answered_408(backend: &str) {
-    let (served, _database, _dir) = serve(backend, &[("GATEHOUSE_BODY_TIMEOUT_SECS", "1")]).await;
+#[on_both_backends]
+async fn a_body_that_does_not_arrive_in_time_is_answered_408(database: Database) {
+    let (served, _database, _dir) = serve(database, &[("GATEHOUSE_BODY_TIMEOUT_SECS", "1")]).await;
     // Content-Length promises 200 bytes; ten come.
     let mut slow = TcpStream::connect(address(&served)).await.unwrap();
     slow.write_all(
@@ -148,8 +127,9 @@ async fn a_body_that_does_not_arrive_in_time_is_answered_408(backend: &str) {
     served.stop();
 }
 
-async fn a_body_sent_where_none_is_read_is_not_waited_for(backend: &str) {
-    let (served, _database, _dir) = serve(backend, &[]).await;
+#[on_both_backends]
+async fn a_body_sent_where_none_is_read_is_not_waited_for(database: Database) {
+    let (served, _database, _dir) = serve(database, &[]).await;
     // A probe with a chunked body that never ends: answered, and the connection closed at once
     // (not held open draining a body that never comes).
     let mut endless = TcpStream::connect(address(&served)).await.unwrap();
@@ -193,9 +173,10 @@ async fn a_body_sent_where_none_is_read_is_not_waited_for(backend: &str) {
     served.stop();
 }
 
-async fn one_address_holds_at_most_its_bound_of_connections(backend: &str) {
+#[on_both_backends]
+async fn one_address_holds_at_most_its_bound_of_connections(database: Database) {
     let (served, _database, _dir) =
-        serve(backend, &[("GATEHOUSE_MAX_CONNECTIONS_PER_IP", "4")]).await;
+        serve(database, &[("GATEHOUSE_MAX_CONNECTIONS_PER_IP", "4")]).await;
     let probe = b"GET /livez HTTP/1.1\r\nHost: gatehouse.test\r\n\r\n";
     // Four connections, each answered and kept alive.
     let mut held = Vec::new();
@@ -239,8 +220,9 @@ async fn one_address_holds_at_most_its_bound_of_connections(backend: &str) {
     served.stop();
 }
 
-async fn a_log_line_holds_a_bounded_path_and_no_mailed_token(backend: &str) {
-    let (served, _database, _dir) = serve(backend, &[]).await;
+#[on_both_backends]
+async fn a_log_line_holds_a_bounded_path_and_no_mailed_token(database: Database) {
+    let (served, _database, _dir) = serve(database, &[]).await;
     let client = reqwest::Client::new();
     let long = format!("/api/v1/{}?q={}", "p".repeat(6000), "q".repeat(1000));
     let response = client

@@ -23,64 +23,11 @@ use gatehouse_domain::{
     },
 };
 use gatehouse_store::{Backend, Store, StoreOptions};
+use gatehouse_test_macros::on_both_backends;
 use gatehouse_testkit::TestDatabase;
 use serde_json::json;
 use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
-
-/// Runs each contract once per backend, as `<postgres name>` and `<sqlite name>`.
-macro_rules! on_both_backends {
-    ($($contract:ident => $postgres:ident, $sqlite:ident;)*) => {
-        $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $postgres() {
-                $contract(Db::postgres().await).await;
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $sqlite() {
-                $contract(Db::sqlite().await).await;
-            }
-        )*
-    };
-}
-
-on_both_backends! {
-    slugs_are_unique => slugs_are_unique_postgres, slugs_are_unique_sqlite;
-    organizations_of_pages_and_filters =>
-        organizations_of_pages_and_filters_postgres, organizations_of_pages_and_filters_sqlite;
-    organization_counts => organization_counts_postgres, organization_counts_sqlite;
-    updates_change_only_given_fields =>
-        updates_change_only_given_fields_postgres, updates_change_only_given_fields_sqlite;
-    deleted_organizations_disappear_and_purge =>
-        deleted_organizations_disappear_and_purge_postgres,
-        deleted_organizations_disappear_and_purge_sqlite;
-    set_plan_changes_live_organizations =>
-        set_plan_changes_live_organizations_postgres, set_plan_changes_live_organizations_sqlite;
-    billing_events_are_recorded_for_live_organizations =>
-        billing_events_are_recorded_for_live_organizations_postgres,
-        billing_events_are_recorded_for_live_organizations_sqlite;
-    members_page_across_members_and_invitations =>
-        members_page_across_members_and_invitations_postgres,
-        members_page_across_members_and_invitations_sqlite;
-    members_filters => members_filters_postgres, members_filters_sqlite;
-    invitations_lifecycle => invitations_lifecycle_postgres, invitations_lifecycle_sqlite;
-    accepting_invitations => accepting_invitations_postgres, accepting_invitations_sqlite;
-    invitation_records_tell_what_became_of_each =>
-        invitation_records_tell_what_became_of_each_postgres,
-        invitation_records_tell_what_became_of_each_sqlite;
-    roles_and_removal => roles_and_removal_postgres, roles_and_removal_sqlite;
-    deleting_users => deleting_users_postgres, deleting_users_sqlite;
-    transferring_ownership => transferring_ownership_postgres, transferring_ownership_sqlite;
-    service_accounts_and_their_keys =>
-        service_accounts_and_their_keys_postgres, service_accounts_and_their_keys_sqlite;
-    directory_writes_are_whole_and_stay_in_their_organization =>
-        directory_writes_are_whole_and_stay_in_their_organization_postgres,
-        directory_writes_are_whole_and_stay_in_their_organization_sqlite;
-    the_owner_stays_and_a_deleted_role_is_given_to_nobody =>
-        the_owner_stays_and_a_deleted_role_is_given_to_nobody_postgres,
-        the_owner_stays_and_a_deleted_role_is_given_to_nobody_sqlite;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Set-up
@@ -431,6 +378,7 @@ fn search(text: &str) -> OrganizationFilter {
 // ---------------------------------------------------------------------------------------------
 // Organizations
 
+#[on_both_backends]
 async fn slugs_are_unique(db: Db) {
     let t0 = now();
     let alice = db.user("alice@example.com", "Alice", t0).await;
@@ -489,6 +437,7 @@ async fn slugs_are_unique(db: Db) {
     assert_eq!(owner.role, Role::Owner);
 }
 
+#[on_both_backends]
 async fn organizations_of_pages_and_filters(db: Db) {
     let t0 = now();
     let alice = db.user("alice@example.com", "Alice", t0).await;
@@ -615,6 +564,7 @@ async fn organizations_of_pages_and_filters(db: Db) {
     assert_eq!(listed.items()[1].member_count, 2);
 }
 
+#[on_both_backends]
 async fn organization_counts(db: Db) {
     let t0 = now();
     let alice = db.user("alice@example.com", "Alice", t0).await;
@@ -654,6 +604,7 @@ async fn organization_counts(db: Db) {
         .is_none());
 }
 
+#[on_both_backends]
 async fn updates_change_only_given_fields(db: Db) {
     let t0 = now();
     let alice = db.user("alice@example.com", "Alice", t0).await;
@@ -737,6 +688,7 @@ async fn updates_change_only_given_fields(db: Db) {
     assert_eq!(db.events(EventType::OrganizationUpdated).await, 2);
 }
 
+#[on_both_backends]
 async fn deleted_organizations_disappear_and_purge(db: Db) {
     let t0 = now();
     let alice = db.user("alice@example.com", "Alice", t0).await;
@@ -875,6 +827,7 @@ async fn deleted_organizations_disappear_and_purge(db: Db) {
         .unwrap();
 }
 
+#[on_both_backends]
 async fn set_plan_changes_live_organizations(db: Db) {
     let t0 = now();
     let alice = db.user("alice@example.com", "Alice", t0).await;
@@ -908,6 +861,7 @@ async fn set_plan_changes_live_organizations(db: Db) {
 
 /// `POST /control/events`: the billing system's event, in the outbox of a live organization
 /// only.
+#[on_both_backends]
 async fn billing_events_are_recorded_for_live_organizations(db: Db) {
     let t0 = now();
     let alice = db.user("alice@example.com", "Alice", t0).await;
@@ -949,6 +903,7 @@ async fn billing_events_are_recorded_for_live_organizations(db: Db) {
 // ---------------------------------------------------------------------------------------------
 // Members
 
+#[on_both_backends]
 async fn members_page_across_members_and_invitations(db: Db) {
     let t0 = now();
     let at = |s| t0 + Duration::seconds(s);
@@ -1096,6 +1051,7 @@ async fn members_page_across_members_and_invitations(db: Db) {
     assert_eq!((listed.len(), total), (0, 5));
 }
 
+#[on_both_backends]
 async fn members_filters(db: Db) {
     let t0 = now();
     let at = |s| t0 + Duration::seconds(s);
@@ -1226,6 +1182,7 @@ async fn members_filters(db: Db) {
         .unwrap());
 }
 
+#[on_both_backends]
 async fn invitations_lifecycle(db: Db) {
     let t0 = now();
     let alice = db.user("alice@example.com", "Alice", t0).await;
@@ -1422,6 +1379,7 @@ async fn invitations_lifecycle(db: Db) {
 
 /// What the page of a mailed link reads: the invitation by its token, whatever became of it,
 /// while its organization exists.
+#[on_both_backends]
 async fn invitation_records_tell_what_became_of_each(db: Db) {
     let t0 = now();
     let alice = db.user("alice@example.com", "Alice", t0).await;
@@ -1508,6 +1466,7 @@ async fn invitation_records_tell_what_became_of_each(db: Db) {
         .is_none());
 }
 
+#[on_both_backends]
 async fn accepting_invitations(db: Db) {
     let t0 = now();
     let alice = db.user("alice@example.com", "Alice", t0).await;
@@ -1567,6 +1526,7 @@ async fn accepting_invitations(db: Db) {
     assert!(db.store.member(acme, carol.id).await.unwrap().is_none());
 }
 
+#[on_both_backends]
 async fn roles_and_removal(db: Db) {
     let t0 = now();
     let alice = db.user("alice@example.com", "Alice", t0).await;
@@ -1654,6 +1614,7 @@ async fn roles_and_removal(db: Db) {
     assert_eq!(org.member_count, 1);
 }
 
+#[on_both_backends]
 async fn transferring_ownership(db: Db) {
     let t0 = now();
     let alice = db.user("alice@example.com", "Alice", t0).await;
@@ -1714,6 +1675,7 @@ async fn transferring_ownership(db: Db) {
     assert!(!transfer(alice.id, bob.id).await);
 }
 
+#[on_both_backends]
 async fn service_accounts_and_their_keys(db: Db) {
     let t0 = now();
     let alice = db.user("alice@example.com", "Alice", t0).await;
@@ -1862,6 +1824,7 @@ async fn service_accounts_and_their_keys(db: Db) {
     assert_eq!(db.events(EventType::ServiceAccountDeleted).await, 1);
 }
 
+#[on_both_backends]
 async fn deleting_users(db: Db) {
     let t0 = now();
     let alice = db.user("alice@example.com", "Alice", t0).await;
@@ -2040,6 +2003,7 @@ fn directory_write(
     }
 }
 
+#[on_both_backends]
 async fn directory_writes_are_whole_and_stay_in_their_organization(db: Db) {
     let t0 = now();
     let alice = db.user("alice@example.com", "Alice", t0).await;
@@ -2312,6 +2276,7 @@ async fn directory_writes_are_whole_and_stay_in_their_organization(db: Db) {
 /// membership, an account deletion re-checks the teams it owns in its transaction, an
 /// invitation of an organization gone is accepted by nobody, a custom role deleted is given by
 /// no write; and point 4: the SCIM tokens a write names end in it, each with its record.
+#[on_both_backends]
 async fn the_owner_stays_and_a_deleted_role_is_given_to_nobody(db: Db) {
     use gatehouse_domain::model::{
         custom_permissions, AssignedRole, AuditAction, CustomRole, RoleDescription, RoleKey,

@@ -151,11 +151,21 @@ pub enum Database {
     Postgres(TestDatabase),
 }
 
+/// `#[on_both_backends]`'s fixture: a test taking a `Database` runs on each.
 impl Database {
+    pub async fn sqlite() -> Self {
+        Self::Sqlite
+    }
+
+    pub async fn postgres() -> Self {
+        Self::Postgres(TestDatabase::create().await)
+    }
+
+    /// The database of the backend named `"postgres"` or `"sqlite"`.
     pub async fn of(backend: &str) -> Self {
         match backend {
-            "postgres" => Self::Postgres(TestDatabase::create().await),
-            _ => Self::Sqlite,
+            "postgres" => Self::postgres().await,
+            _ => Self::sqlite().await,
         }
     }
 
