@@ -438,20 +438,24 @@ enum Credentials {
     ApiKey(String, OrganizationId),
 }
 
+/// The token of `Authorization: Bearer <token>`, trimmed; `None` without one.
+fn bearer(req: &HttpRequest) -> Option<&str> {
+    req.headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
+        .map(str::trim)
+        .filter(|token| !token.is_empty())
+}
+
 fn credentials(req: &HttpRequest) -> Result<Credentials, ApiError> {
-    if let Some(authorization) = req.headers().get(header::AUTHORIZATION) {
-        let token = authorization
-            .to_str()
-            .ok()
-            .and_then(|v| {
-                v.strip_prefix("Bearer ")
-                    .or_else(|| v.strip_prefix("bearer "))
-            })
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .ok_or_else(|| {
-                ApiError::Unauthorized("Authorization must be 'Bearer <access token>'".into())
-            })?;
+    if req.headers().contains_key(header::AUTHORIZATION) {
+        let token = bearer(req).ok_or_else(|| {
+            ApiError::Unauthorized("Authorization must be 'Bearer <access token>'".into())
+        })?;
         return Ok(Credentials::Bearer(token.to_owned()));
     }
     if let Some(key) = req.headers().get(API_KEY_HEADER) {
@@ -527,14 +531,8 @@ fn operator(req: &HttpRequest) -> Result<Operator, ApiError> {
     let Some(token) = &state.control_token else {
         return Err(ApiError::NotFound("no such route".into()));
     };
-    req.headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            v.strip_prefix("Bearer ")
-                .or_else(|| v.strip_prefix("bearer "))
-        })
-        .and_then(|presented| token.admit(presented.trim()))
+    bearer(req)
+        .and_then(|presented| token.admit(presented))
         .ok_or_else(|| {
             ApiError::Unauthorized(
                 "the control plane needs 'Authorization: Bearer <GATEHOUSE_CONTROL_TOKEN>'".into(),

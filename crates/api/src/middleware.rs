@@ -15,19 +15,22 @@ use uuid::Uuid;
 use crate::access::{RequestSpan, Routed};
 pub use crate::extract::{RequestId, REQUEST_ID_HEADER};
 
-/// The first segment of a request's path, as a request that reached no route is logged.
+/// The first segment of a request's path (at most 64 characters), as a request that reached no
+/// route is logged.
 fn unrouted_target(req: &HttpRequest) -> String {
     let path = req.path();
     let first = path
         .get(1..)
         .and_then(|rest| rest.split('/').next())
         .unwrap_or_default();
-    let first: String = first.chars().take(64).collect();
-    if path.len() > first.len() + 1 {
-        format!("/{first}/…")
-    } else {
-        format!("/{first}")
-    }
+    let shown: String = first.chars().take(64).collect();
+    let cut = shown.len() < first.len();
+    let more = path.len() > first.len() + 1;
+    format!(
+        "/{shown}{}{}",
+        if cut { "…" } else { "" },
+        if more { "/…" } else { "" }
+    )
 }
 
 /// Takes `X-Request-ID` from the request (a sane one) or makes one, runs the request inside a
@@ -59,7 +62,6 @@ pub async fn request_id(
     let metrics = req
         .app_data::<actix_web::web::Data<crate::AppState>>()
         .map(|state| state.metrics.clone());
-    let unrouted = unrouted_target(req.request());
     let started = Instant::now();
     let outcome = next.call(req).instrument(span.clone()).await;
     let status = match &outcome {
@@ -67,15 +69,20 @@ pub async fn request_id(
         Err(error) => error.as_response_error().status_code(),
     };
     let elapsed = started.elapsed();
-    // The route the request reached: its template labels the metrics. A request refused before
-    // routing has none, and its path is logged by its first segment.
-    let routed = outcome
-        .as_ref()
-        .ok()
-        .and_then(|response| response.request().extensions().get::<Routed>().cloned());
-    if routed.is_none() {
-        span.record("path", unrouted.as_str());
-    }
+    // The route the request reached: its template labels the metrics, and its gate logged the
+    // path. A request refused before routing has none, and its path is logged by its first
+    // segment. (An error that no middleware turned into a response was routed: only a handler
+    // or the body's timer gives one.)
+    let routed = match &outcome {
+        Ok(response) => {
+            let routed = response.request().extensions().get::<Routed>().cloned();
+            if routed.is_none() {
+                span.record("path", unrouted_target(response.request()).as_str());
+            }
+            routed
+        }
+        Err(_) => None,
+    };
     span.in_scope(|| {
         tracing::info!(
             status = status.as_u16(),

@@ -5,6 +5,8 @@
 //! The budgets here are small and spread (a budget of 30 a minute admits 5 at once, then one
 //! every 2 seconds): each test sends its requests well within one interval.
 
+use reqwest::Method;
+
 use crate::helpers::{detail_of, json_of, Backend, Options, TestApp};
 
 /// An anonymous request to a path that does not exist: counted like any other.
@@ -289,6 +291,51 @@ async fn the_public_ways_in_count_against_the_address_sqlite() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_public_ways_in_count_against_the_address_postgres() {
     the_public_ways_in_count_against_the_address(Backend::Postgres).await;
+}
+
+/// Requests that reach no route (an unknown path, a method the route does not serve) spend the
+/// client's address's budget even with a valid token: nothing serves them, so no store round
+/// trip is spent on the token, and the person's own budget is untouched.
+async fn requests_that_reach_no_route_count_against_the_address(backend: Backend) {
+    let app = TestApp::spawn_with(
+        backend,
+        Options {
+            // Four at once.
+            rate_limits: Some("free=24"),
+            ..Options::default()
+        },
+    )
+    .await;
+    // Registration and login: two of the address's four.
+    let user = app.logged_in("wanderer@example.com").await;
+    let mut statuses = Vec::new();
+    for (method, path) in [
+        (Method::GET, "/api/v1/nothing-here"),
+        (Method::DELETE, "/api/v1/auth/login"),
+        (Method::GET, "/api/v1/users/nothing-here"),
+    ] {
+        let answer = app.send_as(method, &user.access_token, path, None).await;
+        statuses.push(answer.status().as_u16());
+    }
+    assert_eq!(
+        statuses,
+        vec![404, 405, 429],
+        "two left of the address's budget"
+    );
+    // The person's own budget was not touched.
+    let me = app.me(&user.access_token).await;
+    assert_eq!(me.status(), 200);
+    assert_eq!(header(&me, "x-ratelimit-remaining"), Some(3));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_that_reach_no_route_count_against_the_address_sqlite() {
+    requests_that_reach_no_route_count_against_the_address(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_that_reach_no_route_count_against_the_address_postgres() {
+    requests_that_reach_no_route_count_against_the_address(Backend::Postgres).await;
 }
 
 /// Requests refused before routing, for a path or headers too long, spend the address's budget.
